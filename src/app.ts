@@ -1,0 +1,60 @@
+// Composes the modules into one Elysia app. No listen here: main.ts serves it, tests call app.handle.
+
+import { Elysia } from 'elysia'
+import { swagger } from '@elysiajs/swagger'
+import type { Deps } from './deps'
+import { httpShell, methodsFromRoutes } from './http/shell'
+import { migrationsApplied } from './db/migrate'
+import { balanceRoutes } from './modules/balance/routes'
+import { messageRoutes } from './modules/messages/routes'
+import { adminRoutes } from './modules/admin/routes'
+
+const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
+\`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
+400 \`VALIDATION_ERROR\` means the request has the wrong shape (not JSON, a missing field, a wrong JSON
+type); 422 \`VALIDATION_ERROR\` means the shape is right but a value is not acceptable. Timestamps are
+\`YYYY-MM-DD HH:MM:SS\` in the service's configured time zone.`
+
+export function createApp(deps: Deps) {
+  let app: { routes: { method: string; path: string }[] } | undefined
+  const methodsFor = methodsFromRoutes(() => app?.routes ?? [])
+
+  const api = new Elysia({ prefix: '/api/v1' }).use(balanceRoutes(deps)).use(messageRoutes(deps))
+
+  const composed = new Elysia()
+    .use(httpShell({ config: deps.config, sql: deps.sql, methodsFor }))
+    .use(
+      swagger({
+        path: '/docs',
+        exclude: ['/healthz', '/readyz', '/docs', '/docs/json'],
+        documentation: {
+          info: { title: 'Prepaid Messaging API', version: '1.0.0', description: API_DESCRIPTION },
+          tags: [
+            { name: 'Balance', description: 'Prepaid balance' },
+            { name: 'Messages', description: 'Send and read messages' },
+            { name: 'Admin', description: 'Operator API (Bearer ADMIN_TOKEN)' },
+          ],
+          components: {
+            securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key, pm_...' } },
+          },
+          security: [{ apiKey: [] }],
+        },
+      }),
+    )
+    .get('/healthz', () => ({ success: true, data: { status: 'ok' } }))
+    .get('/readyz', async ({ set }) => {
+      try {
+        if (await migrationsApplied(deps.sql)) return { success: true, data: { status: 'ready' } }
+      } catch {
+        // fall through: database unreachable
+      }
+      set.status = 503
+      return { success: false, error: 'database not reachable or migrations not applied', code: 'SERVICE_UNAVAILABLE' }
+    })
+    .use(api)
+    .use(adminRoutes(deps))
+  app = composed
+  return composed
+}
+
+export type App = ReturnType<typeof createApp>

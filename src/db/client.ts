@@ -1,0 +1,85 @@
+// One postgres.js client for both modes. With DATABASE_URL: a pool on a real PostgreSQL.
+// Without: PGlite (PostgreSQL in WebAssembly) in DATA_DIR, served on a loopback socket so the same
+// client speaks to it. PGlite is single-session, hence `max: 1`: every query queues on one connection.
+
+import postgres from 'postgres'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { PGlite } from '@electric-sql/pglite'
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
+// Embedded with the binary by `bun build --compile`; at development time these are the package's files.
+import pgliteWasmPath from '../../node_modules/@electric-sql/pglite/dist/pglite.wasm' with { type: 'file' }
+import initdbWasmPath from '../../node_modules/@electric-sql/pglite/dist/initdb.wasm' with { type: 'file' }
+import pgliteDataPath from '../../node_modules/@electric-sql/pglite/dist/pglite.data' with { type: 'file' }
+
+export type Sql = postgres.Sql<{}>
+
+export type Database = {
+  sql: Sql
+  mode: 'postgres' | 'embedded'
+  /** Human description for the banner, without credentials. */
+  describe: string
+  close(): Promise<void>
+}
+
+const TYPES = {
+  // bigint columns come back as JS numbers: balances and ids stay far below 2^53.
+  bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+}
+
+export async function openDatabase(options: { databaseUrl?: string; dataDir?: string; poolMax?: number }): Promise<Database> {
+  if (options.databaseUrl) {
+    const sql = postgres(options.databaseUrl, {
+      max: options.poolMax ?? 10,
+      types: TYPES,
+      onnotice: () => {},
+      connection: { application_name: 'messaging-api' },
+    })
+    const safe = new URL(options.databaseUrl)
+    safe.password = ''
+    safe.username = ''
+    return {
+      sql,
+      mode: 'postgres',
+      describe: `PostgreSQL ${safe.host}${safe.pathname}`,
+      close: () => sql.end({ timeout: 5 }),
+    }
+  }
+  return openEmbedded(options.dataDir)
+}
+
+/** `dataDir` undefined keeps the database in memory (tests). */
+async function openEmbedded(dataDir: string | undefined): Promise<Database> {
+  const pgDir = dataDir ? join(dataDir, 'pgdata') : undefined
+  if (pgDir) mkdirSync(pgDir, { recursive: true })
+  const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
+    WebAssembly.compile(await Bun.file(pgliteWasmPath).arrayBuffer()),
+    WebAssembly.compile(await Bun.file(initdbWasmPath).arrayBuffer()),
+    Bun.file(pgliteDataPath).arrayBuffer().then((bytes) => new Blob([bytes])),
+  ])
+  const db = await PGlite.create({ dataDir: pgDir, pgliteWasmModule, initdbWasmModule, fsBundle })
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 })
+  await server.start()
+  const address = server.getServerConn() // "127.0.0.1:PORT"
+  const port = Number(address.split(':').pop())
+  const sql = postgres({
+    host: '127.0.0.1',
+    port,
+    database: 'postgres',
+    username: 'postgres',
+    max: 1,
+    types: TYPES,
+    onnotice: () => {},
+    idle_timeout: 0,
+  })
+  return {
+    sql,
+    mode: 'embedded',
+    describe: pgDir ? `embedded PGlite in ${pgDir}` : 'embedded PGlite in memory',
+    async close() {
+      await sql.end({ timeout: 5 })
+      await server.stop()
+      await db.close()
+    },
+  }
+}

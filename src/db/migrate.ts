@@ -1,0 +1,50 @@
+// Forward-only migrations: numbered .sql files embedded in the build, applied in order at start.
+// Each runs in its own transaction holding a transaction-scoped advisory lock, so several instances
+// starting together apply each migration exactly once. An applied migration whose text changed stops the start.
+
+import type { Sql } from './client'
+import { MIGRATIONS, type Migration } from './migrations'
+import { sha256Hex } from '../lib/keys'
+
+const MIGRATION_LOCK = 7_240_001
+
+export class MigrationError extends Error {}
+
+export async function migrate(sql: Sql, migrations: Migration[] = MIGRATIONS): Promise<{ applied: string[] }> {
+  await sql`
+    create table if not exists schema_migrations (
+      version integer primary key,
+      name text not null,
+      checksum text not null,
+      applied_at timestamptz not null default now()
+    )`.catch(async (error) => {
+    // Two instances creating the table at once: the loser sees a unique violation; the table exists.
+    if ((error as { code?: string }).code !== '23505') throw error
+  })
+  const applied: string[] = []
+  for (const migration of migrations) {
+    const checksum = sha256Hex(migration.text)
+    const ran = await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`
+      const [row] = await tx<{ checksum: string }[]>`select checksum from schema_migrations where version = ${migration.version}`
+      if (row) {
+        if (row.checksum !== checksum) {
+          throw new MigrationError(
+            `migration ${migration.name} was edited after it was applied (checksum differs); add a new migration instead`,
+          )
+        }
+        return false
+      }
+      await tx.unsafe(migration.text)
+      await tx`insert into schema_migrations (version, name, checksum) values (${migration.version}, ${migration.name}, ${checksum})`
+      return true
+    })
+    if (ran) applied.push(migration.name)
+  }
+  return { applied }
+}
+
+export async function migrationsApplied(sql: Sql, migrations: Migration[] = MIGRATIONS): Promise<boolean> {
+  const [row] = await sql<{ n: number }[]>`select count(*)::int as n from schema_migrations`
+  return (row?.n ?? 0) >= migrations.length
+}

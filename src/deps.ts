@@ -1,0 +1,15 @@
+// What the routes and workers are built from. Tests build the same thing against their own database.
+
+import type { Config } from './config'
+import type { Sql } from './db/client'
+import type { Provider } from './providers/provider'
+import type { Handoff } from './modules/messages/handoff'
+
+export type Deps = {
+  config: Config
+  sql: Sql
+  provider: Provider
+  handoff: Handoff
+  /** Wakes the in-process worker loops after a commit that gave them work. */
+  wake: (loop: string) => void
+}

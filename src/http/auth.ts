@@ -1,0 +1,42 @@
+// API-key authentication: `Authorization: Bearer <key>` → the key's hash → its account.
+// Checked on every request (no cache), so a deactivated key fails on the very next request
+// from any instance.
+
+import { Elysia } from 'elysia'
+import type { Sql } from '../db/client'
+import { ApiError } from './errors'
+import { looksLikeApiKey, sha256Hex } from '../lib/keys'
+
+export type Principal = { accountId: number; keyId: number }
+
+// last_used_at is written at most once a minute per key and process: a write on every request
+// would make one hot row the bottleneck of every busy key.
+const LAST_USED_EVERY_MS = 60_000
+const lastUsedWritten = new Map<number, number>()
+
+export function bearerToken(header: string | null | undefined): string {
+  if (header === null || header === undefined) throw new ApiError('AUTH_MISSING_HEADER', 'Authorization header not found')
+  const match = /^bearer\s+(\S+)\s*$/i.exec(header.trim())
+  if (!match) throw new ApiError('AUTH_INVALID_KEY', 'Authorization must be "Bearer <API_KEY>"')
+  return match[1]!
+}
+
+export async function authenticate(sql: Sql, header: string | null | undefined): Promise<Principal> {
+  const key = bearerToken(header)
+  if (!looksLikeApiKey(key)) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
+  const [row] = await sql<{ id: number; account_id: number }[]>`
+    select id, account_id from api_keys where key_hash = ${sha256Hex(key)} and active`
+  if (!row) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
+  const now = Date.now()
+  if ((lastUsedWritten.get(row.id) ?? 0) < now - LAST_USED_EVERY_MS) {
+    lastUsedWritten.set(row.id, now)
+    sql`update api_keys set last_used_at = now() where id = ${row.id}`.catch(() => lastUsedWritten.delete(row.id))
+  }
+  return { accountId: row.account_id, keyId: row.id }
+}
+
+/** Derives `principal` for every route registered after it in the same plugin chain. */
+export const apiKeyAuth = (sql: Sql) =>
+  new Elysia({ name: 'api-key-auth' }).derive({ as: 'scoped' }, async ({ request }) => ({
+    principal: await authenticate(sql, request.headers.get('authorization')),
+  }))

@@ -1,0 +1,50 @@
+// The spec's envelope and the one table from error code to HTTP status.
+
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  AUTH_MISSING_HEADER: 401,
+  AUTH_INVALID_KEY: 401,
+  INSUFFICIENT_BALANCE: 402,
+  HTTPS_REQUIRED: 403,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  INTERNAL_ERROR: 500,
+  BAD_GATEWAY: 502,
+  SERVICE_UNAVAILABLE: 503,
+} as const
+
+export type ErrorCode = keyof typeof ERROR_STATUS
+
+export class ApiError extends Error {
+  readonly status: number
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    status?: number,
+  ) {
+    super(message)
+    this.status = status ?? ERROR_STATUS[code]
+  }
+}
+
+/** 400: the request has the wrong shape. */
+export const badShape = (message: string) => new ApiError('VALIDATION_ERROR', message, 400)
+/** 422: the shape is right but a value is not acceptable. */
+export const badValue = (message: string) => new ApiError('VALIDATION_ERROR', message, 422)
+
+export type Envelope<T> = { success: true; data: T }
+export type ErrorEnvelope = { success: false; error: string; code: string }
+
+export const ok = <T>(data: T): Envelope<T> => ({ success: true, data })
+
+export function errorResponse(code: string, message: string, status: number, headers: Record<string, string> = {}): Response {
+  const body: ErrorEnvelope = { success: false, error: message, code }
+  return new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  })
+}

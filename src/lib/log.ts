@@ -1,0 +1,23 @@
+// One JSON line per event on stdout/stderr. Callers pass facts, never secrets, SQL text or stacks at info.
+
+type Level = 'debug' | 'info' | 'warn' | 'error'
+const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 }
+let threshold: number = ORDER.info
+
+export function setLogLevel(level: Level): void {
+  threshold = ORDER[level]
+}
+
+function write(level: Level, msg: string, fields?: Record<string, unknown>): void {
+  if (ORDER[level] < threshold) return
+  const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })
+  if (ORDER[level] >= ORDER.warn) console.error(line)
+  else console.log(line)
+}
+
+export const log = {
+  debug: (msg: string, fields?: Record<string, unknown>) => write('debug', msg, fields),
+  info: (msg: string, fields?: Record<string, unknown>) => write('info', msg, fields),
+  warn: (msg: string, fields?: Record<string, unknown>) => write('warn', msg, fields),
+  error: (msg: string, fields?: Record<string, unknown>) => write('error', msg, fields),
+}

@@ -1,0 +1,104 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps'
+import { adminAuth } from '../../http/admin-auth'
+import { ok } from '../../http/errors'
+import { envelopeOf, errorsOf } from '../../http/openapi'
+import { page } from '../../lib/validate'
+import * as m from './model'
+import * as admin from './service'
+
+const tags = ['Admin']
+
+export const adminRoutes = (deps: Deps) => {
+  const { sql } = deps
+  const tz = deps.config.timezone
+  return new Elysia({ prefix: '/admin/v1' })
+    .use(adminAuth(deps.config))
+    .post(
+      '/accounts',
+      async ({ body, set }) => {
+        set.status = 201
+        return ok(await admin.createAccount(sql, tz, body))
+      },
+      { body: m.CreateAccountBody, response: { 201: envelopeOf(m.Account), ...errorsOf(400, 401, 422) }, detail: { tags, summary: 'Create an account' } },
+    )
+    .get('/accounts', async ({ query }) => ok(await admin.listAccounts(sql, tz, page(query))), {
+      query: m.PageQuery,
+      response: { 200: envelopeOf(m.listOf(m.Account)), ...errorsOf(400, 401, 422) },
+      detail: { tags, summary: 'List accounts, newest first' },
+    })
+    .get('/accounts/:id', async ({ params }) => ok(await admin.getAccount(sql, tz, params.id)), {
+      params: m.IdParams,
+      response: { 200: envelopeOf(m.Account), ...errorsOf(401, 404) },
+      detail: { tags, summary: 'One account with its balance and price' },
+    })
+    .post(
+      '/accounts/:id/keys',
+      async ({ params, body, set }) => {
+        set.status = 201
+        return ok(await admin.createKey(sql, tz, params.id, body))
+      },
+      {
+        params: m.IdParams,
+        body: m.CreateKeyBody,
+        response: { 201: envelopeOf(m.CreatedApiKey), ...errorsOf(400, 401, 404, 422) },
+        detail: { tags, summary: 'Create an API key (the key is shown only in this answer)' },
+      },
+    )
+    .get('/accounts/:id/keys', async ({ params }) => ok(await admin.listKeys(sql, tz, params.id)), {
+      params: m.IdParams,
+      response: { 200: envelopeOf(m.listOf(m.ApiKey)), ...errorsOf(401, 404) },
+      detail: { tags, summary: "An account's keys, without secrets" },
+    })
+    .patch('/keys/:id', async ({ params, body }) => ok(await admin.setKeyActive(sql, tz, params.id, body.active)), {
+      params: m.IdParams,
+      body: m.PatchKeyBody,
+      response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404) },
+      detail: { tags, summary: 'Activate or deactivate a key (takes effect on the next request)' },
+    })
+    .post(
+      '/accounts/:id/topups',
+      async ({ params, body, set }) => {
+        set.status = 201
+        return ok(await admin.changeBalance(sql, params.id, 'topup', body.amount, body.note ?? null))
+      },
+      {
+        params: m.IdParams,
+        body: m.TopupBody,
+        response: { 201: envelopeOf(t.Object({ wa_balance: t.Integer() })), ...errorsOf(400, 401, 404, 422) },
+        detail: { tags, summary: 'Top up a balance' },
+      },
+    )
+    .post(
+      '/accounts/:id/adjustments',
+      async ({ params, body, set }) => {
+        set.status = 201
+        return ok(await admin.changeBalance(sql, params.id, 'adjustment', body.amount, body.note))
+      },
+      {
+        params: m.IdParams,
+        body: m.AdjustmentBody,
+        response: { 201: envelopeOf(t.Object({ wa_balance: t.Integer() })), ...errorsOf(400, 401, 404, 422) },
+        detail: { tags, summary: 'Correct a balance by a signed amount (never below 0)' },
+      },
+    )
+    .put('/price', async ({ body }) => ok(await admin.setPrice(sql, body)), {
+      body: m.PriceBody,
+      response: { 200: envelopeOf(t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() })), ...errorsOf(400, 401, 404, 422) },
+      detail: { tags, summary: 'Set the global price, or one account\'s override (account_id)' },
+    })
+    .get('/price', async ({ query }) => ok(await admin.getPrice(sql, query.account_id ?? null)), {
+      query: m.PriceQuery,
+      detail: { tags, summary: 'The price in force (globally, or for one account)' },
+    })
+    .delete('/price/accounts/:id', async ({ params }) => ok(await admin.clearPriceOverride(sql, params.id)), {
+      params: m.IdParams,
+      detail: { tags, summary: "Remove an account's price override" },
+    })
+    .get('/accounts/:id/ledger', async ({ params, query }) => ok(await admin.listLedger(sql, tz, params.id, page(query))), {
+      params: m.IdParams,
+      query: m.PageQuery,
+      response: { 200: envelopeOf(m.listOf(m.LedgerRow)), ...errorsOf(400, 401, 404, 422) },
+      detail: { tags, summary: "An account's ledger, newest first" },
+    })
+}

@@ -1,0 +1,106 @@
+// Charging, refunding and recording hand-off outcomes. Each is one SQL statement, hence one
+// transaction: the balance update (which row-locks the account), the messages and the ledger rows
+// commit together, so balance = sum(ledger) at every moment and nothing is charged twice.
+
+import type { Sql } from '../../db/client'
+
+export type NewMessage = { phone: string; body: string; mediaUrl: string | null }
+export type Charged = { ids: number[]; cost: number; balanceAfter: number }
+export type Failure = { id: number; errorCode: number | null; errorMessage: string }
+
+/** How long a charged message may wait for its hand-off before the recovery worker takes it over. */
+export const HANDOFF_LEASE_SECONDS = 60
+
+export const currentPrice = (sql: Sql, accountId: number) => sql<{ cost: number }[]>`
+  select coalesce(
+    (select cost_per_message from prices where account_id = ${accountId}),
+    (select cost_per_message from prices where account_id is null)
+  ) as cost`
+
+/**
+ * Charges the account the current price for every message and records them as queued, in one
+ * statement. Returns null, with nothing changed, when the balance cannot pay for all of them.
+ */
+export async function chargeMessages(
+  sql: Sql,
+  owner: { accountId: number; keyId: number | null; campaignId?: number | null; contactId?: number | null },
+  messages: NewMessage[],
+): Promise<Charged | null> {
+  const n = messages.length
+  const rows = await sql<{ id: number; cost: number; balance: number }[]>`
+    with price as (
+      select coalesce(
+        (select cost_per_message from prices where account_id = ${owner.accountId}),
+        (select cost_per_message from prices where account_id is null)
+      ) as cost
+    ), debit as (
+      update accounts set balance = balance - price.cost * ${n}
+      from price
+      where accounts.id = ${owner.accountId} and accounts.balance >= price.cost * ${n}
+      returning accounts.balance, price.cost
+    ), input as materialized (
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, ord
+      from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
+                  ${messages.map((m) => m.mediaUrl) as string[]}::text[])
+           with ordinality as i(phone, body, media_url, ord)
+      where exists (select 1 from debit)
+    ), inserted as (
+      insert into messages (id, account_id, api_key_id, phone, body, media_url, status, cost, handoff_until)
+      select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, 'queued', debit.cost,
+             now() + make_interval(secs => ${HANDOFF_LEASE_SECONDS})
+      from input, debit
+      returning id
+    ), ledger_rows as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id
+      from input, debit
+    )
+    select input.id, debit.cost, debit.balance from input, debit order by input.ord`
+  if (rows.length === 0) return null
+  return { ids: rows.map((r) => r.id), cost: rows[0]!.cost, balanceAfter: rows[0]!.balance }
+}
+
+/** Records accepted hand-offs. Only messages still queued change, so a late second outcome is ignored. */
+export async function markSent(sql: Sql, accepted: { id: number; sid: string }[]): Promise<number[]> {
+  if (accepted.length === 0) return []
+  const rows = await sql<{ id: number }[]>`
+    update messages m
+    set status = 'sent', message_sid = v.sid, sent_at = now(), handoff_until = null
+    from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
+    where m.id = v.id and m.status = 'queued'
+    returning m.id`
+  return rows.map((r) => r.id)
+}
+
+/**
+ * Marks failed hand-offs `failed` and refunds exactly what each was charged, with one ledger row per
+ * message. Only messages still queued are refunded, so a refund can never happen twice.
+ */
+export async function refundFailed(sql: Sql, failures: Failure[]): Promise<number[]> {
+  if (failures.length === 0) return []
+  const rows = await sql<{ id: number }[]>`
+    with failed as (
+      update messages m
+      set status = 'failed', failed_at = now(), refunded_at = now(), handoff_until = null,
+          error_code = v.error_code, error_message = v.error_message
+      from unnest(${failures.map((f) => f.id)}::bigint[], ${failures.map((f) => f.errorCode) as number[]}::int[],
+                  ${failures.map((f) => f.errorMessage)}::text[]) as v(id, error_code, error_message)
+      where m.id = v.id and m.status = 'queued'
+      returning m.id, m.account_id, m.cost
+    ), per_account as (
+      select account_id, sum(cost)::bigint as total from failed group by account_id
+    ), credited as (
+      update accounts set balance = accounts.balance + per_account.total
+      from per_account
+      where accounts.id = per_account.account_id
+      returning accounts.id, accounts.balance - per_account.total as balance_before
+    ), ledger_rows as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select failed.account_id, 'refund', failed.cost,
+             credited.balance_before + sum(failed.cost) over (partition by failed.account_id order by failed.id),
+             failed.id
+      from failed join credited on credited.id = failed.account_id
+    )
+    select id from failed`
+  return rows.map((r) => r.id)
+}

@@ -1,0 +1,22 @@
+import type { Deps } from '../../deps'
+import type { Principal } from '../../http/auth'
+import { ApiError } from '../../http/errors'
+import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
+import { chargeMessages } from './billing'
+import type { SendBody, SendResult } from './model'
+
+export async function sendOne(deps: Deps, principal: Principal, input: SendBody): Promise<SendResult> {
+  const to = requirePhone(input.to, 'to')
+  const body = requireMessageBody(input.body, 'body')
+  const mediaUrl = optionalMediaUrl(input.media_url, 'media_url')
+
+  const charged = await chargeMessages(deps.sql, principal, [{ phone: to, body, mediaUrl }])
+  if (!charged) throw new ApiError('INSUFFICIENT_BALANCE', 'wa_balance is not enough for this message')
+  const id = charged.ids[0]!
+
+  const result = await deps.handoff.one({ id, to, body, mediaUrl })
+  if (!result.ok) {
+    throw new ApiError('BAD_GATEWAY', `the messaging provider did not accept the message (${result.errorMessage}); the charge was refunded`)
+  }
+  return { message_id: result.sid, to, status: 'sent', cost: charged.cost, balance_after: charged.balanceAfter }
+}

@@ -1,0 +1,16 @@
+// The messaging provider behind the API. `send` hands one message over and never throws: every
+// failure (refusal, error answer, network error, timeout) comes back as `{ ok: false }`.
+
+export type OutgoingMessage = { id: number; to: string; body: string; mediaUrl: string | null }
+
+export type HandoffResult =
+  | { ok: true; sid: string }
+  | { ok: false; errorCode: number | null; errorMessage: string }
+
+export interface Provider {
+  readonly name: 'simulator' | 'twilio'
+  send(message: OutgoingMessage): Promise<HandoffResult>
+}
+
+/** How long a hand-off may take before it counts as failed (the contract's 10 s). */
+export const HANDOFF_TIMEOUT_MS = 10_000

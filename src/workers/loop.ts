@@ -1,0 +1,58 @@
+// The shape of every background loop: run a step; if it found work, run again at once; otherwise
+// sleep until the poll interval passes or someone wakes it. Errors back off exponentially.
+// Loops share nothing in memory with other instances: all coordination is row locks in PostgreSQL.
+
+import { log } from '../lib/log'
+
+export type Loop = { name: string; wake(): void; stop(): Promise<void> }
+
+export function startLoop(name: string, step: () => Promise<number>, options: { pollMs: number; maxBackoffMs?: number }): Loop {
+  let stopped = false
+  let wakeUp: (() => void) | undefined
+  let woken = false
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopped) {
+        woken = false
+        return resolve()
+      }
+      const timer = setTimeout(done, ms)
+      function done() {
+        clearTimeout(timer)
+        wakeUp = undefined
+        woken = false
+        resolve()
+      }
+      wakeUp = done
+    })
+
+  const running = (async () => {
+    let failures = 0
+    while (!stopped) {
+      try {
+        const done = await step()
+        failures = 0
+        if (done > 0) continue
+        await sleep(options.pollMs)
+      } catch (error) {
+        failures++
+        const backoff = Math.min(options.maxBackoffMs ?? 30_000, options.pollMs * 2 ** failures)
+        if (!stopped) log.warn('worker step failed', { worker: name, error: error instanceof Error ? error.message.slice(0, 200) : 'unknown', retry_in_ms: backoff })
+        await sleep(backoff)
+      }
+    }
+  })()
+
+  return {
+    name,
+    wake() {
+      if (wakeUp) wakeUp()
+      else woken = true
+    },
+    async stop() {
+      stopped = true
+      wakeUp?.()
+      await running
+    },
+  }
+}
