@@ -1,7 +1,7 @@
 // What every request passes through, whatever its route: a request id, the HTTPS rule, the body
 // size limit, and the single mapping of every error (ours and Elysia's) to the spec's envelope.
 
-import { Elysia } from 'elysia'
+import { Elysia, ParseError } from 'elysia'
 import type { Config } from '../config'
 import type { Sql } from '../db/client'
 import { ApiError, errorResponse } from './errors'
@@ -12,6 +12,9 @@ import { log } from '../lib/log'
 export const MAX_BODY_BYTES = 8 * 1024 * 1024
 const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
 const requestIds = new WeakMap<Request, string>()
+// The body exactly as parsed: Elysia's validation error replaces a non-object body with {}, and the
+// message should still say "body must be a JSON object".
+const parsedBodies = new WeakMap<Request, unknown>()
 
 export const requestIdOf = (request: Request) => requestIds.get(request) ?? 'unknown'
 
@@ -45,7 +48,8 @@ function valueAt(root: unknown, pointer: string): unknown {
 
 const isPlainObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
-function describeValidation(error: { type?: string; value?: unknown; all?: ValidationIssue[] }): string {
+function describeValidation(error: { type?: string; value?: unknown; all?: ValidationIssue[] }, rawBody: unknown): string {
+  if (error.type === 'body' && rawBody !== undefined) error = { ...error, value: rawBody, all: error.all }
   const where = error.type === 'query' ? 'query' : error.type === 'params' ? 'path' : 'body'
   const issue = error.all?.[0]
   if (!issue?.path) return where === 'body' ? 'body must be a JSON object' : `${where} is not valid`
@@ -93,6 +97,18 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
         return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, { 'x-request-id': id })
       }
     })
+    .onParse({ as: 'global' }, async ({ request, contentType }) => {
+      if (!contentType?.toLowerCase().startsWith('application/json')) return
+      const text = await request.text()
+      let value: unknown
+      try {
+        value = JSON.parse(text)
+      } catch {
+        throw new ParseError()
+      }
+      parsedBodies.set(request, value)
+      return value
+    })
     .onError({ as: 'global' }, async ({ code, error, request, path }) => {
       const headers = { 'x-request-id': requestIdOf(request) }
       if (error instanceof ApiError) return errorResponse(error.code, error.message, error.status, headers)
@@ -100,7 +116,7 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
         // Authentication comes before validation: a bad key gets 401 whatever the body.
         const authError = await authFailure(sql, config, request, path)
         if (authError) return errorResponse(authError.code, authError.message, authError.status, headers)
-        const message = code === 'PARSE' ? 'body is not valid JSON' : describeValidation(error as never)
+        const message = code === 'PARSE' ? 'body is not valid JSON' : describeValidation(error as never, parsedBodies.get(request))
         return errorResponse('VALIDATION_ERROR', message, 400, headers)
       }
       if (code === 'NOT_FOUND') {

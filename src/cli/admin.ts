@@ -1,0 +1,177 @@
+// `bun run admin <command>`: a thin client of the admin API. It finds the server from the same
+// configuration as the service (HOST, PORT, TLS) or --url, and the token from ADMIN_TOKEN or
+// DATA_DIR/admin-token. Every command prints a short human summary, or the raw JSON with --json.
+
+import { existsSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { ConfigError, readConfig } from '../config'
+
+const USAGE = `usage: bun run admin <command> [options]
+
+  quickstart [--name NAME] [--balance N]   demo account with a balance and a key, plus a ready curl line
+  account create NAME [--balance N]        create an account
+  account list                             list accounts
+  key create ACCOUNT_ID LABEL              create an API key (shown once)
+  key list ACCOUNT_ID                      list an account's keys
+  key activate KEY_ID | key deactivate KEY_ID
+  topup ACCOUNT_ID AMOUNT [--note TEXT]    add to a balance
+  price set AMOUNT [--account ACCOUNT_ID]  set the global price, or one account's override
+  ledger ACCOUNT_ID [--limit N]            an account's ledger, newest first
+
+options: --json (raw JSON answers), --url URL (service root, default from HOST/PORT)`
+
+type Args = { positional: string[]; flags: Map<string, string | true> }
+
+function parseArgs(argv: string[]): Args {
+  const positional: string[] = []
+  const flags = new Map<string, string | true>()
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (arg.startsWith('--')) {
+      const name = arg.slice(2)
+      const next = argv[i + 1]
+      if (name === 'json' || name === 'help' || next === undefined || next.startsWith('--')) flags.set(name, true)
+      else flags.set(name, argv[++i]!)
+    } else positional.push(arg)
+  }
+  return { positional, flags }
+}
+
+class CliError extends Error {}
+
+function fail(message: string): never {
+  throw new CliError(message)
+}
+
+function integerArg(value: string | true | undefined, name: string): number {
+  if (typeof value !== 'string' || !/^-?\d+$/.test(value)) fail(`${name}: expected an integer`)
+  return Number(value)
+}
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv)
+  if (args.flags.has('help') || args.positional.length === 0) {
+    console.log(USAGE)
+    return args.positional.length === 0 && !args.flags.has('help') ? 2 : 0
+  }
+  const config = readConfig()
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  const base = (typeof args.flags.get('url') === 'string' ? (args.flags.get('url') as string) : `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`).replace(/\/+$/, '')
+  const tokenFile = join(config.dataDir, 'admin-token')
+  const token = config.adminToken ?? (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined)
+  if (!token) fail(`no admin token: set ADMIN_TOKEN or start the service once so it writes ${tokenFile}`)
+  const json = args.flags.has('json')
+
+  async function call(method: string, path: string, body?: unknown): Promise<any> {
+    let response: Response
+    try {
+      response = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      })
+    } catch {
+      fail(`cannot reach the service at ${base} (is it running? start it with: bun run start)`)
+    }
+    const payload = (await response.json().catch(() => null)) as { success?: boolean; data?: unknown; error?: string; code?: string } | null
+    if (!payload?.success) fail(`${response.status} ${payload?.code ?? ''}: ${payload?.error ?? 'unexpected answer'}`)
+    return payload.data
+  }
+  const print = (data: unknown, human: () => string) => console.log(json ? JSON.stringify(data, null, 2) : human())
+  const [command, sub, ...rest] = args.positional
+
+  switch (command) {
+    case 'quickstart': {
+      const name = typeof args.flags.get('name') === 'string' ? (args.flags.get('name') as string) : 'Demo account'
+      const balance = args.flags.has('balance') ? integerArg(args.flags.get('balance'), '--balance') : 100_000
+      const account = await call('POST', '/admin/v1/accounts', { name, balance })
+      const key = await call('POST', `/admin/v1/accounts/${account.id}/keys`, { label: 'quickstart' })
+      print({ account, key }, () =>
+        [
+          `account ${account.id} "${account.name}" with wa_balance ${account.wa_balance}`,
+          `API key (shown once, keep it now): ${key.key}`,
+          '',
+          'send a message:',
+          `curl -s ${base}/api/v1/messages/send -H 'Authorization: Bearer ${key.key}' -H 'Content-Type: application/json' -d '{"to":"081234567890","body":"Hello from the messaging API"}'`,
+          '',
+          'check the balance:',
+          `curl -s ${base}/api/v1/balance -H 'Authorization: Bearer ${key.key}'`,
+        ].join('\n'),
+      )
+      return 0
+    }
+    case 'account': {
+      if (sub === 'create') {
+        const name = rest[0] ?? fail('account create NAME [--balance N]')
+        const body: Record<string, unknown> = { name }
+        if (args.flags.has('balance')) body.balance = integerArg(args.flags.get('balance'), '--balance')
+        const account = await call('POST', '/admin/v1/accounts', body)
+        print(account, () => `account ${account.id} "${account.name}" wa_balance ${account.wa_balance}`)
+        return 0
+      }
+      if (sub === 'list') {
+        const list = await call('GET', '/admin/v1/accounts?limit=200')
+        print(list, () => list.items.map((a: any) => `${a.id}\t${a.name}\twa_balance ${a.wa_balance}\tprice ${a.cost_per_message}`).join('\n') || 'no accounts')
+        return 0
+      }
+      fail('account create|list')
+    }
+    case 'key': {
+      if (sub === 'create') {
+        const accountId = integerArg(rest[0], 'ACCOUNT_ID')
+        const label = rest[1] ?? fail('key create ACCOUNT_ID LABEL')
+        const key = await call('POST', `/admin/v1/accounts/${accountId}/keys`, { label })
+        print(key, () => `key ${key.id} "${key.label}" (shown once, keep it now): ${key.key}`)
+        return 0
+      }
+      if (sub === 'list') {
+        const list = await call('GET', `/admin/v1/accounts/${integerArg(rest[0], 'ACCOUNT_ID')}/keys`)
+        print(list, () => list.items.map((k: any) => `${k.id}\t${k.prefix}…\t${k.label}\t${k.active ? 'active' : 'inactive'}\tlast used ${k.last_used_at ?? 'never'}`).join('\n') || 'no keys')
+        return 0
+      }
+      if (sub === 'activate' || sub === 'deactivate') {
+        const key = await call('PATCH', `/admin/v1/keys/${integerArg(rest[0], 'KEY_ID')}`, { active: sub === 'activate' })
+        print(key, () => `key ${key.id} "${key.label}" is now ${key.active ? 'active' : 'inactive'}`)
+        return 0
+      }
+      fail('key create|list|activate|deactivate')
+    }
+    case 'topup': {
+      const accountId = integerArg(sub, 'ACCOUNT_ID')
+      const amount = integerArg(rest[0], 'AMOUNT')
+      const note = args.flags.get('note')
+      const result = await call('POST', `/admin/v1/accounts/${accountId}/topups`, { amount, ...(typeof note === 'string' ? { note } : {}) })
+      print(result, () => `account ${accountId} wa_balance ${result.wa_balance}`)
+      return 0
+    }
+    case 'price': {
+      if (sub !== 'set') fail('price set AMOUNT [--account ACCOUNT_ID]')
+      const cost = integerArg(rest[0], 'AMOUNT')
+      const body: Record<string, unknown> = { cost_per_message: cost }
+      if (args.flags.has('account')) body.account_id = integerArg(args.flags.get('account'), '--account')
+      const price = await call('PUT', '/admin/v1/price', body)
+      print(price, () => `cost_per_message ${price.cost_per_message} ${price.account_id ? `for account ${price.account_id}` : 'globally'}`)
+      return 0
+    }
+    case 'ledger': {
+      const accountId = integerArg(sub, 'ACCOUNT_ID')
+      const limit = args.flags.has('limit') ? integerArg(args.flags.get('limit'), '--limit') : 50
+      const list = await call('GET', `/admin/v1/accounts/${accountId}/ledger?limit=${limit}`)
+      print(list, () =>
+        [`${list.total} rows (newest first)`, ...list.items.map((r: any) => `${r.id}\t${r.created_at}\t${r.kind}\t${r.amount > 0 ? '+' : ''}${r.amount}\t→ ${r.balance_after}${r.message_id ? `\tmessage ${r.message_id}` : ''}${r.note ? `\t${r.note}` : ''}`)].join('\n'),
+      )
+      return 0
+    }
+  }
+  fail(`unknown command "${args.positional.join(' ')}"\n\n${USAGE}`)
+}
+
+try {
+  process.exit(await main(process.argv.slice(2)))
+} catch (error) {
+  if (error instanceof CliError || error instanceof ConfigError) {
+    console.error(`admin: ${error.message}`)
+    process.exit(1)
+  }
+  throw error
+}

@@ -1,0 +1,91 @@
+// The app wired to a real test database, driven through app.handle like an HTTP client would.
+
+import { readConfig, type Config } from '../../src/config'
+import { createApp } from '../../src/app'
+import { buildDeps, startWorkers } from '../../src/service'
+import type { Deps } from '../../src/deps'
+import type { Provider } from '../../src/providers/provider'
+import { createHandoff } from '../../src/modules/messages/handoff'
+import { testDatabase, type TestDatabase } from './db'
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789'
+
+export type TestApp = {
+  db: TestDatabase
+  deps: Deps
+  config: Config
+  app: ReturnType<typeof createApp>
+  request(method: string, path: string, options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>
+  api(method: string, path: string, key: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>
+  admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>
+  /** A new account with `balance` and one active key. */
+  account(balance?: number, options?: { price?: number }): Promise<{ accountId: number; key: string; keyId: number }>
+  close(): Promise<void>
+}
+
+export async function testApp(
+  options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {},
+): Promise<TestApp> {
+  const db = await testDatabase()
+  const config = readConfig({ ADMIN_TOKEN, SIM_DELIVERED_MS: '50', SIM_READ_MS: '100', ...options.env })
+  const built = buildDeps(config, db)
+  let deps = built.deps
+  if (options.provider) {
+    const handoff = createHandoff(db.sql, options.provider, { concurrency: config.handoffConcurrency, maxPerSecond: config.providerMaxPerSecond })
+    deps = { ...deps, provider: options.provider, handoff }
+  }
+  if (options.workers) startWorkers(deps, built.loops)
+  const app = createApp(deps)
+
+  async function request(
+    method: string,
+    path: string,
+    o: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> } = {},
+  ) {
+    const headers: Record<string, string> = { ...o.headers }
+    if (o.key) headers.authorization = `Bearer ${o.key}`
+    let body: string | undefined = o.rawBody
+    if (o.body !== undefined) body = JSON.stringify(o.body)
+    if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json'
+    const response = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = JSON.parse(text)
+    } catch {
+      // not JSON: leave the text for the assertion to show
+    }
+    return { status: response.status, body: parsed as any, headers: response.headers }
+  }
+
+  const t: TestApp = {
+    db,
+    deps,
+    config,
+    app,
+    request,
+    api: (method, path, key, body, headers) => request(method, `/api/v1${path}`, { key, body, headers }),
+    admin: (method, path, body) => request(method, `/admin/v1${path}`, { key: ADMIN_TOKEN, body }),
+    async account(balance = 0, o = {}) {
+      const created = await t.admin('POST', '/accounts', { name: `acct-${Math.random().toString(36).slice(2, 8)}`, balance })
+      if (created.status !== 201) throw new Error(`account create failed: ${JSON.stringify(created.body)}`)
+      const accountId = created.body.data.id
+      if (o.price !== undefined) await t.admin('PUT', '/price', { cost_per_message: o.price, account_id: accountId })
+      const key = await t.admin('POST', `/accounts/${accountId}/keys`, { label: 'test' })
+      return { accountId, key: key.body.data.key, keyId: key.body.data.id }
+    },
+    async close() {
+      await Promise.all([...built.loops.values()].map((l) => l.stop()))
+      await db.drop()
+    },
+  }
+  return t
+}
+
+/** balance and sum(ledger) of one account, read straight from the database. */
+export async function money(t: TestApp, accountId: number): Promise<{ balance: number; ledgerSum: number }> {
+  const [row] = await t.db.sql<{ balance: number; ledger_sum: number }[]>`
+    select a.balance, coalesce((select sum(amount) from ledger where account_id = a.id), 0)::bigint as ledger_sum
+    from accounts a where a.id = ${accountId}`
+  return { balance: row!.balance, ledgerSum: row!.ledger_sum }
+}
