@@ -100,6 +100,8 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
     .onParse({ as: 'global' }, async ({ request, contentType }) => {
       if (!contentType?.toLowerCase().startsWith('application/json')) return
       const text = await request.text()
+      // Bodies without Content-Length (chunked) are measured here.
+      if (text.length > MAX_BODY_BYTES) throw new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
       let value: unknown
       try {
         value = JSON.parse(text)
@@ -111,7 +113,9 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
     })
     .onError({ as: 'global' }, async ({ code, error, request, path }) => {
       const headers = { 'x-request-id': requestIdOf(request) }
-      if (error instanceof ApiError) return errorResponse(error.code, error.message, error.status, headers)
+      // Elysia wraps what a parse hook throws in a ParseError; ours rides along as its cause.
+      const own = error instanceof ApiError ? error : (error as { cause?: unknown })?.cause
+      if (own instanceof ApiError) return errorResponse(own.code, own.message, own.status, headers)
       if (code === 'PARSE' || code === 'VALIDATION') {
         // Authentication comes before validation: a bad key gets 401 whatever the body.
         const authError = await authFailure(sql, config, request, path)
