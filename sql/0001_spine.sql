@@ -61,9 +61,9 @@ create table messages (
   constraint messages_cost_not_negative check (cost >= 0),
   constraint messages_sid_unique unique (message_sid)
 );
+-- The message list: newest first within an account, optionally of one status.
 create index messages_account_newest on messages (account_id, created_at desc, id desc);
-create index messages_account_status_sent on messages (account_id, status, sent_at desc, id desc);
-create index messages_account_sent on messages (account_id, sent_at desc, id desc);
+create index messages_account_status_newest on messages (account_id, status, created_at desc, id desc);
 create index messages_handoff_due on messages (handoff_until) where status = 'queued';
 
 create table ledger (

@@ -7,6 +7,7 @@ import type { Sql } from '../db/client'
 import { ApiError, errorResponse } from './errors'
 import { authenticate } from './auth'
 import { authenticateAdmin } from './admin-auth'
+import { ReplayedAnswer } from './idempotency'
 import { log } from '../lib/log'
 
 export const MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -54,9 +55,15 @@ function describeValidation(error: { type?: string; value?: unknown; all?: Valid
   const issue = error.all?.[0]
   if (!issue?.path) return where === 'body' ? 'body must be a JSON object' : `${where} is not valid`
   if (where === 'body' && !isPlainObject(error.value)) return 'body must be a JSON object'
-  const parentPointer = issue.path.split('/').slice(0, -1).join('/')
-  if (parentPointer && !isPlainObject(valueAt(error.value, parentPointer))) {
-    return `${fieldName(parentPointer)}: must be an object`
+  // The first container on the path that is not what the schema needs is the one to name.
+  const parts = issue.path.split('/').filter(Boolean)
+  for (let i = 1; i < parts.length; i++) {
+    const pointer = `/${parts.slice(0, i).join('/')}`
+    const container = valueAt(error.value, pointer)
+    const wantsArray = /^\d+$/.test(parts[i]!)
+    if (wantsArray ? !Array.isArray(container) : !isPlainObject(container)) {
+      return container === undefined ? `${fieldName(pointer)}: is required` : `${fieldName(pointer)}: must be ${wantsArray ? 'an array' : 'an object'}`
+    }
   }
   const name = fieldName(issue.path)
   const value = valueAt(error.value, issue.path)
@@ -113,6 +120,12 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
     })
     .onError({ as: 'global' }, async ({ code, error, request, path }) => {
       const headers = { 'x-request-id': requestIdOf(request) }
+      if (error instanceof ReplayedAnswer) {
+        return new Response(error.body, {
+          status: error.status,
+          headers: { 'content-type': 'application/json; charset=utf-8', 'idempotent-replayed': 'true', ...headers },
+        })
+      }
       // Elysia wraps what a parse hook throws in a ParseError; ours rides along as its cause.
       const own = error instanceof ApiError ? error : (error as { cause?: unknown })?.cause
       if (own instanceof ApiError) return errorResponse(own.code, own.message, own.status, headers)

@@ -18,3 +18,74 @@ export const SendResult = t.Object({
   balance_after: t.Integer(),
 })
 export type SendResult = typeof SendResult.static
+
+export const BulkBody = t.Object(
+  {
+    messages: t.Array(
+      t.Object(
+        {
+          to: t.String({ examples: ['081234567890'] }),
+          body: t.String({ examples: ['Invoice #88 is due on Friday'] }),
+          media_url: t.Optional(t.String()),
+        },
+        { additionalProperties: true },
+      ),
+      { description: '1 to 1000 messages' },
+    ),
+  },
+  { additionalProperties: true },
+)
+export type BulkBody = typeof BulkBody.static
+
+export const BulkEntry = t.Union([
+  t.Object({ to: t.String(), status: t.Literal('sent'), message_id: t.String() }),
+  t.Object({
+    to: t.String({ description: 'Normalised, or as given when it could not be normalised' }),
+    status: t.Literal('failed'),
+    code: t.String({ examples: ['VALIDATION_ERROR', 'BAD_GATEWAY'] }),
+    error: t.String(),
+  }),
+])
+export type BulkEntry = typeof BulkEntry.static
+
+export const BulkResult = t.Object({
+  total: t.Integer(),
+  sent: t.Integer(),
+  failed: t.Integer(),
+  total_cost: t.Integer({ description: 'Charged for the sent messages only' }),
+  balance_after: t.Integer({ description: 'Balance after the charge and the refunds of this request' }),
+  results: t.Array(BulkEntry, { description: 'One entry per submitted message, in request order' }),
+})
+export type BulkResult = typeof BulkResult.static
+
+export const MessageStatus = t.Union([t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')])
+
+export const Message = t.Object({
+  id: t.Integer(),
+  message_sid: t.Union([t.String(), t.Null()], { description: 'null when the provider never accepted the message' }),
+  phone: t.String(),
+  status: MessageStatus,
+  body: t.String(),
+  media_url: t.Union([t.String(), t.Null()]),
+  cost: t.Integer(),
+  error_code: t.Union([t.Integer(), t.Null()]),
+  error_message: t.Union([t.String(), t.Null()]),
+  campaign_id: t.Union([t.Integer(), t.Null()]),
+  created_at: t.String(),
+  sent_at: t.Union([t.String(), t.Null()]),
+  delivered_at: t.Union([t.String(), t.Null()]),
+  read_at: t.Union([t.String(), t.Null()]),
+})
+
+export const ListQuery = t.Object({
+  limit: t.Optional(t.Integer({ description: '1 to 200, default 50' })),
+  offset: t.Optional(t.Integer({ description: 'Records to skip (not pages), default 0' })),
+  status: t.Optional(t.String({ description: 'sent, delivered, read or failed' })),
+  date_from: t.Optional(t.String({ description: 'sent_at lower bound (inclusive), YYYY-MM-DD HH:MM:SS', examples: ['2026-01-01 00:00:00'] })),
+  date_to: t.Optional(t.String({ description: 'sent_at upper bound (inclusive), YYYY-MM-DD HH:MM:SS' })),
+})
+export type ListQuery = typeof ListQuery.static
+
+export const IdempotencyHeaders = t.Object({
+  'idempotency-key': t.Optional(t.String({ description: 'Up to 255 characters; repeats within 24 h replay the first answer' })),
+})

@@ -1,22 +1,78 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { apiKeyAuth } from '../../http/auth'
 import { ok } from '../../http/errors'
+import { withIdempotency } from '../../http/idempotency'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { SendBody, SendResult } from './model'
+import { BulkBody, BulkResult, IdempotencyHeaders, ListQuery, Message, SendBody, SendResult } from './model'
 import { sendOne } from './service'
+import { sendBulk } from './bulk'
+import { getMessage, listMessages } from './queries'
+
+const tags = ['Messages']
+const idempotencyNote =
+  ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
+  'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`.'
 
 export const messageRoutes = (deps: Deps) =>
   new Elysia()
     .use(apiKeyAuth(deps.sql))
-    .post('/messages/send', async ({ body, principal }) => ok(await sendOne(deps, principal, body)), {
-      body: SendBody,
-      response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 422, 502) },
-      detail: {
-        tags: ['Messages'],
-        summary: 'Send one message',
-        description:
-          'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
-          'If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY`.',
+    .post(
+      '/messages/send',
+      ({ body, principal, headers }) =>
+        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'send', body, () => sendOne(deps, principal, body)),
+      {
+        body: SendBody,
+        headers: IdempotencyHeaders,
+        response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422, 502) },
+        detail: {
+          tags,
+          summary: 'Send one message',
+          description:
+            'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
+            'If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` ' +
+            '(the message stays listed as `failed`, with `message_sid` null).' +
+            idempotencyNote,
+        },
       },
+    )
+    .post(
+      '/messages/bulk',
+      ({ body, principal, headers }) =>
+        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, () => sendBulk(deps, principal, body)),
+      {
+        body: BulkBody,
+        headers: IdempotencyHeaders,
+        response: { 200: envelopeOf(BulkResult), ...errorsOf(400, 401, 402, 409, 422) },
+        detail: {
+          tags,
+          summary: 'Send up to 1000 messages',
+          description:
+            'A shape error anywhere (400) or an empty list or more than 1000 entries (422) rejects the whole request. ' +
+            'An entry whose `to` or `body` is not acceptable fails on its own (`code: VALIDATION_ERROR`) and is not charged. ' +
+            'All valid entries are charged together (402 for the whole request if the balance cannot pay them all), ' +
+            'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
+            '`results` keeps the request order; the answer waits for every outcome.' +
+            idempotencyNote,
+        },
+      },
+    )
+    .get('/messages', async ({ query, principal }) => ok(await listMessages(deps, principal, query)), {
+      query: ListQuery,
+      response: {
+        200: envelopeOf(t.Object({ items: t.Array(Message), total: t.Integer(), limit: t.Integer(), offset: t.Integer() })),
+        ...errorsOf(400, 401, 422),
+      },
+      detail: {
+        tags,
+        summary: 'List messages',
+        description:
+          'Newest first (ties by id, higher first). `offset` counts records. `date_from`/`date_to` bound `sent_at`, both inclusive, ' +
+          'in the service time zone. Messages still being handed to the provider are not listed.',
+      },
+    })
+    .get('/messages/:message_sid', async ({ params, principal }) => ok(await getMessage(deps, principal, params.message_sid)), {
+      params: t.Object({ message_sid: t.String({ description: 'Provider message SID' }) }),
+      response: { 200: envelopeOf(Message), ...errorsOf(401, 404) },
+      detail: { tags, summary: "One message's current status" },
     })

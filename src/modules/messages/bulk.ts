@@ -1,0 +1,68 @@
+// POST /messages/bulk: entries with unacceptable values fail on their own and are not charged; all
+// valid entries are charged in one statement (402 for the whole request if the balance cannot pay
+// them all); the hand-off pool delivers them to the provider and every refusal is refunded. The
+// answer waits for every outcome and keeps the request's order.
+
+import type { Deps } from '../../deps'
+import type { Principal } from '../../http/auth'
+import { ApiError, badValue } from '../../http/errors'
+import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
+import { chargeMessages, type NewMessage } from './billing'
+import type { BulkBody, BulkEntry, BulkResult } from './model'
+
+export const MAX_BULK = 1000
+
+export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody): Promise<BulkResult> {
+  const n = input.messages.length
+  if (n === 0) throw badValue('messages: must contain at least 1 message')
+  if (n > MAX_BULK) throw badValue(`messages: must contain at most ${MAX_BULK} messages (got ${n})`)
+
+  const results: BulkEntry[] = new Array(n)
+  const valid: (NewMessage & { index: number })[] = []
+  input.messages.forEach((entry, index) => {
+    try {
+      const phone = requirePhone(entry.to, `messages[${index}].to`)
+      const body = requireMessageBody(entry.body, `messages[${index}].body`)
+      const mediaUrl = optionalMediaUrl(entry.media_url, `messages[${index}].media_url`)
+      valid.push({ index, phone, body, mediaUrl })
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
+    }
+  })
+
+  let sent = 0
+  let cost = 0
+  let balanceAfter: number
+  if (valid.length === 0) {
+    const [row] = await deps.sql<{ balance: number }[]>`select balance from accounts where id = ${principal.accountId}`
+    balanceAfter = row!.balance
+  } else {
+    const charged = await chargeMessages(deps.sql, principal, valid)
+    if (!charged) {
+      throw new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${valid.length} messages`)
+    }
+    cost = charged.cost
+    const outcomes = await deps.handoff.many(
+      valid.map((m, i) => ({ id: charged.ids[i]!, to: m.phone, body: m.body, mediaUrl: m.mediaUrl })),
+    )
+    let refunded = 0
+    valid.forEach((m, i) => {
+      const outcome = outcomes.get(charged.ids[i]!)!
+      if (outcome.ok) {
+        sent++
+        results[m.index] = { to: m.phone, status: 'sent', message_id: outcome.sid }
+      } else {
+        refunded += charged.cost
+        results[m.index] = {
+          to: m.phone,
+          status: 'failed',
+          code: 'BAD_GATEWAY',
+          error: `the messaging provider did not accept the message (${outcome.errorMessage}); refunded`,
+        }
+      }
+    })
+    balanceAfter = charged.balanceAfter + refunded
+  }
+  return { total: n, sent, failed: n - sent, total_cost: sent * cost, balance_after: balanceAfter, results }
+}

@@ -1,0 +1,87 @@
+// GET /messages and GET /messages/{sid}. Queued messages (charged, hand-off in progress) are not
+// shown: the API knows only sent, delivered, read and failed.
+
+import type { Deps } from '../../deps'
+import type { Principal } from '../../http/auth'
+import { ApiError, badValue } from '../../http/errors'
+import { formatTimestamp, parseTimestamp } from '../../lib/time'
+import { page } from '../../lib/validate'
+import type { ListQuery } from './model'
+
+const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
+
+type Row = {
+  id: number
+  message_sid: string | null
+  phone: string
+  status: (typeof STATUSES)[number]
+  body: string
+  media_url: string | null
+  cost: number
+  error_code: number | null
+  error_message: string | null
+  campaign_id: number | null
+  created_at: Date
+  sent_at: Date | null
+  delivered_at: Date | null
+  read_at: Date | null
+}
+
+const view = (r: Row, tz: string) => ({
+  id: r.id,
+  message_sid: r.message_sid,
+  phone: r.phone,
+  status: r.status,
+  body: r.body,
+  media_url: r.media_url,
+  cost: r.cost,
+  error_code: r.error_code,
+  error_message: r.error_message,
+  campaign_id: r.campaign_id,
+  created_at: formatTimestamp(r.created_at, tz)!,
+  sent_at: formatTimestamp(r.sent_at, tz),
+  delivered_at: formatTimestamp(r.delivered_at, tz),
+  read_at: formatTimestamp(r.read_at, tz),
+})
+
+function timestampParam(value: string | undefined, field: string, tz: string): Date | null {
+  if (value === undefined) return null
+  const date = parseTimestamp(value, tz)
+  if (!date) throw badValue(`${field}: must be a timestamp YYYY-MM-DD HH:MM:SS`)
+  return date
+}
+
+export async function listMessages(deps: Deps, principal: Principal, query: ListQuery) {
+  const { sql } = deps
+  const tz = deps.config.timezone
+  const p = page(query)
+  if (query.status !== undefined && !(STATUSES as readonly string[]).includes(query.status)) {
+    throw badValue(`status: must be one of ${STATUSES.join(', ')}`)
+  }
+  const from = timestampParam(query.date_from, 'date_from', tz)
+  const to = timestampParam(query.date_to, 'date_to', tz)
+  const where = sql`
+    account_id = ${principal.accountId}
+    ${query.status ? sql`and status = ${query.status}` : sql`and status <> 'queued'`}
+    ${from ? sql`and sent_at >= ${from}` : sql``}
+    ${to ? sql`and sent_at <= ${to}` : sql``}`
+  const [rows, [count]] = await Promise.all([
+    sql<Row[]>`
+      select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+             created_at, sent_at, delivered_at, read_at
+      from messages where ${where}
+      order by created_at desc, id desc
+      limit ${p.limit} offset ${p.offset}`,
+    sql<{ n: number }[]>`select count(*)::int as n from messages where ${where}`,
+  ])
+  return { items: rows.map((r) => view(r, tz)), total: count!.n, ...p }
+}
+
+export async function getMessage(deps: Deps, principal: Principal, sid: string) {
+  const [row] = await deps.sql<Row[]>`
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+           created_at, sent_at, delivered_at, read_at
+    from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
+  if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
+  return view(row, deps.config.timezone)
+}

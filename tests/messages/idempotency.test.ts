@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { money, testApp, type TestApp } from '../helpers/app'
+
+let t: TestApp
+beforeAll(async () => {
+  t = await testApp()
+})
+afterAll(() => t.close())
+
+const send = (key: string, body: unknown, idem?: string) =>
+  t.api('POST', '/messages/send', key, body, idem === undefined ? {} : { 'idempotency-key': idem })
+
+test('the same request twice charges once and answers identically', async () => {
+  const { accountId, key } = await t.account(1000, { price: 100 })
+  const body = { to: '081234567890', body: 'once' }
+  const first = await send(key, body, 'order-1')
+  const second = await send(key, { body: 'once', to: '081234567890' }, 'order-1') // same body, other key order
+  expect(first.status).toBe(200)
+  expect(second.status).toBe(200)
+  expect(second.body).toEqual(first.body)
+  expect(second.headers.get('idempotent-replayed')).toBe('true')
+  expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+})
+
+test('20 concurrent identical requests: one charge; every answer is the same success or 409 while in flight', async () => {
+  const { accountId, key } = await t.account(1000, { price: 100 })
+  const body = { messages: [{ to: '081234567890', body: 'a' }, { to: '081234567891', body: 'b' }] }
+  const answers = await Promise.all(
+    Array.from({ length: 20 }, () => t.api('POST', '/messages/bulk', key, body, { 'idempotency-key': 'bulk-20' })),
+  )
+  const successes = answers.filter((a) => a.status === 200)
+  const conflicts = answers.filter((a) => a.status === 409)
+  expect(successes.length + conflicts.length).toBe(20)
+  expect(successes.length).toBeGreaterThanOrEqual(1)
+  expect(new Set(successes.map((a) => JSON.stringify(a.body))).size).toBe(1)
+  expect(conflicts.every((a) => a.body.code === 'CONFLICT')).toBe(true)
+  expect(await money(t, accountId)).toEqual({ balance: 800, ledgerSum: 800 })
+  // after the first finished, every repeat replays it
+  const later = await t.api('POST', '/messages/bulk', key, body, { 'idempotency-key': 'bulk-20' })
+  expect(later.body).toEqual(successes[0]!.body)
+  const [count] = await t.db.sql`select count(*)::int as n from messages where account_id = ${accountId}`
+  expect(count!.n).toBe(2)
+})
+
+test('the same key with another body, or on the other endpoint: 422 IDEMPOTENCY_KEY_REUSED', async () => {
+  const { accountId, key } = await t.account(1000, { price: 100 })
+  await send(key, { to: '081234567890', body: 'first' }, 'k-1')
+  const other = await send(key, { to: '081234567890', body: 'second' }, 'k-1')
+  expect([other.status, other.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED'])
+  const bulk = await t.api('POST', '/messages/bulk', key, { messages: [{ to: '081234567890', body: 'first' }] }, { 'idempotency-key': 'k-1' })
+  expect([bulk.status, bulk.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED'])
+  expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+})
+
+test('error answers are replayed too, and keys are per account', async () => {
+  const poor = await t.account(0)
+  const first = await send(poor.key, { to: '081234567890', body: 'x' }, 'shared-key')
+  expect(first.status).toBe(402)
+  await t.admin('POST', `/accounts/${poor.accountId}/topups`, { amount: 100 })
+  const replay = await send(poor.key, { to: '081234567890', body: 'x' }, 'shared-key')
+  expect([replay.status, replay.body]).toEqual([402, first.body])
+
+  const rich = await t.account(100)
+  const elsewhere = await send(rich.key, { to: '081234567890', body: 'x' }, 'shared-key')
+  expect(elsewhere.status).toBe(200)
+})
+
+test('an Idempotency-Key over 255 characters is 422; after 24 h a key can be used again', async () => {
+  const { accountId, key } = await t.account(1000, { price: 100 })
+  const long = await send(key, { to: '081234567890', body: 'x' }, 'k'.repeat(256))
+  expect([long.status, long.body.code]).toEqual([422, 'VALIDATION_ERROR'])
+  expect((await send(key, { to: '081234567890', body: 'x' }, 'k'.repeat(255))).status).toBe(200)
+
+  await send(key, { to: '081234567890', body: 'day one' }, 'daily')
+  await t.db.sql`update idempotency_keys set created_at = now() - interval '25 hours' where account_id = ${accountId} and key = 'daily'`
+  const reused = await send(key, { to: '081234567890', body: 'day two' }, 'daily')
+  expect(reused.status).toBe(200)
+  expect(reused.headers.get('idempotent-replayed')).toBeNull()
+  expect(await money(t, accountId)).toEqual({ balance: 700, ledgerSum: 700 })
+})
