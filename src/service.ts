@@ -11,6 +11,8 @@ import { createProvider } from './providers'
 import { createHandoff } from './modules/messages/handoff'
 import { startLoop, type Loop } from './workers/loop'
 import * as handoffRecovery from './workers/handoff-recovery'
+import * as simulatorReports from './workers/simulator-reports'
+import { eventsCommitted } from './modules/status/notify'
 import { randomBase62 } from './lib/keys'
 import { log } from './lib/log'
 import { MAX_BODY_BYTES } from './http/shell'
@@ -49,6 +51,19 @@ export function buildDeps(config: Config, database: Database): { deps: Deps; loo
 export function startWorkers(deps: Deps, loops: Map<string, Loop>): void {
   const add = (loop: Loop) => loops.set(loop.name, loop)
   add(startLoop('handoff-recovery', async () => (await handoffRecovery.runOnce(deps)).claimed, { pollMs: 5_000 }))
+  if (deps.provider.name === 'simulator') {
+    add(
+      startLoop(
+        'simulator-reports',
+        async () => {
+          const { applied, events } = await simulatorReports.runOnce(deps)
+          if (events > 0) eventsCommitted(deps)
+          return applied
+        },
+        { pollMs: 100 },
+      ),
+    )
+  }
 }
 
 export async function startService(config: Config): Promise<Running> {

@@ -1,6 +1,14 @@
 // The migration texts, imported so `bun build --compile` embeds them in the binary.
 import spine from '../../sql/0001_spine.sql' with { type: 'text' }
+import contactsCampaignsWebhooks from '../../sql/0002_contacts_campaigns_webhooks.sql' with { type: 'text' }
+import bulkIdempotency from '../../sql/0003_bulk_idempotency.sql' with { type: 'text' }
+import statusPipeline from '../../sql/0004_status_pipeline.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
-export const MIGRATIONS: Migration[] = [{ version: 1, name: '0001_spine.sql', text: spine }]
+export const MIGRATIONS: Migration[] = [
+  { version: 1, name: '0001_spine.sql', text: spine },
+  { version: 2, name: '0002_contacts_campaigns_webhooks.sql', text: contactsCampaignsWebhooks },
+  { version: 3, name: '0003_bulk_idempotency.sql', text: bulkIdempotency },
+  { version: 4, name: '0004_status_pipeline.sql', text: statusPipeline },
+]

@@ -6,7 +6,7 @@ import { createTwilio } from './twilio'
 export function createProvider(config: Config): Provider {
   switch (config.provider) {
     case 'simulator':
-      return createSimulator()
+      return createSimulator({ deliveredMs: config.simDeliveredMs, readMs: config.simReadMs })
     case 'twilio':
       return createTwilio(config)
   }

@@ -7,9 +7,19 @@ export type HandoffResult =
   | { ok: true; sid: string }
   | { ok: false; errorCode: number | null; errorMessage: string }
 
+/** A status report the provider will make later, recorded with the hand-off (the simulator's). */
+export type ScheduledReport = {
+  status: 'delivered' | 'read' | 'failed'
+  afterMs: number
+  errorCode?: number
+  errorMessage?: string
+}
+
 export interface Provider {
   readonly name: 'simulator' | 'twilio'
   send(message: OutgoingMessage): Promise<HandoffResult>
+  /** Reports to schedule for an accepted message; providers that call back (Twilio) have none. */
+  scheduledReports?(to: string): ScheduledReport[]
 }
 
 /** How long a hand-off may take before it counts as failed (the contract's 10 s). */

@@ -43,7 +43,7 @@ describe('POST /messages/bulk', () => {
     expect(ledger.filter((r) => r.kind === 'charge')).toHaveLength(4) // the 4 valid entries
     expect(ledger.filter((r) => r.kind === 'refund')).toEqual([{ kind: 'refund', amount: 200 }])
     const rows = await t.db.sql`select status, count(*)::int as n from messages where account_id = ${accountId} group by status order by status`
-    expect(rows).toEqual([
+    expect([...rows]).toEqual([
       { status: 'failed', n: 1 },
       { status: 'sent', n: 3 },
     ])

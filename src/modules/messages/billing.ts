@@ -3,6 +3,7 @@
 // commit together, so balance = sum(ledger) at every moment and nothing is charged twice.
 
 import type { Sql } from '../../db/client'
+import type { ScheduledReport } from '../../providers/provider'
 
 export type NewMessage = { phone: string; body: string; mediaUrl: string | null }
 export type Charged = { ids: number[]; cost: number; balanceAfter: number }
@@ -60,15 +61,31 @@ export async function chargeMessages(
   return { ids: rows.map((r) => r.id), cost: rows[0]!.cost, balanceAfter: rows[0]!.balance }
 }
 
-/** Records accepted hand-offs. Only messages still queued change, so a late second outcome is ignored. */
-export async function markSent(sql: Sql, accepted: { id: number; sid: string }[]): Promise<number[]> {
+export type Accepted = { id: number; sid: string; reports: ScheduledReport[] }
+
+/**
+ * Records accepted hand-offs, with the status reports the provider schedules (the simulator's), in
+ * one statement. Only messages still queued change, so a late second outcome is ignored.
+ */
+export async function markSent(sql: Sql, accepted: Accepted[]): Promise<number[]> {
   if (accepted.length === 0) return []
+  const reports = accepted.flatMap((a) => a.reports.map((r) => ({ sid: a.sid, ...r })))
   const rows = await sql<{ id: number }[]>`
-    update messages m
-    set status = 'sent', message_sid = v.sid, sent_at = now(), handoff_until = null
-    from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
-    where m.id = v.id and m.status = 'queued'
-    returning m.id`
+    with sent as (
+      update messages m
+      set status = 'sent', message_sid = v.sid, sent_at = now(), handoff_until = null
+      from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
+      where m.id = v.id and m.status = 'queued'
+      returning m.id, m.message_sid
+    ), scheduled as (
+      insert into simulator_reports (message_sid, status, error_code, error_message, due_at)
+      select r.sid, r.status, r.error_code, r.error_message, now() + make_interval(secs => r.after_ms / 1000.0)
+      from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
+                  ${reports.map((r) => r.errorCode ?? null) as number[]}::int[], ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[],
+                  ${reports.map((r) => r.afterMs)}::int[]) as r(sid, status, error_code, error_message, after_ms)
+      where r.sid in (select message_sid from sent)
+    )
+    select id from sent`
   return rows.map((r) => r.id)
 }
 

@@ -8,7 +8,7 @@ import type { Sql } from '../../db/client'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../providers/provider'
 import { HANDOFF_TIMEOUT_MS } from '../../providers/provider'
 import { RateLimiter, Semaphore } from '../../lib/limit'
-import { markSent, refundFailed, type Failure } from './billing'
+import { markSent, refundFailed, type Accepted, type Failure } from './billing'
 
 export type Handoff = {
   /** One message, not through the pool (a single send is already bounded by its HTTP request). */
@@ -42,12 +42,12 @@ export function createHandoff(sql: Sql, provider: Provider, options: { concurren
     }
   }
 
-  async function record(results: [number, HandoffResult][]): Promise<void> {
-    const accepted: { id: number; sid: string }[] = []
+  async function record(results: [OutgoingMessage, HandoffResult][]): Promise<void> {
+    const accepted: Accepted[] = []
     const failed: Failure[] = []
-    for (const [id, r] of results) {
-      if (r.ok) accepted.push({ id, sid: r.sid })
-      else failed.push({ id, errorCode: r.errorCode, errorMessage: r.errorMessage })
+    for (const [message, r] of results) {
+      if (r.ok) accepted.push({ id: message.id, sid: r.sid, reports: provider.scheduledReports?.(message.to) ?? [] })
+      else failed.push({ id: message.id, errorCode: r.errorCode, errorMessage: r.errorMessage })
     }
     await markSent(sql, accepted)
     await refundFailed(sql, failed)
@@ -56,13 +56,13 @@ export function createHandoff(sql: Sql, provider: Provider, options: { concurren
   return {
     async one(message) {
       const result = await attempt(message)
-      await record([[message.id, result]])
+      await record([[message, result]])
       return result
     },
 
     async many(messages) {
       const outcomes = new Map<number, HandoffResult>()
-      let pending: [number, HandoffResult][] = []
+      let pending: [OutgoingMessage, HandoffResult][] = []
       let flushing: Promise<void> = Promise.resolve()
       let timer: Timer | undefined
       const flush = () => {
@@ -77,7 +77,7 @@ export function createHandoff(sql: Sql, provider: Provider, options: { concurren
           pool.run(async () => {
             const result = await attempt(message)
             outcomes.set(message.id, result)
-            pending.push([message.id, result])
+            pending.push([message, result])
             if (pending.length >= FLUSH_EVERY) flush()
             else timer ??= setTimeout(flush, FLUSH_AFTER_MS)
           }),

@@ -1,0 +1,32 @@
+// Applies the simulator's due status reports. Claiming a batch (delete ... skip locked) and applying
+// it happen in one transaction: a crash in between leaves the reports in place for the next run.
+
+import type { Deps } from '../deps'
+import { applyStatus } from '../modules/status/machine'
+
+const BATCH = 500
+
+export async function runOnce(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ applied: number; events: number }> {
+  return deps.sql.begin(async (tx) => {
+    type Report = { id: number; message_sid: string; status: 'delivered' | 'read' | 'failed'; error_code: number | null; error_message: string | null; due_at: Date }
+    const due = await tx<Report[]>`
+      delete from simulator_reports
+      where id in (
+        select id from simulator_reports where due_at <= now() order by due_at, id limit ${BATCH} for update skip locked
+      )
+      returning message_sid, status, error_code, error_message, due_at, id`
+    // Oldest first, so one message's delivered is applied before its read.
+    const ordered = [...due].sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || a.id - b.id)
+    let events = 0
+    for (const report of ordered) {
+      const outcome = await applyStatus(tx as never, deps.config.timezone, {
+        sid: report.message_sid,
+        status: report.status,
+        errorCode: report.error_code,
+        errorMessage: report.error_message,
+      })
+      events += outcome.events
+    }
+    return { applied: due.length, events }
+  })
+}
