@@ -1,0 +1,74 @@
+// The service as a real child process (`bun src/main.ts`), for restart, crash and multi-instance tests.
+
+import { ADMIN_TOKEN } from './app'
+
+export type Child = {
+  url: string
+  proc: ReturnType<typeof Bun.spawn>
+  output(): string
+  /** SIGTERM and wait for the exit code. */
+  stop(): Promise<number>
+  /** SIGKILL: no cleanup at all. */
+  kill9(): Promise<void>
+}
+
+export function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+export async function startChild(env: Record<string, string>, options: { cmd?: string[]; cwd?: string; readyMs?: number } = {}): Promise<Child> {
+  const port = freePort()
+  const baseEnv: Record<string, string> = {}
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL') baseEnv[k] = v
+  const proc = Bun.spawn(options.cmd ?? ['bun', `${import.meta.dir}/../../src/main.ts`], {
+    cwd: options.cwd,
+    env: { ...baseEnv, PORT: String(port), HOST: '127.0.0.1', ADMIN_TOKEN, LOG_LEVEL: 'warn', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  let out = ''
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) out += decoder.decode(chunk)
+  }
+  void drain(proc.stdout as ReadableStream<Uint8Array>)
+  void drain(proc.stderr as ReadableStream<Uint8Array>)
+  const url = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + (options.readyMs ?? 30_000)
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`service exited with ${proc.exitCode}: ${out}`)
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    if (ok) break
+    if (Date.now() > deadline) {
+      proc.kill(9)
+      throw new Error(`service not ready in time: ${out}`)
+    }
+    await Bun.sleep(50)
+  }
+  return {
+    url,
+    proc,
+    output: () => out,
+    async stop() {
+      proc.kill('SIGTERM')
+      return await proc.exited
+    },
+    async kill9() {
+      proc.kill(9)
+      await proc.exited
+    },
+  }
+}
+
+/** JSON call against a running child: admin routes with the admin token, /api routes with `key`. */
+export async function call(base: string, method: string, path: string, body?: unknown, key?: string) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key ?? ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  return { status: res.status, body: (await res.json().catch(() => null)) as any }
+}

@@ -1,0 +1,109 @@
+// A real crash between charge and hand-off: the service (a child process) charges a bulk of 50,
+// hands a few to a provider that never answers, and is killed with SIGKILL. After a restart every
+// charged entry ends handed over or refunded, exactly once.
+
+import { afterAll, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { call, startChild, type Child } from '../helpers/child'
+import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { openDatabase } from '../../src/db/client'
+
+const cleanups: (() => Promise<void> | void)[] = []
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c()
+})
+
+test('kill -9 between charge and hand-off: after restart each entry is handed over or refunded exactly once', async () => {
+  // A fake Twilio that holds every request until released, then accepts all but numbers ending in 9999.
+  let released = false
+  const held: (() => void)[] = []
+  const received: string[] = []
+  const fake = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    async fetch(request) {
+      const form = new URLSearchParams(await request.text())
+      const to = form.get('To') ?? ''
+      received.push(to)
+      if (!released) await new Promise<void>((resolve) => held.push(resolve))
+      if (to.endsWith('9999')) return Response.json({ code: 21211, message: 'refused', status: 400 }, { status: 400 })
+      return Response.json({ sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }, { status: 201 })
+    },
+  })
+  cleanups.push(() => {
+    released = true
+    held.forEach((r) => r())
+    fake.stop(true)
+  })
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'bulk-crash-'))
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    PROVIDER: 'twilio',
+    TWILIO_ACCOUNT_SID: `AC${'0'.repeat(32)}`,
+    TWILIO_AUTH_TOKEN: 'token',
+    TWILIO_FROM: 'whatsapp:+14155238886',
+    TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
+    HANDOFF_CONCURRENCY: '4',
+  }
+  if (usingPostgres()) {
+    const db = await createPostgresDatabase()
+    env.DATABASE_URL = db.url
+    cleanups.push(db.drop)
+  }
+
+  let child: Child = await startChild(env)
+  const account = await call(child.url, 'POST', '/admin/v1/accounts', { name: 'crash', balance: 1000 })
+  const accountId = account.body.data.id
+  const key = (await call(child.url, 'POST', `/admin/v1/accounts/${accountId}/keys`, { label: 'k' })).body.data.key
+  await call(child.url, 'PUT', '/admin/v1/price', { cost_per_message: 10, account_id: accountId })
+
+  const messages = Array.from({ length: 50 }, (_, i) => ({ to: i % 10 === 3 ? `0812345${String(i).padStart(2, '0')}9999` : `0812345${String(i).padStart(5, '0')}`, body: `m${i}` }))
+  void call(child.url, 'POST', '/api/v1/messages/bulk', { messages }, key).catch(() => {})
+  const deadline = Date.now() + 10_000
+  while (received.length < 4 && Date.now() < deadline) await Bun.sleep(20)
+  expect(received.length).toBe(4) // charged, 4 in flight, 46 waiting in the pool
+  await child.kill9()
+
+  // The lease of the dead process would expire after 60 s; move it into the past instead of waiting.
+  const db = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir })
+  const [state] = await db.sql<{ queued: number; balance: number }[]>`
+    select (select count(*)::int from messages where status = 'queued') as queued,
+           (select balance from accounts where id = ${accountId}) as balance`
+  expect(state).toEqual({ queued: 50, balance: 1000 - 50 * 10 }) // all 50 charged, none handed over yet
+  await db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued'`
+  await db.close()
+
+  released = true
+  held.splice(0).forEach((r) => r())
+  child = await startChild(env)
+  cleanups.push(async () => void (await child.stop()))
+
+  let listed: any
+  const until = Date.now() + 20_000
+  do {
+    await Bun.sleep(100)
+    listed = (await call(child.url, 'GET', '/api/v1/messages?limit=200', undefined, key)).body.data
+  } while (listed.total < 50 && Date.now() < until)
+  expect(listed.total).toBe(50)
+  const byStatus = (s: string) => listed.items.filter((m: any) => m.status === s)
+  expect(byStatus('sent')).toHaveLength(45)
+  expect(byStatus('failed')).toHaveLength(5)
+  expect(byStatus('failed').every((m: any) => m.phone.endsWith('9999') && m.message_sid === null)).toBe(true)
+
+  const ledger = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}/ledger?limit=200`)).body.data.items
+  const charges = ledger.filter((r: any) => r.kind === 'charge')
+  const refunds = ledger.filter((r: any) => r.kind === 'refund')
+  expect(charges).toHaveLength(50)
+  expect(refunds).toHaveLength(5)
+  // each refund is for a distinct failed message; no sent message was refunded
+  const failedIds = new Set(byStatus('failed').map((m: any) => m.id))
+  expect(new Set(refunds.map((r: any) => r.message_id))).toEqual(failedIds)
+  const balance = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}`)).body.data.wa_balance
+  const ledgerSum = ledger.reduce((sum: number, r: any) => sum + r.amount, 0)
+  expect(balance).toBe(1000 - 45 * 10)
+  expect(ledgerSum).toBe(balance)
+}, 90_000)
