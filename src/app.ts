@@ -8,6 +8,13 @@ import { migrationsApplied } from './db/migrate'
 import { balanceRoutes } from './modules/balance/routes'
 import { messageRoutes } from './modules/messages/routes'
 import { adminRoutes } from './modules/admin/routes'
+import { contactRoutes } from './modules/contacts/routes'
+import { campaignRoutes } from './modules/campaigns/routes'
+import { campaignAdminRoutes } from './modules/campaigns/admin-routes'
+import { campaignRunRoutes } from './modules/campaigns/run-routes'
+import { webhookRoutes } from './modules/webhooks/routes'
+import { webhookAdminRoutes } from './modules/webhooks/admin-routes'
+import { twilioStatusRoutes } from './modules/status/twilio-routes'
 
 const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
 \`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
@@ -19,7 +26,12 @@ export function createApp(deps: Deps) {
   let app: { routes: { method: string; path: string }[] } | undefined
   const methodsFor = methodsFromRoutes(() => app?.routes ?? [])
 
-  const api = new Elysia({ prefix: '/api/v1' }).use(balanceRoutes(deps)).use(messageRoutes(deps))
+  const api = new Elysia({ prefix: '/api/v1' })
+    .use(balanceRoutes(deps))
+    .use(messageRoutes(deps))
+    .use(contactRoutes(deps))
+    .use(campaignRoutes(deps))
+    .use(webhookRoutes(deps))
 
   const composed = new Elysia()
     .use(httpShell({ config: deps.config, sql: deps.sql, methodsFor }))
@@ -32,6 +44,9 @@ export function createApp(deps: Deps) {
           tags: [
             { name: 'Balance', description: 'Prepaid balance' },
             { name: 'Messages', description: 'Send and read messages' },
+            { name: 'Contacts', description: "The account's contacts" },
+            { name: 'Campaigns', description: 'Campaign drafts and their statistics (run from the dashboard)' },
+            { name: 'Webhooks', description: 'The callback URL for message-status events, one per API key' },
             { name: 'Admin', description: 'Operator API (Bearer ADMIN_TOKEN)' },
           ],
           components: {
@@ -53,6 +68,10 @@ export function createApp(deps: Deps) {
     })
     .use(api)
     .use(adminRoutes(deps))
+    .use(webhookAdminRoutes(deps))
+    .use(campaignAdminRoutes(deps))
+    .use(campaignRunRoutes(deps))
+    .use(twilioStatusRoutes(deps))
   app = composed
   return composed
 }

@@ -12,7 +12,9 @@ import { createHandoff } from './modules/messages/handoff'
 import { startLoop, type Loop } from './workers/loop'
 import * as handoffRecovery from './workers/handoff-recovery'
 import * as simulatorReports from './workers/simulator-reports'
+import { startWebhookDelivery } from './workers/webhook-delivery'
 import { eventsCommitted } from './modules/status/notify'
+import * as campaigns from './modules/campaigns/engine'
 import { randomBase62 } from './lib/keys'
 import { log } from './lib/log'
 import { MAX_BODY_BYTES } from './http/shell'
@@ -51,6 +53,20 @@ export function buildDeps(config: Config, database: Database): { deps: Deps; loo
 export function startWorkers(deps: Deps, loops: Map<string, Loop>): void {
   const add = (loop: Loop) => loops.set(loop.name, loop)
   add(startLoop('handoff-recovery', async () => (await handoffRecovery.runOnce(deps)).claimed, { pollMs: 5_000 }))
+  // Woken by eventsCommitted; its stop() finishes and records the deliveries in flight.
+  add(startWebhookDelivery(deps))
+  add(startLoop('campaigns', async () => (await campaigns.runOnce(deps)).sent, { pollMs: 1_000 }))
+  add(
+    startLoop(
+      'campaign-scheduler',
+      async () => {
+        const started = await campaigns.startDueCampaigns(deps.sql)
+        if (started > 0) deps.wake('campaigns')
+        return 0
+      },
+      { pollMs: 500 },
+    ),
+  )
   if (deps.provider.name === 'simulator') {
     add(
       startLoop(

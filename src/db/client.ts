@@ -48,15 +48,25 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir?: st
   return openEmbedded(options.dataDir)
 }
 
+// Compiling PGlite's WebAssembly takes a while; a process that opens several databases (the tests) does it once.
+let assets: Promise<{ pgliteWasmModule: WebAssembly.Module; initdbWasmModule: WebAssembly.Module; fsBundle: Blob }> | undefined
+function embeddedAssets() {
+  assets ??= (async () => {
+    const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
+      WebAssembly.compile(await Bun.file(pgliteWasmPath).arrayBuffer()),
+      WebAssembly.compile(await Bun.file(initdbWasmPath).arrayBuffer()),
+      Bun.file(pgliteDataPath).arrayBuffer().then((bytes) => new Blob([bytes])),
+    ])
+    return { pgliteWasmModule, initdbWasmModule, fsBundle }
+  })()
+  return assets
+}
+
 /** `dataDir` undefined keeps the database in memory (tests). */
 async function openEmbedded(dataDir: string | undefined): Promise<Database> {
   const pgDir = dataDir ? join(dataDir, 'pgdata') : undefined
   if (pgDir) mkdirSync(pgDir, { recursive: true })
-  const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
-    WebAssembly.compile(await Bun.file(pgliteWasmPath).arrayBuffer()),
-    WebAssembly.compile(await Bun.file(initdbWasmPath).arrayBuffer()),
-    Bun.file(pgliteDataPath).arrayBuffer().then((bytes) => new Blob([bytes])),
-  ])
+  const { pgliteWasmModule, initdbWasmModule, fsBundle } = await embeddedAssets()
   const db = await PGlite.create({ dataDir: pgDir, pgliteWasmModule, initdbWasmModule, fsBundle })
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 })
   await server.start()

@@ -1,0 +1,57 @@
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps'
+import { apiKeyAuth } from '../../http/auth'
+import { ok } from '../../http/errors'
+import { envelopeOf, errorsOf } from '../../http/openapi'
+import { page } from '../../lib/validate'
+import { Campaign, CampaignDetail, CampaignList, CampaignIdParams, CampaignsQuery, CreateCampaignBody } from './model'
+import { createCampaign, getCampaign, listCampaigns } from './service'
+
+const tags = ['Campaigns']
+
+export const campaignRoutes = (deps: Deps) => {
+  const { sql } = deps
+  const tz = deps.config.timezone
+  return new Elysia()
+    .use(apiKeyAuth(sql))
+    .get('/campaigns', async ({ query, principal }) => ok(await listCampaigns(sql, tz, principal, page(query))), {
+      query: CampaignsQuery,
+      response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 422) },
+      detail: {
+        tags,
+        summary: "List the account's campaigns, newest first",
+        description: '`data` is `{items, total, limit, offset}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
+      },
+    })
+    .get('/campaigns/:id', async ({ params, principal }) => ok(await getCampaign(sql, tz, principal, params.id)), {
+      params: CampaignIdParams,
+      response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404) },
+      detail: {
+        tags,
+        summary: 'One campaign with its delivery statistics',
+        description:
+          "`stats` counts the campaign's messages by their current status: `total` every message of the campaign " +
+          '(including ones not yet handed to the provider), `sent` those that reached the provider (status `sent`, ' +
+          '`delivered` or `read`), `delivered` those delivered (`delivered` or `read`), `read` those read, `failed` ' +
+          "those failed. Another account's campaign is 404 `NOT_FOUND`.",
+      },
+    })
+    .post(
+      '/campaigns',
+      async ({ body, principal, set }) => {
+        set.status = 201
+        return ok({ campaign: await createCampaign(sql, tz, principal, body) })
+      },
+      {
+        body: CreateCampaignBody,
+        response: { 201: envelopeOf(t.Object({ campaign: Campaign })), ...errorsOf(400, 401, 422) },
+        detail: {
+          tags,
+          summary: 'Create a campaign (draft)',
+          description:
+            'Creates a campaign in state `draft`; running it happens in the dashboard. `template_id` and `segment_id` ' +
+            'must name a template and a segment of the same account (422 otherwise); `schedule_at`, when given, must not be in the past.',
+        },
+      },
+    )
+}

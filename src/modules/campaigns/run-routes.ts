@@ -1,0 +1,58 @@
+// The operator runs campaigns: run (now, or scheduled at schedule_at), resume after a top-up, cancel.
+
+import { Elysia } from 'elysia'
+import type { Deps } from '../../deps'
+import { adminAuth } from '../../http/admin-auth'
+import { ok } from '../../http/errors'
+import { envelopeOf, errorsOf } from '../../http/openapi'
+import { IdParams } from '../admin/model'
+import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
+import { adminCampaignDetail } from './service'
+import { CampaignDetail } from './model'
+
+const tags = ['Admin: campaigns']
+
+export const campaignRunRoutes = (deps: Deps) => {
+  const tz = deps.config.timezone
+  const detail = (id: number) => adminCampaignDetail(deps.sql, tz, id)
+  const answer = { params: IdParams, response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404, 409) } }
+  return new Elysia({ prefix: '/admin/v1/campaigns' })
+    .use(adminAuth(deps.config))
+    .get('/:id', async ({ params }) => ok(await detail(params.id)), {
+      ...answer,
+      detail: { tags, summary: 'A campaign of any account, with its live stats' },
+    })
+    .post(
+      '/:id/run',
+      async ({ params }) => {
+        await runCampaign(deps, params.id)
+        return ok(await detail(params.id))
+      },
+      {
+        ...answer,
+        detail: {
+          tags,
+          summary: 'Run a draft campaign',
+          description:
+            'Starts the draft now (status `sending`), or at its `schedule_at` when that is in the future (status `scheduled`). ' +
+            'The recipients are the contacts of the segment at the moment sending starts. 409 unless the campaign is a draft.',
+        },
+      },
+    )
+    .post(
+      '/:id/resume',
+      async ({ params }) => {
+        await resumeCampaign(deps, params.id)
+        return ok(await detail(params.id))
+      },
+      { ...answer, detail: { tags, summary: 'Resume a campaign paused for lack of balance (409 unless paused)' } },
+    )
+    .post(
+      '/:id/cancel',
+      async ({ params }) => {
+        await cancelCampaign(deps, params.id)
+        return ok(await detail(params.id))
+      },
+      { ...answer, detail: { tags, summary: 'Cancel a campaign that has not finished (409 when sent or cancelled)' } },
+    )
+}

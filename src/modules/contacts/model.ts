@@ -1,0 +1,54 @@
+import { t } from 'elysia'
+import { Type } from '@sinclair/typebox'
+
+export const ContactsQuery = t.Object({
+  limit: t.Optional(t.Integer({ description: 'Records per page, 1 to 200, default 50' })),
+  offset: t.Optional(t.Integer({ description: 'Records to skip (not pages), default 0' })),
+  search: t.Optional(
+    t.String({
+      description:
+        'Case-insensitive substring of the name, phone or e-mail, at most 200 characters. A number written ' +
+        'in the 08xx form also matches its +62 form.',
+      examples: ['budi'],
+    }),
+  ),
+})
+export type ContactsQuery = typeof ContactsQuery.static
+
+export const CreateContactBody = t.Object(
+  {
+    name: t.String({ description: 'Contact name, 1 to 200 characters', examples: ['Budi Santoso'] }),
+    phone: t.String({ description: 'Indonesian mobile number in one of the forms 08xx, 62xx, +62xx', examples: ['0812-3456-7890'] }),
+    email: t.Optional(t.String({ description: 'E-mail address; an empty string means none', examples: ['budi@example.com'] })),
+    city: t.Optional(t.String({ description: 'City, at most 200 characters; an empty string means none', examples: ['Bandung'] })),
+    tags: t.Optional(
+      t.String({
+        description: 'Tags separated by commas: each is trimmed, empty ones are dropped and repeats removed (at most 50 tags of 100 characters)',
+        examples: ['vip, reseller'],
+      }),
+    ),
+  },
+  { additionalProperties: true },
+)
+export type CreateContactBody = typeof CreateContactBody.static
+
+// Answers use TypeBox's own Integer: Elysia's t.Integer also admits numeric strings, which would show in the OpenAPI document.
+export const Contact = t.Object(
+  {
+    id: Type.Integer(),
+    name: t.String(),
+    phone: t.String({ description: 'Normalised, +62 international form' }),
+    email: t.Union([t.String(), t.Null()]),
+    city: t.Union([t.String(), t.Null()]),
+    tags: t.Array(t.String()),
+    created_at: t.String({ description: 'YYYY-MM-DD HH:MM:SS in the service time zone' }),
+  },
+  {
+    examples: [
+      { id: 42, name: 'Budi Santoso', phone: '+6281234567890', email: 'budi@example.com', city: 'Bandung', tags: ['vip', 'reseller'], created_at: '2025-01-31 09:15:00' },
+    ],
+  },
+)
+export type Contact = typeof Contact.static
+
+export const ContactList = t.Object({ items: t.Array(Contact), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() })

@@ -1,0 +1,130 @@
+import { describe, expect, test } from 'bun:test'
+import { checkWebhookHost, isPublicAddress, literalAddress } from '../../src/lib/address'
+
+describe('isPublicAddress', () => {
+  const notPublic: [string, string][] = [
+    ['0.0.0.0', 'this network'],
+    ['0.1.2.3', 'this network'],
+    ['10.0.0.1', 'private 10/8'],
+    ['10.255.255.255', 'private 10/8, last'],
+    ['100.64.0.1', 'CGNAT'],
+    ['100.127.255.255', 'CGNAT, last'],
+    ['127.0.0.1', 'loopback'],
+    ['127.255.255.254', 'loopback'],
+    ['169.254.169.254', 'cloud metadata'],
+    ['169.254.0.1', 'link-local'],
+    ['172.16.0.1', 'private 172.16/12'],
+    ['172.31.255.255', 'private 172.16/12, last'],
+    ['192.0.0.8', 'IETF protocol assignments'],
+    ['192.0.2.1', 'TEST-NET-1'],
+    ['192.88.99.1', '6to4 relay'],
+    ['192.168.1.1', 'private 192.168/16'],
+    ['198.18.0.1', 'benchmarking'],
+    ['198.19.255.255', 'benchmarking, last'],
+    ['198.51.100.7', 'TEST-NET-2'],
+    ['203.0.113.9', 'TEST-NET-3'],
+    ['224.0.0.1', 'multicast'],
+    ['239.255.255.250', 'multicast (SSDP)'],
+    ['240.0.0.1', 'reserved'],
+    ['255.255.255.255', 'broadcast'],
+    ['::', 'IPv6 unspecified'],
+    ['::1', 'IPv6 loopback'],
+    ['[::1]', 'IPv6 loopback in brackets'],
+    ['0:0:0:0:0:0:0:1', 'IPv6 loopback, long form'],
+    ['::ffff:127.0.0.1', 'IPv4-mapped loopback'],
+    ['::ffff:7f00:1', 'IPv4-mapped loopback, hex'],
+    ['::ffff:10.0.0.1', 'IPv4-mapped private'],
+    ['::ffff:169.254.169.254', 'IPv4-mapped metadata'],
+    ['0:0:0:0:0:ffff:c0a8:0101', 'IPv4-mapped 192.168.1.1, long form'],
+    ['::127.0.0.1', 'IPv4-compatible (deprecated)'],
+    ['::8.8.8.8', 'IPv4-compatible even when public'],
+    ['64:ff9b::a00:1', 'NAT64 of 10.0.0.1'],
+    ['2002:7f00:1::1', '6to4 of 127.0.0.1'],
+    ['fc00::1', 'unique local'],
+    ['fd12:3456:789a::1', 'unique local fd00::/8'],
+    ['fe80::1', 'link-local'],
+    ['fe80::1%eth0', 'link-local with zone'],
+    ['febf::1', 'link-local, last /10'],
+    ['fec0::1', 'site-local (deprecated)'],
+    ['ff02::1', 'multicast'],
+    ['100::1', 'discard-only'],
+    ['2001:db8::1', 'documentation'],
+    ['2001::1', 'Teredo'],
+    ['2001:10::1', 'ORCHID'],
+    ['3fff::1', 'documentation 3fff::/20'],
+    ['', 'empty'],
+    ['localhost', 'a name, not an address'],
+    ['256.1.1.1', 'octet out of range'],
+    ['1.2.3', 'three octets'],
+    ['01.2.3.4x', 'garbage'],
+    ['1::2::3', 'two ::'],
+    ['1:2:3:4:5:6:7:8:9', 'nine groups'],
+    ['12345::1', 'group too long'],
+    ['::ffff:300.0.0.1', 'bad embedded quad'],
+  ]
+  for (const [ip, why] of notPublic) test(`${JSON.stringify(ip)} is not public (${why})`, () => expect(isPublicAddress(ip)).toBe(false))
+
+  const publicOnes = [
+    '93.184.216.34',
+    '8.8.8.8',
+    '1.1.1.1',
+    '100.63.255.255', // just below CGNAT
+    '100.128.0.0', // just above CGNAT
+    '172.15.255.255', // just below 172.16/12
+    '172.32.0.0', // just above 172.16/12
+    '169.253.255.255',
+    '192.167.255.255',
+    '198.20.0.0',
+    '223.255.255.255', // last before multicast
+    '11.0.0.1',
+    '2606:4700:4700::1111',
+    '2001:4860:4860::8888',
+    '2a00:1450:4001:82b::200e',
+    '::ffff:93.184.216.34', // IPv4-mapped public
+    '::ffff:5db8:d822',
+    '64:ff9b::808:808', // NAT64 of 8.8.8.8
+    '2002:808:808::1', // 6to4 of 8.8.8.8
+    '2001:200::1', // just past 2001::/23
+  ]
+  for (const ip of publicOnes) test(`${ip} is public`, () => expect(isPublicAddress(ip)).toBe(true))
+})
+
+describe('literalAddress', () => {
+  test('dotted quads and bracketed IPv6 are literals; names are not', () => {
+    expect(literalAddress('127.0.0.1')).toBe('127.0.0.1')
+    expect(literalAddress('[::ffff:7f00:1]')).toBe('::ffff:7f00:1')
+    expect(literalAddress('example.com')).toBeNull()
+    expect(literalAddress('localhost')).toBeNull()
+  })
+
+  test('the URL parser turns integer, hex, octal and short forms into dotted quads first', () => {
+    for (const url of ['https://2130706433/', 'https://0x7f000001/', 'https://0177.0.0.1/', 'https://127.1/']) {
+      const host = new URL(url).hostname
+      expect(literalAddress(host)).toBe('127.0.0.1')
+      expect(isPublicAddress(host)).toBe(false)
+    }
+    expect(new URL('https://[::ffff:127.0.0.1]/').hostname).toBe('[::ffff:7f00:1]')
+  })
+})
+
+describe('checkWebhookHost', () => {
+  test('literal addresses are judged without DNS', async () => {
+    expect(await checkWebhookHost('93.184.216.34', false)).toEqual({ ok: true, addresses: ['93.184.216.34'] })
+    expect(await checkWebhookHost('[2606:4700:4700::1111]', false)).toEqual({ ok: true, addresses: ['2606:4700:4700::1111'] })
+    expect(await checkWebhookHost('127.0.0.1', false)).toEqual({ ok: false, reason: 'host is not a public address' })
+    expect(await checkWebhookHost('[::1]', false)).toMatchObject({ ok: false })
+    expect(await checkWebhookHost('[::ffff:a00:1]', false)).toMatchObject({ ok: false })
+  })
+
+  test('localhost and its subdomains are loopback; .invalid does not resolve', async () => {
+    for (const name of ['localhost', 'LOCALHOST.', 'api.localhost']) {
+      expect(await checkWebhookHost(name, false)).toEqual({ ok: false, reason: 'host resolves to a non-public address' })
+    }
+    expect(await checkWebhookHost('receiver.invalid', false)).toEqual({ ok: false, reason: 'host does not resolve' })
+  })
+
+  test('allowPrivate skips the check and leaves resolution to the connection', async () => {
+    expect(await checkWebhookHost('127.0.0.1', true)).toEqual({ ok: true, addresses: [] })
+    expect(await checkWebhookHost('localhost', true)).toEqual({ ok: true, addresses: [] })
+  })
+})

@@ -1,0 +1,243 @@
+// The Twilio provider against a local fake Twilio (a real HTTP server on loopback), driven through
+// POST /messages/send: what goes over the wire, and every way the hand-off can fail (each one a
+// 502 with the charge refunded).
+
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { readConfig } from '../../src/config'
+import type { Provider } from '../../src/providers/provider'
+import { createTwilio } from '../../src/providers/twilio'
+import { money, testApp, type TestApp } from '../helpers/app'
+
+const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
+const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
+const FROM = 'whatsapp:+14155238886'
+const PUBLIC_BASE_URL = 'https://api.example.com'
+const MESSAGES_PATH = `/2010-04-01/Accounts/${ACCOUNT_SID}/Messages.json`
+
+type Recorded = { method: string; path: string; headers: Headers; body: string }
+type Handler = (request: Request) => Response | Promise<Response>
+
+let requests: Recorded[] = []
+let handler: Handler
+let sidCounter = 0
+const nextSid = () => `SM${(++sidCounter).toString(16).padStart(32, '0')}`
+const accepted = (): Handler => () => Response.json({ sid: nextSid(), status: 'queued' }, { status: 201 })
+
+const fake = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  async fetch(request) {
+    requests.push({ method: request.method, path: new URL(request.url).pathname, headers: request.headers, body: await request.text() })
+    return handler(request)
+  },
+})
+const fakeUrl = `http://127.0.0.1:${fake.port}`
+
+/** A loopback port with nothing listening on it. */
+function closedPort(): number {
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') })
+  const port = server.port!
+  server.stop(true)
+  return port
+}
+
+const twilioEnv = (apiBase: string) => ({
+  PROVIDER: 'twilio',
+  TWILIO_ACCOUNT_SID: ACCOUNT_SID,
+  TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+  TWILIO_FROM: FROM,
+  TWILIO_API_BASE: apiBase,
+  PUBLIC_BASE_URL,
+})
+
+let t: TestApp
+beforeAll(async () => {
+  t = await testApp({ env: twilioEnv(fakeUrl) })
+})
+afterAll(async () => {
+  await t.close()
+  fake.stop(true)
+})
+beforeEach(() => {
+  requests = []
+  handler = accepted()
+})
+
+const form = (r: Recorded) => new URLSearchParams(r.body)
+
+/** Sends one message that the fake (or the provider) fails, and checks the failure is complete. */
+async function expectRefundedFailure(app: TestApp, to = '081234567890') {
+  const { accountId, key } = await app.account(1000, { price: 100 })
+  const res = await app.api('POST', '/messages/send', key, { to, body: 'hello' })
+  expect(res.status).toBe(502)
+  expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'BAD_GATEWAY' })
+  expect(await money(app, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
+  const rows = await app.db.sql<{ status: string; message_sid: string | null; error_code: number | null; error_message: string | null; refunded_at: Date | null }[]>`
+    select status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId}`
+  expect(rows).toHaveLength(1)
+  const row = rows[0]!
+  expect(row).toMatchObject({ status: 'failed', message_sid: null })
+  expect(row.refunded_at).toBeInstanceOf(Date)
+  const ledger = await app.db.sql<{ kind: string; amount: number }[]>`select kind, amount from ledger where account_id = ${accountId} order by id`
+  expect(ledger.map((r) => [r.kind, r.amount])).toEqual([['topup', 1000], ['charge', -100], ['refund', 100]])
+  // The token never leaks, neither to the client nor into the stored message.
+  expect(JSON.stringify(res.body)).not.toContain(AUTH_TOKEN)
+  expect(row.error_message ?? '').not.toContain(AUTH_TOKEN)
+  return { res, row }
+}
+
+describe('Twilio send', () => {
+  test('PROVIDER=twilio wires the Twilio provider', () => {
+    expect(t.deps.provider.name).toBe('twilio')
+  })
+
+  test('posts the exact form to the Messages resource with Basic auth; the answer sid becomes message_sid', async () => {
+    const { accountId, key } = await t.account(1000, { price: 100 })
+    const res = await t.api('POST', '/messages/send', key, { to: '0812-3456-7890', body: 'halo 👋\nbaris dua & "kutip" = 100%' })
+    expect(res.status).toBe(200)
+    expect(res.body.data).toMatchObject({ to: '+6281234567890', status: 'sent', cost: 100, balance_after: 900 })
+
+    expect(requests).toHaveLength(1)
+    const r = requests[0]!
+    expect(r.method).toBe('POST')
+    expect(r.path).toBe(MESSAGES_PATH)
+    expect(r.headers.get('authorization')).toBe(`Basic ${Buffer.from(`${ACCOUNT_SID}:${AUTH_TOKEN}`).toString('base64')}`)
+    expect(r.headers.get('content-type')).toStartWith('application/x-www-form-urlencoded')
+    const fields = form(r)
+    expect([...fields.keys()].sort()).toEqual(['Body', 'From', 'StatusCallback', 'To'])
+    expect(Object.fromEntries(fields)).toEqual({
+      To: 'whatsapp:+6281234567890',
+      From: FROM,
+      Body: 'halo 👋\nbaris dua & "kutip" = 100%',
+      StatusCallback: 'https://api.example.com/provider/twilio/status',
+    })
+
+    const sid = `SM${sidCounter.toString(16).padStart(32, '0')}`
+    expect(res.body.data.message_id).toBe(sid)
+    const [row] = await t.db.sql`select status, message_sid from messages where account_id = ${accountId}`
+    expect(row).toMatchObject({ status: 'sent', message_sid: sid })
+    expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+  })
+
+  test('MediaUrl is sent only when media_url is given', async () => {
+    const { key } = await t.account(1000, { price: 100 })
+    const withMedia = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'pic', media_url: 'https://cdn.example.com/a.png?x=1&y=2' })
+    const without = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'text' })
+    expect([withMedia.status, without.status]).toEqual([200, 200])
+    expect(requests).toHaveLength(2)
+    expect(form(requests[0]!).getAll('MediaUrl')).toEqual(['https://cdn.example.com/a.png?x=1&y=2'])
+    expect(form(requests[1]!).has('MediaUrl')).toBe(false)
+    expect([...form(requests[0]!).keys()].sort()).toEqual(['Body', 'From', 'MediaUrl', 'StatusCallback', 'To'])
+  })
+
+  test("400 with Twilio's error JSON: 502, refunded, Twilio's code and message stored", async () => {
+    handler = () => Response.json({ code: 21211, message: "Invalid 'To' Phone Number", more_info: 'https://www.twilio.com/docs/errors/21211', status: 400 }, { status: 400 })
+    const { res, row } = await expectRefundedFailure(t)
+    expect(row).toMatchObject({ error_code: 21211, error_message: "Invalid 'To' Phone Number" })
+    expect(res.body.error).toContain("Invalid 'To' Phone Number")
+    expect(requests).toHaveLength(1)
+  })
+
+  test('500 with a non-JSON body: 502, refunded, error "HTTP 500" without a code', async () => {
+    handler = () => new Response('<html>Internal Server Error</html>', { status: 500, headers: { 'content-type': 'text/html' } })
+    const { row } = await expectRefundedFailure(t)
+    expect(row).toMatchObject({ error_code: null, error_message: 'HTTP 500' })
+  })
+
+  test('an error JSON whose code is not a number keeps the message but stores no code', async () => {
+    handler = () => Response.json({ code: 'oops', message: 'Service unavailable' }, { status: 503 })
+    const { row } = await expectRefundedFailure(t)
+    expect(row).toMatchObject({ error_code: null, error_message: 'Service unavailable' })
+  })
+
+  test('2xx without a valid sid: 502, refunded', async () => {
+    const answers: (() => Response)[] = [
+      () => Response.json({ status: 'queued' }, { status: 201 }),
+      () => Response.json({ sid: 42 }, { status: 201 }),
+      () => Response.json({ sid: '' }, { status: 201 }),
+      () => Response.json({ sid: 'SM<script>' }, { status: 200 }),
+      () => new Response('not json', { status: 201 }),
+      () => new Response(null, { status: 204 }),
+      () => Response.json(['SM0123456789abcdef0123456789abcdef'], { status: 201 }),
+    ]
+    for (const answer of answers) {
+      handler = answer
+      const { row } = await expectRefundedFailure(t)
+      expect(row.error_code).toBeNull()
+      expect(row.error_message).toMatch(/without a valid message SID/)
+    }
+  })
+
+  test('an oversized answer is not read whole and counts as a failure', async () => {
+    handler = () => new Response(JSON.stringify({ sid: 'SM0123456789abcdef0123456789abcdef', pad: 'x'.repeat(200_000) }), { status: 201 })
+    await expectRefundedFailure(t)
+  })
+
+  test('a 302 redirect is not followed and counts as a failure', async () => {
+    handler = (request) =>
+      new URL(request.url).pathname === '/elsewhere' ? accepted()(request) : new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
+    const { row } = await expectRefundedFailure(t)
+    expect(row).toMatchObject({ error_code: null, error_message: 'HTTP 302' })
+    expect(requests.map((r) => r.path)).toEqual([MESSAGES_PATH])
+  })
+
+  test('the auth token never reaches the error message, even when Twilio echoes it', async () => {
+    handler = (request) =>
+      Response.json({ code: 20003, message: `Authenticate failed for ${request.headers.get('authorization')} token ${AUTH_TOKEN}` }, { status: 401 })
+    const { row } = await expectRefundedFailure(t)
+    expect(row.error_code).toBe(20003)
+    expect(row.error_message).toContain('[redacted]')
+    expect(row.error_message).not.toContain(Buffer.from(`${ACCOUNT_SID}:${AUTH_TOKEN}`).toString('base64'))
+  })
+})
+
+describe('Twilio unreachable or slow', () => {
+  // One app whose provider is swapped per test, so the failure modes that need their own
+  // provider (closed port, short timeout) share one database.
+  let current: Provider
+  let u: TestApp
+  const configFor = (apiBase: string) => readConfig(twilioEnv(apiBase))
+  beforeAll(async () => {
+    u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
+  })
+  afterAll(() => u.close())
+
+  test('connection refused: 502, refunded', async () => {
+    current = createTwilio(configFor(`http://127.0.0.1:${closedPort()}`))
+    const { row } = await expectRefundedFailure(u)
+    expect(row.error_code).toBeNull()
+    expect(row.error_message).toMatch(/^could not reach Twilio/)
+  })
+
+  test('no answer within the timeout: 502, refunded, and the request is not waited on', async () => {
+    handler = async () => {
+      await Bun.sleep(2_000)
+      return accepted()(new Request(fakeUrl))
+    }
+    current = createTwilio(configFor(fakeUrl), { timeoutMs: 300 })
+    const started = performance.now()
+    const { row } = await expectRefundedFailure(u)
+    expect(performance.now() - started).toBeLessThan(1_500)
+    expect(row).toMatchObject({ error_code: null, error_message: 'Twilio did not answer within 300 ms' })
+    expect(requests).toHaveLength(1)
+  })
+
+  test('headers in time but the body stalls past the timeout: 502, refunded', async () => {
+    handler = () => {
+      const stream = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"sid":"SM0123456789abcdef'))
+          await Bun.sleep(2_000)
+          controller.enqueue(new TextEncoder().encode('0123456789abcdef"}'))
+          controller.close()
+        },
+      })
+      return new Response(stream, { status: 201, headers: { 'content-type': 'application/json' } })
+    }
+    current = createTwilio(configFor(fakeUrl), { timeoutMs: 300 })
+    const started = performance.now()
+    const { row } = await expectRefundedFailure(u)
+    expect(performance.now() - started).toBeLessThan(1_500)
+    expect(row.error_message).toBe('Twilio did not answer within 300 ms')
+  })
+})

@@ -1,0 +1,421 @@
+// Twilio's status callbacks through POST /provider/twilio/status. Messages are sent for real through
+// POST /messages/send to a local fake Twilio, and every callback is signed with the official `twilio`
+// package, independently of our own signature code.
+
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import twilio from 'twilio'
+import { createApp } from '../../src/app'
+import { testApp, type TestApp } from '../helpers/app'
+
+const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
+const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
+const FROM = 'whatsapp:+14155238886'
+const CALLBACK_URL = 'https://api.example.com/provider/twilio/status'
+const PATH = '/provider/twilio/status'
+
+const randomSid = () => `SM${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')}`
+const fake = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  fetch: () => Response.json({ sid: randomSid(), status: 'queued' }, { status: 201 }),
+})
+
+let t: TestApp
+beforeAll(async () => {
+  t = await testApp({
+    env: {
+      PROVIDER: 'twilio',
+      TWILIO_ACCOUNT_SID: ACCOUNT_SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      TWILIO_FROM: FROM,
+      TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
+      PUBLIC_BASE_URL: 'https://api.example.com',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+    },
+  })
+}, 60_000)
+afterAll(async () => {
+  await t.close()
+  fake.stop(true)
+})
+
+type Sent = { sid: string; keyId: number; messageId: number }
+
+/** A message sent through the API with a key that has a webhook registered (unless told otherwise). */
+async function sent(options: { webhook?: boolean } = {}): Promise<Sent> {
+  const { key, keyId } = await t.account(1000, { price: 100 })
+  if (options.webhook !== false) {
+    await t.db.sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
+  }
+  const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
+  expect(res.status).toBe(200)
+  const sid: string = res.body.data.message_id
+  expect(sid).toMatch(/^SM[0-9a-f]{32}$/)
+  const [row] = await t.db.sql<{ id: number }[]>`select id from messages where message_sid = ${sid}`
+  return { sid, keyId, messageId: Number(row!.id) }
+}
+
+/** The fields Twilio posts for a WhatsApp message status, in Twilio's (unsorted) order. */
+function fields(sid: string, status: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    ChannelPrefix: 'whatsapp',
+    ApiVersion: '2010-04-01',
+    MessageStatus: status,
+    SmsSid: sid,
+    SmsStatus: status,
+    ChannelInstallSid: 'XE0123456789abcdef0123456789abcdef',
+    To: 'whatsapp:+6281234567890',
+    From: FROM,
+    MessageSid: sid,
+    AccountSid: ACCOUNT_SID,
+    ChannelToAddress: '+6281234567890',
+    ...extra,
+  }
+}
+
+const sign = (params: Record<string, string>, token = AUTH_TOKEN, url = CALLBACK_URL) => twilio.getExpectedTwilioSignature(token, url, params)
+
+/** POSTs a form body; signed over `params` unless a signature (or null: no header) is given. */
+async function callback(params: Record<string, string>, options: { signature?: string | null; body?: string; contentType?: string } = {}) {
+  const headers: Record<string, string> = { 'content-type': options.contentType ?? 'application/x-www-form-urlencoded' }
+  const signature = options.signature === undefined ? sign(params) : options.signature
+  if (signature !== null) headers['x-twilio-signature'] = signature
+  return t.request('POST', PATH, { rawBody: options.body ?? new URLSearchParams(params).toString(), headers })
+}
+
+async function report(sid: string, status: string, extra: Record<string, string> = {}) {
+  const res = await callback(fields(sid, status, extra))
+  expect(res.status).toBe(200)
+  expect(res.headers.get('content-type')).toStartWith('application/json')
+  return res.body as { success: true; data: { changed: boolean } }
+}
+
+type Row = { status: string; delivered_at: Date | null; read_at: Date | null; failed_at: Date | null; error_code: number | null; error_message: string | null }
+async function row(sid: string): Promise<Row> {
+  const [r] = await t.db.sql<Row[]>`select status, delivered_at, read_at, failed_at, error_code, error_message from messages where message_sid = ${sid}`
+  return r!
+}
+
+async function events(messageId: number) {
+  const rows = await t.db.sql<{ payload: string; api_key_id: number }[]>`select payload, api_key_id from webhook_events where message_id = ${messageId} order by id`
+  return rows.map((r) => ({ keyId: Number(r.api_key_id), ...JSON.parse(r.payload) }))
+}
+
+const statusEvents = async (messageId: number) => (await events(messageId)).map((e) => [e.data.previous_status, e.data.status])
+
+describe('accepted reports', () => {
+  test('delivered: the message is delivered, delivered_at set, one event from sent', async () => {
+    const m = await sent()
+    expect(await report(m.sid, 'delivered')).toEqual({ success: true, data: { changed: true } })
+    const r = await row(m.sid)
+    expect(r).toMatchObject({ status: 'delivered', read_at: null, failed_at: null, error_code: null, error_message: null })
+    expect(r.delivered_at).toBeInstanceOf(Date)
+    const all = await events(m.messageId)
+    expect(all).toHaveLength(1)
+    expect(all[0]).toMatchObject({
+      keyId: m.keyId,
+      event: 'message.status',
+      data: { message_sid: m.sid, to: '+6281234567890', status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
+    })
+  })
+
+  test('the API shows the reported state', async () => {
+    const { key } = await t.account(1000, { price: 100 })
+    const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
+    const sid = res.body.data.message_id
+    await report(sid, 'read')
+    const shown = await t.api('GET', `/messages/${sid}`, key)
+    expect(shown.body.data).toMatchObject({ status: 'read', delivered_at: expect.any(String), read_at: expect.any(String) })
+  })
+
+  test('delivered then read: read_at set, delivered_at kept, one event per change', async () => {
+    const m = await sent()
+    await report(m.sid, 'delivered')
+    const { delivered_at } = await row(m.sid)
+    await Bun.sleep(10)
+    expect((await report(m.sid, 'read')).data.changed).toBe(true)
+    const r = await row(m.sid)
+    expect(r.status).toBe('read')
+    expect(r.delivered_at).toEqual(delivered_at)
+    expect(r.read_at).toBeInstanceOf(Date)
+    expect(await statusEvents(m.messageId)).toEqual([
+      ['sent', 'delivered'],
+      ['delivered', 'read'],
+    ])
+  })
+
+  test('read straight from sent: delivered_at and read_at both set, one event', async () => {
+    const m = await sent()
+    expect((await report(m.sid, 'read')).data.changed).toBe(true)
+    const r = await row(m.sid)
+    expect(r.status).toBe('read')
+    expect(r.delivered_at).toBeInstanceOf(Date)
+    expect(r.read_at).toBeInstanceOf(Date)
+    expect(await statusEvents(m.messageId)).toEqual([['sent', 'read']])
+  })
+
+  test('undelivered with ErrorCode 30008: failed, error_code 30008, one event carrying the error', async () => {
+    const m = await sent()
+    expect((await report(m.sid, 'undelivered', { ErrorCode: '30008' })).data.changed).toBe(true)
+    const r = await row(m.sid)
+    expect(r).toMatchObject({ status: 'failed', error_code: 30008, error_message: 'undelivered', delivered_at: null })
+    expect(r.failed_at).toBeInstanceOf(Date)
+    const all = await events(m.messageId)
+    expect(all.map((e) => e.data)).toEqual([
+      { message_sid: m.sid, to: '+6281234567890', status: 'failed', previous_status: 'sent', error_code: 30008, error_message: 'undelivered' },
+    ])
+  })
+
+  test('failed after delivered, with ErrorMessage: stored as given (spaces, & and = survive the form encoding)', async () => {
+    const m = await sent()
+    await report(m.sid, 'delivered')
+    const text = 'Unknown error & more = 50% "quoted"'
+    expect((await report(m.sid, 'failed', { ErrorCode: '63016', ErrorMessage: text })).data.changed).toBe(true)
+    const r = await row(m.sid)
+    expect(r).toMatchObject({ status: 'failed', error_code: 63016, error_message: text })
+    expect(r.delivered_at).toBeInstanceOf(Date)
+    expect(await statusEvents(m.messageId)).toEqual([
+      ['sent', 'delivered'],
+      ['delivered', 'failed'],
+    ])
+  })
+
+  test('failed with a non-numeric or out-of-range ErrorCode stores error_code null', async () => {
+    for (const code of ['abc', '12x', '-5', '99999999999', '']) {
+      const m = await sent({ webhook: false })
+      expect((await report(m.sid, 'failed', { ErrorCode: code })).data.changed).toBe(true)
+      expect(await row(m.sid)).toMatchObject({ status: 'failed', error_code: null, error_message: 'failed' })
+    }
+  })
+
+  test('a key without a webhook: the change is applied and no event is written', async () => {
+    const m = await sent({ webhook: false })
+    expect((await report(m.sid, 'delivered')).data.changed).toBe(true)
+    expect((await row(m.sid)).status).toBe('delivered')
+    expect(await events(m.messageId)).toEqual([])
+  })
+
+  test('an accepted change that wrote an event wakes the webhook delivery loop; no change wakes nothing', async () => {
+    const woken: string[] = []
+    const app = createApp({ ...t.deps, wake: (loop) => woken.push(loop) })
+    const post = (params: Record<string, string>) =>
+      app.handle(
+        new Request(`http://localhost${PATH}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(params) },
+          body: new URLSearchParams(params).toString(),
+        }),
+      )
+    const m = await sent()
+    expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
+    expect(woken).toEqual(['webhook-delivery'])
+    expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
+    expect((await post(fields(m.sid, 'sending'))).status).toBe(200)
+    expect(woken).toEqual(['webhook-delivery'])
+  })
+})
+
+describe('reports that change nothing get 200', () => {
+  test('queued, accepted, sending, sent, and unknown statuses: no change, no event', async () => {
+    const m = await sent()
+    const before = await row(m.sid)
+    for (const status of ['queued', 'accepted', 'sending', 'sent', 'scheduled', 'canceled', 'receiving', 'bogus', '']) {
+      expect(await report(m.sid, status)).toEqual({ success: true, data: { changed: false } })
+    }
+    expect(await row(m.sid)).toEqual(before)
+    expect(before.status).toBe('sent')
+    expect(await events(m.messageId)).toEqual([])
+  })
+
+  test('a repeat: no change, timestamps kept, no second event', async () => {
+    const m = await sent()
+    await report(m.sid, 'delivered')
+    const first = await row(m.sid)
+    await Bun.sleep(10)
+    expect((await report(m.sid, 'delivered')).data.changed).toBe(false)
+    expect(await row(m.sid)).toEqual(first)
+    await report(m.sid, 'read')
+    const read = await row(m.sid)
+    await Bun.sleep(10)
+    expect((await report(m.sid, 'read')).data.changed).toBe(false)
+    expect(await row(m.sid)).toEqual(read)
+    expect(await statusEvents(m.messageId)).toHaveLength(2)
+  })
+
+  test('backwards (read, then delivered, sent or failed): no change, no event', async () => {
+    const m = await sent()
+    await report(m.sid, 'read')
+    const before = await row(m.sid)
+    for (const status of ['delivered', 'sent', 'failed', 'undelivered']) {
+      expect((await report(m.sid, status, { ErrorCode: '30008' })).data.changed).toBe(false)
+    }
+    expect(await row(m.sid)).toEqual(before)
+    expect(await statusEvents(m.messageId)).toEqual([['sent', 'read']])
+  })
+
+  test('failed is final: later delivered/read reports change nothing', async () => {
+    const m = await sent()
+    await report(m.sid, 'undelivered', { ErrorCode: '30008' })
+    const before = await row(m.sid)
+    for (const status of ['delivered', 'read', 'failed']) {
+      expect((await report(m.sid, status, { ErrorCode: '30003' })).data.changed).toBe(false)
+    }
+    expect(await row(m.sid)).toEqual(before)
+    expect(await statusEvents(m.messageId)).toEqual([['sent', 'failed']])
+  })
+
+  test('an unknown SID: 200, nothing changes anywhere', async () => {
+    const [{ count: before }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
+    expect(await report(randomSid(), 'delivered')).toEqual({ success: true, data: { changed: false } })
+    const [{ count: after }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
+    expect(after).toBe(before)
+  })
+})
+
+describe('signature', () => {
+  /** Asserts a 403 FORBIDDEN envelope, and that the message and its events are as they were. */
+  async function expectForbidden(m: Sent, res: { status: number; body: any }) {
+    expect(res.status).toBe(403)
+    expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'FORBIDDEN' })
+    expect(await row(m.sid)).toMatchObject({ status: 'sent', delivered_at: null, read_at: null, failed_at: null, error_code: null })
+    expect(await events(m.messageId)).toEqual([])
+  }
+
+  test('a tampered field (signed as delivered, posted as read)', async () => {
+    const m = await sent()
+    const signed = fields(m.sid, 'delivered')
+    await expectForbidden(m, await callback(fields(m.sid, 'read'), { signature: sign(signed) }))
+  })
+
+  test('a tampered ErrorCode on a failure report', async () => {
+    const m = await sent()
+    const signed = fields(m.sid, 'undelivered', { ErrorCode: '30008' })
+    await expectForbidden(m, await callback(fields(m.sid, 'undelivered', { ErrorCode: '30007' }), { signature: sign(signed) }))
+  })
+
+  test('a field added after signing (every field counts, not only the ones we read)', async () => {
+    const m = await sent()
+    const signed = fields(m.sid, 'delivered')
+    await expectForbidden(m, await callback({ ...signed, Extra: 'x' }, { signature: sign(signed) }))
+  })
+
+  test('a field removed after signing', async () => {
+    const m = await sent()
+    const signed = fields(m.sid, 'delivered')
+    const { ChannelPrefix: _dropped, ...rest } = signed
+    await expectForbidden(m, await callback(rest, { signature: sign(signed) }))
+  })
+
+  test('signed for another URL (scheme, host, path, query)', async () => {
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    for (const url of [
+      'http://api.example.com/provider/twilio/status',
+      'https://evil.example.com/provider/twilio/status',
+      'https://api.example.com/provider/twilio/status/',
+      'https://api.example.com/provider/other/status',
+      'https://api.example.com/provider/twilio/status?x=1',
+      'http://localhost/provider/twilio/status',
+    ]) {
+      await expectForbidden(m, await callback(params, { signature: sign(params, AUTH_TOKEN, url) }))
+    }
+  })
+
+  test('a missing or empty header', async () => {
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    await expectForbidden(m, await callback(params, { signature: null }))
+    await expectForbidden(m, await callback(params, { signature: '' }))
+  })
+
+  test('signed with the wrong token', async () => {
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    await expectForbidden(m, await callback(params, { signature: sign(params, 'tok_wrong_auth_token_0123456789ab') }))
+    await expectForbidden(m, await callback(params, { signature: sign(params, `${AUTH_TOKEN}x`) }))
+  })
+
+  test('garbage signatures, and the right one altered (case, padding, truncation, another encoding)', async () => {
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    const good = sign(params)
+    const hex = Buffer.from(good, 'base64').toString('hex')
+    for (const signature of ['x', 'not base64!', good.toLowerCase(), `${good}=`, `${good}${good}`, good.slice(0, -1), hex]) {
+      expect(signature).not.toBe(good)
+      await expectForbidden(m, await callback(params, { signature }))
+    }
+  })
+
+  test('a JSON body, even with a signature over the same fields', async () => {
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    await expectForbidden(m, await callback(params, { body: JSON.stringify(params), contentType: 'application/json' }))
+  })
+
+  test('a bad signature gets 403 whatever the body (authentication before validation)', async () => {
+    const m = await sent()
+    await expectForbidden(m, await callback({}, { signature: 'bad', body: 'not a form %%%' }))
+    const res = await callback({}, { signature: null, body: '' })
+    expect(res.status).toBe(403)
+  })
+
+  test('the signature of the exact form sent verifies, with the content-type charset and field order free', async () => {
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    const reordered = Object.fromEntries(Object.entries(params).reverse())
+    const res = await callback(reordered, { signature: sign(params), contentType: 'application/x-www-form-urlencoded; charset=utf-8' })
+    expect(res.status).toBe(200)
+    expect(res.body.data.changed).toBe(true)
+  })
+
+  test('a validly signed report without MessageSid or MessageStatus is 400', async () => {
+    const noSid = { MessageStatus: 'delivered', AccountSid: ACCOUNT_SID }
+    const res = await callback(noSid)
+    expect(res.status).toBe(400)
+    expect(res.body).toEqual({ success: false, error: 'MessageSid: is required', code: 'VALIDATION_ERROR' })
+    const noStatus = { MessageSid: randomSid(), AccountSid: ACCOUNT_SID }
+    const res2 = await callback(noStatus)
+    expect(res2.status).toBe(400)
+    expect(res2.body.error).toBe('MessageStatus: is required')
+  })
+})
+
+describe('the route', () => {
+  test('needs no API key, lives outside /api/v1, and other methods get 405', async () => {
+    const get = await t.request('GET', PATH)
+    expect(get.status).toBe(405)
+    expect(get.body.code).toBe('METHOD_NOT_ALLOWED')
+    expect((await t.request('POST', `/api/v1${PATH}`, { rawBody: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(404)
+  })
+
+  test('is in the OpenAPI document under "Provider callbacks", without API-key security', async () => {
+    const doc = await t.request('GET', '/docs/json')
+    const op = doc.body.paths[PATH].post
+    expect(op.tags).toEqual(['Provider callbacks'])
+    expect(op.security).toEqual([])
+    expect(Object.keys(op.requestBody.content)).toEqual(['application/x-www-form-urlencoded'])
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '403', '404'])
+  })
+})
+
+describe('without a Twilio auth token (PROVIDER=simulator)', () => {
+  test('the route answers 404 NOT_FOUND, whatever the signature', async () => {
+    // The same database, configured as the default simulator without Twilio credentials.
+    const config = { ...t.config, provider: 'simulator' as const, twilio: { ...t.config.twilio, accountSid: '', authToken: '', from: '' } }
+    const app = createApp({ ...t.deps, config })
+    const m = await sent()
+    const params = fields(m.sid, 'delivered')
+    for (const signature of [sign(params), sign(params, ''), 'x']) {
+      const res = await app.handle(
+        new Request(`http://localhost${PATH}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature },
+          body: new URLSearchParams(params).toString(),
+        }),
+      )
+      expect(res.status).toBe(404)
+      expect(await res.json()).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+    }
+    expect((await row(m.sid)).status).toBe('sent')
+  })
+})
