@@ -17,6 +17,15 @@ const USAGE = `usage: bun run admin <command> [options]
   topup ACCOUNT_ID AMOUNT [--note TEXT]    add to a balance
   price set AMOUNT [--account ACCOUNT_ID]  set the global price, or one account's override
   ledger ACCOUNT_ID [--limit N]            an account's ledger, newest first
+  template create ACCOUNT_ID NAME BODY     a campaign template ({{name}}, {{phone}}, {{email}}, {{city}})
+  template list ACCOUNT_ID
+  segment create ACCOUNT_ID NAME TAG       the account's contacts carrying TAG
+  segment list ACCOUNT_ID
+  campaign list ACCOUNT_ID | campaign show CAMPAIGN_ID
+  campaign run|resume|cancel CAMPAIGN_ID   run a draft (now, or at its schedule_at), resume, cancel
+  deliveries KEY_ID [--status S]           a key's webhook deliveries (pending, delivered, failed)
+  replay DELIVERY_ID                       deliver one webhook event again
+  replay-failed KEY_ID --since "YYYY-MM-DD HH:MM:SS"   deliver a key's failed events again
 
 options: --json (raw JSON answers), --url URL (service root, default from HOST/PORT)`
 
@@ -160,6 +169,80 @@ async function main(argv: string[]): Promise<number> {
       print(list, () =>
         [`${list.total} rows (newest first)`, ...list.items.map((r: any) => `${r.id}\t${r.created_at}\t${r.kind}\t${r.amount > 0 ? '+' : ''}${r.amount}\t→ ${r.balance_after}${r.message_id ? `\tmessage ${r.message_id}` : ''}${r.note ? `\t${r.note}` : ''}`)].join('\n'),
       )
+      return 0
+    }
+    case 'template': {
+      const accountId = integerArg(rest[0], 'ACCOUNT_ID')
+      if (sub === 'create') {
+        const [name, body] = [rest[1], rest[2]]
+        if (!name || body === undefined) fail('template create ACCOUNT_ID NAME BODY')
+        const template = await call('POST', `/admin/v1/accounts/${accountId}/templates`, { name, body })
+        print(template, () => `template ${template.id} "${template.name}": ${template.body}`)
+        return 0
+      }
+      if (sub === 'list') {
+        const list = await call('GET', `/admin/v1/accounts/${accountId}/templates?limit=200`)
+        print(list, () => list.items.map((x: any) => `${x.id}\t${x.name}\t${x.body}`).join('\n') || 'no templates')
+        return 0
+      }
+      fail('template create|list')
+    }
+    case 'segment': {
+      const accountId = integerArg(rest[0], 'ACCOUNT_ID')
+      if (sub === 'create') {
+        const [name, tag] = [rest[1], rest[2]]
+        if (!name || !tag) fail('segment create ACCOUNT_ID NAME TAG')
+        const segment = await call('POST', `/admin/v1/accounts/${accountId}/segments`, { name, tag })
+        print(segment, () => `segment ${segment.id} "${segment.name}": tag "${segment.tag}", ${segment.contact_count} contacts now`)
+        return 0
+      }
+      if (sub === 'list') {
+        const list = await call('GET', `/admin/v1/accounts/${accountId}/segments?limit=200`)
+        print(list, () => list.items.map((x: any) => `${x.id}\t${x.name}\ttag ${x.tag}\t${x.contact_count} contacts`).join('\n') || 'no segments')
+        return 0
+      }
+      fail('segment create|list')
+    }
+    case 'campaign': {
+      const describe = (d: any) =>
+        `campaign ${d.campaign.id} "${d.campaign.name}" ${d.campaign.status}${d.campaign.pause_reason ? ` (${d.campaign.pause_reason})` : ''}\n` +
+        `  total ${d.stats.total}, sent ${d.stats.sent}, delivered ${d.stats.delivered}, read ${d.stats.read}, failed ${d.stats.failed}`
+      if (sub === 'list') {
+        const list = await call('GET', `/admin/v1/accounts/${integerArg(rest[0], 'ACCOUNT_ID')}/campaigns?limit=200`)
+        print(list, () => list.items.map((c: any) => `${c.id}\t${c.status}\t${c.name}\tschedule ${c.schedule_at ?? '-'}`).join('\n') || 'no campaigns')
+        return 0
+      }
+      if (sub === 'show') {
+        const detail = await call('GET', `/admin/v1/campaigns/${integerArg(rest[0], 'CAMPAIGN_ID')}`)
+        print(detail, () => describe(detail))
+        return 0
+      }
+      if (sub === 'run' || sub === 'resume' || sub === 'cancel') {
+        const detail = await call('POST', `/admin/v1/campaigns/${integerArg(rest[0], 'CAMPAIGN_ID')}/${sub}`)
+        print(detail, () => describe(detail))
+        return 0
+      }
+      fail('campaign list|show|run|resume|cancel')
+    }
+    case 'deliveries': {
+      const keyId = integerArg(sub, 'KEY_ID')
+      const status = args.flags.get('status')
+      const list = await call('GET', `/admin/v1/keys/${keyId}/deliveries?limit=50${typeof status === 'string' ? `&status=${encodeURIComponent(status)}` : ''}`)
+      print(list, () =>
+        [`${list.total} deliveries (newest first)`, ...list.items.map((d: any) => `${d.id}\t${d.status}\tattempts ${d.attempts}\t${d.webhook_id}\t${d.message_sid ?? ''}${d.last_error ? `\t${d.last_error}` : ''}`)].join('\n'),
+      )
+      return 0
+    }
+    case 'replay': {
+      const result = await call('POST', `/admin/v1/deliveries/${integerArg(sub, 'DELIVERY_ID')}/replay`)
+      print(result, () => `delivery ${sub} queued again`)
+      return 0
+    }
+    case 'replay-failed': {
+      const since = args.flags.get('since')
+      if (typeof since !== 'string') fail('replay-failed KEY_ID --since "YYYY-MM-DD HH:MM:SS"')
+      const result = await call('POST', `/admin/v1/keys/${integerArg(sub, 'KEY_ID')}/deliveries/replay`, { since })
+      print(result, () => `${result.replayed} failed deliveries queued again`)
       return 0
     }
   }

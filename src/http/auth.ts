@@ -12,7 +12,7 @@ export type Principal = { accountId: number; keyId: number }
 // last_used_at is written at most once a minute per key and process: a write on every request
 // would make one hot row the bottleneck of every busy key.
 const LAST_USED_EVERY_MS = 60_000
-const lastUsedWritten = new Map<number, number>()
+const lastUsedWritten = new Map<string, number>() // by key hash: ids repeat across databases
 
 export function bearerToken(header: string | null | undefined): string {
   if (header === null || header === undefined) throw new ApiError('AUTH_MISSING_HEADER', 'Authorization header not found')
@@ -24,13 +24,14 @@ export function bearerToken(header: string | null | undefined): string {
 export async function authenticate(sql: Sql, header: string | null | undefined): Promise<Principal> {
   const key = bearerToken(header)
   if (!looksLikeApiKey(key)) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
+  const hash = sha256Hex(key)
   const [row] = await sql<{ id: number; account_id: number }[]>`
-    select id, account_id from api_keys where key_hash = ${sha256Hex(key)} and active`
+    select id, account_id from api_keys where key_hash = ${hash} and active`
   if (!row) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
   const now = Date.now()
-  if ((lastUsedWritten.get(row.id) ?? 0) < now - LAST_USED_EVERY_MS) {
-    lastUsedWritten.set(row.id, now)
-    sql`update api_keys set last_used_at = now() where id = ${row.id}`.catch(() => lastUsedWritten.delete(row.id))
+  if ((lastUsedWritten.get(hash) ?? 0) < now - LAST_USED_EVERY_MS) {
+    lastUsedWritten.set(hash, now)
+    sql`update api_keys set last_used_at = now() where id = ${row.id}`.catch(() => lastUsedWritten.delete(hash))
   }
   return { accountId: row.account_id, keyId: row.id }
 }
