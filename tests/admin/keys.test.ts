@@ -130,3 +130,12 @@ describe('admin API', () => {
     }
   })
 })
+
+test('integers in JSON bodies must be JSON numbers', async () => {
+  const res = await t.admin('POST', '/accounts', { name: 'x', balance: '100' })
+  expect([res.status, res.body.code]).toEqual([400, 'VALIDATION_ERROR'])
+  expect(res.body.error).toBe('balance: must be an integer')
+  const { accountId } = await t.account(0)
+  expect((await t.admin('POST', `/accounts/${accountId}/topups`, { amount: '5' })).status).toBe(400)
+  expect((await t.admin('PUT', '/price', { cost_per_message: '5' })).status).toBe(400)
+})

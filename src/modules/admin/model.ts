@@ -1,4 +1,9 @@
 import { t } from 'elysia'
+import { Type } from '@sinclair/typebox'
+
+// In JSON bodies an integer must be a JSON number: Elysia's t.Integer also accepts "100" (it is made
+// for query strings), so bodies use TypeBox's own.
+const bodyInteger = Type.Integer
 
 export const IdParams = t.Object({ id: t.Integer({ description: 'Record id' }) })
 export const PageQuery = t.Object({
@@ -8,7 +13,7 @@ export const PageQuery = t.Object({
 
 export const CreateAccountBody = t.Object({
   name: t.String({ examples: ['Acme Retail'] }),
-  balance: t.Optional(t.Integer({ description: 'Opening balance, recorded as a top-up', examples: [100000] })),
+  balance: t.Optional(bodyInteger({ description: 'Opening balance, recorded as a top-up', examples: [100000] })),
 })
 export const Account = t.Object({
   id: t.Integer(),
@@ -32,16 +37,16 @@ export const CreatedApiKey = t.Composite([ApiKey, t.Object({ key: t.String({ des
 export const PatchKeyBody = t.Object({ active: t.Boolean() })
 
 export const TopupBody = t.Object({
-  amount: t.Integer({ description: 'Positive amount in CURRENCY units', examples: [50000] }),
+  amount: bodyInteger({ description: 'Positive amount in CURRENCY units', examples: [50000] }),
   note: t.Optional(t.String()),
 })
 export const AdjustmentBody = t.Object({
-  amount: t.Integer({ description: 'Signed correction; the balance may not go below 0' }),
+  amount: bodyInteger({ description: 'Signed correction; the balance may not go below 0' }),
   note: t.String(),
 })
 export const PriceBody = t.Object({
-  cost_per_message: t.Integer({ examples: [350] }),
-  account_id: t.Optional(t.Union([t.Integer(), t.Null()], { description: 'Omit for the global price' })),
+  cost_per_message: bodyInteger({ examples: [350] }),
+  account_id: t.Optional(t.Union([bodyInteger(), t.Null()], { description: 'Omit for the global price' })),
 })
 export const PriceQuery = t.Object({ account_id: t.Optional(t.Integer()) })
 
