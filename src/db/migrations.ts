@@ -3,7 +3,7 @@ import spine from '../../sql/0001_spine.sql' with { type: 'text' }
 import contactsCampaignsWebhooks from '../../sql/0002_contacts_campaigns_webhooks.sql' with { type: 'text' }
 import bulkIdempotency from '../../sql/0003_bulk_idempotency.sql' with { type: 'text' }
 import statusPipeline from '../../sql/0004_status_pipeline.sql' with { type: 'text' }
-import campaignEngine from '../../sql/0006_campaign_engine.sql' with { type: 'text' }
+import campaignEngine from '../../sql/0005_campaign_engine.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -12,5 +12,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 2, name: '0002_contacts_campaigns_webhooks.sql', text: contactsCampaignsWebhooks },
   { version: 3, name: '0003_bulk_idempotency.sql', text: bulkIdempotency },
   { version: 4, name: '0004_status_pipeline.sql', text: statusPipeline },
-  { version: 6, name: '0006_campaign_engine.sql', text: campaignEngine },
+  { version: 5, name: '0005_campaign_engine.sql', text: campaignEngine },
 ]

@@ -1,0 +1,53 @@
+import { t } from 'elysia'
+
+export const DeliveriesQuery = t.Object({
+  status: t.Optional(t.String({ description: '`pending`, `delivered` or `failed`; all when omitted' })),
+  limit: t.Optional(t.Integer({ description: '1 to 200, default 50' })),
+  offset: t.Optional(t.Integer({ description: 'records to skip, default 0' })),
+})
+
+export const EventPayload = t.Object(
+  {
+    event: t.String(),
+    timestamp: t.String(),
+    data: t.Object({
+      message_sid: t.String(),
+      to: t.String(),
+      status: t.String(),
+      previous_status: t.String(),
+      error_code: t.Union([t.Integer(), t.Null()]),
+      error_message: t.Union([t.String(), t.Null()]),
+    }),
+  },
+  { description: 'The body as sent (and signed) on every attempt' },
+)
+
+export const Delivery = t.Object({
+  id: t.Integer({ description: 'Delivery (event) id, used by the attempts and replay calls' }),
+  webhook_id: t.String({ description: 'The `webhook-id` header: the same on every attempt and replay' }),
+  api_key_id: t.Integer(),
+  message_sid: t.Union([t.String(), t.Null()]),
+  status: t.Union([t.Literal('pending'), t.Literal('delivered'), t.Literal('failed')]),
+  attempts: t.Integer({ description: 'Attempts made since the event was created or last replayed' }),
+  next_attempt_at: t.Union([t.String(), t.Null()], { description: 'When the next attempt is due; null unless pending' }),
+  last_error: t.Union([t.String(), t.Null()]),
+  created_at: t.String(),
+  delivered_at: t.Union([t.String(), t.Null()]),
+  payload: EventPayload,
+})
+
+export const Attempt = t.Object({
+  id: t.Integer(),
+  attempt: t.Integer({ description: 'Attempt number; starts again at 1 after a replay' }),
+  url: t.String(),
+  status_code: t.Union([t.Integer(), t.Null()], { description: "The receiver's HTTP status; null when no answer came" }),
+  latency_ms: t.Integer(),
+  error: t.Union([t.String(), t.Null()]),
+  created_at: t.String(),
+})
+
+export const ReplaySinceBody = t.Object({
+  since: t.String({ description: '`YYYY-MM-DD HH:MM:SS`: failed deliveries created at or after this time are replayed', examples: ['2025-01-31 00:00:00'] }),
+})
+
+export const Replayed = t.Object({ replayed: t.Integer({ description: 'How many failed deliveries were set pending again' }) })

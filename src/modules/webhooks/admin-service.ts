@@ -1,0 +1,139 @@
+// The operator's view of webhook deliveries: the events of a key, each event's attempt log, and replay.
+// A replay keeps the event's webhook-id (receivers that de-duplicate on it see a repeat of the same
+// event, which is what a replay is), resets the attempt count so it gets the full retry schedule
+// again, and makes it due at once.
+
+import type { Sql } from '../../db/client'
+import { ApiError, badValue } from '../../http/errors'
+import { formatTimestamp, parseTimestamp } from '../../lib/time'
+import type { Page } from '../../lib/validate'
+
+const STATUSES = ['pending', 'delivered', 'failed'] as const
+type DeliveryStatus = (typeof STATUSES)[number]
+
+type DeliveryRow = {
+  id: number
+  webhook_id: string
+  api_key_id: number
+  message_sid: string | null
+  status: DeliveryStatus
+  attempts: number
+  next_attempt_at: Date
+  last_error: string | null
+  created_at: Date
+  delivered_at: Date | null
+  payload: string
+}
+
+const deliveryView = (row: DeliveryRow, tz: string) => ({
+  id: row.id,
+  webhook_id: row.webhook_id,
+  api_key_id: row.api_key_id,
+  message_sid: row.message_sid,
+  status: row.status,
+  attempts: row.attempts,
+  next_attempt_at: row.status === 'pending' ? formatTimestamp(row.next_attempt_at, tz) : null,
+  last_error: row.last_error,
+  created_at: formatTimestamp(row.created_at, tz)!,
+  delivered_at: formatTimestamp(row.delivered_at, tz),
+  payload: JSON.parse(row.payload),
+})
+
+async function requireKey(sql: Sql, id: number): Promise<void> {
+  const [row] = await sql`select 1 from api_keys where id = ${id}`
+  if (!row) throw new ApiError('NOT_FOUND', `API key ${id} not found`)
+}
+
+function requireStatus(value: string | undefined): DeliveryStatus | undefined {
+  if (value === undefined) return undefined
+  if (!(STATUSES as readonly string[]).includes(value)) throw badValue(`status: must be one of ${STATUSES.join(', ')}`)
+  return value as DeliveryStatus
+}
+
+export async function listDeliveries(sql: Sql, tz: string, keyId: number, statusFilter: string | undefined, p: Page) {
+  const status = requireStatus(statusFilter)
+  await requireKey(sql, keyId)
+  const statuses = status ? [status] : [...STATUSES]
+  // One ordered index range per status (webhook_events_by_key), merged: a key with millions of events
+  // pages without sorting them all.
+  const rows = await sql<DeliveryRow[]>`
+    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+           e.created_at, e.delivered_at, e.payload
+    from unnest(${statuses}::text[]) s(status)
+    cross join lateral (
+      select * from webhook_events w
+      where w.api_key_id = ${keyId} and w.status = s.status
+      order by w.id desc
+      limit ${p.limit + p.offset}
+    ) e
+    join messages m on m.id = e.message_id
+    order by e.id desc
+    limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number }[]>`
+    select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = any(${statuses}::text[])`
+  return { items: rows.map((r) => deliveryView(r, tz)), total: count!.n, ...p }
+}
+
+async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
+  const [row] = await sql<DeliveryRow[]>`
+    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+           e.created_at, e.delivered_at, e.payload
+    from webhook_events e join messages m on m.id = e.message_id
+    where e.id = ${id}`
+  if (!row) throw new ApiError('NOT_FOUND', `delivery ${id} not found`)
+  return row
+}
+
+export async function getDelivery(sql: Sql, tz: string, id: number) {
+  return deliveryView(await deliveryRow(sql, id), tz)
+}
+
+type AttemptRow = { id: number; attempt: number; url: string; status_code: number | null; latency_ms: number; error: string | null; created_at: Date }
+
+export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Page) {
+  await deliveryRow(sql, eventId)
+  const rows = await sql<AttemptRow[]>`
+    select id, attempt, url, status_code, latency_ms, error, created_at from webhook_attempts
+    where event_id = ${eventId}
+    order by id desc
+    limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_attempts where event_id = ${eventId}`
+  return {
+    items: rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
+    total: count!.n,
+    ...p,
+  }
+}
+
+/**
+ * Sets one delivery pending and due now, whatever its status. An attempt in flight (a live lease) is
+ * left to finish: 409, since resetting it under the worker would send it twice at once.
+ */
+export async function replayDelivery(sql: Sql, tz: string, id: number) {
+  const [row] = await sql`
+    update webhook_events set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null,
+      delivered_at = null, lease_token = null, lease_until = null
+    where id = ${id} and (lease_until is null or lease_until < now())
+    returning id`
+  if (!row) {
+    await deliveryRow(sql, id) // 404 when it does not exist
+    throw new ApiError('CONFLICT', `delivery ${id} is being attempted right now; replay it when the attempt has finished`)
+  }
+  return getDelivery(sql, tz, id)
+}
+
+/** Replays every failed delivery of a key created at or after `since`. */
+export async function replayFailedSince(sql: Sql, tz: string, keyId: number, since: string) {
+  const from = parseTimestamp(since, tz)
+  if (!from) throw badValue('since: must be a timestamp in YYYY-MM-DD HH:MM:SS')
+  await requireKey(sql, keyId)
+  const [row] = await sql<{ n: number }[]>`
+    with replayed as (
+      update webhook_events set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null,
+        lease_token = null, lease_until = null
+      where api_key_id = ${keyId} and status = 'failed' and created_at >= ${from}
+      returning 1
+    )
+    select count(*)::int as n from replayed`
+  return { replayed: row!.n }
+}

@@ -1,0 +1,49 @@
+// The callback URL of an API key. The address rule here is the registration-time half; delivery
+// checks again on the address it connects to.
+
+import type { Sql } from '../../db/client'
+import type { Principal } from '../../http/auth'
+import { ApiError, badValue } from '../../http/errors'
+import { checkWebhookHost } from '../../lib/address'
+import { newSigningSecret } from '../../lib/keys'
+
+export const MAX_WEBHOOK_URL = 2048
+
+/** The URL as it will be called, once it passes every rule; 422 naming the rule otherwise. */
+export async function validateWebhookUrl(value: string, allowPrivate: boolean): Promise<string> {
+  if (value.length > MAX_WEBHOOK_URL) throw badValue(`url: must be at most ${MAX_WEBHOOK_URL} characters`)
+  let url: URL
+  try {
+    url = new URL(value.trim())
+  } catch {
+    throw badValue('url: must be an absolute https URL')
+  }
+  if (url.protocol !== 'https:') throw badValue('url: must be an https URL')
+  // Normalising can lengthen it (percent-encoding); the stored form must fit too.
+  if (url.href.length > MAX_WEBHOOK_URL) throw badValue(`url: must be at most ${MAX_WEBHOOK_URL} characters`)
+  const check = await checkWebhookHost(url.hostname, allowPrivate)
+  if (!check.ok) throw badValue(`url: ${check.reason}`)
+  return url.href
+}
+
+export async function registerWebhook(sql: Sql, principal: Principal, input: { url: string }, allowPrivate: boolean) {
+  const url = await validateWebhookUrl(input.url, allowPrivate)
+  // The secret is chosen once per registration: replacing the URL keeps it, so receivers need not re-key.
+  const [row] = await sql<{ url: string; signing_secret: string }[]>`
+    insert into webhook_endpoints (api_key_id, url, signing_secret) values (${principal.keyId}, ${url}, ${newSigningSecret()})
+    on conflict (api_key_id) do update set url = excluded.url, updated_at = now()
+    returning url, signing_secret`
+  return row!
+}
+
+export async function getWebhook(sql: Sql, principal: Principal) {
+  const [row] = await sql<{ url: string }[]>`select url from webhook_endpoints where api_key_id = ${principal.keyId}`
+  if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
+  return { url: row.url }
+}
+
+export async function deleteWebhook(sql: Sql, principal: Principal) {
+  const [row] = await sql`delete from webhook_endpoints where api_key_id = ${principal.keyId} returning api_key_id`
+  if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
+  return { deleted: true as const }
+}

@@ -1,0 +1,247 @@
+// The service as a process. The single binary: compiled once, copied alone into an empty directory
+// and run there; it must carry its migrations and PGlite's assets inside, serve a real send, stop
+// cleanly on SIGTERM and find its data again on the next start. And `bun src/main.ts`: SIGTERM in
+// the middle of traffic drains the requests it accepted, exits 0, and loses nothing.
+
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Subprocess } from 'bun'
+import { createPostgresDatabase, usingPostgres } from './helpers/db'
+
+const ROOT = join(import.meta.dir, '..')
+const ADMIN_TOKEN = 'binary-test-admin-token-0123456789'
+const BINARY = 'messaging-api'
+
+type Child = { proc: Subprocess; output: () => string; port: number }
+
+function freePort(): number {
+  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
+  const port = probe.port!
+  probe.stop(true)
+  return port
+}
+
+function spawnChild(cmd: string[], cwd: string, env: Record<string, string>, port: number): Child {
+  const proc = Bun.spawn(cmd, { cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  let text = ''
+  // Drain both pipes so a chatty child never blocks on a full pipe.
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) text += decoder.decode(chunk, { stream: true })
+  }
+  void pump(proc.stdout as ReadableStream<Uint8Array>)
+  void pump(proc.stderr as ReadableStream<Uint8Array>)
+  return { proc, output: () => text, port }
+}
+
+async function waitReady(child: Child, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    if (child.proc.exitCode !== null || child.proc.signalCode !== null) {
+      throw new Error(`exited before ready (code ${child.proc.exitCode}, signal ${child.proc.signalCode}):\n${child.output()}`)
+    }
+    try {
+      const response = await fetch(`http://127.0.0.1:${child.port}/readyz`, { signal: AbortSignal.timeout(1_000) })
+      if (response.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await Bun.sleep(100)
+  }
+  throw new Error(`not ready within ${timeoutMs} ms:\n${child.output()}`)
+}
+
+/** SIGTERM, then the exit code; SIGKILL and fail if it does not exit within `timeoutMs`. */
+async function terminate(child: Child, timeoutMs = 15_000): Promise<number | null> {
+  child.proc.kill('SIGTERM')
+  const timer = Bun.sleep(timeoutMs).then(() => 'timeout' as const)
+  const result = await Promise.race([child.proc.exited, timer])
+  if (result === 'timeout') {
+    child.proc.kill('SIGKILL')
+    throw new Error(`did not exit within ${timeoutMs} ms of SIGTERM:\n${child.output()}`)
+  }
+  return child.proc.signalCode ? null : result
+}
+
+async function call(port: number, method: string, path: string, token: string, body?: unknown) {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(10_000),
+  })
+  return { status: response.status, body: (await response.json()) as any }
+}
+
+describe('compiled binary', () => {
+  const temps: string[] = []
+  const children: Child[] = []
+  let runDir = ''
+  let databaseUrl: string | undefined
+  let dropDatabase = async () => {}
+  let created: { accountId: number; key: string; sid: string; balanceAfter: number } | undefined
+
+  const temp = (prefix: string) => {
+    const dir = mkdtempSync(join(tmpdir(), prefix))
+    temps.push(dir)
+    return dir
+  }
+
+  function startBinary(): Child {
+    const port = freePort()
+    // Only what an operator would set: no DATA_DIR (the binary makes ./data), nothing from this run.
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port), ADMIN_TOKEN }
+    if (databaseUrl) env.DATABASE_URL = databaseUrl
+    const child = spawnChild([join(runDir, BINARY)], runDir, env, port)
+    children.push(child)
+    return child
+  }
+
+  beforeAll(async () => {
+    const buildDir = temp('messaging-build-')
+    const built = Bun.spawn([process.execPath, 'build', '--compile', '--minify', 'src/main.ts', '--outfile', join(buildDir, BINARY)], {
+      cwd: ROOT,
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [code, out, err] = await Promise.all([built.exited, new Response(built.stdout).text(), new Response(built.stderr).text()])
+    if (code !== 0) throw new Error(`bun build --compile failed (${code}):\n${out}\n${err}`)
+
+    runDir = temp('messaging-run-')
+    copyFileSync(join(buildDir, BINARY), join(runDir, BINARY))
+    chmodSync(join(runDir, BINARY), 0o755)
+    if (usingPostgres()) {
+      const database = await createPostgresDatabase()
+      databaseUrl = database.url
+      dropDatabase = database.drop
+    }
+  }, 120_000)
+
+  afterAll(async () => {
+    for (const child of children) if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL')
+    await Promise.all(children.map((c) => c.proc.exited))
+    await dropDatabase()
+    for (const dir of temps) rmSync(dir, { recursive: true, force: true })
+  }, 30_000)
+
+  test('starts alone in an empty directory, sends a message, exits 0 on SIGTERM', async () => {
+    expect(readdirSync(runDir)).toEqual([BINARY])
+    const child = startBinary()
+    await waitReady(child)
+
+    const account = await call(child.port, 'POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'binary', balance: 1000 })
+    expect(account.status).toBe(201)
+    const accountId = account.body.data.id as number
+    const key = await call(child.port, 'POST', `/admin/v1/accounts/${accountId}/keys`, ADMIN_TOKEN, { label: 'binary' })
+    expect(key.status).toBe(201)
+
+    const sent = await call(child.port, 'POST', '/api/v1/messages/send', key.body.data.key, { to: '081234567890', body: 'hi' })
+    expect(sent.status).toBe(200)
+    expect(sent.body.success).toBe(true)
+    expect(sent.body.data).toMatchObject({ to: '+6281234567890', status: 'sent' })
+    created = { accountId, key: key.body.data.key, sid: sent.body.data.message_id, balanceAfter: sent.body.data.balance_after }
+
+    expect(await terminate(child)).toBe(0)
+    expect(child.output()).toContain('listening on http://127.0.0.1:')
+    if (!databaseUrl) {
+      // The embedded database lives in ./data of the working directory, and nothing else appeared.
+      expect(existsSync(join(runDir, 'data', 'pgdata'))).toBe(true)
+      expect(readdirSync(runDir).sort()).toEqual(['data', BINARY])
+    } else {
+      expect(readdirSync(runDir)).toEqual([BINARY])
+    }
+  }, 120_000)
+
+  test('a second start in the same directory finds the account and the message', async () => {
+    expect(created).toBeDefined()
+    const child = startBinary()
+    await waitReady(child)
+
+    const account = await call(child.port, 'GET', `/admin/v1/accounts/${created!.accountId}`, ADMIN_TOKEN)
+    expect(account.status).toBe(200)
+    expect(account.body.data).toMatchObject({ id: created!.accountId, name: 'binary', wa_balance: created!.balanceAfter })
+    const message = await call(child.port, 'GET', `/api/v1/messages/${created!.sid}`, created!.key)
+    expect(message.status).toBe(200)
+    expect(message.body.data.message_sid).toBe(created!.sid)
+
+    expect(await terminate(child)).toBe(0)
+    // Migrations were applied once, on the first start only.
+    expect(child.output()).not.toContain('migrations applied')
+  }, 120_000)
+})
+
+describe('bun src/main.ts: graceful shutdown', () => {
+  const children: Child[] = []
+  let dataDir = ''
+  let databaseUrl: string | undefined
+  let dropDatabase = async () => {}
+
+  function startSource(): Child {
+    const port = freePort()
+    // No ADMIN_TOKEN: the service generates one into DATA_DIR and must find the same one again.
+    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port), DATA_DIR: dataDir }
+    if (databaseUrl) env.DATABASE_URL = databaseUrl
+    const child = spawnChild([process.execPath, 'src/main.ts'], ROOT, env, port)
+    children.push(child)
+    return child
+  }
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'messaging-shutdown-'))
+    if (usingPostgres()) {
+      const database = await createPostgresDatabase()
+      databaseUrl = database.url
+      dropDatabase = database.drop
+    }
+  }, 30_000)
+
+  afterAll(async () => {
+    for (const child of children) if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill('SIGKILL')
+    await Promise.all(children.map((c) => c.proc.exited))
+    await dropDatabase()
+    rmSync(dataDir, { recursive: true, force: true })
+  }, 30_000)
+
+  test('SIGTERM during sends: answered requests are kept, exit 0; the restart finds token, balance and ledger', async () => {
+    const first = startSource()
+    await waitReady(first)
+    const tokenFile = join(dataDir, 'admin-token')
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600)
+    const token = readFileSync(tokenFile, 'utf8').trim()
+
+    const account = await call(first.port, 'POST', '/admin/v1/accounts', token, { name: 'shutdown', balance: 1000 })
+    expect(account.status).toBe(201)
+    const accountId = account.body.data.id as number
+    const key = (await call(first.port, 'POST', `/admin/v1/accounts/${accountId}/keys`, token, { label: 'shutdown' })).body.data.key as string
+
+    // A burst of sends, and SIGTERM as soon as the first one is answered: the rest are in flight or
+    // refused. Every send is either answered 200 or never reached the service; none is lost half-way.
+    const sends = Array.from({ length: 20 }, (_, i) =>
+      call(first.port, 'POST', '/api/v1/messages/send', key, { to: '081234567890', body: `burst ${i}` }).then(
+        (r) => ({ status: r.status, cost: r.body.data?.cost as number | undefined }),
+        () => ({ status: 0, cost: undefined }),
+      ),
+    )
+    await Promise.race(sends)
+    const exit = terminate(first)
+    const outcomes = await Promise.all(sends)
+    expect(await exit).toBe(0)
+    const answered = outcomes.filter((o) => o.status === 200)
+    expect(outcomes.filter((o) => o.status !== 200 && o.status !== 0)).toEqual([])
+    expect(answered.length).toBeGreaterThanOrEqual(1)
+    const spent = answered.reduce((sum, o) => sum + o.cost!, 0)
+
+    const second = startSource()
+    await waitReady(second)
+    expect(readFileSync(tokenFile, 'utf8').trim()).toBe(token)
+    const after = await call(second.port, 'GET', `/admin/v1/accounts/${accountId}`, token)
+    expect(after.status).toBe(200)
+    expect(after.body.data.wa_balance).toBe(1000 - spent)
+    const ledger = await call(second.port, 'GET', `/admin/v1/accounts/${accountId}/ledger`, token)
+    expect(ledger.body.data.total).toBe(1 + answered.length)
+    expect(await terminate(second)).toBe(0)
+  }, 120_000)
+})

@@ -1,0 +1,96 @@
+// A real HTTPS webhook receiver on loopback, with a throwaway CA made by openssl for each test file:
+// the CA's PEM goes to WEBHOOK_CA_FILE, the server's certificate names DNS:localhost and IP:127.0.0.1.
+
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+export type TestTls = { dir: string; caFile: string; certFile: string; keyFile: string; remove(): void }
+
+function openssl(args: string[], cwd: string): void {
+  const run = Bun.spawnSync(['openssl', ...args], { cwd, stdout: 'pipe', stderr: 'pipe' })
+  if (run.exitCode !== 0) throw new Error(`openssl ${args[0]} failed: ${run.stderr.toString()}`)
+}
+
+/** A CA and a server certificate signed by it (SAN DNS:localhost, IP:127.0.0.1), in a temporary directory. */
+export function makeTestTls(): TestTls {
+  const dir = mkdtempSync(join(tmpdir(), 'webhook-tls-'))
+  openssl(['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=Webhook Test CA'], dir)
+  openssl(['req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=localhost'], dir)
+  writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
+  openssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'san.cnf'], dir)
+  return {
+    dir,
+    caFile: join(dir, 'ca.pem'),
+    certFile: join(dir, 'server.pem'),
+    keyFile: join(dir, 'server.key'),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  }
+}
+
+export type Received = {
+  /** 1-based order of arrival. */
+  n: number
+  path: string
+  host: string | null
+  headers: Record<string, string>
+  body: string
+  at: number
+}
+
+export type Handler = (request: Received) => Response | Promise<Response>
+
+export type Receiver = {
+  port: number
+  /** `https://localhost:PORT/hook` (a name: resolved by the worker) or with `127.0.0.1` (a literal). */
+  url(host?: 'localhost' | '127.0.0.1', path?: string): string
+  requests: Received[]
+  /** How each request is answered; 200 by default. */
+  handler: Handler
+  /** Waits until `count` requests have arrived (or `ms` passes) and returns them. */
+  waitFor(count: number, ms?: number): Promise<Received[]>
+  /** Requests whose webhook-id is `id`. */
+  byId(id: string): Received[]
+  reset(): void
+  stop(): void
+}
+
+export function startReceiver(tls: TestTls): Receiver {
+  const receiver: Receiver = {
+    port: 0,
+    url: (host = 'localhost', path = '/hook') => `https://${host}:${receiver.port}${path}`,
+    requests: [],
+    handler: () => new Response('ok'),
+    async waitFor(count, ms = 10_000) {
+      const end = Date.now() + ms
+      while (receiver.requests.length < count && Date.now() < end) await Bun.sleep(10)
+      return receiver.requests
+    },
+    byId: (id) => receiver.requests.filter((r) => r.headers['webhook-id'] === id),
+    reset() {
+      receiver.requests = []
+      receiver.handler = () => new Response('ok')
+    },
+    stop: () => void server.stop(true),
+  }
+  const server = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    tls: { cert: Bun.file(tls.certFile), key: Bun.file(tls.keyFile) },
+    idleTimeout: 30,
+    async fetch(request) {
+      const received: Received = {
+        n: receiver.requests.length + 1,
+        path: new URL(request.url).pathname,
+        host: request.headers.get('host'),
+        headers: Object.fromEntries(request.headers.entries()),
+        body: await request.text(),
+        at: Date.now(),
+      }
+      receiver.requests.push(received)
+      return receiver.handler(received)
+    },
+  })
+  receiver.port = server.port!
+  return receiver
+}

@@ -1,0 +1,200 @@
+// The admin API of deliveries: list a key's events, an event's attempts, replay one or many.
+
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { testApp, ADMIN_TOKEN, type TestApp } from '../helpers/app'
+import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
+import { applyStatus } from '../../src/modules/status/machine'
+import { runOnce } from '../../src/workers/webhook-delivery'
+
+let t: TestApp
+let tls: TestTls
+let rx: Receiver
+
+beforeAll(async () => {
+  tls = makeTestTls()
+  rx = startReceiver(tls)
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
+}, 60_000)
+afterAll(async () => {
+  await t.close()
+  rx.stop()
+  tls.remove()
+}, 30_000)
+
+const run = () => runOnce({ sql: t.db.sql, config: t.config })
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
+
+let phone = 7000
+async function keyWithEvents(count: number) {
+  const { key, keyId } = await t.account(1000)
+  await t.api('POST', '/webhook', key, { url: rx.url() })
+  const sids: string[] = []
+  for (let i = 0; i < count; i++) {
+    const sent = await t.api('POST', '/messages/send', key, { to: `08123456${phone++}`, body: 'hi' })
+    sids.push(sent.body.data.message_id)
+    await applyStatus(t.db.sql, t.config.timezone, { sid: sent.body.data.message_id, status: 'delivered' })
+  }
+  return { key, keyId, sids }
+}
+
+describe('GET /admin/v1/keys/{id}/deliveries', () => {
+  test("lists a key's deliveries newest first, with status, attempts and the parsed payload", async () => {
+    rx.reset()
+    const { keyId, sids } = await keyWithEvents(3)
+    rx.handler = (r) => new Response(null, { status: r.n === 2 ? 500 : 200 })
+    expect(await run()).toMatchObject({ claimed: 3, delivered: 2, retried: 1 })
+
+    const listed = await t.admin('GET', `/keys/${keyId}/deliveries`)
+    expect(listed.status).toBe(200)
+    expect(listed.body.data).toMatchObject({ total: 3, limit: 50, offset: 0 })
+    const items = listed.body.data.items
+    expect(items.map((i: any) => i.message_sid)).toEqual([...sids].reverse())
+    const events = await t.db.sql<{ id: number; webhook_id: string }[]>`select id, webhook_id from webhook_events where api_key_id = ${keyId} order by id desc`
+    expect(items.map((i: any) => i.id)).toEqual(events.map((e) => e.id))
+    const failedOne = items.find((i: any) => i.status === 'pending')
+    expect(failedOne).toEqual({
+      id: expect.any(Number),
+      webhook_id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
+      api_key_id: keyId,
+      message_sid: sids[1],
+      status: 'pending',
+      attempts: 1,
+      next_attempt_at: expect.stringMatching(TIMESTAMP),
+      last_error: 'HTTP 500',
+      created_at: expect.stringMatching(TIMESTAMP),
+      delivered_at: null,
+      payload: {
+        event: 'message.status',
+        timestamp: expect.stringMatching(TIMESTAMP),
+        data: { message_sid: sids[1], to: expect.stringMatching(/^\+628/), status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
+      },
+    })
+    const delivered = items.find((i: any) => i.status === 'delivered')
+    expect(delivered).toMatchObject({ attempts: 1, next_attempt_at: null, last_error: null, delivered_at: expect.stringMatching(TIMESTAMP) })
+
+    const onlyPending = await t.admin('GET', `/keys/${keyId}/deliveries?status=pending`)
+    expect(onlyPending.body.data.total).toBe(1)
+    expect(onlyPending.body.data.items.map((i: any) => i.message_sid)).toEqual([sids[1]])
+    const onlyDelivered = await t.admin('GET', `/keys/${keyId}/deliveries?status=delivered&limit=1&offset=1`)
+    expect(onlyDelivered.body.data).toMatchObject({ total: 2, limit: 1, offset: 1 })
+    expect(onlyDelivered.body.data.items.map((i: any) => i.message_sid)).toEqual([sids[0]])
+    const page2 = await t.admin('GET', `/keys/${keyId}/deliveries?limit=2&offset=2`)
+    expect(page2.body.data.items.map((i: any) => i.message_sid)).toEqual([sids[0]])
+    expect((await t.admin('GET', `/keys/${keyId}/deliveries?status=failed`)).body.data).toMatchObject({ items: [], total: 0 })
+    await t.db.sql`update webhook_events set status = 'failed' where api_key_id = ${keyId} and status = 'pending'`
+  })
+
+  test('400, 401, 404 and 422', async () => {
+    const { keyId } = await keyWithEvents(0)
+    const unknown = await t.admin('GET', '/keys/999999/deliveries')
+    expect(unknown.status).toBe(404)
+    expect(unknown.body).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+    for (const query of ['status=sent', 'status=', 'limit=0', 'limit=201', 'offset=-1']) {
+      const bad = await t.admin('GET', `/keys/${keyId}/deliveries?${query}`)
+      expect([query, bad.status, bad.body.code]).toEqual([query, 422, 'VALIDATION_ERROR'])
+    }
+    for (const query of ['limit=abc', 'offset=1.5']) {
+      const bad = await t.admin('GET', `/keys/${keyId}/deliveries?${query}`)
+      expect([query, bad.status, bad.body.code]).toEqual([query, 400, 'VALIDATION_ERROR'])
+    }
+    expect((await t.admin('GET', '/keys/abc/deliveries')).status).toBe(400)
+    const noToken = await t.request('GET', `/admin/v1/keys/${keyId}/deliveries`)
+    expect(noToken.status).toBe(401)
+    const wrongToken = await t.request('GET', `/admin/v1/keys/${keyId}/deliveries`, { key: `${ADMIN_TOKEN}x` })
+    expect(wrongToken.body.code).toBe('AUTH_INVALID_KEY')
+    for (const path of ['/deliveries/1/attempts', '/deliveries/1/replay', `/keys/${keyId}/deliveries/replay`]) {
+      const method = path.endsWith('replay') ? 'POST' : 'GET'
+      expect((await t.request(method, `/admin/v1${path}`, { body: { since: '2025-01-01 00:00:00' } })).status).toBe(401)
+    }
+  })
+})
+
+describe('attempts and replay', () => {
+  test('GET /admin/v1/deliveries/{id}/attempts lists every attempt, newest first', async () => {
+    rx.reset()
+    const { keyId } = await keyWithEvents(1)
+    rx.handler = (r) => new Response(null, { status: r.n === 1 ? 503 : 200 })
+    await run()
+    const [event] = await t.db.sql<{ id: number }[]>`select id from webhook_events where api_key_id = ${keyId}`
+    await t.db.sql`update webhook_events set next_attempt_at = now() where id = ${event!.id}`
+    await run()
+    const attempts = await t.admin('GET', `/deliveries/${event!.id}/attempts`)
+    expect(attempts.status).toBe(200)
+    expect(attempts.body.data).toMatchObject({ total: 2, limit: 50, offset: 0 })
+    expect(attempts.body.data.items).toEqual([
+      { id: expect.any(Number), attempt: 2, url: rx.url(), status_code: 200, latency_ms: expect.any(Number), error: null, created_at: expect.stringMatching(TIMESTAMP) },
+      { id: expect.any(Number), attempt: 1, url: rx.url(), status_code: 503, latency_ms: expect.any(Number), error: 'HTTP 503', created_at: expect.stringMatching(TIMESTAMP) },
+    ])
+    expect((await t.admin('GET', `/deliveries/${event!.id}/attempts?limit=1&offset=1`)).body.data.items.map((a: any) => a.attempt)).toEqual([1])
+    expect((await t.admin('GET', '/deliveries/999999/attempts')).status).toBe(404)
+    const one = await t.admin('GET', `/deliveries/${event!.id}`)
+    expect(one.body.data).toMatchObject({ id: event!.id, status: 'delivered', attempts: 2 })
+    expect((await t.admin('GET', '/deliveries/999999')).status).toBe(404)
+  })
+
+  test('POST /admin/v1/deliveries/{id}/replay sends it again with the same webhook-id and a fresh schedule', async () => {
+    rx.reset()
+    const { key, keyId } = await keyWithEvents(1)
+    // Registration removed: the event fails without a request.
+    await t.api('DELETE', '/webhook', key)
+    expect(await run()).toMatchObject({ failed: 1 })
+    const [event] = await t.db.sql<{ id: number; webhook_id: string }[]>`select id, webhook_id from webhook_events where api_key_id = ${keyId}`
+    expect((await t.admin('GET', `/deliveries/${event!.id}`)).body.data).toMatchObject({ status: 'failed', last_error: 'webhook registration removed' })
+
+    await t.api('POST', '/webhook', key, { url: rx.url() })
+    const replayed = await t.admin('POST', `/deliveries/${event!.id}/replay`)
+    expect(replayed.status).toBe(200)
+    expect(replayed.body.data).toMatchObject({ id: event!.id, webhook_id: event!.webhook_id, status: 'pending', attempts: 0, last_error: null, next_attempt_at: expect.stringMatching(TIMESTAMP) })
+    expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })
+    expect(rx.requests.map((r) => r.headers['webhook-id'])).toEqual([event!.webhook_id])
+
+    // A delivered event can be replayed too.
+    expect((await t.admin('POST', `/deliveries/${event!.id}/replay`)).body.data).toMatchObject({ status: 'pending', delivered_at: null })
+    expect(await run()).toMatchObject({ delivered: 1 })
+    expect(rx.byId(event!.webhook_id)).toHaveLength(2)
+
+    expect((await t.admin('POST', '/deliveries/999999/replay')).status).toBe(404)
+    // An attempt in flight (a live lease) is not reset under the worker.
+    await t.db.sql`update webhook_events set status = 'pending', lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds' where id = ${event!.id}`
+    const busy = await t.admin('POST', `/deliveries/${event!.id}/replay`)
+    expect(busy.status).toBe(409)
+    expect(busy.body.code).toBe('CONFLICT')
+    await t.db.sql`update webhook_events set status = 'failed', lease_token = null, lease_until = null where id = ${event!.id}`
+  })
+
+  test("POST /admin/v1/keys/{id}/deliveries/replay replays the key's failed deliveries since a time", async () => {
+    rx.reset()
+    const { key, keyId } = await keyWithEvents(3)
+    const other = await keyWithEvents(1)
+    await t.api('DELETE', '/webhook', key)
+    await t.api('DELETE', '/webhook', other.key)
+    expect(await run()).toMatchObject({ failed: 4 })
+    const events = await t.db.sql<{ id: number }[]>`select id from webhook_events where api_key_id = ${keyId} order by id`
+    await t.db.sql`update webhook_events set created_at = '2020-01-01 00:00:00+00' where id = ${events[0]!.id}`
+
+    const bad = [
+      [{}, 400],
+      [{ since: 5 }, 400],
+      [{ since: '2025-13-01 00:00:00' }, 422],
+      [{ since: '2025-01-01T00:00:00Z' }, 422],
+      [{ since: '' }, 422],
+    ] as const
+    for (const [body, status] of bad) {
+      const answer = await t.admin('POST', `/keys/${keyId}/deliveries/replay`, body)
+      expect([body, answer.status, answer.body.code]).toEqual([body, status, 'VALIDATION_ERROR'])
+    }
+    expect((await t.admin('POST', '/keys/999999/deliveries/replay', { since: '2021-01-01 00:00:00' })).status).toBe(404)
+
+    await t.api('POST', '/webhook', key, { url: rx.url() })
+    const replayed = await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: '2021-01-01 00:00:00' })
+    expect(replayed.status).toBe(200)
+    expect(replayed.body).toEqual({ success: true, data: { replayed: 2 } })
+    expect(await run()).toMatchObject({ claimed: 2, delivered: 2 })
+    const statuses = await t.db.sql<{ status: string }[]>`select status from webhook_events where api_key_id = ${keyId} order by id`
+    expect(statuses.map((s) => s.status)).toEqual(['failed', 'delivered', 'delivered'])
+    // The other key's failed event is untouched.
+    expect((await t.admin('GET', `/keys/${other.keyId}/deliveries?status=failed`)).body.data.total).toBe(1)
+    // Nothing left to replay.
+    expect((await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: '2021-01-01 00:00:00' })).body.data).toEqual({ replayed: 0 })
+  })
+})

@@ -1,0 +1,144 @@
+// The delivery loop as the service runs it: woken by commits (not only the 1 s poll), one message's
+// events in order, and a graceful stop that finishes and records the attempts in flight.
+
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Webhook } from 'standardwebhooks'
+import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
+import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
+import { applyStatus } from '../../src/modules/status/machine'
+import { eventsCommitted } from '../../src/modules/status/notify'
+import { readConfig } from '../../src/config'
+import { startService } from '../../src/service'
+import { openDatabase } from '../../src/db/client'
+
+let tls: TestTls
+let rx: Receiver
+beforeAll(() => {
+  tls = makeTestTls()
+  rx = startReceiver(tls)
+})
+afterAll(() => {
+  rx.stop()
+  tls.remove()
+})
+
+async function until<T>(read: () => Promise<T> | T, done: (v: T) => boolean, ms = 10_000): Promise<T> {
+  const end = Date.now() + ms
+  for (;;) {
+    const value = await read()
+    if (done(value) || Date.now() > end) return value
+    await Bun.sleep(10)
+  }
+}
+
+describe('the running loop', () => {
+  let t: TestApp
+  beforeAll(async () => {
+    t = await testApp({
+      workers: true,
+      env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, SIM_DELIVERED_MS: '50', SIM_READ_MS: '150' },
+    })
+  }, 60_000)
+  afterAll(() => t.close(), 30_000)
+
+  test('simulator reports reach the receiver in order (delivered, then read), signed', async () => {
+    rx.reset()
+    const { key } = await t.account(100)
+    const secret = (await t.api('POST', '/webhook', key, { url: rx.url() })).body.data.signing_secret
+    const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
+    const sid = sent.body.data.message_id
+    const requests = await rx.waitFor(2)
+    expect(requests.map((r) => (new Webhook(secret).verify(r.body, r.headers) as any).data)).toEqual([
+      { message_sid: sid, to: '+6281234567890', status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
+      { message_sid: sid, to: '+6281234567890', status: 'read', previous_status: 'delivered', error_code: null, error_message: null },
+    ])
+  }, 30_000)
+
+  test('a commit wakes the loop at once: no waiting for the poll', async () => {
+    rx.reset()
+    const { key, keyId } = await t.account(100)
+    await t.api('POST', '/webhook', key, { url: rx.url() })
+    // Messages "sent" straight in SQL so the simulator has nothing scheduled for them.
+    const lags: number[] = []
+    for (let i = 0; i < 9; i++) {
+      const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
+      await t.db.sql`
+        insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
+        select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 1, now() from api_keys where id = ${keyId}`
+      await Bun.sleep(50) // let the loop fall asleep
+      const before = rx.requests.length
+      const started = Date.now()
+      await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
+      eventsCommitted(t.deps)
+      await until(() => rx.requests.length, (n) => n > before, 5_000)
+      lags.push(Date.now() - started)
+    }
+    lags.sort((a, b) => a - b)
+    // The poll is 1 s (a median near 500 ms without the wake-up); woken deliveries take milliseconds.
+    expect(lags[4]!).toBeLessThan(200)
+    const [row] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
+    expect(row!.n).toBe(9)
+  }, 30_000)
+})
+
+describe('graceful stop', () => {
+  test('stopping the service finishes the attempt in flight and records it', async () => {
+    rx.reset()
+    const dataDir = mkdtempSync(join(tmpdir(), 'webhook-stop-'))
+    const pg = usingPostgres() ? await createPostgresDatabase() : undefined
+    const env: Record<string, string> = {
+      PORT: '0',
+      ADMIN_TOKEN,
+      DATA_DIR: dataDir,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_CA_FILE: tls.caFile,
+      SIM_DELIVERED_MS: '20',
+      SIM_READ_MS: '86400000',
+      LOG_LEVEL: 'error',
+    }
+    if (pg) env.DATABASE_URL = pg.url
+    const running = await startService(readConfig(env))
+    try {
+      const call = async (method: string, path: string, token: string, body?: unknown) => {
+        const response = await fetch(`${running.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        })
+        return (await response.json()) as any
+      }
+      const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'stop', balance: 10 })
+      const key = await call('POST', `/admin/v1/accounts/${account.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })
+      await call('POST', '/api/v1/webhook', key.data.key, { url: rx.url() })
+      let answered = false
+      rx.handler = async () => {
+        await Bun.sleep(1_000)
+        answered = true
+        return new Response('ok')
+      }
+      await call('POST', '/api/v1/messages/send', key.data.key, { to: '081234567890', body: 'hi' })
+      await rx.waitFor(1)
+      expect(rx.requests).toHaveLength(1)
+      expect(answered).toBe(false)
+      await running.stop()
+      expect(answered).toBe(true)
+    } finally {
+      await running.stop()
+    }
+    const db = await openDatabase({ databaseUrl: pg?.url, dataDir })
+    try {
+      const events = await db.sql`select status, attempts, lease_token from webhook_events`
+      expect([...events]).toEqual([{ status: 'delivered', attempts: 1, lease_token: null }])
+      const attempts = await db.sql`select attempt, status_code from webhook_attempts`
+      expect([...attempts]).toEqual([{ attempt: 1, status_code: 200 }])
+    } finally {
+      await db.close()
+      await pg?.drop()
+      rmSync(dataDir, { recursive: true, force: true })
+    }
+  }, 60_000)
+})
