@@ -1,6 +1,8 @@
 // The only reader of the environment. Every variable, its default and its rule live in this file;
 // a bad value stops the start with one line that names it.
 
+import { accessSync, constants } from 'node:fs'
+
 export type Config = {
   port: number
   host: string
@@ -77,6 +79,15 @@ function url(name: string, raw: string, protocols: string[]): string {
   return raw.replace(/\/+$/, '')
 }
 
+function readable(name: string, path: string): string {
+  try {
+    accessSync(path, constants.R_OK)
+  } catch {
+    throw new ConfigError(`${name}: cannot read the file "${path}"`)
+  }
+  return path
+}
+
 export function readConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535)
   const host = text(env, 'HOST', '127.0.0.1')
@@ -108,7 +119,7 @@ export function readConfig(env: Env = process.env): Config {
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new ConfigError(`${certFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'}: TLS_CERT_FILE and TLS_KEY_FILE must be set together`)
   }
-  const tls = certFile && keyFile ? { certFile, keyFile } : undefined
+  const tls = certFile && keyFile ? { certFile: readable('TLS_CERT_FILE', certFile), keyFile: readable('TLS_KEY_FILE', keyFile) } : undefined
 
   const scheme = tls ? 'https' : 'http'
   const publicBaseUrl = url(
@@ -145,7 +156,7 @@ export function readConfig(env: Env = process.env): Config {
     requireHttps: boolean(env, 'REQUIRE_HTTPS'),
     trustProxy: boolean(env, 'TRUST_PROXY'),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE'),
-    webhookCaFile: optional(env, 'WEBHOOK_CA_FILE'),
+    webhookCaFile: optional(env, 'WEBHOOK_CA_FILE') === undefined ? undefined : readable('WEBHOOK_CA_FILE', optional(env, 'WEBHOOK_CA_FILE')!),
     timezone,
     currency,
     simDeliveredMs: integer(env, 'SIM_DELIVERED_MS', 1000, 0, 86_400_000),

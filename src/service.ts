@@ -95,14 +95,21 @@ export async function startService(config: Config): Promise<Running> {
   }
   const { deps, loops } = buildDeps(withToken, database)
   const app = createApp(deps)
-  const server = Bun.serve({
-    port: config.port,
-    hostname: config.host,
-    maxRequestBodySize: MAX_BODY_BYTES + 1024,
-    tls: config.tls ? { cert: Bun.file(config.tls.certFile), key: Bun.file(config.tls.keyFile) } : undefined,
-    fetch: (request) => app.handle(request),
-    error: () => new Response(JSON.stringify({ success: false, error: 'internal error', code: 'INTERNAL_ERROR' }), { status: 500 }),
-  })
+  let server: ReturnType<typeof Bun.serve>
+  try {
+    server = Bun.serve({
+      port: config.port,
+      hostname: config.host,
+      maxRequestBodySize: MAX_BODY_BYTES + 1024,
+      tls: config.tls ? { cert: Bun.file(config.tls.certFile), key: Bun.file(config.tls.keyFile) } : undefined,
+      fetch: (request) => app.handle(request),
+      error: () => new Response(JSON.stringify({ success: false, error: 'internal error', code: 'INTERNAL_ERROR' }), { status: 500 }),
+    })
+  } catch (error) {
+    // e.g. the port is taken: close the database cleanly before reporting it
+    await database.close()
+    throw error
+  }
   startWorkers(deps, loops)
   const scheme = config.tls ? 'https' : 'http'
   const host = config.host.includes(':') ? `[${config.host}]` : config.host

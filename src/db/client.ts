@@ -20,6 +20,8 @@ export type Database = {
   /** Human description for the banner, without credentials. */
   describe: string
   close(): Promise<void>
+  /** Embedded only: the whole database as a tarball, to start another one from (tests). */
+  snapshot?(): Promise<Blob>
 }
 
 const TYPES = {
@@ -27,7 +29,13 @@ const TYPES = {
   bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
 }
 
-export async function openDatabase(options: { databaseUrl?: string; dataDir?: string; poolMax?: number }): Promise<Database> {
+export async function openDatabase(options: {
+  databaseUrl?: string
+  dataDir?: string
+  poolMax?: number
+  /** Embedded only: start from this snapshot instead of an empty database. */
+  seed?: Blob
+}): Promise<Database> {
   if (options.databaseUrl) {
     const sql = postgres(options.databaseUrl, {
       max: options.poolMax ?? 10,
@@ -45,7 +53,7 @@ export async function openDatabase(options: { databaseUrl?: string; dataDir?: st
       close: () => sql.end({ timeout: 5 }),
     }
   }
-  return openEmbedded(options.dataDir)
+  return openEmbedded(options.dataDir, options.seed)
 }
 
 // Compiling PGlite's WebAssembly takes a while; a process that opens several databases (the tests) does it once.
@@ -63,11 +71,11 @@ function embeddedAssets() {
 }
 
 /** `dataDir` undefined keeps the database in memory (tests). */
-async function openEmbedded(dataDir: string | undefined): Promise<Database> {
+async function openEmbedded(dataDir: string | undefined, seed?: Blob): Promise<Database> {
   const pgDir = dataDir ? join(dataDir, 'pgdata') : undefined
   if (pgDir) mkdirSync(pgDir, { recursive: true })
   const { pgliteWasmModule, initdbWasmModule, fsBundle } = await embeddedAssets()
-  const db = await PGlite.create({ dataDir: pgDir, pgliteWasmModule, initdbWasmModule, fsBundle })
+  const db = await PGlite.create({ dataDir: pgDir, pgliteWasmModule, initdbWasmModule, fsBundle, loadDataDir: seed })
   const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 1 })
   await server.start()
   const address = server.getServerConn() // "127.0.0.1:PORT"
@@ -90,6 +98,10 @@ async function openEmbedded(dataDir: string | undefined): Promise<Database> {
       await sql.end({ timeout: 5 })
       await server.stop()
       await db.close()
+    },
+    snapshot: async () => {
+      const dump = await db.dumpDataDir('none')
+      return new Blob([await dump.arrayBuffer()])
     },
   }
 }

@@ -328,9 +328,9 @@ class Pipeline {
  * NOTIFY on `webhook_events` from any instance, and polling every second for retries coming due.
  * stop() finishes the attempts in flight and records them before it resolves.
  */
-export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?: number } = {}): Loop {
+export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?: number; pollMs?: number } = {}): Loop {
   const pipeline = new Pipeline(deps, webhookCa(deps.config.webhookCaFile), options.concurrency ?? CONCURRENCY)
-  const loop = startLoop(LOOP_NAME, () => pipeline.step(), { pollMs: POLL_MS })
+  const loop = startLoop(LOOP_NAME, () => pipeline.step(), { pollMs: options.pollMs ?? POLL_MS })
   pipeline.onUnblocked = () => loop.wake()
   let unlisten: (() => Promise<void>) | undefined
   let stopped = false

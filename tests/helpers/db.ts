@@ -28,6 +28,20 @@ export async function createPostgresDatabase(): Promise<{ url: string; drop(): P
   }
 }
 
+// A fresh embedded database takes seconds (initdb, then the migrations); a snapshot of the first one,
+// migrated, starts every later one of this test process in a fraction of that.
+let migratedSeed: Promise<Blob> | undefined
+function embeddedSeed(): Promise<Blob> {
+  migratedSeed ??= (async () => {
+    const db = await openDatabase({})
+    await migrate(db.sql)
+    const blob = await db.snapshot!()
+    await db.close()
+    return blob
+  })()
+  return migratedSeed
+}
+
 export async function testDatabase(options: { migrated?: boolean; poolMax?: number } = {}): Promise<TestDatabase> {
   let url: string | undefined
   let dropDatabase = async () => {}
@@ -36,8 +50,10 @@ export async function testDatabase(options: { migrated?: boolean; poolMax?: numb
     url = created.url
     dropDatabase = created.drop
   }
-  const db = await openDatabase({ databaseUrl: url, poolMax: options.poolMax ?? 20 })
-  if (options.migrated !== false) await migrate(db.sql)
+  const migrated = options.migrated !== false
+  const seed = !url && migrated ? await embeddedSeed() : undefined
+  const db = await openDatabase({ databaseUrl: url, poolMax: options.poolMax ?? 20, seed })
+  if (migrated) await migrate(db.sql)
   let closed = false
   return {
     ...db,

@@ -224,3 +224,16 @@ describe('a bad setting stops the start with one line naming it', () => {
     }, 30_000)
   }
 })
+
+test('a TLS or CA file that cannot be read stops the start with one line naming it', () => {
+  for (const [name, env] of [
+    ['TLS_CERT_FILE', { TLS_CERT_FILE: '/nonexistent/cert.pem', TLS_KEY_FILE: '/nonexistent/key.pem' }],
+    ['WEBHOOK_CA_FILE', { WEBHOOK_CA_FILE: '/nonexistent/ca.pem' }],
+  ] as const) {
+    const run = Bun.spawnSync(['bun', `${import.meta.dir}/../../src/main.ts`], { env: { ...process.env, PORT: '0', ...env } })
+    const lines = run.stderr.toString().trim().split('\n')
+    expect(run.exitCode).not.toBe(0)
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(name)
+  }
+})
