@@ -64,7 +64,9 @@ create table messages (
 -- The message list: newest first within an account, optionally of one status.
 create index messages_account_newest on messages (account_id, created_at desc, id desc);
 create index messages_account_status_newest on messages (account_id, status, created_at desc, id desc);
-create index messages_handoff_due on messages (handoff_until) where status = 'queued';
+-- handoff_until is set only while a message is queued. (A predicate on status here would tempt the
+-- planner into scanning this index for every update that names status = 'queued'.)
+create index messages_handoff_due on messages (handoff_until) where handoff_until is not null;
 
 create table ledger (
   id bigint generated always as identity primary key,

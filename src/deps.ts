@@ -4,12 +4,15 @@ import type { Config } from './config'
 import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
+import type { Charged, SingleCharge } from './modules/messages/billing'
 
 export type Deps = {
   config: Config
   sql: Sql
   provider: Provider
   handoff: Handoff
+  /** Charges one message (group commit across concurrent single sends). */
+  chargeOne: (request: SingleCharge) => Promise<Charged | null>
   /** Wakes the in-process worker loops after a commit that gave them work. */
   wake: (loop: string) => void
 }

@@ -9,6 +9,7 @@ import { migrate } from './db/migrate'
 import { createApp } from './app'
 import { createProvider } from './providers'
 import { createHandoff } from './modules/messages/handoff'
+import { createSingleCharger } from './modules/messages/billing'
 import { startLoop, type Loop } from './workers/loop'
 import * as handoffRecovery from './workers/handoff-recovery'
 import * as simulatorReports from './workers/simulator-reports'
@@ -46,7 +47,14 @@ export function buildDeps(config: Config, database: Database): { deps: Deps; loo
     concurrency: config.handoffConcurrency,
     maxPerSecond: config.providerMaxPerSecond,
   })
-  const deps: Deps = { config, sql: database.sql, provider, handoff, wake: (name) => loops.get(name)?.wake() }
+  const deps: Deps = {
+    config,
+    sql: database.sql,
+    provider,
+    handoff,
+    chargeOne: createSingleCharger(database.sql),
+    wake: (name) => loops.get(name)?.wake(),
+  }
   return { deps, loops }
 }
 

@@ -6,6 +6,7 @@ import { Elysia } from 'elysia'
 import type { Sql } from '../db/client'
 import { ApiError } from './errors'
 import { looksLikeApiKey, sha256Hex } from '../lib/keys'
+import { Batcher } from '../lib/batch'
 
 export type Principal = { accountId: number; keyId: number }
 
@@ -21,12 +22,29 @@ export function bearerToken(header: string | null | undefined): string {
   return match[1]!
 }
 
+type KeyRow = { id: number; account_id: number }
+
+// Concurrent requests share one lookup statement (group read); a lone request waits for nobody.
+const lookups = new WeakMap<Sql, Batcher<string, KeyRow | undefined>>()
+function lookupKey(sql: Sql, hash: string): Promise<KeyRow | undefined> {
+  let batcher = lookups.get(sql)
+  if (!batcher) {
+    batcher = new Batcher(async (hashes) => {
+      const rows = await sql<(KeyRow & { key_hash: string })[]>`
+        select id, account_id, key_hash from api_keys where key_hash = any(${hashes}::text[]) and active`
+      const found = new Map(rows.map((r) => [r.key_hash, { id: r.id, account_id: r.account_id }]))
+      return hashes.map((h) => found.get(h))
+    })
+    lookups.set(sql, batcher)
+  }
+  return batcher.add(hash)
+}
+
 export async function authenticate(sql: Sql, header: string | null | undefined): Promise<Principal> {
   const key = bearerToken(header)
   if (!looksLikeApiKey(key)) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
   const hash = sha256Hex(key)
-  const [row] = await sql<{ id: number; account_id: number }[]>`
-    select id, account_id from api_keys where key_hash = ${hash} and active`
+  const row = await lookupKey(sql, hash)
   if (!row) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
   const now = Date.now()
   if ((lastUsedWritten.get(hash) ?? 0) < now - LAST_USED_EVERY_MS) {

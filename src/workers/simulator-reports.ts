@@ -2,7 +2,7 @@
 // it happen in one transaction: a crash in between leaves the reports in place for the next run.
 
 import type { Deps } from '../deps'
-import { applyStatus } from '../modules/status/machine'
+import { applyStatuses, rounds } from '../modules/status/machine'
 
 const BATCH = 500
 
@@ -15,18 +15,11 @@ export async function runOnce(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ app
         select id from simulator_reports where due_at <= now() order by due_at, id limit ${BATCH} for update skip locked
       )
       returning message_sid, status, error_code, error_message, due_at, id`
-    // Oldest first, so one message's delivered is applied before its read.
+    // Oldest first, so one message's delivered is applied before its read; one statement per round.
     const ordered = [...due].sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || a.id - b.id)
+    const reports = ordered.map((r) => ({ sid: r.message_sid, status: r.status, errorCode: r.error_code, errorMessage: r.error_message }))
     let events = 0
-    for (const report of ordered) {
-      const outcome = await applyStatus(tx as never, deps.config.timezone, {
-        sid: report.message_sid,
-        status: report.status,
-        errorCode: report.error_code,
-        errorMessage: report.error_message,
-      })
-      events += outcome.events
-    }
+    for (const round of rounds(reports)) events += (await applyStatuses(tx as never, deps.config.timezone, round)).events
     return { applied: due.length, events }
   })
 }

@@ -4,6 +4,7 @@
 
 import type { Sql } from '../../db/client'
 import type { ScheduledReport } from '../../providers/provider'
+import { Batcher } from '../../lib/batch'
 
 export type NewMessage = { phone: string; body: string; mediaUrl: string | null }
 export type Charged = { ids: number[]; cost: number; balanceAfter: number }
@@ -120,4 +121,72 @@ export async function refundFailed(sql: Sql, failures: Failure[]): Promise<numbe
     )
     select id from failed`
   return rows.map((r) => r.id)
+}
+
+export type SingleCharge = { accountId: number; keyId: number; message: NewMessage }
+
+/**
+ * Charges one message each for several requests of different accounts in one statement: what a
+ * group commit of concurrent single sends writes. Account rows are locked in id order, so concurrent
+ * batches (of this or another instance) cannot deadlock. Each request is still all-or-nothing: a
+ * short balance gets null, with nothing changed for it.
+ */
+export async function chargeSingles(sql: Sql, requests: SingleCharge[]): Promise<(Charged | null)[]> {
+  const rows = await sql<{ ord: number; id: number; cost: number; balance: number }[]>`
+    with input as (
+      select * from unnest(${requests.map((r) => r.accountId)}::bigint[], ${requests.map((r) => r.keyId)}::bigint[],
+                           ${requests.map((r) => r.message.phone)}::text[], ${requests.map((r) => r.message.body)}::text[],
+                           ${requests.map((r) => r.message.mediaUrl) as string[]}::text[])
+        with ordinality as i(account_id, key_id, phone, body, media_url, ord)
+    ), locked as (
+      select a.id, a.balance, coalesce(p.cost_per_message, g.cost_per_message) as cost
+      from accounts a
+      left join prices p on p.account_id = a.id
+      cross join (select cost_per_message from prices where account_id is null) g
+      where a.id in (select account_id from input)
+      order by a.id
+      for update of a
+    ), debit as (
+      update accounts a set balance = a.balance - l.cost
+      from locked l
+      where a.id = l.id and l.balance >= l.cost
+      returning a.id, a.balance, l.cost
+    ), charged as materialized (
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, i.*, d.cost, d.balance
+      from input i join debit d on d.id = i.account_id
+    ), inserted as (
+      insert into messages (id, account_id, api_key_id, phone, body, media_url, status, cost, handoff_until)
+      select id, account_id, key_id, phone, body, media_url, 'queued', cost, now() + make_interval(secs => ${HANDOFF_LEASE_SECONDS})
+      from charged
+    ), ledger_rows as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select account_id, 'charge', -cost, balance, id from charged
+    )
+    select ord::int as ord, id, cost, balance from charged`
+  const byOrd = new Map(rows.map((r) => [r.ord, r]))
+  return requests.map((_, i) => {
+    const row = byOrd.get(i + 1)
+    return row ? { ids: [row.id], cost: row.cost, balanceAfter: row.balance } : null
+  })
+}
+
+/** Group commit of single-send charges: each write holds at most one request per account. */
+export function createSingleCharger(sql: Sql): (request: SingleCharge) => Promise<Charged | null> {
+  const batcher = new Batcher<SingleCharge, Charged | null>(async (requests) => {
+    const out: (Charged | null)[] = new Array(requests.length)
+    // Rounds of distinct accounts: two sends of one account in one statement would share one lock.
+    const rounds: number[][] = []
+    const seen = new Map<number, number>()
+    requests.forEach((r, i) => {
+      const round = seen.get(r.accountId) ?? 0
+      seen.set(r.accountId, round + 1)
+      ;(rounds[round] ??= []).push(i)
+    })
+    for (const round of rounds) {
+      const results = await chargeSingles(sql, round.map((i) => requests[i]!))
+      round.forEach((i, j) => (out[i] = results[j]!))
+    }
+    return out
+  })
+  return (request) => batcher.add(request)
 }

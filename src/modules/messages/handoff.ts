@@ -1,13 +1,14 @@
 // Handing charged messages to the provider, outside any transaction, and recording each outcome:
 // accepted → sent with its SID; refused, failed or timed out → failed and refunded.
 // Bulk and campaign hand-offs share one bounded pool (HANDOFF_CONCURRENCY) and the optional
-// PROVIDER_MAX_PER_SECOND cap; outcomes are written in small batches as they arrive, so a crash
-// loses at most the last batch's bookkeeping (those messages are still queued and get recovered).
+// PROVIDER_MAX_PER_SECOND cap; outcomes are written as they arrive, grouped, so a crash loses at most
+// the bookkeeping of the write in flight (those messages are still queued and get recovered).
 
 import type { Sql } from '../../db/client'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../providers/provider'
 import { HANDOFF_TIMEOUT_MS } from '../../providers/provider'
 import { RateLimiter, Semaphore } from '../../lib/limit'
+import { Batcher } from '../../lib/batch'
 import { markSent, refundFailed, type Accepted, type Failure } from './billing'
 
 export type Handoff = {
@@ -16,9 +17,6 @@ export type Handoff = {
   /** Many messages through the shared pool; resolves when every outcome is recorded. */
   many(messages: OutgoingMessage[]): Promise<Map<number, HandoffResult>>
 }
-
-const FLUSH_EVERY = 200
-const FLUSH_AFTER_MS = 20
 
 export function createHandoff(sql: Sql, provider: Provider, options: { concurrency: number; maxPerSecond: number }): Handoff {
   const pool = new Semaphore(options.concurrency)
@@ -42,7 +40,9 @@ export function createHandoff(sql: Sql, provider: Provider, options: { concurren
     }
   }
 
-  async function record(results: [OutgoingMessage, HandoffResult][]): Promise<void> {
+  // Every outcome, of single sends and of bulk and campaign batches alike, is recorded through one
+  // group-commit writer: under load, many outcomes share one markSent/refundFailed pair.
+  const recorder = new Batcher<[OutgoingMessage, HandoffResult], void>(async (results) => {
     const accepted: Accepted[] = []
     const failed: Failure[] = []
     for (const [message, r] of results) {
@@ -51,40 +51,25 @@ export function createHandoff(sql: Sql, provider: Provider, options: { concurren
     }
     await markSent(sql, accepted)
     await refundFailed(sql, failed)
-  }
+    return results.map(() => undefined)
+  })
 
   return {
     async one(message) {
       const result = await attempt(message)
-      await record([[message, result]])
+      await recorder.add([message, result])
       return result
     },
 
     async many(messages) {
       const outcomes = new Map<number, HandoffResult>()
-      let pending: [OutgoingMessage, HandoffResult][] = []
-      let flushing: Promise<void> = Promise.resolve()
-      let timer: Timer | undefined
-      const flush = () => {
-        clearTimeout(timer)
-        timer = undefined
-        const batch = pending
-        pending = []
-        if (batch.length > 0) flushing = flushing.then(() => record(batch))
-      }
       await Promise.all(
-        messages.map((message) =>
-          pool.run(async () => {
-            const result = await attempt(message)
-            outcomes.set(message.id, result)
-            pending.push([message, result])
-            if (pending.length >= FLUSH_EVERY) flush()
-            else timer ??= setTimeout(flush, FLUSH_AFTER_MS)
-          }),
-        ),
+        messages.map(async (message) => {
+          const result = await pool.run(() => attempt(message))
+          outcomes.set(message.id, result)
+          await recorder.add([message, result])
+        }),
       )
-      flush()
-      await flushing
       return outcomes
     },
   }

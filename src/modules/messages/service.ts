@@ -2,7 +2,6 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
-import { chargeMessages } from './billing'
 import type { SendBody, SendResult } from './model'
 
 export async function sendOne(deps: Deps, principal: Principal, input: SendBody): Promise<SendResult> {
@@ -10,7 +9,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody)
   const body = requireMessageBody(input.body, 'body')
   const mediaUrl = optionalMediaUrl(input.media_url, 'media_url')
 
-  const charged = await chargeMessages(deps.sql, principal, [{ phone: to, body, mediaUrl }])
+  const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, message: { phone: to, body, mediaUrl } })
   if (!charged) throw new ApiError('INSUFFICIENT_BALANCE', 'wa_balance is not enough for this message')
   const id = charged.ids[0]!
 

@@ -18,24 +18,41 @@ export type StatusOutcome = { changed: boolean; events: number }
 
 /** Applies one provider report. `sql` may be a transaction. */
 export async function applyStatus(sql: Sql, timezone: string, report: StatusReport): Promise<StatusOutcome> {
-  const next = report.status
-  const failed = next === 'failed'
+  const { changed, events } = await applyStatuses(sql, timezone, [report])
+  return { changed: changed > 0, events }
+}
+
+/**
+ * Applies many reports in one statement; each message may appear only once (callers split repeats
+ * into rounds, oldest first). Locks the messages, moves those whose move is forward, and writes one
+ * event per change for keys with a webhook.
+ */
+export async function applyStatuses(sql: Sql, timezone: string, reports: StatusReport[]): Promise<{ changed: number; events: number }> {
+  if (reports.length === 0) return { changed: 0, events: 0 }
   const [row] = await sql<{ changed: number; events: number }[]>`
-    with target as (
-      select id, status from messages where message_sid = ${report.sid} for update
+    with input as (
+      select * from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
+                           ${reports.map((r) => r.errorCode ?? null) as number[]}::int[],
+                           ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[])
+        as r(sid, next, error_code, error_message)
+    ), target as (
+      select m.id, m.status, r.next, r.error_code, r.error_message
+      from messages m join input r on m.message_sid = r.sid
+      order by m.id -- one lock order for every batch: concurrent batches cannot deadlock
+      for update of m
     ), changed as (
       update messages m set
-        status = ${next},
-        delivered_at = case when ${next} in ('delivered', 'read') then coalesce(m.delivered_at, now()) else m.delivered_at end,
-        read_at = case when ${next} = 'read' then now() else m.read_at end,
-        failed_at = case when ${failed} then now() else m.failed_at end,
-        error_code = case when ${failed} then ${report.errorCode ?? null}::int else m.error_code end,
-        error_message = case when ${failed} then ${report.errorMessage ?? null}::text else m.error_message end
-      from target
-      where m.id = target.id
-        and ((target.status = 'sent' and ${next} in ('delivered', 'read', 'failed'))
-          or (target.status = 'delivered' and ${next} in ('read', 'failed')))
-      returning m.id, m.api_key_id, m.phone, m.message_sid, m.status, m.error_code, m.error_message, target.status as previous
+        status = t.next,
+        delivered_at = case when t.next in ('delivered', 'read') then coalesce(m.delivered_at, now()) else m.delivered_at end,
+        read_at = case when t.next = 'read' then now() else m.read_at end,
+        failed_at = case when t.next = 'failed' then now() else m.failed_at end,
+        error_code = case when t.next = 'failed' then t.error_code else m.error_code end,
+        error_message = case when t.next = 'failed' then t.error_message else m.error_message end
+      from target t
+      where m.id = t.id
+        and ((t.status = 'sent' and t.next in ('delivered', 'read', 'failed'))
+          or (t.status = 'delivered' and t.next in ('read', 'failed')))
+      returning m.id, m.api_key_id, m.phone, m.message_sid, m.status, m.error_code, m.error_message, t.status as previous
     ), event as (
       insert into webhook_events (webhook_id, api_key_id, message_id, payload)
       select 'msg_' || replace(gen_random_uuid()::text, '-', ''), c.api_key_id, c.id,
@@ -52,8 +69,21 @@ export async function applyStatus(sql: Sql, timezone: string, report: StatusRepo
                )
              )::text
       from changed c join webhook_endpoints w on w.api_key_id = c.api_key_id
+      order by c.id
       returning id
     )
     select (select count(*) from changed)::int as changed, (select count(*) from event)::int as events`
-  return { changed: row!.changed > 0, events: row!.events }
+  return { changed: row!.changed, events: row!.events }
+}
+
+/** Splits reports into rounds in which each message appears once, keeping each message's order. */
+export function rounds(reports: StatusReport[]): StatusReport[][] {
+  const out: StatusReport[][] = []
+  const seen = new Map<string, number>()
+  for (const report of reports) {
+    const round = seen.get(report.sid) ?? 0
+    seen.set(report.sid, round + 1)
+    ;(out[round] ??= []).push(report)
+  }
+  return out
 }
