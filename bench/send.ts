@@ -1,0 +1,296 @@
+// POST /api/v1/messages/send through the real service (a child process) against the ceiling: the
+// cheapest correct SQL for one send, run straight through postgres.js at the same concurrency.
+// Two shapes of load: spread over 100 accounts, and every request on one account (one hot row).
+// Targets: the HTTP path reaches >= 60% of the ceiling's messages/s with a p99 <= 2x the ceiling's.
+
+import postgres from 'postgres'
+import { normalizePhone } from '../src/lib/phone'
+import { randomHex, sha256Hex } from '../src/lib/keys'
+import {
+  backendPids,
+  clientsGone,
+  cpuMeter,
+  databaseCounters,
+  envNumber,
+  fmtCpu,
+  fmtMs,
+  fmtRate,
+  kernelThreadPids,
+  ROOT,
+  runLoad,
+  seedAccounts,
+  seedMessageHistory,
+  serverClient,
+  serverProcessPids,
+  serviceEnvOverrides,
+  serviceRoot,
+  sleep,
+  startServiceChild,
+  table,
+  vacuumAnalyze,
+  type BenchContext,
+  type Benchmark,
+  type Check,
+  type CpuUse,
+  type FreshDatabase,
+  type LoadResult,
+} from './lib'
+
+const ACCOUNTS = 100
+const OPENING_BALANCE = 1_000_000_000_000
+const TO = '081234567890'
+const BODY = 'bench: your order #1001 has shipped'
+const TARGET_RATE = 0.6
+const TARGET_P99 = 2
+
+type Shape = 'spread' | 'single'
+type Phase = { path: 'http' | 'ceiling'; shape: Shape; load: LoadResult; cpu: CpuUse; xactsPerSend: number; rowsPerSend: number }
+
+/**
+ * The ceiling: one send as ONE statement. It finds the key by its hash (a send must authenticate),
+ * reads the price, charges the account with a conditional update (which row-locks it), inserts the
+ * message already `sent` with its SID (the simulator answers in memory, so no second write is
+ * needed) and writes the ledger row, all in one implicit transaction. It schedules no status
+ * reports: what the service writes beyond these 3 rows is part of what the comparison shows.
+ */
+function ceilingSend(sql: postgres.Sql, keyHash: string, phone: string) {
+  return sql`
+    with key as (
+      select id, account_id from api_keys where key_hash = ${keyHash} and active
+    ), price as (
+      select coalesce(
+        (select cost_per_message from prices where account_id = (select account_id from key)),
+        (select cost_per_message from prices where account_id is null)
+      ) as cost
+    ), debit as (
+      update accounts set balance = accounts.balance - price.cost
+      from key, price
+      where accounts.id = key.account_id and accounts.balance >= price.cost
+      returning accounts.id, accounts.balance, price.cost
+    ), message as (
+      insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
+      select debit.id, key.id, ${`SM${randomHex(16)}`}, ${phone}, ${BODY}, 'sent', debit.cost, now()
+      from debit, key
+      returning id
+    ), ledger_row as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select debit.id, 'charge', -debit.cost, debit.balance, message.id from debit, message
+    )
+    select message.id, debit.balance from message, debit`
+}
+
+/**
+ * Waits until the service has applied every simulator status report it scheduled (delivered after
+ * SIM_DELIVERED_MS, read after SIM_READ_MS), so a phase's late work is counted in its own rows/send
+ * and does not spill into the next phase. Reports due more than 10 s ahead (a profiling run with a
+ * long SIM_READ_MS) are not waited for. Up to 60 s; a schema without the table has nothing to wait for.
+ */
+async function drainStatusReports(databaseUrl: string): Promise<void> {
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} })
+  try {
+    const [found] = await sql<{ exists: boolean }[]>`select to_regclass('simulator_reports') is not null as exists`
+    if (!found!.exists) return
+    const deadline = Date.now() + 60_000
+    while (Date.now() < deadline) {
+      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from simulator_reports where due_at <= now() + interval '10 seconds'`
+      if (row!.n === 0) return
+      await sleep(200)
+    }
+    console.log('  (status reports still pending after 60 s)')
+  } finally {
+    await sql.end()
+  }
+}
+
+async function measure(
+  ctx: BenchContext,
+  monitor: postgres.Sql,
+  db: FreshDatabase,
+  start: () => Promise<{ pids: number[]; send: (seq: number) => Promise<unknown>; drain: () => Promise<void>; stop: () => Promise<void> }>,
+): Promise<Omit<Phase, 'path' | 'shape'>> {
+  const database = db.name
+  await vacuumAnalyze(db.url)
+  const before = await databaseCounters(monitor, database)
+  const target = await start()
+  let attempts = 0
+  try {
+    const task = (_w: number, seq: number) => {
+      attempts++
+      return target.send(seq)
+    }
+    if (ctx.warmupSeconds > 0) await runLoad({ seconds: ctx.warmupSeconds, concurrency: ctx.concurrency, task })
+    const meter = cpuMeter({
+      loadgen: 'self',
+      ...(target.pids.length ? { service: target.pids } : {}),
+      postgres: await backendPids(monitor, database),
+      'pg aux': await serverProcessPids(monitor),
+      kernel: kernelThreadPids(),
+    })
+    const load = await runLoad({ seconds: ctx.seconds, concurrency: ctx.concurrency, task })
+    const cpu = meter.stop()
+    await target.drain()
+    await target.stop()
+    await clientsGone(monitor, database)
+    const after = await databaseCounters(monitor, database)
+    // Warm-up sends count too: their statements are in the same counters, and so is the work of
+    // the status reports drained after the measured time.
+    return {
+      load,
+      cpu,
+      xactsPerSend: (after.transactions - before.transactions) / Math.max(1, attempts),
+      rowsPerSend: (after.rowsWritten - before.rowsWritten) / Math.max(1, attempts),
+    }
+  } finally {
+    await target.stop()
+  }
+}
+
+export const send: Benchmark = {
+  name: 'send',
+  summary: 'POST /api/v1/messages/send vs the one-statement SQL ceiling, spread over 100 accounts and on one account',
+  async run(ctx) {
+    const poolMax = envNumber('BENCH_DB_POOL_MAX', 32, 1)
+    const history = Math.floor(envNumber('BENCH_HISTORY', 1000, 0))
+    const db = await ctx.freshDatabase('send')
+    const monitor = serverClient(ctx.serverUrl)
+    ctx.onCleanup(() => monitor.end())
+    const serviceEnv = { DB_POOL_MAX: String(poolMax), LOG_LEVEL: 'warn' }
+    const overrides = Object.entries(serviceEnvOverrides()).map(([k, v]) => `${k}=${v}`).join(' ')
+    const root = serviceRoot() === ROOT ? '' : ` from ${serviceRoot()}`
+    console.log(`  database ${db.name}; service${root} DB_POOL_MAX=${poolMax}${overrides ? ` ${overrides}` : ''}; ceiling pool max ${ctx.concurrency}`)
+
+    // Seed through the admin API of a service of its own, so its statements are not counted below.
+    const t0 = performance.now()
+    const seeder = await startServiceChild({ databaseUrl: db.url, env: serviceEnv, onCleanup: ctx.onCleanup })
+    const accounts = await seedAccounts(seeder, ACCOUNTS, { balance: OPENING_BALANCE })
+    await seeder.stop()
+    await seedMessageHistory(db.url, accounts.map((a) => a.accountId), history)
+    console.log(
+      `  seeded ${ACCOUNTS} accounts with one key and ${history} old messages each in ${((performance.now() - t0) / 1000).toFixed(1)} s; ` +
+        'every phase starts after VACUUM ANALYZE',
+    )
+
+    const phone = normalizePhone(TO)!
+    const body = JSON.stringify({ to: TO, body: BODY })
+    // Spread: round robin over every account; single: all on the first one.
+    const pick = (shape: Shape, seq: number) => (shape === 'spread' ? seq % accounts.length : 0)
+
+    const http = (shape: Shape) =>
+      measure(ctx, monitor, db, async () => {
+        const service = await startServiceChild({ databaseUrl: db.url, env: serviceEnv, onCleanup: ctx.onCleanup })
+        const url = `${service.url}/api/v1/messages/send`
+        const headers = accounts.map((a) => ({ authorization: `Bearer ${a.key}`, 'content-type': 'application/json' }))
+        return {
+          pids: [service.pid],
+          stop: service.stop,
+          drain: () => drainStatusReports(db.url),
+          async send(seq) {
+            const res = await fetch(url, { method: 'POST', headers: headers[pick(shape, seq)]!, body })
+            if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`)
+            await res.arrayBuffer()
+          },
+        }
+      })
+
+    const ceiling = (shape: Shape) =>
+      measure(ctx, monitor, db, async () => {
+        const sql = postgres(db.url, { max: ctx.concurrency, onnotice: () => {}, connection: { application_name: 'bench-ceiling' } })
+        const hashes = accounts.map((a) => sha256Hex(a.key))
+        let ended: Promise<void> | undefined
+        return {
+          pids: [],
+          drain: async () => {},
+          stop: () => (ended ??= sql.end({ timeout: 5 })),
+          async send(seq) {
+            const rows = await ceilingSend(sql, hashes[pick(shape, seq)]!, phone)
+            if (rows.length !== 1) throw new Error('ceiling: no row charged')
+          },
+        }
+      })
+
+    // Each HTTP phase right next to its ceiling, so a burst of other load on the machine hits both.
+    const phases: Phase[] = []
+    for (const shape of ['spread', 'single'] as const) {
+      phases.push({ path: 'http', shape, ...(await http(shape)) })
+      phases.push({ path: 'ceiling', shape, ...(await ceiling(shape)) })
+    }
+
+    // Every charge is in the ledger and every message was handed over (sent, or later delivered/read).
+    const dbSql = postgres(db.url, { max: 1, onnotice: () => {} })
+    const [consistency] = await dbSql<{ drift: number; queued: number; messages: number }[]>`
+      select
+        (select count(*)::int from accounts a
+         where a.balance <> (select coalesce(sum(amount), 0) from ledger l where l.account_id = a.id)) as drift,
+        (select count(*)::int from messages where status not in ('sent', 'delivered', 'read')) as queued,
+        (select count(*)::int from messages) as messages`
+    await dbSql.end()
+
+    const label = (p: Phase) => `${p.path.padEnd(7)} ${p.shape === 'spread' ? `spread (${ACCOUNTS} accounts)` : 'one account'}`
+    console.log(
+      table([
+        ['phase', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'xacts/send', 'rows written/send'],
+        ...phases.map((p) => [
+          label(p),
+          fmtRate(p.load.perSecond),
+          fmtMs(p.load.p50),
+          fmtMs(p.load.p90),
+          fmtMs(p.load.p99),
+          fmtMs(p.load.max),
+          String(p.load.errors),
+          p.xactsPerSend.toFixed(2),
+          p.rowsPerSend.toFixed(2),
+        ]),
+      ]),
+    )
+    for (const p of phases) {
+      console.log(`  ${label(p)}: ${fmtCpu(p.cpu)}`)
+      for (const sample of p.load.errorSamples) console.log(`    error: ${sample}`)
+    }
+    console.log(
+      `  consistency: ${consistency!.drift === 0 && consistency!.queued === 0 ? 'ok' : 'BROKEN'} ` +
+        `(${consistency!.messages} messages, ${consistency!.drift} accounts with balance != sum(ledger), ${consistency!.queued} queued or failed)`,
+    )
+
+    const checks: Check[] = []
+    const metrics: Record<string, number> = { db_pool_max: poolMax }
+    for (const shape of ['spread', 'single'] as const) {
+      const h = phases.find((p) => p.path === 'http' && p.shape === shape)!
+      const c = phases.find((p) => p.path === 'ceiling' && p.shape === shape)!
+      const rate = h.load.perSecond / c.load.perSecond
+      const p99 = h.load.p99 / c.load.p99
+      for (const p of [h, c]) {
+        const prefix = `${p.path}_${shape}`
+        Object.assign(metrics, {
+          [`${prefix}_per_second`]: p.load.perSecond,
+          [`${prefix}_p50_ms`]: p.load.p50,
+          [`${prefix}_p99_ms`]: p.load.p99,
+          [`${prefix}_errors`]: p.load.errors,
+          [`${prefix}_xacts_per_send`]: p.xactsPerSend,
+          [`${prefix}_rows_per_send`]: p.rowsPerSend,
+        })
+      }
+      metrics[`ratio_${shape}_per_second`] = rate
+      metrics[`ratio_${shape}_p99`] = p99
+      checks.push({
+        name: `send ${shape}: msg/s http/ceiling`,
+        pass: rate >= TARGET_RATE,
+        detail: `${(rate * 100).toFixed(0)}% (${fmtRate(h.load.perSecond)} / ${fmtRate(c.load.perSecond)}), target >= ${TARGET_RATE * 100}%`,
+      })
+      checks.push({
+        name: `send ${shape}: p99 http/ceiling`,
+        pass: p99 <= TARGET_P99,
+        detail: `${p99.toFixed(2)}x (${fmtMs(h.load.p99)} / ${fmtMs(c.load.p99)} ms), target <= ${TARGET_P99}x`,
+      })
+    }
+    const errors = phases.reduce((n, p) => n + p.load.errors, 0)
+    checks.push({ name: 'send: no failed requests', pass: errors === 0, detail: `${errors} errors` })
+    checks.push({
+      name: 'send: balance = sum(ledger), all handed over',
+      pass: consistency!.drift === 0 && consistency!.queued === 0,
+      detail: `${consistency!.drift} drifting accounts, ${consistency!.queued} queued or failed`,
+    })
+    return { metrics, checks }
+  },
+}
+
+export default send
