@@ -47,7 +47,9 @@ export function createApp(deps: Deps) {
             { name: 'Contacts', description: "The account's contacts" },
             { name: 'Campaigns', description: 'Campaign drafts and their statistics (run from the dashboard)' },
             { name: 'Webhooks', description: 'The callback URL for message-status events, one per API key' },
-            { name: 'Admin', description: 'Operator API (Bearer ADMIN_TOKEN)' },
+            { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
+            { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
+            { name: 'Provider callbacks', description: 'Status reports from the messaging provider (signed, no API key)' },
           ],
           components: {
             securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key, pm_...' } },

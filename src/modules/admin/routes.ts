@@ -89,10 +89,12 @@ export const adminRoutes = (deps: Deps) => {
     })
     .get('/price', async ({ query }) => ok(await admin.getPrice(sql, query.account_id ?? null)), {
       query: m.PriceQuery,
+      response: { 200: envelopeOf(t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() })), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'The price in force (globally, or for one account)' },
     })
     .delete('/price/accounts/:id', async ({ params }) => ok(await admin.clearPriceOverride(sql, params.id)), {
       params: m.IdParams,
+      response: { 200: envelopeOf(t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() })), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: "Remove an account's price override" },
     })
     .get('/accounts/:id/ledger', async ({ params, query }) => ok(await admin.listLedger(sql, tz, params.id, page(query))), {

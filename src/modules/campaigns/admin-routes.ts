@@ -1,6 +1,6 @@
 // The operator's side of campaigns: the templates and segments a campaign is built from.
 
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
@@ -78,6 +78,7 @@ export const campaignAdminRoutes = (deps: Deps) => {
     })
     .delete('/templates/:id', async ({ params }) => ok(await deleteTemplate(sql, params.id)), {
       params: IdParams,
+      response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409) },
       detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
     })
     .get('/segments/:id', async ({ params }) => ok(await getSegment(sql, tz, params.id)), {
