@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
+import { until } from '../helpers/wait'
 
 let t: TestApp
 beforeAll(async () => {
@@ -7,14 +8,6 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value) || Date.now() > end) return value
-    await Bun.sleep(50)
-  }
-}
 
 /** An account with `contacts` contacts tagged "vip" (and a few untagged), a template and a segment. */
 async function setup(balance: number, contacts: number, price = 10) {

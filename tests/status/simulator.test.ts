@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
+import { until } from '../helpers/wait'
 
 let t: TestApp
 beforeAll(async () => {
@@ -7,14 +8,6 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value) || Date.now() > end) return value
-    await Bun.sleep(25)
-  }
-}
 
 test('simulator: sent → delivered → read, with one event per change', async () => {
   const { key, keyId } = await t.account(10)

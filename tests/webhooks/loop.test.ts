@@ -15,6 +15,7 @@ import { readConfig } from '../../src/config'
 import { startService } from '../../src/service'
 import { startWebhookDelivery } from '../../src/workers/webhook-delivery'
 import { openDatabase } from '../../src/db/client'
+import { until } from '../helpers/wait'
 
 let tls: TestTls
 let rx: Receiver
@@ -27,14 +28,6 @@ afterAll(() => {
   tls.remove()
 })
 
-async function until<T>(read: () => Promise<T> | T, done: (v: T) => boolean, ms = 10_000): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value) || Date.now() > end) return value
-    await Bun.sleep(10)
-  }
-}
 
 describe('the running loop', () => {
   let t: TestApp

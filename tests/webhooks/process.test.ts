@@ -17,6 +17,7 @@ import { openDatabase } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
 import { applyStatus } from '../../src/modules/status/machine'
 import type { Sql } from '../../src/db/client'
+import { until } from '../helpers/wait'
 
 let tls: TestTls
 let rx: Receiver
@@ -72,16 +73,6 @@ async function freshStore() {
       await pg?.drop()
       rmSync(dataDir, { recursive: true, force: true })
     },
-  }
-}
-
-async function until<T>(read: () => Promise<T> | T, done: (v: T) => boolean, ms: number, what: string): Promise<T> {
-  const end = Date.now() + ms
-  for (;;) {
-    const value = await read()
-    if (done(value)) return value
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value).slice(0, 500)}`)
-    await Bun.sleep(25)
   }
 }
 
