@@ -21,7 +21,7 @@ export class Batcher<I, O> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.queued.length === 0 || this.inFlight >= (this.options.parallel ?? 4)) return
+    if (this.scheduled || this.queued.length === 0 || this.inFlight >= (this.options.parallel ?? 1)) return
     this.scheduled = true
     // Let the requests of the same tick join this write.
     queueMicrotask(() => {
@@ -31,7 +31,7 @@ export class Batcher<I, O> {
   }
 
   private async flush(): Promise<void> {
-    if (this.queued.length === 0 || this.inFlight >= (this.options.parallel ?? 4)) return
+    if (this.queued.length === 0 || this.inFlight >= (this.options.parallel ?? 1)) return
     const batch = this.queued.splice(0, this.options.maxBatch ?? 500)
     this.inFlight++
     try {
