@@ -11,9 +11,11 @@ afterAll(() => db.drop())
 
 test('applies every migration once, in order, with checksums; concurrent starts do not double-apply', async () => {
   const results = await Promise.all([migrate(db.sql), migrate(db.sql), migrate(db.sql)])
+  // Each migration was applied by exactly one of the three callers...
   const applied = results.flatMap((r) => r.applied)
-  expect(applied).toEqual(MIGRATIONS.map((m) => m.name))
-  const rows = await db.sql<{ version: number; checksum: string }[]>`select version, checksum from schema_migrations order by version`
+  expect(applied.sort()).toEqual(MIGRATIONS.map((m) => m.name).sort())
+  // ...and they were applied in version order (each in its own, later transaction).
+  const rows = await db.sql<{ version: number; checksum: string }[]>`select version, checksum from schema_migrations order by applied_at, version`
   expect(rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version))
   expect(rows.every((r) => /^[0-9a-f]{64}$/.test(r.checksum))).toBe(true)
   expect((await migrate(db.sql)).applied).toEqual([])
