@@ -119,7 +119,8 @@ export function readConfig(env: Env = process.env): Config {
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw new ConfigError(`${certFile ? 'TLS_KEY_FILE' : 'TLS_CERT_FILE'}: TLS_CERT_FILE and TLS_KEY_FILE must be set together`)
   }
-  const tls = certFile && keyFile ? { certFile: readable('TLS_CERT_FILE', certFile), keyFile: readable('TLS_KEY_FILE', keyFile) } : undefined
+  const tls =
+    certFile && keyFile ? { certFile: readable('TLS_CERT_FILE', certFile), keyFile: readable('TLS_KEY_FILE', keyFile) } : undefined
 
   const scheme = tls ? 'https' : 'http'
   const publicBaseUrl = url(
@@ -156,7 +157,8 @@ export function readConfig(env: Env = process.env): Config {
     requireHttps: boolean(env, 'REQUIRE_HTTPS'),
     trustProxy: boolean(env, 'TRUST_PROXY'),
     webhookAllowPrivate: boolean(env, 'WEBHOOK_ALLOW_PRIVATE'),
-    webhookCaFile: optional(env, 'WEBHOOK_CA_FILE') === undefined ? undefined : readable('WEBHOOK_CA_FILE', optional(env, 'WEBHOOK_CA_FILE')!),
+    webhookCaFile:
+      optional(env, 'WEBHOOK_CA_FILE') === undefined ? undefined : readable('WEBHOOK_CA_FILE', optional(env, 'WEBHOOK_CA_FILE')!),
     timezone,
     currency,
     simDeliveredMs: integer(env, 'SIM_DELIVERED_MS', 1000, 0, 86_400_000),

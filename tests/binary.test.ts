@@ -215,7 +215,8 @@ describe('bun src/main.ts: graceful shutdown', () => {
     const account = await call(first.port, 'POST', '/admin/v1/accounts', token, { name: 'shutdown', balance: 1000 })
     expect(account.status).toBe(201)
     const accountId = account.body.data.id as number
-    const key = (await call(first.port, 'POST', `/admin/v1/accounts/${accountId}/keys`, token, { label: 'shutdown' })).body.data.key as string
+    const key = (await call(first.port, 'POST', `/admin/v1/accounts/${accountId}/keys`, token, { label: 'shutdown' })).body.data
+      .key as string
 
     // A burst of sends, and SIGTERM as soon as the first one is answered: the rest are in flight or
     // refused. Every send is either answered 200 or never reached the service; none is lost half-way.

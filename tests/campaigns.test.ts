@@ -37,7 +37,13 @@ describe('admin: templates and segments', () => {
     const { accountId } = await t.account()
     const created = await t.admin('POST', `/accounts/${accountId}/segments`, { name: 'Resellers', tag: ' reseller ' })
     expect(created.status).toBe(201)
-    expect(created.body.data).toEqual({ id: expect.any(Number), name: 'Resellers', tag: 'reseller', contact_count: 0, created_at: expect.any(String) })
+    expect(created.body.data).toEqual({
+      id: expect.any(Number),
+      name: 'Resellers',
+      tag: 'reseller',
+      contact_count: 0,
+      created_at: expect.any(String),
+    })
     const list = await t.admin('GET', `/accounts/${accountId}/segments`)
     expect(list.body.data).toMatchObject({ total: 1, items: [{ name: 'Resellers', tag: 'reseller' }] })
   })
@@ -78,7 +84,12 @@ describe('POST /campaigns', () => {
   test('201 with a draft campaign', async () => {
     const { key, keyId, templateId, segmentId } = await setup()
     const scheduleAt = inOneHour()
-    const res = await t.api('POST', '/campaigns', key, { name: ' Ramadan ', template_id: templateId, segment_id: segmentId, schedule_at: scheduleAt })
+    const res = await t.api('POST', '/campaigns', key, {
+      name: ' Ramadan ',
+      template_id: templateId,
+      segment_id: segmentId,
+      schedule_at: scheduleAt,
+    })
     expect(res.status).toBe(201)
     expect(res.body).toEqual({
       success: true,
@@ -242,7 +253,11 @@ describe('GET /campaigns/{id}', () => {
   test("404 for unknown ids and another account's; 400 for a non-integer id", async () => {
     const mine = await setup()
     const theirs = await setup()
-    const created = await t.api('POST', '/campaigns', theirs.key, { name: 'Theirs', template_id: theirs.templateId, segment_id: theirs.segmentId })
+    const created = await t.api('POST', '/campaigns', theirs.key, {
+      name: 'Theirs',
+      template_id: theirs.templateId,
+      segment_id: theirs.segmentId,
+    })
     for (const id of [created.body.data.campaign.id, 999999, 0, -1, '99999999999999999999']) {
       const res = await t.api('GET', `/campaigns/${id}`, mine.key)
       expect({ id, status: res.status, code: res.body.code }).toEqual({ id, status: 404, code: 'NOT_FOUND' })
@@ -258,7 +273,11 @@ describe('GET /campaigns/{id}', () => {
   test("the schema refuses a message counted for another account's campaign", async () => {
     const mine = await setup()
     const theirs = await setup()
-    const created = await t.api('POST', '/campaigns', theirs.key, { name: 'Theirs', template_id: theirs.templateId, segment_id: theirs.segmentId })
+    const created = await t.api('POST', '/campaigns', theirs.key, {
+      name: 'Theirs',
+      template_id: theirs.templateId,
+      segment_id: theirs.segmentId,
+    })
     const attempt = t.db.sql`
       insert into messages (account_id, campaign_id, phone, body, status, cost)
       values (${mine.accountId}, ${created.body.data.campaign.id}, '+62812000097', 'b', 'sent', 1)`

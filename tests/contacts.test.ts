@@ -144,7 +144,15 @@ describe('GET /contacts', () => {
              (${accountId}, 'new', '+62811000000098', '2026-01-01 00:00:00+00')`
     const all = await t.api('GET', '/contacts', key)
     expect(all.body.data.total).toBe(7)
-    expect(all.body.data.items.map((c: { name: string }) => c.name)).toEqual(['new', 'same 5', 'same 4', 'same 3', 'same 2', 'same 1', 'old'])
+    expect(all.body.data.items.map((c: { name: string }) => c.name)).toEqual([
+      'new',
+      'same 5',
+      'same 4',
+      'same 3',
+      'same 2',
+      'same 1',
+      'old',
+    ])
     const ids = all.body.data.items.map((c: { id: number }) => c.id)
     expect(all.body.data.items[1].created_at).toBe('2025-01-01 00:00:00')
 

@@ -26,7 +26,10 @@ describe('POST /webhook', () => {
     const first = await t.api('POST', '/webhook', key, { url: PUBLIC_URL })
     const second = await t.api('POST', '/webhook', key, { url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1' })
     expect(second.status).toBe(200)
-    expect(second.body.data).toEqual({ url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1', signing_secret: first.body.data.signing_secret })
+    expect(second.body.data).toEqual({
+      url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1',
+      signing_secret: first.body.data.signing_secret,
+    })
     const got = await t.api('GET', '/webhook', key)
     expect(got.status).toBe(200)
     expect(got.body).toEqual({ success: true, data: { url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1' } })
@@ -63,7 +66,11 @@ describe('POST /webhook', () => {
     ]
     for (const [url, message] of cases) {
       const res = await t.api('POST', '/webhook', key, { url })
-      expect({ url: url.slice(0, 60), status: res.status, code: res.body.code }).toEqual({ url: url.slice(0, 60), status: 422, code: 'VALIDATION_ERROR' })
+      expect({ url: url.slice(0, 60), status: res.status, code: res.body.code }).toEqual({
+        url: url.slice(0, 60),
+        status: 422,
+        code: 'VALIDATION_ERROR',
+      })
       expect(res.body.error).toMatch(message)
     }
     // 2048 characters exactly is fine.

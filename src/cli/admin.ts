@@ -65,7 +65,11 @@ async function main(argv: string[]): Promise<number> {
   }
   const config = readConfig()
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-  const base = (typeof args.flags.get('url') === 'string' ? (args.flags.get('url') as string) : `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`).replace(/\/+$/, '')
+  const base = (
+    typeof args.flags.get('url') === 'string'
+      ? (args.flags.get('url') as string)
+      : `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`
+  ).replace(/\/+$/, '')
   const tokenFile = join(config.dataDir, 'admin-token')
   const token = config.adminToken ?? (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined)
   if (!token) fail(`no admin token: set ADMIN_TOKEN or start the service once so it writes ${tokenFile}`)
@@ -120,7 +124,12 @@ async function main(argv: string[]): Promise<number> {
       }
       if (sub === 'list') {
         const list = await call('GET', '/admin/v1/accounts?limit=200')
-        print(list, () => list.items.map((a: any) => `${a.id}\t${a.name}\twa_balance ${a.wa_balance}\tprice ${a.cost_per_message}`).join('\n') || 'no accounts')
+        print(
+          list,
+          () =>
+            list.items.map((a: any) => `${a.id}\t${a.name}\twa_balance ${a.wa_balance}\tprice ${a.cost_per_message}`).join('\n') ||
+            'no accounts',
+        )
         return 0
       }
       fail('account create|list')
@@ -135,7 +144,16 @@ async function main(argv: string[]): Promise<number> {
       }
       if (sub === 'list') {
         const list = await call('GET', `/admin/v1/accounts/${integerArg(rest[0], 'ACCOUNT_ID')}/keys`)
-        print(list, () => list.items.map((k: any) => `${k.id}\t${k.prefix}…\t${k.label}\t${k.active ? 'active' : 'inactive'}\tlast used ${k.last_used_at ?? 'never'}`).join('\n') || 'no keys')
+        print(
+          list,
+          () =>
+            list.items
+              .map(
+                (k: any) =>
+                  `${k.id}\t${k.prefix}…\t${k.label}\t${k.active ? 'active' : 'inactive'}\tlast used ${k.last_used_at ?? 'never'}`,
+              )
+              .join('\n') || 'no keys',
+        )
         return 0
       }
       if (sub === 'activate' || sub === 'deactivate') {
@@ -167,7 +185,13 @@ async function main(argv: string[]): Promise<number> {
       const limit = args.flags.has('limit') ? integerArg(args.flags.get('limit'), '--limit') : 50
       const list = await call('GET', `/admin/v1/accounts/${accountId}/ledger?limit=${limit}`)
       print(list, () =>
-        [`${list.total} rows (newest first)`, ...list.items.map((r: any) => `${r.id}\t${r.created_at}\t${r.kind}\t${r.amount > 0 ? '+' : ''}${r.amount}\t→ ${r.balance_after}${r.message_id ? `\tmessage ${r.message_id}` : ''}${r.note ? `\t${r.note}` : ''}`)].join('\n'),
+        [
+          `${list.total} rows (newest first)`,
+          ...list.items.map(
+            (r: any) =>
+              `${r.id}\t${r.created_at}\t${r.kind}\t${r.amount > 0 ? '+' : ''}${r.amount}\t→ ${r.balance_after}${r.message_id ? `\tmessage ${r.message_id}` : ''}${r.note ? `\t${r.note}` : ''}`,
+          ),
+        ].join('\n'),
       )
       return 0
     }
@@ -198,7 +222,10 @@ async function main(argv: string[]): Promise<number> {
       }
       if (sub === 'list') {
         const list = await call('GET', `/admin/v1/accounts/${accountId}/segments?limit=200`)
-        print(list, () => list.items.map((x: any) => `${x.id}\t${x.name}\ttag ${x.tag}\t${x.contact_count} contacts`).join('\n') || 'no segments')
+        print(
+          list,
+          () => list.items.map((x: any) => `${x.id}\t${x.name}\ttag ${x.tag}\t${x.contact_count} contacts`).join('\n') || 'no segments',
+        )
         return 0
       }
       fail('segment create|list')
@@ -209,7 +236,11 @@ async function main(argv: string[]): Promise<number> {
         `  total ${d.stats.total}, sent ${d.stats.sent}, delivered ${d.stats.delivered}, read ${d.stats.read}, failed ${d.stats.failed}`
       if (sub === 'list') {
         const list = await call('GET', `/admin/v1/accounts/${integerArg(rest[0], 'ACCOUNT_ID')}/campaigns?limit=200`)
-        print(list, () => list.items.map((c: any) => `${c.id}\t${c.status}\t${c.name}\tschedule ${c.schedule_at ?? '-'}`).join('\n') || 'no campaigns')
+        print(
+          list,
+          () =>
+            list.items.map((c: any) => `${c.id}\t${c.status}\t${c.name}\tschedule ${c.schedule_at ?? '-'}`).join('\n') || 'no campaigns',
+        )
         return 0
       }
       if (sub === 'show') {
@@ -227,9 +258,18 @@ async function main(argv: string[]): Promise<number> {
     case 'deliveries': {
       const keyId = integerArg(sub, 'KEY_ID')
       const status = args.flags.get('status')
-      const list = await call('GET', `/admin/v1/keys/${keyId}/deliveries?limit=50${typeof status === 'string' ? `&status=${encodeURIComponent(status)}` : ''}`)
+      const list = await call(
+        'GET',
+        `/admin/v1/keys/${keyId}/deliveries?limit=50${typeof status === 'string' ? `&status=${encodeURIComponent(status)}` : ''}`,
+      )
       print(list, () =>
-        [`${list.total} deliveries (newest first)`, ...list.items.map((d: any) => `${d.id}\t${d.status}\tattempts ${d.attempts}\t${d.webhook_id}\t${d.message_sid ?? ''}${d.last_error ? `\t${d.last_error}` : ''}`)].join('\n'),
+        [
+          `${list.total} deliveries (newest first)`,
+          ...list.items.map(
+            (d: any) =>
+              `${d.id}\t${d.status}\tattempts ${d.attempts}\t${d.webhook_id}\t${d.message_sid ?? ''}${d.last_error ? `\t${d.last_error}` : ''}`,
+          ),
+        ].join('\n'),
       )
       return 0
     }

@@ -63,7 +63,9 @@ function embeddedAssets() {
     const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
       WebAssembly.compile(await Bun.file(pgliteWasmPath).arrayBuffer()),
       WebAssembly.compile(await Bun.file(initdbWasmPath).arrayBuffer()),
-      Bun.file(pgliteDataPath).arrayBuffer().then((bytes) => new Blob([bytes])),
+      Bun.file(pgliteDataPath)
+        .arrayBuffer()
+        .then((bytes) => new Blob([bytes])),
     ])
     return { pgliteWasmModule, initdbWasmModule, fsBundle }
   })()

@@ -23,7 +23,10 @@ function canonical(value: unknown): string {
 
 /** Thrown to answer with a stored response; the shell's error mapping sends it as it is. */
 export class ReplayedAnswer extends Error {
-  constructor(readonly status: number, readonly body: string) {
+  constructor(
+    readonly status: number,
+    readonly body: string,
+  ) {
     super('replayed')
   }
 }
@@ -85,4 +88,3 @@ export async function withIdempotency<T>(
   if ('error' in outcome) throw outcome.error
   return outcome.value
 }
-

@@ -62,7 +62,9 @@ function describeValidation(error: { type?: string; value?: unknown; all?: Valid
     const container = valueAt(error.value, pointer)
     const wantsArray = /^\d+$/.test(parts[i]!)
     if (wantsArray ? !Array.isArray(container) : !isPlainObject(container)) {
-      return container === undefined ? `${fieldName(pointer)}: is required` : `${fieldName(pointer)}: must be ${wantsArray ? 'an array' : 'an object'}`
+      return container === undefined
+        ? `${fieldName(pointer)}: is required`
+        : `${fieldName(pointer)}: must be ${wantsArray ? 'an array' : 'an object'}`
     }
   }
   const name = fieldName(issue.path)
@@ -82,7 +84,12 @@ export function methodsFromRoutes(routes: () => { method: string; path: string }
   return (path) => {
     table ??= routes().map((r) => ({
       method: r.method.toUpperCase(),
-      pattern: new RegExp(`^${r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:[^/]+/g, '[^/]+').replace(/\*/g, '.*')}/?$`),
+      pattern: new RegExp(
+        `^${r.path
+          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
+          .replace(/:[^/]+/g, '[^/]+')
+          .replace(/\*/g, '.*')}/?$`,
+      ),
     }))
     return [...new Set(table.filter((r) => r.pattern.test(path)).map((r) => r.method))]
   }
@@ -92,7 +99,11 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
   const { config, sql } = deps
   return new Elysia({ name: 'http-shell' })
     .onRequest(({ request, set }) => {
-      const id = request.headers.get('x-request-id')?.slice(0, 64).replace(/[^\w.-]/g, '') || crypto.randomUUID()
+      const id =
+        request.headers
+          .get('x-request-id')
+          ?.slice(0, 64)
+          .replace(/[^\w.-]/g, '') || crypto.randomUUID()
       requestIds.set(request, id)
       set.headers['x-request-id'] = id
       const path = new URL(request.url).pathname
@@ -139,7 +150,10 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
       if (code === 'NOT_FOUND') {
         const allowed = deps.methodsFor(path).filter((m) => m !== request.method)
         if (allowed.length > 0) {
-          return errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, 405, { ...headers, allow: allowed.join(', ') })
+          return errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, 405, {
+            ...headers,
+            allow: allowed.join(', '),
+          })
         }
         return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, headers)
       }

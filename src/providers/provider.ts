@@ -3,9 +3,7 @@
 
 export type OutgoingMessage = { id: number; to: string; body: string; mediaUrl: string | null }
 
-export type HandoffResult =
-  | { ok: true; sid: string }
-  | { ok: false; errorCode: number | null; errorMessage: string }
+export type HandoffResult = { ok: true; sid: string } | { ok: false; errorCode: number | null; errorMessage: string }
 
 /** A status report the provider will make later, recorded with the hand-off (the simulator's). */
 export type ScheduledReport = {

@@ -21,7 +21,9 @@ export function createSimulator(delays: { deliveredMs: number; readMs: number })
     },
     scheduledReports(to: string): ScheduledReport[] {
       if (to.endsWith('8888')) {
-        return [{ status: 'failed', afterMs: delays.deliveredMs, errorCode: SIMULATOR_FAILED_CODE, errorMessage: 'simulated delivery failure' }]
+        return [
+          { status: 'failed', afterMs: delays.deliveredMs, errorCode: SIMULATOR_FAILED_CODE, errorMessage: 'simulated delivery failure' },
+        ]
       }
       return [
         { status: 'delivered', afterMs: delays.deliveredMs },

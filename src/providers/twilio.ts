@@ -33,7 +33,11 @@ export function createTwilio(config: Config, options: { timeoutMs?: number } = {
     return out.length > MAX_ERROR_MESSAGE ? `${out.slice(0, MAX_ERROR_MESSAGE)}…` : out
   }
 
-  const fail = (errorCode: number | null, errorMessage: string): HandoffResult => ({ ok: false, errorCode, errorMessage: clean(errorMessage) })
+  const fail = (errorCode: number | null, errorMessage: string): HandoffResult => ({
+    ok: false,
+    errorCode,
+    errorMessage: clean(errorMessage),
+  })
 
   return {
     name: 'twilio',

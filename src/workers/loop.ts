@@ -37,7 +37,12 @@ export function startLoop(name: string, step: () => Promise<number>, options: { 
       } catch (error) {
         failures++
         const backoff = Math.min(options.maxBackoffMs ?? 30_000, options.pollMs * 2 ** failures)
-        if (!stopped) log.warn('worker step failed', { worker: name, error: error instanceof Error ? error.message.slice(0, 200) : 'unknown', retry_in_ms: backoff })
+        if (!stopped)
+          log.warn('worker step failed', {
+            worker: name,
+            error: error instanceof Error ? error.message.slice(0, 200) : 'unknown',
+            retry_in_ms: backoff,
+          })
         await sleep(backoff)
       }
     }

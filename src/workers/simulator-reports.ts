@@ -8,7 +8,14 @@ const BATCH = 500
 
 export async function runOnce(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ applied: number; events: number }> {
   return deps.sql.begin(async (tx) => {
-    type Report = { id: number; message_sid: string; status: 'delivered' | 'read' | 'failed'; error_code: number | null; error_message: string | null; due_at: Date }
+    type Report = {
+      id: number
+      message_sid: string
+      status: 'delivered' | 'read' | 'failed'
+      error_code: number | null
+      error_message: string | null
+      due_at: Date
+    }
     const due = await tx<Report[]>`
       delete from simulator_reports
       where id in (

@@ -95,7 +95,17 @@ async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
 async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefined): Promise<Outcome> {
   const base = { id: event.id, token: event.token }
   if (event.url === null || event.signing_secret === null) {
-    return { ...base, kind: 'gone', url: null, status_code: null, latency_ms: 0, error: 'webhook registration removed', delay_s: 0, jitter: false, finishedAt: Date.now() }
+    return {
+      ...base,
+      kind: 'gone',
+      url: null,
+      status_code: null,
+      latency_ms: 0,
+      error: 'webhook registration removed',
+      delay_s: 0,
+      jitter: false,
+      finishedAt: Date.now(),
+    }
   }
   let result: AttemptResult
   try {
@@ -299,7 +309,10 @@ class Pipeline {
           } catch (error) {
             // Not recorded: the leases run out and the events are sent again (at-least-once).
             if (attemptNo >= 2) {
-              log.warn('webhook outcomes not recorded', { count: batch.length, error: error instanceof Error ? error.message.slice(0, 200) : 'unknown' })
+              log.warn('webhook outcomes not recorded', {
+                count: batch.length,
+                error: error instanceof Error ? error.message.slice(0, 200) : 'unknown',
+              })
               break
             }
             await Bun.sleep(250 * 2 ** attemptNo)
@@ -341,7 +354,11 @@ export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?
           if (stopped) await listener.unlisten()
           else unlisten = listener.unlisten
         })
-        .catch((error) => log.warn('LISTEN webhook_events failed; polling only', { error: error instanceof Error ? error.message.slice(0, 200) : 'unknown' }))
+        .catch((error) =>
+          log.warn('LISTEN webhook_events failed; polling only', {
+            error: error instanceof Error ? error.message.slice(0, 200) : 'unknown',
+          }),
+        )
     : Promise.resolve()
   return {
     name: LOOP_NAME,

@@ -82,8 +82,12 @@ describe('API key lifecycle', () => {
 describe('admin API', () => {
   test('top-ups, adjustments, prices and the ledger', async () => {
     const { accountId, key } = await t.account(0)
-    expect((await t.admin('POST', `/accounts/${accountId}/topups`, { amount: 1000, note: 'invoice 7' })).body.data).toEqual({ wa_balance: 1000 })
-    expect((await t.admin('POST', `/accounts/${accountId}/adjustments`, { amount: -100, note: 'correction' })).body.data).toEqual({ wa_balance: 900 })
+    expect((await t.admin('POST', `/accounts/${accountId}/topups`, { amount: 1000, note: 'invoice 7' })).body.data).toEqual({
+      wa_balance: 1000,
+    })
+    expect((await t.admin('POST', `/accounts/${accountId}/adjustments`, { amount: -100, note: 'correction' })).body.data).toEqual({
+      wa_balance: 900,
+    })
     const tooMuch = await t.admin('POST', `/accounts/${accountId}/adjustments`, { amount: -901, note: 'x' })
     expect([tooMuch.status, tooMuch.body.code]).toEqual([422, 'VALIDATION_ERROR'])
 

@@ -54,16 +54,30 @@ test('kill -9 mid-campaign, restart: every contact gets exactly one message', as
   for (let i = 0; i < CONTACTS; i += 50) {
     await Promise.all(
       Array.from({ length: Math.min(50, CONTACTS - i) }, (_, j) =>
-        call(child.url, 'POST', '/api/v1/contacts', { name: `C${i + j}`, phone: `0813${String(i + j).padStart(8, '0')}`, tags: 'all' }, key),
+        call(
+          child.url,
+          'POST',
+          '/api/v1/contacts',
+          { name: `C${i + j}`, phone: `0813${String(i + j).padStart(8, '0')}`, tags: 'all' },
+          key,
+        ),
       ),
     )
   }
-  const template = (await call(child.url, 'POST', `/admin/v1/accounts/${accountId}/templates`, { name: 't', body: 'Hi {{name}}' })).body.data
+  const template = (await call(child.url, 'POST', `/admin/v1/accounts/${accountId}/templates`, { name: 't', body: 'Hi {{name}}' })).body
+    .data
   const segment = (await call(child.url, 'POST', `/admin/v1/accounts/${accountId}/segments`, { name: 's', tag: 'all' })).body.data
-  const campaign = (await call(child.url, 'POST', '/api/v1/campaigns', { name: 'c', template_id: template.id, segment_id: segment.id }, key)).body.data.campaign
+  const campaign = (
+    await call(child.url, 'POST', '/api/v1/campaigns', { name: 'c', template_id: template.id, segment_id: segment.id }, key)
+  ).body.data.campaign
   await call(child.url, 'POST', `/admin/v1/campaigns/${campaign.id}/run`)
 
-  await until(() => received.length, (n) => n >= 60, 20_000, 'the campaign to be under way')
+  await until(
+    () => received.length,
+    (n) => n >= 60,
+    20_000,
+    'the campaign to be under way',
+  )
   await child.kill9()
   const handedBeforeCrash = received.length
   expect(handedBeforeCrash).toBeLessThan(CONTACTS)

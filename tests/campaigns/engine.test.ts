@@ -8,7 +8,6 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-
 /** An account with `contacts` contacts tagged "vip" (and a few untagged), a template and a segment. */
 async function setup(balance: number, contacts: number, price = 10) {
   const acct = await t.account(balance, { price })
@@ -31,7 +30,12 @@ async function setup(balance: number, contacts: number, price = 10) {
 }
 
 async function draft(a: { key: string; templateId: number; segmentId: number }, extra: Record<string, unknown> = {}) {
-  const res = await t.api('POST', '/campaigns', a.key, { name: 'November promo', template_id: a.templateId, segment_id: a.segmentId, ...extra })
+  const res = await t.api('POST', '/campaigns', a.key, {
+    name: 'November promo',
+    template_id: a.templateId,
+    segment_id: a.segmentId,
+    ...extra,
+  })
   expect(res.status).toBe(201)
   return res.body.data.campaign.id as number
 }
@@ -46,7 +50,10 @@ describe('campaign engine', () => {
     expect(run.status).toBe(200)
     expect(['sending', 'sent']).toContain(run.body.data.campaign.status)
 
-    const finished = await until(() => stats(a.key, id), (d) => d.campaign.status === 'sent' && d.stats.read === 500)
+    const finished = await until(
+      () => stats(a.key, id),
+      (d) => d.campaign.status === 'sent' && d.stats.read === 500,
+    )
     expect(finished.campaign.status).toBe('sent')
     expect(finished.stats).toEqual({ total: 500, sent: 500, delivered: 500, read: 500, failed: 0 })
 
@@ -60,7 +67,8 @@ describe('campaign engine', () => {
       select m.body from messages m join contacts c on c.id = m.contact_id where m.campaign_id = ${id} and c.name = 'Contact 1'`
     expect(odd!.body).toBe('Hi Contact 1 from !')
     expect(await money(t, a.accountId)).toEqual({ balance: 10_000 - 5000, ledgerSum: 10_000 - 5000 })
-    const [charges] = await t.db.sql`select count(*)::int as n, sum(amount)::int as total from ledger where account_id = ${a.accountId} and kind = 'charge'`
+    const [charges] = await t.db
+      .sql`select count(*)::int as n, sum(amount)::int as total from ledger where account_id = ${a.accountId} and kind = 'charge'`
     expect(charges).toEqual({ n: 500, total: -5000 })
 
     // campaign messages are listed like any other
@@ -73,7 +81,10 @@ describe('campaign engine', () => {
     const a = await setup(1200, 500, 10)
     const id = await draft(a)
     await t.admin('POST', `/campaigns/${id}/run`)
-    const paused = await until(() => stats(a.key, id), (d) => d.campaign.status === 'paused')
+    const paused = await until(
+      () => stats(a.key, id),
+      (d) => d.campaign.status === 'paused',
+    )
     expect(paused.campaign.status).toBe('paused')
     expect(paused.campaign.pause_reason).toMatch(/insufficient balance/)
     expect(paused.stats.sent).toBe(120)
@@ -84,10 +95,14 @@ describe('campaign engine', () => {
     await t.admin('POST', `/accounts/${a.accountId}/topups`, { amount: 5000 })
     const resumed = await t.admin('POST', `/campaigns/${id}/resume`)
     expect(resumed.status).toBe(200)
-    const done = await until(() => stats(a.key, id), (d) => d.campaign.status === 'sent')
+    const done = await until(
+      () => stats(a.key, id),
+      (d) => d.campaign.status === 'sent',
+    )
     expect(done.stats.total).toBe(500)
     expect(done.stats.sent).toBe(500)
-    const [counts] = await t.db.sql`select count(*)::int as n, count(distinct contact_id)::int as contacts from messages where campaign_id = ${id}`
+    const [counts] = await t.db
+      .sql`select count(*)::int as n, count(distinct contact_id)::int as contacts from messages where campaign_id = ${id}`
     expect(counts).toEqual({ n: 500, contacts: 500 })
     expect(await money(t, a.accountId)).toEqual({ balance: 1200 + 5000 - 5000, ledgerSum: 1200 })
     expect((await t.admin('POST', `/campaigns/${id}/resume`)).status).toBe(409)
@@ -104,7 +119,10 @@ describe('campaign engine', () => {
     const before = await stats(a.key, id)
     expect(before.campaign.status).toBe('scheduled')
     expect(before.stats.sent).toBe(0)
-    const started = await until(() => stats(a.key, id), (d) => d.campaign.status === 'sent')
+    const started = await until(
+      () => stats(a.key, id),
+      (d) => d.campaign.status === 'sent',
+    )
     expect(started.stats.sent).toBe(5)
     const [first] = await t.db.sql<{ sent_at: Date }[]>`select min(sent_at) as sent_at from messages where campaign_id = ${id}`
     // schedule_at has second precision
@@ -115,7 +133,10 @@ describe('campaign engine', () => {
     const a = await setup(0, 3, 10)
     const id = await draft(a)
     await t.admin('POST', `/campaigns/${id}/run`)
-    await until(() => stats(a.key, id), (d) => d.campaign.status === 'paused')
+    await until(
+      () => stats(a.key, id),
+      (d) => d.campaign.status === 'paused',
+    )
     const cancelled = await t.admin('POST', `/campaigns/${id}/cancel`)
     expect(cancelled.body.data.campaign.status).toBe('cancelled')
     expect((await t.admin('POST', `/campaigns/${id}/cancel`)).status).toBe(409)

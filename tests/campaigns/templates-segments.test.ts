@@ -16,7 +16,9 @@ test('templates: unknown placeholders are rejected at save; get, update and dele
   const created = await t.admin('POST', `/accounts/${a.accountId}/templates`, { name: 'promo', body: 'Hi {{name}}' })
   const id = created.body.data.id
   expect((await t.admin('GET', `/templates/${id}`)).body.data).toMatchObject({ id, name: 'promo', body: 'Hi {{name}}' })
-  expect((await t.admin('PATCH', `/templates/${id}`, { body: 'Hello {{ name }} in {{city}}' })).body.data.body).toBe('Hello {{ name }} in {{city}}')
+  expect((await t.admin('PATCH', `/templates/${id}`, { body: 'Hello {{ name }} in {{city}}' })).body.data.body).toBe(
+    'Hello {{ name }} in {{city}}',
+  )
   expect((await t.admin('PATCH', `/templates/${id}`, { body: 'Hello {{nama}}' })).status).toBe(422)
 
   const segment = await t.admin('POST', `/accounts/${a.accountId}/segments`, { name: 's', tag: 'vip' })

@@ -15,23 +15,34 @@ export type TestApp = {
   deps: Deps
   config: Config
   app: ReturnType<typeof createApp>
-  request(method: string, path: string, options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers }>
-  api(method: string, path: string, key: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>
+  request(
+    method: string,
+    path: string,
+    options?: { body?: unknown; rawBody?: string; key?: string | null; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers }>
+  api(
+    method: string,
+    path: string,
+    key: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>
   admin(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }>
   /** A new account with `balance` and one active key. */
   account(balance?: number, options?: { price?: number }): Promise<{ accountId: number; key: string; keyId: number }>
   close(): Promise<void>
 }
 
-export async function testApp(
-  options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {},
-): Promise<TestApp> {
+export async function testApp(options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {}): Promise<TestApp> {
   const db = await testDatabase()
   const config = readConfig({ ADMIN_TOKEN, SIM_DELIVERED_MS: '50', SIM_READ_MS: '100', ...options.env })
   const built = buildDeps(config, db)
   let deps = built.deps
   if (options.provider) {
-    const handoff = createHandoff(db.sql, options.provider, { concurrency: config.handoffConcurrency, maxPerSecond: config.providerMaxPerSecond })
+    const handoff = createHandoff(db.sql, options.provider, {
+      concurrency: config.handoffConcurrency,
+      maxPerSecond: config.providerMaxPerSecond,
+    })
     deps = { ...deps, provider: options.provider, handoff }
   }
   if (options.workers) startWorkers(deps, built.loops)

@@ -19,7 +19,10 @@ export function freePort(): number {
   return port
 }
 
-export async function startChild(env: Record<string, string>, options: { cmd?: string[]; cwd?: string; readyMs?: number } = {}): Promise<Child> {
+export async function startChild(
+  env: Record<string, string>,
+  options: { cmd?: string[]; cwd?: string; readyMs?: number } = {},
+): Promise<Child> {
   const port = freePort()
   const baseEnv: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'DATABASE_URL') baseEnv[k] = v
@@ -40,7 +43,10 @@ export async function startChild(env: Record<string, string>, options: { cmd?: s
   const deadline = Date.now() + (options.readyMs ?? 30_000)
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`service exited with ${proc.exitCode}: ${out}`)
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     if (Date.now() > deadline) {
       proc.kill(9)

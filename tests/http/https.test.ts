@@ -25,8 +25,24 @@ function makeCertificate() {
   const openssl = Bun.which('openssl')
   if (!openssl) throw new Error('openssl is needed to make the test certificate and is not on PATH')
   const made = Bun.spawnSync(
-    [openssl, 'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-days', '1', '-keyout', keyFile, '-out', certFile],
+    [
+      openssl,
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=DNS:localhost,IP:127.0.0.1',
+      '-days',
+      '1',
+      '-keyout',
+      keyFile,
+      '-out',
+      certFile,
+    ],
     { stdout: 'pipe', stderr: 'pipe', timeout: 30_000 },
   )
   if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
@@ -82,7 +98,10 @@ describe('TLS_CERT_FILE and TLS_KEY_FILE', () => {
     const health = await fetch(`${running.url}/healthz`, { tls: tls(), signal: AbortSignal.timeout(10_000) })
     expect(health.status).toBe(200)
     expect(await health.json()).toEqual({ success: true, data: { status: 'ok' } })
-    const byName = await fetch(`${running.url.replace('127.0.0.1', 'localhost')}/readyz`, { tls: tls(), signal: AbortSignal.timeout(10_000) })
+    const byName = await fetch(`${running.url.replace('127.0.0.1', 'localhost')}/readyz`, {
+      tls: tls(),
+      signal: AbortSignal.timeout(10_000),
+    })
     expect(byName.status).toBe(200)
   })
 

@@ -61,7 +61,10 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   const key = (await call(child.url, 'POST', `/admin/v1/accounts/${accountId}/keys`, { label: 'k' })).body.data.key
   await call(child.url, 'PUT', '/admin/v1/price', { cost_per_message: 10, account_id: accountId })
 
-  const messages = Array.from({ length: 50 }, (_, i) => ({ to: i % 10 === 3 ? `0812345${String(i).padStart(2, '0')}9999` : `0812345${String(i).padStart(5, '0')}`, body: `m${i}` }))
+  const messages = Array.from({ length: 50 }, (_, i) => ({
+    to: i % 10 === 3 ? `0812345${String(i).padStart(2, '0')}9999` : `0812345${String(i).padStart(5, '0')}`,
+    body: `m${i}`,
+  }))
   void call(child.url, 'POST', '/api/v1/messages/bulk', { messages }, key).catch(() => {})
   const deadline = Date.now() + 10_000
   while (received.length < 4 && Date.now() < deadline) await Bun.sleep(20)

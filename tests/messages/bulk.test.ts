@@ -42,7 +42,8 @@ describe('POST /messages/bulk', () => {
       select kind, amount from ledger where account_id = ${accountId} and kind <> 'topup' order by id`
     expect(ledger.filter((r) => r.kind === 'charge')).toHaveLength(4) // the 4 valid entries
     expect(ledger.filter((r) => r.kind === 'refund')).toEqual([{ kind: 'refund', amount: 200 }])
-    const rows = await t.db.sql`select status, count(*)::int as n from messages where account_id = ${accountId} group by status order by status`
+    const rows = await t.db
+      .sql`select status, count(*)::int as n from messages where account_id = ${accountId} group by status order by status`
     expect([...rows]).toEqual([
       { status: 'failed', n: 1 },
       { status: 'sent', n: 3 },
@@ -65,7 +66,9 @@ describe('POST /messages/bulk', () => {
     const empty = await t.api('POST', '/messages/bulk', key, { messages: [] })
     expect([empty.status, empty.body.code]).toEqual([422, 'VALIDATION_ERROR'])
     expect(empty.body.error).toMatch(/^messages:/)
-    const tooMany = await t.api('POST', '/messages/bulk', key, { messages: Array.from({ length: 1001 }, (_, i) => ({ to: phone(i), body: 'x' })) })
+    const tooMany = await t.api('POST', '/messages/bulk', key, {
+      messages: Array.from({ length: 1001 }, (_, i) => ({ to: phone(i), body: 'x' })),
+    })
     expect([tooMany.status, tooMany.body.code]).toEqual([422, 'VALIDATION_ERROR'])
     expect(await money(t, accountId)).toEqual({ balance: 5000, ledgerSum: 5000 })
   })
@@ -77,7 +80,15 @@ describe('POST /messages/bulk', () => {
       [{ messages: 'x' }, /^messages: must be an array/],
       [{ messages: [{ to: '081234567890', body: 'ok' }, 'not an object'] }, /^messages\[1\]: must be an object/],
       [{ messages: [{ to: '081234567890', body: 'ok' }, { body: 'x' }] }, /^messages\[1\]\.to: is required/],
-      [{ messages: [{ to: '081234567890', body: 'ok' }, { to: 5, body: 'x' }] }, /^messages\[1\]\.to: must be a string/],
+      [
+        {
+          messages: [
+            { to: '081234567890', body: 'ok' },
+            { to: 5, body: 'x' },
+          ],
+        },
+        /^messages\[1\]\.to: must be a string/,
+      ],
       [{ messages: [{ to: '081234567890' }] }, /^messages\[0\]\.body: is required/],
     ]
     for (const [body, message] of cases) {

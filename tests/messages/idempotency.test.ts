@@ -24,7 +24,12 @@ test('the same request twice charges once and answers identically', async () => 
 
 test('20 concurrent identical requests: one charge; every answer is the same success or 409 while in flight', async () => {
   const { accountId, key } = await t.account(1000, { price: 100 })
-  const body = { messages: [{ to: '081234567890', body: 'a' }, { to: '081234567891', body: 'b' }] }
+  const body = {
+    messages: [
+      { to: '081234567890', body: 'a' },
+      { to: '081234567891', body: 'b' },
+    ],
+  }
   const answers = await Promise.all(
     Array.from({ length: 20 }, () => t.api('POST', '/messages/bulk', key, body, { 'idempotency-key': 'bulk-20' })),
   )
@@ -47,7 +52,13 @@ test('the same key with another body, or on the other endpoint: 422 IDEMPOTENCY_
   await send(key, { to: '081234567890', body: 'first' }, 'k-1')
   const other = await send(key, { to: '081234567890', body: 'second' }, 'k-1')
   expect([other.status, other.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED'])
-  const bulk = await t.api('POST', '/messages/bulk', key, { messages: [{ to: '081234567890', body: 'first' }] }, { 'idempotency-key': 'k-1' })
+  const bulk = await t.api(
+    'POST',
+    '/messages/bulk',
+    key,
+    { messages: [{ to: '081234567890', body: 'first' }] },
+    { 'idempotency-key': 'k-1' },
+  )
   expect([bulk.status, bulk.body.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED'])
   expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
 })

@@ -17,7 +17,8 @@ describe('GET /messages and GET /messages/{sid}', () => {
     }
     await t.api('POST', '/messages/send', key, { to: '081234569999', body: 'refused' })
     // Same created_at for all: order must fall back to id, higher first.
-    await t.db.sql`update messages set created_at = '2026-01-02 03:04:05+00', sent_at = '2026-01-02 03:04:05+00' where account_id = ${accountId} and status = 'sent'`
+    await t.db
+      .sql`update messages set created_at = '2026-01-02 03:04:05+00', sent_at = '2026-01-02 03:04:05+00' where account_id = ${accountId} and status = 'sent'`
     await t.db.sql`update messages set status = 'delivered', delivered_at = '2026-01-02 03:05:00+00' where message_sid = ${sids[1]!}`
 
     const all = await t.api('GET', '/messages', key)
@@ -43,14 +44,24 @@ describe('GET /messages and GET /messages/{sid}', () => {
       read_at: null,
     })
 
-    const inRange = await t.api('GET', `/messages?date_from=${encodeURIComponent('2026-01-02 03:04:05')}&date_to=${encodeURIComponent('2026-01-02 03:04:05')}`, key)
+    const inRange = await t.api(
+      'GET',
+      `/messages?date_from=${encodeURIComponent('2026-01-02 03:04:05')}&date_to=${encodeURIComponent('2026-01-02 03:04:05')}`,
+      key,
+    )
     expect(inRange.body.data.total).toBe(5) // both bounds inclusive
     const outOfRange = await t.api('GET', `/messages?date_from=${encodeURIComponent('2026-01-02 03:04:06')}`, key)
     expect(outOfRange.body.data.total).toBe(0)
 
     const one = await t.api('GET', `/messages/${sids[1]}`, key)
     expect(one.status).toBe(200)
-    expect(one.body.data).toMatchObject({ message_sid: sids[1], phone: '+6281234567891', status: 'delivered', sent_at: '2026-01-02 03:04:05', delivered_at: '2026-01-02 03:05:00' })
+    expect(one.body.data).toMatchObject({
+      message_sid: sids[1],
+      phone: '+6281234567891',
+      status: 'delivered',
+      sent_at: '2026-01-02 03:04:05',
+      delivered_at: '2026-01-02 03:05:00',
+    })
     expect(one.body.data.id).toEqual(expect.any(Number))
   })
 

@@ -50,8 +50,14 @@ describe('POST /messages/send', () => {
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({ status: 'failed', message_sid: null })
     expect(rows[0]!.refunded_at).toBeInstanceOf(Date)
-    const ledger = await t.db.sql<{ kind: string; amount: number }[]>`select kind, amount from ledger where account_id = ${accountId} order by id`
-    expect(ledger.map((r) => [r.kind, r.amount])).toEqual([['topup', 1000], ['charge', -300], ['refund', 300]])
+    const ledger = await t.db.sql<
+      { kind: string; amount: number }[]
+    >`select kind, amount from ledger where account_id = ${accountId} order by id`
+    expect(ledger.map((r) => [r.kind, r.amount])).toEqual([
+      ['topup', 1000],
+      ['charge', -300],
+      ['refund', 300],
+    ])
   })
 
   test('validation: 400 for shape, 422 for values, each naming the field', async () => {
@@ -76,14 +82,21 @@ describe('POST /messages/send', () => {
       expect(res.body.success).toBe(false)
       expect(res.body.error).toMatch(message)
     }
-    const bad = await t.request('POST', '/api/v1/messages/send', { key, rawBody: '{"to": ', headers: { 'content-type': 'application/json' } })
+    const bad = await t.request('POST', '/api/v1/messages/send', {
+      key,
+      rawBody: '{"to": ',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(bad.status).toBe(400)
     expect(bad.body).toEqual({ success: false, error: 'body is not valid JSON', code: 'VALIDATION_ERROR' })
     expect(await money(t, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
   })
 
   test('authentication is checked before validation', async () => {
-    const missing = await t.request('POST', '/api/v1/messages/send', { rawBody: '{not json', headers: { 'content-type': 'application/json' } })
+    const missing = await t.request('POST', '/api/v1/messages/send', {
+      rawBody: '{not json',
+      headers: { 'content-type': 'application/json' },
+    })
     expect(missing.status).toBe(401)
     expect(missing.body.code).toBe('AUTH_MISSING_HEADER')
     const wrong = await t.request('POST', '/api/v1/messages/send', { key: 'pm_' + 'x'.repeat(40), body: { to: 1 } })

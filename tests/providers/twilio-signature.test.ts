@@ -32,7 +32,11 @@ const vectors: { name: string; url: string; params: Record<string, string> }[] =
     params: { Body: 'a&b=c+d%20e\n"q"\'s\\ <tag> #hash ?q', 'Key With Space': ' spaced ', 'a=b': '&', z: '+' },
   },
   { name: 'case-sensitive key order', url: URL_, params: { b: '1', B: '2', a: '3', A: '4', _: '5', '1': '6' } },
-  { name: 'an http URL with a port', url: 'http://127.0.0.1:8080/provider/twilio/status', params: { MessageSid: 'SM1', MessageStatus: 'delivered' } },
+  {
+    name: 'an http URL with a port',
+    url: 'http://127.0.0.1:8080/provider/twilio/status',
+    params: { MessageSid: 'SM1', MessageStatus: 'delivered' },
+  },
 ]
 
 describe('twilioSignature', () => {
@@ -82,7 +86,10 @@ describe('twilioSignature', () => {
     expect(twilio.validateRequest(TOKEN, expected, URL_, asArrays)).toBe(true)
     expect(verifyTwilioSignature(TOKEN, URL_, params, expected)).toBe(true)
     // Dropping one of the values changes the signature.
-    const fewer = new URLSearchParams([['MediaUrl', 'https://cdn.example.com/b.png'], ['Body', 'x']])
+    const fewer = new URLSearchParams([
+      ['MediaUrl', 'https://cdn.example.com/b.png'],
+      ['Body', 'x'],
+    ])
     expect(verifyTwilioSignature(TOKEN, URL_, fewer, expected)).toBe(false)
   })
 })

@@ -72,14 +72,22 @@ async function expectRefundedFailure(app: TestApp, to = '081234567890') {
   expect(res.status).toBe(502)
   expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'BAD_GATEWAY' })
   expect(await money(app, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
-  const rows = await app.db.sql<{ status: string; message_sid: string | null; error_code: number | null; error_message: string | null; refunded_at: Date | null }[]>`
+  const rows = await app.db.sql<
+    { status: string; message_sid: string | null; error_code: number | null; error_message: string | null; refunded_at: Date | null }[]
+  >`
     select status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId}`
   expect(rows).toHaveLength(1)
   const row = rows[0]!
   expect(row).toMatchObject({ status: 'failed', message_sid: null })
   expect(row.refunded_at).toBeInstanceOf(Date)
-  const ledger = await app.db.sql<{ kind: string; amount: number }[]>`select kind, amount from ledger where account_id = ${accountId} order by id`
-  expect(ledger.map((r) => [r.kind, r.amount])).toEqual([['topup', 1000], ['charge', -100], ['refund', 100]])
+  const ledger = await app.db.sql<
+    { kind: string; amount: number }[]
+  >`select kind, amount from ledger where account_id = ${accountId} order by id`
+  expect(ledger.map((r) => [r.kind, r.amount])).toEqual([
+    ['topup', 1000],
+    ['charge', -100],
+    ['refund', 100],
+  ])
   // The token never leaks, neither to the client nor into the stored message.
   expect(JSON.stringify(res.body)).not.toContain(AUTH_TOKEN)
   expect(row.error_message ?? '').not.toContain(AUTH_TOKEN)
@@ -121,7 +129,11 @@ describe('Twilio send', () => {
 
   test('MediaUrl is sent only when media_url is given', async () => {
     const { key } = await t.account(1000, { price: 100 })
-    const withMedia = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'pic', media_url: 'https://cdn.example.com/a.png?x=1&y=2' })
+    const withMedia = await t.api('POST', '/messages/send', key, {
+      to: '081234567890',
+      body: 'pic',
+      media_url: 'https://cdn.example.com/a.png?x=1&y=2',
+    })
     const without = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'text' })
     expect([withMedia.status, without.status]).toEqual([200, 200])
     expect(requests).toHaveLength(2)
@@ -131,7 +143,11 @@ describe('Twilio send', () => {
   })
 
   test("400 with Twilio's error JSON: 502, refunded, Twilio's code and message stored", async () => {
-    handler = () => Response.json({ code: 21211, message: "Invalid 'To' Phone Number", more_info: 'https://www.twilio.com/docs/errors/21211', status: 400 }, { status: 400 })
+    handler = () =>
+      Response.json(
+        { code: 21211, message: "Invalid 'To' Phone Number", more_info: 'https://www.twilio.com/docs/errors/21211', status: 400 },
+        { status: 400 },
+      )
     const { res, row } = await expectRefundedFailure(t)
     expect(row).toMatchObject({ error_code: 21211, error_message: "Invalid 'To' Phone Number" })
     expect(res.body.error).toContain("Invalid 'To' Phone Number")
@@ -175,7 +191,9 @@ describe('Twilio send', () => {
 
   test('a 302 redirect is not followed and counts as a failure', async () => {
     handler = (request) =>
-      new URL(request.url).pathname === '/elsewhere' ? accepted()(request) : new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
+      new URL(request.url).pathname === '/elsewhere'
+        ? accepted()(request)
+        : new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
     const { row } = await expectRefundedFailure(t)
     expect(row).toMatchObject({ error_code: null, error_message: 'HTTP 302' })
     expect(requests.map((r) => r.path)).toEqual([MESSAGES_PATH])
@@ -183,7 +201,10 @@ describe('Twilio send', () => {
 
   test('the auth token never reaches the error message, even when Twilio echoes it', async () => {
     handler = (request) =>
-      Response.json({ code: 20003, message: `Authenticate failed for ${request.headers.get('authorization')} token ${AUTH_TOKEN}` }, { status: 401 })
+      Response.json(
+        { code: 20003, message: `Authenticate failed for ${request.headers.get('authorization')} token ${AUTH_TOKEN}` },
+        { status: 401 },
+      )
     const { row } = await expectRefundedFailure(t)
     expect(row.error_code).toBe(20003)
     expect(row.error_message).toContain('[redacted]')

@@ -8,15 +8,18 @@ beforeAll(async () => {
 })
 afterAll(() => t.close())
 
-
 test('simulator: sent → delivered → read, with one event per change', async () => {
   const { key, keyId } = await t.account(10)
-  await t.db.sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
+  await t.db
+    .sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
   const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
   const sid = sent.body.data.message_id
   const first = await t.api('GET', `/messages/${sid}`, key)
   expect(first.body.data.status).toBe('sent')
-  const read = await until(() => t.api('GET', `/messages/${sid}`, key), (r) => r.body.data.status === 'read')
+  const read = await until(
+    () => t.api('GET', `/messages/${sid}`, key),
+    (r) => r.body.data.status === 'read',
+  )
   expect(read.body.data).toMatchObject({ status: 'read', delivered_at: expect.any(String), read_at: expect.any(String) })
   const events = await t.db.sql<{ payload: string }[]>`select payload from webhook_events where api_key_id = ${keyId} order by id`
   expect(events.map((e) => JSON.parse(e.payload).data)).toEqual([
@@ -33,7 +36,10 @@ test('simulator: a number ending in 8888 is accepted, then reported failed with 
   const { key } = await t.account(10)
   const sent = await t.api('POST', '/messages/send', key, { to: '081234568888', body: 'hi' })
   expect(sent.status).toBe(200)
-  const failed = await until(() => t.api('GET', `/messages/${sent.body.data.message_id}`, key), (r) => r.body.data.status === 'failed')
+  const failed = await until(
+    () => t.api('GET', `/messages/${sent.body.data.message_id}`, key),
+    (r) => r.body.data.status === 'failed',
+  )
   expect(failed.body.data).toMatchObject({ status: 'failed', error_code: 63016, delivered_at: null })
   // a failed message is final: the simulator's leftovers and later reports change nothing
   await Bun.sleep(400)

@@ -17,7 +17,8 @@ beforeAll(async () => {
   const created = await t.account(0)
   accountId = created.accountId
   keyId = created.keyId
-  await t.db.sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
+  await t.db
+    .sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
 }, 60_000)
 afterAll(() => t.close())
 
@@ -63,7 +64,9 @@ async function row(sid: string): Promise<Row> {
 }
 
 async function events(id: number) {
-  const rows = await t.db.sql<{ payload: string; api_key_id: number }[]>`select payload, api_key_id from webhook_events where message_id = ${id} order by id`
+  const rows = await t.db.sql<
+    { payload: string; api_key_id: number }[]
+  >`select payload, api_key_id from webhook_events where message_id = ${id} order by id`
   return rows.map((r) => ({ keyId: Number(r.api_key_id), ...JSON.parse(r.payload) }))
 }
 
@@ -230,7 +233,9 @@ describe(`concurrent reports for one message (${usingPostgres() ? 'PostgreSQL' :
     for (let round = 0; round < 5; round++) {
       const m = await message('sent')
       const reports: ReportedStatus[] = Array.from({ length: 20 }, (_, i) => (['delivered', 'read', 'failed', 'sent'] as const)[i % 4]!)
-      const outcomes = await Promise.all(reports.map((s) => apply(m.sid, s, s === 'failed' ? 30008 : null, s === 'failed' ? 'undelivered' : null)))
+      const outcomes = await Promise.all(
+        reports.map((s) => apply(m.sid, s, s === 'failed' ? 30008 : null, s === 'failed' ? 'undelivered' : null)),
+      )
       const changes = outcomes.filter((o) => o.changed).length
       const path = (await events(m.id)).map((e) => [e.data.previous_status, e.data.status] as [State, State])
       expect(path).toHaveLength(changes)

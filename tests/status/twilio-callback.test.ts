@@ -45,7 +45,8 @@ type Sent = { sid: string; keyId: number; messageId: number }
 async function sent(options: { webhook?: boolean } = {}): Promise<Sent> {
   const { key, keyId } = await t.account(1000, { price: 100 })
   if (options.webhook !== false) {
-    await t.db.sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
+    await t.db
+      .sql`insert into webhook_endpoints (api_key_id, url, signing_secret) values (${keyId}, 'https://hooks.example.com/x', 'whsec_dGVzdA==')`
   }
   const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
   expect(res.status).toBe(200)
@@ -73,7 +74,8 @@ function fields(sid: string, status: string, extra: Record<string, string> = {})
   }
 }
 
-const sign = (params: Record<string, string>, token = AUTH_TOKEN, url = CALLBACK_URL) => twilio.getExpectedTwilioSignature(token, url, params)
+const sign = (params: Record<string, string>, token = AUTH_TOKEN, url = CALLBACK_URL) =>
+  twilio.getExpectedTwilioSignature(token, url, params)
 
 /** POSTs a form body; signed over `params` unless a signature (or null: no header) is given. */
 async function callback(params: Record<string, string>, options: { signature?: string | null; body?: string; contentType?: string } = {}) {
@@ -90,14 +92,25 @@ async function report(sid: string, status: string, extra: Record<string, string>
   return res.body as { success: true; data: { changed: boolean } }
 }
 
-type Row = { status: string; delivered_at: Date | null; read_at: Date | null; failed_at: Date | null; error_code: number | null; error_message: string | null }
+type Row = {
+  status: string
+  delivered_at: Date | null
+  read_at: Date | null
+  failed_at: Date | null
+  error_code: number | null
+  error_message: string | null
+}
 async function row(sid: string): Promise<Row> {
-  const [r] = await t.db.sql<Row[]>`select status, delivered_at, read_at, failed_at, error_code, error_message from messages where message_sid = ${sid}`
+  const [r] = await t.db.sql<
+    Row[]
+  >`select status, delivered_at, read_at, failed_at, error_code, error_message from messages where message_sid = ${sid}`
   return r!
 }
 
 async function events(messageId: number) {
-  const rows = await t.db.sql<{ payload: string; api_key_id: number }[]>`select payload, api_key_id from webhook_events where message_id = ${messageId} order by id`
+  const rows = await t.db.sql<
+    { payload: string; api_key_id: number }[]
+  >`select payload, api_key_id from webhook_events where message_id = ${messageId} order by id`
   return rows.map((r) => ({ keyId: Number(r.api_key_id), ...JSON.parse(r.payload) }))
 }
 
@@ -115,7 +128,14 @@ describe('accepted reports', () => {
     expect(all[0]).toMatchObject({
       keyId: m.keyId,
       event: 'message.status',
-      data: { message_sid: m.sid, to: '+6281234567890', status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
+      data: {
+        message_sid: m.sid,
+        to: '+6281234567890',
+        status: 'delivered',
+        previous_status: 'sent',
+        error_code: null,
+        error_message: null,
+      },
     })
   })
 
@@ -162,7 +182,14 @@ describe('accepted reports', () => {
     expect(r.failed_at).toBeInstanceOf(Date)
     const all = await events(m.messageId)
     expect(all.map((e) => e.data)).toEqual([
-      { message_sid: m.sid, to: '+6281234567890', status: 'failed', previous_status: 'sent', error_code: 30008, error_message: 'undelivered' },
+      {
+        message_sid: m.sid,
+        to: '+6281234567890',
+        status: 'failed',
+        previous_status: 'sent',
+        error_code: 30008,
+        error_message: 'undelivered',
+      },
     ])
   })
 
@@ -385,7 +412,9 @@ describe('the route', () => {
     const get = await t.request('GET', PATH)
     expect(get.status).toBe(405)
     expect(get.body.code).toBe('METHOD_NOT_ALLOWED')
-    expect((await t.request('POST', `/api/v1${PATH}`, { rawBody: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(404)
+    expect(
+      (await t.request('POST', `/api/v1${PATH}`, { rawBody: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status,
+    ).toBe(404)
   })
 
   test('is in the OpenAPI document under "Provider callbacks", without API-key security', async () => {

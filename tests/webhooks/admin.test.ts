@@ -49,7 +49,9 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
     expect(listed.body.data).toMatchObject({ total: 3, limit: 50, offset: 0 })
     const items = listed.body.data.items
     expect(items.map((i: any) => i.message_sid)).toEqual([...sids].reverse())
-    const events = await t.db.sql<{ id: number; webhook_id: string }[]>`select id, webhook_id from webhook_events where api_key_id = ${keyId} order by id desc`
+    const events = await t.db.sql<
+      { id: number; webhook_id: string }[]
+    >`select id, webhook_id from webhook_events where api_key_id = ${keyId} order by id desc`
     expect(items.map((i: any) => i.id)).toEqual(events.map((e) => e.id))
     const failedOne = items.find((i: any) => i.status === 'pending')
     expect(failedOne).toEqual({
@@ -66,11 +68,23 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
       payload: {
         event: 'message.status',
         timestamp: expect.stringMatching(TIMESTAMP),
-        data: { message_sid: sids[1], to: expect.stringMatching(/^\+628/), status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
+        data: {
+          message_sid: sids[1],
+          to: expect.stringMatching(/^\+628/),
+          status: 'delivered',
+          previous_status: 'sent',
+          error_code: null,
+          error_message: null,
+        },
       },
     })
     const delivered = items.find((i: any) => i.status === 'delivered')
-    expect(delivered).toMatchObject({ attempts: 1, next_attempt_at: null, last_error: null, delivered_at: expect.stringMatching(TIMESTAMP) })
+    expect(delivered).toMatchObject({
+      attempts: 1,
+      next_attempt_at: null,
+      last_error: null,
+      delivered_at: expect.stringMatching(TIMESTAMP),
+    })
 
     const onlyPending = await t.admin('GET', `/keys/${keyId}/deliveries?status=pending`)
     expect(onlyPending.body.data.total).toBe(1)
@@ -122,10 +136,28 @@ describe('attempts and replay', () => {
     expect(attempts.status).toBe(200)
     expect(attempts.body.data).toMatchObject({ total: 2, limit: 50, offset: 0 })
     expect(attempts.body.data.items).toEqual([
-      { id: expect.any(Number), attempt: 2, url: rx.url(), status_code: 200, latency_ms: expect.any(Number), error: null, created_at: expect.stringMatching(TIMESTAMP) },
-      { id: expect.any(Number), attempt: 1, url: rx.url(), status_code: 503, latency_ms: expect.any(Number), error: 'HTTP 503', created_at: expect.stringMatching(TIMESTAMP) },
+      {
+        id: expect.any(Number),
+        attempt: 2,
+        url: rx.url(),
+        status_code: 200,
+        latency_ms: expect.any(Number),
+        error: null,
+        created_at: expect.stringMatching(TIMESTAMP),
+      },
+      {
+        id: expect.any(Number),
+        attempt: 1,
+        url: rx.url(),
+        status_code: 503,
+        latency_ms: expect.any(Number),
+        error: 'HTTP 503',
+        created_at: expect.stringMatching(TIMESTAMP),
+      },
     ])
-    expect((await t.admin('GET', `/deliveries/${event!.id}/attempts?limit=1&offset=1`)).body.data.items.map((a: any) => a.attempt)).toEqual([1])
+    expect((await t.admin('GET', `/deliveries/${event!.id}/attempts?limit=1&offset=1`)).body.data.items.map((a: any) => a.attempt)).toEqual(
+      [1],
+    )
     expect((await t.admin('GET', '/deliveries/999999/attempts')).status).toBe(404)
     const one = await t.admin('GET', `/deliveries/${event!.id}`)
     expect(one.body.data).toMatchObject({ id: event!.id, status: 'delivered', attempts: 2 })
@@ -138,13 +170,25 @@ describe('attempts and replay', () => {
     // Registration removed: the event fails without a request.
     await t.api('DELETE', '/webhook', key)
     expect(await run()).toMatchObject({ failed: 1 })
-    const [event] = await t.db.sql<{ id: number; webhook_id: string }[]>`select id, webhook_id from webhook_events where api_key_id = ${keyId}`
-    expect((await t.admin('GET', `/deliveries/${event!.id}`)).body.data).toMatchObject({ status: 'failed', last_error: 'webhook registration removed' })
+    const [event] = await t.db.sql<
+      { id: number; webhook_id: string }[]
+    >`select id, webhook_id from webhook_events where api_key_id = ${keyId}`
+    expect((await t.admin('GET', `/deliveries/${event!.id}`)).body.data).toMatchObject({
+      status: 'failed',
+      last_error: 'webhook registration removed',
+    })
 
     await t.api('POST', '/webhook', key, { url: rx.url() })
     const replayed = await t.admin('POST', `/deliveries/${event!.id}/replay`)
     expect(replayed.status).toBe(200)
-    expect(replayed.body.data).toMatchObject({ id: event!.id, webhook_id: event!.webhook_id, status: 'pending', attempts: 0, last_error: null, next_attempt_at: expect.stringMatching(TIMESTAMP) })
+    expect(replayed.body.data).toMatchObject({
+      id: event!.id,
+      webhook_id: event!.webhook_id,
+      status: 'pending',
+      attempts: 0,
+      last_error: null,
+      next_attempt_at: expect.stringMatching(TIMESTAMP),
+    })
     expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })
     expect(rx.requests.map((r) => r.headers['webhook-id'])).toEqual([event!.webhook_id])
 
@@ -155,7 +199,8 @@ describe('attempts and replay', () => {
 
     expect((await t.admin('POST', '/deliveries/999999/replay')).status).toBe(404)
     // An attempt in flight (a live lease) is not reset under the worker.
-    await t.db.sql`update webhook_events set status = 'pending', lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds' where id = ${event!.id}`
+    await t.db
+      .sql`update webhook_events set status = 'pending', lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds' where id = ${event!.id}`
     const busy = await t.admin('POST', `/deliveries/${event!.id}/replay`)
     expect(busy.status).toBe(409)
     expect(busy.body.code).toBe('CONFLICT')

@@ -47,7 +47,12 @@ async function sendMessage(key: string, to = '081234567890'): Promise<string> {
 }
 
 async function report(sid: string, status: ReportedStatus, errorCode?: number) {
-  const outcome = await applyStatus(t.db.sql, t.config.timezone, { sid, status, errorCode, errorMessage: errorCode ? 'undeliverable' : null })
+  const outcome = await applyStatus(t.db.sql, t.config.timezone, {
+    sid,
+    status,
+    errorCode,
+    errorMessage: errorCode ? 'undeliverable' : null,
+  })
   expect(outcome.events).toBe(1)
 }
 
@@ -369,7 +374,8 @@ describe('ordering and leases', () => {
     const { key, keyId } = await keyWithWebhook()
     await report(await sendMessage(key), 'delivered')
     const [event] = await eventsOf(keyId)
-    await t.db.sql`update webhook_events set lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds', attempts = 1 where id = ${event!.id}`
+    await t.db
+      .sql`update webhook_events set lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds', attempts = 1 where id = ${event!.id}`
     expect(await run()).toMatchObject({ claimed: 0 })
     await t.db.sql`update webhook_events set lease_until = now() - interval '1 second' where id = ${event!.id}`
     expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })

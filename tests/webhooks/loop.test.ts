@@ -28,7 +28,6 @@ afterAll(() => {
   tls.remove()
 })
 
-
 describe('the running loop', () => {
   let t: TestApp
   beforeAll(async () => {
@@ -80,12 +79,21 @@ describe('waking up', () => {
         const before = rx.requests.length
         await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
         eventsCommitted(deps)
-        const seen = await until(() => rx.requests.length, (n) => n > before, 20_000)
+        const seen = await until(
+          () => rx.requests.length,
+          (n) => n > before,
+          20_000,
+        )
         expect(seen).toBe(before + 1)
       }
       // the receiver answers before the worker records the outcome
       const delivered = await until(
-        async () => (await t.db.sql<{ n: number }[]>`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`)[0]!.n,
+        async () =>
+          (
+            await t.db.sql<
+              { n: number }[]
+            >`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
+          )[0]!.n,
         (n) => n === 5,
         20_000,
       )

@@ -136,12 +136,19 @@ test('SIGKILL in the middle of a delivery: after restart and lease expiry the ev
     }
     const first = await start(store.env)
     const { keyId, sid } = await keyAndMessage(first)
-    await until(() => rx.requests.length, (n) => n === 1, 15_000, 'the first request')
+    await until(
+      () => rx.requests.length,
+      (n) => n === 1,
+      15_000,
+      'the first request',
+    )
     await first.kill9()
     release()
 
-    const leased = await store.sql((sql) => sql<{ status: string; attempts: number; leased: boolean }[]>`
-      select status, attempts, lease_token is not null and lease_until > now() as leased from webhook_events`)
+    const leased = await store.sql(
+      (sql) => sql<{ status: string; attempts: number; leased: boolean }[]>`
+      select status, attempts, lease_token is not null and lease_until > now() as leased from webhook_events`,
+    )
     expect([...leased]).toEqual([{ status: 'pending', attempts: 1, leased: true }])
     // The dead worker's lease would run out within 30 s; move it to the past instead of waiting.
     await store.sql((sql) => sql`update webhook_events set lease_until = now() - interval '1 second'`)

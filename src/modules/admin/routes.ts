@@ -20,7 +20,11 @@ export const adminRoutes = (deps: Deps) => {
         set.status = 201
         return ok(await admin.createAccount(sql, tz, body))
       },
-      { body: m.CreateAccountBody, response: { 201: envelopeOf(m.Account), ...errorsOf(400, 401, 422) }, detail: { tags, summary: 'Create an account' } },
+      {
+        body: m.CreateAccountBody,
+        response: { 201: envelopeOf(m.Account), ...errorsOf(400, 401, 422) },
+        detail: { tags, summary: 'Create an account' },
+      },
     )
     .get('/accounts', async ({ query }) => ok(await admin.listAccounts(sql, tz, page(query))), {
       query: m.PageQuery,
@@ -84,17 +88,32 @@ export const adminRoutes = (deps: Deps) => {
     )
     .put('/price', async ({ body }) => ok(await admin.setPrice(sql, body)), {
       body: m.PriceBody,
-      response: { 200: envelopeOf(t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() })), ...errorsOf(400, 401, 404, 422) },
-      detail: { tags, summary: 'Set the global price, or one account\'s override (account_id)' },
+      response: {
+        200: envelopeOf(
+          t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() }),
+        ),
+        ...errorsOf(400, 401, 404, 422),
+      },
+      detail: { tags, summary: "Set the global price, or one account's override (account_id)" },
     })
     .get('/price', async ({ query }) => ok(await admin.getPrice(sql, query.account_id ?? null)), {
       query: m.PriceQuery,
-      response: { 200: envelopeOf(t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() })), ...errorsOf(400, 401, 404) },
+      response: {
+        200: envelopeOf(
+          t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() }),
+        ),
+        ...errorsOf(400, 401, 404),
+      },
       detail: { tags, summary: 'The price in force (globally, or for one account)' },
     })
     .delete('/price/accounts/:id', async ({ params }) => ok(await admin.clearPriceOverride(sql, params.id)), {
       params: m.IdParams,
-      response: { 200: envelopeOf(t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() })), ...errorsOf(400, 401, 404) },
+      response: {
+        200: envelopeOf(
+          t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() }),
+        ),
+        ...errorsOf(400, 401, 404),
+      },
       detail: { tags, summary: "Remove an account's price override" },
     })
     .get('/accounts/:id/ledger', async ({ params, query }) => ok(await admin.listLedger(sql, tz, params.id, page(query))), {

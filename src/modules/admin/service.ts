@@ -61,7 +61,15 @@ export async function listAccounts(sql: Sql, tz: string, p: Page) {
   return { items: rows.map((r) => accountView(r, tz)), total: count!.n, ...p }
 }
 
-type KeyRow = { id: number; account_id: number; label: string; prefix: string; active: boolean; last_used_at: Date | null; created_at: Date }
+type KeyRow = {
+  id: number
+  account_id: number
+  label: string
+  prefix: string
+  active: boolean
+  last_used_at: Date | null
+  created_at: Date
+}
 const keyView = (row: KeyRow, tz: string) => ({
   id: row.id,
   account_id: row.account_id,
@@ -144,7 +152,15 @@ export async function clearPriceOverride(sql: Sql, accountId: number) {
   return getPrice(sql, accountId)
 }
 
-type LedgerRowDb = { id: number; kind: 'topup' | 'charge' | 'refund' | 'adjustment'; amount: number; balance_after: number; message_id: number | null; note: string | null; created_at: Date }
+type LedgerRowDb = {
+  id: number
+  kind: 'topup' | 'charge' | 'refund' | 'adjustment'
+  amount: number
+  balance_after: number
+  message_id: number | null
+  note: string | null
+  created_at: Date
+}
 
 export async function listLedger(sql: Sql, tz: string, accountId: number, p: Page) {
   await requireAccount(sql, accountId)

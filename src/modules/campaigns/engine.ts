@@ -58,7 +58,8 @@ export async function runCampaign(deps: Deps, id: number): Promise<void> {
 export async function resumeCampaign(deps: Deps, id: number): Promise<void> {
   await deps.sql.begin(async (tx) => {
     const campaign = await lockCampaign(tx as never, id)
-    if (campaign.status !== 'paused') throw new ApiError('CONFLICT', `campaign ${id} is ${campaign.status}; only a paused campaign can be resumed`)
+    if (campaign.status !== 'paused')
+      throw new ApiError('CONFLICT', `campaign ${id} is ${campaign.status}; only a paused campaign can be resumed`)
     await tx`update campaigns set status = 'sending', pause_reason = null where id = ${id}`
   })
   deps.wake('campaigns')
@@ -100,7 +101,15 @@ type Batch = { messages: { id: number; phone: string; body: string }[]; done: bo
 async function nextBatch(sql: Sql, campaignId: number, leaseToken: string): Promise<Batch> {
   return sql.begin(async (tx) => {
     const [campaign] = await tx<
-      { account_id: number; api_key_id: number | null; status: string; cursor_contact_id: number; max_contact_id: number; body: string; tag: string }[]
+      {
+        account_id: number
+        api_key_id: number | null
+        status: string
+        cursor_contact_id: number
+        max_contact_id: number
+        body: string
+        tag: string
+      }[]
     >`
       select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id, t.body, s.tag
       from campaigns c join templates t on t.id = c.template_id join segments s on s.id = c.segment_id

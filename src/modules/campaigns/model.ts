@@ -25,7 +25,10 @@ export const CreateCampaignBody = t.Object(
     template_id: jsonInteger({ description: 'Id of a message template of the account', examples: [3] }),
     segment_id: jsonInteger({ description: 'Id of a contact segment of the account', examples: [7] }),
     schedule_at: t.Optional(
-      t.String({ description: 'Send time, YYYY-MM-DD HH:MM:SS in the service time zone, not in the past', examples: ['2025-03-01 09:00:00'] }),
+      t.String({
+        description: 'Send time, YYYY-MM-DD HH:MM:SS in the service time zone, not in the past',
+        examples: ['2025-03-01 09:00:00'],
+      }),
     ),
   },
   { additionalProperties: true },
@@ -43,7 +46,17 @@ const campaignFields = {
 }
 
 export const Campaign = t.Object(campaignFields, {
-  examples: [{ id: 12, name: 'Ramadan promo', status: 'draft', template_id: 3, segment_id: 7, schedule_at: '2025-03-01 09:00:00', created_at: '2025-02-20 14:02:11' }],
+  examples: [
+    {
+      id: 12,
+      name: 'Ramadan promo',
+      status: 'draft',
+      template_id: 3,
+      segment_id: 7,
+      schedule_at: '2025-03-01 09:00:00',
+      created_at: '2025-02-20 14:02:11',
+    },
+  ],
 })
 export type Campaign = typeof Campaign.static
 
@@ -56,7 +69,7 @@ export const CampaignDetail = t.Object({
   }),
   stats: t.Object(
     {
-      total: jsonInteger({ description: "Messages of the campaign (including those not yet handed to the provider)" }),
+      total: jsonInteger({ description: 'Messages of the campaign (including those not yet handed to the provider)' }),
       sent: jsonInteger({ description: 'Messages that reached the provider: status sent, delivered or read' }),
       delivered: jsonInteger({ description: 'Messages delivered: status delivered or read' }),
       read: jsonInteger({ description: 'Messages read' }),
@@ -70,7 +83,10 @@ export type CampaignDetail = typeof CampaignDetail.static
 // Admin: templates and segments, the campaign's building blocks.
 export const CreateTemplateBody = t.Object({
   name: t.String({ description: '1 to 200 characters', examples: ['Order shipped'] }),
-  body: t.String({ description: 'Message text with {{name}}-style placeholders filled from contact fields, 1 to 4096 characters', examples: ['Hi {{name}}, your order has shipped.'] }),
+  body: t.String({
+    description: 'Message text with {{name}}-style placeholders filled from contact fields, 1 to 4096 characters',
+    examples: ['Hi {{name}}, your order has shipped.'],
+  }),
 })
 export type CreateTemplateBody = typeof CreateTemplateBody.static
 export const Template = t.Object({ id: jsonInteger(), name: t.String(), body: t.String(), created_at: t.String() })
@@ -78,7 +94,10 @@ export type Template = typeof Template.static
 
 export const CreateSegmentBody = t.Object({
   name: t.String({ description: '1 to 200 characters', examples: ['VIP customers'] }),
-  tag: t.String({ description: 'Contacts carrying this tag (compared case-insensitively) form the segment; no commas, at most 100 characters', examples: ['vip'] }),
+  tag: t.String({
+    description: 'Contacts carrying this tag (compared case-insensitively) form the segment; no commas, at most 100 characters',
+    examples: ['vip'],
+  }),
 })
 export type CreateSegmentBody = typeof CreateSegmentBody.static
 export const Segment = t.Object({

@@ -20,7 +20,8 @@ export const campaignRoutes = (deps: Deps) => {
       detail: {
         tags,
         summary: "List the account's campaigns, newest first",
-        description: '`data` is `{items, total, limit, offset}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
+        description:
+          '`data` is `{items, total, limit, offset}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
       },
     })
     .get('/campaigns/:id', async ({ params, principal }) => ok(await getCampaign(sql, tz, principal, params.id)), {

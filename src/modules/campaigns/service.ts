@@ -46,7 +46,18 @@ const campaignView = (row: CampaignRow, tz: string): Campaign => ({
   created_at: formatTimestamp(row.created_at, tz)!,
 })
 
-const CAMPAIGN_COLUMNS = ['id', 'name', 'status', 'template_id', 'segment_id', 'schedule_at', 'created_at', 'started_at', 'finished_at', 'pause_reason']
+const CAMPAIGN_COLUMNS = [
+  'id',
+  'name',
+  'status',
+  'template_id',
+  'segment_id',
+  'schedule_at',
+  'created_at',
+  'started_at',
+  'finished_at',
+  'pause_reason',
+]
 
 export async function listCampaigns(sql: Sql, tz: string, principal: Principal, p: Page) {
   const [rows, [count]] = await Promise.all([
@@ -143,7 +154,9 @@ async function requireAccount(sql: Sql, id: number): Promise<void> {
 function requireKnownPlaceholders(body: string): void {
   const unknown = unknownPlaceholders(body)
   if (unknown.length > 0) {
-    throw badValue(`body: unknown placeholder ${unknown.map((p) => `{{${p}}}`).join(', ')}; use ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}`)
+    throw badValue(
+      `body: unknown placeholder ${unknown.map((p) => `{{${p}}}`).join(', ')}; use ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}`,
+    )
   }
 }
 
@@ -218,7 +231,9 @@ const contactCount = (sql: Sql) => sql`(
 ) as contact_count`
 
 export async function getSegment(sql: Sql, tz: string, id: number): Promise<Segment> {
-  const [row] = isRowId(id) ? await sql<SegmentRow[]>`select s.id, s.name, s.tag, s.created_at, ${contactCount(sql)} from segments s where s.id = ${id}` : []
+  const [row] = isRowId(id)
+    ? await sql<SegmentRow[]>`select s.id, s.name, s.tag, s.created_at, ${contactCount(sql)} from segments s where s.id = ${id}`
+    : []
   if (!row) throw new ApiError('NOT_FOUND', `segment ${id} not found`)
   return segmentView(row, tz)
 }

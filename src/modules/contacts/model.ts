@@ -23,7 +23,8 @@ export const CreateContactBody = t.Object(
     city: t.Optional(t.String({ description: 'City, at most 200 characters; an empty string means none', examples: ['Bandung'] })),
     tags: t.Optional(
       t.String({
-        description: 'Tags separated by commas: each is trimmed, empty ones are dropped and repeats removed (at most 50 tags of 100 characters)',
+        description:
+          'Tags separated by commas: each is trimmed, empty ones are dropped and repeats removed (at most 50 tags of 100 characters)',
         examples: ['vip, reseller'],
       }),
     ),
@@ -45,7 +46,15 @@ export const Contact = t.Object(
   },
   {
     examples: [
-      { id: 42, name: 'Budi Santoso', phone: '+6281234567890', email: 'budi@example.com', city: 'Bandung', tags: ['vip', 'reseller'], created_at: '2025-01-31 09:15:00' },
+      {
+        id: 42,
+        name: 'Budi Santoso',
+        phone: '+6281234567890',
+        email: 'budi@example.com',
+        city: 'Bandung',
+        tags: ['vip', 'reseller'],
+        created_at: '2025-01-31 09:15:00',
+      },
     ],
   },
 )

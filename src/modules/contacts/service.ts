@@ -50,7 +50,14 @@ function optionalEmail(value: string | undefined): string | null {
 /** "vip, reseller,,vip" → ["vip", "reseller"]: trimmed, empties dropped, first occurrence kept. */
 export function parseTags(value: string | undefined): string[] {
   if (value === undefined) return []
-  const tags = [...new Set(value.split(',').map((tag) => tag.trim()).filter(Boolean))]
+  const tags = [
+    ...new Set(
+      value
+        .split(',')
+        .map((tag) => tag.trim())
+        .filter(Boolean),
+    ),
+  ]
   if (tags.length > MAX_TAGS) throw badValue(`tags: at most ${MAX_TAGS} tags`)
   const long = tags.find((tag) => tag.length > MAX_TAG)
   if (long !== undefined) throw badValue(`tags: each tag must be at most ${MAX_TAG} characters`)

@@ -183,7 +183,10 @@ export function createSingleCharger(sql: Sql): (request: SingleCharge) => Promis
       ;(rounds[round] ??= []).push(i)
     })
     for (const round of rounds) {
-      const results = await chargeSingles(sql, round.map((i) => requests[i]!))
+      const results = await chargeSingles(
+        sql,
+        round.map((i) => requests[i]!),
+      )
       round.forEach((i, j) => (out[i] = results[j]!))
     }
     return out

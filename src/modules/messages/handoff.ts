@@ -26,13 +26,14 @@ export function createHandoff(sql: Sql, provider: Provider, options: { concurren
     await rate.take()
     let timer: Timer | undefined
     const timeout = new Promise<HandoffResult>((resolve) => {
-      timer = setTimeout(() => resolve({ ok: false, errorCode: null, errorMessage: 'provider did not answer within 10 s' }), HANDOFF_TIMEOUT_MS)
+      timer = setTimeout(
+        () => resolve({ ok: false, errorCode: null, errorMessage: 'provider did not answer within 10 s' }),
+        HANDOFF_TIMEOUT_MS,
+      )
     })
     try {
       return await Promise.race([
-        provider.send(message).catch(
-          (): HandoffResult => ({ ok: false, errorCode: null, errorMessage: 'provider request failed' }),
-        ),
+        provider.send(message).catch((): HandoffResult => ({ ok: false, errorCode: null, errorMessage: 'provider request failed' })),
         timeout,
       ])
     } finally {

@@ -81,7 +81,9 @@ export const ListQuery = t.Object({
   limit: t.Optional(t.Integer({ description: '1 to 200, default 50' })),
   offset: t.Optional(t.Integer({ description: 'Records to skip (not pages), default 0' })),
   status: t.Optional(t.String({ description: 'sent, delivered, read or failed' })),
-  date_from: t.Optional(t.String({ description: 'sent_at lower bound (inclusive), YYYY-MM-DD HH:MM:SS', examples: ['2026-01-01 00:00:00'] })),
+  date_from: t.Optional(
+    t.String({ description: 'sent_at lower bound (inclusive), YYYY-MM-DD HH:MM:SS', examples: ['2026-01-01 00:00:00'] }),
+  ),
   date_to: t.Optional(t.String({ description: 'sent_at upper bound (inclusive), YYYY-MM-DD HH:MM:SS' })),
 })
 export type ListQuery = typeof ListQuery.static

@@ -20,7 +20,9 @@ export const messageRoutes = (deps: Deps) =>
     .post(
       '/messages/send',
       ({ body, principal, headers }) =>
-        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'send', body, () => sendOne(deps, principal, body)),
+        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'send', body, () =>
+          sendOne(deps, principal, body),
+        ),
       {
         body: SendBody,
         headers: IdempotencyHeaders,
@@ -39,7 +41,9 @@ export const messageRoutes = (deps: Deps) =>
     .post(
       '/messages/bulk',
       ({ body, principal, headers }) =>
-        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, () => sendBulk(deps, principal, body)),
+        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, () =>
+          sendBulk(deps, principal, body),
+        ),
       {
         body: BulkBody,
         headers: IdempotencyHeaders,

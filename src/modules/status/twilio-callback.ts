@@ -33,7 +33,12 @@ export function reportFromTwilio(sid: string, fields: URLSearchParams): StatusRe
       return { sid, status }
     case 'failed':
     case 'undelivered':
-      return { sid, status: 'failed', errorCode: errorCode(fields.get('ErrorCode')), errorMessage: errorMessage(fields.get('ErrorMessage')) ?? status }
+      return {
+        sid,
+        status: 'failed',
+        errorCode: errorCode(fields.get('ErrorCode')),
+        errorMessage: errorMessage(fields.get('ErrorMessage')) ?? status,
+      }
     default:
       return null
   }
@@ -54,7 +59,10 @@ function errorMessage(raw: string | null): string | null {
 
 const isForm = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
 
-export async function handleTwilioStatus(deps: Pick<Deps, 'sql' | 'config' | 'wake'>, request: TwilioCallback): Promise<{ changed: boolean }> {
+export async function handleTwilioStatus(
+  deps: Pick<Deps, 'sql' | 'config' | 'wake'>,
+  request: TwilioCallback,
+): Promise<{ changed: boolean }> {
   const { config } = deps
   // Without an auth token there is nothing to verify against, so the endpoint does not exist. With
   // one, it answers whatever PROVIDER says: after a switch away from Twilio, the reports for messages

@@ -42,7 +42,10 @@ export const twilioStatusRoutes = (deps: Deps) =>
         if (text.length > MAX_BODY_BYTES) throw new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
         return text
       },
-      response: { 200: envelopeOf(t.Object({ changed: t.Boolean({ description: 'Whether the report changed the message' }) })), ...errorsOf(400, 403, 404) },
+      response: {
+        200: envelopeOf(t.Object({ changed: t.Boolean({ description: 'Whether the report changed the message' }) })),
+        ...errorsOf(400, 403, 404),
+      },
       detail: {
         tags: ['Provider callbacks'],
         summary: "Twilio's message status callback",
@@ -56,13 +59,24 @@ export const twilioStatusRoutes = (deps: Deps) =>
           'Twilio); without it, 404 `NOT_FOUND`.',
         security: [],
         parameters: [
-          { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },
+          {
+            name: 'X-Twilio-Signature',
+            in: 'header',
+            required: true,
+            schema: { type: 'string' },
+            description: 'Base64 HMAC-SHA1 by Twilio',
+          },
         ],
         requestBody: {
           required: true,
           content: {
             'application/x-www-form-urlencoded': {
-              schema: { type: 'object', required: ['MessageSid', 'MessageStatus'], properties: FIELDS, additionalProperties: { type: 'string' } },
+              schema: {
+                type: 'object',
+                required: ['MessageSid', 'MessageStatus'],
+                properties: FIELDS,
+                additionalProperties: { type: 'string' },
+              },
             },
           },
         },

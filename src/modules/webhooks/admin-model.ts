@@ -47,7 +47,10 @@ export const Attempt = t.Object({
 })
 
 export const ReplaySinceBody = t.Object({
-  since: t.String({ description: '`YYYY-MM-DD HH:MM:SS`: failed deliveries created at or after this time are replayed', examples: ['2025-01-31 00:00:00'] }),
+  since: t.String({
+    description: '`YYYY-MM-DD HH:MM:SS`: failed deliveries created at or after this time are replayed',
+    examples: ['2025-01-31 00:00:00'],
+  }),
 })
 
 export const Replayed = t.Object({ replayed: t.Integer({ description: 'How many failed deliveries were set pending again' }) })

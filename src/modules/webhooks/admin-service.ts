@@ -88,7 +88,15 @@ export async function getDelivery(sql: Sql, tz: string, id: number) {
   return deliveryView(await deliveryRow(sql, id), tz)
 }
 
-type AttemptRow = { id: number; attempt: number; url: string; status_code: number | null; latency_ms: number; error: string | null; created_at: Date }
+type AttemptRow = {
+  id: number
+  attempt: number
+  url: string
+  status_code: number | null
+  latency_ms: number
+  error: string | null
+  created_at: Date
+}
 
 export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Page) {
   await deliveryRow(sql, eventId)

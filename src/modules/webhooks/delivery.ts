@@ -200,7 +200,13 @@ export async function attemptDelivery(
   await discardBody(response)
   const status = response.status
   if (status >= 200 && status < 300) return { ok: true, statusCode: status, latencyMs, error: null, retryAfterSeconds: null }
-  const result = (error: string, retryAfterSeconds: number | null = null): AttemptResult => ({ ok: false, statusCode: status, latencyMs, error, retryAfterSeconds })
+  const result = (error: string, retryAfterSeconds: number | null = null): AttemptResult => ({
+    ok: false,
+    statusCode: status,
+    latencyMs,
+    error,
+    retryAfterSeconds,
+  })
   if (status >= 300 && status < 400) return result(`redirect (HTTP ${status}) not followed`)
   if (status === 429) {
     const retryAfter = parseRetryAfter(response.headers.get('retry-after'))

@@ -27,14 +27,19 @@ export const webhookRoutes = (deps: Deps) => {
     })
     .get('/webhook', async ({ principal }) => ok(await getWebhook(sql, principal)), {
       response: { 200: envelopeOf(Webhook), ...errorsOf(401, 404) },
-      detail: { tags, summary: "This API key's callback URL (without the secret)", description: '404 `NOT_FOUND` when none is registered.' },
+      detail: {
+        tags,
+        summary: "This API key's callback URL (without the secret)",
+        description: '404 `NOT_FOUND` when none is registered.',
+      },
     })
     .delete('/webhook', async ({ principal }) => ok(await deleteWebhook(sql, principal)), {
       response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(401, 404) },
       detail: {
         tags,
         summary: "Remove this API key's callback URL",
-        description: 'Events are no longer delivered to it. A later registration gets a new signing secret. 404 `NOT_FOUND` when none is registered.',
+        description:
+          'Events are no longer delivered to it. A later registration gets a new signing secret. 404 `NOT_FOUND` when none is registered.',
       },
     })
 }
