@@ -57,7 +57,11 @@ export const bulk: Benchmark = {
     const seeder = await startServiceChild({ databaseUrl: db.url, env: serviceEnv, onCleanup: ctx.onCleanup })
     const accounts = await seedAccounts(seeder, 10, { balance: 1_000_000_000_000 })
     await seeder.stop()
-    await seedMessageHistory(db.url, accounts.map((a) => a.accountId), history)
+    await seedMessageHistory(
+      db.url,
+      accounts.map((a) => a.accountId),
+      history,
+    )
     console.log(
       `  database ${db.name}; ${size} entries per request, ${warmup} warm-up + ${requests} measured requests, sequential; ` +
         `DB_POOL_MAX=${poolMax}; ${accounts.length} accounts with ${history} old messages each`,
@@ -132,8 +136,16 @@ export const bulk: Benchmark = {
       })
     }
     const d = phases[0]!
-    checks.push({ name: `bulk ${size}: p50`, pass: d.latencies.p50 < TARGET_MS, detail: `${fmtMs(d.latencies.p50)} ms, target < ${TARGET_MS} ms (default simulator)` })
-    checks.push({ name: `bulk ${size}: p99`, pass: d.latencies.p99 < TARGET_MS, detail: `${fmtMs(d.latencies.p99)} ms, target < ${TARGET_MS} ms (default simulator)` })
+    checks.push({
+      name: `bulk ${size}: p50`,
+      pass: d.latencies.p50 < TARGET_MS,
+      detail: `${fmtMs(d.latencies.p50)} ms, target < ${TARGET_MS} ms (default simulator)`,
+    })
+    checks.push({
+      name: `bulk ${size}: p99`,
+      pass: d.latencies.p99 < TARGET_MS,
+      detail: `${fmtMs(d.latencies.p99)} ms, target < ${TARGET_MS} ms (default simulator)`,
+    })
     const bad = phases.reduce((n, p) => n + p.failed, 0)
     checks.push({ name: 'bulk: every entry sent', pass: bad === 0, detail: `${bad} failed entries` })
     return { metrics, checks }

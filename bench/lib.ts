@@ -164,7 +164,9 @@ export async function vacuumAnalyze(databaseUrl: string): Promise<void> {
 
 /** Process ids of the server backends connected to one database. */
 export async function backendPids(monitor: postgres.Sql, database: string): Promise<number[]> {
-  const rows = await monitor<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${database} and backend_type = 'client backend'`
+  const rows = await monitor<
+    { pid: number }[]
+  >`select pid from pg_stat_activity where datname = ${database} and backend_type = 'client backend'`
   return rows.map((r) => r.pid)
 }
 
@@ -233,7 +235,11 @@ export function freePort(): number {
  * The environment is built here, not inherited, so a PROVIDER or LOG_LEVEL in the caller's shell
  * cannot change what is measured; `env` adds or overrides variables.
  */
-export async function startServiceChild(options: { databaseUrl: string; env?: Record<string, string>; onCleanup?: BenchContext['onCleanup'] }): Promise<ServiceChild> {
+export async function startServiceChild(options: {
+  databaseUrl: string
+  env?: Record<string, string>
+  onCleanup?: BenchContext['onCleanup']
+}): Promise<ServiceChild> {
   const port = freePort()
   const adminToken = `bench-admin-${crypto.randomUUID()}`
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-service-'))
@@ -291,6 +297,8 @@ export async function startServiceChild(options: { databaseUrl: string; env?: Re
     void watch(child.stderr, false)
     void child.exited.then((code) => {
       if (!found) reject(new Error(`service exited with ${code} before listening:\n${output.join('\n')}`))
+      // A service that dies under load is a finding, not a mystery: say so where the errors show up.
+      else if (!stopped) console.error(`  [service] pid ${child.pid} exited on its own: code ${code}, signal ${child.signalCode ?? 'none'}`)
     })
     setTimeout(() => {
       if (!found) reject(new Error(`service did not print its banner within 30 s:\n${output.join('\n')}`))
@@ -322,7 +330,11 @@ async function adminPost(service: ServiceChild, path: string, body: unknown): Pr
 }
 
 /** `count` accounts with `balance` each and one API key each, created `parallel` at a time. */
-export async function seedAccounts(service: ServiceChild, count: number, options: { balance: number; parallel?: number }): Promise<SeededAccount[]> {
+export async function seedAccounts(
+  service: ServiceChild,
+  count: number,
+  options: { balance: number; parallel?: number },
+): Promise<SeededAccount[]> {
   const out: SeededAccount[] = new Array(count)
   let next = 0
   const worker = async () => {
@@ -362,7 +374,11 @@ export function percentile(sorted: ArrayLike<number>, q: number): number {
 }
 
 /** `task` resolves for success and throws for failure; `seq` counts requests over all workers. */
-export async function runLoad(options: { seconds: number; concurrency: number; task: (worker: number, seq: number) => Promise<unknown> }): Promise<LoadResult> {
+export async function runLoad(options: {
+  seconds: number
+  concurrency: number
+  task: (worker: number, seq: number) => Promise<unknown>
+}): Promise<LoadResult> {
   const latencies: number[] = []
   const errorSamples: string[] = []
   let errors = 0
@@ -518,7 +534,8 @@ export async function apiJson(url: string, init: { method?: string; token: strin
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
   })
   const text = await res.text()
-  if (res.status !== (init.expect ?? 200)) throw new Error(`${init.method ?? 'GET'} ${new URL(url).pathname}: HTTP ${res.status} ${text.slice(0, 300)}`)
+  if (res.status !== (init.expect ?? 200))
+    throw new Error(`${init.method ?? 'GET'} ${new URL(url).pathname}: HTTP ${res.status} ${text.slice(0, 300)}`)
   return JSON.parse(text).data
 }
 
@@ -532,8 +549,38 @@ export function benchClient(databaseUrl: string, max = 1, application = 'bench')
   })
 }
 
-/** The bench's own statements printed as EXPLAIN (ANALYZE, BUFFERS) text, indented for the report. */
+const sqlLiteral = (v: unknown): string =>
+  typeof v === 'number' ? String(v) : v instanceof Date ? `'${v.toISOString()}'` : `'${String(v).replace(/'/g, "''")}'`
+
+/**
+ * EXPLAIN (ANALYZE, BUFFERS) of `query` ($1, $2, ... bound to `params`) as the service runs it: the
+ * service's statements are named prepared statements (postgres.js' default), and after five runs
+ * PostgreSQL may switch such a statement to its generic plan, which can differ from the plan for the
+ * same text with literal values. So: PREPARE, EXECUTE six times, then EXPLAIN the next EXECUTE.
+ * `sql` must be a single-connection client. Indented for the report.
+ */
 export async function explainAnalyze(sql: postgres.Sql<any>, query: string, params: unknown[] = []): Promise<string> {
-  const rows = await sql.unsafe(`explain (analyze, buffers) ${query}`, params as never[])
-  return rows.map((r: Record<string, string>) => `      ${r['QUERY PLAN']}`).join('\n')
+  const args = params.length ? `(${params.map(sqlLiteral).join(', ')})` : ''
+  await sql.unsafe(`prepare bench_explain as ${query}`)
+  try {
+    for (let i = 0; i < 6; i++) await sql.unsafe(`execute bench_explain${args}`)
+    const rows = await sql.unsafe(`explain (analyze, buffers) execute bench_explain${args}`)
+    return rows.map((r: Record<string, string>) => `      ${r['QUERY PLAN']}`).join('\n')
+  } finally {
+    await sql.unsafe('deallocate bench_explain')
+  }
+}
+
+/**
+ * Median ms of `runs` executions of one statement as a named prepared statement, like the service's
+ * (see explainAnalyze: from the sixth run on the plan may be the generic one). Two unmeasured runs first.
+ */
+export async function timePrepared(sql: postgres.Sql<any>, query: string, params: unknown[], runs: number): Promise<number> {
+  const ms: number[] = []
+  for (let i = 0; i < runs + 6; i++) {
+    const t0 = performance.now()
+    await sql.unsafe(query, params as never[], { prepare: true })
+    if (i >= 6) ms.push(performance.now() - t0)
+  }
+  return latencySummary(ms).p50
 }

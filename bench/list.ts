@@ -8,7 +8,6 @@
 // The endpoint runs two statements per request (the page and count(*) for `total`); the same two
 // statements are also timed on their own, straight through SQL, so the cost of `total` is visible.
 
-import type postgres from 'postgres'
 import {
   backendPids,
   benchClient,
@@ -18,7 +17,7 @@ import {
   fmtCpu,
   fmtMs,
   fmtRate,
-  latencySummary,
+  timePrepared,
   runLoad,
   seedAccounts,
   serverClient,
@@ -106,16 +105,6 @@ function statements(accountId: number, shape: Shape, from: Date | null, to: Date
   }
 }
 
-async function timeStatement(sql: postgres.Sql<any>, text: string, params: unknown[], runs: number): Promise<number> {
-  const ms: number[] = []
-  for (let i = 0; i < runs + 2; i++) {
-    const t0 = performance.now()
-    await sql.unsafe(text, params as never[])
-    if (i >= 2) ms.push(performance.now() - t0)
-  }
-  return latencySummary(ms).p50
-}
-
 export const list: Benchmark = {
   name: 'list',
   summary: 'GET /api/v1/messages first page over 1,000,000 messages / 100 accounts: status+date, status, no filter',
@@ -185,7 +174,8 @@ export const list: Benchmark = {
       const load = await runLoad({ seconds, concurrency, task })
       return { shape, group, load, cpu: meter.stop() }
     }
-    const groupLabel = (g: Group) => (g === 'all' ? `all ${accountCount} accounts` : `largest (${sizes[0]!.n.toLocaleString('en-US')} msgs)`)
+    const groupLabel = (g: Group) =>
+      g === 'all' ? `all ${accountCount} accounts` : `largest (${sizes[0]!.n.toLocaleString('en-US')} msgs)`
     const printPhases = (phases: Phase[]) => {
       console.log(
         table([
@@ -246,8 +236,8 @@ export const list: Benchmark = {
       ] as const) {
         const st = statements(accountId, c.shape, c.from, c.to)
         const [counted] = await sql.unsafe(st.count, st.params as never[])
-        const pageMs = await timeStatement(sql, st.rows, st.params, 20)
-        const countMs = await timeStatement(sql, st.count, st.params, 20)
+        const pageMs = await timePrepared(sql, st.rows, st.params, 20)
+        const countMs = await timePrepared(sql, st.count, st.params, 20)
         split.push([label, who, String(counted!.n), fmtMs(pageMs), fmtMs(countMs), `${Math.round((countMs / (pageMs + countMs)) * 100)}%`])
         metrics[`sql_${key}_${who}_page_ms`] = pageMs
         metrics[`sql_${key}_${who}_count_ms`] = countMs
@@ -267,7 +257,9 @@ export const list: Benchmark = {
       const t1 = performance.now()
       await sql`create index messages_account_status_sent on messages (account_id, status, sent_at) include (created_at, id)`
       await sql`vacuum analyze messages`
-      console.log(`  what-if: index messages (account_id, status, sent_at) include (created_at, id) built in ${((performance.now() - t1) / 1000).toFixed(1)} s`)
+      console.log(
+        `  what-if: index messages (account_id, status, sent_at) include (created_at, id) built in ${((performance.now() - t1) / 1000).toFixed(1)} s`,
+      )
       const whatIf: string[][] = [['filter', 'account', 'service page ms', 'id-first page ms', 'count(*) ms']]
       for (const c of cases.filter((x) => x.shape.window)) {
         const st = statements(largest.accountId, c.shape, c.from, c.to)
@@ -279,15 +271,15 @@ export const list: Benchmark = {
         whatIf.push([
           `${c.shape.label} (${c.window})`,
           'largest',
-          fmtMs(await timeStatement(sql, st.rows, st.params, 20)),
-          fmtMs(await timeStatement(sql, idFirst, st.params, 20)),
-          fmtMs(await timeStatement(sql, st.count, st.params, 20)),
+          fmtMs(await timePrepared(sql, st.rows, st.params, 20)),
+          fmtMs(await timePrepared(sql, idFirst, st.params, 20)),
+          fmtMs(await timePrepared(sql, st.count, st.params, 20)),
         ])
       }
       for (const shape of SHAPES.filter((x) => !x.window)) {
         const st = statements(largest.accountId, shape, null, null)
         const capped = `select count(*)::int as n from (select 1 from messages where ${st.count.split(' where ')[1]} limit 10001) s`
-        whatIf.push([`${shape.label}: count capped at 10,001`, 'largest', '', '', fmtMs(await timeStatement(sql, capped, st.params, 20))])
+        whatIf.push([`${shape.label}: count capped at 10,001`, 'largest', '', '', fmtMs(await timePrepared(sql, capped, st.params, 20))])
       }
       console.log(table(whatIf).replace(/^/gm, '  '))
       const again = [await measure(SHAPES[0]!, 'all'), await measure(SHAPES[0]!, 'largest')]

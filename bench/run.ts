@@ -13,22 +13,19 @@
 //   BENCH_SERVICE_ENV     extra service variables, "NAME=value NAME=value" (profiling, e.g. SIM_READ_MS=...)
 //   BENCH_JSON            write every metric and check to this file
 //   BENCH_KEEP_DB=1       keep the databases for a look afterwards
+//   BENCH_<NAME>_...      sizes and knobs of single benchmarks (bulk, list, contacts, webhooks,
+//                         campaign): see the table in bench/README.md
 
-import {
-  createFreshDatabase,
-  DEFAULT_SERVER_URL,
-  describeUrl,
-  envNumber,
-  type BenchContext,
-  type Benchmark,
-  type BenchResult,
-} from './lib'
+import { createFreshDatabase, DEFAULT_SERVER_URL, describeUrl, envNumber, type BenchContext, type Benchmark, type BenchResult } from './lib'
 import send from './send'
 import bulk from './bulk'
 import list from './list'
+import contacts from './contacts'
+import webhooks from './webhooks'
+import campaign from './campaign'
 
 /** Add new benchmarks here (bench/<name>.ts exporting a Benchmark). */
-const BENCHMARKS: Benchmark[] = [send, bulk, list]
+const BENCHMARKS: Benchmark[] = [send, bulk, list, contacts, webhooks, campaign]
 
 const cleanups: (() => Promise<void> | void)[] = []
 let cleaning: Promise<void> | undefined

@@ -92,7 +92,9 @@ async function drainStatusReports(databaseUrl: string): Promise<void> {
     if (!found!.exists) return
     const deadline = Date.now() + 60_000
     while (Date.now() < deadline) {
-      const [row] = await sql<{ n: number }[]>`select count(*)::int as n from simulator_reports where due_at <= now() + interval '10 seconds'`
+      const [row] = await sql<
+        { n: number }[]
+      >`select count(*)::int as n from simulator_reports where due_at <= now() + interval '10 seconds'`
       if (row!.n === 0) return
       await sleep(200)
     }
@@ -160,17 +162,27 @@ export const send: Benchmark = {
     const liveStatus = process.env.BENCH_LIVE_STATUS === '1'
     const serviceEnv: Record<string, string> = { DB_POOL_MAX: String(poolMax), LOG_LEVEL: 'warn' }
     if (!liveStatus) Object.assign(serviceEnv, { SIM_DELIVERED_MS: '3600000', SIM_READ_MS: '3600000' })
-    console.log(`  simulator status reports ${liveStatus ? 'applied during the run (BENCH_LIVE_STATUS=1)' : 'due after the run (BENCH_LIVE_STATUS=1 to apply them during it)'}`)
-    const overrides = Object.entries(serviceEnvOverrides()).map(([k, v]) => `${k}=${v}`).join(' ')
+    console.log(
+      `  simulator status reports ${liveStatus ? 'applied during the run (BENCH_LIVE_STATUS=1)' : 'due after the run (BENCH_LIVE_STATUS=1 to apply them during it)'}`,
+    )
+    const overrides = Object.entries(serviceEnvOverrides())
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')
     const root = serviceRoot() === ROOT ? '' : ` from ${serviceRoot()}`
-    console.log(`  database ${db.name}; service${root} DB_POOL_MAX=${poolMax}${overrides ? ` ${overrides}` : ''}; ceiling pool max ${ctx.concurrency}`)
+    console.log(
+      `  database ${db.name}; service${root} DB_POOL_MAX=${poolMax}${overrides ? ` ${overrides}` : ''}; ceiling pool max ${ctx.concurrency}`,
+    )
 
     // Seed through the admin API of a service of its own, so its statements are not counted below.
     const t0 = performance.now()
     const seeder = await startServiceChild({ databaseUrl: db.url, env: serviceEnv, onCleanup: ctx.onCleanup })
     const accounts = await seedAccounts(seeder, ACCOUNTS, { balance: OPENING_BALANCE })
     await seeder.stop()
-    await seedMessageHistory(db.url, accounts.map((a) => a.accountId), history)
+    await seedMessageHistory(
+      db.url,
+      accounts.map((a) => a.accountId),
+      history,
+    )
     console.log(
       `  seeded ${ACCOUNTS} accounts with one key and ${history} old messages each in ${((performance.now() - t0) / 1000).toFixed(1)} s; ` +
         'every phase starts after VACUUM ANALYZE',

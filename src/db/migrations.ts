@@ -4,6 +4,7 @@ import contactsCampaignsWebhooks from '../../sql/0002_contacts_campaigns_webhook
 import bulkIdempotency from '../../sql/0003_bulk_idempotency.sql' with { type: 'text' }
 import statusPipeline from '../../sql/0004_status_pipeline.sql' with { type: 'text' }
 import campaignEngine from '../../sql/0005_campaign_engine.sql' with { type: 'text' }
+import listSearch from '../../sql/0006_list_search_indexes.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -13,4 +14,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 3, name: '0003_bulk_idempotency.sql', text: bulkIdempotency },
   { version: 4, name: '0004_status_pipeline.sql', text: statusPipeline },
   { version: 5, name: '0005_campaign_engine.sql', text: campaignEngine },
+  { version: 6, name: '0006_list_search_indexes.sql', text: listSearch },
 ]
