@@ -59,7 +59,7 @@ describe('API key lifecycle', () => {
       [{ authorization: 'Bearer' }, 'AUTH_INVALID_KEY'],
       [{ authorization: 'Bearer pm_short' }, 'AUTH_INVALID_KEY'],
       [{ authorization: `Bearer ${key}x` }, 'AUTH_INVALID_KEY'],
-      [{ authorization: `Bearer ${key.slice(0, -1)}A` }, 'AUTH_INVALID_KEY'],
+      [{ authorization: `Bearer ${key.slice(0, -1)}${key.endsWith('A') ? 'B' : 'A'}` }, 'AUTH_INVALID_KEY'], // last character changed
       [{ authorization: `Bearer ${ADMIN_TOKEN}` }, 'AUTH_INVALID_KEY'],
     ]
     for (const [headers, code] of cases) {
