@@ -1,7 +1,9 @@
 // Group commit: items that arrive while writes are in flight go together into the next write, so
 // under load many requests share one statement (and one commit) while a lone request waits for
-// nobody. Up to `parallel` writes run at once, so a batch never waits long behind another. Every
-// caller's promise settles when the write carrying its item has finished.
+// nobody. Up to `parallel` writes run at once. Every caller's promise settles when the write
+// carrying its item has finished. A failed write of several items is retried item by item, so one
+// item the database rejects fails alone (the writes given to a Batcher must be safe to repeat:
+// atomic, or guarded so that a second run changes nothing).
 
 export class Batcher<I, O> {
   private queued: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = []
@@ -38,7 +40,14 @@ export class Batcher<I, O> {
       const out = await this.write(batch.map((b) => b.item))
       batch.forEach((b, i) => b.resolve(out[i]!))
     } catch (error) {
-      batch.forEach((b) => b.reject(error))
+      if (batch.length === 1) batch[0]!.reject(error)
+      else
+        for (const b of batch) {
+          await this.write([b.item]).then(
+            ([out]) => b.resolve(out!),
+            (alone) => b.reject(alone),
+          )
+        }
     } finally {
       this.inFlight--
       this.schedule()

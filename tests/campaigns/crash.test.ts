@@ -2,11 +2,7 @@
 // finishes with exactly one message per contact, none lost, none duplicated, every charge accounted for.
 
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { call, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { call, crashTestEnv, startChild, type Child } from '../helpers/child'
 import { until } from '../helpers/wait'
 import { openDatabase } from '../../src/db/client'
 
@@ -29,22 +25,8 @@ test('kill -9 mid-campaign, restart: every contact gets exactly one message', as
     },
   })
   cleanups.push(() => void fake.stop(true))
-  const dataDir = mkdtempSync(join(tmpdir(), 'campaign-crash-'))
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-  const env: Record<string, string> = {
-    DATA_DIR: dataDir,
-    PROVIDER: 'twilio',
-    TWILIO_ACCOUNT_SID: `AC${'0'.repeat(32)}`,
-    TWILIO_AUTH_TOKEN: 'token',
-    TWILIO_FROM: 'whatsapp:+14155238886',
-    TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
-    HANDOFF_CONCURRENCY: '4',
-  }
-  if (usingPostgres()) {
-    const db = await createPostgresDatabase()
-    env.DATABASE_URL = db.url
-    cleanups.push(db.drop)
-  }
+  const env = await crashTestEnv('campaign-crash', fake.port!, cleanups)
+  const dataDir = env.DATA_DIR!
 
   let child: Child = await startChild(env)
   cleanups.push(async () => void (await child.stop()))

@@ -1,6 +1,10 @@
 // The service as a real child process (`bun src/main.ts`), for restart, crash and multi-instance tests.
 
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { ADMIN_TOKEN } from './app'
+import { createPostgresDatabase, usingPostgres } from './db'
 
 export type Child = {
   url: string
@@ -77,4 +81,32 @@ export async function call(base: string, method: string, path: string, body?: un
     body: body === undefined ? undefined : JSON.stringify(body),
   })
   return { status: res.status, body: (await res.json().catch(() => null)) as any }
+}
+
+/**
+ * The environment of a crash-test child: its own DATA_DIR (or, with DATABASE_URL, a fresh PostgreSQL
+ * database), Twilio pointed at a local fake, a small hand-off pool. Cleanups go to `cleanups`.
+ */
+export async function crashTestEnv(
+  name: string,
+  fakeTwilioPort: number,
+  cleanups: (() => Promise<void> | void)[],
+): Promise<Record<string, string>> {
+  const dataDir = mkdtempSync(join(tmpdir(), `${name}-`))
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const env: Record<string, string> = {
+    DATA_DIR: dataDir,
+    PROVIDER: 'twilio',
+    TWILIO_ACCOUNT_SID: `AC${'0'.repeat(32)}`,
+    TWILIO_AUTH_TOKEN: 'token',
+    TWILIO_FROM: 'whatsapp:+14155238886',
+    TWILIO_API_BASE: `http://127.0.0.1:${fakeTwilioPort}`,
+    HANDOFF_CONCURRENCY: '4',
+  }
+  if (usingPostgres()) {
+    const db = await createPostgresDatabase()
+    env.DATABASE_URL = db.url
+    cleanups.push(db.drop)
+  }
+  return env
 }

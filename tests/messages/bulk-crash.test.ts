@@ -3,11 +3,7 @@
 // charged entry ends handed over or refunded, exactly once.
 
 import { afterAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { call, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { call, crashTestEnv, startChild, type Child } from '../helpers/child'
 import { openDatabase } from '../../src/db/client'
 
 const cleanups: (() => Promise<void> | void)[] = []
@@ -38,22 +34,8 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
     fake.stop(true)
   })
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'bulk-crash-'))
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-  const env: Record<string, string> = {
-    DATA_DIR: dataDir,
-    PROVIDER: 'twilio',
-    TWILIO_ACCOUNT_SID: `AC${'0'.repeat(32)}`,
-    TWILIO_AUTH_TOKEN: 'token',
-    TWILIO_FROM: 'whatsapp:+14155238886',
-    TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
-    HANDOFF_CONCURRENCY: '4',
-  }
-  if (usingPostgres()) {
-    const db = await createPostgresDatabase()
-    env.DATABASE_URL = db.url
-    cleanups.push(db.drop)
-  }
+  const env = await crashTestEnv('bulk-crash', fake.port!, cleanups)
+  const dataDir = env.DATA_DIR!
 
   let child: Child = await startChild(env)
   const account = await call(child.url, 'POST', '/admin/v1/accounts', { name: 'crash', balance: 1000 })

@@ -92,6 +92,24 @@ describe('POST /messages/send', () => {
     expect(await money(t, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
   })
 
+  test('text with a NUL character (which PostgreSQL cannot store) is 422 and charges nothing', async () => {
+    const { accountId, key } = await t.account(1000)
+    const concurrent = await Promise.all([
+      t.api('POST', '/messages/send', key, { to: '081234567890', body: 'bad \u0000 byte' }),
+      t.api('POST', '/messages/send', key, { to: '081234567890', body: 'fine' }),
+      t.api('POST', '/messages/bulk', key, { messages: [{ to: '081234567890', body: 'x', media_url: 'https://a.example/\u0000' }] }),
+    ])
+    expect(concurrent.map((r) => r.status)).toEqual([422, 200, 422])
+    expect(concurrent[0]!.body).toEqual({
+      success: false,
+      error: 'body: text must not contain NUL characters (\\u0000)',
+      code: 'VALIDATION_ERROR',
+    })
+    expect(await money(t, accountId)).toEqual({ balance: 999, ledgerSum: 999 })
+    const unauthenticated = await t.request('POST', '/api/v1/messages/send', { body: { to: '081234567890', body: '\u0000' } })
+    expect(unauthenticated.status).toBe(401)
+  })
+
   test('authentication is checked before validation', async () => {
     const missing = await t.request('POST', '/api/v1/messages/send', {
       rawBody: '{not json',
