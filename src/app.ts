@@ -3,11 +3,14 @@
 import { Elysia } from 'elysia'
 import { swagger } from '@elysiajs/swagger'
 import type { Deps } from './deps'
-import { httpShell, methodsFromRoutes } from './http/shell'
+import { httpShell } from './http/shell'
+import { jsonOnlyRequestBodies } from './http/openapi'
+import type { RouteInfo } from './http/routes'
 import { migrationsApplied } from './db/migrate'
 import { balanceRoutes } from './modules/balance/routes'
 import { messageRoutes } from './modules/messages/routes'
 import { adminRoutes } from './modules/admin/routes'
+import { quarantineRoutes } from './modules/admin/quarantine'
 import { contactRoutes } from './modules/contacts/routes'
 import { campaignRoutes } from './modules/campaigns/routes'
 import { campaignAdminRoutes } from './modules/campaigns/admin-routes'
@@ -18,13 +21,14 @@ import { twilioStatusRoutes } from './modules/status/twilio-routes'
 
 const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
 \`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
-400 \`VALIDATION_ERROR\` means the request has the wrong shape (not JSON, a missing field, a wrong JSON
-type); 422 \`VALIDATION_ERROR\` means the shape is right but a value is not acceptable. Timestamps are
+Request bodies are JSON only: any other \`Content-Type\` is 415 \`UNSUPPORTED_MEDIA_TYPE\`, and a body field
+the endpoint does not know is 400 naming it (\`mediaUrl: unknown field\`). 400 \`VALIDATION_ERROR\` means the
+request has the wrong shape (not JSON, a missing or unknown field, a wrong JSON type); 422
+\`VALIDATION_ERROR\` means the shape is right but a value is not acceptable. Timestamps are
 \`YYYY-MM-DD HH:MM:SS\` in the service's configured time zone.`
 
 export function createApp(deps: Deps) {
-  let app: { routes: { method: string; path: string }[] } | undefined
-  const methodsFor = methodsFromRoutes(() => app?.routes ?? [])
+  let app: { routes: RouteInfo[] } | undefined
 
   const api = new Elysia({ prefix: '/api/v1' })
     .use(balanceRoutes(deps))
@@ -34,7 +38,8 @@ export function createApp(deps: Deps) {
     .use(webhookRoutes(deps))
 
   const composed = new Elysia()
-    .use(httpShell({ config: deps.config, sql: deps.sql, methodsFor }))
+    .use(httpShell({ config: deps.config, sql: deps.sql, routes: () => app?.routes ?? [] }))
+    .use(jsonOnlyRequestBodies('/docs/json'))
     .use(
       swagger({
         path: '/docs',
@@ -70,6 +75,7 @@ export function createApp(deps: Deps) {
     })
     .use(api)
     .use(adminRoutes(deps))
+    .use(quarantineRoutes(deps))
     .use(webhookAdminRoutes(deps))
     .use(campaignAdminRoutes(deps))
     .use(campaignRunRoutes(deps))
@@ -77,5 +83,3 @@ export function createApp(deps: Deps) {
   app = composed
   return composed
 }
-
-export type App = ReturnType<typeof createApp>

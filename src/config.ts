@@ -3,6 +3,61 @@
 
 import { accessSync, constants } from 'node:fs'
 
+type Variable = { default?: string; shown?: string; meaning: string }
+
+/**
+ * Every environment variable the service reads: `default` is the value used when it is unset (the
+ * readers below take it from here), `shown` says how the default comes about when it is not a fixed
+ * value. `--help` prints this table, so the help cannot drift from the code.
+ */
+export const VARIABLES = {
+  PORT: { default: '3000', meaning: 'listen port' },
+  HOST: { default: '127.0.0.1', meaning: 'listen address' },
+  DATABASE_URL: {
+    shown: 'unset',
+    meaning: 'PostgreSQL (15+) URL, shared by any number of instances; unset: the embedded database in DATA_DIR',
+  },
+  DATA_DIR: { default: './data', meaning: 'embedded database files (one process at a time) and the generated admin token' },
+  ADMIN_TOKEN: {
+    shown: 'generated',
+    meaning: 'bearer token of the admin API (16+ characters); unset: generated once into DATA_DIR/admin-token',
+  },
+  PROVIDER: { default: 'simulator', meaning: 'simulator or twilio' },
+  TWILIO_ACCOUNT_SID: { shown: 'unset', meaning: 'Twilio account SID; required with PROVIDER=twilio' },
+  TWILIO_AUTH_TOKEN: { shown: 'unset', meaning: 'Twilio auth token; required with PROVIDER=twilio' },
+  TWILIO_FROM: { shown: 'unset', meaning: 'sender, whatsapp:+<number>; required with PROVIDER=twilio' },
+  TWILIO_API_BASE: { default: 'https://api.twilio.com', meaning: 'Twilio API root' },
+  PUBLIC_BASE_URL: { shown: 'http://HOST:PORT', meaning: "this service's public root, for Twilio's status callback URL and its signature" },
+  TLS_CERT_FILE: { shown: 'unset', meaning: 'PEM certificate; with TLS_KEY_FILE the server itself serves HTTPS' },
+  TLS_KEY_FILE: { shown: 'unset', meaning: 'PEM private key of TLS_CERT_FILE' },
+  REQUIRE_HTTPS: { default: 'false', meaning: 'true: plain-HTTP requests get 403 HTTPS_REQUIRED (/healthz, /readyz exempt)' },
+  TRUST_PROXY: { default: 'false', meaning: 'true: honour X-Forwarded-Proto / X-Forwarded-For from a TLS-terminating proxy' },
+  WEBHOOK_ALLOW_PRIVATE: { default: 'false', meaning: 'true: webhook URLs may point at loopback/private addresses (tests, development)' },
+  WEBHOOK_CA_FILE: { shown: 'unset', meaning: 'extra PEM CA bundle trusted for webhook deliveries, besides the system CAs' },
+  TIMEZONE: { default: 'UTC', meaning: 'zone of every YYYY-MM-DD HH:MM:SS timestamp written and read' },
+  CURRENCY: { default: 'IDR', meaning: 'currency code of amounts' },
+  SIM_DELIVERED_MS: { default: '1000', meaning: 'simulator: delay from send to delivered' },
+  SIM_READ_MS: { default: '3000', meaning: 'simulator: delay from send to read' },
+  HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
+  PROVIDER_MAX_PER_SECOND: { default: '0', meaning: 'cap on provider hand-offs per second, per instance; 0: no cap' },
+  PROVIDER_TIMEOUT_MS: {
+    default: '10000',
+    meaning: 'how long one hand-off to the provider may take before it counts as failed (the contract says 10 s; lower it only for tests)',
+  },
+  DB_POOL_MAX: { default: '10', meaning: 'PostgreSQL connections per instance (the embedded database always uses one)' },
+  RETENTION_WEBHOOK_DAYS: {
+    default: '30',
+    meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
+  },
+  LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
+} satisfies Record<string, Variable>
+
+type Name = keyof typeof VARIABLES
+/** The variables with a fixed default: only these can be read with a fallback. */
+type Defaulted = { [K in Name]: (typeof VARIABLES)[K] extends { default: string } ? K : never }[Name]
+
+const fallback = (name: Defaulted): string => VARIABLES[name].default
+
 export type Config = {
   port: number
   host: string
@@ -23,7 +78,10 @@ export type Config = {
   simReadMs: number
   handoffConcurrency: number
   providerMaxPerSecond: number
+  providerTimeoutMs: number
   dbPoolMax: number
+  /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
+  retentionWebhookDays: number
   logLevel: 'debug' | 'info' | 'warn' | 'error'
 }
 
@@ -31,42 +89,39 @@ export class ConfigError extends Error {}
 
 type Env = Record<string, string | undefined>
 
-function text(env: Env, name: string, fallback: string): string {
-  const value = env[name]
-  return value === undefined || value === '' ? fallback : value
+function text(env: Env, name: Defaulted): string {
+  return optional(env, name) ?? fallback(name)
 }
 
-function optional(env: Env, name: string): string | undefined {
+function optional(env: Env, name: Name): string | undefined {
   const value = env[name]
   return value === undefined || value === '' ? undefined : value
 }
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = optional(env, name)
-  if (raw === undefined) return fallback
+function integer(env: Env, name: Defaulted, min: number, max: number): number {
+  const raw = text(env, name)
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw new ConfigError(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`)
   }
   return Number(raw)
 }
 
-function boolean(env: Env, name: string): boolean {
-  const raw = optional(env, name)
-  if (raw === undefined) return false
+function boolean(env: Env, name: Defaulted): boolean {
+  const raw = text(env, name)
   if (raw === 'true' || raw === '1') return true
   if (raw === 'false' || raw === '0') return false
   throw new ConfigError(`${name}: expected true or false, got "${raw}"`)
 }
 
-function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
-  const raw = text(env, name, fallback)
+function oneOf<T extends string>(env: Env, name: Defaulted, allowed: readonly T[]): T {
+  const raw = text(env, name)
   if (!(allowed as readonly string[]).includes(raw)) {
     throw new ConfigError(`${name}: expected one of ${allowed.join(', ')}, got "${raw}"`)
   }
   return raw as T
 }
 
-function url(name: string, raw: string, protocols: string[]): string {
+function url(name: Name, raw: string, protocols: string[]): string {
   let parsed: URL
   try {
     parsed = new URL(raw)
@@ -79,7 +134,7 @@ function url(name: string, raw: string, protocols: string[]): string {
   return raw.replace(/\/+$/, '')
 }
 
-function readable(name: string, path: string): string {
+function readable(name: Name, path: string): string {
   try {
     accessSync(path, constants.R_OK)
   } catch {
@@ -89,24 +144,24 @@ function readable(name: string, path: string): string {
 }
 
 export function readConfig(env: Env = process.env): Config {
-  const port = integer(env, 'PORT', 3000, 0, 65535)
-  const host = text(env, 'HOST', '127.0.0.1')
+  const port = integer(env, 'PORT', 0, 65535)
+  const host = text(env, 'HOST')
   const databaseUrl = optional(env, 'DATABASE_URL')
   if (databaseUrl !== undefined) url('DATABASE_URL', databaseUrl, ['postgres:', 'postgresql:'])
 
-  const provider = oneOf(env, 'PROVIDER', 'simulator', ['simulator', 'twilio'] as const)
+  const provider = oneOf(env, 'PROVIDER', ['simulator', 'twilio'] as const)
   const twilio = {
-    accountSid: text(env, 'TWILIO_ACCOUNT_SID', ''),
-    authToken: text(env, 'TWILIO_AUTH_TOKEN', ''),
-    from: text(env, 'TWILIO_FROM', ''),
-    apiBase: url('TWILIO_API_BASE', text(env, 'TWILIO_API_BASE', 'https://api.twilio.com'), ['http:', 'https:']),
+    accountSid: optional(env, 'TWILIO_ACCOUNT_SID') ?? '',
+    authToken: optional(env, 'TWILIO_AUTH_TOKEN') ?? '',
+    from: optional(env, 'TWILIO_FROM') ?? '',
+    apiBase: url('TWILIO_API_BASE', text(env, 'TWILIO_API_BASE'), ['http:', 'https:']),
   }
   if (provider === 'twilio') {
     for (const [name, value] of [
       ['TWILIO_ACCOUNT_SID', twilio.accountSid],
       ['TWILIO_AUTH_TOKEN', twilio.authToken],
       ['TWILIO_FROM', twilio.from],
-    ]) {
+    ] as const) {
       if (!value) throw new ConfigError(`${name}: required when PROVIDER=twilio`)
     }
     if (!twilio.from.startsWith('whatsapp:+')) {
@@ -125,18 +180,18 @@ export function readConfig(env: Env = process.env): Config {
   const scheme = tls ? 'https' : 'http'
   const publicBaseUrl = url(
     'PUBLIC_BASE_URL',
-    text(env, 'PUBLIC_BASE_URL', `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`),
+    optional(env, 'PUBLIC_BASE_URL') ?? `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}`,
     ['http:', 'https:'],
   )
 
-  const timezone = text(env, 'TIMEZONE', 'UTC')
+  const timezone = text(env, 'TIMEZONE')
   try {
     new Intl.DateTimeFormat('en', { timeZone: timezone })
   } catch {
     throw new ConfigError(`TIMEZONE: unknown time zone "${timezone}"`)
   }
 
-  const currency = text(env, 'CURRENCY', 'IDR')
+  const currency = text(env, 'CURRENCY')
   if (!/^[A-Z]{3}$/.test(currency)) throw new ConfigError(`CURRENCY: expected a three-letter code, got "${currency}"`)
 
   const adminToken = optional(env, 'ADMIN_TOKEN')
@@ -148,7 +203,7 @@ export function readConfig(env: Env = process.env): Config {
     port,
     host,
     databaseUrl,
-    dataDir: text(env, 'DATA_DIR', './data'),
+    dataDir: text(env, 'DATA_DIR'),
     adminToken,
     provider,
     twilio,
@@ -161,11 +216,13 @@ export function readConfig(env: Env = process.env): Config {
       optional(env, 'WEBHOOK_CA_FILE') === undefined ? undefined : readable('WEBHOOK_CA_FILE', optional(env, 'WEBHOOK_CA_FILE')!),
     timezone,
     currency,
-    simDeliveredMs: integer(env, 'SIM_DELIVERED_MS', 1000, 0, 86_400_000),
-    simReadMs: integer(env, 'SIM_READ_MS', 3000, 0, 86_400_000),
-    handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 32, 1, 1000),
-    providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 0, 100_000),
-    dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 200),
-    logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error'] as const),
+    simDeliveredMs: integer(env, 'SIM_DELIVERED_MS', 0, 86_400_000),
+    simReadMs: integer(env, 'SIM_READ_MS', 0, 86_400_000),
+    handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
+    providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
+    providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
+    dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
+    retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
+    logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
   }
 }

@@ -1,10 +1,11 @@
 // What the routes and workers are built from. Tests build the same thing against their own database.
 
 import type { Config } from './config'
+import type { WorkerName } from './workers/worker'
 import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
-import type { Charged, SingleCharge } from './modules/messages/billing'
+import type { Charged, SingleCharge } from './modules/ledger/ledger'
 
 export type Deps = {
   config: Config
@@ -14,5 +15,5 @@ export type Deps = {
   /** Charges one message (group commit across concurrent single sends). */
   chargeOne: (request: SingleCharge) => Promise<Charged | null>
   /** Wakes the in-process worker loops after a commit that gave them work. */
-  wake: (loop: string) => void
+  wake: (worker: WorkerName) => void
 }

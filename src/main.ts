@@ -1,51 +1,118 @@
-// Entry point: read the configuration, start the service, print one short banner, drain on SIGTERM.
+// Entry point. `--help` and `--version` answer from what is compiled in and exit: no configuration
+// read, no file touched. Otherwise: read the configuration, start the service, print one short
+// banner, drain on SIGTERM.
 
-import { ConfigError, readConfig } from './config'
-import { MigrationError } from './db/migrate'
-import { startService } from './service'
-import { setLogLevel } from './lib/log'
+import { version } from '../package.json'
+import { ConfigError, VARIABLES, readConfig } from './config'
 
-let config
-try {
-  config = readConfig()
-} catch (error) {
-  if (error instanceof ConfigError) {
-    console.error(`configuration error: ${error.message}`)
-    process.exit(2)
+function help(): string {
+  const rows = Object.entries(VARIABLES).map(([name, v]) => [name, 'default' in v ? v.default : v.shown, v.meaning] as const)
+  const nameWidth = Math.max(...rows.map((r) => r[0].length))
+  const defaultWidth = Math.max(...rows.map((r) => r[1].length))
+  const indent = 2 + nameWidth + 2 + defaultWidth + 2
+  // Meanings wrap at 100 columns, continued under their own column.
+  const wrap = (text: string) => {
+    const lines = ['']
+    for (const word of text.split(' ')) {
+      const last = lines.length - 1
+      if (lines[last] && indent + lines[last]!.length + 1 + word.length > 100) lines.push(word)
+      else lines[last] = lines[last] ? `${lines[last]} ${word}` : word
+    }
+    return lines.join(`\n${' '.repeat(indent)}`)
   }
-  throw error
+  return [
+    `messaging-api ${version}: a prepaid messaging API (JSON over HTTP)`,
+    '',
+    'usage: messaging-api [--help | --version]      (from source: bun src/main.ts [--help | --version])',
+    '',
+    'Without arguments it starts the service, configured only by the environment variables below.',
+    '',
+    'Database, one of two modes:',
+    '  embedded     DATABASE_URL unset: PGlite (PostgreSQL in WebAssembly) keeps the database in',
+    '               DATA_DIR/pgdata. One process at a time: DATA_DIR/lock names the holder, and a',
+    '               second start on the same DATA_DIR refuses and exits 1.',
+    '  PostgreSQL   DATABASE_URL=postgres://...: a PostgreSQL 15+ database, which any number of',
+    '               instances may share.',
+    '',
+    'Environment (name, default, meaning):',
+    ...rows.map(([name, shown, meaning]) => `  ${name.padEnd(nameWidth)}  ${shown.padEnd(defaultWidth)}  ${wrap(meaning)}`),
+    '',
+    'Options:',
+    '  --help, -h     this text',
+    '  --version, -v  the version',
+    '',
+  ].join('\n')
 }
-setLogLevel(config.logLevel)
 
-let running
-try {
-  running = await startService(config)
-} catch (error) {
-  if (error instanceof MigrationError) console.error(`cannot start: ${error.message}`)
-  else console.error(`cannot start: ${error instanceof Error ? error.message : String(error)}`)
-  process.exit(1)
+/** The exit code when the arguments are answered without starting, or undefined to start. */
+function answer(args: string[]): number | undefined {
+  const unknown = args.find((arg) => !['--help', '-h', '--version', '-v'].includes(arg))
+  if (unknown !== undefined) {
+    console.error(`messaging-api: unknown argument "${unknown}" (see --help)`)
+    return 2
+  }
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(help())
+    return 0
+  }
+  if (args.length > 0) {
+    console.log(version)
+    return 0
+  }
+  return undefined
 }
 
-const tokenWhere = running.adminTokenFile ? `in ${running.adminTokenFile}` : 'from ADMIN_TOKEN'
-console.log(
-  [
-    `messaging-api listening on ${running.url}`,
-    `  docs      ${running.url}/docs`,
-    `  database  ${running.database.describe}`,
-    `  provider  ${config.provider}`,
-    `  admin     token ${tokenWhere}`,
-  ].join('\n'),
-)
+async function serve(): Promise<void> {
+  let config
+  try {
+    config = readConfig()
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      console.error(`configuration error: ${error.message}`)
+      process.exit(2)
+    }
+    throw error
+  }
 
-let shuttingDown = false
-async function shutdown(signal: string) {
-  if (shuttingDown) return
-  shuttingDown = true
-  console.log(`${signal}: finishing in-flight requests and closing the database`)
-  const force = setTimeout(() => process.exit(1), 20_000)
-  await running!.stop()
-  clearTimeout(force)
-  process.exit(0)
+  // Loaded only here, so --help and --version load nothing of the service.
+  const { startService } = await import('./service')
+  const { setLogLevel } = await import('./lib/log')
+  setLogLevel(config.logLevel)
+
+  let running: Awaited<ReturnType<typeof startService>>
+  try {
+    running = await startService(config)
+  } catch (error) {
+    console.error(`cannot start: ${error instanceof Error ? error.message : String(error)}`)
+    process.exit(1)
+  }
+
+  const tokenWhere = running.adminTokenFile ? `in ${running.adminTokenFile}` : 'from ADMIN_TOKEN'
+  console.log(
+    [
+      `messaging-api listening on ${running.url}`,
+      `  docs      ${running.url}/docs`,
+      `  database  ${running.database.describe}`,
+      `  provider  ${config.provider}`,
+      `  admin     token ${tokenWhere}`,
+    ].join('\n'),
+  )
+
+  let shuttingDown = false
+  async function shutdown(signal: string) {
+    if (shuttingDown) return
+    shuttingDown = true
+    console.log(`${signal}: finishing in-flight requests and closing the database`)
+    const force = setTimeout(() => process.exit(1), 20_000)
+    await running.stop()
+    clearTimeout(force)
+    process.exit(0)
+  }
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
 }
-process.on('SIGTERM', () => void shutdown('SIGTERM'))
-process.on('SIGINT', () => void shutdown('SIGINT'))
+
+// Answered arguments end with an exit code set, not process.exit, so the text is flushed to a pipe.
+const code = answer(process.argv.slice(2))
+if (code === undefined) await serve()
+else process.exitCode = code

@@ -9,16 +9,13 @@ import { migrate } from './db/migrate'
 import { createApp } from './app'
 import { createProvider } from './providers'
 import { createHandoff } from './modules/messages/handoff'
-import { createSingleCharger } from './modules/messages/billing'
-import { startLoop, type Loop } from './workers/loop'
-import * as handoffRecovery from './workers/handoff-recovery'
-import * as simulatorReports from './workers/simulator-reports'
-import { startWebhookDelivery } from './workers/webhook-delivery'
-import { eventsCommitted } from './modules/status/notify'
-import * as campaigns from './modules/campaigns/engine'
+import { createSingleCharger } from './modules/ledger/ledger'
+import type { Loop } from './workers/loop'
+import type { WorkerName } from './workers/worker'
+import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
 import { log } from './lib/log'
-import { MAX_BODY_BYTES } from './http/shell'
+import { prepareRequest } from './http/request'
 
 export type Running = {
   url: string
@@ -29,7 +26,7 @@ export type Running = {
 }
 
 /** ADMIN_TOKEN from the environment, or the one generated once into DATA_DIR/admin-token (0600). */
-export function resolveAdminToken(config: Config): { token: string; file: string | undefined } {
+function resolveAdminToken(config: Config): { token: string; file: string | undefined } {
   if (config.adminToken) return { token: config.adminToken, file: undefined }
   const file = resolve(join(config.dataDir, 'admin-token'))
   if (existsSync(file)) return { token: readFileSync(file, 'utf8').trim(), file }
@@ -40,12 +37,19 @@ export function resolveAdminToken(config: Config): { token: string; file: string
   return { token, file }
 }
 
-export function buildDeps(config: Config, database: Database): { deps: Deps; loops: Map<string, Loop> } {
-  const loops = new Map<string, Loop>()
-  const provider = createProvider(config)
+/** `provider`: tests hand in their own (an in-process fake); otherwise the configured one. */
+export function buildDeps(
+  config: Config,
+  database: Database,
+  provider = createProvider(config),
+): { deps: Deps; loops: Map<WorkerName, Loop> } {
+  const loops = new Map<WorkerName, Loop>()
   const handoff = createHandoff(database.sql, provider, {
     concurrency: config.handoffConcurrency,
     maxPerSecond: config.providerMaxPerSecond,
+    timeoutMs: config.providerTimeoutMs,
+    // A status report that beat its SID waits parked until the SID is recorded: apply it now.
+    onSent: () => loops.get('parked-reports')?.wake(),
   })
   const deps: Deps = {
     config,
@@ -58,59 +62,39 @@ export function buildDeps(config: Config, database: Database): { deps: Deps; loo
   return { deps, loops }
 }
 
-export function startWorkers(deps: Deps, loops: Map<string, Loop>): void {
-  const add = (loop: Loop) => loops.set(loop.name, loop)
-  add(startLoop('handoff-recovery', async () => (await handoffRecovery.runOnce(deps)).claimed, { pollMs: 5_000 }))
-  // Woken by eventsCommitted; its stop() finishes and records the deliveries in flight.
-  add(startWebhookDelivery(deps))
-  add(startLoop('campaigns', async () => (await campaigns.runOnce(deps)).sent, { pollMs: 1_000 }))
-  add(
-    startLoop(
-      'campaign-scheduler',
-      async () => {
-        const started = await campaigns.startDueCampaigns(deps.sql)
-        if (started > 0) deps.wake('campaigns')
-        return 0
-      },
-      { pollMs: 500 },
-    ),
-  )
-  if (deps.provider.name === 'simulator') {
-    add(
-      startLoop(
-        'simulator-reports',
-        async () => {
-          const { applied, events } = await simulatorReports.runOnce(deps)
-          if (events > 0) eventsCommitted(deps)
-          return applied
-        },
-        { pollMs: 100 },
-      ),
-    )
-  }
-}
+const SEND_PATHS = /^\/api\/v1\/messages\/(send|bulk)$/
 
 export async function startService(config: Config): Promise<Running> {
-  const admin = resolveAdminToken(config)
-  const withToken: Config = { ...config, adminToken: admin.token }
+  // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token there.
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax })
+  let admin: ReturnType<typeof resolveAdminToken>
   try {
+    admin = resolveAdminToken(config)
     const { applied } = await migrate(database.sql)
     if (applied.length > 0) log.info('migrations applied', { migrations: applied })
   } catch (error) {
     await database.close()
     throw error
   }
-  const { deps, loops } = buildDeps(withToken, database)
+  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token }, database)
   const app = createApp(deps)
   let server: ReturnType<typeof Bun.serve>
   try {
     server = Bun.serve({
       port: config.port,
       hostname: config.host,
-      maxRequestBodySize: MAX_BODY_BYTES + 1024,
+      // The service enforces MAX_BODY_BYTES itself (a declared Content-Length up front, a streamed body as
+      // it arrives, see http/request.ts) so that every 413 is the envelope with the request id; Bun's own
+      // limit answers a bare 413, so it is set out of the way. Bun does not read a body nobody asks for.
+      maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       tls: config.tls ? { cert: Bun.file(config.tls.certFile), key: Bun.file(config.tls.keyFile) } : undefined,
-      fetch: (request) => app.handle(request),
+      fetch(request, server) {
+        // A send answers once every hand-off has an outcome: a bulk behind a slow provider can take
+        // minutes without a byte on the wire, longer than Bun's idle timeout (10 s) allows.
+        const prepared = prepareRequest(request, config.tls !== undefined) // its URL is always absolute
+        if (request.method === 'POST' && SEND_PATHS.test(new URL(prepared.url).pathname)) server.timeout(request, 0)
+        return app.handle(prepared)
+      },
       error: () => new Response(JSON.stringify({ success: false, error: 'internal error', code: 'INTERNAL_ERROR' }), { status: 500 }),
     })
   } catch (error) {

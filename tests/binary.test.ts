@@ -1,7 +1,8 @@
 // The service as a process. The single binary: compiled once, copied alone into an empty directory
 // and run there; it must carry its migrations and PGlite's assets inside, serve a real send, stop
 // cleanly on SIGTERM and find its data again on the next start. And `bun src/main.ts`: SIGTERM in
-// the middle of traffic drains the requests it accepted, exits 0, and loses nothing.
+// the middle of traffic drains the requests it accepted, exits 0, and loses nothing. Both answer
+// --help and --version without reading the configuration or creating anything.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
@@ -9,6 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { createPostgresDatabase, usingPostgres } from './helpers/db'
+import { VARIABLES } from '../src/config'
+import { version } from '../package.json'
 
 const ROOT = join(import.meta.dir, '..')
 const ADMIN_TOKEN = 'binary-test-admin-token-0123456789'
@@ -73,6 +76,40 @@ async function call(port: number, method: string, path: string, token: string, b
     signal: AbortSignal.timeout(10_000),
   })
   return { status: response.status, body: (await response.json()) as any }
+}
+
+/**
+ * Runs `cmd` with `args` in an empty directory, with a DATA_DIR inside it and a configuration that
+ * could not start (a bad PORT): answering must read neither and leave the directory empty.
+ */
+async function answerOf(cmd: string[], args: string[], dir: string) {
+  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: 'not-a-port', DATA_DIR: join(dir, 'data') }
+  const proc = Bun.spawn([...cmd, ...args], { cwd: dir, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000)
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  clearTimeout(timer)
+  expect(readdirSync(dir)).toEqual([])
+  return { code, stdout, stderr }
+}
+
+async function expectAnswers(cmd: string[], dir: string): Promise<void> {
+  const help = await answerOf(cmd, ['--help'], dir)
+  expect(help).toMatchObject({ code: 0, stderr: '' })
+  expect(help.stdout).toContain(`messaging-api ${version}`)
+  expect(help.stdout).toContain('usage: messaging-api [--help | --version]')
+  // The two modes, and every variable with its default, from the table the configuration reads.
+  expect(help.stdout).toMatch(/embedded +DATABASE_URL unset: PGlite/)
+  expect(help.stdout).toMatch(/PostgreSQL +DATABASE_URL=postgres:/)
+  for (const [name, variable] of Object.entries(VARIABLES)) {
+    const shown = 'default' in variable ? variable.default : variable.shown
+    expect(help.stdout).toMatch(new RegExp(`^  ${name} +${shown.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} +\\S`, 'm'))
+  }
+
+  expect(await answerOf(cmd, ['--version'], dir)).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' })
+
+  const unknown = await answerOf(cmd, ['--port', '80'], dir)
+  expect(unknown).toMatchObject({ code: 2, stdout: '' })
+  expect(unknown.stderr).toBe('messaging-api: unknown argument "--port" (see --help)\n')
 }
 
 describe('compiled binary', () => {
@@ -149,6 +186,8 @@ describe('compiled binary', () => {
     if (!databaseUrl) {
       // The embedded database lives in ./data of the working directory, and nothing else appeared.
       expect(existsSync(join(runDir, 'data', 'pgdata'))).toBe(true)
+      // A clean stop releases the lock on DATA_DIR.
+      expect(existsSync(join(runDir, 'data', 'lock'))).toBe(false)
       expect(readdirSync(runDir).sort()).toEqual(['data', BINARY])
     } else {
       expect(readdirSync(runDir)).toEqual([BINARY])
@@ -171,6 +210,10 @@ describe('compiled binary', () => {
     // Migrations were applied once, on the first start only.
     expect(child.output()).not.toContain('migrations applied')
   }, 120_000)
+
+  test('--help, --version and an unknown argument are answered without starting or touching anything', async () => {
+    await expectAnswers([join(runDir, BINARY)], temp('messaging-answers-'))
+  }, 60_000)
 })
 
 describe('bun src/main.ts: graceful shutdown', () => {
@@ -245,4 +288,15 @@ describe('bun src/main.ts: graceful shutdown', () => {
     expect(ledger.body.data.total).toBe(1 + answered.length)
     expect(await terminate(second)).toBe(0)
   }, 120_000)
+})
+
+describe('bun src/main.ts: arguments', () => {
+  test('--help, --version and an unknown argument are answered without starting or touching anything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'messaging-answers-'))
+    try {
+      await expectAnswers([process.execPath, join(ROOT, 'src', 'main.ts')], dir)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 60_000)
 })

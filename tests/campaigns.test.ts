@@ -68,7 +68,11 @@ describe('admin: templates and segments', () => {
       expect(res.body.error).toMatch(message)
     }
     for (const what of ['templates', 'segments']) {
-      const missing = await t.admin('POST', `/accounts/999999/${what}`, { name: 'x', body: 'x', tag: 'x' })
+      const missing = await t.admin(
+        'POST',
+        `/accounts/999999/${what}`,
+        what === 'templates' ? { name: 'x', body: 'x' } : { name: 'x', tag: 'x' },
+      )
       expect(missing.status).toBe(404)
       expect(missing.body.code).toBe('NOT_FOUND')
       expect((await t.admin('GET', `/accounts/999999/${what}`)).status).toBe(404)

@@ -26,6 +26,8 @@ const USAGE = `usage: bun run admin <command> [options]
   deliveries KEY_ID [--status S]           a key's webhook deliveries (pending, delivered, failed)
   replay DELIVERY_ID                       deliver one webhook event again
   replay-failed KEY_ID --since "YYYY-MM-DD HH:MM:SS"   deliver a key's failed events again
+  quarantine                               messages whose hand-off outcome could not be recorded
+  settle MESSAGE_ID sent|refund            settle a quarantined message (the provider has it, or refund it)
 
 options: --json (raw JSON answers), --url URL (service root, default from HOST/PORT)`
 
@@ -283,6 +285,25 @@ async function main(argv: string[]): Promise<number> {
       if (typeof since !== 'string') fail('replay-failed KEY_ID --since "YYYY-MM-DD HH:MM:SS"')
       const result = await call('POST', `/admin/v1/keys/${integerArg(sub, 'KEY_ID')}/deliveries/replay`, { since })
       print(result, () => `${result.replayed} failed deliveries queued again`)
+      return 0
+    }
+    case 'quarantine': {
+      const list = await call('GET', '/admin/v1/quarantine?limit=200')
+      print(list, () =>
+        [
+          `${list.total} quarantined messages`,
+          ...list.items.map(
+            (m: any) => `${m.id}	account ${m.account_id}	${m.phone}	cost ${m.cost}	recovered ${m.handoff_recoveries}x	${m.quarantined_at}`,
+          ),
+        ].join('\n'),
+      )
+      return 0
+    }
+    case 'settle': {
+      const outcome = args.positional[2]
+      if (outcome !== 'sent' && outcome !== 'refund') fail('settle MESSAGE_ID sent|refund')
+      const result = await call('POST', `/admin/v1/quarantine/${integerArg(sub, 'MESSAGE_ID')}/settle`, { outcome })
+      print(result, () => (outcome === 'refund' ? `message ${sub} failed and refunded` : `message ${sub} kept as sent`))
       return 0
     }
   }

@@ -5,6 +5,7 @@
 import postgres from 'postgres'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
+import { lockDataDir } from './lock'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 // Embedded with the binary by `bun build --compile`; at development time these are the package's files.
@@ -13,6 +14,10 @@ import initdbWasmPath from '../../node_modules/@electric-sql/pglite/dist/initdb.
 import pgliteDataPath from '../../node_modules/@electric-sql/pglite/dist/pglite.data' with { type: 'file' }
 
 export type Sql = postgres.Sql<{}>
+/** A transaction's handle. */
+export type Tx = postgres.TransactionSql<{}>
+/** Either: for statements that may run alone or inside a caller's transaction. */
+export type Db = Sql | Tx
 
 export type Database = {
   sql: Sql
@@ -72,8 +77,19 @@ function embeddedAssets() {
   return assets
 }
 
-/** `dataDir` undefined keeps the database in memory (tests). */
+/** `dataDir` undefined keeps the database in memory (tests); a DATA_DIR is held by one process (./lock). */
 async function openEmbedded(dataDir: string | undefined, seed?: Blob): Promise<Database> {
+  // The lock comes first: a process that does not hold it must not open, let alone initialise, the files.
+  const lock = dataDir ? lockDataDir(dataDir) : undefined
+  try {
+    return await startEmbedded(dataDir, seed, () => lock?.release())
+  } catch (error) {
+    lock?.release()
+    throw error
+  }
+}
+
+async function startEmbedded(dataDir: string | undefined, seed: Blob | undefined, unlock: () => void): Promise<Database> {
   const pgDir = dataDir ? join(dataDir, 'pgdata') : undefined
   if (pgDir) mkdirSync(pgDir, { recursive: true })
   const { pgliteWasmModule, initdbWasmModule, fsBundle } = await embeddedAssets()
@@ -97,9 +113,13 @@ async function openEmbedded(dataDir: string | undefined, seed?: Blob): Promise<D
     mode: 'embedded',
     describe: pgDir ? `embedded PGlite in ${pgDir}` : 'embedded PGlite in memory',
     async close() {
-      await sql.end({ timeout: 5 })
-      await server.stop()
-      await db.close()
+      try {
+        await sql.end({ timeout: 5 })
+        await server.stop()
+        await db.close()
+      } finally {
+        unlock()
+      }
     },
     snapshot: async () => {
       const dump = await db.dumpDataDir('none')

@@ -5,6 +5,8 @@ import bulkIdempotency from '../../sql/0003_bulk_idempotency.sql' with { type: '
 import statusPipeline from '../../sql/0004_status_pipeline.sql' with { type: 'text' }
 import campaignEngine from '../../sql/0005_campaign_engine.sql' with { type: 'text' }
 import listSearch from '../../sql/0006_list_search_indexes.sql' with { type: 'text' }
+import moneyOwner from '../../sql/0007_money_owner.sql' with { type: 'text' }
+import parkedReportsRetention from '../../sql/0008_parked_reports_retention.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -15,4 +17,6 @@ export const MIGRATIONS: Migration[] = [
   { version: 4, name: '0004_status_pipeline.sql', text: statusPipeline },
   { version: 5, name: '0005_campaign_engine.sql', text: campaignEngine },
   { version: 6, name: '0006_list_search_indexes.sql', text: listSearch },
+  { version: 7, name: '0007_money_owner.sql', text: moneyOwner },
+  { version: 8, name: '0008_parked_reports_retention.sql', text: parkedReportsRetention },
 ]

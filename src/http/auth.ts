@@ -54,8 +54,21 @@ export async function authenticate(sql: Sql, header: string | null | undefined):
   return { accountId: row.account_id, keyId: row.id }
 }
 
+// The shell authenticates a request before reading its body, the route's derive needs the principal
+// again: one lookup per request serves both.
+const byRequest = new WeakMap<Request, Promise<Principal>>()
+
+export function authenticateRequest(sql: Sql, request: Request): Promise<Principal> {
+  let principal = byRequest.get(request)
+  if (!principal) {
+    principal = authenticate(sql, request.headers.get('authorization'))
+    byRequest.set(request, principal)
+  }
+  return principal
+}
+
 /** Derives `principal` for every route registered after it in the same plugin chain. */
 export const apiKeyAuth = (sql: Sql) =>
   new Elysia({ name: 'api-key-auth' }).derive({ as: 'scoped' }, async ({ request }) => ({
-    principal: await authenticate(sql, request.headers.get('authorization')),
+    principal: await authenticateRequest(sql, request),
   }))

@@ -1,9 +1,15 @@
 // Idempotency-Key on the send endpoints. The first request with a key claims it (a row in state
-// `running`); its answer, whatever the status, is stored and replayed to every repeat from the same
-// account within 24 h. A different body or endpoint with the same key is 422
-// IDEMPOTENCY_KEY_REUSED; a repeat while the first still runs is 409. Rows live in PostgreSQL, so
-// every instance sees them. A request whose process died while running keeps its key answering
-// 409 until the key expires: re-running it could charge twice.
+// `running`, with the token its charges will carry); its answer, whatever the status, is stored and
+// replayed to every repeat from the same account within 24 h. A different body or endpoint with the
+// same key is 422 IDEMPOTENCY_KEY_REUSED; a repeat while the first still runs is 409. Rows live in
+// PostgreSQL, so every instance sees them.
+//
+// Recovery (Stripe's recovery points): if the first request died (the process crashed, its answer
+// could not be stored), a repeat runs the request again with the first one's token, once nothing of
+// it is still in progress: its charged messages all have an outcome (recovery hands over or refunds
+// them), or it charged nothing and is older than STALE_AFTER_SECONDS. Run again, the charge finds
+// the first charge and the hand-off finds each outcome, so the repeat gets the final answer and is
+// charged nothing.
 
 import type { Sql } from '../db/client'
 import { ApiError, badValue, ok } from './errors'
@@ -11,6 +17,8 @@ import { sha256Hex } from '../lib/keys'
 import { log } from '../lib/log'
 
 const MAX_KEY_LENGTH = 255
+/** A running key that has charged nothing after this long belongs to a request that died before charging. */
+const STALE_AFTER_SECONDS = 30
 
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`
@@ -31,60 +39,79 @@ export class ReplayedAnswer extends Error {
   }
 }
 
-type Stored = { endpoint: string; fingerprint: string; state: 'running' | 'done'; response_status: number | null; response_body: string }
+type Stored = {
+  endpoint: string
+  fingerprint: string
+  state: 'running' | 'done'
+  response_status: number | null
+  response_body: string
+  request_token: string | null
+  stale: boolean
+}
 
-/** Runs `handler` at most once per (account, key); a repeat throws ReplayedAnswer with the first answer. */
+/**
+ * Runs `handler` at most once per (account, key); a repeat throws ReplayedAnswer with the first answer.
+ * `handler` gets the request token its charges must carry.
+ */
 export async function withIdempotency<T>(
   sql: Sql,
   accountId: number,
   key: string | null,
   endpoint: string,
   body: unknown,
-  handler: () => Promise<T>,
+  handler: (requestToken: string) => Promise<T>,
 ): Promise<ReturnType<typeof ok<T>>> {
-  if (key === null) return ok(await handler())
+  if (key === null) return ok(await handler(crypto.randomUUID()))
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw badValue(`Idempotency-Key: must be 1 to ${MAX_KEY_LENGTH} characters`)
   const fingerprint = sha256Hex(`${endpoint}\n${canonical(body)}`)
 
-  const claimed = await sql`
-    insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state)
-    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running')
+  const claimed = await sql<{ request_token: string }[]>`
+    insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state, request_token)
+    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${crypto.randomUUID()})
     on conflict (account_id, key) do update
-      set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running',
+      set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running', request_token = excluded.request_token,
           response_status = null, response_body = null, created_at = now(), completed_at = null
       where k.created_at < now() - interval '24 hours'
-    returning 1`
-  if (claimed.length === 0) {
-    const [existing] = await sql<Stored[]>`
-      select endpoint, fingerprint, state, response_status, response_body from idempotency_keys
-      where account_id = ${accountId} and key = ${key}`
-    if (!existing) throw new ApiError('CONFLICT', 'a request with this Idempotency-Key is in progress')
-    if (existing.endpoint !== endpoint || existing.fingerprint !== fingerprint) {
-      throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key was already used with a different request')
+    returning request_token`
+  if (claimed.length > 0) return run(claimed[0]!.request_token)
+
+  const [existing] = await sql<Stored[]>`
+    select endpoint, fingerprint, state, response_status, response_body, request_token,
+           created_at < now() - make_interval(secs => ${STALE_AFTER_SECONDS}) as stale
+    from idempotency_keys where account_id = ${accountId} and key = ${key}`
+  const inProgress = () => new ApiError('CONFLICT', 'a request with this Idempotency-Key is in progress')
+  if (!existing) throw inProgress()
+  if (existing.endpoint !== endpoint || existing.fingerprint !== fingerprint) {
+    throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key was already used with a different request')
+  }
+  if (existing.state === 'done') throw new ReplayedAnswer(existing.response_status!, existing.response_body)
+  if (!existing.request_token) throw inProgress()
+  const [progress] = await sql<{ charged: number; pending: number }[]>`
+    select count(*)::int as charged, (count(*) filter (where status = 'queued' and quarantined_at is null))::int as pending
+    from messages where request_token = ${existing.request_token}`
+  if (progress!.pending > 0 || (progress!.charged === 0 && !existing.stale)) throw inProgress()
+  return run(existing.request_token)
+
+  async function run(requestToken: string): Promise<ReturnType<typeof ok<T>>> {
+    let value: ReturnType<typeof ok<T>>
+    try {
+      value = ok(await handler(requestToken))
+    } catch (error) {
+      // An answer of ours (402, 422, 502...) is the request's answer: store it. An unexpected failure
+      // is not: the key stays running, and a repeat recovers the request once its work is over.
+      if (error instanceof ApiError) await store(error.status, { success: false, error: error.message, code: error.code })
+      throw error
     }
-    if (existing.state === 'running') throw new ApiError('CONFLICT', 'a request with this Idempotency-Key is in progress')
-    throw new ReplayedAnswer(existing.response_status!, existing.response_body)
+    await store(200, value)
+    return value
   }
 
-  let status = 200
-  let stored: unknown
-  let outcome: { value: ReturnType<typeof ok<T>> } | { error: unknown }
-  try {
-    const value = ok(await handler())
-    stored = value
-    outcome = { value }
-  } catch (error) {
-    const api = error instanceof ApiError ? error : new ApiError('INTERNAL_ERROR', 'internal error')
-    status = api.status
-    stored = { success: false, error: api.message, code: api.code }
-    outcome = { error }
+  async function store(status: number, answer: unknown): Promise<void> {
+    await sql`
+      update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
+      where account_id = ${accountId} and key = ${key} and state = 'running'`.catch((error) => {
+      // The answer still goes out; the key stays running and a repeat recovers the request.
+      log.warn('could not store idempotent answer', { error: error instanceof Error ? error.name : 'unknown' })
+    })
   }
-  await sql`
-    update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(stored)}, completed_at = now()
-    where account_id = ${accountId} and key = ${key}`.catch((error) => {
-    // The answer still goes out; the key stays `running` (409 to repeats) rather than risk a second charge.
-    log.warn('could not store idempotent answer', { error: error instanceof Error ? error.name : 'unknown' })
-  })
-  if ('error' in outcome) throw outcome.error
-  return outcome.value
 }

@@ -1,14 +1,15 @@
 // Schemas shared by the OpenAPI document: the success envelope around a model, and error answers.
 
-import { t, type TSchema } from 'elysia'
+import { Elysia, t, type TSchema } from 'elysia'
+import { MAX_BODY_BYTES } from './body'
 
 export const envelopeOf = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data }, { description: 'Success envelope' })
 
 const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string }> = {
   400: {
     code: 'VALIDATION_ERROR',
-    error: 'to: is required',
-    description: 'Wrong shape: not JSON, a required field missing, a wrong JSON type',
+    error: 'mediaUrl: unknown field',
+    description: 'Wrong shape: not JSON, a required field missing, an unknown field, a wrong JSON type',
   },
   401: { code: 'AUTH_INVALID_KEY', error: 'API key is invalid or inactive', description: 'AUTH_MISSING_HEADER or AUTH_INVALID_KEY' },
   402: {
@@ -22,6 +23,16 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     code: 'CONFLICT',
     error: 'a contact with this phone already exists',
     description: 'Duplicate, or the same Idempotency-Key still in flight',
+  },
+  413: {
+    code: 'PAYLOAD_TOO_LARGE',
+    error: `request body exceeds ${MAX_BODY_BYTES} bytes`,
+    description: `The body is over ${MAX_BODY_BYTES} bytes (a full bulk of maximal entries fits)`,
+  },
+  415: {
+    code: 'UNSUPPORTED_MEDIA_TYPE',
+    error: 'Content-Type text/plain is not accepted: request bodies are application/json',
+    description: 'The body is not application/json (UTF-8); nothing changed',
   },
   422: {
     code: 'VALIDATION_ERROR',
@@ -55,3 +66,36 @@ export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnve
   }
   return out
 }
+
+/** An error answer as the document lists it (the swagger plugin does the same for the routes' own). */
+function documented(status: number) {
+  const schema = errorsOf(status)[status]!
+  return { description: schema.description, content: { 'application/json': { schema } } }
+}
+
+type Operation = { requestBody?: { content?: Record<string, unknown> }; responses?: Record<string, unknown> }
+
+/**
+ * The API takes JSON bodies only (anything else is 415): every operation with a JSON request body is
+ * documented with that content type alone, and with its 413 and 415 answers. Operations documented
+ * with another content type (the provider's form-encoded callback) are left as they are.
+ */
+export function jsonOnly(document: { paths?: Record<string, Record<string, Operation>> }) {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      const json = operation?.requestBody?.content?.['application/json']
+      if (!json) continue
+      operation.requestBody!.content = { 'application/json': json }
+      operation.responses = { ...operation.responses, 413: documented(413), 415: documented(415) }
+    }
+  }
+  return document
+}
+
+/** Applies `jsonOnly` to the OpenAPI document served at `specPath`. */
+export const jsonOnlyRequestBodies = (specPath: string) =>
+  new Elysia({ name: 'openapi-json-only' }).onAfterHandle({ as: 'global' }, ({ path, response }) =>
+    path === specPath && response !== null && typeof response === 'object'
+      ? jsonOnly(response as Parameters<typeof jsonOnly>[0])
+      : undefined,
+  )

@@ -1,20 +1,27 @@
 // What every request passes through, whatever its route: a request id, the HTTPS rule, the body
-// size limit, and the single mapping of every error (ours and Elysia's) to the spec's envelope.
+// rules (authentication before the body is read, JSON only, the size limit, unknown fields, NUL
+// characters), 405 for a path that names a route of other methods, and the single mapping of every
+// error (ours and Elysia's) to the spec's envelope.
 
-import { Elysia, ParseError } from 'elysia'
+import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import type { Sql } from '../db/client'
-import { ApiError, badValue, errorResponse } from './errors'
-import { authenticate } from './auth'
+import { ApiError, badShape, badValue, errorResponse } from './errors'
+import { authenticateRequest } from './auth'
 import { authenticateAdmin } from './admin-auth'
 import { ReplayedAnswer } from './idempotency'
+import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
+import { RouteTable, type RouteInfo } from './routes'
+import { describeValidation, nulField, unknownField, type ValidationFailure } from './validation'
 import { log } from '../lib/log'
 
-export const MAX_BODY_BYTES = 8 * 1024 * 1024
+export { MAX_BODY_BYTES } from './body'
+
 const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
 const requestIds = new WeakMap<Request, string>()
-// The body exactly as parsed: Elysia's validation error replaces a non-object body with {}, and the
-// message should still say "body must be a JSON object".
+const paths = new WeakMap<Request, string>()
+// The body exactly as parsed: Elysia's validation works on a cleaned copy (unknown fields dropped, a
+// non-object body replaced by {}), and the messages must speak of what the client sent.
 const parsedBodies = new WeakMap<Request, unknown>()
 
 export const requestIdOf = (request: Request) => requestIds.get(request) ?? 'unknown'
@@ -27,84 +34,22 @@ export function isSecure(request: Request, config: Config): boolean {
   return request.url.startsWith('https:')
 }
 
-type ValidationIssue = { path?: string; message?: string; schema?: { type?: string; anyOf?: unknown } }
-
-/** "messages[3].to" from "/messages/3/to". */
-function fieldName(pointer: string): string {
-  return pointer
-    .split('/')
-    .filter(Boolean)
-    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : i === 0 ? part : `.${part}`))
-    .join('')
+/** Which credentials a path needs: the API's key, the admin token, or none (health, docs, provider callbacks). */
+function apiOf(path: string): 'key' | 'admin' | null {
+  if (path.startsWith('/api/v1/')) return 'key'
+  if (path.startsWith('/admin/v1/')) return 'admin'
+  return null
 }
 
-function valueAt(root: unknown, pointer: string): unknown {
-  let value: unknown = root
-  for (const part of pointer.split('/').filter(Boolean)) {
-    if (value === null || typeof value !== 'object') return undefined
-    value = (value as Record<string, unknown>)[part]
-  }
-  return value
+async function authenticatePath(sql: Sql, config: Config, request: Request, path: string): Promise<void> {
+  const api = apiOf(path)
+  if (api === 'key') await authenticateRequest(sql, request)
+  else if (api === 'admin') authenticateAdmin(config, request.headers.get('authorization'))
 }
 
-/** PostgreSQL text cannot hold U+0000: such a value is refused up front rather than failing in SQL. */
-function containsNul(value: unknown): boolean {
-  if (typeof value === 'string') return value.includes('\u0000')
-  if (Array.isArray(value)) return value.some(containsNul)
-  if (value !== null && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\u0000') || containsNul(v))
-  return false
-}
-
-const isPlainObject = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v)
-
-function describeValidation(error: { type?: string; value?: unknown; all?: ValidationIssue[] }, rawBody: unknown): string {
-  if (error.type === 'body' && rawBody !== undefined) error = { ...error, value: rawBody, all: error.all }
-  const where = error.type === 'query' ? 'query' : error.type === 'params' ? 'path' : 'body'
-  const issue = error.all?.[0]
-  if (!issue?.path) return where === 'body' ? 'body must be a JSON object' : `${where} is not valid`
-  if (where === 'body' && !isPlainObject(error.value)) return 'body must be a JSON object'
-  // The first container on the path that is not what the schema needs is the one to name.
-  const parts = issue.path.split('/').filter(Boolean)
-  for (let i = 1; i < parts.length; i++) {
-    const pointer = `/${parts.slice(0, i).join('/')}`
-    const container = valueAt(error.value, pointer)
-    const wantsArray = /^\d+$/.test(parts[i]!)
-    if (wantsArray ? !Array.isArray(container) : !isPlainObject(container)) {
-      return container === undefined
-        ? `${fieldName(pointer)}: is required`
-        : `${fieldName(pointer)}: must be ${wantsArray ? 'an array' : 'an object'}`
-    }
-  }
-  const name = fieldName(issue.path)
-  const value = valueAt(error.value, issue.path)
-  if (value === undefined) return `${name}: is required`
-  const type = issue.schema?.type ?? (issue.schema?.anyOf ? 'integer' : undefined)
-  if (type === 'integer' || type === 'number') return `${name}: must be an integer`
-  if (type) return `${name}: must be ${type === 'array' || type === 'object' ? 'an' : 'a'} ${type}`
-  return `${name}: ${issue.message ?? 'is not valid'}`
-}
-
-/** Methods that some route answers for `path`, to tell 405 from 404. */
-export type MethodsFor = (path: string) => string[]
-
-export function methodsFromRoutes(routes: () => { method: string; path: string }[]): MethodsFor {
-  let table: { method: string; pattern: RegExp }[] | undefined
-  return (path) => {
-    table ??= routes().map((r) => ({
-      method: r.method.toUpperCase(),
-      pattern: new RegExp(
-        `^${r.path
-          .replace(/[.+?^${}()|[\]\\]/g, '\\$&')
-          .replace(/:[^/]+/g, '[^/]+')
-          .replace(/\*/g, '.*')}/?$`,
-      ),
-    }))
-    return [...new Set(table.filter((r) => r.pattern.test(path)).map((r) => r.method))]
-  }
-}
-
-export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsFor }) {
+export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteInfo[] }) {
   const { config, sql } = deps
+  const routes = new RouteTable(deps.routes)
   return (
     new Elysia({ name: 'http-shell' })
       .onRequest(({ request, set }) => {
@@ -116,6 +61,7 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
         requestIds.set(request, id)
         set.headers['x-request-id'] = id
         const path = new URL(request.url).pathname
+        paths.set(request, path)
         if (config.requireHttps && !HEALTH_PATHS.has(path) && !isSecure(request, config)) {
           return errorResponse('HTTPS_REQUIRED', 'this service accepts HTTPS requests only', 403, { 'x-request-id': id })
         }
@@ -123,24 +69,48 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
         if (length > MAX_BODY_BYTES) {
           return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, { 'x-request-id': id })
         }
+        const allowed = routes.staticMethods(path)
+        if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id)
       })
-      .onParse({ as: 'global' }, async ({ request, contentType }) => {
-        if (!contentType?.toLowerCase().startsWith('application/json')) return
-        const text = await request.text()
-        // Bodies without Content-Length (chunked) are measured here.
-        if (text.length > MAX_BODY_BYTES) throw new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
-        let value: unknown
-        try {
-          value = JSON.parse(text)
-        } catch {
-          throw new ParseError()
+      // Runs for every route that can take a body, before Elysia reads it.
+      .onParse({ as: 'global' }, async ({ request }) => {
+        const path = paths.get(request) ?? new URL(request.url).pathname
+        if (apiOf(path) === null) {
+          // Outside the API (provider callbacks) a route parses its own content types.
+          if (!request.headers.get('content-type')?.toLowerCase().startsWith('application/json')) return
+        } else {
+          // A bad key is 401 whatever the body, and an unauthenticated body is never read.
+          await authenticatePath(sql, config, request, path)
+          if (!hasBody(request)) return null
+          requireJsonContentType(request.headers.get('content-type'))
         }
+        const value = await readJson(request)
         parsedBodies.set(request, value)
         return value
       })
-      // After authentication (a derive) and shape validation, before any handler.
-      .onBeforeHandle({ as: 'global' }, ({ request }) => {
-        if (containsNul(parsedBodies.get(request))) throw badValue('body: text must not contain NUL characters (\\u0000)')
+      // After parsing, before the routes' own hooks and validation; routes without a body were not
+      // authenticated yet (the key lookup is shared with the route's derive).
+      .onTransform({ as: 'global' }, async ({ request, route, params, query }) => {
+        const path = paths.get(request) ?? new URL(request.url).pathname
+        await authenticatePath(sql, config, request, path)
+        // Elysia keeps a parameter that does not decode (%FF) as its raw text; it is refused instead.
+        const undecodable = undecodableParameter(request.url)
+        if (undecodable !== null) throw badShape(`${undecodable}: not valid percent-encoded UTF-8`)
+        const inQuery = nulField(query)
+        if (inQuery) throw badValue(`${inQuery}: must not contain NUL characters (\\u0000)`)
+        const inPath = nulField(params)
+        if (inPath) throw badValue(`${inPath}: must not contain NUL characters (\\u0000)`)
+        const body = parsedBodies.get(request)
+        if (body === undefined || body === null) return
+        if (apiOf(path)) {
+          const schema = routes.bodySchema(request.method, route)
+          // A route without a body model takes no body: at most {} (or nothing).
+          if (!schema && (typeof body !== 'object' || Array.isArray(body))) throw badShape('body must be a JSON object')
+          const unknown = unknownField(schema, body)
+          if (unknown) throw badShape(`${unknown}: unknown field`)
+        }
+        const inBody = nulField(body)
+        if (inBody) throw badValue(`${inBody}: text must not contain NUL characters (\\u0000)`)
       })
       .onError({ as: 'global' }, async ({ code, error, request, path }) => {
         const headers = { 'x-request-id': requestIdOf(request) }
@@ -155,19 +125,15 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
         if (own instanceof ApiError) return errorResponse(own.code, own.message, own.status, headers)
         if (code === 'PARSE' || code === 'VALIDATION') {
           // Authentication comes before validation: a bad key gets 401 whatever the body.
-          const authError = await authFailure(sql, config, request, path)
+          const authError = await authFailure(sql, config, request, paths.get(request) ?? path)
           if (authError) return errorResponse(authError.code, authError.message, authError.status, headers)
-          const message = code === 'PARSE' ? 'body is not valid JSON' : describeValidation(error as never, parsedBodies.get(request))
-          return errorResponse('VALIDATION_ERROR', message, 400, headers)
+          if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, headers)
+          const { status, message } = describeValidation(error as ValidationFailure, parsedBodies.get(request))
+          return errorResponse('VALIDATION_ERROR', message, status, headers)
         }
         if (code === 'NOT_FOUND') {
-          const allowed = deps.methodsFor(path).filter((m) => m !== request.method)
-          if (allowed.length > 0) {
-            return errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, 405, {
-              ...headers,
-              allow: allowed.join(', '),
-            })
-          }
+          const allowed = routes.methodsFor(path).filter((m) => m !== request.method)
+          if (allowed.length > 0) return methodNotAllowed(request, path, allowed, headers['x-request-id'])
           return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, headers)
         }
         if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
@@ -187,10 +153,38 @@ export function httpShell(deps: { config: Config; sql: Sql; methodsFor: MethodsF
   )
 }
 
+/** The name of the first query parameter whose name or value is not valid percent-encoded UTF-8, or null. */
+function undecodableParameter(url: string): string | null {
+  const start = url.indexOf('?')
+  if (start === -1 || !url.includes('%', start)) return null
+  for (const pair of url.slice(start + 1).split('&')) {
+    const equals = pair.indexOf('=')
+    const name = equals === -1 ? pair : pair.slice(0, equals)
+    const value = equals === -1 ? '' : pair.slice(equals + 1)
+    try {
+      decodeURIComponent(name)
+    } catch {
+      return 'query'
+    }
+    try {
+      decodeURIComponent(value)
+    } catch {
+      return decodeURIComponent(name).slice(0, 100) || 'query'
+    }
+  }
+  return null
+}
+
+function methodNotAllowed(request: Request, path: string, allowed: string[], requestId: string): Response {
+  return errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, 405, {
+    'x-request-id': requestId,
+    allow: allowed.join(', '),
+  })
+}
+
 async function authFailure(sql: Sql, config: Config, request: Request, path: string): Promise<ApiError | null> {
   try {
-    if (path.startsWith('/api/v1/')) await authenticate(sql, request.headers.get('authorization'))
-    else if (path.startsWith('/admin/v1/')) authenticateAdmin(config, request.headers.get('authorization'))
+    await authenticatePath(sql, config, request, path)
     return null
   } catch (error) {
     if (error instanceof ApiError) return error

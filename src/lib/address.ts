@@ -1,10 +1,8 @@
-// Which addresses a webhook may be delivered to. Used when a URL is registered and again at every
-// delivery on the address actually connected to, so a DNS answer that changes cannot reach inside.
-// Fails closed: anything that does not parse as an IP address is not public.
+// Which addresses a webhook may be delivered to, and the one resolver that finds them. Used when a URL
+// is registered and again at every delivery on the address actually connected to, so a DNS answer
+// that changes cannot reach inside. Fails closed: anything that does not parse as an IP address is not public.
 
 import { lookup } from 'node:dns/promises'
-
-const DNS_TIMEOUT_MS = 5_000
 
 /** IPv4 dotted quad → 32-bit unsigned number; null unless exactly four decimal octets. */
 function parseIPv4(ip: string): number | null {
@@ -109,40 +107,64 @@ export function literalAddress(hostname: string): string | null {
   return parseIPv6(bare) !== null ? bare : null
 }
 
-export type HostCheck = { ok: true; addresses: string[] } | { ok: false; reason: string }
+/** How long one DNS lookup of a webhook host may take, at registration and at every delivery. */
+const DNS_TIMEOUT_MS = 5_000
+
+type ResolvedHost =
+  | { ok: true; addresses: string[]; literal: boolean }
+  /** `reason` is for the API client (it never names an address); `detail` is for the attempt log. */
+  | { ok: false; reason: string; detail: string }
 
 /**
- * Whether a webhook may go to `hostname` (as URL.hostname gives it, which has already turned forms like
- * `2130706433` or `0x7f.1` into dotted quads). Every address the name resolves to must be public, since
- * a connection may use any of them. `addresses` is what to connect to; empty when `allowPrivate` skips
- * the check (development and tests), which then leaves resolution to the connection.
+ * The one resolver and address rule for webhook URLs, used at registration and at every delivery:
+ * `hostname` as URL.hostname gives it (which has already turned forms like `2130706433` or `0x7f.1`
+ * into dotted quads) → the addresses to connect to. Unless `allowPrivate`, every address the name
+ * resolves to must be public, since a connection may use any of them (and the rule must not depend on
+ * answer order). Delivery connects to exactly these addresses, so a DNS answer that changes between
+ * the check and the connection (rebinding) cannot reach inside.
  */
-export async function checkWebhookHost(hostname: string, allowPrivate: boolean): Promise<HostCheck> {
-  if (allowPrivate) return { ok: true, addresses: [] }
+export async function resolveWebhookHost(hostname: string, allowPrivate: boolean): Promise<ResolvedHost> {
   const literal = literalAddress(hostname)
   if (literal !== null) {
-    return isPublicAddress(literal) ? { ok: true, addresses: [literal] } : { ok: false, reason: 'host is not a public address' }
+    if (!allowPrivate && !isPublicAddress(literal)) {
+      return { ok: false, reason: 'host is not a public address', detail: `address refused: ${literal} is not a public address` }
+    }
+    return { ok: true, addresses: [literal], literal: true }
   }
   const name = hostname.toLowerCase().replace(/\.$/, '')
-  // RFC 6761 names, answered without asking DNS.
-  if (name === 'localhost' || name.endsWith('.localhost')) return { ok: false, reason: 'host resolves to a non-public address' }
-  if (name === 'invalid' || name.endsWith('.invalid')) return { ok: false, reason: 'host does not resolve' }
+  const unresolved = (detail: string) => ({ ok: false as const, reason: 'host does not resolve', detail: `DNS: ${detail}` })
   let addresses: string[]
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    const answers = await Promise.race([
-      lookup(name, { all: true, verbatim: true }),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('DNS timeout')), DNS_TIMEOUT_MS)
-      }),
-    ])
-    addresses = answers.map((a) => a.address)
-  } catch {
-    return { ok: false, reason: 'host does not resolve' }
-  } finally {
-    clearTimeout(timer)
+  // RFC 6761 names are answered without asking DNS: .invalid never resolves, localhost is loopback.
+  if (name === 'invalid' || name.endsWith('.invalid')) return unresolved('host not found')
+  if (name === 'localhost' || name.endsWith('.localhost')) addresses = ['127.0.0.1', '::1']
+  else {
+    let timer: ReturnType<typeof setTimeout> | undefined
+    try {
+      const answers = await Promise.race([
+        lookup(name, { all: true }),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(Object.assign(new Error('DNS timeout'), { code: 'TIMEOUT' })), DNS_TIMEOUT_MS)
+        }),
+      ])
+      addresses = answers.map((a) => a.address)
+    } catch (error) {
+      const code = (error as { code?: string }).code
+      if (code === 'TIMEOUT') return unresolved(`no answer within ${DNS_TIMEOUT_MS} ms`)
+      return unresolved(code === 'ENOTFOUND' || code === undefined ? 'host not found' : code.slice(0, 50))
+    } finally {
+      clearTimeout(timer)
+    }
+    if (addresses.length === 0) return unresolved('host not found')
   }
-  if (addresses.length === 0) return { ok: false, reason: 'host does not resolve' }
-  if (!addresses.every(isPublicAddress)) return { ok: false, reason: 'host resolves to a non-public address' }
-  return { ok: true, addresses }
+  if (!allowPrivate) {
+    const refused = addresses.find((a) => !isPublicAddress(a))
+    if (refused !== undefined) {
+      return {
+        ok: false,
+        reason: 'host resolves to a non-public address',
+        detail: `address refused: ${name} resolves to ${refused}, not a public address`,
+      }
+    }
+  }
+  return { ok: true, addresses, literal: false }
 }

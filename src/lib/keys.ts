@@ -1,6 +1,6 @@
 // API keys, admin tokens, signing secrets and SIDs: random values and the hash we store instead of keys.
 
-export const API_KEY_PREFIX = 'pm'
+const API_KEY_PREFIX = 'pm'
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
 
 export function randomBase62(length: number): string {

@@ -5,6 +5,11 @@ export class Semaphore {
   private active = 0
   constructor(private readonly limit: number) {}
 
+  /** Tasks running or waiting for a slot. */
+  get load(): number {
+    return this.active + this.waiting.length
+  }
+
   async run<T>(task: () => Promise<T>): Promise<T> {
     if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve))
     else this.active++

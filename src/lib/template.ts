@@ -3,8 +3,8 @@
 // rejected when the template is saved.
 
 export const PLACEHOLDERS = ['name', 'phone', 'email', 'city'] as const
-export type Placeholder = (typeof PLACEHOLDERS)[number]
-export type TemplateValues = Partial<Record<Placeholder, string | null>>
+type Placeholder = (typeof PLACEHOLDERS)[number]
+type TemplateValues = Partial<Record<Placeholder, string | null>>
 
 const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g
 

@@ -37,11 +37,18 @@ export function formatTimestamp(date: Date | null | undefined, timeZone: string)
   return `${pad(p.year!, 4)}-${pad(p.month!)}-${pad(p.day!)} ${pad(p.hour!)}:${pad(p.minute!)}:${pad(p.second!)}`
 }
 
-/** Parses `YYYY-MM-DD HH:MM:SS` as a wall-clock time in `timeZone`; null when malformed or impossible. */
-export function parseTimestamp(text: string, timeZone: string): Date | null {
+export type TimestampProblem = 'format' | 'year' | 'gap'
+
+/**
+ * Reads `YYYY-MM-DD HH:MM:SS` as a wall-clock time in `timeZone`. Years before 1000 are refused
+ * (`Date.UTC` reads 0099 as 1999); a time the zone skips (the spring-forward gap of daylight saving)
+ * does not exist; a time it repeats (autumn) is the earlier of the two instants.
+ */
+export function readTimestamp(text: string, timeZone: string): Date | TimestampProblem {
   const m = TIMESTAMP.exec(text)
-  if (!m) return null
+  if (!m) return 'format'
   const [year, month, day, hour, minute, second] = m.slice(1).map(Number) as [number, number, number, number, number, number]
+  if (year < 1000) return 'year'
   const asUtc = Date.UTC(year, month - 1, day, hour, minute, second)
   const check = new Date(asUtc)
   if (
@@ -52,15 +59,29 @@ export function parseTimestamp(text: string, timeZone: string): Date | null {
     minute > 59 ||
     second > 59
   ) {
-    return null
+    return 'format'
   }
   if (timeZone === 'UTC') return check
-  // The zone's offset at that wall-clock time: format the UTC guess in the zone and correct by the difference.
-  let guess = asUtc
-  for (let i = 0; i < 2; i++) {
-    const p = parts(new Date(guess), timeZone)
-    const shown = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!)
-    guess += asUtc - shown
-  }
-  return new Date(guess)
+  // The zone's offsets a day either side cover any one transition: each gives a candidate instant,
+  // and a candidate counts only if the zone shows it as the requested wall-clock time.
+  const candidates = [...new Set([offsetAt(asUtc - DAY_MS, timeZone), offsetAt(asUtc + DAY_MS, timeZone)])]
+    .map((offset) => asUtc - offset)
+    .filter((instant) => offsetAt(instant, timeZone) === asUtc - instant)
+    .sort((a, b) => a - b)
+  return candidates.length === 0 ? 'gap' : new Date(candidates[0]!)
+}
+
+/** `readTimestamp` without the reason: null when malformed, before year 1000, or skipped by the zone. */
+export function parseTimestamp(text: string, timeZone: string): Date | null {
+  const result = readTimestamp(text, timeZone)
+  return result instanceof Date ? result : null
+}
+
+const DAY_MS = 86_400_000
+
+/** The zone's offset from UTC at `instant`, in milliseconds (whole seconds: the formatter shows no more). */
+function offsetAt(instant: number, timeZone: string): number {
+  const p = parts(new Date(instant), timeZone)
+  const shown = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!)
+  return shown - Math.floor(instant / 1000) * 1000
 }

@@ -8,6 +8,6 @@ export function createProvider(config: Config): Provider {
     case 'simulator':
       return createSimulator({ deliveredMs: config.simDeliveredMs, readMs: config.simReadMs })
     case 'twilio':
-      return createTwilio(config)
+      return createTwilio(config, { timeoutMs: config.providerTimeoutMs })
   }
 }

@@ -3,7 +3,8 @@
 
 export type OutgoingMessage = { id: number; to: string; body: string; mediaUrl: string | null }
 
-export type HandoffResult = { ok: true; sid: string } | { ok: false; errorCode: number | null; errorMessage: string }
+/** `pending`: not this caller's outcome to give: another process holds the message's hand-off. */
+export type HandoffResult = { ok: true; sid: string } | { ok: false; errorCode: number | null; errorMessage: string; pending?: boolean }
 
 /** A status report the provider will make later, recorded with the hand-off (the simulator's). */
 export type ScheduledReport = {

@@ -6,9 +6,9 @@
 import type { HandoffResult, OutgoingMessage, Provider, ScheduledReport } from './provider'
 import { randomHex } from '../lib/keys'
 
-export const SIMULATOR_REFUSED_CODE = 21610
+const SIMULATOR_REFUSED_CODE = 21610
 
-export const SIMULATOR_FAILED_CODE = 63016
+const SIMULATOR_FAILED_CODE = 63016
 
 export function createSimulator(delays: { deliveredMs: number; readMs: number }): Provider {
   return {

@@ -6,7 +6,7 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto'
 
-export type SignedParams = Record<string, string> | URLSearchParams
+type SignedParams = Record<string, string> | URLSearchParams
 
 function grouped(params: SignedParams): Map<string, string[]> {
   const groups = new Map<string, string[]>()

@@ -1,26 +1,54 @@
 // Recovers charged messages whose hand-off lease expired: the process handing them over died (or
-// hung past every timeout). Each is claimed with a fresh lease and handed over again; a refusal is
-// refunded. The `status = 'queued'` guard on every outcome write means each message ends sent or
-// refunded exactly once.
+// hung past every timeout). Each is claimed with a fresh lease (a new holder token, so the old
+// holder's renewal fails) and handed over again; a refusal is refunded. The `status = 'queued'` guard
+// on every outcome write means each message ends sent or refunded exactly once.
+//
+// A message recovered MAX_RECOVERIES times and still without an outcome is not handed over again:
+// its outcome keeps failing to be recorded (the provider may well have accepted it every time), so
+// it is quarantined for an operator (GET /admin/v1/quarantine) instead of being sent forever.
 
 import type { Deps } from '../deps'
-import { HANDOFF_LEASE_SECONDS } from '../modules/messages/billing'
+import { log } from '../lib/log'
+import type { Worker } from './worker'
 
 const BATCH = 500
+export const MAX_RECOVERIES = 3
+/** Expired leases are looked for this often (a lease is never shorter than a few seconds). */
+const HANDOFF_RECOVERY_POLL_MS = 5_000
 
-export async function runOnce(deps: Pick<Deps, 'sql' | 'handoff'>): Promise<{ claimed: number }> {
-  const claimed = await deps.sql<{ id: number; phone: string; body: string; media_url: string | null }[]>`
-    update messages set handoff_until = now() + make_interval(secs => ${HANDOFF_LEASE_SECONDS})
-    where id in (
+async function recoverHandoffs(deps: Pick<Deps, 'sql' | 'handoff'>): Promise<{ claimed: number; quarantined: number }> {
+  const lease = deps.handoff.lease(BATCH)
+  const rows = await deps.sql<{ id: number; phone: string; body: string; media_url: string | null; quarantined: boolean }[]>`
+    with due as (
       select id from messages
       where status = 'queued' and handoff_until < now()
       order by handoff_until
       limit ${BATCH}
       for update skip locked
+    ), quarantined as (
+      update messages set handoff_until = null, handoff_token = null, quarantined_at = now()
+      where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
+      returning id, phone, body, media_url, true as quarantined
+    ), claimed as (
+      update messages set handoff_token = ${lease.token}, handoff_until = now() + make_interval(secs => ${lease.seconds}),
+        handoff_recoveries = handoff_recoveries + 1
+      where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
+      returning id, phone, body, media_url, false as quarantined
     )
-    returning id, phone, body, media_url`
+    select * from claimed union all select * from quarantined`
+  const claimed = rows.filter((m) => !m.quarantined)
+  for (const m of rows) if (m.quarantined) log.warn('message quarantined: its hand-off outcome could not be recorded', { message_id: m.id })
   if (claimed.length > 0) {
-    await deps.handoff.many(claimed.map((m) => ({ id: m.id, to: m.phone, body: m.body, mediaUrl: m.media_url })))
+    await deps.handoff.many(
+      claimed.map((m) => ({ id: m.id, to: m.phone, body: m.body, mediaUrl: m.media_url })),
+      lease,
+    )
   }
-  return { claimed: claimed.length }
+  return { claimed: claimed.length, quarantined: rows.length - claimed.length }
+}
+
+export const handoffRecovery: Worker = {
+  name: 'handoff-recovery',
+  pollMs: HANDOFF_RECOVERY_POLL_MS,
+  runOnce: async (deps) => (await recoverHandoffs(deps)).claimed,
 }

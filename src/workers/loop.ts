@@ -6,7 +6,11 @@ import { log } from '../lib/log'
 
 export type Loop = { name: string; wake(): void; stop(): Promise<void> }
 
-export function startLoop(name: string, step: () => Promise<number>, options: { pollMs: number; maxBackoffMs?: number }): Loop {
+export function startLoop(
+  name: string,
+  step: () => Promise<number>,
+  options: { pollMs: number; maxBackoffMs?: number; minGapMs?: number },
+): Loop {
   let stopped = false
   let wakeUp: (() => void) | undefined
   let woken = false
@@ -28,8 +32,12 @@ export function startLoop(name: string, step: () => Promise<number>, options: { 
 
   const running = (async () => {
     let failures = 0
+    let lastStep = 0
     while (!stopped) {
       try {
+        const gap = lastStep + (options.minGapMs ?? 0) - Date.now()
+        if (gap > 0) await Bun.sleep(gap)
+        lastStep = Date.now()
         const done = await step()
         failures = 0
         if (done > 0) continue

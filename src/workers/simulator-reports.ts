@@ -3,10 +3,14 @@
 
 import type { Deps } from '../deps'
 import { applyStatuses, rounds } from '../modules/status/machine'
+import { eventsCommitted } from '../modules/status/notify'
+import type { Worker } from './worker'
 
 const BATCH = 500
+/** Reports fall due continuously; a short poll keeps their delay close to SIM_DELIVERED_MS/SIM_READ_MS. */
+const SIMULATOR_REPORTS_POLL_MS = 100
 
-export async function runOnce(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ applied: number; events: number }> {
+async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ applied: number; events: number }> {
   return deps.sql.begin(async (tx) => {
     type Report = {
       id: number
@@ -26,7 +30,18 @@ export async function runOnce(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ app
     const ordered = [...due].sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || a.id - b.id)
     const reports = ordered.map((r) => ({ sid: r.message_sid, status: r.status, errorCode: r.error_code, errorMessage: r.error_message }))
     let events = 0
-    for (const round of rounds(reports)) events += (await applyStatuses(tx as never, deps.config.timezone, round)).events
+    for (const round of rounds(reports)) events += (await applyStatuses(tx, deps.config.timezone, round)).events
     return { applied: due.length, events }
   })
+}
+
+export const simulatorReports: Worker = {
+  name: 'simulator-reports',
+  pollMs: SIMULATOR_REPORTS_POLL_MS,
+  enabled: (deps) => deps.provider.name === 'simulator',
+  async runOnce(deps) {
+    const { applied, events } = await applyDueReports(deps)
+    if (events > 0) eventsCommitted(deps)
+    return applied
+  },
 }

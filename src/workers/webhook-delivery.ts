@@ -12,31 +12,26 @@
 // what it can start at once (up to CONCURRENCY requests in flight), records outcomes as they finish
 // (batched: whatever finished while the previous write ran goes in the next one), and claims again as
 // soon as half the slots are free. A receiver that times out then holds only its own slots, never a
-// whole batch. runOnce() is the same steps as one bounded cycle, for tests and tools.
+// whole batch. Tests drive this same pipeline (startWebhookDelivery), as the service does.
 
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
-import { attemptDelivery, MAX_ATTEMPT_MS, webhookCa, type AttemptResult } from '../modules/webhooks/delivery'
+import { attemptDelivery, webhookCa, type AttemptResult } from '../modules/webhooks/sender'
 import { EVENTS_CHANNEL } from '../modules/status/notify'
-import { Semaphore } from '../lib/limit'
 import { log } from '../lib/log'
 import { startLoop, type Loop } from './loop'
+import type { Worker } from './worker'
 
-export const LOOP_NAME = 'webhook-delivery'
+/** Covers the longest attempt (a 5 s DNS lookup, then a 5 s request) and recording its outcome. */
 export const LEASE_SECONDS = 30
 export const MAX_ATTEMPTS = 8
 /** Seconds to wait after failed attempt n (1-based), before ±20% jitter; the 8th failure is final. */
 export const RETRY_DELAYS_S = [5, 300, 1800, 7200, 18000, 36000, 36000] as const
 /** A receiver's Retry-After is honoured up to the schedule's longest step. */
 const MAX_RETRY_AFTER_S = 36000
-export const CONCURRENCY = 64
-const BATCH = 256
-const POLL_MS = 1000
-// An attempt may start only while its lease still covers the longest possible attempt, with room to
-// record the outcome; later than this after the claim, the event is released unattempted instead.
-const START_DEADLINE_MS = LEASE_SECONDS * 1000 - MAX_ATTEMPT_MS - 5_000
-
-export type DeliveryCounts = { claimed: number; delivered: number; retried: number; failed: number }
+const CONCURRENCY = 64
+/** Retries come due without a commit to wake the loop: polled this often. */
+const WEBHOOK_DELIVERY_POLL_MS = 1000
 
 type Claimed = {
   id: number
@@ -46,7 +41,6 @@ type Claimed = {
   url: string | null
   signing_secret: string | null
   token: string
-  claimedAt: number
 }
 
 type Outcome = {
@@ -67,7 +61,7 @@ type DeliveryDeps = Pick<Deps, 'sql' | 'config'>
 
 async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
   const token = crypto.randomUUID()
-  const rows = await sql<Omit<Claimed, 'token' | 'claimedAt'>[]>`
+  const rows = await sql<Omit<Claimed, 'token'>[]>`
     with due as (
       select e.id from webhook_events e
       where e.status = 'pending' and e.next_attempt_at <= now()
@@ -88,8 +82,7 @@ async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
     select c.id, c.webhook_id, c.payload, c.attempts, w.url, w.signing_secret
     from claimed c left join webhook_endpoints w on w.api_key_id = c.api_key_id
     order by c.id`
-  const claimedAt = Date.now()
-  return rows.map((row) => ({ ...row, token, claimedAt }))
+  return rows.map((row) => ({ ...row, token }))
 }
 
 async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefined): Promise<Outcome> {
@@ -131,14 +124,12 @@ async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefi
   }
 }
 
-type Recorded = { delivered: number; retried: number; failed: number; lost: number; unblocked: boolean }
-
 /**
  * Records many outcomes in one statement. Each row applies only while its lease is still ours; the
  * attempt row is written with the event update or not at all. The next attempt is timed from the end
  * of the failed one (`finished_ago_ms`), in the database's clock.
  */
-async function record(sql: Sql, outcomes: Outcome[]): Promise<Recorded> {
+async function record(sql: Sql, outcomes: Outcome[]): Promise<{ unblocked: boolean }> {
   const now = Date.now()
   const rows = outcomes.map((o) => ({
     id: o.id,
@@ -152,7 +143,7 @@ async function record(sql: Sql, outcomes: Outcome[]): Promise<Recorded> {
     jitter: o.jitter,
     finished_ago_ms: Math.max(0, now - o.finishedAt),
   }))
-  const done = await sql<{ id: number; status: string; unblocks: boolean }[]>`
+  const done = await sql<{ unblocks: boolean }[]>`
     with o as (
       select * from jsonb_to_recordset(${sql.json(rows)}) as o(
         id bigint, token uuid, kind text, url text, status_code integer, latency_ms integer, error text,
@@ -186,18 +177,12 @@ async function record(sql: Sql, outcomes: Outcome[]): Promise<Recorded> {
         select 1 from webhook_events n where n.message_id = d.message_id and n.status = 'pending' and n.id > d.id
       ) as unblocks
     from done d`
-  const counts: Recorded = { delivered: 0, retried: 0, failed: 0, lost: outcomes.length - done.length, unblocked: false }
-  for (const row of done) {
-    if (row.status === 'delivered') counts.delivered++
-    else if (row.status === 'failed') counts.failed++
-    else counts.retried++
-    if (row.unblocks) counts.unblocked = true
-  }
-  if (counts.lost > 0) log.warn('webhook outcomes not recorded: lease expired', { lost: counts.lost })
-  return counts
+  const lost = outcomes.length - done.length
+  if (lost > 0) log.warn('webhook outcomes not recorded: lease expired', { lost })
+  return { unblocked: done.some((row) => row.unblocks) }
 }
 
-/** Gives back claimed events that were never attempted: the lease is freed and the claim's count undone. */
+/** Gives back claimed events that were never attempted (stop came during the claim): the lease is freed and the claim's count undone. */
 async function release(sql: Sql, events: Claimed[]): Promise<void> {
   if (events.length === 0) return
   const rows = events.map((e) => ({ id: e.id, token: e.token }))
@@ -205,34 +190,6 @@ async function release(sql: Sql, events: Claimed[]): Promise<void> {
     update webhook_events e set lease_token = null, lease_until = null, attempts = e.attempts - 1
     from jsonb_to_recordset(${sql.json(rows)}) as r(id bigint, token uuid)
     where e.id = r.id and e.lease_token = r.token and e.status = 'pending'`
-}
-
-/**
- * One cycle: claim up to `batch` due events, deliver them with at most `concurrency` requests at once,
- * record the outcomes. Events not started when `stopping()` turns true (or too late for their lease)
- * are released unattempted.
- */
-export async function runOnce(
-  deps: DeliveryDeps,
-  options: { batch?: number; concurrency?: number; stopping?: () => boolean } = {},
-): Promise<DeliveryCounts> {
-  const ca = webhookCa(deps.config.webhookCaFile)
-  const events = await claim(deps.sql, options.batch ?? BATCH)
-  if (events.length === 0) return { claimed: 0, delivered: 0, retried: 0, failed: 0 }
-  const limit = new Semaphore(options.concurrency ?? CONCURRENCY)
-  const outcomes: Outcome[] = []
-  const unstarted: Claimed[] = []
-  await Promise.all(
-    events.map((event) =>
-      limit.run(async () => {
-        if (options.stopping?.() || Date.now() - event.claimedAt > START_DEADLINE_MS) unstarted.push(event)
-        else outcomes.push(await attempt(event, deps, ca))
-      }),
-    ),
-  )
-  await release(deps.sql, unstarted)
-  const recorded = outcomes.length > 0 ? await record(deps.sql, outcomes) : { delivered: 0, retried: 0, failed: 0 }
-  return { claimed: events.length, delivered: recorded.delivered, retried: recorded.retried, failed: recorded.failed }
 }
 
 /** The service's delivery pipeline (see the top of the file). */
@@ -343,7 +300,7 @@ class Pipeline {
  */
 export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?: number; pollMs?: number } = {}): Loop {
   const pipeline = new Pipeline(deps, webhookCa(deps.config.webhookCaFile), options.concurrency ?? CONCURRENCY)
-  const loop = startLoop(LOOP_NAME, () => pipeline.step(), { pollMs: options.pollMs ?? POLL_MS })
+  const loop = startLoop(webhookDelivery.name, () => pipeline.step(), { pollMs: options.pollMs ?? WEBHOOK_DELIVERY_POLL_MS })
   pipeline.onUnblocked = () => loop.wake()
   let unlisten: (() => Promise<void>) | undefined
   let stopped = false
@@ -361,7 +318,7 @@ export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?
         )
     : Promise.resolve()
   return {
-    name: LOOP_NAME,
+    name: webhookDelivery.name,
     wake: () => loop.wake(),
     async stop() {
       stopped = true
@@ -372,4 +329,10 @@ export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?
       await unlisten?.().catch(() => {})
     },
   }
+}
+
+export const webhookDelivery: Worker = {
+  name: 'webhook-delivery',
+  pollMs: WEBHOOK_DELIVERY_POLL_MS,
+  start: (deps) => startWebhookDelivery(deps),
 }

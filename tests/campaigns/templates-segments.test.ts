@@ -30,8 +30,7 @@ test('templates: unknown placeholders are rejected at save; get, update and dele
   // a running (here: paused, no balance) campaign uses it: it may not change
   await t.api('POST', '/contacts', a.key, { name: 'V', phone: '081234567890', tags: 'vip' })
   await t.admin('POST', `/campaigns/${campaign.body.data.campaign.id}/run`)
-  const { runOnce } = await import('../../src/modules/campaigns/engine')
-  await runOnce(t.deps)
+  await t.runWorker('campaign-runner')
   expect((await t.admin('GET', `/campaigns/${campaign.body.data.campaign.id}`)).body.data.campaign.status).toBe('paused')
   const locked = await t.admin('PATCH', `/templates/${id}`, { name: 'promo 3' })
   expect([locked.status, locked.body.code]).toEqual([409, 'CONFLICT'])

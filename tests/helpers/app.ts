@@ -2,10 +2,12 @@
 
 import { readConfig, type Config } from '../../src/config'
 import { createApp } from '../../src/app'
-import { buildDeps, startWorkers } from '../../src/service'
+import { buildDeps } from '../../src/service'
+import { startWorkers, WORKERS } from '../../src/workers'
+import type { WorkerName } from '../../src/workers/worker'
 import type { Deps } from '../../src/deps'
+import type { Loop } from '../../src/workers/loop'
 import type { Provider } from '../../src/providers/provider'
-import { createHandoff } from '../../src/modules/messages/handoff'
 import { testDatabase, type TestDatabase } from './db'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
@@ -14,6 +16,10 @@ export type TestApp = {
   db: TestDatabase
   deps: Deps
   config: Config
+  /** The loops deps.wake reaches (startWorkers fills it; tests may add the one they start). */
+  loops: Map<WorkerName, Loop>
+  /** One step of a worker, exactly as its loop runs it (for tests that start no loops). */
+  runWorker(name: WorkerName): Promise<number>
   app: ReturnType<typeof createApp>
   request(
     method: string,
@@ -36,15 +42,8 @@ export type TestApp = {
 export async function testApp(options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {}): Promise<TestApp> {
   const db = await testDatabase()
   const config = readConfig({ ADMIN_TOKEN, SIM_DELIVERED_MS: '50', SIM_READ_MS: '100', ...options.env })
-  const built = buildDeps(config, db)
-  let deps = built.deps
-  if (options.provider) {
-    const handoff = createHandoff(db.sql, options.provider, {
-      concurrency: config.handoffConcurrency,
-      maxPerSecond: config.providerMaxPerSecond,
-    })
-    deps = { ...deps, provider: options.provider, handoff }
-  }
+  const built = buildDeps(config, db, options.provider)
+  const deps = built.deps
   if (options.workers) startWorkers(deps, built.loops)
   const app = createApp(deps)
 
@@ -73,6 +72,12 @@ export async function testApp(options: { env?: Record<string, string>; provider?
     db,
     deps,
     config,
+    loops: built.loops,
+    runWorker(name) {
+      const worker = WORKERS.find((w) => w.name === name)
+      if (!worker || !('runOnce' in worker)) throw new Error(`${name} has no single step`)
+      return worker.runOnce(deps)
+    },
     app,
     request,
     api: (method, path, key, body, headers) => request(method, `/api/v1${path}`, { key, body, headers }),

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
+import { MAX_BODY_BYTES } from '../../src/http/body'
 
 let t: TestApp
 beforeAll(async () => {
@@ -26,7 +27,7 @@ test('too large: 413 in the envelope', async () => {
   const { key } = await t.account(0)
   const res = await t.request('POST', '/api/v1/messages/send', {
     key,
-    rawBody: JSON.stringify({ to: '081234567890', body: 'x'.repeat(9 * 1024 * 1024) }),
+    rawBody: JSON.stringify({ to: '081234567890', body: 'x'.repeat(MAX_BODY_BYTES) }),
   })
   expect(res.status).toBe(413)
   expect(res.body.code).toBe('PAYLOAD_TOO_LARGE')

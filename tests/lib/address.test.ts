@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'bun:test'
-import { checkWebhookHost, isPublicAddress, literalAddress } from '../../src/lib/address'
+import { isPublicAddress, literalAddress, resolveWebhookHost } from '../../src/lib/address'
 
 describe('isPublicAddress', () => {
   const notPublic: [string, string][] = [
@@ -107,24 +107,40 @@ describe('literalAddress', () => {
   })
 })
 
-describe('checkWebhookHost', () => {
+describe('resolveWebhookHost (registration and delivery alike)', () => {
   test('literal addresses are judged without DNS', async () => {
-    expect(await checkWebhookHost('93.184.216.34', false)).toEqual({ ok: true, addresses: ['93.184.216.34'] })
-    expect(await checkWebhookHost('[2606:4700:4700::1111]', false)).toEqual({ ok: true, addresses: ['2606:4700:4700::1111'] })
-    expect(await checkWebhookHost('127.0.0.1', false)).toEqual({ ok: false, reason: 'host is not a public address' })
-    expect(await checkWebhookHost('[::1]', false)).toMatchObject({ ok: false })
-    expect(await checkWebhookHost('[::ffff:a00:1]', false)).toMatchObject({ ok: false })
+    expect(await resolveWebhookHost('93.184.216.34', false)).toEqual({ ok: true, addresses: ['93.184.216.34'], literal: true })
+    expect(await resolveWebhookHost('[2606:4700:4700::1111]', false)).toEqual({
+      ok: true,
+      addresses: ['2606:4700:4700::1111'],
+      literal: true,
+    })
+    expect(await resolveWebhookHost('127.0.0.1', false)).toEqual({
+      ok: false,
+      reason: 'host is not a public address',
+      detail: 'address refused: 127.0.0.1 is not a public address',
+    })
+    expect(await resolveWebhookHost('[::1]', false)).toMatchObject({ ok: false, reason: 'host is not a public address' })
+    expect(await resolveWebhookHost('[::ffff:a00:1]', false)).toMatchObject({ ok: false, reason: 'host is not a public address' })
   })
 
-  test('localhost and its subdomains are loopback; .invalid does not resolve', async () => {
+  test('localhost and its subdomains are loopback; .invalid does not resolve (RFC 6761, no DNS asked)', async () => {
     for (const name of ['localhost', 'LOCALHOST.', 'api.localhost']) {
-      expect(await checkWebhookHost(name, false)).toEqual({ ok: false, reason: 'host resolves to a non-public address' })
+      const resolved = await resolveWebhookHost(name, false)
+      expect(resolved).toMatchObject({ ok: false, reason: 'host resolves to a non-public address' })
+      // The client's reason never names an address; the attempt log's detail does.
+      expect(resolved.ok || resolved.detail).toMatch(/^address refused: .*localhost resolves to 127\.0\.0\.1, not a public address$/)
     }
-    expect(await checkWebhookHost('receiver.invalid', false)).toEqual({ ok: false, reason: 'host does not resolve' })
+    expect(await resolveWebhookHost('receiver.invalid', false)).toEqual({
+      ok: false,
+      reason: 'host does not resolve',
+      detail: 'DNS: host not found',
+    })
   })
 
-  test('allowPrivate skips the check and leaves resolution to the connection', async () => {
-    expect(await checkWebhookHost('127.0.0.1', true)).toEqual({ ok: true, addresses: [] })
-    expect(await checkWebhookHost('localhost', true)).toEqual({ ok: true, addresses: [] })
+  test('allowPrivate lifts the address rule but still resolves: delivery connects to these addresses', async () => {
+    expect(await resolveWebhookHost('127.0.0.1', true)).toEqual({ ok: true, addresses: ['127.0.0.1'], literal: true })
+    expect(await resolveWebhookHost('localhost', true)).toEqual({ ok: true, addresses: ['127.0.0.1', '::1'], literal: false })
+    expect(await resolveWebhookHost('receiver.invalid', true)).toMatchObject({ ok: false, reason: 'host does not resolve' })
   })
 })

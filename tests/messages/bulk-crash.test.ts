@@ -1,6 +1,7 @@
 // A real crash between charge and hand-off: the service (a child process) charges a bulk of 50,
 // hands a few to a provider that never answers, and is killed with SIGKILL. After a restart every
-// charged entry ends handed over or refunded, exactly once.
+// charged entry ends handed over or refunded, exactly once, and a repeat of the request with its
+// Idempotency-Key gets the final answer without being charged again.
 
 import { afterAll, expect, test } from 'bun:test'
 import { call, crashTestEnv, startChild, type Child } from '../helpers/child'
@@ -47,7 +48,13 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
     to: i % 10 === 3 ? `0812345${String(i).padStart(2, '0')}9999` : `0812345${String(i).padStart(5, '0')}`,
     body: `m${i}`,
   }))
-  void call(child.url, 'POST', '/api/v1/messages/bulk', { messages }, key).catch(() => {})
+  const bulk = (base: string) =>
+    fetch(`${base}/api/v1/messages/bulk`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'idempotency-key': 'crash-bulk-1' },
+      body: JSON.stringify({ messages }),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+  void bulk(child.url).catch(() => {})
   const deadline = Date.now() + 10_000
   while (received.length < 4 && Date.now() < deadline) await Bun.sleep(20)
   expect(received.length).toBe(4) // charged, 4 in flight, 46 waiting in the pool
@@ -79,7 +86,7 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   expect(byStatus('failed')).toHaveLength(5)
   expect(byStatus('failed').every((m: any) => m.phone.endsWith('9999') && m.message_sid === null)).toBe(true)
 
-  const ledger = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}/ledger?limit=200`)).body.data.items
+  let ledger = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}/ledger?limit=200`)).body.data.items
   const charges = ledger.filter((r: any) => r.kind === 'charge')
   const refunds = ledger.filter((r: any) => r.kind === 'refund')
   expect(charges).toHaveLength(50)
@@ -87,6 +94,24 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   // each refund is for a distinct failed message; no sent message was refunded
   const failedIds = new Set(byStatus('failed').map((m: any) => m.id))
   expect(new Set(refunds.map((r: any) => r.message_id))).toEqual(failedIds)
+  // The repeat of the crashed request: its final answer (409 only while recovery is still at work).
+  let repeat = await bulk(child.url)
+  const repeatUntil = Date.now() + 20_000
+  while (repeat.status === 409 && Date.now() < repeatUntil) {
+    await Bun.sleep(200)
+    repeat = await bulk(child.url)
+  }
+  expect(repeat.status).toBe(200)
+  expect(repeat.body.data).toMatchObject({ total: 50, sent: 45, failed: 5, total_cost: 450, balance_after: 550 })
+  const sidOf = new Map(listed.items.map((m: any) => [m.phone, m.message_sid]))
+  for (const r of repeat.body.data.results) {
+    if (r.status === 'sent') expect(r.message_id).toBe(sidOf.get(r.to))
+    else expect(r.to.endsWith('9999')).toBe(true)
+  }
+  expect(await bulk(child.url)).toEqual(repeat) // and from now on, replayed as it is
+  ledger = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}/ledger?limit=200`)).body.data.items
+  expect(ledger.filter((r: any) => r.kind === 'charge')).toHaveLength(50) // the repeats charged nothing
+
   const balance = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}`)).body.data.wa_balance
   const ledgerSum = ledger.reduce((sum: number, r: any) => sum + r.amount, 0)
   expect(balance).toBe(1000 - 45 * 10)

@@ -89,3 +89,49 @@ test('an Idempotency-Key over 255 characters is 422; after 24 h a key can be use
   expect(reused.headers.get('idempotent-replayed')).toBeNull()
   expect(await money(t, accountId)).toEqual({ balance: 700, ledgerSum: 700 })
 })
+
+// A key left `running` by a request that died. What its repeat does depends on how far the dead
+// request got: nothing charged (recent: 409; older than 30 s: run again with its token), messages
+// still queued (409 until recovery hands them over), every message with an outcome (the final answer).
+test('recovery: a key whose request died before charging runs again once stale, charging once', async () => {
+  const { accountId, key } = await t.account(1000, { price: 100 })
+  const body = { to: '081234567890', body: 'died before the charge' }
+  await t.db.sql`
+    insert into idempotency_keys (account_id, key, endpoint, fingerprint, state, request_token)
+    select ${accountId}, 'dead-1', 'send', k.fingerprint, 'running', gen_random_uuid()
+    from (select ${await fingerprintOf(key, body)} as fingerprint) k`
+  expect((await send(key, body, 'dead-1')).status).toBe(409) // it may still be running
+  await t.db.sql`update idempotency_keys set created_at = now() - interval '31 seconds' where key = 'dead-1'`
+  const recovered = await send(key, body, 'dead-1')
+  expect(recovered.status).toBe(200)
+  expect(await send(key, body, 'dead-1')).toMatchObject({ status: 200, body: recovered.body })
+  expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+})
+
+test('recovery: a key whose request died after charging answers 409 while queued, then the final answer', async () => {
+  const { accountId, key } = await t.account(1000, { price: 100 })
+  const body = { to: '081234567890', body: 'died after the charge' }
+  const first = await send(key, body, 'dead-2')
+  expect(first.status).toBe(200)
+  // Rewind to the moment of the crash: the answer not stored, the message charged and still queued.
+  await t.db.sql`update idempotency_keys set state = 'running', response_status = null, response_body = null where key = 'dead-2'`
+  const [message] = await t.db.sql<{ id: number; message_sid: string }[]>`
+    update messages set status = 'queued', handoff_until = now() + interval '1 minute'
+    where account_id = ${accountId} returning id, message_sid`
+  expect((await send(key, body, 'dead-2')).status).toBe(409)
+  // Recovery records the outcome (here: the same acceptance), and the repeat gets the final answer.
+  await t.db.sql`update messages set status = 'sent', handoff_until = null where id = ${message!.id}`
+  const recovered = await send(key, body, 'dead-2')
+  expect(recovered.status).toBe(200)
+  expect(recovered.body).toEqual(first.body)
+  expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+})
+
+/** The fingerprint the service stores for a send body: learnt from a throwaway key of another account. */
+async function fingerprintOf(_key: string, body: unknown): Promise<string> {
+  const other = await t.account(100)
+  await send(other.key, body, 'fingerprint-probe')
+  const [row] = await t.db.sql<{ fingerprint: string }[]>`
+    select fingerprint from idempotency_keys where account_id = ${other.accountId} and key = 'fingerprint-probe'`
+  return row!.fingerprint
+}

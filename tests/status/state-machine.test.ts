@@ -209,7 +209,7 @@ describe('outside the happy path', () => {
     const rollback = new Error('rollback')
     await expect(
       t.db.sql.begin(async (tx) => {
-        expect(await applyStatus(tx as never, t.config.timezone, { sid: m.sid, status: 'delivered' })).toEqual({ changed: true, events: 1 })
+        expect(await applyStatus(tx, t.config.timezone, { sid: m.sid, status: 'delivered' })).toEqual({ changed: true, events: 1 })
         throw rollback
       }),
     ).rejects.toBe(rollback)

@@ -291,11 +291,14 @@ describe('reports that change nothing get 200', () => {
     expect(await statusEvents(m.messageId)).toEqual([['sent', 'failed']])
   })
 
-  test('an unknown SID: 200, nothing changes anywhere', async () => {
+  test('an unknown SID: 200, no message or event changes; the report is parked for when the SID is stored', async () => {
     const [{ count: before }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
-    expect(await report(randomSid(), 'delivered')).toEqual({ success: true, data: { changed: false } })
+    const sid = randomSid()
+    expect(await report(sid, 'delivered')).toEqual({ success: true, data: { changed: false } })
     const [{ count: after }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
     expect(after).toBe(before)
+    const parked = await t.db.sql`select status from parked_reports where message_sid = ${sid}`
+    expect([...parked]).toEqual([{ status: 'delivered' }])
   })
 })
 

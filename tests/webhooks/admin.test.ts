@@ -1,10 +1,11 @@
 // The admin API of deliveries: list a key's events, an event's attempts, replay one or many.
 
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, ADMIN_TOKEN, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { applyStatus } from '../../src/modules/status/machine'
-import { runOnce } from '../../src/workers/webhook-delivery'
+import { startDelivery, type Delivery } from '../helpers/delivery'
+import { until } from '../helpers/wait'
 
 let t: TestApp
 let tls: TestTls
@@ -21,7 +22,23 @@ afterAll(async () => {
   tls.remove()
 }, 30_000)
 
-const run = () => runOnce({ sql: t.db.sql, config: t.config })
+// The service's delivery pipeline, started once a test's events are set up, stopped after it.
+let worker: Delivery | undefined
+const deliver = () => (worker = startDelivery(t))
+afterEach(async () => {
+  await worker?.stop()
+  worker = undefined
+}, 30_000)
+
+/** Waits until every event of the key satisfies `done`, with its outcome recorded (no lease held). */
+const settled = (keyId: number, done: (e: { status: string; attempts: number }) => boolean, what: string) =>
+  until(
+    () => t.db.sql<{ status: string; attempts: number; lease_token: string | null }[]>`
+      select status, attempts, lease_token from webhook_events where api_key_id = ${keyId} order by id`,
+    (events) => events.length > 0 && events.every((e) => e.lease_token === null && done(e)),
+    20_000,
+    what,
+  )
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
 
 let phone = 7000
@@ -41,8 +58,10 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
   test("lists a key's deliveries newest first, with status, attempts and the parsed payload", async () => {
     rx.reset()
     const { keyId, sids } = await keyWithEvents(3)
-    rx.handler = (r) => new Response(null, { status: r.n === 2 ? 500 : 200 })
-    expect(await run()).toMatchObject({ claimed: 3, delivered: 2, retried: 1 })
+    rx.handler = (r) => new Response(null, { status: r.body.includes(sids[1]!) ? 500 : 200 })
+    deliver()
+    const outcomes = await settled(keyId, (e) => e.attempts === 1, 'the three attempts')
+    expect(outcomes.map((e) => e.status)).toEqual(['delivered', 'pending', 'delivered'])
 
     const listed = await t.admin('GET', `/keys/${keyId}/deliveries`)
     expect(listed.status).toBe(200)
@@ -128,10 +147,12 @@ describe('attempts and replay', () => {
     rx.reset()
     const { keyId } = await keyWithEvents(1)
     rx.handler = (r) => new Response(null, { status: r.n === 1 ? 503 : 200 })
-    await run()
+    deliver()
+    await settled(keyId, (e) => e.attempts === 1, 'the first attempt')
     const [event] = await t.db.sql<{ id: number }[]>`select id from webhook_events where api_key_id = ${keyId}`
     await t.db.sql`update webhook_events set next_attempt_at = now() where id = ${event!.id}`
-    await run()
+    worker!.wake()
+    await settled(keyId, (e) => e.status === 'delivered', 'the retry')
     const attempts = await t.admin('GET', `/deliveries/${event!.id}/attempts`)
     expect(attempts.status).toBe(200)
     expect(attempts.body.data).toMatchObject({ total: 2, limit: 50, offset: 0 })
@@ -169,7 +190,8 @@ describe('attempts and replay', () => {
     const { key, keyId } = await keyWithEvents(1)
     // Registration removed: the event fails without a request.
     await t.api('DELETE', '/webhook', key)
-    expect(await run()).toMatchObject({ failed: 1 })
+    deliver()
+    await settled(keyId, (e) => e.status === 'failed', 'the event to fail')
     const [event] = await t.db.sql<
       { id: number; webhook_id: string }[]
     >`select id, webhook_id from webhook_events where api_key_id = ${keyId}`
@@ -189,12 +211,19 @@ describe('attempts and replay', () => {
       last_error: null,
       next_attempt_at: expect.stringMatching(TIMESTAMP),
     })
-    expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })
+    // The replay wakes the running pipeline.
+    await settled(keyId, (e) => e.status === 'delivered' && e.attempts === 1, 'the replayed delivery')
     expect(rx.requests.map((r) => r.headers['webhook-id'])).toEqual([event!.webhook_id])
 
     // A delivered event can be replayed too.
     expect((await t.admin('POST', `/deliveries/${event!.id}/replay`)).body.data).toMatchObject({ status: 'pending', delivered_at: null })
-    expect(await run()).toMatchObject({ delivered: 1 })
+    await until(
+      () => rx.byId(event!.webhook_id).length,
+      (n) => n === 2,
+      20_000,
+      'the second replay',
+    )
+    await settled(keyId, (e) => e.status === 'delivered' && e.attempts === 1, 'the second replay to be recorded')
     expect(rx.byId(event!.webhook_id)).toHaveLength(2)
 
     expect((await t.admin('POST', '/deliveries/999999/replay')).status).toBe(404)
@@ -213,7 +242,9 @@ describe('attempts and replay', () => {
     const other = await keyWithEvents(1)
     await t.api('DELETE', '/webhook', key)
     await t.api('DELETE', '/webhook', other.key)
-    expect(await run()).toMatchObject({ failed: 4 })
+    deliver()
+    await settled(keyId, (e) => e.status === 'failed', "the key's events to fail")
+    await settled(other.keyId, (e) => e.status === 'failed', "the other key's event to fail")
     const events = await t.db.sql<{ id: number }[]>`select id from webhook_events where api_key_id = ${keyId} order by id`
     await t.db.sql`update webhook_events set created_at = '2020-01-01 00:00:00+00' where id = ${events[0]!.id}`
 
@@ -234,9 +265,9 @@ describe('attempts and replay', () => {
     const replayed = await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: '2021-01-01 00:00:00' })
     expect(replayed.status).toBe(200)
     expect(replayed.body).toEqual({ success: true, data: { replayed: 2 } })
-    expect(await run()).toMatchObject({ claimed: 2, delivered: 2 })
-    const statuses = await t.db.sql<{ status: string }[]>`select status from webhook_events where api_key_id = ${keyId} order by id`
+    const statuses = await settled(keyId, (e) => e.status !== 'pending', 'the replayed deliveries')
     expect(statuses.map((s) => s.status)).toEqual(['failed', 'delivered', 'delivered'])
+    expect(rx.requests).toHaveLength(2)
     // The other key's failed event is untouched.
     expect((await t.admin('GET', `/keys/${other.keyId}/deliveries?status=failed`)).body.data.total).toBe(1)
     // Nothing left to replay.

@@ -1,51 +1,71 @@
-// The delivery worker against a real HTTPS receiver on loopback (a CA made for this file, passed as
-// WEBHOOK_CA_FILE). runOnce() is driven by hand; waits are replaced by moving next_attempt_at in SQL.
+// Webhook delivery through the pipeline the service runs (startWebhookDelivery, woken by commits),
+// against a real HTTPS receiver on loopback (a CA made for this file, passed as WEBHOOK_CA_FILE).
+// Each test sets up its events, starts the pipeline and waits for the recorded outcomes; waits for a
+// retry are replaced by moving next_attempt_at in SQL and waking the pipeline. "Nothing was claimed"
+// is checked against a barrier: an unrelated event created afterwards and delivered, so the pipeline
+// has claimed since, and the event under test would have been claimed in the same statement.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
+import { startDelivery, type Delivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
+import { until } from '../helpers/wait'
 import { applyStatus, type ReportedStatus } from '../../src/modules/status/machine'
-import { MAX_ATTEMPTS, RETRY_DELAYS_S, runOnce } from '../../src/workers/webhook-delivery'
-import { parseRetryAfter, signPayload } from '../../src/modules/webhooks/delivery'
+import { eventsCommitted } from '../../src/modules/status/notify'
+import { MAX_ATTEMPTS, RETRY_DELAYS_S } from '../../src/workers/webhook-delivery'
+import { parseRetryAfter, signPayload } from '../../src/modules/webhooks/sender'
 import type { Config } from '../../src/config'
 
 let t: TestApp
 let tls: TestTls
 let rx: Receiver
+/** The barrier's own receiver, so its requests never mix with the ones under test. */
+let bx: Receiver
+let workers: Delivery[] = []
 
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
+  bx = startReceiver(tls)
   t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
 }, 60_000)
 afterAll(async () => {
   await t.close()
   rx.stop()
+  bx.stop()
   tls.remove()
 }, 30_000)
 afterEach(async () => {
+  await Promise.all(workers.map((w) => w.stop()))
+  workers = []
   rx.reset()
   // Leftovers of one test must not be claimed by the next.
   await t.db.sql`update webhook_events set status = 'failed', lease_token = null, lease_until = null where status = 'pending'`
-})
+}, 30_000)
 
-const run = (config: Partial<Config> = {}, options: Parameters<typeof runOnce>[1] = {}) =>
-  runOnce({ sql: t.db.sql, config: { ...t.config, ...config } }, options)
+/** Starts the service's delivery pipeline (stopped after the test). */
+function deliver(config: Partial<Config> = {}, options: { concurrency?: number } = {}): Delivery {
+  const worker = startDelivery(t, config, options)
+  workers.push(worker)
+  return worker
+}
 
-async function keyWithWebhook(host: 'localhost' | '127.0.0.1' = 'localhost') {
+async function keyWithWebhook(host: 'localhost' | '127.0.0.1' = 'localhost', receiver: Receiver = rx) {
   const { key, keyId } = await t.account(1000)
-  const registered = await t.api('POST', '/webhook', key, { url: rx.url(host) })
+  const registered = await t.api('POST', '/webhook', key, { url: receiver.url(host) })
   expect(registered.status).toBe(200)
   return { key, keyId, secret: registered.body.data.signing_secret as string }
 }
 
-async function sendMessage(key: string, to = '081234567890'): Promise<string> {
-  const sent = await t.api('POST', '/messages/send', key, { to, body: 'hello' })
+let phone = 7000
+async function sendMessage(key: string): Promise<string> {
+  const sent = await t.api('POST', '/messages/send', key, { to: `08123456${phone++}`, body: 'hello' })
   expect(sent.status).toBe(200)
   return sent.body.data.message_id
 }
 
+/** A status change through the state machine, then the wake-up the service does after such a commit. */
 async function report(sid: string, status: ReportedStatus, errorCode?: number) {
   const outcome = await applyStatus(t.db.sql, t.config.timezone, {
     sid,
@@ -54,6 +74,7 @@ async function report(sid: string, status: ReportedStatus, errorCode?: number) {
     errorMessage: errorCode ? 'undeliverable' : null,
   })
   expect(outcome.events).toBe(1)
+  eventsCommitted(t.deps)
 }
 
 type EventRow = {
@@ -65,18 +86,56 @@ type EventRow = {
   last_error: string | null
   lease_token: string | null
   due_in_s: number
+  due_at_s: number
   delivered_at: Date | null
 }
 const eventsOf = (keyId: number) =>
   t.db.sql<EventRow[]>`
     select id, webhook_id, payload, status, attempts, last_error, lease_token, delivered_at,
-           extract(epoch from next_attempt_at - now())::float8 as due_in_s
+           extract(epoch from next_attempt_at - now())::float8 as due_in_s,
+           extract(epoch from next_attempt_at)::float8 as due_at_s
     from webhook_events where api_key_id = ${keyId} order by id`
 const attemptsOf = async (eventId: number) => [
   ...(await t.db.sql<{ attempt: number; url: string; status_code: number | null; latency_ms: number; error: string | null }[]>`
     select attempt, url, status_code, latency_ms, error from webhook_attempts where event_id = ${eventId} order by id`),
 ]
-const dueNow = (eventId: number) => t.db.sql`update webhook_events set next_attempt_at = now() where id = ${eventId}`
+
+/** Waits until every event of the key satisfies `done` (recorded outcomes: no lease held). */
+const settled = (keyId: number, done: (e: EventRow) => boolean, what: string, ms = 20_000) =>
+  until(
+    () => eventsOf(keyId),
+    (events) => events.length > 0 && events.every((e) => e.lease_token === null && done(e)),
+    ms,
+    what,
+  )
+
+/** Makes a retry due now and wakes the pipeline, as the poll would find it. */
+async function dueNow(eventId: number) {
+  await t.db.sql`update webhook_events set next_attempt_at = now() where id = ${eventId}`
+  for (const worker of workers) worker.wake()
+}
+
+/** Seconds from the arrival of a request to the event's next due time. */
+const dueAfter = (event: EventRow, requestAt: number) => event.due_at_s - requestAt / 1000
+
+let barrierKey: { key: string; keyId: number } | undefined
+/** An unrelated event, created now and waited for until delivered: the pipeline has claimed since. */
+async function barrier() {
+  barrierKey ??= await keyWithWebhook('localhost', bx)
+  const sid = await sendMessage(barrierKey.key)
+  await report(sid, 'delivered')
+  await until(
+    async () =>
+      (
+        await t.db.sql`
+        select 1 from webhook_events e join messages m on m.id = e.message_id
+        where m.message_sid = ${sid} and e.status = 'delivered'`
+      ).length,
+    (n) => n === 1,
+    20_000,
+    'the barrier event to be delivered',
+  )
+}
 
 describe('a delivery', () => {
   test('POSTs the exact payload with Standard Webhooks headers that verify with the secret', async () => {
@@ -85,7 +144,8 @@ describe('a delivery', () => {
     await report(sid, 'delivered')
     const [event] = await eventsOf(keyId)
 
-    expect(await run()).toEqual({ claimed: 1, delivered: 1, retried: 0, failed: 0 })
+    deliver()
+    const [after] = await settled(keyId, (e) => e.status === 'delivered', 'the delivery')
     expect(rx.requests).toHaveLength(1)
     const [request] = rx.requests
     expect(request!.path).toBe('/hook')
@@ -100,12 +160,18 @@ describe('a delivery', () => {
     expect(verified).toEqual({
       event: 'message.status',
       timestamp: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
-      data: { message_sid: sid, to: '+6281234567890', status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
+      data: {
+        message_sid: sid,
+        to: expect.stringMatching(/^\+628123456\d{4}$/),
+        status: 'delivered',
+        previous_status: 'sent',
+        error_code: null,
+        error_message: null,
+      },
     })
     expect(Object.keys(JSON.parse(request!.body))).toEqual(['event', 'timestamp', 'data'])
     expect(() => new Webhook(secret).verify(`${request!.body} `, request!.headers)).toThrow()
 
-    const [after] = await eventsOf(keyId)
     expect(after).toMatchObject({ status: 'delivered', attempts: 1, last_error: null, lease_token: null })
     expect(after!.delivered_at).toBeInstanceOf(Date)
     const attempts = await attemptsOf(event!.id)
@@ -116,13 +182,13 @@ describe('a delivery', () => {
     const { key, keyId, secret } = await keyWithWebhook('127.0.0.1')
     const sid = await sendMessage(key)
     await report(sid, 'failed', 63016)
-    expect(await run()).toMatchObject({ delivered: 1 })
+    deliver()
+    await settled(keyId, (e) => e.status === 'delivered', 'the delivery')
     const [request] = rx.requests
     expect(request!.host).toBe(`127.0.0.1:${rx.port}`)
     expect(new Webhook(secret).verify(request!.body, request!.headers)).toMatchObject({
       data: { status: 'failed', previous_status: 'sent', error_code: 63016, error_message: 'undeliverable' },
     })
-    expect((await eventsOf(keyId))[0]!.status).toBe('delivered')
   })
 
   test('the signature is the Standard Webhooks one', () => {
@@ -135,8 +201,9 @@ describe('a delivery', () => {
     const { key, keyId } = await keyWithWebhook()
     rx.handler = () => new Response(null, { status: 204 })
     await report(await sendMessage(key), 'delivered')
-    expect(await run()).toMatchObject({ delivered: 1 })
-    expect((await eventsOf(keyId))[0]!.status).toBe('delivered')
+    deliver()
+    const [event] = await settled(keyId, (e) => e.attempts === 1, 'the attempt')
+    expect(event).toMatchObject({ status: 'delivered', attempts: 1 })
   })
 })
 
@@ -146,17 +213,17 @@ describe('retries', () => {
     await report(await sendMessage(key), 'delivered')
     rx.handler = (r) => new Response(r.n === 1 ? 'boom' : 'ok', { status: r.n === 1 ? 500 : 200 })
 
-    expect(await run()).toEqual({ claimed: 1, delivered: 0, retried: 1, failed: 0 })
-    let [event] = await eventsOf(keyId)
+    deliver()
+    let [event] = await settled(keyId, (e) => e.attempts === 1, 'the failed attempt')
     expect(event).toMatchObject({ status: 'pending', attempts: 1, last_error: 'HTTP 500', lease_token: null })
-    // 5 s ±20%, counted from the end of the attempt.
-    expect(event!.due_in_s).toBeGreaterThan(3.9)
-    expect(event!.due_in_s).toBeLessThan(6.01)
-    expect(await run()).toMatchObject({ claimed: 0 }) // not due yet
+    // 5 s ±20%, counted from the end of the attempt (which came after the request arrived).
+    expect(dueAfter(event!, rx.requests[0]!.at)).toBeGreaterThanOrEqual(3.95)
+    expect(dueAfter(event!, rx.requests[0]!.at)).toBeLessThan(7)
+    await barrier()
+    expect((await eventsOf(keyId))[0]!.attempts).toBe(1) // not due yet: not claimed
 
     await dueNow(event!.id)
-    expect(await run()).toEqual({ claimed: 1, delivered: 1, retried: 0, failed: 0 })
-    ;[event] = await eventsOf(keyId)
+    ;[event] = await settled(keyId, (e) => e.status === 'delivered', 'the retry')
     expect(event).toMatchObject({ status: 'delivered', attempts: 2, last_error: null })
 
     expect(rx.requests).toHaveLength(2)
@@ -175,36 +242,38 @@ describe('retries', () => {
     await report(await sendMessage(key), 'delivered')
     rx.handler = () => new Response('no', { status: 503 })
     expect(RETRY_DELAYS_S).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000])
+    deliver()
     for (let n = 1; n <= MAX_ATTEMPTS; n++) {
-      const counts = await run()
-      const [event] = await eventsOf(keyId)
-      expect(event!.attempts).toBe(n)
+      const [event] = await settled(keyId, (e) => e.attempts === n, `attempt ${n}`)
+      expect(rx.requests).toHaveLength(n)
       if (n < MAX_ATTEMPTS) {
-        expect(counts).toMatchObject({ claimed: 1, retried: 1 })
+        expect(event).toMatchObject({ status: 'pending', last_error: 'HTTP 503' })
         const delay = RETRY_DELAYS_S[n - 1]!
-        expect(event!.due_in_s).toBeGreaterThan(delay * 0.8 - 1)
-        expect(event!.due_in_s).toBeLessThan(delay * 1.2 + 0.01)
+        expect(dueAfter(event!, rx.requests[n - 1]!.at)).toBeGreaterThanOrEqual(delay * 0.8 - 0.05)
+        expect(dueAfter(event!, rx.requests[n - 1]!.at)).toBeLessThan(delay * 1.2 + 2)
         await dueNow(event!.id)
       } else {
-        expect(counts).toEqual({ claimed: 1, delivered: 0, retried: 0, failed: 1 })
         expect(event).toMatchObject({ status: 'failed', last_error: 'HTTP 503' })
       }
     }
-    expect(rx.requests).toHaveLength(8)
     const [event] = await eventsOf(keyId)
     expect((await attemptsOf(event!.id)).map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5, 6, 7, 8])
     await dueNow(event!.id)
-    expect(await run()).toMatchObject({ claimed: 0 })
+    await barrier()
+    expect(rx.requests).toHaveLength(8)
+    expect((await eventsOf(keyId))[0]).toMatchObject({ status: 'failed', attempts: 8 })
   })
 
   test('jitter spreads the retries', async () => {
     const { key, keyId } = await keyWithWebhook()
     rx.handler = () => new Response('no', { status: 500 })
     for (let i = 0; i < 12; i++) await report(await sendMessage(key), 'delivered')
-    expect(await run()).toMatchObject({ claimed: 12, retried: 12 })
-    const dues = (await eventsOf(keyId)).map((e) => e.due_in_s)
+    deliver()
+    const events = await settled(keyId, (e) => e.attempts === 1, 'the 12 failed attempts')
+    const arrival = new Map(rx.requests.map((r) => [r.headers['webhook-id'], r.at]))
+    const dues = events.map((e) => dueAfter(e, arrival.get(e.webhook_id)!))
     expect(Math.max(...dues) - Math.min(...dues)).toBeGreaterThan(0.05)
-    for (const due of dues) expect(due).toBeGreaterThan(3.9)
+    for (const due of dues) expect(due).toBeGreaterThanOrEqual(3.95)
   })
 
   test("a 429's Retry-After is honoured: delta-seconds and an HTTP date", async () => {
@@ -215,19 +284,19 @@ describe('retries', () => {
         headers: { 'retry-after': r.n === 1 ? '120' : new Date(Date.now() + 600_000).toUTCString() },
       })
     await report(await sendMessage(key), 'delivered')
-    expect(await run()).toMatchObject({ retried: 1 })
-    let [event] = await eventsOf(keyId)
-    expect(event!.due_in_s).toBeGreaterThan(118)
-    expect(event!.due_in_s).toBeLessThanOrEqual(120.01)
+    deliver()
+    let [event] = await settled(keyId, (e) => e.attempts === 1, 'the first attempt')
+    expect(dueAfter(event!, rx.requests[0]!.at)).toBeGreaterThanOrEqual(119.99)
+    expect(dueAfter(event!, rx.requests[0]!.at)).toBeLessThan(122)
     expect(event!.last_error).toBe('HTTP 429, Retry-After 120 s')
     const logged = await attemptsOf(event!.id)
     expect(logged[0]).toMatchObject({ status_code: 429 })
 
     await dueNow(event!.id)
-    expect(await run()).toMatchObject({ retried: 1 })
-    ;[event] = await eventsOf(keyId)
-    expect(event!.due_in_s).toBeGreaterThan(597)
-    expect(event!.due_in_s).toBeLessThanOrEqual(600.01)
+    ;[event] = await settled(keyId, (e) => e.attempts === 2, 'the second attempt')
+    // An HTTP date has whole seconds: 599 or 600 s from the answer.
+    expect(dueAfter(event!, rx.requests[1]!.at)).toBeGreaterThanOrEqual(598.99)
+    expect(dueAfter(event!, rx.requests[1]!.at)).toBeLessThan(602)
   })
 
   test('Retry-After parsing', () => {
@@ -248,26 +317,21 @@ describe('retries', () => {
       return new Response('late')
     }
     await report(await sendMessage(key), 'delivered')
-    const started = Date.now()
-    expect(await run()).toMatchObject({ claimed: 1, retried: 1 })
-    const took = Date.now() - started
-    expect(took).toBeGreaterThanOrEqual(4_900)
-    expect(took).toBeLessThan(8_000) // 5 s, plus recording on a busy machine
-    const [event] = await eventsOf(keyId)
+    deliver()
+    const [event] = await settled(keyId, (e) => e.attempts === 1, 'the timed-out attempt', 30_000)
     expect(event).toMatchObject({ status: 'pending', last_error: 'timeout: no answer within 5000 ms' })
     const [logged] = await attemptsOf(event!.id)
     expect(logged).toMatchObject({ status_code: null, error: 'timeout: no answer within 5000 ms' })
     expect(logged!.latency_ms).toBeGreaterThanOrEqual(4_900)
-  }, 15_000)
+  }, 45_000)
 
   test('a redirect is not followed and counts as a failure', async () => {
     const { key, keyId } = await keyWithWebhook()
     rx.handler = () => new Response(null, { status: 302, headers: { location: `https://localhost:${rx.port}/elsewhere` } })
     await report(await sendMessage(key), 'delivered')
-    expect(await run()).toMatchObject({ retried: 1 })
-    await Bun.sleep(100)
+    deliver()
+    const [event] = await settled(keyId, (e) => e.attempts === 1, 'the attempt')
     expect(rx.requests.map((r) => r.path)).toEqual(['/hook'])
-    const [event] = await eventsOf(keyId)
     expect(await attemptsOf(event!.id)).toEqual([
       { attempt: 1, url: rx.url(), status_code: 302, latency_ms: expect.any(Number), error: 'redirect (HTTP 302) not followed' },
     ])
@@ -276,9 +340,9 @@ describe('retries', () => {
   test('a certificate from an unknown CA fails (no WEBHOOK_CA_FILE)', async () => {
     const { key, keyId } = await keyWithWebhook()
     await report(await sendMessage(key), 'delivered')
-    expect(await run({ webhookCaFile: undefined })).toMatchObject({ retried: 1 })
+    deliver({ webhookCaFile: undefined })
+    const [event] = await settled(keyId, (e) => e.attempts === 1, 'the attempt')
     expect(rx.requests).toHaveLength(0)
-    const [event] = await eventsOf(keyId)
     expect(event!.last_error).toMatch(/^TLS: /)
   })
 
@@ -286,19 +350,20 @@ describe('retries', () => {
     const { key, keyId } = await keyWithWebhook()
     await report(await sendMessage(key), 'delivered')
     expect((await t.api('DELETE', '/webhook', key)).status).toBe(200)
-    expect(await run()).toEqual({ claimed: 1, delivered: 0, retried: 0, failed: 1 })
+    deliver()
+    const [event] = await settled(keyId, (e) => e.status !== 'pending', 'the event to fail')
     expect(rx.requests).toHaveLength(0)
-    const [event] = await eventsOf(keyId)
     expect(event).toMatchObject({ status: 'failed', last_error: 'webhook registration removed' })
+    expect(await attemptsOf(event!.id)).toEqual([])
   })
 
   test('a replaced URL is used from the next attempt on', async () => {
     const { key, keyId } = await keyWithWebhook('localhost')
     await report(await sendMessage(key), 'delivered')
     expect((await t.api('POST', '/webhook', key, { url: rx.url('127.0.0.1', '/new') })).status).toBe(200)
-    expect(await run()).toMatchObject({ delivered: 1 })
+    deliver()
+    await settled(keyId, (e) => e.status === 'delivered', 'the delivery')
     expect(rx.requests.map((r) => r.path)).toEqual(['/new'])
-    expect((await eventsOf(keyId))[0]!.status).toBe('delivered')
   })
 })
 
@@ -307,10 +372,10 @@ describe('addresses are checked at delivery, on the address connected to', () =>
     test(`registered while private addresses were allowed, ${host} is refused once they are not`, async () => {
       const { key, keyId } = await keyWithWebhook(host)
       await report(await sendMessage(key), 'delivered')
-      expect(await run({ webhookAllowPrivate: false })).toMatchObject({ claimed: 1, retried: 1 })
-      await Bun.sleep(100)
+      deliver({ webhookAllowPrivate: false })
+      const [event] = await settled(keyId, (e) => e.attempts === 1, 'the refused attempt')
       expect(rx.requests).toHaveLength(0)
-      const [event] = await eventsOf(keyId)
+      expect(event!.status).toBe('pending')
       expect(event!.last_error).toMatch(/^address refused: .*127\.0\.0\.1.* not a public address$/)
       const [logged] = await attemptsOf(event!.id)
       expect(logged).toMatchObject({ attempt: 1, status_code: null, error: event!.last_error })
@@ -326,27 +391,29 @@ describe('ordering and leases', () => {
     await report(sid, 'read')
     rx.handler = (r) => new Response(null, { status: r.n === 1 ? 500 : 200 })
 
-    expect(await run()).toMatchObject({ claimed: 1, retried: 1 }) // only 'delivered'
+    deliver()
+    await settled(keyId, (e) => e.attempts === (e.payload.includes('"read"') ? 0 : 1), "the first attempt at 'delivered'")
     const [first, second] = await eventsOf(keyId)
     await t.db.sql`update webhook_events set next_attempt_at = now() - interval '1 minute' where id = ${second!.id}`
-    expect(await run()).toMatchObject({ claimed: 0 }) // 'read' waits behind the pending 'delivered'
+    await barrier()
+    expect((await eventsOf(keyId)).map((e) => e.attempts)).toEqual([1, 0]) // 'read' waits behind the pending 'delivered'
 
     await dueNow(first!.id)
-    expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })
-    expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })
+    await settled(keyId, (e) => e.status === 'delivered', 'both deliveries')
     expect(rx.requests.map((r) => JSON.parse(r.body).data.status)).toEqual(['delivered', 'delivered', 'read'])
   })
 
-  test('many messages at once: each event claimed and delivered exactly once, even by two concurrent runs', async () => {
+  test('many messages at once: each event claimed and delivered exactly once, even by two pipelines at once', async () => {
     const { key, keyId } = await keyWithWebhook()
-    for (let i = 0; i < 40; i++) await report(await sendMessage(key, `08123456${String(7000 + i)}`), 'delivered')
-    const [a, b] = await Promise.all([run({}, { batch: 25 }), run({}, { batch: 25 })])
-    expect(a!.claimed + b!.claimed).toBe(40)
-    expect(a!.delivered + b!.delivered).toBe(40)
+    for (let i = 0; i < 40; i++) await report(await sendMessage(key), 'delivered')
+    deliver({}, { concurrency: 8 })
+    deliver({}, { concurrency: 8 })
+    const events = await settled(keyId, (e) => e.status === 'delivered', 'the 40 deliveries')
+    expect(events).toHaveLength(40)
+    expect(events.every((e) => e.attempts === 1)).toBe(true)
     const ids = rx.requests.map((r) => r.headers['webhook-id'])
-    expect(new Set(ids).size).toBe(40)
     expect(ids).toHaveLength(40)
-    expect((await eventsOf(keyId)).every((e) => e.status === 'delivered' && e.attempts === 1)).toBe(true)
+    expect(new Set(ids).size).toBe(40)
   })
 
   test('an outcome whose lease expired is not recorded; the event is claimed again', async () => {
@@ -358,16 +425,12 @@ describe('ordering and leases', () => {
       if (r.n === 1) await t.db.sql`update webhook_events set lease_until = now() - interval '1 second' where id = ${event!.id}`
       return new Response('ok')
     }
-    expect(await run()).toEqual({ claimed: 1, delivered: 0, retried: 0, failed: 0 })
-    let [after] = await eventsOf(keyId)
-    expect(after).toMatchObject({ status: 'pending', attempts: 1 })
-    expect(after!.lease_token).not.toBeNull()
-    expect(await attemptsOf(event!.id)).toHaveLength(0)
-
-    expect(await run()).toEqual({ claimed: 1, delivered: 1, retried: 0, failed: 0 })
-    ;[after] = await eventsOf(keyId)
+    deliver()
+    const [after] = await settled(keyId, (e) => e.status === 'delivered', 'the second attempt')
     expect(after).toMatchObject({ status: 'delivered', attempts: 2 })
     expect(rx.byId(event!.webhook_id)).toHaveLength(2)
+    // The first outcome was never recorded: only the second attempt is logged.
+    expect((await attemptsOf(event!.id)).map((a) => [a.attempt, a.status_code])).toEqual([[2, 200]])
   })
 
   test('a live lease is not claimed by another worker', async () => {
@@ -376,28 +439,39 @@ describe('ordering and leases', () => {
     const [event] = await eventsOf(keyId)
     await t.db
       .sql`update webhook_events set lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds', attempts = 1 where id = ${event!.id}`
-    expect(await run()).toMatchObject({ claimed: 0 })
+    const worker = deliver()
+    await barrier()
+    expect((await eventsOf(keyId))[0]!.attempts).toBe(1)
+    expect(rx.requests).toHaveLength(0)
     await t.db.sql`update webhook_events set lease_until = now() - interval '1 second' where id = ${event!.id}`
-    expect(await run()).toMatchObject({ claimed: 1, delivered: 1 })
-    expect((await eventsOf(keyId))[0]!.attempts).toBe(2)
+    worker.wake()
+    const [after] = await settled(keyId, (e) => e.status === 'delivered', 'the delivery after the lease ran out')
+    expect(after!.attempts).toBe(2)
   })
 
-  test('on stop, claimed events not yet started are released with their attempt undone', async () => {
+  test('stop finishes and records the attempt in flight, and claims nothing more', async () => {
     const { key, keyId } = await keyWithWebhook()
-    for (let i = 0; i < 3; i++) await report(await sendMessage(key, `08123456${String(8000 + i)}`), 'delivered')
-    let stopping = false
+    for (let i = 0; i < 3; i++) await report(await sendMessage(key), 'delivered')
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
     rx.handler = async () => {
-      stopping = true
-      await Bun.sleep(200)
+      await held
       return new Response('ok')
     }
-    expect(await run({}, { concurrency: 1, stopping: () => stopping })).toEqual({ claimed: 3, delivered: 1, retried: 0, failed: 0 })
+    const worker = deliver({}, { concurrency: 1 })
+    await rx.waitFor(1)
+    const stopped = worker.stop()
+    release()
+    await stopped
     const events = await eventsOf(keyId)
     expect(events.map((e) => [e.status, e.attempts, e.lease_token])).toEqual([
       ['delivered', 1, null],
       ['pending', 0, null],
       ['pending', 0, null],
     ])
-    expect(await run()).toMatchObject({ claimed: 2, delivered: 2 })
+    expect(rx.requests).toHaveLength(1)
+    // A new pipeline (the next start) delivers the rest.
+    deliver()
+    await settled(keyId, (e) => e.status === 'delivered', 'the rest after a restart')
   })
 })

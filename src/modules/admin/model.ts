@@ -1,20 +1,19 @@
 import { t } from 'elysia'
-import { Type } from '@sinclair/typebox'
+import { dateRangeFields, Id, JsonId, JsonInteger, pageFields } from '../../http/models'
 
-// In JSON bodies an integer must be a JSON number: Elysia's t.Integer also accepts "100" (it is made
-// for query strings), so bodies use TypeBox's own.
-const bodyInteger = Type.Integer
+export { IdParams, listOf, PageQuery } from '../../http/models'
 
-export const IdParams = t.Object({ id: t.Integer({ description: 'Record id' }) })
-export const PageQuery = t.Object({
-  limit: t.Optional(t.Integer({ description: '1 to 200, default 50' })),
-  offset: t.Optional(t.Integer({ description: 'records to skip, default 0' })),
-})
+const closed = { additionalProperties: false } as const
 
-export const CreateAccountBody = t.Object({
-  name: t.String({ examples: ['Acme Retail'] }),
-  balance: t.Optional(bodyInteger({ description: 'Opening balance, recorded as a top-up', examples: [100000] })),
-})
+export const LedgerQuery = t.Object({ ...pageFields, ...dateRangeFields('created_at') })
+
+export const CreateAccountBody = t.Object(
+  {
+    name: t.String({ examples: ['Acme Retail'] }),
+    balance: t.Optional(JsonInteger({ description: 'Opening balance, recorded as a top-up', examples: [100000] })),
+  },
+  closed,
+)
 export const Account = t.Object({
   id: t.Integer(),
   name: t.String(),
@@ -23,7 +22,7 @@ export const Account = t.Object({
   created_at: t.String(),
 })
 
-export const CreateKeyBody = t.Object({ label: t.String({ examples: ['ERP production'] }) })
+export const CreateKeyBody = t.Object({ label: t.String({ examples: ['ERP production'] }) }, closed)
 export const ApiKey = t.Object({
   id: t.Integer(),
   account_id: t.Integer(),
@@ -34,21 +33,30 @@ export const ApiKey = t.Object({
   created_at: t.String(),
 })
 export const CreatedApiKey = t.Composite([ApiKey, t.Object({ key: t.String({ description: 'Shown only in this answer' }) })])
-export const PatchKeyBody = t.Object({ active: t.Boolean() })
+export const PatchKeyBody = t.Object({ active: t.Boolean() }, closed)
 
-export const TopupBody = t.Object({
-  amount: bodyInteger({ description: 'Positive amount in CURRENCY units', examples: [50000] }),
-  note: t.Optional(t.String()),
-})
-export const AdjustmentBody = t.Object({
-  amount: bodyInteger({ description: 'Signed correction; the balance may not go below 0' }),
-  note: t.String(),
-})
-export const PriceBody = t.Object({
-  cost_per_message: bodyInteger({ examples: [350] }),
-  account_id: t.Optional(t.Union([bodyInteger(), t.Null()], { description: 'Omit for the global price' })),
-})
-export const PriceQuery = t.Object({ account_id: t.Optional(t.Integer()) })
+export const TopupBody = t.Object(
+  {
+    amount: JsonInteger({ description: 'Positive amount in CURRENCY units', examples: [50000] }),
+    note: t.Optional(t.String()),
+  },
+  closed,
+)
+export const AdjustmentBody = t.Object(
+  {
+    amount: JsonInteger({ description: 'Signed correction; the balance may not go below 0' }),
+    note: t.String(),
+  },
+  closed,
+)
+export const PriceBody = t.Object(
+  {
+    cost_per_message: JsonInteger({ examples: [350] }),
+    account_id: t.Optional(t.Union([JsonId(), t.Null()], { description: 'Omit for the global price' })),
+  },
+  closed,
+)
+export const PriceQuery = t.Object({ account_id: t.Optional(Id('account_id', 'Account id; omit for the global price')) })
 
 export const LedgerRow = t.Object({
   id: t.Integer(),
@@ -59,6 +67,3 @@ export const LedgerRow = t.Object({
   note: t.Union([t.String(), t.Null()]),
   created_at: t.String(),
 })
-
-export const listOf = <T extends import('elysia').TSchema>(item: T) =>
-  t.Object({ items: t.Array(item), total: t.Integer(), limit: t.Integer(), offset: t.Integer() })

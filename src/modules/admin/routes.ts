@@ -3,7 +3,7 @@ import type { Deps } from '../../deps'
 import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { page } from '../../lib/validate'
+import { dateRange, page } from '../../lib/validate'
 import * as m from './model'
 import * as admin from './service'
 
@@ -33,7 +33,7 @@ export const adminRoutes = (deps: Deps) => {
     })
     .get('/accounts/:id', async ({ params }) => ok(await admin.getAccount(sql, tz, params.id)), {
       params: m.IdParams,
-      response: { 200: envelopeOf(m.Account), ...errorsOf(401, 404) },
+      response: { 200: envelopeOf(m.Account), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One account with its balance and price' },
     })
     .post(
@@ -51,7 +51,7 @@ export const adminRoutes = (deps: Deps) => {
     )
     .get('/accounts/:id/keys', async ({ params }) => ok(await admin.listKeys(sql, tz, params.id)), {
       params: m.IdParams,
-      response: { 200: envelopeOf(m.listOf(m.ApiKey)), ...errorsOf(401, 404) },
+      response: { 200: envelopeOf(m.listOf(m.ApiKey)), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: "An account's keys, without secrets" },
     })
     .patch('/keys/:id', async ({ params, body }) => ok(await admin.setKeyActive(sql, tz, params.id, body.active)), {
@@ -116,10 +116,18 @@ export const adminRoutes = (deps: Deps) => {
       },
       detail: { tags, summary: "Remove an account's price override" },
     })
-    .get('/accounts/:id/ledger', async ({ params, query }) => ok(await admin.listLedger(sql, tz, params.id, page(query))), {
-      params: m.IdParams,
-      query: m.PageQuery,
-      response: { 200: envelopeOf(m.listOf(m.LedgerRow)), ...errorsOf(400, 401, 404, 422) },
-      detail: { tags, summary: "An account's ledger, newest first" },
-    })
+    .get(
+      '/accounts/:id/ledger',
+      async ({ params, query }) => ok(await admin.listLedger(sql, tz, params.id, page(query), dateRange(query, tz))),
+      {
+        params: m.IdParams,
+        query: m.LedgerQuery,
+        response: { 200: envelopeOf(m.listOf(m.LedgerRow)), ...errorsOf(400, 401, 404, 422) },
+        detail: {
+          tags,
+          summary: "An account's ledger, newest first",
+          description: '`date_from`/`date_to` bound `created_at`, both inclusive (to the whole second), in the service time zone.',
+        },
+      },
+    )
 }

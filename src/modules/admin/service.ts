@@ -4,7 +4,8 @@ import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { newApiKey, sha256Hex } from '../../lib/keys'
 import { formatTimestamp } from '../../lib/time'
-import type { Page } from '../../lib/validate'
+import type { DateRange, Page } from '../../lib/validate'
+import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/ledger'
 
 type AccountRow = { id: number; name: string; balance: number; cost: number; created_at: Date }
 
@@ -29,21 +30,15 @@ async function requireAccount(sql: Sql, id: number): Promise<void> {
 }
 
 const accountQuery = (sql: Sql) => sql`
-  select a.id, a.name, a.balance, a.created_at, coalesce(p.cost_per_message, g.cost_per_message) as cost
-  from accounts a
-  left join prices p on p.account_id = a.id
-  cross join (select cost_per_message from prices where account_id is null) g`
+  select a.id, a.name, a.balance, a.created_at, account_price(a.id) as cost from accounts a`
 
 export async function createAccount(sql: Sql, tz: string, input: { name: string; balance?: number }) {
   const name = requireName(input.name, 'name')
   const balance = input.balance ?? 0
   if (balance < 0) throw badValue('balance: must not be negative')
   const id = await sql.begin(async (tx) => {
-    const [account] = await tx<{ id: number }[]>`insert into accounts (name, balance) values (${name}, ${balance}) returning id`
-    if (balance > 0) {
-      await tx`insert into ledger (account_id, kind, amount, balance_after, note)
-               values (${account!.id}, 'topup', ${balance}, ${balance}, 'opening balance')`
-    }
+    const [account] = await tx<{ id: number }[]>`insert into accounts (name) values (${name}) returning id`
+    if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance')
     return account!.id
   })
   return getAccount(sql, tz, id)
@@ -110,14 +105,7 @@ export async function changeBalance(sql: Sql, accountId: number, kind: 'topup' |
   if (kind === 'topup' && amount <= 0) throw badValue('amount: must be a positive integer')
   if (kind === 'adjustment' && amount === 0) throw badValue('amount: must not be 0')
   await requireAccount(sql, accountId)
-  const [row] = await sql<{ balance: number }[]>`
-    with credited as (
-      update accounts set balance = balance + ${amount} where id = ${accountId} and balance + ${amount} >= 0 returning balance
-    ), ledger_row as (
-      insert into ledger (account_id, kind, amount, balance_after, note)
-      select ${accountId}, ${kind}, ${amount}, balance, ${note} from credited
-    )
-    select balance from credited`
+  const row = await credit(sql, accountId, kind, amount, note)
   if (!row) throw badValue('amount: would make the balance negative')
   return { wa_balance: row.balance }
 }
@@ -125,30 +113,20 @@ export async function changeBalance(sql: Sql, accountId: number, kind: 'topup' |
 export async function setPrice(sql: Sql, input: { cost_per_message: number; account_id?: number | null }) {
   if (input.cost_per_message < 1) throw badValue('cost_per_message: must be a positive integer')
   const accountId = input.account_id ?? null
-  if (accountId === null) {
-    await sql`update prices set cost_per_message = ${input.cost_per_message}, updated_at = now() where account_id is null`
-  } else {
-    await requireAccount(sql, accountId)
-    await sql`
-      insert into prices (account_id, cost_per_message) values (${accountId}, ${input.cost_per_message})
-      on conflict (account_id) where account_id is not null
-      do update set cost_per_message = excluded.cost_per_message, updated_at = now()`
-  }
+  if (accountId !== null) await requireAccount(sql, accountId)
+  await writePrice(sql, accountId, input.cost_per_message)
   return getPrice(sql, accountId)
 }
 
 export async function getPrice(sql: Sql, accountId: number | null) {
   if (accountId !== null) await requireAccount(sql, accountId)
-  const [row] = await sql<{ cost: number; overridden: boolean }[]>`
-    select coalesce(p.cost_per_message, g.cost_per_message) as cost, p.id is not null as overridden
-    from (select cost_per_message from prices where account_id is null) g
-    left join prices p on p.account_id = ${accountId}`
-  return { cost_per_message: row!.cost, account_id: accountId, account_override: row!.overridden }
+  const price = await priceOf(sql, accountId)
+  return { cost_per_message: price.cost, account_id: accountId, account_override: price.overridden }
 }
 
 export async function clearPriceOverride(sql: Sql, accountId: number) {
   await requireAccount(sql, accountId)
-  await sql`delete from prices where account_id = ${accountId}`
+  await clearPrice(sql, accountId)
   return getPrice(sql, accountId)
 }
 
@@ -162,13 +140,16 @@ type LedgerRowDb = {
   created_at: Date
 }
 
-export async function listLedger(sql: Sql, tz: string, accountId: number, p: Page) {
+export async function listLedger(sql: Sql, tz: string, accountId: number, p: Page, range: DateRange = { from: null, before: null }) {
   await requireAccount(sql, accountId)
+  // `before` is exclusive: the end of date_to's second.
+  const where = () => sql`account_id = ${accountId}
+    ${range.from ? sql`and created_at >= ${range.from}` : sql``} ${range.before ? sql`and created_at < ${range.before}` : sql``}`
   const rows = await sql<LedgerRowDb[]>`
     select id, kind, amount, balance_after, message_id, note, created_at
-    from ledger where account_id = ${accountId} order by id desc limit ${p.limit} offset ${p.offset}`
+    from ledger where ${where()} order by id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number; sum: number }[]>`
-    select count(*)::int as n from ledger where account_id = ${accountId}`
+    select count(*)::int as n from ledger where ${where()}`
   return {
     items: rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
     total: count!.n,

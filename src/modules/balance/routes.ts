@@ -16,11 +16,7 @@ export const balanceRoutes = (deps: Deps) =>
     '/balance',
     async ({ principal }) => {
       const [row] = await deps.sql<{ balance: number; cost: number }[]>`
-        select a.balance, coalesce(
-          (select cost_per_message from prices where account_id = a.id),
-          (select cost_per_message from prices where account_id is null)
-        ) as cost
-        from accounts a where a.id = ${principal.accountId}`
+        select balance, account_price(id) as cost from accounts where id = ${principal.accountId}`
       return ok({
         wa_balance: row!.balance,
         cost_per_message: row!.cost,

@@ -6,7 +6,7 @@ import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { page } from '../../lib/validate'
-import { IdParams, listOf, PageQuery } from '../admin/model'
+import { IdParams, listOf, PageQuery } from '../../http/models'
 import { CampaignList, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
 import {
   adminListCampaigns,

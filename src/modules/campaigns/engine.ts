@@ -6,28 +6,28 @@
 
 import type { Deps } from '../../deps'
 import type postgres from 'postgres'
-import type { Sql } from '../../db/client'
+import type { Db, Sql } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
-import { HANDOFF_LEASE_SECONDS } from '../messages/billing'
+import { chargeRecorded, lockForCharge, type Lease } from '../ledger/ledger'
 
-export const CAMPAIGN_BATCH = 500
+const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
 
 /** Contacts of a segment: the account's contacts carrying the tag, case-insensitive. */
-export const segmentMatch = (sql: Sql, tag: string | postgres.PendingQuery<postgres.Row[]>, contact = 'c') =>
+export const segmentMatch = (sql: Db, tag: string | postgres.PendingQuery<postgres.Row[]>, contact = 'c') =>
   sql`exists (select 1 from unnest(${sql(contact)}.tags) as t(tag) where lower(t.tag) = lower(${tag}))`
 
 type CampaignState = { id: number; status: string; schedule_at: Date | null }
 
-async function lockCampaign(sql: Sql, id: number): Promise<CampaignState> {
+async function lockCampaign(sql: Db, id: number): Promise<CampaignState> {
   const [row] = await sql<CampaignState[]>`select id, status, schedule_at from campaigns where id = ${id} for update`
   if (!row) throw new ApiError('NOT_FOUND', `campaign ${id} not found`)
   return row
 }
 
 /** Moves a campaign to `sending`, fixing its recipients. `sql` must be the transaction holding its lock. */
-async function startSending(sql: Sql, id: number): Promise<void> {
+async function startSending(sql: Db, id: number): Promise<void> {
   await sql`
     with c as (select account_id, segment_id from campaigns where id = ${id}),
     s as (select tag from segments where id = (select segment_id from c)),
@@ -44,30 +44,30 @@ async function startSending(sql: Sql, id: number): Promise<void> {
 /** POST /admin/v1/campaigns/{id}/run: a draft starts now, or at its schedule_at when that is in the future. */
 export async function runCampaign(deps: Deps, id: number): Promise<void> {
   await deps.sql.begin(async (tx) => {
-    const campaign = await lockCampaign(tx as never, id)
+    const campaign = await lockCampaign(tx, id)
     if (campaign.status !== 'draft') throw new ApiError('CONFLICT', `campaign ${id} is ${campaign.status}; only a draft can be run`)
     if (campaign.schedule_at && campaign.schedule_at.getTime() > Date.now()) {
       await tx`update campaigns set status = 'scheduled' where id = ${id}`
     } else {
-      await startSending(tx as never, id)
+      await startSending(tx, id)
     }
   })
-  deps.wake('campaigns')
+  deps.wake('campaign-runner')
 }
 
 export async function resumeCampaign(deps: Deps, id: number): Promise<void> {
   await deps.sql.begin(async (tx) => {
-    const campaign = await lockCampaign(tx as never, id)
+    const campaign = await lockCampaign(tx, id)
     if (campaign.status !== 'paused')
       throw new ApiError('CONFLICT', `campaign ${id} is ${campaign.status}; only a paused campaign can be resumed`)
     await tx`update campaigns set status = 'sending', pause_reason = null where id = ${id}`
   })
-  deps.wake('campaigns')
+  deps.wake('campaign-runner')
 }
 
 export async function cancelCampaign(deps: Deps, id: number): Promise<void> {
   await deps.sql.begin(async (tx) => {
-    const campaign = await lockCampaign(tx as never, id)
+    const campaign = await lockCampaign(tx, id)
     if (campaign.status === 'sent' || campaign.status === 'cancelled') {
       throw new ApiError('CONFLICT', `campaign ${id} is already ${campaign.status}`)
     }
@@ -84,7 +84,7 @@ export async function startDueCampaigns(sql: Sql): Promise<number> {
     const ok = await sql.begin(async (tx) => {
       const [row] = await tx`select 1 from campaigns where id = ${id} and status = 'scheduled' for update skip locked`
       if (!row) return false
-      await startSending(tx as never, id)
+      await startSending(tx, id)
       return true
     })
     if (ok) started++
@@ -92,13 +92,14 @@ export async function startDueCampaigns(sql: Sql): Promise<number> {
   return started
 }
 
-type Batch = { messages: { id: number; phone: string; body: string }[]; done: boolean }
+type Batch = { messages: { id: number; phone: string; body: string }[]; lease: Lease; done: boolean }
 
 /**
  * Charges and records the next batch of a campaign this worker holds the lease of. Returns the
  * messages to hand over, and whether the campaign stopped (finished, paused, cancelled or lost).
  */
-async function nextBatch(sql: Sql, campaignId: number, leaseToken: string): Promise<Batch> {
+async function nextBatch(sql: Sql, campaignId: number, leaseToken: string, lease: Lease): Promise<Batch> {
+  const stop = { messages: [], lease, done: true }
   return sql.begin(async (tx) => {
     const [campaign] = await tx<
       {
@@ -115,58 +116,54 @@ async function nextBatch(sql: Sql, campaignId: number, leaseToken: string): Prom
       from campaigns c join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
       where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > now()
       for update of c`
-    if (!campaign || campaign.status !== 'sending') return { messages: [], done: true }
+    if (!campaign || campaign.status !== 'sending') return stop
 
     const contacts = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
       select c.id, c.name, c.phone, c.email, c.city from contacts c
       where c.account_id = ${campaign.account_id} and c.id > ${campaign.cursor_contact_id} and c.id <= ${campaign.max_contact_id}
-        and ${segmentMatch(tx as never, campaign.tag)}
+        and ${segmentMatch(tx, campaign.tag)}
       order by c.id limit ${CAMPAIGN_BATCH}`
     if (contacts.length === 0) {
       await tx`update campaigns set status = 'sent', finished_at = now(), lease_token = null, lease_until = null where id = ${campaignId}`
-      return { messages: [], done: true }
+      return stop
     }
 
-    const [account] = await tx<{ balance: number; cost: number }[]>`
-      select a.balance, coalesce(
-        (select cost_per_message from prices where account_id = a.id),
-        (select cost_per_message from prices where account_id is null)) as cost
-      from accounts a where a.id = ${campaign.account_id} for update`
-    const affordable = Math.min(contacts.length, Math.floor(account!.balance / account!.cost))
+    const account = await lockForCharge(tx, campaign.account_id)
+    const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost))
     if (affordable === 0) {
       await tx`
         update campaigns set status = 'paused', lease_token = null, lease_until = null,
-          pause_reason = ${`insufficient balance: wa_balance ${account!.balance} is below the price ${account!.cost}; top up and resume`}
+          pause_reason = ${`insufficient balance: wa_balance ${account.balance} is below the price ${account.cost}; top up and resume`}
         where id = ${campaignId}`
-      return { messages: [], done: true }
+      return stop
     }
     const batch = contacts.slice(0, affordable)
     const bodies = batch.map((c) => renderTemplate(campaign.body, { name: c.name, phone: c.phone, email: c.email, city: c.city }))
     const inserted = await tx<{ id: number; phone: string; body: string }[]>`
-      insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, status, cost, handoff_until)
-      select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, 'queued', ${account!.cost},
-             now() + make_interval(secs => ${HANDOFF_LEASE_SECONDS})
+      insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, status, cost, handoff_token, handoff_until)
+      select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, 'queued', ${account.cost},
+             ${lease.token}, now() + make_interval(secs => ${lease.seconds})
       from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[]) as v(contact_id, phone, body)
       on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
       returning id, phone, body`
-    if (inserted.length > 0) {
-      await tx`
-        with debit as (
-          update accounts set balance = balance - ${account!.cost * inserted.length} where id = ${campaign.account_id} returning balance
-        )
-        insert into ledger (account_id, kind, amount, balance_after, message_id)
-        select ${campaign.account_id}, 'charge', ${-account!.cost}, debit.balance + ${account!.cost} * (${inserted.length} - v.ord), v.id
-        from debit, unnest(${inserted.map((m) => m.id)}::bigint[]) with ordinality as v(id, ord)`
-    }
+    await chargeRecorded(
+      tx,
+      campaign.account_id,
+      account.cost,
+      inserted.map((m) => m.id),
+    )
     await tx`
-      update campaigns set cursor_contact_id = ${batch[batch.length - 1]!.id}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      update campaigns set cursor_contact_id = ${batch[batch.length - 1]!.id}, lease_until = now() + make_interval(secs => ${lease.seconds})
       where id = ${campaignId}`
-    return { messages: inserted, done: false }
+    return { messages: inserted, lease, done: false }
   })
 }
 
-/** Campaign worker step: takes one sending campaign (lease) and sends batches until it stops. */
-export async function runOnce(deps: Pick<Deps, 'sql' | 'handoff'>, options: { maxBatches?: number } = {}): Promise<{ sent: number }> {
+/** Campaign runner step: takes one sending campaign (lease) and sends batches until it stops. */
+export async function sendCampaignBatches(
+  deps: Pick<Deps, 'sql' | 'handoff'>,
+  options: { maxBatches?: number } = {},
+): Promise<{ sent: number }> {
   const [claimed] = await deps.sql<{ id: number; lease_token: string }[]>`
     update campaigns set lease_token = gen_random_uuid(), lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
     where id = (
@@ -177,9 +174,12 @@ export async function runOnce(deps: Pick<Deps, 'sql' | 'handoff'>, options: { ma
   if (!claimed) return { sent: 0 }
   let sent = 0
   for (let i = 0; i < (options.maxBatches ?? 20); i++) {
-    const batch = await nextBatch(deps.sql, claimed.id, claimed.lease_token)
+    const batch = await nextBatch(deps.sql, claimed.id, claimed.lease_token, deps.handoff.lease(CAMPAIGN_BATCH))
     if (batch.messages.length > 0) {
-      await deps.handoff.many(batch.messages.map((m) => ({ id: m.id, to: m.phone, body: m.body, mediaUrl: null })))
+      await deps.handoff.many(
+        batch.messages.map((m) => ({ id: m.id, to: m.phone, body: m.body, mediaUrl: null })),
+        batch.lease,
+      )
       sent += batch.messages.length
     }
     if (batch.done) return { sent: Math.max(sent, 1) }

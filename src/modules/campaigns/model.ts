@@ -1,29 +1,26 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
+import { Id, JsonId, PageQuery } from '../../http/models'
 
 const timestamp = (description: string) => t.String({ description: `${description}, YYYY-MM-DD HH:MM:SS in the service time zone` })
 const nullableTimestamp = (description: string) => t.Union([timestamp(description), t.Null()])
 
-export const CampaignStatus = t.Union(
+const CampaignStatus = t.Union(
   [t.Literal('draft'), t.Literal('scheduled'), t.Literal('sending'), t.Literal('paused'), t.Literal('sent'), t.Literal('cancelled')],
   { description: 'draft on creation through the API; the other states come from running it in the dashboard' },
 )
 
-export const CampaignIdParams = t.Object({ id: t.Integer({ description: 'Campaign id' }) })
-export const CampaignsQuery = t.Object({
-  limit: t.Optional(t.Integer({ description: 'Records per page, 1 to 200, default 50' })),
-  offset: t.Optional(t.Integer({ description: 'Records to skip (not pages), default 0' })),
-})
+export const CampaignIdParams = t.Object({ id: Id('id', 'Campaign id') })
+export const CampaignsQuery = PageQuery
 
-// Elysia's t.Integer also takes a numeric string: right for the query and path, wrong for JSON, where a
-// string is the wrong type (400) and an answer's integer should not be documented as maybe a string.
+// Answers' integers: TypeBox's own (Elysia's t.Integer would document them as maybe a string).
 const jsonInteger = Type.Integer
 
 export const CreateCampaignBody = t.Object(
   {
     name: t.String({ description: 'Campaign name, 1 to 200 characters', examples: ['Ramadan promo'] }),
-    template_id: jsonInteger({ description: 'Id of a message template of the account', examples: [3] }),
-    segment_id: jsonInteger({ description: 'Id of a contact segment of the account', examples: [7] }),
+    template_id: JsonId({ description: 'Id of a message template of the account', examples: [3] }),
+    segment_id: JsonId({ description: 'Id of a contact segment of the account', examples: [7] }),
     schedule_at: t.Optional(
       t.String({
         description: 'Send time, YYYY-MM-DD HH:MM:SS in the service time zone, not in the past',
@@ -31,7 +28,7 @@ export const CreateCampaignBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 )
 export type CreateCampaignBody = typeof CreateCampaignBody.static
 
@@ -81,24 +78,30 @@ export const CampaignDetail = t.Object({
 export type CampaignDetail = typeof CampaignDetail.static
 
 // Admin: templates and segments, the campaign's building blocks.
-export const CreateTemplateBody = t.Object({
-  name: t.String({ description: '1 to 200 characters', examples: ['Order shipped'] }),
-  body: t.String({
-    description: 'Message text with {{name}}-style placeholders filled from contact fields, 1 to 4096 characters',
-    examples: ['Hi {{name}}, your order has shipped.'],
-  }),
-})
+export const CreateTemplateBody = t.Object(
+  {
+    name: t.String({ description: '1 to 200 characters', examples: ['Order shipped'] }),
+    body: t.String({
+      description: 'Message text with {{name}}-style placeholders filled from contact fields, 1 to 4096 characters',
+      examples: ['Hi {{name}}, your order has shipped.'],
+    }),
+  },
+  { additionalProperties: false },
+)
 export type CreateTemplateBody = typeof CreateTemplateBody.static
 export const Template = t.Object({ id: jsonInteger(), name: t.String(), body: t.String(), created_at: t.String() })
 export type Template = typeof Template.static
 
-export const CreateSegmentBody = t.Object({
-  name: t.String({ description: '1 to 200 characters', examples: ['VIP customers'] }),
-  tag: t.String({
-    description: 'Contacts carrying this tag (compared case-insensitively) form the segment; no commas, at most 100 characters',
-    examples: ['vip'],
-  }),
-})
+export const CreateSegmentBody = t.Object(
+  {
+    name: t.String({ description: '1 to 200 characters', examples: ['VIP customers'] }),
+    tag: t.String({
+      description: 'Contacts carrying this tag (compared case-insensitively) form the segment; no commas, at most 100 characters',
+      examples: ['vip'],
+    }),
+  },
+  { additionalProperties: false },
+)
 export type CreateSegmentBody = typeof CreateSegmentBody.static
 export const Segment = t.Object({
   id: jsonInteger(),
@@ -107,7 +110,7 @@ export const Segment = t.Object({
   contact_count: jsonInteger({ description: "The account's contacts carrying the tag now (case-insensitive)" }),
   created_at: t.String(),
 })
-export const UpdateTemplateBody = t.Object({ name: t.Optional(t.String()), body: t.Optional(t.String()) })
+export const UpdateTemplateBody = t.Object({ name: t.Optional(t.String()), body: t.Optional(t.String()) }, { additionalProperties: false })
 export type Segment = typeof Segment.static
 
 export const CampaignList = t.Object({ items: t.Array(Campaign), total: jsonInteger(), limit: jsonInteger(), offset: jsonInteger() })

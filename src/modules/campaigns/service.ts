@@ -4,8 +4,8 @@
 import type { Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp, parseTimestamp } from '../../lib/time'
-import { MAX_BODY_CHARS, type Page } from '../../lib/validate'
+import { formatTimestamp } from '../../lib/time'
+import { MAX_BODY_CHARS, requireTimestamp, type Page } from '../../lib/validate'
 import { PLACEHOLDERS, unknownPlaceholders } from '../../lib/template'
 import { segmentMatch } from './engine'
 import type { Campaign, CampaignDetail, CreateCampaignBody, CreateSegmentBody, CreateTemplateBody, Segment, Template } from './model'
@@ -119,8 +119,7 @@ async function campaignDetail(sql: Sql, tz: string, id: number, accountId: numbe
 
 function optionalScheduleAt(value: string | undefined, tz: string): Date | null {
   if (value === undefined) return null
-  const at = parseTimestamp(value, tz)
-  if (!at) throw badValue('schedule_at: must be a timestamp YYYY-MM-DD HH:MM:SS')
+  const at = requireTimestamp(value, 'schedule_at', tz)
   // Second precision: the current second still counts as now, not the past.
   if (at.getTime() < Math.floor(Date.now() / 1000) * 1000) throw badValue('schedule_at: must not be in the past')
   return at

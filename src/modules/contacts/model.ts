@@ -1,9 +1,9 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
+import { pageFields } from '../../http/models'
 
 export const ContactsQuery = t.Object({
-  limit: t.Optional(t.Integer({ description: 'Records per page, 1 to 200, default 50' })),
-  offset: t.Optional(t.Integer({ description: 'Records to skip (not pages), default 0' })),
+  ...pageFields,
   search: t.Optional(
     t.String({
       description:
@@ -29,7 +29,7 @@ export const CreateContactBody = t.Object(
       }),
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 )
 export type CreateContactBody = typeof CreateContactBody.static
 

@@ -48,7 +48,7 @@ function optionalEmail(value: string | undefined): string | null {
 }
 
 /** "vip, reseller,,vip" → ["vip", "reseller"]: trimmed, empties dropped, first occurrence kept. */
-export function parseTags(value: string | undefined): string[] {
+function parseTags(value: string | undefined): string[] {
   if (value === undefined) return []
   const tags = [
     ...new Set(

@@ -6,16 +6,16 @@
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
-import { chargeMessages, type NewMessage } from './billing'
+import { MAX_BULK_MESSAGES, optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
+import { chargeAll, type NewMessage } from '../ledger/ledger'
+import { retrying } from '../../db/retry'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 
-export const MAX_BULK = 1000
-
-export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody): Promise<BulkResult> {
+/** `requestToken` identifies this request's charge, as for sendOne. */
+export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
   const n = input.messages.length
   if (n === 0) throw badValue('messages: must contain at least 1 message')
-  if (n > MAX_BULK) throw badValue(`messages: must contain at most ${MAX_BULK} messages (got ${n})`)
+  if (n > MAX_BULK_MESSAGES) throw badValue(`messages: must contain at most ${MAX_BULK_MESSAGES} messages (got ${n})`)
 
   const results: BulkEntry[] = new Array(n)
   const valid: (NewMessage & { index: number })[] = []
@@ -38,14 +38,22 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     const [row] = await deps.sql<{ balance: number }[]>`select balance from accounts where id = ${principal.accountId}`
     balanceAfter = row!.balance
   } else {
-    const charged = await chargeMessages(deps.sql, principal, valid)
+    const lease = deps.handoff.lease(valid.length)
+    const charged = await retrying(() => chargeAll(deps.sql, principal, requestToken, lease, valid))
     if (!charged) {
       throw new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${valid.length} messages`)
     }
     cost = charged.cost
     const outcomes = await deps.handoff.many(
       valid.map((m, i) => ({ id: charged.ids[i]!, to: m.phone, body: m.body, mediaUrl: m.mediaUrl })),
+      lease,
     )
+    if ([...outcomes.values()].some((o) => !o.ok && o.pending)) {
+      throw new ApiError(
+        'CONFLICT',
+        'some messages of this request are still being handed to the provider; repeat it with the same Idempotency-Key later, or find them in GET /messages',
+      )
+    }
     let refunded = 0
     valid.forEach((m, i) => {
       const outcome = outcomes.get(charged.ids[i]!)!

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { dateRangeFields, pageFields } from '../../http/models'
 
 export const SendBody = t.Object(
   {
@@ -6,7 +7,7 @@ export const SendBody = t.Object(
     body: t.String({ description: 'Message text, 1 to 4096 characters', examples: ['Your order #1001 has shipped'] }),
     media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file' })),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 )
 export type SendBody = typeof SendBody.static
 
@@ -28,12 +29,12 @@ export const BulkBody = t.Object(
           body: t.String({ examples: ['Invoice #88 is due on Friday'] }),
           media_url: t.Optional(t.String()),
         },
-        { additionalProperties: true },
+        { additionalProperties: false },
       ),
       { description: '1 to 1000 messages' },
     ),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 )
 export type BulkBody = typeof BulkBody.static
 
@@ -78,13 +79,9 @@ export const Message = t.Object({
 })
 
 export const ListQuery = t.Object({
-  limit: t.Optional(t.Integer({ description: '1 to 200, default 50' })),
-  offset: t.Optional(t.Integer({ description: 'Records to skip (not pages), default 0' })),
+  ...pageFields,
   status: t.Optional(t.String({ description: 'sent, delivered, read or failed' })),
-  date_from: t.Optional(
-    t.String({ description: 'sent_at lower bound (inclusive), YYYY-MM-DD HH:MM:SS', examples: ['2026-01-01 00:00:00'] }),
-  ),
-  date_to: t.Optional(t.String({ description: 'sent_at upper bound (inclusive), YYYY-MM-DD HH:MM:SS' })),
+  ...dateRangeFields('sent_at'),
 })
 export type ListQuery = typeof ListQuery.static
 

@@ -4,8 +4,8 @@
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp, parseTimestamp } from '../../lib/time'
-import { page } from '../../lib/validate'
+import { formatTimestamp } from '../../lib/time'
+import { dateRange, page } from '../../lib/validate'
 import type { ListQuery } from './model'
 
 const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
@@ -44,13 +44,6 @@ const view = (r: Row, tz: string) => ({
   read_at: formatTimestamp(r.read_at, tz),
 })
 
-function timestampParam(value: string | undefined, field: string, tz: string): Date | null {
-  if (value === undefined) return null
-  const date = parseTimestamp(value, tz)
-  if (!date) throw badValue(`${field}: must be a timestamp YYYY-MM-DD HH:MM:SS`)
-  return date
-}
-
 export async function listMessages(deps: Deps, principal: Principal, query: ListQuery) {
   const { sql } = deps
   const tz = deps.config.timezone
@@ -58,13 +51,12 @@ export async function listMessages(deps: Deps, principal: Principal, query: List
   if (query.status !== undefined && !(STATUSES as readonly string[]).includes(query.status)) {
     throw badValue(`status: must be one of ${STATUSES.join(', ')}`)
   }
-  const from = timestampParam(query.date_from, 'date_from', tz)
-  const to = timestampParam(query.date_to, 'date_to', tz)
+  const { from, before } = dateRange(query, tz)
   const where = () => sql`
     account_id = ${principal.accountId}
     ${query.status ? sql`and status = ${query.status}` : sql`and status <> 'queued'`}
     ${from ? sql`and sent_at >= ${from}` : sql``}
-    ${to ? sql`and sent_at <= ${to}` : sql``}`
+    ${before ? sql`and sent_at < ${before}` : sql``}`
   // The page id-first: the candidates come from an index (with a date filter, the sent_at one), only
   // the page's rows are read from the table.
   const rows = await sql<Row[]>`

@@ -12,7 +12,8 @@ import { getMessage, listMessages } from './queries'
 const tags = ['Messages']
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
-  'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`.'
+  'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
+  'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
 
 export const messageRoutes = (deps: Deps) =>
   new Elysia()
@@ -20,8 +21,8 @@ export const messageRoutes = (deps: Deps) =>
     .post(
       '/messages/send',
       ({ body, principal, headers }) =>
-        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'send', body, () =>
-          sendOne(deps, principal, body),
+        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'send', body, (token) =>
+          sendOne(deps, principal, body, token),
         ),
       {
         body: SendBody,
@@ -41,8 +42,8 @@ export const messageRoutes = (deps: Deps) =>
     .post(
       '/messages/bulk',
       ({ body, principal, headers }) =>
-        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, () =>
-          sendBulk(deps, principal, body),
+        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, (token) =>
+          sendBulk(deps, principal, body, token),
         ),
       {
         body: BulkBody,

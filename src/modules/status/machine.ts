@@ -3,7 +3,7 @@
 // backwards changes nothing and emits nothing. An accepted change, its timestamps and its
 // message.status event (when the key has a webhook) are one statement, hence one transaction.
 
-import type { Sql } from '../../db/client'
+import type { Db } from '../../db/client'
 
 export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
 
@@ -14,10 +14,10 @@ export type StatusReport = {
   errorMessage?: string | null
 }
 
-export type StatusOutcome = { changed: boolean; events: number }
+type StatusOutcome = { changed: boolean; events: number }
 
 /** Applies one provider report. `sql` may be a transaction. */
-export async function applyStatus(sql: Sql, timezone: string, report: StatusReport): Promise<StatusOutcome> {
+export async function applyStatus(sql: Db, timezone: string, report: StatusReport): Promise<StatusOutcome> {
   const { changed, events } = await applyStatuses(sql, timezone, [report])
   return { changed: changed > 0, events }
 }
@@ -27,7 +27,7 @@ export async function applyStatus(sql: Sql, timezone: string, report: StatusRepo
  * into rounds, oldest first). Locks the messages, moves those whose move is forward, and writes one
  * event per change for keys with a webhook.
  */
-export async function applyStatuses(sql: Sql, timezone: string, reports: StatusReport[]): Promise<{ changed: number; events: number }> {
+export async function applyStatuses(sql: Db, timezone: string, reports: StatusReport[]): Promise<{ changed: number; events: number }> {
   if (reports.length === 0) return { changed: 0, events: 0 }
   const [row] = await sql<{ changed: number; events: number }[]>`
     with input as (

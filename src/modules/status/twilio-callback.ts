@@ -1,19 +1,21 @@
 // Twilio's status callbacks: verify the request signature over every form field, map Twilio's status
-// to ours, and apply it through the forward-only state machine. Verification comes first: an unsigned
+// to ours, and apply it through the forward-only state machine (or park it while its SID is not yet
+// stored: parked.ts). Verification comes first: an unsigned
 // or badly signed request learns nothing (not even whether its body was well formed) and changes nothing.
 
 import type { Deps } from '../../deps'
 import { ApiError, badShape } from '../../http/errors'
 import { TWILIO_STATUS_PATH } from '../../providers/twilio'
 import { verifyTwilioSignature } from '../../providers/twilio-signature'
-import { applyStatus, type StatusReport } from './machine'
+import type { StatusReport } from './machine'
 import { eventsCommitted } from './notify'
+import { receiveReport } from './parked'
 
 // error_code is an int column; a code outside it is not one we can store.
 const MAX_ERROR_CODE = 2_147_483_647
 const MAX_ERROR_MESSAGE = 500
 
-export type TwilioCallback = {
+type TwilioCallback = {
   /** The body exactly as received (form-encoded). */
   rawBody: string
   contentType: string | null
@@ -24,7 +26,7 @@ export type TwilioCallback = {
  * Our report for one of Twilio's `MessageStatus` values, or null when it changes nothing: `queued`,
  * `accepted`, `sending` (and `scheduled`, `canceled`, anything unknown) are not states of ours.
  */
-export function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | null {
+function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | null {
   const status = (fields.get('MessageStatus') ?? fields.get('SmsStatus') ?? '').trim().toLowerCase()
   switch (status) {
     case 'sent':
@@ -84,7 +86,9 @@ export async function handleTwilioStatus(
 
   const report = reportFromTwilio(sid, fields)
   if (!report) return { changed: false }
-  const outcome = await applyStatus(deps.sql, config.timezone, report)
+  const outcome = await receiveReport(deps.sql, config.timezone, report)
   if (outcome.events > 0) eventsCommitted(deps)
+  // The send may have stored the SID between the check and this commit: the worker looks at once.
+  if (outcome.parked) deps.wake('parked-reports')
   return { changed: outcome.changed }
 }

@@ -53,8 +53,10 @@ export const twilioStatusRoutes = (deps: Deps) =>
           'Called by Twilio (the `StatusCallback` of every message sent with `PROVIDER=twilio`), not by API clients. ' +
           'No API key: the `X-Twilio-Signature` header is verified with `TWILIO_AUTH_TOKEN` over `PUBLIC_BASE_URL` + ' +
           '`/provider/twilio/status` and every form field; a missing or wrong signature gets 403 `FORBIDDEN` and changes ' +
-          'nothing. A valid report goes through the forward-only state machine: a repeat, a backwards move or an unknown ' +
-          'SID changes nothing and still gets 200. Each accepted change emits one `message.status` event. The endpoint ' +
+          'nothing. A valid report goes through the forward-only state machine: a repeat or a backwards move changes ' +
+          'nothing and still gets 200. A report for a SID not stored yet (it can beat the recording of the send) gets 200 ' +
+          'with `changed: false` and is kept for up to an hour, then applied in order once the SID is stored. ' +
+          'Each accepted change emits one `message.status` event. The endpoint ' +
           'answers whenever `TWILIO_AUTH_TOKEN` is set (so reports keep arriving after switching `PROVIDER` away from ' +
           'Twilio); without it, 404 `NOT_FOUND`.',
         security: [],

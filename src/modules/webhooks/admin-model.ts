@@ -1,12 +1,13 @@
 import { t } from 'elysia'
+import { dateRangeFields, pageFields } from '../../http/models'
 
 export const DeliveriesQuery = t.Object({
   status: t.Optional(t.String({ description: '`pending`, `delivered` or `failed`; all when omitted' })),
-  limit: t.Optional(t.Integer({ description: '1 to 200, default 50' })),
-  offset: t.Optional(t.Integer({ description: 'records to skip, default 0' })),
+  ...pageFields,
+  ...dateRangeFields('created_at'),
 })
 
-export const EventPayload = t.Object(
+const EventPayload = t.Object(
   {
     event: t.String(),
     timestamp: t.String(),
@@ -46,11 +47,14 @@ export const Attempt = t.Object({
   created_at: t.String(),
 })
 
-export const ReplaySinceBody = t.Object({
-  since: t.String({
-    description: '`YYYY-MM-DD HH:MM:SS`: failed deliveries created at or after this time are replayed',
-    examples: ['2025-01-31 00:00:00'],
-  }),
-})
+export const ReplaySinceBody = t.Object(
+  {
+    since: t.String({
+      description: '`YYYY-MM-DD HH:MM:SS`: failed deliveries created at or after this time are replayed',
+      examples: ['2025-01-31 00:00:00'],
+    }),
+  },
+  { additionalProperties: false },
+)
 
 export const Replayed = t.Object({ replayed: t.Integer({ description: 'How many failed deliveries were set pending again' }) })

@@ -5,8 +5,8 @@ import type { Deps } from '../../deps'
 import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { page } from '../../lib/validate'
-import { IdParams, listOf, PageQuery } from '../admin/model'
+import { dateRange, page } from '../../lib/validate'
+import { IdParams, listOf, PageQuery } from '../../http/models'
 import { eventsCommitted } from '../status/notify'
 import { Attempt, DeliveriesQuery, Delivery, Replayed, ReplaySinceBody } from './admin-model'
 import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './admin-service'
@@ -18,12 +18,20 @@ export const webhookAdminRoutes = (deps: Deps) => {
   const tz = deps.config.timezone
   return new Elysia({ prefix: '/admin/v1' })
     .use(adminAuth(deps.config))
-    .get('/keys/:id/deliveries', async ({ params, query }) => ok(await listDeliveries(sql, tz, params.id, query.status, page(query))), {
-      params: IdParams,
-      query: DeliveriesQuery,
-      response: { 200: envelopeOf(listOf(Delivery)), ...errorsOf(400, 401, 404, 422) },
-      detail: { tags, summary: "A key's webhook deliveries (message.status events), newest first" },
-    })
+    .get(
+      '/keys/:id/deliveries',
+      async ({ params, query }) => ok(await listDeliveries(sql, tz, params.id, query.status, page(query), dateRange(query, tz))),
+      {
+        params: IdParams,
+        query: DeliveriesQuery,
+        response: { 200: envelopeOf(listOf(Delivery)), ...errorsOf(400, 401, 404, 422) },
+        detail: {
+          tags,
+          summary: "A key's webhook deliveries (message.status events), newest first",
+          description: '`date_from`/`date_to` bound `created_at`, both inclusive (to the whole second), in the service time zone.',
+        },
+      },
+    )
     .get('/deliveries/:id', async ({ params }) => ok(await getDelivery(sql, tz, params.id)), {
       params: IdParams,
       response: { 200: envelopeOf(Delivery), ...errorsOf(400, 401, 404) },

@@ -5,8 +5,8 @@
 
 import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp, parseTimestamp } from '../../lib/time'
-import type { Page } from '../../lib/validate'
+import { formatTimestamp } from '../../lib/time'
+import { requireTimestamp, type DateRange, type Page } from '../../lib/validate'
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const
 type DeliveryStatus = (typeof STATUSES)[number]
@@ -50,10 +50,21 @@ function requireStatus(value: string | undefined): DeliveryStatus | undefined {
   return value as DeliveryStatus
 }
 
-export async function listDeliveries(sql: Sql, tz: string, keyId: number, statusFilter: string | undefined, p: Page) {
+export async function listDeliveries(
+  sql: Sql,
+  tz: string,
+  keyId: number,
+  statusFilter: string | undefined,
+  p: Page,
+  range: DateRange = { from: null, before: null },
+) {
   const status = requireStatus(statusFilter)
   await requireKey(sql, keyId)
   const statuses = status ? [status] : [...STATUSES]
+  // created_at bounds; `before` is exclusive, the end of date_to's second.
+  const created = (alias: string) => sql`
+    ${range.from ? sql`and ${sql(alias)}.created_at >= ${range.from}` : sql``}
+    ${range.before ? sql`and ${sql(alias)}.created_at < ${range.before}` : sql``}`
   // One ordered index range per status (webhook_events_by_key), merged: a key with millions of events
   // pages without sorting them all.
   const rows = await sql<DeliveryRow[]>`
@@ -62,7 +73,7 @@ export async function listDeliveries(sql: Sql, tz: string, keyId: number, status
     from unnest(${statuses}::text[]) s(status)
     cross join lateral (
       select * from webhook_events w
-      where w.api_key_id = ${keyId} and w.status = s.status
+      where w.api_key_id = ${keyId} and w.status = s.status ${created('w')}
       order by w.id desc
       limit ${p.limit + p.offset}
     ) e
@@ -70,7 +81,8 @@ export async function listDeliveries(sql: Sql, tz: string, keyId: number, status
     order by e.id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`
-    select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = any(${statuses}::text[])`
+    select count(*)::int as n from webhook_events c
+    where c.api_key_id = ${keyId} and c.status = any(${statuses}::text[]) ${created('c')}`
   return { items: rows.map((r) => deliveryView(r, tz)), total: count!.n, ...p }
 }
 
@@ -132,8 +144,7 @@ export async function replayDelivery(sql: Sql, tz: string, id: number) {
 
 /** Replays every failed delivery of a key created at or after `since`. */
 export async function replayFailedSince(sql: Sql, tz: string, keyId: number, since: string) {
-  const from = parseTimestamp(since, tz)
-  if (!from) throw badValue('since: must be a timestamp in YYYY-MM-DD HH:MM:SS')
+  const from = requireTimestamp(since, 'since', tz)
   await requireKey(sql, keyId)
   const [row] = await sql<{ n: number }[]>`
     with replayed as (

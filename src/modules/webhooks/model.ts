@@ -7,7 +7,7 @@ export const RegisterWebhookBody = t.Object(
       examples: ['https://erp.example.com/hooks/messaging'],
     }),
   },
-  { additionalProperties: true },
+  { additionalProperties: false },
 )
 export type RegisterWebhookBody = typeof RegisterWebhookBody.static
 

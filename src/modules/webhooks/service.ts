@@ -1,16 +1,16 @@
-// The callback URL of an API key. The address rule here is the registration-time half; delivery
-// checks again on the address it connects to.
+// The callback URL of an API key. Registration applies the same resolver and address rule as every
+// delivery (lib/address.ts); delivery checks again on the address it connects to.
 
 import type { Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { checkWebhookHost } from '../../lib/address'
+import { resolveWebhookHost } from '../../lib/address'
 import { newSigningSecret } from '../../lib/keys'
 
-export const MAX_WEBHOOK_URL = 2048
+const MAX_WEBHOOK_URL = 2048
 
 /** The URL as it will be called, once it passes every rule; 422 naming the rule otherwise. */
-export async function validateWebhookUrl(value: string, allowPrivate: boolean): Promise<string> {
+async function validateWebhookUrl(value: string, allowPrivate: boolean): Promise<string> {
   if (value.length > MAX_WEBHOOK_URL) throw badValue(`url: must be at most ${MAX_WEBHOOK_URL} characters`)
   let url: URL
   try {
@@ -21,7 +21,7 @@ export async function validateWebhookUrl(value: string, allowPrivate: boolean): 
   if (url.protocol !== 'https:') throw badValue('url: must be an https URL')
   // Normalising can lengthen it (percent-encoding); the stored form must fit too.
   if (url.href.length > MAX_WEBHOOK_URL) throw badValue(`url: must be at most ${MAX_WEBHOOK_URL} characters`)
-  const check = await checkWebhookHost(url.hostname, allowPrivate)
+  const check = await resolveWebhookHost(url.hostname, allowPrivate)
   if (!check.ok) throw badValue(`url: ${check.reason}`)
   return url.href
 }

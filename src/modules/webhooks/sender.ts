@@ -1,24 +1,21 @@
-// One webhook attempt, without SQL: resolve the host here, refuse a non-public address (unless
+// The webhook HTTP sender: one attempt, without SQL. Resolve the host with the same resolver and
+// address rule as registration (lib/address.ts), refuse a non-public address (unless
 // WEBHOOK_ALLOW_PRIVATE), connect to exactly the address that was checked (SNI and certificate checks
 // still use the hostname), POST the signed payload and classify the answer. The resolver is asked
 // once per attempt and the connection goes to its checked answer, so a DNS answer that changes
 // between the check and the connection (rebinding) cannot reach an internal address.
 
 import { createHmac } from 'node:crypto'
-import { lookup } from 'node:dns/promises'
 import { readFileSync } from 'node:fs'
 import { rootCertificates } from 'node:tls'
-import { isPublicAddress, literalAddress } from '../../lib/address'
+import { resolveWebhookHost } from '../../lib/address'
 
 /** The receiver must answer within this (spec section 6): connection, request and response headers. */
-export const DELIVERY_TIMEOUT_MS = 5_000
-export const DNS_TIMEOUT_MS = 5_000
-/** The longest one attempt can take: resolving, then the request. Leases and shutdown allow for it. */
-export const MAX_ATTEMPT_MS = DNS_TIMEOUT_MS + DELIVERY_TIMEOUT_MS
+const DELIVERY_TIMEOUT_MS = 5_000
 
 const USER_AGENT = 'messaging-api-webhooks/1.0'
 
-export type DeliveryOptions = {
+type DeliveryOptions = {
   allowPrivate: boolean
   /** Trusted CAs; undefined uses the runtime's default store. */
   ca: string[] | undefined
@@ -75,40 +72,6 @@ export function parseRetryAfter(value: string | null, now = Date.now()): number 
   return Math.max(0, Math.ceil((at - now) / 1000))
 }
 
-type Resolved = { ok: true; addresses: string[]; literal: boolean } | { ok: false; error: string }
-
-async function resolveHost(hostname: string, allowPrivate: boolean): Promise<Resolved> {
-  const literal = literalAddress(hostname)
-  if (literal !== null) {
-    if (!allowPrivate && !isPublicAddress(literal)) return { ok: false, error: `address refused: ${literal} is not a public address` }
-    return { ok: true, addresses: [literal], literal: true }
-  }
-  const name = hostname.replace(/\.$/, '')
-  let addresses: string[]
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    const answers = await Promise.race([
-      lookup(name, { all: true }),
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('timeout')), DNS_TIMEOUT_MS)
-      }),
-    ])
-    addresses = answers.map((a) => a.address)
-  } catch (error) {
-    const code = (error as { code?: string }).code
-    return { ok: false, error: `DNS: ${code === 'ENOTFOUND' ? 'host not found' : (code ?? 'no answer')}` }
-  } finally {
-    clearTimeout(timer)
-  }
-  if (addresses.length === 0) return { ok: false, error: 'DNS: host not found' }
-  // Every answer must be public, not only the one used: the rule must not depend on answer order.
-  if (!allowPrivate) {
-    const refused = addresses.find((a) => !isPublicAddress(a))
-    if (refused !== undefined) return { ok: false, error: `address refused: ${hostname} resolves to ${refused}, not a public address` }
-  }
-  return { ok: true, addresses, literal: false }
-}
-
 // Errors where no connection was made (so no request reached anyone): the next address may be tried.
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL', 'ConnectionRefused'])
 
@@ -158,8 +121,8 @@ export async function attemptDelivery(
   }
   if (url.protocol !== 'https:') return fail('registered URL is not https')
 
-  const resolved = await resolveHost(url.hostname, options.allowPrivate)
-  if (!resolved.ok) return fail(resolved.error)
+  const resolved = await resolveWebhookHost(url.hostname, options.allowPrivate)
+  if (!resolved.ok) return fail(resolved.detail)
 
   const timestamp = Math.floor(Date.now() / 1000)
   const headers: Record<string, string> = {

@@ -1,0 +1,39 @@
+// Running a statement again after a failure. Only for statements that are safe to repeat: atomic,
+// and guarded so that a second run after a first that did commit changes nothing (request tokens on
+// charges, `status = 'queued'` on hand-off outcomes).
+
+// The connection broke (the statement may or may not have committed), a deadlock or serialization
+// failure (nothing committed), the server shutting down, or the unique request token (a concurrent
+// twin of the charge committed first: running again finds it).
+const CONNECTION_CODES = new Set([
+  'CONNECTION_CLOSED',
+  'CONNECTION_DESTROYED',
+  'CONNECTION_ENDED',
+  'CONNECT_TIMEOUT',
+  'ECONNRESET',
+  'EPIPE',
+])
+
+function isTransient(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const e = error as Error & { code?: string; constraint_name?: string }
+  if (e.code && CONNECTION_CODES.has(e.code)) return true
+  if (e.code === '23505') return e.constraint_name === 'messages_request_item'
+  return typeof e.code === 'string' && /^(40|08|57P)/.test(e.code)
+}
+
+/** Runs `run`, again after a failure `retryIf` accepts, up to `attempts` times with doubling waits. */
+export async function retrying<T>(
+  run: () => Promise<T>,
+  options: { attempts?: number; firstWaitMs?: number; retryIf?: (error: unknown) => boolean } = {},
+): Promise<T> {
+  const { attempts = 3, firstWaitMs = 100, retryIf = isTransient } = options
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run()
+    } catch (error) {
+      if (attempt >= attempts || !retryIf(error)) throw error
+      await Bun.sleep(firstWaitMs * 2 ** (attempt - 1))
+    }
+  }
+}

@@ -1,0 +1,188 @@
+// Request bodies of the API: JSON only, at most MAX_BODY_BYTES, valid UTF-8, a bounded structure, and
+// the large ones read and parsed a few at a time.
+
+import { ApiError, badShape } from './errors'
+import { MAX_BODY_CHARS, MAX_BULK_MESSAGES, MAX_MEDIA_URL_CHARS, MAX_PHONE_CHARS } from '../lib/validate'
+
+// The largest valid request is a full bulk: 1000 entries, each with a 40-character `to`, a
+// 4096-character `body` and a 2048-character `media_url`. Lengths count UTF-16 code units, and an
+// encoder may write each as `\uXXXX` (6 bytes: Python's json.dumps does so for everything beyond
+// ASCII), so a character is budgeted 6 bytes; each entry gets 128 more for its keys, quotes, comma and
+// pretty-printing whitespace. 64 + 1000 * (128 + 6 * (40 + 4096 + 2048)) = 37,232,064 bytes (35.5 MiB).
+const BYTES_PER_CHAR = 6
+const ENTRY_SYNTAX_BYTES = 128
+export const MAX_BODY_BYTES =
+  64 + MAX_BULK_MESSAGES * (ENTRY_SYNTAX_BYTES + BYTES_PER_CHAR * (MAX_PHONE_CHARS + MAX_BODY_CHARS + MAX_MEDIA_URL_CHARS))
+
+// A valid body nests 3 levels deep (bulk: object, array, entry) and holds about 4,000 values (1000
+// entries of 3 fields). Both are checked on the bytes before JSON.parse, which would otherwise build
+// millions of objects from 35 MB of "[{},{},...": about 1 GB.
+export const MAX_JSON_DEPTH = 16
+export const MAX_JSON_VALUES = 10_000
+
+// Reading and parsing a body takes about 3.5 times its size at once (the bytes, the decoded text, the
+// objects): some 130 MB for the largest. Bodies over 1 MiB (a bulk of 1000 short messages is about
+// 100 KB, so sends and ordinary bulks never wait) are read and parsed at most 2 at a time, and only
+// once authenticated; the others wait holding nothing but their connection (Bun does not read a body
+// nobody asks for). A wait is capped at 5 s, well inside Bun's 10 s idle timeout, after which the
+// answer is 503 SERVICE_UNAVAILABLE rather than a reset connection.
+export const LARGE_BODY_BYTES = 1024 * 1024
+export const LARGE_BODY_SLOTS = 2
+export const LARGE_BODY_WAIT_MS = 5_000
+
+class Slots {
+  private free: number
+  private readonly waiting: (() => void)[] = []
+  constructor(count: number) {
+    this.free = count
+  }
+
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--
+    else {
+      await new Promise<void>((resolve, reject) => {
+        const wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+        const timer = setTimeout(() => {
+          this.waiting.splice(this.waiting.indexOf(wake), 1)
+          reject(new ApiError('SERVICE_UNAVAILABLE', 'too many large request bodies at once; retry shortly'))
+        }, LARGE_BODY_WAIT_MS)
+        this.waiting.push(wake)
+      })
+    }
+    try {
+      return await task()
+    } finally {
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.free++
+    }
+  }
+}
+const largeBodies = new Slots(LARGE_BODY_SLOTS)
+
+export const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
+
+const unsupported = (message: string) => new ApiError('UNSUPPORTED_MEDIA_TYPE', message)
+
+/** The body is JSON in UTF-8 (`application/json`, optionally `; charset=utf-8`), or a 415. */
+export function requireJsonContentType(header: string | null): void {
+  if (header === null || header.trim() === '') throw unsupported('Content-Type must be application/json')
+  const [type, ...params] = header.split(';')
+  const mediaType = type!.trim().toLowerCase()
+  if (mediaType !== 'application/json') {
+    throw unsupported(`Content-Type ${mediaType.slice(0, 100)} is not accepted: request bodies are application/json`)
+  }
+  for (const param of params) {
+    const [name = '', value = ''] = param.split('=')
+    if (
+      name.trim().toLowerCase() === 'charset' &&
+      value
+        .trim()
+        .replace(/^"(.*)"$/, '$1')
+        .toLowerCase() !== 'utf-8'
+    ) {
+      throw unsupported('application/json bodies must be UTF-8')
+    }
+  }
+}
+
+/** True when the request carries a body (a declared length above 0, or a stream of unknown length). */
+export const hasBody = (request: Request) => request.body !== null && request.headers.get('content-length') !== '0'
+
+/** Reads and parses a JSON body; an empty body is null. */
+export async function readJson(request: Request): Promise<unknown> {
+  const declared = request.headers.get('content-length')
+  if (declared !== null) {
+    const length = Number(declared)
+    if (length > MAX_BODY_BYTES) throw tooLarge()
+    if (length <= LARGE_BODY_BYTES) return parseJson(new Uint8Array(await request.arrayBuffer()))
+    return largeBodies.run(async () => parseJson(new Uint8Array(await request.arrayBuffer())))
+  }
+  if (!request.body) return null
+  // Unknown length (chunked): the first MiB without a slot, the rest (if any) in one.
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  const head = await readChunks(reader, chunks, LARGE_BODY_BYTES)
+  if (head.done) return parseJson(concat(chunks, head.total))
+  return largeBodies.run(async () => {
+    const rest = await readChunks(reader, chunks, MAX_BODY_BYTES, head.total)
+    if (!rest.done) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge()
+    }
+    return parseJson(concat(chunks, rest.total))
+  })
+}
+
+/** Reads until the stream ends or `total` passes `limit`. */
+async function readChunks(
+  reader: { read(): Promise<{ done: boolean; value?: Uint8Array }> },
+  chunks: Uint8Array[],
+  limit: number,
+  total = 0,
+): Promise<{ done: boolean; total: number }> {
+  while (total <= limit) {
+    const { done, value } = await reader.read()
+    if (done || !value) return { done: true, total }
+    chunks.push(value)
+    total += value.byteLength
+  }
+  return { done: false, total }
+}
+
+function concat(chunks: Uint8Array[], total: number): Uint8Array {
+  if (total > MAX_BODY_BYTES) throw tooLarge()
+  if (chunks.length === 1) return chunks[0]!
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const chunk of chunks) {
+    out.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return out
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+export function parseJson(bytes: Uint8Array): unknown {
+  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge()
+  if (bytes.byteLength === 0) return null
+  checkStructure(bytes)
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    throw badShape('body is not valid UTF-8')
+  }
+  try {
+    return JSON.parse(text)
+  } catch {
+    throw badShape('body is not valid JSON')
+  }
+}
+
+/**
+ * Depth and number of values, counted on the bytes: brackets and commas outside strings. UTF-8
+ * continuation bytes are never ASCII, so a byte-wise scan cannot be fooled by multi-byte characters.
+ */
+function checkStructure(bytes: Uint8Array): void {
+  let depth = 0
+  let values = 1
+  for (let i = 0; i < bytes.length; i++) {
+    const byte = bytes[i]
+    if (byte === 0x22) {
+      // skip the string: to the next quote not escaped by a backslash
+      for (i++; i < bytes.length && bytes[i] !== 0x22; i++) if (bytes[i] === 0x5c) i++
+    } else if (byte === 0x5b || byte === 0x7b) {
+      if (++depth > MAX_JSON_DEPTH) throw badShape(`body: nested deeper than ${MAX_JSON_DEPTH} levels`)
+      if (++values > MAX_JSON_VALUES) throw badShape(`body: more than ${MAX_JSON_VALUES} JSON values`)
+    } else if (byte === 0x5d || byte === 0x7d) {
+      depth--
+    } else if (byte === 0x2c) {
+      if (++values > MAX_JSON_VALUES) throw badShape(`body: more than ${MAX_JSON_VALUES} JSON values`)
+    }
+  }
+}

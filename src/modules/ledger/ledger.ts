@@ -1,0 +1,245 @@
+// Money has one owner: this module is the only code that writes `accounts.balance` or `ledger` rows,
+// and prices are resolved by one SQL function, `account_price(account)` (sql/0007_money_owner.sql).
+// Each movement is one statement (so one transaction, or part of the caller's): the balance update
+// row-locks the account, and its ledger rows are written with it, so balance = sum(ledger) at every
+// moment. Statements that lock several accounts lock them in id order, so they cannot deadlock.
+//
+// Charges carry the token of the request that made them, unique per (request, entry): running a
+// charge again with the same token (after a lost COMMIT answer, a deadlock retry, an Idempotency-Key
+// recovery) returns the charge already made instead of charging twice.
+
+import type { Db, Sql, Tx } from '../../db/client'
+import { Batcher } from '../../lib/batch'
+import { retrying } from '../../db/retry'
+
+export type NewMessage = { phone: string; body: string; mediaUrl: string | null }
+/** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
+export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
+/** Who holds the hand-off of the charged messages, and for how long. */
+export type Lease = { token: string; seconds: number }
+type Owner = { accountId: number; keyId: number | null }
+
+/** The price of one message for an account now, and whether it is the account's own price. */
+export async function priceOf(db: Db, accountId: number | null): Promise<{ cost: number; overridden: boolean }> {
+  const [row] = await db<{ cost: number; overridden: boolean }[]>`
+    select account_price(${accountId}) as cost,
+           exists (select 1 from prices where account_id = ${accountId}) as overridden`
+  return row!
+}
+
+/**
+ * Charges the current price for every message and records them as queued under `lease`, in one
+ * statement. Null, with nothing changed, when the balance cannot pay for all of them.
+ */
+export async function chargeAll(db: Db, owner: Owner, requestToken: string, lease: Lease, messages: NewMessage[]): Promise<Charged | null> {
+  const n = messages.length
+  const rows = await db<{ id: number; cost: number; balance: number; fresh: boolean }[]>`
+    with existing as materialized (
+      select m.id, m.cost, l.balance_after as balance, m.request_item as ord
+      from messages m join ledger l on l.message_id = m.id and l.kind = 'charge'
+      where m.request_token = ${requestToken}
+    ), debit as (
+      update accounts set balance = balance - p.cost * ${n}
+      from (select account_price(${owner.accountId}) as cost) p
+      where accounts.id = ${owner.accountId} and accounts.balance >= p.cost * ${n} and not exists (select 1 from existing)
+      returning accounts.balance, p.cost
+    ), input as materialized (
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, ord
+      from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
+                  ${messages.map((m) => m.mediaUrl) as string[]}::text[])
+           with ordinality as i(phone, body, media_url, ord)
+      where exists (select 1 from debit)
+    ), inserted as (
+      insert into messages (id, account_id, api_key_id, phone, body, media_url, status, cost,
+                            request_token, request_item, handoff_token, handoff_until)
+      select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, 'queued', debit.cost,
+             ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
+      from input, debit
+    ), ledger_rows as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id
+      from input, debit
+    )
+    select id, cost, balance, ord, true as fresh from input, debit
+    union all
+    select id, cost, balance, ord, false from existing
+    order by ord`
+  if (rows.length === 0) return null
+  return {
+    ids: rows.map((r) => r.id),
+    cost: rows[0]!.cost,
+    balanceAfter: Math.min(...rows.map((r) => r.balance)),
+    fresh: rows[0]!.fresh,
+  }
+}
+
+export type SingleCharge = Owner & { requestToken: string; lease: Lease; message: NewMessage }
+
+/**
+ * Charges one message each for several requests, of one account or many, in one statement: what a
+ * group commit of concurrent single sends writes. Each request is all-or-nothing: a request the
+ * balance cannot pay gets null (an account pays for its requests in arrival order).
+ */
+export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(Charged | null)[]> {
+  const rows = await db<{ ord: number; id: number; cost: number; balance: number; fresh: boolean }[]>`
+    with input as (
+      select * from unnest(${requests.map((r) => r.accountId)}::bigint[], ${requests.map((r) => r.keyId) as number[]}::bigint[],
+                           ${requests.map((r) => r.requestToken)}::uuid[], ${requests.map((r) => r.lease.token)}::uuid[],
+                           ${requests.map((r) => r.lease.seconds)}::int[],
+                           ${requests.map((r) => r.message.phone)}::text[], ${requests.map((r) => r.message.body)}::text[],
+                           ${requests.map((r) => r.message.mediaUrl) as string[]}::text[])
+        with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url, ord)
+    ), existing as materialized (
+      select i.ord, m.id, m.cost, l.balance_after as balance
+      from input i
+      join messages m on m.request_token = i.request_token and m.request_item = 1
+      join ledger l on l.message_id = m.id and l.kind = 'charge'
+    ), fresh as (
+      select * from input where ord not in (select ord from existing)
+    ), locked as materialized (
+      select a.id, a.balance, account_price(a.id) as cost
+      from accounts a
+      where a.id in (select account_id from fresh)
+      order by a.id
+      for update
+    ), accepted as materialized (
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, r.*
+      from (
+        select f.*, l.cost, l.balance - l.cost * row_number() over (partition by f.account_id order by f.ord) as balance
+        from fresh f join locked l on l.id = f.account_id
+      ) r
+      where r.balance >= 0
+    ), debit as (
+      update accounts a set balance = a.balance - s.total
+      from (select account_id, sum(cost) as total from accepted group by account_id) s
+      where a.id = s.account_id
+    ), inserted as (
+      insert into messages (id, account_id, api_key_id, phone, body, media_url, status, cost,
+                            request_token, request_item, handoff_token, handoff_until)
+      select id, account_id, key_id, phone, body, media_url, 'queued', cost,
+             request_token, 1, lease_token, now() + make_interval(secs => lease_seconds)
+      from accepted
+    ), ledger_rows as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select account_id, 'charge', -cost, balance, id from accepted
+    )
+    select ord::int as ord, id, cost, balance, true as fresh from accepted
+    union all
+    select ord::int, id, cost, balance, false from existing`
+  const byOrd = new Map(rows.map((r) => [r.ord, r]))
+  return requests.map((_, i) => {
+    const row = byOrd.get(i + 1)
+    return row ? { ids: [row.id], cost: row.cost, balanceAfter: row.balance, fresh: row.fresh } : null
+  })
+}
+
+/**
+ * Group commit of single-send charges: concurrent requests share one statement. A write that fails
+ * (a deadlock, a reset connection, a lost COMMIT answer) is retried, item by item by the Batcher;
+ * the request tokens make each retry find a charge that did commit instead of making a second one.
+ */
+export function createSingleCharger(sql: Sql): (request: SingleCharge) => Promise<Charged | null> {
+  const batcher = new Batcher<SingleCharge, Charged | null>((requests) => retrying(() => chargeSingles(sql, requests)))
+  return (request) => batcher.add(request)
+}
+
+/** The account row locked for a charge in the caller's transaction: its balance and price now. */
+export async function lockForCharge(tx: Tx, accountId: number): Promise<{ balance: number; cost: number }> {
+  const [row] = await tx<{ balance: number; cost: number }[]>`
+    select balance, account_price(id) as cost from accounts where id = ${accountId} for update`
+  return row!
+}
+
+/**
+ * Charges `cost` for each of `messageIds`, messages the caller's transaction has just recorded (a
+ * campaign batch, after lockForCharge said how many the balance pays for).
+ */
+export async function chargeRecorded(tx: Tx, accountId: number, cost: number, messageIds: number[]): Promise<void> {
+  if (messageIds.length === 0) return
+  await tx`
+    with debit as (
+      update accounts set balance = balance - ${cost * messageIds.length} where id = ${accountId} returning balance
+    )
+    insert into ledger (account_id, kind, amount, balance_after, message_id)
+    select ${accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
+    from debit, unnest(${messageIds}::bigint[]) with ordinality as v(id, ord)`
+}
+
+export type Failure = { id: number; errorCode: number | null; errorMessage: string }
+
+/**
+ * Marks failed hand-offs `failed` and refunds exactly what each was charged, one ledger row per
+ * message. Only messages still queued change, so a refund can never happen twice.
+ */
+export async function refundFailed(db: Db, failures: Failure[]): Promise<number[]> {
+  if (failures.length === 0) return []
+  const rows = await db<{ id: number }[]>`
+    with locked as materialized (
+      select id from accounts
+      where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')
+      order by id
+      for update
+    ), failed as (
+      update messages m
+      set status = 'failed', failed_at = now(), refunded_at = now(), handoff_until = null,
+          error_code = v.error_code, error_message = v.error_message
+      from unnest(${failures.map((f) => f.id)}::bigint[], ${failures.map((f) => f.errorCode) as number[]}::int[],
+                  ${failures.map((f) => f.errorMessage)}::text[]) as v(id, error_code, error_message)
+      where m.id = v.id and m.status = 'queued' and m.account_id in (select id from locked)
+      returning m.id, m.account_id, m.cost
+    ), per_account as (
+      select account_id, sum(cost)::bigint as total from failed group by account_id
+    ), credited as (
+      update accounts set balance = accounts.balance + per_account.total
+      from per_account
+      where accounts.id = per_account.account_id
+      returning accounts.id, accounts.balance - per_account.total as balance_before
+    ), ledger_rows as (
+      insert into ledger (account_id, kind, amount, balance_after, message_id)
+      select failed.account_id, 'refund', failed.cost,
+             credited.balance_before + sum(failed.cost) over (partition by failed.account_id order by failed.id),
+             failed.id
+      from failed join credited on credited.id = failed.account_id
+    )
+    select id from failed`
+  return rows.map((r) => r.id)
+}
+
+/**
+ * A top-up (positive), an adjustment (signed) or an account's opening balance: the balance update and
+ * its ledger row in one statement. Null, with nothing changed, when it would make the balance negative.
+ */
+export async function credit(
+  db: Db,
+  accountId: number,
+  kind: 'topup' | 'adjustment',
+  amount: number,
+  note: string | null,
+): Promise<{ balance: number } | null> {
+  const [row] = await db<{ balance: number }[]>`
+    with credited as (
+      update accounts set balance = balance + ${amount} where id = ${accountId} and balance + ${amount} >= 0 returning balance
+    ), ledger_row as (
+      insert into ledger (account_id, kind, amount, balance_after, note)
+      select ${accountId}, ${kind}, ${amount}, balance, ${note} from credited
+    )
+    select balance from credited`
+  return row ?? null
+}
+
+/** Sets the global price (accountId null) or one account's own price. */
+export async function setPrice(db: Db, accountId: number | null, cost: number): Promise<void> {
+  if (accountId === null) {
+    await db`update prices set cost_per_message = ${cost}, updated_at = now() where account_id is null`
+  } else {
+    await db`
+      insert into prices (account_id, cost_per_message) values (${accountId}, ${cost})
+      on conflict (account_id) where account_id is not null
+      do update set cost_per_message = excluded.cost_per_message, updated_at = now()`
+  }
+}
+
+/** Removes an account's own price: it pays the global price again. */
+export async function clearPrice(db: Db, accountId: number): Promise<void> {
+  await db`delete from prices where account_id = ${accountId}`
+}

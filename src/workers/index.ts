@@ -1,0 +1,33 @@
+// Every background worker of the service, in one list. startWorkers runs each in its own loop.
+
+import type { Deps } from '../deps'
+import { startLoop, type Loop } from './loop'
+import type { Worker, WorkerName } from './worker'
+import { handoffRecovery } from './handoff-recovery'
+import { simulatorReports } from './simulator-reports'
+import { webhookDelivery } from './webhook-delivery'
+import { campaignRunner } from './campaign-runner'
+import { campaignScheduler } from './campaign-scheduler'
+import { parkedReports } from './parked-reports'
+import { retention } from './retention'
+
+export const WORKERS: Worker[] = [
+  handoffRecovery,
+  simulatorReports,
+  webhookDelivery,
+  campaignRunner,
+  campaignScheduler,
+  parkedReports,
+  retention,
+]
+
+export function startWorkers(deps: Deps, loops: Map<WorkerName, Loop>): void {
+  for (const worker of WORKERS) {
+    if (worker.enabled && !worker.enabled(deps)) continue
+    const loop =
+      'start' in worker
+        ? worker.start(deps)
+        : startLoop(worker.name, () => worker.runOnce(deps), { pollMs: worker.pollMs, minGapMs: worker.minGapMs })
+    loops.set(worker.name, loop)
+  }
+}

@@ -1,0 +1,38 @@
+// The shape of every background worker: a name (the one wake-ups use), a poll interval, and one
+// step. The loop (loop.ts) runs the step again at once while it finds work, otherwise waits for the
+// poll or a wake-up. The webhook delivery worker runs a pipeline of concurrent requests instead of
+// single steps, so it starts its own loop.
+
+import type { Deps } from '../deps'
+import type { Loop } from './loop'
+
+const WORKER_NAMES = [
+  'handoff-recovery',
+  'simulator-reports',
+  'webhook-delivery',
+  'campaign-runner',
+  'campaign-scheduler',
+  'parked-reports',
+  'retention',
+] as const
+
+/** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */
+export type WorkerName = (typeof WORKER_NAMES)[number]
+
+type Common = {
+  name: WorkerName
+  pollMs: number
+  /** Whether this service runs it (the simulator's reports only with the simulator). */
+  enabled?(deps: Deps): boolean
+}
+
+export type Worker = Common &
+  (
+    | {
+        /** One step; the count of what it did (> 0: run again at once). */
+        runOnce(deps: Deps): Promise<number>
+        /** Steps run at most this often, however often the worker is woken. */
+        minGapMs?: number
+      }
+    | { start(deps: Deps): Loop }
+  )

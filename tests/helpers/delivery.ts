@@ -1,0 +1,24 @@
+// The webhook delivery pipeline exactly as the service runs it (startWebhookDelivery), on a test
+// app's database and reached by the app's own wake-ups (deps.wake after a commit that wrote events,
+// as the status callback and the replay routes do). Tests start it when their setup is done and wait
+// for outcomes with until(); stop() drains it like a shutdown.
+
+import type { Config } from '../../src/config'
+import type { Deps } from '../../src/deps'
+import { startWebhookDelivery } from '../../src/workers/webhook-delivery'
+import type { TestApp } from './app'
+
+export type Delivery = { wake(): void; stop(): Promise<void> }
+
+export function startDelivery(t: TestApp, config: Partial<Config> = {}, options: { concurrency?: number } = {}): Delivery {
+  const deps: Deps = { ...t.deps, config: { ...t.config, ...config } }
+  const loop = startWebhookDelivery(deps, options)
+  t.loops.set('webhook-delivery', loop)
+  return {
+    wake: () => loop.wake(),
+    async stop() {
+      if (t.loops.get('webhook-delivery') === loop) t.loops.delete('webhook-delivery')
+      await loop.stop()
+    },
+  }
+}

@@ -1,0 +1,74 @@
+// A message whose hand-off outcome the database keeps refusing to record: the write is retried, then
+// recovery hands the message over again each time its lease expires, MAX_RECOVERIES times, and then
+// quarantines it instead of sending it forever. An operator sees it and settles it.
+
+import { afterAll, expect, test } from 'bun:test'
+import { money, testApp, type TestApp } from '../helpers/app'
+import { until } from '../helpers/wait'
+import { MAX_RECOVERIES } from '../../src/workers/handoff-recovery'
+import type { Provider } from '../../src/providers/provider'
+
+let t: TestApp
+afterAll(() => t?.close())
+
+test('an outcome that cannot be recorded: retried, recovered a few times, then quarantined', async () => {
+  const attempts: number[] = []
+  const provider: Provider = {
+    name: 'twilio',
+    async send(message) {
+      attempts.push(message.id)
+      return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  t = await testApp({ provider, workers: true, env: { PROVIDER_TIMEOUT_MS: '500' } })
+  const { accountId, key } = await t.account(100)
+  await t.db.sql.unsafe(`
+    create function refuse_poison() returns trigger language plpgsql as $$
+    begin
+      if new.body = 'poison' and new.status = 'sent' then raise exception 'could not extend file' using errcode = '53100'; end if;
+      return new;
+    end $$;
+    create trigger refuse_poison before update on messages for each row execute function refuse_poison();`)
+
+  // The provider accepted it: the client is told so, though the outcome could not be recorded.
+  const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'poison' })
+  expect(answer.status).toBe(200)
+  expect(attempts).toHaveLength(1)
+
+  // Time passes: each expired lease is taken over by recovery, until the message is quarantined.
+  await until(
+    async () => {
+      await t.db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued' and handoff_until is not null`
+      t.deps.wake('handoff-recovery')
+      await Bun.sleep(100)
+      const [row] = await t.db.sql<
+        { quarantined: boolean }[]
+      >`select quarantined_at is not null as quarantined from messages where body = 'poison'`
+      return row!.quarantined
+    },
+    (quarantined) => quarantined,
+    40_000,
+    'quarantine',
+  )
+  expect(attempts).toHaveLength(1 + MAX_RECOVERIES)
+  await Bun.sleep(300)
+  expect(attempts).toHaveLength(1 + MAX_RECOVERIES) // and never again
+
+  const listed = await t.admin('GET', '/quarantine')
+  expect(listed.status).toBe(200)
+  expect(listed.body.data.items).toHaveLength(1)
+  expect(listed.body.data.items[0]).toMatchObject({
+    account_id: accountId,
+    phone: '+6281234567890',
+    cost: 1,
+    handoff_recoveries: MAX_RECOVERIES,
+  })
+  const id = listed.body.data.items[0].id
+
+  expect((await t.request('GET', '/admin/v1/quarantine', { key: 'wrong' })).status).toBe(401)
+  expect((await t.admin('POST', `/quarantine/${id}/settle`, { outcome: 'maybe' })).status).toBe(422)
+  expect((await t.admin('POST', `/quarantine/${id}/settle`, { outcome: 'refund' })).status).toBe(200)
+  expect((await t.admin('POST', `/quarantine/${id}/settle`, { outcome: 'refund' })).status).toBe(404) // settled once
+  expect((await t.admin('GET', '/quarantine')).body.data.total).toBe(0)
+  expect(await money(t, accountId)).toEqual({ balance: 100, ledgerSum: 100 })
+}, 60_000)

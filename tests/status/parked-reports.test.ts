@@ -1,0 +1,266 @@
+// Status reports that arrive before the send has stored their SID. A fake Twilio posts its signed
+// status callback to the service (through app.handle, like Twilio would over HTTP) before it answers
+// the send, so the report finds no message; it is parked, and applied by the running service once the
+// send records the SID. Webhook events go to a real HTTPS receiver through the running delivery worker.
+
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import twilio from 'twilio'
+import { Webhook } from 'standardwebhooks'
+import { testApp, type TestApp } from '../helpers/app'
+import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
+import { until } from '../helpers/wait'
+import { PARKED_REPORT_TTL_SECONDS } from '../../src/modules/status/parked'
+
+const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
+const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
+const FROM = 'whatsapp:+14155238886'
+const PUBLIC_BASE_URL = 'https://api.example.com'
+const PATH = '/provider/twilio/status'
+
+const randomSid = () => `SM${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')}`
+
+/** What the fake Twilio does with a send: by default it accepts it with a fresh SID. */
+let onSend: (sid: string) => Promise<void> = async () => {}
+const fake = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  async fetch() {
+    const sid = randomSid()
+    await onSend(sid)
+    return Response.json({ sid, status: 'queued' }, { status: 201 })
+  },
+})
+
+let t: TestApp
+let tls: TestTls
+let rx: Receiver
+beforeAll(async () => {
+  tls = makeTestTls()
+  rx = startReceiver(tls)
+  t = await testApp({
+    workers: true,
+    env: {
+      PROVIDER: 'twilio',
+      TWILIO_ACCOUNT_SID: ACCOUNT_SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      TWILIO_FROM: FROM,
+      TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
+      PUBLIC_BASE_URL,
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_CA_FILE: tls.caFile,
+    },
+  })
+}, 60_000)
+afterAll(async () => {
+  await t.close()
+  fake.stop(true)
+  rx.stop()
+  tls.remove()
+}, 30_000)
+afterEach(() => {
+  onSend = async () => {}
+  rx.reset()
+})
+
+/** Twilio's signed status callback for `sid`, through the service's HTTP handling. */
+async function callback(sid: string, status: string) {
+  const params = {
+    MessageSid: sid,
+    SmsSid: sid,
+    MessageStatus: status,
+    SmsStatus: status,
+    AccountSid: ACCOUNT_SID,
+    To: 'whatsapp:+6281234567890',
+  }
+  const signature = twilio.getExpectedTwilioSignature(AUTH_TOKEN, `${PUBLIC_BASE_URL}${PATH}`, params)
+  return t.request('POST', PATH, {
+    rawBody: new URLSearchParams(params).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': signature },
+  })
+}
+
+/** A key with a webhook to the receiver; returns its key, id and signing secret. */
+async function keyWithWebhook() {
+  const { accountId, key, keyId } = await t.account(1000, { price: 100 })
+  const registered = await t.api('POST', '/webhook', key, { url: rx.url() })
+  expect(registered.status).toBe(200)
+  return { accountId, key, keyId, secret: registered.body.data.signing_secret as string }
+}
+
+const parkedFor = async (sid: string) =>
+  [...(await t.db.sql<{ status: string }[]>`select status from parked_reports where message_sid = ${sid} order by id`)].map((r) => r.status)
+
+const messageStatus = async (sid: string) =>
+  (await t.db.sql<{ status: string }[]>`select status from messages where message_sid = ${sid}`)[0]?.status
+
+/** The message.status events of a SID, as [previous_status, status], in order. */
+const eventsOf = async (sid: string) =>
+  (
+    await t.db.sql<{ payload: string }[]>`
+      select e.payload from webhook_events e join messages m on m.id = e.message_id where m.message_sid = ${sid} order by e.id`
+  ).map((e) => [JSON.parse(e.payload).data.previous_status, JSON.parse(e.payload).data.status])
+
+/** A message stored with `sid` straight in SQL, as a send whose outcome is recorded late would leave it. */
+async function storeSid(keyId: number, sid: string) {
+  await t.db.sql`
+    insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
+    select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 100, now() from api_keys where id = ${keyId}`
+}
+
+/** A report parked and applied for another message (of a key without webhook): the worker has run since. */
+async function barrier() {
+  const { keyId } = await t.account(0)
+  const sid = randomSid()
+  await callback(sid, 'delivered')
+  await storeSid(keyId, sid)
+  t.deps.wake('parked-reports')
+  await until(
+    () => messageStatus(sid),
+    (s) => s === 'delivered',
+    10_000,
+    'the barrier report to be applied',
+  )
+}
+
+describe('a report that arrives before the send stored its SID', () => {
+  test('is answered 200, parked, then applied once the send records the SID: one event, delivered once', async () => {
+    const { key, secret } = await keyWithWebhook()
+    const early: { status: number; body: unknown; parked: string[] }[] = []
+    onSend = async (sid) => {
+      const res = await callback(sid, 'delivered')
+      early.push({ status: res.status, body: res.body, parked: await parkedFor(sid) })
+    }
+    const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
+    expect(sent.status).toBe(200)
+    const sid: string = sent.body.data.message_id
+    expect(early).toEqual([{ status: 200, body: { success: true, data: { changed: false } }, parked: ['delivered'] }])
+
+    expect(
+      await until(
+        () => messageStatus(sid),
+        (s) => s === 'delivered',
+        10_000,
+        'the parked report to be applied',
+      ),
+    ).toBe('delivered')
+    expect(await parkedFor(sid)).toEqual([])
+    expect(await eventsOf(sid)).toEqual([['sent', 'delivered']])
+    const [request] = await rx.waitFor(1)
+    expect((new Webhook(secret).verify(request!.body, request!.headers) as any).data).toMatchObject({
+      message_sid: sid,
+      status: 'delivered',
+      previous_status: 'sent',
+    })
+    // Nothing applies it twice: once the worker has applied another report parked after it, the
+    // message still has its one event and the receiver its one request.
+    await barrier()
+    expect(await eventsOf(sid)).toEqual([['sent', 'delivered']])
+    expect(rx.requests).toHaveLength(1)
+  }, 30_000)
+
+  test('delivered and read, both early, are applied in order: sent → delivered → read', async () => {
+    const { key, secret } = await keyWithWebhook()
+    onSend = async (sid) => {
+      expect((await callback(sid, 'delivered')).status).toBe(200)
+      expect((await callback(sid, 'read')).status).toBe(200)
+    }
+    const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
+    const sid: string = sent.body.data.message_id
+    await until(
+      () => messageStatus(sid),
+      (s) => s === 'read',
+      10_000,
+      'both parked reports to be applied',
+    )
+    expect(await eventsOf(sid)).toEqual([
+      ['sent', 'delivered'],
+      ['delivered', 'read'],
+    ])
+    const requests = await rx.waitFor(2)
+    expect(requests.map((r) => (new Webhook(secret).verify(r.body, r.headers) as any).data.status)).toEqual(['delivered', 'read'])
+  }, 30_000)
+
+  test('a later report for the SID applies the parked ones first (whoever gets there first, the order holds)', async () => {
+    const { keyId } = await keyWithWebhook()
+    const sid = randomSid()
+    expect((await callback(sid, 'delivered')).body).toEqual({ success: true, data: { changed: false } })
+    expect(await parkedFor(sid)).toEqual(['delivered'])
+    await storeSid(keyId, sid) // the send's late outcome
+    expect((await callback(sid, 'read')).status).toBe(200)
+    expect(await messageStatus(sid)).toBe('read')
+    expect(await eventsOf(sid)).toEqual([
+      ['sent', 'delivered'],
+      ['delivered', 'read'],
+    ])
+    expect(await parkedFor(sid)).toEqual([])
+  })
+
+  test('a report that would move backwards stays unapplied: failed after read changes nothing', async () => {
+    const { keyId } = await keyWithWebhook()
+    const sid = randomSid()
+    await callback(sid, 'read')
+    await callback(sid, 'undelivered')
+    await storeSid(keyId, sid)
+    t.deps.wake('parked-reports')
+    await until(
+      () => parkedFor(sid),
+      (p) => p.length === 0,
+      10_000,
+      'the parked reports to be taken',
+    )
+    expect(await messageStatus(sid)).toBe('read')
+    expect(await eventsOf(sid)).toEqual([['sent', 'read']])
+  })
+
+  test('"sent" (which never changes anything) is not parked', async () => {
+    const sid = randomSid()
+    expect((await callback(sid, 'sent')).status).toBe(200)
+    expect((await callback(sid, 'queued')).status).toBe(200)
+    expect(await parkedFor(sid)).toEqual([])
+  })
+
+  test(`a parked report expires after ${PARKED_REPORT_TTL_SECONDS} s: never applied, then deleted by retention`, async () => {
+    expect(PARKED_REPORT_TTL_SECONDS).toBe(3600)
+    const { keyId } = await keyWithWebhook()
+    const [late, inTime] = [randomSid(), randomSid()]
+    await callback(late, 'delivered')
+    await callback(inTime, 'delivered')
+    const [row] = await t.db.sql<{ ttl: number }[]>`
+      select extract(epoch from expires_at - received_at)::int as ttl from parked_reports where message_sid = ${late}`
+    expect(row!.ttl).toBe(PARKED_REPORT_TTL_SECONDS)
+    await t.db.sql`update parked_reports set expires_at = now() - interval '1 second' where message_sid = ${late}`
+    await storeSid(keyId, late)
+    await storeSid(keyId, inTime)
+    t.deps.wake('parked-reports')
+    // The one still in time is applied; the expired one, parked before it, is not.
+    await until(
+      () => messageStatus(inTime),
+      (s) => s === 'delivered',
+      10_000,
+      'the report in time to be applied',
+    )
+    expect(await messageStatus(late)).toBe('sent')
+    expect(await parkedFor(late)).toEqual(['delivered'])
+
+    t.deps.wake('retention')
+    await until(
+      () => parkedFor(late),
+      (p) => p.length === 0,
+      10_000,
+      'retention to drop the expired report',
+    )
+    expect(await messageStatus(late)).toBe('sent')
+    expect(await eventsOf(late)).toEqual([])
+  })
+
+  test('an expired parked report is dropped, not applied, when a later report for its SID arrives', async () => {
+    const { keyId } = await keyWithWebhook()
+    const sid = randomSid()
+    await callback(sid, 'delivered')
+    await t.db.sql`update parked_reports set expires_at = now() - interval '1 second' where message_sid = ${sid}`
+    await storeSid(keyId, sid)
+    await callback(sid, 'read')
+    expect(await eventsOf(sid)).toEqual([['sent', 'read']])
+    expect(await parkedFor(sid)).toEqual([])
+  })
+})
