@@ -276,11 +276,11 @@ describe('retries', () => {
     for (const due of dues) expect(due).toBeGreaterThanOrEqual(3.95)
   })
 
-  test("a 429's Retry-After is honoured: delta-seconds and an HTTP date", async () => {
+  test('the Retry-After of a 429 (delta-seconds) and of a 503 (an HTTP date) is honoured', async () => {
     const { key, keyId } = await keyWithWebhook()
     rx.handler = (r) =>
       new Response('slow down', {
-        status: 429,
+        status: r.n === 1 ? 429 : 503,
         headers: { 'retry-after': r.n === 1 ? '120' : new Date(Date.now() + 600_000).toUTCString() },
       })
     await report(await sendMessage(key), 'delivered')
@@ -294,6 +294,7 @@ describe('retries', () => {
 
     await dueNow(event!.id)
     ;[event] = await settled(keyId, (e) => e.attempts === 2, 'the second attempt')
+    expect(event!.last_error).toMatch(/^HTTP 503, Retry-After (599|600) s$/)
     // An HTTP date has whole seconds: 599 or 600 s from the answer.
     expect(dueAfter(event!, rx.requests[1]!.at)).toBeGreaterThanOrEqual(598.99)
     expect(dueAfter(event!, rx.requests[1]!.at)).toBeLessThan(602)

@@ -141,9 +141,11 @@ async function waitForOutcome(sql: Sql, id: number, maxWaitMs = 60_000): Promise
     >`
       select status, message_sid, error_code, error_message, quarantined_at is not null as quarantined from messages where id = ${id}`
     if (row && row.status !== 'queued') {
-      return row.status === 'failed'
-        ? { ok: false, errorCode: row.error_code, errorMessage: row.error_message ?? 'failed' }
-        : { ok: true, sid: row.message_sid! }
+      // A SID means the provider accepted it, whatever its reports said since (a `failed` with a SID
+      // is a delivery failure, charged); only a failed hand-off has none.
+      return row.message_sid !== null
+        ? { ok: true, sid: row.message_sid }
+        : { ok: false, errorCode: row.error_code, errorMessage: row.error_message ?? 'failed' }
     }
     if (!row || row.quarantined || Date.now() > until) {
       return { ok: false, errorCode: null, errorMessage: 'the hand-off is still in progress elsewhere', pending: true }

@@ -28,7 +28,7 @@ export type AttemptResult = {
   latencyMs: number
   /** Short, for the attempt log: never the body, headers or the secret. Null on success. */
   error: string | null
-  /** A 429's Retry-After, in seconds from now. */
+  /** The Retry-After of a 429 or 503, in seconds from now. */
   retryAfterSeconds: number | null
 }
 
@@ -171,9 +171,10 @@ export async function attemptDelivery(
     retryAfterSeconds,
   })
   if (status >= 300 && status < 400) return result(`redirect (HTTP ${status}) not followed`)
-  if (status === 429) {
+  // RFC 9110 gives Retry-After a meaning on 429 (too many requests) and 503 (unavailable for a while).
+  if (status === 429 || status === 503) {
     const retryAfter = parseRetryAfter(response.headers.get('retry-after'))
-    return result(retryAfter === null ? 'HTTP 429' : `HTTP 429, Retry-After ${retryAfter} s`, retryAfter)
+    return result(retryAfter === null ? `HTTP ${status}` : `HTTP ${status}, Retry-After ${retryAfter} s`, retryAfter)
   }
   return result(`HTTP ${status}`)
 }

@@ -1,0 +1,91 @@
+// The service under chaos: one instance on the embedded database, or two on one PostgreSQL database,
+// each a real child process (`bun src/main.ts`) that the runner kills with SIGKILL and restarts.
+// A small front proxy gives them one public URL (PUBLIC_BASE_URL, which Twilio's signatures cover)
+// and sends each request to an instance that is up, as a load balancer would.
+
+import { startChild, type Child } from '../helpers/child'
+
+export type Cluster = {
+  /** The front's URL: clients and the fake Twilio's callbacks use it. */
+  url: string
+  size: number
+  /** When each SIGKILL happened (ms since the epoch). */
+  kills: { at: number; instance: number }[]
+  /** SIGKILL one instance, wait `downMs`, start it again. */
+  crash(instance: number, downMs: number): Promise<void>
+  /** SIGTERM every instance (a graceful stop) and the front, e.g. before reading an embedded database directly. */
+  stop(): Promise<void>
+  output(): string
+}
+
+export async function startCluster(size: number, env: Record<string, string>): Promise<Cluster> {
+  const instances: (Child | null)[] = new Array(size).fill(null)
+  let next = 0
+  const front = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    idleTimeout: 120,
+    async fetch(request) {
+      const up = instances.filter((c): c is Child => c !== null)
+      if (up.length === 0) return Response.json({ success: false, error: 'no instance up', code: 'CHAOS_FRONT' }, { status: 503 })
+      const target = up[next++ % up.length]!
+      const url = new URL(request.url)
+      const headers = new Headers(request.headers)
+      headers.delete('host')
+      try {
+        const answer = await fetch(`${target.url}${url.pathname}${url.search}`, {
+          method: request.method,
+          headers,
+          body: request.method === 'GET' ? undefined : await request.arrayBuffer(),
+          redirect: 'manual',
+        })
+        return new Response(await answer.arrayBuffer(), { status: answer.status, headers: answer.headers })
+      } catch {
+        // The instance died with the request in flight: the client sees what a load balancer answers.
+        return Response.json({ success: false, error: 'instance went away', code: 'CHAOS_FRONT' }, { status: 502 })
+      }
+    },
+  })
+  const url = `http://127.0.0.1:${front.port}`
+  const fullEnv = { ...env, PUBLIC_BASE_URL: url }
+  let logs = ''
+  const start = async (i: number) => {
+    instances[i] = await startChild(fullEnv, { readyMs: 90_000 })
+  }
+  // One at a time: the first applies the migrations.
+  for (let i = 0; i < size; i++) await start(i)
+
+  const kills: Cluster['kills'] = []
+  return {
+    url,
+    size,
+    kills,
+    async crash(i, downMs) {
+      const child = instances[i]
+      if (!child) return
+      instances[i] = null
+      kills.push({ at: Date.now(), instance: i })
+      await child.kill9()
+      logs += child.output()
+      await Bun.sleep(downMs)
+      await start(i)
+    },
+    async stop() {
+      await Promise.all(
+        instances.map(async (child, i) => {
+          if (!child) return
+          instances[i] = null
+          // A graceful stop; one that hangs is a finding too, but must not hang the run.
+          const exited = await Promise.race([child.stop(), Bun.sleep(20_000).then(() => null)])
+          if (exited === null) {
+            logs += '\n[chaos] instance did not stop within 20 s after SIGTERM; killed\n'
+            await child.kill9()
+          }
+          logs += child.output()
+        }),
+      )
+      front.stop(true)
+    },
+    output: () => logs + instances.map((c) => c?.output() ?? '').join(''),
+  }
+}

@@ -1,0 +1,209 @@
+// The invariants the chaos runner checks at the end, read from the database (with every instance
+// stopped), the fake provider's receipts, the webhook receiver's log and the client's answers.
+// Each broken one is a line in `violations`; `stats` says how much of each thing the run had.
+
+import type { Sql } from '../../src/db/client'
+import type { Received } from '../helpers/receiver'
+import type { Receipt } from './fake-twilio'
+import { tagOf } from './fake-twilio'
+import { isFinal, type Account, type Campaign, type Request } from './workload'
+
+type MessageRow = {
+  id: number
+  account_id: number
+  api_key_id: number | null
+  body: string
+  status: string
+  cost: number
+  message_sid: string | null
+  quarantined: boolean
+  recoveries: number
+}
+type LedgerRow = { id: number; account_id: number; kind: string; amount: number; balance_after: number; message_id: number | null }
+type EventRow = {
+  id: number
+  webhook_id: string
+  message_id: number
+  status: string
+  payload: string
+  attempts: number
+  next: string | null
+  lease: string | null
+  last_error: string | null
+}
+
+export type Evidence = {
+  sql: Sql
+  accounts: Account[]
+  requests: Request[]
+  campaigns: Campaign[]
+  receipts: Receipt[]
+  kills: { at: number }[]
+  webhooks: Received[]
+}
+
+const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
+
+export async function checkInvariants(e: Evidence): Promise<{ violations: string[]; stats: Record<string, number> }> {
+  const violations: string[] = []
+  const fail = (line: string) => violations.push(line)
+  const stats: Record<string, number> = {}
+  const count = (name: string, n = 1) => (stats[name] = (stats[name] ?? 0) + n)
+
+  const messages = await e.sql<MessageRow[]>`
+    select id, account_id, api_key_id, body, status, cost, message_sid, quarantined_at is not null as quarantined,
+           handoff_recoveries as recoveries
+    from messages order by id`
+  const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id from ledger order by id`
+  const accounts = await e.sql<{ id: number; balance: number }[]>`select id, balance from accounts order by id`
+  const events = await e.sql<EventRow[]>`
+    select id, webhook_id, message_id, status, payload::text as payload, attempts, last_error,
+           to_char(next_attempt_at - now(), 'HH24:MI:SS') as next, to_char(lease_until - now(), 'HH24:MI:SS') as lease
+    from webhook_events order by id`
+
+  // 1. Money: every balance is the sum of its ledger, every running balance follows from the one before, none negative.
+  for (const account of accounts) {
+    const rows = ledger.filter((r) => r.account_id === account.id)
+    let running = 0
+    for (const row of rows) {
+      running += row.amount
+      if (row.balance_after !== running)
+        fail(`account ${account.id}: ledger row ${row.id} says balance_after ${row.balance_after}, its rows sum to ${running}`)
+      if (row.balance_after < 0) fail(`account ${account.id}: ledger row ${row.id} leaves the balance negative (${row.balance_after})`)
+    }
+    if (account.balance !== running) fail(`account ${account.id}: balance ${account.balance}, ledger sum ${running}`)
+    count('ledger rows', rows.length)
+  }
+
+  // 2. Each message charged once, and handed over or refunded exactly once; none left queued.
+  const chargesOf = new Map<number, LedgerRow[]>()
+  const refundsOf = new Map<number, LedgerRow[]>()
+  for (const row of ledger) {
+    if (row.message_id === null) continue
+    const into = row.kind === 'charge' ? chargesOf : row.kind === 'refund' ? refundsOf : null
+    if (!into) continue
+    into.set(row.message_id, [...(into.get(row.message_id) ?? []), row])
+  }
+  const byTag = new Map<string, MessageRow>()
+  for (const m of messages) {
+    const tag = tagOf(m.body)
+    if (byTag.has(tag)) fail(`tag ${tag}: two messages (${byTag.get(tag)!.id} and ${m.id}): a request was charged twice`)
+    byTag.set(tag, m)
+    const charges = chargesOf.get(m.id) ?? []
+    const refunds = refundsOf.get(m.id) ?? []
+    if (charges.length !== 1 || charges[0]!.amount !== -m.cost)
+      fail(`message ${m.id} [${tag}]: charges ${JSON.stringify(charges.map((c) => c.amount))}, cost ${m.cost}`)
+    const handOffFailed = m.status === 'failed' && m.message_sid === null
+    if (handOffFailed !== (refunds.length === 1) || refunds.length > 1 || (refunds[0] && refunds[0].amount !== m.cost))
+      fail(`message ${m.id} [${tag}]: status ${m.status}, sid ${m.message_sid}, refunds ${JSON.stringify(refunds.map((r) => r.amount))}`)
+    if (m.status === 'queued') {
+      if (m.quarantined && m.recoveries >= 3) count('quarantined')
+      else fail(`message ${m.id} [${tag}] is still queued after the drain (recovered ${m.recoveries} times)`)
+    }
+    count(`messages ${m.status}`)
+  }
+
+  // 3. The provider saw each message at most once, but for a crash between two hand-offs; what it
+  //    accepted is what the database says, and nothing it accepted in time went out free.
+  const receiptsOf = new Map<string, Receipt[]>()
+  for (const r of e.receipts) receiptsOf.set(r.tag, [...(receiptsOf.get(r.tag) ?? []), r])
+  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
+  for (const [tag, receipts] of receiptsOf) {
+    const m = byTag.get(tag)
+    if (!m) {
+      fail(`the provider received [${tag}], which the database does not hold`)
+      continue
+    }
+    for (let i = 1; i < receipts.length; i++) {
+      if (crashBetween(receipts[i - 1]!.at, receipts[i]!.at)) count('second hand-offs after a crash')
+      else fail(`[${tag}] handed over ${receipts.length} times; no crash between attempts ${i} and ${i + 1}`)
+    }
+    const accepted = receipts.filter((r) => r.answer === 'accepted')
+    if (m.message_sid !== null && !accepted.some((r) => r.sid === m.message_sid))
+      fail(`message ${m.id} [${tag}] has SID ${m.message_sid}, which the provider never gave it`)
+    if (m.message_sid === null && accepted.length > 0) {
+      // Accepted, yet refunded: only a crash after the acceptance (before its recording) explains it.
+      if (crashBetween(accepted[0]!.at, Number.MAX_SAFE_INTEGER)) count('deliveries refunded after a crash')
+      else fail(`message ${m.id} [${tag}]: the provider accepted it, yet it was refunded (a free delivery)`)
+    }
+    if (receipts.some((r) => r.answer === 'late')) count('hand-offs timed out (refunded)')
+  }
+  for (const m of messages) {
+    if (m.message_sid !== null && !receiptsOf.has(tagOf(m.body))) fail(`message ${m.id} is sent but the provider never received it`)
+  }
+
+  // 4. Every accepted status change made exactly one event, in a chain from `sent`; every event reached the receiver.
+  const webhookKeys = new Set(e.accounts.filter((a) => a.webhook).map((a) => a.keyId))
+  const eventsOf = new Map<number, EventRow[]>()
+  for (const ev of events) eventsOf.set(ev.message_id, [...(eventsOf.get(ev.message_id) ?? []), ev])
+  const received = new Map<string, Received[]>()
+  for (const r of e.webhooks) {
+    const id = r.headers['webhook-id'] ?? ''
+    received.set(id, [...(received.get(id) ?? []), r])
+  }
+  for (const m of messages) {
+    const chain = (eventsOf.get(m.id) ?? []).map((ev) => JSON.parse(ev.payload).data as { status: string; previous_status: string })
+    const hooked = m.api_key_id !== null && webhookKeys.has(m.api_key_id)
+    const moved = m.message_sid !== null && m.status !== 'sent'
+    if (!hooked || !moved) {
+      if (chain.length > 0) fail(`message ${m.id}: ${chain.length} events, expected none`)
+      continue
+    }
+    let previous = 'sent'
+    for (const step of chain) {
+      if (step.previous_status !== previous || FORWARD[step.status]! <= FORWARD[previous]!)
+        fail(`message ${m.id}: event ${step.previous_status} → ${step.status} does not follow ${previous}`)
+      previous = step.status
+    }
+    if (previous !== m.status) fail(`message ${m.id}: its events end at ${previous}, the message is ${m.status}`)
+    count('events', chain.length)
+  }
+  for (const ev of events) {
+    const arrivals = received.get(ev.webhook_id) ?? []
+    if (ev.status !== 'delivered')
+      fail(
+        `event ${ev.webhook_id} of message ${ev.message_id}: ${ev.status} after ${ev.attempts} attempts (next ${ev.next}, lease ${ev.lease}, last error ${ev.last_error})`,
+      )
+    if (arrivals.length === 0) fail(`event ${ev.webhook_id} never reached the receiver`)
+    const expected = JSON.stringify(JSON.parse(ev.payload))
+    for (const a of arrivals)
+      if (JSON.stringify(JSON.parse(a.body)) !== expected) fail(`event ${ev.webhook_id}: a delivery's body differs from the event`)
+    count('webhook deliveries', arrivals.length)
+  }
+  const known = new Set(events.map((ev) => ev.webhook_id))
+  for (const id of received.keys()) if (!known.has(id)) fail(`the receiver got webhook-id ${id}, which is no event`)
+
+  // 5. Every final answer agrees with the database.
+  for (const request of e.requests) {
+    count(`${request.kind} requests`)
+    if (request.idempotencyKey && request.answers.length > 1) count('idempotent repeats', request.answers.length - 1)
+    for (const answer of request.answers) if (!isFinal(answer)) count('answers lost or in progress')
+    const answer = request.reference
+    if (!answer) continue
+    const results: { status: string; message_id?: string }[] =
+      request.kind === 'send'
+        ? [answer.status === 200 ? { status: 'sent', message_id: answer.body.data.message_id } : { status: 'failed' }]
+        : answer.status === 200
+          ? answer.body.data.results
+          : request.tags.map(() => ({ status: 'failed' }))
+    request.tags.forEach((tag, i) => {
+      const m = tag === null ? undefined : byTag.get(tag)
+      const result = results[i]!
+      if (result.status === 'sent') {
+        if (!m || m.message_sid !== result.message_id)
+          fail(`[${tag}] answered sent as ${result.message_id}; the database has ${m?.message_sid}`)
+      } else if (m && (answer.status === 200 || answer.status === 502)) {
+        if (!(m.status === 'failed' && m.message_sid === null))
+          fail(
+            `[${tag}] answered ${JSON.stringify(result)}; the database has it ${m.status} with SID ${m.message_sid}, refunds ${refundsOf.get(m.id)?.length ?? 0}`,
+          )
+      } else if (m) fail(`[${tag}] answered ${answer.status} ${answer.body?.code}, yet the database holds message ${m.id}`)
+    })
+  }
+  for (const c of e.campaigns) {
+    const sent = c.tags.filter((t) => byTag.has(t)).length
+    count('campaign messages', sent)
+  }
+  count('provider hand-offs', e.receipts.length)
+  return { violations, stats }
+}

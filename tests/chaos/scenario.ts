@@ -1,0 +1,244 @@
+// A seeded fault scenario (after TigerBeetle's VOPR and Jepsen): several accounts, a random mix of
+// sends, bulks with invalid entries, Idempotency-Key repeats, campaigns, top-ups and price changes,
+// against the real service (child processes) behind a fake Twilio that refuses, fails, times out,
+// answers slowly, refuses first attempts and sends reports before its answers; meanwhile the
+// service is killed with SIGKILL and restarted at random moments (two instances on one PostgreSQL
+// database when DATABASE_URL is set, one on the embedded database otherwise). Then it drains and
+// checks the invariants (invariants.ts).
+//
+// The seed fixes the plan: the operations, their sizes, each message's fault and reports, the kill
+// schedule. Timing is real, so a replay runs the same plan, not the same interleaving.
+
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { openDatabase } from '../../src/db/client'
+import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { makeTestTls, startReceiver } from '../helpers/receiver'
+import { startCluster } from './cluster'
+import { ACCOUNT_SID, AUTH_TOKEN, startFakeTwilio } from './fake-twilio'
+import { checkInvariants } from './invariants'
+import { hashed, seeded } from './random'
+import { createClient, isFinal, planOps, type Account } from './workload'
+
+export type ChaosOptions = {
+  seed: number
+  /** How long operations and kills go on; the drain and the checks come after. */
+  seconds: number
+  log?: (line: string) => void
+}
+
+export type ChaosReport = {
+  seed: number
+  mode: 'embedded' | 'postgres'
+  violations: string[]
+  stats: Record<string, number>
+  kills: number
+  ms: number
+}
+
+const ACCOUNTS = 3
+const CLIENTS = 3
+const PROVIDER_TIMEOUT_MS = 1_000
+const DRAIN_LIMIT_MS = 150_000
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const started = Date.now()
+  const log = options.log ?? (() => {})
+  const postgres = usingPostgres()
+  const cleanups: (() => Promise<void> | void)[] = []
+  const violations: string[] = []
+  try {
+    const tls = makeTestTls()
+    cleanups.push(() => tls.remove())
+    const receiver = startReceiver(tls)
+    cleanups.push(() => receiver.stop())
+    // The receiver fails some attempts (503 with Retry-After: 1 keeps the retry inside the run), never a third one.
+    const tries = new Map<string, number>()
+    receiver.handler = (r) => {
+      const id = r.headers['webhook-id'] ?? ''
+      const n = (tries.get(id) ?? 0) + 1
+      tries.set(id, n)
+      if (n < 3 && hashed(options.seed, id, n) < 0.1) return new Response('busy', { status: 503, headers: { 'retry-after': '1' } })
+      return new Response('ok')
+    }
+    const fake = startFakeTwilio(options.seed, PROVIDER_TIMEOUT_MS)
+    cleanups.push(() => fake.stop())
+
+    const dataDir = mkdtempSync(join(tmpdir(), 'chaos-'))
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    const env: Record<string, string> = {
+      DATA_DIR: dataDir,
+      PROVIDER: 'twilio',
+      TWILIO_ACCOUNT_SID: ACCOUNT_SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      TWILIO_FROM: 'whatsapp:+14155238886',
+      TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
+      PROVIDER_TIMEOUT_MS: String(PROVIDER_TIMEOUT_MS),
+      HANDOFF_CONCURRENCY: '8',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_CA_FILE: tls.caFile,
+      LOG_LEVEL: 'error',
+    }
+    let databaseUrl: string | undefined
+    if (postgres) {
+      const db = await createPostgresDatabase()
+      databaseUrl = db.url
+      env.DATABASE_URL = db.url
+      cleanups.push(db.drop)
+    }
+    const cluster = await startCluster(postgres ? 2 : 1, env)
+    cleanups.push(() => cluster.stop())
+    const client = createClient(cluster.url, violations)
+
+    // Accounts: a generous one, a middling one, a tight one (402s, campaigns that pause); the last has no webhook.
+    const accounts: Account[] = []
+    for (let i = 0; i < ACCOUNTS; i++) {
+      const made = await client.call('POST', '/admin/v1/accounts', { name: `chaos ${i}`, balance: [5_000, 800, 150][i] })
+      const key = await client.call('POST', `/admin/v1/accounts/${made!.body.data.id}/keys`, { label: 'chaos' })
+      const account: Account = { id: made!.body.data.id, key: key!.body.data.key, keyId: key!.body.data.id, webhook: i < ACCOUNTS - 1 }
+      if (account.webhook) {
+        const hook = await client.call('POST', '/api/v1/webhook', { url: receiver.url('127.0.0.1', `/hook/${i}`) }, account.key)
+        if (hook?.status !== 200) throw new Error(`webhook registration failed: ${JSON.stringify(hook)}`)
+      }
+      accounts.push(account)
+    }
+    await client.call('PUT', '/admin/v1/price', { cost_per_message: 2 })
+
+    // The fault phase: clients work through the plan while the kill loop crashes instances.
+    const random = seeded(options.seed)
+    const ops = planOps(random, ACCOUNTS, 100_000)
+    const crashes = seeded(options.seed ^ 0x5eed)
+    const until = Date.now() + options.seconds * 1000
+    let nextOp = 0
+    const clients = Array.from({ length: CLIENTS }, async () => {
+      while (Date.now() < until) {
+        await client.run(ops[nextOp++]!, accounts)
+        await Bun.sleep(50)
+      }
+    })
+    // Kills only in the first 60% of the phase: what a kill leaves behind (leases, a request's
+    // Idempotency-Key) takes up to STALE_AFTER_SECONDS (30 s) to be recovered, and the drain waits for it.
+    const lastKill = Date.now() + options.seconds * 600
+    const killer = (async () => {
+      for (;;) {
+        const wait = crashes.int(1_500, 4_000)
+        if (Date.now() + wait >= lastKill) break
+        await Bun.sleep(wait)
+        const instance = crashes.int(0, cluster.size - 1)
+        log(`kill -9 instance ${instance} after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        await cluster.crash(instance, crashes.int(200, 1_500))
+      }
+    })()
+    await Promise.all([...clients, killer])
+    log(`fault phase over: ${nextOp} operations, ${cluster.kills.length} kills`)
+
+    // The drain: every idempotent request repeated until it has its final answer, then quiet.
+    const idempotent = client.requests.filter((r) => r.idempotencyKey)
+    const drainUntil = Date.now() + DRAIN_LIMIT_MS
+    let repeated = 0
+    await Promise.all(
+      Array.from({ length: CLIENTS }, async () => {
+        for (let request = idempotent[repeated++]; request; request = idempotent[repeated++]) {
+          do {
+            await client.issue(request, accounts)
+            if (isFinal(request.answers.at(-1)!)) break
+            await Bun.sleep(500)
+          } while (Date.now() < drainUntil)
+          if (!isFinal(request.answers.at(-1)!)) violations.push(`Idempotency-Key ${request.idempotencyKey} never got a final answer`)
+        }
+      }),
+    )
+    log(`every Idempotency-Key answered after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    const busy = await waitForQuiet(client, accounts, fake, receiver, drainUntil)
+    if (busy) violations.push(`not quiet within ${DRAIN_LIMIT_MS / 1000} s of the fault phase: ${busy}`)
+    log(`drained after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    await cluster.stop()
+    violations.push(...fake.problems)
+
+    const db = await openDatabase({ databaseUrl, dataDir })
+    try {
+      const checked = await checkInvariants({
+        sql: db.sql,
+        accounts,
+        requests: client.requests,
+        campaigns: client.campaigns,
+        receipts: fake.receipts,
+        kills: cluster.kills,
+        webhooks: receiver.requests,
+      })
+      violations.push(...checked.violations)
+      if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-4000)}`)
+      return {
+        seed: options.seed,
+        mode: postgres ? 'postgres' : 'embedded',
+        violations,
+        stats: { operations: nextOp, ...checked.stats },
+        kills: cluster.kills.length,
+        ms: Date.now() - started,
+      }
+    } finally {
+      await db.close()
+    }
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup()
+  }
+}
+
+/**
+ * Waits, through the API, until nothing is left to happen: no message charged but not yet handed
+ * over or refunded (ledger charges vs. listed messages), no campaign sending, no webhook delivery
+ * pending, no status callback in flight, and no new hand-off or delivery for two seconds.
+ */
+async function waitForQuiet(
+  client: ReturnType<typeof createClient>,
+  accounts: Account[],
+  fake: ReturnType<typeof startFakeTwilio>,
+  receiver: ReturnType<typeof startReceiver>,
+  deadline: number,
+): Promise<string | null> {
+  const all = async (path: string, key?: string) => {
+    const items: any[] = []
+    for (let offset = 0; ; offset += 200) {
+      const page = await client.call('GET', `${path}${path.includes('?') ? '&' : '?'}limit=200&offset=${offset}`, undefined, key)
+      if (page?.status !== 200) return null
+      items.push(...page.body.data.items)
+      if (items.length >= page.body.data.total) return items
+    }
+  }
+  /** What is still going on, or null. */
+  const busy = async (): Promise<string | null> => {
+    if (fake.pending() > 0) return `${fake.pending()} status callbacks in flight`
+    for (const a of accounts) {
+      const ledger = await all(`/admin/v1/accounts/${a.id}/ledger`)
+      const listed = await client.call('GET', '/api/v1/messages?limit=1', undefined, a.key)
+      if (!ledger || listed?.status !== 200) return 'the API does not answer'
+      const charged = ledger.filter((r) => r.kind === 'charge').length
+      if (charged !== listed.body.data.total)
+        return `account ${a.id}: ${charged - listed.body.data.total} messages charged, not yet handed over`
+      if (!a.webhook) continue
+      const pending = await client.call('GET', `/admin/v1/keys/${a.keyId}/deliveries?status=pending&limit=1`)
+      if (pending?.status !== 200) return 'the API does not answer'
+      if (pending.body.data.total > 0) return `account ${a.id}: ${pending.body.data.total} webhook deliveries pending`
+    }
+    for (const c of client.campaigns) {
+      const detail = await client.call('GET', `/admin/v1/campaigns/${c.id}`)
+      if (detail?.body?.data?.campaign?.status === 'sending') return `campaign ${c.id} sending`
+    }
+    return null
+  }
+  let last = ''
+  let stableSince = Date.now()
+  let reason: string | null = 'not checked'
+  while (Date.now() < deadline) {
+    reason = await busy()
+    const now = `${fake.receipts.length}/${receiver.requests.length}`
+    if (now !== last) {
+      last = now
+      stableSince = Date.now()
+    }
+    if (reason === null && Date.now() - stableSince >= 2_000) return null
+    await Bun.sleep(500)
+  }
+  return reason ?? 'hand-offs or deliveries still arriving'
+}

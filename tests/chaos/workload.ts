@@ -1,0 +1,189 @@
+// The chaos runner's client side: the plan of operations drawn from the seed, the calls that carry
+// them out against the cluster's front, and every answer, so the final checks can hold each one
+// against the database. Idempotent repeats are checked as they come: once a request has a final
+// answer, every repeat with its Idempotency-Key must get exactly that answer.
+
+import { ADMIN_TOKEN } from '../helpers/app'
+import type { Random } from './random'
+
+export type Answer = { status: number; body: any } | null // null: no answer (the instance died with it)
+
+/** A send or a bulk as the client made it; `tags[i]` names entry i's message (null: an invalid entry). */
+export type Request = {
+  kind: 'send' | 'bulk'
+  account: number
+  idempotencyKey?: string
+  payload: any
+  tags: (string | null)[]
+  answers: Answer[]
+  /** The first final answer: what every repeat with the same Idempotency-Key must get. */
+  reference?: { status: number; body: any }
+}
+
+export type Account = { id: number; key: string; keyId: number; webhook: boolean }
+export type Campaign = { id: number; account: number; tags: string[] }
+
+export type Op =
+  | { kind: 'send'; account: number; idempotent: boolean }
+  | { kind: 'bulk'; account: number; idempotent: boolean; size: number; invalidEvery: number }
+  | { kind: 'repeat'; pick: number }
+  | { kind: 'campaign'; account: number; contacts: number }
+  | { kind: 'resume' }
+  | { kind: 'topup'; account: number; amount: number }
+  | { kind: 'price'; account: number; cost: number }
+
+export function planOps(random: Random, accounts: number, count: number): Op[] {
+  const ops: Op[] = []
+  for (let i = 0; i < count; i++) {
+    const r = random.next()
+    const account = random.int(0, accounts - 1)
+    if (r < 0.34) ops.push({ kind: 'send', account, idempotent: random.chance(0.5) })
+    else if (r < 0.54)
+      ops.push({ kind: 'bulk', account, idempotent: random.chance(0.6), size: random.int(2, 25), invalidEvery: random.int(4, 12) })
+    else if (r < 0.69) ops.push({ kind: 'repeat', pick: random.next() })
+    else if (r < 0.76) ops.push({ kind: 'campaign', account, contacts: random.int(3, 15) })
+    else if (r < 0.8) ops.push({ kind: 'resume' })
+    else if (r < 0.92) ops.push({ kind: 'topup', account, amount: random.int(20, 300) })
+    else ops.push({ kind: 'price', account, cost: random.int(1, 5) })
+  }
+  return ops
+}
+
+/** An answer the service gave (not the front's "no instance") that ends the request: not a 409 "still at work". */
+export const isFinal = (a: Answer): a is { status: number; body: any } => a !== null && a.body?.code !== 'CHAOS_FRONT' && a.status !== 409
+
+export function createClient(base: string, violations: string[]) {
+  async function call(method: string, path: string, body?: unknown, key?: string, headers: Record<string, string> = {}): Promise<Answer> {
+    try {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key ?? ADMIN_TOKEN}`, 'content-type': 'application/json', ...headers },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(90_000),
+      })
+      return { status: res.status, body: await res.json().catch(() => null) }
+    } catch {
+      return null
+    }
+  }
+
+  const requests: Request[] = []
+  const campaigns: Campaign[] = []
+  let sequence = 0
+  let phones = 0
+  const phone = () => `0812${String(++phones).padStart(8, '0')}`
+
+  /** Sends (or repeats) a request and checks the answer against its reference. */
+  async function issue(request: Request, accounts: Account[]): Promise<void> {
+    const path = request.kind === 'send' ? '/api/v1/messages/send' : '/api/v1/messages/bulk'
+    const headers: Record<string, string> = request.idempotencyKey ? { 'idempotency-key': request.idempotencyKey } : {}
+    const answer = await call('POST', path, request.payload, accounts[request.account]!.key, headers)
+    request.answers.push(answer)
+    if (!isFinal(answer)) return
+    if (answer.status >= 500 && answer.body?.code === 'INTERNAL_ERROR')
+      violations.push(`${path} answered 500: ${JSON.stringify(answer.body)}`)
+    if (!request.reference) request.reference = answer
+    else if (request.idempotencyKey && JSON.stringify(answer) !== JSON.stringify(request.reference)) {
+      violations.push(
+        `Idempotency-Key ${request.idempotencyKey}: a repeat got ${JSON.stringify(answer).slice(0, 300)}, the first answer was ${JSON.stringify(request.reference).slice(0, 300)}`,
+      )
+    }
+  }
+
+  async function run(op: Op, accounts: Account[]): Promise<void> {
+    const n = ++sequence
+    switch (op.kind) {
+      case 'send': {
+        const tag = `s${n}`
+        const request: Request = {
+          kind: 'send',
+          account: op.account,
+          idempotencyKey: op.idempotent ? `key-${tag}` : undefined,
+          payload: { to: phone(), body: `[${tag}] your order has shipped` },
+          tags: [tag],
+          answers: [],
+        }
+        requests.push(request)
+        return issue(request, accounts)
+      }
+      case 'bulk': {
+        const tags: (string | null)[] = []
+        const messages = Array.from({ length: op.size }, (_, i) => {
+          if (i % op.invalidEvery === op.invalidEvery - 1) {
+            tags.push(null)
+            return i % 2 ? { to: '12', body: `[x${n}-${i}] not a number` } : { to: phone(), body: '' }
+          }
+          tags.push(`b${n}-${i}`)
+          return { to: phone(), body: `[b${n}-${i}] invoice ready` }
+        })
+        const request: Request = {
+          kind: 'bulk',
+          account: op.account,
+          idempotencyKey: op.idempotent ? `key-b${n}` : undefined,
+          payload: { messages },
+          tags,
+          answers: [],
+        }
+        requests.push(request)
+        return issue(request, accounts)
+      }
+      case 'repeat': {
+        const idempotent = requests.filter((r) => r.idempotencyKey)
+        if (idempotent.length === 0) return
+        return issue(idempotent[Math.floor(op.pick * idempotent.length)]!, accounts)
+      }
+      case 'campaign':
+        return campaign(n, op.account, op.contacts, accounts)
+      case 'resume':
+        for (const c of campaigns) {
+          const detail = await call('GET', `/admin/v1/campaigns/${c.id}`)
+          if (detail?.body?.data?.campaign?.status === 'paused') await call('POST', `/admin/v1/campaigns/${c.id}/resume`)
+        }
+        return
+      case 'topup':
+        await call('POST', `/admin/v1/accounts/${accounts[op.account]!.id}/topups`, { amount: op.amount, note: `chaos ${n}` })
+        return
+      case 'price':
+        await call('PUT', '/admin/v1/price', { cost_per_message: op.cost, account_id: accounts[op.account]!.id })
+        return
+    }
+  }
+
+  /**
+   * Contacts, a template, a segment and a campaign, then run. A step whose answer is lost abandons
+   * the campaign before it runs: repeating a create could make a second contact with the same tag.
+   */
+  async function campaign(n: number, account: number, contacts: number, accounts: Account[]): Promise<void> {
+    const { id, key } = accounts[account]!
+    const tags = Array.from({ length: contacts }, (_, i) => `c${n}-${i}`)
+    for (const tag of tags) {
+      const made = await call('POST', '/api/v1/contacts', { name: tag, phone: phone(), tags: `k${n}` }, key)
+      if (made?.status !== 201) return
+    }
+    const template = await call('POST', `/admin/v1/accounts/${id}/templates`, {
+      name: `t${n}`,
+      body: '[{{name}}] our new collection is out',
+    })
+    const segment = await call('POST', `/admin/v1/accounts/${id}/segments`, { name: `s${n}`, tag: `k${n}` })
+    if (template?.status !== 201 || segment?.status !== 201) return
+    const draft = await call(
+      'POST',
+      '/api/v1/campaigns',
+      { name: `campaign ${n}`, template_id: template.body.data.id, segment_id: segment.body.data.id },
+      key,
+    )
+    if (draft?.status !== 201) return
+    const campaignId = draft.body.data.campaign.id as number
+    campaigns.push({ id: campaignId, account, tags })
+    // Running is safe to repeat: a campaign already running answers 409.
+    for (let i = 0; i < 20; i++) {
+      const ran = await call('POST', `/admin/v1/campaigns/${campaignId}/run`)
+      if (ran && ran.body?.code !== 'CHAOS_FRONT') return
+      await Bun.sleep(250)
+    }
+  }
+
+  return { call, run, issue, requests, campaigns }
+}
+
+export type Client = ReturnType<typeof createClient>
