@@ -6,6 +6,8 @@
 import { afterAll, expect, test } from 'bun:test'
 import { call, crashTestEnv, startChild, type Child } from '../helpers/child'
 import { openDatabase } from '../../src/db/client'
+import { TWILIO_STATUS_PATH } from '../../src/providers/twilio'
+import { twilioSignature } from '../../src/providers/twilio-signature'
 
 const cleanups: (() => Promise<void> | void)[] = []
 afterAll(async () => {
@@ -94,6 +96,18 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   // each refund is for a distinct failed message; no sent message was refunded
   const failedIds = new Set(byStatus('failed').map((m: any) => m.id))
   expect(new Set(refunds.map((r: any) => r.message_id))).toEqual(failedIds)
+  // One sent message is reported undelivered before the repeat: a delivery failure, charged. The
+  // repeat's answer still says it was sent (it was handed over), not that it was refunded.
+  const undelivered = byStatus('sent')[0]
+  const report = { MessageSid: undelivered.message_sid, MessageStatus: 'undelivered', ErrorCode: '30008' }
+  const callbackUrl = `${child.url}${TWILIO_STATUS_PATH}`
+  const reported = await fetch(callbackUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignature('token', callbackUrl, report) },
+    body: new URLSearchParams(report).toString(),
+  })
+  expect(reported.status).toBe(200)
+
   // The repeat of the crashed request: its final answer (409 only while recovery is still at work).
   let repeat = await bulk(child.url)
   const repeatUntil = Date.now() + 20_000
