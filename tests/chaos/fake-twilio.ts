@@ -6,7 +6,7 @@
 // fake, the client and the final checks name one message.
 
 import { createHmac } from 'node:crypto'
-import { hashed } from './random'
+import { hashed } from '../helpers/random'
 
 export const AUTH_TOKEN = 'chaos-auth-token'
 export const ACCOUNT_SID = `AC${'c'.repeat(32)}`

@@ -18,7 +18,7 @@ import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
 import { ACCOUNT_SID, AUTH_TOKEN, startFakeTwilio } from './fake-twilio'
 import { checkInvariants } from './invariants'
-import { hashed, seeded } from './random'
+import { hashed, seeded } from '../helpers/random'
 import { createClient, isFinal, planOps, type Account } from './workload'
 
 export type ChaosOptions = {

@@ -4,7 +4,7 @@
 // answer, every repeat with its Idempotency-Key must get exactly that answer.
 
 import { ADMIN_TOKEN } from '../helpers/app'
-import type { Random } from './random'
+import type { Random } from '../helpers/random'
 
 export type Answer = { status: number; body: any } | null // null: no answer (the instance died with it)
 

@@ -1,5 +1,5 @@
-// The chaos runner's randomness: one seeded generator for the plan, and a hash for per-message
-// choices, so a message's faults do not depend on the order in which requests happen to arrive.
+// Seeded randomness for the fuzz and chaos tests: a generator for plans, and a hash for choices that
+// must not depend on the order in which requests happen to arrive (a message's faults).
 
 /** mulberry32: small, fast, good enough for test plans. */
 export function seeded(seed: number) {
