@@ -90,10 +90,13 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
                            ${requests.map((r) => r.message.mediaUrl) as string[]}::text[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url, ord)
     ), existing as materialized (
+      -- The tokens as an array, not a join: the index is probed by token even when the statistics
+      -- were taken while no message had one (they would plan a scan of every single send).
       select i.ord, m.id, m.cost, l.balance_after as balance
-      from input i
-      join messages m on m.request_token = i.request_token and m.request_item = 1
+      from messages m
+      join input i on i.request_token = m.request_token
       join ledger l on l.message_id = m.id and l.kind = 'charge'
+      where m.request_token = any(${requests.map((r) => r.requestToken)}::uuid[]) and m.request_item = 1
     ), fresh as (
       select * from input where ord not in (select ord from existing)
     ), locked as materialized (
