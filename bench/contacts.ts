@@ -3,9 +3,10 @@
 // then VACUUM ANALYZE. Several search terms: a common first-name fragment, a surname fragment, a
 // phone fragment, a number in the 08xx form, an e-mail fragment and a term that matches nothing
 // (the worst case: every row is read). Fixed concurrency; target p99 < 30 ms.
-// The endpoint runs the page and count(*) for `total`; both are also timed alone through SQL.
-// BENCH_CONTACTS_WHATIF=1 also tries a pg_trgm GIN index on search_text in this database.
+// The endpoint runs the page and count(*) for `total`; both (built by the service's
+// contactListStatements) are also timed alone through SQL, sent as the service sends them.
 
+import { contactListStatements } from '../src/modules/contacts/service'
 import {
   backendPids,
   benchClient,
@@ -15,7 +16,7 @@ import {
   fmtCpu,
   fmtMs,
   fmtRate,
-  timePrepared,
+  timeStatement,
   runLoad,
   seedAccounts,
   serverClient,
@@ -145,31 +146,8 @@ async function seedContacts(databaseUrl: string, accountId: number, count: numbe
   }
 }
 
-/** The two statements of listContacts (src/modules/contacts/service.ts), for timing and EXPLAIN. */
-function statements(accountId: number, search: string, phoneInSearchText = false) {
-  const term = search.trim().toLowerCase()
-  const substring = `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
-  const params: unknown[] = [accountId, substring]
-  let cond = 'search_text like $2'
-  if (/^\+?[\d\s\-.()]+$/.test(term) && /\d/.test(term)) {
-    const digits = term.replace(/[\s\-.()]/g, '')
-    if (!phoneInSearchText) {
-      params.push(digits.startsWith('0') ? `+62${digits.slice(1)}%` : `%${digits}%`)
-      cond = '(search_text like $2 or phone like $3)'
-    } else if (digits !== term) {
-      // The proposed rewrite: the phone is in search_text too (after the first newline), so the same
-      // trigram index answers it; a term that is already bare digits needs no second condition.
-      params.push(digits.startsWith('0') ? `%\n+62${digits.slice(1)}%` : `%${digits}%`)
-      cond = '(search_text like $2 or search_text like $3)'
-    }
-  }
-  const where = `where account_id = $1 and ${cond}`
-  return {
-    params,
-    rows: `select id, name, phone, email, city, tags, created_at from contacts ${where} order by created_at desc, id desc limit 50 offset 0`,
-    count: `select count(*)::int as n from contacts ${where}`,
-  }
-}
+/** The two statements of GET /contacts?search= (first page of 50): the service's own (contactListStatements). */
+const statements = (accountId: number, search: string) => contactListStatements(accountId, search, { limit: 50, offset: 0 })
 
 export const contacts: Benchmark = {
   name: 'contacts',
@@ -255,53 +233,19 @@ export const contacts: Benchmark = {
     const explains: string[] = []
     for (const p of phases) {
       const st = statements(account.accountId, p.term.search)
-      const pageMs = await timePrepared(sql, st.rows, st.params, 10)
-      const countMs = await timePrepared(sql, st.count, st.params, 10)
+      const pageMs = await timeStatement(sql, st.rows, 10, st)
+      const countMs = await timeStatement(sql, st.count, 10, st)
       split.push([p.term.label, fmtMs(pageMs), fmtMs(countMs), `${Math.round((countMs / (pageMs + countMs)) * 100)}%`])
       metrics[`sql_${p.term.key}_page_ms`] = pageMs
       metrics[`sql_${p.term.key}_count_ms`] = countMs
       if (explainAlways || (!(p.load.p99 < TARGET_P99_MS) && ['first_name', 'phone_08', 'no_match'].includes(p.term.key))) {
-        explains.push(`    ${p.term.label}, page:\n${await explainAnalyze(sql, st.rows, st.params)}`)
-        explains.push(`    ${p.term.label}, count(*):\n${await explainAnalyze(sql, st.count, st.params)}`)
+        explains.push(`    ${p.term.label}, page:\n${await explainAnalyze(sql, st.rows, st)}`)
+        explains.push(`    ${p.term.label}, count(*):\n${await explainAnalyze(sql, st.count, st)}`)
       }
     }
     console.log('  the two statements of one request on their own (SQL, one connection, median of 10):')
     console.log(table(split).replace(/^/gm, '  '))
     if (explains.length > 0) console.log(`  EXPLAIN (ANALYZE, BUFFERS):\n${explains.join('\n')}`)
-
-    if (process.env.BENCH_CONTACTS_WHATIF === '1') {
-      // The proposed fix on PostgreSQL, tried on this database only (the service is unchanged).
-      const [available] = await sql<{ ok: boolean }[]>`select exists (select 1 from pg_available_extensions where name = 'pg_trgm') as ok`
-      if (!available!.ok) console.log('  what-if: pg_trgm is not available on this server; skipped')
-      else {
-        const t1 = performance.now()
-        await sql`create extension if not exists pg_trgm`
-        await sql`create index contacts_search_trgm on contacts using gin (search_text gin_trgm_ops)`
-        await sql`vacuum analyze contacts`
-        console.log(
-          `  what-if: create extension pg_trgm; gin (search_text gin_trgm_ops) built in ${((performance.now() - t1) / 1000).toFixed(1)} s`,
-        )
-        const whatIf: string[][] = [['search', 'page ms', 'count(*) ms', 'phone via search_text: page ms', 'count(*) ms']]
-        for (const term of TERMS) {
-          const st = statements(account.accountId, term.search)
-          const alt = statements(account.accountId, term.search, true)
-          const phone = alt.count !== st.count
-          whatIf.push([
-            term.label,
-            fmtMs(await timePrepared(sql, st.rows, st.params, 10)),
-            fmtMs(await timePrepared(sql, st.count, st.params, 10)),
-            phone ? fmtMs(await timePrepared(sql, alt.rows, alt.params, 10)) : '',
-            phone ? fmtMs(await timePrepared(sql, alt.count, alt.params, 10)) : '',
-          ])
-        }
-        console.log(table(whatIf).replace(/^/gm, '  '))
-        const again: Phase[] = []
-        for (const term of TERMS) again.push(await measure(term))
-        console.log('  what-if: the service (unchanged queries) with that index:')
-        printPhases(again)
-        for (const p of again) metrics[`whatif_${p.term.key}_p99_ms`] = p.load.p99
-      }
-    }
 
     const checks: Check[] = []
     for (const p of phases) {

@@ -4,6 +4,7 @@
 // A benchmark module exports a `Benchmark`; bench/run.ts runs them in order.
 
 import postgres from 'postgres'
+import type { Statement } from '../src/db/client'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -552,34 +553,38 @@ export function benchClient(databaseUrl: string, max = 1, application = 'bench')
 const sqlLiteral = (v: unknown): string =>
   typeof v === 'number' ? String(v) : v instanceof Date ? `'${v.toISOString()}'` : `'${String(v).replace(/'/g, "''")}'`
 
+/** How the service sends a statement: named prepared (`prepare: true`) or unnamed (see ListStatements in src/db/client.ts). */
+export type SendAs = { prepare: boolean }
+
 /**
- * EXPLAIN (ANALYZE, BUFFERS) of `query` ($1, $2, ... bound to `params`) as the service runs it: the
- * service's statements are named prepared statements (postgres.js' default), and after five runs
- * PostgreSQL may switch such a statement to its generic plan, which can differ from the plan for the
- * same text with literal values. So: PREPARE, EXECUTE six times, then EXPLAIN the next EXECUTE.
+ * EXPLAIN (ANALYZE, BUFFERS) of a statement as the service runs it. A named prepared statement may,
+ * after five runs, switch to its generic plan, which can differ from the plan for the same text with
+ * literal values. So: PREPARE, EXECUTE six times, then EXPLAIN the next EXECUTE. An unnamed one is
+ * explained with its parameters bound (a custom plan, as the service gets).
  * `sql` must be a single-connection client. Indented for the report.
  */
-export async function explainAnalyze(sql: postgres.Sql<any>, query: string, params: unknown[] = []): Promise<string> {
-  const args = params.length ? `(${params.map(sqlLiteral).join(', ')})` : ''
-  await sql.unsafe(`prepare bench_explain as ${query}`)
+export async function explainAnalyze(sql: postgres.Sql<any>, st: Statement, { prepare }: SendAs): Promise<string> {
+  const indent = (rows: Record<string, string>[]) => rows.map((r) => `      ${r['QUERY PLAN']}`).join('\n')
+  if (!prepare) return indent(await sql.unsafe(`explain (analyze, buffers) ${st.text}`, st.params as never[]))
+  const args = st.params.length ? `(${st.params.map(sqlLiteral).join(', ')})` : ''
+  await sql.unsafe(`prepare bench_explain as ${st.text}`)
   try {
     for (let i = 0; i < 6; i++) await sql.unsafe(`execute bench_explain${args}`)
-    const rows = await sql.unsafe(`explain (analyze, buffers) execute bench_explain${args}`)
-    return rows.map((r: Record<string, string>) => `      ${r['QUERY PLAN']}`).join('\n')
+    return indent(await sql.unsafe(`explain (analyze, buffers) execute bench_explain${args}`))
   } finally {
     await sql.unsafe('deallocate bench_explain')
   }
 }
 
 /**
- * Median ms of `runs` executions of one statement as a named prepared statement, like the service's
- * (see explainAnalyze: from the sixth run on the plan may be the generic one). Two unmeasured runs first.
+ * Median ms of `runs` executions of one statement, sent as the service sends it (see SendAs and
+ * explainAnalyze: a named one may run its generic plan from the sixth run on). Six unmeasured runs first.
  */
-export async function timePrepared(sql: postgres.Sql<any>, query: string, params: unknown[], runs: number): Promise<number> {
+export async function timeStatement(sql: postgres.Sql<any>, st: Statement, runs: number, { prepare }: SendAs): Promise<number> {
   const ms: number[] = []
   for (let i = 0; i < runs + 6; i++) {
     const t0 = performance.now()
-    await sql.unsafe(query, params as never[], { prepare: true })
+    await sql.unsafe(st.text, st.params as never[], { prepare })
     if (i >= 6) ms.push(performance.now() - t0)
   }
   return latencySummary(ms).p50

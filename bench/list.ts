@@ -6,8 +6,11 @@
 // (status + 7-day sent_at window, status only, no filter), each against every account in turn and
 // against the largest one, at fixed concurrency. Target: p99 < 30 ms.
 // The endpoint runs two statements per request (the page and count(*) for `total`); the same two
-// statements are also timed on their own, straight through SQL, so the cost of `total` is visible.
+// statements (built by the service's listStatements) are also timed on their own, straight through
+// SQL, so the cost of `total` is visible.
 
+import { dateRange, type DateRange } from '../src/lib/validate'
+import { listStatements } from '../src/modules/messages/queries'
 import {
   backendPids,
   benchClient,
@@ -17,7 +20,7 @@ import {
   fmtCpu,
   fmtMs,
   fmtRate,
-  timePrepared,
+  timeStatement,
   runLoad,
   seedAccounts,
   serverClient,
@@ -84,26 +87,9 @@ async function seedMessages(databaseUrl: string, accounts: SeededAccount[], tota
   }
 }
 
-/** The two statements of listMessages (src/modules/messages/queries.ts), for timing and EXPLAIN. */
-function statements(accountId: number, shape: Shape, from: Date | null, to: Date | null) {
-  const params: unknown[] = [accountId]
-  let where = 'account_id = $1'
-  if (shape.status) {
-    params.push(shape.status)
-    where += ` and status = $${params.length}`
-  } else where += ` and status <> 'queued'`
-  if (from && to) {
-    params.push(from, to)
-    where += ` and sent_at >= $${params.length - 1} and sent_at <= $${params.length}`
-  }
-  return {
-    params,
-    rows:
-      'select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, ' +
-      `created_at, sent_at, delivered_at, read_at from messages where ${where} order by created_at desc, id desc limit 50 offset 0`,
-    count: `select count(*)::int as n from messages where ${where}`,
-  }
-}
+/** The two statements of GET /messages for this shape, first page of 50: the service's own (listStatements). */
+const statements = (accountId: number, shape: Shape, range: DateRange) =>
+  listStatements(accountId, { status: shape.status, ...range }, { limit: 50, offset: 0 })
 
 export const list: Benchmark = {
   name: 'list',
@@ -211,16 +197,17 @@ export const list: Benchmark = {
     // The page and the count on their own (one connection, no concurrency, median of 20 runs), on the
     // largest account and on the median one; the date filter with a recent window (the page is found
     // at the newest end of the index) and one 40 to 47 days back (the page scan first skips every
-    // newer row of that status). Whole seconds, as the API parses them.
-    const secondsAgo = (days: number) => new Date(Math.floor((now - days * DAY_MS) / 1000) * 1000)
-    type Case = { shape: Shape; window: string; from: Date | null; to: Date | null }
+    // newer row of that status). Whole seconds, turned into bounds as the service does (TIMEZONE UTC).
+    const bounds = (fromDays: number, toDays: number) =>
+      dateRange({ date_from: utc(now - fromDays * DAY_MS), date_to: utc(now - toDays * DAY_MS) }, 'UTC')
+    type Case = { shape: Shape; window: string; range: DateRange }
     const cases = SHAPES.flatMap((shape): Case[] =>
       shape.window
         ? [
-            { shape, window: 'last 7 days', from: secondsAgo(7), to: secondsAgo(0) },
-            { shape, window: '40-47 days ago', from: secondsAgo(47), to: secondsAgo(40) },
+            { shape, window: 'last 7 days', range: bounds(7, 0) },
+            { shape, window: '40-47 days ago', range: bounds(47, 40) },
           ]
-        : [{ shape, window: '', from: null, to: null }],
+        : [{ shape, window: '', range: { from: null, before: null } }],
     )
     const split: string[][] = [['filter', 'account', 'total', 'page ms', 'count(*) ms', 'count share']]
     const explains: string[] = []
@@ -234,16 +221,16 @@ export const list: Benchmark = {
         ['largest', largest.accountId],
         ['median', median.account_id],
       ] as const) {
-        const st = statements(accountId, c.shape, c.from, c.to)
-        const [counted] = await sql.unsafe(st.count, st.params as never[])
-        const pageMs = await timePrepared(sql, st.rows, st.params, 20)
-        const countMs = await timePrepared(sql, st.count, st.params, 20)
+        const st = statements(accountId, c.shape, c.range)
+        const [counted] = await sql.unsafe(st.count.text, st.count.params as never[])
+        const pageMs = await timeStatement(sql, st.rows, 20, st)
+        const countMs = await timeStatement(sql, st.count, 20, st)
         split.push([label, who, String(counted!.n), fmtMs(pageMs), fmtMs(countMs), `${Math.round((countMs / (pageMs + countMs)) * 100)}%`])
         metrics[`sql_${key}_${who}_page_ms`] = pageMs
         metrics[`sql_${key}_${who}_count_ms`] = countMs
         if ((missed || explainAlways) && who === 'largest') {
-          explains.push(`    ${label}, largest account, page:\n${await explainAnalyze(sql, st.rows, st.params)}`)
-          explains.push(`    ${label}, largest account, count(*):\n${await explainAnalyze(sql, st.count, st.params)}`)
+          explains.push(`    ${label}, largest account, page:\n${await explainAnalyze(sql, st.rows, st)}`)
+          explains.push(`    ${label}, largest account, count(*):\n${await explainAnalyze(sql, st.count, st)}`)
         }
       }
     }
@@ -252,43 +239,25 @@ export const list: Benchmark = {
     if (explains.length > 0) console.log(`  EXPLAIN (ANALYZE, BUFFERS):\n${explains.join('\n')}`)
 
     if (process.env.BENCH_LIST_WHATIF === '1') {
-      // The proposed fix, tried on this database only (the service is unchanged): an index that
-      // answers the sent_at filter, the page fetched id-first, and `total` capped.
-      const t1 = performance.now()
-      await sql`create index messages_account_status_sent on messages (account_id, status, sent_at) include (created_at, id)`
-      await sql`vacuum analyze messages`
-      console.log(
-        `  what-if: index messages (account_id, status, sent_at) include (created_at, id) built in ${((performance.now() - t1) / 1000).toFixed(1)} s`,
-      )
-      const whatIf: string[][] = [['filter', 'account', 'service page ms', 'id-first page ms', 'count(*) ms']]
-      for (const c of cases.filter((x) => x.shape.window)) {
-        const st = statements(largest.accountId, c.shape, c.from, c.to)
-        const idFirst =
-          `with page as (select id, created_at from messages where ${st.rows.split(' where ')[1]!.split(' order by ')[0]} ` +
-          'order by created_at desc, id desc limit 50 offset 0) ' +
-          'select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.error_code, m.error_message, m.campaign_id, ' +
-          'm.created_at, m.sent_at, m.delivered_at, m.read_at from page join messages m on m.id = page.id order by page.created_at desc, page.id desc'
+      // The sent_at index and the id-first page were proposed here and are now the service's
+      // (sql/0006_list_search_indexes.sql, listStatements). What is left to try: `total` capped, as a
+      // variation of the service's count (the service is unchanged).
+      const whatIf: string[][] = [['filter', 'account', 'count(*) ms', 'count capped at 10,001 ms']]
+      for (const c of cases) {
+        const st = statements(largest.accountId, c.shape, c.range)
+        const capped = {
+          text: `select count(*)::int as n from (${st.count.text.replace('select count(*)::int as n from', 'select 1 from')} limit 10001) s`,
+          params: st.count.params,
+        }
         whatIf.push([
-          `${c.shape.label} (${c.window})`,
+          c.shape.label + (c.window ? ` (${c.window})` : ''),
           'largest',
-          fmtMs(await timePrepared(sql, st.rows, st.params, 20)),
-          fmtMs(await timePrepared(sql, idFirst, st.params, 20)),
-          fmtMs(await timePrepared(sql, st.count, st.params, 20)),
+          fmtMs(await timeStatement(sql, st.count, 20, st)),
+          fmtMs(await timeStatement(sql, capped, 20, st)),
         ])
       }
-      for (const shape of SHAPES.filter((x) => !x.window)) {
-        const st = statements(largest.accountId, shape, null, null)
-        const capped = `select count(*)::int as n from (select 1 from messages where ${st.count.split(' where ')[1]} limit 10001) s`
-        whatIf.push([`${shape.label}: count capped at 10,001`, 'largest', '', '', fmtMs(await timePrepared(sql, capped, st.params, 20))])
-      }
+      console.log('  what-if: `total` capped (SQL only, one connection, median of 20):')
       console.log(table(whatIf).replace(/^/gm, '  '))
-      const again = [await measure(SHAPES[0]!, 'all'), await measure(SHAPES[0]!, 'largest')]
-      console.log('  what-if: the service (unchanged queries) with that index:')
-      printPhases(again)
-      for (const p of again) {
-        metrics[`whatif_${p.shape.key}_${p.group}_p50_ms`] = p.load.p50
-        metrics[`whatif_${p.shape.key}_${p.group}_p99_ms`] = p.load.p99
-      }
     }
 
     for (const p of phases) {

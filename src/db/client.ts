@@ -18,6 +18,13 @@ export type Sql = postgres.Sql<{}>
 export type Tx = postgres.TransactionSql<{}>
 /** Either: for statements that may run alone or inside a caller's transaction. */
 export type Db = Sql | Tx
+/** One statement as the service sends it: its text ($1, $2, ...) and parameters. */
+export type Statement = { text: string; params: unknown[] }
+/**
+ * A list endpoint's statements: the page and count(*) for `total`, and how they are sent: `prepare`
+ * true as named prepared statements (postgres.js' default for tagged templates), false as unnamed ones.
+ */
+export type ListStatements = { rows: Statement; count: Statement; prepare: boolean }
 
 export type Database = {
   sql: Sql
