@@ -565,7 +565,7 @@ export type SendAs = { prepare: boolean }
  */
 export async function explainAnalyze(sql: postgres.Sql<any>, st: Statement, { prepare }: SendAs): Promise<string> {
   const indent = (rows: Record<string, string>[]) => rows.map((r) => `      ${r['QUERY PLAN']}`).join('\n')
-  if (!prepare) return indent(await sql.unsafe(`explain (analyze, buffers) ${st.text}`, st.params as never[]))
+  if (!prepare) return indent(await sql.unsafe(`explain (analyze, buffers) ${st.text}`, st.params))
   const args = st.params.length ? `(${st.params.map(sqlLiteral).join(', ')})` : ''
   await sql.unsafe(`prepare bench_explain as ${st.text}`)
   try {
@@ -584,7 +584,7 @@ export async function timeStatement(sql: postgres.Sql<any>, st: Statement, runs:
   const ms: number[] = []
   for (let i = 0; i < runs + 6; i++) {
     const t0 = performance.now()
-    await sql.unsafe(st.text, st.params as never[], { prepare })
+    await sql.unsafe(st.text, st.params, { prepare })
     if (i >= 6) ms.push(performance.now() - t0)
   }
   return latencySummary(ms).p50

@@ -222,7 +222,7 @@ export const list: Benchmark = {
         ['median', median.account_id],
       ] as const) {
         const st = statements(accountId, c.shape, c.range)
-        const [counted] = await sql.unsafe(st.count.text, st.count.params as never[])
+        const [counted] = await sql.unsafe(st.count.text, st.count.params)
         const pageMs = await timeStatement(sql, st.rows, 20, st)
         const countMs = await timeStatement(sql, st.count, 20, st)
         split.push([label, who, String(counted!.n), fmtMs(pageMs), fmtMs(countMs), `${Math.round((countMs / (pageMs + countMs)) * 100)}%`])

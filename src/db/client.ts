@@ -18,8 +18,10 @@ export type Sql = postgres.Sql<{}>
 export type Tx = postgres.TransactionSql<{}>
 /** Either: for statements that may run alone or inside a caller's transaction. */
 export type Db = Sql | Tx
+/** The parameters `sql.unsafe` takes. */
+export type Params = NonNullable<Parameters<Sql['unsafe']>[1]>
 /** One statement as the service sends it: its text ($1, $2, ...) and parameters. */
-export type Statement = { text: string; params: unknown[] }
+export type Statement = { text: string; params: Params }
 /**
  * A list endpoint's statements: the page and count(*) for `total`, and how they are sent: `prepare`
  * true as named prepared statements (postgres.js' default for tagged templates), false as unnamed ones.

@@ -111,11 +111,11 @@ export function contactListStatements(accountId: number, search: string | undefi
 
 export async function listContacts(sql: Sql, tz: string, principal: Principal, p: Page, search: string | undefined) {
   const st = contactListStatements(principal.accountId, search, p)
-  const rows = (await sql.unsafe(st.rows.text, st.rows.params as never[], { prepare: st.prepare })) as unknown as ContactRow[]
+  const rows = (await sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as ContactRow[]
   const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
   const [count] = known
     ? [{ n: p.offset + rows.length }]
-    : ((await sql.unsafe(st.count.text, st.count.params as never[], { prepare: st.prepare })) as unknown as { n: number }[])
+    : ((await sql.unsafe(st.count.text, st.count.params, { prepare: st.prepare })) as unknown as { n: number }[])
   return { items: rows.map((r) => contactView(r, tz)), total: count!.n, ...p }
 }
 

@@ -2,7 +2,7 @@
 // shown: the API knows only sent, delivered, read and failed.
 
 import type { Deps } from '../../deps'
-import type { ListStatements } from '../../db/client'
+import type { ListStatements, Params } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
@@ -55,7 +55,7 @@ export type MessageFilter = { status?: string; from: Date | null; before: Date |
  * combination), as when they were tagged templates.
  */
 export function listStatements(accountId: number, filter: MessageFilter, p: Page): ListStatements {
-  const params: unknown[] = [accountId]
+  const params: Params = [accountId]
   let where = 'account_id = $1'
   if (filter.status) {
     params.push(filter.status)
@@ -98,12 +98,12 @@ export async function listMessages(deps: Deps, principal: Principal, query: List
   }
   const { from, before } = dateRange(query, tz)
   const st = listStatements(principal.accountId, { status: query.status, from, before }, p)
-  const rows = (await sql.unsafe(st.rows.text, st.rows.params as never[], { prepare: st.prepare })) as unknown as Row[]
+  const rows = (await sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as Row[]
   // A page that is not full ends the list: the total is known without counting.
   const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
   const [count] = known
     ? [{ n: p.offset + rows.length }]
-    : ((await sql.unsafe(st.count.text, st.count.params as never[], { prepare: st.prepare })) as unknown as { n: number }[])
+    : ((await sql.unsafe(st.count.text, st.count.params, { prepare: st.prepare })) as unknown as { n: number }[])
   return { items: rows.map((r) => view(r, tz)), total: count!.n, ...p }
 }
 
