@@ -11,15 +11,17 @@ const MIGRATION_LOCK = 7_240_001
 export class MigrationError extends Error {}
 
 export async function migrate(sql: Sql, migrations: Migration[] = MIGRATIONS): Promise<{ applied: string[] }> {
-  await sql`
-    create table if not exists schema_migrations (
-      version integer primary key,
-      name text not null,
-      checksum text not null,
-      applied_at timestamptz not null default now()
-    )`.catch(async (error) => {
-    // Two instances creating the table at once: the loser sees a unique violation; the table exists.
-    if ((error as { code?: string }).code !== '23505') throw error
+  // Under the lock too: two instances running `create table if not exists` at once can both find no
+  // table, and the loser fails (a duplicate type or key) instead of waiting.
+  await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`
+    await tx`
+      create table if not exists schema_migrations (
+        version integer primary key,
+        name text not null,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      )`
   })
   const applied: string[] = []
   for (const migration of migrations) {
