@@ -17,6 +17,8 @@ import { sha256Hex } from '../lib/keys'
 import { log } from '../lib/log'
 
 const MAX_KEY_LENGTH = 255
+/** An Idempotency-Key replays its answer for 24 h; after that its row is only history (the retention worker deletes it). */
+export const IDEMPOTENCY_KEY_TTL_HOURS = 24
 /** A running key that has charged nothing after this long belongs to a request that died before charging. */
 const STALE_AFTER_SECONDS = 30
 
@@ -71,7 +73,7 @@ export async function withIdempotency<T>(
     on conflict (account_id, key) do update
       set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running', request_token = excluded.request_token,
           response_status = null, response_body = null, created_at = now(), completed_at = null
-      where k.created_at < now() - interval '24 hours'
+      where k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})
     returning request_token`
   if (claimed.length > 0) return run(claimed[0]!.request_token)
 

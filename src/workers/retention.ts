@@ -11,11 +11,10 @@
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
 import type { Worker } from './worker'
+import { IDEMPOTENCY_KEY_TTL_HOURS } from '../http/idempotency'
 
 const RETENTION_POLL_MS = 10 * 60_000
 export const BATCH = 1000
-/** An Idempotency-Key replays its answer for 24 h (the spec); after that its row is only history. */
-export const IDEMPOTENCY_KEY_TTL_HOURS = 24
 
 type Deleted = { idempotencyKeys: number; webhookEvents: number; parkedReports: number; deleted: number }
 

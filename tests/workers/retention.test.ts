@@ -3,7 +3,8 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ConfigError, readConfig } from '../../src/config'
-import { BATCH, IDEMPOTENCY_KEY_TTL_HOURS, deleteExpired } from '../../src/workers/retention'
+import { BATCH, deleteExpired } from '../../src/workers/retention'
+import { IDEMPOTENCY_KEY_TTL_HOURS } from '../../src/http/idempotency'
 import { testApp, type TestApp } from '../helpers/app'
 import { until } from '../helpers/wait'
 
