@@ -18,6 +18,8 @@ import { campaignRunRoutes } from './modules/campaigns/run-routes'
 import { webhookRoutes } from './modules/webhooks/routes'
 import { webhookAdminRoutes } from './modules/webhooks/admin-routes'
 import { twilioStatusRoutes } from './modules/status/twilio-routes'
+import { dashboardRoutes } from './dashboard/routes'
+import { userAdminRoutes } from './modules/users/routes'
 
 const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
 \`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
@@ -43,7 +45,7 @@ export function createApp(deps: Deps) {
     .use(
       swagger({
         path: '/docs',
-        exclude: ['/healthz', '/readyz', '/docs', '/docs/json'],
+        exclude: ['/healthz', '/readyz', '/docs', '/docs/json', /^\/dashboard/],
         documentation: {
           info: { title: 'Prepaid Messaging API', version: '1.0.0', description: API_DESCRIPTION },
           tags: [
@@ -80,6 +82,8 @@ export function createApp(deps: Deps) {
     .use(campaignAdminRoutes(deps))
     .use(campaignRunRoutes(deps))
     .use(twilioStatusRoutes(deps))
+    .use(userAdminRoutes(deps))
+    .use(dashboardRoutes(deps))
   app = composed
   return composed
 }

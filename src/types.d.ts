@@ -10,3 +10,7 @@ declare module '*.data' {
   const path: string
   export default path
 }
+declare module '*.css' {
+  const text: string
+  export default text
+}

@@ -7,6 +7,7 @@ import campaignEngine from '../../sql/0005_campaign_engine.sql' with { type: 'te
 import listSearch from '../../sql/0006_list_search_indexes.sql' with { type: 'text' }
 import moneyOwner from '../../sql/0007_money_owner.sql' with { type: 'text' }
 import parkedReportsRetention from '../../sql/0008_parked_reports_retention.sql' with { type: 'text' }
+import dashboard from '../../sql/0009_dashboard.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -19,4 +20,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 6, name: '0006_list_search_indexes.sql', text: listSearch },
   { version: 7, name: '0007_money_owner.sql', text: moneyOwner },
   { version: 8, name: '0008_parked_reports_retention.sql', text: parkedReportsRetention },
+  { version: 9, name: '0009_dashboard.sql', text: dashboard },
 ]

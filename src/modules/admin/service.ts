@@ -32,13 +32,13 @@ async function requireAccount(sql: Sql, id: number): Promise<void> {
 const accountQuery = (sql: Sql) => sql`
   select a.id, a.name, a.balance, a.created_at, account_price(a.id) as cost from accounts a`
 
-export async function createAccount(sql: Sql, tz: string, input: { name: string; balance?: number }) {
+export async function createAccount(sql: Sql, tz: string, input: { name: string; balance?: number; createdBy?: number }) {
   const name = requireName(input.name, 'name')
   const balance = input.balance ?? 0
   if (balance < 0) throw badValue('balance: must not be negative')
   const id = await sql.begin(async (tx) => {
     const [account] = await tx<{ id: number }[]>`insert into accounts (name) values (${name}) returning id`
-    if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance')
+    if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance', input.createdBy ?? null)
     return account!.id
   })
   return getAccount(sql, tz, id)
@@ -101,11 +101,18 @@ export async function setKeyActive(sql: Sql, tz: string, keyId: number, active: 
 }
 
 /** A top-up (positive) or an adjustment (signed): the balance update and its ledger row in one statement. */
-export async function changeBalance(sql: Sql, accountId: number, kind: 'topup' | 'adjustment', amount: number, note: string | null) {
+export async function changeBalance(
+  sql: Sql,
+  accountId: number,
+  kind: 'topup' | 'adjustment',
+  amount: number,
+  note: string | null,
+  createdBy: number | null = null,
+) {
   if (kind === 'topup' && amount <= 0) throw badValue('amount: must be a positive integer')
   if (kind === 'adjustment' && amount === 0) throw badValue('amount: must not be 0')
   await requireAccount(sql, accountId)
-  const row = await credit(sql, accountId, kind, amount, note)
+  const row = await credit(sql, accountId, kind, amount, note, createdBy)
   if (!row) throw badValue('amount: would make the balance negative')
   return { wa_balance: row.balance }
 }

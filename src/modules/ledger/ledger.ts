@@ -218,13 +218,15 @@ export async function credit(
   kind: 'topup' | 'adjustment',
   amount: number,
   note: string | null,
+  /** The dashboard user who made it; null for the admin API and the CLI. */
+  createdBy: number | null = null,
 ): Promise<{ balance: number } | null> {
   const [row] = await db<{ balance: number }[]>`
     with credited as (
       update accounts set balance = balance + ${amount} where id = ${accountId} and balance + ${amount} >= 0 returning balance
     ), ledger_row as (
-      insert into ledger (account_id, kind, amount, balance_after, note)
-      select ${accountId}, ${kind}, ${amount}, balance, ${note} from credited
+      insert into ledger (account_id, kind, amount, balance_after, note, created_by)
+      select ${accountId}, ${kind}, ${amount}, balance, ${note}, ${createdBy} from credited
     )
     select balance from credited`
   return row ?? null

@@ -1,0 +1,65 @@
+// The page frame: one <h1> per page, the navigation of the signed-in role, and the sign-out form.
+
+import { h, Fragment, type Child, type Html } from './jsx'
+import type { Session } from './session'
+
+void Fragment // the JSX factory pair; Fragment is used by <>…</>
+
+export const STYLESHEET = '/dashboard/assets/style.css'
+
+export function Layout(props: { title: string; session?: Session | null; notice?: string; error?: string; children?: Child }): Html {
+  const { session } = props
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{props.title} · Messaging dashboard</title>
+        <link rel="stylesheet" href={STYLESHEET} />
+      </head>
+      <body>
+        <header>
+          <span class="brand">Messaging dashboard</span>
+          {session ? (
+            <>
+              <nav aria-label="Main">
+                {session.user.role === 'operator' ? (
+                  <a href="/dashboard/accounts">Accounts</a>
+                ) : (
+                  <>
+                    <a href="/dashboard">Overview</a>
+                    <a href="/dashboard/keys">API keys</a>
+                  </>
+                )}
+              </nav>
+              <span class="muted">{session.user.email}</span>
+              <form method="post" action="/dashboard/sign-out">
+                <input type="hidden" name="_csrf" value={session.csrf} />
+                <button class="secondary" type="submit">
+                  Sign out
+                </button>
+              </form>
+            </>
+          ) : null}
+        </header>
+        <main>
+          <h1>{props.title}</h1>
+          {props.notice ? (
+            <p class="notice" role="status">
+              {props.notice}
+            </p>
+          ) : null}
+          {props.error ? (
+            <p class="notice error" role="alert">
+              {props.error}
+            </p>
+          ) : null}
+          {props.children}
+        </main>
+      </body>
+    </html>
+  )
+}
+
+/** A hidden field with the session's CSRF token: in every form that changes something. */
+export const Csrf = (props: { session: Session }) => <input type="hidden" name="_csrf" value={props.session.csrf} />

@@ -1,0 +1,163 @@
+// Dashboard users: operators (every account) and members (one account). No public sign-up: an
+// operator is made from the command line, members are invited; both set their password through a
+// single-use link (stored hashed, valid 72 h), as are password resets. Passwords are argon2id hashes
+// (Bun.password); sign-in failures are throttled per e-mail and per address.
+
+import type { Db, Sql } from '../../db/client'
+import { ApiError, badValue } from '../../http/errors'
+import { randomBase62, sha256Hex } from '../../lib/keys'
+import { Semaphore } from '../../lib/limit'
+
+export type Role = 'operator' | 'member'
+export type User = { id: number; email: string; role: Role; account_id: number | null; active: boolean }
+
+export const MIN_PASSWORD_LENGTH = 12
+const MAX_PASSWORD_LENGTH = 200
+const LINK_HOURS = 72
+/** Failed sign-ins for one e-mail before it is locked, and for how long. */
+export const EMAIL_FAILURES = 5
+export const LOCK_MINUTES = 15
+/** Failed sign-ins from one address in a window before it is refused too (many e-mails tried). */
+export const ADDRESS_FAILURES = 50
+
+// argon2id takes tens of MB per hash: a flood of sign-ins waits here instead of exhausting memory.
+const hashing = new Semaphore(2)
+const hashPassword = (password: string) => hashing.run(() => Bun.password.hash(password, { algorithm: 'argon2id' }))
+// Checked against when the e-mail is unknown, so both cases take one verification's time.
+let dummyHash: Promise<string> | undefined
+
+const EMAIL = /^[^\s@<>"']+@[^\s@<>"']+\.[^\s@<>"']+$/
+
+export function requireEmail(value: string): string {
+  const email = value.trim().toLowerCase()
+  if (email.length > 254 || !EMAIL.test(email)) throw badValue('email: must be an e-mail address')
+  return email
+}
+
+export function requirePassword(value: string): string {
+  if (value.length < MIN_PASSWORD_LENGTH) throw badValue(`password: must be at least ${MIN_PASSWORD_LENGTH} characters`)
+  if (value.length > MAX_PASSWORD_LENGTH) throw badValue(`password: must be at most ${MAX_PASSWORD_LENGTH} characters`)
+  return value
+}
+
+const USER_COLUMNS = (sql: Db) => sql`id, email, role, account_id, active`
+
+/** A new user with a link to set the password. An e-mail already in use is 409. */
+export async function createUser(
+  sql: Sql,
+  input: { email: string; role: Role; accountId: number | null; createdBy: number | null },
+): Promise<{ user: User; token: string }> {
+  const email = requireEmail(input.email)
+  return sql.begin(async (tx) => {
+    if (input.accountId !== null) {
+      const [account] = await tx`select id from accounts where id = ${input.accountId}`
+      if (!account) throw new ApiError('NOT_FOUND', `account ${input.accountId} not found`)
+    }
+    const [user] = await tx<User[]>`
+      insert into users (email, role, account_id) values (${email}, ${input.role}, ${input.accountId})
+      on conflict do nothing
+      returning ${USER_COLUMNS(tx)}`
+    if (!user) throw new ApiError('CONFLICT', `a user with the e-mail ${email} exists`)
+    const token = await createLink(tx, user.id, 'invite', input.createdBy)
+    return { user, token }
+  })
+}
+
+/** A single-use link for `userId`; earlier unused links of the user stop working. Returns the token. */
+export async function createLink(db: Db, userId: number, kind: 'invite' | 'reset', createdBy: number | null): Promise<string> {
+  const token = randomBase62(43) // ~256 bits
+  await db`update user_links set used_at = now() where user_id = ${userId} and used_at is null`
+  await db`
+    insert into user_links (token_hash, user_id, kind, created_by, expires_at)
+    values (${sha256Hex(token)}, ${userId}, ${kind}, ${createdBy}, now() + make_interval(hours => ${LINK_HOURS}))`
+  return token
+}
+
+/** The user a valid, unused, unexpired link belongs to; null otherwise. */
+export async function userOfLink(sql: Sql, token: string): Promise<(User & { kind: string }) | null> {
+  const [row] = await sql<(User & { kind: string })[]>`
+    select u.id, u.email, u.role, u.account_id, u.active, l.kind
+    from user_links l join users u on u.id = l.user_id
+    where l.token_hash = ${sha256Hex(token)} and l.used_at is null and l.expires_at > now() and u.active`
+  return row ?? null
+}
+
+/**
+ * Sets the password through a link, once: the link is used up, and every session of the user ends
+ * (a reset must lock out whoever knew the old password). Null if the link is not valid.
+ */
+export async function setPasswordWithLink(sql: Sql, token: string, password: string): Promise<User | null> {
+  requirePassword(password)
+  const hash = await hashPassword(password)
+  return sql.begin(async (tx) => {
+    const [link] = await tx<{ user_id: number }[]>`
+      update user_links set used_at = now()
+      where token_hash = ${sha256Hex(token)} and used_at is null and expires_at > now()
+      returning user_id`
+    if (!link) return null
+    const [user] = await tx<User[]>`
+      update users set password_hash = ${hash} where id = ${link.user_id} and active returning ${USER_COLUMNS(tx)}`
+    if (!user) return null
+    await tx`delete from sessions where user_id = ${user.id}`
+    return user
+  })
+}
+
+export type SignIn = { ok: true; user: User } | { ok: false; locked: boolean }
+
+/**
+ * Checks an e-mail and password. Locked e-mails and addresses are refused without looking at the
+ * password; unknown e-mails cost one verification like known ones, so timing tells nothing.
+ */
+export async function signIn(sql: Sql, emailInput: string, password: string, address: string): Promise<SignIn> {
+  const email = emailInput.trim().toLowerCase().slice(0, 254)
+  const subjects = [`email:${email}`, `address:${address}`]
+  const [locked] = await sql`select 1 from sign_in_failures where subject = any(${subjects}) and locked_until > now()`
+  const [user] = await sql<(User & { password_hash: string | null })[]>`
+    select id, email, role, account_id, active, password_hash from users where lower(email) = ${email}`
+  dummyHash ??= Bun.password.hash(randomBase62(20), { algorithm: 'argon2id' })
+  const hash = user?.active && user.password_hash ? user.password_hash : await dummyHash
+  const valid = await hashing.run(() => Bun.password.verify(password.slice(0, MAX_PASSWORD_LENGTH), hash))
+  if (locked) return { ok: false, locked: true }
+  if (valid && user?.active && user.password_hash) {
+    await sql`delete from sign_in_failures where subject = ${subjects[0]!}`
+    const { password_hash: _, ...rest } = user
+    return { ok: true, user: rest }
+  }
+  const nowLocked = await recordFailure(sql, subjects[0]!, EMAIL_FAILURES)
+  const addressLocked = await recordFailure(sql, subjects[1]!, ADDRESS_FAILURES)
+  return { ok: false, locked: nowLocked || addressLocked }
+}
+
+/** Counts a failure in the subject's window; locks it when the count reaches `limit`. */
+async function recordFailure(sql: Sql, subject: string, limit: number): Promise<boolean> {
+  const [row] = await sql<{ locked: boolean }[]>`
+    insert into sign_in_failures as f (subject, failures) values (${subject}, 1)
+    on conflict (subject) do update set
+      failures = case when f.window_start < now() - make_interval(mins => ${LOCK_MINUTES}) then 1 else f.failures + 1 end,
+      window_start = case when f.window_start < now() - make_interval(mins => ${LOCK_MINUTES}) then now() else f.window_start end
+    returning failures >= ${limit} as locked`
+  if (row!.locked) {
+    await sql`
+      update sign_in_failures set locked_until = now() + make_interval(mins => ${LOCK_MINUTES}), failures = 0, window_start = now()
+      where subject = ${subject}`
+  }
+  return row!.locked
+}
+
+export async function listUsers(sql: Sql, accountId: number | null) {
+  return accountId === null
+    ? sql<User[]>`select ${USER_COLUMNS(sql)} from users order by id`
+    : sql<User[]>`select ${USER_COLUMNS(sql)} from users where account_id = ${accountId} order by id`
+}
+
+/** One entry of the audit log: who did what to which account, from where. */
+export async function audit(
+  db: Db,
+  entry: { user: User | null; address: string | null; accountId: number | null; action: string; detail?: Record<string, unknown> },
+): Promise<void> {
+  await db`
+    insert into audit_log (user_id, actor, address, account_id, action, detail)
+    values (${entry.user?.id ?? null}, ${entry.user?.email ?? 'admin token'}, ${entry.address}, ${entry.accountId},
+            ${entry.action}, ${JSON.stringify(entry.detail ?? {})}::jsonb)`
+}
