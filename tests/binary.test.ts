@@ -181,6 +181,14 @@ describe('compiled binary', () => {
     expect(sent.body.data).toMatchObject({ to: '+6281234567890', status: 'sent' })
     created = { accountId, key: key.body.data.key, sid: sent.body.data.message_id, balanceAfter: sent.body.data.balance_after }
 
+    // The dashboard is embedded too: its sign-in page and stylesheet, from an empty directory.
+    const signIn = await fetch(`http://127.0.0.1:${child.port}/dashboard/sign-in`)
+    expect(signIn.status).toBe(200)
+    expect(await signIn.text()).toContain('<h1>Sign in</h1>')
+    const css = await fetch(`http://127.0.0.1:${child.port}/dashboard/assets/style.css`)
+    expect(css.status).toBe(200)
+    expect(await css.text()).toContain('font-family')
+
     expect(await terminate(child)).toBe(0)
     expect(child.output()).toContain('listening on http://127.0.0.1:')
     if (!databaseUrl) {

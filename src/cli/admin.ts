@@ -9,6 +9,9 @@ import { ConfigError, readConfig } from '../config'
 const USAGE = `usage: bun run admin <command> [options]
 
   quickstart [--name NAME] [--balance N]   demo account with a balance and a key, plus a ready curl line
+                                           and a dashboard link for a member of the account
+  operator create EMAIL                    a dashboard operator; prints the one-time link to set the password
+  member invite ACCOUNT_ID EMAIL           a dashboard member of the account; prints the one-time link
   account create NAME [--balance N]        create an account
   account list                             list accounts
   key create ACCOUNT_ID LABEL              create an API key (shown once)
@@ -101,7 +104,8 @@ async function main(argv: string[]): Promise<number> {
       const balance = args.flags.has('balance') ? integerArg(args.flags.get('balance'), '--balance') : 100_000
       const account = await call('POST', '/admin/v1/accounts', { name, balance })
       const key = await call('POST', `/admin/v1/accounts/${account.id}/keys`, { label: 'quickstart' })
-      print({ account, key }, () =>
+      const member = await call('POST', `/admin/v1/accounts/${account.id}/members`, { email: `demo-${account.id}@example.com` })
+      print({ account, key, member }, () =>
         [
           `account ${account.id} "${account.name}" with wa_balance ${account.wa_balance}`,
           `API key (shown once, keep it now): ${key.key}`,
@@ -111,7 +115,29 @@ async function main(argv: string[]): Promise<number> {
           '',
           'check the balance:',
           `curl -s ${base}/api/v1/balance -H 'Authorization: Bearer ${key.key}'`,
+          '',
+          `the dashboard, as ${member.email} (a one-time link to set the password, valid 72 hours):`,
+          member.link,
         ].join('\n'),
+      )
+      return 0
+    }
+    case 'operator': {
+      if (sub !== 'create') fail('operator create EMAIL')
+      const email = rest[0] ?? fail('operator create EMAIL')
+      const user = await call('POST', '/admin/v1/operators', { email })
+      print(user, () => [`operator ${user.email} created`, 'set the password (one-time link, valid 72 hours):', user.link].join('\n'))
+      return 0
+    }
+    case 'member': {
+      if (sub !== 'invite') fail('member invite ACCOUNT_ID EMAIL')
+      const accountId = rest[0] ?? fail('member invite ACCOUNT_ID EMAIL')
+      const email = rest[1] ?? fail('member invite ACCOUNT_ID EMAIL')
+      const user = await call('POST', `/admin/v1/accounts/${encodeURIComponent(accountId)}/members`, { email })
+      print(user, () =>
+        [`member ${user.email} of account ${user.account_id} invited`, 'pass on this one-time link (valid 72 hours):', user.link].join(
+          '\n',
+        ),
       )
       return 0
     }

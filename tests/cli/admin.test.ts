@@ -54,6 +54,30 @@ test('quickstart prints a key once and a curl line that works', async () => {
   const ledger = admin('ledger', '1')
   expect(ledger.out).toContain('charge')
   expect(ledger.out).toContain('opening balance')
+  // and a dashboard link for a member of the demo account, which opens its set-password page
+  const link = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(quick.out)![1]!
+  expect(quick.out).toContain('as demo-1@example.com')
+  const page = await fetch(link)
+  expect(page.status).toBe(200)
+  expect(await page.text()).toContain('demo-1@example.com')
+})
+
+test('operator create prints a one-time link that sets the password; a second operator with that e-mail is refused', async () => {
+  const made = admin('operator', 'create', 'root@example.com')
+  expect(made.code).toBe(0)
+  const link = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(made.out)![1]!
+  const set = await fetch(link, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+    body: new URLSearchParams({ password: 'a long enough password' }).toString(),
+    redirect: 'manual',
+  })
+  expect(set.status).toBe(303)
+  expect(set.headers.getSetCookie().some((c) => c.startsWith('__Host-session='))).toBe(true)
+  const again = admin('operator', 'create', 'ROOT@example.com')
+  expect(again.code).toBe(1)
+  expect(again.err).toContain('409')
+  expect(admin('member', 'invite', '1', 'second@example.com').out).toMatch(/member second@example.com of account 1 invited/)
 })
 
 test('keys, top-ups, prices and errors', () => {
