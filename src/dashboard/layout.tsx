@@ -3,8 +3,6 @@
 import { h, Fragment, type Child, type Html } from './jsx'
 import type { Session } from './session'
 
-void Fragment // the JSX factory pair; Fragment is used by <>…</>
-
 export const STYLESHEET = '/dashboard/assets/style.css'
 
 export function Layout(props: { title: string; session?: Session | null; notice?: string; error?: string; children?: Child }): Html {

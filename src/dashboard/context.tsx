@@ -1,0 +1,84 @@
+// What every dashboard page module shares: answering with a page or a redirect, reading form
+// fields, the session guard (GET: signed in, of the right role; POST: also same origin and the
+// session's CSRF token), the client's address for the audit log, and the account a page is about.
+
+import type { Deps } from '../deps'
+import { ApiError } from '../http/errors'
+import { h, documentOf, type Html } from './jsx'
+import { Layout } from './layout'
+import { SESSION_COOKIE, PAGE_HEADERS, cookieOf, csrfTokenMatches, loadSession, sameOrigin, type Session } from './session'
+import type { Role } from '../modules/users/service'
+
+type Form = Record<string, unknown>
+export const field = (form: unknown, name: string): string => {
+  const value = (form as Form | null)?.[name]
+  return typeof value === 'string' ? value : ''
+}
+export const integerField = (form: unknown, name: string): number => {
+  const text = field(form, name).trim()
+  if (!/^\d{1,15}$/.test(text)) throw new ApiError('VALIDATION_ERROR', `${name}: must be a whole number`, 422)
+  return Number(text)
+}
+
+export const respond = (html: Html, status = 200, headers: Record<string, string> = {}) =>
+  new Response(documentOf(html), { status, headers: { ...PAGE_HEADERS, ...headers } })
+export const redirect = (to: string, cookies: string[] = []) => {
+  const headers = new Headers({ ...PAGE_HEADERS, location: to })
+  for (const cookie of cookies) headers.append('set-cookie', cookie)
+  return new Response(null, { status: 303, headers })
+}
+export const notFound = (session: Session | null) =>
+  respond(<Layout title="Not found" session={session} error="This page does not exist, or it is not yours to see." />, 404)
+export const refused = () =>
+  respond(
+    <Layout title="Request refused" error="This request did not come from the dashboard's own form. Reload the page and try again." />,
+    403,
+  )
+
+/** Runs `fn`; an ApiError (a rule of a service) becomes `onError(message, status)`, anything else is thrown on. */
+export async function orError(fn: () => Promise<Response>, onError: (message: string, status: number) => Promise<Response> | Response) {
+  try {
+    return await fn()
+  } catch (error) {
+    if (error instanceof ApiError) return onError(error.message, error.status)
+    throw error
+  }
+}
+
+type Server = { requestIP(r: Request): { address: string } | null } | null
+
+export function dashboardContext(deps: Deps) {
+  const { sql, config } = deps
+  const sessionOf = (request: Request) => loadSession(sql, cookieOf(request, SESSION_COOKIE))
+  return {
+    deps,
+    sql,
+    config,
+    tz: config.timezone,
+    sessionOf,
+    secure: (request: Request) =>
+      request.url.startsWith('https:') ||
+      (config.trustProxy && request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim() === 'https'),
+    addressOf: (request: Request, server: Server) =>
+      (config.trustProxy ? request.headers.get('x-forwarded-for')?.split(',')[0]?.trim() : undefined) ??
+      server?.requestIP(request)?.address ??
+      null,
+    /** A page: the session, or the answer (sign-in redirect, or 404 for the wrong role). */
+    async view(request: Request, role?: Role): Promise<Session | Response> {
+      const session = await sessionOf(request)
+      if (!session) return redirect('/dashboard/sign-in')
+      if (role && session.user.role !== role) return notFound(session)
+      return session
+    },
+    /** A change: as view(), and it must come from the dashboard's own form. */
+    async change(request: Request, body: unknown, role?: Role): Promise<Session | Response> {
+      const session = await sessionOf(request)
+      if (!session) return redirect('/dashboard/sign-in')
+      if (!sameOrigin(request) || !csrfTokenMatches(session.csrf, field(body, '_csrf'))) return refused()
+      if (role && session.user.role !== role) return notFound(session)
+      return session
+    },
+  }
+}
+
+export type Dashboard = ReturnType<typeof dashboardContext>

@@ -1,0 +1,119 @@
+// A member's API keys: create with a label (the key shown once), list, activate and deactivate.
+
+import { Elysia } from 'elysia'
+import { h } from '../jsx'
+import { Csrf, Layout } from '../layout'
+import { type Dashboard, field, notFound, redirect, respond } from '../context'
+import type { Session } from '../session'
+import { ApiError } from '../../http/errors'
+import { audit } from '../../modules/users/service'
+import { createKey, listKeys, setKeyActive } from '../../modules/admin/service'
+
+export function keyPages(d: Dashboard) {
+  async function keysPage(session: Session, options: { created?: { key: string; label: string }; error?: string; status?: number } = {}) {
+    const keys = await listKeys(d.sql, d.tz, session.user.account_id!)
+    return respond(
+      <Layout title="API keys" session={session} error={options.error}>
+        {options.created ? (
+          <div class="card" role="status">
+            <p>
+              The new key <strong>{options.created.label}</strong>. Copy it now: it is shown only this once.
+            </p>
+            <code class="secret" id="new-key">
+              {options.created.key}
+            </code>
+          </div>
+        ) : null}
+        <form class="inline card" method="post" action="/dashboard/keys">
+          <Csrf session={session} />
+          <label>
+            Label
+            <input name="label" required maxlength={200} />
+          </label>
+          <button type="submit">Create key</button>
+        </form>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Label</th>
+                <th scope="col">Prefix</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">State</th>
+              </tr>
+            </thead>
+            <tbody>
+              {keys.items.map((k) => (
+                <tr>
+                  <td>{k.label}</td>
+                  <td>
+                    <code>{k.prefix}…</code>
+                  </td>
+                  <td>{k.created_at}</td>
+                  <td>{k.last_used_at ?? 'never'}</td>
+                  <td>
+                    <form method="post" action={`/dashboard/keys/${k.id}/active`}>
+                      <Csrf session={session} />
+                      <input type="hidden" name="active" value={k.active ? 'false' : 'true'} />
+                      {k.active ? 'active ' : 'inactive '}
+                      <button class="secondary" type="submit" aria-label={`${k.active ? 'Deactivate' : 'Activate'} key ${k.label}`}>
+                        {k.active ? 'Deactivate' : 'Activate'}
+                      </button>
+                    </form>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      </Layout>,
+      options.status ?? 200,
+    )
+  }
+
+  return new Elysia({ prefix: '/dashboard' })
+    .get('/keys', async ({ request }) => {
+      const session = await d.sessionOf(request)
+      if (!session) return redirect('/dashboard/sign-in')
+      if (session.user.role !== 'member') return notFound(session)
+      return keysPage(session)
+    })
+    .post('/keys', async ({ request, body, server }) => {
+      const session = await d.change(request, body)
+      if (session instanceof Response) return session
+      if (session.user.role !== 'member') return notFound(session)
+      try {
+        const key = await createKey(d.sql, d.tz, session.user.account_id!, { label: field(body, 'label') })
+        await audit(d.sql, {
+          user: session.user,
+          address: d.addressOf(request, server),
+          accountId: key.account_id,
+          action: 'key created',
+          detail: { key_id: key.id, label: key.label },
+        })
+        return keysPage(session, { created: key })
+      } catch (error) {
+        if (error instanceof ApiError) return keysPage(session, { error: error.message, status: error.status })
+        throw error
+      }
+    })
+    .post('/keys/:id/active', async ({ request, body, params, server }) => {
+      const session = await d.change(request, body)
+      if (session instanceof Response) return session
+      if (session.user.role !== 'member') return notFound(session)
+      const id = Number(params.id)
+      const keys = await listKeys(d.sql, d.tz, session.user.account_id!)
+      if (!Number.isSafeInteger(id) || !keys.items.some((k) => k.id === id)) return notFound(session)
+      const active = field(body, 'active') === 'true'
+      await setKeyActive(d.sql, d.tz, id, active)
+      await audit(d.sql, {
+        user: session.user,
+        address: d.addressOf(request, server),
+        accountId: session.user.account_id,
+        action: active ? 'key activated' : 'key deactivated',
+        detail: { key_id: id },
+      })
+      return redirect('/dashboard/keys')
+    })
+}
