@@ -5,6 +5,25 @@ import type { Session } from './session'
 
 export const STYLESHEET = '/dashboard/assets/style.css'
 
+// The navigation of each role. An operator opens an account's own pages from its account page.
+const MEMBER_PAGES = [
+  ['/dashboard', 'Overview'],
+  ['/dashboard/keys', 'API keys'],
+  ['/dashboard/messages', 'Messages'],
+  ['/dashboard/ledger', 'Ledger'],
+  ['/dashboard/contacts', 'Contacts'],
+  ['/dashboard/templates', 'Templates and segments'],
+  ['/dashboard/campaigns', 'Campaigns'],
+  ['/dashboard/webhook', 'Webhook'],
+] as const
+const OPERATOR_PAGES = [
+  ['/dashboard/accounts', 'Accounts'],
+  ['/dashboard/price', 'Price'],
+  ['/dashboard/users', 'Users'],
+  ['/dashboard/deliveries', 'Failed deliveries'],
+  ['/dashboard/audit', 'Audit log'],
+] as const
+
 export function Layout(props: { title: string; session?: Session | null; notice?: string; error?: string; children?: Child }): Html {
   const { session } = props
   return (
@@ -21,14 +40,9 @@ export function Layout(props: { title: string; session?: Session | null; notice?
           {session ? (
             <>
               <nav aria-label="Main">
-                {session.user.role === 'operator' ? (
-                  <a href="/dashboard/accounts">Accounts</a>
-                ) : (
-                  <>
-                    <a href="/dashboard">Overview</a>
-                    <a href="/dashboard/keys">API keys</a>
-                  </>
-                )}
+                {(session.user.role === 'operator' ? OPERATOR_PAGES : MEMBER_PAGES).map(([href, label]) => (
+                  <a href={href}>{label}</a>
+                ))}
               </nav>
               <span class="muted">{session.user.email}</span>
               <form method="post" action="/dashboard/sign-out">
