@@ -18,7 +18,7 @@ import { campaignRunRoutes } from './modules/campaigns/run-routes'
 import { webhookRoutes } from './modules/webhooks/routes'
 import { webhookAdminRoutes } from './modules/webhooks/admin-routes'
 import { twilioStatusRoutes } from './modules/status/twilio-routes'
-import { dashboardRoutes } from './dashboard/routes'
+import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
 import { userAdminRoutes } from './modules/users/routes'
 
 const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
@@ -40,7 +40,7 @@ export function createApp(deps: Deps) {
     .use(webhookRoutes(deps))
 
   const composed = new Elysia()
-    .use(httpShell({ config: deps.config, sql: deps.sql, routes: () => app?.routes ?? [] }))
+    .use(httpShell({ config: deps.config, sql: deps.sql, routes: () => app?.routes ?? [], errorPages: dashboardErrorPages }))
     .use(jsonOnlyRequestBodies('/docs/json'))
     .use(
       swagger({

@@ -6,7 +6,10 @@
 
 import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
-import { dashboardContext } from './context'
+import { dashboardContext, respond } from './context'
+import { h } from './jsx'
+import { Layout } from './layout'
+import type { ErrorPages } from '../http/shell'
 import { signInPages } from './pages/sign-in'
 import { overviewPages } from './pages/overview'
 import { keyPages } from './pages/keys'
@@ -15,4 +18,10 @@ import { accountPages } from './pages/accounts'
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
   return new Elysia({ name: 'dashboard' }).use(signInPages(d)).use(overviewPages(d)).use(keyPages(d)).use(accountPages(d))
+}
+
+/** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */
+export const dashboardErrorPages: ErrorPages = {
+  prefix: '/dashboard',
+  render: (status, message) => respond(<Layout title={status === 404 ? 'Not found' : 'Something went wrong'} error={message} />, status),
 }

@@ -47,7 +47,10 @@ async function authenticatePath(sql: Sql, config: Config, request: Request, path
   else if (api === 'admin') authenticateAdmin(config, request.headers.get('authorization'))
 }
 
-export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteInfo[] }) {
+/** Pages outside the API (the dashboard) answer their errors as pages, not as the API's envelope. */
+export type ErrorPages = { prefix: string; render(status: number, message: string): Response }
+
+export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteInfo[]; errorPages?: ErrorPages }) {
   const { config, sql } = deps
   const routes = new RouteTable(deps.routes)
   return (
@@ -114,6 +117,21 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
       })
       .onError({ as: 'global' }, async ({ code, error, request, path }) => {
         const headers = { 'x-request-id': requestIdOf(request) }
+        const pages = deps.errorPages
+        if (pages && (path === pages.prefix || path.startsWith(`${pages.prefix}/`))) {
+          if (code === 'NOT_FOUND') return pages.render(404, 'This page does not exist.')
+          if (code === 'PARSE') return pages.render(400, 'The form could not be read.')
+          if (!(error instanceof ApiError)) {
+            log.error('unhandled error', {
+              request_id: headers['x-request-id'],
+              method: request.method,
+              path,
+              error: error instanceof Error ? error.name : String(code),
+            })
+            return pages.render(500, `Something went wrong on our side (request id ${headers['x-request-id']}).`)
+          }
+          return pages.render(error.status, error.message)
+        }
         if (error instanceof ReplayedAnswer) {
           return new Response(error.body, {
             status: error.status,

@@ -42,6 +42,14 @@ describe('signed out', () => {
     expect(css.headers.get('content-type')).toContain('text/css')
   })
 
+  test('an unknown dashboard path is a page, not the API envelope', async () => {
+    const page = await webClient(t).get('/dashboard/no-such-page')
+    expect(page.status).toBe(404)
+    expect(page.headers.get('content-type')).toContain('text/html')
+    expect(page.text).toContain('<h1>Not found</h1>')
+    expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'")
+  })
+
   test('over plain HTTP on a non-loopback address the sign-in page says HTTPS is needed', async () => {
     const response = await t.app.handle(new Request('http://dashboard.example.com/dashboard/sign-in'))
     expect(await response.text()).toContain('open the dashboard through https://')
