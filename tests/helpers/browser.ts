@@ -1,0 +1,143 @@
+// Browser tests drive Debian's Chromium (/usr/bin/chromium) through playwright-core: no browser is
+// downloaded. Each openBrowser() is a fresh profile in its own temporary directory, so two calls are
+// two independent people (no shared cookies, storage or cache). Every wait is bounded: a launch, a
+// navigation or a locator that hangs fails the test instead of stalling the suite.
+//
+//   const skip = skipBrowserTests()            // one line and a skip when Chromium is missing outside CI
+//   describe.skipIf(skip)('dashboard', () => { ... openBrowser() ... step(page, 'sign in', async () => ...) })
+//
+// Assertions use bun's expect on values read from the page (playwright-core has no toHaveText).
+
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { chromium, type BrowserContext, type Page } from 'playwright-core'
+
+export const CHROMIUM = '/usr/bin/chromium'
+
+/** Upper bounds of the browser's own waits (ms). Test and hook timeouts must be larger. */
+export const LAUNCH_TIMEOUT = 30_000
+export const ACTION_TIMEOUT = 10_000
+export const NAVIGATION_TIMEOUT = 15_000
+const CLOSE_TIMEOUT = 10_000
+
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
+
+export function browserAvailable(): boolean {
+  return existsSync(CHROMIUM)
+}
+
+function inCi(): boolean {
+  return process.env.CI === 'true'
+}
+
+/**
+ * For `describe.skipIf(skipBrowserTests())`. True (after printing one line) when Chromium is missing
+ * outside CI. In CI (CI=true) a missing Chromium is never a skip: this returns false, the tests run
+ * and fail at openBrowser() with a message saying why.
+ */
+export function skipBrowserTests(): boolean {
+  if (browserAvailable() || inCi()) return false
+  console.log(`browser tests skipped: ${CHROMIUM} not found (apt-get install chromium)`)
+  return true
+}
+
+export type TestBrowser = {
+  context: BrowserContext
+  /** The page the browser opened with (a persistent context starts with one). */
+  page: Page
+  profileDir: string
+  /** Closes the browser and removes its profile directory. Safe to call twice. */
+  close(): Promise<void>
+}
+
+/** Races `promise` against `ms`; on time-out throws naming `what`. */
+async function bounded<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms} ms`)), ms)
+  })
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Launches headless Chromium on a fresh temporary profile. */
+export async function openBrowser(): Promise<TestBrowser> {
+  if (!browserAvailable()) {
+    throw new Error(`${CHROMIUM} not found: the browser tests need Debian's Chromium (apt-get install chromium)`)
+  }
+  const profileDir = mkdtempSync(join(tmpdir(), 'browser-profile-'))
+  let context: BrowserContext
+  try {
+    context = await chromium.launchPersistentContext(profileDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      timeout: LAUNCH_TIMEOUT,
+    })
+  } catch (error) {
+    rmSync(profileDir, { recursive: true, force: true })
+    throw error
+  }
+  context.setDefaultTimeout(ACTION_TIMEOUT)
+  context.setDefaultNavigationTimeout(NAVIGATION_TIMEOUT)
+  const page = context.pages()[0] ?? (await context.newPage())
+  let closed: Promise<void> | undefined
+  const close = () =>
+    (closed ??= (async () => {
+      try {
+        await bounded(context.close(), CLOSE_TIMEOUT, 'closing Chromium')
+      } finally {
+        rmSync(profileDir, { recursive: true, force: true })
+      }
+    })())
+  return { context, page, profileDir, close }
+}
+
+let failureDir: string | undefined
+
+/** Where step() puts the screenshots of failed steps: one temporary folder per test process, kept. */
+export function failureScreenshotDir(): string {
+  failureDir ??= mkdtempSync(join(tmpdir(), 'browser-failures-'))
+  return failureDir
+}
+
+/** Writes a full-page PNG of `page` to `file` (directories created), e.g. for the docs. */
+export async function screenshot(page: Page, file: string): Promise<string> {
+  mkdirSync(dirname(file), { recursive: true })
+  await page.screenshot({ path: file, fullPage: true, timeout: ACTION_TIMEOUT })
+  return file
+}
+
+/**
+ * Runs one step of a flow. If it throws, saves a full-page screenshot of `page` and rethrows an error
+ * naming the step, the page's URL and the screenshot's path (the original error is its cause).
+ */
+export async function step<T>(page: Page, name: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (error) {
+    const slug = name.replace(/[^a-zA-Z0-9]+/g, '-').replace(/^-|-$/g, '') || 'step'
+    const file = join(failureScreenshotDir(), `${Date.now()}-${slug}.png`)
+    let saved: string
+    try {
+      saved = `screenshot: ${await screenshot(page, file)}`
+    } catch (shotError) {
+      saved = `no screenshot (${shotError instanceof Error ? shotError.message.split('\n')[0] : String(shotError)})`
+    }
+    const message = error instanceof Error ? error.message : String(error)
+    throw new Error(`step "${name}" failed at ${page.url()}: ${message}\n${saved}`, { cause: error })
+  }
+}
