@@ -1,0 +1,192 @@
+// The dashboard's user flows in a real browser: headless Debian Chromium driven by playwright-core,
+// against the service listening on a loopback port (embedded database, or PostgreSQL with
+// DATABASE_URL). Each person is a fresh browser profile. A failed step leaves a screenshot whose path
+// the failure names.
+
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Page } from 'playwright-core'
+import { readConfig } from '../../src/config'
+import { startService, type Running } from '../../src/service'
+import { ADMIN_TOKEN } from '../helpers/app'
+import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+
+// The README's screenshots: `DASHBOARD_SCREENSHOTS=docs bun run test tests/dashboard/browser.test.ts`.
+const DOCS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
+const PASSWORD = 'a long enough password'
+
+describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
+  let service: Running
+  let base: string
+  const cleanups: (() => Promise<void> | void)[] = []
+  const browsers: TestBrowser[] = []
+
+  beforeAll(async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-browser-'))
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: 'warn' }
+    if (usingPostgres()) {
+      const db = await createPostgresDatabase()
+      env.DATABASE_URL = db.url
+      cleanups.push(db.drop)
+    }
+    service = await startService(readConfig(env))
+    base = service.url
+  }, 60_000)
+
+  afterAll(async () => {
+    for (const b of browsers) await b.close()
+    await service?.stop()
+    for (const c of cleanups.reverse()) await c()
+  }, 60_000)
+
+  async function person(): Promise<Page> {
+    const browser = await openBrowser()
+    browsers.push(browser)
+    return browser.page
+  }
+  const admin = (path: string, body: unknown) =>
+    fetch(`${base}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
+  // Links name PUBLIC_BASE_URL, which says port 0 here (the port is chosen at listen time).
+  const local = (link: string) => `${base}${new URL(link).pathname}`
+  const h1 = (page: Page) => page.locator('h1').innerText()
+  const balanceWith = (key: string) =>
+    fetch(`${base}/api/v1/balance`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status)
+
+  let operatorPage: Page
+  let memberPage: Page
+  let memberLink = ''
+
+  test('1. the operator made on the command line sets a password and signs in; wrong passwords, then the lockout', async () => {
+    const made = await admin('/operators', { email: 'ops@example.com' })
+    expect(made.status).toBe(201)
+    const page = await person()
+    await step(page, 'set the password through the link', async () => {
+      await page.goto(local(made.body.data.link))
+      expect(await h1(page)).toBe('Set your password')
+      await page.getByLabel('New password').fill(PASSWORD)
+      await page.keyboard.press('Enter')
+      await page.waitForURL(`${base}/dashboard/accounts`)
+      expect(await h1(page)).toBe('Accounts')
+    })
+    await step(page, 'sign out and in again', async () => {
+      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.waitForURL(`${base}/dashboard/sign-in`)
+      await page.getByLabel('E-mail').fill('ops@example.com')
+      await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.waitForURL(`${base}/dashboard/accounts`)
+    })
+    await step(page, 'five wrong passwords lock the e-mail', async () => {
+      await page.getByRole('button', { name: 'Sign out' }).click()
+      for (let i = 0; i < 5; i++) {
+        await page.getByLabel('E-mail').fill('ops@example.com')
+        await page.getByLabel('Password', { exact: true }).fill('not the password')
+        await page.getByRole('button', { name: 'Sign in' }).click()
+        await page.waitForLoadState()
+      }
+      await page.getByLabel('E-mail').fill('ops@example.com')
+      await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
+      await page.getByRole('button', { name: 'Sign in' }).click()
+      await page.waitForLoadState()
+      expect(await page.getByRole('alert').innerText()).toContain('Too many failed sign-ins')
+      expect(page.url()).toBe(`${base}/dashboard/sign-in`)
+    })
+  }, 120_000)
+
+  test('2. an operator creates an account, tops it up and invites a member, who sees only that account', async () => {
+    const made = await admin('/operators', { email: 'second-ops@example.com' })
+    operatorPage = await person()
+    const page = operatorPage
+    await page.goto(local(made.body.data.link))
+    await page.getByLabel('New password').fill(PASSWORD)
+    await page.keyboard.press('Enter')
+    await page.waitForURL(`${base}/dashboard/accounts`)
+    await step(page, 'create an account with an opening balance', async () => {
+      await page.getByLabel('Name', { exact: true }).fill('Toko <b>Maju</b>')
+      await page.getByLabel('Opening balance (IDR)').fill('1000')
+      await page.getByRole('button', { name: 'Create account' }).click()
+      await page.waitForURL(/\/dashboard\/accounts\/\d+$/)
+      expect(await h1(page)).toBe('Toko <b>Maju</b>') // shown as text, not markup
+    })
+    await step(page, 'top it up', async () => {
+      await page.getByLabel('Amount (IDR)').fill('500')
+      await page.getByLabel('Note', { exact: true }).fill('bank transfer 17')
+      await page.getByRole('button', { name: 'Top up' }).click()
+      await page.waitForLoadState()
+      expect(await page.locator('.stat .value').first().innerText()).toBe('1,500')
+    })
+    await step(page, 'invite a member', async () => {
+      await page.getByLabel('E-mail of the new member').fill('member@toko.example')
+      await page.getByRole('button', { name: 'Invite' }).click()
+      memberLink = await page.locator('#invite-link').innerText()
+      expect(memberLink).toMatch(/\/dashboard\/link\/\w{43}$/)
+    })
+    await screenshot(page, join(DOCS, 'dashboard-account.png'))
+    await page.setViewportSize({ width: 375, height: 800 })
+    await screenshot(page, join(tmpdir(), 'dashboard-account-375.png'))
+    await page.setViewportSize({ width: 1280, height: 800 })
+
+    memberPage = await person()
+    const member = memberPage
+    await step(member, 'the member sets a password and sees the account', async () => {
+      await member.goto(local(memberLink))
+      await member.getByLabel('New password').fill(PASSWORD)
+      await member.getByRole('button', { name: 'Set password and sign in' }).click()
+      await member.waitForURL(`${base}/dashboard`)
+      expect(await h1(member)).toBe('Overview')
+      expect(await member.locator('.stat .value').first().innerText()).toBe('1,500')
+    })
+    await step(member, 'operator pages do not exist for a member', async () => {
+      const other = await member.goto(`${base}/dashboard/accounts`)
+      expect(other!.status()).toBe(404)
+      expect(await h1(member)).toBe('Not found')
+    })
+  }, 120_000)
+
+  test('3. the member creates a key, sees it once, uses it, deactivates it (401) and activates it (200)', async () => {
+    const page = memberPage
+    let key = ''
+    await step(page, 'create a key', async () => {
+      await page.goto(`${base}/dashboard/keys`)
+      await page.getByLabel('Label', { exact: true }).fill('ERP production')
+      await page.keyboard.press('Enter')
+      key = (await page.locator('#new-key').innerText()).trim()
+      expect(key).toMatch(/^pm_/)
+    })
+    await screenshot(page, join(DOCS, 'dashboard-keys.png'))
+    expect(await balanceWith(key)).toBe(200)
+    await step(page, 'the key is not shown again', async () => {
+      await page.goto(`${base}/dashboard/keys`)
+      expect(await page.content()).not.toContain(key)
+    })
+    await step(page, 'deactivate and activate it', async () => {
+      await page.getByRole('button', { name: 'Deactivate key ERP production' }).click()
+      await page.waitForLoadState()
+      expect(await balanceWith(key)).toBe(401)
+      await page.getByRole('button', { name: 'Activate key ERP production' }).click()
+      await page.waitForLoadState()
+      expect(await balanceWith(key)).toBe(200)
+    })
+  }, 120_000)
+
+  test('6. sign-out ends the session, and the old cookie is refused', async () => {
+    const page = memberPage
+    const [cookie] = (await page.context().cookies()).filter((c) => c.name === '__Host-session')
+    expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/' })
+    await step(page, 'sign out', async () => {
+      await page.getByRole('button', { name: 'Sign out' }).click()
+      await page.waitForURL(`${base}/dashboard/sign-in`)
+    })
+    const replay = await fetch(`${base}/dashboard`, { headers: { cookie: `__Host-session=${cookie!.value}` }, redirect: 'manual' })
+    expect(replay.status).toBe(303)
+    expect(replay.headers.get('location')).toBe('/dashboard/sign-in')
+  }, 60_000)
+})
