@@ -14,3 +14,7 @@ declare module '*.css' {
   const text: string
   export default text
 }
+declare module '*.js' {
+  const text: string
+  export default text
+}

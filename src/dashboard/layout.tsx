@@ -4,6 +4,7 @@ import { h, Fragment, type Child, type Html } from './jsx'
 import type { Session } from './session'
 
 export const STYLESHEET = '/dashboard/assets/style.css'
+export const COPY_SCRIPT = '/dashboard/assets/copy.js'
 
 // The navigation of each role. An operator opens an account's own pages from its account page.
 const MEMBER_PAGES = [
@@ -33,6 +34,7 @@ export function Layout(props: { title: string; session?: Session | null; notice?
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title} · Messaging dashboard</title>
         <link rel="stylesheet" href={STYLESHEET} />
+        <script src={COPY_SCRIPT} defer></script>
       </head>
       <body>
         <header>
@@ -75,3 +77,10 @@ export function Layout(props: { title: string; session?: Session | null; notice?
 
 /** A hidden field with the session's CSRF token: in every form that changes something. */
 export const Csrf = (props: { session: Session }) => <input type="hidden" name="_csrf" value={props.session.csrf} />
+
+/** A button that copies the text of the element with id `target` (assets/copy.js; without script it does nothing). */
+export const CopyButton = (props: { target: string; what: string }) => (
+  <button class="secondary" type="button" data-copy={props.target}>
+    Copy {props.what}
+  </button>
+)

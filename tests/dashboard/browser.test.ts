@@ -161,6 +161,12 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       key = (await page.locator('#new-key').innerText()).trim()
       expect(key).toMatch(/^pm_/)
     })
+    await step(page, 'copy it with the button', async () => {
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base })
+      await page.getByRole('button', { name: 'Copy key' }).click()
+      await page.getByRole('button', { name: 'Copied' }).waitFor()
+      expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key)
+    })
     await screenshot(page, join(DOCS, 'dashboard-keys.png'))
     expect(await balanceWith(key)).toBe(200)
     await step(page, 'the key is not shown again', async () => {

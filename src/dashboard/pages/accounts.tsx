@@ -2,7 +2,7 @@
 
 import { Elysia } from 'elysia'
 import { h } from '../jsx'
-import { Csrf, Layout } from '../layout'
+import { CopyButton, Csrf, Layout } from '../layout'
 import { type Dashboard, field, integerField, notFound, redirect, respond } from '../context'
 import type { Session } from '../session'
 import { ApiError } from '../../http/errors'
@@ -110,6 +110,7 @@ export function accountPages(d: Dashboard) {
             <code class="secret" id="invite-link">
               {options.invite.link}
             </code>
+            <CopyButton target="invite-link" what="link" />
           </div>
         ) : null}
         <ul>

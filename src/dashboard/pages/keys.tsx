@@ -2,7 +2,7 @@
 
 import { Elysia } from 'elysia'
 import { h } from '../jsx'
-import { Csrf, Layout } from '../layout'
+import { CopyButton, Csrf, Layout } from '../layout'
 import { type Dashboard, field, notFound, redirect, respond } from '../context'
 import type { Session } from '../session'
 import { ApiError } from '../../http/errors'
@@ -22,6 +22,7 @@ export function keyPages(d: Dashboard) {
             <code class="secret" id="new-key">
               {options.created.key}
             </code>
+            <CopyButton target="new-key" what="key" />
           </div>
         ) : null}
         <form class="inline card" method="post" action="/dashboard/keys">

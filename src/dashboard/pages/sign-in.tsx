@@ -5,6 +5,7 @@ import { Elysia } from 'elysia'
 import { h } from '../jsx'
 import { Layout } from '../layout'
 import css from '../assets/style.css' with { type: 'text' }
+import copyScript from '../assets/copy.js' with { type: 'text' }
 import { ApiError } from '../../http/errors'
 import { randomBase62 } from '../../lib/keys'
 import { type Dashboard, field, redirect, refused, respond } from '../context'
@@ -23,6 +24,10 @@ import {
 import { MIN_PASSWORD_LENGTH, audit, setPasswordWithLink, signIn, userOfLink } from '../../modules/users/service'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
+const asset = (text: string, type: string) =>
+  new Response(text, {
+    headers: { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' },
+  })
 
 export function signInPages(d: Dashboard) {
   function signInPage(request: Request, options: { error?: string; status?: number; email?: string } = {}) {
@@ -58,10 +63,8 @@ export function signInPages(d: Dashboard) {
   }
 
   return new Elysia({ prefix: '/dashboard' })
-    .get(
-      '/assets/style.css',
-      () => new Response(css, { headers: { 'content-type': 'text/css; charset=utf-8', 'cache-control': 'public, max-age=3600' } }),
-    )
+    .get('/assets/style.css', () => asset(css, 'text/css'))
+    .get('/assets/copy.js', () => asset(copyScript, 'text/javascript'))
     .get('/sign-in', async ({ request }) => ((await d.sessionOf(request)) ? redirect('/dashboard') : signInPage(request)))
     .post('/sign-in', async ({ request, body, server }) => {
       const expected = cookieOf(request, SIGN_IN_COOKIE)
