@@ -14,3 +14,8 @@ declare module '*.css' {
   const text: string
   export default text
 }
+// The dashboard's script files, embedded as text (import ... with { type: 'text' }).
+declare module '*/assets/campaign.js' {
+  const text: string
+  export default text
+}
