@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
-import { dashboardUser, webClient, type Page } from '../helpers/web'
+import { dashboardUser, webClient } from '../helpers/web'
 
 let t: TestApp
 const PASSWORD = 'correct horse battery'
@@ -192,7 +192,7 @@ describe('contacts', () => {
     ])
     const imported = await t.db.sql<{ name: string; phone: string; email: string | null; city: string | null; tags: string[] }[]>`
       select name, phone, email, city, tags from contacts where account_id = ${m.accountId} and name <> 'Existing' order by phone`
-    expect(imported).toEqual([
+    expect([...imported]).toEqual([
       { name: 'Ani', phone: '+6281222220001', email: 'ani@example.com', city: 'Jakarta', tags: ['vip', 'jakarta'] },
       { name: 'Eko "the boss", Jr.', phone: '+6281222220004', email: null, city: 'Bandung', tags: ['vip'] },
     ])
