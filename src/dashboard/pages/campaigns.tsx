@@ -201,7 +201,7 @@ export function campaignPages(d: Dashboard) {
               {`${progress.stats.total - progress.pending} of ${progress.stats.total}`}
             </progress>
           </label>
-          <div class="stats">
+          <div class="stats counts">
             {COUNTS.map((name) => (
               <div class="card stat">
                 <div class="value" id={`count-${name}`}>
