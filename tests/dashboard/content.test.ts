@@ -122,6 +122,7 @@ describe('contacts', () => {
     expect((await m.client.get('/dashboard/contacts?q=script')).text).toContain('alert(1)')
     expect((await m.client.get('/dashboard/contacts?q=nobody')).text).not.toContain('alert(1)')
     expect((await m.client.get('/dashboard/contacts?q=0812-1111')).text).toContain('alert(1)')
+    expect((await m.client.get('/dashboard/contacts?q=a&q=b&page=x')).status).toBe(200)
 
     // The operator sees and changes any account's contacts at its own path.
     const operator = await dashboardUser(t, 'contacts-op@example.com', PASSWORD)

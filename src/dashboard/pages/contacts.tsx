@@ -19,6 +19,12 @@ export const MAX_IMPORT_BYTES = 2 * 1024 * 1024
 const COLUMNS = ['name', 'phone', 'email', 'city', 'tags'] as const
 type Column = (typeof COLUMNS)[number]
 
+/** A query parameter given once, as text (a repeated one is ignored). */
+const textParam = (query: unknown, name: string) => {
+  const value = (query as Record<string, unknown>)[name]
+  return typeof value === 'string' ? value : undefined
+}
+
 type BadRow = { line: number; reason: string }
 type Checked = { rows: { line: number; values: ContactValues }[]; bad: BadRow[] }
 
@@ -283,7 +289,7 @@ export function contactPages(d: Dashboard) {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope
         return orError(
-          () => contactsPage(scope, query as { q?: string; page?: string }),
+          () => contactsPage(scope, { q: textParam(query, 'q'), page: textParam(query, 'page') }),
           (message, status) => contactsPage(scope, {}, { error: message, status }),
         )
       })
