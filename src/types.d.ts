@@ -14,7 +14,12 @@ declare module '*.css' {
   const text: string
   export default text
 }
-declare module '*.js' {
+// The dashboard's script files, embedded as text (import ... with { type: 'text' }).
+declare module '*/assets/campaign.js' {
+  const text: string
+  export default text
+}
+declare module '*/assets/copy.js' {
   const text: string
   export default text
 }

@@ -14,10 +14,20 @@ import { signInPages } from './pages/sign-in'
 import { overviewPages } from './pages/overview'
 import { keyPages } from './pages/keys'
 import { accountPages } from './pages/accounts'
+import { contactPages } from './pages/contacts'
+import { templatePages } from './pages/templates'
+import { campaignPages } from './pages/campaigns'
 
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
-  return new Elysia({ name: 'dashboard' }).use(signInPages(d)).use(overviewPages(d)).use(keyPages(d)).use(accountPages(d))
+  return new Elysia({ name: 'dashboard' })
+    .use(signInPages(d))
+    .use(overviewPages(d))
+    .use(keyPages(d))
+    .use(accountPages(d))
+    .use(contactPages(d))
+    .use(templatePages(d))
+    .use(campaignPages(d))
 }
 
 /** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */

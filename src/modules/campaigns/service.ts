@@ -1,7 +1,7 @@
 // Campaigns as the API sees them (drafts created here, run from the dashboard), and the templates
 // and segments they are built from (admin API).
 
-import type { Sql } from '../../db/client'
+import type { Db, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
@@ -125,7 +125,13 @@ function optionalScheduleAt(value: string | undefined, tz: string): Date | null 
   return at
 }
 
-export async function createCampaign(sql: Sql, tz: string, principal: Principal, input: CreateCampaignBody): Promise<Campaign> {
+/** `keyId` null: created in the dashboard, by no API key. */
+export async function createCampaign(
+  sql: Sql,
+  tz: string,
+  principal: { accountId: number; keyId: number | null },
+  input: CreateCampaignBody,
+): Promise<Campaign> {
   const name = requireText(input.name, 'name')
   const scheduleAt = optionalScheduleAt(input.schedule_at, tz)
   const account = principal.accountId
@@ -135,7 +141,7 @@ export async function createCampaign(sql: Sql, tz: string, principal: Principal,
       exists (select 1 from segments where id = ${isRowId(input.segment_id) ? input.segment_id : 0} and account_id = ${account}) as segment`
   if (!found!.template) throw badValue(`template_id: template ${input.template_id} does not exist`)
   if (!found!.segment) throw badValue(`segment_id: segment ${input.segment_id} does not exist`)
-  // Templates and segments are never deleted, and the composite foreign keys keep them in the account.
+  // Templates and segments in use are never deleted, and the composite foreign keys keep them in the account.
   const [row] = await sql<CampaignRow[]>`
     insert into campaigns (account_id, api_key_id, name, template_id, segment_id, schedule_at)
     values (${account}, ${principal.keyId}, ${name}, ${input.template_id}, ${input.segment_id}, ${scheduleAt})
@@ -185,14 +191,25 @@ export async function listTemplates(sql: Sql, tz: string, accountId: number, p: 
   return { items: rows.map((r) => templateView(r, tz)), total: count!.n, ...p }
 }
 
-export async function getTemplate(sql: Sql, tz: string, id: number): Promise<Template> {
-  const [row] = isRowId(id) ? await sql<TemplateRow[]>`select id, name, body, created_at from templates where id = ${id}` : []
+const ofAccount = (sql: Db, accountId: number | undefined) => (accountId === undefined ? sql`` : sql`and account_id = ${accountId}`)
+
+export async function getTemplate(sql: Sql, tz: string, id: number, accountId?: number): Promise<Template> {
+  const [row] = isRowId(id)
+    ? await sql<TemplateRow[]>`select id, name, body, created_at from templates where id = ${id} ${ofAccount(sql, accountId)}`
+    : []
   if (!row) throw new ApiError('NOT_FOUND', `template ${id} not found`)
   return templateView(row, tz)
 }
 
 /** A template changes only while no scheduled, sending or paused campaign uses it. */
-export async function updateTemplate(sql: Sql, tz: string, id: number, input: { name?: string; body?: string }): Promise<Template> {
+/** `accountId`: only a template of that account (else 404), for the dashboard. */
+export async function updateTemplate(
+  sql: Sql,
+  tz: string,
+  id: number,
+  input: { name?: string; body?: string },
+  accountId?: number,
+): Promise<Template> {
   const name = input.name === undefined ? undefined : requireText(input.name, 'name')
   if (input.body !== undefined) {
     if (input.body.trim().length === 0) throw badValue('body: must not be empty')
@@ -200,7 +217,9 @@ export async function updateTemplate(sql: Sql, tz: string, id: number, input: { 
     requireKnownPlaceholders(input.body)
   }
   return sql.begin(async (tx) => {
-    const [row] = isRowId(id) ? await tx<TemplateRow[]>`select id from templates where id = ${id} for update` : []
+    const [row] = isRowId(id)
+      ? await tx<TemplateRow[]>`select id from templates where id = ${id} ${ofAccount(tx, accountId)} for update`
+      : []
     if (!row) throw new ApiError('NOT_FOUND', `template ${id} not found`)
     const [busy] = await tx`select id from campaigns where template_id = ${id} and status in ('scheduled', 'sending', 'paused') limit 1`
     if (busy) throw new ApiError('CONFLICT', `template ${id} is used by running campaign ${busy.id}`)
@@ -212,9 +231,9 @@ export async function updateTemplate(sql: Sql, tz: string, id: number, input: { 
 }
 
 /** A template is deleted only when no campaign refers to it. */
-export async function deleteTemplate(sql: Sql, id: number): Promise<{ deleted: true }> {
+export async function deleteTemplate(sql: Sql, id: number, accountId?: number): Promise<{ deleted: true }> {
   return sql.begin(async (tx) => {
-    const [row] = isRowId(id) ? await tx`select id from templates where id = ${id} for update` : []
+    const [row] = isRowId(id) ? await tx`select id from templates where id = ${id} ${ofAccount(tx, accountId)} for update` : []
     if (!row) throw new ApiError('NOT_FOUND', `template ${id} not found`)
     const [used] = await tx`select id from campaigns where template_id = ${id} limit 1`
     if (used) throw new ApiError('CONFLICT', `template ${id} is used by campaign ${used.id}`)
@@ -258,4 +277,16 @@ export async function listSegments(sql: Sql, tz: string, accountId: number, p: P
     sql<{ n: number }[]>`select count(*)::int as n from segments where account_id = ${accountId}`,
   ])
   return { items: rows.map((r) => segmentView(r, tz)), total: count!.n, ...p }
+}
+
+/** A segment is deleted only when no campaign refers to it. `accountId`: only a segment of that account (else 404). */
+export async function deleteSegment(sql: Sql, id: number, accountId?: number): Promise<{ deleted: true }> {
+  return sql.begin(async (tx) => {
+    const [row] = isRowId(id) ? await tx`select id from segments where id = ${id} ${ofAccount(tx, accountId)} for update` : []
+    if (!row) throw new ApiError('NOT_FOUND', `segment ${id} not found`)
+    const [used] = await tx`select id from campaigns where segment_id = ${id} limit 1`
+    if (used) throw new ApiError('CONFLICT', `segment ${id} is used by campaign ${used.id}`)
+    await tx`delete from segments where id = ${id}`
+    return { deleted: true as const }
+  })
 }

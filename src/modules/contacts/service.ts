@@ -119,12 +119,21 @@ export async function listContacts(sql: Sql, tz: string, principal: Principal, p
   return { items: rows.map((r) => contactView(r, tz)), total: count!.n, ...p }
 }
 
+export type ContactValues = { name: string; phone: string; email: string | null; city: string | null; tags: string[] }
+
+/** A contact's fields checked and normalised, or a 422 (ApiError) naming the first bad one. */
+export function contactValues(input: CreateContactBody): ContactValues {
+  return {
+    name: requireText(input.name, 'name'),
+    phone: requirePhone(input.phone, 'phone'),
+    email: optionalEmail(input.email),
+    city: optionalText(input.city, 'city'),
+    tags: parseTags(input.tags),
+  }
+}
+
 export async function createContact(sql: Sql, tz: string, principal: Principal, input: CreateContactBody): Promise<Contact> {
-  const name = requireText(input.name, 'name')
-  const phone = requirePhone(input.phone, 'phone')
-  const email = optionalEmail(input.email)
-  const city = optionalText(input.city, 'city')
-  const tags = parseTags(input.tags)
+  const { name, phone, email, city, tags } = contactValues(input)
   try {
     const [row] = await sql<ContactRow[]>`
       insert into contacts (account_id, name, phone, email, city, tags)
@@ -139,4 +148,61 @@ export async function createContact(sql: Sql, tz: string, principal: Principal, 
     }
     throw error
   }
+}
+
+const duplicateOf = (phone: string) => `phone: a contact with ${phone} already exists`
+
+/**
+ * Imports checked contacts (contactValues) in one transaction. A phone the account already has is
+ * a bad row; with `allOrNothing` any bad row imports nothing. The unique constraint decides, so a
+ * contact added meanwhile is reported too rather than imported twice.
+ */
+export async function importContacts(
+  sql: Sql,
+  accountId: number,
+  rows: { line: number; values: ContactValues }[],
+  allOrNothing: boolean,
+): Promise<{ imported: number; bad: { line: number; reason: string }[] }> {
+  class Rollback extends Error {}
+  let result: { imported: number; bad: { line: number; reason: string }[] } = { imported: 0, bad: [] }
+  try {
+    await sql.begin(async (tx) => {
+      const phones = rows.map((r) => r.values.phone)
+      const existing = new Set(
+        (await tx<{ phone: string }[]>`select phone from contacts where account_id = ${accountId} and phone = any(${phones}::text[])`).map(
+          (r) => r.phone,
+        ),
+      )
+      const bad = rows.filter((r) => existing.has(r.values.phone)).map((r) => ({ line: r.line, reason: duplicateOf(r.values.phone) }))
+      if (allOrNothing && bad.length > 0) {
+        result = { imported: 0, bad }
+        return
+      }
+      const fresh = rows.filter((r) => !existing.has(r.values.phone))
+      const v = fresh.map((r) => r.values)
+      const inserted = new Set(
+        (
+          await tx<{ phone: string }[]>`
+            insert into contacts (account_id, name, phone, email, city, tags)
+            select ${accountId}, v.name, v.phone, v.email, v.city,
+              coalesce((select array_agg(t) from json_array_elements_text(v.tags::json) as t), '{}')
+            from unnest(${v.map((c) => c.name)}::text[], ${v.map((c) => c.phone)}::text[], ${v.map((c) => c.email) as string[]}::text[],
+                        ${v.map((c) => c.city) as string[]}::text[], ${v.map((c) => JSON.stringify(c.tags))}::text[])
+              as v(name, phone, email, city, tags)
+            on conflict (account_id, phone) do nothing
+            returning phone`
+        ).map((r) => r.phone),
+      )
+      for (const r of fresh) if (!inserted.has(r.values.phone)) bad.push({ line: r.line, reason: duplicateOf(r.values.phone) })
+      bad.sort((a, b) => a.line - b.line)
+      result = { imported: inserted.size, bad }
+      if (allOrNothing && bad.length > 0) {
+        result = { imported: 0, bad }
+        throw new Rollback()
+      }
+    })
+  } catch (error) {
+    if (!(error instanceof Rollback)) throw error
+  }
+  return result
 }

@@ -1,0 +1,309 @@
+// Campaigns: the list with status and counts, create (now or at a time), and a campaign's page:
+// run (now, or at its schedule), resume, cancel, and its progress, a bar and the counts that a small
+// script (assets/campaign.js) refreshes every second from GET .../campaigns/:campaign/progress.
+// The engine and the campaign service decide every rule; ids of another account are 404.
+
+import { Elysia } from 'elysia'
+import { h, Fragment } from '../jsx'
+import { Csrf, Layout } from '../layout'
+import { type Dashboard, field, notFound, orError, redirect, respond } from '../context'
+import { changeScope, idParam, titleOf, viewScope, type Scope } from './account-scope'
+import script from '../assets/campaign.js' with { type: 'text' }
+import { PAGE_HEADERS } from '../session'
+import { audit } from '../../modules/users/service'
+import type { CampaignDetail } from '../../modules/campaigns/model'
+import { cancelCampaign, resumeCampaign, runCampaign } from '../../modules/campaigns/engine'
+import { createCampaign, getCampaign, listCampaigns, listSegments, listTemplates } from '../../modules/campaigns/service'
+
+export const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
+const PAGE_SIZE = 50
+const LIST = { limit: 200, offset: 0 }
+
+/** What the progress route answers: the campaign API's stats, plus what is still to go. */
+export const progressOf = (detail: CampaignDetail) => ({
+  status: detail.campaign.status,
+  pause_reason: detail.campaign.pause_reason,
+  stats: detail.stats,
+  pending: Math.max(0, detail.stats.total - detail.stats.sent - detail.stats.failed),
+})
+
+const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'pending'] as const
+
+export function campaignPages(d: Dashboard) {
+  const principalOf = (scope: Scope) => ({ accountId: scope.accountId, keyId: 0 })
+  /** The campaign of the scope's account, or null (404). */
+  const ownCampaign = (scope: Scope, id: number | null) =>
+    id === null ? Promise.resolve(null) : getCampaign(d.sql, d.tz, principalOf(scope), id).catch(() => null)
+
+  async function campaignsPage(
+    scope: Scope,
+    pageParam: string | undefined,
+    options: { error?: string; status?: number; values?: Record<string, string> } = {},
+  ) {
+    const { session, base } = scope
+    const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
+    const [list, templates, segments] = await Promise.all([
+      listCampaigns(d.sql, d.tz, principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
+      listTemplates(d.sql, d.tz, scope.accountId, LIST),
+      listSegments(d.sql, d.tz, scope.accountId, LIST),
+    ])
+    const details = await Promise.all(list.items.map((c) => getCampaign(d.sql, d.tz, principalOf(scope), c.id)))
+    const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
+    const v = options.values ?? {}
+    return respond(
+      <Layout title={titleOf(scope, 'Campaigns')} session={session} error={options.error}>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Campaign</th>
+                <th scope="col">Status</th>
+                <th scope="col">Scheduled</th>
+                <th scope="col">Total</th>
+                <th scope="col">Sent</th>
+                <th scope="col">Delivered</th>
+                <th scope="col">Read</th>
+                <th scope="col">Failed</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {details.map(({ campaign: c, stats }) => (
+                <tr>
+                  <td>
+                    <a href={`${base}/campaigns/${c.id}`}>{c.name}</a>
+                  </td>
+                  <td>{c.status}</td>
+                  <td>{c.schedule_at ?? ''}</td>
+                  <td>{stats.total.toLocaleString('en')}</td>
+                  <td>{stats.sent.toLocaleString('en')}</td>
+                  <td>{stats.delivered.toLocaleString('en')}</td>
+                  <td>{stats.read.toLocaleString('en')}</td>
+                  <td>{stats.failed.toLocaleString('en')}</td>
+                  <td>{c.created_at}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        {list.items.length === 0 ? <p class="muted">No campaigns yet.</p> : null}
+        {pages > 1 ? (
+          <nav class="pager" aria-label="Pages">
+            {pageNumber > 1 ? <a href={`${base}/campaigns?page=${pageNumber - 1}`}>Previous page</a> : null}
+            <span>
+              Page {pageNumber} of {pages}
+            </span>
+            {pageNumber < pages ? <a href={`${base}/campaigns?page=${pageNumber + 1}`}>Next page</a> : null}
+          </nav>
+        ) : null}
+        <h2>New campaign</h2>
+        {templates.items.length === 0 || segments.items.length === 0 ? (
+          <p>
+            A campaign needs a template and a segment: <a href={`${base}/templates`}>create them first</a>.
+          </p>
+        ) : (
+          <form class="stack card" method="post" action={`${base}/campaigns`}>
+            <Csrf session={session} />
+            <label>
+              Name
+              <input name="name" required maxlength={200} value={v.name ?? ''} />
+            </label>
+            <label>
+              Template
+              <select name="template_id" required>
+                {templates.items.map((t) => (
+                  <option value={String(t.id)} selected={v.template_id === String(t.id)}>
+                    {t.name}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Segment
+              <select name="segment_id" required>
+                {segments.items.map((s) => (
+                  <option value={String(s.id)} selected={v.segment_id === String(s.id)}>
+                    {s.name} ({s.contact_count.toLocaleString('en')} contacts)
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Send at (optional, YYYY-MM-DD HH:MM:SS, {d.tz})
+              <input
+                name="schedule_at"
+                placeholder="2025-03-01 09:00:00"
+                value={v.schedule_at ?? ''}
+                pattern="\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+              />
+            </label>
+            <button type="submit">Create campaign</button>
+          </form>
+        )}
+      </Layout>,
+      options.status ?? 200,
+    )
+  }
+
+  async function campaignPage(scope: Scope, detail: CampaignDetail, options: { error?: string; status?: number } = {}) {
+    const { session, base } = scope
+    const c = detail.campaign
+    const progress = progressOf(detail)
+    const [templates, segments] = await Promise.all([
+      listTemplates(d.sql, d.tz, scope.accountId, LIST),
+      listSegments(d.sql, d.tz, scope.accountId, LIST),
+    ])
+    const template = templates.items.find((t) => t.id === c.template_id)
+    const segment = segments.items.find((s) => s.id === c.segment_id)
+    const action = (path: string, label: string, secondary = false) => (
+      <form method="post" action={`${base}/campaigns/${c.id}/${path}`}>
+        <Csrf session={session} />
+        <button class={secondary ? 'secondary' : undefined} type="submit">
+          {label}
+        </button>
+      </form>
+    )
+    const future = c.schedule_at !== null && c.status === 'draft'
+    return respond(
+      <Layout title={titleOf(scope, `Campaign ${c.name}`)} session={session} error={options.error}>
+        <dl class="facts card">
+          <dt>Status</dt>
+          <dd id="campaign-status">{c.status}</dd>
+          <dt>Template</dt>
+          <dd>{template?.name ?? `#${c.template_id}`}</dd>
+          <dt>Segment</dt>
+          <dd>{segment ? `${segment.name} (tag ${segment.tag})` : `#${c.segment_id}`}</dd>
+          <dt>Scheduled</dt>
+          <dd>{c.schedule_at ?? 'not scheduled'}</dd>
+          <dt>Created</dt>
+          <dd>{c.created_at}</dd>
+          <dt>Started</dt>
+          <dd>{c.started_at ?? 'not yet'}</dd>
+          <dt>Finished</dt>
+          <dd>{c.finished_at ?? 'not yet'}</dd>
+          {c.pause_reason ? (
+            <>
+              <dt>Paused because</dt>
+              <dd>{c.pause_reason}</dd>
+            </>
+          ) : null}
+        </dl>
+        <div class="actions">
+          {c.status === 'draft' ? action('run', future ? 'Run at its schedule' : 'Run now') : null}
+          {c.status === 'paused' ? action('resume', 'Resume') : null}
+          {c.status !== 'sent' && c.status !== 'cancelled' ? action('cancel', 'Cancel campaign', true) : null}
+        </div>
+        <h2>Progress</h2>
+        <div id="campaign-progress" class="card" data-progress-url={`${base}/campaigns/${c.id}/progress`}>
+          <label>
+            Handled (sent or failed) of all recipients
+            <progress id="progress-bar" max={Math.max(progress.stats.total, 1)} value={progress.stats.total - progress.pending}>
+              {`${progress.stats.total - progress.pending} of ${progress.stats.total}`}
+            </progress>
+          </label>
+          <div class="stats counts">
+            {COUNTS.map((name) => (
+              <div class="card stat">
+                <div class="value" id={`count-${name}`}>
+                  {(name === 'pending' ? progress.pending : progress.stats[name]).toLocaleString('en')}
+                </div>
+                <div class="label">{name[0]!.toUpperCase() + name.slice(1)}</div>
+              </div>
+            ))}
+          </div>
+        </div>
+        <p>
+          <a href={`${base}/campaigns`}>Back to the campaigns</a>
+        </p>
+        <script src={CAMPAIGN_SCRIPT} defer></script>
+      </Layout>,
+      options.status ?? 200,
+    )
+  }
+
+  const app = new Elysia({ prefix: '/dashboard' }).get(
+    '/assets/campaign.js',
+    () => new Response(script, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600' } }),
+  )
+  for (const prefix of ['', '/accounts/:id']) {
+    const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
+    const changes = [
+      ['run', runCampaign, 'campaign run'],
+      ['resume', resumeCampaign, 'campaign resumed'],
+      ['cancel', cancelCampaign, 'campaign cancelled'],
+    ] as const
+
+    app
+      .get(`${prefix}/campaigns`, async ({ request, params, query }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        return scope instanceof Response ? scope : campaignsPage(scope, (query as { page?: string }).page)
+      })
+      .post(`${prefix}/campaigns`, async ({ request, body, params, server }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        if (scope instanceof Response) return scope
+        const values = Object.fromEntries(['name', 'template_id', 'segment_id', 'schedule_at'].map((n) => [n, field(body, n)]))
+        return orError(
+          async () => {
+            const campaign = await createCampaign(
+              d.sql,
+              d.tz,
+              { accountId: scope.accountId, keyId: null },
+              {
+                name: values.name!,
+                template_id: Number(idParam(values.template_id!) ?? 0),
+                segment_id: Number(idParam(values.segment_id!) ?? 0),
+                schedule_at: values.schedule_at!.trim() === '' ? undefined : values.schedule_at!.trim(),
+              },
+            )
+            await audit(d.sql, {
+              user: scope.session.user,
+              address: d.addressOf(request, server),
+              accountId: scope.accountId,
+              action: 'campaign created',
+              detail: { campaign_id: campaign.id, name: campaign.name, schedule_at: campaign.schedule_at },
+            })
+            return redirect(`${scope.base}/campaigns/${campaign.id}`)
+          },
+          (error, status) => campaignsPage(scope, undefined, { error, status, values }),
+        )
+      })
+      .get(`${prefix}/campaigns/:campaign`, async ({ request, params }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        if (scope instanceof Response) return scope
+        const detail = await ownCampaign(scope, idParam(params.campaign))
+        return detail ? campaignPage(scope, detail) : notFound(scope.session)
+      })
+      .get(`${prefix}/campaigns/:campaign/progress`, async ({ request, params }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        if (scope instanceof Response) return scope
+        const detail = await ownCampaign(scope, idParam(params.campaign))
+        const headers = { ...PAGE_HEADERS, 'content-type': 'application/json' }
+        if (!detail) return new Response(JSON.stringify({ error: 'not found' }), { status: 404, headers })
+        return new Response(JSON.stringify(progressOf(detail)), { headers })
+      })
+    for (const [path, change, auditAction] of changes) {
+      app.post(`${prefix}/campaigns/:campaign/${path}`, async ({ request, body, params, server }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        if (scope instanceof Response) return scope
+        const detail = await ownCampaign(scope, idParam(params.campaign))
+        if (!detail) return notFound(scope.session)
+        const id = detail.campaign.id
+        return orError(
+          async () => {
+            await change(d.deps, id)
+            await audit(d.sql, {
+              user: scope.session.user,
+              address: d.addressOf(request, server),
+              accountId: scope.accountId,
+              action: auditAction,
+              detail: { campaign_id: id },
+            })
+            return redirect(`${scope.base}/campaigns/${id}`)
+          },
+          async (error, status) => campaignPage(scope, (await ownCampaign(scope, id)) ?? detail, { error, status }),
+        )
+      })
+    }
+  }
+  return app
+}
