@@ -11,8 +11,16 @@ import { signInPages } from './pages/sign-in'
 import { overviewPages } from './pages/overview'
 import { keyPages } from './pages/keys'
 import { accountPages } from './pages/accounts'
+import { messagePages } from './pages/messages'
+import { ledgerPages } from './pages/ledger'
 
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
-  return new Elysia({ name: 'dashboard' }).use(signInPages(d)).use(overviewPages(d)).use(keyPages(d)).use(accountPages(d))
+  return new Elysia({ name: 'dashboard' })
+    .use(signInPages(d))
+    .use(overviewPages(d))
+    .use(keyPages(d))
+    .use(accountPages(d))
+    .use(messagePages(d))
+    .use(ledgerPages(d))
 }
