@@ -222,7 +222,7 @@ export function messagePages(d: Dashboard) {
               <h3>
                 {String(e.payload?.data?.status ?? 'event')} event · <span class={`status status-${e.status}`}>{e.status}</span>
               </h3>
-              <p class="muted">
+              <p class="muted wrap">
                 {e.webhook_id} · created {e.created_at}
                 {e.delivered_at ? ` · delivered ${e.delivered_at}` : ''}
                 {e.next_attempt_at ? ` · next attempt ${e.next_attempt_at}` : ''}

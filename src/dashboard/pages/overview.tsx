@@ -148,7 +148,7 @@ export function overviewPages(d: Dashboard) {
       const session = await d.sessionOf(request)
       if (!session) return redirect('/dashboard/sign-in')
       if (session.user.role === 'operator') return redirect('/dashboard/accounts')
-      const scope = await accountScope(d, request)
+      const scope = await accountScope(d, request, undefined, session)
       return scope instanceof Response ? scope : overviewPage(scope)
     })
     .get('/accounts/:id/overview', async ({ request, params }) => {

@@ -9,8 +9,13 @@ import { getAccount } from '../../modules/admin/service'
 
 export type Scope = { session: Session; accountId: number; /** Where the account's pages live. */ base: string }
 
-export async function accountScope(d: Dashboard, request: Request, accountParam?: string): Promise<Scope | Response> {
-  const session = await d.sessionOf(request)
+export async function accountScope(
+  d: Dashboard,
+  request: Request,
+  accountParam?: string,
+  loaded?: Session | null,
+): Promise<Scope | Response> {
+  const session = loaded === undefined ? await d.sessionOf(request) : loaded
   if (!session) return redirect('/dashboard/sign-in')
   if (accountParam === undefined) {
     if (session.user.role !== 'member' || session.user.account_id === null) return notFound(session)
