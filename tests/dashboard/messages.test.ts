@@ -38,6 +38,9 @@ beforeAll(async () => {
   await send(own.key, '081234568888', 'this one fails')
   await send(own.key, '085700001111', 'third')
   await send(other.key, '081299990000', 'not yours')
+  // Refused by the simulator at hand-off: failed and refunded.
+  const refused = await t.api('POST', '/messages/send', own.key, { to: '081234569999', body: 'refused' })
+  if (refused.status === 200) throw new Error('the simulator took a number ending in 9999')
   const bulk = await t.api('POST', '/messages/bulk', own.key, {
     messages: Array.from({ length: 51 }, (_, i) => ({ to: `08130000${String(1000 + i)}`, body: `bulk ${i}` })),
   })
@@ -50,6 +53,7 @@ beforeAll(async () => {
   ids.script = await idOf(own.accountId, '+6281234567890')
   ids.failed = await idOf(own.accountId, '+6281234568888')
   ids.third = await idOf(own.accountId, '+6285700001111')
+  ids.refunded = await idOf(own.accountId, '+6281234569999')
   ids.others = await idOf(other.accountId, '+6281299990000')
   // One delivery of the read message's webhook events, attempted twice (as the delivery worker logs it).
   const [event] = await t.db.sql<{ id: number }[]>`select id from webhook_events where message_id = ${ids.script} order by id limit 1`
@@ -140,15 +144,19 @@ describe('messages', () => {
     expect(phone.text).toContain('+6285700001111')
     expect(phone.text).toContain('1 message')
     expect(phone.text).not.toContain('+6281234568888')
+    // Digits from the middle of the number, a leading 0 included, match too.
+    const middle = await member.get('/dashboard/messages?phone=00001111')
+    expect(middle.text).toContain('+6285700001111')
+    expect(middle.text).toContain('1 message')
     const none = await member.get(`/dashboard/messages?date_from=${encodeURIComponent('2999-01-01 00:00:00')}`)
     expect(none.text).toContain('0 messages')
     const all = await member.get('/dashboard/messages')
-    expect(all.text).toContain('54 messages · page 1 of 2')
+    expect(all.text).toContain('55 messages · page 1 of 2')
     expect(all.text.match(/<tr>/g)!.length).toBe(51) // the header row and 50
     expect(all.text).toContain('href="/dashboard/messages?page=2">Next</a>')
     expect(all.text).not.toContain('>Previous</a>')
     const second = await member.get('/dashboard/messages?page=2')
-    expect(second.text.match(/<tr>/g)!.length).toBe(5)
+    expect(second.text.match(/<tr>/g)!.length).toBe(6)
     expect(second.text).toContain('href="/dashboard/messages?page=1">Previous</a>')
     expect(second.text).not.toContain('>Next</a>')
     // The filter is kept in the page links.
@@ -208,6 +216,15 @@ describe('messages', () => {
     expect(failed.text).toContain('<strong>Failed</strong>')
     expect(failed.text).toContain('63016 simulated delivery failure')
     expect(failed.text).toContain('<li class="pending"><strong>Delivered</strong> <span class="nowrap">not yet</span>')
+
+    // Refused at hand-off: failed, and its charge refunded (both ledger rows shown).
+    const refunded = await member.get(`/dashboard/messages/${ids.refunded}`)
+    expect(refunded.status).toBe(200)
+    expect(refunded.text).toContain('<strong>Refunded</strong>')
+    expect(refunded.text).toMatch(/<dt>Refund<\/dt><dd>\d+ IDR<\/dd>/)
+    expect(refunded.text).toMatch(/<td>charge<\/td><td>-\d+<\/td>/)
+    expect(refunded.text).toMatch(/<td>refund<\/td><td>\d+<\/td>/)
+    expect(refunded.text).toContain('simulator refused the message')
   })
 })
 
@@ -280,10 +297,10 @@ describe('overview', () => {
     expect(page.text).toContain('<h1>Overview</h1>')
     expect(page.text).toContain('Price per message')
     expect(page.text).toContain('<svg class="chart" viewBox="0 0 720 220" role="img" aria-labelledby="chart-title">')
-    expect(page.text).toContain('<title id="chart-title">Messages per day over the last 30 days by status: 54 in all</title>')
+    expect(page.text).toContain('<title id="chart-title">Messages per day over the last 30 days by status: 55 in all</title>')
     const today = lastDays(t.config.timezone, 1)[0]!
-    expect(page.text).toContain(`<title>${today}: 1 failed</title>`)
-    expect(page.text).toContain('</span>failed: 1</li>')
+    expect(page.text).toContain(`<title>${today}: 2 failed</title>`)
+    expect(page.text).toContain('</span>failed: 2</li>')
     expect(page.text).toContain('</span>read: 53</li>')
     expect(page.text).toContain(`href="/dashboard/messages/${ids.failed}">+6281234568888</a>`)
     expect(page.text).toContain('63016 simulated delivery failure')
