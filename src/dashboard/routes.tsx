@@ -17,6 +17,8 @@ import { accountPages } from './pages/accounts'
 import { contactPages } from './pages/contacts'
 import { templatePages } from './pages/templates'
 import { campaignPages } from './pages/campaigns'
+import { messagePages } from './pages/messages'
+import { ledgerPages } from './pages/ledger'
 
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
@@ -28,6 +30,8 @@ export function dashboardRoutes(deps: Deps) {
     .use(contactPages(d))
     .use(templatePages(d))
     .use(campaignPages(d))
+    .use(messagePages(d))
+    .use(ledgerPages(d))
 }
 
 /** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */

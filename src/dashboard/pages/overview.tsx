@@ -1,19 +1,86 @@
-// A member's overview: balance, price and how many messages the balance pays for.
+// A member's overview: balance, price and how many messages the balance pays for; the messages of
+// the last 30 days by status (an SVG chart built here from the counts, no chart library) and the
+// latest failures with their error. Operators see an account's at /dashboard/accounts/:id/overview.
 
 import { Elysia } from 'elysia'
-import { h } from '../jsx'
+import { h, escapeHtml, raw, type Html } from '../jsx'
 import { Layout } from '../layout'
 import { type Dashboard, redirect, respond } from '../context'
+import { accountScope, type Scope } from './scope'
 import { getAccount } from '../../modules/admin/service'
+import { STATUSES, dailyStatusCounts, recentFailures } from '../../modules/messages/queries'
+import { formatTimestamp } from '../../lib/time'
+
+const DAYS = 30
+
+/** The `days` calendar days up to today in `tz`, oldest first, as YYYY-MM-DD. */
+export function lastDays(tz: string, days: number, now = new Date()): string[] {
+  const today = formatTimestamp(now, tz)!.slice(0, 10)
+  const base = Date.UTC(Number(today.slice(0, 4)), Number(today.slice(5, 7)) - 1, Number(today.slice(8, 10)))
+  return Array.from({ length: days }, (_, i) => new Date(base - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10))
+}
+
+/** A round upper bound for the y axis: 1, 2, 5 × 10^n. */
+function niceMax(value: number): number {
+  if (value <= 1) return 1
+  const power = 10 ** Math.floor(Math.log10(value))
+  return [1, 2, 5, 10].map((m) => m * power).find((m) => m >= value)!
+}
+
+/**
+ * Stacked bars, one per day, one segment per status. Built only from numbers and the server's own
+ * day strings (escaped all the same), so it may go out through raw().
+ */
+export function statusChart(days: string[], counts: Map<string, Record<string, number>>): Html {
+  const W = 720
+  const H = 220
+  const left = 40
+  const right = 8
+  const top = 10
+  const bottom = 26
+  const plotW = W - left - right
+  const plotH = H - top - bottom
+  const totals = days.map((day) => STATUSES.reduce((sum, s) => sum + (counts.get(day)?.[s] ?? 0), 0))
+  const max = niceMax(Math.max(0, ...totals))
+  const slot = plotW / days.length
+  const barW = Math.max(2, slot * 0.7)
+  const y = (n: number) => top + plotH - (n / max) * plotH
+  const all = totals.reduce((a, b) => a + b, 0)
+  const label = `Messages per day over the last ${days.length} days by status: ${all} in all`
+  let svg = `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="chart-title"><title id="chart-title">${escapeHtml(label)}</title>`
+  for (const tick of [0, max / 2, max]) {
+    if (tick !== Math.round(tick)) continue
+    svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"/>`
+    svg += `<text class="axis" x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${tick}</text>`
+  }
+  days.forEach((day, i) => {
+    const x = left + i * slot + (slot - barW) / 2
+    let base = 0
+    for (const status of STATUSES) {
+      const n = counts.get(day)?.[status] ?? 0
+      if (n === 0) continue
+      const y0 = y(base + n)
+      svg += `<rect class="s-${status}" x="${x.toFixed(1)}" y="${y0.toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(base) - y0).toFixed(1)}"><title>${escapeHtml(`${day}: ${n} ${status}`)}</title></rect>`
+      base += n
+    }
+    if (i % 5 === 0 || i === days.length - 1) {
+      svg += `<text class="axis" x="${(left + i * slot + slot / 2).toFixed(1)}" y="${H - 8}" text-anchor="middle">${escapeHtml(day.slice(5))}</text>`
+    }
+  })
+  svg += `<line class="baseline" x1="${left}" x2="${W - right}" y1="${top + plotH}" y2="${top + plotH}"/></svg>`
+  return raw(svg)
+}
 
 export function overviewPages(d: Dashboard) {
-  return new Elysia({ prefix: '/dashboard' }).get('', async ({ request }) => {
-    const session = await d.sessionOf(request)
-    if (!session) return redirect('/dashboard/sign-in')
-    if (session.user.role === 'operator') return redirect('/dashboard/accounts')
-    const account = await getAccount(d.sql, d.tz, session.user.account_id!)
+  async function overviewPage(scope: Scope) {
+    const { session, accountId, base } = scope
+    const account = await getAccount(d.sql, d.tz, accountId)
+    const days = lastDays(d.tz, DAYS)
+    const counts = await dailyStatusCounts(d.sql, d.tz, accountId, DAYS)
+    const failures = await recentFailures(d.sql, d.tz, accountId, 10)
+    const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
     return respond(
-      <Layout title="Overview" session={session}>
+      <Layout title={base === '/dashboard' ? 'Overview' : `${account.name}: overview`} session={session}>
         <div class="stats">
           <div class="card stat">
             <div class="value">{account.wa_balance.toLocaleString('en')}</div>
@@ -28,7 +95,64 @@ export function overviewPages(d: Dashboard) {
             <div class="label">Messages the balance pays for</div>
           </div>
         </div>
+        <h2>Messages of the last {DAYS} days</h2>
+        <figure class="card chart-card">
+          {statusChart(days, counts)}
+          <figcaption>
+            <ul class="legend">
+              {sums.map(([status, n]) => (
+                <li>
+                  <span class={`swatch s-${status}`} aria-hidden="true"></span>
+                  {status}: {n.toLocaleString('en')}
+                </li>
+              ))}
+            </ul>
+          </figcaption>
+        </figure>
+        <h2>Recent failures</h2>
+        {failures.length === 0 ? (
+          <p class="muted">No failed messages.</p>
+        ) : (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Created</th>
+                  <th scope="col">To</th>
+                  <th scope="col">Error</th>
+                </tr>
+              </thead>
+              <tbody>
+                {failures.map((m) => (
+                  <tr>
+                    <td class="nowrap">{m.created_at}</td>
+                    <td class="nowrap">
+                      <a href={`${base}/messages/${m.id}`}>{m.phone}</a>
+                    </td>
+                    <td>{[m.error_code, m.error_message].filter((x) => x !== null && x !== '').join(' ') || 'no error given'}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <p>
+          <a href={`${base}/messages?status=failed`}>All failed messages</a>
+        </p>
       </Layout>,
     )
-  })
+  }
+
+  return new Elysia({ prefix: '/dashboard' })
+    .get('', async ({ request }) => {
+      const session = await d.sessionOf(request)
+      if (!session) return redirect('/dashboard/sign-in')
+      if (session.user.role === 'operator') return redirect('/dashboard/accounts')
+      const scope = await accountScope(d, request, undefined, session)
+      return scope instanceof Response ? scope : overviewPage(scope)
+    })
+    .get('/accounts/:id/overview', async ({ request, params }) => {
+      const scope = await accountScope(d, request, params.id)
+      return scope instanceof Response ? scope : overviewPage(scope)
+    })
 }

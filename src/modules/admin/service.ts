@@ -163,3 +163,11 @@ export async function listLedger(sql: Sql, tz: string, accountId: number, p: Pag
     ...p,
   }
 }
+
+/** The ledger rows of one message of an account (its charge, and a refund if it had one), oldest first. */
+export async function messageLedger(sql: Sql, tz: string, accountId: number, messageId: number) {
+  const rows = await sql<LedgerRowDb[]>`
+    select id, kind, amount, balance_after, message_id, note, created_at
+    from ledger where message_id = ${messageId} and account_id = ${accountId} order by id`
+  return rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! }))
+}

@@ -2,14 +2,14 @@
 // shown: the API knows only sent, delivered, read and failed.
 
 import type { Deps } from '../../deps'
-import type { ListStatements, Params } from '../../db/client'
+import type { ListStatements, Params, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { dateRange, page, type Page } from '../../lib/validate'
+import { MAX_PHONE_CHARS, dateRange, page, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
 
-const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
+export const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 
 type Row = {
   id: number
@@ -45,8 +45,11 @@ const view = (r: Row, tz: string) => ({
   read_at: formatTimestamp(r.read_at, tz),
 })
 
-/** What a list is filtered by, already validated (`before` exclusive, see dateRange). */
-export type MessageFilter = { status?: string; from: Date | null; before: Date | null }
+/**
+ * What a list is filtered by, already validated (`before` exclusive, see dateRange). `phone`: digits
+ * only, the dashboard's search (the API has none).
+ */
+export type MessageFilter = { status?: string; from: Date | null; before: Date | null; phone?: string }
 
 /**
  * The two statements of GET /messages: the page, id-first (the candidates come from an index, with a
@@ -69,6 +72,15 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
     params.push(filter.before)
     where += ` and sent_at < $${params.length}`
   }
+  if (filter.phone) {
+    // Digits anywhere in the number; digits typed with the leading 0 of a local number also match
+    // from the start of the stored +62 form.
+    params.push(`%${filter.phone}%`)
+    if (filter.phone.startsWith('0')) {
+      params.push(`+62${filter.phone.slice(1)}%`)
+      where += ` and (phone like $${params.length - 1} or phone like $${params.length})`
+    } else where += ` and phone like $${params.length}`
+  }
   const n = params.length + 1
   return {
     rows: {
@@ -90,6 +102,25 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
 }
 
 export async function listMessages(deps: Deps, principal: Principal, query: ListQuery) {
+  // The API has no phone search: a `phone` parameter that got through is ignored, as before.
+  return listAccountMessages(deps, principal.accountId, { ...query, phone: undefined })
+}
+
+/**
+ * The phone search of the dashboard: the digits typed, separators dropped (listStatements also reads
+ * a leading 0 as the start of a local number, so "0812" finds +62812…); a 422 without a digit.
+ */
+export function phoneSearch(value: string | undefined): string | undefined {
+  const text = value?.trim() ?? ''
+  if (text === '') return undefined
+  if (text.length > MAX_PHONE_CHARS || !/^[\d\s+().-]+$/.test(text) || !/\d/.test(text)) {
+    throw badValue('phone: digits of the number (part of it is enough)')
+  }
+  return text.replace(/\D/g, '')
+}
+
+/** GET /messages of one account; the dashboard adds `phone` (see phoneSearch). */
+export async function listAccountMessages(deps: Deps, accountId: number, query: ListQuery & { phone?: string }) {
   const { sql } = deps
   const tz = deps.config.timezone
   const p = page(query)
@@ -97,7 +128,8 @@ export async function listMessages(deps: Deps, principal: Principal, query: List
     throw badValue(`status: must be one of ${STATUSES.join(', ')}`)
   }
   const { from, before } = dateRange(query, tz)
-  const st = listStatements(principal.accountId, { status: query.status, from, before }, p)
+  const phone = phoneSearch(query.phone)
+  const st = listStatements(accountId, { status: query.status, from, before, phone }, p)
   const rows = (await sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as Row[]
   // A page that is not full ends the list: the total is known without counting.
   const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
@@ -114,4 +146,37 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
   return view(row, deps.config.timezone)
+}
+
+/** One message of an account by its internal id (the dashboard's message page), with its failed and refunded times. */
+export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
+  const [row] = await sql<(Row & { failed_at: Date | null; refunded_at: Date | null })[]>`
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+           created_at, sent_at, delivered_at, read_at, failed_at, refunded_at
+    from messages where id = ${id} and account_id = ${accountId} and status <> 'queued'`
+  if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
+  return { ...view(row, tz), failed_at: formatTimestamp(row.failed_at, tz), refunded_at: formatTimestamp(row.refunded_at, tz) }
+}
+
+/** Messages created on each of the last `days` days (in `tz`, today included), by status: day → status → count. */
+export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number, days = 30) {
+  const rows = await sql<{ day: string; status: string; n: number }[]>`
+    select to_char(created_at at time zone ${tz}, 'YYYY-MM-DD') as day, status, count(*)::int as n
+    from messages
+    where account_id = ${accountId} and status <> 'queued'
+      and created_at >= (date_trunc('day', now() at time zone ${tz}) - make_interval(days => ${days - 1})) at time zone ${tz}
+    group by 1, 2`
+  const counts = new Map<string, Record<string, number>>()
+  for (const r of rows) counts.set(r.day, { ...counts.get(r.day), [r.status]: r.n })
+  return counts
+}
+
+/** The account's latest failed messages, newest first, with their error. */
+export async function recentFailures(sql: Sql, tz: string, accountId: number, limit = 10) {
+  const rows = await sql<Row[]>`
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+           created_at, sent_at, delivered_at, read_at
+    from messages where account_id = ${accountId} and status = 'failed'
+    order by created_at desc, id desc limit ${limit}`
+  return rows.map((r) => view(r, tz))
 }

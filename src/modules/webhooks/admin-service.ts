@@ -86,6 +86,17 @@ export async function listDeliveries(
   return { items: rows.map((r) => deliveryView(r, tz)), total: count!.n, ...p }
 }
 
+/** Every webhook delivery (event) of one message, oldest first (the dashboard's message page). */
+export async function listMessageDeliveries(sql: Sql, tz: string, messageId: number) {
+  const rows = await sql<DeliveryRow[]>`
+    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+           e.created_at, e.delivered_at, e.payload
+    from webhook_events e join messages m on m.id = e.message_id
+    where e.message_id = ${messageId}
+    order by e.id`
+  return rows.map((r) => deliveryView(r, tz))
+}
+
 async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
   const [row] = await sql<DeliveryRow[]>`
     select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,

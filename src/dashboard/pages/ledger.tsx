@@ -1,0 +1,145 @@
+// An account's ledger: rows newest first with the balance after each (the running balance), a
+// created_at filter, 50 a page, and the same rows as CSV. Members at /dashboard/ledger, operators
+// at /dashboard/accounts/:id/ledger.
+
+import { Elysia } from 'elysia'
+import { h, Fragment } from '../jsx'
+import { Layout } from '../layout'
+import { type Dashboard, orError, respond } from '../context'
+import { PAGE_HEADERS } from '../session'
+import { accountScope, listHref, pageNumber, queryText, type Scope } from './scope'
+import { listLedger } from '../../modules/admin/service'
+import { dateRange } from '../../lib/validate'
+
+const PER_PAGE = 50
+
+/**
+ * One CSV field: quoted when it holds a quote, comma or line break; text that a spreadsheet would
+ * read as a formula (starting with = + - @, or a tab or carriage return) gets a leading ' first.
+ * Numbers are written as they are (a negative amount is a number, not a formula).
+ */
+export function csvField(value: string | number | null): string {
+  if (value === null) return ''
+  if (typeof value === 'number') return String(value)
+  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value
+  return /[",\r\n]/.test(text) || text !== value ? `"${text.replace(/"/g, '""')}"` : text
+}
+
+export function ledgerPages(d: Dashboard) {
+  const filterOf = (query: Record<string, unknown>) => ({ date_from: queryText(query, 'date_from'), date_to: queryText(query, 'date_to') })
+
+  async function ledgerPage(scope: Scope, query: Record<string, unknown>) {
+    const { session, accountId, base } = scope
+    const filter = filterOf(query)
+    const pageNo = pageNumber(query)
+    const path = `${base}/ledger`
+    const render = (list: Awaited<ReturnType<typeof listLedger>> | null, error?: string, status = 200) => {
+      const pages = list ? Math.max(1, Math.ceil(list.total / PER_PAGE)) : 1
+      const current = typeof pageNo === 'number' ? pageNo : 1
+      return respond(
+        <Layout title="Ledger" session={session} error={error}>
+          <form class="inline card" method="get" action={path} role="search">
+            <label>
+              From
+              <input name="date_from" value={filter.date_from ?? ''} placeholder="YYYY-MM-DD HH:MM:SS" maxlength={19} />
+            </label>
+            <label>
+              To
+              <input name="date_to" value={filter.date_to ?? ''} placeholder="YYYY-MM-DD HH:MM:SS" maxlength={19} />
+            </label>
+            <button type="submit">Filter</button>
+            <a class="button-link" href={listHref(`${path}.csv`, filter)}>
+              Export CSV
+            </a>
+          </form>
+          {list ? (
+            <>
+              <p>
+                {list.total.toLocaleString('en')} {list.total === 1 ? 'row' : 'rows'}
+                {list.total > 0 ? ` · page ${current.toLocaleString('en')} of ${pages.toLocaleString('en')}` : ''}
+              </p>
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Created</th>
+                      <th scope="col">Kind</th>
+                      <th scope="col">Amount</th>
+                      <th scope="col">Balance after</th>
+                      <th scope="col">Note</th>
+                      <th scope="col">Message</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.items.map((r) => (
+                      <tr>
+                        <td class="nowrap">{r.created_at}</td>
+                        <td>{r.kind}</td>
+                        <td class="num">{r.amount > 0 ? `+${r.amount.toLocaleString('en')}` : r.amount.toLocaleString('en')}</td>
+                        <td class="num">{r.balance_after.toLocaleString('en')}</td>
+                        <td>{r.note ?? ''}</td>
+                        <td>{r.message_id !== null ? <a href={`${base}/messages/${r.message_id}`}>#{r.message_id}</a> : ''}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <nav class="pager" aria-label="Pages">
+                {current > 1 ? <a href={listHref(path, { ...filter, page: Math.min(current - 1, pages) })}>Previous</a> : null}
+                {current < pages ? <a href={listHref(path, { ...filter, page: current + 1 })}>Next</a> : null}
+              </nav>
+            </>
+          ) : null}
+        </Layout>,
+        status,
+      )
+    }
+    if (typeof pageNo === 'string') return render(null, pageNo, 422)
+    return orError(
+      async () =>
+        render(await listLedger(d.sql, d.tz, accountId, { limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE }, dateRange(filter, d.tz))),
+      (message, status) => render(null, message, status),
+    )
+  }
+
+  /** Every row of the filter, newest first, in one statement (one snapshot). */
+  async function ledgerCsv(scope: Scope, query: Record<string, unknown>) {
+    const filter = filterOf(query)
+    return orError(
+      async () => {
+        const all = await listLedger(d.sql, d.tz, scope.accountId, { limit: Number.MAX_SAFE_INTEGER, offset: 0 }, dateRange(filter, d.tz))
+        const lines = [['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note'].join(',')]
+        for (const r of all.items) {
+          lines.push([r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note].map(csvField).join(','))
+        }
+        return new Response(lines.join('\r\n') + '\r\n', {
+          headers: {
+            ...PAGE_HEADERS,
+            'content-type': 'text/csv; charset=utf-8',
+            'content-disposition': `attachment; filename="ledger-account-${scope.accountId}.csv"`,
+          },
+        })
+      },
+      // A bad filter: the ledger page with the same filter says what is wrong (422).
+      () => ledgerPage(scope, query),
+    )
+  }
+
+  return new Elysia({ prefix: '/dashboard' })
+    .get('/ledger', async ({ request, query }) => {
+      const scope = await accountScope(d, request)
+      return scope instanceof Response ? scope : ledgerPage(scope, query)
+    })
+    .get('/ledger.csv', async ({ request, query }) => {
+      const scope = await accountScope(d, request)
+      return scope instanceof Response ? scope : ledgerCsv(scope, query)
+    })
+    .get('/accounts/:id/ledger', async ({ request, params, query }) => {
+      const scope = await accountScope(d, request, params.id)
+      return scope instanceof Response ? scope : ledgerPage(scope, query)
+    })
+    .get('/accounts/:id/ledger.csv', async ({ request, params, query }) => {
+      const scope = await accountScope(d, request, params.id)
+      return scope instanceof Response ? scope : ledgerCsv(scope, query)
+    })
+}

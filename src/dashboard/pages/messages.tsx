@@ -1,0 +1,291 @@
+// An account's messages: the API's list (status, sent_at dates) plus a phone search, 50 a page; and
+// one message: its status timeline, cost and refund (its ledger rows), and its webhook deliveries
+// with every attempt. Members at /dashboard/messages, operators at /dashboard/accounts/:id/messages.
+
+import { Elysia } from 'elysia'
+import { h, Fragment } from '../jsx'
+import { Layout } from '../layout'
+import { type Dashboard, notFound, orError, respond } from '../context'
+import { accountScope, listHref, pageNumber, queryText, type Scope } from './scope'
+import { ApiError } from '../../http/errors'
+import { STATUSES, getAccountMessage, listAccountMessages } from '../../modules/messages/queries'
+import { messageLedger } from '../../modules/admin/service'
+import { listAttempts, listMessageDeliveries } from '../../modules/webhooks/admin-service'
+
+const PER_PAGE = 50
+const MAX_ATTEMPTS_SHOWN = 200
+
+const preview = (body: string) => (body.length > 80 ? `${body.slice(0, 80)}…` : body)
+
+export function messagePages(d: Dashboard) {
+  async function listPage(scope: Scope, query: Record<string, unknown>) {
+    const { session, accountId, base } = scope
+    const filter = {
+      status: queryText(query, 'status'),
+      date_from: queryText(query, 'date_from'),
+      date_to: queryText(query, 'date_to'),
+      phone: queryText(query, 'phone'),
+    }
+    const pageNo = pageNumber(query)
+    const path = `${base}/messages`
+    const render = (list: Awaited<ReturnType<typeof listAccountMessages>> | null, error?: string, status = 200) => {
+      const pages = list ? Math.max(1, Math.ceil(list.total / PER_PAGE)) : 1
+      const current = typeof pageNo === 'number' ? pageNo : 1
+      return respond(
+        <Layout title="Messages" session={session} error={error}>
+          <form class="inline card" method="get" action={path} role="search">
+            <label>
+              Status
+              <select name="status">
+                <option value="">any</option>
+                {STATUSES.map((s) => (
+                  <option value={s} selected={filter.status === s}>
+                    {s}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <label>
+              Phone contains
+              <input type="search" name="phone" value={filter.phone ?? ''} inputmode="tel" maxlength={40} />
+            </label>
+            <label>
+              Sent from
+              <input name="date_from" value={filter.date_from ?? ''} placeholder="YYYY-MM-DD HH:MM:SS" maxlength={19} />
+            </label>
+            <label>
+              Sent to
+              <input name="date_to" value={filter.date_to ?? ''} placeholder="YYYY-MM-DD HH:MM:SS" maxlength={19} />
+            </label>
+            <button type="submit">Filter</button>
+          </form>
+          {list ? (
+            <>
+              <p>
+                {list.total.toLocaleString('en')} {list.total === 1 ? 'message' : 'messages'}
+                {list.total > 0 ? ` · page ${current.toLocaleString('en')} of ${pages.toLocaleString('en')}` : ''}
+              </p>
+              <div class="table-wrap">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Created</th>
+                      <th scope="col">To</th>
+                      <th scope="col">Status</th>
+                      <th scope="col">Message</th>
+                      <th scope="col">Cost</th>
+                      <th scope="col">Error</th>
+                    </tr>
+                  </thead>
+                  <tbody>
+                    {list.items.map((m) => (
+                      <tr>
+                        <td class="nowrap">{m.created_at}</td>
+                        <td class="nowrap">
+                          <a href={`${path}/${m.id}`}>{m.phone}</a>
+                        </td>
+                        <td>
+                          <span class={`status status-${m.status}`}>{m.status}</span>
+                        </td>
+                        <td>{preview(m.body)}</td>
+                        <td>{m.cost.toLocaleString('en')}</td>
+                        <td>{m.error_code !== null ? `${m.error_code} ${m.error_message ?? ''}` : ''}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+              <nav class="pager" aria-label="Pages">
+                {current > 1 ? <a href={listHref(path, { ...filter, page: Math.min(current - 1, pages) })}>Previous</a> : null}
+                {current < pages ? <a href={listHref(path, { ...filter, page: current + 1 })}>Next</a> : null}
+              </nav>
+            </>
+          ) : null}
+        </Layout>,
+        status,
+      )
+    }
+    if (typeof pageNo === 'string') return render(null, pageNo, 422)
+    return orError(
+      async () => render(await listAccountMessages(d.deps, accountId, { ...filter, limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE })),
+      (message, status) => render(null, message, status),
+    )
+  }
+
+  async function messagePage(scope: Scope, idParam: string) {
+    const { session, accountId, base } = scope
+    if (!/^\d{1,15}$/.test(idParam)) return notFound(session)
+    const message = await getAccountMessage(d.sql, d.tz, accountId, Number(idParam)).catch((error) => {
+      if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
+      throw error
+    })
+    if (!message) return notFound(session)
+    const ledger = await messageLedger(d.sql, d.tz, accountId, message.id)
+    const deliveries = await listMessageDeliveries(d.sql, d.tz, message.id)
+    const attempts = await Promise.all(deliveries.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: MAX_ATTEMPTS_SHOWN, offset: 0 })))
+    const charged = -ledger.filter((r) => r.kind === 'charge').reduce((sum, r) => sum + r.amount, 0)
+    const refunded = ledger.filter((r) => r.kind === 'refund').reduce((sum, r) => sum + r.amount, 0)
+    const steps: [string, string | null, string?][] = [
+      ['Created', message.created_at],
+      ['Sent', message.sent_at],
+      ['Delivered', message.delivered_at],
+      ['Read', message.read_at],
+    ]
+    if (message.status === 'failed') {
+      const error = [message.error_code, message.error_message].filter((x) => x !== null && x !== '').join(' ')
+      steps.push(['Failed', message.failed_at, error || 'no error given'])
+    }
+    if (message.refunded_at) steps.push(['Refunded', message.refunded_at])
+    return respond(
+      <Layout title={`Message to ${message.phone}`} session={session}>
+        <p>
+          <a href={`${base}/messages`}>All messages</a>
+        </p>
+        <div class="card">
+          <dl class="facts">
+            <dt>Status</dt>
+            <dd>
+              <span class={`status status-${message.status}`}>{message.status}</span>
+            </dd>
+            <dt>Message SID</dt>
+            <dd>
+              <code>{message.message_sid ?? '—'}</code>
+            </dd>
+            <dt>To</dt>
+            <dd>{message.phone}</dd>
+            {message.campaign_id !== null ? (
+              <>
+                <dt>Campaign</dt>
+                <dd>#{message.campaign_id}</dd>
+              </>
+            ) : null}
+            {message.media_url ? (
+              <>
+                <dt>Media URL</dt>
+                <dd class="wrap">{message.media_url}</dd>
+              </>
+            ) : null}
+            <dt>Cost</dt>
+            <dd>
+              {message.cost.toLocaleString('en')} {d.config.currency}
+              {charged !== message.cost ? ` (charged ${charged.toLocaleString('en')})` : ''}
+            </dd>
+            <dt>Refund</dt>
+            <dd>{refunded > 0 ? `${refunded.toLocaleString('en')} ${d.config.currency}` : 'none'}</dd>
+          </dl>
+          <p class="message-body">{message.body}</p>
+        </div>
+        <h2>Status timeline</h2>
+        <ol class="timeline">
+          {steps.map(([label, at, detail]) => (
+            <li class={at ? 'done' : 'pending'}>
+              <strong>{label}</strong> <span class="nowrap">{at ?? 'not yet'}</span>
+              {detail ? <div class="error-text">{detail}</div> : null}
+            </li>
+          ))}
+        </ol>
+        <h2>Ledger</h2>
+        {ledger.length === 0 ? (
+          <p class="muted">No ledger rows for this message.</p>
+        ) : (
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">When</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Amount</th>
+                  <th scope="col">Balance after</th>
+                  <th scope="col">Note</th>
+                </tr>
+              </thead>
+              <tbody>
+                {ledger.map((r) => (
+                  <tr>
+                    <td class="nowrap">{r.created_at}</td>
+                    <td>{r.kind}</td>
+                    <td>{r.amount.toLocaleString('en')}</td>
+                    <td>{r.balance_after.toLocaleString('en')}</td>
+                    <td>{r.note ?? ''}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
+        )}
+        <h2>Webhook deliveries</h2>
+        {deliveries.length === 0 ? <p class="muted">No webhook deliveries for this message.</p> : null}
+        {deliveries.map((e, i) => {
+          const list = attempts[i]!
+          return (
+            <section class="card" aria-label={`Delivery ${e.id}`}>
+              <h3>
+                {String(e.payload?.data?.status ?? 'event')} event · <span class={`status status-${e.status}`}>{e.status}</span>
+              </h3>
+              <p class="muted wrap">
+                {e.webhook_id} · created {e.created_at}
+                {e.delivered_at ? ` · delivered ${e.delivered_at}` : ''}
+                {e.next_attempt_at ? ` · next attempt ${e.next_attempt_at}` : ''}
+                {` · ${e.attempts} ${e.attempts === 1 ? 'attempt' : 'attempts'}`}
+              </p>
+              {e.last_error ? <p class="error-text">Last error: {e.last_error}</p> : null}
+              {list.items.length === 0 ? (
+                <p class="muted">Not attempted yet.</p>
+              ) : (
+                <div class="table-wrap">
+                  <table>
+                    <thead>
+                      <tr>
+                        <th scope="col">Attempt</th>
+                        <th scope="col">Time</th>
+                        <th scope="col">Status code</th>
+                        <th scope="col">Latency</th>
+                        <th scope="col">Error</th>
+                        <th scope="col">URL</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {[...list.items].reverse().map((a) => (
+                        <tr>
+                          <td>{a.attempt}</td>
+                          <td class="nowrap">{a.created_at}</td>
+                          <td>{a.status_code ?? '—'}</td>
+                          <td class="nowrap">{a.latency_ms.toLocaleString('en')} ms</td>
+                          <td>{a.error ?? ''}</td>
+                          <td class="wrap">{a.url}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              )}
+              {list.total > list.items.length ? (
+                <p class="muted">
+                  The latest {list.items.length} of {list.total.toLocaleString('en')} attempts.
+                </p>
+              ) : null}
+            </section>
+          )
+        })}
+      </Layout>,
+    )
+  }
+
+  return new Elysia({ prefix: '/dashboard' })
+    .get('/messages', async ({ request, query }) => {
+      const scope = await accountScope(d, request)
+      return scope instanceof Response ? scope : listPage(scope, query)
+    })
+    .get('/messages/:messageId', async ({ request, params }) => {
+      const scope = await accountScope(d, request)
+      return scope instanceof Response ? scope : messagePage(scope, params.messageId)
+    })
+    .get('/accounts/:id/messages', async ({ request, params, query }) => {
+      const scope = await accountScope(d, request, params.id)
+      return scope instanceof Response ? scope : listPage(scope, query)
+    })
+    .get('/accounts/:id/messages/:messageId', async ({ request, params }) => {
+      const scope = await accountScope(d, request, params.id)
+      return scope instanceof Response ? scope : messagePage(scope, params.messageId)
+    })
+}
