@@ -183,6 +183,66 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     })
   }, 120_000)
 
+  test('4. contacts from a CSV file, a template, a segment, and a campaign run to the end with its progress moving on the page', async () => {
+    const page = memberPage
+    const rows = Array.from({ length: 30 }, (_, i) => `Customer ${i},0813${String(i).padStart(8, '0')},c${i}@example.com,Bandung,promo`)
+    const csv = ['name,phone,email,city,tags', ...rows.slice(0, 10), 'Broken,12,,Bandung,promo', ...rows.slice(10)].join('\n')
+    await step(page, 'import the CSV, valid rows only', async () => {
+      await page.goto(`${base}/dashboard/contacts`)
+      await page.getByLabel('CSV file').setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
+      await page.getByLabel('Import the valid rows').check()
+      await page.getByRole('button', { name: 'Import contacts' }).click()
+      await page.waitForLoadState()
+      expect(await page.locator('#imported').innerText()).toBe('30')
+      expect(await page.locator('#bad-rows').innerText()).toBe('1')
+      expect(await page.locator('table').innerText()).toContain('12\tphone: not a valid Indonesian phone number')
+    })
+    await step(page, 'a template and a segment', async () => {
+      await page.goto(`${base}/dashboard/templates`)
+      const template = page.locator('form', { has: page.getByRole('button', { name: 'Create template' }) })
+      await template.getByLabel('Name', { exact: true }).fill('Launch')
+      await template.getByLabel('Text').fill('Hi {{name}}, the new collection is out')
+      await template.getByRole('button', { name: 'Create template' }).click()
+      await page.waitForLoadState()
+      const segment = page.locator('form', { has: page.getByRole('button', { name: 'Create segment' }) })
+      await segment.getByLabel('Name', { exact: true }).fill('Promo list')
+      await segment.getByLabel(/^Tag/).fill('promo')
+      await segment.getByRole('button', { name: 'Create segment' }).click()
+      await page.waitForLoadState()
+      expect(await page.content()).toContain('Promo list')
+    })
+    let campaignUrl = ''
+    await step(page, 'create the campaign and run it', async () => {
+      await page.goto(`${base}/dashboard/campaigns`)
+      await page.getByLabel('Name', { exact: true }).fill('November launch')
+      await page.getByRole('button', { name: 'Create campaign' }).click()
+      await page.waitForURL(/\/dashboard\/campaigns\/\d+$/)
+      campaignUrl = page.url()
+      await page.getByRole('button', { name: 'Run now' }).click()
+      await page.waitForURL(campaignUrl)
+    })
+    await step(page, 'the counts move without a reload until every message is read', async () => {
+      const seen = new Set<string>()
+      const deadline = Date.now() + 30_000
+      for (;;) {
+        seen.add(await page.locator('#count-read').innerText())
+        if ((await page.locator('#count-read').innerText()) === '30') break
+        if (Date.now() > deadline) throw new Error(`read count stuck at ${[...seen].join(', ')}`)
+        await Bun.sleep(200)
+      }
+      expect(seen.size).toBeGreaterThan(1) // it changed while the page stayed open
+      expect(await page.locator('#campaign-status').innerText()).toBe('sent')
+    })
+    await screenshot(page, join(DOCS, 'dashboard-campaign.png'))
+    const id = campaignUrl.split('/').pop()
+    const api = await fetch(`${base}/admin/v1/campaigns/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(
+      (r) => r.json() as any,
+    )
+    for (const name of ['total', 'sent', 'delivered', 'read', 'failed'] as const) {
+      expect({ name, shown: await page.locator(`#count-${name}`).innerText() }).toEqual({ name, shown: String(api.data.stats[name]) })
+    }
+  }, 120_000)
+
   test('6. sign-out ends the session, and the old cookie is refused', async () => {
     const page = memberPage
     const [cookie] = (await page.context().cookies()).filter((c) => c.name === '__Host-session')

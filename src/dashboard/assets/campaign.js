@@ -24,6 +24,8 @@
         })
         show('pending', p.pending)
         var status = document.getElementById('campaign-status')
+        // A new state brings other buttons and dates: load the page again (once per change).
+        if (status && status.textContent !== p.status && p.status !== 'sending') return location.reload()
         if (status) status.textContent = p.status
         if (bar) {
           bar.max = Math.max(s.total, 1)
