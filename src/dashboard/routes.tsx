@@ -11,8 +11,16 @@ import { signInPages } from './pages/sign-in'
 import { overviewPages } from './pages/overview'
 import { keyPages } from './pages/keys'
 import { accountPages } from './pages/accounts'
+import { webhookPages } from './pages/webhook'
+import { operatorPages } from './pages/operator'
 
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
-  return new Elysia({ name: 'dashboard' }).use(signInPages(d)).use(overviewPages(d)).use(keyPages(d)).use(accountPages(d))
+  return new Elysia({ name: 'dashboard' })
+    .use(signInPages(d))
+    .use(overviewPages(d))
+    .use(keyPages(d))
+    .use(accountPages(d))
+    .use(webhookPages(d))
+    .use(operatorPages(d))
 }
