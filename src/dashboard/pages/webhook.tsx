@@ -166,7 +166,8 @@ export function webhookPages(d: Dashboard) {
                                 {attempts[i]!.items.map((a) => (
                                   <li>
                                     #{a.attempt} {a.created_at}: {a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`},{' '}
-                                    {a.latency_ms.toLocaleString('en')} ms{a.error ? `, ${a.error}` : ''}
+                                    {a.latency_ms.toLocaleString('en')} ms
+                                    {a.error && a.error !== `HTTP ${a.status_code}` ? `, ${a.error}` : ''}
                                   </li>
                                 ))}
                               </ul>

@@ -159,7 +159,10 @@ export async function listUsersWithAccounts(sql: Sql) {
     order by u.id`
 }
 
-/** One entry of the audit log: who did what to which account, from where. */
+/**
+ * One entry of the audit log: who did what to which account, from where. The detail goes as text
+ * cast to jsonb: a parameter typed jsonb would be JSON-encoded a second time (a jsonb string).
+ */
 export async function audit(
   db: Db,
   entry: { user: User | null; address: string | null; accountId: number | null; action: string; detail?: Record<string, unknown> },
@@ -167,7 +170,7 @@ export async function audit(
   await db`
     insert into audit_log (user_id, actor, address, account_id, action, detail)
     values (${entry.user?.id ?? null}, ${entry.user?.email ?? 'admin token'}, ${entry.address}, ${entry.accountId},
-            ${entry.action}, ${JSON.stringify(entry.detail ?? {})}::jsonb)`
+            ${entry.action}, ${JSON.stringify(entry.detail ?? {})}::text::jsonb)`
 }
 
 export async function getUser(sql: Sql, id: number): Promise<User> {
@@ -204,7 +207,9 @@ export type AuditRow = {
 export async function listAudit(sql: Sql, accountId: number | null, p: { limit: number; offset: number }) {
   const where = accountId === null ? sql`true` : sql`account_id = ${accountId}`
   const items = await sql<AuditRow[]>`
-    select id, at, actor, address, account_id, action, detail::text as detail from audit_log
+    select id, at, actor, address, account_id, action,
+           case when jsonb_typeof(detail) = 'string' then detail #>> '{}' else detail::text end as detail -- older rows: a jsonb string
+    from audit_log
     where ${where} order by id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from audit_log where ${where}`
   return { items, total: count!.n, ...p }
