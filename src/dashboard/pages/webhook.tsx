@@ -17,6 +17,7 @@ import { eventsCommitted } from '../../modules/status/notify'
 const PAGE_SIZE = 20
 const ATTEMPTS_SHOWN = 20
 
+type Server = Parameters<Dashboard['addressOf']>[1]
 type Scope = { session: Session; accountId: number; base: string }
 type Options = { error?: string; status?: number; notice?: string; secret?: { keyId: number; secret: string } }
 
@@ -222,7 +223,7 @@ export function webhookPages(d: Dashboard) {
     return keys.find((k) => String(k.key_id) === keyParam) ?? null
   }
 
-  type Ctx = { request: Request; body: unknown; params: Record<string, string>; server: any }
+  type Ctx = { request: Request; body: unknown; params: Record<string, string | undefined>; server: Server }
   const auditOf = (scope: Scope, ctx: Ctx, action: string, detail: Record<string, unknown>) =>
     audit(d.sql, { user: scope.session.user, address: d.addressOf(ctx.request, ctx.server), accountId: scope.accountId, action, detail })
 
@@ -294,18 +295,19 @@ export function webhookPages(d: Dashboard) {
     )
   }
 
-  const routes = (prefix: string, app: Elysia<any, any, any, any, any, any, any>) =>
-    app
-      .get(prefix, async ({ request, params, query }: any) => {
-        const scope = await viewScope(request, params?.id)
+  // The same routes at the member's path and at the operator's path of an account.
+  const routes = (prefix: string) =>
+    new Elysia({ prefix })
+      .get('', async ({ request, params, query }) => {
+        const scope = await viewScope(request, (params as Record<string, string> | undefined)?.id)
         return scope instanceof Response ? scope : webhookPage(scope, query)
       })
-      .post(`${prefix}/keys/:key`, register as any)
-      .post(`${prefix}/keys/:key/delete`, remove as any)
-      .post(`${prefix}/keys/:key/secret`, reveal as any)
-      .post(`${prefix}/keys/:key/test`, test as any)
-      .post(`${prefix}/keys/:key/replay-failed`, replayFailed as any)
-      .post(`${prefix}/deliveries/:delivery/replay`, replayOne as any)
+      .post('/keys/:key', register)
+      .post('/keys/:key/delete', remove)
+      .post('/keys/:key/secret', reveal)
+      .post('/keys/:key/test', test)
+      .post('/keys/:key/replay-failed', replayFailed)
+      .post('/deliveries/:delivery/replay', replayOne)
 
-  return routes('/accounts/:id/webhook', routes('/webhook', new Elysia({ prefix: '/dashboard' })))
+  return new Elysia().use(routes('/dashboard/webhook')).use(routes('/dashboard/accounts/:id/webhook'))
 }
