@@ -19,6 +19,8 @@ import { templatePages } from './pages/templates'
 import { campaignPages } from './pages/campaigns'
 import { messagePages } from './pages/messages'
 import { ledgerPages } from './pages/ledger'
+import { webhookPages } from './pages/webhook'
+import { operatorPages } from './pages/operator'
 
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
@@ -32,6 +34,8 @@ export function dashboardRoutes(deps: Deps) {
     .use(campaignPages(d))
     .use(messagePages(d))
     .use(ledgerPages(d))
+    .use(webhookPages(d))
+    .use(operatorPages(d))
 }
 
 /** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */

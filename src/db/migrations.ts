@@ -8,6 +8,7 @@ import listSearch from '../../sql/0006_list_search_indexes.sql' with { type: 'te
 import moneyOwner from '../../sql/0007_money_owner.sql' with { type: 'text' }
 import parkedReportsRetention from '../../sql/0008_parked_reports_retention.sql' with { type: 'text' }
 import dashboard from '../../sql/0009_dashboard.sql' with { type: 'text' }
+import webhookTestEvents from '../../sql/0010_webhook_test_events.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -21,4 +22,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 7, name: '0007_money_owner.sql', text: moneyOwner },
   { version: 8, name: '0008_parked_reports_retention.sql', text: parkedReportsRetention },
   { version: 9, name: '0009_dashboard.sql', text: dashboard },
+  { version: 10, name: '0010_webhook_test_events.sql', text: webhookTestEvents },
 ]

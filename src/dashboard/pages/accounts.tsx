@@ -3,11 +3,22 @@
 import { Elysia } from 'elysia'
 import { h } from '../jsx'
 import { CopyButton, Csrf, Layout } from '../layout'
-import { type Dashboard, field, integerField, notFound, redirect, respond } from '../context'
+import { type Dashboard, field, integerField, notFound, orError, redirect, respond } from '../context'
 import type { Session } from '../session'
 import { ApiError } from '../../http/errors'
 import { audit, createUser, listUsers } from '../../modules/users/service'
-import { changeBalance, createAccount, getAccount } from '../../modules/admin/service'
+import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, setPrice } from '../../modules/admin/service'
+
+/** An account's own pages, opened from its account page. */
+const ACCOUNT_PAGES = [
+  ['messages', 'Messages'],
+  ['ledger', 'Ledger'],
+  ['contacts', 'Contacts'],
+  ['templates', 'Templates and segments'],
+  ['campaigns', 'Campaigns'],
+  ['webhook', 'Webhook'],
+  ['keys', 'API keys'],
+] as const
 
 export function accountPages(d: Dashboard) {
   async function accountsPage(session: Session, search: string, options: { error?: string; status?: number } = {}) {
@@ -76,6 +87,7 @@ export function accountPages(d: Dashboard) {
     })
     if (!account) return notFound(session)
     const members = await listUsers(d.sql, id)
+    const price = await getPrice(d.sql, id)
     return respond(
       <Layout title={account.name} session={session} error={options.error}>
         <div class="stats">
@@ -85,9 +97,14 @@ export function accountPages(d: Dashboard) {
           </div>
           <div class="card stat">
             <div class="value">{account.cost_per_message.toLocaleString('en')}</div>
-            <div class="label">Price per message</div>
+            <div class="label">Price per message ({price.account_override ? 'its own price' : 'the global price'})</div>
           </div>
         </div>
+        <nav class="account-pages card" aria-label="This account's pages">
+          {ACCOUNT_PAGES.map(([page, label]) => (
+            <a href={`/dashboard/accounts/${id}/${page}`}>{label}</a>
+          ))}
+        </nav>
         <h2>Top up</h2>
         <form class="inline card" method="post" action={`/dashboard/accounts/${id}/topups`}>
           <Csrf session={session} />
@@ -101,6 +118,23 @@ export function accountPages(d: Dashboard) {
           </label>
           <button type="submit">Top up</button>
         </form>
+        <h2>Price</h2>
+        <form class="inline card" method="post" action={`/dashboard/accounts/${id}/price`}>
+          <Csrf session={session} />
+          <label>
+            This account's price per message ({d.config.currency})
+            <input name="cost_per_message" inputmode="numeric" pattern="[0-9]*" required />
+          </label>
+          <button type="submit">Set own price</button>
+        </form>
+        {price.account_override ? (
+          <form class="card" method="post" action={`/dashboard/accounts/${id}/price/clear`}>
+            <Csrf session={session} />
+            <button class="secondary" type="submit">
+              Clear own price (use the global price)
+            </button>
+          </form>
+        ) : null}
         <h2>Members</h2>
         {options.invite ? (
           <div class="card" role="status">
@@ -213,5 +247,47 @@ export function accountPages(d: Dashboard) {
         if (error instanceof ApiError) return accountPage(session, params.id, { error: error.message, status: error.status })
         throw error
       }
+    })
+    .post('/accounts/:id/price', async ({ request, body, params, server }) => {
+      const session = await d.change(request, body, 'operator')
+      if (session instanceof Response) return session
+      const id = Number(params.id)
+      if (!/^\d{1,15}$/.test(params.id)) return notFound(session)
+      return orError(
+        async () => {
+          const previous = await getPrice(d.sql, id)
+          const price = await setPrice(d.sql, { cost_per_message: integerField(body, 'cost_per_message'), account_id: id })
+          await audit(d.sql, {
+            user: session.user,
+            address: d.addressOf(request, server),
+            accountId: id,
+            action: 'account price set',
+            detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
+          })
+          return redirect(`/dashboard/accounts/${id}`)
+        },
+        (error, status) => (status === 404 ? notFound(session) : accountPage(session, params.id, { error, status })),
+      )
+    })
+    .post('/accounts/:id/price/clear', async ({ request, body, params, server }) => {
+      const session = await d.change(request, body, 'operator')
+      if (session instanceof Response) return session
+      const id = Number(params.id)
+      if (!/^\d{1,15}$/.test(params.id)) return notFound(session)
+      return orError(
+        async () => {
+          const previous = await getPrice(d.sql, id)
+          const price = await clearPriceOverride(d.sql, id)
+          await audit(d.sql, {
+            user: session.user,
+            address: d.addressOf(request, server),
+            accountId: id,
+            action: 'account price cleared',
+            detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
+          })
+          return redirect(`/dashboard/accounts/${id}`)
+        },
+        (error, status) => (status === 404 ? notFound(session) : accountPage(session, params.id, { error, status })),
+      )
     })
 }

@@ -151,7 +151,18 @@ export async function listUsers(sql: Sql, accountId: number | null) {
     : sql<User[]>`select ${USER_COLUMNS(sql)} from users where account_id = ${accountId} order by id`
 }
 
-/** One entry of the audit log: who did what to which account, from where. */
+/** Every user with the name of their account (null for operators), for the operator's list. */
+export async function listUsersWithAccounts(sql: Sql) {
+  return sql<(User & { account_name: string | null })[]>`
+    select u.id, u.email, u.role, u.account_id, u.active, a.name as account_name
+    from users u left join accounts a on a.id = u.account_id
+    order by u.id`
+}
+
+/**
+ * One entry of the audit log: who did what to which account, from where. The detail goes as text
+ * cast to jsonb: a parameter typed jsonb would be JSON-encoded a second time (a jsonb string).
+ */
 export async function audit(
   db: Db,
   entry: { user: User | null; address: string | null; accountId: number | null; action: string; detail?: Record<string, unknown> },
@@ -159,5 +170,47 @@ export async function audit(
   await db`
     insert into audit_log (user_id, actor, address, account_id, action, detail)
     values (${entry.user?.id ?? null}, ${entry.user?.email ?? 'admin token'}, ${entry.address}, ${entry.accountId},
-            ${entry.action}, ${JSON.stringify(entry.detail ?? {})}::jsonb)`
+            ${entry.action}, ${JSON.stringify(entry.detail ?? {})}::text::jsonb)`
+}
+
+export async function getUser(sql: Sql, id: number): Promise<User> {
+  const [user] = await sql<User[]>`select ${USER_COLUMNS(sql)} from users where id = ${id}`
+  if (!user) throw new ApiError('NOT_FOUND', `user ${id} not found`)
+  return user
+}
+
+/** Deactivates (every session ends at once, unused links stop working) or reactivates a user. */
+export async function setUserActive(sql: Sql, id: number, active: boolean): Promise<User> {
+  return sql.begin(async (tx) => {
+    const [user] = await tx<User[]>`update users set active = ${active} where id = ${id} returning ${USER_COLUMNS(tx)}`
+    if (!user) throw new ApiError('NOT_FOUND', `user ${id} not found`)
+    if (!active) {
+      await tx`delete from sessions where user_id = ${id}`
+      await tx`update user_links set used_at = now() where user_id = ${id} and used_at is null`
+    }
+    return user
+  })
+}
+
+export type AuditRow = {
+  id: number
+  at: Date
+  actor: string
+  address: string | null
+  account_id: number | null
+  action: string
+  /** The detail as JSON text. */
+  detail: string
+}
+
+/** The audit log, newest first; only one account's entries when `accountId` is given. */
+export async function listAudit(sql: Sql, accountId: number | null, p: { limit: number; offset: number }) {
+  const where = accountId === null ? sql`true` : sql`account_id = ${accountId}`
+  const items = await sql<AuditRow[]>`
+    select id, at, actor, address, account_id, action,
+           case when jsonb_typeof(detail) = 'string' then detail #>> '{}' else detail::text end as detail -- older rows: a jsonb string
+    from audit_log
+    where ${where} order by id desc limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number }[]>`select count(*)::int as n from audit_log where ${where}`
+  return { items, total: count!.n, ...p }
 }

@@ -18,6 +18,7 @@ const EventPayload = t.Object(
       previous_status: t.String(),
       error_code: t.Union([t.Integer(), t.Null()]),
       error_message: t.Union([t.String(), t.Null()]),
+      test: t.Optional(t.Boolean({ description: 'true only on a test event sent from the dashboard' })),
     }),
   },
   { description: 'The body as sent (and signed) on every attempt' },

@@ -77,7 +77,7 @@ export async function listDeliveries(
       order by w.id desc
       limit ${p.limit + p.offset}
     ) e
-    join messages m on m.id = e.message_id
+    left join messages m on m.id = e.message_id
     order by e.id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`
@@ -101,7 +101,7 @@ async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
   const [row] = await sql<DeliveryRow[]>`
     select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
-    from webhook_events e join messages m on m.id = e.message_id
+    from webhook_events e left join messages m on m.id = e.message_id
     where e.id = ${id}`
   if (!row) throw new ApiError('NOT_FOUND', `delivery ${id} not found`)
   return row
@@ -166,4 +166,31 @@ export async function replayFailedSince(sql: Sql, tz: string, keyId: number, sin
     )
     select count(*)::int as n from replayed`
   return { replayed: row!.n }
+}
+
+/** Failed deliveries of every account, newest first, with their account and key (the operator's list). */
+export async function listFailedDeliveries(sql: Sql, tz: string, p: Page) {
+  const rows = await sql<(DeliveryRow & { account_id: number; account_name: string; key_label: string })[]>`
+    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+           e.created_at, e.delivered_at, e.payload, k.account_id, a.name as account_name, k.label as key_label
+    from webhook_events e
+    join api_keys k on k.id = e.api_key_id
+    join accounts a on a.id = k.account_id
+    left join messages m on m.id = e.message_id
+    where e.status = 'failed'
+    order by e.id desc
+    limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events where status = 'failed'`
+  return {
+    items: rows.map((r) => ({ ...deliveryView(r, tz), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
+    total: count!.n,
+    ...p,
+  }
+}
+
+/** The account a key belongs to (for scoping and the audit log); 404 when the key does not exist. */
+export async function accountOfKey(sql: Sql, keyId: number): Promise<number> {
+  const [row] = await sql<{ account_id: number }[]>`select account_id from api_keys where id = ${keyId}`
+  if (!row) throw new ApiError('NOT_FOUND', `API key ${keyId} not found`)
+  return row.account_id
 }

@@ -47,3 +47,48 @@ export async function deleteWebhook(sql: Sql, principal: Principal) {
   if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
   return { deleted: true as const }
 }
+
+/** An account's API keys, each with its registered URL (null when none); the dashboard's list. */
+export async function listKeyWebhooks(sql: Sql, accountId: number) {
+  return sql<{ key_id: number; label: string; prefix: string; active: boolean; url: string | null }[]>`
+    select k.id as key_id, k.label, k.prefix, k.active, w.url
+    from api_keys k left join webhook_endpoints w on w.api_key_id = k.id
+    where k.account_id = ${accountId}
+    order by k.id`
+}
+
+/** The signing secret of a key's registration, for showing it once on request. */
+export async function webhookSecret(sql: Sql, principal: Principal): Promise<string> {
+  const [row] = await sql<{ signing_secret: string }[]>`
+    select signing_secret from webhook_endpoints where api_key_id = ${principal.keyId}`
+  if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
+  return row.signing_secret
+}
+
+/**
+ * A test event through the normal outbox: signed and retried like any delivery, shaped as a
+ * `message.status` event of no real message, with `data.test: true` (and message_id null). The
+ * caller wakes the delivery loop (eventsCommitted) after it.
+ */
+export async function sendTestEvent(sql: Sql, timezone: string, principal: Principal) {
+  const [row] = await sql<{ id: number; webhook_id: string }[]>`
+    insert into webhook_events (webhook_id, api_key_id, message_id, payload)
+    select 'msg_' || replace(gen_random_uuid()::text, '-', ''), w.api_key_id, null,
+           json_build_object(
+             'event', 'message.status',
+             'timestamp', to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'),
+             'data', json_build_object(
+               'message_sid', 'test',
+               'to', 'test',
+               'status', 'delivered',
+               'previous_status', 'sent',
+               'error_code', null,
+               'error_message', null,
+               'test', true
+             )
+           )::text
+    from webhook_endpoints w where w.api_key_id = ${principal.keyId}
+    returning id, webhook_id`
+  if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
+  return row
+}

@@ -1,0 +1,313 @@
+// The webhook of each API key: register, replace or delete the URL, reveal the signing secret once,
+// send a test event, the delivery log with every attempt, replay one delivery or a key's failed ones.
+// Members at /dashboard/webhook (their own account); operators at /dashboard/accounts/:id/webhook.
+
+import { Elysia } from 'elysia'
+import { h, Fragment } from '../jsx'
+import { Csrf, Layout } from '../layout'
+import { type Dashboard, field, notFound, orError, redirect, respond } from '../context'
+import type { Session } from '../session'
+import { ApiError } from '../../http/errors'
+import { audit } from '../../modules/users/service'
+import { getAccount } from '../../modules/admin/service'
+import { deleteWebhook, listKeyWebhooks, registerWebhook, sendTestEvent, webhookSecret } from '../../modules/webhooks/service'
+import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from '../../modules/webhooks/admin-service'
+import { eventsCommitted } from '../../modules/status/notify'
+
+const PAGE_SIZE = 20
+const ATTEMPTS_SHOWN = 20
+
+type Server = Parameters<Dashboard['addressOf']>[1]
+type Scope = { session: Session; accountId: number; base: string }
+type Options = { error?: string; status?: number; notice?: string; secret?: { keyId: number; secret: string } }
+
+/** `YYYY-MM-DDTHH:MM[:SS]` of a datetime-local field, as the API's `YYYY-MM-DD HH:MM:SS`. */
+function sinceOf(value: string): string {
+  const text = value.trim().replace('T', ' ')
+  return /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/.test(text) ? `${text}:00` : text
+}
+
+const offsetOf = (value: unknown) => {
+  const text = typeof value === 'string' ? value : ''
+  return /^\d{1,9}$/.test(text) ? Number(text) : 0
+}
+
+export function webhookPages(d: Dashboard) {
+  async function webhookPage(scope: Scope, query: { key?: unknown; offset?: unknown }, options: Options = {}) {
+    const { session, accountId, base } = scope
+    const keys = await listKeyWebhooks(d.sql, accountId)
+    const wanted = Number(typeof query.key === 'string' ? query.key : NaN)
+    const selected =
+      keys.find((k) => k.key_id === wanted) ?? keys.find((k) => k.key_id === options.secret?.keyId) ?? keys.find((k) => k.url) ?? keys[0]
+    const offset = offsetOf(query.offset)
+    const log = selected ? await listDeliveries(d.sql, d.tz, selected.key_id, undefined, { limit: PAGE_SIZE, offset }) : null
+    const attempts = log
+      ? await Promise.all(log.items.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: ATTEMPTS_SHOWN, offset: 0 })))
+      : []
+    const title = session.user.role === 'operator' ? `Webhook · ${(await getAccount(d.sql, d.tz, accountId)).name}` : 'Webhook'
+    const pageLink = (keyId: number, at: number) => `${base}?key=${keyId}${at > 0 ? `&offset=${at}` : ''}`
+    return respond(
+      <Layout title={title} session={session} error={options.error} notice={options.notice}>
+        <p class="muted">
+          Each API key has its own callback URL: status events of the messages sent with a key go to that key's URL, signed with its secret.
+        </p>
+        {keys.length === 0 ? <p>This account has no API keys yet.</p> : null}
+        {keys.map((k) => (
+          <section class="card" aria-labelledby={`key-${k.key_id}`}>
+            <h2 id={`key-${k.key_id}`}>
+              {k.label} <code class="muted">{k.prefix}…</code> {k.active ? null : <span class="muted">(inactive key)</span>}
+            </h2>
+            <p>
+              {k.url ? (
+                <>
+                  URL: <code>{k.url}</code>
+                </>
+              ) : (
+                'No URL registered.'
+              )}
+            </p>
+            {options.secret?.keyId === k.key_id ? (
+              <div role="status">
+                <p>The signing secret. It is shown only now: reveal it again when you need it.</p>
+                <code class="secret" id="signing-secret">
+                  {options.secret.secret}
+                </code>
+              </div>
+            ) : null}
+            <form class="inline" method="post" action={`${base}/keys/${k.key_id}`}>
+              <Csrf session={session} />
+              <label>
+                {k.url ? 'New URL' : 'URL'}
+                <input type="url" name="url" required maxlength={2048} placeholder="https://" />
+              </label>
+              <button type="submit">{k.url ? 'Replace URL' : 'Register URL'}</button>
+            </form>
+            {k.url ? (
+              <div class="actions">
+                <form method="post" action={`${base}/keys/${k.key_id}/secret`}>
+                  <Csrf session={session} />
+                  <button class="secondary" type="submit" aria-label={`Reveal the signing secret of key ${k.label}`}>
+                    Reveal secret
+                  </button>
+                </form>
+                <form method="post" action={`${base}/keys/${k.key_id}/test`}>
+                  <Csrf session={session} />
+                  <button class="secondary" type="submit" aria-label={`Send a test event to the URL of key ${k.label}`}>
+                    Send test event
+                  </button>
+                </form>
+                <form method="post" action={`${base}/keys/${k.key_id}/delete`}>
+                  <Csrf session={session} />
+                  <button class="secondary" type="submit" aria-label={`Delete the URL of key ${k.label}`}>
+                    Delete URL
+                  </button>
+                </form>
+              </div>
+            ) : null}
+            {selected?.key_id === k.key_id ? null : (
+              <p>
+                <a href={pageLink(k.key_id, 0)}>Deliveries of {k.label}</a>
+              </p>
+            )}
+          </section>
+        ))}
+        {selected && log ? (
+          <>
+            <h2>Deliveries of {selected.label}</h2>
+            <form class="inline card" method="post" action={`${base}/keys/${selected.key_id}/replay-failed`}>
+              <Csrf session={session} />
+              <label>
+                Replay failed deliveries created since
+                <input type="datetime-local" name="since" step={1} required />
+              </label>
+              <button type="submit">Replay failed</button>
+            </form>
+            <p class="muted">
+              {log.total.toLocaleString('en')} deliveries, newest first. Times in {d.tz}.
+            </p>
+            <div class="table-wrap">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Created</th>
+                    <th scope="col">Event</th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Attempts</th>
+                    <th scope="col">Last error</th>
+                    <th scope="col">Replay</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {log.items.map((e, i) => (
+                    <>
+                      <tr>
+                        <td>{e.created_at}</td>
+                        <td>{e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>}</td>
+                        <td>
+                          {e.status}
+                          {e.next_attempt_at ? <span class="muted"> (next {e.next_attempt_at})</span> : null}
+                        </td>
+                        <td>{e.attempts}</td>
+                        <td>{e.last_error ?? ''}</td>
+                        <td>
+                          <form method="post" action={`${base}/deliveries/${e.id}/replay`}>
+                            <Csrf session={session} />
+                            <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
+                              Replay
+                            </button>
+                          </form>
+                        </td>
+                      </tr>
+                      {attempts[i]!.items.length > 0 ? (
+                        <tr class="sub">
+                          <td colspan={6}>
+                            <details>
+                              <summary>Attempts of delivery {e.id}</summary>
+                              <ul class="attempts">
+                                {attempts[i]!.items.map((a) => (
+                                  <li>
+                                    #{a.attempt} {a.created_at}: {a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`},{' '}
+                                    {a.latency_ms.toLocaleString('en')} ms
+                                    {a.error && a.error !== `HTTP ${a.status_code}` ? `, ${a.error}` : ''}
+                                  </li>
+                                ))}
+                              </ul>
+                            </details>
+                          </td>
+                        </tr>
+                      ) : null}
+                    </>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <nav class="pager" aria-label="Pages of deliveries">
+              {offset > 0 ? <a href={pageLink(selected.key_id, Math.max(0, offset - PAGE_SIZE))}>Newer</a> : null}
+              {offset + PAGE_SIZE < log.total ? <a href={pageLink(selected.key_id, offset + PAGE_SIZE)}>Older</a> : null}
+            </nav>
+          </>
+        ) : null}
+      </Layout>,
+      options.status ?? 200,
+    )
+  }
+
+  /** The account a request is about: the member's own, or for an operator the one in the URL (404 when none). */
+  async function scopeOf(session: Session, idParam: string | undefined): Promise<Scope | Response> {
+    if (idParam === undefined) {
+      if (session.user.role !== 'member') return notFound(session)
+      return { session, accountId: session.user.account_id!, base: '/dashboard/webhook' }
+    }
+    if (session.user.role !== 'operator' || !/^\d{1,15}$/.test(idParam)) return notFound(session)
+    const id = Number(idParam)
+    const account = await getAccount(d.sql, d.tz, id).catch((error) => {
+      if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
+      throw error
+    })
+    if (!account) return notFound(session)
+    return { session, accountId: id, base: `/dashboard/accounts/${id}/webhook` }
+  }
+
+  async function viewScope(request: Request, idParam?: string) {
+    const session = await d.view(request)
+    return session instanceof Response ? session : scopeOf(session, idParam)
+  }
+  async function changeScope(request: Request, body: unknown, idParam?: string) {
+    const session = await d.change(request, body)
+    return session instanceof Response ? session : scopeOf(session, idParam)
+  }
+
+  /** A key of the scope's account, or null (404). */
+  async function keyOf(scope: Scope, keyParam: string) {
+    const keys = await listKeyWebhooks(d.sql, scope.accountId)
+    return keys.find((k) => String(k.key_id) === keyParam) ?? null
+  }
+
+  type Ctx = { request: Request; body: unknown; params: Record<string, string | undefined>; server: Server }
+  const auditOf = (scope: Scope, ctx: Ctx, action: string, detail: Record<string, unknown>) =>
+    audit(d.sql, { user: scope.session.user, address: d.addressOf(ctx.request, ctx.server), accountId: scope.accountId, action, detail })
+
+  /** A POST on one key: scope, the key, then `fn`; rule errors re-render the page with the message. */
+  const keyChange =
+    (fn: (scope: Scope, key: { key_id: number; label: string; url: string | null }, ctx: Ctx) => Promise<Response>) => async (ctx: Ctx) => {
+      const scope = await changeScope(ctx.request, ctx.body, ctx.params?.id)
+      if (scope instanceof Response) return scope
+      const key = await keyOf(scope, ctx.params.key!)
+      if (!key) return notFound(scope.session)
+      return orError(
+        () => fn(scope, key, ctx),
+        (error, status) => webhookPage(scope, { key: String(key.key_id) }, { error, status }),
+      )
+    }
+
+  const register = keyChange(async (scope, key, ctx) => {
+    const { url } = await registerWebhook(
+      d.sql,
+      { accountId: scope.accountId, keyId: key.key_id },
+      { url: field(ctx.body, 'url') },
+      d.config.webhookAllowPrivate,
+    )
+    await auditOf(scope, ctx, key.url ? 'webhook replaced' : 'webhook registered', { key_id: key.key_id, url, previous_url: key.url })
+    return redirect(`${scope.base}?key=${key.key_id}`)
+  })
+  const remove = keyChange(async (scope, key, ctx) => {
+    await deleteWebhook(d.sql, { accountId: scope.accountId, keyId: key.key_id })
+    await auditOf(scope, ctx, 'webhook deleted', { key_id: key.key_id, url: key.url })
+    return redirect(`${scope.base}?key=${key.key_id}`)
+  })
+  const reveal = keyChange(async (scope, key, ctx) => {
+    const secret = await webhookSecret(d.sql, { accountId: scope.accountId, keyId: key.key_id })
+    await auditOf(scope, ctx, 'webhook secret revealed', { key_id: key.key_id })
+    return webhookPage(scope, { key: String(key.key_id) }, { secret: { keyId: key.key_id, secret } })
+  })
+  const test = keyChange(async (scope, key, ctx) => {
+    const event = await sendTestEvent(d.sql, d.tz, { accountId: scope.accountId, keyId: key.key_id })
+    eventsCommitted(d.deps)
+    await auditOf(scope, ctx, 'webhook test sent', { key_id: key.key_id, delivery_id: event.id })
+    return redirect(`${scope.base}?key=${key.key_id}`)
+  })
+  const replayFailed = keyChange(async (scope, key, ctx) => {
+    const since = sinceOf(field(ctx.body, 'since'))
+    const { replayed } = await replayFailedSince(d.sql, d.tz, key.key_id, since)
+    if (replayed > 0) eventsCommitted(d.deps)
+    await auditOf(scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
+    return redirect(`${scope.base}?key=${key.key_id}`)
+  })
+  const replayOne = async (ctx: Ctx) => {
+    const scope = await changeScope(ctx.request, ctx.body, ctx.params?.id)
+    if (scope instanceof Response) return scope
+    const id = Number(ctx.params.delivery)
+    if (!/^\d{1,15}$/.test(ctx.params.delivery!)) return notFound(scope.session)
+    const delivery = await getDelivery(d.sql, d.tz, id).catch((error) => {
+      if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
+      throw error
+    })
+    const keys = await listKeyWebhooks(d.sql, scope.accountId)
+    if (!delivery || !keys.some((k) => k.key_id === delivery.api_key_id)) return notFound(scope.session)
+    return orError(
+      async () => {
+        await replayDelivery(d.sql, d.tz, id)
+        eventsCommitted(d.deps)
+        await auditOf(scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
+        return redirect(`${scope.base}?key=${delivery.api_key_id}`)
+      },
+      (error, status) => webhookPage(scope, { key: String(delivery.api_key_id) }, { error, status }),
+    )
+  }
+
+  // The same routes at the member's path and at the operator's path of an account.
+  const routes = (prefix: string) =>
+    new Elysia({ prefix })
+      .get('', async ({ request, params, query }) => {
+        const scope = await viewScope(request, (params as Record<string, string> | undefined)?.id)
+        return scope instanceof Response ? scope : webhookPage(scope, query)
+      })
+      .post('/keys/:key', register)
+      .post('/keys/:key/delete', remove)
+      .post('/keys/:key/secret', reveal)
+      .post('/keys/:key/test', test)
+      .post('/keys/:key/replay-failed', replayFailed)
+      .post('/deliveries/:delivery/replay', replayOne)
+
+  return new Elysia().use(routes('/dashboard/webhook')).use(routes('/dashboard/accounts/:id/webhook'))
+}
