@@ -13,6 +13,7 @@ import { startService, type Running } from '../../src/service'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 import { openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 
 // The README's screenshots: `DASHBOARD_SCREENSHOTS=docs bun run test tests/dashboard/browser.test.ts`.
 const DOCS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
@@ -23,11 +24,27 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
   let base: string
   const cleanups: (() => Promise<void> | void)[] = []
   const browsers: TestBrowser[] = []
+  let tls: TestTls
+  let receiver: Receiver
 
   beforeAll(async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-browser-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: 'warn' }
+    tls = makeTestTls()
+    receiver = startReceiver(tls)
+    cleanups.push(
+      () => receiver.stop(),
+      () => tls.remove(),
+    )
+    const env: Record<string, string> = {
+      PORT: '0',
+      HOST: '127.0.0.1',
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'error',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_CA_FILE: tls.caFile,
+    }
     if (usingPostgres()) {
       const db = await createPostgresDatabase()
       env.DATABASE_URL = db.url
@@ -63,6 +80,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
   let operatorPage: Page
   let memberPage: Page
   let memberLink = ''
+  let memberKey = ''
 
   test('1. the operator made on the command line sets a password and signs in; wrong passwords, then the lockout', async () => {
     const made = await admin('/operators', { email: 'ops@example.com' })
@@ -167,6 +185,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Copied' }).waitFor()
       expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key)
     })
+    memberKey = key
     await screenshot(page, join(DOCS, 'dashboard-keys.png'))
     expect(await balanceWith(key)).toBe(200)
     await step(page, 'the key is not shown again', async () => {
@@ -241,6 +260,60 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     for (const name of ['total', 'sent', 'delivered', 'read', 'failed'] as const) {
       expect({ name, shown: await page.locator(`#count-${name}`).innerText() }).toEqual({ name, shown: String(api.data.stats[name]) })
     }
+  }, 120_000)
+
+  test('5. a failing webhook receiver shows failed attempts; once it is fixed, a replay delivers', async () => {
+    const page = memberPage
+    receiver.handler = () => new Response('down for maintenance', { status: 500 })
+    await step(page, 'register the receiver for the key', async () => {
+      await page.goto(`${base}/dashboard/webhook`)
+      const section = page.locator('section', { has: page.getByRole('heading', { name: /ERP production/ }) })
+      await section.getByLabel('URL', { exact: true }).fill(receiver.url('localhost', '/hooks/erp'))
+      await section.getByRole('button', { name: 'Register URL' }).click()
+      await page.waitForLoadState()
+      expect(await page.content()).toContain(receiver.url('localhost', '/hooks/erp'))
+    })
+    const sent = await fetch(`${base}/api/v1/messages/send`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${memberKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ to: '081234567890', body: 'order shipped' }),
+    })
+    expect(sent.status).toBe(200)
+    await receiver.waitFor(1, 15_000)
+    expect(receiver.requests.length).toBeGreaterThan(0)
+    let webhookId = ''
+    await step(page, 'the failed attempt is shown', async () => {
+      await page.reload()
+      const row = page.locator('tbody tr').first()
+      expect(await row.innerText()).toContain('HTTP 500')
+      await page
+        .getByText(/^Attempts of delivery/)
+        .first()
+        .click()
+      expect(await page.locator('ul.attempts').first().innerText()).toContain('HTTP 500')
+      webhookId = receiver.requests[0]!.headers['webhook-id']!
+    })
+    await screenshot(page, join(DOCS, 'dashboard-webhook.png'))
+    receiver.handler = () => new Response('ok')
+    await step(page, 'replay delivers it', async () => {
+      const before = receiver.byId(webhookId).length
+      await page
+        .getByRole('button', { name: /^Replay delivery/ })
+        .last()
+        .click()
+      await page.waitForLoadState()
+      const deadline = Date.now() + 15_000
+      while (!receiver.byId(webhookId).slice(before).length && Date.now() < deadline) await Bun.sleep(100)
+      expect(receiver.byId(webhookId).length).toBeGreaterThan(before)
+      // the same event, the same webhook-id, now answered 200 and shown delivered
+      const deadline2 = Date.now() + 10_000
+      for (;;) {
+        await page.reload()
+        if ((await page.locator('tbody').innerText()).includes('delivered')) break
+        if (Date.now() > deadline2) throw new Error('the delivery is not shown delivered')
+        await Bun.sleep(300)
+      }
+    })
   }, 120_000)
 
   test('6. sign-out ends the session, and the old cookie is refused', async () => {
