@@ -20,6 +20,9 @@ export const integerField = (form: unknown, name: string): number => {
   return Number(text)
 }
 
+/** "1 delivery", "2 deliveries": a number with its noun. */
+export const counted = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`
+
 export const respond = (html: Html, status = 200, headers: Record<string, string> = {}) =>
   new Response(documentOf(html), { status, headers: { ...PAGE_HEADERS, ...headers } })
 export const redirect = (to: string, cookies: string[] = []) => {

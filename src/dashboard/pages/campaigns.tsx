@@ -6,7 +6,7 @@
 import { Elysia } from 'elysia'
 import { h, Fragment } from '../jsx'
 import { Csrf, Layout } from '../layout'
-import { type Dashboard, field, notFound, orError, redirect, respond } from '../context'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../context'
 import { changeScope, idParam, titleOf, viewScope, type Scope } from './account-scope'
 import script from '../assets/campaign.js' with { type: 'text' }
 import { PAGE_HEADERS } from '../session'
@@ -123,7 +123,7 @@ export function campaignPages(d: Dashboard) {
               <select name="segment_id" required>
                 {segments.items.map((s) => (
                   <option value={String(s.id)} selected={v.segment_id === String(s.id)}>
-                    {s.name} ({s.contact_count.toLocaleString('en')} contacts)
+                    {s.name} ({counted(s.contact_count, 'contact')})
                   </option>
                 ))}
               </select>

@@ -5,7 +5,7 @@
 import { Elysia } from 'elysia'
 import { h, Fragment } from '../jsx'
 import { Layout } from '../layout'
-import { type Dashboard, notFound, orError, respond } from '../context'
+import { type Dashboard, notFound, orError, respond, counted } from '../context'
 import { accountScope, listHref, pageNumber, queryText, type Scope } from './scope'
 import { ApiError } from '../../http/errors'
 import { STATUSES, getAccountMessage, listAccountMessages } from '../../modules/messages/queries'
@@ -261,7 +261,7 @@ export function messagePages(d: Dashboard) {
               )}
               {list.total > list.items.length ? (
                 <p class="muted">
-                  The latest {list.items.length} of {list.total.toLocaleString('en')} attempts.
+                  The latest {list.items.length} of {counted(list.total, 'attempt')}.
                 </p>
               ) : null}
             </section>

@@ -4,7 +4,7 @@
 import { Elysia } from 'elysia'
 import { h } from '../jsx'
 import { Csrf, Layout } from '../layout'
-import { type Dashboard, field, integerField, notFound, orError, redirect, respond } from '../context'
+import { type Dashboard, field, integerField, notFound, orError, redirect, respond, counted } from '../context'
 import type { Session } from '../session'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
@@ -225,7 +225,7 @@ export function operatorPages(d: Dashboard) {
           {accountId !== null ? <a href="/dashboard/audit">Every account</a> : null}
         </form>
         <p class="muted">
-          {log.total.toLocaleString('en')} entries, newest first. Times in {d.tz}.
+          {counted(log.total, 'entry', 'entries')}, newest first. Times in {d.tz}.
         </p>
         <div class="table-wrap">
           <table>

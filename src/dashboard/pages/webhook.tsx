@@ -5,7 +5,7 @@
 import { Elysia } from 'elysia'
 import { h, Fragment } from '../jsx'
 import { Csrf, Layout } from '../layout'
-import { type Dashboard, field, notFound, orError, redirect, respond } from '../context'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../context'
 import type { Session } from '../session'
 import { ApiError } from '../../http/errors'
 import { audit } from '../../modules/users/service'
@@ -123,7 +123,7 @@ export function webhookPages(d: Dashboard) {
               <button type="submit">Replay failed</button>
             </form>
             <p class="muted">
-              {log.total.toLocaleString('en')} deliveries, newest first. Times in {d.tz}.
+              {counted(log.total, 'delivery', 'deliveries')}, newest first. Times in {d.tz}.
             </p>
             <div class="table-wrap">
               <table>
