@@ -8,7 +8,7 @@ import type { Session } from '../session'
 
 export type Scope = { session: Session; accountId: number; /** the page's path prefix */ base: string; accountName: string | null }
 
-async function scopeOf(d: Dashboard, session: Session, accountParam: string | undefined): Promise<Scope | Response> {
+export async function scopeOf(d: Dashboard, session: Session, accountParam: string | undefined): Promise<Scope | Response> {
   if (accountParam === undefined) {
     if (session.user.role !== 'member' || session.user.account_id === null) return notFound(session)
     return { session, accountId: session.user.account_id, base: '/dashboard', accountName: null }

@@ -2,33 +2,22 @@
 // session's own account. The operator's same page (/dashboard/accounts/:id/<page>): the account of
 // the URL, 404 when it does not exist; members get 404 there, and operators on the member paths.
 
-import { type Dashboard, notFound, redirect } from '../context'
+import { type Dashboard, redirect } from '../context'
+import { scopeOf, type Scope } from './account-scope'
 import type { Session } from '../session'
-import { ApiError } from '../../http/errors'
-import { getAccount } from '../../modules/admin/service'
 
-export type Scope = { session: Session; accountId: number; /** Where the account's pages live. */ base: string }
+export type { Scope } from './account-scope'
 
+/** The account scope of a page (account-scope.ts); `loaded`: the session, when the caller has read it already. */
 export async function accountScope(
   d: Dashboard,
   request: Request,
   accountParam?: string,
   loaded?: Session | null,
 ): Promise<Scope | Response> {
-  const session = loaded === undefined ? await d.sessionOf(request) : loaded
-  if (!session) return redirect('/dashboard/sign-in')
-  if (accountParam === undefined) {
-    if (session.user.role !== 'member' || session.user.account_id === null) return notFound(session)
-    return { session, accountId: session.user.account_id, base: '/dashboard' }
-  }
-  if (session.user.role !== 'operator' || !/^\d{1,15}$/.test(accountParam)) return notFound(session)
-  const accountId = Number(accountParam)
-  const account = await getAccount(d.sql, d.tz, accountId).catch((error) => {
-    if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
-    throw error
-  })
-  if (!account) return notFound(session)
-  return { session, accountId, base: `/dashboard/accounts/${accountId}` }
+  const session = loaded === undefined ? await d.view(request) : loaded
+  if (session === null) return redirect('/dashboard/sign-in')
+  return session instanceof Response ? session : scopeOf(d, session, accountParam)
 }
 
 /** A query parameter as text; absent, repeated (an array) or blank is undefined. */

@@ -5,8 +5,8 @@
 import { Elysia } from 'elysia'
 import { h, Fragment } from '../jsx'
 import { Csrf, Layout } from '../layout'
+import { viewScope as accountView, changeScope as accountChange, type Scope } from './account-scope'
 import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../context'
-import type { Session } from '../session'
 import { ApiError } from '../../http/errors'
 import { audit } from '../../modules/users/service'
 import { getAccount } from '../../modules/admin/service'
@@ -18,7 +18,6 @@ const PAGE_SIZE = 20
 const ATTEMPTS_SHOWN = 20
 
 type Server = Parameters<Dashboard['addressOf']>[1]
-type Scope = { session: Session; accountId: number; base: string }
 type Options = { error?: string; status?: number; notice?: string; secret?: { keyId: number; secret: string } }
 
 /** `YYYY-MM-DDTHH:MM[:SS]` of a datetime-local field, as the API's `YYYY-MM-DD HH:MM:SS`. */
@@ -192,30 +191,10 @@ export function webhookPages(d: Dashboard) {
     )
   }
 
-  /** The account a request is about: the member's own, or for an operator the one in the URL (404 when none). */
-  async function scopeOf(session: Session, idParam: string | undefined): Promise<Scope | Response> {
-    if (idParam === undefined) {
-      if (session.user.role !== 'member') return notFound(session)
-      return { session, accountId: session.user.account_id!, base: '/dashboard/webhook' }
-    }
-    if (session.user.role !== 'operator' || !/^\d{1,15}$/.test(idParam)) return notFound(session)
-    const id = Number(idParam)
-    const account = await getAccount(d.sql, d.tz, id).catch((error) => {
-      if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
-      throw error
-    })
-    if (!account) return notFound(session)
-    return { session, accountId: id, base: `/dashboard/accounts/${id}/webhook` }
-  }
-
-  async function viewScope(request: Request, idParam?: string) {
-    const session = await d.view(request)
-    return session instanceof Response ? session : scopeOf(session, idParam)
-  }
-  async function changeScope(request: Request, body: unknown, idParam?: string) {
-    const session = await d.change(request, body)
-    return session instanceof Response ? session : scopeOf(session, idParam)
-  }
+  // The shared account scope, with `base` the webhook page's own path.
+  const atPage = (scope: Scope | Response) => (scope instanceof Response ? scope : { ...scope, base: `${scope.base}/webhook` })
+  const viewScope = async (request: Request, idParam?: string) => atPage(await accountView(d, request, idParam))
+  const changeScope = async (request: Request, body: unknown, idParam?: string) => atPage(await accountChange(d, request, body, idParam))
 
   /** A key of the scope's account, or null (404). */
   async function keyOf(scope: Scope, keyParam: string) {
