@@ -52,7 +52,13 @@ type Server = { requestIP(r: Request): { address: string } | null } | null
 
 export function dashboardContext(deps: Deps) {
   const { sql, config } = deps
-  const sessionOf = (request: Request) => loadSession(sql, cookieOf(request, SESSION_COOKIE))
+  // Read once per request: the guard in front of the pages and the page itself share it.
+  const sessions = new WeakMap<Request, Promise<Session | null>>()
+  const sessionOf = (request: Request) => {
+    let session = sessions.get(request)
+    if (!session) sessions.set(request, (session = loadSession(sql, cookieOf(request, SESSION_COOKIE))))
+    return session
+  }
   return {
     deps,
     sql,

@@ -6,7 +6,7 @@
 
 import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
-import { dashboardContext, respond } from './context'
+import { dashboardContext, redirect, respond } from './context'
 import { h } from './jsx'
 import { Layout } from './layout'
 import type { ErrorPages } from '../http/shell'
@@ -24,8 +24,10 @@ import { operatorPages } from './pages/operator'
 
 export function dashboardRoutes(deps: Deps) {
   const d = dashboardContext(deps)
-  return new Elysia({ name: 'dashboard' })
-    .use(signInPages(d))
+  // Everything but the public pages sits behind this guard: no session, no page (each page still
+  // checks the role, the account and, for changes, the CSRF rules itself).
+  const guarded = new Elysia({ name: 'dashboard-guard' })
+    .onBeforeHandle(async ({ request }) => ((await d.sessionOf(request)) ? undefined : redirect('/dashboard/sign-in')))
     .use(overviewPages(d))
     .use(keyPages(d))
     .use(accountPages(d))
@@ -36,6 +38,7 @@ export function dashboardRoutes(deps: Deps) {
     .use(ledgerPages(d))
     .use(webhookPages(d))
     .use(operatorPages(d))
+  return new Elysia({ name: 'dashboard' }).use(signInPages(d)).use(guarded)
 }
 
 /** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */
