@@ -3,7 +3,7 @@
 
 import { Elysia } from 'elysia'
 import { h } from '../jsx'
-import { Csrf, Layout } from '../layout'
+import { CopyButton, Csrf, Layout } from '../layout'
 import { type Dashboard, field, integerField, notFound, orError, redirect, respond, counted } from '../context'
 import type { Session } from '../session'
 import { ApiError, badValue } from '../../http/errors'
@@ -80,6 +80,7 @@ export function operatorPages(d: Dashboard) {
             <code class="secret" id="user-link">
               {options.shown.link}
             </code>
+            <CopyButton target="user-link" what="link" />
           </div>
         ) : null}
         <div class="table-wrap">

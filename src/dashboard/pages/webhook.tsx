@@ -4,7 +4,7 @@
 
 import { Elysia } from 'elysia'
 import { h, Fragment } from '../jsx'
-import { Csrf, Layout } from '../layout'
+import { CopyButton, Csrf, Layout } from '../layout'
 import { viewScope as accountView, changeScope as accountChange, type Scope } from './account-scope'
 import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../context'
 import { ApiError } from '../../http/errors'
@@ -71,6 +71,7 @@ export function webhookPages(d: Dashboard) {
                 <code class="secret" id="signing-secret">
                   {options.secret.secret}
                 </code>
+                <CopyButton target="signing-secret" what="secret" />
               </div>
             ) : null}
             <form class="inline" method="post" action={`${base}/keys/${k.key_id}`}>
