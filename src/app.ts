@@ -17,7 +17,7 @@ import { campaignAdminRoutes } from './modules/campaigns/admin-routes'
 import { campaignRunRoutes } from './modules/campaigns/run-routes'
 import { webhookRoutes } from './modules/webhooks/routes'
 import { webhookAdminRoutes } from './modules/webhooks/admin-routes'
-import { twilioStatusRoutes } from './modules/status/twilio-routes'
+import { providerCallbackRoutes } from './providers/routes'
 import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
 import { userAdminRoutes } from './modules/users/routes'
 
@@ -56,7 +56,7 @@ export function createApp(deps: Deps) {
             { name: 'Webhooks', description: 'The callback URL for message-status events, one per API key' },
             { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
             { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
-            { name: 'Provider callbacks', description: 'Status reports from the messaging provider (signed, no API key)' },
+            { name: 'Provider callbacks', description: 'Status reports from the messaging providers (signed, no API key)' },
           ],
           components: {
             securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key, pm_...' } },
@@ -81,7 +81,7 @@ export function createApp(deps: Deps) {
     .use(webhookAdminRoutes(deps))
     .use(campaignAdminRoutes(deps))
     .use(campaignRunRoutes(deps))
-    .use(twilioStatusRoutes(deps))
+    .use(providerCallbackRoutes(deps))
     .use(userAdminRoutes(deps))
     .use(dashboardRoutes(deps))
   app = composed

@@ -2,6 +2,8 @@
 // a bad value stops the start with one line that names it.
 
 import { accessSync, constants } from 'node:fs'
+import type { SettingsReader } from './providers/provider'
+import { PROVIDER_NAMES, PROVIDER_VARIABLES, readProviderSettings, type ProviderName, type ProviderSettings } from './providers/registry'
 
 type Variable = { default?: string; shown?: string; meaning: string }
 
@@ -22,12 +24,13 @@ export const VARIABLES = {
     shown: 'generated',
     meaning: 'bearer token of the admin API (16+ characters); unset: generated once into DATA_DIR/admin-token',
   },
-  PROVIDER: { default: 'simulator', meaning: 'simulator or twilio' },
-  TWILIO_ACCOUNT_SID: { shown: 'unset', meaning: 'Twilio account SID; required with PROVIDER=twilio' },
-  TWILIO_AUTH_TOKEN: { shown: 'unset', meaning: 'Twilio auth token; required with PROVIDER=twilio' },
-  TWILIO_FROM: { shown: 'unset', meaning: 'sender, whatsapp:+<number>; required with PROVIDER=twilio' },
-  TWILIO_API_BASE: { default: 'https://api.twilio.com', meaning: 'Twilio API root' },
-  PUBLIC_BASE_URL: { shown: 'http://HOST:PORT', meaning: "this service's public root, for Twilio's status callback URL and its signature" },
+  PROVIDER: { default: 'simulator', meaning: `the messaging provider: ${PROVIDER_NAMES.join(', ')}` },
+  // Each provider's own variables (providers/<name>/), in registry order.
+  ...PROVIDER_VARIABLES,
+  PUBLIC_BASE_URL: {
+    shown: 'http://HOST:PORT',
+    meaning: "this service's public root, for the providers' status callback URLs and their signatures",
+  },
   TLS_CERT_FILE: { shown: 'unset', meaning: 'PEM certificate; with TLS_KEY_FILE the server itself serves HTTPS' },
   TLS_KEY_FILE: { shown: 'unset', meaning: 'PEM private key of TLS_CERT_FILE' },
   REQUIRE_HTTPS: { default: 'false', meaning: 'true: plain-HTTP requests get 403 HTTPS_REQUIRED (/healthz, /readyz exempt)' },
@@ -36,8 +39,6 @@ export const VARIABLES = {
   WEBHOOK_CA_FILE: { shown: 'unset', meaning: 'extra PEM CA bundle trusted for webhook deliveries, besides the system CAs' },
   TIMEZONE: { default: 'UTC', meaning: 'zone of every YYYY-MM-DD HH:MM:SS timestamp written and read' },
   CURRENCY: { default: 'IDR', meaning: 'currency code of amounts' },
-  SIM_DELIVERED_MS: { default: '1000', meaning: 'simulator: delay from send to delivered' },
-  SIM_READ_MS: { default: '3000', meaning: 'simulator: delay from send to read' },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
   PROVIDER_MAX_PER_SECOND: { default: '0', meaning: 'cap on provider hand-offs per second, per instance; 0: no cap' },
   PROVIDER_TIMEOUT_MS: {
@@ -64,8 +65,9 @@ export type Config = {
   databaseUrl: string | undefined
   dataDir: string
   adminToken: string | undefined
-  provider: 'simulator' | 'twilio'
-  twilio: { accountSid: string; authToken: string; from: string; apiBase: string }
+  provider: ProviderName
+  /** Every provider's settings, whatever PROVIDER says (a provider's callbacks answer when its secret is set). */
+  providers: ProviderSettings
   publicBaseUrl: string
   tls: { certFile: string; keyFile: string } | undefined
   requireHttps: boolean
@@ -74,8 +76,6 @@ export type Config = {
   webhookCaFile: string | undefined
   timezone: string
   currency: string
-  simDeliveredMs: number
-  simReadMs: number
   handoffConcurrency: number
   providerMaxPerSecond: number
   providerTimeoutMs: number
@@ -143,31 +143,29 @@ function readable(name: Name, path: string): string {
   return path
 }
 
+/** How the providers read their own variables (providers/<name>/settings), with the same rules. */
+function providerReader(env: Env): SettingsReader {
+  const defaultOf = (name: string) => (VARIABLES as Record<string, Variable>)[name]?.default
+  return {
+    text: (name) => optional(env, name as Name) ?? defaultOf(name),
+    url(name, protocols) {
+      const raw = optional(env, name as Name) ?? defaultOf(name)
+      return raw === undefined ? undefined : url(name as Name, raw, protocols)
+    },
+    fail(name, message) {
+      throw new ConfigError(`${name}: ${message}`)
+    },
+  }
+}
+
 export function readConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 0, 65535)
   const host = text(env, 'HOST')
   const databaseUrl = optional(env, 'DATABASE_URL')
   if (databaseUrl !== undefined) url('DATABASE_URL', databaseUrl, ['postgres:', 'postgresql:'])
 
-  const provider = oneOf(env, 'PROVIDER', ['simulator', 'twilio'] as const)
-  const twilio = {
-    accountSid: optional(env, 'TWILIO_ACCOUNT_SID') ?? '',
-    authToken: optional(env, 'TWILIO_AUTH_TOKEN') ?? '',
-    from: optional(env, 'TWILIO_FROM') ?? '',
-    apiBase: url('TWILIO_API_BASE', text(env, 'TWILIO_API_BASE'), ['http:', 'https:']),
-  }
-  if (provider === 'twilio') {
-    for (const [name, value] of [
-      ['TWILIO_ACCOUNT_SID', twilio.accountSid],
-      ['TWILIO_AUTH_TOKEN', twilio.authToken],
-      ['TWILIO_FROM', twilio.from],
-    ] as const) {
-      if (!value) throw new ConfigError(`${name}: required when PROVIDER=twilio`)
-    }
-    if (!twilio.from.startsWith('whatsapp:+')) {
-      throw new ConfigError(`TWILIO_FROM: expected "whatsapp:+<number>", got "${twilio.from}"`)
-    }
-  }
+  const provider = oneOf(env, 'PROVIDER', PROVIDER_NAMES)
+  const providers = readProviderSettings(providerReader(env), provider)
 
   const certFile = optional(env, 'TLS_CERT_FILE')
   const keyFile = optional(env, 'TLS_KEY_FILE')
@@ -206,7 +204,7 @@ export function readConfig(env: Env = process.env): Config {
     dataDir: text(env, 'DATA_DIR'),
     adminToken,
     provider,
-    twilio,
+    providers,
     publicBaseUrl,
     tls,
     requireHttps: boolean(env, 'REQUIRE_HTTPS'),
@@ -216,8 +214,6 @@ export function readConfig(env: Env = process.env): Config {
       optional(env, 'WEBHOOK_CA_FILE') === undefined ? undefined : readable('WEBHOOK_CA_FILE', optional(env, 'WEBHOOK_CA_FILE')!),
     timezone,
     currency,
-    simDeliveredMs: integer(env, 'SIM_DELIVERED_MS', 0, 86_400_000),
-    simReadMs: integer(env, 'SIM_READ_MS', 0, 86_400_000),
     handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
     providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),

@@ -79,7 +79,9 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
       .onParse({ as: 'global' }, async ({ request }) => {
         const path = paths.get(request) ?? new URL(request.url).pathname
         if (apiOf(path) === null) {
-          // Outside the API (provider callbacks) a route parses its own content types.
+          // Provider callbacks read their bodies themselves: their signatures cover the raw bytes.
+          if (path.startsWith('/provider/')) return
+          // Elsewhere outside the API a route parses its own content types.
           if (!request.headers.get('content-type')?.toLowerCase().startsWith('application/json')) return
         } else {
           // A bad key is 401 whatever the body, and an unauthenticated body is never read.

@@ -1,12 +1,32 @@
-// The messaging provider behind the API. `send` hands one message over and never throws: every
-// failure (refusal, error answer, network error, timeout) comes back as `{ ok: false }`.
+// What a messaging provider is. Everything provider-specific lives in its folder (providers/<name>/)
+// behind these types: its settings, how it sends, its status callbacks (verify + parse into status
+// reports) and how its error codes become `error_code`/`error_message`. The registry (registry.ts)
+// lists the providers; nothing outside providers/ names one.
+//
+// This file imports nothing at run time: the configuration reads the providers' settings through it,
+// and `--help` must stay light.
 
-export type OutgoingMessage = { id: number; to: string; body: string; mediaUrl: string | null }
+import type { StatusReport } from '../modules/status/machine'
 
-/** `pending`: not this caller's outcome to give: another process holds the message's hand-off. */
-export type HandoffResult = { ok: true; sid: string } | { ok: false; errorCode: number | null; errorMessage: string; pending?: boolean }
+/** A provider's approved template (bound to an account template): sent instead of a free-form body. */
+export type ProviderTemplate = {
+  /** Twilio: the Content SID (`HX…`); Meta: the approved template's name. */
+  ref: string
+  /** Meta: the template's language code (`en_US`, `id`); null for Twilio. */
+  language: string | null
+  /** The variables' values in the provider template's order: Twilio `{{1}}`, `{{2}}`…, Meta's body parameters. */
+  variables: string[]
+}
 
-/** A status report the provider will make later, recorded with the hand-off (the simulator's). */
+/**
+ * One message to hand over: a free-form body (with optional media), or an approved template. `body` is
+ * what the message records either way (for a template, its rendered text, shown in lists).
+ */
+export type OutgoingMessage = { id: number; to: string; body: string } & (
+  { mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null }
+)
+
+/** A status report the provider will make itself later (the simulator's), recorded with the hand-off. */
 export type ScheduledReport = {
   status: 'delivered' | 'read' | 'failed'
   afterMs: number
@@ -14,12 +34,85 @@ export type ScheduledReport = {
   errorMessage?: string
 }
 
+/**
+ * `ok`: accepted, with the provider's message id (our `message_sid`) and any reports the provider
+ * schedules itself. Otherwise the provider's error code (an int, or null) and text, which become the
+ * message's `error_code`/`error_message`. `pending`: not this caller's outcome to give: another
+ * process holds the message's hand-off.
+ */
+export type HandoffResult =
+  { ok: true; sid: string; reports?: ScheduledReport[] } | { ok: false; errorCode: number | null; errorMessage: string; pending?: boolean }
+
+/** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {
-  readonly name: 'simulator' | 'twilio'
+  readonly name: string
   send(message: OutgoingMessage): Promise<HandoffResult>
-  /** Reports to schedule for an accepted message; providers that call back (Twilio) have none. */
-  scheduledReports?(to: string): ScheduledReport[]
+  /** It makes its own status reports (HandoffResult.reports), applied when due by the simulator-reports worker. */
+  readonly schedulesReports?: boolean
 }
 
 /** How long a hand-off may take before it counts as failed (the contract's 10 s). */
 export const HANDOFF_TIMEOUT_MS = 10_000
+
+/** An environment variable of a provider, as `--help` and the README show it. */
+export type ProviderVariable = { default?: string; shown?: string; meaning: string }
+
+/** How a provider reads its variables (config.ts builds it: it stays the only reader of the environment). */
+export type SettingsReader<Name extends string = string> = {
+  /** The value, else the variable's default, else undefined. */
+  text(name: Name): string | undefined
+  /** An absolute URL (trailing slashes dropped), else the default, else undefined. */
+  url(name: Name, protocols: string[]): string | undefined
+  /** Stops the start with `NAME: message`. */
+  fail(name: Name, message: string): never
+}
+
+/** A request to a provider callback route, with its body exactly as received. */
+export type CallbackRequest = {
+  url: URL
+  headers: Headers
+  /** The raw bytes (signatures are computed over them); empty for a request without a body. */
+  rawBody: Uint8Array
+  /** The same, decoded as UTF-8. */
+  body: string
+}
+
+/** What a callback's handler gets besides the request. */
+export type CallbackContext<S> = { settings: S; publicBaseUrl: string }
+
+/**
+ * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says
+ * (reports for messages sent before a switch keep arriving). The handler verifies and parses; it
+ * throws an ApiError to refuse (403 bad signature, 404 when its settings cannot verify anything,
+ * 400/415 for a body it cannot read). It answers either status reports, which the route applies
+ * through the forward-only state machine in one transaction and answers 200 `{changed}`, or a
+ * Response of its own (a subscription handshake).
+ */
+export type Callback<S> = {
+  method: 'GET' | 'POST'
+  path: string
+  handle(request: CallbackRequest, context: CallbackContext<S>): StatusReport[] | Response | Promise<StatusReport[] | Response>
+  /** Error statuses it answers, for the OpenAPI document (the route adds 200). */
+  errors: number[]
+  /** The OpenAPI operation: summary, description, parameters, requestBody, and responses for a Response of its own. */
+  detail: Record<string, unknown>
+}
+
+export type ProviderPlugin<N extends string, S, V extends Record<string, ProviderVariable>> = {
+  name: N
+  /** Its environment variables, listed by `--help` after PROVIDER. */
+  variables: V
+  /**
+   * Its settings. Read at every start whatever PROVIDER says (its callbacks may still be verified);
+   * `selected`: PROVIDER names it, so whatever sending needs must be set (fail naming the variable).
+   */
+  readSettings(read: SettingsReader<keyof V & string>, selected: boolean): S
+  /** The sender, when PROVIDER names it. `timeoutMs`: PROVIDER_TIMEOUT_MS. */
+  create(settings: S, context: { publicBaseUrl: string; timeoutMs: number }): Provider
+  callbacks: Callback<S>[]
+}
+
+/** Declares a provider (keeps its name's and variables' literal types for the registry and `--help`). */
+export const defineProvider = <const N extends string, S, const V extends Record<string, ProviderVariable>>(
+  plugin: ProviderPlugin<N, S, V>,
+) => plugin

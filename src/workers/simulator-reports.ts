@@ -1,5 +1,6 @@
-// Applies the simulator's due status reports. Claiming a batch (delete ... skip locked) and applying
-// it happen in one transaction: a crash in between leaves the reports in place for the next run.
+// Applies the due status reports a provider schedules itself (the simulator's: HandoffResult.reports,
+// recorded with the hand-off). Claiming a batch (delete ... skip locked) and applying it happen in one
+// transaction: a crash in between leaves the reports in place for the next run.
 
 import type { Deps } from '../deps'
 import { applyStatuses, rounds } from '../modules/status/machine'
@@ -38,7 +39,7 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ ap
 export const simulatorReports: Worker = {
   name: 'simulator-reports',
   pollMs: SIMULATOR_REPORTS_POLL_MS,
-  enabled: (deps) => deps.provider.name === 'simulator',
+  enabled: (deps) => deps.provider.schedulesReports === true,
   async runOnce(deps) {
     const { applied, events } = await applyDueReports(deps)
     if (events > 0) eventsCommitted(deps)

@@ -22,7 +22,7 @@ export type WorkerName = (typeof WORKER_NAMES)[number]
 type Common = {
   name: WorkerName
   pollMs: number
-  /** Whether this service runs it (the simulator's reports only with the simulator). */
+  /** Whether this service runs it (scheduled status reports only with a provider that makes them). */
   enabled?(deps: Deps): boolean
 }
 

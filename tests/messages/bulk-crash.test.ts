@@ -7,7 +7,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { call, crashTestEnv, startChild, type Child } from '../helpers/child'
 import { openDatabase } from '../../src/db/client'
 import { TWILIO_STATUS_PATH } from '../../src/providers/twilio'
-import { twilioSignature } from '../../src/providers/twilio-signature'
+import { twilioSignature } from '../../src/providers/twilio/signature'
 
 const cleanups: (() => Promise<void> | void)[] = []
 afterAll(async () => {

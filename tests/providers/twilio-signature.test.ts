@@ -3,7 +3,7 @@
 
 import { describe, expect, test } from 'bun:test'
 import twilio from 'twilio'
-import { twilioSignature, verifyTwilioSignature } from '../../src/providers/twilio-signature'
+import { twilioSignature, verifyTwilioSignature } from '../../src/providers/twilio/signature'
 
 const TOKEN = 'a7c0b3e1d2f4a5b6c7d8e9f0a1b2c3d4'
 const URL_ = 'https://api.example.com/provider/twilio/status'

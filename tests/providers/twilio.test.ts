@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import type { Provider } from '../../src/providers/provider'
-import { createTwilio } from '../../src/providers/twilio'
+import { createProvider } from '../../src/providers/registry'
 import { money, testApp, type TestApp } from '../helpers/app'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
@@ -217,14 +217,16 @@ describe('Twilio unreachable or slow', () => {
   // provider (closed port, short timeout) share one database.
   let current: Provider
   let u: TestApp
-  const configFor = (apiBase: string) => readConfig(twilioEnv(apiBase))
+  /** The Twilio provider through the registry, as the service builds it. */
+  const twilioAt = (apiBase: string, timeoutMs = 10_000) =>
+    createProvider(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }))
   beforeAll(async () => {
     u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
   })
   afterAll(() => u.close())
 
   test('connection refused: 502, refunded', async () => {
-    current = createTwilio(configFor(`http://127.0.0.1:${closedPort()}`))
+    current = twilioAt(`http://127.0.0.1:${closedPort()}`)
     const { row } = await expectRefundedFailure(u)
     expect(row.error_code).toBeNull()
     expect(row.error_message).toMatch(/^could not reach Twilio/)
@@ -235,7 +237,7 @@ describe('Twilio unreachable or slow', () => {
       await Bun.sleep(2_000)
       return accepted()(new Request(fakeUrl))
     }
-    current = createTwilio(configFor(fakeUrl), { timeoutMs: 300 })
+    current = twilioAt(fakeUrl, 300)
     const started = performance.now()
     const { row } = await expectRefundedFailure(u)
     expect(performance.now() - started).toBeLessThan(1_500)
@@ -255,7 +257,7 @@ describe('Twilio unreachable or slow', () => {
       })
       return new Response(stream, { status: 201, headers: { 'content-type': 'application/json' } })
     }
-    current = createTwilio(configFor(fakeUrl), { timeoutMs: 300 })
+    current = twilioAt(fakeUrl, 300)
     const started = performance.now()
     const { row } = await expectRefundedFailure(u)
     expect(performance.now() - started).toBeLessThan(1_500)

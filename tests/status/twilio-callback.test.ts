@@ -433,7 +433,8 @@ describe('the route', () => {
 describe('without a Twilio auth token (PROVIDER=simulator)', () => {
   test('the route answers 404 NOT_FOUND, whatever the signature', async () => {
     // The same database, configured as the default simulator without Twilio credentials.
-    const config = { ...t.config, provider: 'simulator' as const, twilio: { ...t.config.twilio, accountSid: '', authToken: '', from: '' } }
+    const twilio = { ...t.config.providers.twilio, accountSid: '', authToken: '', from: '' }
+    const config = { ...t.config, provider: 'simulator' as const, providers: { ...t.config.providers, twilio } }
     const app = createApp({ ...t.deps, config })
     const m = await sent()
     const params = fields(m.sid, 'delivered')

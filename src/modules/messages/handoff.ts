@@ -87,7 +87,7 @@ export function createHandoff(
     const accepted: Accepted[] = []
     const failed: Failure[] = []
     for (const [message, r] of results) {
-      if (r.ok) accepted.push({ id: message.id, sid: r.sid, reports: provider.scheduledReports?.(message.to) ?? [] })
+      if (r.ok) accepted.push({ id: message.id, sid: r.sid, reports: r.reports ?? [] })
       else failed.push({ id: message.id, errorCode: r.errorCode, errorMessage: r.errorMessage })
     }
     const always = () => true

@@ -9,40 +9,68 @@
 // `delivered` parked before a `read` applies as sent → delivered → read, one event per change.
 
 import type { Sql } from '../../db/client'
-import { applyStatus, applyStatuses, rounds, type StatusReport } from './machine'
+import { applyStatuses, rounds, type StatusReport } from './machine'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600
 // The first key of the two-key advisory lock: the namespace of "one SID's reports".
 const SID_LOCK = 7_240_008
 
-export type Received = { changed: boolean; events: number; parked: boolean }
+export type Received = {
+  /** How many of these reports changed their message (reports parked earlier, applied now, not counted). */
+  changed: number
+  /** Events written, for these reports and for earlier ones applied before them. */
+  events: number
+  /** How many were parked (their SID is not stored yet). */
+  parked: number
+}
 
 /**
- * A provider report as it arrives: applied (after any reports parked for its SID) when the SID is
- * stored, parked otherwise. A `sent` report changes nothing and is never parked.
+ * Reports as they arrive in one provider callback, in one transaction: each is applied (after any
+ * reports parked earlier for its SID) when its SID is stored, parked otherwise. A `sent` report
+ * changes nothing and is never parked. The SIDs' locks are taken in one order (by lock key), so two
+ * callbacks with the same SIDs cannot deadlock.
  */
-export async function receiveReport(sql: Sql, timezone: string, report: StatusReport): Promise<Received> {
+export async function receiveReports(sql: Sql, timezone: string, reports: StatusReport[]): Promise<Received> {
+  if (reports.length === 0) return { changed: 0, events: 0, parked: 0 }
+  const sids = [...new Set(reports.map((r) => r.sid))]
   return sql.begin(async (tx) => {
-    const [row] = await tx<{ known: boolean }[]>`
-      select pg_advisory_xact_lock(${SID_LOCK}, hashtext(${report.sid})),
-             exists (select 1 from messages where message_sid = ${report.sid}) as known`
-    if (!row!.known) {
-      if (report.status === 'sent') return { changed: false, events: 0, parked: false }
+    // The locks first (the aggregate takes them in key order), then which SIDs are stored.
+    const rows = await tx<{ sid: string; known: boolean }[]>`
+      with locked as materialized (
+        select count(pg_advisory_xact_lock(${SID_LOCK}, k)) as n
+        from (select distinct hashtext(s) as k from unnest(${sids}::text[]) as s order by k) as keys
+      )
+      select s.sid, exists (select 1 from messages where message_sid = s.sid) as known
+      from locked, unnest(${sids}::text[]) as s(sid)`
+    const known = new Set(rows.filter((r) => r.known).map((r) => r.sid))
+
+    const toPark = reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')
+    if (toPark.length > 0) {
       await tx`
         insert into parked_reports (message_sid, status, error_code, error_message, expires_at)
-        values (${report.sid}, ${report.status}, ${report.errorCode ?? null}, ${report.errorMessage ?? null},
-                now() + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS}))`
-      return { changed: false, events: 0, parked: true }
+        select sid, status, error_code, error_message, now() + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
+        from unnest(${toPark.map((r) => r.sid)}::text[], ${toPark.map((r) => r.status)}::text[],
+                    ${toPark.map((r) => r.errorCode ?? null) as number[]}::int[],
+                    ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[]) with ordinality
+          as r(sid, status, error_code, error_message, n)
+        order by n`
     }
-    // Expired reports for the SID are dropped with the rest, unapplied.
+    if (known.size === 0) return { changed: 0, events: 0, parked: toPark.length }
+
+    // Expired reports for the SIDs are dropped with the rest, unapplied.
     const parked = await tx<Parked[]>`
-      delete from parked_reports where message_sid = ${report.sid}
+      delete from parked_reports where message_sid = any(${[...known]}::text[])
       returning id, message_sid, status, error_code, error_message, expires_at > now() as live`
     let events = 0
-    for (const earlier of toReports(parked.filter((p) => p.live))) events += (await applyStatuses(tx, timezone, [earlier])).events
-    const outcome = await applyStatus(tx, timezone, report)
-    return { changed: outcome.changed, events: events + outcome.events, parked: false }
+    for (const round of rounds(toReports(parked.filter((p) => p.live)))) events += (await applyStatuses(tx, timezone, round)).events
+    let changed = 0
+    for (const round of rounds(reports.filter((r) => known.has(r.sid)))) {
+      const outcome = await applyStatuses(tx, timezone, round)
+      changed += outcome.changed
+      events += outcome.events
+    }
+    return { changed, events, parked: toPark.length }
   })
 }
 

@@ -1,0 +1,89 @@
+// Sending through Meta's WhatsApp Cloud API: one JSON POST to {META_API_BASE}/{phone number id}/messages
+// per message, with the access token as bearer, plain fetch. The answer's messages[0].id (a `wamid.…`)
+// becomes the message's SID. A refusal (Meta's error object: its `code` becomes error_code), a
+// timeout, a network error or an answer without a message id comes back as `{ ok: false }`; nothing
+// here throws, and no message ever carries the token.
+
+import { errorCodeOf, failure, isObject, post } from '../http'
+import type { HandoffResult, OutgoingMessage, Provider } from '../provider'
+import type { MetaSettings } from './settings'
+
+// A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
+const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/
+// The image types WhatsApp shows as images; any other media goes as a document (a file with a name).
+const IMAGE = /\.(jpe?g|png)$/i
+
+/** The Cloud API's request body for one message. `to` is E.164 without the `+`. */
+export function metaMessage(message: OutgoingMessage): Record<string, unknown> {
+  const base = { messaging_product: 'whatsapp', to: message.to.replace(/^\+/, '') }
+  if (message.template) {
+    const { ref, language, variables } = message.template
+    const template: Record<string, unknown> = { name: ref, language: { code: language } }
+    if (variables.length > 0) {
+      template.components = [{ type: 'body', parameters: variables.map((text) => ({ type: 'text', text })) }]
+    }
+    return { ...base, type: 'template', template }
+  }
+  if (!message.mediaUrl) return { ...base, type: 'text', text: { body: message.body } }
+  const path = pathOf(message.mediaUrl)
+  if (IMAGE.test(path)) return { ...base, type: 'image', image: { link: message.mediaUrl, caption: message.body } }
+  const filename = fileNameOf(path)
+  return { ...base, type: 'document', document: { link: message.mediaUrl, caption: message.body, ...(filename ? { filename } : {}) } }
+}
+
+function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname
+  } catch {
+    return ''
+  }
+}
+
+/** The last segment of the URL's path, decoded: the name the recipient sees for a document. */
+function fileNameOf(path: string): string {
+  const last = path.slice(path.lastIndexOf('/') + 1)
+  try {
+    return decodeURIComponent(last)
+  } catch {
+    return last
+  }
+}
+
+export function createMeta(settings: MetaSettings, context: { timeoutMs: number }): Provider {
+  const { accessToken, phoneNumberId, apiBase } = settings
+  const { timeoutMs } = context
+  const endpoint = `${apiBase}/${encodeURIComponent(phoneNumberId)}/messages`
+  const fail = (errorCode: number | null, errorMessage: string) => failure([accessToken], errorCode, errorMessage)
+
+  return {
+    name: 'meta',
+    async send(message: OutgoingMessage): Promise<HandoffResult> {
+      try {
+        const exchange = await post(endpoint, {
+          headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify(metaMessage(message)),
+          timeoutMs,
+        })
+        if (!exchange.ok) {
+          return exchange.reason === 'timeout'
+            ? fail(null, `Meta did not answer within ${timeoutMs} ms`)
+            : fail(null, `could not reach Meta${exchange.hint}`)
+        }
+        const { status, answer } = exchange
+        if (status < 200 || status > 299) {
+          // {"error": {"message": "(#131030) Recipient phone number not in allowed list", "type": "OAuthException", "code": 131030, ...}}
+          const error = isObject(answer?.error) ? answer.error : {}
+          const details = isObject(error.error_data) ? error.error_data.details : undefined
+          const text = [error.message, details, `HTTP ${status}`].find((v): v is string => typeof v === 'string' && v.trim() !== '')!
+          return fail(typeof error.code === 'number' ? errorCodeOf(error.code) : null, text)
+        }
+        const first = Array.isArray(answer?.messages) ? answer.messages[0] : undefined
+        const id = isObject(first) ? first.id : undefined
+        if (typeof id !== 'string' || !MESSAGE_ID.test(id)) return fail(null, `Meta answered HTTP ${status} without a message id`)
+        return { ok: true, sid: id }
+      } catch {
+        return fail(null, 'Meta request failed')
+      }
+    },
+  }
+}

@@ -1,0 +1,40 @@
+// Meta's WhatsApp Cloud API settings: the access token and sender number id for sending, the app
+// secret that signs webhooks, the verify token of the subscription handshake, and the Graph API root.
+
+import type { ProviderVariable, SettingsReader } from '../provider'
+
+export type MetaSettings = { accessToken: string; phoneNumberId: string; appSecret: string; verifyToken: string; apiBase: string }
+
+export const META_VARIABLES = {
+  META_ACCESS_TOKEN: { shown: 'unset', meaning: 'WhatsApp Cloud API access token (system user); required with PROVIDER=meta' },
+  META_PHONE_NUMBER_ID: { shown: 'unset', meaning: 'the sender: its WhatsApp phone number id (digits); required with PROVIDER=meta' },
+  META_APP_SECRET: {
+    shown: 'unset',
+    meaning: "the Meta app's secret, which signs status webhooks (X-Hub-Signature-256); required with PROVIDER=meta",
+  },
+  META_VERIFY_TOKEN: {
+    shown: 'unset',
+    meaning: 'the verify token you give Meta for the webhook subscription handshake; required with PROVIDER=meta',
+  },
+  META_API_BASE: { default: 'https://graph.facebook.com/v21.0', meaning: 'Graph API root, with its version' },
+} satisfies Record<string, ProviderVariable>
+
+export function readMetaSettings(read: SettingsReader, selected: boolean): MetaSettings {
+  const settings = {
+    accessToken: read.text('META_ACCESS_TOKEN') ?? '',
+    phoneNumberId: read.text('META_PHONE_NUMBER_ID') ?? '',
+    appSecret: read.text('META_APP_SECRET') ?? '',
+    verifyToken: read.text('META_VERIFY_TOKEN') ?? '',
+    apiBase: read.url('META_API_BASE', ['http:', 'https:'])!,
+  }
+  if (selected) {
+    if (!settings.accessToken) read.fail('META_ACCESS_TOKEN', 'required when PROVIDER=meta')
+    if (!settings.phoneNumberId) read.fail('META_PHONE_NUMBER_ID', 'required when PROVIDER=meta')
+    if (!settings.appSecret) read.fail('META_APP_SECRET', 'required when PROVIDER=meta')
+    if (!settings.verifyToken) read.fail('META_VERIFY_TOKEN', 'required when PROVIDER=meta')
+  }
+  if (settings.phoneNumberId && !/^\d{1,30}$/.test(settings.phoneNumberId)) {
+    read.fail('META_PHONE_NUMBER_ID', `expected the phone number id (digits), got "${settings.phoneNumberId}"`)
+  }
+  return settings
+}

@@ -1,0 +1,225 @@
+// Meta's webhooks at /provider/meta/webhook: the subscription handshake (GET) and the status
+// notifications (POST). A notification is signed by Meta in X-Hub-Signature-256 (`sha256=` + the hex
+// HMAC-SHA256 of the raw body, keyed with the app secret); it is verified, in constant time, before the
+// body is even parsed, so a request without a valid signature learns nothing and changes nothing.
+// One notification can carry many entries, each with many changes, each with many statuses: every
+// status of every `messages` change becomes a report, and the route applies them all in one
+// transaction. Changes of other kinds (inbound messages, other fields) are acknowledged and ignored.
+
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { ApiError, badShape } from '../../http/errors'
+import type { StatusReport } from '../../modules/status/machine'
+import { errorCodeOf, errorTextOf, isObject } from '../http'
+import type { Callback, CallbackRequest } from '../provider'
+import type { MetaSettings } from './settings'
+
+export const META_WEBHOOK_PATH = '/provider/meta/webhook'
+
+/** The X-Hub-Signature-256 value Meta sends for `body`. */
+export function metaSignature(appSecret: string, body: Uint8Array | string): string {
+  return `sha256=${createHmac('sha256', appSecret).update(body).digest('hex')}`
+}
+
+/** Whether `header` is the signature of `body`. Constant-time: the digests compared have a fixed length. */
+export function verifyMetaSignature(appSecret: string, body: Uint8Array | string, header: string | null): boolean {
+  if (!appSecret || !header) return false
+  const match = /^sha256=([0-9a-f]{64})$/i.exec(header.trim())
+  if (!match) return false
+  const expected = createHmac('sha256', appSecret).update(body).digest()
+  return timingSafeEqual(Buffer.from(match[1]!, 'hex'), expected)
+}
+
+/** Constant-time equality of two texts (the verify token). */
+function sameText(a: string, b: string): boolean {
+  const left = createHmac('sha256', 'compare').update(a).digest()
+  const right = createHmac('sha256', 'compare').update(b).digest()
+  return timingSafeEqual(left, right)
+}
+
+/** Our report for one of Meta's statuses, or null when it is not one of ours (`deleted`, `warning`, malformed). */
+function reportOf(status: unknown): StatusReport | null {
+  if (!isObject(status) || typeof status.id !== 'string' || !status.id.trim()) return null
+  const sid = status.id.trim()
+  switch (status.status) {
+    case 'sent':
+    case 'delivered':
+    case 'read':
+      return { sid, status: status.status }
+    case 'failed': {
+      // "errors": [{"code": 131047, "title": "Re-engagement message", "message": "Re-engagement message", ...}]
+      const error = Array.isArray(status.errors) && isObject(status.errors[0]) ? status.errors[0] : {}
+      return {
+        sid,
+        status: 'failed',
+        errorCode: typeof error.code === 'number' ? errorCodeOf(error.code) : null,
+        errorMessage: errorTextOf(error.title) ?? errorTextOf(error.message) ?? 'failed',
+      }
+    }
+    default:
+      return null
+  }
+}
+
+/** Every status report of a notification, in the order Meta wrote them. */
+export function reportsOf(notification: Record<string, unknown>): StatusReport[] {
+  const reports: StatusReport[] = []
+  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
+    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
+    for (const change of entry.changes) {
+      if (!isObject(change) || change.field !== 'messages' || !isObject(change.value)) continue
+      const statuses = change.value.statuses
+      if (!Array.isArray(statuses)) continue
+      for (const status of statuses) {
+        const report = reportOf(status)
+        if (report) reports.push(report)
+      }
+    }
+  }
+  return reports
+}
+
+const isJson = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/json'
+
+function receive(request: CallbackRequest, settings: MetaSettings): StatusReport[] {
+  // Without the app secret nothing can be verified, so the endpoint does not exist. With it, it answers
+  // whatever PROVIDER says: reports for messages sent before a switch keep arriving.
+  if (!settings.appSecret) throw new ApiError('NOT_FOUND', `no route for POST ${META_WEBHOOK_PATH}`)
+  const signature = request.headers.get('x-hub-signature-256')
+  if (!verifyMetaSignature(settings.appSecret, request.rawBody, signature)) {
+    throw new ApiError('FORBIDDEN', signature ? 'X-Hub-Signature-256 does not match' : 'X-Hub-Signature-256 header is missing')
+  }
+  if (!isJson(request.headers.get('content-type'))) {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
+  }
+  let notification: unknown
+  try {
+    notification = JSON.parse(request.body)
+  } catch {
+    throw badShape('body is not valid JSON')
+  }
+  if (!isObject(notification)) throw badShape('body must be a JSON object')
+  return reportsOf(notification)
+}
+
+/** The subscription handshake: the challenge, as text, when the verify token matches; 403 otherwise. */
+function handshake(request: CallbackRequest, settings: MetaSettings): Response {
+  if (!settings.verifyToken) throw new ApiError('NOT_FOUND', `no route for GET ${META_WEBHOOK_PATH}`)
+  const query = request.url.searchParams
+  const token = query.get('hub.verify_token')
+  const challenge = query.get('hub.challenge')
+  if (query.get('hub.mode') !== 'subscribe' || token === null || challenge === null || !sameText(token, settings.verifyToken)) {
+    throw new ApiError('FORBIDDEN', 'hub.mode must be subscribe and hub.verify_token must match META_VERIFY_TOKEN')
+  }
+  return new Response(challenge, {
+    status: 200,
+    headers: { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' },
+  })
+}
+
+const describe = (lines: string[]) => lines.join(' ')
+
+export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
+  {
+    method: 'GET',
+    path: 'webhook',
+    handle: (request, { settings }) => handshake(request, settings),
+    errors: [403, 404],
+    detail: {
+      summary: "Meta's webhook subscription handshake",
+      description: describe([
+        'Called by Meta when the webhook URL is set in the app dashboard, not by API clients.',
+        'Answers `hub.challenge` as plain text when `hub.mode` is `subscribe` and `hub.verify_token` equals `META_VERIFY_TOKEN`;',
+        'anything else gets 403 `FORBIDDEN`. Without `META_VERIFY_TOKEN`, 404 `NOT_FOUND`.',
+      ]),
+      parameters: [
+        { name: 'hub.mode', in: 'query', required: true, schema: { type: 'string', enum: ['subscribe'] } },
+        { name: 'hub.verify_token', in: 'query', required: true, schema: { type: 'string' }, description: 'Must equal META_VERIFY_TOKEN' },
+        { name: 'hub.challenge', in: 'query', required: true, schema: { type: 'string' }, description: 'Echoed back' },
+      ],
+      responses: { 200: { description: 'The challenge, echoed', content: { 'text/plain': { schema: { type: 'string' } } } } },
+    },
+  },
+  {
+    method: 'POST',
+    path: 'webhook',
+    handle: (request, { settings }) => receive(request, settings),
+    errors: [400, 403, 404, 415],
+    detail: {
+      summary: "Meta's webhook notifications (message statuses)",
+      description: describe([
+        'Called by Meta (the WhatsApp Cloud API, `PROVIDER=meta`), not by API clients. No API key: `X-Hub-Signature-256`',
+        '(`sha256=` + the hex HMAC-SHA256 of the raw body with `META_APP_SECRET`) is verified first; a missing or wrong',
+        'signature gets 403 `FORBIDDEN` and changes nothing. Every `statuses[]` item of every `entry[].changes[]` whose',
+        '`field` is `messages` is applied in one transaction through the forward-only state machine: `sent`, `delivered`,',
+        '`read` as they are, `failed` with `errors[0].code` as `error_code` and its title as `error_message`; a repeat or a',
+        'backwards move (a `delivered` after a `read`) changes nothing. Statuses for ids not stored yet are kept for up',
+        'to an hour (the notification can beat the recording of the send), then dropped; inbound messages and other',
+        'fields are ignored. Each accepted change emits one `message.status` event. The answer is 200 with',
+        '`changed: true` when any message changed. The endpoint answers whenever `META_APP_SECRET` is set; without it,',
+        '404 `NOT_FOUND`.',
+      ]),
+      parameters: [
+        {
+          name: 'X-Hub-Signature-256',
+          in: 'header',
+          required: true,
+          schema: { type: 'string' },
+          description: '`sha256=` + hex HMAC-SHA256 by Meta',
+        },
+      ],
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: {
+              type: 'object',
+              properties: {
+                object: { type: 'string', example: 'whatsapp_business_account' },
+                entry: {
+                  type: 'array',
+                  items: {
+                    type: 'object',
+                    properties: {
+                      id: { type: 'string' },
+                      changes: {
+                        type: 'array',
+                        items: {
+                          type: 'object',
+                          properties: {
+                            field: { type: 'string', example: 'messages' },
+                            value: {
+                              type: 'object',
+                              properties: {
+                                statuses: {
+                                  type: 'array',
+                                  items: {
+                                    type: 'object',
+                                    properties: {
+                                      id: { type: 'string', example: 'wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEjA=' },
+                                      status: { type: 'string', enum: ['sent', 'delivered', 'read', 'failed'] },
+                                      errors: {
+                                        type: 'array',
+                                        items: {
+                                          type: 'object',
+                                          properties: { code: { type: 'integer' }, title: { type: 'string' }, message: { type: 'string' } },
+                                        },
+                                      },
+                                    },
+                                  },
+                                },
+                              },
+                            },
+                          },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+]

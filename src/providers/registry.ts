@@ -1,0 +1,36 @@
+// Every provider the service knows, by name. PROVIDER must name one of them; config.ts reads each
+// one's settings and --help lists its variables. Adding a provider: its folder (providers/<name>/,
+// exporting a defineProvider(...)) and one entry in PROVIDERS.
+
+import type { Config } from '../config'
+import type { Provider, ProviderPlugin, ProviderVariable, SettingsReader } from './provider'
+import { simulator } from './simulator'
+import { twilio } from './twilio'
+import { meta } from './meta'
+
+export const PROVIDERS = [simulator, twilio, meta] as const
+
+type Plugin = (typeof PROVIDERS)[number]
+export type ProviderName = Plugin['name']
+/** Every provider's settings, by name: `config.providers.twilio.authToken`. */
+export type ProviderSettings = { [P in Plugin as P['name']]: ReturnType<P['readSettings']> }
+
+type Intersection<U> = (U extends unknown ? (x: U) => void : never) extends (x: infer I) => void ? I : never
+/** Every provider's variables in one table, in registry order. */
+export const PROVIDER_VARIABLES = Object.assign({}, ...PROVIDERS.map((p) => p.variables)) as Intersection<Plugin['variables']>
+
+export const PROVIDER_NAMES: readonly ProviderName[] = PROVIDERS.map((p) => p.name)
+
+/** The plugins as one type, for code that handles any of them (each one's settings are its own). */
+export const anyProvider = (plugin: Plugin) => plugin as unknown as ProviderPlugin<string, unknown, Record<string, ProviderVariable>>
+
+/** Reads every provider's settings; the selected one's required settings must be there. */
+export function readProviderSettings(read: SettingsReader, selected: ProviderName): ProviderSettings {
+  return Object.fromEntries(PROVIDERS.map((p) => [p.name, anyProvider(p).readSettings(read, p.name === selected)])) as ProviderSettings
+}
+
+/** The sender PROVIDER names. */
+export function createProvider(config: Config): Provider {
+  const plugin = anyProvider(PROVIDERS.find((p) => p.name === config.provider)!)
+  return plugin.create(config.providers[config.provider], { publicBaseUrl: config.publicBaseUrl, timeoutMs: config.providerTimeoutMs })
+}

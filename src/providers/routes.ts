@@ -1,0 +1,95 @@
+// The providers' status-callback routes: every callback of every registered provider, mounted at
+// /provider/<name>/<path> whatever PROVIDER says. Outside /api/v1 and without an API key: each
+// provider's own signature check is the authentication. The route reads the body exactly as sent
+// (signatures cover the raw bytes), lets the provider verify and parse it, applies the status
+// reports it gets back through the forward-only state machine in one transaction, and answers 200
+// `{changed}` (or the provider's own answer, e.g. a subscription handshake).
+
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../deps'
+import { ApiError, ok } from '../http/errors'
+import { MAX_BODY_BYTES } from '../http/shell'
+import { envelopeOf, errorsOf } from '../http/openapi'
+import { eventsCommitted } from '../modules/status/notify'
+import { receiveReports } from '../modules/status/parked'
+import type { Callback, CallbackRequest } from './provider'
+import { anyProvider, PROVIDERS } from './registry'
+
+export const PROVIDER_ROUTES_PREFIX = '/provider/'
+
+const Answer = t.Object({ changed: t.Boolean({ description: 'Whether the report(s) changed a message' }) })
+
+/** The body's bytes, refused (413) as soon as they pass MAX_BODY_BYTES. */
+async function readRaw(request: Request): Promise<Uint8Array> {
+  if (!request.body) return new Uint8Array()
+  const reader = request.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => {})
+      throw new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
+    }
+    chunks.push(value)
+  }
+  return Buffer.concat(chunks)
+}
+
+/** An error answer as the OpenAPI document lists it, for callbacks that document their own answers. */
+function documentedErrors(statuses: number[]) {
+  return Object.fromEntries(
+    Object.entries(errorsOf(...statuses)).map(([status, schema]) => [
+      status,
+      { description: schema.description ?? 'Error', content: { 'application/json': { schema } } },
+    ]),
+  )
+}
+
+export function providerCallbackRoutes(deps: Deps) {
+  const app = new Elysia({ name: 'provider-callbacks' })
+  for (const plugin of PROVIDERS.map(anyProvider)) {
+    for (const callback of plugin.callbacks as Callback<unknown>[]) {
+      const path = `${PROVIDER_ROUTES_PREFIX}${plugin.name}/${callback.path}`
+      async function handle({ request, body }: { request: Request; body: unknown }) {
+        const rawBody = body instanceof Uint8Array ? body : new Uint8Array()
+        const received: CallbackRequest = {
+          url: new URL(request.url),
+          headers: request.headers,
+          rawBody,
+          body: new TextDecoder().decode(rawBody),
+        }
+        // Read at request time: the settings are the configuration's, whatever the provider in use.
+        const settings = (deps.config.providers as Record<string, unknown>)[plugin.name]
+        const answer = await callback.handle(received, { settings, publicBaseUrl: deps.config.publicBaseUrl })
+        if (answer instanceof Response) return answer
+        const outcome = await receiveReports(deps.sql, deps.config.timezone, answer)
+        if (outcome.events > 0) eventsCommitted(deps)
+        // The send may have stored a SID between the check and this commit: the worker looks at once.
+        if (outcome.parked > 0) deps.wake('parked-reports')
+        return ok({ changed: outcome.changed > 0 })
+      }
+      const ownAnswers = 'responses' in callback.detail
+      const detail = {
+        tags: ['Provider callbacks'],
+        security: [],
+        ...callback.detail,
+        ...(ownAnswers ? { responses: { ...(callback.detail.responses as object), ...documentedErrors(callback.errors) } } : {}),
+      }
+      const response = ownAnswers ? undefined : { 200: envelopeOf(Answer), ...errorsOf(...callback.errors) }
+      if (callback.method === 'GET') app.get(path, handle, { response, detail })
+      else {
+        app.post(path, handle, {
+          // The handler needs the body exactly as sent, not a parsed object (the shell leaves
+          // /provider/ bodies alone).
+          parse: ({ request }) => readRaw(request),
+          response,
+          detail,
+        })
+      }
+    }
+  }
+  return app
+}

@@ -1,0 +1,115 @@
+// Twilio's status callbacks (POST /provider/twilio/status): verify the request signature over every
+// form field, and map Twilio's status to ours. Verification comes first: an unsigned or badly signed
+// request learns nothing (not even whether its body was well formed) and changes nothing.
+
+import { ApiError, badShape } from '../../http/errors'
+import type { StatusReport } from '../../modules/status/machine'
+import { errorCodeOf, errorTextOf } from '../http'
+import type { Callback, CallbackRequest } from '../provider'
+import type { TwilioSettings } from './settings'
+import { TWILIO_STATUS_PATH } from './send'
+import { verifyTwilioSignature } from './signature'
+
+/**
+ * Our report for one of Twilio's `MessageStatus` values, or null when it changes nothing: `queued`,
+ * `accepted`, `sending` (and `scheduled`, `canceled`, anything unknown) are not states of ours.
+ */
+function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | null {
+  const status = (fields.get('MessageStatus') ?? fields.get('SmsStatus') ?? '').trim().toLowerCase()
+  switch (status) {
+    case 'sent':
+    case 'delivered':
+    case 'read':
+      return { sid, status }
+    case 'failed':
+    case 'undelivered':
+      return {
+        sid,
+        status: 'failed',
+        errorCode: errorCodeOf(fields.get('ErrorCode') ?? undefined),
+        errorMessage: errorTextOf(fields.get('ErrorMessage')) ?? status,
+      }
+    default:
+      return null
+  }
+}
+
+const isForm = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
+
+function receive(request: CallbackRequest, settings: TwilioSettings, publicBaseUrl: string): StatusReport[] {
+  // Without an auth token there is nothing to verify against, so the endpoint does not exist. With
+  // one, it answers whatever PROVIDER says: after a switch away from Twilio, the reports for messages
+  // Twilio still holds keep arriving and are still signed.
+  if (!settings.authToken) throw new ApiError('NOT_FOUND', `no route for POST ${TWILIO_STATUS_PATH}`)
+
+  // Twilio signs the URL it was told to call (StatusCallback), which is built from PUBLIC_BASE_URL,
+  // not whatever Host or scheme the request arrived with behind a proxy.
+  const url = `${publicBaseUrl}${TWILIO_STATUS_PATH}`
+  // A body that is not form-encoded has no fields Twilio could have signed.
+  const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
+  const signature = request.headers.get('x-twilio-signature')
+  if (!verifyTwilioSignature(settings.authToken, url, fields, signature)) {
+    throw new ApiError('FORBIDDEN', signature ? 'X-Twilio-Signature does not match' : 'X-Twilio-Signature header is missing')
+  }
+
+  const sid = (fields.get('MessageSid') ?? fields.get('SmsSid') ?? '').trim()
+  if (!sid) throw badShape('MessageSid: is required')
+  if (!fields.has('MessageStatus') && !fields.has('SmsStatus')) throw badShape('MessageStatus: is required')
+  const report = reportFromTwilio(sid, fields)
+  return report ? [report] : []
+}
+
+const FIELDS = {
+  MessageSid: { type: 'string', description: 'The message SID (`message_sid`)', example: 'SM0123456789abcdef0123456789abcdef' },
+  MessageStatus: {
+    type: 'string',
+    description:
+      '`sent`, `delivered`, `read` are applied as they are; `failed` and `undelivered` become `failed`; ' +
+      '`queued`, `accepted`, `sending` and anything unknown change nothing.',
+    example: 'delivered',
+  },
+  ErrorCode: { type: 'string', description: "Twilio's numeric error code; stored as `error_code` on failure", example: '30008' },
+  ErrorMessage: { type: 'string', description: 'Stored as `error_message` on failure (default: the reported status)' },
+} as const
+
+export const twilioStatusCallback: Callback<TwilioSettings> = {
+  method: 'POST',
+  path: 'status',
+  handle: (request, { settings, publicBaseUrl }) => receive(request, settings, publicBaseUrl),
+  errors: [400, 403, 404],
+  detail: {
+    summary: "Twilio's message status callback",
+    description:
+      'Called by Twilio (the `StatusCallback` of every message sent with `PROVIDER=twilio`), not by API clients. ' +
+      'No API key: the `X-Twilio-Signature` header is verified with `TWILIO_AUTH_TOKEN` over `PUBLIC_BASE_URL` + ' +
+      '`/provider/twilio/status` and every form field; a missing or wrong signature gets 403 `FORBIDDEN` and changes ' +
+      'nothing. A valid report goes through the forward-only state machine: a repeat or a backwards move changes ' +
+      'nothing and still gets 200. A report for a SID not stored yet (it can beat the recording of the send) gets 200 ' +
+      'with `changed: false` and is kept for up to an hour, then applied in order once the SID is stored. ' +
+      'Each accepted change emits one `message.status` event. The endpoint ' +
+      'answers whenever `TWILIO_AUTH_TOKEN` is set (so reports keep arriving after switching `PROVIDER` away from ' +
+      'Twilio); without it, 404 `NOT_FOUND`.',
+    parameters: [
+      {
+        name: 'X-Twilio-Signature',
+        in: 'header',
+        required: true,
+        schema: { type: 'string' },
+        description: 'Base64 HMAC-SHA1 by Twilio',
+      },
+    ],
+    requestBody: {
+      required: true,
+      content: {
+        'application/x-www-form-urlencoded': {
+          schema: {
+            type: 'object',
+            required: ['MessageSid', 'MessageStatus'],
+            properties: FIELDS,
+            additionalProperties: { type: 'string' },
+          },
+        },
+      },
+    },
+  },
+}
