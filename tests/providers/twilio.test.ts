@@ -264,3 +264,21 @@ describe('Twilio unreachable or slow', () => {
     expect(row.error_message).toBe('Twilio did not answer within 300 ms')
   })
 })
+
+describe('templates through the provider interface', () => {
+  test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
+    const provider = createProvider(readConfig(twilioEnv(fakeUrl)))
+    const result = await provider.send({
+      id: 1,
+      to: '+6281234567890',
+      body: 'Hi Budi, your order 1001 has shipped',
+      template: { ref: 'HX0123456789abcdef0123456789abcdef', language: null, variables: ['Budi', '1001 "express"'] },
+    })
+    expect(result).toEqual({ ok: true, sid: expect.stringMatching(/^SM[0-9a-f]{32}$/) })
+    expect(requests).toHaveLength(1)
+    const fields = form(requests[0]!)
+    expect([...fields.keys()].sort()).toEqual(['ContentSid', 'ContentVariables', 'From', 'StatusCallback', 'To'])
+    expect(fields.get('ContentSid')).toBe('HX0123456789abcdef0123456789abcdef')
+    expect(JSON.parse(fields.get('ContentVariables')!)).toEqual({ '1': 'Budi', '2': '1001 "express"' })
+  })
+})

@@ -1,0 +1,373 @@
+// The Meta WhatsApp Cloud API provider against a local fake Graph API (a real HTTP server on
+// loopback), driven through POST /messages/send and /messages/bulk: the exact request, the wamid as
+// message_id, and every way the hand-off can fail (each one a 502 or a failed bulk entry, with the
+// charge refunded and Meta's error code kept). Also its settings, read at start.
+
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { ConfigError, readConfig } from '../../src/config'
+import { createProvider } from '../../src/providers/registry'
+import { money, testApp, type TestApp } from '../helpers/app'
+
+const ACCESS_TOKEN = 'EAAGm0PX4ZCpsBAsecret_meta_token_0123456789'
+const PHONE_NUMBER_ID = '106540352242922'
+const APP_SECRET = 'meta_app_secret_0123456789abcdef'
+const VERIFY_TOKEN = 'verify-me-please'
+const API_PATH = `/v21.0/${PHONE_NUMBER_ID}/messages`
+
+type Recorded = { method: string; path: string; headers: Headers; body: string }
+type Handler = (request: Request) => Response | Promise<Response>
+
+let requests: Recorded[] = []
+let handler: Handler
+let wamids = 0
+const nextWamid = () => `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++wamids).toString(16).padStart(8, '0')}A=`
+/** What the Cloud API answers to an accepted message. */
+const accepted = (): Handler => async (request) => {
+  const sent = JSON.parse(await request.clone().text())
+  return Response.json({ messaging_product: 'whatsapp', contacts: [{ input: sent.to, wa_id: sent.to }], messages: [{ id: nextWamid() }] })
+}
+/** A Graph API error answer, as Meta writes them. */
+const refused = (status: number, code: number, message: string) => () =>
+  Response.json(
+    {
+      error: {
+        message,
+        type: 'OAuthException',
+        code,
+        error_data: { messaging_product: 'whatsapp', details: message },
+        fbtrace_id: 'Az8or',
+      },
+    },
+    { status },
+  )
+
+const fake = Bun.serve({
+  port: 0,
+  hostname: '127.0.0.1',
+  async fetch(request) {
+    requests.push({
+      method: request.method,
+      path: new URL(request.url).pathname,
+      headers: request.headers,
+      body: await request.clone().text(),
+    })
+    return handler(request)
+  },
+})
+const fakeUrl = `http://127.0.0.1:${fake.port}`
+
+/** A loopback port with nothing listening on it. */
+function closedPort(): number {
+  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') })
+  const port = server.port!
+  server.stop(true)
+  return port
+}
+
+const metaEnv = (apiBase: string): Record<string, string> => ({
+  PROVIDER: 'meta',
+  META_ACCESS_TOKEN: ACCESS_TOKEN,
+  META_PHONE_NUMBER_ID: PHONE_NUMBER_ID,
+  META_APP_SECRET: APP_SECRET,
+  META_VERIFY_TOKEN: VERIFY_TOKEN,
+  META_API_BASE: apiBase,
+})
+
+let t: TestApp
+beforeAll(async () => {
+  t = await testApp({ env: { ...metaEnv(`${fakeUrl}/v21.0`), PROVIDER_TIMEOUT_MS: '500' } })
+})
+afterAll(async () => {
+  await t.close()
+  fake.stop(true)
+})
+beforeEach(() => {
+  requests = []
+  handler = accepted()
+})
+
+type Row = { status: string; message_sid: string | null; error_code: number | null; error_message: string | null; refunded_at: Date | null }
+const rowsOf = (app: TestApp, accountId: number) =>
+  app.db.sql<
+    Row[]
+  >`select status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId} order by id`
+
+/** Sends one message that the fake (or the network) fails, and checks the failure is complete. */
+async function expectRefundedFailure(app: TestApp = t) {
+  const { accountId, key } = await app.account(1000, { price: 100 })
+  const res = await app.api('POST', '/messages/send', key, { to: '081234567890', body: 'hello' })
+  expect(res.status).toBe(502)
+  expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'BAD_GATEWAY' })
+  expect(await money(app, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
+  const rows = await rowsOf(app, accountId)
+  expect(rows).toHaveLength(1)
+  const row = rows[0]!
+  expect(row).toMatchObject({ status: 'failed', message_sid: null })
+  expect(row.refunded_at).toBeInstanceOf(Date)
+  const ledger = await app.db.sql<
+    { kind: string; amount: number }[]
+  >`select kind, amount from ledger where account_id = ${accountId} order by id`
+  expect(ledger.map((r) => [r.kind, r.amount])).toEqual([
+    ['topup', 1000],
+    ['charge', -100],
+    ['refund', 100],
+  ])
+  // The token never leaks, neither to the client nor into the stored message.
+  expect(JSON.stringify(res.body)).not.toContain(ACCESS_TOKEN)
+  expect(row.error_message ?? '').not.toContain(ACCESS_TOKEN)
+  return { res, row }
+}
+
+describe('Meta send', () => {
+  test('PROVIDER=meta wires the Meta provider', () => {
+    expect(t.deps.provider.name).toBe('meta')
+  })
+
+  test('posts the exact JSON to {phone number id}/messages with the bearer token; the wamid becomes message_id', async () => {
+    const { accountId, key } = await t.account(1000, { price: 100 })
+    const body = 'halo 👋\nbaris dua & "kutip" = 100%'
+    const res = await t.api('POST', '/messages/send', key, { to: '0812-3456-7890', body })
+    expect(res.status).toBe(200)
+    expect(res.body.data).toMatchObject({ to: '+6281234567890', status: 'sent', cost: 100, balance_after: 900 })
+
+    expect(requests).toHaveLength(1)
+    const r = requests[0]!
+    expect(r.method).toBe('POST')
+    expect(r.path).toBe(API_PATH)
+    expect(r.headers.get('authorization')).toBe(`Bearer ${ACCESS_TOKEN}`)
+    expect(r.headers.get('content-type')).toStartWith('application/json')
+    expect(JSON.parse(r.body)).toEqual({ messaging_product: 'whatsapp', to: '6281234567890', type: 'text', text: { body } })
+
+    const wamid = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${wamids.toString(16).padStart(8, '0')}A=`
+    expect(res.body.data.message_id).toBe(wamid)
+    expect([...(await rowsOf(t, accountId))]).toEqual([
+      { status: 'sent', message_sid: wamid, error_code: null, error_message: null, refunded_at: null },
+    ])
+    expect(await money(t, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+    // The message is found by its wamid, as by any SID.
+    const got = await t.api('GET', `/messages/${encodeURIComponent(wamid)}`, key)
+    expect([got.status, got.body.data.message_sid, got.body.data.status]).toEqual([200, wamid, 'sent'])
+  })
+
+  test('a media_url goes as an image (jpg, jpeg, png) or a document (anything else) with the body as caption', async () => {
+    const { key } = await t.account(10_000, { price: 100 })
+    const cases: [string, Record<string, unknown>][] = [
+      ['https://cdn.example.com/promo.jpg', { type: 'image', image: { link: 'https://cdn.example.com/promo.jpg', caption: 'see' } }],
+      ['https://cdn.example.com/a/B.JPEG?v=2', { type: 'image', image: { link: 'https://cdn.example.com/a/B.JPEG?v=2', caption: 'see' } }],
+      ['https://cdn.example.com/p.png#x', { type: 'image', image: { link: 'https://cdn.example.com/p.png#x', caption: 'see' } }],
+      [
+        'https://cdn.example.com/files/Invoice%20101.pdf?sig=abc',
+        {
+          type: 'document',
+          document: { link: 'https://cdn.example.com/files/Invoice%20101.pdf?sig=abc', caption: 'see', filename: 'Invoice 101.pdf' },
+        },
+      ],
+      [
+        'https://cdn.example.com/clip.mp4',
+        { type: 'document', document: { link: 'https://cdn.example.com/clip.mp4', caption: 'see', filename: 'clip.mp4' } },
+      ],
+      ['https://cdn.example.com/', { type: 'document', document: { link: 'https://cdn.example.com/', caption: 'see' } }],
+    ]
+    for (const [mediaUrl, expected] of cases) {
+      requests = []
+      const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'see', media_url: mediaUrl })
+      expect(res.status).toBe(200)
+      expect(JSON.parse(requests[0]!.body)).toEqual({ messaging_product: 'whatsapp', to: '6281234567890', ...expected })
+    }
+  })
+
+  test('bulk: every entry is its own request; refused entries fail with their Meta code and are refunded', async () => {
+    const { accountId, key } = await t.account(1000, { price: 100 })
+    handler = async (request) => {
+      const sent = JSON.parse(await request.clone().text())
+      if (sent.to === '6281234560002') return refused(400, 131026, 'Message undeliverable')()
+      if (sent.to === '6281234560003') return new Response('<html>upstream error</html>', { status: 503 })
+      return accepted()(request)
+    }
+    const res = await t.api('POST', '/messages/bulk', key, {
+      messages: [
+        { to: '081234560001', body: 'one' },
+        { to: '081234560002', body: 'two' },
+        { to: '081234560003', body: 'three' },
+        { to: '081234560004', body: 'four' },
+      ],
+    })
+    expect(res.status).toBe(200)
+    const results = res.body.data.results
+    expect(results.map((r: { status: string }) => r.status)).toEqual(['sent', 'failed', 'failed', 'sent'])
+    expect(results[0].message_id).toMatch(/^wamid\./)
+    expect(results[1]).toMatchObject({ to: '+6281234560002', status: 'failed', code: 'BAD_GATEWAY' })
+    expect(requests).toHaveLength(4)
+    expect(requests.map((r) => JSON.parse(r.body).to).sort()).toEqual(['6281234560001', '6281234560002', '6281234560003', '6281234560004'])
+    const rows = await t.db.sql<Row[]>`
+      select status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId} order by phone`
+    expect(rows.map((r) => [r.status, r.error_code, r.error_message])).toEqual([
+      ['sent', null, null],
+      ['failed', 131026, 'Message undeliverable'],
+      ['failed', null, 'HTTP 503'],
+      ['sent', null, null],
+    ])
+    expect(rows.map((r) => r.refunded_at !== null)).toEqual([false, true, true, false])
+    expect(await money(t, accountId)).toEqual({ balance: 800, ledgerSum: 800 })
+  })
+})
+
+describe('Meta refuses or fails: 502, refunded', () => {
+  test('a 4xx with Meta error object: its code and message are kept', async () => {
+    handler = refused(400, 131030, '(#131030) Recipient phone number not in allowed list')
+    const { row } = await expectRefundedFailure()
+    expect(row).toMatchObject({ error_code: 131030, error_message: '(#131030) Recipient phone number not in allowed list' })
+  })
+
+  test('an expired token (401, code 190)', async () => {
+    handler = refused(401, 190, 'Error validating access token: Session has expired')
+    const { row } = await expectRefundedFailure()
+    expect(row).toMatchObject({ error_code: 190, error_message: 'Error validating access token: Session has expired' })
+  })
+
+  test('a 5xx with Meta error object (code 131000), and one without a body', async () => {
+    handler = refused(500, 131000, 'Something went wrong')
+    expect((await expectRefundedFailure()).row).toMatchObject({ error_code: 131000, error_message: 'Something went wrong' })
+    handler = () => new Response(null, { status: 502 })
+    expect((await expectRefundedFailure()).row).toMatchObject({ error_code: null, error_message: 'HTTP 502' })
+  })
+
+  test('an error whose message echoes the token: the token is redacted', async () => {
+    handler = (request) => refused(401, 190, `Invalid OAuth access token - ${request.headers.get('authorization')}`)()
+    const { row } = await expectRefundedFailure()
+    expect(row.error_message).toBe('Invalid OAuth access token - Bearer [redacted]')
+  })
+
+  test('malformed answers: not JSON, no messages, an empty list, an id that is not text', async () => {
+    for (const answer of [
+      () => new Response('OK', { status: 200 }),
+      () => Response.json({ messaging_product: 'whatsapp' }),
+      () => Response.json({ messaging_product: 'whatsapp', messages: [] }),
+      () => Response.json({ messaging_product: 'whatsapp', messages: [{ id: 12345 }] }),
+      () => Response.json({ messaging_product: 'whatsapp', messages: [{ id: 'has spaces in it' }] }),
+      () => Response.json([{ id: 'wamid.x' }]),
+    ]) {
+      handler = answer
+      const { row } = await expectRefundedFailure()
+      expect(row).toMatchObject({ error_code: null, error_message: 'Meta answered HTTP 200 without a message id' })
+    }
+  })
+
+  test('a redirect is not followed', async () => {
+    handler = () => new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
+    expect((await expectRefundedFailure()).row).toMatchObject({ error_code: null, error_message: 'HTTP 302' })
+    expect(requests.map((r) => r.path)).toEqual([API_PATH])
+  })
+
+  test('no answer within PROVIDER_TIMEOUT_MS', async () => {
+    handler = async (request) => {
+      await Bun.sleep(1_500)
+      return accepted()(request)
+    }
+    const { row } = await expectRefundedFailure()
+    // The provider's own deadline and the hand-off's are the same setting: either may speak first.
+    expect(row.error_code).toBeNull()
+    expect(row.error_message).toMatch(/did not answer within (500 ms|0.5 s)$/)
+    expect(requests).toHaveLength(1)
+  })
+
+  test('connection refused', async () => {
+    const u = await testApp({ env: metaEnv(`http://127.0.0.1:${closedPort()}/v21.0`) })
+    try {
+      const { row } = await expectRefundedFailure(u)
+      expect(row.error_code).toBeNull()
+      expect(row.error_message).toMatch(/^could not reach Meta/)
+    } finally {
+      await u.close()
+    }
+  })
+})
+
+describe('templates through the provider interface', () => {
+  test('an approved template goes as type "template" with its language and body parameters in order', async () => {
+    const provider = createProvider(readConfig(metaEnv(`${fakeUrl}/v21.0`)))
+    const result = await provider.send({
+      id: 1,
+      to: '+6281234567890',
+      body: 'Hi Budi, your order 1001 has shipped',
+      template: { ref: 'order_shipped', language: 'id', variables: ['Budi', '1001'] },
+    })
+    expect(result).toEqual({ ok: true, sid: expect.stringMatching(/^wamid\./) })
+    expect(JSON.parse(requests[0]!.body)).toEqual({
+      messaging_product: 'whatsapp',
+      to: '6281234567890',
+      type: 'template',
+      template: {
+        name: 'order_shipped',
+        language: { code: 'id' },
+        components: [
+          {
+            type: 'body',
+            parameters: [
+              { type: 'text', text: 'Budi' },
+              { type: 'text', text: '1001' },
+            ],
+          },
+        ],
+      },
+    })
+    requests = []
+    await provider.send({ id: 2, to: '+6281234567890', body: 'Hello', template: { ref: 'hello_world', language: 'en_US', variables: [] } })
+    expect(JSON.parse(requests[0]!.body)).toEqual({
+      messaging_product: 'whatsapp',
+      to: '6281234567890',
+      type: 'template',
+      template: { name: 'hello_world', language: { code: 'en_US' } },
+    })
+  })
+})
+
+describe('settings', () => {
+  const configError = (env: Record<string, string>) => {
+    try {
+      readConfig(env)
+    } catch (error) {
+      if (error instanceof ConfigError) return error.message
+      throw error
+    }
+    return null
+  }
+
+  test('PROVIDER=meta needs each META_* credential, named in one line', () => {
+    const full = metaEnv('https://graph.example.com/v21.0')
+    for (const name of ['META_ACCESS_TOKEN', 'META_PHONE_NUMBER_ID', 'META_APP_SECRET', 'META_VERIFY_TOKEN']) {
+      const { [name]: _, ...without } = full
+      expect(configError(without)).toBe(`${name}: required when PROVIDER=meta`)
+      expect(configError({ ...full, [name]: '' })).toBe(`${name}: required when PROVIDER=meta`)
+    }
+    expect(configError({ ...full, META_PHONE_NUMBER_ID: '+1 555' })).toBe(
+      'META_PHONE_NUMBER_ID: expected the phone number id (digits), got "+1 555"',
+    )
+    expect(configError({ ...full, META_API_BASE: 'graph.facebook.com' })).toBe('META_API_BASE: not a valid URL: "graph.facebook.com"')
+    expect(configError({ ...full, PROVIDER: 'whatsapp' })).toBe('PROVIDER: expected one of simulator, twilio, meta, got "whatsapp"')
+  })
+
+  test('META_API_BASE defaults to the Graph API v21.0; other providers need no META_* setting', () => {
+    const { META_API_BASE: _, ...env } = metaEnv('')
+    expect(readConfig(env).providers.meta.apiBase).toBe('https://graph.facebook.com/v21.0')
+    expect(readConfig({}).providers.meta).toEqual({
+      accessToken: '',
+      phoneNumberId: '',
+      appSecret: '',
+      verifyToken: '',
+      apiBase: 'https://graph.facebook.com/v21.0',
+    })
+  })
+
+  test('the service refuses to start without a META_* setting, with one line naming it', async () => {
+    const { META_APP_SECRET: _, ...env } = metaEnv(fakeUrl)
+    const child = Bun.spawn(['bun', `${import.meta.dir}/../../src/main.ts`], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    expect(await child.exited).toBe(2)
+    expect(await new Response(child.stderr).text()).toBe('configuration error: META_APP_SECRET: required when PROVIDER=meta\n')
+    expect(await new Response(child.stdout).text()).toBe('')
+  })
+})
