@@ -15,7 +15,7 @@ import { receiveReports } from '../modules/status/parked'
 import type { Callback, CallbackRequest } from './provider'
 import { anyProvider, PROVIDERS } from './registry'
 
-export const PROVIDER_ROUTES_PREFIX = '/provider/'
+const PROVIDER_ROUTES_PREFIX = '/provider/'
 
 const Answer = t.Object({ changed: t.Boolean({ description: 'Whether the report(s) changed a message' }) })
 
