@@ -3,8 +3,8 @@
 // reports) and how its error codes become `error_code`/`error_message`. The registry (registry.ts)
 // lists the providers; nothing outside providers/ names one.
 //
-// This file imports nothing at run time: the configuration reads the providers' settings through it,
-// and `--help` must stay light.
+// This file imports nothing at run time (types only): the configuration reads the providers'
+// settings through it, and `--help` must stay light.
 
 import type { StatusReport } from '../modules/status/machine'
 
@@ -50,9 +50,6 @@ export interface Provider {
   /** It makes its own status reports (HandoffResult.reports), applied when due by the simulator-reports worker. */
   readonly schedulesReports?: boolean
 }
-
-/** How long a hand-off may take before it counts as failed (the contract's 10 s). */
-export const HANDOFF_TIMEOUT_MS = 10_000
 
 /** An environment variable of a provider, as `--help` and the README show it. */
 export type ProviderVariable = { default?: string; shown?: string; meaning: string }
