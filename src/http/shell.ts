@@ -17,7 +17,7 @@ import { log } from '../lib/log'
 
 export { MAX_BODY_BYTES } from './body'
 
-const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
+export const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
 const requestIds = new WeakMap<Request, string>()
 const paths = new WeakMap<Request, string>()
 // The body exactly as parsed: Elysia's validation works on a cleaned copy (unknown fields dropped, a

@@ -319,16 +319,15 @@ describe('405 for a path that names a route of other methods', () => {
 
 describe('the OpenAPI document', () => {
   test('advertises application/json only for request bodies, with the 413 and 415 answers', async () => {
-    const doc = (await t.request('GET', '/docs/json')).body
+    const api = (await t.request('GET', '/docs/json')).body
+    const admin = (await t.request('GET', '/docs/admin/json')).body
     let bodies = 0
-    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+    for (const [path, operations] of Object.entries({ ...api.paths, ...admin.paths } as Record<string, Record<string, any>>)) {
       for (const [method, operation] of Object.entries(operations)) {
         const content = operation.requestBody?.content
         if (!content) continue
-        if (path === '/provider/twilio/status') {
-          expect(Object.keys(content)).toEqual(['application/x-www-form-urlencoded'])
-          continue
-        }
+        // Provider callbacks take the provider's format (Twilio's is a form): their own tests check it.
+        if (path.startsWith('/provider/')) continue
         bodies++
         expect({ path, method, types: Object.keys(content) }).toEqual({ path, method, types: ['application/json'] })
         expect(operation.responses['415']).toBeDefined()
@@ -336,7 +335,7 @@ describe('the OpenAPI document', () => {
       }
     }
     expect(bodies).toBeGreaterThan(10)
-    const send = doc.paths['/api/v1/messages/send'].post.requestBody.content['application/json'].schema
+    const send = api.paths['/api/v1/messages/send'].post.requestBody.content['application/json'].schema
     expect(send.additionalProperties).toBe(false)
   })
 })

@@ -57,10 +57,13 @@ test('a request id sent by the client is echoed', async () => {
   expect((await t.request('GET', '/readyz')).status).toBe(200)
 })
 
-test('the OpenAPI document describes the API', async () => {
+test('the OpenAPI documents describe the API and the admin API', async () => {
   const res = await t.request('GET', '/docs/json')
   expect(res.status).toBe(200)
   expect(res.body.openapi).toMatch(/^3\./)
-  expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/v1/balance', '/api/v1/messages/send', '/admin/v1/accounts']))
+  expect(Object.keys(res.body.paths)).toEqual(expect.arrayContaining(['/api/v1/balance', '/api/v1/messages/send']))
   expect(res.body.paths['/api/v1/messages/send'].post.responses['402']).toBeDefined()
+  const admin = await t.request('GET', '/docs/admin/json')
+  expect(admin.status).toBe(200)
+  expect(Object.keys(admin.body.paths)).toContain('/admin/v1/accounts')
 })

@@ -420,13 +420,15 @@ describe('the route', () => {
     ).toBe(404)
   })
 
-  test('is in the OpenAPI document under "Provider callbacks", without API-key security', async () => {
-    const doc = await t.request('GET', '/docs/json')
+  test('is in the admin OpenAPI document under "Provider callbacks", without credentials', async () => {
+    expect((await t.request('GET', '/docs/json')).body.paths[PATH]).toBeUndefined()
+    const doc = await t.request('GET', '/docs/admin/json')
     const op = doc.body.paths[PATH].post
     expect(op.tags).toEqual(['Provider callbacks'])
     expect(op.security).toEqual([])
     expect(Object.keys(op.requestBody.content)).toEqual(['application/x-www-form-urlencoded'])
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '403', '404'])
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '403', '404', '413', '422', '500'])
+    expect(op.responses['403'].content['application/json'].schema.properties.code.enum).toEqual(['HTTPS_REQUIRED', 'FORBIDDEN'])
   })
 })
 
