@@ -173,6 +173,7 @@ function withErrorAnswers(path: string, operation: Json, declared: Record<string
     if (credentialed) statuses.add(415) // JSON only
   }
   const responses: Record<string, Json> = { ...declared }
+  if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses[200] = { description: 'Success' }
   for (const status of statuses) {
     if (responses[status]) continue
     const schema = errorsOf(status)[status]!
