@@ -114,7 +114,11 @@ describe('both documents', () => {
         }
         for (const status of statuses.filter((s) => s >= 400)) {
           const schema = op.responses[status].content['application/json'].schema
-          expect({ where, status, required: schema.required }).toEqual({ where, status, required: ['success', 'error', 'code'] })
+          expect({ where, status, required: schema.required }).toEqual({
+            where,
+            status,
+            required: expect.arrayContaining(['success', 'error', 'code']),
+          })
           const codes: string[] = schema.properties.code.enum
           expect({ where, status, codes: codes.length > 0 }).toEqual({ where, status, codes: true })
           for (const code of codes)
