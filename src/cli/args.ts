@@ -77,8 +77,9 @@ export function resolve(commands: Command[], words: string[]): { command?: Comma
   if (second === undefined) return { group: first, used: 1 }
   const command = commands.find((c) => c.name === `${first} ${second}`)
   if (command) return { command, used: 2 }
+  const near = closest(second, subs)
   throw new UsageError(
-    `unknown subcommand ${quote(second)} of ${quote(first)}${didYouMean(closest(second, subs)?.replace(/^/, `${first} `))}`,
+    `unknown subcommand ${quote(second)} of ${quote(first)}${didYouMean(near && `${first} ${near}`)}`,
     `${quote(first)} has: ${subs.join(', ')} (bun run admin ${first} --help)`,
   )
 }
@@ -172,9 +173,10 @@ function unknownFlag(commands: Command[], found: { command?: Command; group?: st
   const own = Object.keys(found.command?.flags ?? {})
   const names = [...own, ...Object.keys(GLOBAL_FLAGS)].map((n) => `--${n}`)
   const where = found.command ? ` for ${quote(found.command.name)}` : ''
-  const suggestion = closest(token.replace(/=.*$/s, ''), names)
-  if (!found.command && !suggestion && commands.some((c) => Object.keys(c.flags ?? {}).some((n) => token === `--${n}`))) {
-    return new UsageError(`flag ${quote(token)} comes after the command it belongs to`)
+  const flag = token.replace(/=.*$/s, '')
+  const suggestion = closest(flag, names)
+  if (!found.command && !suggestion && commands.some((c) => Object.keys(c.flags ?? {}).some((n) => flag === `--${n}`))) {
+    return new UsageError(`flag ${quote(flag)} comes after the command it belongs to`)
   }
-  return new UsageError(`unknown flag ${quote(token)}${where}${didYouMean(suggestion)}`, hintFor(found))
+  return new UsageError(`unknown flag ${quote(flag)}${where}${didYouMean(suggestion)}`, hintFor(found))
 }

@@ -175,7 +175,7 @@ export const accountCommands: Command[] = [
     name: 'key create',
     args: ['ACCOUNT_ID', 'LABEL'],
     summary: 'a new API key for an account (the key is shown only this once)',
-    details: 'With --quiet only the key is printed, so a script can keep it: KEY=$(bun run admin key create ... --quiet)',
+    details: 'With --quiet it prints only the key, for a script to keep: KEY=$(bun run admin key create ... --quiet).',
     example: 'bun run admin key create "$ACCOUNT_ID" "ERP production"',
     flags: { quiet: { short: 'q', help: 'print only the key' } },
     async run(ctx) {

@@ -6,20 +6,21 @@ import { GLOBAL_FLAGS, type Command, type Flag } from './command'
 
 const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith('.') ? '' : '.'}`
 
-/** Two columns; the right one wraps at 110 characters, continued under itself. */
+/** Words joined into lines of at most `width` characters, continued `indent` spaces in. */
+function wrap(text: string, indent: number, width = 100): string {
+  const lines = ['']
+  for (const word of text.split(' ')) {
+    const last = lines.length - 1
+    if (lines[last] && indent + lines[last]!.length + 1 + word.length > width) lines.push(word)
+    else lines[last] = lines[last] ? `${lines[last]} ${word}` : word
+  }
+  return lines.join(`\n${' '.repeat(indent)}`)
+}
+
+/** Two columns; the right one wraps, continued under itself. */
 function aligned(rows: [string, string][]): string[] {
   const width = Math.max(...rows.map(([left]) => left.length))
-  const indent = 2 + width + 2
-  const wrap = (text: string) => {
-    const lines = ['']
-    for (const word of text.split(' ')) {
-      const last = lines.length - 1
-      if (lines[last] && indent + lines[last]!.length + 1 + word.length > 110) lines.push(word)
-      else lines[last] = lines[last] ? `${lines[last]} ${word}` : word
-    }
-    return lines.join(`\n${' '.repeat(indent)}`)
-  }
-  return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${wrap(right)}`)
+  return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${wrap(right, 2 + width + 2, 110)}`)
 }
 
 const flagRows = (flags: Record<string, Flag>): [string, string][] =>
@@ -74,8 +75,7 @@ function commandHelp(command: Command): string {
   return [
     `usage: ${usageLine(command)}`,
     '',
-    sentence(command.summary),
-    ...(command.details ? [command.details] : []),
+    wrap(`${sentence(command.summary)}${command.details ? ` ${command.details}` : ''}`, 0),
     '',
     'options:',
     ...aligned(flagRows({ ...command.flags, ...globals })),
