@@ -22,6 +22,7 @@ export type Api = {
   readonly base: string
   /** Where `base` came from, for messages. */
   readonly origin: string
+  /** The admin token, for a command that makes its own requests (a stream of events, say). */
   readonly token: string
   call<T = any>(method: string, path: string, body?: unknown): Promise<T>
 }

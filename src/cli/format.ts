@@ -32,7 +32,7 @@ export type Page<T> = { items: T[]; total: number; limit: number; offset: number
 
 /**
  * A list page as a table with a count under it: "3 accounts", or, when the page is not all of it,
- * "rows 51-100 of 230 ledger rows, newest first; --offset 100 for the next".
+ * "51-100 of 230 ledger rows, newest first; --offset 100 for the next".
  */
 export function listing<T>(page: Page<T>, noun: [string, string?], columns: Column<T>[], order = ''): string {
   const [singular, plural] = noun

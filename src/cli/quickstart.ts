@@ -25,7 +25,7 @@ async function findAccount(ctx: Context, name: string): Promise<Account | undefi
 }
 
 /** The README's first calls, with this service's URL; `$KEY` comes from the export line. */
-export const firstCalls = (base: string) => [
+const firstCalls = (base: string) => [
   `curl -s ${base}/api/v1/balance -H "Authorization: Bearer $KEY"`,
   `curl -s ${base}/api/v1/messages/send -H "Authorization: Bearer $KEY" \\`,
   `  -H 'Content-Type: application/json' -d '{"to":"081234567890","body":"Hello from the messaging API"}'`,
