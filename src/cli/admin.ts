@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ConfigError, readConfig } from '../config'
+import { webhookListen, webhookTest } from './webhook'
 
 const USAGE = `usage: bun run admin <command> [options]
 
@@ -29,6 +30,8 @@ const USAGE = `usage: bun run admin <command> [options]
   deliveries KEY_ID [--status S]           a key's webhook deliveries (pending, delivered, failed)
   replay DELIVERY_ID                       deliver one webhook event again
   replay-failed KEY_ID --since "YYYY-MM-DD HH:MM:SS"   deliver a key's failed events again
+  webhook listen KEY_ID [--forward-to URL]  stream a key's events as they happen, forwarded (signed) to a local URL
+  webhook test KEY_ID [--forward-to URL]    a test event to the key's URL (or to --forward-to), and its answer
   quarantine                               messages whose hand-off outcome could not be recorded
   settle MESSAGE_ID sent|refund            settle a quarantined message (the provider has it, or refund it)
 
@@ -312,6 +315,12 @@ async function main(argv: string[]): Promise<number> {
       const result = await call('POST', `/admin/v1/keys/${integerArg(sub, 'KEY_ID')}/deliveries/replay`, { since })
       print(result, () => `${result.replayed} failed deliveries queued again`)
       return 0
+    }
+    case 'webhook': {
+      const command = { base, token, json, keyId: rest[0], forwardTo: args.flags.get('forward-to') }
+      if (sub === 'listen') return webhookListen(command)
+      if (sub === 'test') return webhookTest(command)
+      fail('webhook listen|test KEY_ID [--forward-to URL]')
     }
     case 'quarantine': {
       const list = await call('GET', '/admin/v1/quarantine?limit=200')
