@@ -93,7 +93,7 @@ export async function startService(config: Config): Promise<Running> {
       fetch(request, server) {
         // A send answers once every hand-off has an outcome: a bulk behind a slow provider can take
         // minutes without a byte on the wire, longer than Bun's idle timeout (10 s) allows.
-        // A listen stream is quiet between events (a comment line every 15 s) and lasts as long as its client.
+        // A listen stream (admin webhook listen) is quiet between events and lasts as long as its client.
         const prepared = prepareRequest(request, config.tls !== undefined) // its URL is always absolute
         const path = new URL(prepared.url).pathname
         if (request.method === 'POST' && SEND_PATHS.test(path)) server.timeout(request, 0)

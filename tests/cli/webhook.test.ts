@@ -222,6 +222,10 @@ describe('webhook listen', () => {
     const bad = await admin(service, 'webhook', 'listen', '1', '--forward-to', 'localhost:8080')
     expect(bad.code).toBe(1)
     expect(bad.err).toContain('--forward-to: must be an http or https URL')
+    // The stream is the admin API's: the admin token first, the envelope for every refusal.
+    const anonymous = await fetch(`${service.url}/admin/v1/keys/1/webhook/listen`)
+    expect(anonymous.status).toBe(401)
+    expect(await anonymous.json()).toMatchObject({ success: false, code: 'AUTH_MISSING_HEADER' })
     const port = freePort()
     const down = Bun.spawnSync(['bun', CLI, 'webhook', 'listen', '1'], { env: { ...cliEnv(service), PORT: String(port) } })
     expect(down.exitCode).toBe(1)

@@ -149,11 +149,18 @@ export const webhookAdminRoutes = (deps: Deps) => {
             `While a stream is open, and for ${LISTEN_SECONDS} s after the last one closes, the key's events are recorded`,
             'even when it has no registered URL; those are streamed only, never delivered, and not listed as deliveries.',
           ].join('\n'),
+          // The stream is no JSON body: documented by hand, with the error answers the route's schema lists.
           responses: {
             200: {
               description: 'An endless `text/event-stream`',
               content: { 'text/event-stream': { schema: { type: 'string' } } },
             },
+            ...Object.fromEntries(
+              Object.entries(errorsOf(400, 401, 404)).map(([status, schema]) => [
+                status,
+                { description: schema.description ?? 'Error', content: { 'application/json': { schema } } },
+              ]),
+            ),
           },
         },
       },
