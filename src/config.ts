@@ -32,7 +32,11 @@ export const VARIABLES = {
   TLS_KEY_FILE: { shown: 'unset', meaning: 'PEM private key of TLS_CERT_FILE' },
   REQUIRE_HTTPS: { default: 'false', meaning: 'true: plain-HTTP requests get 403 HTTPS_REQUIRED (/healthz, /readyz exempt)' },
   TRUST_PROXY: { default: 'false', meaning: 'true: honour X-Forwarded-Proto / X-Forwarded-For from a TLS-terminating proxy' },
-  WEBHOOK_ALLOW_PRIVATE: { default: 'false', meaning: 'true: webhook URLs may point at loopback/private addresses (tests, development)' },
+  WEBHOOK_ALLOW_PRIVATE: {
+    default: 'false',
+    meaning:
+      'true: webhook URLs may point at loopback/private addresses, and http://localhost / http://127.0.0.1 are accepted (tests, development only)',
+  },
   WEBHOOK_CA_FILE: { shown: 'unset', meaning: 'extra PEM CA bundle trusted for webhook deliveries, besides the system CAs' },
   TIMEZONE: { default: 'UTC', meaning: 'zone of every YYYY-MM-DD HH:MM:SS timestamp written and read' },
   CURRENCY: { default: 'IDR', meaning: 'currency code of amounts' },

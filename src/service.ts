@@ -16,6 +16,7 @@ import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
 import { log } from './lib/log'
 import { prepareRequest } from './http/request'
+import { endListenStreams } from './modules/webhooks/listen'
 
 export type Running = {
   url: string
@@ -63,6 +64,7 @@ export function buildDeps(
 }
 
 const SEND_PATHS = /^\/api\/v1\/messages\/(send|bulk)$/
+const LISTEN_PATH = /^\/admin\/v1\/keys\/[^/]+\/webhook\/listen$/
 
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token there.
@@ -91,8 +93,11 @@ export async function startService(config: Config): Promise<Running> {
       fetch(request, server) {
         // A send answers once every hand-off has an outcome: a bulk behind a slow provider can take
         // minutes without a byte on the wire, longer than Bun's idle timeout (10 s) allows.
+        // A listen stream (admin webhook listen) is quiet between events and lasts as long as its client.
         const prepared = prepareRequest(request, config.tls !== undefined) // its URL is always absolute
-        if (request.method === 'POST' && SEND_PATHS.test(new URL(prepared.url).pathname)) server.timeout(request, 0)
+        const path = new URL(prepared.url).pathname
+        if (request.method === 'POST' && SEND_PATHS.test(path)) server.timeout(request, 0)
+        if (request.method === 'GET' && LISTEN_PATH.test(path)) server.timeout(request, 0)
         return app.handle(prepared)
       },
       error: () => new Response(JSON.stringify({ success: false, error: 'internal error', code: 'INTERNAL_ERROR' }), { status: 500 }),
@@ -113,8 +118,11 @@ export async function startService(config: Config): Promise<Running> {
     adminTokenFile: admin.file,
     stop() {
       stopping ??= (async () => {
-        // Stop accepting, let in-flight requests finish, stop the loops, then close the database.
-        await server.stop(false)
+        // Stop accepting, end the listen streams (endless responses), let in-flight requests finish, stop
+        // the loops, then close the database.
+        const stopped = server.stop(false)
+        endListenStreams()
+        await stopped
         await Promise.all([...loops.values()].map((loop) => loop.stop()))
         await database.close()
       })()

@@ -12,11 +12,9 @@ import type { Command, Context } from './command'
 import { accountCommands, campaignCommands, deliveryCommands, moneyCommands, quarantineCommands, userCommands } from './commands'
 import { helpText, overview } from './help'
 import { quickstart } from './quickstart'
+import { webhookCommands } from './webhook'
 
-/**
- * Every command, in the order `help` lists them. The webhook commands (`webhook listen`, `webhook
- * test`, in src/cli/webhook.ts) join as one more list after deliveryCommands.
- */
+/** Every command, in the order `help` lists them. */
 const commands: Command[] = [
   quickstart,
   ...userCommands,
@@ -24,6 +22,7 @@ const commands: Command[] = [
   ...moneyCommands,
   ...campaignCommands,
   ...deliveryCommands,
+  ...webhookCommands,
   ...quarantineCommands,
 ]
 
@@ -31,7 +30,7 @@ function context(
   command: Command,
   args: Record<string, string | undefined>,
   flags: Record<string, string | true>,
-  url: string | undefined,
+  globals: { json: boolean; url: string | undefined },
 ): Context {
   const raw = (name: string) => (name in args ? args[name] : flags[name])
   const label = (name: string) => (name in args ? name : `--${name}`)
@@ -47,7 +46,8 @@ function context(
   return {
     args,
     flags,
-    api: lazyApi(url),
+    api: lazyApi(globals.url),
+    json: globals.json,
     id: (name) => integer(name, /^[1-9]\d*$/, 'an id (a positive integer)'),
     integer: (name) => integer(name, /^-?\d+$/, 'an integer'),
   }
@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(version)
     return 0
   }
-  const result = await parsed.command.run(context(parsed.command, parsed.args, parsed.flags, parsed.globals.url))
+  const result = await parsed.command.run(context(parsed.command, parsed.args, parsed.flags, parsed.globals))
   if (typeof result === 'number') return result
   if (parsed.globals.json) console.log(JSON.stringify(result.data, null, 2))
   else if (parsed.flags.quiet && result.quiet) result.quiet().forEach((value) => console.log(value))

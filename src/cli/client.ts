@@ -107,7 +107,8 @@ function connect(url: string | undefined): Api {
   return { base, origin, token, call }
 }
 
-function unreachable(base: string, origin: string, error: unknown): CliError {
+/** The answer to a failed connection: the URL tried, where it came from, how to start or point elsewhere. */
+export function unreachable(base: string, origin: string, error: unknown): CliError {
   const code = (error as { code?: string }).code
   const reason =
     code === 'ECONNREFUSED' || code === 'ConnectionRefused'

@@ -29,6 +29,8 @@ export type Context = {
   flags: Record<string, string | true | undefined>
   /** The admin API of the running service (connects on first use). */
   api: Api
+  /** --json was given (for a command that writes its own output). */
+  json: boolean
   /** The argument as a positive integer id, or a usage error naming it. */
   id(name: string): number
   /** The argument or flag as an integer, or a usage error naming it. */

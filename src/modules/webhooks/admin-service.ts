@@ -1,7 +1,8 @@
 // The operator's view of webhook deliveries: the events of a key, each event's attempt log, and replay.
 // A replay keeps the event's webhook-id (receivers that de-duplicate on it see a repeat of the same
 // event, which is what a replay is), resets the attempt count so it gets the full retry schedule
-// again, and makes it due at once.
+// again, and makes it due at once. Events recorded only for listeners (status listen_only: the key had
+// no URL while `admin webhook listen` ran) are not deliveries: none of these calls shows or replays them.
 
 import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
@@ -92,7 +93,7 @@ export async function listMessageDeliveries(sql: Sql, tz: string, messageId: num
     select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e join messages m on m.id = e.message_id
-    where e.message_id = ${messageId}
+    where e.message_id = ${messageId} and e.status <> 'listen_only'
     order by e.id`
   return rows.map((r) => deliveryView(r, tz))
 }
@@ -102,7 +103,7 @@ async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
     select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e left join messages m on m.id = e.message_id
-    where e.id = ${id}`
+    where e.id = ${id} and e.status <> 'listen_only'`
   if (!row) throw new ApiError('NOT_FOUND', `delivery ${id} not found`)
   return row
 }
@@ -144,7 +145,7 @@ export async function replayDelivery(sql: Sql, tz: string, id: number) {
   const [row] = await sql`
     update webhook_events set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null,
       delivered_at = null, lease_token = null, lease_until = null
-    where id = ${id} and (lease_until is null or lease_until < now())
+    where id = ${id} and status <> 'listen_only' and (lease_until is null or lease_until < now())
     returning id`
   if (!row) {
     await deliveryRow(sql, id) // 404 when it does not exist
