@@ -7,6 +7,7 @@ import { httpShell } from './http/shell'
 import { jsonOnlyRequestBodies } from './http/openapi'
 import type { RouteInfo } from './http/routes'
 import { migrationsApplied } from './db/migrate'
+import { ApiError } from './http/errors'
 import { balanceRoutes } from './modules/balance/routes'
 import { messageRoutes } from './modules/messages/routes'
 import { adminRoutes } from './modules/admin/routes'
@@ -22,7 +23,7 @@ import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
 import { userAdminRoutes } from './modules/users/routes'
 
 const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
-\`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
+\`{success: false, error, code, request_id}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
 Request bodies are JSON only: any other \`Content-Type\` is 415 \`UNSUPPORTED_MEDIA_TYPE\`, and a body field
 the endpoint does not know is 400 naming it (\`mediaUrl: unknown field\`). 400 \`VALIDATION_ERROR\` means the
 request has the wrong shape (not JSON, a missing or unknown field, a wrong JSON type); 422
@@ -66,14 +67,13 @@ export function createApp(deps: Deps) {
       }),
     )
     .get('/healthz', () => ({ success: true, data: { status: 'ok' } }))
-    .get('/readyz', async ({ set }) => {
+    .get('/readyz', async () => {
       try {
         if (await migrationsApplied(deps.sql)) return { success: true, data: { status: 'ready' } }
       } catch {
         // fall through: database unreachable
       }
-      set.status = 503
-      return { success: false, error: 'database not reachable or migrations not applied', code: 'SERVICE_UNAVAILABLE' }
+      throw new ApiError('SERVICE_UNAVAILABLE', 'database not reachable or migrations not applied')
     })
     .use(api)
     .use(adminRoutes(deps))
