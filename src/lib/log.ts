@@ -17,7 +17,7 @@ export function configureLog(options: { level: Level; format: Format }): void {
 
 /** A value of a text line: bare when it is one plain word, else JSON (quoted, escaped: never a line break). */
 function textValue(value: unknown): string {
-  if (typeof value === 'string') return /^[\w.:/@+,&%-]+$/.test(value) ? value : JSON.stringify(value)
+  if (typeof value === 'string') return /^[\w.:/@+,&%[\]-]+$/.test(value) ? value : JSON.stringify(value)
   if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value)
   return JSON.stringify(value) ?? String(value)
 }

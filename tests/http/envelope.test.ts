@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { MAX_BODY_BYTES } from '../../src/http/body'
+import { errorEnvelope } from '../helpers/envelope'
 
 let t: TestApp
 beforeAll(async () => {
@@ -12,7 +13,7 @@ test('unknown route: 404 NOT_FOUND in the envelope, with a request id', async ()
   const { key } = await t.account(0)
   const res = await t.api('GET', '/nothing-here', key)
   expect(res.status).toBe(404)
-  expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+  expect(res.body).toEqual(errorEnvelope(res.headers, 'NOT_FOUND'))
   expect(res.headers.get('x-request-id')).toBeTruthy()
 })
 

@@ -23,14 +23,14 @@ describe('GET /messages and GET /messages/{sid}', () => {
 
     const all = await t.api('GET', '/messages', key)
     expect(all.status).toBe(200)
-    expect(all.body.data).toMatchObject({ total: 6, limit: 50, offset: 0 })
+    expect(all.body.data).toMatchObject({ total: 6, limit: 50, offset: 0, has_more: false })
     expect(all.body.data.items[0].status).toBe('failed') // the newest
     expect(all.body.data.items[0].message_sid).toBeNull()
     const ids = all.body.data.items.map((m: any) => m.id)
     expect(ids).toEqual([...ids].sort((a: number, b: number) => b - a))
 
     const pageTwo = await t.api('GET', '/messages?limit=2&offset=2', key)
-    expect(pageTwo.body.data).toMatchObject({ total: 6, limit: 2, offset: 2 })
+    expect(pageTwo.body.data).toMatchObject({ total: 6, limit: 2, offset: 2, has_more: true })
     expect(pageTwo.body.data.items.map((m: any) => m.id)).toEqual(ids.slice(2, 4))
 
     const delivered = await t.api('GET', '/messages?status=delivered', key)
