@@ -47,10 +47,16 @@ describe('POST /messages/send', () => {
     expect(res.status).toBe(502)
     expect(res.body.code).toBe('BAD_GATEWAY')
     expect(await money(t, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
-    const rows = await t.db.sql`select status, message_sid, refunded_at, error_message from messages where account_id = ${accountId}`
+    const rows = await t.db.sql`select id, status, message_sid, refunded_at, error_message from messages where account_id = ${accountId}`
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({ status: 'failed', message_sid: null })
     expect(rows[0]!.refunded_at).toBeInstanceOf(Date)
+    // The answer names the message (its `id`, as in the list), where it is failed and refunded.
+    expect(res.body).toEqual(errorEnvelope(res.headers, 'BAD_GATEWAY', expect.any(String), { id: rows[0]!.id }))
+    const listed = await t.api('GET', '/messages', key)
+    expect(listed.body.data.items).toEqual([
+      expect.objectContaining({ id: rows[0]!.id, status: 'failed', message_sid: null, cost: 300, refunded: true }),
+    ])
     const ledger = await t.db.sql<
       { kind: string; amount: number }[]
     >`select kind, amount from ledger where account_id = ${accountId} order by id`

@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { Type } from '@sinclair/typebox'
 import { dateRangeFields, pageFields } from '../../http/models'
 import { errorWith } from '../../http/openapi'
 
@@ -46,7 +47,7 @@ export const BulkEntry = t.Union([
     status: t.Literal('failed'),
     code: t.String({ examples: ['VALIDATION_ERROR', 'BAD_GATEWAY'] }),
     error: t.String(),
-    id: t.Optional(t.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
+    id: t.Optional(Type.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
   }),
 ])
 export type BulkEntry = typeof BulkEntry.static
@@ -85,7 +86,7 @@ export const Message = t.Object({
 
 /** 502 of a send: the provider refused the message, which was refunded and stays listed under `id`. */
 export const SendRefused = errorWith(502, {
-  id: t.Integer({ description: "The refused message's `id` in GET /messages (listed as `failed`, `refunded: true`)" }),
+  id: Type.Integer({ description: "The refused message's `id` in GET /messages (listed as `failed`, `refunded: true`)" }),
 })
 
 export const ListQuery = t.Object({
