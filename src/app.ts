@@ -7,6 +7,7 @@ import { docsRoutes } from './docs/routes'
 import { DOCUMENTS, healthAnswers } from './docs/documents'
 import type { RouteInfo } from './http/routes'
 import { migrationsApplied } from './db/migrate'
+import { ApiError } from './http/errors'
 import { balanceRoutes } from './modules/balance/routes'
 import { messageRoutes } from './modules/messages/routes'
 import { adminRoutes } from './modules/admin/routes'
@@ -39,14 +40,13 @@ export function createApp(deps: Deps) {
     })
     .get(
       '/readyz',
-      async ({ set }) => {
+      async () => {
         try {
           if (await migrationsApplied(deps.sql)) return { success: true, data: { status: 'ready' } }
         } catch {
           // fall through: database unreachable
         }
-        set.status = 503
-        return { success: false, error: 'database not reachable or migrations not applied', code: 'SERVICE_UNAVAILABLE' }
+        throw new ApiError('SERVICE_UNAVAILABLE', 'database not reachable or migrations not applied')
       },
       {
         detail: { tags: ['Health'], summary: 'The database is reachable and migrated', responses: healthAnswers('ready', 503) },

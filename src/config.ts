@@ -54,6 +54,7 @@ export const VARIABLES = {
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
+  LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
 
 type Name = keyof typeof VARIABLES
@@ -87,6 +88,7 @@ export type Config = {
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
   logLevel: 'debug' | 'info' | 'warn' | 'error'
+  logFormat: 'text' | 'json'
 }
 
 export class ConfigError extends Error {}
@@ -228,5 +230,6 @@ export function readConfig(env: Env = process.env): Config {
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }
 }

@@ -2,6 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from './helpers/app'
+import { errorEnvelope } from './helpers/envelope'
 
 let t: TestApp
 beforeAll(async () => {
@@ -177,7 +178,7 @@ describe('GET and DELETE /webhook', () => {
     const { key } = await t.account()
     const got = await t.api('GET', '/webhook', key)
     expect(got.status).toBe(404)
-    expect(got.body).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+    expect(got.body).toEqual(errorEnvelope(got.headers, 'NOT_FOUND'))
     const deleted = await t.api('DELETE', '/webhook', key)
     expect(deleted.status).toBe(404)
     expect(deleted.body.code).toBe('NOT_FOUND')

@@ -8,7 +8,7 @@ import { DOCS } from './paths'
 import { WEBHOOKS, WEBHOOK_SCHEMAS } from './webhooks'
 
 const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
-\`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
+\`{success: false, error, code, request_id}\` (\`request_id\` is also the \`x-request-id\` header). Authenticate with \`Authorization: Bearer <API_KEY>\`.
 Request bodies are JSON only: any other \`Content-Type\` is 415 \`UNSUPPORTED_MEDIA_TYPE\`, and a body field
 the endpoint does not know is 400 naming it (\`mediaUrl: unknown field\`). 400 \`VALIDATION_ERROR\` means the
 request has the wrong shape (not JSON, a missing or unknown field, a wrong JSON type); 422

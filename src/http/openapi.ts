@@ -5,7 +5,7 @@ import { MAX_BODY_BYTES } from './body'
 
 export const envelopeOf = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data }, { description: 'Success envelope' })
 
-const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string }> = {
+const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string; fields?: Record<string, unknown> }> = {
   400: {
     code: 'VALIDATION_ERROR',
     error: 'mediaUrl: unknown field',
@@ -55,6 +55,7 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     code: 'BAD_GATEWAY',
     error: 'the messaging provider did not accept the message',
     description: 'Provider hand-off failed; the charge was refunded',
+    fields: { id: 1234 },
   },
   503: {
     code: 'SERVICE_UNAVAILABLE',
@@ -63,14 +64,38 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
   },
 }
 
+const REQUEST_ID_EXAMPLE = '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21'
+
 export const ErrorEnvelope = t.Object(
   {
     success: t.Literal(false),
     error: t.String({ description: 'Human-readable description naming the field' }),
     code: t.String({ description: 'Machine-readable error code' }),
+    request_id: t.String({
+      description:
+        "This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure",
+      examples: [REQUEST_ID_EXAMPLE],
+    }),
   },
   { description: 'Error envelope' },
 )
+
+/** An error answer with facts of its own besides the envelope's (e.g. the `id` of a refused message). */
+export const errorWith = <P extends Record<string, TSchema>>(status: number, properties: P) => {
+  const example = ERROR_EXAMPLES[status]
+  return t.Object(
+    { ...ErrorEnvelope.properties, ...properties },
+    { description: example?.description ?? 'Error', examples: example ? [exampleOf(example)] : undefined },
+  )
+}
+
+const exampleOf = (example: { code: string; error: string; fields?: Record<string, unknown> }) => ({
+  success: false,
+  error: example.error,
+  code: example.code,
+  ...example.fields,
+  request_id: REQUEST_ID_EXAMPLE,
+})
 
 export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
   const out: Record<number, typeof ErrorEnvelope> = {}
@@ -78,7 +103,7 @@ export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnve
     const example = ERROR_EXAMPLES[status]
     out[status] = t.Object(ErrorEnvelope.properties, {
       description: example?.description ?? 'Error',
-      examples: example ? [{ success: false, error: example.error, code: example.code }] : undefined,
+      examples: example ? [exampleOf({ code: example.code, error: example.error })] : undefined,
     }) as typeof ErrorEnvelope
   }
   return out

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ADMIN_TOKEN, money, testApp, type TestApp } from '../helpers/app'
 import { MAX_BODY_BYTES } from '../../src/http/body'
+import { errorEnvelope } from '../helpers/envelope'
 
 let t: TestApp
 let key: string
@@ -144,7 +145,7 @@ describe('400: unknown body fields are named', () => {
         expect({ path, status: res.status, body: res.body }).toEqual({
           path,
           status: 400,
-          body: { success: false, error, code: 'VALIDATION_ERROR' },
+          body: errorEnvelope(res.headers, 'VALIDATION_ERROR', error),
         })
       }
     })
@@ -253,7 +254,7 @@ describe('NUL characters, deep or huge JSON, invalid UTF-8, oversized bodies', (
     await unchanged(async () => {
       for (const [body, error] of cases) {
         const res = await raw('POST', '/api/v1/messages/send', body, { 'content-type': 'application/json' })
-        expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: { success: false, error, code: 'VALIDATION_ERROR' } })
+        expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: errorEnvelope(res.headers, 'VALIDATION_ERROR', error) })
       }
     })
   })
@@ -269,7 +270,7 @@ describe('NUL characters, deep or huge JSON, invalid UTF-8, oversized bodies', (
           expect({ path, status: res.status, body: res.body }).toEqual({
             path,
             status: 413,
-            body: { success: false, error: `request body exceeds ${MAX_BODY_BYTES} bytes`, code: 'PAYLOAD_TOO_LARGE' },
+            body: errorEnvelope(res.headers, 'PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`),
           })
           expect(res.headers.get('x-request-id')).toBeTruthy()
         }

@@ -7,7 +7,7 @@
 import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { requireTimestamp, type DateRange, type Page } from '../../lib/validate'
+import { pageOf, requireTimestamp, type DateRange, type Page } from '../../lib/validate'
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const
 type DeliveryStatus = (typeof STATUSES)[number]
@@ -84,7 +84,11 @@ export async function listDeliveries(
   const [count] = await sql<{ n: number }[]>`
     select count(*)::int as n from webhook_events c
     where c.api_key_id = ${keyId} and c.status = any(${statuses}::text[]) ${created('c')}`
-  return { items: rows.map((r) => deliveryView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => deliveryView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 /** Every webhook delivery (event) of one message, oldest first (the dashboard's message page). */
@@ -130,11 +134,11 @@ export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Pag
     order by id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_attempts where event_id = ${eventId}`
-  return {
-    items: rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
-    total: count!.n,
-    ...p,
-  }
+  return pageOf(
+    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
+    count!.n,
+    p,
+  )
 }
 
 /**
@@ -182,11 +186,11 @@ export async function listFailedDeliveries(sql: Sql, tz: string, p: Page) {
     order by e.id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events where status = 'failed'`
-  return {
-    items: rows.map((r) => ({ ...deliveryView(r, tz), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
-    total: count!.n,
-    ...p,
-  }
+  return pageOf(
+    rows.map((r) => ({ ...deliveryView(r, tz), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
+    count!.n,
+    p,
+  )
 }
 
 /** The account a key belongs to (for scoping and the audit log); 404 when the key does not exist. */
