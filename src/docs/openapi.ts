@@ -189,7 +189,11 @@ function withErrorAnswers(path: string, operation: Json, declared: Record<string
         // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
         (code !== 'FORBIDDEN' || status in declared),
     )
-    schema.properties.code = { ...schema.properties.code, type: 'string', enum: codes }
+    // A copy: schemas given in a route's detail may share their properties object with other answers.
+    response.content['application/json'].schema = {
+      ...schema,
+      properties: { ...schema.properties, code: { ...schema.properties.code, type: 'string', enum: codes } },
+    }
   }
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
 }

@@ -145,8 +145,15 @@ describe('webhook listen', () => {
       const own = registered.byId(forwarded.headers['webhook-id']!)
       expect(own).toHaveLength(1)
       expect(forwarded.body).toBe(own[0]!.body) // the same bytes as the delivery
-      expect(listener.output()).toMatch(
-        new RegExp(`${payload.data.status} +${payload.data.message_sid} +\\[${forwarded.headers['webhook-id']}\\] +→ 200 \\(\\d+ ms\\)`),
+      // Printed once the receiver's answer is back, a moment after the receiver saw the event.
+      const line = new RegExp(
+        `${payload.data.status} +${payload.data.message_sid} +\\[${forwarded.headers['webhook-id']}\\] +→ 200 \\(\\d+ ms\\)`,
+      )
+      await until(
+        async () => listener.output(),
+        (output) => line.test(output),
+        10_000,
+        'the listener to print the event',
       )
     }
     const statuses = local.requests.map((r) => JSON.parse(r.body).data).map((d) => `${d.message_sid} ${d.status}`)
@@ -198,7 +205,13 @@ describe('webhook listen', () => {
       'test delivered test',
     ])
     expect(JSON.stringify(payloads)).not.toContain(before)
-    expect(listener.output()).toMatch(/test event +\[msg_\w+\] +→ 200 \(\d+ ms\)/)
+    // The line is printed once the receiver's answer is back, a moment after the receiver saw the event.
+    await until(
+      async () => listener.output(),
+      (output) => /test event +\[msg_\w+\] +→ 200 \(\d+ ms\)/.test(output),
+      10_000,
+      'the listener to print the test event',
+    )
     expect(await listener.interrupt()).toBe(0)
     expect((await deliveries(service, keyId)).total).toBe(0)
     // The same secret next time: the receiver keeps its configuration.
@@ -347,7 +360,7 @@ describe('webhook test', () => {
       )
     const [httpLine] = await lineOf(httpFailure!.webhook_id)
     expect(httpLine).toContain('webhook delivery attempt failed')
-    expect(httpLine).toMatch(/warn/)
+    expect(httpLine).toMatch(/\bWARN\b/)
     expect(httpLine).toMatch(new RegExp(`delivery_id\\W+${httpFailure!.id}\\b`))
     expect(httpLine).toMatch(new RegExp(`key_id\\W+${failing.keyId}\\b`))
     expect(httpLine).toMatch(/status_code\W+503\b/)
