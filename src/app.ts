@@ -1,12 +1,13 @@
 // Composes the modules into one Elysia app. No listen here: main.ts serves it, tests call app.handle.
 
 import { Elysia } from 'elysia'
-import { swagger } from '@elysiajs/swagger'
 import type { Deps } from './deps'
 import { httpShell } from './http/shell'
-import { jsonOnlyRequestBodies } from './http/openapi'
+import { docsRoutes } from './docs/routes'
+import { DOCUMENTS, healthAnswers } from './docs/documents'
 import type { RouteInfo } from './http/routes'
 import { migrationsApplied } from './db/migrate'
+import { ApiError } from './http/errors'
 import { balanceRoutes } from './modules/balance/routes'
 import { messageRoutes } from './modules/messages/routes'
 import { adminRoutes } from './modules/admin/routes'
@@ -21,14 +22,6 @@ import { providerCallbackRoutes } from './providers/routes'
 import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
 import { userAdminRoutes } from './modules/users/routes'
 
-const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
-\`{success: false, error, code}\`. Authenticate with \`Authorization: Bearer <API_KEY>\`.
-Request bodies are JSON only: any other \`Content-Type\` is 415 \`UNSUPPORTED_MEDIA_TYPE\`, and a body field
-the endpoint does not know is 400 naming it (\`mediaUrl: unknown field\`). 400 \`VALIDATION_ERROR\` means the
-request has the wrong shape (not JSON, a missing or unknown field, a wrong JSON type); 422
-\`VALIDATION_ERROR\` means the shape is right but a value is not acceptable. Timestamps are
-\`YYYY-MM-DD HH:MM:SS\` in the service's configured time zone.`
-
 export function createApp(deps: Deps) {
   let app: { routes: RouteInfo[] } | undefined
 
@@ -41,40 +34,24 @@ export function createApp(deps: Deps) {
 
   const composed = new Elysia()
     .use(httpShell({ config: deps.config, sql: deps.sql, routes: () => app?.routes ?? [], errorPages: dashboardErrorPages }))
-    .use(jsonOnlyRequestBodies('/docs/json'))
-    .use(
-      swagger({
-        path: '/docs',
-        exclude: ['/healthz', '/readyz', '/docs', '/docs/json', /^\/dashboard/],
-        documentation: {
-          info: { title: 'Prepaid Messaging API', version: '1.0.0', description: API_DESCRIPTION },
-          tags: [
-            { name: 'Balance', description: 'Prepaid balance' },
-            { name: 'Messages', description: 'Send and read messages' },
-            { name: 'Contacts', description: "The account's contacts" },
-            { name: 'Campaigns', description: 'Campaign drafts and their statistics (run from the dashboard)' },
-            { name: 'Webhooks', description: 'The callback URL for message-status events, one per API key' },
-            { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
-            { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
-            { name: 'Provider callbacks', description: 'Status reports from the messaging providers (signed, no API key)' },
-          ],
-          components: {
-            securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'API key, pm_...' } },
-          },
-          security: [{ apiKey: [] }],
-        },
-      }),
-    )
-    .get('/healthz', () => ({ success: true, data: { status: 'ok' } }))
-    .get('/readyz', async ({ set }) => {
-      try {
-        if (await migrationsApplied(deps.sql)) return { success: true, data: { status: 'ready' } }
-      } catch {
-        // fall through: database unreachable
-      }
-      set.status = 503
-      return { success: false, error: 'database not reachable or migrations not applied', code: 'SERVICE_UNAVAILABLE' }
+    .use(docsRoutes({ routes: () => app?.routes ?? [], documents: DOCUMENTS }))
+    .get('/healthz', () => ({ success: true, data: { status: 'ok' } }), {
+      detail: { tags: ['Health'], summary: 'The process is up', responses: healthAnswers('ok') },
     })
+    .get(
+      '/readyz',
+      async () => {
+        try {
+          if (await migrationsApplied(deps.sql)) return { success: true, data: { status: 'ready' } }
+        } catch {
+          // fall through: database unreachable
+        }
+        throw new ApiError('SERVICE_UNAVAILABLE', 'database not reachable or migrations not applied')
+      },
+      {
+        detail: { tags: ['Health'], summary: 'The database is reachable and migrated', responses: healthAnswers('ready', 503) },
+      },
+    )
     .use(api)
     .use(adminRoutes(deps))
     .use(quarantineRoutes(deps))

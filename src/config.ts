@@ -35,7 +35,11 @@ export const VARIABLES = {
   TLS_KEY_FILE: { shown: 'unset', meaning: 'PEM private key of TLS_CERT_FILE' },
   REQUIRE_HTTPS: { default: 'false', meaning: 'true: plain-HTTP requests get 403 HTTPS_REQUIRED (/healthz, /readyz exempt)' },
   TRUST_PROXY: { default: 'false', meaning: 'true: honour X-Forwarded-Proto / X-Forwarded-For from a TLS-terminating proxy' },
-  WEBHOOK_ALLOW_PRIVATE: { default: 'false', meaning: 'true: webhook URLs may point at loopback/private addresses (tests, development)' },
+  WEBHOOK_ALLOW_PRIVATE: {
+    default: 'false',
+    meaning:
+      'true: webhook URLs may point at loopback/private addresses, and http://localhost / http://127.0.0.1 are accepted (tests, development only)',
+  },
   WEBHOOK_CA_FILE: { shown: 'unset', meaning: 'extra PEM CA bundle trusted for webhook deliveries, besides the system CAs' },
   TIMEZONE: { default: 'UTC', meaning: 'zone of every YYYY-MM-DD HH:MM:SS timestamp written and read' },
   CURRENCY: { default: 'IDR', meaning: 'currency code of amounts' },
@@ -51,6 +55,7 @@ export const VARIABLES = {
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
+  LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
 
 type Name = keyof typeof VARIABLES
@@ -83,6 +88,7 @@ export type Config = {
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
   logLevel: 'debug' | 'info' | 'warn' | 'error'
+  logFormat: 'text' | 'json'
 }
 
 export class ConfigError extends Error {}
@@ -220,5 +226,6 @@ export function readConfig(env: Env = process.env): Config {
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
+    logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }
 }

@@ -76,8 +76,8 @@ async function serve(): Promise<void> {
 
   // Loaded only here, so --help and --version load nothing of the service.
   const { startService } = await import('./service')
-  const { setLogLevel } = await import('./lib/log')
-  setLogLevel(config.logLevel)
+  const { configureLog, log } = await import('./lib/log')
+  configureLog({ level: config.logLevel, format: config.logFormat })
 
   let running: Awaited<ReturnType<typeof startService>>
   try {
@@ -88,21 +88,31 @@ async function serve(): Promise<void> {
   }
 
   const tokenWhere = running.adminTokenFile ? `in ${running.adminTokenFile}` : 'from ADMIN_TOKEN'
-  console.log(
-    [
-      `messaging-api listening on ${running.url}`,
-      `  docs      ${running.url}/docs`,
-      `  database  ${running.database.describe}`,
-      `  provider  ${config.provider}`,
-      `  admin     token ${tokenWhere}`,
-    ].join('\n'),
-  )
+  // The banner is for a person at a terminal; a log shipper gets the same facts as one event.
+  if (config.logFormat === 'json') {
+    log.info('listening', {
+      url: running.url,
+      database: running.database.describe,
+      provider: config.provider,
+      admin_token_source: running.adminTokenFile ?? 'ADMIN_TOKEN',
+    })
+  } else {
+    console.log(
+      [
+        `messaging-api listening on ${running.url}`,
+        `  docs      ${running.url}/docs`,
+        `  database  ${running.database.describe}`,
+        `  provider  ${config.provider}`,
+        `  admin     token ${tokenWhere}`,
+      ].join('\n'),
+    )
+  }
 
   let shuttingDown = false
   async function shutdown(signal: string) {
     if (shuttingDown) return
     shuttingDown = true
-    console.log(`${signal}: finishing in-flight requests and closing the database`)
+    log.info('shutting down: finishing in-flight requests and closing the database', { signal })
     const force = setTimeout(() => process.exit(1), 20_000)
     await running.stop()
     clearTimeout(force)

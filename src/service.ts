@@ -16,6 +16,10 @@ import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
 import { log } from './lib/log'
 import { prepareRequest } from './http/request'
+import { endListenStreams } from './modules/webhooks/listen'
+import { logRequest } from './http/access-log'
+import { requestIdOf } from './http/shell'
+import { errorResponse } from './http/errors'
 
 export type Running = {
   url: string
@@ -63,6 +67,13 @@ export function buildDeps(
 }
 
 const SEND_PATHS = /^\/api\/v1\/messages\/(send|bulk)$/
+const LISTEN_PATH = /^\/admin\/v1\/keys\/[^/]+\/webhook\/listen$/
+
+/** The answer to an error that escaped the app's own mapping (http/shell.ts), which should never happen. */
+function escaped(error: unknown, requestId: string): Response {
+  log.error('unhandled error', { request_id: requestId, error: error instanceof Error ? error.name : 'unknown' })
+  return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
+}
 
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token there.
@@ -88,14 +99,26 @@ export async function startService(config: Config): Promise<Running> {
       // limit answers a bare 413, so it is set out of the way. Bun does not read a body nobody asks for.
       maxRequestBodySize: Number.MAX_SAFE_INTEGER,
       tls: config.tls ? { cert: Bun.file(config.tls.certFile), key: Bun.file(config.tls.keyFile) } : undefined,
-      fetch(request, server) {
+      async fetch(request, server) {
+        const started = performance.now()
         // A send answers once every hand-off has an outcome: a bulk behind a slow provider can take
         // minutes without a byte on the wire, longer than Bun's idle timeout (10 s) allows.
+        // A listen stream (admin webhook listen) is quiet between events and lasts as long as its client.
         const prepared = prepareRequest(request, config.tls !== undefined) // its URL is always absolute
-        if (request.method === 'POST' && SEND_PATHS.test(new URL(prepared.url).pathname)) server.timeout(request, 0)
-        return app.handle(prepared)
+        const path = new URL(prepared.url).pathname
+        if (request.method === 'POST' && SEND_PATHS.test(path)) server.timeout(request, 0)
+        if (request.method === 'GET' && LISTEN_PATH.test(path)) server.timeout(request, 0)
+        // The duration is until the answer's headers: a streamed body may go on after the line is written.
+        let response: Response
+        try {
+          response = await app.handle(prepared)
+        } catch (error) {
+          response = escaped(error, requestIdOf(prepared))
+        }
+        logRequest(prepared, requestIdOf(prepared), response.status, performance.now() - started)
+        return response
       },
-      error: () => new Response(JSON.stringify({ success: false, error: 'internal error', code: 'INTERNAL_ERROR' }), { status: 500 }),
+      error: (error) => escaped(error, crypto.randomUUID()),
     })
   } catch (error) {
     // e.g. the port is taken: close the database cleanly before reporting it
@@ -113,8 +136,11 @@ export async function startService(config: Config): Promise<Running> {
     adminTokenFile: admin.file,
     stop() {
       stopping ??= (async () => {
-        // Stop accepting, let in-flight requests finish, stop the loops, then close the database.
-        await server.stop(false)
+        // Stop accepting, end the listen streams (endless responses), let in-flight requests finish, stop
+        // the loops, then close the database.
+        const stopped = server.stop(false)
+        endListenStreams()
+        await stopped
         await Promise.all([...loops.values()].map((loop) => loop.stop()))
         await database.close()
       })()

@@ -23,3 +23,16 @@ declare module '*/assets/copy.js' {
   const text: string
   export default text
 }
+// The API reference's assets, embedded as files (import ... with { type: 'file' }): each is a path.
+declare module 'swagger-ui-dist/*' {
+  const path: string
+  export default path
+}
+declare module '*/assets/start.js' {
+  const path: string
+  export default path
+}
+declare module '*.png' {
+  const path: string
+  export default path
+}

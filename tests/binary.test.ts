@@ -1,6 +1,6 @@
 // The service as a process. The single binary: compiled once, copied alone into an empty directory
-// and run there; it must carry its migrations and PGlite's assets inside, serve a real send, stop
-// cleanly on SIGTERM and find its data again on the next start. And `bun src/main.ts`: SIGTERM in
+// and run there; it must carry its migrations, PGlite's assets, the dashboard and the API reference
+// inside, serve a real send, stop cleanly on SIGTERM and find its data again on the next start. And `bun src/main.ts`: SIGTERM in
 // the middle of traffic drains the requests it accepted, exits 0, and loses nothing. Both answer
 // --help and --version without reading the configuration or creating anything.
 
@@ -188,6 +188,28 @@ describe('compiled binary', () => {
     const css = await fetch(`http://127.0.0.1:${child.port}/dashboard/assets/style.css`)
     expect(css.status).toBe(200)
     expect(await css.text()).toContain('font-family')
+    // And the API reference: its page, its assets (pinned Swagger UI) and both documents.
+    for (const path of ['/docs', '/docs/admin']) {
+      const page = await fetch(`http://127.0.0.1:${child.port}${path}`)
+      expect({ path, status: page.status }).toEqual({ path, status: 200 })
+      const html = await page.text()
+      for (const asset of html.matchAll(/(?:src|href)="(\/docs\/assets\/[^"]+)"/g)) {
+        const response = await fetch(`http://127.0.0.1:${child.port}${asset[1]}`)
+        expect({ asset: asset[1], status: response.status, bytes: (await response.arrayBuffer()).byteLength > 0 }).toEqual({
+          asset: asset[1],
+          status: 200,
+          bytes: true,
+        })
+      }
+    }
+    // Served from inside the binary (a path into node_modules would also work on this machine, but
+    // not on another): the served bundle is byte for byte the pinned one, and the binary holds it.
+    const pinned = Buffer.from(await Bun.file(join(ROOT, 'node_modules/swagger-ui-dist/swagger-ui-bundle.js')).arrayBuffer())
+    const served = Buffer.from(await (await fetch(`http://127.0.0.1:${child.port}/docs/assets/swagger-ui-bundle.js`)).arrayBuffer())
+    expect(served.equals(pinned)).toBe(true)
+    expect(readFileSync(join(runDir, BINARY)).indexOf(pinned)).toBeGreaterThan(0)
+    const document = (await (await fetch(`http://127.0.0.1:${child.port}/docs/json`)).json()) as any
+    expect(document.paths['/api/v1/messages/send']).toBeDefined()
 
     expect(await terminate(child)).toBe(0)
     expect(child.output()).toContain('listening on http://127.0.0.1:')

@@ -27,10 +27,10 @@ describe('admin: templates and segments', () => {
     await t.admin('POST', `/accounts/${accountId}/templates`, { name: 'Second', body: 'x' })
     const list = await t.admin('GET', `/accounts/${accountId}/templates`)
     expect(list.status).toBe(200)
-    expect(list.body.data).toMatchObject({ total: 2, limit: 50, offset: 0 })
+    expect(list.body.data).toMatchObject({ total: 2, limit: 50, offset: 0, has_more: false })
     expect(list.body.data.items.map((x: { name: string }) => x.name)).toEqual(['Second', 'Promo'])
     const page = await t.admin('GET', `/accounts/${accountId}/templates?limit=1&offset=1`)
-    expect(page.body.data).toMatchObject({ total: 2, limit: 1, offset: 1, items: [{ name: 'Promo' }] })
+    expect(page.body.data).toMatchObject({ total: 2, limit: 1, offset: 1, has_more: false, items: [{ name: 'Promo' }] })
   })
 
   test('create and list segments', async () => {
@@ -303,14 +303,14 @@ describe('GET /campaigns', () => {
     const fresh = await t.api('POST', '/campaigns', key, { name: 'fresh', template_id: templateId, segment_id: segmentId })
     const all = await t.api('GET', '/campaigns', key)
     expect(all.status).toBe(200)
-    expect(all.body.data).toMatchObject({ total: 6, limit: 50, offset: 0 })
+    expect(all.body.data).toMatchObject({ total: 6, limit: 50, offset: 0, has_more: false })
     expect(all.body.data.items.map((c: { name: string }) => c.name)).toEqual(['fresh', 'same 4', 'same 3', 'same 2', 'same 1', 'old'])
     expect(all.body.data.items[0]).toEqual(fresh.body.data.campaign)
     expect(all.body.data.items[5]).toMatchObject({ status: 'sent', created_at: '2024-01-01 00:00:00', schedule_at: null })
     const ids: number[] = []
     for (let offset = 0; offset < 6; offset += 4) {
       const res = await t.api('GET', `/campaigns?limit=4&offset=${offset}`, key)
-      expect(res.body.data).toMatchObject({ total: 6, limit: 4, offset })
+      expect(res.body.data).toMatchObject({ total: 6, limit: 4, offset, has_more: offset + 4 < 6 })
       ids.push(...res.body.data.items.map((c: { id: number }) => c.id))
     }
     expect(ids).toEqual(all.body.data.items.map((c: { id: number }) => c.id))
@@ -331,7 +331,7 @@ describe('GET /campaigns', () => {
       expect({ query, status: res.status }).toEqual({ query, status })
       expect(res.body.error).toMatch(message)
     }
-    expect((await t.api('GET', '/campaigns', key)).body.data).toEqual({ items: [], total: 0, limit: 50, offset: 0 })
+    expect((await t.api('GET', '/campaigns', key)).body.data).toEqual({ items: [], total: 0, limit: 50, offset: 0, has_more: false })
     expect((await t.request('GET', '/api/v1/campaigns')).body.code).toBe('AUTH_MISSING_HEADER')
   })
 })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from './helpers/app'
+import { errorEnvelope } from './helpers/envelope'
 
 let t: TestApp
 beforeAll(async () => {
@@ -50,7 +51,7 @@ describe('POST /contacts', () => {
     for (const phone of ['081234567893', '6281234567893', '+62 812-3456-7893']) {
       const res = await t.api('POST', '/contacts', key, contact(phone, { name: 'Someone else' }))
       expect(res.status).toBe(409)
-      expect(res.body).toEqual({ success: false, error: expect.stringMatching(/^phone: /), code: 'CONFLICT' })
+      expect(res.body).toEqual(errorEnvelope(res.headers, 'CONFLICT', expect.stringMatching(/^phone: /)))
     }
   })
 
@@ -99,7 +100,7 @@ describe('POST /contacts', () => {
     }
     const bad = await t.request('POST', '/api/v1/contacts', { key, rawBody: '{"name": ', headers: { 'content-type': 'application/json' } })
     expect(bad.status).toBe(400)
-    expect(bad.body).toEqual({ success: false, error: 'body is not valid JSON', code: 'VALIDATION_ERROR' })
+    expect(bad.body).toEqual(errorEnvelope(bad.headers, 'VALIDATION_ERROR', 'body is not valid JSON'))
     const [count] = await t.db.sql`select count(*)::int as n from contacts where account_id = ${accountId}`
     expect(count!.n).toBe(0)
   })
@@ -128,7 +129,7 @@ describe('GET /contacts', () => {
     const { key } = await t.account()
     const res = await t.api('GET', '/contacts', key)
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ success: true, data: { items: [], total: 0, limit: 50, offset: 0 } })
+    expect(res.body).toEqual({ success: true, data: { items: [], total: 0, limit: 50, offset: 0, has_more: false } })
   })
 
   test('newest first, ties broken by id; offset counts records; total counts all', async () => {
@@ -159,12 +160,12 @@ describe('GET /contacts', () => {
     const pages: number[] = []
     for (let offset = 0; offset < 7; offset += 2) {
       const res = await t.api('GET', `/contacts?limit=2&offset=${offset}`, key)
-      expect(res.body.data).toMatchObject({ total: 7, limit: 2, offset })
+      expect(res.body.data).toMatchObject({ total: 7, limit: 2, offset, has_more: offset + 2 < 7 })
       pages.push(...res.body.data.items.map((c: { id: number }) => c.id))
     }
     expect(pages).toEqual(ids)
     const past = await t.api('GET', '/contacts?offset=7', key)
-    expect(past.body.data).toEqual({ items: [], total: 7, limit: 50, offset: 7 })
+    expect(past.body.data).toEqual({ items: [], total: 7, limit: 50, offset: 7, has_more: false })
   })
 
   test('search: case-insensitive substring of name, phone or e-mail', async () => {

@@ -2,6 +2,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from './helpers/app'
+import { errorEnvelope } from './helpers/envelope'
 
 let t: TestApp
 beforeAll(async () => {
@@ -56,8 +57,11 @@ describe('POST /webhook', () => {
   test('422 for a URL that is not https, too long, or not a URL', async () => {
     const { key, keyId } = await t.account()
     const cases: [string, RegExp][] = [
-      ['http://93.184.216.34/hook', /^url: must be an https URL/],
-      ['ftp://93.184.216.34/hook', /^url: must be an https URL/],
+      [
+        'http://93.184.216.34/hook',
+        /^url: must be https \(plain http is allowed only to localhost and 127\.0\.0\.1, with WEBHOOK_ALLOW_PRIVATE=true in development\)$/,
+      ],
+      ['ftp://93.184.216.34/hook', /^url: must be https$/],
       ['not a url', /^url: must be an absolute https URL/],
       ['', /^url: must be an absolute https URL/],
       ['/relative/path', /^url: must be an absolute https URL/],
@@ -115,9 +119,36 @@ describe('POST /webhook', () => {
     for (const url of urls) {
       const res = await t.api('POST', '/webhook', key, { url })
       expect({ url, status: res.status, code: res.body.code }).toEqual({ url, status: 422, code: 'VALIDATION_ERROR' })
-      expect(res.body.error).toMatch(/^url: host (is not a public address|resolves to a non-public address)$/)
+      expect(res.body.error).toMatch(
+        /^url: (\S+ is|host resolves to) (a|the) [A-Za-z -]+ address \(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only\)$/,
+      )
     }
     expect((await t.api('GET', '/webhook', key)).status).toBe(404)
+  })
+
+  test('a refused URL names the rule: the kind of address, and the address only when the URL spells it', async () => {
+    const { key } = await t.account()
+    const hint = '(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only)'
+    const cases: [string, string][] = [
+      ['https://10.0.0.1/', `url: 10.0.0.1 is a private address ${hint}`],
+      ['https://127.0.0.1:8443/x', `url: 127.0.0.1 is a loopback address ${hint}`],
+      ['https://2130706433/', `url: 127.0.0.1 is a loopback address ${hint}`],
+      ['https://169.254.169.254/latest/meta-data/', `url: 169.254.169.254 is the cloud metadata address ${hint}`],
+      ['https://169.254.1.1/', `url: 169.254.1.1 is a link-local address ${hint}`],
+      ['https://100.64.0.1/', `url: 100.64.0.1 is a carrier-grade NAT address ${hint}`],
+      ['https://224.0.0.1/', `url: 224.0.0.1 is a multicast address ${hint}`],
+      ['https://[::1]/', `url: [::1] is a loopback address ${hint}`],
+      ['https://[::ffff:10.0.0.1]/', `url: [::ffff:a00:1] is a private address ${hint}`],
+      ['https://[fd00::1]/', `url: [fd00::1] is a private address ${hint}`],
+      ['https://[fe80::1]/', `url: [fe80::1] is a link-local address ${hint}`],
+      ['https://localhost:3000/hook', `url: host resolves to a loopback address ${hint}`],
+      ['http://localhost:8080/hook', 'url: must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'],
+      ['http://127.0.0.1:8080/hook', 'url: must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'],
+    ]
+    for (const [url, message] of cases) {
+      const res = await t.api('POST', '/webhook', key, { url })
+      expect({ url, status: res.status, error: res.body.error }).toEqual({ url, status: 422, error: message })
+    }
   })
 
   test('400 for the wrong shape, 401 before anything', async () => {
@@ -147,7 +178,7 @@ describe('GET and DELETE /webhook', () => {
     const { key } = await t.account()
     const got = await t.api('GET', '/webhook', key)
     expect(got.status).toBe(404)
-    expect(got.body).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+    expect(got.body).toEqual(errorEnvelope(got.headers, 'NOT_FOUND'))
     const deleted = await t.api('DELETE', '/webhook', key)
     expect(deleted.status).toBe(404)
     expect(deleted.body.code).toBe('NOT_FOUND')
@@ -194,13 +225,30 @@ describe('WEBHOOK_ALLOW_PRIVATE=true', () => {
   }, 60_000)
   afterAll(() => dev.close())
 
-  test('loopback and private hosts are accepted; https and the length rule still apply', async () => {
-    const { key } = await dev.account()
-    for (const url of ['https://127.0.0.1:9443/hook', 'https://localhost/hook', 'https://10.0.0.1/']) {
+  test('loopback and private hosts are accepted, plain http only to this machine; the length rule still applies', async () => {
+    const { key, keyId } = await dev.account()
+    for (const url of [
+      'https://127.0.0.1:9443/hook',
+      'https://localhost/hook',
+      'https://10.0.0.1/',
+      'http://localhost:8080/hook',
+      'http://127.0.0.1:9/x?y=1',
+      'http://[::1]:8080/',
+      'http://api.localhost/hook',
+    ]) {
       const res = await dev.api('POST', '/webhook', key, { url })
-      expect({ url, status: res.status }).toEqual({ url, status: 200 })
+      expect({ url, status: res.status, stored: res.body.data?.url }).toEqual({ url, status: 200, stored: url })
+      const [row] = await dev.db.sql<{ url: string }[]>`select url from webhook_endpoints where api_key_id = ${keyId}`
+      expect(row!.url).toBe(url)
     }
-    expect((await dev.api('POST', '/webhook', key, { url: 'http://127.0.0.1/hook' })).status).toBe(422)
+    for (const url of ['http://10.0.0.1/hook', 'http://93.184.216.34/', 'http://localhost.example.com/']) {
+      const res = await dev.api('POST', '/webhook', key, { url })
+      expect({ url, status: res.status, error: res.body.error }).toEqual({
+        url,
+        status: 422,
+        error: 'url: must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)',
+      })
+    }
     expect((await dev.api('POST', '/webhook', key, { url: `https://127.0.0.1/${'a'.repeat(2100)}` })).status).toBe(422)
   })
 })

@@ -4,6 +4,7 @@
 
 import type { Deps } from '../deps'
 import { ApiError } from '../http/errors'
+import { identify } from '../http/access-log'
 import { h, documentOf, type Html } from './jsx'
 import { Layout } from './layout'
 import { SESSION_COOKIE, PAGE_HEADERS, cookieOf, csrfTokenMatches, loadSession, sameOrigin, type Session } from './session'
@@ -56,7 +57,13 @@ export function dashboardContext(deps: Deps) {
   const sessions = new WeakMap<Request, Promise<Session | null>>()
   const sessionOf = (request: Request) => {
     let session = sessions.get(request)
-    if (!session) sessions.set(request, (session = loadSession(sql, cookieOf(request, SESSION_COOKIE))))
+    if (!session) {
+      session = loadSession(sql, cookieOf(request, SESSION_COOKIE)).then((found) => {
+        if (found) identify(request, { auth: 'session', user_id: found.user.id, account_id: found.user.account_id ?? undefined })
+        return found
+      })
+      sessions.set(request, session)
+    }
     return session
   }
   return {

@@ -9,6 +9,7 @@ import moneyOwner from '../../sql/0007_money_owner.sql' with { type: 'text' }
 import parkedReportsRetention from '../../sql/0008_parked_reports_retention.sql' with { type: 'text' }
 import dashboard from '../../sql/0009_dashboard.sql' with { type: 'text' }
 import webhookTestEvents from '../../sql/0010_webhook_test_events.sql' with { type: 'text' }
+import webhookListen from '../../sql/0011_webhook_listen.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -23,4 +24,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 8, name: '0008_parked_reports_retention.sql', text: parkedReportsRetention },
   { version: 9, name: '0009_dashboard.sql', text: dashboard },
   { version: 10, name: '0010_webhook_test_events.sql', text: webhookTestEvents },
+  { version: 11, name: '0011_webhook_listen.sql', text: webhookListen },
 ]

@@ -26,6 +26,8 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     message: string,
     status?: number,
+    /** Facts the client needs besides the message, e.g. the `id` of a message the provider refused. */
+    readonly fields: Record<string, unknown> = {},
   ) {
     super(message)
     this.status = status ?? ERROR_STATUS[code]
@@ -38,14 +40,26 @@ export const badShape = (message: string) => new ApiError('VALIDATION_ERROR', me
 export const badValue = (message: string) => new ApiError('VALIDATION_ERROR', message, 422)
 
 export type Envelope<T> = { success: true; data: T }
-export type ErrorEnvelope = { success: false; error: string; code: string }
+/** `request_id` (as in the `x-request-id` header) names the request in the service's log, as Stripe's errors do. */
+export type ErrorEnvelope = { success: false; error: string; code: string; request_id: string }
 
 export const ok = <T>(data: T): Envelope<T> => ({ success: true, data })
 
-export function errorResponse(code: string, message: string, status: number, headers: Record<string, string> = {}): Response {
-  const body: ErrorEnvelope = { success: false, error: message, code }
+/** The error envelope of an answer, with the request's id in the body and in `x-request-id`. */
+export function errorResponse(
+  code: string,
+  message: string,
+  status: number,
+  requestId: string,
+  headers: Record<string, string> = {},
+  fields: Record<string, unknown> = {},
+): Response {
+  const body: ErrorEnvelope = { success: false, error: message, code, ...fields, request_id: requestId }
   return new Response(JSON.stringify(body), {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+    headers: { 'content-type': 'application/json; charset=utf-8', 'x-request-id': requestId, ...headers },
   })
 }
+
+export const apiErrorResponse = (error: ApiError, requestId: string, headers: Record<string, string> = {}) =>
+  errorResponse(error.code, error.message, error.status, requestId, headers, error.fields)

@@ -100,8 +100,9 @@ export async function withIdempotency<T>(
       value = ok(await handler(requestToken))
     } catch (error) {
       // An answer of ours (402, 422, 502...) is the request's answer: store it. An unexpected failure
-      // is not: the key stays running, and a repeat recovers the request once its work is over.
-      if (error instanceof ApiError) await store(error.status, { success: false, error: error.message, code: error.code })
+      // is not: the key stays running, and a repeat recovers the request once its work is over. The
+      // request id is not stored: a replay carries the id of the request it answers (http/shell.ts).
+      if (error instanceof ApiError) await store(error.status, { success: false, error: error.message, code: error.code, ...error.fields })
       throw error
     }
     await store(200, value)

@@ -70,5 +70,12 @@ export const JsonInteger = (options: IntegerOptions = {}) => Type.Integer({ mini
 /** A record id in a JSON body: 1 to 2^53 - 1. */
 export const JsonId = (options: IntegerOptions = {}) => JsonInteger({ minimum: 1, ...options })
 
-export const listOf = <T extends TSchema>(item: T) =>
-  t.Object({ items: t.Array(item), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() })
+/** The page fields of every list answer besides `items`. */
+export const listFields = {
+  total: Type.Integer({ description: 'Every record that matches, across all pages' }),
+  limit: Type.Integer(),
+  offset: Type.Integer(),
+  has_more: t.Boolean({ description: 'Records follow this page: `offset + items.length < total`' }),
+}
+
+export const listOf = <T extends TSchema>(item: T) => t.Object({ items: t.Array(item), ...listFields })

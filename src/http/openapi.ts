@@ -1,15 +1,17 @@
 // Schemas shared by the OpenAPI document: the success envelope around a model, and error answers.
 
-import { Elysia, t, type TSchema } from 'elysia'
+import { t, type TSchema } from 'elysia'
 import { MAX_BODY_BYTES } from './body'
 
 export const envelopeOf = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data }, { description: 'Success envelope' })
 
-const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string }> = {
+const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string; fields?: Record<string, unknown> }> = {
   400: {
     code: 'VALIDATION_ERROR',
     error: 'mediaUrl: unknown field',
-    description: 'Wrong shape: not JSON, a required field missing, an unknown field, a wrong JSON type',
+    description:
+      'Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; ' +
+      'or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8',
   },
   401: { code: 'AUTH_INVALID_KEY', error: 'API key is invalid or inactive', description: 'AUTH_MISSING_HEADER or AUTH_INVALID_KEY' },
   402: {
@@ -17,7 +19,11 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'wa_balance is not enough for this message',
     description: 'The balance cannot pay; nothing changed',
   },
-  403: { code: 'HTTPS_REQUIRED', error: 'this service accepts HTTPS requests only', description: 'Forbidden' },
+  403: {
+    code: 'HTTPS_REQUIRED',
+    error: 'this service accepts HTTPS requests only',
+    description: 'A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS)',
+  },
   404: { code: 'NOT_FOUND', error: 'message SM... not found', description: "Unknown id (or another account's)" },
   409: {
     code: 'CONFLICT',
@@ -37,23 +43,59 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
   422: {
     code: 'VALIDATION_ERROR',
     error: 'to: not a valid Indonesian phone number',
-    description: 'A value is not acceptable (also IDEMPOTENCY_KEY_REUSED)',
+    description:
+      'A value is not acceptable (a phone number, a URL, a range, a NUL character); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken',
+  },
+  500: {
+    code: 'INTERNAL_ERROR',
+    error: 'internal error (request id 7f1c...)',
+    description: 'Something failed on our side; the error names the request id to report',
   },
   502: {
     code: 'BAD_GATEWAY',
     error: 'the messaging provider did not accept the message',
     description: 'Provider hand-off failed; the charge was refunded',
+    fields: { id: 1234 },
+  },
+  503: {
+    code: 'SERVICE_UNAVAILABLE',
+    error: 'too many large request bodies at once; retry shortly',
+    description: 'Busy: a large body waited too long for its turn (retry), or the database is not ready',
   },
 }
+
+const REQUEST_ID_EXAMPLE = '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21'
 
 export const ErrorEnvelope = t.Object(
   {
     success: t.Literal(false),
     error: t.String({ description: 'Human-readable description naming the field' }),
     code: t.String({ description: 'Machine-readable error code' }),
+    request_id: t.String({
+      description:
+        "This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure",
+      examples: [REQUEST_ID_EXAMPLE],
+    }),
   },
   { description: 'Error envelope' },
 )
+
+/** An error answer with facts of its own besides the envelope's (e.g. the `id` of a refused message). */
+export const errorWith = <P extends Record<string, TSchema>>(status: number, properties: P) => {
+  const example = ERROR_EXAMPLES[status]
+  return t.Object(
+    { ...ErrorEnvelope.properties, ...properties },
+    { description: example?.description ?? 'Error', examples: example ? [exampleOf(example)] : undefined },
+  )
+}
+
+const exampleOf = (example: { code: string; error: string; fields?: Record<string, unknown> }) => ({
+  success: false,
+  error: example.error,
+  code: example.code,
+  ...example.fields,
+  request_id: REQUEST_ID_EXAMPLE,
+})
 
 export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
   const out: Record<number, typeof ErrorEnvelope> = {}
@@ -61,41 +103,8 @@ export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnve
     const example = ERROR_EXAMPLES[status]
     out[status] = t.Object(ErrorEnvelope.properties, {
       description: example?.description ?? 'Error',
-      examples: example ? [{ success: false, error: example.error, code: example.code }] : undefined,
+      examples: example ? [exampleOf({ code: example.code, error: example.error })] : undefined,
     }) as typeof ErrorEnvelope
   }
   return out
 }
-
-/** An error answer as the document lists it (the swagger plugin does the same for the routes' own). */
-function documented(status: number) {
-  const schema = errorsOf(status)[status]!
-  return { description: schema.description, content: { 'application/json': { schema } } }
-}
-
-type Operation = { requestBody?: { content?: Record<string, unknown> }; responses?: Record<string, unknown> }
-
-/**
- * The API takes JSON bodies only (anything else is 415): every operation with a JSON request body is
- * documented with that content type alone, and with its 413 and 415 answers. Operations documented
- * with another content type (the provider's form-encoded callback) are left as they are.
- */
-export function jsonOnly(document: { paths?: Record<string, Record<string, Operation>> }) {
-  for (const operations of Object.values(document.paths ?? {})) {
-    for (const operation of Object.values(operations)) {
-      const json = operation?.requestBody?.content?.['application/json']
-      if (!json) continue
-      operation.requestBody!.content = { 'application/json': json }
-      operation.responses = { ...operation.responses, 413: documented(413), 415: documented(415) }
-    }
-  }
-  return document
-}
-
-/** Applies `jsonOnly` to the OpenAPI document served at `specPath`. */
-export const jsonOnlyRequestBodies = (specPath: string) =>
-  new Elysia({ name: 'openapi-json-only' }).onAfterHandle({ as: 'global' }, ({ path, response }) =>
-    path === specPath && response !== null && typeof response === 'object'
-      ? jsonOnly(response as Parameters<typeof jsonOnly>[0])
-      : undefined,
-  )

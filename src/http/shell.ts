@@ -6,7 +6,7 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import type { Sql } from '../db/client'
-import { ApiError, badShape, badValue, errorResponse } from './errors'
+import { ApiError, apiErrorResponse, badShape, badValue, errorResponse } from './errors'
 import { authenticateRequest } from './auth'
 import { authenticateAdmin } from './admin-auth'
 import { ReplayedAnswer } from './idempotency'
@@ -14,10 +14,11 @@ import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './bod
 import { RouteTable, type RouteInfo } from './routes'
 import { describeValidation, nulField, unknownField, type ValidationFailure } from './validation'
 import { log } from '../lib/log'
+import { identify, loggedPath } from './access-log'
 
 export { MAX_BODY_BYTES } from './body'
 
-const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
+export const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
 const requestIds = new WeakMap<Request, string>()
 const paths = new WeakMap<Request, string>()
 // The body exactly as parsed: Elysia's validation works on a cleaned copy (unknown fields dropped, a
@@ -43,8 +44,13 @@ function apiOf(path: string): 'key' | 'admin' | null {
 
 async function authenticatePath(sql: Sql, config: Config, request: Request, path: string): Promise<void> {
   const api = apiOf(path)
-  if (api === 'key') await authenticateRequest(sql, request)
-  else if (api === 'admin') authenticateAdmin(config, request.headers.get('authorization'))
+  if (api === 'key') {
+    const principal = await authenticateRequest(sql, request)
+    identify(request, { auth: 'key', account_id: principal.accountId, key_id: principal.keyId })
+  } else if (api === 'admin') {
+    authenticateAdmin(config, request.headers.get('authorization'))
+    identify(request, { auth: 'admin' })
+  }
 }
 
 /** Pages outside the API (the dashboard) answer their errors as pages, not as the API's envelope. */
@@ -66,11 +72,11 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
         const path = new URL(request.url).pathname
         paths.set(request, path)
         if (config.requireHttps && !HEALTH_PATHS.has(path) && !isSecure(request, config)) {
-          return errorResponse('HTTPS_REQUIRED', 'this service accepts HTTPS requests only', 403, { 'x-request-id': id })
+          return errorResponse('HTTPS_REQUIRED', 'this service accepts HTTPS requests only', 403, id)
         }
         const length = Number(request.headers.get('content-length') ?? 0)
         if (length > MAX_BODY_BYTES) {
-          return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, { 'x-request-id': id })
+          return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, id)
         }
         const allowed = routes.staticMethods(path)
         if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id)
@@ -118,57 +124,57 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
         if (inBody) throw badValue(`${inBody}: text must not contain NUL characters (\\u0000)`)
       })
       .onError({ as: 'global' }, async ({ code, error, request, path }) => {
-        const headers = { 'x-request-id': requestIdOf(request) }
+        const requestId = requestIdOf(request)
         const pages = deps.errorPages
         if (pages && (path === pages.prefix || path.startsWith(`${pages.prefix}/`))) {
           if (code === 'NOT_FOUND') return pages.render(404, 'This page does not exist.')
           if (code === 'PARSE') return pages.render(400, 'The form could not be read.')
           if (!(error instanceof ApiError)) {
             log.error('unhandled error', {
-              request_id: headers['x-request-id'],
+              request_id: requestId,
               method: request.method,
-              path,
+              path: loggedPath(path),
               error: error instanceof Error ? error.name : String(code),
             })
-            return pages.render(500, `Something went wrong on our side (request id ${headers['x-request-id']}).`)
+            return pages.render(500, `Something went wrong on our side (request id ${requestId}).`)
           }
           return pages.render(error.status, error.message)
         }
         if (error instanceof ReplayedAnswer) {
-          return new Response(error.body, {
+          return new Response(error.status < 400 ? error.body : withRequestId(error.body, requestId), {
             status: error.status,
-            headers: { 'content-type': 'application/json; charset=utf-8', 'idempotent-replayed': 'true', ...headers },
+            headers: { 'content-type': 'application/json; charset=utf-8', 'idempotent-replayed': 'true', 'x-request-id': requestId },
           })
         }
         // Elysia wraps what a parse hook throws in a ParseError; ours rides along as its cause.
         const own = error instanceof ApiError ? error : (error as { cause?: unknown })?.cause
-        if (own instanceof ApiError) return errorResponse(own.code, own.message, own.status, headers)
+        if (own instanceof ApiError) return apiErrorResponse(own, requestId)
         if (code === 'PARSE' || code === 'VALIDATION') {
           // Authentication comes before validation: a bad key gets 401 whatever the body.
           const authError = await authFailure(sql, config, request, paths.get(request) ?? path)
-          if (authError) return errorResponse(authError.code, authError.message, authError.status, headers)
-          if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, headers)
+          if (authError) return apiErrorResponse(authError, requestId)
+          if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, requestId)
           const { status, message } = describeValidation(error as ValidationFailure, parsedBodies.get(request))
-          return errorResponse('VALIDATION_ERROR', message, status, headers)
+          return errorResponse('VALIDATION_ERROR', message, status, requestId)
         }
         if (code === 'NOT_FOUND') {
           const allowed = routes.methodsFor(path).filter((m) => m !== request.method)
-          if (allowed.length > 0) return methodNotAllowed(request, path, allowed, headers['x-request-id'])
-          return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, headers)
+          if (allowed.length > 0) return methodNotAllowed(request, path, allowed, requestId)
+          return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, requestId)
         }
         if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
-          return errorResponse('VALIDATION_ERROR', 'request is not valid', 400, headers)
+          return errorResponse('VALIDATION_ERROR', 'request is not valid', 400, requestId)
         }
         const status = (error as { status?: number }).status
-        if (status === 413) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, headers)
+        if (status === 413) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, requestId)
         log.error('unhandled error', {
-          request_id: headers['x-request-id'],
+          request_id: requestId,
           method: request.method,
-          path,
+          path: loggedPath(path),
           error: error instanceof Error ? error.name : String(code),
           detail: config.logLevel === 'debug' && error instanceof Error ? error.message : undefined,
         })
-        return errorResponse('INTERNAL_ERROR', `internal error (request id ${headers['x-request-id']})`, 500, headers)
+        return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
       })
   )
 }
@@ -195,11 +201,23 @@ function undecodableParameter(url: string): string | null {
   return null
 }
 
+// No CORS: the API is called from servers, with keys that must never reach a browser. A preflight
+// gets this 405 without Access-Control-* headers, so the browser stops, and the message says why.
+const NO_CORS =
+  ': this API does not answer CORS preflights; it is called server to server (an API key must never be in a browser), so call it from your own backend'
+
 function methodNotAllowed(request: Request, path: string, allowed: string[], requestId: string): Response {
-  return errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`, 405, {
-    'x-request-id': requestId,
-    allow: allowed.join(', '),
-  })
+  const message = `${request.method} is not allowed on ${path}${request.method === 'OPTIONS' && apiOf(path) ? NO_CORS : ''}`
+  return errorResponse('METHOD_NOT_ALLOWED', message, 405, requestId, { allow: allowed.join(', ') })
+}
+
+/** A stored error answer replayed (Idempotency-Key) names the request that got it now. */
+function withRequestId(body: string, requestId: string): string {
+  try {
+    return JSON.stringify({ ...JSON.parse(body), request_id: requestId })
+  } catch {
+    return body
+  }
 }
 
 async function authFailure(sql: Sql, config: Config, request: Request, path: string): Promise<ApiError | null> {

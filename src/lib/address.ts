@@ -47,57 +47,71 @@ function parseIPv6(input: string): number[] | null {
 
 const v4 = (a: number, b: number, c: number, d: number) => ((a * 256 + b) * 256 + c) * 256 + d
 
-// IANA special-purpose and non-unicast IPv4 ranges: [network, prefix length].
-const NON_PUBLIC_V4: [number, number][] = [
-  [v4(0, 0, 0, 0), 8], // "this network"
-  [v4(10, 0, 0, 0), 8], // private
-  [v4(100, 64, 0, 0), 10], // carrier-grade NAT
-  [v4(127, 0, 0, 0), 8], // loopback
-  [v4(169, 254, 0, 0), 16], // link-local, including the cloud metadata address 169.254.169.254
-  [v4(172, 16, 0, 0), 12], // private
-  [v4(192, 0, 0, 0), 24], // IETF protocol assignments
-  [v4(192, 0, 2, 0), 24], // documentation
-  [v4(192, 88, 99, 0), 24], // 6to4 relay anycast
-  [v4(192, 168, 0, 0), 16], // private
-  [v4(198, 18, 0, 0), 15], // benchmarking
-  [v4(198, 51, 100, 0), 24], // documentation
-  [v4(203, 0, 113, 0), 24], // documentation
-  [v4(224, 0, 0, 0), 4], // multicast
-  [v4(240, 0, 0, 0), 4], // reserved, including broadcast
+// IANA special-purpose and non-unicast IPv4 ranges: [network, prefix length, what it is]. The last
+// words name the rule in a refused registration's message.
+const NON_PUBLIC_V4: [number, number, string][] = [
+  [v4(169, 254, 169, 254), 32, 'the cloud metadata address'], // before its link-local /16
+  [v4(0, 0, 0, 0), 8, 'a reserved address'], // "this network"
+  [v4(10, 0, 0, 0), 8, 'a private address'],
+  [v4(100, 64, 0, 0), 10, 'a carrier-grade NAT address'],
+  [v4(127, 0, 0, 0), 8, 'a loopback address'],
+  [v4(169, 254, 0, 0), 16, 'a link-local address'],
+  [v4(172, 16, 0, 0), 12, 'a private address'],
+  [v4(192, 0, 0, 0), 24, 'a reserved address'], // IETF protocol assignments
+  [v4(192, 0, 2, 0), 24, 'a documentation address'],
+  [v4(192, 88, 99, 0), 24, 'a reserved address'], // 6to4 relay anycast
+  [v4(192, 168, 0, 0), 16, 'a private address'],
+  [v4(198, 18, 0, 0), 15, 'a reserved address'], // benchmarking
+  [v4(198, 51, 100, 0), 24, 'a documentation address'],
+  [v4(203, 0, 113, 0), 24, 'a documentation address'],
+  [v4(224, 0, 0, 0), 4, 'a multicast address'],
+  [v4(240, 0, 0, 0), 4, 'a reserved address'], // including broadcast
 ]
 
-function isPublicV4(value: number): boolean {
-  for (const [network, bits] of NON_PUBLIC_V4) {
+function kindOfV4(value: number): string | null {
+  for (const [network, bits, kind] of NON_PUBLIC_V4) {
     const size = 2 ** (32 - bits)
-    if (value >= network && value < network + size) return false
+    if (value >= network && value < network + size) return kind
   }
-  return true
+  return null
 }
 
-function isPublicV6(g: number[]): boolean {
+function kindOfV6(g: number[]): string | null {
   const embeddedV4 = (hi: number, lo: number) => g[hi]! * 65536 + g[lo]!
   const prefixZero = (n: number) => g.slice(0, n).every((x) => x === 0)
   // ::ffff:a.b.c.d (IPv4-mapped) and 64:ff9b::a.b.c.d (NAT64) reach the embedded IPv4 address.
-  if (prefixZero(5) && g[5] === 0xffff) return isPublicV4(embeddedV4(6, 7))
-  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return isPublicV4(embeddedV4(6, 7))
+  if (prefixZero(5) && g[5] === 0xffff) return kindOfV4(embeddedV4(6, 7))
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return kindOfV4(embeddedV4(6, 7))
   // 2002::/16 (6to4) carries an IPv4 address in its second and third groups.
-  if (g[0] === 0x2002) return isPublicV4(embeddedV4(1, 2))
-  // Everything else outside global unicast 2000::/3 is not public: ::, ::1, IPv4-compatible ::/96,
-  // discard 100::/64, unique-local fc00::/7, link-local fe80::/10, site-local fec0::/10, multicast ff00::/8.
-  if ((g[0]! & 0xe000) !== 0x2000) return false
-  if (g[0] === 0x2001 && g[1]! < 0x0200) return false // 2001::/23 IETF protocol assignments (Teredo, ORCHID, ...)
-  if (g[0] === 0x2001 && g[1] === 0x0db8) return false // 2001:db8::/32 documentation
-  if ((g[0]! & 0xfff0) === 0x3ff0) return false // 3fff::/20 documentation
-  return true
+  if (g[0] === 0x2002) return kindOfV4(embeddedV4(1, 2))
+  if (prefixZero(7) && g[7] === 1) return 'a loopback address'
+  if ((g[0]! & 0xfe00) === 0xfc00) return 'a private address' // unique-local fc00::/7
+  if ((g[0]! & 0xffc0) === 0xfe80) return 'a link-local address'
+  if ((g[0]! & 0xff00) === 0xff00) return 'a multicast address'
+  // Everything else outside global unicast 2000::/3 is not public: ::, IPv4-compatible ::/96,
+  // discard 100::/64, site-local fec0::/10.
+  if ((g[0]! & 0xe000) !== 0x2000) return 'a reserved address'
+  if (g[0] === 0x2001 && g[1]! < 0x0200) return 'a reserved address' // 2001::/23 IETF protocol assignments (Teredo, ORCHID, ...)
+  if (g[0] === 0x2001 && g[1] === 0x0db8) return 'a documentation address' // 2001:db8::/32
+  if ((g[0]! & 0xfff0) === 0x3ff0) return 'a documentation address' // 3fff::/20
+  return null
+}
+
+/**
+ * What kind of non-public address `ip` (IPv4 or IPv6 text, brackets allowed) is, as words for a
+ * message ("a private address"); null when it is a public unicast address.
+ */
+export function nonPublicKind(ip: string): string | null {
+  const four = parseIPv4(ip)
+  if (four !== null) return kindOfV4(four)
+  const six = parseIPv6(ip)
+  if (six !== null) return kindOfV6(six)
+  return 'not an IP address'
 }
 
 /** True when `ip` (IPv4 or IPv6 text, brackets allowed) is a public unicast address. */
 export function isPublicAddress(ip: string): boolean {
-  const four = parseIPv4(ip)
-  if (four !== null) return isPublicV4(four)
-  const six = parseIPv6(ip)
-  if (six !== null) return isPublicV6(six)
-  return false
+  return nonPublicKind(ip) === null
 }
 
 /** The IP address a URL hostname spells literally ("[::1]" → "::1"), or null for a name. */
@@ -107,12 +121,35 @@ export function literalAddress(hostname: string): string | null {
   return parseIPv6(bare) !== null ? bare : null
 }
 
+const ALLOW_PRIVATE_HINT = '(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only)'
+
+// This machine, as URL.hostname spells it: plain http may go there (WEBHOOK_ALLOW_PRIVATE only). The
+// database's check on webhook_endpoints.url (migration 0011) accepts at least these.
+const LOOPBACK_HOST = /^(?:[^/?#@]*\.)?localhost$|^127\.\d+\.\d+\.\d+$|^\[::1\]$/
+
+/**
+ * Why a webhook URL's scheme is refused, or null: https always; plain http only to this machine
+ * (localhost, 127.0.0.0/8, [::1]) and only with `allowPrivate` (a receiver under development).
+ */
+export function webhookSchemeProblem(url: URL, allowPrivate: boolean): string | null {
+  if (url.protocol === 'https:') return null
+  if (url.protocol !== 'http:') return 'must be https'
+  if (!LOOPBACK_HOST.test(url.hostname)) {
+    return 'must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)'
+  }
+  if (allowPrivate) return null
+  return 'must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'
+}
+
 /** How long one DNS lookup of a webhook host may take, at registration and at every delivery. */
 const DNS_TIMEOUT_MS = 5_000
 
 type ResolvedHost =
   | { ok: true; addresses: string[]; literal: boolean }
-  /** `reason` is for the API client (it never names an address); `detail` is for the attempt log. */
+  /**
+   * `reason` is for the API client: it names the rule, and an address only when the URL spells it (never
+   * what a name resolves to); `detail` is for the attempt log.
+   */
   | { ok: false; reason: string; detail: string }
 
 /**
@@ -126,8 +163,13 @@ type ResolvedHost =
 export async function resolveWebhookHost(hostname: string, allowPrivate: boolean): Promise<ResolvedHost> {
   const literal = literalAddress(hostname)
   if (literal !== null) {
-    if (!allowPrivate && !isPublicAddress(literal)) {
-      return { ok: false, reason: 'host is not a public address', detail: `address refused: ${literal} is not a public address` }
+    const kind = nonPublicKind(literal)
+    if (!allowPrivate && kind !== null) {
+      return {
+        ok: false,
+        reason: `${hostname} is ${kind} ${ALLOW_PRIVATE_HINT}`,
+        detail: `address refused: ${literal} is not a public address`,
+      }
     }
     return { ok: true, addresses: [literal], literal: true }
   }
@@ -161,7 +203,8 @@ export async function resolveWebhookHost(hostname: string, allowPrivate: boolean
     if (refused !== undefined) {
       return {
         ok: false,
-        reason: 'host resolves to a non-public address',
+        // What a name resolves to inside the network is not told to the client: only the kind.
+        reason: `host resolves to ${nonPublicKind(refused)} ${ALLOW_PRIVATE_HINT}`,
         detail: `address refused: ${name} resolves to ${refused}, not a public address`,
       }
     }

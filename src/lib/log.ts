@@ -1,23 +1,44 @@
-// One JSON line per event on stdout/stderr. Callers pass facts, never secrets, SQL text or stacks at info.
+// One line per event: info and debug on stdout, warn and error on stderr. LOG_FORMAT=text (the
+// default) writes `time LEVEL msg key=value ...` for a terminal, LOG_FORMAT=json one JSON object per
+// line for log shippers. Callers pass facts, never secrets, message bodies, SQL text or stacks.
 
-type Level = 'debug' | 'info' | 'warn' | 'error'
+export type Level = 'debug' | 'info' | 'warn' | 'error'
+export type Format = 'text' | 'json'
+type Fields = Record<string, unknown>
+
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 }
 let threshold: number = ORDER.info
+let format: Format = 'text'
 
-export function setLogLevel(level: Level): void {
-  threshold = ORDER[level]
+export function configureLog(options: { level: Level; format: Format }): void {
+  threshold = ORDER[options.level]
+  format = options.format
 }
 
-function write(level: Level, msg: string, fields?: Record<string, unknown>): void {
+/** A value of a text line: bare when it is one plain word, else JSON (quoted, escaped: never a line break). */
+function textValue(value: unknown): string {
+  if (typeof value === 'string') return /^[\w.:/@+,&%[\]-]+$/.test(value) ? value : JSON.stringify(value)
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null) return String(value)
+  return JSON.stringify(value) ?? String(value)
+}
+
+export function formatLine(f: Format, time: Date, level: Level, msg: string, fields: Fields = {}): string {
+  const defined = Object.entries(fields).filter(([, value]) => value !== undefined)
+  if (f === 'json') return JSON.stringify({ time: time.toISOString(), level, msg, ...Object.fromEntries(defined) })
+  const head = `${time.toISOString()} ${level.toUpperCase().padEnd(5)} ${msg.replace(/[\r\n]+/g, ' ')}`
+  return [head, ...defined.map(([key, value]) => `${key}=${textValue(value)}`)].join(' ')
+}
+
+function write(level: Level, msg: string, fields?: Fields): void {
   if (ORDER[level] < threshold) return
-  const line = JSON.stringify({ time: new Date().toISOString(), level, msg, ...fields })
+  const line = formatLine(format, new Date(), level, msg, fields)
   if (ORDER[level] >= ORDER.warn) console.error(line)
   else console.log(line)
 }
 
 export const log = {
-  debug: (msg: string, fields?: Record<string, unknown>) => write('debug', msg, fields),
-  info: (msg: string, fields?: Record<string, unknown>) => write('info', msg, fields),
-  warn: (msg: string, fields?: Record<string, unknown>) => write('warn', msg, fields),
-  error: (msg: string, fields?: Record<string, unknown>) => write('error', msg, fields),
+  debug: (msg: string, fields?: Fields) => write('debug', msg, fields),
+  info: (msg: string, fields?: Fields) => write('info', msg, fields),
+  warn: (msg: string, fields?: Fields) => write('warn', msg, fields),
+  error: (msg: string, fields?: Fields) => write('error', msg, fields),
 }

@@ -46,6 +46,9 @@ export function page(query: { limit?: number; offset?: number }, max = 200): Pag
   return { limit, offset }
 }
 
+/** A list's answer: one page of items, the count of every match, the page, and whether more follow it. */
+export const pageOf = <T>(items: T[], total: number, p: Page) => ({ items, total, ...p, has_more: p.offset + items.length < total })
+
 /**
  * `date_from`/`date_to` of a list, both inclusive. Timestamps are shown to the second but stored finer,
  * so the upper bound is the end of its second: `before` is exclusive, one second after `date_to`, and

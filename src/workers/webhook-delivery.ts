@@ -143,7 +143,7 @@ async function record(sql: Sql, outcomes: Outcome[]): Promise<{ unblocked: boole
     jitter: o.jitter,
     finished_ago_ms: Math.max(0, now - o.finishedAt),
   }))
-  const done = await sql<{ unblocks: boolean }[]>`
+  const done = await sql<RecordedRow[]>`
     with o as (
       select * from jsonb_to_recordset(${sql.json(rows)}) as o(
         id bigint, token uuid, kind text, url text, status_code integer, latency_ms integer, error text,
@@ -165,21 +165,54 @@ async function record(sql: Sql, outcomes: Outcome[]): Promise<{ unblocked: boole
         lease_until = null
       from o
       where e.id = o.id and e.lease_token = o.token and e.lease_until >= now() and e.status = 'pending'
-      returning e.id, e.status, e.attempts, e.message_id
+      returning e.id, e.status, e.attempts, e.message_id, e.api_key_id, e.webhook_id, e.next_attempt_at
     ), logged as (
       insert into webhook_attempts (event_id, attempt, url, status_code, latency_ms, error)
       select d.id, d.attempts, o.url, o.status_code, o.latency_ms, o.error
       from done d join o on o.id = d.id
       where o.kind <> 'gone'
     )
-    select d.id, d.status,
+    select d.id, d.status, d.attempts, d.api_key_id, d.webhook_id, d.next_attempt_at,
       d.status <> 'pending' and exists (
         select 1 from webhook_events n where n.message_id = d.message_id and n.status = 'pending' and n.id > d.id
       ) as unblocks
     from done d`
   const lost = outcomes.length - done.length
   if (lost > 0) log.warn('webhook outcomes not recorded: lease expired', { lost })
+  const byId = new Map(outcomes.map((o) => [o.id, o]))
+  for (const row of done) {
+    const outcome = byId.get(row.id)!
+    if (outcome.kind !== 'delivered') warnFailed(row, outcome)
+  }
   return { unblocked: done.some((row) => row.unblocks) }
+}
+
+type RecordedRow = {
+  id: number
+  status: string
+  attempts: number
+  api_key_id: number
+  webhook_id: string
+  next_attempt_at: Date
+  unblocks: boolean
+}
+
+/**
+ * One line per failed attempt, for whoever watches the service's output: which event of which key,
+ * the receiver's status or the connection/TLS/DNS error, and when it is tried next. Never the URL
+ * (it may carry a token), the body or the secret.
+ */
+function warnFailed(row: RecordedRow, outcome: Outcome): void {
+  log.warn('webhook delivery attempt failed', {
+    delivery_id: row.id,
+    webhook_id: row.webhook_id,
+    key_id: row.api_key_id,
+    attempt: row.attempts,
+    status_code: outcome.status_code,
+    error: outcome.error,
+    next_attempt_at: row.status === 'pending' ? row.next_attempt_at.toISOString() : null,
+    gave_up: row.status === 'failed',
+  })
 }
 
 /** Gives back claimed events that were never attempted (stop came during the claim): the lease is freed and the claim's count undone. */

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { sha256Hex } from '../../src/lib/keys'
+import { errorEnvelope } from '../helpers/envelope'
 
 let t: TestApp
 beforeAll(async () => {
@@ -40,7 +41,7 @@ describe('API key lifecycle', () => {
     expect(off.body.data.active).toBe(false)
     const refused = await t.api('GET', '/balance', key)
     expect(refused.status).toBe(401)
-    expect(refused.body).toEqual({ success: false, error: expect.any(String), code: 'AUTH_INVALID_KEY' })
+    expect(refused.body).toEqual(errorEnvelope(refused.headers, 'AUTH_INVALID_KEY'))
 
     await t.admin('PATCH', `/keys/${created.body.data.id}`, { active: true })
     expect((await t.api('GET', '/balance', key)).status).toBe(200)
@@ -104,7 +105,7 @@ describe('admin API', () => {
     ])
     expect(ledger.body.data.items[0].message_id).toEqual(expect.any(Number))
     const paged = await t.admin('GET', `/accounts/${accountId}/ledger?limit=1&offset=1`)
-    expect(paged.body.data).toMatchObject({ total: 3, limit: 1, offset: 1 })
+    expect(paged.body.data).toMatchObject({ total: 3, limit: 1, offset: 1, has_more: true })
     expect(paged.body.data.items[0].kind).toBe('adjustment')
   })
 

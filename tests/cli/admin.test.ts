@@ -1,12 +1,17 @@
-// The admin command line against a running service (a child process), as an operator would use it.
+// The admin command line against a running service (a child process), as an operator would use it:
+// its help and typo answers, the unreachable-service message, quickstart, text and JSON output, and
+// the README's quick-start and command-line examples run as written.
 
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startChild, type Child } from '../helpers/child'
+import { version } from '../../package.json'
+import { freePort, startChild, type Child } from '../helpers/child'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { until } from '../helpers/wait'
 
+const root = join(import.meta.dir, '..', '..')
 const dataDir = mkdtempSync(join(tmpdir(), 'cli-'))
 let child: Child
 let env: Record<string, string>
@@ -28,38 +33,230 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true })
 })
 
-function admin(...args: string[]) {
-  const port = new URL(child.url).port
-  const run = Bun.spawnSync(['bun', `${import.meta.dir}/../../src/cli/admin.ts`, ...args], {
-    env: { ...process.env, ...env, PORT: port, DATABASE_URL: env.DATABASE_URL ?? '' },
-  })
-  return { code: run.exitCode, out: run.stdout.toString(), err: run.stderr.toString() }
+type Run = { code: number | null; out: string; err: string }
+
+/** The environment an operator's shell would have: the service's own HOST, PORT and DATA_DIR. */
+const shellEnv = (extra: Record<string, string> = {}) => ({
+  ...process.env,
+  ...env,
+  HOST: '127.0.0.1',
+  PORT: new URL(child.url).port,
+  DATABASE_URL: env.DATABASE_URL ?? '',
+  ...extra,
+})
+
+function run(cmd: string[], extra: Record<string, string> = {}): Run {
+  const done = Bun.spawnSync(cmd, { cwd: root, env: shellEnv(extra) })
+  return { code: done.exitCode, out: done.stdout.toString(), err: done.stderr.toString() }
 }
+const admin = (...args: string[]) => run(['bun', join(root, 'src/cli/admin.ts'), ...args])
+const adminWith = (extra: Record<string, string>, ...args: string[]) => run(['bun', join(root, 'src/cli/admin.ts'), ...args], extra)
+/** A shell script run from the project's directory, as the README's examples are. */
+const bash = (script: string) => run(['bash', '-c', script])
+const json = (r: Run) => {
+  expect(r.err.replace(/^\$ .*\n/gm, '')).toBe('')
+  expect(r.code).toBe(0)
+  return JSON.parse(r.out)
+}
+
+/** The README's ```sh block containing `marker`, pointed at this test's service. */
+function readmeBlock(marker: string): string {
+  const readme = readFileSync(join(root, 'README.md'), 'utf8')
+  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(marker))
+  expect(block).toBeDefined()
+  return block!.replaceAll('http://127.0.0.1:3000', child.url).trimEnd()
+}
+
+/** Shell commands of a script, continuation lines joined, comments dropped. */
+const commandsOf = (script: string) =>
+  script
+    .replace(/\\\n/g, ' ')
+    .split('\n')
+    .filter((line) => line.trim() && !line.startsWith('#'))
+
+const exportLine = (out: string) => out.split('\n').find((line) => line.startsWith('export KEY='))!
+const exported = (line: string) => Object.fromEntries([...line.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]))
 
 test('the generated admin token is 0600 and found by the command line', () => {
   expect(statSync(join(dataDir, 'admin-token')).mode & 0o777).toBe(0o600)
-  const list = admin('account', 'list', '--json')
-  expect(list.code).toBe(0)
-  expect(JSON.parse(list.out)).toMatchObject({ items: [], total: 0 })
+  expect(json(admin('account', 'list', '--json'))).toMatchObject({ items: [], total: 0 })
+  expect(admin('account', 'list').out).toBe('no accounts\n')
 })
 
-test('quickstart prints a key once and a curl line that works', async () => {
-  const quick = admin('quickstart')
-  expect(quick.code).toBe(0)
-  const key = /API key \(shown once, keep it now\): (pm_\w+)/.exec(quick.out)![1]!
-  const curl = quick.out.split('\n').find((l) => l.startsWith('curl') && l.includes('/messages/send'))!
-  expect(curl).toContain(key)
-  const sent = Bun.spawnSync(['bash', '-c', curl])
-  expect(JSON.parse(sent.stdout.toString())).toMatchObject({ success: true, data: { status: 'sent', to: '+6281234567890' } })
-  const ledger = admin('ledger', '1')
-  expect(ledger.out).toContain('charge')
-  expect(ledger.out).toContain('opening balance')
-  // and a dashboard link for a member of the demo account, which opens its set-password page
-  const link = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(quick.out)![1]!
-  expect(quick.out).toContain('as demo-1@example.com')
+test('help, -h and --help print the commands; without a command the same, with exit 2', () => {
+  const help = admin('help')
+  expect(help.code).toBe(0)
+  expect(help.out).toStartWith("bun run admin: the operator's command line")
+  expect(help.out).toContain('\n  topup ACCOUNT_ID AMOUNT ')
+  expect(help.out).toContain('\n  --url URL ')
+  expect(admin('-h')).toEqual(help)
+  expect(admin('--help')).toEqual(help)
+  expect(admin()).toEqual({ ...help, code: 2 })
+})
+
+test('every command has its own help: usage, a description, and an example whose command and flags exist', () => {
+  const help = admin('help').out
+  const list = help.slice(help.indexOf('commands:\n'), help.indexOf('\n\n', help.indexOf('commands:\n')))
+  const names = [...list.matchAll(/^ {2}([a-z][a-z-]*(?: [a-z]+)?)(?= |$)/gm)].map((m) => m[1]!).filter((name) => name !== 'help')
+  expect(names).toContain('quickstart')
+  expect(names).toContain('account create')
+  expect(names).toContain('replay-failed')
+  for (const name of names) {
+    const own = admin(...name.split(' '), '--help')
+    expect(own.code).toBe(0)
+    expect(own.out).toStartWith(`usage: bun run admin ${name}`)
+    expect(own.out.split('\n\n')[1]).toMatch(/^[A-Z][^]+\.$/) // the description, in sentences
+    const example = /^example:\n {2}(.+)$/m.exec(own.out)![1]!
+    expect(example).toStartWith(`bun run admin ${name} `.trimEnd())
+    // The example as written, with --help added: parsed (an unknown flag would be exit 2), nothing sent.
+    const checked = bash(`ACCOUNT_ID=1 KEY_ID=1 CAMPAIGN_ID=1; ${example} --help`)
+    expect({ name, code: checked.code, out: checked.out }).toEqual({ name, code: 0, out: own.out })
+  }
+  for (const name of ['quickstart', 'key create', 'replay-failed'])
+    expect(admin('help', ...name.split(' '))).toEqual(admin(...name.split(' '), '-h'))
+  // a group: its subcommands
+  const group = admin('key', '--help')
+  expect(group.code).toBe(0)
+  for (const sub of ['create', 'list', 'activate', 'deactivate']) expect(group.out).toContain(`\n  key ${sub} `)
+  expect(admin('help', 'key')).toEqual(group)
+})
+
+test('a mistyped command, subcommand or flag: exit 2, naming it and the closest one, and nothing is done', () => {
+  const cases: [string[], string][] = [
+    [['topup2', '1', '5'], "unknown command 'topup2'; did you mean 'topup'?"],
+    [['qiuckstart'], "unknown command 'qiuckstart'; did you mean 'quickstart'?"],
+    [['acount', 'list'], "unknown command 'acount'; did you mean 'account'?"],
+    [['account', 'lst'], "unknown subcommand 'lst' of 'account'; did you mean 'account list'?"],
+    [['account', 'create', 'Typo Ltd', '--balence', '5'], "unknown flag '--balence' for 'account create'; did you mean '--balance'?"],
+    [['account', 'list', '--jsno'], "unknown flag '--jsno' for 'account list'; did you mean '--json'?"],
+    [['ledger', '1', '--limt=5'], "unknown flag '--limt' for 'ledger'; did you mean '--limit'?"],
+    [['help', 'tpoup'], "unknown command 'tpoup'; did you mean 'topup'?"],
+    [['topup2', '--help'], "unknown command 'topup2'; did you mean 'topup'?"],
+  ]
+  for (const [args, message] of cases) {
+    const typo = admin(...args)
+    expect({ args, code: typo.code, out: typo.out }).toEqual({ args, code: 2, out: '' })
+    expect(typo.err).toStartWith(`admin: ${message}\n`)
+  }
+  // nothing close: no guess, a pointer to the list
+  const far = admin('frobnicate')
+  expect(far.code).toBe(2)
+  expect(far.err).toBe("admin: unknown command 'frobnicate'\nrun `bun run admin help` for the commands\n")
+  // arguments: missing, extra, not a number; each with the command's usage
+  expect(admin('topup', '1').err).toContain('topup: missing AMOUNT\nusage: bun run admin topup ACCOUNT_ID AMOUNT [--note TEXT]')
+  expect(admin('account', 'create', 'A', 'B').err).toContain("account create: unexpected argument 'B'")
+  expect(admin('topup', 'one', '5').err).toContain("ACCOUNT_ID: expected an id (a positive integer), got 'one'")
+  expect(admin('replay-failed', '1').err).toContain('replay-failed: missing --since TIME')
+  expect(admin('key').err).toContain("'key' needs a subcommand: create, list, activate, deactivate")
+  expect(json(admin('account', 'list', '--json')).total).toBe(0)
+})
+
+test('--version prints the package version', () => {
+  expect(admin('--version')).toEqual({ code: 0, out: `${version}\n`, err: '' })
+})
+
+test('an unreachable service: the URL tried and how to point elsewhere, exit 1, no stack trace', () => {
+  const port = freePort() // closed again: nothing listens there
+  const viaPort = adminWith({ PORT: String(port) }, 'account', 'list')
+  const viaUrl = admin('account', 'list', '--url', `http://127.0.0.1:${port}/`)
+  for (const [failed, origin] of [
+    [viaPort, `from HOST=127.0.0.1 PORT=${port}`],
+    [viaUrl, 'from --url'],
+  ] as const) {
+    expect(failed.code).toBe(1)
+    expect(failed.out).toBe('')
+    expect(failed.err).toStartWith(`admin: cannot reach the service at http://127.0.0.1:${port} (${origin}): connection refused\n`)
+    expect(failed.err).toContain('start it with: bun run start')
+    expect(failed.err).toContain('--url http://HOST:PORT, or with the PORT and HOST it was started with')
+    expect(failed.err).not.toMatch(/^\s+at /m)
+  }
+  // and a service that answers, but not with this token
+  const wrong = adminWith({ ADMIN_TOKEN: 'not-the-token-of-this-service' }, 'account', 'list')
+  expect(wrong.code).toBe(1)
+  expect(wrong.err).toContain('401 AUTH_INVALID_KEY')
+  expect(wrong.err).toContain(`ADMIN_TOKEN is not the admin token of the service at ${child.url}`)
+})
+
+test("quickstart: the export line and the README's calls work; run again, the same account with a new working key", async () => {
+  const first = admin('quickstart')
+  expect(first.code).toBe(0)
+  const vars = exported(exportLine(first.out))
+  expect(Object.keys(vars)).toEqual(['KEY', 'ACCOUNT_ID', 'KEY_ID'])
+  expect(first.out).toContain(`account ${vars.ACCOUNT_ID} "Demo account" created: balance 100,000`)
+
+  // The calls it prints are the README's, with this service's URL; run as printed after the export line.
+  const readme = readmeBlock('/api/v1/balance -H')
+  expect(first.out).toContain(`\n${readme}\n`)
+  const [balance, send, list] = commandsOf(readme).map((call) => JSON.parse(bash(`${exportLine(first.out)}\n${call}`).out))
+  expect(balance).toMatchObject({ success: true, data: { wa_balance: 100_000 } })
+  expect(send).toMatchObject({ success: true, data: { status: 'sent', to: '+6281234567890' } })
+  expect(list.data.items.map((m: { message_sid: string }) => m.message_sid)).toContain(send.data.message_id)
+
+  // a dashboard link for a member of the demo account, which opens its set-password page
+  const link = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(first.out)![1]!
+  expect(first.out).toContain(`as demo-${vars.ACCOUNT_ID}@example.com`)
   const page = await fetch(link)
   expect(page.status).toBe(200)
-  expect(await page.text()).toContain('demo-1@example.com')
+  expect(await page.text()).toContain(`demo-${vars.ACCOUNT_ID}@example.com`)
+
+  // Again: the same account (found by its name), untouched balance, a new key; both keys work.
+  const before = json(admin('account', 'show', vars.ACCOUNT_ID!, '--json'))
+  const second = admin('quickstart')
+  expect(second.code).toBe(0)
+  const again = exported(exportLine(second.out))
+  expect(again.ACCOUNT_ID).toBe(vars.ACCOUNT_ID)
+  expect(again.KEY).not.toBe(vars.KEY)
+  expect(second.out).toContain(`account ${vars.ACCOUNT_ID} "Demo account" found by its name: balance 99,999`)
+  expect(second.out).toContain('--topup N adds to it')
+  expect(second.out).toContain(`sign in at ${child.url}/dashboard as demo-${vars.ACCOUNT_ID}@example.com (invited by an earlier quickstart`)
+  expect(json(admin('account', 'show', vars.ACCOUNT_ID!, '--json'))).toEqual(before)
+  const demos = json(admin('account', 'list', '--json')).items.filter((a: { name: string }) => a.name === 'Demo account')
+  expect(demos).toHaveLength(1)
+  for (const key of [vars.KEY, again.KEY]) {
+    const answer = await fetch(`${child.url}/api/v1/balance`, { headers: { authorization: `Bearer ${key}` } })
+    expect(answer.status).toBe(200)
+  }
+
+  // --topup adds to the balance, only when asked
+  const topped = admin('quickstart', '--topup', '500')
+  expect(topped.out).toContain('found by its name, topped up by 500: balance 100,499')
+
+  // The README's other form: the shell takes the export line itself.
+  const evaluated = bash(`${readmeBlock('eval "$(bun run admin quickstart | grep \'^export\')"')}\necho "$ACCOUNT_ID $KEY"`)
+  expect(evaluated.code).toBe(0)
+  const [accountId, key] = evaluated.out.trim().split(' ')
+  expect(accountId).toBe(vars.ACCOUNT_ID)
+  expect(key).toMatch(/^pm_\w+$/)
+})
+
+test("the README's command-line examples run as written, with the quickstart's variables", () => {
+  const ran = bash(
+    `set -e\neval "$(bun run admin quickstart | grep '^export')"\n${readmeBlock('bun run admin account create "Acme Retail"')}`,
+  )
+  expect(ran.err).not.toContain('admin:')
+  expect(ran.code).toBe(0)
+  expect(ran.out).toMatch(/^account \d+ "Acme Retail" created: balance 500,000/m)
+  expect(ran.out).toMatch(/^key \d+ "ERP production" of account \d+ \(shown once, keep it now\): pm_\w+$/m)
+  expect(ran.out).toMatch(/is now inactive\n(.|\n)*is now active\n/)
+  expect(ran.out).toMatch(/^account \d+ topped up by 250,000: balance [\d,]+$/m)
+  expect(ran.out).toContain('price 350 a message, for every account without its own price\n')
+  expect(ran.out).toMatch(/^price 300 a message for account \d+ \(its own price\)$/m)
+  expect(ran.out).toContain('\n  "items": [\n')
+})
+
+test("the README's campaign example runs as written: template, segment, a draft through the API, run, stats", async () => {
+  const ran = bash(
+    `set -e\neval "$(bun run admin quickstart | grep '^export')"\n${readmeBlock('campaign run "$CAMPAIGN_ID"')}\necho\necho "campaign=$CAMPAIGN_ID"`,
+  )
+  expect(ran.err).not.toContain('admin:')
+  expect(ran.code).toBe(0)
+  const id = /^campaign=(\d+)$/m.exec(ran.out)![1]!
+  expect(ran.out).toMatch(new RegExp(`^campaign ${id} "November promo": (sending|sent)$`, 'm'))
+  const shown = await until(
+    () => admin('campaign', 'show', id).out,
+    (out) => out.includes('read 3'),
+  )
+  expect(shown).toMatch(new RegExp(`^campaign ${id} "November promo": sent\n  total 3, sent 3, delivered 3, read 3, failed 0\n`))
 })
 
 test('operator create prints a one-time link that sets the password; a second operator with that e-mail is refused', async () => {
@@ -76,49 +273,65 @@ test('operator create prints a one-time link that sets the password; a second op
   expect(set.headers.getSetCookie().some((c) => c.startsWith('__Host-session='))).toBe(true)
   const again = admin('operator', 'create', 'ROOT@example.com')
   expect(again.code).toBe(1)
-  expect(again.err).toContain('409')
-  expect(admin('member', 'invite', '1', 'second@example.com').out).toMatch(/member second@example.com of account 1 invited/)
+  expect(again.err).toMatch(/^admin: 409 CONFLICT: .+ \(request id [\w-]+\)\n$/)
+  const accountId = admin('account', 'create', 'Members', '--quiet').out.trim()
+  expect(admin('member', 'invite', accountId, 'second@example.com').out).toContain(
+    `member second@example.com of account ${accountId} invited`,
+  )
 })
 
-test('keys, top-ups, prices and errors', () => {
-  expect(admin('account', 'create', 'Acme', '--balance', '500').out).toMatch(/account 2 "Acme" wa_balance 500/)
-  expect(admin('key', 'create', '2', 'ERP').out).toMatch(/key \d+ "ERP" \(shown once, keep it now\): pm_/)
-  expect(admin('key', 'deactivate', '2').out).toMatch(/is now inactive/)
-  expect(admin('key', 'activate', '2').out).toMatch(/is now active/)
-  expect(admin('topup', '2', '250', '--note', 'invoice 7').out).toContain('wa_balance 750')
-  expect(admin('price', 'set', '350').out).toContain('cost_per_message 350 globally')
-  expect(admin('price', 'set', '300', '--account', '2').out).toContain('for account 2')
-  const missing = admin('topup', '999', '5')
-  expect(missing.code).toBe(1)
-  expect(missing.err).toContain('404 NOT_FOUND')
-  expect(admin('nonsense').code).toBe(1)
-})
+test('text output: aligned tables with headers, counts in the right number, amounts grouped; --json only the JSON; --quiet only ids', async () => {
+  const created = admin('account', 'create', 'Table Test', '--balance', '1234567', '--quiet')
+  expect(created.out).toMatch(/^\d+\n$/)
+  const id = created.out.trim()
+  expect(admin('account', 'show', id).out).toContain('balance 1,234,567, price ')
 
-test('the campaign worked example: template, segment, draft through the API, run, watch stats', async () => {
-  const account = JSON.parse(admin('account', 'create', 'Shop', '--balance', '100000', '--json').out)
-  const key = JSON.parse(admin('key', 'create', String(account.id), 'crm', '--json').out).key
-  for (const [i, tag] of ['vip', 'VIP', 'other'].entries()) {
-    await fetch(`${child.url}/api/v1/contacts`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: `C${i}`, phone: `08123456700${i}`, city: 'Bandung', tags: tag }),
-    })
-  }
-  const template = JSON.parse(admin('template', 'create', String(account.id), 'promo', 'Hi {{name}} in {{city}}', '--json').out)
-  expect(admin('segment', 'create', String(account.id), 'vips', 'vip').out).toContain('2 contacts now')
-  const segmentId = JSON.parse(admin('segment', 'list', String(account.id), '--json').out).items[0].id
-  const draft = await fetch(`${child.url}/api/v1/campaigns`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'Promo', template_id: template.id, segment_id: segmentId }),
-  }).then((r) => r.json() as Promise<any>)
-  const id = String(draft.data.campaign.id)
-  expect(admin('campaign', 'run', id).out).toMatch(/sending|sent/)
-  let shown = ''
-  for (let i = 0; i < 100 && !shown.includes('read 2'); i++) {
-    await Bun.sleep(100)
-    shown = admin('campaign', 'show', id).out
-  }
-  expect(shown).toContain('sent')
-  expect(shown).toContain('total 2, sent 2, delivered 2, read 2, failed 0')
+  // account list: a header, one row per account, columns aligned, the count under it
+  const page = json(admin('account', 'list', '--json'))
+  const direct = await fetch(`${child.url}/admin/v1/accounts`, {
+    headers: { authorization: `Bearer ${readFileSync(join(dataDir, 'admin-token'), 'utf8').trim()}` },
+  }).then((r) => r.json() as Promise<{ data: unknown }>)
+  expect(page).toEqual(direct.data) // the answer's data, nothing added
+  const lines = admin('account', 'list').out.split('\n')
+  const header = lines[0]!
+  expect(header).toMatch(/^ *ID +NAME +BALANCE +PRICE +CREATED$/)
+  const rows = lines.slice(1, lines.indexOf(''))
+  expect(rows).toHaveLength(page.items.length)
+  const nameAt = header.indexOf('NAME')
+  const balanceEnd = header.indexOf('BALANCE') + 'BALANCE'.length - 1
+  page.items.forEach((account: { id: number; name: string }, i: number) => {
+    const row = rows[i]!
+    expect(row.slice(0, nameAt).trim()).toBe(String(account.id)) // ids right-aligned under ID
+    expect(row.slice(nameAt)).toStartWith(account.name) // names left-aligned under NAME
+    expect(row[balanceEnd]).toMatch(/\d/) // balances right-aligned under BALANCE
+    expect(row[balanceEnd + 1]).toBe(' ')
+  })
+  expect(rows.find((r) => r.includes('Table Test'))).toContain('1,234,567')
+  expect(lines.at(-2)).toBe(`${page.total} accounts, newest first`)
+  expect(admin('account', 'list', '--limit', '1').out).toEndWith(`\n1-1 of ${page.total} accounts, newest first; --offset 1 for the next\n`)
+
+  // singular and plural
+  expect(admin('key', 'list', id).out).toBe('no keys\n')
+  const key = json(admin('key', 'create', id, 'first', '--json'))
+  expect(Object.keys(key)).toContain('key')
+  expect(admin('key', 'list', id).out).toEndWith('\n\n1 key\n')
+  expect(admin('key', 'create', id, 'second', '--quiet').out).toMatch(/^pm_\w+\n$/)
+  const keys = admin('key', 'list', id).out
+  expect(keys).toEndWith('\n\n2 keys\n')
+  expect(keys.split('\n')[0]).toMatch(/^ *ID +KEY +LABEL +STATUS +LAST USED +CREATED$/)
+  const keyIds = json(admin('key', 'list', id, '--json')).items.map((k: { id: number }) => k.id)
+  expect(admin('key', 'list', id, '--quiet').out).toBe(`${keyIds.join('\n')}\n`)
+  expect(admin('ledger', id).out).toEndWith('\n\n1 ledger row, newest first\n')
+  expect(admin('topup', id, '1000').out).toBe(`account ${id} topped up by 1,000: balance 1,235,567\n`)
+  const ledger = admin('ledger', id).out.split('\n')
+  expect(ledger[0]).toMatch(/^ *ID +TIME +KIND +AMOUNT +BALANCE +MESSAGE +NOTE$/)
+  expect(ledger[1]).toMatch(/^ *\d+ {2}\d{4}-\d\d-\d\d \d\d:\d\d:\d\d {2}topup +\+1,000 {2}1,235,567 +- {2}-$/)
+  expect(ledger.at(-2)).toBe('2 ledger rows, newest first')
+  expect(admin('segment', 'create', id, 'nobody', 'none').out).toMatch(/^segment \d+ "nobody" created: tag "none", 0 contacts now\n$/)
+  expect(admin('deliveries', String(key.id)).out).toBe('no deliveries\n')
+
+  // an error with --json: nothing on stdout, the message on stderr
+  const missing = admin('topup', '999999', '5', '--json')
+  expect(missing).toMatchObject({ code: 1, out: '' })
+  expect(missing.err).toStartWith('admin: 404 NOT_FOUND: account 999999 not found')
 })

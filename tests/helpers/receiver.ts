@@ -1,5 +1,6 @@
 // A real HTTPS webhook receiver on loopback, with a throwaway CA made by openssl for each test file:
 // the CA's PEM goes to WEBHOOK_CA_FILE, the server's certificate names DNS:localhost and IP:127.0.0.1.
+// Without TLS it is a plain-http receiver (http://localhost URLs are allowed with WEBHOOK_ALLOW_PRIVATE).
 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -64,7 +65,7 @@ export type Handler = (request: Received) => Response | Promise<Response>
 
 export type Receiver = {
   port: number
-  /** `https://localhost:PORT/hook` (a name: resolved by the worker) or with `127.0.0.1` (a literal). */
+  /** `https://localhost:PORT/hook` (a name: resolved by the worker) or with `127.0.0.1` (a literal); http:// without TLS. */
   url(host?: 'localhost' | '127.0.0.1', path?: string): string
   requests: Received[]
   /** How each request is answered; 200 by default. */
@@ -77,10 +78,10 @@ export type Receiver = {
   stop(): void
 }
 
-export function startReceiver(tls: TestTls): Receiver {
+export function startReceiver(tls: TestTls | null): Receiver {
   const receiver: Receiver = {
     port: 0,
-    url: (host = 'localhost', path = '/hook') => `https://${host}:${receiver.port}${path}`,
+    url: (host = 'localhost', path = '/hook') => `${tls ? 'https' : 'http'}://${host}:${receiver.port}${path}`,
     requests: [],
     handler: () => new Response('ok'),
     async waitFor(count, ms = 10_000) {
@@ -98,7 +99,7 @@ export function startReceiver(tls: TestTls): Receiver {
   const server = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',
-    tls: { cert: Bun.file(tls.certFile), key: Bun.file(tls.keyFile) },
+    tls: tls ? { cert: Bun.file(tls.certFile), key: Bun.file(tls.keyFile) } : undefined,
     idleTimeout: 30,
     async fetch(request) {
       const received: Received = {

@@ -1,11 +1,16 @@
-// A browser-like client of the dashboard over app.handle: keeps cookies, posts forms the way a
-// same-origin page does (Sec-Fetch-Site: same-origin), and reads the CSRF token out of each page.
+// A browser-like client of the dashboard over app.handle (or, given its URL, a running service): keeps
+// cookies, posts forms the way a same-origin page does (Sec-Fetch-Site: same-origin), and reads the
+// CSRF token out of each page.
 
 import type { TestApp } from './app'
 
 export type Page = { status: number; text: string; headers: Headers; csrf: string | undefined; location: string | null }
 
-export function webClient(t: TestApp) {
+export function webClient(target: TestApp | string) {
+  const handle = (path: string, init: RequestInit) =>
+    typeof target === 'string'
+      ? fetch(`${target}${path}`, { ...init, redirect: 'manual' })
+      : target.app.handle(new Request(`http://localhost${path}`, init))
   const jar = new Map<string, string>()
   async function go(method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<Page> {
     const h = new Headers(headers)
@@ -16,7 +21,7 @@ export function webClient(t: TestApp) {
       if (!h.has('sec-fetch-site') && !h.has('origin')) h.set('sec-fetch-site', 'same-origin')
       body = new URLSearchParams(form).toString()
     }
-    const response = await t.app.handle(new Request(`http://localhost${path}`, { method, headers: h, body }))
+    const response = await handle(path, { method, headers: h, body })
     for (const cookie of response.headers.getSetCookie()) {
       const [pair] = cookie.split(';')
       const [name, ...value] = pair!.split('=')

@@ -10,6 +10,7 @@ import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/service'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { errorEnvelope } from '../helpers/envelope'
 
 // bunfig's `timeout` is not read by bun test, and its 5 s default is short for starting databases
 // and processes on a loaded machine.
@@ -123,7 +124,7 @@ describe('TLS_CERT_FILE and TLS_KEY_FILE', () => {
   })
 })
 
-const HTTPS_REQUIRED = { success: false, error: expect.any(String), code: 'HTTPS_REQUIRED' }
+const httpsRequired = (res: { headers: Headers }) => errorEnvelope(res.headers, 'HTTPS_REQUIRED')
 
 /** A request that arrived over TLS, as the HTTPS guard sees it. */
 async function overHttps(t: TestApp, method: string, path: string, body?: unknown) {
@@ -160,13 +161,13 @@ describe('REQUIRE_HTTPS=true without TRUST_PROXY', () => {
     const { key } = await accountWithKey(t, false)
     const api = await t.request('GET', '/api/v1/balance', { key })
     expect(api.status).toBe(403)
-    expect(api.body).toEqual(HTTPS_REQUIRED)
+    expect(api.body).toEqual(httpsRequired(api))
     const send = await t.request('POST', '/api/v1/messages/send', { key, body: { to: '081234567890', body: 'hi' } })
     expect(send.status).toBe(403)
-    expect(send.body).toEqual(HTTPS_REQUIRED)
+    expect(send.body).toEqual(httpsRequired(send))
     const admin = await t.request('GET', '/admin/v1/accounts', { key: ADMIN_TOKEN })
     expect(admin.status).toBe(403)
-    expect(admin.body).toEqual(HTTPS_REQUIRED)
+    expect(admin.body).toEqual(httpsRequired(admin))
   })
 
   test('/healthz and /readyz are exempt', async () => {
@@ -178,7 +179,7 @@ describe('REQUIRE_HTTPS=true without TRUST_PROXY', () => {
     const { key } = await accountWithKey(t, false)
     const res = await t.request('GET', '/api/v1/balance', { key, headers: { 'x-forwarded-proto': 'https' } })
     expect(res.status).toBe(403)
-    expect(res.body).toEqual(HTTPS_REQUIRED)
+    expect(res.body).toEqual(httpsRequired(res))
   })
 
   test('the same calls over HTTPS are served', async () => {
@@ -207,10 +208,10 @@ describe('REQUIRE_HTTPS=true with TRUST_PROXY=true', () => {
     const { key } = await accountWithKey(t, true)
     const bare = await t.request('GET', '/api/v1/balance', { key })
     expect(bare.status).toBe(403)
-    expect(bare.body).toEqual(HTTPS_REQUIRED)
+    expect(bare.body).toEqual(httpsRequired(bare))
     const http = await t.request('GET', '/admin/v1/accounts', { key: ADMIN_TOKEN, headers: { 'x-forwarded-proto': 'http' } })
     expect(http.status).toBe(403)
-    expect(http.body).toEqual(HTTPS_REQUIRED)
+    expect(http.body).toEqual(httpsRequired(http))
   })
 })
 

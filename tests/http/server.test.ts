@@ -157,7 +157,7 @@ describe('bodies over the limit', () => {
       expect({ path, status: res.status, body: res.body, id: res.headers['x-request-id'] }).toEqual({
         path,
         status: 413,
-        body: { success: false, error: `request body exceeds ${MAX_BODY_BYTES} bytes`, code: 'PAYLOAD_TOO_LARGE' },
+        body: { success: false, error: `request body exceeds ${MAX_BODY_BYTES} bytes`, code: 'PAYLOAD_TOO_LARGE', request_id: 'big-1' },
         id: 'big-1',
       })
     }

@@ -1,5 +1,7 @@
 import { describe, expect, test } from 'bun:test'
-import { isPublicAddress, literalAddress, resolveWebhookHost } from '../../src/lib/address'
+import { isPublicAddress, literalAddress, nonPublicKind, resolveWebhookHost, webhookSchemeProblem } from '../../src/lib/address'
+
+const HINT = '(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only)'
 
 describe('isPublicAddress', () => {
   const notPublic: [string, string][] = [
@@ -117,18 +119,21 @@ describe('resolveWebhookHost (registration and delivery alike)', () => {
     })
     expect(await resolveWebhookHost('127.0.0.1', false)).toEqual({
       ok: false,
-      reason: 'host is not a public address',
+      reason: `127.0.0.1 is a loopback address ${HINT}`,
       detail: 'address refused: 127.0.0.1 is not a public address',
     })
-    expect(await resolveWebhookHost('[::1]', false)).toMatchObject({ ok: false, reason: 'host is not a public address' })
-    expect(await resolveWebhookHost('[::ffff:a00:1]', false)).toMatchObject({ ok: false, reason: 'host is not a public address' })
+    expect(await resolveWebhookHost('[::1]', false)).toMatchObject({ ok: false, reason: `[::1] is a loopback address ${HINT}` })
+    expect(await resolveWebhookHost('[::ffff:a00:1]', false)).toMatchObject({
+      ok: false,
+      reason: `[::ffff:a00:1] is a private address ${HINT}`,
+    })
   })
 
   test('localhost and its subdomains are loopback; .invalid does not resolve (RFC 6761, no DNS asked)', async () => {
     for (const name of ['localhost', 'LOCALHOST.', 'api.localhost']) {
       const resolved = await resolveWebhookHost(name, false)
-      expect(resolved).toMatchObject({ ok: false, reason: 'host resolves to a non-public address' })
-      // The client's reason never names an address; the attempt log's detail does.
+      expect(resolved).toMatchObject({ ok: false, reason: `host resolves to a loopback address ${HINT}` })
+      // The client's reason never names what a name resolves to; the attempt log's detail does.
       expect(resolved.ok || resolved.detail).toMatch(/^address refused: .*localhost resolves to 127\.0\.0\.1, not a public address$/)
     }
     expect(await resolveWebhookHost('receiver.invalid', false)).toEqual({
@@ -143,4 +148,54 @@ describe('resolveWebhookHost (registration and delivery alike)', () => {
     expect(await resolveWebhookHost('localhost', true)).toEqual({ ok: true, addresses: ['127.0.0.1', '::1'], literal: false })
     expect(await resolveWebhookHost('receiver.invalid', true)).toMatchObject({ ok: false, reason: 'host does not resolve' })
   })
+})
+
+describe('nonPublicKind: the words a refusal uses', () => {
+  const kinds: [string, string | null][] = [
+    ['10.1.2.3', 'a private address'],
+    ['192.168.0.1', 'a private address'],
+    ['127.0.0.1', 'a loopback address'],
+    ['169.254.169.254', 'the cloud metadata address'],
+    ['169.254.169.253', 'a link-local address'],
+    ['100.64.0.1', 'a carrier-grade NAT address'],
+    ['198.51.100.7', 'a documentation address'],
+    ['239.0.0.1', 'a multicast address'],
+    ['0.0.0.0', 'a reserved address'],
+    ['::1', 'a loopback address'],
+    ['::ffff:169.254.169.254', 'the cloud metadata address'],
+    ['fd00::1', 'a private address'],
+    ['fe80::1', 'a link-local address'],
+    ['ff02::1', 'a multicast address'],
+    ['2001:db8::1', 'a documentation address'],
+    ['::', 'a reserved address'],
+    ['localhost', 'not an IP address'],
+    ['93.184.216.34', null],
+    ['2606:4700:4700::1111', null],
+  ]
+  for (const [ip, kind] of kinds) test(`${ip}: ${kind}`, () => expect(nonPublicKind(ip)).toBe(kind))
+})
+
+describe('webhookSchemeProblem', () => {
+  const cases: [string, boolean, string | null][] = [
+    ['https://example.com/', false, null],
+    ['http://localhost:8080/hook', true, null],
+    ['http://127.0.0.2/hook', true, null],
+    ['http://[::1]/', true, null],
+    ['http://a.b.localhost/', true, null],
+    ['http://localhost:8080/hook', false, 'must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'],
+    [
+      'http://10.0.0.1/',
+      true,
+      'must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)',
+    ],
+    [
+      'http://[::ffff:127.0.0.1]/',
+      true,
+      'must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)',
+    ],
+    ['ws://localhost/', true, 'must be https'],
+  ]
+  for (const [url, allowPrivate, problem] of cases) {
+    test(`${url} (allowPrivate ${allowPrivate})`, () => expect(webhookSchemeProblem(new URL(url), allowPrivate)).toBe(problem))
+  }
 })

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { formatTimestamp, parseTimestamp, readTimestamp } from '../../src/lib/time'
 import { testApp, type TestApp } from '../helpers/app'
+import { errorEnvelope } from '../helpers/envelope'
 
 const iso = (text: string, zone: string) => parseTimestamp(text, zone)?.toISOString() ?? null
 
@@ -63,11 +64,13 @@ describe('through the API, with TIMEZONE=America/New_York', () => {
     const { key } = await t.account(0)
     const gap = await t.api('GET', `/messages?date_to=${encodeURIComponent('2026-03-08 02:30:00')}`, key)
     expect(gap.status).toBe(422)
-    expect(gap.body).toEqual({
-      success: false,
-      error: 'date_to: 2026-03-08 02:30:00 does not exist in America/New_York (skipped by a daylight-saving change)',
-      code: 'VALIDATION_ERROR',
-    })
+    expect(gap.body).toEqual(
+      errorEnvelope(
+        gap.headers,
+        'VALIDATION_ERROR',
+        'date_to: 2026-03-08 02:30:00 does not exist in America/New_York (skipped by a daylight-saving change)',
+      ),
+    )
     const old = await t.api('GET', `/messages?date_from=${encodeURIComponent('0999-01-01 00:00:00')}`, key)
     expect([old.status, old.body.error]).toEqual([422, 'date_from: the year must be 1000 or later'])
     const fine = await t.api('GET', `/messages?date_from=${encodeURIComponent('2026-03-08 03:00:00')}`, key)

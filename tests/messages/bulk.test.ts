@@ -42,6 +42,12 @@ describe('POST /messages/bulk', () => {
       select kind, amount from ledger where account_id = ${accountId} and kind <> 'topup' order by id`
     expect(ledger.filter((r) => r.kind === 'charge')).toHaveLength(4) // the 4 valid entries
     expect(ledger.filter((r) => r.kind === 'refund')).toEqual([{ kind: 'refund', amount: 200 }])
+    // The refused entry names its message (`id`, as in the list), listed as failed and refunded.
+    const [refused] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${accountId} and status = 'failed'`
+    expect(data.results[2].id).toBe(refused!.id)
+    expect(data.results.filter((r: any) => 'id' in r)).toHaveLength(1)
+    const listed = await t.api('GET', '/messages?status=failed', key)
+    expect(listed.body.data.items.map((m: any) => [m.id, m.refunded, m.cost])).toEqual([[refused!.id, true, 200]])
     const rows = await t.db
       .sql`select status, count(*)::int as n from messages where account_id = ${accountId} group by status order by status`
     expect([...rows]).toEqual([

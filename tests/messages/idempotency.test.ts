@@ -69,7 +69,10 @@ test('error answers are replayed too, and keys are per account', async () => {
   expect(first.status).toBe(402)
   await t.admin('POST', `/accounts/${poor.accountId}/topups`, { amount: 100 })
   const replay = await send(poor.key, { to: '081234567890', body: 'x' }, 'shared-key')
-  expect([replay.status, replay.body]).toEqual([402, first.body])
+  // The first answer again, naming the request that got it now (its own x-request-id).
+  expect([replay.status, replay.body]).toEqual([402, { ...first.body, request_id: replay.headers.get('x-request-id') }])
+  expect(replay.body.request_id).not.toBe(first.body.request_id)
+  expect(replay.headers.get('idempotent-replayed')).toBe('true')
 
   const rich = await t.account(100)
   const elsewhere = await send(rich.key, { to: '081234567890', body: 'x' }, 'shared-key')

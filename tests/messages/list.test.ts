@@ -23,14 +23,16 @@ describe('GET /messages and GET /messages/{sid}', () => {
 
     const all = await t.api('GET', '/messages', key)
     expect(all.status).toBe(200)
-    expect(all.body.data).toMatchObject({ total: 6, limit: 50, offset: 0 })
+    expect(all.body.data).toMatchObject({ total: 6, limit: 50, offset: 0, has_more: false })
     expect(all.body.data.items[0].status).toBe('failed') // the newest
     expect(all.body.data.items[0].message_sid).toBeNull()
+    // Only the refused one was refunded: the sum of `cost` over the others is what the list cost.
+    expect(all.body.data.items.map((m: any) => m.refunded)).toEqual([true, false, false, false, false, false])
     const ids = all.body.data.items.map((m: any) => m.id)
     expect(ids).toEqual([...ids].sort((a: number, b: number) => b - a))
 
     const pageTwo = await t.api('GET', '/messages?limit=2&offset=2', key)
-    expect(pageTwo.body.data).toMatchObject({ total: 6, limit: 2, offset: 2 })
+    expect(pageTwo.body.data).toMatchObject({ total: 6, limit: 2, offset: 2, has_more: true })
     expect(pageTwo.body.data.items.map((m: any) => m.id)).toEqual(ids.slice(2, 4))
 
     const delivered = await t.api('GET', '/messages?status=delivered', key)
@@ -61,6 +63,7 @@ describe('GET /messages and GET /messages/{sid}', () => {
       status: 'delivered',
       sent_at: '2026-01-02 03:04:05',
       delivered_at: '2026-01-02 03:05:00',
+      refunded: false,
     })
     expect(one.body.data.id).toEqual(expect.any(Number))
   })

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
+import { errorEnvelope } from '../helpers/envelope'
 
 let t: TestApp
 beforeAll(async () => {
@@ -34,7 +35,7 @@ describe('POST /messages/send', () => {
     const { accountId, key } = await t.account(349, { price: 350 })
     const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hello' })
     expect(res.status).toBe(402)
-    expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'INSUFFICIENT_BALANCE' })
+    expect(res.body).toEqual(errorEnvelope(res.headers, 'INSUFFICIENT_BALANCE'))
     expect(await money(t, accountId)).toEqual({ balance: 349, ledgerSum: 349 })
     const [count] = await t.db.sql`select count(*)::int as n from messages where account_id = ${accountId}`
     expect(count!.n).toBe(0)
@@ -46,10 +47,16 @@ describe('POST /messages/send', () => {
     expect(res.status).toBe(502)
     expect(res.body.code).toBe('BAD_GATEWAY')
     expect(await money(t, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
-    const rows = await t.db.sql`select status, message_sid, refunded_at, error_message from messages where account_id = ${accountId}`
+    const rows = await t.db.sql`select id, status, message_sid, refunded_at, error_message from messages where account_id = ${accountId}`
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({ status: 'failed', message_sid: null })
     expect(rows[0]!.refunded_at).toBeInstanceOf(Date)
+    // The answer names the message (its `id`, as in the list), where it is failed and refunded.
+    expect(res.body).toEqual(errorEnvelope(res.headers, 'BAD_GATEWAY', expect.any(String), { id: rows[0]!.id }))
+    const listed = await t.api('GET', '/messages', key)
+    expect(listed.body.data.items).toEqual([
+      expect.objectContaining({ id: rows[0]!.id, status: 'failed', message_sid: null, cost: 300, refunded: true }),
+    ])
     const ledger = await t.db.sql<
       { kind: string; amount: number }[]
     >`select kind, amount from ledger where account_id = ${accountId} order by id`
@@ -88,7 +95,7 @@ describe('POST /messages/send', () => {
       headers: { 'content-type': 'application/json' },
     })
     expect(bad.status).toBe(400)
-    expect(bad.body).toEqual({ success: false, error: 'body is not valid JSON', code: 'VALIDATION_ERROR' })
+    expect(bad.body).toEqual(errorEnvelope(bad.headers, 'VALIDATION_ERROR', 'body is not valid JSON'))
     expect(await money(t, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
   })
 
@@ -100,11 +107,9 @@ describe('POST /messages/send', () => {
       t.api('POST', '/messages/bulk', key, { messages: [{ to: '081234567890', body: 'x', media_url: 'https://a.example/\u0000' }] }),
     ])
     expect(concurrent.map((r) => r.status)).toEqual([422, 200, 422])
-    expect(concurrent[0]!.body).toEqual({
-      success: false,
-      error: 'body: text must not contain NUL characters (\\u0000)',
-      code: 'VALIDATION_ERROR',
-    })
+    expect(concurrent[0]!.body).toEqual(
+      errorEnvelope(concurrent[0]!.headers, 'VALIDATION_ERROR', 'body: text must not contain NUL characters (\\u0000)'),
+    )
     expect(await money(t, accountId)).toEqual({ balance: 999, ledgerSum: 999 })
     const unauthenticated = await t.request('POST', '/api/v1/messages/send', { body: { to: '081234567890', body: '\u0000' } })
     expect(unauthenticated.status).toBe(401)

@@ -7,6 +7,7 @@ import { readConfig } from '../../src/config'
 import type { Provider } from '../../src/providers/provider'
 import { createProvider } from '../../src/providers/registry'
 import { money, testApp, type TestApp } from '../helpers/app'
+import { errorEnvelope } from '../helpers/envelope'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -70,14 +71,22 @@ async function expectRefundedFailure(app: TestApp, to = '081234567890') {
   const { accountId, key } = await app.account(1000, { price: 100 })
   const res = await app.api('POST', '/messages/send', key, { to, body: 'hello' })
   expect(res.status).toBe(502)
-  expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'BAD_GATEWAY' })
+  expect(res.body).toEqual(errorEnvelope(res.headers, 'BAD_GATEWAY', expect.any(String), { id: expect.any(Number) }))
   expect(await money(app, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
   const rows = await app.db.sql<
-    { status: string; message_sid: string | null; error_code: number | null; error_message: string | null; refunded_at: Date | null }[]
+    {
+      id: number
+      status: string
+      message_sid: string | null
+      error_code: number | null
+      error_message: string | null
+      refunded_at: Date | null
+    }[]
   >`
-    select status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId}`
+    select id, status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId}`
   expect(rows).toHaveLength(1)
   const row = rows[0]!
+  expect(res.body.id).toBe(row.id)
   expect(row).toMatchObject({ status: 'failed', message_sid: null })
   expect(row.refunded_at).toBeInstanceOf(Date)
   const ledger = await app.db.sql<

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import twilio from 'twilio'
 import { createApp } from '../../src/app'
 import { testApp, type TestApp } from '../helpers/app'
+import { errorEnvelope } from '../helpers/envelope'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -304,9 +305,9 @@ describe('reports that change nothing get 200', () => {
 
 describe('signature', () => {
   /** Asserts a 403 FORBIDDEN envelope, and that the message and its events are as they were. */
-  async function expectForbidden(m: Sent, res: { status: number; body: any }) {
+  async function expectForbidden(m: Sent, res: { status: number; body: any; headers: Headers }) {
     expect(res.status).toBe(403)
-    expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'FORBIDDEN' })
+    expect(res.body).toEqual(errorEnvelope(res.headers, 'FORBIDDEN'))
     expect(await row(m.sid)).toMatchObject({ status: 'sent', delivered_at: null, read_at: null, failed_at: null, error_code: null })
     expect(await events(m.messageId)).toEqual([])
   }
@@ -402,7 +403,7 @@ describe('signature', () => {
     const noSid = { MessageStatus: 'delivered', AccountSid: ACCOUNT_SID }
     const res = await callback(noSid)
     expect(res.status).toBe(400)
-    expect(res.body).toEqual({ success: false, error: 'MessageSid: is required', code: 'VALIDATION_ERROR' })
+    expect(res.body).toEqual(errorEnvelope(res.headers, 'VALIDATION_ERROR', 'MessageSid: is required'))
     const noStatus = { MessageSid: randomSid(), AccountSid: ACCOUNT_SID }
     const res2 = await callback(noStatus)
     expect(res2.status).toBe(400)
@@ -420,13 +421,15 @@ describe('the route', () => {
     ).toBe(404)
   })
 
-  test('is in the OpenAPI document under "Provider callbacks", without API-key security', async () => {
-    const doc = await t.request('GET', '/docs/json')
+  test('is in the admin OpenAPI document under "Provider callbacks", without credentials', async () => {
+    expect((await t.request('GET', '/docs/json')).body.paths[PATH]).toBeUndefined()
+    const doc = await t.request('GET', '/docs/admin/json')
     const op = doc.body.paths[PATH].post
     expect(op.tags).toEqual(['Provider callbacks'])
     expect(op.security).toEqual([])
     expect(Object.keys(op.requestBody.content)).toEqual(['application/x-www-form-urlencoded'])
-    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '403', '404'])
+    expect(Object.keys(op.responses).sort()).toEqual(['200', '400', '403', '404', '413', '422', '500'])
+    expect(op.responses['403'].content['application/json'].schema.properties.code.enum).toEqual(['HTTPS_REQUIRED', 'FORBIDDEN'])
   })
 })
 
@@ -447,7 +450,7 @@ describe('without a Twilio auth token (PROVIDER=simulator)', () => {
         }),
       )
       expect(res.status).toBe(404)
-      expect(await res.json()).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+      expect(await res.json()).toEqual(errorEnvelope(res.headers, 'NOT_FOUND'))
     }
     expect((await row(m.sid)).status).toBe('sent')
   })

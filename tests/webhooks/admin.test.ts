@@ -6,6 +6,7 @@ import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../help
 import { applyStatus } from '../../src/modules/status/machine'
 import { startDelivery, type Delivery } from '../helpers/delivery'
 import { until } from '../helpers/wait'
+import { errorEnvelope } from '../helpers/envelope'
 
 let t: TestApp
 let tls: TestTls
@@ -65,7 +66,7 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
 
     const listed = await t.admin('GET', `/keys/${keyId}/deliveries`)
     expect(listed.status).toBe(200)
-    expect(listed.body.data).toMatchObject({ total: 3, limit: 50, offset: 0 })
+    expect(listed.body.data).toMatchObject({ total: 3, limit: 50, offset: 0, has_more: false })
     const items = listed.body.data.items
     expect(items.map((i: any) => i.message_sid)).toEqual([...sids].reverse())
     const events = await t.db.sql<
@@ -109,7 +110,7 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
     expect(onlyPending.body.data.total).toBe(1)
     expect(onlyPending.body.data.items.map((i: any) => i.message_sid)).toEqual([sids[1]])
     const onlyDelivered = await t.admin('GET', `/keys/${keyId}/deliveries?status=delivered&limit=1&offset=1`)
-    expect(onlyDelivered.body.data).toMatchObject({ total: 2, limit: 1, offset: 1 })
+    expect(onlyDelivered.body.data).toMatchObject({ total: 2, limit: 1, offset: 1, has_more: false })
     expect(onlyDelivered.body.data.items.map((i: any) => i.message_sid)).toEqual([sids[0]])
     const page2 = await t.admin('GET', `/keys/${keyId}/deliveries?limit=2&offset=2`)
     expect(page2.body.data.items.map((i: any) => i.message_sid)).toEqual([sids[0]])
@@ -121,7 +122,7 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
     const { keyId } = await keyWithEvents(0)
     const unknown = await t.admin('GET', '/keys/999999/deliveries')
     expect(unknown.status).toBe(404)
-    expect(unknown.body).toEqual({ success: false, error: expect.any(String), code: 'NOT_FOUND' })
+    expect(unknown.body).toEqual(errorEnvelope(unknown.headers, 'NOT_FOUND'))
     for (const query of ['status=sent', 'status=', 'limit=0', 'limit=201', 'offset=-1']) {
       const bad = await t.admin('GET', `/keys/${keyId}/deliveries?${query}`)
       expect([query, bad.status, bad.body.code]).toEqual([query, 422, 'VALIDATION_ERROR'])
@@ -155,7 +156,7 @@ describe('attempts and replay', () => {
     await settled(keyId, (e) => e.status === 'delivered', 'the retry')
     const attempts = await t.admin('GET', `/deliveries/${event!.id}/attempts`)
     expect(attempts.status).toBe(200)
-    expect(attempts.body.data).toMatchObject({ total: 2, limit: 50, offset: 0 })
+    expect(attempts.body.data).toMatchObject({ total: 2, limit: 50, offset: 0, has_more: false })
     expect(attempts.body.data.items).toEqual([
       {
         id: expect.any(Number),

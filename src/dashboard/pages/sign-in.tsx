@@ -7,6 +7,7 @@ import { Layout } from '../layout'
 import css from '../assets/style.css' with { type: 'text' }
 import copyScript from '../assets/copy.js' with { type: 'text' }
 import { ApiError } from '../../http/errors'
+import { identify } from '../../http/access-log'
 import { randomBase62 } from '../../lib/keys'
 import { type Dashboard, field, redirect, refused, respond } from '../context'
 import {
@@ -78,6 +79,7 @@ export function signInPages(d: Dashboard) {
           : signInPage(request, { error: 'E-mail or password is not right.', status: 401, email })
       }
       const { token } = await startSession(d.sql, result.user.id)
+      identify(request, { auth: 'session', user_id: result.user.id, account_id: result.user.account_id ?? undefined })
       return redirect('/dashboard', [sessionCookie(token), clearedCookie(SIGN_IN_COOKIE)])
     })
     .get('/link/:token', async ({ params }) => {
@@ -121,6 +123,7 @@ export function signInPages(d: Dashboard) {
       if (!user) return respond(<Layout title="Link not valid" error="This link was used already or has expired." />, 404)
       await audit(d.sql, { user, address: null, accountId: user.account_id, action: 'password set' })
       const { token } = await startSession(d.sql, user.id)
+      identify(request, { auth: 'session', user_id: user.id, account_id: user.account_id ?? undefined })
       return redirect('/dashboard', [sessionCookie(token)])
     })
     .post('/sign-out', async ({ request, body }) => {

@@ -241,7 +241,7 @@ export function webhookPages(d: Dashboard) {
     return webhookPage(scope, { key: String(key.key_id) }, { secret: { keyId: key.key_id, secret } })
   })
   const test = keyChange(async (scope, key, ctx) => {
-    const event = await sendTestEvent(d.sql, d.tz, { accountId: scope.accountId, keyId: key.key_id })
+    const event = await sendTestEvent(d.sql, d.tz, key.key_id)
     eventsCommitted(d.deps)
     await auditOf(scope, ctx, 'webhook test sent', { key_id: key.key_id, delivery_id: event.id })
     return redirect(`${scope.base}?key=${key.key_id}`)

@@ -10,7 +10,7 @@ import { adminAuth } from '../../http/admin-auth'
 import { ApiError, badValue, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { formatTimestamp } from '../../lib/time'
-import { page, type Page } from '../../lib/validate'
+import { page, pageOf, type Page } from '../../lib/validate'
 import { refundFailed } from '../ledger/ledger'
 import * as m from './model'
 
@@ -42,15 +42,11 @@ async function listQuarantine(sql: Sql, tz: string, p: Page) {
     where quarantined_at is not null and status = 'queued'
     order by quarantined_at desc, id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from messages where quarantined_at is not null and status = 'queued'`
-  return {
-    items: rows.map((r) => ({
-      ...r,
-      created_at: formatTimestamp(r.created_at, tz)!,
-      quarantined_at: formatTimestamp(r.quarantined_at, tz)!,
-    })),
-    total: count!.n,
-    ...p,
-  }
+  return pageOf(
+    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)!, quarantined_at: formatTimestamp(r.quarantined_at, tz)! })),
+    count!.n,
+    p,
+  )
 }
 
 async function settle(sql: Sql, id: number, outcome: string) {

@@ -4,7 +4,7 @@ import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { newApiKey, sha256Hex } from '../../lib/keys'
 import { formatTimestamp } from '../../lib/time'
-import type { DateRange, Page } from '../../lib/validate'
+import { pageOf, type DateRange, type Page } from '../../lib/validate'
 import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/ledger'
 
 type AccountRow = { id: number; name: string; balance: number; cost: number; created_at: Date }
@@ -53,7 +53,11 @@ export async function getAccount(sql: Sql, tz: string, id: number) {
 export async function listAccounts(sql: Sql, tz: string, p: Page) {
   const rows = await sql<AccountRow[]>`${accountQuery(sql)} order by a.id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from accounts`
-  return { items: rows.map((r) => accountView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => accountView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 type KeyRow = {
@@ -89,7 +93,11 @@ export async function listKeys(sql: Sql, tz: string, accountId: number) {
   await requireAccount(sql, accountId)
   const rows = await sql<KeyRow[]>`
     select id, account_id, label, prefix, active, last_used_at, created_at from api_keys where account_id = ${accountId} order by id`
-  return { items: rows.map((r) => keyView(r, tz)), total: rows.length, limit: rows.length, offset: 0 }
+  return pageOf(
+    rows.map((r) => keyView(r, tz)),
+    rows.length,
+    { limit: rows.length, offset: 0 },
+  )
 }
 
 export async function setKeyActive(sql: Sql, tz: string, keyId: number, active: boolean) {
@@ -157,11 +165,11 @@ export async function listLedger(sql: Sql, tz: string, accountId: number, p: Pag
     from ledger where ${where()} order by id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number; sum: number }[]>`
     select count(*)::int as n from ledger where ${where()}`
-  return {
-    items: rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
-    total: count!.n,
-    ...p,
-  }
+  return pageOf(
+    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
+    count!.n,
+    p,
+  )
 }
 
 /** The ledger rows of one message of an account (its charge, and a refund if it had one), oldest first. */

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { Id, JsonId, PageQuery } from '../../http/models'
+import { Id, JsonId, listOf, PageQuery } from '../../http/models'
 
 const timestamp = (description: string) => t.String({ description: `${description}, YYYY-MM-DD HH:MM:SS in the service time zone` })
 const nullableTimestamp = (description: string) => t.Union([timestamp(description), t.Null()])
@@ -113,4 +113,4 @@ export const Segment = t.Object({
 export const UpdateTemplateBody = t.Object({ name: t.Optional(t.String()), body: t.Optional(t.String()) }, { additionalProperties: false })
 export type Segment = typeof Segment.static
 
-export const CampaignList = t.Object({ items: t.Array(Campaign), total: jsonInteger(), limit: jsonInteger(), offset: jsonInteger() })
+export const CampaignList = listOf(Campaign)

@@ -21,7 +21,7 @@ export const campaignRoutes = (deps: Deps) => {
         tags,
         summary: "List the account's campaigns, newest first",
         description:
-          '`data` is `{items, total, limit, offset}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
+          '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
       },
     })
     .get('/campaigns/:id', async ({ params, principal }) => ok(await getCampaign(sql, tz, principal, params.id)), {

@@ -5,7 +5,7 @@ import type { Db, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { MAX_BODY_CHARS, requireTimestamp, type Page } from '../../lib/validate'
+import { MAX_BODY_CHARS, pageOf, requireTimestamp, type Page } from '../../lib/validate'
 import { PLACEHOLDERS, unknownPlaceholders } from '../../lib/template'
 import { segmentMatch } from './engine'
 import type { Campaign, CampaignDetail, CreateCampaignBody, CreateSegmentBody, CreateTemplateBody, Segment, Template } from './model'
@@ -66,7 +66,11 @@ export async function listCampaigns(sql: Sql, tz: string, principal: Principal, 
       order by created_at desc, id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from campaigns where account_id = ${principal.accountId}`,
   ])
-  return { items: rows.map((r) => campaignView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => campaignView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 export async function adminListCampaigns(sql: Sql, tz: string, accountId: number, p: Page) {
@@ -188,7 +192,11 @@ export async function listTemplates(sql: Sql, tz: string, accountId: number, p: 
       order by created_at desc, id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from templates where account_id = ${accountId}`,
   ])
-  return { items: rows.map((r) => templateView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => templateView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 const ofAccount = (sql: Db, accountId: number | undefined) => (accountId === undefined ? sql`` : sql`and account_id = ${accountId}`)
@@ -276,7 +284,11 @@ export async function listSegments(sql: Sql, tz: string, accountId: number, p: P
       order by s.created_at desc, s.id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from segments where account_id = ${accountId}`,
   ])
-  return { items: rows.map((r) => segmentView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => segmentView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 /** A segment is deleted only when no campaign refers to it. `accountId`: only a segment of that account (else 404). */

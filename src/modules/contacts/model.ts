@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { pageFields } from '../../http/models'
+import { listOf, pageFields } from '../../http/models'
 
 export const ContactsQuery = t.Object({
   ...pageFields,
@@ -60,4 +60,4 @@ export const Contact = t.Object(
 )
 export type Contact = typeof Contact.static
 
-export const ContactList = t.Object({ items: t.Array(Contact), total: Type.Integer(), limit: Type.Integer(), offset: Type.Integer() })
+export const ContactList = listOf(Contact)

@@ -21,7 +21,7 @@ export const contactRoutes = (deps: Deps) => {
         tags,
         summary: "List the account's contacts, newest first",
         description:
-          '`data` is `{items, total, limit, offset}`: `offset` counts records, `total` counts every match. ' +
+          '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records, `total` counts every match. ' +
           'Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail, ' +
           'case-insensitive, anywhere in the value.',
       },

@@ -4,7 +4,7 @@ import type { ListStatements, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { requirePhone, type Page } from '../../lib/validate'
+import { pageOf, requirePhone, type Page } from '../../lib/validate'
 import type { Contact, CreateContactBody } from './model'
 
 const MAX_TEXT = 200
@@ -116,7 +116,11 @@ export async function listContacts(sql: Sql, tz: string, principal: Principal, p
   const [count] = known
     ? [{ n: p.offset + rows.length }]
     : ((await sql.unsafe(st.count.text, st.count.params, { prepare: st.prepare })) as unknown as { n: number }[])
-  return { items: rows.map((r) => contactView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => contactView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 export type ContactValues = { name: string; phone: string; email: string | null; city: string | null; tags: string[] }

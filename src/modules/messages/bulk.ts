@@ -67,6 +67,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
           status: 'failed',
           code: 'BAD_GATEWAY',
           error: `the messaging provider did not accept the message (${outcome.errorMessage}); refunded`,
+          id: charged.ids[i]!,
         }
       }
     })

@@ -1,5 +1,7 @@
 import { t } from 'elysia'
+import { Type } from '@sinclair/typebox'
 import { dateRangeFields, pageFields } from '../../http/models'
+import { errorWith } from '../../http/openapi'
 
 export const SendBody = t.Object(
   {
@@ -45,6 +47,7 @@ export const BulkEntry = t.Union([
     status: t.Literal('failed'),
     code: t.String({ examples: ['VALIDATION_ERROR', 'BAD_GATEWAY'] }),
     error: t.String(),
+    id: t.Optional(Type.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
   }),
 ])
 export type BulkEntry = typeof BulkEntry.static
@@ -62,7 +65,7 @@ export type BulkResult = typeof BulkResult.static
 export const MessageStatus = t.Union([t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')])
 
 export const Message = t.Object({
-  id: t.Integer(),
+  id: t.Integer({ description: "The message's own id (a refused send's 502 names it too)" }),
   message_sid: t.Union([t.String(), t.Null()], { description: 'null when the provider never accepted the message' }),
   phone: t.String(),
   status: MessageStatus,
@@ -76,6 +79,14 @@ export const Message = t.Object({
   sent_at: t.Union([t.String(), t.Null()]),
   delivered_at: t.Union([t.String(), t.Null()]),
   read_at: t.Union([t.String(), t.Null()]),
+  refunded: t.Boolean({
+    description: '`cost` was given back (the provider refused the message): summing `cost` over a list, leave these out',
+  }),
+})
+
+/** 502 of a send: the provider refused the message, which was refunded and stays listed under `id`. */
+export const SendRefused = errorWith(502, {
+  id: Type.Integer({ description: "The refused message's `id` in GET /messages (listed as `failed`, `refunded: true`)" }),
 })
 
 export const ListQuery = t.Object({

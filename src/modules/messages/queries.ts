@@ -6,7 +6,7 @@ import type { ListStatements, Params, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { MAX_PHONE_CHARS, dateRange, page, type Page } from '../../lib/validate'
+import { MAX_PHONE_CHARS, dateRange, page, pageOf, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
 
 export const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
@@ -26,6 +26,7 @@ type Row = {
   sent_at: Date | null
   delivered_at: Date | null
   read_at: Date | null
+  refunded_at: Date | null
 }
 
 const view = (r: Row, tz: string) => ({
@@ -43,6 +44,8 @@ const view = (r: Row, tz: string) => ({
   sent_at: formatTimestamp(r.sent_at, tz),
   delivered_at: formatTimestamp(r.delivered_at, tz),
   read_at: formatTimestamp(r.read_at, tz),
+  // `cost` stays what was charged; a refunded message cost nothing in the end.
+  refunded: r.refunded_at !== null,
 })
 
 /**
@@ -91,7 +94,7 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
       limit $${n} offset $${n + 1}
     )
     select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.error_code, m.error_message, m.campaign_id,
-           m.created_at, m.sent_at, m.delivered_at, m.read_at
+           m.created_at, m.sent_at, m.delivered_at, m.read_at, m.refunded_at
     from page join messages m on m.id = page.id
     order by page.created_at desc, page.id desc`,
       params: [...params, p.limit, p.offset],
@@ -136,13 +139,17 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
   const [count] = known
     ? [{ n: p.offset + rows.length }]
     : ((await sql.unsafe(st.count.text, st.count.params, { prepare: st.prepare })) as unknown as { n: number }[])
-  return { items: rows.map((r) => view(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => view(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 export async function getMessage(deps: Deps, principal: Principal, sid: string) {
   const [row] = await deps.sql<Row[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
-           created_at, sent_at, delivered_at, read_at
+           created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
   return view(row, deps.config.timezone)
@@ -150,7 +157,7 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
 
 /** One message of an account by its internal id (the dashboard's message page), with its failed and refunded times. */
 export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
-  const [row] = await sql<(Row & { failed_at: Date | null; refunded_at: Date | null })[]>`
+  const [row] = await sql<(Row & { failed_at: Date | null })[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at
     from messages where id = ${id} and account_id = ${accountId} and status <> 'queued'`
@@ -175,7 +182,7 @@ export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number,
 export async function recentFailures(sql: Sql, tz: string, accountId: number, limit = 10) {
   const rows = await sql<Row[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
-           created_at, sent_at, delivered_at, read_at
+           created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`
   return rows.map((r) => view(r, tz))

@@ -4,7 +4,8 @@ import { apiKeyAuth } from '../../http/auth'
 import { ok } from '../../http/errors'
 import { withIdempotency } from '../../http/idempotency'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { BulkBody, BulkResult, IdempotencyHeaders, ListQuery, Message, SendBody, SendResult } from './model'
+import { BulkBody, BulkResult, IdempotencyHeaders, ListQuery, Message, SendBody, SendRefused, SendResult } from './model'
+import { listOf } from '../../http/models'
 import { sendOne } from './service'
 import { sendBulk } from './bulk'
 import { getMessage, listMessages } from './queries'
@@ -27,14 +28,14 @@ export const messageRoutes = (deps: Deps) =>
       {
         body: SendBody,
         headers: IdempotencyHeaders,
-        response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422, 502) },
+        response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
         detail: {
           tags,
           summary: 'Send one message',
           description:
             'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
-            'If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` ' +
-            '(the message stays listed as `failed`, with `message_sid` null).' +
+            "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
+            '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
             idempotencyNote,
         },
       },
@@ -65,15 +66,17 @@ export const messageRoutes = (deps: Deps) =>
     .get('/messages', async ({ query, principal }) => ok(await listMessages(deps, principal, query)), {
       query: ListQuery,
       response: {
-        200: envelopeOf(t.Object({ items: t.Array(Message), total: t.Integer(), limit: t.Integer(), offset: t.Integer() })),
+        200: envelopeOf(listOf(Message)),
         ...errorsOf(400, 401, 422),
       },
       detail: {
         tags,
         summary: 'List messages',
         description:
-          'Newest first (ties by id, higher first). `offset` counts records. `date_from`/`date_to` bound `sent_at`, both inclusive, ' +
-          'in the service time zone. Messages still being handed to the provider are not listed.',
+          'Newest first (ties by id, higher first). `offset` counts records; `has_more` says whether records follow this page. ' +
+          '`date_from`/`date_to` bound `sent_at`, both inclusive, in the service time zone. Messages still being handed to the provider ' +
+          'are not listed. `cost` is what was charged; `refunded: true` means it was given back, so the sum of `cost` over the ' +
+          'messages that are not refunded is what they cost.',
       },
     })
     .get('/messages/:message_sid', async ({ params, principal }) => ok(await getMessage(deps, principal, params.message_sid)), {

@@ -27,7 +27,13 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
   const result = await deps.handoff.one({ id, to, body, mediaUrl }, lease, charged.fresh)
   if (!result.ok) {
     if (result.pending) throw new ApiError('CONFLICT', 'this message is still being handed to the provider; repeat the request later')
-    throw new ApiError('BAD_GATEWAY', `the messaging provider did not accept the message (${result.errorMessage}); the charge was refunded`)
+    // `id` is the message's id in GET /messages, where it stays listed as failed and refunded.
+    throw new ApiError(
+      'BAD_GATEWAY',
+      `the messaging provider did not accept the message (${result.errorMessage}); the charge was refunded`,
+      undefined,
+      { id },
+    )
   }
   return { message_id: result.sid, to, status: 'sent', cost: charged.cost, balance_after: charged.balanceAfter }
 }

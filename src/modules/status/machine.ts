@@ -1,7 +1,7 @@
 // The message state machine: forward only. sent → delivered → read; sent or delivered → failed;
 // skipping is allowed (sent → read). A report that repeats the current state or would move
 // backwards changes nothing and emits nothing. An accepted change, its timestamps and its
-// message.status event (when the key has a webhook) are one statement, hence one transaction.
+// message.status event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
 
@@ -25,7 +25,7 @@ export async function applyStatus(sql: Db, timezone: string, report: StatusRepor
 /**
  * Applies many reports in one statement; each message may appear only once (callers split repeats
  * into rounds, oldest first). Locks the messages, moves those whose move is forward, and writes one
- * event per change for keys with a webhook.
+ * event per change for keys with a webhook or a listener.
  */
 export async function applyStatuses(sql: Db, timezone: string, reports: StatusReport[]): Promise<{ changed: number; events: number }> {
   if (reports.length === 0) return { changed: 0, events: 0 }
@@ -54,21 +54,17 @@ export async function applyStatuses(sql: Db, timezone: string, reports: StatusRe
           or (t.status = 'delivered' and t.next in ('read', 'failed')))
       returning m.id, m.api_key_id, m.phone, m.message_sid, m.status, m.error_code, m.error_message, t.status as previous
     ), event as (
-      insert into webhook_events (webhook_id, api_key_id, message_id, payload)
+      -- A key with a registered URL gets a delivery (pending); a key without one that is being listened
+      -- to (admin webhook listen) gets the event for its listeners only (listen_only).
+      insert into webhook_events (webhook_id, api_key_id, message_id, payload, status)
       select 'msg_' || replace(gen_random_uuid()::text, '-', ''), c.api_key_id, c.id,
-             json_build_object(
-               'event', 'message.status',
-               'timestamp', to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'),
-               'data', json_build_object(
-                 'message_sid', c.message_sid,
-                 'to', c.phone,
-                 'status', c.status,
-                 'previous_status', c.previous,
-                 'error_code', c.error_code,
-                 'error_message', c.error_message
-               )
-             )::text
-      from changed c join webhook_endpoints w on w.api_key_id = c.api_key_id
+             message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'),
+               c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false),
+             case when w.api_key_id is null then 'listen_only' else 'pending' end
+      from changed c
+      left join webhook_endpoints w on w.api_key_id = c.api_key_id
+      left join webhook_listeners l on l.api_key_id = c.api_key_id and l.listening_until > now()
+      where w.api_key_id is not null or l.api_key_id is not null
       order by c.id
       returning id
     )

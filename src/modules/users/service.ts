@@ -7,6 +7,7 @@ import type { Db, Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { randomBase62, sha256Hex } from '../../lib/keys'
 import { Semaphore } from '../../lib/limit'
+import { pageOf } from '../../lib/validate'
 
 export type Role = 'operator' | 'member'
 export type User = { id: number; email: string; role: Role; account_id: number | null; active: boolean }
@@ -212,5 +213,5 @@ export async function listAudit(sql: Sql, accountId: number | null, p: { limit: 
     from audit_log
     where ${where} order by id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from audit_log where ${where}`
-  return { items, total: count!.n, ...p }
+  return pageOf(items, count!.n, p)
 }

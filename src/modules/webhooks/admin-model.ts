@@ -59,3 +59,39 @@ export const ReplaySinceBody = t.Object(
 )
 
 export const Replayed = t.Object({ replayed: t.Integer({ description: 'How many failed deliveries were set pending again' }) })
+
+export const TestEventBody = t.Object(
+  {
+    deliver: t.Optional(
+      t.Boolean({
+        description:
+          'Default true: record the test event and deliver it (201). false: record and send nothing; the answer is the ' +
+          'signed event for the caller to send itself (200), as `admin webhook test --forward-to` does',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+export const QueuedTestEvent = t.Object({
+  id: t.Integer({ description: 'The event id: a delivery id when `url` is set (its attempts: GET /admin/v1/deliveries/{id}/attempts)' }),
+  webhook_id: t.String({ description: 'The `webhook-id` header it is sent with' }),
+  url: t.Union([t.String(), t.Null()], {
+    description: 'The registered URL it is delivered to; null when the key has none and only its listeners get it',
+  }),
+})
+
+export const SignedEvent = t.Object(
+  {
+    webhook_id: t.String(),
+    headers: t.Record(t.String(), t.String(), {
+      description: '`content-type`, `webhook-id`, `webhook-timestamp` and `webhook-signature`, signed now',
+    }),
+    body: t.String({ description: 'The exact request body to send: compact JSON, the bytes the signature covers' }),
+  },
+  {
+    description:
+      "Signed with the secret of the key's registered URL, or with the key's listen secret when it has none (shown by " +
+      '`admin webhook listen`)',
+  },
+)

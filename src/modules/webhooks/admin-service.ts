@@ -1,12 +1,13 @@
 // The operator's view of webhook deliveries: the events of a key, each event's attempt log, and replay.
 // A replay keeps the event's webhook-id (receivers that de-duplicate on it see a repeat of the same
 // event, which is what a replay is), resets the attempt count so it gets the full retry schedule
-// again, and makes it due at once.
+// again, and makes it due at once. Events recorded only for listeners (status listen_only: the key had
+// no URL while `admin webhook listen` ran) are not deliveries: none of these calls shows or replays them.
 
 import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { requireTimestamp, type DateRange, type Page } from '../../lib/validate'
+import { pageOf, requireTimestamp, type DateRange, type Page } from '../../lib/validate'
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const
 type DeliveryStatus = (typeof STATUSES)[number]
@@ -83,7 +84,11 @@ export async function listDeliveries(
   const [count] = await sql<{ n: number }[]>`
     select count(*)::int as n from webhook_events c
     where c.api_key_id = ${keyId} and c.status = any(${statuses}::text[]) ${created('c')}`
-  return { items: rows.map((r) => deliveryView(r, tz)), total: count!.n, ...p }
+  return pageOf(
+    rows.map((r) => deliveryView(r, tz)),
+    count!.n,
+    p,
+  )
 }
 
 /** Every webhook delivery (event) of one message, oldest first (the dashboard's message page). */
@@ -92,7 +97,7 @@ export async function listMessageDeliveries(sql: Sql, tz: string, messageId: num
     select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e join messages m on m.id = e.message_id
-    where e.message_id = ${messageId}
+    where e.message_id = ${messageId} and e.status <> 'listen_only'
     order by e.id`
   return rows.map((r) => deliveryView(r, tz))
 }
@@ -102,7 +107,7 @@ async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
     select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e left join messages m on m.id = e.message_id
-    where e.id = ${id}`
+    where e.id = ${id} and e.status <> 'listen_only'`
   if (!row) throw new ApiError('NOT_FOUND', `delivery ${id} not found`)
   return row
 }
@@ -129,11 +134,11 @@ export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Pag
     order by id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_attempts where event_id = ${eventId}`
-  return {
-    items: rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
-    total: count!.n,
-    ...p,
-  }
+  return pageOf(
+    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
+    count!.n,
+    p,
+  )
 }
 
 /**
@@ -144,7 +149,7 @@ export async function replayDelivery(sql: Sql, tz: string, id: number) {
   const [row] = await sql`
     update webhook_events set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null,
       delivered_at = null, lease_token = null, lease_until = null
-    where id = ${id} and (lease_until is null or lease_until < now())
+    where id = ${id} and status <> 'listen_only' and (lease_until is null or lease_until < now())
     returning id`
   if (!row) {
     await deliveryRow(sql, id) // 404 when it does not exist
@@ -181,11 +186,11 @@ export async function listFailedDeliveries(sql: Sql, tz: string, p: Page) {
     order by e.id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events where status = 'failed'`
-  return {
-    items: rows.map((r) => ({ ...deliveryView(r, tz), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
-    total: count!.n,
-    ...p,
-  }
+  return pageOf(
+    rows.map((r) => ({ ...deliveryView(r, tz), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
+    count!.n,
+    p,
+  )
 }
 
 /** The account a key belongs to (for scoping and the audit log); 404 when the key does not exist. */

@@ -8,7 +8,7 @@
 import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { rootCertificates } from 'node:tls'
-import { resolveWebhookHost } from '../../lib/address'
+import { resolveWebhookHost, webhookSchemeProblem } from '../../lib/address'
 
 /** The receiver must answer within this (spec section 6): connection, request and response headers. */
 const DELIVERY_TIMEOUT_MS = 5_000
@@ -119,7 +119,8 @@ export async function attemptDelivery(
   } catch {
     return fail('registered URL does not parse')
   }
-  if (url.protocol !== 'https:') return fail('registered URL is not https')
+  // The registration's rule again: WEBHOOK_ALLOW_PRIVATE may have been turned off since.
+  if (webhookSchemeProblem(url, options.allowPrivate)) return fail('registered URL is not https')
 
   const resolved = await resolveWebhookHost(url.hostname, options.allowPrivate)
   if (!resolved.ok) return fail(resolved.detail)

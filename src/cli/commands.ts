@@ -1,0 +1,498 @@
+// The admin commands, one entry each: what `help` lists, what each `<command> --help` shows, and
+// what runs. Handlers call the admin API and answer its data with a text rendering; --json and
+// --quiet are handled by the caller. Examples use the shell variables the quickstart exports
+// (ACCOUNT_ID, KEY_ID) or that the README's worked examples set.
+
+import { QUIET, type Command, type Context, type Flag } from './command'
+import { amount, cell, count, listing, type Column, type Page } from './format'
+
+type Account = { id: number; name: string; wa_balance: number; cost_per_message: number; created_at: string }
+type Key = {
+  id: number
+  account_id: number
+  label: string
+  prefix: string
+  active: boolean
+  last_used_at: string | null
+  created_at: string
+}
+type LedgerRow = {
+  id: number
+  kind: string
+  amount: number
+  balance_after: number
+  message_id: number | null
+  note: string | null
+  created_at: string
+}
+type Template = { id: number; name: string; body: string; created_at: string }
+type Segment = { id: number; name: string; tag: string; contact_count: number; created_at: string }
+type Campaign = {
+  id: number
+  name: string
+  status: string
+  template_id: number
+  segment_id: number
+  schedule_at: string | null
+  created_at: string
+}
+type CampaignDetail = {
+  campaign: Campaign & { started_at: string | null; finished_at: string | null; pause_reason: string | null }
+  stats: { total: number; sent: number; delivered: number; read: number; failed: number }
+}
+type Delivery = {
+  id: number
+  webhook_id: string
+  message_sid: string | null
+  status: string
+  attempts: number
+  next_attempt_at: string | null
+  last_error: string | null
+  created_at: string
+  delivered_at: string | null
+}
+type Quarantined = { id: number; account_id: number; phone: string; cost: number; handoff_recoveries: number; quarantined_at: string }
+type Price = { cost_per_message: number; account_id: number | null; account_override: boolean }
+type User = { id: number; email: string; role: string; account_id: number | null; link: string }
+
+/** A name in running text, quoted, with control characters made visible. */
+const named = (name: string) => `"${cell(name, Infinity)}"`
+
+const PAGE_FLAGS: Record<string, Flag> = {
+  limit: { value: 'N', help: 'rows to show, 1 to 200 (default 50)' },
+  offset: { value: 'N', help: 'rows to skip (default 0)' },
+}
+function pageQuery(ctx: Context): string {
+  const query = new URLSearchParams()
+  if (ctx.flags.limit !== undefined) query.set('limit', String(ctx.integer('limit')))
+  if (ctx.flags.offset !== undefined) query.set('offset', String(ctx.integer('offset')))
+  return query.size ? `?${query}` : ''
+}
+const ids = (page: Page<{ id: number }>) => () => page.items.map((item) => item.id)
+
+const accountLine = (a: Account) =>
+  `balance ${amount(a.wa_balance)}, price ${amount(a.cost_per_message)} a message (${count(Math.floor(a.wa_balance / a.cost_per_message), 'message')} paid for)`
+
+const priceLine = (p: Price) =>
+  p.account_id === null
+    ? `price ${amount(p.cost_per_message)} a message, for every account without its own price`
+    : `price ${amount(p.cost_per_message)} a message for account ${p.account_id} (${p.account_override ? 'its own price' : 'the global price'})`
+
+function describeCampaign({ campaign: c, stats: s }: CampaignDetail): string {
+  const times = [
+    c.schedule_at && `scheduled ${c.schedule_at}`,
+    c.started_at && `started ${c.started_at}`,
+    c.finished_at && `finished ${c.finished_at}`,
+  ]
+  return [
+    `campaign ${c.id} ${named(c.name)}: ${c.status}${c.pause_reason ? ` (${c.pause_reason})` : ''}`,
+    `  total ${s.total}, sent ${s.sent}, delivered ${s.delivered}, read ${s.read}, failed ${s.failed}`,
+    ...(times.some(Boolean) ? [`  ${times.filter(Boolean).join(', ')}`] : []),
+  ].join('\n')
+}
+
+const accountColumns: Column<Account>[] = [
+  { header: 'ID', value: (a) => String(a.id), right: true },
+  { header: 'NAME', value: (a) => cell(a.name) },
+  { header: 'BALANCE', value: (a) => amount(a.wa_balance), right: true },
+  { header: 'PRICE', value: (a) => amount(a.cost_per_message), right: true },
+  { header: 'CREATED', value: (a) => a.created_at },
+]
+
+export const userCommands: Command[] = [
+  {
+    name: 'operator create',
+    args: ['EMAIL'],
+    summary: 'a dashboard operator, with a one-time link to set the password',
+    details: 'An operator sees and manages every account in the dashboard.',
+    example: 'bun run admin operator create ops@example.com',
+    async run(ctx) {
+      const user = await ctx.api.call<User>('POST', '/admin/v1/operators', { email: ctx.args.EMAIL })
+      return {
+        data: user,
+        text: () => [`operator ${user.email} created`, 'set the password with this one-time link (valid 72 hours):', user.link].join('\n'),
+      }
+    },
+  },
+  {
+    name: 'member invite',
+    args: ['ACCOUNT_ID', 'EMAIL'],
+    summary: 'a dashboard member of an account, with a one-time link to pass on',
+    example: 'bun run admin member invite "$ACCOUNT_ID" ana@example.com',
+    async run(ctx) {
+      const user = await ctx.api.call<User>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/members`, { email: ctx.args.EMAIL })
+      return {
+        data: user,
+        text: () =>
+          [`member ${user.email} of account ${user.account_id} invited`, 'pass on this one-time link (valid 72 hours):', user.link].join(
+            '\n',
+          ),
+      }
+    },
+  },
+]
+
+export const accountCommands: Command[] = [
+  {
+    name: 'account create',
+    args: ['NAME'],
+    summary: 'create an account',
+    example: 'bun run admin account create "Acme Retail" --balance 500000',
+    flags: { balance: { value: 'N', help: 'opening balance, recorded as a top-up (default 0)' }, quiet: QUIET },
+    async run(ctx) {
+      const body: Record<string, unknown> = { name: ctx.args.NAME }
+      if (ctx.flags.balance !== undefined) body.balance = ctx.integer('balance')
+      const account = await ctx.api.call<Account>('POST', '/admin/v1/accounts', body)
+      return {
+        data: account,
+        text: () => `account ${account.id} ${named(account.name)} created: ${accountLine(account)}`,
+        quiet: () => [account.id],
+      }
+    },
+  },
+  {
+    name: 'account list',
+    args: [],
+    summary: 'the accounts, newest first, with balance and price',
+    example: 'bun run admin account list',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<Account>>('GET', `/admin/v1/accounts${pageQuery(ctx)}`)
+      return { data: page, text: () => listing(page, ['account'], accountColumns, 'newest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'account show',
+    args: ['ACCOUNT_ID'],
+    summary: 'one account: balance, price, messages the balance pays for',
+    example: 'bun run admin account show "$ACCOUNT_ID"',
+    async run(ctx) {
+      const a = await ctx.api.call<Account>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}`)
+      return { data: a, text: () => `account ${a.id} ${named(a.name)}, created ${a.created_at}\n${accountLine(a)}` }
+    },
+  },
+  {
+    name: 'key create',
+    args: ['ACCOUNT_ID', 'LABEL'],
+    summary: 'a new API key for an account (the key is shown only this once)',
+    details: 'With --quiet it prints only the key, for a script to keep: KEY=$(bun run admin key create ... --quiet).',
+    example: 'bun run admin key create "$ACCOUNT_ID" "ERP production"',
+    flags: { quiet: { short: 'q', help: 'print only the key' } },
+    async run(ctx) {
+      const key = await ctx.api.call<Key & { key: string }>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/keys`, {
+        label: ctx.args.LABEL,
+      })
+      return {
+        data: key,
+        text: () => `key ${key.id} ${named(key.label)} of account ${key.account_id} (shown once, keep it now): ${key.key}`,
+        quiet: () => [key.key],
+      }
+    },
+  },
+  {
+    name: 'key list',
+    args: ['ACCOUNT_ID'],
+    summary: "an account's API keys (without the secrets)",
+    example: 'bun run admin key list "$ACCOUNT_ID"',
+    flags: { quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<Key>>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/keys`)
+      const columns: Column<Key>[] = [
+        { header: 'ID', value: (k) => String(k.id), right: true },
+        { header: 'KEY', value: (k) => `${k.prefix}…` },
+        { header: 'LABEL', value: (k) => cell(k.label) },
+        { header: 'STATUS', value: (k) => (k.active ? 'active' : 'inactive') },
+        { header: 'LAST USED', value: (k) => k.last_used_at ?? 'never' },
+        { header: 'CREATED', value: (k) => k.created_at },
+      ]
+      return { data: page, text: () => listing(page, ['key'], columns), quiet: ids(page) }
+    },
+  },
+  ...(['activate', 'deactivate'] as const).map((verb): Command => ({
+    name: `key ${verb}`,
+    args: ['KEY_ID'],
+    summary: `${verb} an API key (takes effect on its next request)`,
+    example: `bun run admin key ${verb} "$KEY_ID"`,
+    async run(ctx) {
+      const key = await ctx.api.call<Key>('PATCH', `/admin/v1/keys/${ctx.id('KEY_ID')}`, { active: verb === 'activate' })
+      return {
+        data: key,
+        text: () => `key ${key.id} ${named(key.label)} of account ${key.account_id} is now ${key.active ? 'active' : 'inactive'}`,
+      }
+    },
+  })),
+]
+
+export const moneyCommands: Command[] = [
+  {
+    name: 'topup',
+    args: ['ACCOUNT_ID', 'AMOUNT'],
+    summary: "add to an account's balance",
+    example: 'bun run admin topup "$ACCOUNT_ID" 250000 --note "invoice 2026-11"',
+    flags: { note: { value: 'TEXT', help: 'kept on the ledger row' } },
+    async run(ctx) {
+      const accountId = ctx.id('ACCOUNT_ID')
+      const added = ctx.integer('AMOUNT')
+      const note = ctx.flags.note
+      const result = await ctx.api.call<{ wa_balance: number }>('POST', `/admin/v1/accounts/${accountId}/topups`, {
+        amount: added,
+        ...(typeof note === 'string' ? { note } : {}),
+      })
+      return { data: result, text: () => `account ${accountId} topped up by ${amount(added)}: balance ${amount(result.wa_balance)}` }
+    },
+  },
+  {
+    name: 'price set',
+    args: ['AMOUNT'],
+    summary: "set the price of a message: global, or an account's own",
+    example: 'bun run admin price set 350',
+    flags: { account: { value: 'ACCOUNT_ID', help: "set this account's own price instead of the global one" } },
+    async run(ctx) {
+      const body: Record<string, unknown> = { cost_per_message: ctx.integer('AMOUNT') }
+      if (ctx.flags.account !== undefined) body.account_id = ctx.id('account')
+      const price = await ctx.api.call<Price>('PUT', '/admin/v1/price', body)
+      return { data: price, text: () => priceLine(price) }
+    },
+  },
+  {
+    name: 'price show',
+    args: [],
+    summary: 'the price in force: globally, or for one account',
+    example: 'bun run admin price show --account "$ACCOUNT_ID"',
+    flags: { account: { value: 'ACCOUNT_ID', help: 'the price this account pays (its own, or the global one)' } },
+    async run(ctx) {
+      const query = ctx.flags.account !== undefined ? `?account_id=${ctx.id('account')}` : ''
+      const price = await ctx.api.call<Price>('GET', `/admin/v1/price${query}`)
+      return { data: price, text: () => priceLine(price) }
+    },
+  },
+  {
+    name: 'ledger',
+    args: ['ACCOUNT_ID'],
+    summary: "an account's ledger: every balance change, newest first",
+    example: 'bun run admin ledger "$ACCOUNT_ID" --limit 20',
+    flags: PAGE_FLAGS,
+    async run(ctx) {
+      const page = await ctx.api.call<Page<LedgerRow>>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/ledger${pageQuery(ctx)}`)
+      const columns: Column<LedgerRow>[] = [
+        { header: 'ID', value: (r) => String(r.id), right: true },
+        { header: 'TIME', value: (r) => r.created_at },
+        { header: 'KIND', value: (r) => r.kind },
+        { header: 'AMOUNT', value: (r) => amount(r.amount, true), right: true },
+        { header: 'BALANCE', value: (r) => amount(r.balance_after), right: true },
+        { header: 'MESSAGE', value: (r) => cell(r.message_id), right: true },
+        { header: 'NOTE', value: (r) => cell(r.note) },
+      ]
+      return { data: page, text: () => listing(page, ['ledger row'], columns, 'newest first') }
+    },
+  },
+]
+
+export const campaignCommands: Command[] = [
+  {
+    name: 'template create',
+    args: ['ACCOUNT_ID', 'NAME', 'BODY'],
+    summary: 'a campaign template; BODY may use {{name}}, {{phone}}, {{email}}, {{city}}',
+    example: 'bun run admin template create "$ACCOUNT_ID" "November promo" "Hi {{name}}, 20% off in {{city}} this week"',
+    flags: { quiet: QUIET },
+    async run(ctx) {
+      const t = await ctx.api.call<Template>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/templates`, {
+        name: ctx.args.NAME,
+        body: ctx.args.BODY,
+      })
+      return { data: t, text: () => `template ${t.id} ${named(t.name)} created: ${cell(t.body, Infinity)}`, quiet: () => [t.id] }
+    },
+  },
+  {
+    name: 'template list',
+    args: ['ACCOUNT_ID'],
+    summary: "an account's templates, newest first",
+    example: 'bun run admin template list "$ACCOUNT_ID"',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<Template>>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/templates${pageQuery(ctx)}`)
+      const columns: Column<Template>[] = [
+        { header: 'ID', value: (t) => String(t.id), right: true },
+        { header: 'NAME', value: (t) => cell(t.name, 30) },
+        { header: 'BODY', value: (t) => cell(t.body, 60) },
+        { header: 'CREATED', value: (t) => t.created_at },
+      ]
+      return { data: page, text: () => listing(page, ['template'], columns, 'newest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'segment create',
+    args: ['ACCOUNT_ID', 'NAME', 'TAG'],
+    summary: "a segment: the account's contacts with TAG (case-insensitive)",
+    example: 'bun run admin segment create "$ACCOUNT_ID" "VIP customers" vip',
+    flags: { quiet: QUIET },
+    async run(ctx) {
+      const s = await ctx.api.call<Segment>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/segments`, {
+        name: ctx.args.NAME,
+        tag: ctx.args.TAG,
+      })
+      return {
+        data: s,
+        text: () => `segment ${s.id} ${named(s.name)} created: tag ${named(s.tag)}, ${count(s.contact_count, 'contact')} now`,
+        quiet: () => [s.id],
+      }
+    },
+  },
+  {
+    name: 'segment list',
+    args: ['ACCOUNT_ID'],
+    summary: "an account's segments with their contact counts, newest first",
+    example: 'bun run admin segment list "$ACCOUNT_ID"',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<Segment>>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/segments${pageQuery(ctx)}`)
+      const columns: Column<Segment>[] = [
+        { header: 'ID', value: (s) => String(s.id), right: true },
+        { header: 'NAME', value: (s) => cell(s.name, 30) },
+        { header: 'TAG', value: (s) => cell(s.tag, 30) },
+        { header: 'CONTACTS', value: (s) => amount(s.contact_count), right: true },
+        { header: 'CREATED', value: (s) => s.created_at },
+      ]
+      return { data: page, text: () => listing(page, ['segment'], columns, 'newest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'campaign list',
+    args: ['ACCOUNT_ID'],
+    summary: "an account's campaigns, newest first",
+    example: 'bun run admin campaign list "$ACCOUNT_ID"',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<Campaign>>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/campaigns${pageQuery(ctx)}`)
+      const columns: Column<Campaign>[] = [
+        { header: 'ID', value: (c) => String(c.id), right: true },
+        { header: 'NAME', value: (c) => cell(c.name, 30) },
+        { header: 'STATUS', value: (c) => c.status },
+        { header: 'TEMPLATE', value: (c) => String(c.template_id), right: true },
+        { header: 'SEGMENT', value: (c) => String(c.segment_id), right: true },
+        { header: 'SCHEDULED', value: (c) => c.schedule_at ?? '-' },
+        { header: 'CREATED', value: (c) => c.created_at },
+      ]
+      return { data: page, text: () => listing(page, ['campaign'], columns, 'newest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'campaign show',
+    args: ['CAMPAIGN_ID'],
+    summary: 'a campaign of any account, with its live stats',
+    example: 'bun run admin campaign show "$CAMPAIGN_ID"',
+    async run(ctx) {
+      const detail = await ctx.api.call<CampaignDetail>('GET', `/admin/v1/campaigns/${ctx.id('CAMPAIGN_ID')}`)
+      return { data: detail, text: () => describeCampaign(detail) }
+    },
+  },
+  ...(
+    [
+      ['run', 'run a draft campaign: now, or at its schedule_at'],
+      ['resume', 'resume a campaign paused for lack of balance (after a top-up)'],
+      ['cancel', 'cancel a campaign that has not finished'],
+    ] as const
+  ).map(([verb, summary]): Command => ({
+    name: `campaign ${verb}`,
+    args: ['CAMPAIGN_ID'],
+    summary,
+    example: `bun run admin campaign ${verb} "$CAMPAIGN_ID"`,
+    async run(ctx) {
+      const detail = await ctx.api.call<CampaignDetail>('POST', `/admin/v1/campaigns/${ctx.id('CAMPAIGN_ID')}/${verb}`)
+      return { data: detail, text: () => describeCampaign(detail) }
+    },
+  })),
+]
+
+export const deliveryCommands: Command[] = [
+  {
+    name: 'deliveries',
+    args: ['KEY_ID'],
+    summary: "a key's webhook deliveries, newest first",
+    example: 'bun run admin deliveries "$KEY_ID" --status failed',
+    flags: { status: { value: 'STATUS', help: 'only pending, delivered or failed ones' }, ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const query = new URLSearchParams(pageQuery(ctx))
+      if (typeof ctx.flags.status === 'string') query.set('status', ctx.flags.status)
+      const page = await ctx.api.call<Page<Delivery>>(
+        'GET',
+        `/admin/v1/keys/${ctx.id('KEY_ID')}/deliveries${query.size ? `?${query}` : ''}`,
+      )
+      const columns: Column<Delivery>[] = [
+        { header: 'ID', value: (d) => String(d.id), right: true },
+        { header: 'STATUS', value: (d) => d.status },
+        { header: 'ATTEMPTS', value: (d) => String(d.attempts), right: true },
+        { header: 'MESSAGE', value: (d) => d.message_sid ?? 'test event' },
+        { header: 'CREATED', value: (d) => d.created_at },
+        { header: 'DELIVERED / NEXT TRY', value: (d) => d.delivered_at ?? d.next_attempt_at ?? '-' },
+        { header: 'LAST ERROR', value: (d) => cell(d.last_error, 60) },
+      ]
+      return { data: page, text: () => listing(page, ['delivery', 'deliveries'], columns, 'newest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'replay',
+    args: ['DELIVERY_ID'],
+    summary: 'deliver one webhook event again now (same webhook-id)',
+    example: 'bun run admin replay "$(bun run admin deliveries "$KEY_ID" --status failed --quiet | head -n 1)"',
+    async run(ctx) {
+      const d = await ctx.api.call<Delivery>('POST', `/admin/v1/deliveries/${ctx.id('DELIVERY_ID')}/replay`)
+      return { data: d, text: () => `delivery ${d.id} queued again (webhook-id ${d.webhook_id}, as before)` }
+    },
+  },
+  {
+    name: 'replay-failed',
+    args: ['KEY_ID'],
+    summary: "deliver again a key's failed events created since TIME",
+    example: 'bun run admin replay-failed "$KEY_ID" --since "2026-11-21 00:00:00"',
+    flags: {
+      since: {
+        value: 'TIME',
+        required: true,
+        help: 'failed deliveries created at or after TIME, "YYYY-MM-DD HH:MM:SS" in the service\'s TIMEZONE',
+      },
+    },
+    async run(ctx) {
+      const since = ctx.flags.since
+      const result = await ctx.api.call<{ replayed: number }>('POST', `/admin/v1/keys/${ctx.id('KEY_ID')}/deliveries/replay`, { since })
+      return { data: result, text: () => `${count(result.replayed, 'failed delivery', 'failed deliveries')} queued again` }
+    },
+  },
+]
+
+export const quarantineCommands: Command[] = [
+  {
+    name: 'quarantine',
+    args: [],
+    summary: 'messages whose hand-off outcome could not be recorded',
+    example: 'bun run admin quarantine',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<Quarantined>>('GET', `/admin/v1/quarantine${pageQuery(ctx)}`)
+      const columns: Column<Quarantined>[] = [
+        { header: 'ID', value: (m) => String(m.id), right: true },
+        { header: 'ACCOUNT', value: (m) => String(m.account_id), right: true },
+        { header: 'PHONE', value: (m) => m.phone },
+        { header: 'COST', value: (m) => amount(m.cost), right: true },
+        { header: 'RECOVERIES', value: (m) => String(m.handoff_recoveries), right: true },
+        { header: 'QUARANTINED', value: (m) => m.quarantined_at },
+      ]
+      return { data: page, text: () => listing(page, ['quarantined message'], columns, 'newest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'settle',
+    args: ['MESSAGE_ID', 'sent|refund'],
+    summary: 'settle a quarantined message: sent (the provider has it) or refund',
+    details:
+      'MESSAGE_ID is one of `bun run admin quarantine`. Check the message with the provider first: `sent` keeps its charge, ' +
+      '`refund` marks it failed and refunds it, once.',
+    example: 'bun run admin settle 42 refund',
+    async run(ctx) {
+      const outcome = ctx.args['sent|refund']
+      const id = ctx.id('MESSAGE_ID')
+      const result = await ctx.api.call<{ id: number; outcome: string }>('POST', `/admin/v1/quarantine/${id}/settle`, { outcome })
+      return { data: result, text: () => (outcome === 'refund' ? `message ${id} failed and refunded` : `message ${id} kept as sent`) }
+    },
+  },
+]

@@ -1,0 +1,98 @@
+// Help texts, all derived from the command table: the command list, a group's subcommands, and one
+// command's usage, options and example.
+
+import { quote, resolve, subcommandsOf, usageLine, UsageError } from './args'
+import { GLOBAL_FLAGS, type Command, type Flag } from './command'
+
+const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith('.') ? '' : '.'}`
+
+/** Words joined into lines of at most `width` characters, continued `indent` spaces in. */
+function wrap(text: string, indent: number, width = 100): string {
+  const lines = ['']
+  for (const word of text.split(' ')) {
+    const last = lines.length - 1
+    if (lines[last] && indent + lines[last]!.length + 1 + word.length > width) lines.push(word)
+    else lines[last] = lines[last] ? `${lines[last]} ${word}` : word
+  }
+  return lines.join(`\n${' '.repeat(indent)}`)
+}
+
+/** Two columns; the right one wraps, continued under itself. */
+function aligned(rows: [string, string][]): string[] {
+  const width = Math.max(...rows.map(([left]) => left.length))
+  return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${wrap(right, 2 + width + 2, 110)}`)
+}
+
+const flagRows = (flags: Record<string, Flag>): [string, string][] =>
+  Object.entries(flags).map(([name, f]) => [`--${name}${f.value ? ` ${f.value}` : ''}${f.short ? `, -${f.short}` : ''}`, f.help])
+
+const synopsis = (c: Command) =>
+  [
+    c.name,
+    ...c.args,
+    ...Object.entries(c.flags ?? {})
+      .filter(([, f]) => f.required)
+      .map(([name, f]) => `--${name} ${f.value}`),
+  ].join(' ')
+
+export function overview(commands: Command[]): string {
+  return [
+    "bun run admin: the operator's command line, a client of the running service's admin API",
+    '',
+    'usage: bun run admin <command> [arguments] [options]',
+    '',
+    'commands:',
+    ...aligned([
+      ['help [COMMAND]', "this list, or a command's usage, options and example"],
+      ...commands.map((c): [string, string] => [synopsis(c), c.summary]),
+    ]),
+    '',
+    'options of every command:',
+    ...aligned(flagRows(GLOBAL_FLAGS)),
+    '',
+    'The service is found at --url, or from HOST and PORT as the service reads them (default',
+    'http://127.0.0.1:3000); the admin token is ADMIN_TOKEN, or the file DATA_DIR/admin-token that the service',
+    'writes on its first start.',
+    'More on a command: bun run admin <command> --help (or bun run admin help <command>).',
+    '',
+  ].join('\n')
+}
+
+function groupHelp(commands: Command[], group: string): string {
+  const members = subcommandsOf(commands, group).map((sub) => commands.find((c) => c.name === `${group} ${sub}`)!)
+  return [
+    `usage: bun run admin ${group} <${members.map((c) => c.name.slice(group.length + 1)).join('|')}> [arguments] [options]`,
+    '',
+    ...aligned(members.map((c): [string, string] => [synopsis(c), c.summary])),
+    '',
+    `More on one: bun run admin ${group} <subcommand> --help`,
+    '',
+  ].join('\n')
+}
+
+function commandHelp(command: Command): string {
+  const { version: _, ...globals } = GLOBAL_FLAGS
+  return [
+    `usage: ${usageLine(command)}`,
+    '',
+    wrap(`${sentence(command.summary)}${command.details ? ` ${command.details}` : ''}`, 0),
+    '',
+    'options:',
+    ...aligned(flagRows({ ...command.flags, ...globals })),
+    '',
+    'example:',
+    `  ${command.example}`,
+    '',
+  ].join('\n')
+}
+
+/** The help for `help [words]` or `[words] --help`: the overview, a group's, or a command's. */
+export function helpText(commands: Command[], topic: string[]): string {
+  if (topic.length === 0) return overview(commands)
+  if (topic[0] === 'help') return overview(commands)
+  const found = resolve(commands, topic)
+  const extra = topic[found.used]
+  if (extra !== undefined)
+    throw new UsageError(`no help topic ${quote(topic.join(' '))}`, `try: bun run admin help ${topic.slice(0, found.used).join(' ')}`)
+  return found.command ? commandHelp(found.command) : groupHelp(commands, found.group!)
+}

@@ -1,0 +1,65 @@
+// What the two API reference documents say beyond their routes: titles, descriptions, the order and
+// descriptions of tags, and the integrator's webhook.
+
+import { t, type DocumentDecoration } from 'elysia'
+import { envelopeOf, errorsOf } from '../http/openapi'
+import type { DocumentsOptions } from './openapi'
+import { DOCS } from './paths'
+import { WEBHOOKS, WEBHOOK_SCHEMAS } from './webhooks'
+
+const API_DESCRIPTION = `Prepaid messaging API. Every response is an envelope: \`{success: true, data}\` or
+\`{success: false, error, code, request_id}\` (\`request_id\` is also the \`x-request-id\` header). Authenticate with \`Authorization: Bearer <API_KEY>\`.
+Request bodies are JSON only: any other \`Content-Type\` is 415 \`UNSUPPORTED_MEDIA_TYPE\`, and a body field
+the endpoint does not know is 400 naming it (\`mediaUrl: unknown field\`). 400 \`VALIDATION_ERROR\` means the
+request has the wrong shape (not JSON, a missing or unknown field, a wrong JSON type); 422
+\`VALIDATION_ERROR\` means the shape is right but a value is not acceptable. Timestamps are
+\`YYYY-MM-DD HH:MM:SS\` in the service's configured time zone. Every error answer an operation can give is
+listed under it, with its possible \`code\` values.
+
+The \`message.status\` events POSTed to your webhook URL, with their signature headers, are under **Webhooks**.
+Operators: the admin API (accounts, keys, top-ups, prices, webhook deliveries) and the provider callbacks are
+described separately, at [${DOCS.admin.page}](${DOCS.admin.page}).`
+
+const ADMIN_DESCRIPTION = `The operator's API: accounts, API keys, top-ups and prices, templates, segments and campaign runs,
+webhook deliveries, dashboard users (the dashboard's backend and \`bun run admin\`'s). Authenticate with
+\`Authorization: Bearer <ADMIN_TOKEN>\` (the \`ADMIN_TOKEN\` setting, or the token generated into
+\`DATA_DIR/admin-token\`). Also here: the provider callbacks (called by the messaging provider, signed, no
+credentials of ours) and the health checks. Responses use the same envelope as the integrator's API,
+described at [${DOCS.api.page}](${DOCS.api.page}).`
+
+export const DOCUMENTS: DocumentsOptions = {
+  api: {
+    info: { title: 'Prepaid Messaging API', version: '1.0.0', description: API_DESCRIPTION },
+    webhooks: WEBHOOKS,
+    schemas: WEBHOOK_SCHEMAS,
+  },
+  admin: { info: { title: 'Prepaid Messaging API: admin', version: '1.0.0', description: ADMIN_DESCRIPTION } },
+  tags: [
+    { name: 'Balance', description: 'Prepaid balance' },
+    { name: 'Messages', description: 'Send and read messages' },
+    { name: 'Contacts', description: "The account's contacts" },
+    { name: 'Campaigns', description: 'Campaign drafts and their statistics (run from the dashboard)' },
+    { name: 'Webhooks', description: 'The callback URL for message-status events, one per API key' },
+    { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
+    { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
+    { name: 'Provider callbacks', description: 'Status reports from the messaging provider (signed, no API key)' },
+    { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators (no credentials)' },
+  ],
+}
+
+/**
+ * The answers of a health check, for its `detail.responses` (a response model would also make Elysia
+ * check the handler's answer at run time: not wanted on the probe a load balancer polls).
+ */
+export function healthAnswers(status: string, ...errors: number[]): DocumentDecoration['responses'] {
+  const answers: Record<string, any> = {
+    200: {
+      description: `status \`${status}\``,
+      content: { 'application/json': { schema: envelopeOf(t.Object({ status: t.Literal(status) })) } },
+    },
+  }
+  for (const [code, schema] of Object.entries(errorsOf(...errors))) {
+    answers[code] = { description: schema.description, content: { 'application/json': { schema } } }
+  }
+  return answers
+}

@@ -1,0 +1,252 @@
+// The OpenAPI 3.1 documents, generated from the app's own routes (their TypeBox models and `detail`),
+// so a new route appears by itself. Two documents, split by path prefix: the integrator's (`/api/...`,
+// what an API key can do, with the `message.status` webhook) and the operator's (everything else: the
+// admin API, provider callbacks, health). The docs and the dashboard are in neither.
+//
+// After generation the schemas are made plain for code generators: Elysia's t.Integer (an `anyOf` of
+// a numeric string and an integer, for query strings) becomes a plain integer, and so does a decimal
+// path or query parameter. Every operation lists every error answer the service can give it, each
+// with its possible `code` values.
+
+import { Kind } from '@sinclair/typebox'
+import { ERROR_STATUS } from '../http/errors'
+import { errorsOf } from '../http/openapi'
+import { DECIMAL } from '../http/models'
+import { HEALTH_PATHS } from '../http/shell'
+import type { RouteInfo } from '../http/routes'
+
+type Json = Record<string, any>
+export type OpenApiDocument = Json & { openapi: string; paths: Record<string, Record<string, Json>> }
+
+type Hooks = { body?: unknown; query?: unknown; params?: unknown; headers?: unknown; response?: unknown; detail?: Json }
+export type DocumentedRoute = RouteInfo & { hooks?: Hooks }
+
+export type Audience = 'api' | 'admin'
+export type Tag = { name: string; description?: string }
+
+export type DocumentsOptions = {
+  api: { info: Json; webhooks?: Json; schemas?: Json }
+  admin: { info: Json }
+  tags: Tag[]
+}
+
+const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'])
+
+/** Which document a path belongs to; null for the docs themselves and the dashboard (pages, not API). */
+export function audienceOf(path: string): Audience | null {
+  const under = (prefix: string) => path === prefix || path.startsWith(`${prefix}/`)
+  if (under('/docs') || under('/dashboard')) return null
+  return path.startsWith('/api/') ? 'api' : 'admin'
+}
+
+const SECURITY_SCHEMES = {
+  api: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, `pm_...` (created in the dashboard)' } },
+  admin: {
+    adminToken: {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'The admin token: `ADMIN_TOKEN`, or the one generated into `DATA_DIR/admin-token`',
+    },
+  },
+}
+
+/** The credentials a path needs, as the shell checks them (http/shell.ts). */
+function securityOf(path: string): Json[] {
+  if (path.startsWith('/api/v1/')) return [{ apiKey: [] }]
+  if (path.startsWith('/admin/v1/')) return [{ adminToken: [] }]
+  return []
+}
+
+/** Both documents, for the routes of the composed app. */
+export function openApiDocuments(routes: DocumentedRoute[], options: DocumentsOptions): Record<Audience, OpenApiDocument> {
+  const paths: Record<Audience, Record<string, Record<string, Json>>> = { api: {}, admin: {} }
+  for (const route of routes) {
+    const method = route.method.toLowerCase()
+    if (!METHODS.has(method) || method === 'options' || route.path.includes('*')) continue
+    if (route.hooks?.detail?.hide === true) continue
+    const audience = audienceOf(route.path)
+    if (!audience) continue
+    const path = openApiPath(route.path)
+    ;(paths[audience][path] ??= {})[method] = operationOf(route, path)
+  }
+  const document = (audience: Audience, info: Json, extra: Json = {}): OpenApiDocument =>
+    plain({
+      openapi: '3.1.0',
+      info,
+      tags: tagsUsed(paths[audience], options.tags),
+      paths: paths[audience],
+      ...extra,
+      components: { ...extra.components, securitySchemes: SECURITY_SCHEMES[audience] },
+    }) as OpenApiDocument
+  return {
+    api: document('api', options.api.info, {
+      webhooks: options.api.webhooks,
+      components: { schemas: options.api.schemas },
+    }),
+    admin: document('admin', options.admin.info),
+  }
+}
+
+const openApiPath = (path: string) =>
+  path
+    .split('/')
+    .map((part) => (part.startsWith(':') ? `{${part.slice(1).replace(/\?$/, '')}}` : part))
+    .join('/')
+
+/** `getApiV1MessagesByMessageSid`: stable and unique per method and path. */
+function operationId(method: string, path: string): string {
+  const words = path
+    .split('/')
+    .flatMap((part) => (part.startsWith('{') ? ['by', ...part.slice(1, -1).split(/[^A-Za-z0-9]+/)] : part.split(/[^A-Za-z0-9]+/)))
+  return method + words.map((word) => word.charAt(0).toUpperCase() + word.slice(1)).join('')
+}
+
+/** A schema as JSON: TypeBox's symbols (kinds, transforms) dropped. */
+const toJson = (schema: unknown): Json => JSON.parse(JSON.stringify(schema))
+
+function parametersOf(where: 'path' | 'query' | 'header', schema: unknown): Json[] {
+  if (!schema || typeof schema !== 'object') return []
+  const object = toJson(schema)
+  const required = new Set<string>(object.required ?? [])
+  return Object.entries((object.properties ?? {}) as Record<string, Json>).map(([name, property]) => {
+    const { description, ...rest } = property
+    return { name, in: where, required: where === 'path' || required.has(name), description, schema: rest }
+  })
+}
+
+function responsesOf(response: unknown): Record<string, Json> {
+  if (!response || typeof response !== 'object') return {}
+  const byStatus = Kind in (response as object) ? { 200: response } : (response as Record<string, unknown>)
+  const out: Record<string, Json> = {}
+  for (const [status, schema] of Object.entries(byStatus)) {
+    if (!schema || typeof schema !== 'object') continue
+    const json = toJson(schema)
+    const empty = json.type === 'null' || json.type === 'void' || json.type === 'undefined'
+    out[status] = {
+      description: json.description ?? (Number(status) < 400 ? 'Success' : 'Error'),
+      ...(empty ? {} : { content: { 'application/json': { schema: json } } }),
+    }
+  }
+  return out
+}
+
+function operationOf(route: DocumentedRoute, path: string): Json {
+  const method = route.method.toLowerCase()
+  const hooks = route.hooks ?? {}
+  const { hide: _hide, responses: detailResponses, ...detail } = hooks.detail ?? {}
+  const parameters = [
+    ...parametersOf('path', hooks.params),
+    ...parametersOf('query', hooks.query),
+    ...parametersOf('header', hooks.headers),
+  ]
+  for (const match of path.matchAll(/\{([^}]+)\}/g)) {
+    if (!parameters.some((p) => p.in === 'path' && p.name === match[1])) {
+      parameters.unshift({ name: match[1], in: 'path', required: true, schema: { type: 'string' } })
+    }
+  }
+  const operation: Json = {
+    operationId: operationId(method, path),
+    security: securityOf(route.path),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    // The API takes JSON bodies only (anything else is 415).
+    ...(hooks.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(hooks.body) } } } } : {}),
+    ...detail,
+  }
+  operation.responses = withErrorAnswers(route.path, operation, { ...responsesOf(hooks.response), ...detailResponses })
+  return operation
+}
+
+/**
+ * Every error answer the service can give an operation, whether or not its route names it: the
+ * shell's (authentication, HTTPS, body rules, parameters) and the 500. A route's own description
+ * of a status is kept. Each error answer's `code` lists its possible values.
+ */
+function withErrorAnswers(path: string, operation: Json, declared: Record<string, Json>): Record<string, Json> {
+  const statuses = new Set([400, 422, 500]) // any parameter can be malformed or carry a NUL; anything can fail
+  if (!HEALTH_PATHS.has(path)) statuses.add(403) // REQUIRE_HTTPS
+  const credentialed = securityOf(path).length > 0 // the API and the admin API, where the shell's body rules apply
+  if (credentialed) statuses.add(401)
+  if (path.includes(':')) statuses.add(404) // an id no record can have
+  if (operation.requestBody) statuses.add(413)
+  if (operation.requestBody?.content?.['application/json']) {
+    statuses.add(503) // a big JSON body waits for its turn to be parsed, at most 5 s
+    if (credentialed) statuses.add(415) // JSON only
+  }
+  const responses: Record<string, Json> = { ...declared }
+  if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses[200] = { description: 'Success' }
+  for (const status of statuses) {
+    if (responses[status]) continue
+    const schema = errorsOf(status)[status]!
+    responses[status] = { description: schema.description ?? 'Error', content: { 'application/json': { schema: toJson(schema) } } }
+  }
+  const idempotent = (operation.parameters ?? []).some((p: Json) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
+  for (const [status, response] of Object.entries(responses)) {
+    const schema = response.content?.['application/json']?.schema
+    if (Number(status) < 400 || !schema?.properties?.code) continue
+    const codes = codesOf(Number(status)).filter(
+      (code) =>
+        (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
+        // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
+        (code !== 'FORBIDDEN' || status in declared),
+    )
+    // A copy: schemas given in a route's detail may share their properties object with other answers.
+    response.content['application/json'].schema = {
+      ...schema,
+      properties: { ...schema.properties, code: { ...schema.properties.code, type: 'string', enum: codes } },
+    }
+  }
+  return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
+}
+
+/** The codes an error status can carry (errors.ts's table; 422 is also VALIDATION_ERROR's). */
+function codesOf(status: number): string[] {
+  const codes = Object.entries(ERROR_STATUS)
+    .filter(([, s]) => s === status)
+    .map(([code]) => code)
+  if (status === 422) codes.unshift('VALIDATION_ERROR')
+  return codes
+}
+
+function tagsUsed(paths: Record<string, Record<string, Json>>, table: Tag[]): Tag[] {
+  const used = new Set<string>()
+  for (const operations of Object.values(paths)) for (const op of Object.values(operations)) for (const tag of op.tags ?? []) used.add(tag)
+  const known = table.filter((tag) => used.has(tag.name))
+  const unknown = [...used].filter((name) => !table.some((tag) => tag.name === name)).map((name) => ({ name }))
+  return [...known, ...unknown]
+}
+
+const NUMERIC_STRING_FORMATS = new Set(['integer', 'numeric', 'number'])
+
+/**
+ * Plain schemas for code generators, bottom-up: Elysia's `anyOf: [{type: string, format: integer},
+ * {type: integer}]` becomes the integer alone, a decimal path or query parameter an integer, and a
+ * union of literals of one type an `enum`.
+ */
+function plain(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(plain)
+  if (!node || typeof node !== 'object') return node
+  const out: Json = {}
+  for (const [key, value] of Object.entries(node)) out[key] = key === 'examples' || key === 'example' ? value : plain(value)
+  if (Array.isArray(out.anyOf) && out.anyOf.length === 2) {
+    const numeric = out.anyOf.find((s: Json) => s?.type === 'integer' || s?.type === 'number')
+    const text = out.anyOf.find((s: Json) => s?.type === 'string' && NUMERIC_STRING_FORMATS.has(s.format))
+    if (numeric && text) {
+      const { anyOf: _anyOf, ...annotations } = out
+      return { ...numeric, ...annotations }
+    }
+  }
+  if (Array.isArray(out.anyOf) && out.anyOf.length > 1) {
+    const branches = out.anyOf as Json[]
+    const type = branches[0]?.type
+    const literals = branches.every((b) => 'const' in b && b.type === type && Object.keys(b).length === 2)
+    if (literals) {
+      const { anyOf: _anyOf, ...annotations } = out
+      return { type, enum: branches.map((b) => b.const), ...annotations }
+    }
+  }
+  if (out.type === 'string' && out.pattern === DECIMAL) {
+    const { pattern: _pattern, examples, ...rest } = out
+    return { ...rest, type: 'integer', ...(Array.isArray(examples) ? { examples: examples.map(Number) } : {}) }
+  }
+  return out
+}

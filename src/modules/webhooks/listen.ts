@@ -1,0 +1,235 @@
+// `admin webhook listen`: a key's message.status events streamed to a developer's machine as they
+// happen (server-sent events), each signed as a delivery would be, for the command line to forward to
+// a local receiver. Streaming changes no delivery: the events are read, never claimed or updated.
+//
+// Everything goes through the database, so it works with several instances on one PostgreSQL: a
+// listener row (webhook_listeners) tells every instance's state machine to record the key's events
+// even when it has no URL (status listen_only), and the stream follows the key's webhook_events rows
+// by id, woken in-process by eventsCommitted, by NOTIFY on PostgreSQL, and polling every second.
+//
+// Rows do not commit in id order when transactions run concurrently (a lower id can appear after a
+// higher one was read). So the stream keeps a floor below which everything has been sent, moves it
+// only over rows older than SETTLE_SECONDS (by then their transaction has long finished), and
+// remembers which rows above it it has already sent.
+
+import type { Deps } from '../../deps'
+import type { Sql } from '../../db/client'
+import { log } from '../../lib/log'
+import { newSigningSecret } from '../../lib/keys'
+import { EVENTS_CHANNEL, onEventsCommitted } from '../status/notify'
+import { signPayload } from './sender'
+import { newWebhookId, testPayloadSql } from './service'
+
+/** Events are recorded for a listened key until this long after its last listener's last heartbeat. */
+export const LISTEN_SECONDS = 30
+const HEARTBEAT_MS = 10_000
+const POLL_MS = 1_000
+/** A comment line this often keeps proxies (and the command line's dead-connection check) content. */
+const KEEPALIVE_MS = 15_000
+const SETTLE_SECONDS = 10
+const PAGE = 200
+
+/** The body exactly as a delivery sends it, and the headers that go with it (signed now). */
+export type SignedEvent = { webhook_id: string; headers: Record<string, string>; body: string }
+
+function sign(secret: string, webhookId: string, body: string): SignedEvent {
+  const timestamp = Math.floor(Date.now() / 1000)
+  return {
+    webhook_id: webhookId,
+    headers: {
+      'content-type': 'application/json',
+      'webhook-id': webhookId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signPayload(secret, webhookId, timestamp, body),
+    },
+    body,
+  }
+}
+
+/**
+ * The key's listen secret, made on its first use and kept. With `listening`, the key's events are
+ * recorded from now until LISTEN_SECONDS from now (extended, never shortened: other listeners may run).
+ */
+export async function listenSecret(sql: Sql, keyId: number, listening: boolean): Promise<string> {
+  const [row] = await sql<{ signing_secret: string }[]>`
+    insert into webhook_listeners (api_key_id, signing_secret, listening_until)
+    values (${keyId}, ${newSigningSecret()}, now() + make_interval(secs => ${listening ? LISTEN_SECONDS : 0}))
+    on conflict (api_key_id) do update
+      set listening_until = greatest(webhook_listeners.listening_until, excluded.listening_until)
+    returning signing_secret`
+  return row!.signing_secret
+}
+
+/** What events of the key are signed with: the registered URL's secret, else the listen secret. */
+async function signingKeys(sql: Sql, keyId: number) {
+  const [row] = await sql<{ url: string | null; registered: string | null; listen: string | null }[]>`
+    select w.url, w.signing_secret as registered, l.signing_secret as listen
+    from api_keys k
+    left join webhook_endpoints w on w.api_key_id = k.id
+    left join webhook_listeners l on l.api_key_id = k.id
+    where k.id = ${keyId}`
+  return row
+}
+
+/**
+ * A test event (as sendTestEvent's) signed for the caller to send itself: nothing is recorded or
+ * delivered. Signed with the registered URL's secret, or the listen secret when there is none.
+ */
+export async function signedTestEvent(sql: Sql, timezone: string, keyId: number): Promise<SignedEvent> {
+  const keys = await signingKeys(sql, keyId)
+  const secret = keys?.registered ?? (await listenSecret(sql, keyId, false))
+  const [row] = await sql<{ body: string }[]>`select ${testPayloadSql(sql, timezone)} as body`
+  return sign(secret, newWebhookId(), row!.body)
+}
+
+/** The `ready` event: the registered URL, and the listen secret when events are signed with it. */
+export async function startListening(sql: Sql, keyId: number) {
+  const listen = await listenSecret(sql, keyId, true)
+  const keys = await signingKeys(sql, keyId)
+  return { key_id: keyId, url: keys?.url ?? null, signing_secret: keys?.registered ? null : listen }
+}
+
+type EventRow = { id: number; webhook_id: string; payload: string; settled: boolean }
+
+/** The key's events above `after`, oldest first, one index range per status (webhook_events_by_key). */
+async function eventsAfter(sql: Sql, keyId: number, after: number): Promise<EventRow[]> {
+  return sql<EventRow[]>`
+    select e.id, e.webhook_id, e.payload, e.created_at < now() - make_interval(secs => ${SETTLE_SECONDS}) as settled
+    from unnest(array['pending', 'delivered', 'failed', 'listen_only']) s(status)
+    cross join lateral (
+      select id, webhook_id, payload, created_at from webhook_events w
+      where w.api_key_id = ${keyId} and w.status = s.status and w.id > ${after}
+      order by w.id
+      limit ${PAGE}
+    ) e
+    order by e.id
+    limit ${PAGE}`
+}
+
+// Open streams, ended when the service stops (an endless response would hold the shutdown).
+const openStreams = new Set<() => void>()
+
+export function endListenStreams(): void {
+  for (const end of openStreams) end()
+}
+
+/**
+ * The stream after the `ready` event: the key's events with a higher id than `after` (the client's
+ * Last-Event-ID), or from now on. Ends when the client goes away, on a database error (the client
+ * reconnects with its Last-Event-ID) or when the service stops.
+ */
+export function listenStream(
+  deps: Pick<Deps, 'sql' | 'config'>,
+  keyId: number,
+  ready: object,
+  after: number | null,
+  signal: AbortSignal,
+): ReadableStream<Uint8Array> {
+  const { sql } = deps
+  const encoder = new TextEncoder()
+  let closed = false
+  let wakeUp: (() => void) | undefined
+  let woken = false
+  const wake = () => {
+    woken = true
+    wakeUp?.()
+  }
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || closed) return resolve()
+      const timer = setTimeout(done, ms)
+      function done() {
+        clearTimeout(timer)
+        wakeUp = undefined
+        resolve()
+      }
+      wakeUp = done
+    })
+  const close = () => {
+    closed = true
+    wakeUp?.()
+  }
+
+  return new ReadableStream<Uint8Array>({
+    start(controller) {
+      let lastWrite = Date.now()
+      const write = (text: string) => {
+        if (closed) return
+        controller.enqueue(encoder.encode(text))
+        lastWrite = Date.now()
+      }
+      openStreams.add(close)
+      signal.addEventListener('abort', close)
+      const unsubscribe = onEventsCommitted(wake)
+      const listening = deps.config.databaseUrl
+        ? sql.listen(EVENTS_CHANNEL, wake).then(
+            (l) => l.unlisten,
+            () => undefined,
+          )
+        : Promise.resolve(undefined)
+
+      const run = async () => {
+        write(`retry: 2000\nevent: ready\ndata: ${JSON.stringify(ready)}\n\n`)
+        let floor = after ?? (await sql<{ id: number }[]>`select coalesce(max(id), 0)::bigint as id from webhook_events`)[0]!.id
+        const sent = new Set<number>()
+        let lastBeat = Date.now()
+        while (!closed) {
+          woken = false
+          if (Date.now() - lastBeat >= HEARTBEAT_MS) {
+            await listenSecret(sql, keyId, true)
+            lastBeat = Date.now()
+          }
+          let secret: string | null | undefined
+          let moving = true
+          for (let from = floor; !closed;) {
+            const rows = await eventsAfter(sql, keyId, from)
+            for (const row of rows) {
+              if (!sent.has(row.id)) {
+                if (secret === undefined) {
+                  const keys = await signingKeys(sql, keyId)
+                  secret = keys?.registered ?? keys?.listen ?? null
+                }
+                if (secret === null) return // the key is gone
+                const event = { id: row.id, ...sign(secret, row.webhook_id, row.payload) }
+                write(`id: ${row.id}\nevent: message.status\ndata: ${JSON.stringify(event)}\n\n`)
+                sent.add(row.id)
+              }
+              if (moving && row.settled) {
+                floor = row.id
+                sent.delete(row.id)
+              } else moving = false
+            }
+            if (rows.length < PAGE) break
+            from = rows[rows.length - 1]!.id
+          }
+          if (Date.now() - lastWrite >= KEEPALIVE_MS) write(': keepalive\n\n')
+          await sleep(Math.min(POLL_MS, HEARTBEAT_MS - (Date.now() - lastBeat)))
+        }
+      }
+
+      void run()
+        .catch((error) => {
+          if (!closed)
+            log.warn('webhook listen stream ended', {
+              key_id: keyId,
+              error: error instanceof Error ? error.message.slice(0, 200) : 'unknown',
+            })
+        })
+        .finally(async () => {
+          closed = true
+          openStreams.delete(close)
+          signal.removeEventListener('abort', close)
+          unsubscribe()
+          await (await listening)?.().catch(() => {})
+          try {
+            controller.close()
+          } catch {
+            // already closed by the client
+          }
+        })
+    },
+    cancel() {
+      close()
+    },
+  })
+}

@@ -1,0 +1,240 @@
+// The two OpenAPI documents as served: valid OpenAPI 3.1 by an independent validator, split by who
+// may call what (every route of the app in exactly one of them, the dashboard and the docs in
+// neither), every error answer with its codes, integers as plain integers, and the message.status
+// webhook as a real delivery sends it (headers and body checked against the document).
+
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { validate, compileErrors } from '@readme/openapi-parser'
+import { testApp, type TestApp } from '../helpers/app'
+import { startDelivery } from '../helpers/delivery'
+import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
+import { applyStatus } from '../../src/modules/status/machine'
+import { eventsCommitted } from '../../src/modules/status/notify'
+import { ERROR_STATUS } from '../../src/http/errors'
+
+type Json = Record<string, any>
+
+let t: TestApp
+let tls: TestTls
+let rx: Receiver
+let api: Json
+let admin: Json
+
+beforeAll(async () => {
+  tls = makeTestTls()
+  rx = startReceiver(tls)
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
+  const [a, b] = [await t.request('GET', '/docs/json'), await t.request('GET', '/docs/admin/json')]
+  expect([a.status, b.status]).toEqual([200, 200])
+  api = a.body
+  admin = b.body
+}, 60_000)
+
+afterAll(async () => {
+  await t.close()
+  rx.stop()
+  tls.remove()
+}, 30_000)
+
+const operations = (doc: Json) =>
+  Object.entries(doc.paths as Record<string, Record<string, Json>>).flatMap(([path, ops]) =>
+    Object.entries(ops).map(([method, op]) => ({ path, method, op })),
+  )
+
+/** Every schema object in `node` (anything with a type, an anyOf or properties), with where it is. */
+function* schemas(node: unknown, at = ''): Generator<{ at: string; schema: Json }> {
+  if (Array.isArray(node)) {
+    for (const [i, item] of node.entries()) yield* schemas(item, `${at}[${i}]`)
+    return
+  }
+  if (!node || typeof node !== 'object') return
+  const object = node as Json
+  if ('type' in object || 'anyOf' in object || 'properties' in object) yield { at, schema: object }
+  for (const [key, value] of Object.entries(object)) if (key !== 'examples' && key !== 'example') yield* schemas(value, `${at}/${key}`)
+}
+
+describe('both documents', () => {
+  test('are valid OpenAPI 3.1 (@readme/openapi-parser)', async () => {
+    for (const doc of [api, admin]) {
+      expect(doc.openapi).toBe('3.1.0')
+      const result = await validate(structuredClone(doc) as never)
+      expect(result.valid ? 'valid' : compileErrors(result)).toBe('valid')
+    }
+  })
+
+  test('hold every route of the app exactly once: /api in the integrator’s, the rest in the operator’s, pages in neither', () => {
+    const documented = new Map<string, string>()
+    for (const [name, doc] of [
+      ['api', api],
+      ['admin', admin],
+    ] as const) {
+      for (const { path, method } of operations(doc)) {
+        const key = `${method.toUpperCase()} ${path}`
+        expect(documented.has(key) ? `${key} twice` : key).toBe(key)
+        documented.set(key, name)
+      }
+    }
+    let routes = 0
+    for (const route of t.app.routes) {
+      const path = route.path.replace(/:([^/]+)/g, '{$1}')
+      const where = documented.get(`${route.method} ${path}`)
+      if (path === '/docs' || path.startsWith('/docs/') || path === '/dashboard' || path.startsWith('/dashboard/')) {
+        expect({ path, where }).toEqual({ path, where: undefined })
+        continue
+      }
+      routes++
+      expect({ path, where }).toEqual({ path, where: path.startsWith('/api/') ? 'api' : 'admin' })
+    }
+    expect(routes).toBe(documented.size)
+    expect(operations(api).every(({ path }) => path.startsWith('/api/v1/'))).toBe(true)
+    expect([...documented.keys()]).toEqual(
+      expect.arrayContaining([
+        'GET /api/v1/balance',
+        'POST /api/v1/messages/send',
+        'POST /admin/v1/accounts',
+        'POST /provider/twilio/status',
+      ]),
+    )
+  })
+
+  test('every operation names its credentials and lists every error answer with its possible codes', () => {
+    const codesByStatus = new Map<number, Set<string>>()
+    for (const [code, status] of Object.entries(ERROR_STATUS)) codesByStatus.set(status, (codesByStatus.get(status) ?? new Set()).add(code))
+    codesByStatus.get(422)!.add('VALIDATION_ERROR')
+    for (const doc of [api, admin]) {
+      for (const { path, method, op } of operations(doc)) {
+        const where = `${method} ${path}`
+        const security = path.startsWith('/api/v1/') ? [{ apiKey: [] }] : path.startsWith('/admin/v1/') ? [{ adminToken: [] }] : []
+        expect({ where, security: op.security }).toEqual({ where, security })
+        const statuses = Object.keys(op.responses).map(Number)
+        // Every operation: malformed parameters, a refused value, our own failure; with credentials, 401.
+        expect({ where, statuses }).toEqual({ where, statuses: expect.arrayContaining([400, 422, 500, ...(security.length ? [401] : [])]) })
+        if (op.requestBody?.content?.['application/json'] && security.length) {
+          expect({ where, statuses }).toEqual({ where, statuses: expect.arrayContaining([413, 415, 503]) })
+        }
+        for (const status of statuses.filter((s) => s >= 400)) {
+          const schema = op.responses[status].content['application/json'].schema
+          expect({ where, status, required: schema.required }).toEqual({
+            where,
+            status,
+            required: expect.arrayContaining(['success', 'error', 'code']),
+          })
+          const codes: string[] = schema.properties.code.enum
+          expect({ where, status, codes: codes.length > 0 }).toEqual({ where, status, codes: true })
+          for (const code of codes)
+            expect({ where, status, code, known: codesByStatus.get(status)?.has(code) }).toMatchObject({ known: true })
+        }
+      }
+    }
+    const send = api.paths['/api/v1/messages/send'].post.responses
+    expect(send['401'].content['application/json'].schema.properties.code.enum).toEqual(['AUTH_MISSING_HEADER', 'AUTH_INVALID_KEY'])
+    expect(send['402'].content['application/json'].schema.properties.code.enum).toEqual(['INSUFFICIENT_BALANCE'])
+    expect(send['422'].content['application/json'].schema.properties.code.enum).toEqual(['VALIDATION_ERROR', 'IDEMPOTENCY_KEY_REUSED'])
+    expect(send['502'].content['application/json'].schema.properties.code.enum).toEqual(['BAD_GATEWAY'])
+    // IDEMPOTENCY_KEY_REUSED only where an Idempotency-Key is taken.
+    const contacts = api.paths['/api/v1/contacts'].post.responses
+    expect(contacts['422'].content['application/json'].schema.properties.code.enum).toEqual(['VALIDATION_ERROR'])
+  })
+
+  test('integers are plain integers: no numeric strings, no formats, no anyOf around them', () => {
+    for (const doc of [api, admin]) {
+      for (const { at, schema } of schemas(doc)) {
+        expect({ at, format: schema.format }).toEqual({ at, format: undefined })
+        if (Array.isArray(schema.anyOf)) {
+          const types = schema.anyOf.map((s: Json) => s.type)
+          expect({ at, types, mixed: types.includes('string') && (types.includes('integer') || types.includes('number')) }).toMatchObject({
+            mixed: false,
+          })
+        }
+      }
+    }
+    const balance = api.paths['/api/v1/balance'].get.responses['200'].content['application/json'].schema.properties.data.properties
+    for (const field of ['wa_balance', 'cost_per_message', 'estimated_sends']) expect(balance[field].type).toBe('integer')
+    const list = api.paths['/api/v1/messages'].get.parameters
+    expect(list.find((p: Json) => p.name === 'limit').schema).toEqual({ type: 'integer' })
+    expect(api.paths['/api/v1/campaigns/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', schema: { type: 'integer' } })
+  })
+
+  test('the integrator’s page links the operator’s, and the other way round', () => {
+    expect(api.info.description).toContain('(/docs/admin)')
+    expect(admin.info.description).toContain('(/docs)')
+    expect(api.components.securitySchemes).toEqual({ apiKey: expect.objectContaining({ type: 'http', scheme: 'bearer' }) })
+    expect(admin.components.securitySchemes).toEqual({ adminToken: expect.objectContaining({ type: 'http', scheme: 'bearer' }) })
+    expect(admin.webhooks).toBeUndefined()
+  })
+})
+
+/** Checks `value` against the document's schema (the JSON Schema subset the documents use). */
+function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[] {
+  if (schema.$ref)
+    return conforms(
+      value,
+      schema.$ref
+        .split('/')
+        .slice(1)
+        .reduce((node: Json, key: string) => node[key], doc),
+      doc,
+      at,
+    )
+  if (schema.anyOf) {
+    return schema.anyOf.some((s: Json) => conforms(value, s, doc, at).length === 0)
+      ? []
+      : [`${at}: ${JSON.stringify(value)} matches no branch`]
+  }
+  const type = value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value
+  if (schema.type && schema.type !== type && !(schema.type === 'number' && type === 'integer'))
+    return [`${at}: ${type}, not ${schema.type}`]
+  if ('const' in schema && value !== schema.const) return [`${at}: ${JSON.stringify(value)}, not ${schema.const}`]
+  if (schema.enum && !schema.enum.includes(value)) return [`${at}: ${JSON.stringify(value)} not in ${schema.enum}`]
+  const errors: string[] = []
+  if (type === 'object') {
+    const object = value as Json
+    for (const name of schema.required ?? []) if (!(name in object)) errors.push(`${at}.${name}: missing`)
+    for (const [name, property] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) {
+      if (name in object) errors.push(...conforms(object[name], property, doc, `${at}.${name}`))
+    }
+  }
+  return errors
+}
+
+describe('the message.status webhook', () => {
+  test('is described with its headers and payload, as a real delivery sends them (delivered, then failed with a code)', async () => {
+    const hook = api.webhooks['message.status'].post
+    const headers = hook.parameters.filter((p: Json) => p.in === 'header')
+    expect(headers.map((p: Json) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature'])
+    const body = hook.requestBody.content['application/json'].schema
+    expect(body).toEqual({ $ref: '#/components/schemas/MessageStatusEvent' })
+
+    const { key } = await t.account(1000)
+    expect((await t.api('POST', '/webhook', key, { url: rx.url() })).status).toBe(200)
+    const sids: string[] = []
+    for (const to of ['081234567001', '081234567002']) {
+      const sent = await t.api('POST', '/messages/send', key, { to, body: 'hello' })
+      expect(sent.status).toBe(200)
+      sids.push(sent.body.data.message_id)
+    }
+    await applyStatus(t.db.sql, t.config.timezone, { sid: sids[0]!, status: 'delivered' })
+    await applyStatus(t.db.sql, t.config.timezone, { sid: sids[1]!, status: 'failed', errorCode: 63016, errorMessage: 'undeliverable' })
+    const delivery = startDelivery(t)
+    try {
+      eventsCommitted(t.deps)
+      const received = await rx.waitFor(2)
+      expect(received.length).toBe(2)
+      for (const request of received) {
+        for (const header of headers) {
+          expect({ header: header.name, present: header.name in request.headers }).toEqual({ header: header.name, present: true })
+          const value = request.headers[header.name]!
+          if (header.schema.type === 'integer') expect(value).toMatch(/^[0-9]+$/)
+          if (header.schema.pattern) expect(value).toMatch(new RegExp(header.schema.pattern))
+        }
+        expect(conforms(JSON.parse(request.body), body, api)).toEqual([])
+      }
+      const failed = received.map((r) => JSON.parse(r.body)).find((b) => b.data.status === 'failed')
+      expect(failed.data.error_code).toBe(63016)
+    } finally {
+      await delivery.stop()
+    }
+    // The check itself can fail: a payload that breaks the document is caught.
+    expect(conforms({ event: 'message.status', timestamp: 'x', data: { error_code: '63016' } }, body, api).length).toBeGreaterThan(0)
+  })
+})
