@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:tes
 import { ConfigError, readConfig } from '../../src/config'
 import { createProvider } from '../../src/providers/registry'
 import { money, testApp, type TestApp } from '../helpers/app'
+import { errorEnvelope } from '../helpers/envelope'
 
 const ACCESS_TOKEN = 'EAAGm0PX4ZCpsBAsecret_meta_token_0123456789'
 const PHONE_NUMBER_ID = '106540352242922'
@@ -97,7 +98,7 @@ async function expectRefundedFailure(app: TestApp = t) {
   const { accountId, key } = await app.account(1000, { price: 100 })
   const res = await app.api('POST', '/messages/send', key, { to: '081234567890', body: 'hello' })
   expect(res.status).toBe(502)
-  expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'BAD_GATEWAY' })
+  expect(res.body).toEqual(errorEnvelope(res.headers, 'BAD_GATEWAY', expect.any(String), { id: expect.any(Number) }))
   expect(await money(app, accountId)).toEqual({ balance: 1000, ledgerSum: 1000 })
   const rows = await rowsOf(app, accountId)
   expect(rows).toHaveLength(1)

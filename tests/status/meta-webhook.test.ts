@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHmac } from 'node:crypto'
 import { createApp } from '../../src/app'
 import { testApp, type TestApp } from '../helpers/app'
+import { errorEnvelope } from '../helpers/envelope'
 
 const APP_SECRET = 'meta_app_secret_0123456789abcdef'
 const VERIFY_TOKEN = 'verify-me-please'
@@ -244,9 +245,9 @@ describe('status notifications', () => {
 })
 
 describe('signature', () => {
-  const refused = async (res: { status: number; body: any }, sid: string) => {
+  const refused = async (res: { status: number; body: any; headers: Headers }, sid: string) => {
     expect(res.status).toBe(403)
-    expect(res.body).toEqual({ success: false, error: expect.any(String), code: 'FORBIDDEN' })
+    expect(res.body).toEqual(errorEnvelope(res.headers, 'FORBIDDEN'))
     expect((await row(sid)).status).toBe('sent')
     expect(await eventsOf(sid)).toEqual([])
   }
@@ -358,16 +359,16 @@ describe('the route', () => {
     expect([res.status, res.body.code, res.headers.get('allow')]).toEqual([405, 'METHOD_NOT_ALLOWED', 'GET, POST'])
   })
 
-  test('is in the OpenAPI document under "Provider callbacks", without API-key security', async () => {
-    const doc = (await t.request('GET', '/docs/json')).body
+  test('is in the operator\'s OpenAPI document under "Provider callbacks", without API-key security', async () => {
+    const doc = (await t.request('GET', '/docs/admin/json')).body
     const { get, post: notified } = doc.paths[PATH]
     for (const op of [get, notified]) {
       expect(op.tags).toEqual(['Provider callbacks'])
       expect(op.security).toEqual([])
     }
     expect(Object.keys(notified.requestBody.content)).toEqual(['application/json'])
-    expect(Object.keys(notified.responses).sort()).toEqual(['200', '400', '403', '404', '413', '415'])
-    expect(Object.keys(get.responses).sort()).toEqual(['200', '403', '404'])
+    expect(Object.keys(notified.responses).sort()).toEqual(['200', '400', '403', '404', '413', '415', '422', '500', '503'])
+    expect(Object.keys(get.responses).sort()).toEqual(['200', '400', '403', '404', '422', '500'])
     expect(Object.keys(get.responses['200'].content)).toEqual(['text/plain'])
   })
 
