@@ -44,6 +44,9 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       LOG_LEVEL: 'error',
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CA_FILE: tls.caFile,
+      // Reads come 6 s after a send, so flow 4's open page sees its counts move even on a loaded machine.
+      SIM_DELIVERED_MS: '2000',
+      SIM_READ_MS: '6000',
     }
     if (usingPostgres()) {
       const db = await createPostgresDatabase()
