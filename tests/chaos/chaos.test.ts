@@ -2,7 +2,7 @@
 // `bun run chaos --seed N --minutes M` runs it longer, over many seeds, and prints a failing seed.
 
 import { expect, test } from 'bun:test'
-import { runChaos } from './scenario'
+import { MIN_KILLS, runChaos } from './scenario'
 
 export const CI_SEED = 20261123
 const FAULT_SECONDS = Number(process.env.CHAOS_SECONDS ?? 25)
@@ -12,7 +12,7 @@ test(`seed ${CI_SEED}: crashes, provider faults and repeats leave every invarian
   console.log(`[chaos] ${report.mode}, seed ${report.seed}: ${report.kills} kills in ${(report.ms / 1000).toFixed(1)} s`, report.stats)
   expect(report.violations).toEqual([])
   // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats.
-  expect(report.kills).toBeGreaterThanOrEqual(2)
+  expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
   expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
   expect(report.stats['messages failed']).toBeGreaterThan(0)
   expect(report.stats['events']).toBeGreaterThan(0)

@@ -38,6 +38,8 @@ export type ChaosReport = {
 }
 
 const ACCOUNTS = 3
+/** Kills every run makes, however slow the machine. */
+export const MIN_KILLS = 2
 const CLIENTS = 3
 const PROVIDER_TIMEOUT_MS = 1_000
 const DRAIN_LIMIT_MS = 150_000
@@ -111,24 +113,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const crashes = seeded(options.seed ^ 0x5eed)
     const until = Date.now() + options.seconds * 1000
     let nextOp = 0
+    let killerDone = false
     const clients = Array.from({ length: CLIENTS }, async () => {
-      while (Date.now() < until) {
+      while (Date.now() < until || !killerDone) {
         await client.run(ops[nextOp++]!, accounts)
         await Bun.sleep(50)
       }
     })
     // Kills only in the first 60% of the phase: what a kill leaves behind (leases, a request's
     // Idempotency-Key) takes up to STALE_AFTER_SECONDS (30 s) to be recovered, and the drain waits for it.
+    // At least MIN_KILLS happen whatever the machine's speed (a loaded machine restarts slowly): the
+    // phase, clients included, goes on until they have.
     const lastKill = Date.now() + options.seconds * 600
     const killer = (async () => {
       for (;;) {
         const wait = crashes.int(1_500, 4_000)
-        if (Date.now() + wait >= lastKill) break
+        if (Date.now() + wait >= lastKill && cluster.kills.length >= MIN_KILLS) break
         await Bun.sleep(wait)
         const instance = crashes.int(0, cluster.size - 1)
         log(`kill -9 instance ${instance} after ${((Date.now() - started) / 1000).toFixed(1)} s`)
         await cluster.crash(instance, crashes.int(200, 1_500))
       }
+      killerDone = true
     })()
     await Promise.all([...clients, killer])
     log(`fault phase over: ${nextOp} operations, ${cluster.kills.length} kills`)
