@@ -266,7 +266,9 @@ export async function startServiceChild(options: {
     ...options.env,
     ...serviceEnvOverrides(),
   }
-  const child = Bun.spawn([process.execPath, 'src/main.ts'], {
+  // BENCH_SERVICE_BUN_FLAGS: flags for the service's `bun`, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof" (profiling).
+  const flags = (process.env.BENCH_SERVICE_BUN_FLAGS ?? '').split(/\s+/).filter(Boolean)
+  const child = Bun.spawn([process.execPath, ...flags, 'src/main.ts'], {
     cwd: options.root ?? serviceRoot(),
     env,
     stdin: 'ignore',

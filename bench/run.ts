@@ -13,6 +13,7 @@
 //   BENCH_HISTORY         old messages per account seeded before measuring (default 1000)
 //   BENCH_SERVICE_ROOT    run the service from another checkout (compare a change without touching this one)
 //   BENCH_SERVICE_ENV     extra service variables, "NAME=value NAME=value" (profiling, e.g. SIM_READ_MS=...)
+//   BENCH_SERVICE_BUN_FLAGS flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof"
 //   BENCH_JSON            write every metric and check to this file
 //   BENCH_KEEP_DB=1       keep the databases for a look afterwards
 //   BENCH_<NAME>_...      sizes and knobs of single benchmarks (bulk, list, contacts, webhooks,
