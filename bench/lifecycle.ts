@@ -150,6 +150,14 @@ type CeilingPhase = {
 
 const median = (values: number[]) => latencySummary(values).p50
 
+/**
+ * CPU time per lifecycle, in ms: every process of the benchmark (load generator, service, fake Twilio,
+ * receiver, PostgreSQL), not kernel threads or other work on the machine. On a shared machine this
+ * moves less than the rate, which depends on how much of the cores the phase got.
+ */
+const cpuPerLifecycle = (cpu: CpuUse, perSecond: number) =>
+  (Object.entries(cpu.groups).reduce((sum, [name, cores]) => (name === 'kernel' ? sum : sum + cores), 0) * 1000) / perSecond
+
 export const lifecycle: Benchmark = {
   name: 'lifecycle',
   summary:
@@ -485,6 +493,7 @@ export const lifecycle: Benchmark = {
           'dupes',
           'xacts/lc',
           'rows/lc',
+          'cpu ms/lc',
         ],
         ...phases.map((p) =>
           p.kind === 'http'
@@ -506,6 +515,7 @@ export const lifecycle: Benchmark = {
                 String(p.duplicates),
                 Number.isFinite(p.xactsPerLifecycle) ? p.xactsPerLifecycle.toFixed(1) : '-',
                 Number.isFinite(p.rowsPerLifecycle) ? p.rowsPerLifecycle.toFixed(1) : '-',
+                cpuPerLifecycle(p.cpu, p.perSecond).toFixed(2),
               ]
             : [
                 'ceiling (SQL)',
@@ -525,6 +535,7 @@ export const lifecycle: Benchmark = {
                 '-',
                 p.xactsPerLifecycle.toFixed(1),
                 p.rowsPerLifecycle.toFixed(1),
+                cpuPerLifecycle(p.cpu, p.perSecond).toFixed(2),
               ],
         ),
       ]),
@@ -536,7 +547,9 @@ export const lifecycle: Benchmark = {
     }
     console.log(
       '  lifecycles/s: complete lifecycles (sent, delivered, read, both webhooks received) / time from the start of the measured ' +
-        'window to the last one completing; answered/s: the three requests alone. Ceiling: 5 statements per lifecycle, no HTTP.',
+        'window to the last one completing; answered/s: the three requests alone; cpu ms/lc: CPU of every process of the ' +
+        'benchmark per lifecycle (the rate depends on the share of the cores a phase got, this much less). Ceiling: 5 statements ' +
+        'per lifecycle, no HTTP.',
     )
     console.log(
       '  left out: TLS in front of the API (plain HTTP on loopback), network latency to Twilio and to the receiver (all on loopback), ' +
@@ -557,9 +570,13 @@ export const lifecycle: Benchmark = {
       metrics[`${key}answered_per_second`] = median(mine.map((p) => p.requestsPerSecond))
       metrics[`${key}lag_p50_ms`] = median(mine.map((p) => p.lag.p50))
       metrics[`${key}lag_p99_ms`] = median(mine.map((p) => p.lag.p99))
+      metrics[`${key}cpu_ms_per_lifecycle`] = median(mine.map((p) => cpuPerLifecycle(p.cpu, p.perSecond)))
       if (!ctx.embedded) metrics[`${key}xacts_per_lifecycle`] = median(mine.map((p) => p.xactsPerLifecycle))
     }
-    if (ceilings.length) metrics.ceiling_per_second = median(ceilings.map((p) => p.perSecond))
+    if (ceilings.length) {
+      metrics.ceiling_per_second = median(ceilings.map((p) => p.perSecond))
+      metrics.ceiling_cpu_ms_per_lifecycle = median(ceilings.map((p) => cpuPerLifecycle(p.cpu, p.perSecond)))
+    }
     if (variants.length > 1 || rounds > 1) {
       console.log(
         `  medians over ${rounds} round(s): ` +
