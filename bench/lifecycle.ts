@@ -132,6 +132,8 @@ type HttpPhase = {
   xactsPerLifecycle: number
   rowsPerLifecycle: number
   retries: number
+  /** Connections the receiver saw (client ports), warm-up included: a sender that reuses them opens few. */
+  connections: number
   cpu: CpuUse
 }
 
@@ -311,6 +313,7 @@ export const lifecycle: Benchmark = {
         const load = await runLoad({ seconds: ctx.seconds, concurrency, task: lifecycleTask(records, sendMs, callbackMs) })
         await drain()
         const cpu = meter.stop()
+        const connections = (await receiver.stats()).connections - s0.connections
 
         // First arrival of each (SID, status) of this phase's lifecycles; repeats of a webhook-id are duplicates.
         const dump = await receiver.dump()
@@ -397,6 +400,7 @@ export const lifecycle: Benchmark = {
           xactsPerLifecycle,
           rowsPerLifecycle,
           retries,
+          connections,
           cpu,
         }
       } finally {
@@ -542,7 +546,7 @@ export const lifecycle: Benchmark = {
     )
     for (const p of phases) {
       console.log(`  ${p.kind === 'http' ? `${p.variant.label} (HTTP)` : 'ceiling (SQL)'}: ${fmtCpu(p.cpu)}`)
-      if (p.kind === 'http') console.log(`    consistency: ${p.consistency}; webhook retries ${p.retries}`)
+      if (p.kind === 'http') console.log(`    consistency: ${p.consistency}; webhook retries ${p.retries}; receiver saw ${p.connections} TLS connections`)
       for (const sample of p.errorSamples) console.log(`    error: ${sample}`)
     }
     console.log(
