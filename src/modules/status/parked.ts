@@ -44,14 +44,16 @@ export function receiveReport(sql: Sql, timezone: string, report: StatusReport):
 export async function receiveReports(sql: Sql, timezone: string, reports: StatusReport[]): Promise<Received[]> {
   return sql.begin(async (tx) => {
     const sids = [...new Set(reports.map((r) => r.sid))]
-    await tx`
+    // Sent together (one round trip), run one after the other: the second statement's snapshot is
+    // taken once the first has every lock, so it sees what the previous holders committed.
+    const locking = tx`
       select pg_advisory_xact_lock(${SID_LOCK}, h)
       from (select distinct hashtext(sid) as h from unnest(${sids}::text[]) as sid order by 1) as ordered`
     // Unknown SIDs park their reports (`sent` changes nothing: never parked); known ones take theirs
     // out, to be applied first. Expired reports for the SID are dropped with the rest, unapplied.
     const parking = reports.filter((r) => r.status !== 'sent')
     // One row per known SID (id null), then each parked report taken out for a known SID.
-    const rows = await tx<(Omit<Parked, 'id'> & { id: number | null })[]>`
+    const taking = tx<(Omit<Parked, 'id'> & { id: number | null })[]>`
       with known as materialized (
         select sid from unnest(${sids}::text[]) as sid where exists (select 1 from messages m where m.message_sid = sid)
       ), park as (
@@ -71,6 +73,7 @@ export async function receiveReports(sql: Sql, timezone: string, reports: Status
       from known
       union all
       select id, message_sid, status, error_code, error_message, live from taken`
+    const [, rows] = await Promise.all([locking, taking])
     const known = new Set(rows.map((r) => r.message_sid))
     const earlier = toReports(rows.filter((r): r is Parked => r.id !== null && r.live === true))
     // Each SID's parked reports, oldest first, then the arriving ones in order; one statement per round.
