@@ -18,6 +18,11 @@ export const DEFAULT_SERVER_URL = 'postgres://postgres@127.0.0.1:5432/postgres'
 export type BenchContext = {
   /** The PostgreSQL server (DATABASE_URL or the default); benchmarks never write to its database. */
   serverUrl: string
+  /**
+   * BENCH_DB=embedded: the service under test runs without DATABASE_URL, on PGlite in a temporary
+   * DATA_DIR (startServiceChild with `databaseUrl: undefined`). Only benchmarks marked `embedded` run.
+   */
+  embedded: boolean
   /** Measured seconds per phase (BENCH_SECONDS). */
   seconds: number
   /** Unmeasured seconds before each phase (BENCH_WARMUP_SECONDS): JIT, pool connections. */
@@ -38,6 +43,8 @@ export type BenchResult = { metrics: Record<string, number>; checks: Check[] }
 export type Benchmark = {
   name: string
   summary: string
+  /** Runs with BENCH_DB=embedded too (it reaches the database only through the service). */
+  embedded?: boolean
   run(ctx: BenchContext): Promise<BenchResult>
 }
 
@@ -232,14 +239,17 @@ export function freePort(): number {
 }
 
 /**
- * Starts `bun src/main.ts` against `databaseUrl` and resolves once its banner says it listens.
+ * Starts `bun src/main.ts` against `databaseUrl` (undefined: the embedded database in a fresh
+ * temporary DATA_DIR) and resolves once its banner says it listens.
  * The environment is built here, not inherited, so a PROVIDER or LOG_LEVEL in the caller's shell
  * cannot change what is measured; `env` adds or overrides variables.
  */
 export async function startServiceChild(options: {
-  databaseUrl: string
+  databaseUrl: string | undefined
   env?: Record<string, string>
   onCleanup?: BenchContext['onCleanup']
+  /** The checkout to run `src/main.ts` from (default serviceRoot()): an A/B of two versions in one run. */
+  root?: string
 }): Promise<ServiceChild> {
   const port = freePort()
   const adminToken = `bench-admin-${crypto.randomUUID()}`
@@ -247,7 +257,7 @@ export async function startServiceChild(options: {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
     HOME: process.env.HOME ?? tmpdir(),
-    DATABASE_URL: options.databaseUrl,
+    ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : {}),
     HOST: '127.0.0.1',
     PORT: String(port),
     ADMIN_TOKEN: adminToken,
@@ -256,7 +266,15 @@ export async function startServiceChild(options: {
     ...options.env,
     ...serviceEnvOverrides(),
   }
-  const child = Bun.spawn([process.execPath, 'src/main.ts'], { cwd: serviceRoot(), env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
+  // BENCH_SERVICE_BUN_FLAGS: flags for the service's `bun`, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof" (profiling).
+  const flags = (process.env.BENCH_SERVICE_BUN_FLAGS ?? '').split(/\s+/).filter(Boolean)
+  const child = Bun.spawn([process.execPath, ...flags, 'src/main.ts'], {
+    cwd: options.root ?? serviceRoot(),
+    env,
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   let stopped: Promise<void> | undefined
   const stop = () =>
     (stopped ??= (async () => {
@@ -311,6 +329,69 @@ export async function startServiceChild(options: {
   } catch (error) {
     await stop()
     throw error
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helper processes of the benchmarks (webhook receiver, fake provider): each prints
+// "listening on PORT" when ready; its stdout is drained afterwards so it never blocks on a full pipe.
+
+export type HelperProcess = { port: number; pid: number; stop(): Promise<void> }
+
+export async function startHelperProcess(script: string, env: Record<string, string>): Promise<HelperProcess> {
+  const child = Bun.spawn([process.execPath, script], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
+  const reader = child.stdout.getReader()
+  let text = ''
+  const deadline = Date.now() + 15_000
+  let port = 0
+  while (!port) {
+    if (Date.now() > deadline) throw new Error(`${script} did not start: ${text}`)
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`${script} exited: ${text}`)
+    text += new TextDecoder().decode(value)
+    const m = /listening on (\d+)/.exec(text)
+    if (m) port = Number(m[1])
+  }
+  void (async () => {
+    while (!(await reader.read()).done) {}
+  })().catch(() => {})
+  let stopped: Promise<void> | undefined
+  return {
+    port,
+    pid: child.pid,
+    stop: () =>
+      (stopped ??= (async () => {
+        if (child.exitCode === null) child.kill('SIGTERM')
+        await child.exited
+      })()),
+  }
+}
+
+export type WebhookReceiver = HelperProcess & {
+  stats(): Promise<{ received: number; unique: number; connections: number }>
+  /** Every delivery in arrival order: webhook-id, arrival (ms since the epoch), data.message_sid, data.status. */
+  dump(): Promise<{ ids: string[]; at: number[]; sids: string[]; statuses: string[] }>
+}
+
+/** bench/webhook-receiver.ts in a process of its own, serving HTTPS with this certificate (signed by `caFile`). */
+export async function startWebhookReceiver(certFile: string, keyFile: string, caFile: string): Promise<WebhookReceiver> {
+  const helper = await startHelperProcess('bench/webhook-receiver.ts', { RECEIVER_CERT: certFile, RECEIVER_KEY: keyFile })
+  const ca = [await Bun.file(caFile).text()]
+  const get = async (path: string) => {
+    const res = await fetch(`https://localhost:${helper.port}${path}`, { tls: { ca } })
+    if (res.status !== 200) throw new Error(`receiver ${path}: HTTP ${res.status}`)
+    return res.json()
+  }
+  return {
+    ...helper,
+    stats: () => get('/stats') as ReturnType<WebhookReceiver['stats']>,
+    dump: () => get('/dump') as ReturnType<WebhookReceiver['dump']>,
   }
 }
 

@@ -3,6 +3,8 @@
 // per target; a MISS does not fail the process (exit 1 only when a benchmark could not run).
 //
 //   DATABASE_URL          the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
+//   BENCH_DB              postgres (default) or embedded: the service runs on PGlite in a temporary
+//                         DATA_DIR, without DATABASE_URL; only the benchmarks that support it run (lifecycle)
 //   BENCH_SECONDS         measured seconds per phase (default 10)
 //   BENCH_WARMUP_SECONDS  unmeasured seconds before each phase (default 3: the simulator's last status
 //                         report is due SIM_READ_MS = 3 s after a send, so the measured part is steady state)
@@ -11,6 +13,7 @@
 //   BENCH_HISTORY         old messages per account seeded before measuring (default 1000)
 //   BENCH_SERVICE_ROOT    run the service from another checkout (compare a change without touching this one)
 //   BENCH_SERVICE_ENV     extra service variables, "NAME=value NAME=value" (profiling, e.g. SIM_READ_MS=...)
+//   BENCH_SERVICE_BUN_FLAGS flags for the service's bun, e.g. "--cpu-prof-md --cpu-prof-dir=/tmp/prof"
 //   BENCH_JSON            write every metric and check to this file
 //   BENCH_KEEP_DB=1       keep the databases for a look afterwards
 //   BENCH_<NAME>_...      sizes and knobs of single benchmarks (bulk, list, contacts, webhooks,
@@ -23,9 +26,10 @@ import list from './list'
 import contacts from './contacts'
 import webhooks from './webhooks'
 import campaign from './campaign'
+import lifecycle from './lifecycle'
 
 /** Add new benchmarks here (bench/<name>.ts exporting a Benchmark). */
-const BENCHMARKS: Benchmark[] = [send, bulk, list, contacts, webhooks, campaign]
+const BENCHMARKS: Benchmark[] = [send, bulk, list, contacts, webhooks, campaign, lifecycle]
 
 const cleanups: (() => Promise<void> | void)[] = []
 let cleaning: Promise<void> | undefined
@@ -54,12 +58,25 @@ if (unknown.length > 0) {
   console.error(`unknown benchmark: ${unknown.join(', ')}; available: ${BENCHMARKS.map((b) => b.name).join(', ')}`)
   process.exit(2)
 }
-const selected = wanted.length > 0 ? BENCHMARKS.filter((b) => wanted.includes(b.name)) : BENCHMARKS
+const database = process.env.BENCH_DB || 'postgres'
+if (database !== 'postgres' && database !== 'embedded') {
+  console.error(`BENCH_DB: expected postgres or embedded, got "${database}"`)
+  process.exit(2)
+}
+const embedded = database === 'embedded'
+const named = wanted.length > 0 ? BENCHMARKS.filter((b) => wanted.includes(b.name)) : BENCHMARKS
+const selected = embedded ? named.filter((b) => b.embedded) : named
+const skipped = named.filter((b) => !selected.includes(b))
+if (selected.length === 0) {
+  console.error(`BENCH_DB=embedded: none of ${named.map((b) => b.name).join(', ')} runs on the embedded database`)
+  process.exit(2)
+}
 
 const serverUrl = process.env.DATABASE_URL || DEFAULT_SERVER_URL
 const keepDb = process.env.BENCH_KEEP_DB === '1'
 const ctx: BenchContext = {
   serverUrl,
+  embedded,
   seconds: envNumber('BENCH_SECONDS', 10, 0.1),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 3, 0),
   concurrency: Math.floor(envNumber('BENCH_CONCURRENCY', 32, 1)),
@@ -74,7 +91,11 @@ const ctx: BenchContext = {
 }
 
 console.log(
-  `PostgreSQL server: ${describeUrl(serverUrl)} (${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'default; set DATABASE_URL to change'})\n` +
+  (embedded
+    ? `Embedded database (BENCH_DB=embedded): the service on PGlite in a temporary DATA_DIR` +
+      (skipped.length ? `; skipped (PostgreSQL only): ${skipped.map((b) => b.name).join(', ')}` : '') +
+      '\n'
+    : `PostgreSQL server: ${describeUrl(serverUrl)} (${process.env.DATABASE_URL ? 'from DATABASE_URL' : 'default; set DATABASE_URL to change'})\n`) +
     `${ctx.seconds} s per phase after ${ctx.warmupSeconds} s warm-up, ${ctx.concurrency} concurrent workers, ` +
     `Bun ${Bun.version}, ${navigator.hardwareConcurrency} cores`,
 )

@@ -55,7 +55,7 @@ type Phase = { path: 'http' | 'ceiling'; shape: Shape; load: LoadResult; cpu: Cp
  * account_price() is not inlined (its body has sub-selects): PostgreSQL plans it at every call site
  * of every execution, so `price` is materialized to call it once, not once per use of price.cost.
  */
-function ceilingSend(sql: postgres.Sql, keyHash: string, phone: string) {
+export function ceilingSend(sql: postgres.Sql, keyHash: string, phone: string, body = BODY, sid = `SM${randomHex(16)}`) {
   return sql`
     with key as (
       select id, account_id from api_keys where key_hash = ${keyHash} and active
@@ -68,7 +68,7 @@ function ceilingSend(sql: postgres.Sql, keyHash: string, phone: string) {
       returning accounts.id, accounts.balance, price.cost
     ), message as (
       insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
-      select debit.id, key.id, ${`SM${randomHex(16)}`}, ${phone}, ${BODY}, 'sent', debit.cost, now()
+      select debit.id, key.id, ${sid}, ${phone}, ${body}, 'sent', debit.cost, now()
       from debit, key
       returning id
     ), ledger_row as (

@@ -1,10 +1,11 @@
 // The webhook receiver of `bun run bench webhooks`, as a process of its own (as a customer's server
 // would be): HTTPS on loopback with the certificate in RECEIVER_CERT / RECEIVER_KEY, answers 200 at
 // once and records the arrival time (Date.now(), the same clock as PostgreSQL's now() on this
-// machine) of every webhook-id. Prints "receiver listening on PORT" when ready.
+// machine) of every webhook-id, with the payload's data.message_sid and data.status (a JSON.parse,
+// nothing heavier: signatures are not checked). Prints "receiver listening on PORT" when ready.
 //   POST /hook        a delivery: recorded, 200
 //   GET  /stats       {"received": n, "unique": n, "connections": n}
-//   GET  /dump        {"ids": [...], "at": [...]} in arrival order
+//   GET  /dump        {"ids": [...], "at": [...], "sids": [...], "statuses": [...]} in arrival order
 // Connections are counted by the client's source port: a sender that reuses connections opens few.
 
 const certFile = process.env.RECEIVER_CERT
@@ -16,6 +17,8 @@ if (!certFile || !keyFile) {
 
 const ids: string[] = []
 const at: number[] = []
+const sids: string[] = []
+const statuses: string[] = []
 const seen = new Set<string>()
 const ports = new Set<number>()
 
@@ -34,14 +37,26 @@ const server = Bun.serve({
       seen.add(id)
       const ip = srv.requestIP(request)
       if (ip) ports.add(ip.port)
-      await request.arrayBuffer()
+      const data = parseData(await request.text())
+      sids.push(data.sid)
+      statuses.push(data.status)
       return new Response('ok')
     }
     if (path === '/stats') return Response.json({ received: ids.length, unique: seen.size, connections: ports.size })
-    if (path === '/dump') return Response.json({ ids, at })
+    if (path === '/dump') return Response.json({ ids, at, sids, statuses })
     return new Response('not found', { status: 404 })
   },
 })
+
+/** The payload's message SID and status; empty strings for a body that is not the service's payload. */
+function parseData(body: string): { sid: string; status: string } {
+  try {
+    const data = JSON.parse(body)?.data
+    return { sid: String(data?.message_sid ?? ''), status: String(data?.status ?? '') }
+  } catch {
+    return { sid: '', status: '' }
+  }
+}
 
 console.log(`receiver listening on ${server.port}`)
 process.on('SIGTERM', () => {

@@ -30,11 +30,11 @@ import {
   fmtMs,
   fmtRate,
   latencySummary,
-  ROOT,
   seedAccounts,
   serverClient,
   sleep,
   startServiceChild,
+  startWebhookReceiver,
   table,
   vacuumAnalyze,
   type Benchmark,
@@ -47,63 +47,13 @@ const TARGET_PER_SECOND = 1500
 const TARGET_P50_LAG_MS = 100
 const DEFERRED_MS = '3600000'
 
-type Receiver = {
-  port: number
-  pid: number
-  stats(): Promise<{ received: number; unique: number; connections: number }>
-  dump(): Promise<Map<string, number>>
-  stop(): Promise<void>
-}
-
-async function startReceiver(certFile: string, keyFile: string, caFile: string): Promise<Receiver> {
-  const child = Bun.spawn([process.execPath, 'bench/webhook-receiver.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', RECEIVER_CERT: certFile, RECEIVER_KEY: keyFile },
-    stdin: 'ignore',
-    stdout: 'pipe',
-    stderr: 'inherit',
+/** The first arrival of each webhook-id (a retry arrives again under the same id). */
+function firstArrivals(dump: { ids: string[]; at: number[] }): Map<string, number> {
+  const first = new Map<string, number>()
+  dump.ids.forEach((id, i) => {
+    if (!first.has(id)) first.set(id, dump.at[i]!)
   })
-  const reader = child.stdout.getReader()
-  let text = ''
-  const deadline = Date.now() + 15_000
-  let port = 0
-  while (!port) {
-    if (Date.now() > deadline) throw new Error(`webhook receiver did not start: ${text}`)
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`webhook receiver exited: ${text}`)
-    text += new TextDecoder().decode(value)
-    const m = /receiver listening on (\d+)/.exec(text)
-    if (m) port = Number(m[1])
-  }
-  // Keep draining its stdout so it never blocks on a full pipe.
-  void (async () => {
-    while (!(await reader.read()).done) {}
-  })().catch(() => {})
-  const ca = [await Bun.file(caFile).text()]
-  const get = async (path: string) => {
-    const res = await fetch(`https://localhost:${port}${path}`, { tls: { ca } })
-    if (res.status !== 200) throw new Error(`receiver ${path}: HTTP ${res.status}`)
-    return res.json()
-  }
-  let stopped: Promise<void> | undefined
-  return {
-    port,
-    pid: child.pid,
-    stats: () => get('/stats') as Promise<{ received: number; unique: number; connections: number }>,
-    async dump() {
-      const { ids, at } = (await get('/dump')) as { ids: string[]; at: number[] }
-      const first = new Map<string, number>()
-      ids.forEach((id, i) => {
-        if (!first.has(id)) first.set(id, at[i]!)
-      })
-      return first
-    },
-    stop: () =>
-      (stopped ??= (async () => {
-        if (child.exitCode === null) child.kill('SIGTERM')
-        await child.exited
-      })()),
-  }
+  return first
 }
 
 type PhaseResult = {
@@ -137,7 +87,7 @@ export const webhooks: Benchmark = {
 
     const tls = makeTestTls()
     ctx.onCleanup(() => tls.remove())
-    const receiver = await startReceiver(tls.certFile, tls.keyFile, tls.caFile)
+    const receiver = await startWebhookReceiver(tls.certFile, tls.keyFile, tls.caFile)
     ctx.onCleanup(() => receiver.stop())
 
     const service = await startServiceChild({
@@ -230,7 +180,7 @@ export const webhooks: Benchmark = {
         stats = await receiver.stats()
       }
       const cpu = meter.stop()
-      const arrivals = await receiver.dump()
+      const arrivals = firstArrivals(await receiver.dump())
       const events = await sql<{ webhook_id: string; message_id: number; created_ms: number }[]>`
         select e.webhook_id, e.message_id, (extract(epoch from e.created_at) * 1000)::float8 as created_ms
         from webhook_events e

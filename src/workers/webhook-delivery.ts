@@ -32,6 +32,12 @@ const MAX_RETRY_AFTER_S = 36000
 const CONCURRENCY = 64
 /** Retries come due without a commit to wake the loop: polled this often. */
 const WEBHOOK_DELIVERY_POLL_MS = 1000
+/**
+ * After a claim that took less than it could (nothing else was due), the next claim waits until this
+ * long after it: the events committed meanwhile share one claim (a write transaction) instead of one
+ * each. A full claim is followed at once, so a backlog is not slowed.
+ */
+const CLAIM_GATHER_MS = 20
 
 type Claimed = {
   id: number
@@ -232,6 +238,7 @@ class Pipeline {
   private outcomes: Outcome[] = []
   private flushing: Promise<void> | undefined
   private capacityWaiter: (() => void) | undefined
+  private lastShortClaim = 0
   stopping = false
   onUnblocked: () => void = () => {}
 
@@ -249,6 +256,11 @@ class Pipeline {
       await new Promise<void>((resolve) => (this.capacityWaiter = resolve))
       return 1
     }
+    const gather = this.lastShortClaim + CLAIM_GATHER_MS - Date.now()
+    if (gather > 0) {
+      await Bun.sleep(gather)
+      if (this.stopping) return 0
+    }
     const free = this.concurrency - this.inFlight
     const events = await claim(this.deps.sql, free)
     if (this.stopping) {
@@ -258,7 +270,11 @@ class Pipeline {
     }
     for (const event of events) this.start(event)
     // A short claim means nothing else is due now: sleep until woken or the next poll.
-    return events.length < free ? 0 : events.length
+    if (events.length < free) {
+      this.lastShortClaim = Date.now()
+      return 0
+    }
+    return events.length
   }
 
   private start(event: Claimed): void {

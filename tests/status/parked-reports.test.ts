@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { until } from '../helpers/wait'
-import { PARKED_REPORT_TTL_SECONDS } from '../../src/modules/status/parked'
+import { PARKED_REPORT_TTL_SECONDS, receiveReports } from '../../src/modules/status/parked'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -80,8 +80,8 @@ async function callback(sid: string, status: string) {
 }
 
 /** A key with a webhook to the receiver; returns its key, id and signing secret. */
-async function keyWithWebhook() {
-  const { accountId, key, keyId } = await t.account(1000, { price: 100 })
+async function keyWithWebhook(balance = 1000) {
+  const { accountId, key, keyId } = await t.account(balance, { price: 100 })
   const registered = await t.api('POST', '/webhook', key, { url: rx.url() })
   expect(registered.status).toBe(200)
   return { accountId, key, keyId, secret: registered.body.data.signing_secret as string }
@@ -263,4 +263,81 @@ describe('a report that arrives before the send stored its SID', () => {
     expect(await eventsOf(sid)).toEqual([['sent', 'read']])
     expect(await parkedFor(sid)).toEqual([])
   })
+})
+
+describe('reports that arrive together (one callback, one transaction)', () => {
+  test('one batch: a SID twice applies in order, parked reports first, unknown SIDs parked, "sent" never parked', async () => {
+    const { keyId } = await keyWithWebhook()
+    const [twice, backwards, withParked, unknown, unknownSent] = Array.from({ length: 5 }, randomSid)
+    await storeSid(keyId, twice!)
+    await storeSid(keyId, backwards!)
+    await callback(withParked!, 'delivered')
+    expect(await parkedFor(withParked!)).toEqual(['delivered'])
+    await storeSid(keyId, withParked!) // the parked-reports worker may apply it first: the outcome is the same
+    const results = await receiveReports(t.db.sql, t.config.timezone, [
+      { sid: twice!, status: 'delivered' },
+      { sid: backwards!, status: 'read' },
+      { sid: withParked!, status: 'read' },
+      { sid: twice!, status: 'read' },
+      { sid: unknown!, status: 'delivered' },
+      { sid: backwards!, status: 'delivered' },
+      { sid: unknownSent!, status: 'sent' },
+    ])
+    // Four changes (twice's two, backwards's read, withParked's read), one report parked (unknown's):
+    // backwards's late delivered and unknownSent's sent change nothing.
+    expect([results.changed, results.parked]).toEqual([4, 1])
+    expect(await eventsOf(twice!)).toEqual([
+      ['sent', 'delivered'],
+      ['delivered', 'read'],
+    ])
+    expect(await eventsOf(backwards!)).toEqual([['sent', 'read']])
+    expect(await eventsOf(withParked!)).toEqual([
+      ['sent', 'delivered'],
+      ['delivered', 'read'],
+    ])
+    expect(await parkedFor(withParked!)).toEqual([])
+    expect(await parkedFor(unknown!)).toEqual(['delivered'])
+    expect(await parkedFor(unknownSent!)).toEqual([])
+  })
+
+  test('callbacks posted concurrently for many messages: each goes sent → delivered → read, its events and webhooks in order', async () => {
+    const { key, secret } = await keyWithWebhook(100 * 40)
+    const sids = await Promise.all(
+      Array.from({ length: 40 }, async () => {
+        const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
+        expect(sent.status).toBe(200)
+        return sent.body.data.message_id as string
+      }),
+    )
+    const answers = await Promise.all(
+      sids.map(async (sid) => [(await callback(sid, 'delivered')).body, (await callback(sid, 'read')).body]),
+    )
+    expect(answers).toEqual(
+      sids.map(() => [
+        { success: true, data: { changed: true } },
+        { success: true, data: { changed: true } },
+      ]),
+    )
+    for (const sid of sids) {
+      expect(await eventsOf(sid)).toEqual([
+        ['sent', 'delivered'],
+        ['delivered', 'read'],
+      ])
+    }
+    // Only this test's webhooks (events of earlier tests may still be arriving): 2 per message, each verified.
+    const mine = new Set(sids)
+    const ours = () => rx.requests.filter((r) => mine.has(JSON.parse(r.body).data.message_sid))
+    await until(
+      async () => ours().length,
+      (n) => n >= 2 * sids.length,
+      20_000,
+      'two webhooks per message',
+    )
+    const arrived = new Map<string, string[]>()
+    for (const r of ours()) {
+      const data = (new Webhook(secret).verify(r.body, r.headers) as any).data
+      arrived.set(data.message_sid, [...(arrived.get(data.message_sid) ?? []), data.status])
+    }
+    expect(sids.map((sid) => arrived.get(sid))).toEqual(sids.map(() => ['delivered', 'read']))
+  }, 30_000)
 })

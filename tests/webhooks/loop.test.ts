@@ -102,6 +102,50 @@ describe('waking up', () => {
       await loop.stop()
     }
   }, 60_000)
+
+  // Commits that come while a NOTIFY is in flight share the next one; the last commit of a burst must
+  // still be followed by a NOTIFY sent after it, or another instance would wait for its poll.
+  test.skipIf(!usingPostgres())(
+    'a burst of commits: an instance woken only by NOTIFY delivers every event',
+    async () => {
+      rx.reset()
+      // "Another instance": its loop hears NOTIFY and nothing in-process; it polls once a minute.
+      const config = { ...t.config, databaseUrl: t.db.url } // the test's config names no database: NOTIFY and LISTEN need it
+      const other = startWebhookDelivery({ ...t.deps, config }, { pollMs: 60_000 })
+      try {
+        const committer = { ...t.deps, config, wake: () => {} }
+        const { key, keyId } = await t.account(100)
+        await t.api('POST', '/webhook', key, { url: rx.url() })
+        await Bun.sleep(100) // its first step found nothing and it went to sleep
+        const sids = Array.from({ length: 20 }, () => `SM${crypto.randomUUID().replaceAll('-', '')}`)
+        await t.db.sql`
+        insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
+        select account_id, id, sid, '+6281234567890', 'x', 'sent', 1, now()
+        from api_keys, unnest(${sids}::text[]) as sid where id = ${keyId}`
+        await Promise.all(
+          sids.map(async (sid) => {
+            await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
+            eventsCommitted(committer)
+          }),
+        )
+        const delivered = await until(
+          async () =>
+            (
+              await t.db.sql<
+                { n: number }[]
+              >`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
+            )[0]!.n,
+          (n) => n === sids.length,
+          20_000,
+          'every event delivered',
+        )
+        expect(delivered).toBe(sids.length)
+      } finally {
+        await other.stop()
+      }
+    },
+    60_000,
+  )
 })
 
 describe('graceful stop', () => {

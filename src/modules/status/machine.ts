@@ -15,6 +15,8 @@ export type StatusReport = {
 }
 
 type StatusOutcome = { changed: boolean; events: number }
+/** Counts, and the SIDs that changed and those that got an event (each SID once per call). */
+export type StatusesOutcome = { changed: number; events: number; changedSids: string[]; eventSids: string[] }
 
 /** Applies one provider report. `sql` may be a transaction. */
 export async function applyStatus(sql: Db, timezone: string, report: StatusReport): Promise<StatusOutcome> {
@@ -27,9 +29,9 @@ export async function applyStatus(sql: Db, timezone: string, report: StatusRepor
  * into rounds, oldest first). Locks the messages, moves those whose move is forward, and writes one
  * event per change for keys with a webhook or a listener.
  */
-export async function applyStatuses(sql: Db, timezone: string, reports: StatusReport[]): Promise<{ changed: number; events: number }> {
-  if (reports.length === 0) return { changed: 0, events: 0 }
-  const [row] = await sql<{ changed: number; events: number }[]>`
+export async function applyStatuses(sql: Db, timezone: string, reports: StatusReport[]): Promise<StatusesOutcome> {
+  if (reports.length === 0) return { changed: 0, events: 0, changedSids: [], eventSids: [] }
+  const [row] = await sql<{ changed_sids: string[]; event_sids: string[] }[]>`
     with input as (
       select * from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
                            ${reports.map((r) => r.errorCode ?? null) as number[]}::int[],
@@ -66,10 +68,12 @@ export async function applyStatuses(sql: Db, timezone: string, reports: StatusRe
       left join webhook_listeners l on l.api_key_id = c.api_key_id and l.listening_until > now()
       where w.api_key_id is not null or l.api_key_id is not null
       order by c.id
-      returning id
+      returning message_id
     )
-    select (select count(*) from changed)::int as changed, (select count(*) from event)::int as events`
-  return { changed: row!.changed, events: row!.events }
+    select array(select message_sid from changed) as changed_sids,
+           array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids`
+  const { changed_sids: changedSids, event_sids: eventSids } = row!
+  return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids }
 }
 
 /** Splits reports into rounds in which each message appears once, keeping each message's order. */

@@ -3,6 +3,7 @@
 // (PGlite has no cross-session NOTIFY; polling covers it).
 
 import type { Deps } from '../../deps'
+import type { Sql } from '../../db/client'
 
 export const EVENTS_CHANNEL = 'webhook_events'
 
@@ -14,8 +15,29 @@ export function onEventsCommitted(wake: () => void): () => void {
   return () => inProcess.delete(wake)
 }
 
+// NOTIFY is a statement (and a transaction) of its own: under load, commits that come while one is in
+// flight share the next one. Each commit is still followed by a NOTIFY sent after it.
+const notifying = new WeakMap<Sql, { again: boolean }>()
+
+function notifyEvents(sql: Sql): void {
+  const inFlight = notifying.get(sql)
+  if (inFlight) {
+    inFlight.again = true
+    return
+  }
+  const state = { again: false }
+  notifying.set(sql, state)
+  void sql
+    .notify(EVENTS_CHANNEL, '')
+    .catch(() => {})
+    .finally(() => {
+      notifying.delete(sql)
+      if (state.again) notifyEvents(sql)
+    })
+}
+
 export function eventsCommitted(deps: Pick<Deps, 'sql' | 'config' | 'wake'>): void {
   deps.wake('webhook-delivery')
   for (const wake of inProcess) wake()
-  if (deps.config.databaseUrl) deps.sql.notify(EVENTS_CHANNEL, '').catch(() => {})
+  if (deps.config.databaseUrl) notifyEvents(deps.sql)
 }

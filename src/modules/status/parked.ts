@@ -94,6 +94,14 @@ const toReports = (rows: Parked[]): StatusReport[] =>
  * that transaction applies them.
  */
 export async function applyParked(sql: Sql, timezone: string, limit: number): Promise<{ applied: number; events: number }> {
+  // The worker is woken by every recorded hand-off and almost never finds anything: one statement
+  // says so, instead of a transaction of three.
+  const [found] = await sql<{ due: boolean }[]>`
+    select exists (
+      select 1 from parked_reports p
+      where p.expires_at > now() and exists (select 1 from messages m where m.message_sid = p.message_sid)
+    ) as due`
+  if (!found!.due) return { applied: 0, events: 0 }
   return sql.begin(async (tx) => {
     const due = await tx<Parked[]>`
       delete from parked_reports
