@@ -286,7 +286,7 @@ describe('Meta refuses or fails: 502, refunded', () => {
 
 describe('templates through the provider interface', () => {
   test('an approved template goes as type "template" with its language and body parameters in order', async () => {
-    const provider = createProvider(readConfig(metaEnv(`${fakeUrl}/v21.0`)))
+    const provider = createProvider(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

@@ -228,7 +228,7 @@ describe('Twilio unreachable or slow', () => {
   let u: TestApp
   /** The Twilio provider through the registry, as the service builds it. */
   const twilioAt = (apiBase: string, timeoutMs = 10_000) =>
-    createProvider(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }))
+    createProvider(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql)
   beforeAll(async () => {
     u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
   })
@@ -276,7 +276,7 @@ describe('Twilio unreachable or slow', () => {
 
 describe('templates through the provider interface', () => {
   test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
-    const provider = createProvider(readConfig(twilioEnv(fakeUrl)))
+    const provider = createProvider(readConfig(twilioEnv(fakeUrl)), t.db.sql)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',
