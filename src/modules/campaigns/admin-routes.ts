@@ -87,39 +87,32 @@ export const campaignAdminRoutes = (deps: Deps) => {
       response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409) },
       detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
     })
-    .put(
-      '/templates/:id/bindings/:provider',
-      async ({ params, body }) => ok(await setBinding(sql, tz, params.id, params.provider, body)),
-      {
-        params: BindingParams,
-        body: BindingBody,
-        response: { 200: envelopeOf(Binding), ...errorsOf(400, 401, 404, 409, 422) },
-        detail: {
-          tags,
-          summary: "Bind a template to a provider's approved template",
-          description:
-            'Sets (or replaces) the binding of the template for one provider: `twilio` (a Content SID, no language), `meta` ' +
-            '(the template name and its language code) or `simulator` (any name). `variables` lists, in the provider template\'s ' +
-            "order, the account template's placeholders that fill its variables; each must be one the template uses (422 otherwise). " +
-            'A template has at most one binding per provider. While bound for the provider in use, a campaign with this template ' +
-            'sends the approved template with each contact\'s values (and records the rendered text), and so does a send with ' +
-            '`template_id`. 409 while a scheduled, sending or paused campaign uses the template; 422 for a provider that sends no templates.',
-        },
+    .put('/templates/:id/bindings/:provider', async ({ params, body }) => ok(await setBinding(sql, tz, params.id, params.provider, body)), {
+      params: BindingParams,
+      body: BindingBody,
+      response: { 200: envelopeOf(Binding), ...errorsOf(400, 401, 404, 409, 422) },
+      detail: {
+        tags,
+        summary: "Bind a template to a provider's approved template",
+        description:
+          'Sets (or replaces) the binding of the template for one provider: `twilio` (a Content SID, no language), `meta` ' +
+          "(the template name and its language code) or `simulator` (any name). `variables` lists, in the provider template's " +
+          "order, the account template's placeholders that fill its variables; each must be one the template uses (422 otherwise). " +
+          'A template has at most one binding per provider. While bound for the provider in use, a campaign with this template ' +
+          "sends the approved template with each contact's values (and records the rendered text), and so does a send with " +
+          '`template_id`. 409 while a scheduled, sending or paused campaign uses the template; 422 for a provider that sends no templates.',
       },
-    )
-    .delete(
-      '/templates/:id/bindings/:provider',
-      async ({ params }) => ok(await deleteBinding(sql, params.id, params.provider)),
-      {
-        params: BindingParams,
-        response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409, 422) },
-        detail: {
-          tags,
-          summary: "Remove a template's binding for a provider (it goes as free-form text there again)",
-          description: '404 when the template has no binding for that provider; 409 while a scheduled, sending or paused campaign uses the template.',
-        },
+    })
+    .delete('/templates/:id/bindings/:provider', async ({ params }) => ok(await deleteBinding(sql, params.id, params.provider)), {
+      params: BindingParams,
+      response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409, 422) },
+      detail: {
+        tags,
+        summary: "Remove a template's binding for a provider (it goes as free-form text there again)",
+        description:
+          '404 when the template has no binding for that provider; 409 while a scheduled, sending or paused campaign uses the template.',
       },
-    )
+    })
     .get('/segments/:id', async ({ params }) => ok(await getSegment(sql, tz, params.id)), {
       params: IdParams,
       response: { 200: envelopeOf(Segment), ...errorsOf(400, 401, 404) },

@@ -39,7 +39,8 @@ export async function bindingsOf(sql: Db, tz: string, templateIds: number[]): Pr
 
 function rulesOf(provider: string): TemplateRules {
   const rules = TEMPLATE_RULES.get(provider)
-  if (!rules) throw badValue(`provider: must be one of ${[...TEMPLATE_RULES.keys()].join(', ')} (the providers that send approved templates)`)
+  if (!rules)
+    throw badValue(`provider: must be one of ${[...TEMPLATE_RULES.keys()].join(', ')} (the providers that send approved templates)`)
   return rules
 }
 

@@ -116,7 +116,10 @@ export const BindingBody = t.Object(
       examples: ['HX0123456789abcdef0123456789abcdef'],
     }),
     language: t.Optional(
-      t.Union([t.String(), t.Null()], { description: 'Meta: required, a language code such as en_US or id; Twilio: none', examples: ['id'] }),
+      t.Union([t.String(), t.Null()], {
+        description: 'Meta: required, a language code such as en_US or id; Twilio: none',
+        examples: ['id'],
+      }),
     ),
     variables: t.Optional(
       t.Array(t.String(), {

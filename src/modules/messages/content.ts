@@ -12,7 +12,8 @@ import { MAX_BODY_CHARS } from '../../lib/validate'
 import type { OutgoingMessage } from '../../providers/provider'
 
 /** A variable's name in an error: as typed when plain, quoted (and cut) otherwise. */
-const nameOf = (name: string) => (/^[A-Za-z_][\w-]{0,99}$/.test(name) ? name : JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}...` : name))
+const nameOf = (name: string) =>
+  /^[A-Za-z_][\w-]{0,99}$/.test(name) ? name : JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}...` : name)
 
 /** What a message asked its provider to send instead of free-form text (messages.provider_template). */
 export type StoredTemplate = { provider: string; ref: string; language: string | null; variables: string[] }
@@ -29,6 +30,14 @@ export function requireContentShape(input: ContentFields, at = ''): void {
   if (input.body !== undefined && input.template_id !== undefined) throw badShape(`${at}body: give either body or template_id, not both`)
   if (input.body === undefined && input.template_id === undefined) throw badShape(`${at}body: is required (or template_id)`)
   if (input.variables !== undefined && input.template_id === undefined) throw badShape(`${at}variables: only with template_id`)
+  // (The model says so too, but lets a string or an array through as if it were an object.)
+  const variables: unknown = input.variables
+  if (variables !== undefined) {
+    if (variables === null || typeof variables !== 'object' || Array.isArray(variables)) throw badShape(`${at}variables: must be an object`)
+    for (const [name, value] of Object.entries(variables)) {
+      if (typeof value !== 'string') throw badShape(`${at}variables.${nameOf(name)}: must be a string`)
+    }
+  }
   if (input.media_url !== undefined && input.template_id !== undefined) throw badShape(`${at}media_url: not with template_id`)
 }
 
@@ -71,7 +80,7 @@ export function templateContent(
   const uses: string[] = placeholdersOf(template.body)
   const used = `template ${template.id} uses: ${uses.length ? uses.join(', ') : 'none'}`
   for (const name of Object.keys(values)) {
-    if (!uses.includes(name)) throw badValue(`${at}variables.${nameOf(name)}: not a placeholder of ${used}`)
+    if (!uses.includes(name)) throw badValue(`${at}variables.${nameOf(name)}: not a placeholder of the template (${used})`)
   }
   const missing = uses.find((name) => !Object.hasOwn(values, name))
   if (missing !== undefined) throw badValue(`${at}variables.${missing}: missing (${used})`)

@@ -20,7 +20,7 @@ const templateFields = {
       {
         additionalProperties: t.String(),
         description:
-          "With `template_id`: a value (string) for every placeholder the template uses (`name`, `phone`, `email`, `city`) and no other",
+          'With `template_id`: a value (string) for every placeholder the template uses (`name`, `phone`, `email`, `city`) and no other',
         examples: [{ name: 'Budi', city: 'Bandung' }],
       },
     ),
@@ -31,7 +31,10 @@ export const SendBody = t.Object(
   {
     to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
     body: t.Optional(
-      t.String({ description: 'Message text, 1 to 4096 characters; required unless `template_id` is given', examples: ['Your order #1001 has shipped'] }),
+      t.String({
+        description: 'Message text, 1 to 4096 characters; required unless `template_id` is given',
+        examples: ['Your order #1001 has shipped'],
+      }),
     ),
     media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file (not with `template_id`)' })),
     ...templateFields,
@@ -110,9 +113,15 @@ export const Message = t.Object({
     [
       t.Object({
         provider: t.String({ examples: ['twilio'] }),
-        ref: t.String({ description: "The provider's template: Twilio's Content SID, Meta's template name", examples: ['HX0123456789abcdef0123456789abcdef'] }),
+        ref: t.String({
+          description: "The provider's template: Twilio's Content SID, Meta's template name",
+          examples: ['HX0123456789abcdef0123456789abcdef'],
+        }),
         language: t.Union([t.String(), t.Null()], { description: "Meta's language code; null for Twilio" }),
-        variables: t.Array(t.String(), { description: "The values sent, in the provider template's order", examples: [['Budi', 'Bandung']] }),
+        variables: t.Array(t.String(), {
+          description: "The values sent, in the provider template's order",
+          examples: [['Budi', 'Bandung']],
+        }),
       }),
       t.Null(),
     ],

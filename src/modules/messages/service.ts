@@ -42,7 +42,12 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
 }
 
 /** A send with `template_id`: the template (one query; a send with `body` makes none) rendered with `variables`. */
-async function fromTemplate(deps: Deps, principal: Principal, to: string, input: { template_id: number; variables?: Record<string, string> }) {
+async function fromTemplate(
+  deps: Deps,
+  principal: Principal,
+  to: string,
+  input: { template_id: number; variables?: Record<string, string> },
+) {
   const provider = deps.provider.name
   const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
   const content = templateContent(templates.get(input.template_id), input, provider)

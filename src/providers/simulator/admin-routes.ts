@@ -14,7 +14,10 @@ const InboundBody = t.Object(
 )
 const InboundAnswer = t.Object({
   phone: t.String({ examples: ['+6281234567890'] }),
-  window_until: t.String({ description: 'End of its window, YYYY-MM-DD HH:MM:SS in the service time zone', examples: ['2026-11-22 10:15:02'] }),
+  window_until: t.String({
+    description: 'End of its window, YYYY-MM-DD HH:MM:SS in the service time zone',
+    examples: ['2026-11-22 10:15:02'],
+  }),
 })
 
 export const simulatorAdminRoutes = (deps: Deps) =>

@@ -23,4 +23,3 @@ export async function openWindow(sql: Sql, tz: string, phoneInput: string): Prom
     returning last_inbound_at + interval '24 hours' as until`
   return { phone, window_until: formatTimestamp(row!.until, tz)! }
 }
-
