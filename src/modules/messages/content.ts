@@ -30,14 +30,6 @@ export function requireContentShape(input: ContentFields, at = ''): void {
   if (input.body !== undefined && input.template_id !== undefined) throw badShape(`${at}body: give either body or template_id, not both`)
   if (input.body === undefined && input.template_id === undefined) throw badShape(`${at}body: is required (or template_id)`)
   if (input.variables !== undefined && input.template_id === undefined) throw badShape(`${at}variables: only with template_id`)
-  // (The model says so too, but lets a string or an array through as if it were an object.)
-  const variables: unknown = input.variables
-  if (variables !== undefined) {
-    if (variables === null || typeof variables !== 'object' || Array.isArray(variables)) throw badShape(`${at}variables: must be an object`)
-    for (const [name, value] of Object.entries(variables)) {
-      if (typeof value !== 'string') throw badShape(`${at}variables.${nameOf(name)}: must be a string`)
-    }
-  }
   if (input.media_url !== undefined && input.template_id !== undefined) throw badShape(`${at}media_url: not with template_id`)
 }
 
