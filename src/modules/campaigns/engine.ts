@@ -197,8 +197,8 @@ export async function sendCampaignBatches(
     returning id, lease_token`
   if (!claimed) return { sent: 0 }
   let sent = 0
+  const provider = deps.provider.name
   for (let i = 0; i < (options.maxBatches ?? 20); i++) {
-    const provider = deps.provider.name
     const batch = await nextBatch(deps.sql, provider, claimed.id, claimed.lease_token, deps.handoff.lease(CAMPAIGN_BATCH))
     if (batch.messages.length > 0) {
       await deps.handoff.many(
