@@ -14,7 +14,7 @@ import type { TemplateRules } from '../../providers/provider'
 import type { Binding, BindingBody } from './model'
 
 const MAX_VARIABLES = 100
-// ISO 639 language, optionally a region or script: en, en_US, pt_BR, zh_CN, es_419 is not one of Meta's.
+// An ISO 639 language, optionally with a region: en, id, en_US, pt_BR, zh_CN (the codes Meta lists).
 const LANGUAGE = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/
 
 type BindingRow = { template_id: number; provider: string; ref: string; language: string | null; variables: string[]; updated_at: Date }
