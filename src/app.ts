@@ -19,6 +19,7 @@ import { campaignRunRoutes } from './modules/campaigns/run-routes'
 import { webhookRoutes } from './modules/webhooks/routes'
 import { webhookAdminRoutes } from './modules/webhooks/admin-routes'
 import { providerCallbackRoutes } from './providers/routes'
+import { simulatorAdminRoutes } from './providers/simulator/admin-routes'
 import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
 import { userAdminRoutes } from './modules/users/routes'
 
@@ -59,6 +60,8 @@ export function createApp(deps: Deps) {
     .use(campaignAdminRoutes(deps))
     .use(campaignRunRoutes(deps))
     .use(providerCallbackRoutes(deps))
+    // The simulator's customer windows (a number "writes in"), for trying approved templates without WhatsApp.
+    .use(simulatorAdminRoutes(deps))
     .use(userAdminRoutes(deps))
     .use(dashboardRoutes(deps))
   app = composed

@@ -45,7 +45,7 @@ function resolveAdminToken(config: Config): { token: string; file: string | unde
 export function buildDeps(
   config: Config,
   database: Database,
-  provider = createProvider(config),
+  provider = createProvider(config, database.sql),
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
   const handoff = createHandoff(database.sql, provider, {

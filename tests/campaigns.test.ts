@@ -23,7 +23,13 @@ describe('admin: templates and segments', () => {
     const { accountId } = await t.account()
     const created = await t.admin('POST', `/accounts/${accountId}/templates`, { name: ' Promo ', body: 'Hello {{name}}!' })
     expect(created.status).toBe(201)
-    expect(created.body.data).toEqual({ id: expect.any(Number), name: 'Promo', body: 'Hello {{name}}!', created_at: expect.any(String) })
+    expect(created.body.data).toEqual({
+      id: expect.any(Number),
+      name: 'Promo',
+      body: 'Hello {{name}}!',
+      created_at: expect.any(String),
+      bindings: [],
+    })
     await t.admin('POST', `/accounts/${accountId}/templates`, { name: 'Second', body: 'x' })
     const list = await t.admin('GET', `/accounts/${accountId}/templates`)
     expect(list.status).toBe(200)

@@ -9,7 +9,15 @@ import { ConfigError } from '../config'
 import { hintFor, parse, UsageError } from './args'
 import { CliError, lazyApi } from './client'
 import type { Command, Context } from './command'
-import { accountCommands, campaignCommands, deliveryCommands, moneyCommands, quarantineCommands, userCommands } from './commands'
+import {
+  accountCommands,
+  campaignCommands,
+  deliveryCommands,
+  moneyCommands,
+  quarantineCommands,
+  simulatorCommands,
+  userCommands,
+} from './commands'
 import { helpText, overview } from './help'
 import { quickstart } from './quickstart'
 import { webhookCommands } from './webhook'
@@ -24,6 +32,7 @@ const commands: Command[] = [
   ...deliveryCommands,
   ...webhookCommands,
   ...quarantineCommands,
+  ...simulatorCommands,
 ]
 
 function context(

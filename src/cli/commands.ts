@@ -25,7 +25,8 @@ type LedgerRow = {
   note: string | null
   created_at: string
 }
-type Template = { id: number; name: string; body: string; created_at: string }
+type Binding = { provider: string; ref: string; language: string | null; variables: string[]; updated_at: string }
+type Template = { id: number; name: string; body: string; created_at: string; bindings: Binding[] }
 type Segment = { id: number; name: string; tag: string; contact_count: number; created_at: string }
 type Campaign = {
   id: number
@@ -57,6 +58,9 @@ type User = { id: number; email: string; role: string; account_id: number | null
 
 /** A name in running text, quoted, with control characters made visible. */
 const named = (name: string) => `"${cell(name, Infinity)}"`
+
+const bindingLine = (b: Binding) =>
+  `${b.provider}: ${cell(b.ref, Infinity)}${b.language ? ` (${b.language})` : ''}, variables ${b.variables.length ? b.variables.join(', ') : 'none'}`
 
 const PAGE_FLAGS: Record<string, Flag> = {
   limit: { value: 'N', help: 'rows to show, 1 to 200 (default 50)' },
@@ -321,6 +325,61 @@ export const campaignCommands: Command[] = [
     },
   },
   {
+    name: 'template show',
+    args: ['TEMPLATE_ID'],
+    summary: 'a template of any account, with its approved-template bindings',
+    example: 'bun run admin template show "$TEMPLATE_ID"',
+    async run(ctx) {
+      const t = await ctx.api.call<Template>('GET', `/admin/v1/templates/${ctx.id('TEMPLATE_ID')}`)
+      const bindings = t.bindings.length
+        ? t.bindings.map((b) => `  ${bindingLine(b)}`)
+        : ['  no approved template bound: sent as free-form text']
+      return { data: t, text: () => [`template ${t.id} ${named(t.name)}: ${cell(t.body, Infinity)}`, ...bindings].join('\n') }
+    },
+  },
+  {
+    name: 'template bind',
+    args: ['TEMPLATE_ID', 'PROVIDER', 'REF'],
+    summary: "bind a template to a provider's approved template (twilio, meta or simulator)",
+    details:
+      "REF is the Content SID (HX…) for twilio, the approved template's name for meta (with --language), any name for the simulator. " +
+      "--variables lists the template's placeholders that fill the approved template's variables, in its order ({{1}}, {{2}}… for " +
+      'Twilio, the body parameters for Meta). One binding per provider: binding again replaces it. Campaigns and sends with the template ' +
+      'then send the approved template while PROVIDER is that provider.',
+    example: 'bun run admin template bind "$TEMPLATE_ID" twilio HX0123456789abcdef0123456789abcdef --variables name,city',
+    flags: {
+      language: { value: 'CODE', help: "the template's language code, e.g. en_US or id (meta: required; twilio: none)" },
+      variables: {
+        value: 'NAMES',
+        help: "placeholder names in the approved template's order, comma-separated, e.g. name,city (default none)",
+      },
+    },
+    async run(ctx) {
+      const body: Record<string, unknown> = { ref: ctx.args.REF }
+      if (typeof ctx.flags.language === 'string') body.language = ctx.flags.language
+      if (typeof ctx.flags.variables === 'string')
+        body.variables = ctx.flags.variables
+          .split(',')
+          .map((v) => v.trim())
+          .filter(Boolean)
+      const id = ctx.id('TEMPLATE_ID')
+      const b = await ctx.api.call<Binding>('PUT', `/admin/v1/templates/${id}/bindings/${encodeURIComponent(ctx.args.PROVIDER!)}`, body)
+      return { data: b, text: () => `template ${id} bound: ${bindingLine(b)}` }
+    },
+  },
+  {
+    name: 'template unbind',
+    args: ['TEMPLATE_ID', 'PROVIDER'],
+    summary: "remove a template's binding for a provider (it goes as free-form text there again)",
+    example: 'bun run admin template unbind "$TEMPLATE_ID" twilio',
+    async run(ctx) {
+      const id = ctx.id('TEMPLATE_ID')
+      const provider = ctx.args.PROVIDER!
+      const result = await ctx.api.call<{ deleted: true }>('DELETE', `/admin/v1/templates/${id}/bindings/${encodeURIComponent(provider)}`)
+      return { data: result, text: () => `template ${id} is no longer bound for ${provider}` }
+    },
+  },
+  {
     name: 'segment create',
     args: ['ACCOUNT_ID', 'NAME', 'TAG'],
     summary: "a segment: the account's contacts with TAG (case-insensitive)",
@@ -402,6 +461,24 @@ export const campaignCommands: Command[] = [
       return { data: detail, text: () => describeCampaign(detail) }
     },
   })),
+]
+
+export const simulatorCommands: Command[] = [
+  {
+    name: 'simulator inbound',
+    args: ['PHONE'],
+    summary: 'simulator: PHONE writes in, opening its 24-hour window for free-form messages',
+    details:
+      'With SIM_REQUIRE_TEMPLATE=true the simulator refuses free-form messages (error 63016, refunded) to numbers that have not ' +
+      'written in within 24 hours, as WhatsApp does; approved templates always go. This records a message from PHONE now.',
+    example: 'bun run admin simulator inbound 081234567890',
+    async run(ctx) {
+      const w = await ctx.api.call<{ phone: string; window_until: string }>('POST', '/admin/v1/simulator/inbound', {
+        phone: ctx.args.PHONE,
+      })
+      return { data: w, text: () => `${w.phone} wrote in: free-form messages to it are accepted until ${w.window_until}` }
+    },
+  },
 ]
 
 export const deliveryCommands: Command[] = [

@@ -12,7 +12,7 @@ import { authenticateAdmin } from './admin-auth'
 import { ReplayedAnswer } from './idempotency'
 import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
 import { RouteTable, type RouteInfo } from './routes'
-import { describeValidation, nulField, unknownField, type ValidationFailure } from './validation'
+import { describeValidation, nulField, unknownField, wrongContainer, type ValidationFailure } from './validation'
 import { log } from '../lib/log'
 import { identify, loggedPath } from './access-log'
 
@@ -119,6 +119,8 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
           if (!schema && (typeof body !== 'object' || Array.isArray(body))) throw badShape('body must be a JSON object')
           const unknown = unknownField(schema, body)
           if (unknown) throw badShape(`${unknown}: unknown field`)
+          const wrong = wrongContainer(schema, body)
+          if (wrong) throw badShape(wrong)
         }
         const inBody = nulField(body)
         if (inBody) throw badValue(`${inBody}: text must not contain NUL characters (\\u0000)`)

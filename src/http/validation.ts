@@ -72,6 +72,35 @@ function unknownAt(schema: Schema, value: unknown, at: (string | number)[]): (st
   return null
 }
 
+/**
+ * The first body field that its schema wants as an object or an array but that is another JSON
+ * type, as a message (`variables: must be an object`), or null. Elysia would coerce it before
+ * validating: a string becomes {"0": "x"}, null becomes {}, so an object schema with no required
+ * field would take it. Unions decide for themselves.
+ */
+export function wrongContainer(schema: TSchema | null, value: unknown): string | null {
+  return schema ? containerAt(schema as Schema, value, []) : null
+}
+
+function containerAt(schema: Schema, value: unknown, at: (string | number)[]): string | null {
+  if (schema.anyOf) return null
+  if (schema.type === 'object') {
+    if (!isPlainObject(value)) return at.length > 0 ? `${fieldName(at)}: must be an object` : null
+    for (const [key, child] of Object.entries(value as Record<string, unknown>)) {
+      const known = schema.properties && Object.hasOwn(schema.properties, key) ? schema.properties[key] : undefined
+      const found = known ? containerAt(known as Schema, child, [...at, key]) : null
+      if (found) return found
+    }
+  } else if (schema.type === 'array') {
+    if (!Array.isArray(value)) return `${fieldName(at)}: must be an array`
+    for (let i = 0; i < value.length && schema.items; i++) {
+      const found = containerAt(schema.items as Schema, value[i], [...at, i])
+      if (found) return found
+    }
+  }
+  return null
+}
+
 /** The first field (or query parameter) whose key or text holds U+0000, which PostgreSQL text cannot store. */
 export function nulField(value: unknown, at: (string | number)[] = []): string | null {
   if (typeof value === 'string') return value.includes('\u0000') ? fieldName(at) || 'body' : null

@@ -3,8 +3,8 @@
 // rejected when the template is saved.
 
 export const PLACEHOLDERS = ['name', 'phone', 'email', 'city'] as const
-type Placeholder = (typeof PLACEHOLDERS)[number]
-type TemplateValues = Partial<Record<Placeholder, string | null>>
+export type Placeholder = (typeof PLACEHOLDERS)[number]
+export type TemplateValues = Partial<Record<Placeholder, string | null>>
 
 const PLACEHOLDER = /\{\{\s*([^{}]*?)\s*\}\}/g
 
@@ -21,4 +21,13 @@ export function renderTemplate(body: string, values: TemplateValues): string {
   return body.replace(PLACEHOLDER, (whole, name: string) =>
     (PLACEHOLDERS as readonly string[]).includes(name) ? (values[name as Placeholder] ?? '') : whole,
   )
+}
+
+/** The known placeholders `body` uses, each once, in order of first use. */
+export function placeholdersOf(body: string): Placeholder[] {
+  const used = new Set<Placeholder>()
+  for (const match of body.matchAll(PLACEHOLDER)) {
+    if ((PLACEHOLDERS as readonly string[]).includes(match[1]!)) used.add(match[1] as Placeholder)
+  }
+  return [...used]
 }

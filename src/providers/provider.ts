@@ -6,6 +6,7 @@
 // This file imports nothing at run time (types only): the configuration reads the providers'
 // settings through it, and `--help` must stay light.
 
+import type { Sql } from '../db/client'
 import type { StatusReport } from '../modules/status/machine'
 
 /** A provider's approved template (bound to an account template): sent instead of a free-form body. */
@@ -16,6 +17,19 @@ export type ProviderTemplate = {
   language: string | null
   /** The variables' values in the provider template's order: Twilio `{{1}}`, `{{2}}`…, Meta's body parameters. */
   variables: string[]
+}
+
+/**
+ * How a provider's approved templates are named, for binding account templates to them (admin API,
+ * command line, dashboard). A provider without these rules sends free-form text only.
+ */
+export type TemplateRules = {
+  /** What a binding's `ref` is, for help texts: "the Content SID (HX + 32 hex characters)". */
+  ref: string
+  /** Why `ref` cannot name one of its templates, or null when it can. */
+  refError(ref: string): string | null
+  /** Whether a binding carries a language code: Meta's templates do, Twilio's Content SIDs do not. */
+  language: 'required' | 'optional' | 'none'
 }
 
 /**
@@ -104,9 +118,11 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
    * `selected`: PROVIDER names it, so whatever sending needs must be set (fail naming the variable).
    */
   readSettings(read: SettingsReader<keyof V & string>, selected: boolean): S
-  /** The sender, when PROVIDER names it. `timeoutMs`: PROVIDER_TIMEOUT_MS. */
-  create(settings: S, context: { publicBaseUrl: string; timeoutMs: number }): Provider
+  /** The sender, when PROVIDER names it. `timeoutMs`: PROVIDER_TIMEOUT_MS; `sql` for a provider that keeps state (the simulator). */
+  create(settings: S, context: { publicBaseUrl: string; timeoutMs: number; sql: Sql }): Provider
   callbacks: Callback<S>[]
+  /** Its approved templates' naming, when it sends templates. */
+  templates?: TemplateRules
 }
 
 /** Declares a provider (keeps its name's and variables' literal types for the registry and `--help`). */

@@ -3,7 +3,8 @@
 // exporting a defineProvider(...)) and one entry in PROVIDERS.
 
 import type { Config } from '../config'
-import type { Provider, ProviderPlugin, ProviderVariable, SettingsReader } from './provider'
+import type { Sql } from '../db/client'
+import type { Provider, ProviderPlugin, ProviderVariable, SettingsReader, TemplateRules } from './provider'
 import { simulator } from './simulator'
 import { twilio } from './twilio'
 import { meta } from './meta'
@@ -30,7 +31,16 @@ export function readProviderSettings(read: SettingsReader, selected: ProviderNam
 }
 
 /** The sender PROVIDER names. */
-export function createProvider(config: Config): Provider {
+export function createProvider(config: Config, sql: Sql): Provider {
   const plugin = anyProvider(PROVIDERS.find((p) => p.name === config.provider)!)
-  return plugin.create(config.providers[config.provider], { publicBaseUrl: config.publicBaseUrl, timeoutMs: config.providerTimeoutMs })
+  return plugin.create(config.providers[config.provider], {
+    publicBaseUrl: config.publicBaseUrl,
+    timeoutMs: config.providerTimeoutMs,
+    sql,
+  })
 }
+
+/** The providers that send approved templates, by name, with their naming rules. */
+export const TEMPLATE_RULES: ReadonlyMap<string, TemplateRules> = new Map(
+  PROVIDERS.map(anyProvider).flatMap((p) => (p.templates ? [[p.name, p.templates] as const] : [])),
+)

@@ -9,6 +9,7 @@
 
 import type { Deps } from '../deps'
 import { log } from '../lib/log'
+import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
 import type { Worker } from './worker'
 
 const BATCH = 500
@@ -16,9 +17,18 @@ export const MAX_RECOVERIES = 3
 /** Expired leases are looked for this often (a lease is never shorter than a few seconds). */
 const HANDOFF_RECOVERY_POLL_MS = 5_000
 
-async function recoverHandoffs(deps: Pick<Deps, 'sql' | 'handoff'>): Promise<{ claimed: number; quarantined: number }> {
+type Recovered = {
+  id: number
+  phone: string
+  body: string
+  media_url: string | null
+  provider_template: StoredTemplate | null
+  quarantined: boolean
+}
+
+async function recoverHandoffs(deps: Pick<Deps, 'sql' | 'handoff' | 'provider'>): Promise<{ claimed: number; quarantined: number }> {
   const lease = deps.handoff.lease(BATCH)
-  const rows = await deps.sql<{ id: number; phone: string; body: string; media_url: string | null; quarantined: boolean }[]>`
+  const rows = await deps.sql<Recovered[]>`
     with due as (
       select id from messages
       where status = 'queued' and handoff_until < now()
@@ -28,19 +38,19 @@ async function recoverHandoffs(deps: Pick<Deps, 'sql' | 'handoff'>): Promise<{ c
     ), quarantined as (
       update messages set handoff_until = null, handoff_token = null, quarantined_at = now()
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, true as quarantined
+      returning id, phone, body, media_url, provider_template, true as quarantined
     ), claimed as (
       update messages set handoff_token = ${lease.token}, handoff_until = now() + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, false as quarantined
+      returning id, phone, body, media_url, provider_template, false as quarantined
     )
     select * from claimed union all select * from quarantined`
   const claimed = rows.filter((m) => !m.quarantined)
   for (const m of rows) if (m.quarantined) log.warn('message quarantined: its hand-off outcome could not be recorded', { message_id: m.id })
   if (claimed.length > 0) {
     await deps.handoff.many(
-      claimed.map((m) => ({ id: m.id, to: m.phone, body: m.body, mediaUrl: m.media_url })),
+      claimed.map((m) => outgoingOf(m, deps.provider.name)),
       lease,
     )
   }

@@ -386,6 +386,105 @@ describe('templates and segments', () => {
   })
 })
 
+describe('approved templates', () => {
+  const SID = 'HX0123456789abcdef0123456789abcdef'
+
+  test('bind and remove on the template page: the rules shown as errors, CSRF, 404s, the operator path, the audit log', async () => {
+    const m = await member(100)
+    const other = await member()
+    const list = await m.client.get('/dashboard/templates')
+    const csrf = list.csrf!
+    await m.client.post('/dashboard/templates', { _csrf: csrf, name: 'order', body: 'Hi {{name}} in {{city}}' })
+    const [template] = await t.db.sql<{ id: number }[]>`select id from templates where account_id = ${m.accountId}`
+    const id = template!.id
+    const bindings = () =>
+      t.db.sql<{ provider: string; ref: string; language: string | null; variables: string[] }[]>`
+        select provider, ref, language, variables from template_bindings where template_id = ${id} order by provider`
+
+    const edit = await m.client.get(`/dashboard/templates/${id}`)
+    expect(edit.text).toContain('<h2>Approved templates</h2>')
+    for (const provider of ['simulator', 'twilio', 'meta']) {
+      expect(edit.text).toContain(`action="/dashboard/templates/${id}/bindings/${provider}"`)
+    }
+    expect(edit.text).toContain('simulator (in use)')
+    expect(edit.text).toContain('Not bound: sent as free-form text.')
+
+    // Variables as typed: commas or spaces, with or without braces.
+    const bound = await m.client.post(`/dashboard/templates/${id}/bindings/twilio`, { _csrf: csrf, ref: SID, variables: '{{city}}, name' })
+    expect([bound.status, bound.location]).toEqual([303, `/dashboard/templates/${id}`])
+    expect([...(await bindings())]).toEqual([{ provider: 'twilio', ref: SID, language: null, variables: ['city', 'name'] }])
+    expect((await m.client.get(`/dashboard/templates/${id}`)).text).toContain(`Bound to twilio: ${SID}, variables: city, name.`)
+    expect((await m.client.get('/dashboard/templates')).text).toContain(`twilio: ${SID}`)
+
+    // The service's rules, shown on the page with what was typed.
+    const noLanguage = await m.client.post(`/dashboard/templates/${id}/bindings/meta`, {
+      _csrf: csrf,
+      ref: 'order_in',
+      language: '',
+      variables: 'name',
+    })
+    expect(noLanguage.status).toBe(422)
+    expect(noLanguage.text).toContain('language: required for meta templates')
+    expect(noLanguage.text).toContain('value="order_in"')
+    const notPlaceholder = await m.client.post(`/dashboard/templates/${id}/bindings/meta`, {
+      _csrf: csrf,
+      ref: 'order_in',
+      language: 'id',
+      variables: 'name, email',
+    })
+    expect(notPlaceholder.status).toBe(422)
+    expect(notPlaceholder.text).toContain('variables[1]: &quot;email&quot; is not a placeholder of template')
+
+    // Without the token, for another account's template, or a provider without templates: nothing changes.
+    expect((await m.client.post(`/dashboard/templates/${id}/bindings/meta`, { _csrf: 'no', ref: 'x', language: 'id' })).status).toBe(403)
+    expect((await m.client.post(`/dashboard/templates/${id}/bindings/whatsapp`, { _csrf: csrf, ref: 'x' })).status).toBe(404)
+    const o = await other.client.get('/dashboard/templates')
+    const theirs = await other.client.post(`/dashboard/templates/${id}/bindings/simulator`, { _csrf: o.csrf!, ref: 'mine' })
+    expect(theirs.status).toBe(404)
+    expect((await other.client.post(`/dashboard/templates/${id}/bindings/twilio/delete`, { _csrf: o.csrf! })).status).toBe(404)
+    expect((await bindings()).map((b) => b.provider)).toEqual(['twilio'])
+
+    // The operator binds at the account's own path; the member removes the Twilio binding.
+    const op = await dashboardUser(t, 'bindings-op@example.com', PASSWORD)
+    const opPage = await op.client.get(`/dashboard/accounts/${m.accountId}/templates/${id}`)
+    expect(opPage.status).toBe(200)
+    const opBound = await op.client.post(`/dashboard/accounts/${m.accountId}/templates/${id}/bindings/meta`, {
+      _csrf: opPage.csrf!,
+      ref: 'order_in',
+      language: 'id',
+      variables: 'name city',
+    })
+    expect(opBound.location).toBe(`/dashboard/accounts/${m.accountId}/templates/${id}`)
+    const removed = await m.client.post(`/dashboard/templates/${id}/bindings/twilio/delete`, { _csrf: csrf })
+    expect([removed.status, removed.location]).toEqual([303, `/dashboard/templates/${id}`])
+    expect([...(await bindings())]).toEqual([{ provider: 'meta', ref: 'order_in', language: 'id', variables: ['name', 'city'] }])
+
+    const audit = await t.db.sql<{ action: string; detail: Record<string, unknown> }[]>`
+      select action, detail from audit_log where account_id = ${m.accountId} and action like 'template %' order by id`
+    expect(audit.map((a) => [a.action, a.detail.provider ?? null])).toEqual([
+      ['template created', null],
+      ['template bound', 'twilio'],
+      ['template bound', 'meta'],
+      ['template unbound', 'twilio'],
+    ])
+    expect(audit[1]!.detail).toEqual({ template_id: id, provider: 'twilio', ref: SID, language: null, variables: ['city', 'name'] })
+
+    // A message sent as the simulator's approved template shows it on its page.
+    await m.client.post(`/dashboard/templates/${id}/bindings/simulator`, { _csrf: csrf, ref: 'order_in', variables: 'city' })
+    const sent = await t.api('POST', '/messages/send', m.key, {
+      to: '081277770001',
+      template_id: id,
+      variables: { name: 'Ani', city: 'Bogor' },
+    })
+    expect(sent.status).toBe(200)
+    const [message] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${m.accountId}`
+    const shown = await m.client.get(`/dashboard/messages/${message!.id}`)
+    expect(shown.text).toContain('Hi Ani in Bogor')
+    expect(shown.text).toContain(`<dd>#${id}</dd>`)
+    expect(shown.text).toContain('simulator: order_in, variables: Bogor')
+  })
+})
+
 describe('campaigns', () => {
   async function setup(balance: number, contacts: number) {
     const m = await member(balance)

@@ -8,6 +8,7 @@ import { ConfigError, readConfig } from '../../src/config'
 import { createProvider } from '../../src/providers/registry'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
+import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
 
 const ACCESS_TOKEN = 'EAAGm0PX4ZCpsBAsecret_meta_token_0123456789'
 const PHONE_NUMBER_ID = '106540352242922'
@@ -286,7 +287,7 @@ describe('Meta refuses or fails: 502, refunded', () => {
 
 describe('templates through the provider interface', () => {
   test('an approved template goes as type "template" with its language and body parameters in order', async () => {
-    const provider = createProvider(readConfig(metaEnv(`${fakeUrl}/v21.0`)))
+    const provider = createProvider(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',
@@ -370,5 +371,84 @@ describe('settings', () => {
     expect(await child.exited).toBe(2)
     expect(await new Response(child.stderr).text()).toBe('configuration error: META_APP_SECRET: required when PROVIDER=meta\n')
     expect(await new Response(child.stdout).text()).toBe('')
+  })
+})
+
+describe('approved templates through the API', () => {
+  const templateOf = (r: Recorded) => JSON.parse(r.body)
+  const parameters = (...texts: string[]) => [{ type: 'body', parameters: texts.map((text) => ({ type: 'text', text })) }]
+
+  test('a campaign whose template is bound sends type "template" with its language and body parameters in the bound order', async () => {
+    const a = await boundTemplate(
+      t,
+      'Halo {{name}}, pesanan Anda di {{city}} siap',
+      { meta: { ref: 'order_ready', language: 'id', variables: ['city', 'name', 'city'] }, twilio: { ref: 'HX' + 'a'.repeat(32) } },
+      [
+        { name: 'Budi', phone: '081200000001', city: 'Bandung' },
+        { name: 'Sari', phone: '081200000002', city: 'Solo' },
+      ],
+    )
+    const campaignId = await runCampaign(t, a)
+    const sent = requests.map(templateOf).sort((x, y) => x.to.localeCompare(y.to))
+    expect(sent).toEqual([
+      {
+        messaging_product: 'whatsapp',
+        to: '6281200000001',
+        type: 'template',
+        template: { name: 'order_ready', language: { code: 'id' }, components: parameters('Bandung', 'Budi', 'Bandung') },
+      },
+      {
+        messaging_product: 'whatsapp',
+        to: '6281200000002',
+        type: 'template',
+        template: { name: 'order_ready', language: { code: 'id' }, components: parameters('Solo', 'Sari', 'Solo') },
+      },
+    ])
+    const rows = await campaignMessages(t, campaignId)
+    expect(rows.map((r) => [r.status, r.body, r.template_id, r.provider_template])).toEqual([
+      [
+        'sent',
+        'Halo Budi, pesanan Anda di Bandung siap',
+        a.templateId,
+        { provider: 'meta', ref: 'order_ready', language: 'id', variables: ['Bandung', 'Budi', 'Bandung'] },
+      ],
+      [
+        'sent',
+        'Halo Sari, pesanan Anda di Solo siap',
+        a.templateId,
+        { provider: 'meta', ref: 'order_ready', language: 'id', variables: ['Solo', 'Sari', 'Solo'] },
+      ],
+    ])
+    expect(await money(t, a.accountId)).toEqual({ balance: 9_980, ledgerSum: 9_980 })
+  })
+
+  test('send and bulk with template_id: the template with its parameters; without a Meta binding, free-form text', async () => {
+    const a = await boundTemplate(t, 'Invoice {{name}} is due', { meta: { ref: 'invoice_due', language: 'en_US', variables: ['name'] } })
+    const unbound = await t.admin('POST', `/accounts/${a.accountId}/templates`, { name: 'plain', body: 'Hello {{name}}' })
+    const one = await t.api('POST', '/messages/send', a.key, { to: '081200000003', template_id: a.templateId, variables: { name: '#88' } })
+    expect(one.status).toBe(200)
+    expect(one.body.data.message_id).toMatch(/^wamid\./)
+    const bulk = await t.api('POST', '/messages/bulk', a.key, {
+      messages: [
+        { to: '081200000004', template_id: unbound.body.data.id, variables: { name: 'Ani' } },
+        { to: '081200000005', template_id: a.templateId, variables: { name: '#89' } },
+      ],
+    })
+    expect(bulk.body.data).toMatchObject({ sent: 2, failed: 0, total_cost: 20 })
+    const byTo = new Map(requests.map((r) => [templateOf(r).to, templateOf(r)]))
+    expect(byTo.get('6281200000003')).toEqual({
+      messaging_product: 'whatsapp',
+      to: '6281200000003',
+      type: 'template',
+      template: { name: 'invoice_due', language: { code: 'en_US' }, components: parameters('#88') },
+    })
+    expect(byTo.get('6281200000004')).toEqual({
+      messaging_product: 'whatsapp',
+      to: '6281200000004',
+      type: 'text',
+      text: { body: 'Hello Ani' },
+    })
+    expect(byTo.get('6281200000005').template.components).toEqual(parameters('#89'))
+    expect(await money(t, a.accountId)).toEqual({ balance: 9_970, ledgerSum: 9_970 })
   })
 })

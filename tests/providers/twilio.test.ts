@@ -8,6 +8,7 @@ import type { Provider } from '../../src/providers/provider'
 import { createProvider } from '../../src/providers/registry'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
+import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -228,7 +229,7 @@ describe('Twilio unreachable or slow', () => {
   let u: TestApp
   /** The Twilio provider through the registry, as the service builds it. */
   const twilioAt = (apiBase: string, timeoutMs = 10_000) =>
-    createProvider(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }))
+    createProvider(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql)
   beforeAll(async () => {
     u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
   })
@@ -276,7 +277,7 @@ describe('Twilio unreachable or slow', () => {
 
 describe('templates through the provider interface', () => {
   test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
-    const provider = createProvider(readConfig(twilioEnv(fakeUrl)))
+    const provider = createProvider(readConfig(twilioEnv(fakeUrl)), t.db.sql)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',
@@ -289,5 +290,110 @@ describe('templates through the provider interface', () => {
     expect([...fields.keys()].sort()).toEqual(['ContentSid', 'ContentVariables', 'From', 'StatusCallback', 'To'])
     expect(fields.get('ContentSid')).toBe('HX0123456789abcdef0123456789abcdef')
     expect(JSON.parse(fields.get('ContentVariables')!)).toEqual({ '1': 'Budi', '2': '1001 "express"' })
+  })
+})
+
+describe('approved templates through the API', () => {
+  const SID = 'HX0123456789abcdef0123456789abcdef'
+  const fieldsOf = (r: Recorded) => Object.fromEntries(form(r))
+
+  test('a campaign whose template is bound sends ContentSid and ContentVariables in the bound order; the message keeps the text', async () => {
+    const a = await boundTemplate(
+      t,
+      'Hi {{name}}, the {{city}} store has your order',
+      // Variables in the Content template's order, not the text's; the Meta binding is not the provider in use.
+      { twilio: { ref: SID, variables: ['city', 'name'] }, meta: { ref: 'order_ready', language: 'id', variables: ['name'] } },
+      [
+        { name: 'Budi', phone: '081200000001', city: 'Bandung' },
+        { name: 'Sari "S"', phone: '081200000002' },
+      ],
+    )
+    const campaignId = await runCampaign(t, a)
+    expect(requests).toHaveLength(2)
+    const sent = requests.map(fieldsOf).sort((x, y) => x.To!.localeCompare(y.To!))
+    expect(sent).toEqual([
+      {
+        To: 'whatsapp:+6281200000001',
+        From: FROM,
+        ContentSid: SID,
+        ContentVariables: JSON.stringify({ '1': 'Bandung', '2': 'Budi' }),
+        StatusCallback: 'https://api.example.com/provider/twilio/status',
+      },
+      {
+        To: 'whatsapp:+6281200000002',
+        From: FROM,
+        ContentSid: SID,
+        ContentVariables: JSON.stringify({ '1': '', '2': 'Sari "S"' }),
+        StatusCallback: 'https://api.example.com/provider/twilio/status',
+      },
+    ])
+    const rows = await campaignMessages(t, campaignId)
+    expect(rows.map((r) => [r.status, r.body, r.template_id, r.provider_template])).toEqual([
+      [
+        'sent',
+        'Hi Budi, the Bandung store has your order',
+        a.templateId,
+        { provider: 'twilio', ref: SID, language: null, variables: ['Bandung', 'Budi'] },
+      ],
+      [
+        'sent',
+        'Hi Sari "S", the  store has your order',
+        a.templateId,
+        { provider: 'twilio', ref: SID, language: null, variables: ['', 'Sari "S"'] },
+      ],
+    ])
+    expect(await money(t, a.accountId)).toEqual({ balance: 9_980, ledgerSum: 9_980 })
+  })
+
+  test('a template bound for another provider only goes as free-form text (Body)', async () => {
+    const a = await boundTemplate(t, 'Hi {{name}}', { meta: { ref: 'hello', language: 'en_US', variables: ['name'] } }, [
+      { name: 'Ani', phone: '081200000003' },
+    ])
+    const campaignId = await runCampaign(t, a)
+    expect(requests.map(fieldsOf)).toEqual([
+      { To: 'whatsapp:+6281200000003', From: FROM, Body: 'Hi Ani', StatusCallback: 'https://api.example.com/provider/twilio/status' },
+    ])
+    const [row] = await campaignMessages(t, campaignId)
+    expect([row!.body, row!.template_id, row!.provider_template]).toEqual(['Hi Ani', a.templateId, null])
+  })
+
+  test('send and bulk with template_id: the Content template with the values in the bound order, charged, the text recorded', async () => {
+    const a = await boundTemplate(t, 'Order {{name}} ships to {{city}}', { twilio: { ref: SID, variables: ['name', 'city'] } })
+    const one = await t.api('POST', '/messages/send', a.key, {
+      to: '081200000004',
+      template_id: a.templateId,
+      variables: { city: 'Medan', name: '#1001' },
+    })
+    expect(one.status).toBe(200)
+    expect(one.body.data).toMatchObject({ to: '+6281200000004', status: 'sent', cost: 10, balance_after: 9_990 })
+    const bulk = await t.api('POST', '/messages/bulk', a.key, {
+      messages: [
+        { to: '081200000005', template_id: a.templateId, variables: { name: '#1002', city: 'Solo' } },
+        { to: '081200000006', body: 'free text' },
+      ],
+    })
+    expect(bulk.body.data).toMatchObject({ total: 2, sent: 2, failed: 0, total_cost: 20, balance_after: 9_970 })
+    const byTo = new Map(requests.map((r) => [form(r).get('To'), fieldsOf(r)]))
+    expect(byTo.get('whatsapp:+6281200000004')).toMatchObject({ ContentSid: SID, ContentVariables: '{"1":"#1001","2":"Medan"}' })
+    expect(byTo.get('whatsapp:+6281200000004')!.Body).toBeUndefined()
+    expect(byTo.get('whatsapp:+6281200000005')).toMatchObject({ ContentSid: SID, ContentVariables: '{"1":"#1002","2":"Solo"}' })
+    expect(byTo.get('whatsapp:+6281200000006')).toMatchObject({ Body: 'free text' })
+    const got = await t.api('GET', `/messages/${one.body.data.message_id}`, a.key)
+    expect(got.body.data).toMatchObject({
+      body: 'Order #1001 ships to Medan',
+      template_id: a.templateId,
+      provider_template: { provider: 'twilio', ref: SID, language: null, variables: ['#1001', 'Medan'] },
+    })
+    expect(await money(t, a.accountId)).toEqual({ balance: 9_970, ledgerSum: 9_970 })
+  })
+
+  test('a template send Twilio refuses (63016) is a 502, refunded, with the code kept', async () => {
+    const a = await boundTemplate(t, 'Hi {{name}}', { twilio: { ref: SID, variables: ['name'] } })
+    handler = () => Response.json({ code: 63016, message: 'outside the allowed window', status: 400 }, { status: 400 })
+    const res = await t.api('POST', '/messages/send', a.key, { to: '081200000007', template_id: a.templateId, variables: { name: 'X' } })
+    expect([res.status, res.body.code]).toEqual([502, 'BAD_GATEWAY'])
+    const [row] = await t.db.sql`select status, error_code, refunded_at is not null as refunded from messages where id = ${res.body.id}`
+    expect(row).toEqual({ status: 'failed', error_code: 63016, refunded: true })
+    expect(await money(t, a.accountId)).toEqual({ balance: 10_000, ledgerSum: 10_000 })
   })
 })

@@ -159,6 +159,22 @@ export function messagePages(d: Dashboard) {
                 <dd>#{message.campaign_id}</dd>
               </>
             ) : null}
+            {message.template_id !== null ? (
+              <>
+                <dt>Template</dt>
+                <dd>#{message.template_id}</dd>
+              </>
+            ) : null}
+            {message.provider_template ? (
+              <>
+                <dt>Sent as approved template</dt>
+                <dd class="wrap" id="provider-template">
+                  {`${message.provider_template.provider}: ${message.provider_template.ref}`}
+                  {message.provider_template.language ? ` (${message.provider_template.language})` : ''}
+                  {message.provider_template.variables.length ? `, variables: ${message.provider_template.variables.join(' | ')}` : ''}
+                </dd>
+              </>
+            ) : null}
             {message.media_url ? (
               <>
                 <dt>Media URL</dt>

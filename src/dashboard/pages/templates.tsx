@@ -1,6 +1,7 @@
 // Templates and segments, under the campaign engine's rules (its service decides: unknown
 // placeholders are refused, a template in use by a running campaign does not change, one any
 // campaign refers to is not deleted, nor is such a segment). A segment shows its size now.
+// A template's page also binds it to each provider's approved template (modules/campaigns/bindings.ts).
 
 import { Elysia } from 'elysia'
 import { h } from '../jsx'
@@ -9,7 +10,9 @@ import { type Dashboard, field, notFound, orError, redirect, respond } from '../
 import { changeScope, idParam, titleOf, viewScope, type Scope } from './account-scope'
 import { audit } from '../../modules/users/service'
 import { PLACEHOLDERS } from '../../lib/template'
-import type { Template } from '../../modules/campaigns/model'
+import type { Binding, Template } from '../../modules/campaigns/model'
+import { deleteBinding, setBinding } from '../../modules/campaigns/bindings'
+import { TEMPLATE_RULES } from '../../providers/registry'
 import {
   createSegment,
   createTemplate,
@@ -23,6 +26,15 @@ import {
 
 const LIST = { limit: 200, offset: 0 }
 const placeholderHelp = `Placeholders: ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}.`
+
+type BindingForm = { provider: string; ref: string; language: string; variables: string }
+/** "name, city" (or "{{name}} {{city}}") typed in the form: the placeholder names in order. */
+const variableNames = (text: string) =>
+  text
+    .split(/[\s,]+/)
+    .map((v) => v.replace(/^\{\{\s*|\s*\}\}$/g, ''))
+    .filter(Boolean)
+const bindingLine = (b: Binding) => `${b.provider}: ${b.ref}${b.language ? ` (${b.language})` : ''}`
 
 export function templatePages(d: Dashboard) {
   async function templatesPage(
@@ -43,6 +55,7 @@ export function templatePages(d: Dashboard) {
               <tr>
                 <th scope="col">Name</th>
                 <th scope="col">Text</th>
+                <th scope="col">Approved templates</th>
                 <th scope="col">Created</th>
                 <th scope="col">Actions</th>
               </tr>
@@ -52,6 +65,7 @@ export function templatePages(d: Dashboard) {
                 <tr>
                   <td>{t.name}</td>
                   <td class="pre">{t.body}</td>
+                  <td class="pre">{t.bindings.length ? t.bindings.map(bindingLine).join('\n') : '-'}</td>
                   <td>{t.created_at}</td>
                   <td>
                     <div class="actions">
@@ -142,7 +156,7 @@ export function templatePages(d: Dashboard) {
   function editPage(
     scope: Scope,
     template: Template,
-    options: { error?: string; status?: number; values?: { name: string; body: string } } = {},
+    options: { error?: string; status?: number; values?: { name: string; body: string }; binding?: BindingForm } = {},
   ) {
     const values = options.values ?? template
     return respond(
@@ -162,6 +176,64 @@ export function templatePages(d: Dashboard) {
           <p class="muted">{placeholderHelp} A template used by a scheduled, sending or paused campaign cannot change.</p>
           <button type="submit">Save template</button>
         </form>
+        <h2>Approved templates</h2>
+        <p class="muted">
+          WhatsApp lets a business start a conversation only with a template it approved. Bind this template to the provider's approved
+          template, with the placeholders that fill its variables in its order: campaigns and sends with this template then send the
+          approved template (and record this text). A template without a binding for the provider in use goes as free-form text. The
+          provider in use is {d.config.provider}.
+        </p>
+        {[...TEMPLATE_RULES].map(([provider, rules]) => {
+          const bound = template.bindings.find((b) => b.provider === provider)
+          const typed = options.binding?.provider === provider ? options.binding : undefined
+          const shown = typed ?? {
+            ref: bound?.ref ?? '',
+            language: bound?.language ?? '',
+            variables: bound?.variables.join(', ') ?? '',
+          }
+          const base = `${scope.base}/templates/${template.id}/bindings/${provider}`
+          return (
+            <section class="card stack" id={`binding-${provider}`}>
+              <h3>
+                {provider}
+                {provider === d.config.provider ? ' (in use)' : ''}
+              </h3>
+              <p class={bound ? '' : 'muted'}>
+                {bound
+                  ? `Bound to ${bindingLine(bound)}, variables: ${bound.variables.length ? bound.variables.join(', ') : 'none'}.`
+                  : 'Not bound: sent as free-form text.'}
+              </p>
+              <form class="stack" method="post" action={base}>
+                <Csrf session={scope.session} />
+                <label>
+                  {`Template: ${rules.ref}`}
+                  <input name="ref" required maxlength={512} value={shown.ref} />
+                </label>
+                {rules.language === 'none' ? null : (
+                  <label>
+                    {`Language code (en_US, id)${rules.language === 'optional' ? ', optional' : ''}`}
+                    <input name="language" maxlength={10} required={rules.language === 'required'} value={shown.language} />
+                  </label>
+                )}
+                <label>
+                  Variables in the approved template's order: placeholder names, comma-separated (e.g. name, city)
+                  <input name="variables" maxlength={2000} value={shown.variables} />
+                </label>
+                <button type="submit" aria-label={`Save the ${provider} binding`}>
+                  Save binding
+                </button>
+              </form>
+              {bound ? (
+                <form method="post" action={`${base}/delete`}>
+                  <Csrf session={scope.session} />
+                  <button class="secondary" type="submit" aria-label={`Remove the ${provider} binding`}>
+                    Remove binding
+                  </button>
+                </form>
+              ) : null}
+            </section>
+          )
+        })}
         <p>
           <a href={`${scope.base}/templates`}>Back to templates and segments</a>
         </p>
@@ -235,6 +307,53 @@ export function templatePages(d: Dashboard) {
             return redirect(`${scope.base}/templates`)
           },
           (error, status) => templatesPage(scope, { error, status }),
+        )
+      })
+      .post(`${prefix}/templates/:template/bindings/:provider`, async ({ request, body, params, server }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        if (scope instanceof Response) return scope
+        const template = await ownTemplate(scope, idParam(params.template))
+        if (!template || !TEMPLATE_RULES.has(params.provider)) return notFound(scope.session)
+        const typed = {
+          provider: params.provider,
+          ref: field(body, 'ref'),
+          language: field(body, 'language'),
+          variables: field(body, 'variables'),
+        }
+        return orError(
+          async () => {
+            const binding = await setBinding(
+              d.sql,
+              d.tz,
+              template.id,
+              params.provider,
+              { ref: typed.ref.trim(), language: typed.language.trim() || null, variables: variableNames(typed.variables) },
+              scope.accountId,
+            )
+            await record(scope, request, server, 'template bound', {
+              template_id: template.id,
+              provider: binding.provider,
+              ref: binding.ref,
+              language: binding.language,
+              variables: binding.variables,
+            })
+            return redirect(`${scope.base}/templates/${template.id}`)
+          },
+          (error, status) => editPage(scope, template, { error, status, binding: typed }),
+        )
+      })
+      .post(`${prefix}/templates/:template/bindings/:provider/delete`, async ({ request, body, params, server }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        if (scope instanceof Response) return scope
+        const template = await ownTemplate(scope, idParam(params.template))
+        if (!template || !TEMPLATE_RULES.has(params.provider)) return notFound(scope.session)
+        return orError(
+          async () => {
+            await deleteBinding(d.sql, template.id, params.provider, scope.accountId)
+            await record(scope, request, server, 'template unbound', { template_id: template.id, provider: params.provider })
+            return redirect(`${scope.base}/templates/${template.id}`)
+          },
+          (error, status) => editPage(scope, template, { error, status }),
         )
       })
       .post(`${prefix}/segments`, async ({ request, body, params, server }) => {

@@ -1,4 +1,5 @@
-// The operator's side of campaigns: the templates and segments a campaign is built from.
+// The operator's side of campaigns: the templates and segments a campaign is built from, and the
+// templates' bindings to providers' approved templates.
 
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../../deps'
@@ -6,8 +7,9 @@ import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { page } from '../../lib/validate'
-import { IdParams, listOf, PageQuery } from '../../http/models'
-import { CampaignList, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
+import { Id, IdParams, listOf, PageQuery } from '../../http/models'
+import { Binding, BindingBody, CampaignList, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
+import { deleteBinding, setBinding } from './bindings'
 import {
   adminListCampaigns,
   createSegment,
@@ -21,6 +23,10 @@ import {
 } from './service'
 
 const tags = ['Admin']
+const BindingParams = t.Object({
+  id: Id('template', 'Template id'),
+  provider: t.String({ description: 'simulator, twilio or meta', examples: ['twilio'] }),
+})
 
 export const campaignAdminRoutes = (deps: Deps) => {
   const { sql } = deps
@@ -80,6 +86,32 @@ export const campaignAdminRoutes = (deps: Deps) => {
       params: IdParams,
       response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409) },
       detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
+    })
+    .put('/templates/:id/bindings/:provider', async ({ params, body }) => ok(await setBinding(sql, tz, params.id, params.provider, body)), {
+      params: BindingParams,
+      body: BindingBody,
+      response: { 200: envelopeOf(Binding), ...errorsOf(400, 401, 404, 409, 422) },
+      detail: {
+        tags,
+        summary: "Bind a template to a provider's approved template",
+        description:
+          'Sets (or replaces) the binding of the template for one provider: `twilio` (a Content SID, no language), `meta` ' +
+          "(the template name and its language code) or `simulator` (any name). `variables` lists, in the provider template's " +
+          "order, the account template's placeholders that fill its variables; each must be one the template uses (422 otherwise). " +
+          'A template has at most one binding per provider. While bound for the provider in use, a campaign with this template ' +
+          "sends the approved template with each contact's values (and records the rendered text), and so does a send with " +
+          '`template_id`. 409 while a scheduled, sending or paused campaign uses the template; 422 for a provider that sends no templates.',
+      },
+    })
+    .delete('/templates/:id/bindings/:provider', async ({ params }) => ok(await deleteBinding(sql, params.id, params.provider)), {
+      params: BindingParams,
+      response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409, 422) },
+      detail: {
+        tags,
+        summary: "Remove a template's binding for a provider (it goes as free-form text there again)",
+        description:
+          '404 when the template has no binding for that provider; 409 while a scheduled, sending or paused campaign uses the template.',
+      },
     })
     .get('/segments/:id', async ({ params }) => ok(await getSegment(sql, tz, params.id)), {
       params: IdParams,

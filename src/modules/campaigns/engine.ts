@@ -3,6 +3,8 @@
 // can pay at the current price, records the batch's messages (at most one per campaign and contact)
 // and advances the cursor; the batch is then handed over through the shared pool, like bulk. When the
 // balance runs out the campaign pauses with a reason; resume continues after a top-up.
+// A template bound to an approved template of the provider in use is sent as that template, with
+// each contact's values in the bound order; every message records its rendered text either way.
 
 import type { Deps } from '../../deps'
 import type postgres from 'postgres'
@@ -10,6 +12,7 @@ import type { Db, Sql } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/ledger'
+import { outgoingOf, type StoredTemplate } from '../messages/content'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -92,13 +95,14 @@ export async function startDueCampaigns(sql: Sql): Promise<number> {
   return started
 }
 
-type Batch = { messages: { id: number; phone: string; body: string }[]; lease: Lease; done: boolean }
+type BatchMessage = { id: number; phone: string; body: string; provider_template: StoredTemplate | null }
+type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean }
 
 /**
  * Charges and records the next batch of a campaign this worker holds the lease of. Returns the
  * messages to hand over, and whether the campaign stopped (finished, paused, cancelled or lost).
  */
-async function nextBatch(sql: Sql, campaignId: number, leaseToken: string, lease: Lease): Promise<Batch> {
+async function nextBatch(sql: Sql, provider: string, campaignId: number, leaseToken: string, lease: Lease): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   return sql.begin(async (tx) => {
     const [campaign] = await tx<
@@ -108,12 +112,18 @@ async function nextBatch(sql: Sql, campaignId: number, leaseToken: string, lease
         status: string
         cursor_contact_id: number
         max_contact_id: number
+        template_id: number
         body: string
         tag: string
+        ref: string | null
+        language: string | null
+        variables: string[] | null
       }[]
     >`
-      select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id, t.body, s.tag
+      select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id, c.template_id, t.body, s.tag,
+             b.ref, b.language, b.variables
       from campaigns c join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
+        left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
       where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > now()
       for update of c`
     if (!campaign || campaign.status !== 'sending') return stop
@@ -138,14 +148,28 @@ async function nextBatch(sql: Sql, campaignId: number, leaseToken: string, lease
       return stop
     }
     const batch = contacts.slice(0, affordable)
-    const bodies = batch.map((c) => renderTemplate(campaign.body, { name: c.name, phone: c.phone, email: c.email, city: c.city }))
-    const inserted = await tx<{ id: number; phone: string; body: string }[]>`
-      insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, status, cost, handoff_token, handoff_until)
-      select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, 'queued', ${account.cost},
-             ${lease.token}, now() + make_interval(secs => ${lease.seconds})
-      from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[]) as v(contact_id, phone, body)
+    const values = batch.map((c) => ({ name: c.name, phone: c.phone, email: c.email, city: c.city }))
+    const bodies = values.map((v) => renderTemplate(campaign.body, v))
+    // A missing value goes as an empty variable, as it renders empty in the text.
+    const templates = values.map((v) =>
+      campaign.ref === null
+        ? null
+        : JSON.stringify({
+            provider,
+            ref: campaign.ref,
+            language: campaign.language,
+            variables: (campaign.variables ?? []).map((name) => v[name as keyof typeof v] ?? ''),
+          } satisfies StoredTemplate),
+    )
+    const inserted = await tx<BatchMessage[]>`
+      insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
+                            status, cost, handoff_token, handoff_until)
+      select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
+             v.provider_template::jsonb, 'queued', ${account.cost}, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
+      from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
+                  ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
       on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
-      returning id, phone, body`
+      returning id, phone, body, provider_template`
     await chargeRecorded(
       tx,
       campaign.account_id,
@@ -161,7 +185,7 @@ async function nextBatch(sql: Sql, campaignId: number, leaseToken: string, lease
 
 /** Campaign runner step: takes one sending campaign (lease) and sends batches until it stops. */
 export async function sendCampaignBatches(
-  deps: Pick<Deps, 'sql' | 'handoff'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'provider'>,
   options: { maxBatches?: number } = {},
 ): Promise<{ sent: number }> {
   const [claimed] = await deps.sql<{ id: number; lease_token: string }[]>`
@@ -173,11 +197,12 @@ export async function sendCampaignBatches(
     returning id, lease_token`
   if (!claimed) return { sent: 0 }
   let sent = 0
+  const provider = deps.provider.name
   for (let i = 0; i < (options.maxBatches ?? 20); i++) {
-    const batch = await nextBatch(deps.sql, claimed.id, claimed.lease_token, deps.handoff.lease(CAMPAIGN_BATCH))
+    const batch = await nextBatch(deps.sql, provider, claimed.id, claimed.lease_token, deps.handoff.lease(CAMPAIGN_BATCH))
     if (batch.messages.length > 0) {
       await deps.handoff.many(
-        batch.messages.map((m) => ({ id: m.id, to: m.phone, body: m.body, mediaUrl: null })),
+        batch.messages.map((m) => outgoingOf({ ...m, media_url: null }, provider)),
         batch.lease,
       )
       sent += batch.messages.length

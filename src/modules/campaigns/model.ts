@@ -89,7 +89,58 @@ export const CreateTemplateBody = t.Object(
   { additionalProperties: false },
 )
 export type CreateTemplateBody = typeof CreateTemplateBody.static
-export const Template = t.Object({ id: jsonInteger(), name: t.String(), body: t.String(), created_at: t.String() })
+
+// A binding of an account template to a provider's approved template (one per provider per template).
+export const Binding = t.Object({
+  provider: t.String({ description: 'The provider whose template this is', examples: ['twilio'] }),
+  ref: t.String({
+    description: "Twilio: the Content SID (HX…); Meta: the approved template's name; simulator: any name",
+    examples: ['HX0123456789abcdef0123456789abcdef'],
+  }),
+  language: t.Union([t.String(), t.Null()], { description: "Meta: the template's language code (en_US, id); null for Twilio" }),
+  variables: t.Array(t.String(), {
+    description:
+      "Placeholder names of the account template, in the provider template's order: Twilio's {{1}}, {{2}}…, Meta's body parameters",
+    examples: [['name', 'city']],
+  }),
+  updated_at: t.String(),
+})
+export type Binding = typeof Binding.static
+
+export const BindingBody = t.Object(
+  {
+    ref: t.String({
+      description:
+        "Twilio: the Content SID (HX + 32 hex characters); Meta: the approved template's name (lowercase letters, digits, underscores); " +
+        'simulator: any name without spaces',
+      examples: ['HX0123456789abcdef0123456789abcdef'],
+    }),
+    language: t.Optional(
+      t.Union([t.String(), t.Null()], {
+        description: 'Meta: required, a language code such as en_US or id; Twilio: none',
+        examples: ['id'],
+      }),
+    ),
+    variables: t.Optional(
+      t.Array(t.String(), {
+        description:
+          "The provider template's variables in its order, each a placeholder of the account template (name, phone, email, city) " +
+          'that it uses; at most 100, default none',
+        examples: [['name', 'city']],
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type BindingBody = typeof BindingBody.static
+
+export const Template = t.Object({
+  id: jsonInteger(),
+  name: t.String(),
+  body: t.String(),
+  created_at: t.String(),
+  bindings: t.Array(Binding, { description: "Its bindings to providers' approved templates, by provider name" }),
+})
 export type Template = typeof Template.static
 
 export const CreateSegmentBody = t.Object(

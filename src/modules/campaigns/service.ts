@@ -8,6 +8,7 @@ import { formatTimestamp } from '../../lib/time'
 import { MAX_BODY_CHARS, pageOf, requireTimestamp, type Page } from '../../lib/validate'
 import { PLACEHOLDERS, unknownPlaceholders } from '../../lib/template'
 import { segmentMatch } from './engine'
+import { bindingsOf, requireBindingsFit, requireNotRunning } from './bindings'
 import type { Campaign, CampaignDetail, CreateCampaignBody, CreateSegmentBody, CreateTemplateBody, Segment, Template } from './model'
 
 const MAX_NAME = 200
@@ -170,7 +171,20 @@ function requireKnownPlaceholders(body: string): void {
 }
 
 type TemplateRow = { id: number; name: string; body: string; created_at: Date }
-const templateView = (row: TemplateRow, tz: string): Template => ({ ...row, created_at: formatTimestamp(row.created_at, tz)! })
+const templateView = (row: TemplateRow, tz: string, bindings: Template['bindings']): Template => ({
+  ...row,
+  created_at: formatTimestamp(row.created_at, tz)!,
+  bindings,
+})
+/** Templates with their bindings (one more query for all of them). */
+async function withBindings(sql: Db, tz: string, rows: TemplateRow[]): Promise<Template[]> {
+  const bindings = await bindingsOf(
+    sql,
+    tz,
+    rows.map((r) => r.id),
+  )
+  return rows.map((r) => templateView(r, tz, bindings.get(r.id)!))
+}
 
 export async function createTemplate(sql: Sql, tz: string, accountId: number, input: CreateTemplateBody): Promise<Template> {
   const name = requireText(input.name, 'name')
@@ -181,7 +195,7 @@ export async function createTemplate(sql: Sql, tz: string, accountId: number, in
   const [row] = await sql<TemplateRow[]>`
     insert into templates (account_id, name, body) values (${accountId}, ${name}, ${input.body})
     returning id, name, body, created_at`
-  return templateView(row!, tz)
+  return templateView(row!, tz, [])
 }
 
 export async function listTemplates(sql: Sql, tz: string, accountId: number, p: Page) {
@@ -192,11 +206,7 @@ export async function listTemplates(sql: Sql, tz: string, accountId: number, p: 
       order by created_at desc, id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from templates where account_id = ${accountId}`,
   ])
-  return pageOf(
-    rows.map((r) => templateView(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(await withBindings(sql, tz, rows), count!.n, p)
 }
 
 const ofAccount = (sql: Db, accountId: number | undefined) => (accountId === undefined ? sql`` : sql`and account_id = ${accountId}`)
@@ -206,11 +216,13 @@ export async function getTemplate(sql: Sql, tz: string, id: number, accountId?: 
     ? await sql<TemplateRow[]>`select id, name, body, created_at from templates where id = ${id} ${ofAccount(sql, accountId)}`
     : []
   if (!row) throw new ApiError('NOT_FOUND', `template ${id} not found`)
-  return templateView(row, tz)
+  return (await withBindings(sql, tz, [row]))[0]!
 }
 
-/** A template changes only while no scheduled, sending or paused campaign uses it. */
-/** `accountId`: only a template of that account (else 404), for the dashboard. */
+/**
+ * A template changes only while no scheduled, sending or paused campaign uses it, and its text keeps
+ * the placeholders its bindings use. `accountId`: only a template of that account (else 404), for the dashboard.
+ */
 export async function updateTemplate(
   sql: Sql,
   tz: string,
@@ -229,12 +241,12 @@ export async function updateTemplate(
       ? await tx<TemplateRow[]>`select id from templates where id = ${id} ${ofAccount(tx, accountId)} for update`
       : []
     if (!row) throw new ApiError('NOT_FOUND', `template ${id} not found`)
-    const [busy] = await tx`select id from campaigns where template_id = ${id} and status in ('scheduled', 'sending', 'paused') limit 1`
-    if (busy) throw new ApiError('CONFLICT', `template ${id} is used by running campaign ${busy.id}`)
+    await requireNotRunning(tx, id)
+    if (input.body !== undefined) await requireBindingsFit(tx, id, input.body)
     const [updated] = await tx<TemplateRow[]>`
       update templates set name = coalesce(${name ?? null}, name), body = coalesce(${input.body ?? null}, body)
       where id = ${id} returning id, name, body, created_at`
-    return templateView(updated!, tz)
+    return (await withBindings(tx, tz, [updated!]))[0]!
   })
 }
 

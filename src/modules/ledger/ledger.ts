@@ -11,8 +11,24 @@
 import type { Db, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
+import type { StoredTemplate } from '../messages/content'
 
-export type NewMessage = { phone: string; body: string; mediaUrl: string | null }
+/**
+ * A message to charge and record: its text (a template's rendered text), and for a template message
+ * which template it was and the approved template the provider is to be sent (messages/content.ts).
+ */
+export type NewMessage = {
+  phone: string
+  body: string
+  mediaUrl: string | null
+  templateId?: number | null
+  providerTemplate?: StoredTemplate | null
+}
+
+// Arrays of a batch's template columns (mostly nulls: free-form sends carry none).
+const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId ?? null) as number[]
+const providerTemplates = (messages: NewMessage[]) =>
+  messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
 /** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
 export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
 /** Who holds the hand-off of the charged messages, and for how long. */
@@ -44,15 +60,16 @@ export async function chargeAll(db: Db, owner: Owner, requestToken: string, leas
       where accounts.id = ${owner.accountId} and accounts.balance >= p.cost * ${n} and not exists (select 1 from existing)
       returning accounts.balance, p.cost
     ), input as materialized (
-      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, ord
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
-                  ${messages.map((m) => m.mediaUrl) as string[]}::text[])
-           with ordinality as i(phone, body, media_url, ord)
+                  ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
+                  ${providerTemplates(messages)}::text[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, ord)
       where exists (select 1 from debit)
     ), inserted as (
-      insert into messages (id, account_id, api_key_id, phone, body, media_url, status, cost,
+      insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             request_token, request_item, handoff_token, handoff_until)
-      select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, 'queued', debit.cost,
+      select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
              ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
       from input, debit
     ), ledger_rows as (
@@ -87,8 +104,11 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
                            ${requests.map((r) => r.requestToken)}::uuid[], ${requests.map((r) => r.lease.token)}::uuid[],
                            ${requests.map((r) => r.lease.seconds)}::int[],
                            ${requests.map((r) => r.message.phone)}::text[], ${requests.map((r) => r.message.body)}::text[],
-                           ${requests.map((r) => r.message.mediaUrl) as string[]}::text[])
-        with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url, ord)
+                           ${requests.map((r) => r.message.mediaUrl) as string[]}::text[],
+                           ${templateIds(requests.map((r) => r.message))}::bigint[],
+                           ${providerTemplates(requests.map((r) => r.message))}::text[])
+        with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
+                             template_id, provider_template, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -117,9 +137,9 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
       from (select account_id, sum(cost) as total from accepted group by account_id) s
       where a.id = s.account_id
     ), inserted as (
-      insert into messages (id, account_id, api_key_id, phone, body, media_url, status, cost,
+      insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             request_token, request_item, handoff_token, handoff_until)
-      select id, account_id, key_id, phone, body, media_url, 'queued', cost,
+      select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
              request_token, 1, lease_token, now() + make_interval(secs => lease_seconds)
       from accepted
     ), ledger_rows as (

@@ -1,7 +1,8 @@
 // POST /messages/bulk: entries with unacceptable values fail on their own and are not charged; all
 // valid entries are charged in one statement (402 for the whole request if the balance cannot pay
 // them all); the hand-off pool delivers them to the provider and every refusal is refunded. The
-// answer waits for every outcome and keeps the request's order.
+// answer waits for every outcome and keeps the request's order. Entries may use templates
+// (content.ts): the request's templates are read in one query, whatever the number of entries.
 
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
@@ -10,6 +11,7 @@ import { MAX_BULK_MESSAGES, optionalMediaUrl, requireMessageBody, requirePhone }
 import { chargeAll, type NewMessage } from '../ledger/ledger'
 import { retrying } from '../../db/retry'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
+import { loadTemplates, outgoingOf, requireContentShape, templateContent, type SendTemplate } from './content'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -17,14 +19,27 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   if (n === 0) throw badValue('messages: must contain at least 1 message')
   if (n > MAX_BULK_MESSAGES) throw badValue(`messages: must contain at most ${MAX_BULK_MESSAGES} messages (got ${n})`)
 
+  // Shape errors reject the whole request before anything else is looked at.
+  input.messages.forEach((entry, index) => requireContentShape(entry, `messages[${index}].`))
+  const provider = deps.provider.name
+  const templateIds = [...new Set(input.messages.flatMap((m) => (m.template_id === undefined ? [] : [m.template_id])))]
+  const templates =
+    templateIds.length > 0 ? await loadTemplates(deps.sql, principal.accountId, templateIds, provider) : new Map<number, SendTemplate>()
+
   const results: BulkEntry[] = new Array(n)
   const valid: (NewMessage & { index: number })[] = []
   input.messages.forEach((entry, index) => {
+    const at = `messages[${index}].`
     try {
-      const phone = requirePhone(entry.to, `messages[${index}].to`)
-      const body = requireMessageBody(entry.body, `messages[${index}].body`)
-      const mediaUrl = optionalMediaUrl(entry.media_url, `messages[${index}].media_url`)
-      valid.push({ index, phone, body, mediaUrl })
+      const phone = requirePhone(entry.to, `${at}to`)
+      if (entry.template_id === undefined) {
+        const body = requireMessageBody(entry.body!, `${at}body`)
+        const mediaUrl = optionalMediaUrl(entry.media_url, `${at}media_url`)
+        valid.push({ index, phone, body, mediaUrl })
+      } else {
+        const content = templateContent(templates.get(entry.template_id), { ...entry, template_id: entry.template_id }, provider, at)
+        valid.push({ index, phone, mediaUrl: null, ...content })
+      }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
       results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
@@ -45,7 +60,12 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     }
     cost = charged.cost
     const outcomes = await deps.handoff.many(
-      valid.map((m, i) => ({ id: charged.ids[i]!, to: m.phone, body: m.body, mediaUrl: m.mediaUrl })),
+      valid.map((m, i) =>
+        outgoingOf(
+          { id: charged.ids[i]!, phone: m.phone, body: m.body, media_url: m.mediaUrl, provider_template: m.providerTemplate ?? null },
+          provider,
+        ),
+      ),
       lease,
     )
     if ([...outcomes.values()].some((o) => !o.ok && o.pending)) {

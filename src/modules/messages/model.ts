@@ -1,13 +1,43 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { dateRangeFields, pageFields } from '../../http/models'
+import { dateRangeFields, JsonId, pageFields } from '../../http/models'
 import { errorWith } from '../../http/openapi'
+
+// The extension: `template_id` with `variables` instead of `body` (exactly one of body and template_id).
+const templateFields = {
+  template_id: t.Optional(
+    JsonId({
+      description:
+        "Extension: instead of `body`, the id of one of the account's templates, filled with `variables`. When the template is " +
+        "bound to an approved template of the provider in use, the provider is sent that template (WhatsApp's business-initiated " +
+        'messages); otherwise its rendered text. Charged like any message; the message records the rendered text as `body`',
+      examples: [3],
+    }),
+  ),
+  variables: t.Optional(
+    t.Object(
+      {},
+      {
+        additionalProperties: t.String(),
+        description:
+          'With `template_id`: a value (string) for every placeholder the template uses (`name`, `phone`, `email`, `city`) and no other',
+        examples: [{ name: 'Budi', city: 'Bandung' }],
+      },
+    ),
+  ),
+}
 
 export const SendBody = t.Object(
   {
     to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
-    body: t.String({ description: 'Message text, 1 to 4096 characters', examples: ['Your order #1001 has shipped'] }),
-    media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file' })),
+    body: t.Optional(
+      t.String({
+        description: 'Message text, 1 to 4096 characters; required unless `template_id` is given',
+        examples: ['Your order #1001 has shipped'],
+      }),
+    ),
+    media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file (not with `template_id`)' })),
+    ...templateFields,
   },
   { additionalProperties: false },
 )
@@ -28,8 +58,9 @@ export const BulkBody = t.Object(
       t.Object(
         {
           to: t.String({ examples: ['081234567890'] }),
-          body: t.String({ examples: ['Invoice #88 is due on Friday'] }),
+          body: t.Optional(t.String({ description: 'Required unless `template_id` is given', examples: ['Invoice #88 is due on Friday'] })),
           media_url: t.Optional(t.String()),
+          ...templateFields,
         },
         { additionalProperties: false },
       ),
@@ -75,6 +106,27 @@ export const Message = t.Object({
   error_code: t.Union([t.Integer(), t.Null()]),
   error_message: t.Union([t.String(), t.Null()]),
   campaign_id: t.Union([t.Integer(), t.Null()]),
+  template_id: t.Union([t.Integer(), t.Null()], {
+    description: "The account template the text was rendered from (a campaign's, or a send's `template_id`); null for a free-form body",
+  }),
+  provider_template: t.Union(
+    [
+      t.Object({
+        provider: t.String({ examples: ['twilio'] }),
+        ref: t.String({
+          description: "The provider's template: Twilio's Content SID, Meta's template name",
+          examples: ['HX0123456789abcdef0123456789abcdef'],
+        }),
+        language: t.Union([t.String(), t.Null()], { description: "Meta's language code; null for Twilio" }),
+        variables: t.Array(t.String(), {
+          description: "The values sent, in the provider template's order",
+          examples: [['Budi', 'Bandung']],
+        }),
+      }),
+      t.Null(),
+    ],
+    { description: 'The approved template the provider was asked to send instead of free-form text; null for free-form text' },
+  ),
   created_at: t.String(),
   sent_at: t.Union([t.String(), t.Null()]),
   delivered_at: t.Union([t.String(), t.Null()]),

@@ -8,6 +8,7 @@ import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import { MAX_PHONE_CHARS, dateRange, page, pageOf, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
+import type { StoredTemplate } from './content'
 
 export const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 
@@ -22,6 +23,8 @@ type Row = {
   error_code: number | null
   error_message: string | null
   campaign_id: number | null
+  template_id: number | null
+  provider_template: StoredTemplate | null
   created_at: Date
   sent_at: Date | null
   delivered_at: Date | null
@@ -40,6 +43,8 @@ const view = (r: Row, tz: string) => ({
   error_code: r.error_code,
   error_message: r.error_message,
   campaign_id: r.campaign_id,
+  template_id: r.template_id,
+  provider_template: r.provider_template,
   created_at: formatTimestamp(r.created_at, tz)!,
   sent_at: formatTimestamp(r.sent_at, tz),
   delivered_at: formatTimestamp(r.delivered_at, tz),
@@ -94,6 +99,7 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
       limit $${n} offset $${n + 1}
     )
     select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.error_code, m.error_message, m.campaign_id,
+           m.template_id, m.provider_template,
            m.created_at, m.sent_at, m.delivered_at, m.read_at, m.refunded_at
     from page join messages m on m.id = page.id
     order by page.created_at desc, page.id desc`,
@@ -148,7 +154,7 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
 
 export async function getMessage(deps: Deps, principal: Principal, sid: string) {
   const [row] = await deps.sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
@@ -158,7 +164,7 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
 /** One message of an account by its internal id (the dashboard's message page), with its failed and refunded times. */
 export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
   const [row] = await sql<(Row & { failed_at: Date | null })[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at
     from messages where id = ${id} and account_id = ${accountId} and status <> 'queued'`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
@@ -181,7 +187,7 @@ export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number,
 /** The account's latest failed messages, newest first, with their error. */
 export async function recentFailures(sql: Sql, tz: string, accountId: number, limit = 10) {
   const rows = await sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`

@@ -11,6 +11,15 @@ import { sendBulk } from './bulk'
 import { getMessage, listMessages } from './queries'
 
 const tags = ['Messages']
+const templateNote =
+  ' **Extension, approved templates**: instead of `body`, `template_id` (a template of the account) and `variables` ' +
+  '(a string for every placeholder the template uses, and no other). Exactly one of `body` and `template_id` is required: both, ' +
+  'neither, `variables` without `template_id`, `media_url` with it, or a value of the wrong JSON type is 400 naming the field; ' +
+  "a template that is not the account's, a missing or unknown variable, or a rendered text that is empty or over 4096 characters is 422. " +
+  'When the template is bound to an approved template of the provider in use (Twilio Content SID, Meta template), the provider is ' +
+  'sent that template with the values in the bound order, which WhatsApp requires to start a conversation; otherwise the rendered ' +
+  'text goes as free-form text. Charged like any message; the message records the rendered text as `body`, with `template_id` and ' +
+  '`provider_template`.'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
@@ -36,6 +45,7 @@ export const messageRoutes = (deps: Deps) =>
             'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
             '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
+            templateNote +
             idempotencyNote,
         },
       },
@@ -56,6 +66,9 @@ export const messageRoutes = (deps: Deps) =>
           description:
             'A shape error anywhere (400) or an empty list or more than 1000 entries (422) rejects the whole request. ' +
             'An entry whose `to` or `body` is not acceptable fails on its own (`code: VALIDATION_ERROR`) and is not charged. ' +
+            'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
+            "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
+            'templates are read at once. ' +
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
             '`results` keeps the request order; the answer waits for every outcome.' +

@@ -2,6 +2,8 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
+import type { NewMessage } from '../ledger/ledger'
+import { loadTemplates, outgoingOf, requireContentShape, templateContent } from './content'
 import type { SendBody, SendResult } from './model'
 
 /**
@@ -9,22 +11,23 @@ import type { SendBody, SendResult } from './model'
  * (an Idempotency-Key recovery), it finds the charge and the outcome instead of making new ones.
  */
 export async function sendOne(deps: Deps, principal: Principal, input: SendBody, requestToken: string): Promise<SendResult> {
+  requireContentShape(input)
   const to = requirePhone(input.to, 'to')
-  const body = requireMessageBody(input.body, 'body')
-  const mediaUrl = optionalMediaUrl(input.media_url, 'media_url')
+  const message: NewMessage =
+    input.template_id === undefined
+      ? { phone: to, body: requireMessageBody(input.body!, 'body'), mediaUrl: optionalMediaUrl(input.media_url, 'media_url') }
+      : await fromTemplate(deps, principal, to, input as SendBody & { template_id: number })
 
   const lease = deps.handoff.lease(1)
-  const charged = await deps.chargeOne({
-    accountId: principal.accountId,
-    keyId: principal.keyId,
-    requestToken,
-    lease,
-    message: { phone: to, body, mediaUrl },
-  })
+  const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message })
   if (!charged) throw new ApiError('INSUFFICIENT_BALANCE', 'wa_balance is not enough for this message')
   const id = charged.ids[0]!
 
-  const result = await deps.handoff.one({ id, to, body, mediaUrl }, lease, charged.fresh)
+  const outgoing = outgoingOf(
+    { id, phone: to, body: message.body, media_url: message.mediaUrl, provider_template: message.providerTemplate ?? null },
+    deps.provider.name,
+  )
+  const result = await deps.handoff.one(outgoing, lease, charged.fresh)
   if (!result.ok) {
     if (result.pending) throw new ApiError('CONFLICT', 'this message is still being handed to the provider; repeat the request later')
     // `id` is the message's id in GET /messages, where it stays listed as failed and refunded.
@@ -36,4 +39,17 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
     )
   }
   return { message_id: result.sid, to, status: 'sent', cost: charged.cost, balance_after: charged.balanceAfter }
+}
+
+/** A send with `template_id`: the template (one query; a send with `body` makes none) rendered with `variables`. */
+async function fromTemplate(
+  deps: Deps,
+  principal: Principal,
+  to: string,
+  input: { template_id: number; variables?: Record<string, string> },
+) {
+  const provider = deps.provider.name
+  const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
+  const content = templateContent(templates.get(input.template_id), input, provider)
+  return { phone: to, mediaUrl: null, ...content }
 }

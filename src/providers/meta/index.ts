@@ -14,4 +14,10 @@ export const meta = defineProvider({
   readSettings: readMetaSettings,
   create: createMeta,
   callbacks: metaWebhookCallbacks,
+  // Meta names a template by its name and language; names are lowercase letters, digits and underscores.
+  templates: {
+    ref: "the approved template's name (lowercase letters, digits and underscores)",
+    refError: (ref) => (/^[a-z0-9_]{1,512}$/.test(ref) ? null : 'must be a template name: lowercase letters, digits and underscores'),
+    language: 'required',
+  },
 })

@@ -14,4 +14,10 @@ export const twilio = defineProvider({
   readSettings: readTwilioSettings,
   create: createTwilio,
   callbacks: [twilioStatusCallback],
+  // A Content template is named by its SID; its language is part of the template itself.
+  templates: {
+    ref: 'the Content SID (HX + 32 hex characters)',
+    refError: (ref) => (/^HX[0-9a-fA-F]{32}$/.test(ref) ? null : 'must be a Content SID: HX followed by 32 hex characters'),
+    language: 'none',
+  },
 })
