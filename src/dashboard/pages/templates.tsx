@@ -198,7 +198,7 @@ export function templatePages(d: Dashboard) {
                 {provider}
                 {provider === d.config.provider ? ' (in use)' : ''}
               </h3>
-              <p class={bound ? '' : 'muted'}>
+              <p class={bound ? 'wrap' : 'muted'}>
                 {bound
                   ? `Bound to ${bindingLine(bound)}, variables: ${bound.variables.length ? bound.variables.join(', ') : 'none'}.`
                   : 'Not bound: sent as free-form text.'}
