@@ -2,7 +2,8 @@
 // /provider/<name>/<path> whatever PROVIDER says. Outside /api/v1 and without an API key: each
 // provider's own signature check is the authentication. The route reads the body exactly as sent
 // (signatures cover the raw bytes), lets the provider verify and parse it, applies the status
-// reports it gets back through the forward-only state machine in one transaction, and answers 200
+// reports it gets back through the forward-only state machine in one transaction (shared with the
+// callbacks that arrive meanwhile: group commit), and answers 200
 // `{changed}` (or the provider's own answer, e.g. a subscription handshake).
 
 import { Elysia, t } from 'elysia'
@@ -11,7 +12,7 @@ import { ApiError, ok } from '../http/errors'
 import { MAX_BODY_BYTES } from '../http/shell'
 import { envelopeOf, errorsOf } from '../http/openapi'
 import { eventsCommitted } from '../modules/status/notify'
-import { receiveReports } from '../modules/status/parked'
+import { createReportReceiver } from '../modules/status/parked'
 import type { Callback, CallbackRequest } from './provider'
 import { anyProvider, PROVIDERS } from './registry'
 
@@ -50,6 +51,7 @@ function documentedErrors(statuses: number[]) {
 
 export function providerCallbackRoutes(deps: Deps) {
   const app = new Elysia({ name: 'provider-callbacks' })
+  const receive = createReportReceiver(deps.sql, deps.config.timezone)
   for (const plugin of PROVIDERS.map(anyProvider)) {
     for (const callback of plugin.callbacks as Callback<unknown>[]) {
       const path = `${PROVIDER_ROUTES_PREFIX}${plugin.name}/${callback.path}`
@@ -65,7 +67,7 @@ export function providerCallbackRoutes(deps: Deps) {
         const settings = (deps.config.providers as Record<string, unknown>)[plugin.name]
         const answer = await callback.handle(received, { settings, publicBaseUrl: deps.config.publicBaseUrl })
         if (answer instanceof Response) return answer
-        const outcome = await receiveReports(deps.sql, deps.config.timezone, answer)
+        const outcome = await receive(answer)
         if (outcome.events > 0) eventsCommitted(deps)
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')

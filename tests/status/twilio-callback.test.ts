@@ -303,6 +303,31 @@ describe('reports that change nothing get 200', () => {
   })
 })
 
+describe('callbacks arriving together (group commit)', () => {
+  test('share transactions, and each answers for its own reports: one change and one event per change', async () => {
+    const messages = await Promise.all(Array.from({ length: 8 }, () => sent()))
+    // Every report twice, delivered and read of one message racing each other.
+    const posts = messages.flatMap((m) => ['delivered', 'read', 'delivered', 'read'].map((status) => ({ m, status })))
+    const answers = await Promise.all(
+      posts.map(async ({ m, status }) => ({ m, status, changed: (await report(m.sid, status)).data.changed })),
+    )
+    for (const m of messages) {
+      const mine = answers.filter((a) => a.m === m)
+      expect(mine.filter((a) => a.status === 'read' && a.changed)).toHaveLength(1)
+      expect(mine.filter((a) => a.status === 'delivered' && a.changed).length).toBeLessThanOrEqual(1)
+      const changes = await statusEvents(m.messageId)
+      expect(changes).toHaveLength(mine.filter((a) => a.changed).length)
+      expect(changes.at(-1)).toEqual([expect.any(String), 'read'])
+      expect((await row(m.sid)).status).toBe('read')
+    }
+    // Rows written by one transaction carry its id (xmin): fewer transactions than messages means
+    // callbacks of several messages were committed together.
+    const [{ transactions }] = await t.db.sql<{ transactions: number }[]>`
+      select count(distinct xmin::text)::int as transactions from messages where id = any(${messages.map((m) => m.messageId)}::bigint[])`
+    expect(transactions).toBeLessThan(messages.length)
+  })
+})
+
 describe('signature', () => {
   /** Asserts a 403 FORBIDDEN envelope, and that the message and its events are as they were. */
   async function expectForbidden(m: Sent, res: { status: number; body: any; headers: Headers }) {

@@ -77,8 +77,8 @@ export async function applyStatuses(sql: Db, timezone: string, reports: StatusRe
 }
 
 /** Splits reports into rounds in which each message appears once, keeping each message's order. */
-export function rounds(reports: StatusReport[]): StatusReport[][] {
-  const out: StatusReport[][] = []
+export function rounds<R extends StatusReport>(reports: R[]): R[][] {
+  const out: R[][] = []
   const seen = new Map<string, number>()
   for (const report of reports) {
     const round = seen.get(report.sid) ?? 0

@@ -9,6 +9,7 @@
 // `delivered` parked before a `read` applies as sent → delivered → read, one event per change.
 
 import type { Sql } from '../../db/client'
+import { Batcher } from '../../lib/batch'
 import { applyStatuses, rounds, type StatusReport } from './machine'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
@@ -28,14 +29,40 @@ export type Received = {
 /**
  * Reports as they arrive in one provider callback, in one transaction: each is applied (after any
  * reports parked earlier for its SID) when its SID is stored, parked otherwise. A `sent` report
- * changes nothing and is never parked. The SIDs' locks are taken in one order (by lock key), so two
- * callbacks with the same SIDs cannot deadlock.
+ * changes nothing and is never parked.
  */
 export async function receiveReports(sql: Sql, timezone: string, reports: StatusReport[]): Promise<Received> {
-  if (reports.length === 0) return { changed: 0, events: 0, parked: 0 }
+  return (await receiveCallbacks(sql, timezone, [reports]))[0]!
+}
+
+/**
+ * Group commit of provider callbacks: the reports of callbacks that arrive while a write is in flight
+ * are received together in the next transaction, so under load many callbacks share one commit. Each
+ * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
+ * (repeating one is safe: a report that already moved its message changes nothing the second time).
+ */
+export function createReportReceiver(sql: Sql, timezone: string, options: { parallel?: number } = {}) {
+  const batcher = new Batcher<StatusReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks), {
+    maxBatch: 200,
+    parallel: options.parallel ?? 1,
+  })
+  return (reports: StatusReport[]): Promise<Received> =>
+    reports.length === 0 ? Promise.resolve({ changed: 0, events: 0, parked: 0 }) : batcher.add(reports)
+}
+
+/**
+ * The reports of several callbacks in one transaction, each callback's outcome counted on its own.
+ * The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
+ * deadlock.
+ */
+async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusReport[][]): Promise<Received[]> {
+  const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0 }))
+  const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
+  if (reports.length === 0) return outcomes
   const sids = [...new Set(reports.map((r) => r.sid))]
   return sql.begin(async (tx) => {
-    // The locks first (the aggregate takes them in key order), then which SIDs are stored.
+    // The locks first (the aggregate takes them in key order), then which SIDs are stored: a statement
+    // of its own, so that it sees what a transaction we waited for committed.
     const rows = await tx<{ sid: string; known: boolean }[]>`
       with locked as materialized (
         select count(pg_advisory_xact_lock(${SID_LOCK}, k)) as n
@@ -55,22 +82,26 @@ export async function receiveReports(sql: Sql, timezone: string, reports: Status
                     ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[]) with ordinality
           as r(sid, status, error_code, error_message, n)
         order by n`
+      for (const r of toPark) outcomes[r.from]!.parked++
     }
-    if (known.size === 0) return { changed: 0, events: 0, parked: toPark.length }
+    if (known.size === 0) return outcomes
 
-    // Expired reports for the SIDs are dropped with the rest, unapplied.
+    // Expired reports for the SIDs are dropped with the rest, unapplied. Events of parked reports are
+    // counted for the first callback (the caller only needs to know that some were written).
     const parked = await tx<Parked[]>`
       delete from parked_reports where message_sid = any(${[...known]}::text[])
       returning id, message_sid, status, error_code, error_message, expires_at > now() as live`
-    let events = 0
-    for (const round of rounds(toReports(parked.filter((p) => p.live)))) events += (await applyStatuses(tx, timezone, round)).events
-    let changed = 0
-    for (const round of rounds(reports.filter((r) => known.has(r.sid)))) {
-      const outcome = await applyStatuses(tx, timezone, round)
-      changed += outcome.changed
-      events += outcome.events
+    for (const round of rounds(toReports(parked.filter((p) => p.live)))) {
+      outcomes[0]!.events += (await applyStatuses(tx, timezone, round)).events
     }
-    return { changed, events, parked: toPark.length }
+    // Within a round each SID appears once, so its changes and events belong to one callback.
+    for (const round of rounds(reports.filter((r) => known.has(r.sid)))) {
+      const from = new Map(round.map((r) => [r.sid, r.from]))
+      const outcome = await applyStatuses(tx, timezone, round)
+      for (const sid of outcome.changedSids) outcomes[from.get(sid)!]!.changed++
+      for (const sid of outcome.eventSids) outcomes[from.get(sid)!]!.events++
+    }
+    return outcomes
   })
 }
 
