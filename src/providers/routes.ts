@@ -51,7 +51,9 @@ function documentedErrors(statuses: number[]) {
 
 export function providerCallbackRoutes(deps: Deps) {
   const app = new Elysia({ name: 'provider-callbacks' })
-  const receive = createReportReceiver(deps.sql, deps.config.timezone)
+  // On PostgreSQL the commit carries the NOTIFY for other instances (PGlite has none to tell).
+  const onPostgres = Boolean(deps.config.databaseUrl)
+  const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: onPostgres })
   for (const plugin of PROVIDERS.map(anyProvider)) {
     for (const callback of plugin.callbacks as Callback<unknown>[]) {
       const path = `${PROVIDER_ROUTES_PREFIX}${plugin.name}/${callback.path}`
@@ -68,7 +70,7 @@ export function providerCallbackRoutes(deps: Deps) {
         const answer = await callback.handle(received, { settings, publicBaseUrl: deps.config.publicBaseUrl })
         if (answer instanceof Response) return answer
         const outcome = await receive(answer)
-        if (outcome.events > 0) eventsCommitted(deps)
+        if (outcome.events > 0) eventsCommitted(deps, { notified: onPostgres })
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')
         return ok({ changed: outcome.changed > 0 })

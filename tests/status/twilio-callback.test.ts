@@ -7,6 +7,7 @@ import twilio from 'twilio'
 import { createApp } from '../../src/app'
 import { testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
+import { usingPostgres } from '../helpers/db'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -241,6 +242,36 @@ describe('accepted reports', () => {
     expect((await post(fields(m.sid, 'sending'))).status).toBe(200)
     expect(woken).toEqual(['webhook-delivery'])
   })
+
+  // Other instances sharing the database hear of the new event by NOTIFY, sent with the callback's commit.
+  test.skipIf(!usingPostgres())(
+    'on PostgreSQL, a change that wrote an event is announced by NOTIFY; no change announces nothing',
+    async () => {
+      const heard: string[] = []
+      const listener = await t.db.sql.listen('webhook_events', (payload) => heard.push(payload))
+      try {
+        const app = createApp({ ...t.deps, config: { ...t.config, databaseUrl: t.db.url } })
+        const post = (params: Record<string, string>) =>
+          app.handle(
+            new Request(`http://localhost${PATH}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(params) },
+              body: new URLSearchParams(params).toString(),
+            }),
+          )
+        const m = await sent()
+        expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
+        const deadline = Date.now() + 5_000
+        while (heard.length === 0 && Date.now() < deadline) await Bun.sleep(10)
+        expect(heard).toHaveLength(1)
+        expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
+        await Bun.sleep(200)
+        expect(heard).toHaveLength(1)
+      } finally {
+        await listener.unlisten()
+      }
+    },
+  )
 })
 
 describe('reports that change nothing get 200', () => {

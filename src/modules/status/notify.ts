@@ -36,8 +36,9 @@ function notifyEvents(sql: Sql): void {
     })
 }
 
-export function eventsCommitted(deps: Pick<Deps, 'sql' | 'config' | 'wake'>): void {
+/** `notified`: the commit carried its own NOTIFY (pg_notify in the transaction); only this process is woken. */
+export function eventsCommitted(deps: Pick<Deps, 'sql' | 'config' | 'wake'>, options: { notified?: boolean } = {}): void {
   deps.wake('webhook-delivery')
   for (const wake of inProcess) wake()
-  if (deps.config.databaseUrl) notifyEvents(deps.sql)
+  if (deps.config.databaseUrl && !options.notified) notifyEvents(deps.sql)
 }

@@ -11,6 +11,7 @@
 import type { Sql } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { applyStatuses, rounds, type StatusReport } from './machine'
+import { EVENTS_CHANNEL } from './notify'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600
@@ -41,8 +42,8 @@ export async function receiveReports(sql: Sql, timezone: string, reports: Status
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
-export function createReportReceiver(sql: Sql, timezone: string, options: { parallel?: number } = {}) {
-  const batcher = new Batcher<StatusReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks), {
+export function createReportReceiver(sql: Sql, timezone: string, options: { parallel?: number; notify?: boolean } = {}) {
+  const batcher = new Batcher<StatusReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options.notify), {
     maxBatch: 200,
     parallel: options.parallel ?? 1,
   })
@@ -53,9 +54,10 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { para
 /**
  * The reports of several callbacks in one transaction, each callback's outcome counted on its own.
  * The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
- * deadlock.
+ * deadlock. `notify`: NOTIFY other instances of new events with this commit (PostgreSQL), rather than
+ * in a transaction of its own afterwards.
  */
-async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusReport[][]): Promise<Received[]> {
+async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusReport[][], notify = false): Promise<Received[]> {
   const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0 }))
   const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
   if (reports.length === 0) return outcomes
@@ -101,6 +103,7 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusRep
       for (const sid of outcome.changedSids) outcomes[from.get(sid)!]!.changed++
       for (const sid of outcome.eventSids) outcomes[from.get(sid)!]!.events++
     }
+    if (notify && outcomes.some((o) => o.events > 0)) await tx`select pg_notify(${EVENTS_CHANNEL}, '')`
     return outcomes
   })
 }
