@@ -4,6 +4,7 @@
 // message.status event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
+import { EVENTS_CHANNEL } from './notify'
 
 export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
 
@@ -27,10 +28,19 @@ export async function applyStatus(sql: Db, timezone: string, report: StatusRepor
 /**
  * Applies many reports in one statement; each message may appear only once (callers split repeats
  * into rounds, oldest first). Locks the messages, moves those whose move is forward, and writes one
- * event per change for keys with a webhook or a listener.
+ * event per change for keys with a webhook or a listener. `notify` (PostgreSQL): when it wrote an
+ * event, the statement also queues the NOTIFY that wakes other instances at commit.
  */
-export async function applyStatuses(sql: Db, timezone: string, reports: StatusReport[]): Promise<StatusesOutcome> {
+export async function applyStatuses(
+  sql: Db,
+  timezone: string,
+  reports: StatusReport[],
+  options: { notify?: boolean } = {},
+): Promise<StatusesOutcome> {
   if (reports.length === 0) return { changed: 0, events: 0, changedSids: [], eventSids: [] }
+  const notify = options.notify
+    ? sql`, (select count(pg_notify(${EVENTS_CHANNEL}, '')) from (select 1 from event limit 1) as any_event) as notified`
+    : sql``
   const [row] = await sql<{ changed_sids: string[]; event_sids: string[] }[]>`
     with input as (
       select * from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
@@ -71,7 +81,8 @@ export async function applyStatuses(sql: Db, timezone: string, reports: StatusRe
       returning message_id
     )
     select array(select message_sid from changed) as changed_sids,
-           array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids`
+           array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids
+           ${notify}`
   const { changed_sids: changedSids, event_sids: eventSids } = row!
   return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids }
 }

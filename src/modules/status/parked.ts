@@ -11,7 +11,6 @@
 import type { Sql } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { applyStatuses, rounds, type StatusReport } from './machine'
-import { EVENTS_CHANNEL } from './notify'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600
@@ -42,10 +41,9 @@ export async function receiveReports(sql: Sql, timezone: string, reports: Status
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
-export function createReportReceiver(sql: Sql, timezone: string, options: { parallel?: number; notify?: boolean } = {}) {
+export function createReportReceiver(sql: Sql, timezone: string, options: { notify?: boolean } = {}) {
   const batcher = new Batcher<StatusReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options.notify), {
     maxBatch: 200,
-    parallel: options.parallel ?? 1,
   })
   return (reports: StatusReport[]): Promise<Received> =>
     reports.length === 0 ? Promise.resolve({ changed: 0, events: 0, parked: 0 }) : batcher.add(reports)
@@ -55,7 +53,7 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { para
  * The reports of several callbacks in one transaction, each callback's outcome counted on its own.
  * The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
  * deadlock. `notify`: NOTIFY other instances of new events with this commit (PostgreSQL), rather than
- * in a transaction of its own afterwards.
+ * in a transaction of its own afterwards (NOTIFYs of one transaction are sent once).
  */
 async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusReport[][], notify = false): Promise<Received[]> {
   const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0 }))
@@ -63,15 +61,24 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusRep
   if (reports.length === 0) return outcomes
   const sids = [...new Set(reports.map((r) => r.sid))]
   return sql.begin(async (tx) => {
-    // The locks first (the aggregate takes them in key order), then which SIDs are stored: a statement
-    // of its own, so that it sees what a transaction we waited for committed.
-    const rows = await tx<{ sid: string; known: boolean }[]>`
-      with locked as materialized (
-        select count(pg_advisory_xact_lock(${SID_LOCK}, k)) as n
-        from (select distinct hashtext(s) as k from unnest(${sids}::text[]) as s order by k) as keys
-      )
-      select s.sid, exists (select 1 from messages where message_sid = s.sid) as known
-      from locked, unnest(${sids}::text[]) as s(sid)`
+    // Two statements sent together (one round trip). The first takes the SIDs' locks (the aggregate
+    // takes them in key order) and says which SIDs are stored. The second, a statement of its own so
+    // that it sees what a transaction we waited for on those locks committed, takes the reports
+    // parked earlier for the stored SIDs (expired ones are dropped with the rest, unapplied). A SID
+    // stored between the two has its earlier reports applied now and this one parked after them.
+    const [rows, parked] = await Promise.all([
+      tx<{ sid: string; known: boolean }[]>`
+        with locked as materialized (
+          select count(pg_advisory_xact_lock(${SID_LOCK}, k)) as n
+          from (select distinct hashtext(s) as k from unnest(${sids}::text[]) as s order by k) as keys
+        )
+        select s.sid, exists (select 1 from messages where message_sid = s.sid) as known
+        from locked, unnest(${sids}::text[]) as s(sid)`,
+      tx<Parked[]>`
+        delete from parked_reports p
+        where p.message_sid = any(${sids}::text[]) and exists (select 1 from messages m where m.message_sid = p.message_sid)
+        returning id, message_sid, status, error_code, error_message, expires_at > now() as live`,
+    ])
     const known = new Set(rows.filter((r) => r.known).map((r) => r.sid))
 
     const toPark = reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')
@@ -86,24 +93,19 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusRep
         order by n`
       for (const r of toPark) outcomes[r.from]!.parked++
     }
-    if (known.size === 0) return outcomes
 
-    // Expired reports for the SIDs are dropped with the rest, unapplied. Events of parked reports are
-    // counted for the first callback (the caller only needs to know that some were written).
-    const parked = await tx<Parked[]>`
-      delete from parked_reports where message_sid = any(${[...known]}::text[])
-      returning id, message_sid, status, error_code, error_message, expires_at > now() as live`
+    // Events of parked reports are counted for the first callback (the caller only needs to know
+    // that some were written).
     for (const round of rounds(toReports(parked.filter((p) => p.live)))) {
-      outcomes[0]!.events += (await applyStatuses(tx, timezone, round)).events
+      outcomes[0]!.events += (await applyStatuses(tx, timezone, round, { notify })).events
     }
     // Within a round each SID appears once, so its changes and events belong to one callback.
     for (const round of rounds(reports.filter((r) => known.has(r.sid)))) {
       const from = new Map(round.map((r) => [r.sid, r.from]))
-      const outcome = await applyStatuses(tx, timezone, round)
+      const outcome = await applyStatuses(tx, timezone, round, { notify })
       for (const sid of outcome.changedSids) outcomes[from.get(sid)!]!.changed++
       for (const sid of outcome.eventSids) outcomes[from.get(sid)!]!.events++
     }
-    if (notify && outcomes.some((o) => o.events > 0)) await tx`select pg_notify(${EVENTS_CHANNEL}, '')`
     return outcomes
   })
 }
