@@ -87,6 +87,16 @@ async function callback(params: Record<string, string>, options: { signature?: s
   return t.request('POST', PATH, { rawBody: options.body ?? new URLSearchParams(params).toString(), headers })
 }
 
+/** Signed callbacks posted to an app of the test's own (other deps or config than `t`'s). */
+const poster = (app: ReturnType<typeof createApp>) => (params: Record<string, string>) =>
+  app.handle(
+    new Request(`http://localhost${PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(params) },
+      body: new URLSearchParams(params).toString(),
+    }),
+  )
+
 async function report(sid: string, status: string, extra: Record<string, string> = {}) {
   const res = await callback(fields(sid, status, extra))
   expect(res.status).toBe(200)
@@ -226,15 +236,7 @@ describe('accepted reports', () => {
 
   test('an accepted change that wrote an event wakes the webhook delivery loop; no change wakes nothing', async () => {
     const woken: string[] = []
-    const app = createApp({ ...t.deps, wake: (loop) => woken.push(loop) })
-    const post = (params: Record<string, string>) =>
-      app.handle(
-        new Request(`http://localhost${PATH}`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(params) },
-          body: new URLSearchParams(params).toString(),
-        }),
-      )
+    const post = poster(createApp({ ...t.deps, wake: (loop) => woken.push(loop) }))
     const m = await sent()
     expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
     expect(woken).toEqual(['webhook-delivery'])
@@ -250,15 +252,7 @@ describe('accepted reports', () => {
       const heard: string[] = []
       const listener = await t.db.sql.listen('webhook_events', (payload) => heard.push(payload))
       try {
-        const app = createApp({ ...t.deps, config: { ...t.config, databaseUrl: t.db.url } })
-        const post = (params: Record<string, string>) =>
-          app.handle(
-            new Request(`http://localhost${PATH}`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(params) },
-              body: new URLSearchParams(params).toString(),
-            }),
-          )
+        const post = poster(createApp({ ...t.deps, config: { ...t.config, databaseUrl: t.db.url } }))
         const m = await sent()
         expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
         const deadline = Date.now() + 5_000
