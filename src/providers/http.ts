@@ -2,6 +2,7 @@
 // texts. Nothing here throws; nothing here ever lets a secret into an error message.
 
 import type { HandoffResult } from './provider'
+import { readCapped } from '../lib/stream'
 
 // Provider answers are small; anything bigger is not an answer we can use, and reading it whole
 // would let a misbehaving endpoint fill memory.
@@ -21,7 +22,8 @@ export async function post(url: string, init: { headers: Record<string, string>;
   const signal = AbortSignal.timeout(init.timeoutMs)
   try {
     const response = await fetch(url, { method: 'POST', headers: init.headers, body: init.body, redirect: 'manual', signal })
-    const text = await readCapped(response)
+    const bytes = await readCapped(response.body, MAX_ANSWER_BYTES)
+    const text = bytes === null ? null : new TextDecoder().decode(bytes)
     return { ok: true, status: response.status, answer: parseObject(text) }
   } catch (error) {
     if (signal.aborted || isTimeout(error)) return { ok: false, reason: 'timeout', hint: '' }
@@ -51,25 +53,6 @@ export function errorTextOf(value: unknown): string | null {
   const text = value.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim()
   if (!text) return null
   return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE)}…` : text
-}
-
-/** The body as text, or null when it is larger than MAX_ANSWER_BYTES (the rest is not read). */
-async function readCapped(response: Response): Promise<string | null> {
-  if (!response.body) return ''
-  const reader = response.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > MAX_ANSWER_BYTES) {
-      await reader.cancel().catch(() => {})
-      return null
-    }
-    chunks.push(value)
-  }
-  return new TextDecoder().decode(Buffer.concat(chunks))
 }
 
 export function parseObject(text: string | null): Record<string, unknown> | null {

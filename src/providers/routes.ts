@@ -8,8 +8,9 @@
 
 import { Elysia, t } from 'elysia'
 import type { Deps } from '../deps'
-import { ApiError, ok } from '../http/errors'
-import { MAX_BODY_BYTES } from '../http/shell'
+import { ok } from '../http/errors'
+import { MAX_BODY_BYTES, tooLarge } from '../http/body'
+import { readCapped } from '../lib/stream'
 import { envelopeOf, errorsOf } from '../http/openapi'
 import { eventsCommitted } from '../modules/status/notify'
 import { createReportReceiver } from '../modules/status/parked'
@@ -22,21 +23,9 @@ const Answer = t.Object({ changed: t.Boolean({ description: 'Whether the report(
 
 /** The body's bytes, refused (413) as soon as they pass MAX_BODY_BYTES. */
 async function readRaw(request: Request): Promise<Uint8Array> {
-  if (!request.body) return new Uint8Array()
-  const reader = request.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > MAX_BODY_BYTES) {
-      await reader.cancel().catch(() => {})
-      throw new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
-    }
-    chunks.push(value)
-  }
-  return Buffer.concat(chunks)
+  const bytes = await readCapped(request.body, MAX_BODY_BYTES)
+  if (bytes === null) throw tooLarge()
+  return bytes
 }
 
 /** An error answer as the OpenAPI document lists it, for callbacks that document their own answers. */

@@ -8,6 +8,7 @@ import { createApp } from '../../src/app'
 import { testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { usingPostgres } from '../helpers/db'
+import { MAX_BODY_BYTES } from '../../src/http/body'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -469,6 +470,29 @@ describe('the route', () => {
     expect(
       (await t.request('POST', `/api/v1${PATH}`, { rawBody: '', headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status,
     ).toBe(404)
+  })
+
+  test('a body past the size limit, streamed without a length, is refused 413 before it is read whole', async () => {
+    const chunk = new Uint8Array(1024 * 1024).fill(0x61) // 'a'
+    let sent = 0
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent >= 2 * MAX_BODY_BYTES) return controller.close()
+        sent += chunk.byteLength
+        controller.enqueue(chunk)
+      },
+    })
+    const res = await t.app.handle(
+      new Request(`http://localhost${PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'x' },
+        body,
+      }),
+    )
+    expect(res.status).toBe(413)
+    expect(await res.json()).toEqual(errorEnvelope(res.headers, 'PAYLOAD_TOO_LARGE'))
+    // Reading stopped at the limit: far less than the stream would have given.
+    expect(sent).toBeLessThan(MAX_BODY_BYTES + 4 * chunk.byteLength)
   })
 
   test('is in the admin OpenAPI document under "Provider callbacks", without credentials', async () => {
