@@ -12,7 +12,7 @@ import { ok } from '../http/errors'
 import { MAX_BODY_BYTES, tooLarge } from '../http/body'
 import { readCapped } from '../lib/stream'
 import { envelopeOf, errorsOf } from '../http/openapi'
-import { eventsCommitted } from '../modules/status/notify'
+import { eventsCommitted, notifies } from '../modules/status/notify'
 import { createReportReceiver } from '../modules/status/parked'
 import type { Callback, CallbackRequest } from './provider'
 import { anyProvider, PROVIDERS } from './registry'
@@ -40,9 +40,7 @@ function documentedErrors(statuses: number[]) {
 
 export function providerCallbackRoutes(deps: Deps) {
   const app = new Elysia({ name: 'provider-callbacks' })
-  // On PostgreSQL the commit carries the NOTIFY for other instances (PGlite has none to tell).
-  const onPostgres = Boolean(deps.config.databaseUrl)
-  const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: onPostgres })
+  const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: notifies(deps) })
   for (const plugin of PROVIDERS.map(anyProvider)) {
     for (const callback of plugin.callbacks as Callback<unknown>[]) {
       const path = `${PROVIDER_ROUTES_PREFIX}${plugin.name}/${callback.path}`
@@ -59,7 +57,7 @@ export function providerCallbackRoutes(deps: Deps) {
         const answer = await callback.handle(received, { settings, publicBaseUrl: deps.config.publicBaseUrl })
         if (answer instanceof Response) return answer
         const outcome = await receive(answer)
-        if (outcome.events > 0) eventsCommitted(deps, { notified: onPostgres })
+        if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')
         return ok({ changed: outcome.changed > 0 })

@@ -4,7 +4,7 @@
 
 import type { Worker } from './worker'
 import { applyParked } from '../modules/status/parked'
-import { eventsCommitted } from '../modules/status/notify'
+import { eventsCommitted, notifies } from '../modules/status/notify'
 
 const PARKED_REPORTS_POLL_MS = 1_000
 const BATCH = 500
@@ -15,8 +15,8 @@ export const parkedReports: Worker = {
   // Outcomes are recorded many times a second under load, and almost never leave anything to apply.
   minGapMs: 50,
   async runOnce(deps) {
-    const outcome = await applyParked(deps.sql, deps.config.timezone, BATCH)
-    if (outcome.events > 0) eventsCommitted(deps)
+    const outcome = await applyParked(deps.sql, deps.config.timezone, BATCH, { notify: notifies(deps) })
+    if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
     return outcome.applied
   },
 }

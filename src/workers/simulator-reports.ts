@@ -4,7 +4,7 @@
 
 import type { Deps } from '../deps'
 import { applyStatuses, rounds } from '../modules/status/machine'
-import { eventsCommitted } from '../modules/status/notify'
+import { eventsCommitted, notifies } from '../modules/status/notify'
 import type { Worker } from './worker'
 
 const BATCH = 500
@@ -31,7 +31,7 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ ap
     const ordered = [...due].sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || a.id - b.id)
     const reports = ordered.map((r) => ({ sid: r.message_sid, status: r.status, errorCode: r.error_code, errorMessage: r.error_message }))
     let events = 0
-    for (const round of rounds(reports)) events += (await applyStatuses(tx, deps.config.timezone, round)).events
+    for (const round of rounds(reports)) events += (await applyStatuses(tx, deps.config.timezone, round, { notify: notifies(deps) })).events
     return { applied: due.length, events }
   })
 }
@@ -42,7 +42,7 @@ export const simulatorReports: Worker = {
   enabled: (deps) => deps.provider.schedulesReports === true,
   async runOnce(deps) {
     const { applied, events } = await applyDueReports(deps)
-    if (events > 0) eventsCommitted(deps)
+    if (events > 0) eventsCommitted(deps, { notified: notifies(deps) })
     return applied
   },
 }

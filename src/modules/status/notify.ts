@@ -1,6 +1,8 @@
 // After a commit that wrote webhook events: wake this process's delivery loop and its listen streams
 // (admin webhook listen) at once and, on a real PostgreSQL, every other instance's through NOTIFY
-// (PGlite has no cross-session NOTIFY; polling covers it).
+// (PGlite has no cross-session NOTIFY; polling covers it). Status changes (provider callbacks, the
+// simulator's and parked reports) queue their NOTIFY in the statement that writes the events, so it is
+// sent by their own commit; other writers of events get one sent after theirs.
 
 import type { Deps } from '../../deps'
 import type { Sql } from '../../db/client'
@@ -15,7 +17,7 @@ export function onEventsCommitted(wake: () => void): () => void {
   return () => inProcess.delete(wake)
 }
 
-// NOTIFY is a statement (and a transaction) of its own: under load, commits that come while one is in
+// A NOTIFY after the commit is a statement (and a transaction) of its own: under load, commits that come while one is in
 // flight share the next one. Each commit is still followed by a NOTIFY sent after it.
 const notifying = new WeakMap<Sql, { again: boolean }>()
 
@@ -35,6 +37,12 @@ function notifyEvents(sql: Sql): void {
       if (state.again) notifyEvents(sql)
     })
 }
+
+/**
+ * Whether status changes announce themselves in their own commit (`applyStatuses(..., { notify })`):
+ * on PostgreSQL, where other instances listen; PGlite has none to tell.
+ */
+export const notifies = (deps: Pick<Deps, 'config'>): boolean => Boolean(deps.config.databaseUrl)
 
 /** `notified`: the commit carried its own NOTIFY (pg_notify in the transaction); only this process is woken. */
 export function eventsCommitted(deps: Pick<Deps, 'sql' | 'config' | 'wake'>, options: { notified?: boolean } = {}): void {

@@ -129,7 +129,12 @@ const toReports = (rows: Parked[]): StatusReport[] =>
  * transaction. Rows another transaction holds (a report for the same SID being received) are skipped:
  * that transaction applies them.
  */
-export async function applyParked(sql: Sql, timezone: string, limit: number): Promise<{ applied: number; events: number }> {
+export async function applyParked(
+  sql: Sql,
+  timezone: string,
+  limit: number,
+  options: { notify?: boolean } = {},
+): Promise<{ applied: number; events: number }> {
   // The worker is woken by every recorded hand-off and almost never finds anything: one statement
   // says so, instead of a transaction of three.
   const [found] = await sql<{ due: boolean }[]>`
@@ -150,7 +155,7 @@ export async function applyParked(sql: Sql, timezone: string, limit: number): Pr
       )
       returning id, message_sid, status, error_code, error_message, true as live`
     let events = 0
-    for (const round of rounds(toReports(due))) events += (await applyStatuses(tx, timezone, round)).events
+    for (const round of rounds(toReports(due))) events += (await applyStatuses(tx, timezone, round, options)).events
     return { applied: due.length, events }
   })
 }
