@@ -18,7 +18,7 @@
 
 import { makeTestTls } from '../tests/helpers/receiver'
 import { applyStatuses } from '../src/modules/status/machine'
-import { EVENTS_CHANNEL } from '../src/modules/status/notify'
+import { EVENTS_CHANNEL } from '../src/modules/webhooks/notify'
 import type { Sql } from '../src/db/client'
 import {
   apiJson,

@@ -5,7 +5,7 @@ import type { WorkerName } from './workers/worker'
 import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
-import type { Charged, SingleCharge } from './modules/ledger/ledger'
+import type { Charged, SingleCharge } from './modules/ledger/service'
 
 export type Deps = {
   config: Config

@@ -75,7 +75,7 @@ async function serve(): Promise<void> {
   }
 
   // Loaded only here, so --help and --version load nothing of the service.
-  const { startService } = await import('./service')
+  const { startService } = await import('./server')
   const { configureLog, log } = await import('./lib/log')
   configureLog({ level: config.logLevel, format: config.logFormat })
 

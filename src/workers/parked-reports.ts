@@ -3,8 +3,8 @@
 // fallback (the SID may be stored by another instance).
 
 import type { Worker } from './worker'
-import { applyParked } from '../modules/status/parked'
-import { eventsCommitted, notifies } from '../modules/status/notify'
+import { applyParked } from '../modules/status/receiver'
+import { eventsCommitted, notifies } from '../modules/webhooks/notify'
 
 const PARKED_REPORTS_POLL_MS = 1_000
 const BATCH = 500

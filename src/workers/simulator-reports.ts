@@ -4,7 +4,7 @@
 
 import type { Deps } from '../deps'
 import { applyStatuses, rounds } from '../modules/status/machine'
-import { eventsCommitted, notifies } from '../modules/status/notify'
+import { eventsCommitted, notifies } from '../modules/webhooks/notify'
 import type { Worker } from './worker'
 
 const BATCH = 500

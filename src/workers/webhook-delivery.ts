@@ -17,7 +17,7 @@
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
 import { attemptDelivery, webhookCa, type AttemptResult } from '../modules/webhooks/sender'
-import { EVENTS_CHANNEL } from '../modules/status/notify'
+import { EVENTS_CHANNEL } from '../modules/webhooks/notify'
 import { log } from '../lib/log'
 import { startLoop, type Loop } from './loop'
 import type { Worker } from './worker'

@@ -5,8 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { dashboardUser, webClient } from '../helpers/web'
-import { csvField } from '../../src/dashboard/pages/ledger'
-import { lastDays } from '../../src/dashboard/pages/overview'
+import { csvField } from '../../src/modules/ledger/pages'
+import { lastDays } from '../../src/modules/accounts/overview'
 
 let t: TestApp
 const PASSWORD = 'correct horse battery'

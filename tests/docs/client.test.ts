@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readConfig } from '../../src/config'
-import { startService, type Running } from '../../src/service'
+import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 

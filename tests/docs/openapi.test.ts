@@ -9,7 +9,7 @@ import { testApp, type TestApp } from '../helpers/app'
 import { startDelivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { applyStatus } from '../../src/modules/status/machine'
-import { eventsCommitted } from '../../src/modules/status/notify'
+import { eventsCommitted } from '../../src/modules/webhooks/notify'
 import { ERROR_STATUS } from '../../src/http/errors'
 
 type Json = Record<string, any>

@@ -2,7 +2,7 @@
 
 import { readConfig, type Config } from '../../src/config'
 import { createApp } from '../../src/app'
-import { buildDeps } from '../../src/service'
+import { buildDeps } from '../../src/server'
 import { startWorkers, WORKERS } from '../../src/workers'
 import type { WorkerName } from '../../src/workers/worker'
 import type { Deps } from '../../src/deps'

@@ -7,7 +7,7 @@
 import { afterAll, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import { createApp } from '../../src/app'
-import { buildDeps } from '../../src/service'
+import { buildDeps } from '../../src/server'
 import { openDatabase } from '../../src/db/client'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { testDatabase, usingPostgres } from '../helpers/db'

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import { createApp } from '../../src/app'
-import { buildDeps } from '../../src/service'
+import { buildDeps } from '../../src/server'
 import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
 import { ADMIN_TOKEN, money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'

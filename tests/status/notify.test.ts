@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
-import { receiveReports } from '../../src/modules/status/parked'
+import { receiveReports } from '../../src/modules/status/receiver'
 import { simulatorReports } from '../../src/workers/simulator-reports'
 import { parkedReports } from '../../src/workers/parked-reports'
 import type { Deps } from '../../src/deps'

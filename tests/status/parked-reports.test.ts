@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { until } from '../helpers/wait'
-import { PARKED_REPORT_TTL_SECONDS, receiveReports } from '../../src/modules/status/parked'
+import { PARKED_REPORT_TTL_SECONDS, receiveReports } from '../../src/modules/status/receiver'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'

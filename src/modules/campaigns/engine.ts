@@ -11,7 +11,7 @@ import type postgres from 'postgres'
 import type { Db, Sql } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
-import { chargeRecorded, lockForCharge, type Lease } from '../ledger/ledger'
+import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf, type StoredTemplate } from '../messages/content'
 
 const CAMPAIGN_BATCH = 500

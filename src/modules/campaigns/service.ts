@@ -8,7 +8,7 @@ import { formatTimestamp } from '../../lib/time'
 import { MAX_BODY_CHARS, pageOf, requireTimestamp, type Page } from '../../lib/validate'
 import { PLACEHOLDERS, unknownPlaceholders } from '../../lib/template'
 import { segmentMatch } from './engine'
-import { bindingsOf, requireBindingsFit, requireNotRunning } from './bindings'
+import { bindingsOf, requireBindingsFit, requireNotRunning } from '../templates/bindings'
 import type { Campaign, CampaignDetail, CreateCampaignBody, CreateSegmentBody, CreateTemplateBody, Segment, Template } from './model'
 
 const MAX_NAME = 200

@@ -15,7 +15,7 @@ import { RateLimiter, Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import { log } from '../../lib/log'
-import { refundFailed, type Failure, type Lease } from '../ledger/ledger'
+import { refundFailed, type Failure, type Lease } from '../ledger/service'
 
 export type Handoff = {
   /** A lease for `n` messages about to be charged, long enough for the queue ahead of them. */

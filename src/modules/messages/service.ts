@@ -2,7 +2,7 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
-import type { NewMessage } from '../ledger/ledger'
+import type { NewMessage } from '../ledger/service'
 import { loadTemplates, outgoingOf, requireContentShape, templateContent } from './content'
 import type { SendBody, SendResult } from './model'
 

@@ -4,7 +4,7 @@
 // message.status event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
-import { EVENTS_CHANNEL } from './notify'
+import { EVENTS_CHANNEL } from '../webhooks/notify'
 
 export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
 

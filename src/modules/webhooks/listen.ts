@@ -16,7 +16,7 @@ import type { Deps } from '../../deps'
 import type { Sql } from '../../db/client'
 import { log } from '../../lib/log'
 import { newSigningSecret } from '../../lib/keys'
-import { EVENTS_CHANNEL, onEventsCommitted } from '../status/notify'
+import { EVENTS_CHANNEL, onEventsCommitted } from './notify'
 import { signPayload } from './sender'
 import { newWebhookId, testPayloadSql } from './service'
 

@@ -3,14 +3,14 @@
 // with every attempt. Members at /dashboard/messages, operators at /dashboard/accounts/:id/messages.
 
 import { Elysia } from 'elysia'
-import { h, Fragment } from '../jsx'
-import { Layout } from '../layout'
-import { type Dashboard, notFound, orError, respond, counted } from '../context'
-import { accountScope, listHref, pageNumber, queryText, type Scope } from './scope'
+import { h, Fragment } from '../../dashboard/jsx'
+import { Layout } from '../../dashboard/layout'
+import { type Dashboard, notFound, orError, respond, counted } from '../../dashboard/context'
+import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
 import { ApiError } from '../../http/errors'
-import { STATUSES, getAccountMessage, listAccountMessages } from '../../modules/messages/queries'
-import { messageLedger } from '../../modules/admin/service'
-import { listAttempts, listMessageDeliveries } from '../../modules/webhooks/admin-service'
+import { STATUSES, getAccountMessage, listAccountMessages } from './queries'
+import { messageLedger } from '../accounts/service'
+import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
 
 const PER_PAGE = 50
 const MAX_ATTEMPTS_SHOWN = 200

@@ -5,7 +5,7 @@ import { ApiError, badValue } from '../../http/errors'
 import { newApiKey, sha256Hex } from '../../lib/keys'
 import { formatTimestamp } from '../../lib/time'
 import { pageOf, type DateRange, type Page } from '../../lib/validate'
-import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/ledger'
+import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/service'
 
 type AccountRow = { id: number; name: string; balance: number; cost: number; created_at: Date }
 

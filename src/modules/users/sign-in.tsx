@@ -2,14 +2,14 @@
 // password, the stylesheet; and sign-out.
 
 import { Elysia } from 'elysia'
-import { h } from '../jsx'
-import { Layout } from '../layout'
-import css from '../assets/style.css' with { type: 'text' }
-import copyScript from '../assets/copy.js' with { type: 'text' }
+import { h } from '../../dashboard/jsx'
+import { Layout } from '../../dashboard/layout'
+import css from '../../dashboard/assets/style.css' with { type: 'text' }
+import copyScript from '../../dashboard/assets/copy.js' with { type: 'text' }
 import { ApiError } from '../../http/errors'
 import { identify } from '../../http/access-log'
 import { randomBase62 } from '../../lib/keys'
-import { type Dashboard, field, redirect, refused, respond } from '../context'
+import { type Dashboard, field, redirect, refused, respond } from '../../dashboard/context'
 import {
   SESSION_COOKIE,
   SIGN_IN_COOKIE,
@@ -21,8 +21,8 @@ import {
   sessionCookie,
   signInCookie,
   startSession,
-} from '../session'
-import { MIN_PASSWORD_LENGTH, audit, setPasswordWithLink, signIn, userOfLink } from '../../modules/users/service'
+} from '../../dashboard/session'
+import { MIN_PASSWORD_LENGTH, audit, setPasswordWithLink, signIn, userOfLink } from './service'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 const asset = (text: string, type: string) =>

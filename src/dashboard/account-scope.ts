@@ -2,9 +2,9 @@
 // operator the account in /dashboard/accounts/:id/... (404 when it does not exist). Members get 404
 // on the operator's paths, operators on the members' ones.
 
-import type { Dashboard } from '../context'
-import { notFound } from '../context'
-import type { Session } from '../session'
+import type { Dashboard } from './context'
+import { notFound } from './context'
+import type { Session } from './session'
 
 export type Scope = { session: Session; accountId: number; /** the page's path prefix */ base: string; accountName: string | null }
 

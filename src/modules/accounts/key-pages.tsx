@@ -1,13 +1,13 @@
 // A member's API keys: create with a label (the key shown once), list, activate and deactivate.
 
 import { Elysia } from 'elysia'
-import { h } from '../jsx'
-import { CopyButton, Csrf, Layout } from '../layout'
-import { type Dashboard, field, notFound, redirect, respond } from '../context'
-import type { Session } from '../session'
+import { h } from '../../dashboard/jsx'
+import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, redirect, respond } from '../../dashboard/context'
+import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
-import { audit } from '../../modules/users/service'
-import { createKey, listKeys, setKeyActive } from '../../modules/admin/service'
+import { audit } from '../users/service'
+import { createKey, listKeys, setKeyActive } from './service'
 
 export function keyPages(d: Dashboard) {
   async function keysPage(session: Session, options: { created?: { key: string; label: string }; error?: string; status?: number } = {}) {

@@ -1,13 +1,13 @@
 // The operator's accounts: search, create, and one account's balance, top-up, members and invitations.
 
 import { Elysia } from 'elysia'
-import { h } from '../jsx'
-import { CopyButton, Csrf, Layout } from '../layout'
-import { type Dashboard, field, integerField, notFound, orError, redirect, respond } from '../context'
-import type { Session } from '../session'
+import { h } from '../../dashboard/jsx'
+import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, integerField, notFound, orError, redirect, respond } from '../../dashboard/context'
+import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
-import { audit, createUser, listUsers } from '../../modules/users/service'
-import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, setPrice } from '../../modules/admin/service'
+import { audit, createUser, listUsers } from '../users/service'
+import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, setPrice } from './service'
 
 /** An account's own pages, opened from its account page. */
 const ACCOUNT_PAGES = [

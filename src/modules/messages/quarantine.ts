@@ -11,8 +11,8 @@ import { ApiError, badValue, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { formatTimestamp } from '../../lib/time'
 import { page, pageOf, type Page } from '../../lib/validate'
-import { refundFailed } from '../ledger/ledger'
-import * as m from './model'
+import { refundFailed } from '../ledger/service'
+import * as m from '../accounts/model'
 
 const QuarantinedMessage = t.Object({
   id: t.Integer(),

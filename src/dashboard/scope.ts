@@ -2,9 +2,9 @@
 // session's own account. The operator's same page (/dashboard/accounts/:id/<page>): the account of
 // the URL, 404 when it does not exist; members get 404 there, and operators on the member paths.
 
-import { type Dashboard, redirect } from '../context'
+import { type Dashboard, redirect } from './context'
 import { scopeOf, type Scope } from './account-scope'
-import type { Session } from '../session'
+import type { Session } from './session'
 
 export type { Scope } from './account-scope'
 

@@ -3,16 +3,16 @@
 // Members at /dashboard/webhook (their own account); operators at /dashboard/accounts/:id/webhook.
 
 import { Elysia } from 'elysia'
-import { h, Fragment } from '../jsx'
-import { CopyButton, Csrf, Layout } from '../layout'
-import { viewScope as accountView, changeScope as accountChange, type Scope } from './account-scope'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../context'
+import { h, Fragment } from '../../dashboard/jsx'
+import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
+import { viewScope as accountView, changeScope as accountChange, type Scope } from '../../dashboard/account-scope'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
 import { ApiError } from '../../http/errors'
-import { audit } from '../../modules/users/service'
-import { getAccount } from '../../modules/admin/service'
-import { deleteWebhook, listKeyWebhooks, registerWebhook, sendTestEvent, webhookSecret } from '../../modules/webhooks/service'
-import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from '../../modules/webhooks/admin-service'
-import { eventsCommitted } from '../../modules/status/notify'
+import { audit } from '../users/service'
+import { getAccount } from '../accounts/service'
+import { deleteWebhook, listKeyWebhooks, registerWebhook, sendTestEvent, webhookSecret } from './service'
+import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
+import { eventsCommitted } from './notify'
 
 const PAGE_SIZE = 20
 const ATTEMPTS_SHOWN = 20

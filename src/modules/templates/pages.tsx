@@ -4,14 +4,14 @@
 // A template's page also binds it to each provider's approved template (modules/campaigns/bindings.ts).
 
 import { Elysia } from 'elysia'
-import { h } from '../jsx'
-import { Csrf, Layout } from '../layout'
-import { type Dashboard, field, notFound, orError, redirect, respond } from '../context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from './account-scope'
-import { audit } from '../../modules/users/service'
+import { h } from '../../dashboard/jsx'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, orError, redirect, respond } from '../../dashboard/context'
+import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/account-scope'
+import { audit } from '../users/service'
 import { PLACEHOLDERS } from '../../lib/template'
-import type { Binding, Template } from '../../modules/campaigns/model'
-import { deleteBinding, setBinding } from '../../modules/campaigns/bindings'
+import type { Binding, Template } from '../campaigns/model'
+import { deleteBinding, setBinding } from './bindings'
 import { TEMPLATE_RULES } from '../../providers/registry'
 import {
   createSegment,
@@ -22,7 +22,7 @@ import {
   listSegments,
   listTemplates,
   updateTemplate,
-} from '../../modules/campaigns/service'
+} from '../campaigns/service'
 
 const LIST = { limit: 200, offset: 0 }
 const placeholderHelp = `Placeholders: ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}.`

@@ -4,14 +4,14 @@
 // account at /dashboard/accounts/:id/contacts.
 
 import { Elysia } from 'elysia'
-import { h, Fragment } from '../jsx'
-import { Csrf, Layout } from '../layout'
-import { type Dashboard, field, orError, redirect, respond } from '../context'
-import { changeScope, titleOf, viewScope, type Scope } from './account-scope'
+import { h, Fragment } from '../../dashboard/jsx'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, orError, redirect, respond } from '../../dashboard/context'
+import { changeScope, titleOf, viewScope, type Scope } from '../../dashboard/account-scope'
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
-import { audit } from '../../modules/users/service'
-import { contactValues, createContact, importContacts, listContacts, type ContactValues } from '../../modules/contacts/service'
+import { audit } from '../users/service'
+import { contactValues, createContact, importContacts, listContacts, type ContactValues } from './service'
 
 const PAGE_SIZE = 50
 export const MAX_IMPORT_ROWS = 10_000

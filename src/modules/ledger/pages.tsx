@@ -3,12 +3,12 @@
 // at /dashboard/accounts/:id/ledger.
 
 import { Elysia } from 'elysia'
-import { h, Fragment } from '../jsx'
-import { Layout } from '../layout'
-import { type Dashboard, orError, respond } from '../context'
-import { PAGE_HEADERS } from '../session'
-import { accountScope, listHref, pageNumber, queryText, type Scope } from './scope'
-import { listLedger } from '../../modules/admin/service'
+import { h, Fragment } from '../../dashboard/jsx'
+import { Layout } from '../../dashboard/layout'
+import { type Dashboard, orError, respond } from '../../dashboard/context'
+import { PAGE_HEADERS } from '../../dashboard/session'
+import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
+import { listLedger } from '../accounts/service'
 import { dateRange } from '../../lib/validate'
 
 const PER_PAGE = 50

@@ -8,7 +8,16 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { page } from '../../lib/validate'
 import { Id, IdParams, listOf, PageQuery } from '../../http/models'
-import { Binding, BindingBody, CampaignList, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
+import {
+  Binding,
+  BindingBody,
+  CampaignList,
+  CreateSegmentBody,
+  CreateTemplateBody,
+  Segment,
+  Template,
+  UpdateTemplateBody,
+} from '../campaigns/model'
 import { deleteBinding, setBinding } from './bindings'
 import {
   adminListCampaigns,
@@ -20,7 +29,7 @@ import {
   listSegments,
   listTemplates,
   updateTemplate,
-} from './service'
+} from '../campaigns/service'
 
 const tags = ['Admin']
 const BindingParams = t.Object({

@@ -4,16 +4,16 @@
 // The engine and the campaign service decide every rule; ids of another account are 404.
 
 import { Elysia } from 'elysia'
-import { h, Fragment } from '../jsx'
-import { Csrf, Layout } from '../layout'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from './account-scope'
-import script from '../assets/campaign.js' with { type: 'text' }
-import { PAGE_HEADERS } from '../session'
-import { audit } from '../../modules/users/service'
-import type { CampaignDetail } from '../../modules/campaigns/model'
-import { cancelCampaign, resumeCampaign, runCampaign } from '../../modules/campaigns/engine'
-import { createCampaign, getCampaign, listCampaigns, listSegments, listTemplates } from '../../modules/campaigns/service'
+import { h, Fragment } from '../../dashboard/jsx'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/account-scope'
+import script from '../../dashboard/assets/campaign.js' with { type: 'text' }
+import { PAGE_HEADERS } from '../../dashboard/session'
+import { audit } from '../users/service'
+import type { CampaignDetail } from './model'
+import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
+import { createCampaign, getCampaign, listCampaigns, listSegments, listTemplates } from './service'
 
 export const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
 const PAGE_SIZE = 50

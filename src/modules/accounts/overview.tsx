@@ -3,12 +3,12 @@
 // latest failures with their error. Operators see an account's at /dashboard/accounts/:id/overview.
 
 import { Elysia } from 'elysia'
-import { h, escapeHtml, raw, type Html } from '../jsx'
-import { Layout } from '../layout'
-import { type Dashboard, redirect, respond } from '../context'
-import { accountScope, type Scope } from './scope'
-import { getAccount } from '../../modules/admin/service'
-import { STATUSES, dailyStatusCounts, recentFailures } from '../../modules/messages/queries'
+import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
+import { Layout } from '../../dashboard/layout'
+import { type Dashboard, redirect, respond } from '../../dashboard/context'
+import { accountScope, type Scope } from '../../dashboard/scope'
+import { getAccount } from './service'
+import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
 import { formatTimestamp } from '../../lib/time'
 
 const DAYS = 30

@@ -7,15 +7,15 @@
 // `{changed}` (or the provider's own answer, e.g. a subscription handshake).
 
 import { Elysia, t } from 'elysia'
-import type { Deps } from '../deps'
-import { ok } from '../http/errors'
-import { MAX_BODY_BYTES, tooLarge } from '../http/body'
-import { readCapped } from '../lib/stream'
-import { envelopeOf, errorsOf } from '../http/openapi'
-import { eventsCommitted, notifies } from '../modules/status/notify'
-import { createReportReceiver } from '../modules/status/parked'
-import type { Callback, CallbackRequest } from './provider'
-import { anyProvider, PROVIDERS } from './registry'
+import type { Deps } from '../../deps'
+import { ok } from '../../http/errors'
+import { MAX_BODY_BYTES, tooLarge } from '../../http/body'
+import { readCapped } from '../../lib/stream'
+import { envelopeOf, errorsOf } from '../../http/openapi'
+import { eventsCommitted, notifies } from '../webhooks/notify'
+import { createReportReceiver } from './receiver'
+import type { Callback, CallbackRequest } from '../../providers/provider'
+import { anyProvider, PROVIDERS } from '../../providers/registry'
 
 const PROVIDER_ROUTES_PREFIX = '/provider/'
 

@@ -2,16 +2,16 @@
 // reactivate), failed webhook deliveries across accounts, and the audit log. 404 for members.
 
 import { Elysia } from 'elysia'
-import { h } from '../jsx'
-import { CopyButton, Csrf, Layout } from '../layout'
-import { type Dashboard, field, integerField, notFound, orError, redirect, respond, counted } from '../context'
-import type { Session } from '../session'
+import { h } from '../../dashboard/jsx'
+import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, integerField, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import type { Session } from '../../dashboard/session'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { audit, createLink, createUser, getUser, listAudit, listUsersWithAccounts, setUserActive } from '../../modules/users/service'
-import { getPrice, setPrice } from '../../modules/admin/service'
-import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from '../../modules/webhooks/admin-service'
-import { eventsCommitted } from '../../modules/status/notify'
+import { audit, createLink, createUser, getUser, listAudit, listUsersWithAccounts, setUserActive } from './service'
+import { getPrice, setPrice } from '../accounts/service'
+import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from '../webhooks/deliveries'
+import { eventsCommitted } from '../webhooks/notify'
 
 const PAGE_SIZE = 50
 
