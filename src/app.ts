@@ -11,7 +11,8 @@ import { ApiError } from './http/errors'
 import { balanceRoutes } from './modules/accounts/api'
 import { messageRoutes } from './modules/messages/api'
 import { adminRoutes } from './modules/accounts/admin'
-import { quarantineRoutes } from './modules/messages/quarantine'
+import { quarantineRoutes } from './modules/messages/admin'
+import { ledgerAdminRoutes } from './modules/ledger/admin'
 import { contactRoutes } from './modules/contacts/api'
 import { campaignRoutes } from './modules/campaigns/api'
 import { campaignAdminRoutes } from './modules/templates/admin'
@@ -55,6 +56,7 @@ export function createApp(deps: Deps) {
     )
     .use(api)
     .use(adminRoutes(deps))
+    .use(ledgerAdminRoutes(deps))
     .use(quarantineRoutes(deps))
     .use(webhookAdminRoutes(deps))
     .use(campaignAdminRoutes(deps))

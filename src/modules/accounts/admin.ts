@@ -3,9 +3,10 @@ import type { Deps } from '../../deps'
 import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { dateRange, page } from '../../lib/validate'
+import { page } from '../../lib/validate'
 import * as m from './model'
 import * as admin from './service'
+import { createKey, listKeys, setKeyActive } from './keys'
 
 const tags = ['Admin']
 
@@ -40,7 +41,7 @@ export const adminRoutes = (deps: Deps) => {
       '/accounts/:id/keys',
       async ({ params, body, set }) => {
         set.status = 201
-        return ok(await admin.createKey(sql, tz, params.id, body))
+        return ok(await createKey(sql, tz, params.id, body))
       },
       {
         params: m.IdParams,
@@ -49,12 +50,12 @@ export const adminRoutes = (deps: Deps) => {
         detail: { tags, summary: 'Create an API key (the key is shown only in this answer)' },
       },
     )
-    .get('/accounts/:id/keys', async ({ params }) => ok(await admin.listKeys(sql, tz, params.id)), {
+    .get('/accounts/:id/keys', async ({ params }) => ok(await listKeys(sql, tz, params.id)), {
       params: m.IdParams,
       response: { 200: envelopeOf(m.listOf(m.ApiKey)), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: "An account's keys, without secrets" },
     })
-    .patch('/keys/:id', async ({ params, body }) => ok(await admin.setKeyActive(sql, tz, params.id, body.active)), {
+    .patch('/keys/:id', async ({ params, body }) => ok(await setKeyActive(sql, tz, params.id, body.active)), {
       params: m.IdParams,
       body: m.PatchKeyBody,
       response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404) },
@@ -116,18 +117,4 @@ export const adminRoutes = (deps: Deps) => {
       },
       detail: { tags, summary: "Remove an account's price override" },
     })
-    .get(
-      '/accounts/:id/ledger',
-      async ({ params, query }) => ok(await admin.listLedger(sql, tz, params.id, page(query), dateRange(query, tz))),
-      {
-        params: m.IdParams,
-        query: m.LedgerQuery,
-        response: { 200: envelopeOf(m.listOf(m.LedgerRow)), ...errorsOf(400, 401, 404, 422) },
-        detail: {
-          tags,
-          summary: "An account's ledger, newest first",
-          description: '`date_from`/`date_to` bound `created_at`, both inclusive (to the whole second), in the service time zone.',
-        },
-      },
-    )
 }

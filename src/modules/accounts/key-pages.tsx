@@ -7,7 +7,7 @@ import { type Dashboard, field, notFound, redirect, respond } from '../../dashbo
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { audit } from '../users/service'
-import { createKey, listKeys, setKeyActive } from './service'
+import { createKey, listKeys, setKeyActive } from './keys'
 
 export function keyPages(d: Dashboard) {
   async function keysPage(session: Session, options: { created?: { key: string; label: string }; error?: string; status?: number } = {}) {

@@ -1,11 +1,17 @@
 import { t } from 'elysia'
-import { dateRangeFields, Id, JsonId, JsonInteger, pageFields } from '../../http/models'
+import { Id, JsonId, JsonInteger } from '../../http/models'
 
 export { IdParams, listOf, PageQuery } from '../../http/models'
 
 const closed = { additionalProperties: false } as const
 
-export const LedgerQuery = t.Object({ ...pageFields, ...dateRangeFields('created_at') })
+export const Balance = t.Object({
+  wa_balance: t.Integer({ examples: [150000] }),
+  cost_per_message: t.Integer({ examples: [350] }),
+  estimated_sends: t.Integer({ examples: [428] }),
+  currency: t.String({ examples: ['IDR'] }),
+})
+export type Balance = typeof Balance.static
 
 export const CreateAccountBody = t.Object(
   {
@@ -57,13 +63,3 @@ export const PriceBody = t.Object(
   closed,
 )
 export const PriceQuery = t.Object({ account_id: t.Optional(Id('account_id', 'Account id; omit for the global price')) })
-
-export const LedgerRow = t.Object({
-  id: t.Integer(),
-  kind: t.Union([t.Literal('topup'), t.Literal('charge'), t.Literal('refund'), t.Literal('adjustment')]),
-  amount: t.Integer({ description: 'Signed: top-up +, charge −, refund +' }),
-  balance_after: t.Integer(),
-  message_id: t.Union([t.Integer(), t.Null()]),
-  note: t.Union([t.String(), t.Null()]),
-  created_at: t.String(),
-})

@@ -1,14 +1,16 @@
-// The operator runs campaigns: run (now, or scheduled at schedule_at), resume after a top-up, cancel.
+// Campaigns in the admin API: an account's list, and running one (now, or scheduled at schedule_at),
+// resuming it after a top-up, cancelling it.
 
 import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminAuth } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { IdParams } from '../../http/models'
+import { IdParams, PageQuery } from '../../http/models'
+import { page } from '../../lib/validate'
 import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
-import { adminCampaignDetail } from './service'
-import { CampaignDetail } from './model'
+import { adminCampaignDetail, adminListCampaigns } from './service'
+import { CampaignDetail, CampaignList } from './model'
 
 const tags = ['Admin: campaigns']
 
@@ -16,14 +18,14 @@ export const campaignRunRoutes = (deps: Deps) => {
   const tz = deps.config.timezone
   const detail = (id: number) => adminCampaignDetail(deps.sql, tz, id)
   const answer = { params: IdParams, response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404, 409) } }
-  return new Elysia({ prefix: '/admin/v1/campaigns' })
+  return new Elysia({ prefix: '/admin/v1' })
     .use(adminAuth(deps.config))
-    .get('/:id', async ({ params }) => ok(await detail(params.id)), {
+    .get('/campaigns/:id', async ({ params }) => ok(await detail(params.id)), {
       ...answer,
       detail: { tags, summary: 'A campaign of any account, with its live stats' },
     })
     .post(
-      '/:id/run',
+      '/campaigns/:id/run',
       async ({ params }) => {
         await runCampaign(deps, params.id)
         return ok(await detail(params.id))
@@ -40,7 +42,7 @@ export const campaignRunRoutes = (deps: Deps) => {
       },
     )
     .post(
-      '/:id/resume',
+      '/campaigns/:id/resume',
       async ({ params }) => {
         await resumeCampaign(deps, params.id)
         return ok(await detail(params.id))
@@ -48,11 +50,17 @@ export const campaignRunRoutes = (deps: Deps) => {
       { ...answer, detail: { tags, summary: 'Resume a campaign paused for lack of balance (409 unless paused)' } },
     )
     .post(
-      '/:id/cancel',
+      '/campaigns/:id/cancel',
       async ({ params }) => {
         await cancelCampaign(deps, params.id)
         return ok(await detail(params.id))
       },
       { ...answer, detail: { tags, summary: 'Cancel a campaign that has not finished (409 when sent or cancelled)' } },
     )
+    .get('/accounts/:id/campaigns', async ({ params, query }) => ok(await adminListCampaigns(deps.sql, tz, params.id, page(query))), {
+      params: IdParams,
+      query: PageQuery,
+      response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 404, 422) },
+      detail: { tags: ['Admin'], summary: "An account's campaigns, newest first" },
+    })
 }

@@ -7,19 +7,15 @@
 // each contact's values in the bound order; every message records its rendered text either way.
 
 import type { Deps } from '../../deps'
-import type postgres from 'postgres'
 import type { Db, Sql } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf, type StoredTemplate } from '../messages/content'
+import { segmentMatch } from '../templates/segments'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
-
-/** Contacts of a segment: the account's contacts carrying the tag, case-insensitive. */
-export const segmentMatch = (sql: Db, tag: string | postgres.PendingQuery<postgres.Row[]>, contact = 'c') =>
-  sql`exists (select 1 from unnest(${sql(contact)}.tags) as t(tag) where lower(t.tag) = lower(${tag}))`
 
 type CampaignState = { id: number; status: string; schedule_at: Date | null }
 

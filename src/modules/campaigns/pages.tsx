@@ -13,7 +13,9 @@ import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
 import type { CampaignDetail } from './model'
 import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
-import { createCampaign, getCampaign, listCampaigns, listSegments, listTemplates } from './service'
+import { createCampaign, getCampaign, listCampaigns } from './service'
+import { listTemplates } from '../templates/service'
+import { listSegments } from '../templates/segments'
 
 export const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
 const PAGE_SIZE = 50

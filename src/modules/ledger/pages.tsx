@@ -8,8 +8,8 @@ import { Layout } from '../../dashboard/layout'
 import { type Dashboard, orError, respond } from '../../dashboard/context'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
-import { listLedger } from '../accounts/service'
 import { dateRange } from '../../lib/validate'
+import { listLedger } from './listing'
 
 const PER_PAGE = 50
 

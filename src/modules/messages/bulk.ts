@@ -11,7 +11,8 @@ import { MAX_BULK_MESSAGES, optionalMediaUrl, requireMessageBody, requirePhone }
 import { chargeAll, type NewMessage } from '../ledger/service'
 import { retrying } from '../../db/retry'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
-import { loadTemplates, outgoingOf, requireContentShape, templateContent, type SendTemplate } from './content'
+import { outgoingOf, requireContentShape } from './content'
+import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {

@@ -151,3 +151,15 @@ export type ListQuery = typeof ListQuery.static
 export const IdempotencyHeaders = t.Object({
   'idempotency-key': t.Optional(t.String({ description: 'Up to 255 characters; repeats within 24 h replay the first answer' })),
 })
+
+/** A message in quarantine (GET /admin/v1/quarantine). */
+export const QuarantinedMessage = t.Object({
+  id: t.Integer(),
+  account_id: t.Integer(),
+  phone: t.String(),
+  body: t.String(),
+  cost: t.Integer(),
+  handoff_recoveries: t.Integer({ description: 'How many times recovery handed it over' }),
+  created_at: t.String(),
+  quarantined_at: t.String(),
+})

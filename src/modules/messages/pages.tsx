@@ -9,8 +9,8 @@ import { type Dashboard, notFound, orError, respond, counted } from '../../dashb
 import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
 import { ApiError } from '../../http/errors'
 import { STATUSES, getAccountMessage, listAccountMessages } from './queries'
-import { messageLedger } from '../accounts/service'
 import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
+import { messageLedger } from '../ledger/listing'
 
 const PER_PAGE = 50
 const MAX_ATTEMPTS_SHOWN = 200

@@ -3,8 +3,9 @@ import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
 import type { NewMessage } from '../ledger/service'
-import { loadTemplates, outgoingOf, requireContentShape, templateContent } from './content'
+import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendResult } from './model'
+import { loadTemplates, templateContent } from '../templates/render'
 
 /**
  * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token

@@ -8,28 +8,10 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { page } from '../../lib/validate'
 import { Id, IdParams, listOf, PageQuery } from '../../http/models'
-import {
-  Binding,
-  BindingBody,
-  CampaignList,
-  CreateSegmentBody,
-  CreateTemplateBody,
-  Segment,
-  Template,
-  UpdateTemplateBody,
-} from '../campaigns/model'
 import { deleteBinding, setBinding } from './bindings'
-import {
-  adminListCampaigns,
-  createSegment,
-  createTemplate,
-  deleteTemplate,
-  getSegment,
-  getTemplate,
-  listSegments,
-  listTemplates,
-  updateTemplate,
-} from '../campaigns/service'
+import { Binding, BindingBody, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
+import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
+import { createSegment, getSegment, listSegments } from './segments'
 
 const tags = ['Admin']
 const BindingParams = t.Object({
@@ -126,11 +108,5 @@ export const campaignAdminRoutes = (deps: Deps) => {
       params: IdParams,
       response: { 200: envelopeOf(Segment), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One segment with its current contact count' },
-    })
-    .get('/accounts/:id/campaigns', async ({ params, query }) => ok(await adminListCampaigns(sql, tz, params.id, page(query))), {
-      params: IdParams,
-      query: PageQuery,
-      response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 404, 422) },
-      detail: { tags, summary: "An account's campaigns, newest first" },
     })
 }

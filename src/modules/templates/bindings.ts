@@ -11,7 +11,7 @@ import { placeholdersOf } from '../../lib/template'
 import { formatTimestamp } from '../../lib/time'
 import { TEMPLATE_RULES } from '../../providers/registry'
 import type { TemplateRules } from '../../providers/provider'
-import type { Binding, BindingBody } from '../campaigns/model'
+import { type Binding, type BindingBody } from './model'
 
 const MAX_VARIABLES = 100
 // An ISO 639 language, optionally with a region: en, id, en_US, pt_BR, zh_CN (the codes Meta lists).

@@ -10,19 +10,11 @@ import { type Dashboard, field, notFound, orError, redirect, respond } from '../
 import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/account-scope'
 import { audit } from '../users/service'
 import { PLACEHOLDERS } from '../../lib/template'
-import type { Binding, Template } from '../campaigns/model'
 import { deleteBinding, setBinding } from './bindings'
 import { TEMPLATE_RULES } from '../../providers/registry'
-import {
-  createSegment,
-  createTemplate,
-  deleteSegment,
-  deleteTemplate,
-  getTemplate,
-  listSegments,
-  listTemplates,
-  updateTemplate,
-} from '../campaigns/service'
+import { type Binding, type Template } from './model'
+import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
+import { createSegment, deleteSegment, listSegments } from './segments'
 
 const LIST = { limit: 200, offset: 0 }
 const placeholderHelp = `Placeholders: ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}.`

@@ -1,0 +1,42 @@
+// Reading the ledger: an account's rows (the admin API, the dashboard's page and its CSV) and the rows
+// of one message. Its writes are the money owner's (service.ts).
+
+import type { Sql } from '../../db/client'
+import { formatTimestamp } from '../../lib/time'
+import { pageOf, type DateRange, type Page } from '../../lib/validate'
+import { requireAccount } from '../accounts/service'
+
+type LedgerRowDb = {
+  id: number
+  kind: 'topup' | 'charge' | 'refund' | 'adjustment'
+  amount: number
+  balance_after: number
+  message_id: number | null
+  note: string | null
+  created_at: Date
+}
+
+export async function listLedger(sql: Sql, tz: string, accountId: number, p: Page, range: DateRange = { from: null, before: null }) {
+  await requireAccount(sql, accountId)
+  // `before` is exclusive: the end of date_to's second.
+  const where = () => sql`account_id = ${accountId}
+    ${range.from ? sql`and created_at >= ${range.from}` : sql``} ${range.before ? sql`and created_at < ${range.before}` : sql``}`
+  const rows = await sql<LedgerRowDb[]>`
+    select id, kind, amount, balance_after, message_id, note, created_at
+    from ledger where ${where()} order by id desc limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number; sum: number }[]>`
+    select count(*)::int as n from ledger where ${where()}`
+  return pageOf(
+    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
+    count!.n,
+    p,
+  )
+}
+
+/** The ledger rows of one message of an account (its charge, and a refund if it had one), oldest first. */
+export async function messageLedger(sql: Sql, tz: string, accountId: number, messageId: number) {
+  const rows = await sql<LedgerRowDb[]>`
+    select id, kind, amount, balance_after, message_id, note, created_at
+    from ledger where message_id = ${messageId} and account_id = ${accountId} order by id`
+  return rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! }))
+}

@@ -1,0 +1,14 @@
+import { t } from 'elysia'
+import { dateRangeFields, pageFields } from '../../http/models'
+
+export const LedgerQuery = t.Object({ ...pageFields, ...dateRangeFields('created_at') })
+
+export const LedgerRow = t.Object({
+  id: t.Integer(),
+  kind: t.Union([t.Literal('topup'), t.Literal('charge'), t.Literal('refund'), t.Literal('adjustment')]),
+  amount: t.Integer({ description: 'Signed: top-up +, charge −, refund +' }),
+  balance_after: t.Integer(),
+  message_id: t.Union([t.Integer(), t.Null()]),
+  note: t.Union([t.String(), t.Null()]),
+  created_at: t.String(),
+})

@@ -1,0 +1,36 @@
+// Messages in the admin API: the quarantine (hand-offs whose outcome could not be recorded) and
+// settling it.
+
+import { Elysia, t } from 'elysia'
+import type { Deps } from '../../deps'
+import { adminAuth } from '../../http/admin-auth'
+import { ok } from '../../http/errors'
+import { envelopeOf, errorsOf } from '../../http/openapi'
+import { IdParams, listOf, PageQuery } from '../../http/models'
+import { page } from '../../lib/validate'
+import { QuarantinedMessage } from './model'
+import { listQuarantine, settleQuarantined } from './quarantine'
+
+export const quarantineRoutes = (deps: Deps) =>
+  new Elysia({ prefix: '/admin/v1' })
+    .use(adminAuth(deps.config))
+    .get('/quarantine', async ({ query }) => ok(await listQuarantine(deps.sql, deps.config.timezone, page(query))), {
+      query: PageQuery,
+      response: { 200: envelopeOf(listOf(QuarantinedMessage)), ...errorsOf(400, 401, 422) },
+      detail: {
+        tags: ['Admin'],
+        summary: 'Messages in quarantine',
+        description:
+          'Charged messages whose hand-off outcome could not be recorded after several recoveries; they are not handed over again until settled.',
+      },
+    })
+    .post('/quarantine/:id/settle', async ({ params, body }) => ok(await settleQuarantined(deps.sql, params.id, body.outcome)), {
+      params: IdParams,
+      body: t.Object({ outcome: t.String({ description: '`sent` or `refund`' }) }),
+      response: { 200: envelopeOf(t.Object({ id: t.Integer(), outcome: t.String() })), ...errorsOf(400, 401, 404, 422) },
+      detail: {
+        tags: ['Admin'],
+        summary: 'Settle a quarantined message',
+        description: '`sent`: the provider has it, the charge stays. `refund`: it never went out, it is marked failed and refunded.',
+      },
+    })
