@@ -23,6 +23,19 @@ import { providerCallbackRoutes } from './modules/status/callbacks'
 import { simulatorAdminRoutes } from './providers/simulator/admin'
 import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
 import { userAdminRoutes } from './modules/users/admin'
+import { signInPages } from './modules/users/sign-in'
+import { userPages } from './modules/users/pages'
+import { overviewPages } from './modules/accounts/overview'
+import { keyPages } from './modules/accounts/key-pages'
+import { accountPages } from './modules/accounts/pages'
+import { pricePages } from './modules/accounts/price-page'
+import { contactPages } from './modules/contacts/pages'
+import { templatePages } from './modules/templates/pages'
+import { campaignPages } from './modules/campaigns/pages'
+import { messagePages } from './modules/messages/pages'
+import { ledgerPages } from './modules/ledger/pages'
+import { webhookPages } from './modules/webhooks/pages'
+import { failedDeliveryPages } from './modules/webhooks/deliveries-page'
 
 export function createApp(deps: Deps) {
   let app: { routes: RouteInfo[] } | undefined
@@ -65,7 +78,25 @@ export function createApp(deps: Deps) {
     // The simulator's customer windows (a number "writes in"), for trying approved templates without WhatsApp.
     .use(simulatorAdminRoutes(deps))
     .use(userAdminRoutes(deps))
-    .use(dashboardRoutes(deps))
+    .use(
+      dashboardRoutes(deps, {
+        open: [signInPages],
+        guarded: [
+          overviewPages,
+          keyPages,
+          accountPages,
+          pricePages,
+          contactPages,
+          templatePages,
+          campaignPages,
+          messagePages,
+          ledgerPages,
+          webhookPages,
+          failedDeliveryPages,
+          userPages,
+        ],
+      }),
+    )
   app = composed
   return composed
 }

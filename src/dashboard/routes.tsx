@@ -1,44 +1,51 @@
-// The dashboard at /dashboard: server-rendered pages, plain forms, post-redirect-get. Public pages
-// (sign-in, the one-time link that sets a password, the stylesheet) and pages behind the session
-// guard, one module each under pages/. Members see their own account only: it comes from the
-// session, never from the URL; operators see every account. Pages call the same services as the
-// admin API.
+// The dashboard's shell at /dashboard: its assets, the session guard in front of every page that is
+// not public, and its error pages. The pages themselves live with their nouns (modules/<noun>/pages.tsx)
+// and are composed by app.ts: server-rendered, plain forms, post-redirect-get. Members see their own
+// account only (from the session, never the URL); operators see every account.
 
 import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
-import { dashboardContext, redirect, respond } from './context'
+import type { ErrorPages } from '../http/shell'
+import { dashboardContext, redirect, respond, type Dashboard } from './context'
 import { h } from './jsx'
 import { Layout } from './layout'
-import type { ErrorPages } from '../http/shell'
-import { signInPages } from '../modules/users/sign-in'
-import { overviewPages } from '../modules/accounts/overview'
-import { keyPages } from '../modules/accounts/key-pages'
-import { accountPages } from '../modules/accounts/pages'
-import { contactPages } from '../modules/contacts/pages'
-import { templatePages } from '../modules/templates/pages'
-import { campaignPages } from '../modules/campaigns/pages'
-import { messagePages } from '../modules/messages/pages'
-import { ledgerPages } from '../modules/ledger/pages'
-import { webhookPages } from '../modules/webhooks/pages'
-import { operatorPages } from '../modules/users/pages'
+import css from './assets/style.css' with { type: 'text' }
+import copyScript from './assets/copy.js' with { type: 'text' }
+import campaignScript from './assets/campaign.js' with { type: 'text' }
 
-export function dashboardRoutes(deps: Deps) {
+/** A module's dashboard pages: an Elysia plugin built from the dashboard's context. */
+export type Pages = (d: Dashboard) => Elysia<any, any, any, any, any, any, any>
+
+const ASSETS: Record<string, { text: string; type: string }> = {
+  'style.css': { text: css, type: 'text/css' },
+  'copy.js': { text: copyScript, type: 'text/javascript' },
+  'campaign.js': { text: campaignScript, type: 'text/javascript' },
+}
+
+const asset = (file: { text: string; type: string }) =>
+  new Response(file.text, {
+    headers: {
+      'content-type': `${file.type}; charset=utf-8`,
+      'cache-control': 'public, max-age=3600',
+      'x-content-type-options': 'nosniff',
+    },
+  })
+
+/** `open`: pages anyone may see (sign-in, the one-time link); `guarded`: every other page, behind the session guard. */
+export function dashboardRoutes(deps: Deps, pages: { open: Pages[]; guarded: Pages[] }) {
   const d = dashboardContext(deps)
   // Everything but the public pages sits behind this guard: no session, no page (each page still
   // checks the role, the account and, for changes, the CSRF rules itself).
-  const guarded = new Elysia({ name: 'dashboard-guard' })
-    .onBeforeHandle(async ({ request }) => ((await d.sessionOf(request)) ? undefined : redirect('/dashboard/sign-in')))
-    .use(overviewPages(d))
-    .use(keyPages(d))
-    .use(accountPages(d))
-    .use(contactPages(d))
-    .use(templatePages(d))
-    .use(campaignPages(d))
-    .use(messagePages(d))
-    .use(ledgerPages(d))
-    .use(webhookPages(d))
-    .use(operatorPages(d))
-  return new Elysia({ name: 'dashboard' }).use(signInPages(d)).use(guarded)
+  const guarded = new Elysia({ name: 'dashboard-guard' }).onBeforeHandle(async ({ request }) =>
+    (await d.sessionOf(request)) ? undefined : redirect('/dashboard/sign-in'),
+  )
+  for (const page of pages.guarded) guarded.use(page(d))
+  const app = new Elysia({ name: 'dashboard' }).get('/dashboard/assets/:name', ({ params }) => {
+    const file = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined
+    return file ? asset(file) : dashboardErrorPages.render(404, 'This page does not exist.')
+  })
+  for (const page of pages.open) app.use(page(d))
+  return app.use(guarded)
 }
 
 /** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */

@@ -7,8 +7,7 @@ import { Elysia } from 'elysia'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/account-scope'
-import script from '../../dashboard/assets/campaign.js' with { type: 'text' }
+import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/scope'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
 import type { CampaignDetail } from './model'
@@ -17,7 +16,7 @@ import { createCampaign, getCampaign, listCampaigns } from './service'
 import { listTemplates } from '../templates/service'
 import { listSegments } from '../templates/segments'
 
-export const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
+const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
 const PAGE_SIZE = 50
 const LIST = { limit: 200, offset: 0 }
 
@@ -223,10 +222,7 @@ export function campaignPages(d: Dashboard) {
     )
   }
 
-  const app = new Elysia({ prefix: '/dashboard' }).get(
-    '/assets/campaign.js',
-    () => new Response(script, { headers: { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600' } }),
-  )
+  const app = new Elysia({ prefix: '/dashboard' })
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
     const changes = [

@@ -5,6 +5,7 @@
 
 import type { Db } from '../../db/client'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
+import { insertEvents, statusPayload } from '../webhooks/events'
 
 export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
 
@@ -65,21 +66,11 @@ export async function applyStatuses(
         and ((t.status = 'sent' and t.next in ('delivered', 'read', 'failed'))
           or (t.status = 'delivered' and t.next in ('read', 'failed')))
       returning m.id, m.api_key_id, m.phone, m.message_sid, m.status, m.error_code, m.error_message, t.status as previous
-    ), event as (
-      -- A key with a registered URL gets a delivery (pending); a key without one that is being listened
-      -- to (admin webhook listen) gets the event for its listeners only (listen_only).
-      insert into webhook_events (webhook_id, api_key_id, message_id, payload, status)
-      select 'msg_' || replace(gen_random_uuid()::text, '-', ''), c.api_key_id, c.id,
-             message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'),
-               c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false),
-             case when w.api_key_id is null then 'listen_only' else 'pending' end
+    ), changed_events as (
+      select c.api_key_id, c.id as message_id, c.id as ord,
+             ${statusPayload(sql, timezone, sql`c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false`)} as payload
       from changed c
-      left join webhook_endpoints w on w.api_key_id = c.api_key_id
-      left join webhook_listeners l on l.api_key_id = c.api_key_id and l.listening_until > now()
-      where w.api_key_id is not null or l.api_key_id is not null
-      order by c.id
-      returning message_id
-    )
+    ), event as (${insertEvents(sql, 'changed_events')})
     select array(select message_sid from changed) as changed_sids,
            array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids
            ${notify}`

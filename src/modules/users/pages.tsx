@@ -1,69 +1,25 @@
-// Operator pages: the global price, the users (invite an operator, reset links, deactivate and
-// reactivate), failed webhook deliveries across accounts, and the audit log. 404 for members.
+// The operator's users pages: the users (invite an operator, reset links, deactivate and reactivate)
+// and the audit log. 404 for members.
 
 import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, integerField, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import { audit, createLink, createUser, getUser, listAudit, listUsersWithAccounts, setUserActive } from './service'
-import { getPrice, setPrice } from '../accounts/service'
-import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from '../webhooks/deliveries'
-import { eventsCommitted } from '../webhooks/notify'
-
-const PAGE_SIZE = 50
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
-const offsetOf = (value: unknown) => {
-  const text = typeof value === 'string' ? value : ''
-  return /^\d{1,9}$/.test(text) ? Number(text) : 0
-}
-
-function Pager(props: { label: string; path: string; offset: number; total: number; extra?: string }) {
-  const at = (offset: number) => `${props.path}?${props.extra ? `${props.extra}&` : ''}offset=${offset}`
-  return (
-    <nav class="pager" aria-label={props.label}>
-      {props.offset > 0 ? <a href={at(Math.max(0, props.offset - PAGE_SIZE))}>Newer</a> : null}
-      {props.offset + PAGE_SIZE < props.total ? <a href={at(props.offset + PAGE_SIZE)}>Older</a> : null}
-    </nav>
-  )
-}
-
-export function operatorPages(d: Dashboard) {
+export function userPages(d: Dashboard) {
   const auditOf = (
     session: Session,
     request: Request,
     server: Server,
     entry: { accountId: number | null; action: string; detail: Record<string, unknown> },
   ) => audit(d.sql, { user: session.user, address: d.addressOf(request, server), ...entry })
-
-  // ---- the global price
-  async function pricePage(session: Session, options: { error?: string; status?: number } = {}) {
-    const price = await getPrice(d.sql, null)
-    return respond(
-      <Layout title="Price" session={session} error={options.error}>
-        <div class="stats">
-          <div class="card stat">
-            <div class="value">{price.cost_per_message.toLocaleString('en')}</div>
-            <div class="label">Price per message ({d.config.currency}), for every account without its own price</div>
-          </div>
-        </div>
-        <form class="inline card" method="post" action="/dashboard/price">
-          <Csrf session={session} />
-          <label>
-            New price per message ({d.config.currency})
-            <input name="cost_per_message" inputmode="numeric" pattern="[0-9]*" required />
-          </label>
-          <button type="submit">Set price</button>
-        </form>
-        <p class="muted">An account's own price is set on its account page.</p>
-      </Layout>,
-      options.status ?? 200,
-    )
-  }
 
   // ---- users
   type Shown = { what: string; email: string; link: string }
@@ -157,57 +113,6 @@ export function operatorPages(d: Dashboard) {
     })
   }
 
-  // ---- failed deliveries
-  async function deliveriesPage(session: Session, offset: number, options: { error?: string; status?: number } = {}) {
-    const list = await listFailedDeliveries(d.sql, d.tz, { limit: PAGE_SIZE, offset })
-    return respond(
-      <Layout title="Failed deliveries" session={session} error={options.error}>
-        <p class="muted">
-          {list.total.toLocaleString('en')} webhook deliveries gave up after every retry, newest first. Times in {d.tz}.
-        </p>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Created</th>
-                <th scope="col">Account</th>
-                <th scope="col">Key</th>
-                <th scope="col">Message</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Replay</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((e) => (
-                <tr>
-                  <td>{e.created_at}</td>
-                  <td>
-                    <a href={`/dashboard/accounts/${e.account_id}/webhook?key=${e.api_key_id}`}>{e.account_name}</a>
-                  </td>
-                  <td>{e.key_label}</td>
-                  <td>{e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>}</td>
-                  <td>{e.attempts}</td>
-                  <td>{e.last_error ?? ''}</td>
-                  <td>
-                    <form method="post" action={`/dashboard/deliveries/${e.id}/replay`}>
-                      <Csrf session={session} />
-                      <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
-                        Replay
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        <Pager label="Pages of failed deliveries" path="/dashboard/deliveries" offset={offset} total={list.total} />
-      </Layout>,
-      options.status ?? 200,
-    )
-  }
-
   // ---- audit log
   async function auditPage(session: Session, query: Record<string, unknown>) {
     const accountText = typeof query.account === 'string' ? query.account.trim() : ''
@@ -270,27 +175,6 @@ export function operatorPages(d: Dashboard) {
 
   const OPERATOR = 'operator' as const
   return new Elysia({ prefix: '/dashboard' })
-    .get('/price', async ({ request }) => {
-      const session = await d.view(request, OPERATOR)
-      return session instanceof Response ? session : pricePage(session)
-    })
-    .post('/price', async ({ request, body, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      return orError(
-        async () => {
-          const previous = await getPrice(d.sql, null)
-          const price = await setPrice(d.sql, { cost_per_message: integerField(body, 'cost_per_message') })
-          await auditOf(session, request, server, {
-            accountId: null,
-            action: 'price set',
-            detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
-          })
-          return redirect('/dashboard/price')
-        },
-        (error, status) => pricePage(session, { error, status }),
-      )
-    })
     .get('/users', async ({ request }) => {
       const session = await d.view(request, OPERATOR)
       return session instanceof Response ? session : usersPage(session)
@@ -355,30 +239,6 @@ export function operatorPages(d: Dashboard) {
           return redirect('/dashboard/users')
         },
         (error, status) => usersPage(session, { error, status }),
-      )
-    })
-    .get('/deliveries', async ({ request, query }) => {
-      const session = await d.view(request, OPERATOR)
-      return session instanceof Response ? session : deliveriesPage(session, offsetOf(query.offset))
-    })
-    .post('/deliveries/:id/replay', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      if (!/^\d{1,15}$/.test(params.id)) return notFound(session)
-      const id = Number(params.id)
-      return orError(
-        async () => {
-          const delivery = await getDelivery(d.sql, d.tz, id)
-          await replayDelivery(d.sql, d.tz, id)
-          eventsCommitted(d.deps)
-          await auditOf(session, request, server, {
-            accountId: await accountOfKey(d.sql, delivery.api_key_id),
-            action: 'webhook delivery replayed',
-            detail: { key_id: delivery.api_key_id, delivery_id: id },
-          })
-          return redirect('/dashboard/deliveries')
-        },
-        (error, status) => (status === 404 ? notFound(session) : deliveriesPage(session, 0, { error, status })),
       )
     })
     .get('/audit', async ({ request, query }) => {

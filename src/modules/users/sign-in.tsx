@@ -1,11 +1,9 @@
-// Public pages: sign-in (CSRF token in a cookie of its own, throttled), the one-time link that sets a
-// password, the stylesheet; and sign-out.
+// Public pages: sign-in (CSRF token in a cookie of its own, throttled) and the one-time link that sets
+// a password; and sign-out.
 
 import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
-import css from '../../dashboard/assets/style.css' with { type: 'text' }
-import copyScript from '../../dashboard/assets/copy.js' with { type: 'text' }
 import { ApiError } from '../../http/errors'
 import { identify } from '../../http/access-log'
 import { randomBase62 } from '../../lib/keys'
@@ -25,10 +23,6 @@ import {
 import { MIN_PASSWORD_LENGTH, audit, setPasswordWithLink, signIn, userOfLink } from './service'
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
-const asset = (text: string, type: string) =>
-  new Response(text, {
-    headers: { 'content-type': `${type}; charset=utf-8`, 'cache-control': 'public, max-age=3600', 'x-content-type-options': 'nosniff' },
-  })
 
 export function signInPages(d: Dashboard) {
   function signInPage(request: Request, options: { error?: string; status?: number; email?: string } = {}) {
@@ -64,8 +58,6 @@ export function signInPages(d: Dashboard) {
   }
 
   return new Elysia({ prefix: '/dashboard' })
-    .get('/assets/style.css', () => asset(css, 'text/css'))
-    .get('/assets/copy.js', () => asset(copyScript, 'text/javascript'))
     .get('/sign-in', async ({ request }) => ((await d.sessionOf(request)) ? redirect('/dashboard') : signInPage(request)))
     .post('/sign-in', async ({ request, body, server }) => {
       const expected = cookieOf(request, SIGN_IN_COOKIE)

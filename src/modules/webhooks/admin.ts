@@ -9,10 +9,10 @@ import { envelopeOf, errorsOf } from '../../http/openapi'
 import { dateRange, page } from '../../lib/validate'
 import { IdParams, listOf, PageQuery } from '../../http/models'
 import { eventsCommitted } from './notify'
-import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySinceBody, SignedEvent, TestEventBody } from './admin-model'
+import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySinceBody, SignedEvent, TestEventBody } from './model'
 import { accountOfKey, getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
-import { sendTestEvent } from './service'
 import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from './listen'
+import { sendTestEvent } from './events'
 
 const tags = ['Admin']
 

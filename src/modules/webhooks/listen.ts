@@ -18,7 +18,7 @@ import { log } from '../../lib/log'
 import { newSigningSecret } from '../../lib/keys'
 import { EVENTS_CHANNEL, onEventsCommitted } from './notify'
 import { signPayload } from './sender'
-import { newWebhookId, testPayloadSql } from './service'
+import { newWebhookId, testPayload } from './events'
 
 /** Events are recorded for a listened key until this long after its last listener's last heartbeat. */
 export const LISTEN_SECONDS = 30
@@ -78,8 +78,9 @@ async function signingKeys(sql: Sql, keyId: number) {
 export async function signedTestEvent(sql: Sql, timezone: string, keyId: number): Promise<SignedEvent> {
   const keys = await signingKeys(sql, keyId)
   const secret = keys?.registered ?? (await listenSecret(sql, keyId, false))
-  const [row] = await sql<{ body: string }[]>`select ${testPayloadSql(sql, timezone)} as body`
-  return sign(secret, newWebhookId(), row!.body)
+  const [row] = await sql<{ body: string; webhook_id: string }[]>`
+    select ${testPayload(sql, timezone)} as body, ${newWebhookId(sql)} as webhook_id`
+  return sign(secret, row!.webhook_id, row!.body)
 }
 
 /** The `ready` event: the registered URL, and the listen secret when events are signed with it. */

@@ -5,14 +5,15 @@
 import { Elysia } from 'elysia'
 import { h, Fragment } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { viewScope as accountView, changeScope as accountChange, type Scope } from '../../dashboard/account-scope'
+import { viewScope as accountView, changeScope as accountChange, type Scope } from '../../dashboard/scope'
 import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
 import { ApiError } from '../../http/errors'
 import { audit } from '../users/service'
 import { getAccount } from '../accounts/service'
-import { deleteWebhook, listKeyWebhooks, registerWebhook, sendTestEvent, webhookSecret } from './service'
+import { deleteWebhook, listKeyWebhooks, registerWebhook, webhookSecret } from './service'
 import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { eventsCommitted } from './notify'
+import { sendTestEvent } from './events'
 
 const PAGE_SIZE = 20
 const ATTEMPTS_SHOWN = 20

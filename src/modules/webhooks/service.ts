@@ -65,36 +65,3 @@ export async function webhookSecret(sql: Sql, principal: Principal): Promise<str
   if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
   return row.signing_secret
 }
-
-/**
- * A test event through the normal outbox: signed and retried like any delivery, shaped as a
- * `message.status` event of no real message, with `data.test: true` (and message_id null). It goes to
- * the key's registered URL (a delivery) and, like every event of the key, to its listeners (`admin
- * webhook listen`); a key without a URL but with a live listener gets it for the listeners only. 404
- * when the key has neither. The caller wakes the delivery loop and the listeners (eventsCommitted).
- */
-export async function sendTestEvent(sql: Sql, timezone: string, keyId: number) {
-  const [row] = await sql<{ id: number; webhook_id: string; url: string | null }[]>`
-    with target as (
-      select k.id as api_key_id, w.url, case when w.api_key_id is null then 'listen_only' else 'pending' end as status
-      from api_keys k
-      left join webhook_endpoints w on w.api_key_id = k.id
-      left join webhook_listeners l on l.api_key_id = k.id and l.listening_until > now()
-      where k.id = ${keyId} and (w.api_key_id is not null or l.api_key_id is not null)
-    ), event as (
-      insert into webhook_events (webhook_id, api_key_id, message_id, payload, status)
-      select ${newWebhookId()}, t.api_key_id, null, ${testPayloadSql(sql, timezone)}, t.status
-      from target t
-      returning id, webhook_id
-    )
-    select e.id, e.webhook_id, t.url from event e cross join target t`
-  if (!row) throw new ApiError('NOT_FOUND', `API key ${keyId} has no webhook URL and no listener`)
-  return row
-}
-
-/** A new `webhook-id`: the same shape as the outbox's (msg_ + 32 hex digits). */
-export const newWebhookId = () => `msg_${crypto.randomUUID().replaceAll('-', '')}`
-
-/** The test event's body (see sendTestEvent), as SQL: compact, in the spec's field order, stamped now. */
-export const testPayloadSql = (sql: Sql, timezone: string) =>
-  sql`message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'), 'test', 'test', 'delivered', 'sent', null, null, true)`

@@ -1,0 +1,99 @@
+// The operator's failed webhook deliveries across accounts, newest first, each with a replay button.
+
+import { Elysia } from 'elysia'
+import { h } from '../../dashboard/jsx'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, notFound, orError, redirect, respond } from '../../dashboard/context'
+import type { Session } from '../../dashboard/session'
+import { audit } from '../users/service'
+import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
+import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from './deliveries'
+import { eventsCommitted } from './notify'
+
+type Server = Parameters<Dashboard['addressOf']>[1]
+
+export function failedDeliveryPages(d: Dashboard) {
+  const auditOf = (
+    session: Session,
+    request: Request,
+    server: Server,
+    entry: { accountId: number | null; action: string; detail: Record<string, unknown> },
+  ) => audit(d.sql, { user: session.user, address: d.addressOf(request, server), ...entry })
+  const OPERATOR = 'operator' as const
+
+  async function deliveriesPage(session: Session, offset: number, options: { error?: string; status?: number } = {}) {
+    const list = await listFailedDeliveries(d.sql, d.tz, { limit: PAGE_SIZE, offset })
+    return respond(
+      <Layout title="Failed deliveries" session={session} error={options.error}>
+        <p class="muted">
+          {list.total.toLocaleString('en')} webhook deliveries gave up after every retry, newest first. Times in {d.tz}.
+        </p>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Created</th>
+                <th scope="col">Account</th>
+                <th scope="col">Key</th>
+                <th scope="col">Message</th>
+                <th scope="col">Attempts</th>
+                <th scope="col">Last error</th>
+                <th scope="col">Replay</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.items.map((e) => (
+                <tr>
+                  <td>{e.created_at}</td>
+                  <td>
+                    <a href={`/dashboard/accounts/${e.account_id}/webhook?key=${e.api_key_id}`}>{e.account_name}</a>
+                  </td>
+                  <td>{e.key_label}</td>
+                  <td>{e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>}</td>
+                  <td>{e.attempts}</td>
+                  <td>{e.last_error ?? ''}</td>
+                  <td>
+                    <form method="post" action={`/dashboard/deliveries/${e.id}/replay`}>
+                      <Csrf session={session} />
+                      <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
+                        Replay
+                      </button>
+                    </form>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+        <Pager label="Pages of failed deliveries" path="/dashboard/deliveries" offset={offset} total={list.total} />
+      </Layout>,
+      options.status ?? 200,
+    )
+  }
+
+  return new Elysia({ prefix: '/dashboard' })
+    .get('/deliveries', async ({ request, query }) => {
+      const session = await d.view(request, OPERATOR)
+      return session instanceof Response ? session : deliveriesPage(session, offsetOf(query.offset))
+    })
+    .post('/deliveries/:id/replay', async ({ request, body, params, server }) => {
+      const session = await d.change(request, body, OPERATOR)
+      if (session instanceof Response) return session
+      if (!/^\d{1,15}$/.test(params.id)) return notFound(session)
+      const id = Number(params.id)
+      return orError(
+        async () => {
+          const delivery = await getDelivery(d.sql, d.tz, id)
+          await replayDelivery(d.sql, d.tz, id)
+          eventsCommitted(d.deps)
+          await auditOf(session, request, server, {
+            accountId: await accountOfKey(d.sql, delivery.api_key_id),
+            action: 'webhook delivery replayed',
+            detail: { key_id: delivery.api_key_id, delivery_id: id },
+          })
+          return redirect('/dashboard/deliveries')
+        },
+        (error, status) => (status === 404 ? notFound(session) : deliveriesPage(session, 0, { error, status })),
+      )
+    })
+}

@@ -1,0 +1,64 @@
+// The one writer of webhook events (the outbox, `webhook_events`). Whoever makes an event (a status
+// change, a test event) hands its rows to `insertEvents`, inside its own statement, so the event
+// commits with what caused it. The rule of an event's target lives only here: a key with a registered
+// URL gets a delivery (`pending`, sent by the delivery worker); a key without one that someone is
+// listening to (`admin webhook listen`) gets it for its listeners only (`listen_only`, never
+// delivered); a key with neither gets no event. So does the shape of a webhook-id.
+//
+// After the commit, the writer calls eventsCommitted (notify.ts) to wake the delivery worker and the
+// listeners at once.
+
+import type postgres from 'postgres'
+import type { Db, Sql } from '../../db/client'
+import { ApiError } from '../../http/errors'
+
+type Fragment = postgres.PendingQuery<postgres.Row[]>
+
+/** A new event's `webhook-id`, as SQL: msg_ + 32 hex digits, the same on every attempt and replay. */
+export const newWebhookId = (sql: Db): Fragment => sql`'msg_' || replace(gen_random_uuid()::text, '-', '')`
+
+/**
+ * A `message.status` payload stamped now, as SQL (sql/0011's message_status_payload: compact JSON in
+ * the spec's field order). `fields`: message_sid, to, status, previous_status, error_code,
+ * error_message, test.
+ */
+export const statusPayload = (sql: Db, timezone: string, fields: Fragment): Fragment =>
+  sql`message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'), ${fields})`
+
+/**
+ * The part of a statement that records events: `source` names a CTE of the same statement with the
+ * columns `api_key_id`, `message_id` (null for a test event), `payload` and `ord` (the order of the
+ * rows, so one message's events get ids in the order they happened). Returns the rows written:
+ * `id`, `webhook_id`, `api_key_id`, `message_id`, `status`.
+ */
+export const insertEvents = (sql: Db, source: string): Fragment => sql`
+  insert into webhook_events (webhook_id, api_key_id, message_id, payload, status)
+  select ${newWebhookId(sql)}, s.api_key_id, s.message_id, s.payload,
+         case when w.api_key_id is null then 'listen_only' else 'pending' end
+  from ${sql(source)} s
+  left join webhook_endpoints w on w.api_key_id = s.api_key_id
+  left join webhook_listeners l on l.api_key_id = s.api_key_id and l.listening_until > now()
+  where w.api_key_id is not null or l.api_key_id is not null
+  order by s.ord
+  returning id, webhook_id, api_key_id, message_id, status`
+
+/** The test event's body (see sendTestEvent), as SQL: a `message.status` of no real message, marked test. */
+export const testPayload = (sql: Db, timezone: string): Fragment =>
+  statusPayload(sql, timezone, sql`'test', 'test', 'delivered', 'sent', null, null, true`)
+
+/**
+ * A test event through the normal outbox: signed and retried like any delivery, shaped as a
+ * `message.status` event of no real message, with `data.test: true` (and message_id null). It goes
+ * where any event of the key goes (see the top of this file); 404 when the key has neither a URL nor a
+ * listener. The caller wakes the delivery loop and the listeners (eventsCommitted).
+ */
+export async function sendTestEvent(sql: Sql, timezone: string, keyId: number) {
+  const [row] = await sql<{ id: number; webhook_id: string; url: string | null }[]>`
+    with source as (
+      select k.id as api_key_id, null::bigint as message_id, ${testPayload(sql, timezone)} as payload, 1 as ord
+      from api_keys k where k.id = ${keyId}
+    ), event as (${insertEvents(sql, 'source')})
+    select e.id, e.webhook_id, w.url from event e left join webhook_endpoints w on w.api_key_id = e.api_key_id`
+  if (!row) throw new ApiError('NOT_FOUND', `API key ${keyId} has no webhook URL and no listener`)
+  return row
+}
