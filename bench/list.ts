@@ -9,7 +9,7 @@
 // statements (built by the service's listStatements) are also timed on their own, straight through
 // SQL, so the cost of `total` is visible.
 
-import { dateRange, type DateRange } from '../src/lib/validate'
+import { type DateRange } from '../src/lib/validate'
 import { listStatements } from '../src/modules/messages/queries'
 import {
   backendPids,
@@ -33,6 +33,7 @@ import {
   type LoadResult,
   type SeededAccount,
 } from './lib'
+import { dateRange } from '../src/http/values'
 
 const TARGET_P99_MS = 30
 const DAY_MS = 86_400_000

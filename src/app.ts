@@ -1,83 +1,70 @@
-// Composes the modules into one Elysia app. No listen here: main.ts serves it, tests call app.handle.
+// Composes the modules into one Elysia app. No listen here: server.ts serves it, tests call app.handle.
+// Each module declares its routes in the group of their kind (http/groups.ts, dashboard pageRoutes);
+// the route table built from them is the one the shell, the documents and the server read.
 
 import { Elysia } from 'elysia'
 import type { Deps } from './deps'
 import { httpShell } from './http/shell'
+import { healthRoutes } from './http/health'
+import { RouteTable, type RouteInfo } from './http/routes'
 import { docsRoutes } from './docs/routes'
-import { DOCUMENTS, healthAnswers } from './docs/documents'
-import type { RouteInfo } from './http/routes'
-import { migrationsApplied } from './db/migrate'
-import { ApiError } from './http/errors'
-import { balanceRoutes } from './modules/accounts/api'
-import { messageRoutes } from './modules/messages/api'
-import { adminRoutes } from './modules/accounts/admin'
-import { quarantineRoutes } from './modules/messages/admin'
-import { ledgerAdminRoutes } from './modules/ledger/admin'
-import { contactRoutes } from './modules/contacts/api'
-import { campaignRoutes } from './modules/campaigns/api'
-import { campaignAdminRoutes } from './modules/templates/admin'
-import { campaignRunRoutes } from './modules/campaigns/admin'
-import { webhookRoutes } from './modules/webhooks/api'
-import { webhookAdminRoutes } from './modules/webhooks/admin'
-import { providerCallbackRoutes } from './modules/status/callbacks'
-import { simulatorAdminRoutes } from './providers/simulator/admin'
-import { dashboardRoutes, dashboardErrorPages } from './dashboard/routes'
-import { userAdminRoutes } from './modules/users/admin'
-import { signInPages } from './modules/users/sign-in'
-import { userPages } from './modules/users/pages'
-import { overviewPages } from './modules/accounts/overview'
-import { keyPages } from './modules/accounts/key-pages'
+import { DOCUMENTS } from './docs/documents'
+import { dashboardErrorPages, dashboardRoutes } from './dashboard/routes'
+import { accountsApi } from './modules/accounts/api'
+import { accountsAdmin } from './modules/accounts/admin'
 import { accountPages } from './modules/accounts/pages'
+import { keyPages } from './modules/accounts/key-pages'
+import { overviewPages } from './modules/accounts/overview'
 import { pricePages } from './modules/accounts/price-page'
-import { contactPages } from './modules/contacts/pages'
-import { templatePages } from './modules/templates/pages'
-import { campaignPages } from './modules/campaigns/pages'
-import { messagePages } from './modules/messages/pages'
+import { ledgerAdmin } from './modules/ledger/admin'
 import { ledgerPages } from './modules/ledger/pages'
+import { messagesApi } from './modules/messages/api'
+import { messagesAdmin } from './modules/messages/admin'
+import { messagePages } from './modules/messages/pages'
+import { templatesAdmin } from './modules/templates/admin'
+import { templatePages } from './modules/templates/pages'
+import { campaignsApi } from './modules/campaigns/api'
+import { campaignsAdmin } from './modules/campaigns/admin'
+import { campaignPages } from './modules/campaigns/pages'
+import { contactsApi } from './modules/contacts/api'
+import { contactPages } from './modules/contacts/pages'
+import { providerCallbacks } from './modules/status/callbacks'
+import { webhooksApi } from './modules/webhooks/api'
+import { webhooksAdmin } from './modules/webhooks/admin'
 import { webhookPages } from './modules/webhooks/pages'
 import { failedDeliveryPages } from './modules/webhooks/deliveries-page'
+import { usersAdmin } from './modules/users/admin'
+import { userPages } from './modules/users/pages'
+import { signInPages } from './modules/users/sign-in'
+import { simulatorAdmin } from './providers/simulator/admin'
 
 export function createApp(deps: Deps) {
-  let app: { routes: RouteInfo[] } | undefined
-
-  const api = new Elysia({ prefix: '/api/v1' })
-    .use(balanceRoutes(deps))
-    .use(messageRoutes(deps))
-    .use(contactRoutes(deps))
-    .use(campaignRoutes(deps))
-    .use(webhookRoutes(deps))
-
+  // Read once the app below is composed (the shell and the documents only ask while serving).
+  const routes: RouteTable = new RouteTable((): RouteInfo[] => composed.routes)
   const composed = new Elysia()
-    .use(httpShell({ config: deps.config, sql: deps.sql, routes: () => app?.routes ?? [], errorPages: dashboardErrorPages }))
-    .use(docsRoutes({ routes: () => app?.routes ?? [], documents: DOCUMENTS }))
-    .get('/healthz', () => ({ success: true, data: { status: 'ok' } }), {
-      detail: { tags: ['Health'], summary: 'The process is up', responses: healthAnswers('ok') },
-    })
-    .get(
-      '/readyz',
-      async () => {
-        try {
-          if (await migrationsApplied(deps.sql)) return { success: true, data: { status: 'ready' } }
-        } catch {
-          // fall through: database unreachable
-        }
-        throw new ApiError('SERVICE_UNAVAILABLE', 'database not reachable or migrations not applied')
-      },
-      {
-        detail: { tags: ['Health'], summary: 'The database is reachable and migrated', responses: healthAnswers('ready', 503) },
-      },
-    )
-    .use(api)
-    .use(adminRoutes(deps))
-    .use(ledgerAdminRoutes(deps))
-    .use(quarantineRoutes(deps))
-    .use(webhookAdminRoutes(deps))
-    .use(campaignAdminRoutes(deps))
-    .use(campaignRunRoutes(deps))
-    .use(providerCallbackRoutes(deps))
+    .state('routes', routes)
+    .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages }))
+    .use(docsRoutes({ routes, documents: DOCUMENTS }))
+    .use(healthRoutes(deps.sql))
+    // The integrator's API
+    .use(accountsApi(deps))
+    .use(messagesApi(deps))
+    .use(contactsApi(deps))
+    .use(campaignsApi(deps))
+    .use(webhooksApi(deps))
+    // The operator's API
+    .use(accountsAdmin(deps))
+    .use(ledgerAdmin(deps))
+    .use(messagesAdmin(deps))
+    .use(webhooksAdmin(deps))
+    .use(templatesAdmin(deps))
+    .use(campaignsAdmin(deps))
+    .use(usersAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates without WhatsApp.
-    .use(simulatorAdminRoutes(deps))
-    .use(userAdminRoutes(deps))
+    .use(simulatorAdmin(deps))
+    // The providers' status callbacks
+    .use(providerCallbacks(deps))
+    // The dashboard
     .use(
       dashboardRoutes(deps, {
         open: [signInPages],
@@ -97,6 +84,8 @@ export function createApp(deps: Deps) {
         ],
       }),
     )
-  app = composed
   return composed
 }
+
+/** The route table of an app made by createApp. */
+export const routesOf = (app: ReturnType<typeof createApp>): RouteTable => app.store.routes

@@ -1,7 +1,6 @@
 // What the routes and workers are built from. Tests build the same thing against their own database.
 
 import type { Config } from './config'
-import type { WorkerName } from './workers/worker'
 import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
@@ -17,3 +16,17 @@ export type Deps = {
   /** Wakes the in-process worker loops after a commit that gave them work. */
   wake: (worker: WorkerName) => void
 }
+
+// Every background worker's name (workers/ has one file each): the names `wake` takes.
+const WORKER_NAMES = [
+  'handoff-recovery',
+  'simulator-reports',
+  'webhook-delivery',
+  'campaign-runner',
+  'campaign-scheduler',
+  'parked-reports',
+  'retention',
+] as const
+
+/** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */
+export type WorkerName = (typeof WORKER_NAMES)[number]

@@ -6,20 +6,20 @@ import type { Config } from './config'
 import type { Deps } from './deps'
 import { openDatabase, type Database } from './db/client'
 import { migrate } from './db/migrate'
-import { createApp } from './app'
+import { createApp, routesOf } from './app'
 import { createProvider } from './providers/registry'
 import { createHandoff } from './modules/messages/handoff'
 import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
-import type { WorkerName } from './workers/worker'
 import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
 import { log } from './lib/log'
-import { prepareRequest } from './http/request'
+import { prepareRequest, rememberClientAddress } from './http/request'
 import { endListenStreams } from './modules/webhooks/listen'
 import { logRequest } from './http/access-log'
 import { requestIdOf } from './http/shell'
 import { errorResponse } from './http/errors'
+import { type WorkerName } from './deps'
 
 export type Running = {
   url: string
@@ -41,11 +41,19 @@ function resolveAdminToken(config: Config): { token: string; file: string | unde
   return { token, file }
 }
 
+/** The sender PROVIDER names, from its settings. */
+export const providerOf = (config: Config, sql: Database['sql']) =>
+  createProvider(config.provider, config.providers[config.provider], {
+    publicBaseUrl: config.publicBaseUrl,
+    timeoutMs: config.providerTimeoutMs,
+    sql,
+  })
+
 /** `provider`: tests hand in their own (an in-process fake); otherwise the configured one. */
 export function buildDeps(
   config: Config,
   database: Database,
-  provider = createProvider(config, database.sql),
+  provider = providerOf(config, database.sql),
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
   const handoff = createHandoff(database.sql, provider, {
@@ -65,9 +73,6 @@ export function buildDeps(
   }
   return { deps, loops }
 }
-
-const SEND_PATHS = /^\/api\/v1\/messages\/(send|bulk)$/
-const LISTEN_PATH = /^\/admin\/v1\/keys\/[^/]+\/webhook\/listen$/
 
 /** The answer to an error that escaped the app's own mapping (http/shell.ts), which should never happen. */
 function escaped(error: unknown, requestId: string): Response {
@@ -89,6 +94,7 @@ export async function startService(config: Config): Promise<Running> {
   }
   const { deps, loops } = buildDeps({ ...config, adminToken: admin.token }, database)
   const app = createApp(deps)
+  const routes = routesOf(app)
   let server: ReturnType<typeof Bun.serve>
   try {
     server = Bun.serve({
@@ -101,13 +107,12 @@ export async function startService(config: Config): Promise<Running> {
       tls: config.tls ? { cert: Bun.file(config.tls.certFile), key: Bun.file(config.tls.keyFile) } : undefined,
       async fetch(request, server) {
         const started = performance.now()
-        // A send answers once every hand-off has an outcome: a bulk behind a slow provider can take
-        // minutes without a byte on the wire, longer than Bun's idle timeout (10 s) allows.
-        // A listen stream (admin webhook listen) is quiet between events and lasts as long as its client.
         const prepared = prepareRequest(request, config.tls !== undefined) // its URL is always absolute
-        const path = new URL(prepared.url).pathname
-        if (request.method === 'POST' && SEND_PATHS.test(path)) server.timeout(request, 0)
-        if (request.method === 'GET' && LISTEN_PATH.test(path)) server.timeout(request, 0)
+        rememberClientAddress(prepared, server.requestIP(request)?.address)
+        const route = routes.match(request.method, new URL(prepared.url).pathname)
+        // A route that declares itself UNTIMED (a send waiting for its hand-offs, a listen stream) may go
+        // longer than Bun's idle timeout (10 s) without a byte on the wire.
+        if (route?.untimed) server.timeout(request, 0)
         // The duration is until the answer's headers: a streamed body may go on after the line is written.
         let response: Response
         try {
@@ -115,7 +120,7 @@ export async function startService(config: Config): Promise<Running> {
         } catch (error) {
           response = escaped(error, requestIdOf(prepared))
         }
-        logRequest(prepared, requestIdOf(prepared), response.status, performance.now() - started)
+        logRequest(prepared, requestIdOf(prepared), response.status, performance.now() - started, route?.kind)
         return response
       },
       error: (error) => escaped(error, crypto.randomUUID()),

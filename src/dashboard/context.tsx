@@ -2,13 +2,19 @@
 // fields, the session guard (GET: signed in, of the right role; POST: also same origin and the
 // session's CSRF token), the client's address for the audit log, and the account a page is about.
 
+import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
+import { kind } from '../http/routes'
 import { ApiError } from '../http/errors'
 import { identify } from '../http/access-log'
+import { clientAddressOf } from '../http/request'
 import { h, documentOf, type Html } from './jsx'
 import { Layout } from './layout'
 import { SESSION_COOKIE, PAGE_HEADERS, cookieOf, csrfTokenMatches, loadSession, sameOrigin, type Session } from './session'
 import type { Role } from '../modules/users/service'
+
+/** A module's dashboard pages, under /dashboard (see routes.tsx for the guard in front of them). */
+export const pageRoutes = () => new Elysia({ prefix: '/dashboard', detail: kind('page') })
 
 type Form = Record<string, unknown>
 export const field = (form: unknown, name: string): string => {
@@ -75,10 +81,8 @@ export function dashboardContext(deps: Deps) {
     secure: (request: Request) =>
       request.url.startsWith('https:') ||
       (config.trustProxy && request.headers.get('x-forwarded-proto')?.split(',')[0]?.trim() === 'https'),
-    addressOf: (request: Request, server: Server) =>
-      (config.trustProxy ? request.headers.get('x-forwarded-for')?.split(',')[0]?.trim() : undefined) ??
-      server?.requestIP(request)?.address ??
-      null,
+    /** The client's address, for the audit log (the server's socket, or X-Forwarded-For under TRUST_PROXY). */
+    addressOf: (request: Request, _server?: Server) => clientAddressOf(request, config.trustProxy),
     /** A page: the session, or the answer (sign-in redirect, or 404 for the wrong role). */
     async view(request: Request, role?: Role): Promise<Session | Response> {
       const session = await sessionOf(request)

@@ -9,6 +9,7 @@ import type { ErrorPages } from '../http/shell'
 import { dashboardContext, redirect, respond, type Dashboard } from './context'
 import { h } from './jsx'
 import { Layout } from './layout'
+import { kind } from '../http/routes'
 import css from './assets/style.css' with { type: 'text' }
 import copyScript from './assets/copy.js' with { type: 'text' }
 import campaignScript from './assets/campaign.js' with { type: 'text' }
@@ -40,7 +41,7 @@ export function dashboardRoutes(deps: Deps, pages: { open: Pages[]; guarded: Pag
     (await d.sessionOf(request)) ? undefined : redirect('/dashboard/sign-in'),
   )
   for (const page of pages.guarded) guarded.use(page(d))
-  const app = new Elysia({ name: 'dashboard' }).get('/dashboard/assets/:name', ({ params }) => {
+  const app = new Elysia({ name: 'dashboard', detail: kind('page') }).get('/dashboard/assets/:name', ({ params }) => {
     const file = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined
     return file ? asset(file) : dashboardErrorPages.render(404, 'This page does not exist.')
   })

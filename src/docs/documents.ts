@@ -1,8 +1,6 @@
 // What the two API reference documents say beyond their routes: titles, descriptions, the order and
 // descriptions of tags, and the integrator's webhook.
 
-import { t, type DocumentDecoration } from 'elysia'
-import { envelopeOf, errorsOf } from '../http/openapi'
 import type { DocumentsOptions } from './openapi'
 import { DOCS } from './paths'
 import { WEBHOOKS, WEBHOOK_SCHEMAS } from './webhooks'
@@ -45,21 +43,4 @@ export const DOCUMENTS: DocumentsOptions = {
     { name: 'Provider callbacks', description: 'Status reports from the messaging provider (signed, no API key)' },
     { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators (no credentials)' },
   ],
-}
-
-/**
- * The answers of a health check, for its `detail.responses` (a response model would also make Elysia
- * check the handler's answer at run time: not wanted on the probe a load balancer polls).
- */
-export function healthAnswers(status: string, ...errors: number[]): DocumentDecoration['responses'] {
-  const answers: Record<string, any> = {
-    200: {
-      description: `status \`${status}\``,
-      content: { 'application/json': { schema: envelopeOf(t.Object({ status: t.Literal(status) })) } },
-    },
-  }
-  for (const [code, schema] of Object.entries(errorsOf(...errors))) {
-    answers[code] = { description: schema.description, content: { 'application/json': { schema } } }
-  }
-  return answers
 }

@@ -1,7 +1,8 @@
 // The OpenAPI 3.1 documents, generated from the app's own routes (their TypeBox models and `detail`),
-// so a new route appears by itself. Two documents, split by path prefix: the integrator's (`/api/...`,
-// what an API key can do, with the `message.status` webhook) and the operator's (everything else: the
-// admin API, provider callbacks, health). The docs and the dashboard are in neither.
+// so a new route appears by itself. Two documents, split by the kind each route declares
+// (http/routes.ts): the integrator's (`api`: what an API key can do, with the `message.status`
+// webhook) and the operator's (`admin`, provider `callback`s, `health`). The docs and the dashboard
+// pages are in neither.
 //
 // After generation the schemas are made plain for code generators: Elysia's t.Integer (an `anyOf` of
 // a numeric string and an integer, for query strings) becomes a plain integer, and so does a decimal
@@ -12,14 +13,12 @@ import { Kind } from '@sinclair/typebox'
 import { ERROR_STATUS } from '../http/errors'
 import { errorsOf } from '../http/openapi'
 import { DECIMAL } from '../http/models'
-import { HEALTH_PATHS } from '../http/shell'
-import type { RouteInfo } from '../http/routes'
+import { withoutDeclarations, type Route, type RouteKind } from '../http/routes'
 
 type Json = Record<string, any>
 export type OpenApiDocument = Json & { openapi: string; paths: Record<string, Record<string, Json>> }
 
 type Hooks = { body?: unknown; query?: unknown; params?: unknown; headers?: unknown; response?: unknown; detail?: Json }
-export type DocumentedRoute = RouteInfo & { hooks?: Hooks }
 
 export type Audience = 'api' | 'admin'
 export type Tag = { name: string; description?: string }
@@ -32,11 +31,14 @@ export type DocumentsOptions = {
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'])
 
-/** Which document a path belongs to; null for the docs themselves and the dashboard (pages, not API). */
-export function audienceOf(path: string): Audience | null {
-  const under = (prefix: string) => path === prefix || path.startsWith(`${prefix}/`)
-  if (under('/docs') || under('/dashboard')) return null
-  return path.startsWith('/api/') ? 'api' : 'admin'
+/** Which document a kind of route belongs to; null for the docs themselves and the dashboard (pages, not API). */
+const AUDIENCE: Record<RouteKind, Audience | null> = {
+  api: 'api',
+  admin: 'admin',
+  callback: 'admin',
+  health: 'admin',
+  docs: null,
+  page: null,
 }
 
 const SECURITY_SCHEMES = {
@@ -50,21 +52,20 @@ const SECURITY_SCHEMES = {
   },
 }
 
-/** The credentials a path needs, as the shell checks them (http/shell.ts). */
-function securityOf(path: string): Json[] {
-  if (path.startsWith('/api/v1/')) return [{ apiKey: [] }]
-  if (path.startsWith('/admin/v1/')) return [{ adminToken: [] }]
+/** The credentials a kind of route needs, as the shell checks them (http/shell.ts). */
+function securityOf(kind: RouteKind): Json[] {
+  if (kind === 'api') return [{ apiKey: [] }]
+  if (kind === 'admin') return [{ adminToken: [] }]
   return []
 }
 
 /** Both documents, for the routes of the composed app. */
-export function openApiDocuments(routes: DocumentedRoute[], options: DocumentsOptions): Record<Audience, OpenApiDocument> {
+export function openApiDocuments(routes: Route[], options: DocumentsOptions): Record<Audience, OpenApiDocument> {
   const paths: Record<Audience, Record<string, Record<string, Json>>> = { api: {}, admin: {} }
   for (const route of routes) {
     const method = route.method.toLowerCase()
     if (!METHODS.has(method) || method === 'options' || route.path.includes('*')) continue
-    if (route.hooks?.detail?.hide === true) continue
-    const audience = audienceOf(route.path)
+    const audience = AUDIENCE[route.kind]
     if (!audience) continue
     const path = openApiPath(route.path)
     ;(paths[audience][path] ??= {})[method] = operationOf(route, path)
@@ -130,10 +131,10 @@ function responsesOf(response: unknown): Record<string, Json> {
   return out
 }
 
-function operationOf(route: DocumentedRoute, path: string): Json {
+function operationOf(route: Route, path: string): Json {
   const method = route.method.toLowerCase()
-  const hooks = route.hooks ?? {}
-  const { hide: _hide, responses: detailResponses, ...detail } = hooks.detail ?? {}
+  const hooks = route.hooks as Hooks
+  const { responses: detailResponses, ...detail } = withoutDeclarations(hooks.detail ?? {}) as Json
   const parameters = [
     ...parametersOf('path', hooks.params),
     ...parametersOf('query', hooks.query),
@@ -146,13 +147,13 @@ function operationOf(route: DocumentedRoute, path: string): Json {
   }
   const operation: Json = {
     operationId: operationId(method, path),
-    security: securityOf(route.path),
+    security: securityOf(route.kind),
     ...(parameters.length > 0 ? { parameters } : {}),
     // The API takes JSON bodies only (anything else is 415).
     ...(hooks.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(hooks.body) } } } } : {}),
     ...detail,
   }
-  operation.responses = withErrorAnswers(route.path, operation, { ...responsesOf(hooks.response), ...detailResponses })
+  operation.responses = withErrorAnswers(route, operation, { ...responsesOf(hooks.response), ...detailResponses })
   return operation
 }
 
@@ -161,12 +162,12 @@ function operationOf(route: DocumentedRoute, path: string): Json {
  * shell's (authentication, HTTPS, body rules, parameters) and the 500. A route's own description
  * of a status is kept. Each error answer's `code` lists its possible values.
  */
-function withErrorAnswers(path: string, operation: Json, declared: Record<string, Json>): Record<string, Json> {
+function withErrorAnswers(route: Route, operation: Json, declared: Record<string, Json>): Record<string, Json> {
   const statuses = new Set([400, 422, 500]) // any parameter can be malformed or carry a NUL; anything can fail
-  if (!HEALTH_PATHS.has(path)) statuses.add(403) // REQUIRE_HTTPS
-  const credentialed = securityOf(path).length > 0 // the API and the admin API, where the shell's body rules apply
+  if (route.kind !== 'health') statuses.add(403) // REQUIRE_HTTPS
+  const credentialed = securityOf(route.kind).length > 0 // the API and the admin API, where the shell's body rules apply
   if (credentialed) statuses.add(401)
-  if (path.includes(':')) statuses.add(404) // an id no record can have
+  if (route.path.includes(':')) statuses.add(404) // an id no record can have
   if (operation.requestBody) statuses.add(413)
   if (operation.requestBody?.content?.['application/json']) {
     statuses.add(503) // a big JSON body waits for its turn to be parsed, at most 5 s

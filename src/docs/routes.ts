@@ -12,7 +12,8 @@ import startScript from './assets/start.js' with { type: 'file' }
 import pageCss from './assets/docs.css' with { type: 'file' }
 import { ApiError } from '../http/errors'
 import { DOCS } from './paths'
-import { openApiDocuments, type Audience, type DocumentedRoute, type DocumentsOptions, type OpenApiDocument } from './openapi'
+import { kind, type RouteTable } from '../http/routes'
+import { openApiDocuments, type Audience, type DocumentsOptions, type OpenApiDocument } from './openapi'
 
 const ASSETS: Record<string, string> = {
   'swagger-ui-bundle.js': swaggerBundle,
@@ -57,27 +58,22 @@ function page(audience: Audience, title: string): string {
 `
 }
 
-export function docsRoutes(options: { routes: () => DocumentedRoute[]; documents: DocumentsOptions }) {
+export function docsRoutes(options: { routes: RouteTable; documents: DocumentsOptions }) {
   // The routes are fixed once the app is composed: the documents are made once, on first request.
   let documents: Record<Audience, OpenApiDocument> | undefined
-  const documentOf = (audience: Audience) => (documents ??= openApiDocuments(options.routes(), options.documents))[audience]
-  const hidden = { detail: { hide: true } }
-  const app = new Elysia({ name: 'docs' })
+  const documentOf = (audience: Audience) => (documents ??= openApiDocuments(options.routes.all(), options.documents))[audience]
+  const app = new Elysia({ name: 'docs', detail: kind('docs') })
   for (const audience of ['api', 'admin'] as const) {
     const title = options.documents[audience].info.title as string
     const html = page(audience, title)
     app
-      .get(DOCS[audience].page, () => new Response(html, { headers: PAGE_HEADERS }), hidden)
-      .get(DOCS[audience].json, () => Response.json(documentOf(audience)), hidden)
+      .get(DOCS[audience].page, () => new Response(html, { headers: PAGE_HEADERS }))
+      .get(DOCS[audience].json, () => Response.json(documentOf(audience)))
   }
-  return app.get(
-    '/docs/assets/:name',
-    ({ params }) => {
-      const file = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined
-      if (!file) throw new ApiError('NOT_FOUND', `no asset ${params.name.slice(0, 100)}`)
-      // The assets are pinned with the service: they change only with a new release.
-      return new Response(Bun.file(file), { headers: { 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' } })
-    },
-    hidden,
-  )
+  return app.get('/docs/assets/:name', ({ params }) => {
+    const file = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined
+    if (!file) throw new ApiError('NOT_FOUND', `no asset ${params.name.slice(0, 100)}`)
+    // The assets are pinned with the service: they change only with a new release.
+    return new Response(Bun.file(file), { headers: { 'cache-control': 'public, max-age=86400', 'x-content-type-options': 'nosniff' } })
+  })
 }

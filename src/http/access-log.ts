@@ -5,6 +5,7 @@
 // managers poll them every few seconds.
 
 import { log } from '../lib/log'
+import type { RouteKind } from './routes'
 
 /** Who a request was identified as; set by the authentication that identified it. */
 export type Identity =
@@ -16,7 +17,6 @@ export function identify(request: Request, identity: Identity): void {
   identities.set(request, identity)
 }
 
-const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
 const MAX_PATH_CHARS = 200
 
 // Path segments that are secrets: the one-time link that sets a dashboard password.
@@ -37,7 +37,7 @@ export function queryNames(search: string): string | undefined {
   return names.length > 0 ? names.join('&') : undefined
 }
 
-export function logRequest(request: Request, requestId: string, status: number, durationMs: number): void {
+export function logRequest(request: Request, requestId: string, status: number, durationMs: number, kind?: RouteKind): void {
   const url = new URL(request.url)
   const fields = {
     method: request.method,
@@ -48,6 +48,6 @@ export function logRequest(request: Request, requestId: string, status: number, 
     request_id: requestId,
     ...identities.get(request),
   }
-  if (HEALTH_PATHS.has(url.pathname)) log.debug('request', fields)
+  if (kind === 'health') log.debug('request', fields)
   else log.info('request', fields)
 }

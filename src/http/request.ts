@@ -46,3 +46,20 @@ function byteLimit(limit: number): TransformStream<Uint8Array, Uint8Array> {
     },
   })
 }
+
+// The address of each request's client, as the server's socket saw it (app.handle cannot ask the server).
+const clientAddresses = new WeakMap<Request, string>()
+
+/** Records the socket's address of a request the server hands to the app. */
+export function rememberClientAddress(request: Request, address: string | undefined): void {
+  if (address) clientAddresses.set(request, address)
+}
+
+/**
+ * The client's address: the first X-Forwarded-For entry when the service trusts its proxy
+ * (TRUST_PROXY), else the socket's; null when neither is known (a request made by a test's app.handle).
+ */
+export function clientAddressOf(request: Request, trustProxy: boolean): string | null {
+  const forwarded = trustProxy ? request.headers.get('x-forwarded-for')?.split(',')[0]?.trim() : undefined
+  return forwarded || clientAddresses.get(request) || null
+}

@@ -11,14 +11,13 @@ import { authenticateRequest } from './auth'
 import { authenticateAdmin } from './admin-auth'
 import { ReplayedAnswer } from './idempotency'
 import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
-import { RouteTable, type RouteInfo } from './routes'
+import type { RouteKind, RouteTable } from './routes'
 import { describeValidation, nulField, unknownField, wrongContainer, type ValidationFailure } from './validation'
 import { log } from '../lib/log'
 import { identify, loggedPath } from './access-log'
 
 export { MAX_BODY_BYTES } from './body'
 
-export const HEALTH_PATHS = new Set(['/healthz', '/readyz'])
 const requestIds = new WeakMap<Request, string>()
 const paths = new WeakMap<Request, string>()
 // The body exactly as parsed: Elysia's validation works on a cleaned copy (unknown fields dropped, a
@@ -35,19 +34,15 @@ export function isSecure(request: Request, config: Config): boolean {
   return request.url.startsWith('https:')
 }
 
-/** Which credentials a path needs: the API's key, the admin token, or none (health, docs, provider callbacks). */
-function apiOf(path: string): 'key' | 'admin' | null {
-  if (path.startsWith('/api/v1/')) return 'key'
-  if (path.startsWith('/admin/v1/')) return 'admin'
-  return null
-}
+/** The API's kinds of route: credentials of ours, JSON bodies, the envelope. */
+const isApi = (kind: RouteKind | undefined): kind is 'api' | 'admin' => kind === 'api' || kind === 'admin'
 
-async function authenticatePath(sql: Sql, config: Config, request: Request, path: string): Promise<void> {
-  const api = apiOf(path)
-  if (api === 'key') {
+/** The credentials a kind of route needs: the API's key, the admin token, or none (pages check their session themselves). */
+async function authenticateKind(sql: Sql, config: Config, request: Request, kind: RouteKind | undefined): Promise<void> {
+  if (kind === 'api') {
     const principal = await authenticateRequest(sql, request)
     identify(request, { auth: 'key', account_id: principal.accountId, key_id: principal.keyId })
-  } else if (api === 'admin') {
+  } else if (kind === 'admin') {
     authenticateAdmin(config, request.headers.get('authorization'))
     identify(request, { auth: 'admin' })
   }
@@ -56,9 +51,8 @@ async function authenticatePath(sql: Sql, config: Config, request: Request, path
 /** Pages outside the API (the dashboard) answer their errors as pages, not as the API's envelope. */
 export type ErrorPages = { prefix: string; render(status: number, message: string): Response }
 
-export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteInfo[]; errorPages?: ErrorPages }) {
-  const { config, sql } = deps
-  const routes = new RouteTable(deps.routes)
+export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; errorPages?: ErrorPages }) {
+  const { config, sql, routes } = deps
   return (
     new Elysia({ name: 'http-shell' })
       .onRequest(({ request, set }) => {
@@ -71,7 +65,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
         set.headers['x-request-id'] = id
         const path = new URL(request.url).pathname
         paths.set(request, path)
-        if (config.requireHttps && !HEALTH_PATHS.has(path) && !isSecure(request, config)) {
+        if (config.requireHttps && routes.kindOfPath(path) !== 'health' && !isSecure(request, config)) {
           return errorResponse('HTTPS_REQUIRED', 'this service accepts HTTPS requests only', 403, id)
         }
         const length = Number(request.headers.get('content-length') ?? 0)
@@ -79,19 +73,19 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
           return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, id)
         }
         const allowed = routes.staticMethods(path)
-        if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id)
+        if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id, routes.kindOfPath(path))
       })
       // Runs for every route that can take a body, before Elysia reads it.
-      .onParse({ as: 'global' }, async ({ request }) => {
-        const path = paths.get(request) ?? new URL(request.url).pathname
-        if (apiOf(path) === null) {
+      .onParse({ as: 'global' }, async ({ request, route }) => {
+        const kind = routes.byRoute(request.method, route)?.kind
+        if (!isApi(kind)) {
           // Provider callbacks read their bodies themselves: their signatures cover the raw bytes.
-          if (path.startsWith('/provider/')) return
+          if (kind === 'callback') return
           // Elsewhere outside the API a route parses its own content types.
           if (!request.headers.get('content-type')?.toLowerCase().startsWith('application/json')) return
         } else {
           // A bad key is 401 whatever the body, and an unauthenticated body is never read.
-          await authenticatePath(sql, config, request, path)
+          await authenticateKind(sql, config, request, kind)
           if (!hasBody(request)) return null
           requireJsonContentType(request.headers.get('content-type'))
         }
@@ -102,8 +96,8 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
       // After parsing, before the routes' own hooks and validation; routes without a body were not
       // authenticated yet (the key lookup is shared with the route's derive).
       .onTransform({ as: 'global' }, async ({ request, route, params, query }) => {
-        const path = paths.get(request) ?? new URL(request.url).pathname
-        await authenticatePath(sql, config, request, path)
+        const kind = routes.byRoute(request.method, route)?.kind
+        await authenticateKind(sql, config, request, kind)
         // Elysia keeps a parameter that does not decode (%FF) as its raw text; it is refused instead.
         const undecodable = undecodableParameter(request.url)
         if (undecodable !== null) throw badShape(`${undecodable}: not valid percent-encoded UTF-8`)
@@ -113,7 +107,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
         if (inPath) throw badValue(`${inPath}: must not contain NUL characters (\\u0000)`)
         const body = parsedBodies.get(request)
         if (body === undefined || body === null) return
-        if (apiOf(path)) {
+        if (isApi(kind)) {
           const schema = routes.bodySchema(request.method, route)
           // A route without a body model takes no body: at most {} (or nothing).
           if (!schema && (typeof body !== 'object' || Array.isArray(body))) throw badShape('body must be a JSON object')
@@ -153,7 +147,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
         if (own instanceof ApiError) return apiErrorResponse(own, requestId)
         if (code === 'PARSE' || code === 'VALIDATION') {
           // Authentication comes before validation: a bad key gets 401 whatever the body.
-          const authError = await authFailure(sql, config, request, paths.get(request) ?? path)
+          const authError = await authFailure(sql, config, request, routes.kindOfPath(paths.get(request) ?? path))
           if (authError) return apiErrorResponse(authError, requestId)
           if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, requestId)
           const { status, message } = describeValidation(error as ValidationFailure, parsedBodies.get(request))
@@ -161,7 +155,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: () => RouteI
         }
         if (code === 'NOT_FOUND') {
           const allowed = routes.methodsFor(path).filter((m) => m !== request.method)
-          if (allowed.length > 0) return methodNotAllowed(request, path, allowed, requestId)
+          if (allowed.length > 0) return methodNotAllowed(request, path, allowed, requestId, routes.kindOfPath(path))
           return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, requestId)
         }
         if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
@@ -208,8 +202,8 @@ function undecodableParameter(url: string): string | null {
 const NO_CORS =
   ': this API does not answer CORS preflights; it is called server to server (an API key must never be in a browser), so call it from your own backend'
 
-function methodNotAllowed(request: Request, path: string, allowed: string[], requestId: string): Response {
-  const message = `${request.method} is not allowed on ${path}${request.method === 'OPTIONS' && apiOf(path) ? NO_CORS : ''}`
+function methodNotAllowed(request: Request, path: string, allowed: string[], requestId: string, kind: RouteKind | undefined): Response {
+  const message = `${request.method} is not allowed on ${path}${request.method === 'OPTIONS' && isApi(kind) ? NO_CORS : ''}`
   return errorResponse('METHOD_NOT_ALLOWED', message, 405, requestId, { allow: allowed.join(', ') })
 }
 
@@ -222,9 +216,9 @@ function withRequestId(body: string, requestId: string): string {
   }
 }
 
-async function authFailure(sql: Sql, config: Config, request: Request, path: string): Promise<ApiError | null> {
+async function authFailure(sql: Sql, config: Config, request: Request, kind: RouteKind | undefined): Promise<ApiError | null> {
   try {
-    await authenticatePath(sql, config, request, path)
+    await authenticateKind(sql, config, request, kind)
     return null
   } catch (error) {
     if (error instanceof ApiError) return error

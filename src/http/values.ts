@@ -1,12 +1,33 @@
-// The 422 side of the contract's 400/422 split: a value whose shape is right but which is not
-// acceptable is refused with a message that names its field.
+// The 422 side of the contract's 400/422 split for the API: a value whose shape is right but which a
+// rule of lib/validate refuses is answered 422 VALIDATION_ERROR with the problem, which names its field.
 
 import { badValue } from './errors'
+import {
+  checkDateRange,
+  checkMediaUrl,
+  checkMessageBody,
+  checkPage,
+  checkPhone,
+  checkText,
+  checkTimestamp,
+  type Checked,
+  type DateRange,
+  type Page,
+} from '../lib/validate'
 
-/** A required name or label: trimmed, not empty, at most `max` characters. */
-export function requireText(value: string, field: string, max = 200): string {
-  const trimmed = value.trim()
-  if (!trimmed) throw badValue(`${field}: must not be empty`)
-  if (trimmed.length > max) throw badValue(`${field}: must be at most ${max} characters`)
-  return trimmed
+/** The checked value, or the 422 of its problem. */
+export function valueOf<T>(checked: Checked<T>): T {
+  if (!checked.ok) throw badValue(checked.problem)
+  return checked.value
 }
+
+export const requirePhone = (value: string, field: string): string => valueOf(checkPhone(value, field))
+export const requireMessageBody = (value: string, field: string): string => valueOf(checkMessageBody(value, field))
+export const optionalMediaUrl = (value: string | undefined | null, field: string): string | null => valueOf(checkMediaUrl(value, field))
+/** A required name or label: trimmed, not empty, at most `max` characters. */
+export const requireText = (value: string, field: string, max = 200): string => valueOf(checkText(value, field, max))
+export const requireTimestamp = (value: string, field: string, timeZone: string): Date => valueOf(checkTimestamp(value, field, timeZone))
+/** `limit`/`offset` of a list (default 50 and 0). */
+export const page = (query: { limit?: number; offset?: number }, max = 200): Page => valueOf(checkPage(query, max))
+export const dateRange = (query: { date_from?: string; date_to?: string }, timeZone: string): DateRange =>
+  valueOf(checkDateRange(query, timeZone))

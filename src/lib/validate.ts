@@ -1,6 +1,8 @@
-// Value rules shared by the endpoints (the 422 side of the contract's 400/422 split).
+// Value rules shared by the endpoints and the dashboard (the 422 side of the contract's 400/422 split).
+// Each check answers the value, or the problem with it in words that name the field
+// (`to: not a valid Indonesian phone number`); http/values.ts turns a problem into the API's 422, a
+// page shows it at its field.
 
-import { badValue } from '../http/errors'
 import { normalizePhone } from './phone'
 import { readTimestamp } from './time'
 
@@ -10,40 +12,53 @@ export const MAX_MEDIA_URL_CHARS = 2048
 export const MAX_PHONE_CHARS = 40
 export const MAX_BULK_MESSAGES = 1000
 
-export function requirePhone(value: string, field: string): string {
+/** A value that passed its rule, or the problem with it. */
+export type Checked<T> = { ok: true; value: T } | { ok: false; problem: string }
+
+const valid = <T>(value: T): Checked<T> => ({ ok: true, value })
+const problem = (text: string): { ok: false; problem: string } => ({ ok: false, problem: text })
+
+export function checkPhone(value: string, field: string): Checked<string> {
   const phone = value.length > MAX_PHONE_CHARS ? null : normalizePhone(value)
-  if (!phone) throw badValue(`${field}: not a valid Indonesian phone number`)
-  return phone
+  return phone ? valid(phone) : problem(`${field}: not a valid Indonesian phone number`)
 }
 
-export function requireMessageBody(value: string, field: string): string {
-  if (value.trim().length === 0) throw badValue(`${field}: must not be empty`)
-  if (value.length > MAX_BODY_CHARS) throw badValue(`${field}: must be at most ${MAX_BODY_CHARS} characters`)
-  return value
+export function checkMessageBody(value: string, field: string): Checked<string> {
+  if (value.trim().length === 0) return problem(`${field}: must not be empty`)
+  if (value.length > MAX_BODY_CHARS) return problem(`${field}: must be at most ${MAX_BODY_CHARS} characters`)
+  return valid(value)
 }
 
-export function optionalMediaUrl(value: string | undefined | null, field: string): string | null {
-  if (value === undefined || value === null) return null
+export function checkMediaUrl(value: string | undefined | null, field: string): Checked<string | null> {
+  if (value === undefined || value === null) return valid(null)
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    throw badValue(`${field}: must be an absolute http or https URL`)
+    return problem(`${field}: must be an absolute http or https URL`)
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badValue(`${field}: must be an absolute http or https URL`)
-  if (value.length > MAX_MEDIA_URL_CHARS) throw badValue(`${field}: must be at most ${MAX_MEDIA_URL_CHARS} characters`)
-  return value
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return problem(`${field}: must be an absolute http or https URL`)
+  if (value.length > MAX_MEDIA_URL_CHARS) return problem(`${field}: must be at most ${MAX_MEDIA_URL_CHARS} characters`)
+  return valid(value)
+}
+
+/** A required name or label: trimmed, not empty, at most `max` characters. */
+export function checkText(value: string, field: string, max = 200): Checked<string> {
+  const trimmed = value.trim()
+  if (!trimmed) return problem(`${field}: must not be empty`)
+  if (trimmed.length > max) return problem(`${field}: must be at most ${max} characters`)
+  return valid(trimmed)
 }
 
 export type Page = { limit: number; offset: number }
 
-export function page(query: { limit?: number; offset?: number }, max = 200): Page {
+export function checkPage(query: { limit?: number; offset?: number }, max = 200): Checked<Page> {
   const limit = query.limit ?? 50
   const offset = query.offset ?? 0
-  if (!Number.isInteger(limit) || limit < 1 || limit > max) throw badValue(`limit: must be from 1 to ${max}`)
-  if (!Number.isInteger(offset) || offset < 0) throw badValue('offset: must not be negative')
-  if (!Number.isSafeInteger(offset)) throw badValue(`offset: must be at most ${Number.MAX_SAFE_INTEGER}`)
-  return { limit, offset }
+  if (!Number.isInteger(limit) || limit < 1 || limit > max) return problem(`limit: must be from 1 to ${max}`)
+  if (!Number.isInteger(offset) || offset < 0) return problem('offset: must not be negative')
+  if (!Number.isSafeInteger(offset)) return problem(`offset: must be at most ${Number.MAX_SAFE_INTEGER}`)
+  return valid({ limit, offset })
 }
 
 /** A list's answer: one page of items, the count of every match, the page, and whether more follow it. */
@@ -56,22 +71,19 @@ export const pageOf = <T>(items: T[], total: number, p: Page) => ({ items, total
  */
 export type DateRange = { from: Date | null; before: Date | null }
 
-export function dateRange(query: { date_from?: string; date_to?: string }, timeZone: string): DateRange {
-  const from = timestampParam(query.date_from, 'date_from', timeZone)
-  const to = timestampParam(query.date_to, 'date_to', timeZone)
-  return { from, before: to && new Date(to.getTime() + 1000) }
+export function checkDateRange(query: { date_from?: string; date_to?: string }, timeZone: string): Checked<DateRange> {
+  const from = query.date_from === undefined ? valid(null) : checkTimestamp(query.date_from, 'date_from', timeZone)
+  if (!from.ok) return from
+  const to = query.date_to === undefined ? valid(null) : checkTimestamp(query.date_to, 'date_to', timeZone)
+  if (!to.ok) return to
+  return valid({ from: from.value, before: to.value && new Date(to.value.getTime() + 1000) })
 }
 
-export function timestampParam(value: string | undefined, field: string, timeZone: string): Date | null {
-  if (value === undefined) return null
-  return requireTimestamp(value, field, timeZone)
-}
-
-/** `YYYY-MM-DD HH:MM:SS` in the service time zone, or a 422 that says what is wrong with it. */
-export function requireTimestamp(value: string, field: string, timeZone: string): Date {
+/** `YYYY-MM-DD HH:MM:SS` in the service time zone. */
+export function checkTimestamp(value: string, field: string, timeZone: string): Checked<Date> {
   const date = readTimestamp(value, timeZone)
-  if (date === 'format') throw badValue(`${field}: must be a timestamp YYYY-MM-DD HH:MM:SS`)
-  if (date === 'year') throw badValue(`${field}: the year must be 1000 or later`)
-  if (date === 'gap') throw badValue(`${field}: ${value} does not exist in ${timeZone} (skipped by a daylight-saving change)`)
-  return date
+  if (date === 'format') return problem(`${field}: must be a timestamp YYYY-MM-DD HH:MM:SS`)
+  if (date === 'year') return problem(`${field}: the year must be 1000 or later`)
+  if (date === 'gap') return problem(`${field}: ${value} does not exist in ${timeZone} (skipped by a daylight-saving change)`)
+  return valid(date)
 }

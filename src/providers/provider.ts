@@ -4,10 +4,21 @@
 // lists the providers; nothing outside providers/ names one.
 //
 // This file imports nothing at run time (types only): the configuration reads the providers'
-// settings through it, and `--help` must stay light.
+// settings through it, and `--help` must stay light. Its contracts sit below everything that uses them:
+// the status reports a provider makes are applied by modules/status.
 
 import type { Sql } from '../db/client'
-import type { StatusReport } from '../modules/status/machine'
+
+/** A status the provider reports for a message it accepted (the state machine applies it, forward only). */
+export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
+
+/** One report of a message's status, by its SID; `errorCode`/`errorMessage` with `failed`. */
+export type StatusReport = {
+  sid: string
+  status: ReportedStatus
+  errorCode?: number | null
+  errorMessage?: string | null
+}
 
 /** A provider's approved template (bound to an account template): sent instead of a free-form body. */
 export type ProviderTemplate = {
@@ -78,6 +89,9 @@ export type SettingsReader<Name extends string = string> = {
   fail(name: Name, message: string): never
 }
 
+/** What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS; `sql` for a provider that keeps state (the simulator). */
+export type ProviderContext = { publicBaseUrl: string; timeoutMs: number; sql: Sql }
+
 /** A request to a provider callback route, with its body exactly as received. */
 export type CallbackRequest = {
   url: URL
@@ -118,8 +132,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
    * `selected`: PROVIDER names it, so whatever sending needs must be set (fail naming the variable).
    */
   readSettings(read: SettingsReader<keyof V & string>, selected: boolean): S
-  /** The sender, when PROVIDER names it. `timeoutMs`: PROVIDER_TIMEOUT_MS; `sql` for a provider that keeps state (the simulator). */
-  create(settings: S, context: { publicBaseUrl: string; timeoutMs: number; sql: Sql }): Provider
+  /** The sender, when PROVIDER names it. */
+  create(settings: S, context: ProviderContext): Provider
   callbacks: Callback<S>[]
   /** Its approved templates' naming, when it sends templates. */
   templates?: TemplateRules

@@ -2,9 +2,7 @@
 // one's settings and --help lists its variables. Adding a provider: its folder (providers/<name>/,
 // exporting a defineProvider(...)) and one entry in PROVIDERS.
 
-import type { Config } from '../config'
-import type { Sql } from '../db/client'
-import type { Provider, ProviderPlugin, ProviderVariable, SettingsReader, TemplateRules } from './provider'
+import type { Provider, ProviderContext, ProviderPlugin, ProviderVariable, SettingsReader, TemplateRules } from './provider'
 import { simulator } from './simulator'
 import { twilio } from './twilio'
 import { meta } from './meta'
@@ -30,14 +28,9 @@ export function readProviderSettings(read: SettingsReader, selected: ProviderNam
   return Object.fromEntries(PROVIDERS.map((p) => [p.name, anyProvider(p).readSettings(read, p.name === selected)])) as ProviderSettings
 }
 
-/** The sender PROVIDER names. */
-export function createProvider(config: Config, sql: Sql): Provider {
-  const plugin = anyProvider(PROVIDERS.find((p) => p.name === config.provider)!)
-  return plugin.create(config.providers[config.provider], {
-    publicBaseUrl: config.publicBaseUrl,
-    timeoutMs: config.providerTimeoutMs,
-    sql,
-  })
+/** The sender of the provider `name`, from its own settings. */
+export function createProvider<N extends ProviderName>(name: N, settings: ProviderSettings[N], context: ProviderContext): Provider {
+  return anyProvider(PROVIDERS.find((p) => p.name === name)!).create(settings, context)
 }
 
 /** The providers that send approved templates, by name, with their naming rules. */

@@ -2,7 +2,7 @@
 
 import type { Deps } from '../deps'
 import { startLoop, type Loop } from './loop'
-import type { Worker, WorkerName } from './worker'
+import type { Worker } from './worker'
 import { handoffRecovery } from './handoff-recovery'
 import { simulatorReports } from './simulator-reports'
 import { webhookDelivery } from './webhook-delivery'
@@ -10,6 +10,7 @@ import { campaignRunner } from './campaign-runner'
 import { campaignScheduler } from './campaign-scheduler'
 import { parkedReports } from './parked-reports'
 import { retention } from './retention'
+import { type WorkerName } from '../deps'
 
 export const WORKERS: Worker[] = [
   handoffRecovery,

@@ -3,21 +3,8 @@
 // poll or a wake-up. The webhook delivery worker runs a pipeline of concurrent requests instead of
 // single steps, so it starts its own loop.
 
-import type { Deps } from '../deps'
+import type { Deps, WorkerName } from '../deps'
 import type { Loop } from './loop'
-
-const WORKER_NAMES = [
-  'handoff-recovery',
-  'simulator-reports',
-  'webhook-delivery',
-  'campaign-runner',
-  'campaign-scheduler',
-  'parked-reports',
-  'retention',
-] as const
-
-/** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */
-export type WorkerName = (typeof WORKER_NAMES)[number]
 
 type Common = {
   name: WorkerName

@@ -4,11 +4,11 @@ import { readConfig, type Config } from '../../src/config'
 import { createApp } from '../../src/app'
 import { buildDeps } from '../../src/server'
 import { startWorkers, WORKERS } from '../../src/workers'
-import type { WorkerName } from '../../src/workers/worker'
 import type { Deps } from '../../src/deps'
 import type { Loop } from '../../src/workers/loop'
 import type { Provider } from '../../src/providers/provider'
 import { testDatabase, type TestDatabase } from './db'
+import { type WorkerName } from '../../src/deps'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
 

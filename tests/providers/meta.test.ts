@@ -5,7 +5,7 @@
 
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { ConfigError, readConfig } from '../../src/config'
-import { createProvider } from '../../src/providers/registry'
+import { providerOf } from '../../src/server'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
@@ -287,7 +287,7 @@ describe('Meta refuses or fails: 502, refunded', () => {
 
 describe('templates through the provider interface', () => {
   test('an approved template goes as type "template" with its language and body parameters in order', async () => {
-    const provider = createProvider(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql)
+    const provider = providerOf(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

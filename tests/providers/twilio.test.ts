@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import type { Provider } from '../../src/providers/provider'
-import { createProvider } from '../../src/providers/registry'
+import { providerOf } from '../../src/server'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
@@ -229,7 +229,7 @@ describe('Twilio unreachable or slow', () => {
   let u: TestApp
   /** The Twilio provider through the registry, as the service builds it. */
   const twilioAt = (apiBase: string, timeoutMs = 10_000) =>
-    createProvider(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql)
+    providerOf(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql)
   beforeAll(async () => {
     u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
   })
@@ -277,7 +277,7 @@ describe('Twilio unreachable or slow', () => {
 
 describe('templates through the provider interface', () => {
   test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
-    const provider = createProvider(readConfig(twilioEnv(fakeUrl)), t.db.sql)
+    const provider = providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

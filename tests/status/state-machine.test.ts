@@ -2,9 +2,10 @@
 // timestamps, the finality of failed, and concurrent reports for one message.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { applyStatus, type ReportedStatus } from '../../src/modules/status/machine'
+import { applyStatus } from '../../src/modules/status/machine'
 import { testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
+import { type ReportedStatus } from '../../src/providers/provider'
 
 type State = 'sent' | 'delivered' | 'read' | 'failed'
 const STATES: State[] = ['sent', 'delivered', 'read', 'failed']

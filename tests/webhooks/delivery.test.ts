@@ -11,11 +11,12 @@ import { testApp, type TestApp } from '../helpers/app'
 import { startDelivery, type Delivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { until } from '../helpers/wait'
-import { applyStatus, type ReportedStatus } from '../../src/modules/status/machine'
+import { applyStatus } from '../../src/modules/status/machine'
 import { eventsCommitted } from '../../src/modules/webhooks/notify'
 import { MAX_ATTEMPTS, RETRY_DELAYS_S } from '../../src/workers/webhook-delivery'
 import { parseRetryAfter, signPayload } from '../../src/modules/webhooks/sender'
 import type { Config } from '../../src/config'
+import { type ReportedStatus } from '../../src/providers/provider'
 
 let t: TestApp
 let tls: TestTls

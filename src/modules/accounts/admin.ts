@@ -1,20 +1,19 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { page } from '../../lib/validate'
 import * as m from './model'
 import * as admin from './service'
 import { createKey, listKeys, setKeyActive } from './keys'
+import { page } from '../../http/values'
 
 const tags = ['Admin']
 
-export const adminRoutes = (deps: Deps) => {
+export const accountsAdmin = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
+  return adminRoutes(deps.config)
     .post(
       '/accounts',
       async ({ body, set }) => {

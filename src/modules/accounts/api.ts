@@ -1,17 +1,14 @@
 // The account in the integrator's API: its prepaid balance and price (GET /balance).
 
-import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { apiKeyAuth } from '../../http/auth'
+import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { Balance } from './model'
 import { getBalance } from './service'
 
-export const balanceRoutes = (deps: Deps) =>
-  new Elysia()
-    .use(apiKeyAuth(deps.sql))
-    .get('/balance', async ({ principal }) => ok(await getBalance(deps.sql, principal.accountId, deps.config.currency)), {
-      response: { 200: envelopeOf(Balance), ...errorsOf(401) },
-      detail: { tags: ['Balance'], summary: 'Current prepaid balance and price per message' },
-    })
+export const accountsApi = (deps: Deps) =>
+  apiRoutes(deps.sql).get('/balance', async ({ principal }) => ok(await getBalance(deps.sql, principal.accountId, deps.config.currency)), {
+    response: { 200: envelopeOf(Balance), ...errorsOf(401) },
+    detail: { tags: ['Balance'], summary: 'Current prepaid balance and price per message' },
+  })

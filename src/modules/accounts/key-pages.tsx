@@ -1,9 +1,8 @@
 // A member's API keys: create with a label (the key shown once), list, activate and deactivate.
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, field, notFound, redirect, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { audit } from '../users/service'
@@ -73,7 +72,7 @@ export function keyPages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/keys', async ({ request }) => {
       const session = await d.sessionOf(request)
       if (!session) return redirect('/dashboard/sign-in')

@@ -2,10 +2,9 @@
 // the last 30 days by status (an SVG chart built here from the counts, no chart library) and the
 // latest failures with their error. Operators see an account's at /dashboard/accounts/:id/overview.
 
-import { Elysia } from 'elysia'
 import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
-import { type Dashboard, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { accountScope, type Scope } from '../../dashboard/scope'
 import { getAccount } from './service'
 import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
@@ -143,7 +142,7 @@ export function overviewPages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('', async ({ request }) => {
       const session = await d.sessionOf(request)
       if (!session) return redirect('/dashboard/sign-in')

@@ -1,9 +1,8 @@
 // The operator's accounts: search, create, and one account's balance, top-up, members and invitations.
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, integerField, notFound, orError, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, field, integerField, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { audit, createUser, listUsers } from '../users/service'
@@ -167,7 +166,7 @@ export function accountPages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/accounts', async ({ request, query }) => {
       const session = await d.sessionOf(request)
       if (!session) return redirect('/dashboard/sign-in')

@@ -1,9 +1,8 @@
 // The operator's global price: the price per message of every account without its own price.
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, integerField, orError, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, integerField, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { getPrice, setPrice } from './service'
@@ -43,7 +42,7 @@ export function pricePages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/price', async ({ request }) => {
       const session = await d.view(request, OPERATOR)
       return session instanceof Response ? session : pricePage(session)

@@ -1,25 +1,23 @@
 // Campaigns in the admin API: an account's list, and running one (now, or scheduled at schedule_at),
 // resuming it after a top-up, cancelling it.
 
-import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, PageQuery } from '../../http/models'
-import { page } from '../../lib/validate'
 import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
 import { adminCampaignDetail, adminListCampaigns } from './service'
 import { CampaignDetail, CampaignList } from './model'
+import { page } from '../../http/values'
 
 const tags = ['Admin: campaigns']
 
-export const campaignRunRoutes = (deps: Deps) => {
+export const campaignsAdmin = (deps: Deps) => {
   const tz = deps.config.timezone
   const detail = (id: number) => adminCampaignDetail(deps.sql, tz, id)
   const answer = { params: IdParams, response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404, 409) } }
-  return new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
+  return adminRoutes(deps.config)
     .get('/campaigns/:id', async ({ params }) => ok(await detail(params.id)), {
       ...answer,
       detail: { tags, summary: 'A campaign of any account, with its live stats' },

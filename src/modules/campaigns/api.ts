@@ -1,19 +1,18 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { apiKeyAuth } from '../../http/auth'
+import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { page } from '../../lib/validate'
 import { Campaign, CampaignDetail, CampaignList, CampaignIdParams, CampaignsQuery, CreateCampaignBody } from './model'
 import { createCampaign, getCampaign, listCampaigns } from './service'
+import { page } from '../../http/values'
 
 const tags = ['Campaigns']
 
-export const campaignRoutes = (deps: Deps) => {
+export const campaignsApi = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return new Elysia()
-    .use(apiKeyAuth(sql))
+  return apiRoutes(sql)
     .get('/campaigns', async ({ query, principal }) => ok(await listCampaigns(sql, tz, principal, page(query))), {
       query: CampaignsQuery,
       response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 422) },

@@ -3,10 +3,9 @@
 // script (assets/campaign.js) refreshes every second from GET .../campaigns/:campaign/progress.
 // The engine and the campaign service decide every rule; ids of another account are 404.
 
-import { Elysia } from 'elysia'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted, pageRoutes } from '../../dashboard/context'
 import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/scope'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
@@ -222,7 +221,7 @@ export function campaignPages(d: Dashboard) {
     )
   }
 
-  const app = new Elysia({ prefix: '/dashboard' })
+  const app = pageRoutes()
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
     const changes = [

@@ -5,11 +5,12 @@ import type { Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { pageOf, requireTimestamp, type Page } from '../../lib/validate'
+import { pageOf, type Page } from '../../lib/validate'
 import { requireText } from '../../http/values'
 import { requireAccount } from '../accounts/service'
 import { segmentMatch } from '../templates/segments'
 import type { Campaign, CampaignDetail, CreateCampaignBody } from './model'
+import { requireTimestamp } from '../../http/values'
 
 /** An id that can be a row of ours: ids out of bigint range would fail in the database instead. */
 const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0

@@ -1,19 +1,17 @@
-import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { apiKeyAuth } from '../../http/auth'
+import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { page } from '../../lib/validate'
 import { Contact, ContactList, ContactsQuery, CreateContactBody } from './model'
 import { createContact, listContacts } from './service'
+import { page } from '../../http/values'
 
 const tags = ['Contacts']
 
-export const contactRoutes = (deps: Deps) => {
+export const contactsApi = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return new Elysia()
-    .use(apiKeyAuth(sql))
+  return apiRoutes(sql)
     .get('/contacts', async ({ query, principal }) => ok(await listContacts(sql, tz, principal, page(query), query.search)), {
       query: ContactsQuery,
       response: { 200: envelopeOf(ContactList), ...errorsOf(400, 401, 422) },

@@ -3,10 +3,9 @@
 // as the user chose. A member's own account at /dashboard/contacts; an operator's view of any
 // account at /dashboard/accounts/:id/contacts.
 
-import { Elysia } from 'elysia'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, orError, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, field, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { changeScope, titleOf, viewScope, type Scope } from '../../dashboard/scope'
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
@@ -281,7 +280,7 @@ export function contactPages(d: Dashboard) {
     return text
   }
 
-  const app = new Elysia({ prefix: '/dashboard' })
+  const app = pageRoutes()
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
     app

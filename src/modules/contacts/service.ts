@@ -4,8 +4,9 @@ import type { ListStatements, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { pageOf, requirePhone, type Page } from '../../lib/validate'
+import { pageOf, type Page } from '../../lib/validate'
 import type { Contact, CreateContactBody } from './model'
+import { requirePhone } from '../../http/values'
 
 const MAX_TEXT = 200
 const MAX_EMAIL = 254

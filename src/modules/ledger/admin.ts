@@ -1,23 +1,23 @@
 // The ledger in the admin API: an account's rows, newest first.
 
-import { Elysia } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf } from '../../http/models'
-import { dateRange, page } from '../../lib/validate'
 import { LedgerQuery, LedgerRow } from './model'
 import { listLedger } from './listing'
+import { dateRange, page } from '../../http/values'
 
 const tags = ['Admin']
 
-export const ledgerAdminRoutes = (deps: Deps) => {
+export const ledgerAdmin = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
-    .get('/accounts/:id/ledger', async ({ params, query }) => ok(await listLedger(sql, tz, params.id, page(query), dateRange(query, tz))), {
+  return adminRoutes(deps.config).get(
+    '/accounts/:id/ledger',
+    async ({ params, query }) => ok(await listLedger(sql, tz, params.id, page(query), dateRange(query, tz))),
+    {
       params: IdParams,
       query: LedgerQuery,
       response: { 200: envelopeOf(listOf(LedgerRow)), ...errorsOf(400, 401, 404, 422) },
@@ -26,5 +26,6 @@ export const ledgerAdminRoutes = (deps: Deps) => {
         summary: "An account's ledger, newest first",
         description: '`date_from`/`date_to` bound `created_at`, both inclusive (to the whole second), in the service time zone.',
       },
-    })
+    },
+  )
 }

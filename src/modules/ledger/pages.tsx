@@ -2,14 +2,13 @@
 // created_at filter, 50 a page, and the same rows as CSV. Members at /dashboard/ledger, operators
 // at /dashboard/accounts/:id/ledger.
 
-import { Elysia } from 'elysia'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
-import { type Dashboard, orError, respond } from '../../dashboard/context'
+import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
-import { dateRange } from '../../lib/validate'
 import { listLedger } from './listing'
+import { dateRange } from '../../http/values'
 
 const PER_PAGE = 50
 
@@ -125,7 +124,7 @@ export function ledgerPages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/ledger', async ({ request, query }) => {
       const scope = await accountScope(d, request)
       return scope instanceof Response ? scope : ledgerPage(scope, query)

@@ -1,19 +1,18 @@
 // Messages in the admin API: the quarantine (hand-offs whose outcome could not be recorded) and
 // settling it.
 
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf, PageQuery } from '../../http/models'
-import { page } from '../../lib/validate'
 import { QuarantinedMessage } from './model'
 import { listQuarantine, settleQuarantined } from './quarantine'
+import { page } from '../../http/values'
 
-export const quarantineRoutes = (deps: Deps) =>
-  new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
+export const messagesAdmin = (deps: Deps) =>
+  adminRoutes(deps.config)
     .get('/quarantine', async ({ query }) => ok(await listQuarantine(deps.sql, deps.config.timezone, page(query))), {
       query: PageQuery,
       response: { 200: envelopeOf(listOf(QuarantinedMessage)), ...errorsOf(400, 401, 422) },

@@ -1,6 +1,7 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { apiKeyAuth } from '../../http/auth'
+import { apiRoutes } from '../../http/groups'
+import { UNTIMED } from '../../http/routes'
 import { ok } from '../../http/errors'
 import { withIdempotency } from '../../http/idempotency'
 import { envelopeOf, errorsOf } from '../../http/openapi'
@@ -25,9 +26,8 @@ const idempotencyNote =
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
   'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
 
-export const messageRoutes = (deps: Deps) =>
-  new Elysia()
-    .use(apiKeyAuth(deps.sql))
+export const messagesApi = (deps: Deps) =>
+  apiRoutes(deps.sql)
     .post(
       '/messages/send',
       ({ body, principal, headers }) =>
@@ -39,6 +39,7 @@ export const messageRoutes = (deps: Deps) =>
         headers: IdempotencyHeaders,
         response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
         detail: {
+          ...UNTIMED, // it answers once the provider has: a slow provider may take longer than the idle timeout
           tags,
           summary: 'Send one message',
           description:
@@ -61,6 +62,7 @@ export const messageRoutes = (deps: Deps) =>
         headers: IdempotencyHeaders,
         response: { 200: envelopeOf(BulkResult), ...errorsOf(400, 401, 402, 409, 422) },
         detail: {
+          ...UNTIMED, // it answers once every entry has an outcome: minutes behind a slow provider
           tags,
           summary: 'Send up to 1000 messages',
           description:

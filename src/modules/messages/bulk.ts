@@ -7,12 +7,13 @@
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { MAX_BULK_MESSAGES, optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
+import { MAX_BULK_MESSAGES } from '../../lib/validate'
 import { chargeAll, type NewMessage } from '../ledger/service'
 import { retrying } from '../../db/retry'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
+import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {

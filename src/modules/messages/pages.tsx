@@ -2,10 +2,9 @@
 // one message: its status timeline, cost and refund (its ledger rows), and its webhook deliveries
 // with every attempt. Members at /dashboard/messages, operators at /dashboard/accounts/:id/messages.
 
-import { Elysia } from 'elysia'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
-import { type Dashboard, notFound, orError, respond, counted } from '../../dashboard/context'
+import { type Dashboard, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
 import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
 import { ApiError } from '../../http/errors'
 import { STATUSES, getAccountMessage, listAccountMessages } from './queries'
@@ -287,7 +286,7 @@ export function messagePages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/messages', async ({ request, query }) => {
       const scope = await accountScope(d, request)
       return scope instanceof Response ? scope : listPage(scope, query)

@@ -6,9 +6,10 @@ import type { ListStatements, Params, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { MAX_PHONE_CHARS, dateRange, page, pageOf, type Page } from '../../lib/validate'
+import { MAX_PHONE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
 import type { StoredTemplate } from './content'
+import { dateRange, page } from '../../http/values'
 
 export const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
 

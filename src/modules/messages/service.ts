@@ -1,11 +1,11 @@
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
-import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../lib/validate'
 import type { NewMessage } from '../ledger/service'
 import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
+import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 
 /**
  * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token

@@ -6,7 +6,8 @@
 // callbacks that arrive meanwhile: group commit), and answers 200
 // `{changed}` (or the provider's own answer, e.g. a subscription handshake).
 
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
+import { callbackRoutes } from '../../http/groups'
 import type { Deps } from '../../deps'
 import { ok } from '../../http/errors'
 import { MAX_BODY_BYTES, tooLarge } from '../../http/body'
@@ -38,8 +39,8 @@ function documentedErrors(statuses: number[]) {
   )
 }
 
-export function providerCallbackRoutes(deps: Deps) {
-  const app = new Elysia({ name: 'provider-callbacks' })
+export function providerCallbacks(deps: Deps) {
+  const app = callbackRoutes('provider-callbacks')
   const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: notifies(deps) })
   for (const plugin of PROVIDERS.map(anyProvider)) {
     for (const callback of plugin.callbacks as Callback<unknown>[]) {

@@ -4,17 +4,9 @@
 // message.status event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
+import type { StatusReport } from '../../providers/provider'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
 import { insertEvents, statusPayload } from '../webhooks/events'
-
-export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
-
-export type StatusReport = {
-  sid: string
-  status: ReportedStatus
-  errorCode?: number | null
-  errorMessage?: string | null
-}
 
 type StatusOutcome = { changed: boolean; events: number }
 /** Counts, and the SIDs that changed and those that got an event (each SID once per call). */

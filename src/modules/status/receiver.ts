@@ -10,7 +10,8 @@
 
 import type { Sql } from '../../db/client'
 import { Batcher } from '../../lib/batch'
-import { applyStatuses, rounds, type StatusReport } from './machine'
+import { applyStatuses, rounds } from './machine'
+import { type StatusReport } from '../../providers/provider'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600

@@ -1,17 +1,17 @@
 // The operator's side of campaigns: the templates and segments a campaign is built from, and the
 // templates' bindings to providers' approved templates.
 
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { page } from '../../lib/validate'
 import { Id, IdParams, listOf, PageQuery } from '../../http/models'
 import { deleteBinding, setBinding } from './bindings'
 import { Binding, BindingBody, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
 import { createSegment, getSegment, listSegments } from './segments'
+import { page } from '../../http/values'
 
 const tags = ['Admin']
 const BindingParams = t.Object({
@@ -19,11 +19,10 @@ const BindingParams = t.Object({
   provider: t.String({ description: 'simulator, twilio or meta', examples: ['twilio'] }),
 })
 
-export const campaignAdminRoutes = (deps: Deps) => {
+export const templatesAdmin = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
+  return adminRoutes(deps.config)
     .post(
       '/accounts/:id/templates',
       async ({ params, body, set }) => {

@@ -3,10 +3,9 @@
 // campaign refers to is not deleted, nor is such a segment). A segment shows its size now.
 // A template's page also binds it to each provider's approved template (modules/campaigns/bindings.ts).
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, field, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/scope'
 import { audit } from '../users/service'
 import { PLACEHOLDERS } from '../../lib/template'
@@ -234,7 +233,7 @@ export function templatePages(d: Dashboard) {
     )
   }
 
-  const app = new Elysia({ prefix: '/dashboard' })
+  const app = pageRoutes()
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
     const record = (

@@ -2,9 +2,9 @@
 // invitations for automation. Each answer carries the one-time link that sets the password; the
 // link is not stored, only its hash.
 
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams } from '../../http/models'
@@ -21,7 +21,7 @@ const CreatedUser = t.Object({
 })
 const tags = ['Admin']
 
-export const userAdminRoutes = (deps: Deps) => {
+export const usersAdmin = (deps: Deps) => {
   const { sql, config } = deps
   const make = async (email: string, role: Role, accountId: number | null) => {
     const { user, token } = await createUser(sql, { email, role, accountId, createdBy: null })
@@ -40,8 +40,7 @@ export const userAdminRoutes = (deps: Deps) => {
       link: `${config.publicBaseUrl}/dashboard/link/${token}`,
     }
   }
-  return new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(config))
+  return adminRoutes(config)
     .post(
       '/operators',
       async ({ body, set }) => {

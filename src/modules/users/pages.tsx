@@ -1,10 +1,9 @@
 // The operator's users pages: the users (invite an operator, reset links, deactivate and reactivate)
 // and the audit log. 404 for members.
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import { type Dashboard, field, notFound, orError, redirect, respond, counted, pageRoutes } from '../../dashboard/context'
 import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError, badValue } from '../../http/errors'
@@ -174,7 +173,7 @@ export function userPages(d: Dashboard) {
   }
 
   const OPERATOR = 'operator' as const
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/users', async ({ request }) => {
       const session = await d.view(request, OPERATOR)
       return session instanceof Response ? session : usersPage(session)

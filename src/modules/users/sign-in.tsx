@@ -1,13 +1,12 @@
 // Public pages: sign-in (CSRF token in a cookie of its own, throttled) and the one-time link that sets
 // a password; and sign-out.
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { ApiError } from '../../http/errors'
 import { identify } from '../../http/access-log'
 import { randomBase62 } from '../../lib/keys'
-import { type Dashboard, field, redirect, refused, respond } from '../../dashboard/context'
+import { type Dashboard, field, redirect, refused, respond, pageRoutes } from '../../dashboard/context'
 import {
   SESSION_COOKIE,
   SIGN_IN_COOKIE,
@@ -57,7 +56,7 @@ export function signInPages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/sign-in', async ({ request }) => ((await d.sessionOf(request)) ? redirect('/dashboard') : signInPage(request)))
     .post('/sign-in', async ({ request, body, server }) => {
       const expected = cookieOf(request, SIGN_IN_COOKIE)

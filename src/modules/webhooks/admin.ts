@@ -1,26 +1,26 @@
 // The operator's side of webhooks: deliveries of a key, their attempts, replay, a test event, and the
 // live stream of a key's events (`admin webhook listen`).
 
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
+import { UNTIMED } from '../../http/routes'
 import { badShape, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { dateRange, page } from '../../lib/validate'
 import { IdParams, listOf, PageQuery } from '../../http/models'
 import { eventsCommitted } from './notify'
 import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySinceBody, SignedEvent, TestEventBody } from './model'
 import { accountOfKey, getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from './listen'
 import { sendTestEvent } from './events'
+import { dateRange, page } from '../../http/values'
 
 const tags = ['Admin']
 
-export const webhookAdminRoutes = (deps: Deps) => {
+export const webhooksAdmin = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
+  return adminRoutes(deps.config)
     .get(
       '/keys/:id/deliveries',
       async ({ params, query }) => ok(await listDeliveries(sql, tz, params.id, query.status, page(query), dateRange(query, tz))),
@@ -129,6 +129,7 @@ export const webhookAdminRoutes = (deps: Deps) => {
         params: IdParams,
         response: errorsOf(400, 401, 404),
         detail: {
+          ...UNTIMED, // quiet between events, open as long as its client
           tags,
           summary: "Stream a key's events as they happen (server-sent events)",
           description: [

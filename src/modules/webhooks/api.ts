@@ -1,6 +1,6 @@
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { apiKeyAuth } from '../../http/auth'
+import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { RegisterWebhookBody, Webhook, WebhookRegistration } from './model'
@@ -8,10 +8,9 @@ import { deleteWebhook, getWebhook, registerWebhook } from './service'
 
 const tags = ['Webhooks']
 
-export const webhookRoutes = (deps: Deps) => {
+export const webhooksApi = (deps: Deps) => {
   const { sql } = deps
-  return new Elysia()
-    .use(apiKeyAuth(sql))
+  return apiRoutes(sql)
     .post('/webhook', async ({ body, principal }) => ok(await registerWebhook(sql, principal, body, deps.config.webhookAllowPrivate)), {
       body: RegisterWebhookBody,
       response: { 200: envelopeOf(WebhookRegistration), ...errorsOf(400, 401, 422) },

@@ -1,9 +1,8 @@
 // The operator's failed webhook deliveries across accounts, newest first, each with a replay button.
 
-import { Elysia } from 'elysia'
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, notFound, orError, redirect, respond } from '../../dashboard/context'
+import { type Dashboard, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
@@ -71,7 +70,7 @@ export function failedDeliveryPages(d: Dashboard) {
     )
   }
 
-  return new Elysia({ prefix: '/dashboard' })
+  return pageRoutes()
     .get('/deliveries', async ({ request, query }) => {
       const session = await d.view(request, OPERATOR)
       return session instanceof Response ? session : deliveriesPage(session, offsetOf(query.offset))

@@ -7,7 +7,8 @@
 import type { Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { pageOf, requireTimestamp, type DateRange, type Page } from '../../lib/validate'
+import { pageOf, type DateRange, type Page } from '../../lib/validate'
+import { requireTimestamp } from '../../http/values'
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const
 type DeliveryStatus = (typeof STATUSES)[number]

@@ -3,6 +3,7 @@
 // Members at /dashboard/webhook (their own account); operators at /dashboard/accounts/:id/webhook.
 
 import { Elysia } from 'elysia'
+import { kind } from '../../http/routes'
 import { h, Fragment } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
 import { viewScope as accountView, changeScope as accountChange, type Scope } from '../../dashboard/scope'
@@ -278,7 +279,7 @@ export function webhookPages(d: Dashboard) {
 
   // The same routes at the member's path and at the operator's path of an account.
   const routes = (prefix: string) =>
-    new Elysia({ prefix })
+    new Elysia({ prefix, detail: kind('page') })
       .get('', async ({ request, params, query }) => {
         const scope = await viewScope(request, (params as Record<string, string> | undefined)?.id)
         return scope instanceof Response ? scope : webhookPage(scope, query)

@@ -7,9 +7,8 @@
 // transaction. Changes of other kinds (inbound messages, other fields) are acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
-import type { StatusReport } from '../../modules/status/machine'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
-import type { Callback, CallbackRequest } from '../provider'
+import type { Callback, CallbackRequest, StatusReport } from '../provider'
 import type { MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'

@@ -1,9 +1,9 @@
 // The simulator's operator route: a number "writes in", opening its 24-hour window (windows.ts).
 // Mounted by app.ts whatever PROVIDER says (it only records the window).
 
-import { Elysia, t } from 'elysia'
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
-import { adminAuth } from '../../http/admin-auth'
+import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { openWindow } from './windows'
@@ -20,10 +20,11 @@ const InboundAnswer = t.Object({
   }),
 })
 
-export const simulatorAdminRoutes = (deps: Deps) =>
-  new Elysia({ prefix: '/admin/v1' })
-    .use(adminAuth(deps.config))
-    .post('/simulator/inbound', async ({ body }) => ok(await openWindow(deps.sql, deps.config.timezone, body.phone)), {
+export const simulatorAdmin = (deps: Deps) =>
+  adminRoutes(deps.config).post(
+    '/simulator/inbound',
+    async ({ body }) => ok(await openWindow(deps.sql, deps.config.timezone, body.phone)),
+    {
       body: InboundBody,
       response: { 200: envelopeOf(InboundAnswer), ...errorsOf(400, 401, 422) },
       detail: {
@@ -35,4 +36,5 @@ export const simulatorAdminRoutes = (deps: Deps) =>
           'records a message from `phone` now, so free-form messages to it are accepted for the next 24 hours. Approved templates ' +
           'are accepted whatever the window. Stored in the database (every instance agrees), whatever PROVIDER says.',
       },
-    })
+    },
+  )

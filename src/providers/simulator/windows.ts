@@ -5,8 +5,8 @@
 // (No Elysia here: the configuration, and so --help, loads the providers' folders.)
 
 import type { Sql } from '../../db/client'
-import { requirePhone } from '../../lib/validate'
 import { formatTimestamp } from '../../lib/time'
+import { requirePhone } from '../../http/values'
 
 /** Whether `phone` (normalised) wrote in within the last 24 hours. */
 export async function windowOpen(sql: Sql, phone: string): Promise<boolean> {

@@ -3,9 +3,8 @@
 // request learns nothing (not even whether its body was well formed) and changes nothing.
 
 import { ApiError, badShape } from '../../http/errors'
-import type { StatusReport } from '../../modules/status/machine'
 import { errorCodeOf, errorTextOf } from '../http'
-import type { Callback, CallbackRequest } from '../provider'
+import type { Callback, CallbackRequest, StatusReport } from '../provider'
 import type { TwilioSettings } from './settings'
 import { TWILIO_STATUS_PATH } from './send'
 import { verifyTwilioSignature } from './signature'
