@@ -10,8 +10,7 @@ import { identify } from '../http/access-log'
 import { clientAddressOf } from '../http/request'
 import { h, documentOf, type Html } from './jsx'
 import { Layout } from './layout'
-import { SESSION_COOKIE, PAGE_HEADERS, cookieOf, csrfTokenMatches, loadSession, sameOrigin, type Session } from './session'
-import type { Role } from '../modules/users/service'
+import { SESSION_COOKIE, PAGE_HEADERS, cookieOf, csrfTokenMatches, loadSession, sameOrigin, type Role, type Session } from './session'
 
 /** A module's dashboard pages, under /dashboard (see routes.tsx for the guard in front of them). */
 export const pageRoutes = () => new Elysia({ prefix: '/dashboard', detail: kind('page') })

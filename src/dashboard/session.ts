@@ -5,13 +5,17 @@
 
 import type { Sql } from '../db/client'
 import { constantTimeEqual, randomBase62, sha256Hex } from '../lib/keys'
-import type { User } from '../modules/users/service'
 
 export const SESSION_COOKIE = '__Host-session'
 /** Before sign-in there is no session: the sign-in form's CSRF token rides in its own cookie. */
 export const SIGN_IN_COOKIE = '__Host-sign-in'
 export const IDLE_MINUTES = 30
 export const ABSOLUTE_HOURS = 12
+
+/** Who may use the dashboard: an operator (every account) or a member (one account). */
+export type Role = 'operator' | 'member'
+/** A dashboard user as a session knows them (modules/users manages them). */
+export type User = { id: number; email: string; role: Role; account_id: number | null; active: boolean }
 
 export type Session = { user: User; csrf: string; tokenHash: string }
 

@@ -5,7 +5,7 @@
 import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { accountScope, type Scope } from '../../dashboard/scope'
+import { accountScope, type Scope } from './scope'
 import { getAccount } from './service'
 import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
 import { formatTimestamp } from '../../lib/time'

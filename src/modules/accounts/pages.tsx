@@ -6,7 +6,7 @@ import { type Dashboard, field, integerField, notFound, orError, redirect, respo
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { audit, createUser, listUsers } from '../users/service'
-import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, setPrice } from './service'
+import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice } from './service'
 
 /** An account's own pages, opened from its account page. */
 const ACCOUNT_PAGES = [
@@ -22,10 +22,7 @@ const ACCOUNT_PAGES = [
 export function accountPages(d: Dashboard) {
   async function accountsPage(session: Session, search: string, options: { error?: string; status?: number } = {}) {
     const term = search.trim().slice(0, 100)
-    const rows = await d.sql<{ id: number; name: string; balance: number }[]>`
-      select id, name, balance from accounts
-      where ${term === '' ? d.sql`true` : d.sql`name ilike ${`%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`}`}
-      order by id desc limit 200`
+    const rows = await searchAccounts(d.sql, term)
     return respond(
       <Layout title="Accounts" session={session} error={options.error}>
         <form class="inline card" method="get" action="/dashboard/accounts" role="search">

@@ -51,6 +51,21 @@ export async function createAccount(sql: Sql, tz: string, input: { name: string;
   return getAccount(sql, tz, id)
 }
 
+/** The newest 200 accounts whose name contains `term` (case-insensitive; every account for ''), with their balance. */
+export async function searchAccounts(sql: Sql, term: string) {
+  const pattern = `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+  return sql<{ id: number; name: string; balance: number }[]>`
+    select id, name, balance from accounts
+    where ${term === '' ? sql`true` : sql`name ilike ${pattern}`}
+    order by id desc limit 200`
+}
+
+/** An account's name, or null when there is no such account. */
+export async function accountName(sql: Sql, id: number): Promise<string | null> {
+  const [row] = await sql<{ name: string }[]>`select name from accounts where id = ${id}`
+  return row?.name ?? null
+}
+
 export async function getAccount(sql: Sql, tz: string, id: number) {
   const [row] = await sql<AccountRow[]>`${accountQuery(sql)} where a.id = ${id}`
   if (!row) throw new ApiError('NOT_FOUND', `account ${id} not found`)

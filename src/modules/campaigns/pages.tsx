@@ -6,7 +6,7 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, redirect, respond, counted, pageRoutes } from '../../dashboard/context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/scope'
+import { changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
 import type { CampaignDetail } from './model'

@@ -6,7 +6,7 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { changeScope, titleOf, viewScope, type Scope } from '../../dashboard/scope'
+import { changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
 import { audit } from '../users/service'

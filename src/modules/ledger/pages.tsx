@@ -6,7 +6,7 @@ import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
 import { PAGE_HEADERS } from '../../dashboard/session'
-import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
+import { accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { listLedger } from './listing'
 import { dateRange } from '../../http/values'
 

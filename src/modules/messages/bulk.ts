@@ -10,6 +10,7 @@ import { ApiError, badValue } from '../../http/errors'
 import { MAX_BULK_MESSAGES } from '../../lib/validate'
 import { chargeAll, type NewMessage } from '../ledger/service'
 import { retrying } from '../../db/retry'
+import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
@@ -52,8 +53,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   let cost = 0
   let balanceAfter: number
   if (valid.length === 0) {
-    const [row] = await deps.sql<{ balance: number }[]>`select balance from accounts where id = ${principal.accountId}`
-    balanceAfter = row!.balance
+    balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
     const lease = deps.handoff.lease(valid.length)
     const charged = await retrying(() => chargeAll(deps.sql, principal, requestToken, lease, valid))

@@ -5,7 +5,7 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
-import { accountScope, listHref, pageNumber, queryText, type Scope } from '../../dashboard/scope'
+import { accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
 import { STATUSES, getAccountMessage, listAccountMessages } from './queries'
 import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'

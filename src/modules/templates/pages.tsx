@@ -6,7 +6,7 @@
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from '../../dashboard/scope'
+import { changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { audit } from '../users/service'
 import { PLACEHOLDERS } from '../../lib/template'
 import { deleteBinding, setBinding } from './bindings'

@@ -9,8 +9,9 @@ import { randomBase62, sha256Hex } from '../../lib/keys'
 import { Semaphore } from '../../lib/limit'
 import { pageOf } from '../../lib/validate'
 
-export type Role = 'operator' | 'member'
-export type User = { id: number; email: string; role: Role; account_id: number | null; active: boolean }
+import type { Role, User } from '../../dashboard/session'
+
+export type { Role, User } from '../../dashboard/session'
 
 export const MIN_PASSWORD_LENGTH = 12
 const MAX_PASSWORD_LENGTH = 200

@@ -2,8 +2,9 @@
 // session's own account. The operator's same page (/dashboard/accounts/:id/<page>): the account of
 // the URL, 404 when it does not exist; members get 404 there, and operators on the member paths.
 
-import { type Dashboard, notFound, redirect } from './context'
-import type { Session } from './session'
+import { type Dashboard, notFound, redirect } from '../../dashboard/context'
+import type { Session } from '../../dashboard/session'
+import { accountName } from './service'
 
 export type Scope = { session: Session; accountId: number; /** the page's path prefix */ base: string; accountName: string | null }
 
@@ -14,9 +15,9 @@ export async function scopeOf(d: Dashboard, session: Session, accountParam: stri
   }
   if (session.user.role !== 'operator' || !/^\d{1,15}$/.test(accountParam)) return notFound(session)
   const id = Number(accountParam)
-  const [account] = await d.sql<{ name: string }[]>`select name from accounts where id = ${id}`
-  if (!account) return notFound(session)
-  return { session, accountId: id, base: `/dashboard/accounts/${id}`, accountName: account.name }
+  const name = await accountName(d.sql, id)
+  if (name === null) return notFound(session)
+  return { session, accountId: id, base: `/dashboard/accounts/${id}`, accountName: name }
 }
 
 /** A page (GET). */
