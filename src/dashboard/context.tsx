@@ -1,16 +1,33 @@
 // What every dashboard page module shares: answering with a page or a redirect, reading form
 // fields, the session guard (GET: signed in, of the right role; POST: also same origin and the
-// session's CSRF token), the client's address for the audit log, and the account a page is about.
+// session's CSRF token), the client's address for the audit log, and how a change answers: always a
+// redirect (303) to the page that shows its outcome in a flash, and for creating and money-moving
+// forms exactly once (single-use form tokens, form-token.ts).
 
 import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
+import type { Sql, Tx } from '../db/client'
 import { kind } from '../http/routes'
 import { ApiError } from '../http/errors'
 import { identify } from '../http/access-log'
 import { clientAddressOf } from '../http/request'
+import { valueOf } from '../http/values'
+import { MAX_NOTE_CHARS, checkAmount, checkOptionalText } from '../lib/validate'
 import { h, documentOf, type Html } from './jsx'
 import { Layout } from './layout'
-import { SESSION_COOKIE, PAGE_HEADERS, cookieOf, csrfTokenMatches, loadSession, sameOrigin, type Role, type Session } from './session'
+import { leaveFlash, takeFlashes } from './flash'
+import { FORM_TOKEN, formTokenNonce, useFormToken } from './form-token'
+import {
+  SESSION_COOKIE,
+  PAGE_HEADERS,
+  cookieOf,
+  csrfTokenMatches,
+  loadSession,
+  sameOrigin,
+  type Flash,
+  type Role,
+  type Session,
+} from './session'
 
 /** A module's dashboard pages, under /dashboard (see routes.tsx for the guard in front of them). */
 export const pageRoutes = () => new Elysia({ prefix: '/dashboard', detail: kind('page') })
@@ -25,6 +42,11 @@ export const integerField = (form: unknown, name: string): number => {
   if (!/^\d{1,15}$/.test(text)) throw new ApiError('VALIDATION_ERROR', `${name}: must be a whole number`, 422)
   return Number(text)
 }
+
+/** Where a change sends the browser (a path of the dashboard), and what that page shows once. */
+export type Outcome = Flash & { to: string }
+
+const ALREADY_SENT = 'This form was sent already, and what it asked for was done then. It was not done again.'
 
 /** "1 delivery", "2 deliveries": a number with its noun. */
 export const counted = (n: number, one: string, many = `${one}s`) => `${n.toLocaleString('en')} ${n === 1 ? one : many}`
@@ -63,13 +85,21 @@ export function dashboardContext(deps: Deps) {
   const sessionOf = (request: Request) => {
     let session = sessions.get(request)
     if (!session) {
-      session = loadSession(sql, cookieOf(request, SESSION_COOKIE)).then((found) => {
-        if (found) identify(request, { auth: 'session', user_id: found.user.id, account_id: found.user.account_id ?? undefined })
+      session = loadSession(sql, cookieOf(request, SESSION_COOKIE)).then(async (found) => {
+        if (!found) return null
+        identify(request, { auth: 'session', user_id: found.user.id, account_id: found.user.account_id ?? undefined })
+        if (request.method === 'GET') found.flashes = await takeFlashes(sql, found, new URL(request.url).pathname)
         return found
       })
       sessions.set(request, session)
     }
     return session
+  }
+  /** The redirect of a change, leaving its flash (in the caller's transaction when `db` is one). */
+  async function finish(session: Session, outcome: Outcome, db: Sql | Tx = sql): Promise<Response> {
+    const { to, ...flash } = outcome
+    if (Object.keys(flash).length > 0) await leaveFlash(db, session, to.split('?')[0]!, flash)
+    return redirect(to)
   }
   return {
     deps,
@@ -89,6 +119,30 @@ export function dashboardContext(deps: Deps) {
       if (role && session.user.role !== role) return notFound(session)
       return session
     },
+    finish,
+    /**
+     * A creating or money-moving change, exactly once: `fn` runs in one transaction with the use of
+     * the form's single-use token, so a form sent again is refused (a redirect to `again` saying so)
+     * and never done twice. A rule `fn` breaks (an ApiError) rolls it back, the token too: the form
+     * can be corrected and sent. Everything `fn` does must go through `tx`.
+     */
+    async once(session: Session, body: unknown, again: string, fn: (tx: Tx) => Promise<Outcome>): Promise<Response> {
+      const nonce = formTokenNonce(session, field(body, FORM_TOKEN))
+      if (!nonce) return refused()
+      const done = await sql.begin(async (tx) => {
+        if (!(await useFormToken(tx, nonce))) return null
+        const outcome = await fn(tx)
+        await finish(session, outcome, tx)
+        return outcome
+      })
+      return done ? redirect(done.to) : finish(session, { to: again, error: ALREADY_SENT })
+    },
+    /** An amount of money in a form field (5000, 5,000 or 5.000); a 422 naming the field otherwise. */
+    amount: (form: unknown, name: string): number => valueOf(checkAmount(field(form, name), name, config.currency)),
+    /** An optional note in a form field: blank is null; longer than allowed is a 422, never cut. */
+    note: (form: unknown, name: string): string | null => valueOf(checkOptionalText(field(form, name), name, MAX_NOTE_CHARS)),
+    /** An amount as the pages write it: "5,000 IDR". */
+    money: (amount: number) => `${amount.toLocaleString('en')} ${config.currency}`,
     /** A change: as view(), and it must come from the dashboard's own form. */
     async change(request: Request, body: unknown, role?: Role): Promise<Session | Response> {
       const session = await sessionOf(request)

@@ -1,7 +1,7 @@
 // The page frame: one <h1> per page, the navigation of the signed-in role, and the sign-out form.
 
 import { h, Fragment, type Child, type Html } from './jsx'
-import type { Session } from './session'
+import type { Flash, Session } from './session'
 
 export const STYLESHEET = '/dashboard/assets/style.css'
 export const COPY_SCRIPT = '/dashboard/assets/copy.js'
@@ -68,10 +68,38 @@ export function Layout(props: { title: string; session?: Session | null; notice?
               {props.error}
             </p>
           ) : null}
+          {session?.flashes.map(Flashed)}
           {props.children}
         </main>
       </body>
     </html>
+  )
+}
+
+/** What the change before this page left to show once (flash.ts): a notice, an error, a secret with its copy button. */
+function Flashed(flash: Flash): Html {
+  return (
+    <>
+      {flash.notice ? (
+        <p class="notice" role="status">
+          {flash.notice}
+        </p>
+      ) : null}
+      {flash.error ? (
+        <p class="notice error" role="alert">
+          {flash.error}
+        </p>
+      ) : null}
+      {flash.shown ? (
+        <div class="card shown-once" role="status">
+          <p>{flash.shown.text}</p>
+          <code class="secret" id={flash.shown.id}>
+            {flash.shown.value}
+          </code>
+          <CopyButton target={flash.shown.id} what={flash.shown.what} />
+        </div>
+      ) : null}
+    </>
   )
 }
 

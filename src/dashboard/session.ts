@@ -17,7 +17,25 @@ export type Role = 'operator' | 'member'
 /** A dashboard user as a session knows them (modules/users manages them). */
 export type User = { id: number; email: string; role: Role; account_id: number | null; active: boolean }
 
-export type Session = { user: User; csrf: string; tokenHash: string }
+/** What a change left for the next page to show once (flash.ts). */
+export type Flash = {
+  notice?: string
+  error?: string
+  /** A secret shown only this once: the element that holds it (`id`), the sentence before it, and what the copy button copies. */
+  shown?: { id: string; text: string; value: string; what: string }
+  /** What a page shows of its own (the contact import's report). */
+  report?: unknown
+}
+
+export type Session = {
+  user: User
+  csrf: string
+  tokenHash: string
+  /** The key of this session's flashes, derived from the cookie's token (never stored). */
+  flashKey: Uint8Array<ArrayBuffer>
+  /** The flashes waiting for this request's page (read by GET requests only). */
+  flashes: Flash[]
+}
 
 export async function startSession(sql: Sql, userId: number): Promise<{ token: string; csrf: string }> {
   const token = randomBase62(43)
@@ -39,8 +57,14 @@ export async function loadSession(sql: Sql, token: string | undefined): Promise<
     returning u.id, u.email, u.role, u.account_id, u.active, s.csrf_token`
   if (!row) return null
   const { csrf_token, ...user } = row
-  return { user, csrf: csrf_token, tokenHash }
+  return { user, csrf: csrf_token, tokenHash, flashKey: flashKeyOf(token), flashes: [] }
 }
+
+/**
+ * The AES key of a session's flashes: an HMAC of the cookie's token, so only the browser holding the
+ * cookie can have its flashes opened (the database holds only the token's SHA-256, which does not give it).
+ */
+const flashKeyOf = (token: string) => new Uint8Array(new Bun.CryptoHasher('sha256', token).update('dashboard flash').digest())
 
 export async function endSession(sql: Sql, tokenHash: string): Promise<void> {
   await sql`delete from sessions where token_hash = ${tokenHash}`

@@ -18,6 +18,10 @@ export type Sql = postgres.Sql<{}>
 export type Tx = postgres.TransactionSql<{}>
 /** Either: for statements that may run alone or inside a caller's transaction. */
 export type Db = Sql | Tx
+/** `fn` in a transaction of its own, or in a savepoint of the caller's transaction (its rollback stays its own). */
+export function transaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  return ('savepoint' in db ? db.savepoint(fn) : db.begin(fn)) as Promise<T>
+}
 /** The parameters `sql.unsafe` takes. */
 export type Params = NonNullable<Parameters<Sql['unsafe']>[1]>
 /** One statement as the service sends it: its text ($1, $2, ...) and parameters. */

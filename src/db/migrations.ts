@@ -11,6 +11,7 @@ import dashboard from '../../sql/0009_dashboard.sql' with { type: 'text' }
 import webhookTestEvents from '../../sql/0010_webhook_test_events.sql' with { type: 'text' }
 import webhookListen from '../../sql/0011_webhook_listen.sql' with { type: 'text' }
 import approvedTemplates from '../../sql/0012_approved_templates.sql' with { type: 'text' }
+import dashboardForms from '../../sql/0013_dashboard_forms.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -27,4 +28,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 10, name: '0010_webhook_test_events.sql', text: webhookTestEvents },
   { version: 11, name: '0011_webhook_listen.sql', text: webhookListen },
   { version: 12, name: '0012_approved_templates.sql', text: approvedTemplates },
+  { version: 13, name: '0013_dashboard_forms.sql', text: dashboardForms },
 ]

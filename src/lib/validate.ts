@@ -42,12 +42,36 @@ export function checkMediaUrl(value: string | undefined | null, field: string): 
   return valid(value)
 }
 
+/** The longest name (of an account, contact, template, segment, campaign) and label (of an API key). */
+export const MAX_NAME_CHARS = 200
+/** The longest note of a top-up or an adjustment. */
+export const MAX_NOTE_CHARS = 200
+
 /** A required name or label: trimmed, not empty, at most `max` characters. */
-export function checkText(value: string, field: string, max = 200): Checked<string> {
+export function checkText(value: string, field: string, max = MAX_NAME_CHARS): Checked<string> {
   const trimmed = value.trim()
   if (!trimmed) return problem(`${field}: must not be empty`)
   if (trimmed.length > max) return problem(`${field}: must be at most ${max} characters`)
   return valid(trimmed)
+}
+
+/** An optional text (a note): trimmed, blank is null, at most `max` characters (longer is refused, never cut). */
+export function checkOptionalText(value: string | null | undefined, field: string, max: number): Checked<string | null> {
+  const trimmed = value?.trim() ?? ''
+  if (trimmed.length > max) return problem(`${field}: must be at most ${max} characters`)
+  return valid(trimmed === '' ? null : trimmed)
+}
+
+/**
+ * An amount of money as a person types it: 5000, or with thousands separators 5,000 or 5.000 (a whole
+ * number: the currency has no smaller unit here). The rules of the amount (positive, not 0) are the service's.
+ */
+export function checkAmount(value: string, field: string, currency: string): Checked<number> {
+  const text = value.trim()
+  const grouped = /^\d{1,3}(,\d{3})+$/.test(text) || /^\d{1,3}(\.\d{3})+$/.test(text)
+  const digits = grouped ? text.replace(/[.,]/g, '') : text
+  if (!/^\d{1,15}$/.test(digits)) return problem(`${field}: must be a whole number of ${currency}, like 5000`)
+  return valid(Number(digits))
 }
 
 export type Page = { limit: number; offset: number }

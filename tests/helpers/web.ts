@@ -1,6 +1,8 @@
 // A browser-like client of the dashboard over app.handle (or, given its URL, a running service): keeps
 // cookies, posts forms the way a same-origin page does (Sec-Fetch-Site: same-origin), and reads the
-// CSRF token out of each page.
+// CSRF token out of each page. Like a person filling a form in, a post carries the single-use token
+// (`_once`) of the last page that showed the form, and a form sent already is first loaded again from
+// the page it was on; a test that replays a form passes `_once` itself.
 
 import type { TestApp } from './app'
 
@@ -12,6 +14,26 @@ export function webClient(target: TestApp | string) {
       ? fetch(`${target}${path}`, { ...init, redirect: 'manual' })
       : target.app.handle(new Request(`http://localhost${path}`, init))
   const jar = new Map<string, string>()
+  // Per form action: its unused single-use token, and the page (GET) that showed it last.
+  const tokens = new Map<string, string>()
+  const formPages = new Map<string, string>()
+  function rememberForms(method: string, path: string, text: string) {
+    for (const [, action, inner] of text.matchAll(/<form\b[^>]*\baction="([^"]*)"[^>]*>([\s\S]*?)<\/form>/g)) {
+      const token = /name="_once" value="([^"]+)"/.exec(inner!)?.[1]
+      if (!token) continue
+      const target = action!.replace(/&amp;/g, '&')
+      tokens.set(target, token)
+      if (method === 'GET') formPages.set(target, path)
+    }
+  }
+  /** The single-use token for a form posting to `action` (loading its page again when its token was used). */
+  async function formToken(action: string): Promise<string | undefined> {
+    const page = formPages.get(action)
+    if (!tokens.has(action) && page) await go('GET', page)
+    const token = tokens.get(action)
+    tokens.delete(action)
+    return token
+  }
   async function go(method: string, path: string, form?: Record<string, string>, headers: Record<string, string> = {}): Promise<Page> {
     const h = new Headers(headers)
     if (jar.size > 0) h.set('cookie', [...jar].map(([k, v]) => `${k}=${v}`).join('; '))
@@ -29,6 +51,7 @@ export function webClient(target: TestApp | string) {
       else jar.set(name!, value.join('='))
     }
     const text = await response.text()
+    rememberForms(method, path, text)
     return {
       status: response.status,
       text,
@@ -40,7 +63,14 @@ export function webClient(target: TestApp | string) {
   return {
     jar,
     get: (path: string, headers?: Record<string, string>) => go('GET', path, undefined, headers),
-    post: (path: string, form: Record<string, string>, headers?: Record<string, string>) => go('POST', path, form, headers),
+    async post(path: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Page> {
+      const token = '_once' in form ? undefined : await formToken(path)
+      return go('POST', path, token ? { ...form, _once: token } : form, headers)
+    },
+    formToken,
+    /** The page a redirect answer leads to (the answer itself when it is not a redirect). */
+    follow: <T extends { location: string | null }>(page: T): Promise<Page | T> =>
+      page.location ? go('GET', page.location) : Promise.resolve(page),
     async signIn(email: string, password: string): Promise<Page> {
       const page = await go('GET', '/dashboard/sign-in')
       return go('POST', '/dashboard/sign-in', { _csrf: page.csrf!, email, password })
