@@ -1,7 +1,7 @@
 // An account's API keys: created with a label (the key itself is answered once and stored only as a
 // hash), listed without secrets, activated and deactivated (effective on the next request).
 
-import type { Sql } from '../../db/client'
+import type { Db, Sql } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { newApiKey, sha256Hex } from '../../lib/keys'
 import { formatTimestamp } from '../../lib/time'
@@ -28,7 +28,7 @@ const keyView = (row: KeyRow, tz: string) => ({
   created_at: formatTimestamp(row.created_at, tz)!,
 })
 
-export async function createKey(sql: Sql, tz: string, accountId: number, input: { label: string }) {
+export async function createKey(sql: Db, tz: string, accountId: number, input: { label: string }) {
   const label = requireText(input.label, 'label')
   await requireAccount(sql, accountId)
   const { key, prefix } = newApiKey()

@@ -1,11 +1,11 @@
 // Accounts: create, read and list them with their balance and price; top-ups, adjustments and prices
 // go through the money owner (ledger/service.ts).
 
-import type { Sql } from '../../db/client'
+import { transaction, type Db, type Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
 import { formatTimestamp } from '../../lib/time'
-import { pageOf, type Page } from '../../lib/validate'
+import { MAX_NOTE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { Balance } from './model'
 import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/service'
 
@@ -19,12 +19,12 @@ const accountView = (row: AccountRow, tz: string) => ({
   created_at: formatTimestamp(row.created_at, tz)!,
 })
 
-export async function requireAccount(sql: Sql, id: number): Promise<void> {
+export async function requireAccount(sql: Db, id: number): Promise<void> {
   const [row] = await sql`select 1 from accounts where id = ${id}`
   if (!row) throw new ApiError('NOT_FOUND', `account ${id} not found`)
 }
 
-const accountQuery = (sql: Sql) => sql`
+const accountQuery = (sql: Db) => sql`
   select a.id, a.name, a.balance, a.created_at, account_price(a.id) as cost from accounts a`
 
 /** GET /balance: the balance, the price per message now, and how many messages it pays for. */
@@ -39,11 +39,11 @@ export async function getBalance(sql: Sql, accountId: number, currency: string):
   }
 }
 
-export async function createAccount(sql: Sql, tz: string, input: { name: string; balance?: number; createdBy?: number }) {
+export async function createAccount(sql: Db, tz: string, input: { name: string; balance?: number; createdBy?: number }) {
   const name = requireText(input.name, 'name')
   const balance = input.balance ?? 0
   if (balance < 0) throw badValue('balance: must not be negative')
-  const id = await sql.begin(async (tx) => {
+  const id = await transaction(sql, async (tx) => {
     const [account] = await tx<{ id: number }[]>`insert into accounts (name) values (${name}) returning id`
     if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance', input.createdBy ?? null)
     return account!.id
@@ -66,7 +66,7 @@ export async function accountName(sql: Sql, id: number): Promise<string | null> 
   return row?.name ?? null
 }
 
-export async function getAccount(sql: Sql, tz: string, id: number) {
+export async function getAccount(sql: Db, tz: string, id: number) {
   const [row] = await sql<AccountRow[]>`${accountQuery(sql)} where a.id = ${id}`
   if (!row) throw new ApiError('NOT_FOUND', `account ${id} not found`)
   return accountView(row, tz)
@@ -84,7 +84,7 @@ export async function listAccounts(sql: Sql, tz: string, p: Page) {
 
 /** A top-up (positive) or an adjustment (signed): the balance update and its ledger row in one statement. */
 export async function changeBalance(
-  sql: Sql,
+  sql: Db,
   accountId: number,
   kind: 'topup' | 'adjustment',
   amount: number,
@@ -93,6 +93,7 @@ export async function changeBalance(
 ) {
   if (kind === 'topup' && amount <= 0) throw badValue('amount: must be a positive integer')
   if (kind === 'adjustment' && amount === 0) throw badValue('amount: must not be 0')
+  if (note !== null && note.length > MAX_NOTE_CHARS) throw badValue(`note: must be at most ${MAX_NOTE_CHARS} characters`)
   await requireAccount(sql, accountId)
   const row = await credit(sql, accountId, kind, amount, note, createdBy)
   if (!row) throw badValue('amount: would make the balance negative')

@@ -1,7 +1,7 @@
 // Campaigns as the API sees them (drafts created here, run from the dashboard) and the admin API
 // lists them; running them is the engine's (engine.ts).
 
-import type { Sql } from '../../db/client'
+import type { Db, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
@@ -123,7 +123,7 @@ function optionalScheduleAt(value: string | undefined, tz: string): Date | null 
 
 /** `keyId` null: created in the dashboard, by no API key. */
 export async function createCampaign(
-  sql: Sql,
+  sql: Db,
   tz: string,
   principal: { accountId: number; keyId: number | null },
   input: CreateCampaignBody,

@@ -1,6 +1,6 @@
 // Contacts of an account: one per normalised phone, searchable by name, phone and e-mail.
 
-import type { ListStatements, Sql } from '../../db/client'
+import { transaction, type Db, type ListStatements, type Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
@@ -8,11 +8,11 @@ import { pageOf, type Page } from '../../lib/validate'
 import type { Contact, CreateContactBody } from './model'
 import { requirePhone } from '../../http/values'
 
-const MAX_TEXT = 200
-const MAX_EMAIL = 254
-const MAX_TAGS = 50
-const MAX_TAG = 100
-const MAX_SEARCH = 200
+export const MAX_TEXT = 200
+export const MAX_EMAIL = 254
+export const MAX_TAGS = 50
+export const MAX_TAG = 100
+export const MAX_SEARCH = 200
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/
 
 type ContactRow = { id: number; name: string; phone: string; email: string | null; city: string | null; tags: string[]; created_at: Date }
@@ -137,7 +137,7 @@ export function contactValues(input: CreateContactBody): ContactValues {
   }
 }
 
-export async function createContact(sql: Sql, tz: string, principal: Principal, input: CreateContactBody): Promise<Contact> {
+export async function createContact(sql: Db, tz: string, principal: Principal, input: CreateContactBody): Promise<Contact> {
   const { name, phone, email, city, tags } = contactValues(input)
   try {
     const [row] = await sql<ContactRow[]>`
@@ -163,7 +163,7 @@ const duplicateOf = (phone: string) => `phone: a contact with ${phone} already e
  * contact added meanwhile is reported too rather than imported twice.
  */
 export async function importContacts(
-  sql: Sql,
+  sql: Db,
   accountId: number,
   rows: { line: number; values: ContactValues }[],
   allOrNothing: boolean,
@@ -171,7 +171,7 @@ export async function importContacts(
   class Rollback extends Error {}
   let result: { imported: number; bad: { line: number; reason: string }[] } = { imported: 0, bad: [] }
   try {
-    await sql.begin(async (tx) => {
+    await transaction(sql, async (tx) => {
       const phones = rows.map((r) => r.values.phone)
       const existing = new Set(
         (await tx<{ phone: string }[]>`select phone from contacts where account_id = ${accountId} and phone = any(${phones}::text[])`).map(

@@ -10,7 +10,7 @@ import { requireAccount } from '../accounts/service'
 import { isRowId, ofAccount } from './service'
 import type { CreateSegmentBody, Segment } from './model'
 
-const MAX_TAG = 100
+export const MAX_TAG = 100
 
 /** Contacts of a segment: the account's contacts carrying the tag, case-insensitive. */
 export const segmentMatch = (sql: Db, tag: string | postgres.PendingQuery<postgres.Row[]>, contact = 'c') =>
@@ -18,11 +18,11 @@ export const segmentMatch = (sql: Db, tag: string | postgres.PendingQuery<postgr
 
 type SegmentRow = { id: number; name: string; tag: string; created_at: Date; contact_count: number }
 const segmentView = (row: SegmentRow, tz: string): Segment => ({ ...row, created_at: formatTimestamp(row.created_at, tz)! })
-const contactCount = (sql: Sql) => sql`(
+const contactCount = (sql: Db) => sql`(
   select count(*)::int from contacts ct where ct.account_id = s.account_id and ${segmentMatch(sql, sql`s.tag`, 'ct')}
 ) as contact_count`
 
-export async function getSegment(sql: Sql, tz: string, id: number): Promise<Segment> {
+export async function getSegment(sql: Db, tz: string, id: number): Promise<Segment> {
   const [row] = isRowId(id)
     ? await sql<SegmentRow[]>`select s.id, s.name, s.tag, s.created_at, ${contactCount(sql)} from segments s where s.id = ${id}`
     : []
@@ -30,7 +30,7 @@ export async function getSegment(sql: Sql, tz: string, id: number): Promise<Segm
   return segmentView(row, tz)
 }
 
-export async function createSegment(sql: Sql, tz: string, accountId: number, input: CreateSegmentBody): Promise<Segment> {
+export async function createSegment(sql: Db, tz: string, accountId: number, input: CreateSegmentBody): Promise<Segment> {
   const name = requireText(input.name, 'name')
   const tag = requireText(input.tag, 'tag', MAX_TAG)
   // Contact tags arrive comma-separated, so no contact can carry a tag with a comma.

@@ -40,7 +40,7 @@ async function withBindings(sql: Db, tz: string, rows: TemplateRow[]): Promise<T
   return rows.map((r) => templateView(r, tz, bindings.get(r.id)!))
 }
 
-export async function createTemplate(sql: Sql, tz: string, accountId: number, input: CreateTemplateBody): Promise<Template> {
+export async function createTemplate(sql: Db, tz: string, accountId: number, input: CreateTemplateBody): Promise<Template> {
   const name = requireText(input.name, 'name')
   if (input.body.trim().length === 0) throw badValue('body: must not be empty')
   if (input.body.length > MAX_BODY_CHARS) throw badValue(`body: must be at most ${MAX_BODY_CHARS} characters`)

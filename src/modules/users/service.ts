@@ -3,7 +3,7 @@
 // single-use link (stored hashed, valid 72 h), as are password resets. Passwords are argon2id hashes
 // (Bun.password); sign-in failures are throttled per e-mail and per address.
 
-import type { Db, Sql } from '../../db/client'
+import { transaction, type Db, type Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { randomBase62, sha256Hex } from '../../lib/keys'
 import { Semaphore } from '../../lib/limit'
@@ -28,11 +28,12 @@ const hashPassword = (password: string) => hashing.run(() => Bun.password.hash(p
 // Checked against when the e-mail is unknown, so both cases take one verification's time.
 let dummyHash: Promise<string> | undefined
 
+export const MAX_EMAIL_CHARS = 254
 const EMAIL = /^[^\s@<>"']+@[^\s@<>"']+\.[^\s@<>"']+$/
 
 export function requireEmail(value: string): string {
   const email = value.trim().toLowerCase()
-  if (email.length > 254 || !EMAIL.test(email)) throw badValue('email: must be an e-mail address')
+  if (email.length > MAX_EMAIL_CHARS || !EMAIL.test(email)) throw badValue('email: must be an e-mail address')
   return email
 }
 
@@ -46,11 +47,11 @@ const USER_COLUMNS = (sql: Db) => sql`id, email, role, account_id, active`
 
 /** A new user with a link to set the password. An e-mail already in use is 409. */
 export async function createUser(
-  sql: Sql,
+  sql: Db,
   input: { email: string; role: Role; accountId: number | null; createdBy: number | null },
 ): Promise<{ user: User; token: string }> {
   const email = requireEmail(input.email)
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     if (input.accountId !== null) {
       const [account] = await tx`select id from accounts where id = ${input.accountId}`
       if (!account) throw new ApiError('NOT_FOUND', `account ${input.accountId} not found`)
@@ -73,6 +74,17 @@ export async function createLink(db: Db, userId: number, kind: 'invite' | 'reset
     insert into user_links (token_hash, user_id, kind, created_by, expires_at)
     values (${sha256Hex(token)}, ${userId}, ${kind}, ${createdBy}, now() + make_interval(hours => ${LINK_HOURS}))`
   return token
+}
+
+/**
+ * A new one-time link for a user who lost theirs: an invitation while they never set a password, a
+ * password reset once they have. 404 for no such user.
+ */
+export async function newLink(db: Db, userId: number, createdBy: number | null): Promise<{ kind: 'invite' | 'reset'; token: string }> {
+  const [user] = await db<{ has_password: boolean }[]>`select password_hash is not null as has_password from users where id = ${userId}`
+  if (!user) throw new ApiError('NOT_FOUND', `user ${userId} not found`)
+  const kind = user.has_password ? 'reset' : 'invite'
+  return { kind, token: await createLink(db, userId, kind, createdBy) }
 }
 
 /** The user a valid, unused, unexpired link belongs to; null otherwise. */

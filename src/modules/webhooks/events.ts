@@ -9,7 +9,7 @@
 // listeners at once.
 
 import type postgres from 'postgres'
-import type { Db, Sql } from '../../db/client'
+import type { Db } from '../../db/client'
 import { ApiError } from '../../http/errors'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
@@ -52,7 +52,7 @@ export const testPayload = (sql: Db, timezone: string): Fragment =>
  * where any event of the key goes (see the top of this file); 404 when the key has neither a URL nor a
  * listener. The caller wakes the delivery loop and the listeners (eventsCommitted).
  */
-export async function sendTestEvent(sql: Sql, timezone: string, keyId: number) {
+export async function sendTestEvent(sql: Db, timezone: string, keyId: number) {
   const [row] = await sql<{ id: number; webhook_id: string; url: string | null }[]>`
     with source as (
       select k.id as api_key_id, null::bigint as message_id, ${testPayload(sql, timezone)} as payload, 1 as ord
