@@ -16,10 +16,12 @@ afterAll(() => t.close())
 
 type Client = ReturnType<typeof webClient>
 
-/** A multipart form post the way the browser sends the import form (a file input). */
+/** A multipart form post the way the browser sends the import form (a file input), with the form's single-use token. */
 async function postMultipart(client: Client, path: string, fields: Record<string, string>, file?: { name: string; text: string }) {
   const form = new FormData()
   for (const [k, v] of Object.entries(fields)) form.append(k, v)
+  const token = '_once' in fields ? undefined : await client.formToken(path)
+  if (token) form.append('_once', token)
   if (file) form.append('file', new File([file.text], file.name, { type: 'text/csv' }))
   const headers = new Headers({ 'sec-fetch-site': 'same-origin' })
   headers.set('cookie', [...client.jar].map(([k, v]) => `${k}=${v}`).join('; '))
@@ -172,11 +174,8 @@ describe('contacts', () => {
     const m = await member()
     let page = await m.client.get('/dashboard/contacts')
     await m.client.post('/dashboard/contacts', { _csrf: page.csrf!, name: 'Existing', phone: '081299990001' })
-    const result = await postMultipart(
-      m.client,
-      '/dashboard/contacts/import',
-      { _csrf: page.csrf!, mode: 'valid' },
-      { name: 'c.csv', text: CSV },
+    const result = await m.client.follow(
+      await postMultipart(m.client, '/dashboard/contacts/import', { _csrf: page.csrf!, mode: 'valid' }, { name: 'c.csv', text: CSV }),
     )
     expect(result.status).toBe(200)
     expect(result.text).toContain('<h1>Contact import</h1>')
@@ -216,7 +215,7 @@ describe('contacts', () => {
 
     // The pasted-text field works too (here a clean file, urlencoded form).
     const clean = 'name,phone\nGood One,081244440001\nGood Two,081244440002\n'
-    const ok = await m.client.post('/dashboard/contacts/import', { _csrf: page.csrf!, mode: 'all', csv: clean })
+    const ok = await m.client.follow(await m.client.post('/dashboard/contacts/import', { _csrf: page.csrf!, mode: 'all', csv: clean }))
     expect(ok.status).toBe(200)
     expect(ok.text).toContain('2 contacts imported.')
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${m.accountId}`)).toBe(2)
@@ -258,11 +257,13 @@ describe('contacts', () => {
 
     const op = await dashboardUser(t, 'import-op@example.com', PASSWORD)
     const opPage = await op.client.get(`/dashboard/accounts/${m.accountId}/contacts`)
-    const done = await postMultipart(
-      op.client,
-      `/dashboard/accounts/${m.accountId}/contacts/import`,
-      { _csrf: opPage.csrf!, mode: 'valid' },
-      { name: 'c.csv', text: 'name,phone\nOp Import,081255550001' },
+    const done = await op.client.follow(
+      await postMultipart(
+        op.client,
+        `/dashboard/accounts/${m.accountId}/contacts/import`,
+        { _csrf: opPage.csrf!, mode: 'valid' },
+        { name: 'c.csv', text: 'name,phone\nOp Import,081255550001' },
+      ),
     )
     expect(done.status).toBe(200)
     expect(done.text).toContain(`href="/dashboard/accounts/${m.accountId}/contacts"`)
@@ -480,7 +481,7 @@ describe('approved templates', () => {
     const [message] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${m.accountId}`
     const shown = await m.client.get(`/dashboard/messages/${message!.id}`)
     expect(shown.text).toContain('Hi Ani in Bogor')
-    expect(shown.text).toContain(`<dd>#${id}</dd>`)
+    expect(shown.text).toContain(`<a href="/dashboard/templates/${id}">order</a>`)
     expect(shown.text).toContain('simulator: order_in, variables: Bogor')
   })
 })
@@ -495,6 +496,7 @@ describe('campaigns', () => {
     const page = await m.client.get('/dashboard/templates')
     await m.client.post('/dashboard/templates', { _csrf: page.csrf!, name: 'promo', body: 'Hi {{name}}' })
     await m.client.post('/dashboard/segments', { _csrf: page.csrf!, name: 'vips', tag: 'vip' })
+    await m.client.get('/dashboard/campaigns') // the form to create campaigns
     const [ids] = await t.db.sql<{ template: number; segment: number }[]>`
       select (select id from templates where account_id = ${m.accountId}) as template, (select id from segments where account_id = ${m.accountId}) as segment`
     return { ...m, csrf: page.csrf!, templateId: ids!.template, segmentId: ids!.segment }
@@ -594,8 +596,10 @@ describe('campaigns', () => {
     }
     expect((await t.admin('GET', `/campaigns/${nowId}`)).body.data.campaign.status).toBe('paused')
     // A template of another account cannot be used for a campaign.
+    await b.client.get('/dashboard/templates') // b has no campaign form: a single-use token of another of its forms
     const foreign = await b.client.post('/dashboard/campaigns', {
       _csrf: bPage.csrf!,
+      _once: (await b.client.formToken('/dashboard/templates'))!,
       name: 'x',
       template_id: String(a.templateId),
       segment_id: String(a.segmentId),

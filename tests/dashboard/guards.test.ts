@@ -107,7 +107,9 @@ describe('operators and members', () => {
     const bad = await op.client.post(`/dashboard/accounts/${accountId}/topups`, { _csrf: page.csrf!, amount: '-5' })
     expect(bad.status).toBe(422)
 
-    const invited = await op.client.post(`/dashboard/accounts/${accountId}/invites`, { _csrf: page.csrf!, email: 'member@toko.example' })
+    const invited = await op.client.follow(
+      await op.client.post(`/dashboard/accounts/${accountId}/invites`, { _csrf: page.csrf!, email: 'member@toko.example' }),
+    )
     const link = /id="invite-link">([^<]+)</.exec(invited.text)![1]!
     const member = webClient(t)
     expect((await member.useLink(link, PASSWORD)).status).toBe(303)
@@ -130,7 +132,7 @@ describe('operators and members', () => {
     const other = await t.account(100)
     const member = await dashboardUser(t, 'keys@example.com', PASSWORD, own.accountId)
     let page = await member.client.get('/dashboard/keys')
-    page = await member.client.post('/dashboard/keys', { _csrf: page.csrf!, label: 'ERP' })
+    page = await member.client.follow(await member.client.post('/dashboard/keys', { _csrf: page.csrf!, label: 'ERP' }))
     const key = /id="new-key">([^<]+)</.exec(page.text)![1]!
     expect((await t.api('GET', '/balance', key)).status).toBe(200)
     const listed = await member.client.get('/dashboard/keys')

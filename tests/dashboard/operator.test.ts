@@ -146,7 +146,7 @@ describe('webhook page', () => {
     const [{ signing_secret }] = await t.db.sql<{ signing_secret: string }[]>`
       select signing_secret from webhook_endpoints where api_key_id = ${own.keyId}`
     expect(page.text).not.toContain(signing_secret)
-    const revealed = await member.client.post(`/dashboard/webhook/keys/${own.keyId}/secret`, { _csrf: csrf })
+    const revealed = await member.client.follow(await member.client.post(`/dashboard/webhook/keys/${own.keyId}/secret`, { _csrf: csrf }))
     expect(revealed.status).toBe(200)
     expect(/id="signing-secret">([^<]+)</.exec(revealed.text)![1]).toBe(signing_secret)
     expect((await member.client.get('/dashboard/webhook')).text).not.toContain(signing_secret)
@@ -312,7 +312,7 @@ describe('CSRF', () => {
       [`/dashboard/accounts/${own.accountId}/price`, { cost_per_message: '999' }],
       ['/dashboard/users/invites', { email: 'nobody-csrf@example.com' }],
       [`/dashboard/users/${target.id}/active`, { active: 'false' }],
-      [`/dashboard/users/${target.id}/reset`, {}],
+      [`/dashboard/users/${target.id}/link`, {}],
     ] as const
     for (const [path, form] of refusedOperator) {
       expect({ path, status: (await op.client.post(path, { _csrf: 'wrong', ...form })).status }).toEqual({ path, status: 403 })
@@ -383,7 +383,9 @@ describe('users', () => {
   test('invite an operator: the link is shown once and works', async () => {
     const op = await operator()
     let page = await op.client.get('/dashboard/users')
-    const invited = await op.client.post('/dashboard/users/invites', { _csrf: page.csrf!, email: 'New-Op@Example.com' })
+    const invited = await op.client.follow(
+      await op.client.post('/dashboard/users/invites', { _csrf: page.csrf!, email: 'New-Op@Example.com' }),
+    )
     expect(invited.status).toBe(200)
     const link = /id="user-link">([^<]+)</.exec(invited.text)![1]!
     expect(link).toMatch(/^http:\/\/localhost\/dashboard\/link\/[A-Za-z0-9]{43}$/)
@@ -406,10 +408,10 @@ describe('users', () => {
     expect((await member.client.get('/dashboard')).status).toBe(200)
     const op = await operator()
     const page = await op.client.get('/dashboard/users')
-    const made = await op.client.post(`/dashboard/users/${member.id}/reset`, { _csrf: page.csrf! })
+    const made = await op.client.follow(await op.client.post(`/dashboard/users/${member.id}/link`, { _csrf: page.csrf! }))
     expect(made.status).toBe(200)
     const link = /id="user-link">([^<]+)</.exec(made.text)![1]!
-    expect((await op.client.post('/dashboard/users/99999999/reset', { _csrf: page.csrf! })).status).toBe(404)
+    expect((await op.client.post('/dashboard/users/99999999/link', { _csrf: page.csrf! })).status).toBe(404)
     const browser = webClient(t)
     expect((await browser.useLink(link, 'a brand new password')).status).toBe(303)
     expect((await browser.get('/dashboard')).status).toBe(200)

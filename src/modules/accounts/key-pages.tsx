@@ -1,37 +1,34 @@
-// A member's API keys: create with a label (the key shown once), list, activate and deactivate.
+// An account's API keys: create with a label (the key shown once, after the redirect, from a flash),
+// list, activate and deactivate. Members at /dashboard/keys, operators at /dashboard/accounts/:id/keys:
+// one implementation, the account from the scope.
 
 import { h } from '../../dashboard/jsx'
-import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, redirect, respond, pageRoutes } from '../../dashboard/context'
-import type { Session } from '../../dashboard/session'
-import { ApiError } from '../../http/errors'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { MAX_NAME_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
+import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from './scope'
 import { createKey, listKeys, setKeyActive } from './keys'
 
+type Server = Parameters<Dashboard['addressOf']>[1]
+
 export function keyPages(d: Dashboard) {
-  async function keysPage(session: Session, options: { created?: { key: string; label: string }; error?: string; status?: number } = {}) {
-    const keys = await listKeys(d.sql, d.tz, session.user.account_id!)
+  async function keysPage(scope: Scope, options: { state?: FormState; status?: number } = {}) {
+    const { session, base } = scope
+    const keys = await listKeys(d.sql, d.tz, scope.accountId)
+    const { state } = options
     return respond(
-      <Layout title="API keys" session={session} error={options.error}>
-        {options.created ? (
-          <div class="card" role="status">
-            <p>
-              The new key <strong>{options.created.label}</strong>. Copy it now: it is shown only this once.
-            </p>
-            <code class="secret" id="new-key">
-              {options.created.key}
-            </code>
-            <CopyButton target="new-key" what="key" />
-          </div>
-        ) : null}
-        <form class="inline card" method="post" action="/dashboard/keys">
+      <Layout title={titleOf(scope, 'API keys')} session={session}>
+        <AccountLink scope={scope} />
+        <form class="inline card" method="post" action={`${base}/keys`}>
           <Csrf session={session} />
-          <label>
-            Label
-            <input name="label" required maxlength={200} />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="key" />
+          <Field state={state} form="key" name="label" label="Label" required maxlength={MAX_NAME_CHARS} />
           <button type="submit">Create key</button>
         </form>
+        {keys.items.length === 0 ? <p class="muted">No API keys yet.</p> : null}
         <div class="table-wrap">
           <table>
             <thead>
@@ -53,7 +50,7 @@ export function keyPages(d: Dashboard) {
                   <td>{k.created_at}</td>
                   <td>{k.last_used_at ?? 'never'}</td>
                   <td>
-                    <form method="post" action={`/dashboard/keys/${k.id}/active`}>
+                    <form method="post" action={`${base}/keys/${k.id}/active`}>
                       <Csrf session={session} />
                       <input type="hidden" name="active" value={k.active ? 'false' : 'true'} />
                       {k.active ? 'active ' : 'inactive '}
@@ -72,48 +69,61 @@ export function keyPages(d: Dashboard) {
     )
   }
 
-  return pageRoutes()
-    .get('/keys', async ({ request }) => {
-      const session = await d.sessionOf(request)
-      if (!session) return redirect('/dashboard/sign-in')
-      if (session.user.role !== 'member') return notFound(session)
-      return keysPage(session)
+  const record = (db: Parameters<typeof audit>[0], scope: Scope, request: Request, server: Server, action: string, detail: object) =>
+    audit(db, {
+      user: scope.session.user,
+      address: d.addressOf(request, server),
+      accountId: scope.accountId,
+      action,
+      detail: { ...detail },
     })
-    .post('/keys', async ({ request, body, server }) => {
-      const session = await d.change(request, body)
-      if (session instanceof Response) return session
-      if (session.user.role !== 'member') return notFound(session)
-      try {
-        const key = await createKey(d.sql, d.tz, session.user.account_id!, { label: field(body, 'label') })
-        await audit(d.sql, {
-          user: session.user,
-          address: d.addressOf(request, server),
-          accountId: key.account_id,
-          action: 'key created',
-          detail: { key_id: key.id, label: key.label },
-        })
-        return keysPage(session, { created: key })
-      } catch (error) {
-        if (error instanceof ApiError) return keysPage(session, { error: error.message, status: error.status })
-        throw error
-      }
-    })
-    .post('/keys/:id/active', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body)
-      if (session instanceof Response) return session
-      if (session.user.role !== 'member') return notFound(session)
-      const id = Number(params.id)
-      const keys = await listKeys(d.sql, d.tz, session.user.account_id!)
-      if (!Number.isSafeInteger(id) || !keys.items.some((k) => k.id === id)) return notFound(session)
-      const active = field(body, 'active') === 'true'
-      await setKeyActive(d.sql, d.tz, id, active)
-      await audit(d.sql, {
-        user: session.user,
-        address: d.addressOf(request, server),
-        accountId: session.user.account_id,
-        action: active ? 'key activated' : 'key deactivated',
-        detail: { key_id: id },
+
+  const app = pageRoutes()
+  for (const prefix of ['', '/accounts/:id']) {
+    const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
+    app
+      .get(`${prefix}/keys`, async ({ request, params }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        return scope instanceof Response ? scope : keysPage(scope)
       })
-      return redirect('/dashboard/keys')
-    })
+      .post(`${prefix}/keys`, async ({ request, body, params, server }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        if (scope instanceof Response) return scope
+        const to = `${scope.base}/keys`
+        return orError(
+          () =>
+            d.once(scope.session, body, to, async (tx) => {
+              const key = await createKey(tx, d.tz, scope.accountId, { label: field(body, 'label') })
+              await record(tx, scope, request, server, 'key created', { key_id: key.id, label: key.label })
+              return {
+                to,
+                shown: {
+                  id: 'new-key',
+                  text: `The new key ${key.label}. Copy it now: it is shown only this once.`,
+                  value: key.key,
+                  what: 'key',
+                },
+              }
+            }),
+          (message, status) => keysPage(scope, { state: formState('key', body, ['label'], message), status }),
+        )
+      })
+      .post(`${prefix}/keys/:key/active`, async ({ request, body, params, server }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        if (scope instanceof Response) return scope
+        const id = idParam(params.key)
+        const key = (await listKeys(d.sql, d.tz, scope.accountId)).items.find((k) => k.id === id)
+        if (!key) return notFound(scope.session)
+        const active = field(body, 'active') === 'true'
+        await setKeyActive(d.sql, d.tz, key.id, active)
+        await record(d.sql, scope, request, server, active ? 'key activated' : 'key deactivated', { key_id: key.id })
+        return d.finish(scope.session, {
+          to: `${scope.base}/keys`,
+          notice: active
+            ? `Key ${key.label} activated: requests with it are accepted again.`
+            : `Key ${key.label} deactivated: requests with it are refused from now on.`,
+        })
+      })
+  }
+  return app
 }

@@ -5,7 +5,7 @@
 import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { accountScope, type Scope } from './scope'
+import { AccountLink, accountScope, type Scope } from './scope'
 import { getAccount } from './service'
 import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
 import { formatTimestamp } from '../../lib/time'
@@ -80,6 +80,13 @@ export function overviewPages(d: Dashboard) {
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
     return respond(
       <Layout title={base === '/dashboard' ? 'Overview' : `${account.name}: overview`} session={session}>
+        {scope.accountName === null ? (
+          <p class="account-link">
+            Account <strong>{account.name}</strong> <span class="muted">#{account.id}</span>
+          </p>
+        ) : (
+          <AccountLink scope={scope} />
+        )}
         <div class="stats">
           <div class="card stat">
             <div class="value">{account.wa_balance.toLocaleString('en')}</div>
@@ -94,6 +101,12 @@ export function overviewPages(d: Dashboard) {
             <div class="label">Messages the balance pays for</div>
           </div>
         </div>
+        {scope.accountName === null ? (
+          <p id="top-up-help">
+            To top up the balance, ask the operator of this service (whoever gave you access to this dashboard), naming account{' '}
+            <strong>{account.name}</strong> (#{account.id}). Each top-up appears in the <a href="/dashboard/ledger">ledger</a>.
+          </p>
+        ) : null}
         <h2>Messages of the last {DAYS} days</h2>
         <figure class="card chart-card">
           {statusChart(days, counts)}

@@ -1,15 +1,21 @@
-// The operator's accounts: search, create, and one account's balance, top-up, members and invitations.
+// The operator's accounts: search, create, and one account's balance, top-up, price, members and
+// invitations. Creating an account, a top-up and an invitation happen once per form (d.once).
 
 import { h } from '../../dashboard/jsx'
-import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, integerField, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
-import { audit, createUser, listUsers } from '../users/service'
+import { MAX_NAME_CHARS, MAX_NOTE_CHARS } from '../../lib/validate'
+import { MAX_EMAIL_CHARS, audit, createUser, listUsers } from '../users/service'
+import { shownLink } from '../users/sign-in'
+import { idParam } from './scope'
 import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice } from './service'
 
 /** An account's own pages, opened from its account page. */
 const ACCOUNT_PAGES = [
+  ['overview', 'Overview'],
   ['messages', 'Messages'],
   ['ledger', 'Ledger'],
   ['contacts', 'Contacts'],
@@ -19,17 +25,43 @@ const ACCOUNT_PAGES = [
   ['keys', 'API keys'],
 ] as const
 
+const MAX_SEARCH_CHARS = 100
+const ACCOUNT_FIELDS = ['name', 'balance'] as const
+const TOPUP_FIELDS = ['amount', 'note'] as const
+const PRICE_FIELDS = ['cost_per_message'] as const
+const INVITE_FIELDS = ['email'] as const
+
+type Server = Parameters<Dashboard['addressOf']>[1]
+type Options = { state?: FormState; error?: string; status?: number }
+
 export function accountPages(d: Dashboard) {
-  async function accountsPage(session: Session, search: string, options: { error?: string; status?: number } = {}) {
-    const term = search.trim().slice(0, 100)
-    const rows = await searchAccounts(d.sql, term)
+  const OPERATOR = 'operator' as const
+  const auditOf = (
+    db: Parameters<typeof audit>[0],
+    session: Session,
+    request: Request,
+    server: Server,
+    entry: { accountId: number; action: string; detail: Record<string, unknown> },
+  ) => audit(db, { user: session.user, address: d.addressOf(request, server), ...entry })
+
+  async function accountsPage(session: Session, search: string, options: Options = {}) {
+    const term = search.trim()
+    const long = term.length > MAX_SEARCH_CHARS
+    const searchState = long ? formState('search', { q: term }, ['q'], `q: must be at most ${MAX_SEARCH_CHARS} characters`) : undefined
+    const rows = long ? [] : await searchAccounts(d.sql, term)
+    const { state } = options
     return respond(
-      <Layout title="Accounts" session={session} error={options.error}>
+      <Layout title="Accounts" session={session}>
         <form class="inline card" method="get" action="/dashboard/accounts" role="search">
-          <label>
-            Search by name
-            <input type="search" name="q" value={term} />
-          </label>
+          <Field
+            state={searchState}
+            form="search"
+            name="q"
+            label="Search by name"
+            type="search"
+            value={term}
+            maxlength={MAX_SEARCH_CHARS}
+          />
           <button type="submit">Search</button>
         </form>
         <div class="table-wrap">
@@ -55,28 +87,25 @@ export function accountPages(d: Dashboard) {
         <h2>New account</h2>
         <form class="stack card" method="post" action="/dashboard/accounts">
           <Csrf session={session} />
-          <label>
-            Name
-            <input name="name" required maxlength={200} />
-          </label>
-          <label>
-            Opening balance ({d.config.currency})
-            <input name="balance" inputmode="numeric" pattern="[0-9]*" />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="account" />
+          <Field state={state} form="account" name="name" label="Name" required maxlength={MAX_NAME_CHARS} />
+          <Field
+            state={state}
+            form="account"
+            name="balance"
+            label={`Opening balance (${d.config.currency})`}
+            inputmode="numeric"
+            placeholder="5,000"
+          />
           <button type="submit">Create account</button>
         </form>
       </Layout>,
-      options.status ?? 200,
+      long ? 422 : (options.status ?? 200),
     )
   }
 
-  async function accountPage(
-    session: Session,
-    idParam: string,
-    options: { error?: string; status?: number; invite?: { email: string; link: string } } = {},
-  ) {
-    const id = Number(idParam)
-    if (!/^\d{1,15}$/.test(idParam)) return notFound(session)
+  async function accountPage(session: Session, id: number, options: Options = {}) {
     const account = await getAccount(d.sql, d.tz, id).catch((error) => {
       if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
       throw error
@@ -84,6 +113,7 @@ export function accountPages(d: Dashboard) {
     if (!account) return notFound(session)
     const members = await listUsers(d.sql, id)
     const price = await getPrice(d.sql, id)
+    const { state } = options
     return respond(
       <Layout title={account.name} session={session} error={options.error}>
         <div class="stats">
@@ -104,23 +134,32 @@ export function accountPages(d: Dashboard) {
         <h2>Top up</h2>
         <form class="inline card" method="post" action={`/dashboard/accounts/${id}/topups`}>
           <Csrf session={session} />
-          <label>
-            Amount ({d.config.currency})
-            <input name="amount" inputmode="numeric" pattern="[0-9]*" required />
-          </label>
-          <label>
-            Note
-            <input name="note" maxlength={200} />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="topup" />
+          <Field
+            state={state}
+            form="topup"
+            name="amount"
+            label={`Amount (${d.config.currency})`}
+            inputmode="numeric"
+            placeholder="5,000"
+            required
+          />
+          <Field state={state} form="topup" name="note" label="Note" maxlength={MAX_NOTE_CHARS} />
           <button type="submit">Top up</button>
         </form>
         <h2>Price</h2>
         <form class="inline card" method="post" action={`/dashboard/accounts/${id}/price`}>
           <Csrf session={session} />
-          <label>
-            This account's price per message ({d.config.currency})
-            <input name="cost_per_message" inputmode="numeric" pattern="[0-9]*" required />
-          </label>
+          <FormProblem state={state} form="price" />
+          <Field
+            state={state}
+            form="price"
+            name="cost_per_message"
+            label={`This account's price per message (${d.config.currency})`}
+            inputmode="numeric"
+            required
+          />
           <button type="submit">Set own price</button>
         </form>
         {price.account_override ? (
@@ -132,17 +171,7 @@ export function accountPages(d: Dashboard) {
           </form>
         ) : null}
         <h2>Members</h2>
-        {options.invite ? (
-          <div class="card" role="status">
-            <p>
-              Invitation for <strong>{options.invite.email}</strong>: pass this link on (valid 72 hours, once). It is shown only now.
-            </p>
-            <code class="secret" id="invite-link">
-              {options.invite.link}
-            </code>
-            <CopyButton target="invite-link" what="link" />
-          </div>
-        ) : null}
+        {members.length === 0 ? <p class="muted">No members yet.</p> : null}
         <ul>
           {members.map((m) => (
             <li>
@@ -150,12 +179,22 @@ export function accountPages(d: Dashboard) {
             </li>
           ))}
         </ul>
+        <p class="muted">
+          A member who lost their link gets a new one on the <a href="/dashboard/users">Users</a> page.
+        </p>
         <form class="inline card" method="post" action={`/dashboard/accounts/${id}/invites`}>
           <Csrf session={session} />
-          <label>
-            E-mail of the new member
-            <input type="email" name="email" required />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="invite" />
+          <Field
+            state={state}
+            form="invite"
+            name="email"
+            label="E-mail of the new member"
+            type="email"
+            required
+            maxlength={MAX_EMAIL_CHARS}
+          />
           <button type="submit">Invite</button>
         </form>
       </Layout>,
@@ -163,127 +202,129 @@ export function accountPages(d: Dashboard) {
     )
   }
 
+  /** The account of an id in the path, or the 404 page. */
+  const pageOf = (session: Session, param: string, options?: Options) => {
+    const id = idParam(param)
+    return id === null ? notFound(session) : accountPage(session, id, options)
+  }
+
   return pageRoutes()
     .get('/accounts', async ({ request, query }) => {
-      const session = await d.sessionOf(request)
-      if (!session) return redirect('/dashboard/sign-in')
-      if (session.user.role !== 'operator') return notFound(session)
+      const session = await d.view(request, OPERATOR)
+      if (session instanceof Response) return session
       return accountsPage(session, typeof query.q === 'string' ? query.q : '')
     })
     .post('/accounts', async ({ request, body, server }) => {
-      const session = await d.change(request, body)
+      const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
-      if (session.user.role !== 'operator') return notFound(session)
-      try {
-        const opening = field(body, 'balance').trim() === '' ? 0 : integerField(body, 'balance')
-        const account = await createAccount(d.sql, d.tz, { name: field(body, 'name'), balance: opening, createdBy: session.user.id })
-        await audit(d.sql, {
-          user: session.user,
-          address: d.addressOf(request, server),
-          accountId: account.id,
-          action: 'account created',
-          detail: { name: account.name, balance: opening },
-        })
-        return redirect(`/dashboard/accounts/${account.id}`)
-      } catch (error) {
-        if (error instanceof ApiError) return accountsPage(session, '', { error: error.message, status: error.status })
-        throw error
-      }
+      return orError(
+        () =>
+          d.once(session, body, '/dashboard/accounts', async (tx) => {
+            const opening = field(body, 'balance').trim() === '' ? 0 : d.amount(body, 'balance')
+            const account = await createAccount(tx, d.tz, { name: field(body, 'name'), balance: opening, createdBy: session.user.id })
+            await auditOf(tx, session, request, server, {
+              accountId: account.id,
+              action: 'account created',
+              detail: { name: account.name, balance: opening },
+            })
+            return {
+              to: `/dashboard/accounts/${account.id}`,
+              notice: `Account ${account.name} created, with ${opening > 0 ? `an opening balance of ${d.money(opening)}` : 'a balance of 0'}.`,
+            }
+          }),
+        (message, status) => accountsPage(session, '', { state: formState('account', body, ACCOUNT_FIELDS, message), status }),
+      )
     })
     .get('/accounts/:id', async ({ request, params }) => {
-      const session = await d.sessionOf(request)
-      if (!session) return redirect('/dashboard/sign-in')
-      if (session.user.role !== 'operator') return notFound(session)
-      return accountPage(session, params.id)
+      const session = await d.view(request, OPERATOR)
+      return session instanceof Response ? session : pageOf(session, params.id)
     })
     .post('/accounts/:id/topups', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body)
+      const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
-      if (session.user.role !== 'operator') return notFound(session)
-      const id = Number(params.id)
-      try {
-        const amount = integerField(body, 'amount')
-        const note = field(body, 'note').trim().slice(0, 200) || null
-        await changeBalance(d.sql, id, 'topup', amount, note, session.user.id)
-        await audit(d.sql, {
-          user: session.user,
-          address: d.addressOf(request, server),
-          accountId: id,
-          action: 'top-up',
-          detail: { amount, note },
-        })
-        return redirect(`/dashboard/accounts/${id}`)
-      } catch (error) {
-        if (error instanceof ApiError) return accountPage(session, params.id, { error: error.message, status: error.status })
-        throw error
-      }
+      const id = idParam(params.id)
+      if (id === null) return notFound(session)
+      const back = `/dashboard/accounts/${id}`
+      return orError(
+        () =>
+          d.once(session, body, back, async (tx) => {
+            const amount = d.amount(body, 'amount')
+            const note = d.note(body, 'note')
+            const { wa_balance } = await changeBalance(tx, id, 'topup', amount, note, session.user.id)
+            await auditOf(tx, session, request, server, { accountId: id, action: 'top-up', detail: { amount, note } })
+            return { to: back, notice: `Top-up of ${d.money(amount)} booked; balance ${d.money(wa_balance)}.` }
+          }),
+        (message, status) =>
+          status === 404 ? notFound(session) : accountPage(session, id, { state: formState('topup', body, TOPUP_FIELDS, message), status }),
+      )
     })
     .post('/accounts/:id/invites', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body)
+      const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
-      if (session.user.role !== 'operator') return notFound(session)
-      const id = Number(params.id)
-      try {
-        const { user, token } = await createUser(d.sql, {
-          email: field(body, 'email'),
-          role: 'member',
-          accountId: id,
-          createdBy: session.user.id,
-        })
-        await audit(d.sql, {
-          user: session.user,
-          address: d.addressOf(request, server),
-          accountId: id,
-          action: 'member invited',
-          detail: { email: user.email },
-        })
-        const link = `${new URL(request.url).origin}/dashboard/link/${token}`
-        return accountPage(session, params.id, { invite: { email: user.email, link } })
-      } catch (error) {
-        if (error instanceof ApiError) return accountPage(session, params.id, { error: error.message, status: error.status })
-        throw error
-      }
+      const id = idParam(params.id)
+      if (id === null) return notFound(session)
+      const back = `/dashboard/accounts/${id}`
+      return orError(
+        () =>
+          d.once(session, body, back, async (tx) => {
+            const { user, token } = await createUser(tx, {
+              email: field(body, 'email'),
+              role: 'member',
+              accountId: id,
+              createdBy: session.user.id,
+            })
+            await auditOf(tx, session, request, server, { accountId: id, action: 'member invited', detail: { email: user.email } })
+            return { to: back, shown: shownLink(request, token, `Invitation for ${user.email}`, 'invite-link') }
+          }),
+        (message, status) =>
+          status === 404
+            ? notFound(session)
+            : accountPage(session, id, { state: formState('invite', body, INVITE_FIELDS, message), status }),
+      )
     })
     .post('/accounts/:id/price', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, 'operator')
+      const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
-      const id = Number(params.id)
-      if (!/^\d{1,15}$/.test(params.id)) return notFound(session)
+      const id = idParam(params.id)
+      if (id === null) return notFound(session)
       return orError(
         async () => {
           const previous = await getPrice(d.sql, id)
-          const price = await setPrice(d.sql, { cost_per_message: integerField(body, 'cost_per_message'), account_id: id })
-          await audit(d.sql, {
-            user: session.user,
-            address: d.addressOf(request, server),
+          const price = await setPrice(d.sql, { cost_per_message: d.amount(body, 'cost_per_message'), account_id: id })
+          await auditOf(d.sql, session, request, server, {
             accountId: id,
             action: 'account price set',
             detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
           })
-          return redirect(`/dashboard/accounts/${id}`)
+          return d.finish(session, {
+            to: `/dashboard/accounts/${id}`,
+            notice: `This account's own price is now ${d.money(price.cost_per_message)} per message (it was ${d.money(previous.cost_per_message)}).`,
+          })
         },
-        (error, status) => (status === 404 ? notFound(session) : accountPage(session, params.id, { error, status })),
+        (message, status) =>
+          status === 404 ? notFound(session) : accountPage(session, id, { state: formState('price', body, PRICE_FIELDS, message), status }),
       )
     })
     .post('/accounts/:id/price/clear', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, 'operator')
+      const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
-      const id = Number(params.id)
-      if (!/^\d{1,15}$/.test(params.id)) return notFound(session)
+      const id = idParam(params.id)
+      if (id === null) return notFound(session)
       return orError(
         async () => {
           const previous = await getPrice(d.sql, id)
           const price = await clearPriceOverride(d.sql, id)
-          await audit(d.sql, {
-            user: session.user,
-            address: d.addressOf(request, server),
+          await auditOf(d.sql, session, request, server, {
             accountId: id,
             action: 'account price cleared',
             detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
           })
-          return redirect(`/dashboard/accounts/${id}`)
+          return d.finish(session, {
+            to: `/dashboard/accounts/${id}`,
+            notice: `This account pays the global price again: ${d.money(price.cost_per_message)} per message.`,
+          })
         },
-        (error, status) => (status === 404 ? notFound(session) : accountPage(session, params.id, { error, status })),
+        (message, status) => (status === 404 ? notFound(session) : accountPage(session, id, { error: message, status })),
       )
     })
 }

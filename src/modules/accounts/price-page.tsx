@@ -2,7 +2,8 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, integerField, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
+import { Field, FormProblem, formState, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { getPrice, setPrice } from './service'
@@ -18,10 +19,10 @@ export function pricePages(d: Dashboard) {
   ) => audit(d.sql, { user: session.user, address: d.addressOf(request, server), ...entry })
   const OPERATOR = 'operator' as const
 
-  async function pricePage(session: Session, options: { error?: string; status?: number } = {}) {
+  async function pricePage(session: Session, options: { state?: FormState; status?: number } = {}) {
     const price = await getPrice(d.sql, null)
     return respond(
-      <Layout title="Price" session={session} error={options.error}>
+      <Layout title="Price" session={session}>
         <div class="stats">
           <div class="card stat">
             <div class="value">{price.cost_per_message.toLocaleString('en')}</div>
@@ -30,10 +31,15 @@ export function pricePages(d: Dashboard) {
         </div>
         <form class="inline card" method="post" action="/dashboard/price">
           <Csrf session={session} />
-          <label>
-            New price per message ({d.config.currency})
-            <input name="cost_per_message" inputmode="numeric" pattern="[0-9]*" required />
-          </label>
+          <FormProblem state={options.state} form="price" />
+          <Field
+            state={options.state}
+            form="price"
+            name="cost_per_message"
+            label={`New price per message (${d.config.currency})`}
+            inputmode="numeric"
+            required
+          />
           <button type="submit">Set price</button>
         </form>
         <p class="muted">An account's own price is set on its account page.</p>
@@ -53,15 +59,18 @@ export function pricePages(d: Dashboard) {
       return orError(
         async () => {
           const previous = await getPrice(d.sql, null)
-          const price = await setPrice(d.sql, { cost_per_message: integerField(body, 'cost_per_message') })
+          const price = await setPrice(d.sql, { cost_per_message: d.amount(body, 'cost_per_message') })
           await auditOf(session, request, server, {
             accountId: null,
             action: 'price set',
             detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
           })
-          return redirect('/dashboard/price')
+          return d.finish(session, {
+            to: '/dashboard/price',
+            notice: `The global price is now ${d.money(price.cost_per_message)} per message (it was ${d.money(previous.cost_per_message)}).`,
+          })
         },
-        (error, status) => pricePage(session, { error, status }),
+        (message, status) => pricePage(session, { state: formState('price', body, ['cost_per_message'], message), status }),
       )
     })
 }

@@ -3,6 +3,7 @@
 // the URL, 404 when it does not exist; members get 404 there, and operators on the member paths.
 
 import { type Dashboard, notFound, redirect } from '../../dashboard/context'
+import { h } from '../../dashboard/jsx'
 import type { Session } from '../../dashboard/session'
 import { accountName } from './service'
 
@@ -34,6 +35,17 @@ export async function changeScope(d: Dashboard, request: Request, body: unknown,
 
 /** "Contacts" for a member, "Contacts · Toko Budi" for an operator looking at an account. */
 export const titleOf = (scope: Scope, title: string) => (scope.accountName === null ? title : `${title} · ${scope.accountName}`)
+
+/** On an operator's page of an account: which account it is, a link back to its page. Nothing on a member's page. */
+export const AccountLink = (props: { scope: Scope }) =>
+  props.scope.accountName === null
+    ? null
+    : h(
+        'p',
+        { class: 'account-link' },
+        'Account ',
+        h('a', { href: `/dashboard/accounts/${props.scope.accountId}` }, props.scope.accountName),
+      )
 
 /** An id in a path: a positive whole number, or null (then 404). */
 export const idParam = (value: string | undefined) => (value && /^\d{1,15}$/.test(value) ? Number(value) : null)

@@ -5,8 +5,10 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted, pageRoutes } from '../../dashboard/context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { type Dashboard, field, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
+import { Field, FormError, FormProblem, FormToken, fieldProps, formState, type FormState } from '../../dashboard/components'
+import { MAX_NAME_CHARS } from '../../lib/validate'
+import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
 import type { CampaignDetail } from './model'
@@ -28,6 +30,7 @@ export const progressOf = (detail: CampaignDetail) => ({
 })
 
 const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'pending'] as const
+const CAMPAIGN_FIELDS = ['name', 'template_id', 'segment_id', 'schedule_at'] as const
 
 export function campaignPages(d: Dashboard) {
   const principalOf = (scope: Scope) => ({ accountId: scope.accountId, keyId: 0 })
@@ -35,11 +38,7 @@ export function campaignPages(d: Dashboard) {
   const ownCampaign = (scope: Scope, id: number | null) =>
     id === null ? Promise.resolve(null) : getCampaign(d.sql, d.tz, principalOf(scope), id).catch(() => null)
 
-  async function campaignsPage(
-    scope: Scope,
-    pageParam: string | undefined,
-    options: { error?: string; status?: number; values?: Record<string, string> } = {},
-  ) {
+  async function campaignsPage(scope: Scope, pageParam: string | undefined, options: { state?: FormState; status?: number } = {}) {
     const { session, base } = scope
     const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
     const [list, templates, segments] = await Promise.all([
@@ -49,9 +48,12 @@ export function campaignPages(d: Dashboard) {
     ])
     const details = await Promise.all(list.items.map((c) => getCampaign(d.sql, d.tz, principalOf(scope), c.id)))
     const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
-    const v = options.values ?? {}
+    const { state } = options
+    const template = fieldProps(state, 'campaign', 'template_id')
+    const segment = fieldProps(state, 'campaign', 'segment_id')
     return respond(
-      <Layout title={titleOf(scope, 'Campaigns')} session={session} error={options.error}>
+      <Layout title={titleOf(scope, 'Campaigns')} session={session}>
+        <AccountLink scope={scope} />
         <div class="table-wrap">
           <table>
             <thead>
@@ -104,39 +106,43 @@ export function campaignPages(d: Dashboard) {
         ) : (
           <form class="stack card" method="post" action={`${base}/campaigns`}>
             <Csrf session={session} />
-            <label>
-              Name
-              <input name="name" required maxlength={200} value={v.name ?? ''} />
-            </label>
-            <label>
-              Template
-              <select name="template_id" required>
-                {templates.items.map((t) => (
-                  <option value={String(t.id)} selected={v.template_id === String(t.id)}>
-                    {t.name}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Segment
-              <select name="segment_id" required>
-                {segments.items.map((s) => (
-                  <option value={String(s.id)} selected={v.segment_id === String(s.id)}>
-                    {s.name} ({counted(s.contact_count, 'contact')})
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Send at (optional, YYYY-MM-DD HH:MM:SS, {d.tz})
-              <input
-                name="schedule_at"
-                placeholder="2025-03-01 09:00:00"
-                value={v.schedule_at ?? ''}
-                pattern="\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
-              />
-            </label>
+            <FormToken session={session} />
+            <FormProblem state={state} form="campaign" />
+            <Field state={state} form="campaign" name="name" label="Name" required maxlength={MAX_NAME_CHARS} />
+            <div class="field">
+              <label>
+                Template
+                <select {...template.attributes} required>
+                  {templates.items.map((t) => (
+                    <option value={String(t.id)} selected={template.typed === String(t.id)}>
+                      {t.name}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <FormError state={state} form="campaign" name="template_id" />
+            </div>
+            <div class="field">
+              <label>
+                Segment
+                <select {...segment.attributes} required>
+                  {segments.items.map((s) => (
+                    <option value={String(s.id)} selected={segment.typed === String(s.id)}>
+                      {s.name} ({counted(s.contact_count, 'contact')})
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <FormError state={state} form="campaign" name="segment_id" />
+            </div>
+            <Field
+              state={state}
+              form="campaign"
+              name="schedule_at"
+              label={`Send at (optional, YYYY-MM-DD HH:MM:SS, ${d.tz})`}
+              placeholder="2025-03-01 09:00:00"
+              maxlength={19}
+            />
             <button type="submit">Create campaign</button>
           </form>
         )}
@@ -166,11 +172,12 @@ export function campaignPages(d: Dashboard) {
     const future = c.schedule_at !== null && c.status === 'draft'
     return respond(
       <Layout title={titleOf(scope, `Campaign ${c.name}`)} session={session} error={options.error}>
+        <AccountLink scope={scope} />
         <dl class="facts card">
           <dt>Status</dt>
           <dd id="campaign-status">{c.status}</dd>
           <dt>Template</dt>
-          <dd>{template?.name ?? `#${c.template_id}`}</dd>
+          <dd>{template ? <a href={`${base}/templates/${template.id}`}>{template.name}</a> : `#${c.template_id}`}</dd>
           <dt>Segment</dt>
           <dd>{segment ? `${segment.name} (tag ${segment.tag})` : `#${c.segment_id}`}</dd>
           <dt>Scheduled</dt>
@@ -224,10 +231,22 @@ export function campaignPages(d: Dashboard) {
   const app = pageRoutes()
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
+    // Each action on a campaign, its audit entry, and what the page says after it.
     const changes = [
-      ['run', runCampaign, 'campaign run'],
-      ['resume', resumeCampaign, 'campaign resumed'],
-      ['cancel', cancelCampaign, 'campaign cancelled'],
+      [
+        'run',
+        runCampaign,
+        'campaign run',
+        (c: CampaignDetail['campaign']) =>
+          c.status === 'scheduled' ? `Campaign ${c.name} will run at ${c.schedule_at}.` : `Campaign ${c.name} started sending.`,
+      ],
+      ['resume', resumeCampaign, 'campaign resumed', (c: CampaignDetail['campaign']) => `Campaign ${c.name} resumed.`],
+      [
+        'cancel',
+        cancelCampaign,
+        'campaign cancelled',
+        (c: CampaignDetail['campaign']) => `Campaign ${c.name} cancelled: no more of its messages are sent.`,
+      ],
     ] as const
 
     app
@@ -238,30 +257,34 @@ export function campaignPages(d: Dashboard) {
       .post(`${prefix}/campaigns`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
-        const values = Object.fromEntries(['name', 'template_id', 'segment_id', 'schedule_at'].map((n) => [n, field(body, n)]))
+        const scheduleAt = field(body, 'schedule_at').trim()
         return orError(
-          async () => {
-            const campaign = await createCampaign(
-              d.sql,
-              d.tz,
-              { accountId: scope.accountId, keyId: null },
-              {
-                name: values.name!,
-                template_id: Number(idParam(values.template_id!) ?? 0),
-                segment_id: Number(idParam(values.segment_id!) ?? 0),
-                schedule_at: values.schedule_at!.trim() === '' ? undefined : values.schedule_at!.trim(),
-              },
-            )
-            await audit(d.sql, {
-              user: scope.session.user,
-              address: d.addressOf(request, server),
-              accountId: scope.accountId,
-              action: 'campaign created',
-              detail: { campaign_id: campaign.id, name: campaign.name, schedule_at: campaign.schedule_at },
-            })
-            return redirect(`${scope.base}/campaigns/${campaign.id}`)
-          },
-          (error, status) => campaignsPage(scope, undefined, { error, status, values }),
+          () =>
+            d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
+              const campaign = await createCampaign(
+                tx,
+                d.tz,
+                { accountId: scope.accountId, keyId: null },
+                {
+                  name: field(body, 'name'),
+                  template_id: Number(idParam(field(body, 'template_id')) ?? 0),
+                  segment_id: Number(idParam(field(body, 'segment_id')) ?? 0),
+                  schedule_at: scheduleAt === '' ? undefined : scheduleAt,
+                },
+              )
+              await audit(tx, {
+                user: scope.session.user,
+                address: d.addressOf(request, server),
+                accountId: scope.accountId,
+                action: 'campaign created',
+                detail: { campaign_id: campaign.id, name: campaign.name, schedule_at: campaign.schedule_at },
+              })
+              return {
+                to: `${scope.base}/campaigns/${campaign.id}`,
+                notice: `Campaign ${campaign.name} created as a draft: nothing is sent until you run it.`,
+              }
+            }),
+          (message, status) => campaignsPage(scope, undefined, { state: formState('campaign', body, CAMPAIGN_FIELDS, message), status }),
         )
       })
       .get(`${prefix}/campaigns/:campaign`, async ({ request, params }) => {
@@ -278,7 +301,7 @@ export function campaignPages(d: Dashboard) {
         if (!detail) return new Response(JSON.stringify({ error: 'not found' }), { status: 404, headers })
         return new Response(JSON.stringify(progressOf(detail)), { headers })
       })
-    for (const [path, change, auditAction] of changes) {
+    for (const [path, change, auditAction, noticeOf] of changes) {
       app.post(`${prefix}/campaigns/:campaign/${path}`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
@@ -295,7 +318,8 @@ export function campaignPages(d: Dashboard) {
               action: auditAction,
               detail: { campaign_id: id },
             })
-            return redirect(`${scope.base}/campaigns/${id}`)
+            const now = (await ownCampaign(scope, id))?.campaign ?? detail.campaign
+            return d.finish(scope.session, { to: `${scope.base}/campaigns/${id}`, notice: noticeOf(now) })
           },
           async (error, status) => campaignPage(scope, (await ownCampaign(scope, id)) ?? detail, { error, status }),
         )

@@ -5,18 +5,31 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { type Dashboard, field, orError, respond, pageRoutes } from '../../dashboard/context'
+import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { AccountLink, changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
 import { audit } from '../users/service'
-import { contactValues, createContact, importContacts, listContacts, type ContactValues } from './service'
+import {
+  MAX_EMAIL,
+  MAX_SEARCH,
+  MAX_TAG,
+  MAX_TAGS,
+  MAX_TEXT,
+  contactValues,
+  createContact,
+  importContacts,
+  listContacts,
+  type ContactValues,
+} from './service'
 
 const PAGE_SIZE = 50
 export const MAX_IMPORT_ROWS = 10_000
 export const MAX_IMPORT_BYTES = 2 * 1024 * 1024
 const COLUMNS = ['name', 'phone', 'email', 'city', 'tags'] as const
 type Column = (typeof COLUMNS)[number]
+const IMPORT_FIELDS = ['csv', 'mode'] as const
 
 /** A query parameter given once, as text (a repeated one is ignored). */
 const textParam = (query: unknown, name: string) => {
@@ -25,6 +38,14 @@ const textParam = (query: unknown, name: string) => {
 }
 
 type BadRow = { line: number; reason: string }
+/** What an import did, shown on its report page. */
+type Report = { imported: number; bad: BadRow[]; allOrNothing: boolean }
+/** An import of "nothing if any row is bad" that found bad rows: nothing changed, the report comes back at once. */
+class NothingImported extends Error {
+  constructor(readonly report: Report) {
+    super('nothing imported')
+  }
+}
 type Checked = { rows: { line: number; values: ContactValues }[]; bad: BadRow[] }
 
 /** The rows of a CSV text, each checked by the contact service's own rules; duplicates within the file are bad rows too. */
@@ -86,30 +107,41 @@ export function checkContactsCsv(text: string): Checked | { error: string } {
 }
 
 export function contactPages(d: Dashboard) {
-  async function contactsPage(
-    scope: Scope,
-    query: { q?: string; page?: string },
-    options: { error?: string; status?: number; notice?: string } = {},
-  ) {
+  async function contactsPage(scope: Scope, query: { q?: string; page?: string }, options: { state?: FormState; status?: number } = {}) {
     const { session, base } = scope
-    const term = (query.q ?? '').trim().slice(0, 200)
+    const term = (query.q ?? '').trim()
     const pageNumber = /^\d{1,6}$/.test(query.page ?? '') ? Math.max(1, Number(query.page)) : 1
-    const list = await listContacts(
-      d.sql,
-      d.tz,
-      { accountId: scope.accountId, keyId: 0 },
-      { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE },
-      term,
-    )
+    // A search longer than the service takes is refused at its field, never cut.
+    const search: FormState | undefined =
+      term.length > MAX_SEARCH
+        ? { form: 'search', values: { q: term }, problem: { field: 'q', message: `search: must be at most ${MAX_SEARCH} characters` } }
+        : undefined
+    const list = search
+      ? { items: [], total: 0 }
+      : await listContacts(
+          d.sql,
+          d.tz,
+          { accountId: scope.accountId, keyId: 0 },
+          { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE },
+          term,
+        )
     const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
     const link = (n: number) => `${base}/contacts?${new URLSearchParams({ ...(term ? { q: term } : {}), page: String(n) })}`
+    const { state } = options
+    const mode = state?.form === 'import' ? state.values.mode : 'valid'
     return respond(
-      <Layout title={titleOf(scope, 'Contacts')} session={session} error={options.error} notice={options.notice}>
+      <Layout title={titleOf(scope, 'Contacts')} session={session}>
+        <AccountLink scope={scope} />
         <form class="inline card" method="get" action={`${base}/contacts`} role="search">
-          <label>
-            Search name, phone or e-mail
-            <input type="search" name="q" value={term} maxlength={200} />
-          </label>
+          <Field
+            state={search}
+            form="search"
+            name="q"
+            label="Search name, phone or e-mail"
+            type="search"
+            value={term}
+            maxlength={MAX_SEARCH}
+          />
           <button type="submit">Search</button>
         </form>
         <p class="muted">
@@ -154,31 +186,27 @@ export function contactPages(d: Dashboard) {
         <h2>Add a contact</h2>
         <form class="stack card" method="post" action={`${base}/contacts`}>
           <Csrf session={session} />
-          <label>
-            Name
-            <input name="name" required maxlength={200} />
-          </label>
-          <label>
-            Phone
-            <input name="phone" type="tel" required maxlength={40} placeholder="0812-3456-7890" />
-          </label>
-          <label>
-            E-mail
-            <input name="email" type="email" maxlength={254} />
-          </label>
-          <label>
-            City
-            <input name="city" maxlength={200} />
-          </label>
-          <label>
-            Tags (separated by commas)
-            <input name="tags" placeholder="vip, reseller" />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="contact" />
+          <Field state={state} form="contact" name="name" label="Name" required maxlength={MAX_TEXT} />
+          <Field state={state} form="contact" name="phone" label="Phone" type="tel" required maxlength={40} placeholder="0812-3456-7890" />
+          <Field state={state} form="contact" name="email" label="E-mail" type="email" maxlength={MAX_EMAIL} />
+          <Field state={state} form="contact" name="city" label="City" maxlength={MAX_TEXT} />
+          <Field
+            state={state}
+            form="contact"
+            name="tags"
+            label={`Tags (separated by commas; at most ${MAX_TAGS}, each at most ${MAX_TAG} characters)`}
+            maxlength={MAX_TAGS * (MAX_TAG + 2)}
+            placeholder="vip, reseller"
+          />
           <button type="submit">Add contact</button>
         </form>
         <h2>Import from CSV</h2>
         <form class="stack card" method="post" action={`${base}/contacts/import`} enctype="multipart/form-data">
           <Csrf session={session} />
+          <FormToken session={session} />
+          <FormProblem state={state} form="import" />
           <p class="muted">
             A header row is required; the columns are name, phone, email, city and tags, in any order (name and phone are needed). At most{' '}
             {MAX_IMPORT_ROWS.toLocaleString('en')} rows and 2 MB.
@@ -187,78 +215,94 @@ export function contactPages(d: Dashboard) {
             CSV file
             <input type="file" name="file" accept=".csv,text/csv" />
           </label>
-          <label>
-            Or paste the CSV text
-            <textarea name="csv" rows={5} placeholder={'name,phone,tags\nBudi,0812-3456-7890,vip'}></textarea>
-          </label>
+          <Field
+            state={state}
+            form="import"
+            name="csv"
+            label="Or paste the CSV text"
+            rows={5}
+            placeholder={'name,phone,tags\nBudi,0812-3456-7890,vip'}
+          />
           <fieldset>
             <legend>When some rows are bad</legend>
             <label class="choice">
-              <input type="radio" name="mode" value="valid" checked />
+              <input type="radio" name="mode" value="valid" checked={mode !== 'all'} />
               Import the valid rows
             </label>
             <label class="choice">
-              <input type="radio" name="mode" value="all" />
+              <input type="radio" name="mode" value="all" checked={mode === 'all'} />
               Import nothing if any row is bad
             </label>
           </fieldset>
           <button type="submit">Import contacts</button>
         </form>
       </Layout>,
-      options.status ?? 200,
+      search ? 422 : (options.status ?? 200),
     )
   }
 
-  function summaryPage(scope: Scope, result: { imported: number; bad: BadRow[]; allOrNothing: boolean }, status: number) {
-    const nothing = result.allOrNothing && result.bad.length > 0
+  /** An import's report: shown once after the import's redirect (from its flash), or at once when nothing was imported. */
+  function reportPage(scope: Scope, result: Report | null, status = 200) {
+    const nothing = result !== null && result.allOrNothing && result.bad.length > 0
     return respond(
       <Layout
         title={titleOf(scope, 'Contact import')}
         session={scope.session}
-        notice={nothing ? undefined : `${result.imported.toLocaleString('en')} ${result.imported === 1 ? 'contact' : 'contacts'} imported.`}
+        notice={
+          result === null || nothing
+            ? undefined
+            : `${result.imported.toLocaleString('en')} ${result.imported === 1 ? 'contact' : 'contacts'} imported.`
+        }
         error={
           nothing
             ? `Nothing was imported: ${result.bad.length.toLocaleString('en')} ${result.bad.length === 1 ? 'row is' : 'rows are'} bad.`
             : undefined
         }
       >
-        <div class="stats">
-          <div class="card stat">
-            <div class="value" id="imported">
-              {result.imported.toLocaleString('en')}
-            </div>
-            <div class="label">Imported</div>
-          </div>
-          <div class="card stat">
-            <div class="value" id="bad-rows">
-              {result.bad.length.toLocaleString('en')}
-            </div>
-            <div class="label">Bad rows</div>
-          </div>
-        </div>
-        {result.bad.length > 0 ? (
+        <AccountLink scope={scope} />
+        {result === null ? (
+          <p>There is no import report to show: a report is shown once, right after its import.</p>
+        ) : (
           <>
-            <h2>Bad rows</h2>
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Line</th>
-                    <th scope="col">Reason</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {result.bad.map((b) => (
-                    <tr>
-                      <td>{b.line}</td>
-                      <td>{b.reason}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
+            <div class="stats">
+              <div class="card stat">
+                <div class="value" id="imported">
+                  {result.imported.toLocaleString('en')}
+                </div>
+                <div class="label">Imported</div>
+              </div>
+              <div class="card stat">
+                <div class="value" id="bad-rows">
+                  {result.bad.length.toLocaleString('en')}
+                </div>
+                <div class="label">Bad rows</div>
+              </div>
             </div>
+            {result.bad.length > 0 ? (
+              <>
+                <h2>Bad rows</h2>
+                <div class="table-wrap">
+                  <table>
+                    <thead>
+                      <tr>
+                        <th scope="col">Line</th>
+                        <th scope="col">Reason</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {result.bad.map((b) => (
+                        <tr>
+                          <td>{b.line}</td>
+                          <td>{b.reason}</td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                </div>
+              </>
+            ) : null}
           </>
-        ) : null}
+        )}
         <p>
           <a href={`${scope.base}/contacts`}>Back to the contacts</a>
         </p>
@@ -287,65 +331,80 @@ export function contactPages(d: Dashboard) {
       .get(`${prefix}/contacts`, async ({ request, params, query }) => {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope
-        return orError(
-          () => contactsPage(scope, { q: textParam(query, 'q'), page: textParam(query, 'page') }),
-          (message, status) => contactsPage(scope, {}, { error: message, status }),
-        )
+        return contactsPage(scope, { q: textParam(query, 'q'), page: textParam(query, 'page') })
       })
       .post(`${prefix}/contacts`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
+        const to = `${scope.base}/contacts`
         return orError(
-          async () => {
-            const contact = await createContact(
-              d.sql,
-              d.tz,
-              { accountId: scope.accountId, keyId: 0 },
-              {
-                name: field(body, 'name'),
-                phone: field(body, 'phone'),
-                email: field(body, 'email'),
-                city: field(body, 'city'),
-                tags: field(body, 'tags'),
-              },
-            )
-            await audit(d.sql, {
-              user: scope.session.user,
-              address: d.addressOf(request, server),
-              accountId: scope.accountId,
-              action: 'contact created',
-              detail: { contact_id: contact.id, phone: contact.phone },
-            })
-            return redirect(`${scope.base}/contacts`)
-          },
-          (message, status) => contactsPage(scope, {}, { error: message, status }),
+          () =>
+            d.once(scope.session, body, to, async (tx) => {
+              const contact = await createContact(
+                tx,
+                d.tz,
+                { accountId: scope.accountId, keyId: 0 },
+                {
+                  name: field(body, 'name'),
+                  phone: field(body, 'phone'),
+                  email: field(body, 'email'),
+                  city: field(body, 'city'),
+                  tags: field(body, 'tags'),
+                },
+              )
+              await audit(tx, {
+                user: scope.session.user,
+                address: d.addressOf(request, server),
+                accountId: scope.accountId,
+                action: 'contact created',
+                detail: { contact_id: contact.id, phone: contact.phone },
+              })
+              return { to, notice: `Contact ${contact.name} (${contact.phone}) added.` }
+            }),
+          (message, status) => contactsPage(scope, {}, { state: formState('contact', body, COLUMNS, message), status }),
         )
+      })
+      .get(`${prefix}/contacts/import`, async ({ request, params }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        if (scope instanceof Response) return scope
+        const flashed = scope.session.flashes.find((f) => f.report)
+        return reportPage(scope, (flashed?.report as Report | undefined) ?? null)
       })
       .post(`${prefix}/contacts/import`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
+        const refuse = (message: string) =>
+          contactsPage(scope, {}, { state: formState('import', body, IMPORT_FIELDS, message), status: 422 })
         const mode = field(body, 'mode')
-        if (mode !== 'valid' && mode !== 'all') {
-          return contactsPage(scope, {}, { error: 'Choose whether to import the valid rows or nothing when a row is bad.', status: 422 })
-        }
+        if (mode !== 'valid' && mode !== 'all') return refuse('Choose whether to import the valid rows or nothing when a row is bad.')
         const text = await csvTextOf(body)
-        if (typeof text !== 'string') return contactsPage(scope, {}, { error: text.error, status: 422 })
+        if (typeof text !== 'string') return refuse(text.error)
         const checked = checkContactsCsv(text)
-        if ('error' in checked) return contactsPage(scope, {}, { error: checked.error, status: 422 })
+        if ('error' in checked) return refuse(checked.error)
         const allOrNothing = mode === 'all'
-        if (allOrNothing && checked.bad.length > 0) return summaryPage(scope, { imported: 0, bad: checked.bad, allOrNothing }, 422)
-        const done = await importContacts(d.sql, scope.accountId, checked.rows, allOrNothing)
-        const bad = [...checked.bad, ...done.bad].sort((a, b) => a.line - b.line)
-        if (done.imported > 0) {
-          await audit(d.sql, {
-            user: scope.session.user,
-            address: d.addressOf(request, server),
-            accountId: scope.accountId,
-            action: 'contacts imported',
-            detail: { imported: done.imported, bad_rows: bad.length, mode },
+        if (allOrNothing && checked.bad.length > 0) return reportPage(scope, { imported: 0, bad: checked.bad, allOrNothing }, 422)
+        const to = `${scope.base}/contacts/import`
+        try {
+          return await d.once(scope.session, body, `${scope.base}/contacts`, async (tx) => {
+            const done = await importContacts(tx, scope.accountId, checked.rows, allOrNothing)
+            const bad = [...checked.bad, ...done.bad].sort((a, b) => a.line - b.line)
+            // Numbers the account has already make the whole file bad in this mode: nothing changed, the form may be sent again.
+            if (allOrNothing && bad.length > 0) throw new NothingImported({ imported: 0, bad, allOrNothing })
+            if (done.imported > 0) {
+              await audit(tx, {
+                user: scope.session.user,
+                address: d.addressOf(request, server),
+                accountId: scope.accountId,
+                action: 'contacts imported',
+                detail: { imported: done.imported, bad_rows: bad.length, mode },
+              })
+            }
+            return { to, report: { imported: done.imported, bad, allOrNothing } satisfies Report }
           })
+        } catch (error) {
+          if (error instanceof NothingImported) return reportPage(scope, error.report, 422)
+          throw error
         }
-        return summaryPage(scope, { imported: done.imported, bad, allOrNothing }, allOrNothing && bad.length > 0 ? 422 : 200)
       })
   }
   return app

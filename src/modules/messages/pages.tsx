@@ -5,11 +5,13 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
-import { accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
+import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
 import { STATUSES, getAccountMessage, listAccountMessages } from './queries'
 import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
 import { messageLedger } from '../ledger/listing'
+import { getTemplate } from '../templates/service'
+import { getCampaign } from '../campaigns/service'
 
 const PER_PAGE = 50
 const MAX_ATTEMPTS_SHOWN = 200
@@ -32,6 +34,7 @@ export function messagePages(d: Dashboard) {
       const current = typeof pageNo === 'number' ? pageNo : 1
       return respond(
         <Layout title="Messages" session={session} error={error}>
+          <AccountLink scope={scope} />
           <form class="inline card" method="get" action={path} role="search">
             <label>
               Status
@@ -122,6 +125,10 @@ export function messagePages(d: Dashboard) {
     const ledger = await messageLedger(d.sql, d.tz, accountId, message.id)
     const deliveries = await listMessageDeliveries(d.sql, d.tz, message.id)
     const attempts = await Promise.all(deliveries.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: MAX_ATTEMPTS_SHOWN, offset: 0 })))
+    // What the message came from, by name (null: gone since, e.g. a deleted template).
+    const template = message.template_id === null ? null : await getTemplate(d.sql, d.tz, message.template_id, accountId).catch(() => null)
+    const campaign =
+      message.campaign_id === null ? null : await getCampaign(d.sql, d.tz, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
     const charged = -ledger.filter((r) => r.kind === 'charge').reduce((sum, r) => sum + r.amount, 0)
     const refunded = ledger.filter((r) => r.kind === 'refund').reduce((sum, r) => sum + r.amount, 0)
     const steps: [string, string | null, string?][] = [
@@ -137,6 +144,7 @@ export function messagePages(d: Dashboard) {
     if (message.refunded_at) steps.push(['Refunded', message.refunded_at])
     return respond(
       <Layout title={`Message to ${message.phone}`} session={session}>
+        <AccountLink scope={scope} />
         <p>
           <a href={`${base}/messages`}>All messages</a>
         </p>
@@ -155,13 +163,15 @@ export function messagePages(d: Dashboard) {
             {message.campaign_id !== null ? (
               <>
                 <dt>Campaign</dt>
-                <dd>#{message.campaign_id}</dd>
+                <dd>
+                  <a href={`${base}/campaigns/${message.campaign_id}`}>{campaign?.campaign.name ?? `#${message.campaign_id}`}</a>
+                </dd>
               </>
             ) : null}
             {message.template_id !== null ? (
               <>
                 <dt>Template</dt>
-                <dd>#{message.template_id}</dd>
+                <dd>{template ? <a href={`${base}/templates/${template.id}`}>{template.name}</a> : `#${message.template_id} (deleted)`}</dd>
               </>
             ) : null}
             {message.provider_template ? (

@@ -5,20 +5,28 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { type Dashboard, counted, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { MAX_BODY_CHARS, MAX_NAME_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
 import { PLACEHOLDERS } from '../../lib/template'
 import { deleteBinding, setBinding } from './bindings'
 import { TEMPLATE_RULES } from '../../providers/registry'
 import { type Binding, type Template } from './model'
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
-import { createSegment, deleteSegment, listSegments } from './segments'
+import { MAX_TAG, createSegment, deleteSegment, listSegments } from './segments'
 
 const LIST = { limit: 200, offset: 0 }
 const placeholderHelp = `Placeholders: ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}.`
 
-type BindingForm = { provider: string; ref: string; language: string; variables: string }
+const TEMPLATE_FIELDS = ['name', 'body'] as const
+const SEGMENT_FIELDS = ['name', 'tag'] as const
+const BINDING_FIELDS = ['ref', 'language', 'variables'] as const
+/** The longest approved-template reference, language code and variable list a binding form takes. */
+const MAX_REF_CHARS = 512
+const MAX_LANGUAGE_CHARS = 10
+const MAX_VARIABLES_CHARS = 2000
 /** "name, city" (or "{{name}} {{city}}") typed in the form: the placeholder names in order. */
 const variableNames = (text: string) =>
   text
@@ -28,17 +36,16 @@ const variableNames = (text: string) =>
 const bindingLine = (b: Binding) => `${b.provider}: ${b.ref}${b.language ? ` (${b.language})` : ''}`
 
 export function templatePages(d: Dashboard) {
-  async function templatesPage(
-    scope: Scope,
-    options: { error?: string; status?: number; template?: { name: string; body: string }; segment?: { name: string; tag: string } } = {},
-  ) {
+  async function templatesPage(scope: Scope, options: { error?: string; status?: number; state?: FormState } = {}) {
     const { session, base } = scope
+    const { state } = options
     const [templates, segments] = await Promise.all([
       listTemplates(d.sql, d.tz, scope.accountId, LIST),
       listSegments(d.sql, d.tz, scope.accountId, LIST),
     ])
     return respond(
       <Layout title={titleOf(scope, 'Templates and segments')} session={session} error={options.error}>
+        <AccountLink scope={scope} />
         <h2>Templates</h2>
         <div class="table-wrap">
           <table>
@@ -80,16 +87,10 @@ export function templatePages(d: Dashboard) {
         <h3>New template</h3>
         <form class="stack card" method="post" action={`${base}/templates`}>
           <Csrf session={session} />
-          <label>
-            Name
-            <input name="name" required maxlength={200} value={options.template?.name ?? ''} />
-          </label>
-          <label>
-            Text
-            <textarea name="body" required rows={4} maxlength={4096}>
-              {options.template?.body ?? ''}
-            </textarea>
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="template" />
+          <Field state={state} form="template" name="name" label="Name" required maxlength={MAX_NAME_CHARS} />
+          <Field state={state} form="template" name="body" label="Text" required rows={4} maxlength={MAX_BODY_CHARS} />
           <p class="muted">{placeholderHelp}</p>
           <button type="submit">Create template</button>
         </form>
@@ -129,14 +130,10 @@ export function templatePages(d: Dashboard) {
         <h3>New segment</h3>
         <form class="stack card" method="post" action={`${base}/segments`}>
           <Csrf session={session} />
-          <label>
-            Name
-            <input name="name" required maxlength={200} value={options.segment?.name ?? ''} />
-          </label>
-          <label>
-            Tag (the contacts carrying it, in any case)
-            <input name="tag" required maxlength={100} value={options.segment?.tag ?? ''} />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={state} form="segment" />
+          <Field state={state} form="segment" name="name" label="Name" required maxlength={MAX_NAME_CHARS} />
+          <Field state={state} form="segment" name="tag" label="Tag (the contacts carrying it, in any case)" required maxlength={MAX_TAG} />
           <button type="submit">Create segment</button>
         </form>
       </Layout>,
@@ -144,26 +141,16 @@ export function templatePages(d: Dashboard) {
     )
   }
 
-  function editPage(
-    scope: Scope,
-    template: Template,
-    options: { error?: string; status?: number; values?: { name: string; body: string }; binding?: BindingForm } = {},
-  ) {
-    const values = options.values ?? template
+  function editPage(scope: Scope, template: Template, options: { error?: string; status?: number; state?: FormState } = {}) {
+    const { state } = options
     return respond(
       <Layout title={titleOf(scope, `Template ${template.name}`)} session={scope.session} error={options.error}>
+        <AccountLink scope={scope} />
         <form class="stack card" method="post" action={`${scope.base}/templates/${template.id}`}>
           <Csrf session={scope.session} />
-          <label>
-            Name
-            <input name="name" required maxlength={200} value={values.name} />
-          </label>
-          <label>
-            Text
-            <textarea name="body" required rows={6} maxlength={4096}>
-              {values.body}
-            </textarea>
-          </label>
+          <FormProblem state={state} form="edit" />
+          <Field state={state} form="edit" name="name" label="Name" required maxlength={MAX_NAME_CHARS} value={template.name} />
+          <Field state={state} form="edit" name="body" label="Text" required rows={6} maxlength={MAX_BODY_CHARS} value={template.body} />
           <p class="muted">{placeholderHelp} A template used by a scheduled, sending or paused campaign cannot change.</p>
           <button type="submit">Save template</button>
         </form>
@@ -176,12 +163,7 @@ export function templatePages(d: Dashboard) {
         </p>
         {[...TEMPLATE_RULES].map(([provider, rules]) => {
           const bound = template.bindings.find((b) => b.provider === provider)
-          const typed = options.binding?.provider === provider ? options.binding : undefined
-          const shown = typed ?? {
-            ref: bound?.ref ?? '',
-            language: bound?.language ?? '',
-            variables: bound?.variables.join(', ') ?? '',
-          }
+          const form = `binding-${provider}`
           const base = `${scope.base}/templates/${template.id}/bindings/${provider}`
           return (
             <section class="card stack" id={`binding-${provider}`}>
@@ -196,20 +178,35 @@ export function templatePages(d: Dashboard) {
               </p>
               <form class="stack" method="post" action={base}>
                 <Csrf session={scope.session} />
-                <label>
-                  {`Template: ${rules.ref}`}
-                  <input name="ref" required maxlength={512} value={shown.ref} />
-                </label>
+                <FormProblem state={state} form={form} />
+                <Field
+                  state={state}
+                  form={form}
+                  name="ref"
+                  label={`Template: ${rules.ref}`}
+                  required
+                  maxlength={MAX_REF_CHARS}
+                  value={bound?.ref}
+                />
                 {rules.language === 'none' ? null : (
-                  <label>
-                    {`Language code (en_US, id)${rules.language === 'optional' ? ', optional' : ''}`}
-                    <input name="language" maxlength={10} required={rules.language === 'required'} value={shown.language} />
-                  </label>
+                  <Field
+                    state={state}
+                    form={form}
+                    name="language"
+                    label={`Language code (en_US, id)${rules.language === 'optional' ? ', optional' : ''}`}
+                    maxlength={MAX_LANGUAGE_CHARS}
+                    required={rules.language === 'required'}
+                    value={bound?.language ?? ''}
+                  />
                 )}
-                <label>
-                  Variables in the approved template's order: placeholder names, comma-separated (e.g. name, city)
-                  <input name="variables" maxlength={2000} value={shown.variables} />
-                </label>
+                <Field
+                  state={state}
+                  form={form}
+                  name="variables"
+                  label="Variables in the approved template's order: placeholder names, comma-separated (e.g. name, city)"
+                  maxlength={MAX_VARIABLES_CHARS}
+                  value={bound?.variables.join(', ')}
+                />
                 <button type="submit" aria-label={`Save the ${provider} binding`}>
                   Save binding
                 </button>
@@ -237,12 +234,13 @@ export function templatePages(d: Dashboard) {
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
     const record = (
+      db: Parameters<typeof audit>[0],
       scope: Scope,
       request: Request,
       server: Parameters<Dashboard['addressOf']>[1],
       action: string,
       detail: Record<string, unknown>,
-    ) => audit(d.sql, { user: scope.session.user, address: d.addressOf(request, server), accountId: scope.accountId, action, detail })
+    ) => audit(db, { user: scope.session.user, address: d.addressOf(request, server), accountId: scope.accountId, action, detail })
     /** The template of the scope's account, or null (404). */
     const ownTemplate = (scope: Scope, id: number | null) =>
       id === null ? Promise.resolve(null) : getTemplate(d.sql, d.tz, id, scope.accountId).catch(() => null)
@@ -255,14 +253,15 @@ export function templatePages(d: Dashboard) {
       .post(`${prefix}/templates`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
-        const input = { name: field(body, 'name'), body: field(body, 'body') }
+        const to = `${scope.base}/templates`
         return orError(
-          async () => {
-            const template = await createTemplate(d.sql, d.tz, scope.accountId, input)
-            await record(scope, request, server, 'template created', { template_id: template.id, name: template.name })
-            return redirect(`${scope.base}/templates`)
-          },
-          (error, status) => templatesPage(scope, { error, status, template: input }),
+          () =>
+            d.once(scope.session, body, to, async (tx) => {
+              const template = await createTemplate(tx, d.tz, scope.accountId, { name: field(body, 'name'), body: field(body, 'body') })
+              await record(tx, scope, request, server, 'template created', { template_id: template.id, name: template.name })
+              return { to, notice: `Template ${template.name} created.` }
+            }),
+          (message, status) => templatesPage(scope, { state: formState('template', body, TEMPLATE_FIELDS, message), status }),
         )
       })
       .get(`${prefix}/templates/:template`, async ({ request, params }) => {
@@ -276,14 +275,19 @@ export function templatePages(d: Dashboard) {
         if (scope instanceof Response) return scope
         const template = await ownTemplate(scope, idParam(params.template))
         if (!template) return notFound(scope.session)
-        const input = { name: field(body, 'name'), body: field(body, 'body') }
         return orError(
           async () => {
-            await updateTemplate(d.sql, d.tz, template.id, input, scope.accountId)
-            await record(scope, request, server, 'template changed', { template_id: template.id })
-            return redirect(`${scope.base}/templates`)
+            const saved = await updateTemplate(
+              d.sql,
+              d.tz,
+              template.id,
+              { name: field(body, 'name'), body: field(body, 'body') },
+              scope.accountId,
+            )
+            await record(d.sql, scope, request, server, 'template changed', { template_id: template.id })
+            return d.finish(scope.session, { to: `${scope.base}/templates`, notice: `Template ${saved.name} saved.` })
           },
-          (error, status) => editPage(scope, template, { error, status, values: input }),
+          (message, status) => editPage(scope, template, { state: formState('edit', body, TEMPLATE_FIELDS, message), status }),
         )
       })
       .post(`${prefix}/templates/:template/delete`, async ({ request, body, params, server }) => {
@@ -294,8 +298,8 @@ export function templatePages(d: Dashboard) {
         return orError(
           async () => {
             await deleteTemplate(d.sql, template.id, scope.accountId)
-            await record(scope, request, server, 'template deleted', { template_id: template.id, name: template.name })
-            return redirect(`${scope.base}/templates`)
+            await record(d.sql, scope, request, server, 'template deleted', { template_id: template.id, name: template.name })
+            return d.finish(scope.session, { to: `${scope.base}/templates`, notice: `Template ${template.name} deleted.` })
           },
           (error, status) => templatesPage(scope, { error, status }),
         )
@@ -305,12 +309,6 @@ export function templatePages(d: Dashboard) {
         if (scope instanceof Response) return scope
         const template = await ownTemplate(scope, idParam(params.template))
         if (!template || !TEMPLATE_RULES.has(params.provider)) return notFound(scope.session)
-        const typed = {
-          provider: params.provider,
-          ref: field(body, 'ref'),
-          language: field(body, 'language'),
-          variables: field(body, 'variables'),
-        }
         return orError(
           async () => {
             const binding = await setBinding(
@@ -318,19 +316,27 @@ export function templatePages(d: Dashboard) {
               d.tz,
               template.id,
               params.provider,
-              { ref: typed.ref.trim(), language: typed.language.trim() || null, variables: variableNames(typed.variables) },
+              {
+                ref: field(body, 'ref').trim(),
+                language: field(body, 'language').trim() || null,
+                variables: variableNames(field(body, 'variables')),
+              },
               scope.accountId,
             )
-            await record(scope, request, server, 'template bound', {
+            await record(d.sql, scope, request, server, 'template bound', {
               template_id: template.id,
               provider: binding.provider,
               ref: binding.ref,
               language: binding.language,
               variables: binding.variables,
             })
-            return redirect(`${scope.base}/templates/${template.id}`)
+            return d.finish(scope.session, {
+              to: `${scope.base}/templates/${template.id}`,
+              notice: `Template ${template.name} bound: ${bindingLine(binding)}.`,
+            })
           },
-          (error, status) => editPage(scope, template, { error, status, binding: typed }),
+          (message, status) =>
+            editPage(scope, template, { state: formState(`binding-${params.provider}`, body, BINDING_FIELDS, message), status }),
         )
       })
       .post(`${prefix}/templates/:template/bindings/:provider/delete`, async ({ request, body, params, server }) => {
@@ -341,8 +347,11 @@ export function templatePages(d: Dashboard) {
         return orError(
           async () => {
             await deleteBinding(d.sql, template.id, params.provider, scope.accountId)
-            await record(scope, request, server, 'template unbound', { template_id: template.id, provider: params.provider })
-            return redirect(`${scope.base}/templates/${template.id}`)
+            await record(d.sql, scope, request, server, 'template unbound', { template_id: template.id, provider: params.provider })
+            return d.finish(scope.session, {
+              to: `${scope.base}/templates/${template.id}`,
+              notice: `The ${params.provider} binding of template ${template.name} is removed: it goes as free-form text there.`,
+            })
           },
           (error, status) => editPage(scope, template, { error, status }),
         )
@@ -350,14 +359,18 @@ export function templatePages(d: Dashboard) {
       .post(`${prefix}/segments`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
-        const input = { name: field(body, 'name'), tag: field(body, 'tag') }
+        const to = `${scope.base}/templates`
         return orError(
-          async () => {
-            const segment = await createSegment(d.sql, d.tz, scope.accountId, input)
-            await record(scope, request, server, 'segment created', { segment_id: segment.id, name: segment.name, tag: segment.tag })
-            return redirect(`${scope.base}/templates`)
-          },
-          (error, status) => templatesPage(scope, { error, status, segment: input }),
+          () =>
+            d.once(scope.session, body, to, async (tx) => {
+              const segment = await createSegment(tx, d.tz, scope.accountId, { name: field(body, 'name'), tag: field(body, 'tag') })
+              await record(tx, scope, request, server, 'segment created', { segment_id: segment.id, name: segment.name, tag: segment.tag })
+              return {
+                to,
+                notice: `Segment ${segment.name} created: ${counted(segment.contact_count, 'contact')} tagged ${segment.tag} now.`,
+              }
+            }),
+          (message, status) => templatesPage(scope, { state: formState('segment', body, SEGMENT_FIELDS, message), status }),
         )
       })
       .post(`${prefix}/segments/:segment/delete`, async ({ request, body, params, server }) => {
@@ -368,8 +381,8 @@ export function templatePages(d: Dashboard) {
         return orError(
           async () => {
             await deleteSegment(d.sql, id, scope.accountId)
-            await record(scope, request, server, 'segment deleted', { segment_id: id })
-            return redirect(`${scope.base}/templates`)
+            await record(d.sql, scope, request, server, 'segment deleted', { segment_id: id })
+            return d.finish(scope.session, { to: `${scope.base}/templates`, notice: 'Segment deleted.' })
           },
           (error, status) => (status === 404 ? notFound(scope.session) : templatesPage(scope, { error, status })),
         )

@@ -1,43 +1,36 @@
-// The operator's users pages: the users (invite an operator, reset links, deactivate and reactivate)
-// and the audit log. 404 for members.
+// The operator's users pages: the users (invite an operator, a new one-time link for whoever lost
+// theirs, deactivate and reactivate) and the audit log. 404 for members.
 
 import { h } from '../../dashboard/jsx'
-import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted, pageRoutes } from '../../dashboard/context'
-import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
+import { Field, FormProblem, FormToken, formState, offsetOf, Pager, PAGE_SIZE, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { audit, createLink, createUser, getUser, listAudit, listUsersWithAccounts, setUserActive } from './service'
+import { shownLink } from './sign-in'
+import { MAX_EMAIL_CHARS, audit, createUser, getUser, listAudit, listUsersWithAccounts, newLink, setUserActive } from './service'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
 export function userPages(d: Dashboard) {
   const auditOf = (
+    db: Parameters<typeof audit>[0],
     session: Session,
     request: Request,
     server: Server,
     entry: { accountId: number | null; action: string; detail: Record<string, unknown> },
-  ) => audit(d.sql, { user: session.user, address: d.addressOf(request, server), ...entry })
+  ) => audit(db, { user: session.user, address: d.addressOf(request, server), ...entry })
 
   // ---- users
-  type Shown = { what: string; email: string; link: string }
-  async function usersPage(session: Session, options: { error?: string; status?: number; shown?: Shown } = {}) {
+  async function usersPage(session: Session, options: { error?: string; status?: number; state?: FormState } = {}) {
     const users = await listUsersWithAccounts(d.sql)
     return respond(
       <Layout title="Users" session={session} error={options.error}>
-        {options.shown ? (
-          <div class="card" role="status">
-            <p>
-              {options.shown.what} for <strong>{options.shown.email}</strong>: pass this link on (valid 72 hours, once). It is shown only
-              now.
-            </p>
-            <code class="secret" id="user-link">
-              {options.shown.link}
-            </code>
-            <CopyButton target="user-link" what="link" />
-          </div>
-        ) : null}
+        <p class="muted">
+          Someone who lost their one-time link gets a new one with <strong>New link</strong>: an invitation while they never set a password,
+          a password reset once they have. The link before it stops working.
+        </p>
         <div class="table-wrap">
           <table>
             <thead>
@@ -46,7 +39,7 @@ export function userPages(d: Dashboard) {
                 <th scope="col">Role</th>
                 <th scope="col">Account</th>
                 <th scope="col">State</th>
-                <th scope="col">Password reset</th>
+                <th scope="col">One-time link</th>
               </tr>
             </thead>
             <tbody>
@@ -75,10 +68,11 @@ export function userPages(d: Dashboard) {
                   </td>
                   <td>
                     {u.active ? (
-                      <form method="post" action={`/dashboard/users/${u.id}/reset`}>
+                      <form method="post" action={`/dashboard/users/${u.id}/link`}>
                         <Csrf session={session} />
-                        <button class="secondary" type="submit" aria-label={`Make a password-reset link for ${u.email}`}>
-                          Reset link
+                        <FormToken session={session} />
+                        <button class="secondary" type="submit" aria-label={`Make a new link for ${u.email}`}>
+                          New link
                         </button>
                       </form>
                     ) : null}
@@ -91,10 +85,17 @@ export function userPages(d: Dashboard) {
         <h2>Invite an operator</h2>
         <form class="inline card" method="post" action="/dashboard/users/invites">
           <Csrf session={session} />
-          <label>
-            E-mail of the new operator
-            <input type="email" name="email" required />
-          </label>
+          <FormToken session={session} />
+          <FormProblem state={options.state} form="operator" />
+          <Field
+            state={options.state}
+            form="operator"
+            name="email"
+            label="E-mail of the new operator"
+            type="email"
+            required
+            maxlength={MAX_EMAIL_CHARS}
+          />
           <button type="submit">Invite operator</button>
         </form>
         <p class="muted">Members are invited from their account's page.</p>
@@ -182,41 +183,42 @@ export function userPages(d: Dashboard) {
       const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
       return orError(
-        async () => {
-          const { user, token } = await createUser(d.sql, {
-            email: field(body, 'email'),
-            role: 'operator',
-            accountId: null,
-            createdBy: session.user.id,
-          })
-          await auditOf(session, request, server, {
-            accountId: null,
-            action: 'operator invited',
-            detail: { user_id: user.id, email: user.email },
-          })
-          const link = `${new URL(request.url).origin}/dashboard/link/${token}`
-          return usersPage(session, { shown: { what: 'Invitation', email: user.email, link } })
-        },
-        (error, status) => usersPage(session, { error, status }),
+        () =>
+          d.once(session, body, '/dashboard/users', async (tx) => {
+            const { user, token } = await createUser(tx, {
+              email: field(body, 'email'),
+              role: 'operator',
+              accountId: null,
+              createdBy: session.user.id,
+            })
+            await auditOf(tx, session, request, server, {
+              accountId: null,
+              action: 'operator invited',
+              detail: { user_id: user.id, email: user.email },
+            })
+            return { to: '/dashboard/users', shown: shownLink(request, token, `Invitation for ${user.email}`) }
+          }),
+        (message, status) => usersPage(session, { state: formState('operator', body, ['email'], message), status }),
       )
     })
-    .post('/users/:id/reset', async ({ request, body, params, server }) => {
+    .post('/users/:id/link', async ({ request, body, params, server }) => {
       const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
       const user = await userOf(params.id)
       if (!user) return notFound(session)
       return orError(
-        async () => {
-          if (!user.active) throw badValue('this user is deactivated: reactivate them first')
-          const token = await createLink(d.sql, user.id, 'reset', session.user.id)
-          await auditOf(session, request, server, {
-            accountId: user.account_id,
-            action: 'password reset link made',
-            detail: { user_id: user.id, email: user.email },
-          })
-          const link = `${new URL(request.url).origin}/dashboard/link/${token}`
-          return usersPage(session, { shown: { what: 'Password-reset link', email: user.email, link } })
-        },
+        () =>
+          d.once(session, body, '/dashboard/users', async (tx) => {
+            if (!user.active) throw badValue('this user is deactivated: reactivate them first')
+            const { kind, token } = await newLink(tx, user.id, session.user.id)
+            await auditOf(tx, session, request, server, {
+              accountId: user.account_id,
+              action: kind === 'invite' ? 'invitation link made' : 'password reset link made',
+              detail: { user_id: user.id, email: user.email },
+            })
+            const what = kind === 'invite' ? `A new invitation for ${user.email}` : `Password-reset link for ${user.email}`
+            return { to: '/dashboard/users', shown: shownLink(request, token, what) }
+          }),
         (error, status) => usersPage(session, { error, status }),
       )
     })
@@ -230,12 +232,17 @@ export function userPages(d: Dashboard) {
           const active = field(body, 'active') === 'true'
           if (!active && user.id === session.user.id) throw badValue('you cannot deactivate yourself')
           await setUserActive(d.sql, user.id, active)
-          await auditOf(session, request, server, {
+          await auditOf(d.sql, session, request, server, {
             accountId: user.account_id,
             action: active ? 'user reactivated' : 'user deactivated',
             detail: { user_id: user.id, email: user.email },
           })
-          return redirect('/dashboard/users')
+          return d.finish(session, {
+            to: '/dashboard/users',
+            notice: active
+              ? `${user.email} is active again and can sign in.`
+              : `${user.email} is deactivated: their sessions ended and their links stopped working.`,
+          })
         },
         (error, status) => usersPage(session, { error, status }),
       )

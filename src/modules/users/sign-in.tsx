@@ -23,6 +23,14 @@ import { MIN_PASSWORD_LENGTH, audit, setPasswordWithLink, signIn, userOfLink } f
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
 
+/** A one-time link (an invitation or a password reset) as shown once to the operator who made it, to pass on. */
+export const shownLink = (request: Request, token: string, what: string, id = 'user-link') => ({
+  id,
+  text: `${what}: pass this link on (valid 72 hours, once). It is shown only now.`,
+  value: `${new URL(request.url).origin}/dashboard/link/${token}`,
+  what: 'link',
+})
+
 export function signInPages(d: Dashboard) {
   function signInPage(request: Request, options: { error?: string; status?: number; email?: string } = {}) {
     const token = randomBase62(32)

@@ -2,7 +2,7 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
@@ -90,7 +90,10 @@ export function failedDeliveryPages(d: Dashboard) {
             action: 'webhook delivery replayed',
             detail: { key_id: delivery.api_key_id, delivery_id: id },
           })
-          return redirect('/dashboard/deliveries')
+          return d.finish(session, {
+            to: '/dashboard/deliveries',
+            notice: `Delivery ${id} will be sent again: it is off this list until it fails again.`,
+          })
         },
         (error, status) => (status === 404 ? notFound(session) : deliveriesPage(session, 0, { error, status })),
       )

@@ -5,12 +5,13 @@
 import { Elysia } from 'elysia'
 import { kind } from '../../http/routes'
 import { h, Fragment } from '../../dashboard/jsx'
-import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
-import { viewScope as accountView, changeScope as accountChange, type Scope } from '../accounts/scope'
-import { type Dashboard, field, notFound, orError, redirect, respond, counted } from '../../dashboard/context'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { AccountLink, viewScope as accountView, changeScope as accountChange, titleOf, type Scope } from '../accounts/scope'
+import { type Dashboard, field, notFound, orError, respond, counted } from '../../dashboard/context'
+import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
 import { ApiError } from '../../http/errors'
+import { MAX_MEDIA_URL_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
-import { getAccount } from '../accounts/service'
 import { deleteWebhook, listKeyWebhooks, registerWebhook, webhookSecret } from './service'
 import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { eventsCommitted } from './notify'
@@ -20,7 +21,7 @@ const PAGE_SIZE = 20
 const ATTEMPTS_SHOWN = 20
 
 type Server = Parameters<Dashboard['addressOf']>[1]
-type Options = { error?: string; status?: number; notice?: string; secret?: { keyId: number; secret: string } }
+type Options = { error?: string; status?: number; state?: FormState }
 
 /** `YYYY-MM-DDTHH:MM[:SS]` of a datetime-local field, as the API's `YYYY-MM-DD HH:MM:SS`. */
 function sinceOf(value: string): string {
@@ -38,17 +39,16 @@ export function webhookPages(d: Dashboard) {
     const { session, accountId, base } = scope
     const keys = await listKeyWebhooks(d.sql, accountId)
     const wanted = Number(typeof query.key === 'string' ? query.key : NaN)
-    const selected =
-      keys.find((k) => k.key_id === wanted) ?? keys.find((k) => k.key_id === options.secret?.keyId) ?? keys.find((k) => k.url) ?? keys[0]
+    const selected = keys.find((k) => k.key_id === wanted) ?? keys.find((k) => k.url) ?? keys[0]
     const offset = offsetOf(query.offset)
     const log = selected ? await listDeliveries(d.sql, d.tz, selected.key_id, undefined, { limit: PAGE_SIZE, offset }) : null
     const attempts = log
       ? await Promise.all(log.items.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: ATTEMPTS_SHOWN, offset: 0 })))
       : []
-    const title = session.user.role === 'operator' ? `Webhook · ${(await getAccount(d.sql, d.tz, accountId)).name}` : 'Webhook'
     const pageLink = (keyId: number, at: number) => `${base}?key=${keyId}${at > 0 ? `&offset=${at}` : ''}`
     return respond(
-      <Layout title={title} session={session} error={options.error} notice={options.notice}>
+      <Layout title={titleOf(scope, 'Webhook')} session={session} error={options.error}>
+        <AccountLink scope={scope} />
         <p class="muted">
           Each API key has its own callback URL: status events of the messages sent with a key go to that key's URL, signed with its secret.
         </p>
@@ -67,21 +67,19 @@ export function webhookPages(d: Dashboard) {
                 'No URL registered.'
               )}
             </p>
-            {options.secret?.keyId === k.key_id ? (
-              <div role="status">
-                <p>The signing secret. It is shown only now: reveal it again when you need it.</p>
-                <code class="secret" id="signing-secret">
-                  {options.secret.secret}
-                </code>
-                <CopyButton target="signing-secret" what="secret" />
-              </div>
-            ) : null}
             <form class="inline" method="post" action={`${base}/keys/${k.key_id}`}>
               <Csrf session={session} />
-              <label>
-                {k.url ? 'New URL' : 'URL'}
-                <input type="url" name="url" required maxlength={2048} placeholder="https://" />
-              </label>
+              <FormProblem state={options.state} form={`url-${k.key_id}`} />
+              <Field
+                state={options.state}
+                form={`url-${k.key_id}`}
+                name="url"
+                label={k.url ? 'New URL' : 'URL'}
+                type="url"
+                required
+                maxlength={MAX_MEDIA_URL_CHARS}
+                placeholder="https://"
+              />
               <button type="submit">{k.url ? 'Replace URL' : 'Register URL'}</button>
             </form>
             {k.url ? (
@@ -94,6 +92,7 @@ export function webhookPages(d: Dashboard) {
                 </form>
                 <form method="post" action={`${base}/keys/${k.key_id}/test`}>
                   <Csrf session={session} />
+                  <FormToken session={session} />
                   <button class="secondary" type="submit" aria-label={`Send a test event to the URL of key ${k.label}`}>
                     Send test event
                   </button>
@@ -118,10 +117,16 @@ export function webhookPages(d: Dashboard) {
             <h2>Deliveries of {selected.label}</h2>
             <form class="inline card" method="post" action={`${base}/keys/${selected.key_id}/replay-failed`}>
               <Csrf session={session} />
-              <label>
-                Replay failed deliveries created since
-                <input type="datetime-local" name="since" step={1} required />
-              </label>
+              <FormProblem state={options.state} form="replay" />
+              <Field
+                state={options.state}
+                form="replay"
+                name="since"
+                label="Replay failed deliveries created since"
+                type="datetime-local"
+                step={1}
+                required
+              />
               <button type="submit">Replay failed</button>
             </form>
             <p class="muted">
@@ -206,55 +211,103 @@ export function webhookPages(d: Dashboard) {
   }
 
   type Ctx = { request: Request; body: unknown; params: Record<string, string | undefined>; server: Server }
-  const auditOf = (scope: Scope, ctx: Ctx, action: string, detail: Record<string, unknown>) =>
-    audit(d.sql, { user: scope.session.user, address: d.addressOf(ctx.request, ctx.server), accountId: scope.accountId, action, detail })
+  type Key = { key_id: number; label: string; url: string | null }
+  const auditOf = (db: Parameters<typeof audit>[0], scope: Scope, ctx: Ctx, action: string, detail: Record<string, unknown>) =>
+    audit(db, { user: scope.session.user, address: d.addressOf(ctx.request, ctx.server), accountId: scope.accountId, action, detail })
 
-  /** A POST on one key: scope, the key, then `fn`; rule errors re-render the page with the message. */
+  /**
+   * A POST on one key: scope, the key, then `fn`. A rule it breaks re-renders the page with the problem
+   * at the field of form `form` (the key's URL form, or the replay form), or above the page without one.
+   */
   const keyChange =
-    (fn: (scope: Scope, key: { key_id: number; label: string; url: string | null }, ctx: Ctx) => Promise<Response>) => async (ctx: Ctx) => {
+    (form: ((key: Key) => string) | null, fn: (scope: Scope, key: Key, ctx: Ctx) => Promise<Response>) => async (ctx: Ctx) => {
       const scope = await changeScope(ctx.request, ctx.body, ctx.params?.id)
       if (scope instanceof Response) return scope
       const key = await keyOf(scope, ctx.params.key!)
       if (!key) return notFound(scope.session)
       return orError(
         () => fn(scope, key, ctx),
-        (error, status) => webhookPage(scope, { key: String(key.key_id) }, { error, status }),
+        (message, status) =>
+          webhookPage(
+            scope,
+            { key: String(key.key_id) },
+            form ? { state: formState(form(key), ctx.body, ['url', 'since'], message), status } : { error: message, status },
+          ),
       )
     }
+  const pageOf = (scope: Scope, keyId: number) => `${scope.base}?key=${keyId}`
 
-  const register = keyChange(async (scope, key, ctx) => {
-    const { url } = await registerWebhook(
-      d.sql,
-      { accountId: scope.accountId, keyId: key.key_id },
-      { url: field(ctx.body, 'url') },
-      d.config.webhookAllowPrivate,
-    )
-    await auditOf(scope, ctx, key.url ? 'webhook replaced' : 'webhook registered', { key_id: key.key_id, url, previous_url: key.url })
-    return redirect(`${scope.base}?key=${key.key_id}`)
-  })
-  const remove = keyChange(async (scope, key, ctx) => {
+  const register = keyChange(
+    (key) => `url-${key.key_id}`,
+    async (scope, key, ctx) => {
+      const { url } = await registerWebhook(
+        d.sql,
+        { accountId: scope.accountId, keyId: key.key_id },
+        { url: field(ctx.body, 'url') },
+        d.config.webhookAllowPrivate,
+      )
+      await auditOf(d.sql, scope, ctx, key.url ? 'webhook replaced' : 'webhook registered', {
+        key_id: key.key_id,
+        url,
+        previous_url: key.url,
+      })
+      return d.finish(scope.session, {
+        to: pageOf(scope, key.key_id),
+        notice: `${key.url ? 'The URL of' : 'A URL for'} key ${key.label} is now ${url}: its events go there.`,
+      })
+    },
+  )
+  const remove = keyChange(null, async (scope, key, ctx) => {
     await deleteWebhook(d.sql, { accountId: scope.accountId, keyId: key.key_id })
-    await auditOf(scope, ctx, 'webhook deleted', { key_id: key.key_id, url: key.url })
-    return redirect(`${scope.base}?key=${key.key_id}`)
+    await auditOf(d.sql, scope, ctx, 'webhook deleted', { key_id: key.key_id, url: key.url })
+    return d.finish(scope.session, {
+      to: pageOf(scope, key.key_id),
+      notice: `The URL of key ${key.label} is deleted: no events go out for it.`,
+    })
   })
-  const reveal = keyChange(async (scope, key, ctx) => {
+  // Revealing is no change, so it may happen twice; the secret waits for the page in a sealed flash.
+  const reveal = keyChange(null, async (scope, key, ctx) => {
     const secret = await webhookSecret(d.sql, { accountId: scope.accountId, keyId: key.key_id })
-    await auditOf(scope, ctx, 'webhook secret revealed', { key_id: key.key_id })
-    return webhookPage(scope, { key: String(key.key_id) }, { secret: { keyId: key.key_id, secret } })
+    await auditOf(d.sql, scope, ctx, 'webhook secret revealed', { key_id: key.key_id })
+    return d.finish(scope.session, {
+      to: pageOf(scope, key.key_id),
+      shown: {
+        id: 'signing-secret',
+        text: `The signing secret of key ${key.label}. It is shown only now: reveal it again when you need it.`,
+        value: secret,
+        what: 'secret',
+      },
+    })
   })
-  const test = keyChange(async (scope, key, ctx) => {
-    const event = await sendTestEvent(d.sql, d.tz, key.key_id)
+  const test = keyChange(null, async (scope, key, ctx) => {
+    const to = pageOf(scope, key.key_id)
+    const answer = await d.once(scope.session, ctx.body, to, async (tx) => {
+      const event = await sendTestEvent(tx, d.tz, key.key_id)
+      await auditOf(tx, scope, ctx, 'webhook test sent', { key_id: key.key_id, delivery_id: event.id })
+      return {
+        to,
+        notice: `A test event for key ${key.label} is on its way${event.url ? ` to ${event.url}` : ''}: its delivery is listed below.`,
+      }
+    })
     eventsCommitted(d.deps)
-    await auditOf(scope, ctx, 'webhook test sent', { key_id: key.key_id, delivery_id: event.id })
-    return redirect(`${scope.base}?key=${key.key_id}`)
+    return answer
   })
-  const replayFailed = keyChange(async (scope, key, ctx) => {
-    const since = sinceOf(field(ctx.body, 'since'))
-    const { replayed } = await replayFailedSince(d.sql, d.tz, key.key_id, since)
-    if (replayed > 0) eventsCommitted(d.deps)
-    await auditOf(scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
-    return redirect(`${scope.base}?key=${key.key_id}`)
-  })
+  const replayFailed = keyChange(
+    () => 'replay',
+    async (scope, key, ctx) => {
+      const since = sinceOf(field(ctx.body, 'since'))
+      const { replayed } = await replayFailedSince(d.sql, d.tz, key.key_id, since)
+      if (replayed > 0) eventsCommitted(d.deps)
+      await auditOf(d.sql, scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
+      return d.finish(scope.session, {
+        to: pageOf(scope, key.key_id),
+        notice:
+          replayed === 0
+            ? `No failed deliveries of key ${key.label} since ${since}: nothing to replay.`
+            : `${counted(replayed, 'failed delivery', 'failed deliveries')} of key ${key.label} since ${since} will be sent again.`,
+      })
+    },
+  )
   const replayOne = async (ctx: Ctx) => {
     const scope = await changeScope(ctx.request, ctx.body, ctx.params?.id)
     if (scope instanceof Response) return scope
@@ -270,8 +323,8 @@ export function webhookPages(d: Dashboard) {
       async () => {
         await replayDelivery(d.sql, d.tz, id)
         eventsCommitted(d.deps)
-        await auditOf(scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
-        return redirect(`${scope.base}?key=${delivery.api_key_id}`)
+        await auditOf(d.sql, scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
+        return d.finish(scope.session, { to: pageOf(scope, delivery.api_key_id), notice: `Delivery ${id} will be sent again.` })
       },
       (error, status) => webhookPage(scope, { key: String(delivery.api_key_id) }, { error, status }),
     )
