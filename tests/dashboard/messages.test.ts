@@ -263,16 +263,16 @@ describe('ledger', () => {
     const lines = csv.text.trimEnd().split('\r\n')
     const [count] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from ledger where account_id = ${own.accountId}`
     expect(lines.length).toBe(count!.n + 1) // all rows, not a page
-    expect(lines[0]).toBe('id,created_at,kind,amount,balance_after,message_id,note')
+    expect(lines[0]).toBe('id,created_at,kind,amount,balance_after,message_id,note,created_by')
     expect(lines[1]).toMatch(
-      /^\d+,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,topup,5,\d+,,"'=HYPERLINK\(""http:\/\/evil\.example"",""click""\), really"$/,
+      /^\d+,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,topup,5,\d+,,"'=HYPERLINK\(""http:\/\/evil\.example"",""click""\), really",[^,@]+@[^,]+$/,
     )
-    expect(lines[2]).toMatch(/^\d+,[\d :-]+,charge,-\d+,\d+,\d+,$/) // a charge: a negative number, not neutralised
+    expect(lines[2]).toMatch(/^\d+,[\d :-]+,charge,-\d+,\d+,\d+,,$/) // a charge: a negative number, not neutralised; by no one
     expect(lines.at(-1)).toMatch(/^\d+,[\d :-]+,topup,100000,100000,,/)
     const otherCsv = await otherMember.get('/dashboard/ledger.csv')
     expect(otherCsv.text).not.toContain('HYPERLINK')
     const filtered = await member.get(`/dashboard/ledger.csv?date_from=${encodeURIComponent('2999-01-01 00:00:00')}`)
-    expect(filtered.text).toBe('id,created_at,kind,amount,balance_after,message_id,note\r\n')
+    expect(filtered.text).toBe('id,created_at,kind,amount,balance_after,message_id,note,created_by\r\n')
     const bad = await member.get('/dashboard/ledger.csv?date_from=nope')
     expect(bad.status).toBe(422)
     expect(bad.headers.get('content-type')).toContain('text/html')

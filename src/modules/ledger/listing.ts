@@ -13,6 +13,8 @@ type LedgerRowDb = {
   balance_after: number
   message_id: number | null
   note: string | null
+  /** The e-mail of the dashboard user who made a top-up or adjustment; null when the admin API or the CLI made it, and for charges and refunds. */
+  created_by: string | null
   created_at: Date
 }
 
@@ -22,8 +24,10 @@ export async function listLedger(sql: Sql, tz: string, accountId: number, p: Pag
   const where = () => sql`account_id = ${accountId}
     ${range.from ? sql`and created_at >= ${range.from}` : sql``} ${range.before ? sql`and created_at < ${range.before}` : sql``}`
   const rows = await sql<LedgerRowDb[]>`
-    select id, kind, amount, balance_after, message_id, note, created_at
-    from ledger where ${where()} order by id desc limit ${p.limit} offset ${p.offset}`
+    select l.id, l.kind, l.amount, l.balance_after, l.message_id, l.note, u.email as created_by, l.created_at
+    from (select * from ledger where ${where()} order by id desc limit ${p.limit} offset ${p.offset}) l
+    left join users u on u.id = l.created_by
+    order by l.id desc`
   const [count] = await sql<{ n: number; sum: number }[]>`
     select count(*)::int as n from ledger where ${where()}`
   return pageOf(
@@ -36,7 +40,8 @@ export async function listLedger(sql: Sql, tz: string, accountId: number, p: Pag
 /** The ledger rows of one message of an account (its charge, and a refund if it had one), oldest first. */
 export async function messageLedger(sql: Sql, tz: string, accountId: number, messageId: number) {
   const rows = await sql<LedgerRowDb[]>`
-    select id, kind, amount, balance_after, message_id, note, created_at
-    from ledger where message_id = ${messageId} and account_id = ${accountId} order by id`
+    select l.id, l.kind, l.amount, l.balance_after, l.message_id, l.note, u.email as created_by, l.created_at
+    from ledger l left join users u on u.id = l.created_by
+    where l.message_id = ${messageId} and l.account_id = ${accountId} order by l.id`
   return rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! }))
 }

@@ -10,5 +10,9 @@ export const LedgerRow = t.Object({
   balance_after: t.Integer(),
   message_id: t.Union([t.Integer(), t.Null()]),
   note: t.Union([t.String(), t.Null()]),
+  created_by: t.Union([t.String(), t.Null()], {
+    description:
+      'E-mail of the dashboard user who made a top-up or adjustment; null when it was made through the admin API or the CLI, and for charges and refunds',
+  }),
   created_at: t.String(),
 })

@@ -6,11 +6,18 @@ import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
 import { PAGE_HEADERS } from '../../dashboard/session'
-import { accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
+import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { listLedger } from './listing'
 import { dateRange } from '../../http/values'
 
 const PER_PAGE = 50
+
+/**
+ * Who made a row: the dashboard user of a top-up or adjustment, else the admin API or the CLI (which
+ * act with the admin token, no user); charges and refunds are the service's own, by no one.
+ */
+const authorOf = (row: { kind: string; created_by: string | null }) =>
+  row.kind === 'topup' || row.kind === 'adjustment' ? (row.created_by ?? 'admin API or CLI') : null
 
 /**
  * One CSV field: quoted when it holds a quote, comma or line break; text that a spreadsheet would
@@ -37,6 +44,7 @@ export function ledgerPages(d: Dashboard) {
       const current = typeof pageNo === 'number' ? pageNo : 1
       return respond(
         <Layout title="Ledger" session={session} error={error}>
+          <AccountLink scope={scope} />
           <form class="inline card" method="get" action={path} role="search">
             <label>
               From
@@ -67,6 +75,7 @@ export function ledgerPages(d: Dashboard) {
                       <th scope="col">Balance after</th>
                       <th scope="col">Note</th>
                       <th scope="col">Message</th>
+                      <th scope="col">By</th>
                     </tr>
                   </thead>
                   <tbody>
@@ -78,6 +87,7 @@ export function ledgerPages(d: Dashboard) {
                         <td class="num">{r.balance_after.toLocaleString('en')}</td>
                         <td>{r.note ?? ''}</td>
                         <td>{r.message_id !== null ? <a href={`${base}/messages/${r.message_id}`}>#{r.message_id}</a> : ''}</td>
+                        <td>{authorOf(r) ?? ''}</td>
                       </tr>
                     ))}
                   </tbody>
@@ -107,9 +117,9 @@ export function ledgerPages(d: Dashboard) {
     return orError(
       async () => {
         const all = await listLedger(d.sql, d.tz, scope.accountId, { limit: Number.MAX_SAFE_INTEGER, offset: 0 }, dateRange(filter, d.tz))
-        const lines = [['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note'].join(',')]
+        const lines = [['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note', 'created_by'].join(',')]
         for (const r of all.items) {
-          lines.push([r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note].map(csvField).join(','))
+          lines.push([r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note, authorOf(r)].map(csvField).join(','))
         }
         return new Response(lines.join('\r\n') + '\r\n', {
           headers: {
