@@ -43,7 +43,7 @@ export function createApp(deps: Deps) {
   const routes: RouteTable = new RouteTable((): RouteInfo[] => composed.routes)
   const composed = new Elysia()
     .state('routes', routes)
-    .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages }))
+    .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
     .use(docsRoutes({ routes, documents: DOCUMENTS }))
     .use(healthRoutes(deps.sql))
     // The integrator's API

@@ -7,6 +7,7 @@ import { Elysia } from 'elysia'
 import type { Deps } from '../deps'
 import type { ErrorPages } from '../http/shell'
 import { dashboardContext, redirect, respond, type Dashboard } from './context'
+import type { Session } from './session'
 import { h } from './jsx'
 import { Layout } from './layout'
 import { kind } from '../http/routes'
@@ -43,14 +44,24 @@ export function dashboardRoutes(deps: Deps, pages: { open: Pages[]; guarded: Pag
   for (const page of pages.guarded) guarded.use(page(d))
   const app = new Elysia({ name: 'dashboard', detail: kind('page') }).get('/dashboard/assets/:name', ({ params }) => {
     const file = Object.hasOwn(ASSETS, params.name) ? ASSETS[params.name] : undefined
-    return file ? asset(file) : dashboardErrorPages.render(404, 'This page does not exist.')
+    return file ? asset(file) : errorPage(404, 'This page does not exist.', null)
   })
   for (const page of pages.open) app.use(page(d))
   return app.use(guarded)
 }
 
-/** The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure). */
-export const dashboardErrorPages: ErrorPages = {
-  prefix: '/dashboard',
-  render: (status, message) => respond(<Layout title={status === 404 ? 'Not found' : 'Something went wrong'} error={message} />, status),
+const errorPage = (status: number, message: string, session: Session | null) =>
+  respond(<Layout title={status === 404 ? 'Not found' : 'Something went wrong'} session={session} error={message} />, status)
+
+/**
+ * The dashboard's answer to what no page handles (an unknown path, an unreadable form, a failure):
+ * inside the layout, with the navigation when the browser is signed in. A session that cannot be
+ * read (the database is what failed) leaves the page without it.
+ */
+export function dashboardErrorPages(deps: Deps): ErrorPages {
+  const d = dashboardContext(deps)
+  return {
+    prefix: '/dashboard',
+    render: async (status, message, request) => errorPage(status, message, await d.sessionOf(request).catch(() => null)),
+  }
 }

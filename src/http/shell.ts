@@ -49,7 +49,7 @@ async function authenticateKind(sql: Sql, config: Config, request: Request, kind
 }
 
 /** Pages outside the API (the dashboard) answer their errors as pages, not as the API's envelope. */
-export type ErrorPages = { prefix: string; render(status: number, message: string): Response }
+export type ErrorPages = { prefix: string; render(status: number, message: string, request: Request): Response | Promise<Response> }
 
 export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; errorPages?: ErrorPages }) {
   const { config, sql, routes } = deps
@@ -123,8 +123,8 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
         const requestId = requestIdOf(request)
         const pages = deps.errorPages
         if (pages && (path === pages.prefix || path.startsWith(`${pages.prefix}/`))) {
-          if (code === 'NOT_FOUND') return pages.render(404, 'This page does not exist.')
-          if (code === 'PARSE') return pages.render(400, 'The form could not be read.')
+          if (code === 'NOT_FOUND') return pages.render(404, 'This page does not exist.', request)
+          if (code === 'PARSE') return pages.render(400, 'The form could not be read.', request)
           if (!(error instanceof ApiError)) {
             log.error('unhandled error', {
               request_id: requestId,
@@ -132,9 +132,9 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
               path: loggedPath(path),
               error: error instanceof Error ? error.name : String(code),
             })
-            return pages.render(500, `Something went wrong on our side (request id ${requestId}).`)
+            return pages.render(500, `Something went wrong on our side (request id ${requestId}).`, request)
           }
-          return pages.render(error.status, error.message)
+          return pages.render(error.status, error.message, request)
         }
         if (error instanceof ReplayedAnswer) {
           return new Response(error.status < 400 ? error.body : withRequestId(error.body, requestId), {
