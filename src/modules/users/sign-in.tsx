@@ -120,7 +120,7 @@ export function signInPages(d: Dashboard) {
         throw error
       })
       if (!user) return respond(<Layout title="Link not valid" error="This link was used already or has expired." />, 404)
-      await audit(d.sql, { user, address: null, accountId: user.account_id, action: 'password set' })
+      await audit(d.sql, { user, address: d.addressOf(request), accountId: user.account_id, action: 'password set' })
       const { token } = await startSession(d.sql, user.id)
       identify(request, { auth: 'session', user_id: user.id, account_id: user.account_id ?? undefined })
       return redirect('/dashboard', [sessionCookie(token)])
