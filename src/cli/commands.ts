@@ -3,8 +3,11 @@
 // --quiet are handled by the caller. Examples use the shell variables the quickstart exports
 // (ACCOUNT_ID, KEY_ID) or that the README's worked examples set.
 
+import type { IssuedLink, User as ListedUser } from '../modules/users/model'
+import { CliError } from './client'
 import { QUIET, type Command, type Context, type Flag } from './command'
 import { amount, cell, count, listing, type Column, type Page } from './format'
+import { program } from './program'
 
 type Account = { id: number; name: string; wa_balance: number; cost_per_message: number; created_at: string }
 type Key = {
@@ -134,7 +137,58 @@ export const userCommands: Command[] = [
       }
     },
   },
+  {
+    name: 'user list',
+    args: [],
+    summary: 'the dashboard users, operators and members, oldest first',
+    example: 'bun run admin user list',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<ListedUser>>('GET', `/admin/v1/users${pageQuery(ctx)}`)
+      const columns: Column<ListedUser>[] = [
+        { header: 'ID', value: (u) => String(u.id), right: true },
+        { header: 'EMAIL', value: (u) => cell(u.email, 60) },
+        { header: 'ROLE', value: (u) => u.role },
+        { header: 'ACCOUNT', value: (u) => cell(u.account_id), right: true },
+        { header: 'STATUS', value: (u) => (!u.active ? 'deactivated' : u.password_set ? 'active' : 'invited') },
+        { header: 'CREATED', value: (u) => u.created_at },
+      ]
+      return { data: page, text: () => listing(page, ['user'], columns, 'oldest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'user link',
+    args: ['EMAIL|ID'],
+    summary: 'a new one-time link for a user who lost theirs: an invitation, or a password reset',
+    details:
+      'An invitation while the user has never set a password, a password reset once they have; either is valid 72 hours ' +
+      'and works once. The earlier unused links of the user stop working. EMAIL|ID is their e-mail, or their id in ' +
+      '`bun run admin user list`.',
+    example: 'bun run admin user link ops@example.com',
+    async run(ctx) {
+      const issued = await ctx.api.call<IssuedLink>('POST', `/admin/v1/users/${await userId(ctx)}/link`)
+      const what = issued.kind === 'invite' ? 'invitation' : 'password-reset'
+      return {
+        data: issued,
+        text: () =>
+          [
+            `new ${what} link for ${issued.role} ${issued.email}; earlier links of theirs no longer work`,
+            'pass on this one-time link (valid 72 hours):',
+            issued.link,
+          ].join('\n'),
+      }
+    },
+  },
 ]
+
+/** The id of the user the argument EMAIL|ID names: an id as given, an e-mail looked up. */
+async function userId(ctx: Context): Promise<number> {
+  const given = ctx.args['EMAIL|ID']!
+  if (/^\d+$/.test(given)) return ctx.id('EMAIL|ID')
+  const found = await ctx.api.call<Page<ListedUser>>('GET', `/admin/v1/users?email=${encodeURIComponent(given)}`)
+  if (!found.items[0]) throw new CliError(`no user with the e-mail ${cell(given, Infinity)} (see: ${program.admin} user list)`)
+  return found.items[0].id
+}
 
 export const accountCommands: Command[] = [
   {

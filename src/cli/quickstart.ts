@@ -7,6 +7,7 @@
 import { CliError } from './client'
 import type { Command, Context } from './command'
 import { amount, cell, count } from './format'
+import { program } from './program'
 
 type Account = { id: number; name: string; wa_balance: number; cost_per_message: number }
 type Key = { id: number; label: string; key: string }
@@ -86,7 +87,7 @@ export const quickstart: Command = {
           ? [`The dashboard, as ${member.email}: set the password with this one-time link (valid 72 hours):`, member.link]
           : [
               `The dashboard: sign in at ${base}/dashboard as ${email} (invited by an earlier quickstart;`,
-              "if its link is lost, an operator makes a new one on the account's page).",
+              `if its link is lost, make a new one: ${program.admin} user link ${email}).`,
             ]),
       ].join('\n')
     return { data: { account, key, member, reused: Boolean(found) }, text }

@@ -12,6 +12,7 @@
 
 import { unreachable } from './client'
 import type { Command, Context } from './command'
+import { program } from './program'
 
 export type WebhookCommand = {
   /** Service root, e.g. http://127.0.0.1:3000 */
@@ -284,7 +285,7 @@ async function sendTest(command: WebhookCommand): Promise<number> {
   } catch (error) {
     if (error instanceof WebhookCliError && error.message.includes('no webhook URL and no listener')) {
       fail(
-        `${error.message}: register a URL (POST /api/v1/webhook), run \`bun run admin webhook listen ${keyId} --forward-to URL\` ` +
+        `${error.message}: register a URL (POST /api/v1/webhook), run \`${program.admin} webhook listen ${keyId} --forward-to URL\` ` +
           'in another terminal, or send it yourself with --forward-to URL',
       )
     }
@@ -304,7 +305,7 @@ async function sendTest(command: WebhookCommand): Promise<number> {
     if (!attempt) await Bun.sleep(200)
   }
   if (!attempt) {
-    const text = `test event [${queued.webhook_id}] queued as delivery ${queued.id}, not attempted yet (see: bun run admin deliveries ${keyId})`
+    const text = `test event [${queued.webhook_id}] queued as delivery ${queued.id}, not attempted yet (see: ${program.admin} deliveries ${keyId})`
     console.log(command.json ? JSON.stringify({ ...queued, attempt: null }) : text)
     return 1
   }
