@@ -151,6 +151,13 @@ test('a mistyped command, subcommand or flag: exit 2, naming it and the closest 
   expect(json(admin('account', 'list', '--json')).total).toBe(0)
 })
 
+test('the command line loads nothing of the service: the models give it types only', async () => {
+  const built = await Bun.build({ entrypoints: [join(root, 'src/cli/admin.ts')], target: 'bun', metafile: true })
+  const inputs = Object.keys(built.metafile!.inputs)
+  expect(inputs).toContain('src/cli/commands.ts')
+  expect(inputs.filter((path) => path.startsWith('src/modules/') || path.includes('node_modules/'))).toEqual([])
+})
+
 test('--version prints the package version', () => {
   expect(admin('--version')).toEqual({ code: 0, out: `${version}\n`, err: '' })
 })
