@@ -309,65 +309,60 @@ describe('compiled binary', () => {
     }
   }, 60_000)
 
-  test('operated with the binary alone: quickstart, operator create, a lost link made again, webhook listen', async () => {
-    // A directory of its own, with only the binary; no ADMIN_TOKEN: the service writes ./data/admin-token
-    // and the command line, run in the same directory with the same PORT, finds the service and the token.
+  test("operated with the binary alone, as the README's single-binary section shows: quickstart, operator create, a lost link made again, webhook listen", async () => {
+    // A directory of its own, with only the binary, on PATH as the README installs it; no ADMIN_TOKEN:
+    // the service writes ./data/admin-token, and the command line, run in the same directory with the
+    // same PORT, finds the service and the token there.
     const dir = temp('messaging-operate-')
     copyFileSync(join(runDir, BINARY), join(dir, BINARY))
     chmodSync(join(dir, BINARY), 0o755)
     const port = freePort()
-    const env: Record<string, string> = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      PORT: String(port),
-      SIM_DELIVERED_MS: '100',
-      SIM_READ_MS: '200',
-    }
+    const path = `${dir}:${process.env.PATH ?? '/usr/bin:/bin'}`
+    const env: Record<string, string> = { PATH: path, PORT: String(port), SIM_DELIVERED_MS: '100', SIM_READ_MS: '200' }
     if (databaseUrl) env.DATABASE_URL = databaseUrl
-    const service = spawnChild([join(dir, BINARY)], dir, env, port)
+    const service = spawnChild([BINARY], dir, env, port)
     children.push(service)
     await waitReady(service)
     expect(statSync(join(dir, 'data', 'admin-token')).mode & 0o777).toBe(0o600)
-    const admin = (...args: string[]) => runIn(dir, [join(dir, BINARY), 'admin', ...args], { PORT: String(port) })
+    const shell = (script: string) => runIn(dir, ['bash', '-c', script], { PATH: path, PORT: String(port) })
     const base = `http://127.0.0.1:${port}`
+    const linkIn = (text: string) => [...text.matchAll(/^(http:\/\/\S+\/dashboard\/link\/\w+)$/gm)].map((m) => m[1]!)
 
-    const quickstart = await admin('quickstart')
+    // The first quickstart prints the demo member's link...
+    const quickstart = await shell(`${BINARY} admin quickstart`)
     expect(quickstart).toMatchObject({ code: 0, stderr: '' })
-    const exported = Object.fromEntries(
-      [.../^export (.+)$/m.exec(quickstart.stdout)![1]!.matchAll(/(\w+)=(\S+)/g)].map((m) => [m[1]!, m[2]!]),
-    )
-    expect(Object.keys(exported)).toEqual(['KEY', 'ACCOUNT_ID', 'KEY_ID'])
     expect(quickstart.stdout).toContain(`curl -s ${base}/api/v1/balance -H "Authorization: Bearer $KEY"`)
-    const balance = await call(port, 'GET', '/api/v1/balance', exported.KEY!)
-    expect(balance).toMatchObject({ status: 200, body: { success: true, data: { wa_balance: 100_000 } } })
+    const [firstLink] = linkIn(quickstart.stdout)
+    expect((await fetch(firstLink!)).status).toBe(200)
 
-    const operator = await admin('operator', 'create', 'ops@example.com')
-    expect(operator).toMatchObject({ code: 0, stderr: '' })
-    const operatorLink = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(operator.stdout)![1]!
-    expect((await fetch(operatorLink)).status).toBe(200)
-
-    // The demo member's link is lost: a new one works, the first one no longer does.
-    const memberEmail = `demo-${exported.ACCOUNT_ID}@example.com`
-    const firstLink = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(quickstart.stdout)![1]!
-    expect((await fetch(firstLink)).status).toBe(200)
-    const again = await admin('user', 'link', memberEmail)
-    expect(again).toMatchObject({ code: 0, stderr: '' })
-    expect(again.stdout).toStartWith(`new invitation link for member ${memberEmail}; earlier links of theirs no longer work\n`)
-    const newLink = /^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(again.stdout)![1]!
-    const page = await fetch(newLink)
+    // ...which the README's commands, as written, lose (eval keeps the export line) and make again.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(`${BINARY} admin quickstart`))!
+    const lines = block.trimEnd().split('\n')
+    const listenLine = lines.find((line) => line.includes('webhook listen'))!
+    const ran = await shell(`set -e\n${lines.filter((line) => line !== listenLine).join('\n')}\necho "vars $KEY $ACCOUNT_ID $KEY_ID"`)
+    expect(ran).toMatchObject({ code: 0, stderr: '' })
+    const [key, accountId, keyId] = /^vars (\S+) (\d+) (\d+)$/m.exec(ran.stdout)!.slice(1) as [string, string, string]
+    expect(await call(port, 'GET', '/api/v1/balance', key)).toMatchObject({ status: 200, body: { data: { wa_balance: 100_000 } } })
+    const memberEmail = `demo-${accountId}@example.com`
+    expect(ran.stdout).toContain('operator ops@example.com created\n')
+    expect(ran.stdout).toContain(`new invitation link for member ${memberEmail}; earlier links of theirs no longer work\n`)
+    expect(ran.stdout).toContain(`${BINARY} admin: the operator's command line`)
+    const [operatorLink, newLink] = linkIn(ran.stdout)
+    expect((await fetch(operatorLink!)).status).toBe(200)
+    const page = await fetch(newLink!)
     expect(page.status).toBe(200)
     expect(await page.text()).toContain(memberEmail)
-    expect((await fetch(firstLink)).status).toBe(404)
-    const listed = await admin('user', 'list')
-    expect(listed.stdout).toMatch(
-      new RegExp(`^ *\\d+ +${memberEmail.replaceAll('.', '\\.')} +member +${exported.ACCOUNT_ID} +invited `, 'm'),
-    )
+    expect((await fetch(firstLink!)).status).toBe(404)
+    const listed = await shell(`${BINARY} admin user list`)
+    expect(listed.stdout).toMatch(new RegExp(`^ *\\d+ +${memberEmail.replaceAll('.', '\\.')} +member +${accountId} +invited `, 'm'))
 
-    // webhook listen forwards a message's events, signed, to a receiver on this machine; Ctrl-C ends it.
+    // The README's listen line forwards a message's events, signed, to a receiver here; Ctrl-C ends it.
     const receiver = startReceiver(null)
     const listen = spawnChild(
-      [join(dir, BINARY), 'admin', 'webhook', 'listen', exported.KEY_ID!, '--forward-to', receiver.url('127.0.0.1')],
+      ['bash', '-c', `KEY_ID=${keyId}; exec ${listenLine.replace('http://localhost:8080/hook', receiver.url('127.0.0.1'))}`],
       dir,
-      { PATH: env.PATH!, PORT: String(port) },
+      { PATH: path, PORT: String(port) },
       port,
     )
     children.push(listen)
@@ -379,7 +374,7 @@ describe('compiled binary', () => {
         'listen to be ready',
       )
       const secret = /^ {2}(whsec_\S+)$/m.exec(ready)![1]!
-      const sent = await call(port, 'POST', '/api/v1/messages/send', exported.KEY!, { to: '081234567890', body: 'from the binary' })
+      const sent = await call(port, 'POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'from the binary' })
       expect(sent.status).toBe(200)
       const [event] = await receiver.waitFor(1)
       expect(event).toBeDefined()
@@ -399,7 +394,7 @@ describe('compiled binary', () => {
 
     // Without the service: the URL tried, and how to start it, by the binary's name.
     expect(await terminate(service)).toBe(0)
-    const unreachable = await admin('account', 'list')
+    const unreachable = await shell(`${BINARY} admin account list`)
     expect(unreachable.code).toBe(1)
     expect(unreachable.stderr).toStartWith(`admin: cannot reach the service at ${base} (from PORT=${port}): connection refused\n`)
     expect(unreachable.stderr).toContain(`start it with: ${BINARY}\n`)
