@@ -9,8 +9,12 @@ const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${t
 
 /** Words joined into lines of at most `width` characters, continued `indent` spaces in. */
 function wrap(text: string, indent: number, width = 100): string {
+  return wrapWords(text.split(' '), indent, width)
+}
+
+function wrapWords(words: string[], indent: number, width: number): string {
   const lines = ['']
-  for (const word of text.split(' ')) {
+  for (const word of words) {
     const last = lines.length - 1
     if (lines[last] && indent + lines[last]!.length + 1 + word.length > width) lines.push(word)
     else lines[last] = lines[last] ? `${lines[last]} ${word}` : word
@@ -70,14 +74,11 @@ export function commandIndex(commands: Command[], indent = 2, width = 100): stri
     groups.set(first, [...(groups.get(first) ?? []), ...(sub ? [sub] : [])])
   }
   const entries = [...groups].map(([first, subs]) => (subs.length ? `${first} ${subs.join('|')}` : first))
-  const lines = ['']
-  for (const [i, entry] of entries.entries()) {
-    const item = i < entries.length - 1 ? `${entry},` : entry
-    const last = lines.length - 1
-    if (lines[last] && indent + lines[last]!.length + 1 + item.length > width) lines.push(item)
-    else lines[last] = lines[last] ? `${lines[last]} ${item}` : item
-  }
-  return lines.map((line) => `${' '.repeat(indent)}${line}`).join('\n')
+  return `${' '.repeat(indent)}${wrapWords(
+    entries.map((entry, i) => (i < entries.length - 1 ? `${entry},` : entry)),
+    indent,
+    width,
+  )}`
 }
 
 function groupHelp(commands: Command[], group: string): string {
