@@ -152,6 +152,9 @@ export const IdempotencyHeaders = t.Object({
   'idempotency-key': t.Optional(t.String({ description: 'Up to 255 characters; repeats within 24 h replay the first answer' })),
 })
 
+export const SettleBody = t.Object({ outcome: t.String({ description: '`sent` or `refund`' }) })
+export const Settled = t.Object({ id: t.Integer(), outcome: t.String() })
+
 /** A message in quarantine (GET /admin/v1/quarantine). */
 export const QuarantinedMessage = t.Object({
   id: t.Integer(),
