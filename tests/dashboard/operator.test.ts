@@ -8,7 +8,7 @@ import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../help
 import { startDelivery, type Delivery } from '../helpers/delivery'
 import { until } from '../helpers/wait'
 import { dashboardUser, webClient } from '../helpers/web'
-import { applyStatus } from '../../src/modules/status/machine'
+import { reportStatus } from '../helpers/reports'
 import { signPayload } from '../../src/modules/webhooks/sender'
 
 let t: TestApp
@@ -212,9 +212,9 @@ describe('webhook page', () => {
     await t.api('POST', '/webhook', other.key, { url: rx.url() })
     const sent = await t.api('POST', '/messages/send', own.key, { to: '081234567001', body: 'hi' })
     const sid = sent.body.data.message_id
-    await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
+    await reportStatus(t, sid, 'delivered')
     const otherSent = await t.api('POST', '/messages/send', other.key, { to: '081234567002', body: 'hi' })
-    await applyStatus(t.db.sql, t.config.timezone, { sid: otherSent.body.data.message_id, status: 'delivered' })
+    await reportStatus(t, otherSent.body.data.message_id, 'delivered')
     rx.handler = () => new Response('no', { status: 500 })
     deliver()
     await settled(own.keyId, (e) => e.attempts === 1, 'the first attempt')
@@ -465,7 +465,7 @@ describe('failed deliveries and the audit log', () => {
     await member.client.post(`/dashboard/webhook/keys/${a.keyId}/test`, { _csrf: page.csrf! })
     const sent = await t.api('POST', '/messages/send', bKey.body.data.key, { to: '081234567003', body: 'hi' })
     expect(sent.body).toMatchObject({ success: true })
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sent.body.data.message_id, status: 'delivered' })
+    await reportStatus(t, sent.body.data.message_id, 'delivered')
     const ids = await t.db.sql<{ id: number }[]>`
       update webhook_events set status = 'failed', attempts = 8, last_error = 'HTTP 500'
       where api_key_id in (${a.keyId}, ${bKey.body.data.id}) returning id`

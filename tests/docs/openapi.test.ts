@@ -8,8 +8,7 @@ import { validate, compileErrors } from '@readme/openapi-parser'
 import { testApp, type TestApp } from '../helpers/app'
 import { startDelivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { applyStatus } from '../../src/modules/status/machine'
-import { eventsCommitted } from '../../src/modules/webhooks/notify'
+import { reportStatus } from '../helpers/reports'
 import { ERROR_STATUS } from '../../src/http/errors'
 
 type Json = Record<string, any>
@@ -213,11 +212,10 @@ describe('the message.status webhook', () => {
       expect(sent.status).toBe(200)
       sids.push(sent.body.data.message_id)
     }
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sids[0]!, status: 'delivered' })
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sids[1]!, status: 'failed', errorCode: 63016, errorMessage: 'undeliverable' })
+    await reportStatus(t, sids[0]!, 'delivered')
+    await reportStatus(t, sids[1]!, 'failed', { errorCode: 63016, errorMessage: 'undeliverable' })
     const delivery = startDelivery(t)
     try {
-      eventsCommitted(t.deps)
       const received = await rx.waitFor(2)
       expect(received.length).toBe(2)
       for (const request of received) {
