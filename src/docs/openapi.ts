@@ -59,8 +59,8 @@ function securityOf(kind: RouteKind): Json[] {
   return []
 }
 
-/** Both documents, for the routes of the composed app. */
-export function openApiDocuments(routes: Route[], options: DocumentsOptions): Record<Audience, OpenApiDocument> {
+/** Both documents, for the routes of the composed app served at `baseUrl` (its PUBLIC_BASE_URL). */
+export function openApiDocuments(routes: Route[], options: DocumentsOptions, baseUrl: string): Record<Audience, OpenApiDocument> {
   const paths: Record<Audience, Record<string, Record<string, Json>>> = { api: {}, admin: {} }
   for (const route of routes) {
     const method = route.method.toLowerCase()
@@ -74,6 +74,8 @@ export function openApiDocuments(routes: Route[], options: DocumentsOptions): Re
     plain({
       openapi: '3.1.0',
       info,
+      // The paths are absolute (`/api/v1/...`), so the server is the service's root.
+      servers: [{ url: baseUrl, description: 'This service (its PUBLIC_BASE_URL)' }],
       tags: tagsUsed(paths[audience], options.tags),
       paths: paths[audience],
       ...extra,

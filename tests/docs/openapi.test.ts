@@ -18,11 +18,12 @@ let tls: TestTls
 let rx: Receiver
 let api: Json
 let admin: Json
+const PUBLIC_BASE_URL = 'https://messaging.acme.test'
 
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, PUBLIC_BASE_URL: PUBLIC_BASE_URL } })
   const [a, b] = [await t.request('GET', '/docs/json'), await t.request('GET', '/docs/admin/json')]
   expect([a.status, b.status]).toEqual([200, 200])
   api = a.body
@@ -152,6 +153,10 @@ describe('both documents', () => {
     const list = api.paths['/api/v1/messages'].get.parameters
     expect(list.find((p: Json) => p.name === 'limit').schema).toEqual({ type: 'integer' })
     expect(api.paths['/api/v1/campaigns/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', schema: { type: 'integer' } })
+  })
+
+  test('name the service’s PUBLIC_BASE_URL as their server (the paths start with /api/v1 or /admin/v1)', () => {
+    for (const doc of [api, admin]) expect(doc.servers).toEqual([{ url: PUBLIC_BASE_URL, description: expect.any(String) }])
   })
 
   test('the integrator’s page links the operator’s, and the other way round', () => {
