@@ -201,6 +201,104 @@ function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[
   return errors
 }
 
+/** The headers a documented answer names, with the component each refers to (`RequestId`...). */
+const headersOf = (response: Json): Record<string, string> =>
+  Object.fromEntries(Object.entries((response.headers ?? {}) as Record<string, Json>).map(([name, h]) => [name, h.$ref?.split('/').pop()]))
+
+/** The header name a document gives a component (`x-request-id` for RequestId), from where the documents use it. */
+function headerNamed(component: string): string {
+  for (const doc of [api, admin])
+    for (const { op } of operations(doc))
+      for (const response of Object.values(op.responses as Record<string, Json>))
+        for (const [name, ref] of Object.entries(headersOf(response))) if (ref === component) return name
+  for (const [name, ref] of Object.entries(headersOf(api.components.responses.MethodNotAllowed))) if (ref === component) return name
+  throw new Error(`no answer names ${component}`)
+}
+
+describe('the headers of the answers, and 405', () => {
+  test('every answer of every operation names x-request-id, and the service sends it under that name', async () => {
+    for (const doc of [api, admin]) {
+      expect(doc.components.headers.RequestId.required).toBe(true)
+      for (const { path, method, op } of operations(doc)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+          expect({ path, method, status, header: headersOf(response)['x-request-id'] }).toEqual({
+            path,
+            method,
+            status,
+            header: 'RequestId',
+          })
+        }
+      }
+    }
+    const { key } = await t.account(0)
+    const name = headerNamed('RequestId')
+    for (const answer of [
+      await t.api('GET', '/balance', key),
+      await t.api('GET', '/balance', 'pm_wrong'),
+      await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'no credit' }),
+      await t.request('GET', '/healthz'),
+      await t.request('GET', '/admin/v1/accounts'),
+    ]) {
+      expect({ status: answer.status, id: answer.headers.get(name) }).toEqual({
+        status: answer.status,
+        id: expect.stringMatching(/^[\w.-]{1,64}$/),
+      })
+    }
+  })
+
+  test('send and bulk name the replay header on the answers a replay can give, and a replay carries it', async () => {
+    const replayable = ['200', '400', '402', '409', '422']
+    for (const path of ['/api/v1/messages/send', '/api/v1/messages/bulk']) {
+      const responses = api.paths[path].post.responses as Record<string, Json>
+      const named = Object.keys(responses).filter((status) => headersOf(responses[status]!)['idempotent-replayed'] === 'IdempotentReplayed')
+      expect({ path, named }).toEqual({ path, named: expect.arrayContaining(replayable) })
+      // Answered before the route runs: never a stored answer.
+      for (const status of ['401', '413', '415', '503'])
+        expect({ path, status, named: named.includes(status) }).toEqual({ path, status, named: false })
+      expect(api.paths[path].post.description).toContain('`idempotent-replayed: true`')
+    }
+    expect(headersOf(api.paths['/api/v1/contacts'].post.responses['201'])).toEqual({ 'x-request-id': 'RequestId' })
+
+    const name = headerNamed('IdempotentReplayed')
+    expect(api.components.headers.IdempotentReplayed.schema.enum).toEqual(['true'])
+    const { key } = await t.account(1000)
+    for (const body of [
+      { to: '081234567890', body: 'once' },
+      { to: '12345', body: 'refused once' },
+    ]) {
+      const headers = { 'idempotency-key': `docs-${crypto.randomUUID()}` }
+      const first = await t.api('POST', '/messages/send', key, body, headers)
+      const again = await t.api('POST', '/messages/send', key, body, headers)
+      expect({ status: again.status, first: first.headers.get(name), again: again.headers.get(name) }).toEqual({
+        status: first.status,
+        first: null,
+        again: 'true',
+      })
+    }
+  })
+
+  test('each path lists exactly the methods it answers: any other is the documented 405, with Allow naming those', async () => {
+    const documented = api.components.responses.MethodNotAllowed
+    expect(admin.components.responses.MethodNotAllowed).toEqual(documented)
+    const schema = documented.content['application/json'].schema
+    expect(schema.properties.code.enum).toEqual(['METHOD_NOT_ALLOWED'])
+    expect(headersOf(documented)).toEqual({ Allow: 'Allow', 'x-request-id': 'RequestId' })
+    for (const doc of [api, admin]) {
+      expect(doc.info.description).toContain('components.responses.MethodNotAllowed')
+      for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+        const methods = Object.keys(item).map((m) => m.toUpperCase())
+        const other = ['DELETE', 'PATCH', 'PUT', 'POST', 'GET'].find((m) => !methods.includes(m))!
+        const answer = await t.request(other, path.replace(/\{[^}]+\}/g, '1'))
+        const allow = answer.headers.get('allow')?.split(', ').sort()
+        expect({ path, other, status: answer.status, allow }).toEqual({ path, other, status: 405, allow: [...methods].sort() })
+        expect({ path, errors: conforms(answer.body, schema, doc) }).toEqual({ path, errors: [] })
+      }
+    }
+    // The check can fail: another code is caught.
+    expect(conforms({ success: false, error: 'x', code: 'NOT_FOUND', request_id: 'x' }, schema, api).length).toBeGreaterThan(0)
+  })
+})
+
 describe('the message.status webhook', () => {
   test('is described with its headers and payload, as a real delivery sends them (delivered, then failed with a code)', async () => {
     const hook = api.webhooks['message.status'].post

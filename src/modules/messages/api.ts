@@ -23,6 +23,7 @@ const templateNote =
   '`provider_template`.'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
+  'a replayed answer carries the header `idempotent-replayed: true`; ' +
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
   'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
 
