@@ -20,7 +20,7 @@
 
 import { Kind } from '@sinclair/typebox'
 import { ERROR_STATUS } from '../http/errors'
-import { errorsOf, RESPONSE_HEADERS } from '../http/openapi'
+import { errorsOf, jsonBody, RESPONSE_HEADERS } from '../http/openapi'
 import { DECIMAL } from '../http/models'
 import { withoutDeclarations, type Route, type RouteKind } from '../http/routes'
 
@@ -172,8 +172,8 @@ function operationOf(route: Route, path: string): Json {
     operationId: operationId(method, path),
     security: securityOf(route.kind),
     ...(parameters.length > 0 ? { parameters } : {}),
-    // The API takes JSON bodies only (anything else is 415).
-    ...(hooks.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(hooks.body) } } } } : {}),
+    ...(hooks.body ? { requestBody: jsonBody(toJson(hooks.body)) } : {}),
+    // A route's `detail` may describe its body beyond its runtime model (messages/model.ts).
     ...detail,
   }
   operation.responses = withHeaders(operation, withErrorAnswers(route, operation, { ...responsesOf(hooks.response), ...detailResponses }))

@@ -3,6 +3,15 @@
 import { t, type TSchema } from 'elysia'
 import { MAX_BODY_BYTES } from './body'
 
+/**
+ * A request body as the documents describe it: JSON only (anything else is 415). The cast: Elysia types
+ * a route's `detail` as OpenAPI 3.0, which a JSON Schema 2020-12 (TypeBox) does not fit.
+ */
+export const jsonBody = (schema: object, examples?: Record<string, { summary: string; value: unknown }>) => ({
+  required: true,
+  content: { 'application/json': { schema: schema as Record<string, any>, ...(examples ? { examples } : {}) } },
+})
+
 export const envelopeOf = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data }, { description: 'Success envelope' })
 
 const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string; fields?: Record<string, unknown> }> = {

@@ -169,7 +169,9 @@ describe('both documents', () => {
 })
 
 /** Checks `value` against the document's schema (the JSON Schema subset the documents use). */
-function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[] {
+function conforms(value: unknown, schema: Json | boolean, doc: Json, at = 'body'): string[] {
+  if (schema === true) return []
+  if (schema === false) return [`${at}: not allowed`]
   if (schema.$ref)
     return conforms(
       value,
@@ -185,6 +187,10 @@ function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[
       ? []
       : [`${at}: ${JSON.stringify(value)} matches no branch`]
   }
+  if (schema.oneOf) {
+    const matching = (schema.oneOf as Json[]).filter((s) => conforms(value, s, doc, at).length === 0).length
+    if (matching !== 1) return [`${at}: ${JSON.stringify(value)} matches ${matching} branches of oneOf, not 1`]
+  }
   const type = value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value
   if (schema.type && schema.type !== type && !(schema.type === 'number' && type === 'integer'))
     return [`${at}: ${type}, not ${schema.type}`]
@@ -197,7 +203,12 @@ function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[
     for (const [name, property] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) {
       if (name in object) errors.push(...conforms(object[name], property, doc, `${at}.${name}`))
     }
+    if (schema.additionalProperties === false) {
+      for (const name of Object.keys(object)) if (!(name in (schema.properties ?? {}))) errors.push(`${at}.${name}: unknown`)
+    }
   }
+  if (type === 'array' && schema.items)
+    (value as unknown[]).forEach((item, i) => errors.push(...conforms(item, schema.items, doc, `${at}[${i}]`)))
   return errors
 }
 
@@ -296,6 +307,49 @@ describe('the headers of the answers, and 405', () => {
     }
     // The check can fail: another code is caught.
     expect(conforms({ success: false, error: 'x', code: 'NOT_FOUND', request_id: 'x' }, schema, api).length).toBeGreaterThan(0)
+  })
+})
+
+describe('the send and bulk bodies', () => {
+  test('say what the service enforces: exactly one of body and template_id, variables only with it, media_url only without', async () => {
+    const to = '081234567890'
+    const entries: Json[] = [
+      { to, body: 'text' },
+      { to, body: 'text', media_url: 'https://files.acme.test/a.png' },
+      { to, template_id: 999999 },
+      { to, template_id: 999999, variables: { name: 'Budi' } },
+      { to },
+      { to, variables: { name: 'Budi' } },
+      { to, body: 'text', template_id: 999999 },
+      { to, body: 'text', variables: { name: 'Budi' } },
+      { to, template_id: 999999, media_url: 'https://files.acme.test/a.png' },
+    ]
+    const bodies: { path: string; body: Json }[] = [
+      ...entries.map((entry) => ({ path: '/messages/send', body: entry })),
+      ...entries.map((entry) => ({ path: '/messages/bulk', body: { messages: [entry] } })),
+      { path: '/messages/bulk', body: { messages: [entries[0], entries[6]] } },
+    ]
+    const { key } = await t.account(1000)
+    const accepted: boolean[] = []
+    for (const { path, body } of bodies) {
+      const schema = api.paths[`/api/v1${path}`].post.requestBody.content['application/json'].schema
+      const documented = conforms(body, schema, api).length === 0
+      const answer = await t.api('POST', path, key, body)
+      // 400 is a shape the service refuses; anything else (200, or 422 for the unknown template) took the shape.
+      expect({ path, body, documented }).toEqual({ path, body, documented: answer.status !== 400 })
+      accepted.push(answer.status !== 400)
+    }
+    // Both kinds of body were tried.
+    expect(new Set(accepted)).toEqual(new Set([true, false]))
+    // The documents' examples show one valid body of each shape (they used to show one with both).
+    for (const path of ['/messages/send', '/messages/bulk']) {
+      const content = api.paths[`/api/v1${path}`].post.requestBody.content['application/json']
+      for (const [name, example] of Object.entries(content.examples as Record<string, Json>)) {
+        const answer = await t.api('POST', path, key, example.value)
+        const errors = conforms(example.value, content.schema, api)
+        expect({ path, name, errors, accepted: answer.status !== 400 }).toEqual({ path, name, errors: [], accepted: true })
+      }
+    }
   })
 })
 

@@ -4,8 +4,21 @@ import { apiRoutes } from '../../http/groups'
 import { UNTIMED } from '../../http/routes'
 import { ok } from '../../http/errors'
 import { withIdempotency } from '../../http/idempotency'
-import { envelopeOf, errorsOf } from '../../http/openapi'
-import { BulkBody, BulkResult, IdempotencyHeaders, ListQuery, Message, SendBody, SendRefused, SendResult } from './model'
+import { envelopeOf, errorsOf, jsonBody } from '../../http/openapi'
+import {
+  BULK_EXAMPLES,
+  BulkBody,
+  BulkResult,
+  DocumentedBulkBody,
+  DocumentedSendBody,
+  IdempotencyHeaders,
+  ListQuery,
+  Message,
+  SEND_EXAMPLES,
+  SendBody,
+  SendRefused,
+  SendResult,
+} from './model'
 import { listOf } from '../../http/models'
 import { sendOne } from './service'
 import { sendBulk } from './bulk'
@@ -41,6 +54,7 @@ export const messagesApi = (deps: Deps) =>
         response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
         detail: {
           ...UNTIMED, // it answers once the provider has: a slow provider may take longer than the idle timeout
+          requestBody: jsonBody(DocumentedSendBody, SEND_EXAMPLES),
           tags,
           summary: 'Send one message',
           description:
@@ -64,6 +78,7 @@ export const messagesApi = (deps: Deps) =>
         response: { 200: envelopeOf(BulkResult), ...errorsOf(400, 401, 402, 409, 422) },
         detail: {
           ...UNTIMED, // it answers once every entry has an outcome: minutes behind a slow provider
+          requestBody: jsonBody(DocumentedBulkBody, BULK_EXAMPLES),
           tags,
           summary: 'Send up to 1000 messages',
           description:
