@@ -113,5 +113,12 @@ export const messagesApi = (deps: Deps) =>
     .get('/messages/:message_sid', async ({ params, principal }) => ok(await getMessage(deps, principal, params.message_sid)), {
       params: t.Object({ message_sid: t.String({ description: 'Provider message SID' }) }),
       response: { 200: envelopeOf(Message), ...errorsOf(401, 404) },
-      detail: { tags, summary: "One message's current status" },
+      detail: {
+        tags,
+        summary: "One message's current status",
+        description:
+          'By the `message_id` of a send or bulk result (the provider SID). `delivered_at` and `read_at` are null until the message gets there; ' +
+          "a failed message carries the provider's `error_code` and `error_message`. An unknown SID, or another account's, is 404 " +
+          '`NOT_FOUND`. A message the provider refused has no SID: it is listed in `GET /messages` by its `id`.',
+      },
     })
