@@ -188,10 +188,12 @@ const NEVER_REPLAYED = new Set(['401', '403', '413', '415', '500', '503'])
 
 /**
  * The headers of each answer: `x-request-id` on all of them; `idempotent-replayed` where an answer
- * may be a replay (an operation that takes an Idempotency-Key, its own answers).
+ * may be a replay (an operation that takes an Idempotency-Key, its own answers); `Retry-After` on the
+ * 503 of an operation that takes a JSON body (busy: the body waited too long for its turn).
  */
 function withHeaders(operation: Json, responses: Record<string, Json>): Record<string, Json> {
   const idempotent = takesIdempotencyKey(operation)
+  const busy = Boolean(operation.requestBody?.content?.['application/json'])
   return Object.fromEntries(
     Object.entries(responses).map(([status, { description, headers, ...rest }]) => [
       status,
@@ -200,6 +202,7 @@ function withHeaders(operation: Json, responses: Record<string, Json>): Record<s
         headers: {
           'x-request-id': header('RequestId'),
           ...(idempotent && !NEVER_REPLAYED.has(status) ? { 'idempotent-replayed': header('IdempotentReplayed') } : {}),
+          ...(busy && status === '503' ? { 'Retry-After': header('RetryAfter') } : {}),
           ...headers,
         },
         ...rest,

@@ -95,6 +95,11 @@ export const RESPONSE_HEADERS = {
     required: true,
     schema: { type: 'string', examples: ['POST'] },
   },
+  RetryAfter: {
+    description: 'Seconds to wait before trying again (on the 503 of a large body that waited too long for its turn)',
+    required: true,
+    schema: { type: 'integer', examples: [1] },
+  },
   IdempotentReplayed: {
     description:
       'Present (`true`) when this is the stored answer of an earlier request with the same `Idempotency-Key`, replayed whatever its ' +

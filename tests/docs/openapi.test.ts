@@ -257,6 +257,17 @@ describe('the headers of the answers, and 405', () => {
     }
   })
 
+  test('the busy 503 of an operation with a JSON body names Retry-After (the service sends it: tests/http/server.test.ts)', () => {
+    for (const doc of [api, admin]) {
+      for (const { path, method, op } of operations(doc)) {
+        const busy = op.responses['503']
+        if (!op.requestBody?.content?.['application/json'] || !busy) continue
+        expect({ path, method, header: headersOf(busy)['Retry-After'] }).toEqual({ path, method, header: 'RetryAfter' })
+      }
+    }
+    expect(headersOf(admin.paths['/readyz'].get.responses['503'])['Retry-After']).toBeUndefined()
+  })
+
   test('send and bulk name the replay header on the answers a replay can give, and a replay carries it', async () => {
     const replayable = ['200', '400', '402', '409', '422']
     for (const path of ['/api/v1/messages/send', '/api/v1/messages/bulk']) {
