@@ -143,7 +143,7 @@ describe('webhook page', () => {
     expect(page.text).toContain(rx.url())
 
     // The secret: not on the page until revealed, then the stored one.
-    const [{ signing_secret }] = await t.db.sql<{ signing_secret: string }[]>`
+    const [{ signing_secret }] = await t.db.sql<[{ signing_secret: string }]>`
       select signing_secret from webhook_endpoints where api_key_id = ${own.keyId}`
     expect(page.text).not.toContain(signing_secret)
     const revealed = await member.client.post(`/dashboard/webhook/keys/${own.keyId}/secret`, { _csrf: csrf })
@@ -328,7 +328,7 @@ describe('CSRF', () => {
     expect((await t.api('GET', '/webhook', own.key)).status).toBe(404)
     expect((await t.admin('GET', '/price')).body.data.cost_per_message).toBe(before)
     expect((await t.admin('GET', `/price?account_id=${own.accountId}`)).body.data.account_override).toBe(false)
-    const [{ n }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from users where email = 'nobody-csrf@example.com'`
+    const [{ n }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from users where email = 'nobody-csrf@example.com'`
     expect(n).toBe(0)
     expect((await target.client.get('/dashboard')).status).toBe(200)
     expect(await actions(own.accountId)).toEqual(['member invited', 'password set', 'member invited', 'password set'])
@@ -503,7 +503,7 @@ describe('failed deliveries and the audit log', () => {
     expect(all.text).toContain('admin token')
     expect((await op.client.get('/dashboard/audit?account=abc')).status).toBe(422)
     // Pagination.
-    const [{ n }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from audit_log`
+    const [{ n }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from audit_log`
     if (n > 50) expect(all.text).toContain('href="/dashboard/audit?offset=50"')
   }, 30_000)
 })

@@ -307,7 +307,7 @@ describe('reports that arrive together (callbacks group-committed in one transac
     const changed = (await Promise.all(together)).map((res) => res.body.data.changed)
     // One transaction moved the three messages, twice's twice: now() is its start, so twice's delivered_at
     // and the three read_at are one timestamp.
-    const [{ times }] = await t.db.sql<{ times: number }[]>`
+    const [{ times }] = await t.db.sql<[{ times: number }]>`
       select count(distinct t)::int as times from (
         select read_at as t from messages where message_sid = any(${[twice!, backwards!, withParked!]}::text[])
         union all
@@ -317,7 +317,7 @@ describe('reports that arrive together (callbacks group-committed in one transac
     // Four changes (twice's two, backwards's read, withParked's read), one report parked (unknown's):
     // backwards's late delivered and unknownSent's sent change nothing.
     expect(changed).toEqual([true, true, true, true, false, false, false])
-    const [{ parked }] = await t.db.sql<{ parked: number }[]>`
+    const [{ parked }] = await t.db.sql<[{ parked: number }]>`
       select count(*)::int as parked from parked_reports where message_sid = any(${[twice!, backwards!, withParked!, unknown!, unknownSent!]}::text[])`
     expect([changed.filter(Boolean).length, parked]).toEqual([4, 1])
     expect(await eventsOf(twice!)).toEqual([

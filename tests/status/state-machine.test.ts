@@ -222,9 +222,9 @@ describe('failed is final', () => {
 
 describe('outside the happy path', () => {
   test('an unknown SID changes nothing and emits nothing', async () => {
-    const [{ count: before }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
+    const [{ count: before }] = await t.db.sql<[{ count: number }]>`select count(*)::int as count from webhook_events`
     expect(await apply(randomSid(), 'delivered')).toEqual({ changed: false, events: 0 })
-    const [{ count: after }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
+    const [{ count: after }] = await t.db.sql<[{ count: number }]>`select count(*)::int as count from webhook_events`
     expect(after).toBe(before)
   })
 
