@@ -41,7 +41,7 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
   const H = 220
   const left = 60
   const right = 8
-  const top = 12
+  const top = 22
   const bottom = 34
   const plotW = W - left - right
   const plotH = H - top - bottom
