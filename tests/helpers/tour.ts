@@ -211,7 +211,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
   const stops: Stop[] = [
     stop('sign-in', 'guest', '/dashboard/sign-in'),
     stop('set-password', 'guest', new URL(invited.link).pathname),
-    stop('not-found-guest', 'guest', '/dashboard/assets/no-such-file', 404),
+    stop(null, 'guest', '/dashboard/assets/no-such-file', 404),
     stop('overview', 'member', '/dashboard'),
     stop('keys', 'member', '/dashboard/keys'),
     stop('messages', 'member', '/dashboard/messages'),
@@ -240,7 +240,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop('users', 'operator', '/dashboard/users'),
     stop('deliveries', 'operator', '/dashboard/deliveries'),
     stop('audit', 'operator', '/dashboard/audit'),
-    stop('not-found-operator', 'operator', '/dashboard/no-such-page', 404),
+    stop(null, 'operator', '/dashboard/no-such-page', 404),
   ]
   return { base, pages, stops, seeded: { accountId: account.id, messageId }, close }
 }
