@@ -286,10 +286,10 @@ describe('webhook page', () => {
     page = await member.client.get('/dashboard/webhook')
     expect(page.text).toContain('21 deliveries')
     expect(page.text).toContain(`href="/dashboard/webhook?key=${own.keyId}&amp;offset=20"`)
-    expect(page.text).not.toContain('>Newer<')
+    expect(page.text).not.toContain('>Previous<')
     const second = await member.client.get(`/dashboard/webhook?key=${own.keyId}&offset=20`)
     expect(second.text.match(/Replay delivery/g)!.length).toBe(1)
-    expect(second.text).toContain('>Newer<')
+    expect(second.text).toContain(`href="/dashboard/webhook?key=${own.keyId}">Previous<`)
   })
 })
 

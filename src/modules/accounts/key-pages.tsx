@@ -2,6 +2,7 @@
 
 import { h } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
+import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, field, notFound, redirect, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
@@ -32,41 +33,28 @@ export function keyPages(d: Dashboard) {
           </label>
           <button type="submit">Create key</button>
         </form>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Label</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.items.map((k) => (
-                <tr>
-                  <td>{k.label}</td>
-                  <td>
-                    <code>{k.prefix}…</code>
-                  </td>
-                  <td>{k.created_at}</td>
-                  <td>{k.last_used_at ?? 'never'}</td>
-                  <td>
-                    <form method="post" action={`/dashboard/keys/${k.id}/active`}>
-                      <Csrf session={session} />
-                      <input type="hidden" name="active" value={k.active ? 'false' : 'true'} />
-                      {k.active ? 'active ' : 'inactive '}
-                      <button class="secondary" type="submit" aria-label={`${k.active ? 'Deactivate' : 'Activate'} key ${k.label}`}>
-                        {k.active ? 'Deactivate' : 'Activate'}
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <PagedTable
+          columns={[
+            { header: 'Label', cell: (k) => k.label },
+            { header: 'Prefix', cell: (k) => <code>{k.prefix}…</code> },
+            { header: 'Created', cell: (k) => k.created_at, class: 'nowrap', phone: false },
+            { header: 'Last used', cell: (k) => k.last_used_at ?? 'never', class: 'nowrap' },
+            {
+              header: 'State',
+              cell: (k) => (
+                <form method="post" action={`/dashboard/keys/${k.id}/active`}>
+                  <Csrf session={session} />
+                  <input type="hidden" name="active" value={k.active ? 'false' : 'true'} />
+                  {k.active ? 'active ' : 'inactive '}
+                  <button class="secondary" type="submit" aria-label={`${k.active ? 'Deactivate' : 'Activate'} key ${k.label}`}>
+                    {k.active ? 'Deactivate' : 'Activate'}
+                  </button>
+                </form>
+              ),
+            },
+          ]}
+          rows={keys.items}
+        />
       </Layout>,
       options.status ?? 200,
     )

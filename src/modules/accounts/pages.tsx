@@ -1,7 +1,8 @@
 // The operator's accounts: search, create, and one account's balance, top-up, members and invitations.
 
-import { h } from '../../dashboard/jsx'
+import { h, Fragment } from '../../dashboard/jsx'
 import { CopyButton, Csrf, Layout } from '../../dashboard/layout'
+import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, field, integerField, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
@@ -32,26 +33,21 @@ export function accountPages(d: Dashboard) {
           </label>
           <button type="submit">Search</button>
         </form>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Account</th>
-                <th scope="col">Balance</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((a) => (
-                <tr>
-                  <td>
-                    <a href={`/dashboard/accounts/${a.id}`}>{a.name}</a> <span class="muted">#{a.id}</span>
-                  </td>
-                  <td>{a.balance.toLocaleString('en')}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <PagedTable
+          columns={[
+            {
+              header: 'Account',
+              cell: (a) => (
+                <>
+                  <a href={`/dashboard/accounts/${a.id}`}>{a.name}</a> <span class="muted">#{a.id}</span>
+                </>
+              ),
+            },
+            { header: 'Balance', cell: (a) => a.balance.toLocaleString('en'), class: 'num' },
+          ]}
+          rows={rows}
+          empty={term ? `No account's name contains “${term}”.` : undefined}
+        />
         <h2>New account</h2>
         <form class="stack card" method="post" action="/dashboard/accounts">
           <Csrf session={session} />

@@ -5,6 +5,7 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
+import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, field, notFound, orError, redirect, respond, counted, pageRoutes } from '../../dashboard/context'
 import { changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { PAGE_HEADERS } from '../../dashboard/session'
@@ -52,50 +53,22 @@ export function campaignPages(d: Dashboard) {
     const v = options.values ?? {}
     return respond(
       <Layout title={titleOf(scope, 'Campaigns')} session={session} error={options.error}>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Campaign</th>
-                <th scope="col">Status</th>
-                <th scope="col">Scheduled</th>
-                <th scope="col">Total</th>
-                <th scope="col">Sent</th>
-                <th scope="col">Delivered</th>
-                <th scope="col">Read</th>
-                <th scope="col">Failed</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {details.map(({ campaign: c, stats }) => (
-                <tr>
-                  <td>
-                    <a href={`${base}/campaigns/${c.id}`}>{c.name}</a>
-                  </td>
-                  <td>{c.status}</td>
-                  <td>{c.schedule_at ?? ''}</td>
-                  <td>{stats.total.toLocaleString('en')}</td>
-                  <td>{stats.sent.toLocaleString('en')}</td>
-                  <td>{stats.delivered.toLocaleString('en')}</td>
-                  <td>{stats.read.toLocaleString('en')}</td>
-                  <td>{stats.failed.toLocaleString('en')}</td>
-                  <td>{c.created_at}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        {list.items.length === 0 ? <p class="muted">No campaigns yet.</p> : null}
-        {pages > 1 ? (
-          <nav class="pager" aria-label="Pages">
-            {pageNumber > 1 ? <a href={`${base}/campaigns?page=${pageNumber - 1}`}>Previous page</a> : null}
-            <span>
-              Page {pageNumber} of {pages}
-            </span>
-            {pageNumber < pages ? <a href={`${base}/campaigns?page=${pageNumber + 1}`}>Next page</a> : null}
-          </nav>
-        ) : null}
+        <PagedTable
+          columns={[
+            { header: 'Campaign', cell: ({ campaign: c }) => <a href={`${base}/campaigns/${c.id}`}>{c.name}</a> },
+            { header: 'Status', cell: ({ campaign: c }) => c.status },
+            { header: 'Scheduled', cell: ({ campaign: c }) => c.schedule_at ?? '', class: 'nowrap' },
+            { header: 'Total', cell: ({ stats }) => stats.total.toLocaleString('en'), class: 'num' },
+            { header: 'Sent', cell: ({ stats }) => stats.sent.toLocaleString('en'), class: 'num' },
+            { header: 'Delivered', cell: ({ stats }) => stats.delivered.toLocaleString('en'), class: 'num', phone: false },
+            { header: 'Read', cell: ({ stats }) => stats.read.toLocaleString('en'), class: 'num', phone: false },
+            { header: 'Failed', cell: ({ stats }) => stats.failed.toLocaleString('en'), class: 'num' },
+            { header: 'Created', cell: ({ campaign: c }) => c.created_at, class: 'nowrap', phone: false },
+          ]}
+          rows={details}
+          empty="No campaigns yet."
+          pager={{ label: 'Pages of campaigns', page: pageNumber, pages, href: (n) => `${base}/campaigns?page=${n}` }}
+        />
         <h2>New campaign</h2>
         {templates.items.length === 0 || segments.items.length === 0 ? (
           <p>
