@@ -44,7 +44,7 @@ export function createApp(deps: Deps) {
   const composed = new Elysia()
     .state('routes', routes)
     .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
-    .use(docsRoutes({ routes, documents: DOCUMENTS }))
+    .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
     // The integrator's API
     .use(accountsApi(deps))

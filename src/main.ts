@@ -1,9 +1,16 @@
 // Entry point. `--help` and `--version` answer from what is compiled in and exit: no configuration
-// read, no file touched. Otherwise: read the configuration, start the service, print one short
-// banner, drain on SIGTERM.
+// read, no file touched. `admin <command>` is the operator's command line (src/cli, the same one as
+// `bun run admin`), so the single binary is the whole product. Otherwise: read the configuration,
+// start the service, print one short banner, drain on SIGTERM.
 
+import { basename } from 'node:path'
 import { version } from '../package.json'
 import { ConfigError, VARIABLES, readConfig } from './config'
+import { commandIndex } from './cli/help'
+import { commands, runAdmin } from './cli/run'
+
+/** How this program is started, for the command line's usage lines: the binary by its file name. */
+const SELF = Bun.isStandaloneExecutable ? basename(process.execPath) : 'bun src/main.ts'
 
 function help(): string {
   const rows = Object.entries(VARIABLES).map(([name, v]) => [name, 'default' in v ? v.default : v.shown, v.meaning] as const)
@@ -24,8 +31,15 @@ function help(): string {
     `messaging-api ${version}: a prepaid messaging API (JSON over HTTP)`,
     '',
     'usage: messaging-api [--help | --version]      (from source: bun src/main.ts [--help | --version])',
+    '       messaging-api admin <command> [arguments] [options]',
     '',
     'Without arguments it starts the service, configured only by the environment variables below.',
+    '',
+    "With admin, it is the operator's command line (from source: bun run admin): a client of the running",
+    "service's admin API, which finds the service from --url, or from HOST and PORT, and the admin token in",
+    'ADMIN_TOKEN, or in DATA_DIR/admin-token. Its commands (messaging-api admin help lists them with their',
+    "arguments; messaging-api admin <command> --help shows one's usage, options and an example):",
+    commandIndex(commands),
     '',
     'Database, one of two modes:',
     '  embedded     DATABASE_URL unset: PGlite (PostgreSQL in WebAssembly) keeps the database in',
@@ -123,6 +137,11 @@ async function serve(): Promise<void> {
 }
 
 // Answered arguments end with an exit code set, not process.exit, so the text is flushed to a pipe.
-const code = answer(process.argv.slice(2))
-if (code === undefined) await serve()
-else process.exitCode = code
+const args = process.argv.slice(2)
+if (args[0] === 'admin') {
+  process.exitCode = await runAdmin(args.slice(1), { admin: `${SELF} admin`, start: SELF })
+} else {
+  const code = answer(args)
+  if (code === undefined) await serve()
+  else process.exitCode = code
+}

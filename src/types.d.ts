@@ -23,6 +23,10 @@ declare module '*/assets/copy.js' {
   const text: string
   export default text
 }
+declare module '*.svg' {
+  const text: string
+  export default text
+}
 // The API reference's assets, embedded as files (import ... with { type: 'file' }): each is a path.
 declare module 'swagger-ui-dist/*' {
   const path: string

@@ -2,15 +2,21 @@
 // and run there; it must carry its migrations, PGlite's assets, the dashboard and the API reference
 // inside, serve a real send, stop cleanly on SIGTERM and find its data again on the next start. And `bun src/main.ts`: SIGTERM in
 // the middle of traffic drains the requests it accepted, exits 0, and loses nothing. Both answer
-// --help and --version without reading the configuration or creating anything.
+// --help and --version (and `admin help`) without reading the configuration or creating anything.
+// The binary is the whole product: `messaging-api admin ...` is the admin command line, so a team
+// with only the binary sets up, operates and debugs webhooks with it.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { Webhook } from 'standardwebhooks'
 import { createPostgresDatabase, usingPostgres } from './helpers/db'
+import { startReceiver } from './helpers/receiver'
+import { until } from './helpers/wait'
 import { VARIABLES } from '../src/config'
+import { commands } from '../src/cli/run'
 import { version } from '../package.json'
 
 const ROOT = join(import.meta.dir, '..')
@@ -78,21 +84,33 @@ async function call(port: number, method: string, path: string, token: string, b
   return { status: response.status, body: (await response.json()) as any }
 }
 
+/** Runs a command to its end in `dir` with only `env` (and PATH): its exit code and output. */
+async function runIn(dir: string, cmd: string[], env: Record<string, string>) {
+  const proc = Bun.spawn(cmd, {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000)
+  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
+  clearTimeout(timer)
+  return { code, stdout, stderr }
+}
+
 /**
  * Runs `cmd` with `args` in an empty directory, with a DATA_DIR inside it and a configuration that
  * could not start (a bad PORT): answering must read neither and leave the directory empty.
  */
 async function answerOf(cmd: string[], args: string[], dir: string) {
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: 'not-a-port', DATA_DIR: join(dir, 'data') }
-  const proc = Bun.spawn([...cmd, ...args], { cwd: dir, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000)
-  const [code, stdout, stderr] = await Promise.all([proc.exited, new Response(proc.stdout).text(), new Response(proc.stderr).text()])
-  clearTimeout(timer)
+  const answer = await runIn(dir, [...cmd, ...args], { PORT: 'not-a-port', DATA_DIR: join(dir, 'data') })
   expect(readdirSync(dir)).toEqual([])
-  return { code, stdout, stderr }
+  return answer
 }
 
-async function expectAnswers(cmd: string[], dir: string): Promise<void> {
+/** `cmd` answers its arguments; `admin` is how its command line names itself (`messaging-api admin`). */
+async function expectAnswers(cmd: string[], dir: string, admin: string): Promise<void> {
   const help = await answerOf(cmd, ['--help'], dir)
   expect(help).toMatchObject({ code: 0, stderr: '' })
   expect(help.stdout).toContain(`messaging-api ${version}`)
@@ -110,6 +128,39 @@ async function expectAnswers(cmd: string[], dir: string): Promise<void> {
   const unknown = await answerOf(cmd, ['--port', '80'], dir)
   expect(unknown).toMatchObject({ code: 2, stdout: '' })
   expect(unknown.stderr).toBe('messaging-api: unknown argument "--port" (see --help)\n')
+
+  // --help names the admin command line and lists its commands, every one of the table.
+  expect(help.stdout).toContain('       messaging-api admin <command> [arguments] [options]')
+  expect(help.stdout).toContain('messaging-api admin help lists them')
+  const listed = help.stdout.slice(help.stdout.indexOf('Its commands'), help.stdout.indexOf('Database, one of two modes'))
+  for (const command of commands) {
+    const [group, sub] = command.name.split(' ')
+    expect({ command: command.name, listed }).toEqual({
+      command: command.name,
+      listed: expect.stringMatching(sub ? new RegExp(`\\b${group} (\\w+\\|)*${sub}\\b`) : new RegExp(`\\b${group}\\b`)),
+    })
+  }
+
+  // The admin command line's own help, version and mistakes, named as it was started; nothing touched.
+  const adminHelp = await answerOf(cmd, ['admin', '--help'], dir)
+  expect(adminHelp).toMatchObject({ code: 0, stderr: '' })
+  expect(adminHelp.stdout).toStartWith(
+    `${admin}: the operator's command line, a client of the running service's admin API\n\nusage: ${admin} <command>`,
+  )
+  expect(adminHelp.stdout).toContain('\n  quickstart ')
+  expect(adminHelp.stdout).toContain('\n  user link EMAIL|ID ')
+  expect(await answerOf(cmd, ['admin', 'help'], dir)).toEqual(adminHelp)
+  expect(await answerOf(cmd, ['admin'], dir)).toEqual({ ...adminHelp, code: 2 })
+  const quickstart = await answerOf(cmd, ['admin', 'quickstart', '--help'], dir)
+  expect(quickstart).toMatchObject({ code: 0, stderr: '' })
+  expect(quickstart.stdout).toStartWith(`usage: ${admin} quickstart `)
+  expect(quickstart.stdout).toContain(`\nexample:\n  ${admin} quickstart\n`)
+  expect(await answerOf(cmd, ['admin', '--version'], dir)).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' })
+  expect(await answerOf(cmd, ['admin', 'frobnicate'], dir)).toEqual({
+    code: 2,
+    stdout: '',
+    stderr: `admin: unknown command 'frobnicate'\nrun \`${admin} help\` for the commands\n`,
+  })
 }
 
 describe('compiled binary', () => {
@@ -242,8 +293,112 @@ describe('compiled binary', () => {
   }, 120_000)
 
   test('--help, --version and an unknown argument are answered without starting or touching anything', async () => {
-    await expectAnswers([join(runDir, BINARY)], temp('messaging-answers-'))
+    await expectAnswers([join(runDir, BINARY)], temp('messaging-answers-'), `${BINARY} admin`)
   }, 60_000)
+
+  test('its admin command line is the one of `bun run admin`, named for the binary', async () => {
+    const dir = temp('messaging-answers-')
+    const compiled = await answerOf([join(runDir, BINARY), 'admin'], ['help'], dir)
+    const source = await answerOf([process.execPath, join(ROOT, 'src', 'cli', 'admin.ts')], ['help'], dir)
+    expect(source.stdout).toStartWith('bun run admin: ')
+    expect(compiled).toEqual({ ...source, stdout: source.stdout.replaceAll('bun run admin', `${BINARY} admin`) })
+    for (const name of ['key create', 'user link', 'webhook listen']) {
+      const own = await answerOf([join(runDir, BINARY), 'admin'], [...name.split(' '), '--help'], dir)
+      const fromSource = await answerOf([process.execPath, join(ROOT, 'src', 'cli', 'admin.ts')], [...name.split(' '), '--help'], dir)
+      expect(own).toEqual({ ...fromSource, stdout: fromSource.stdout.replaceAll('bun run admin', `${BINARY} admin`) })
+    }
+  }, 60_000)
+
+  test("operated with the binary alone, as the README's single-binary section shows: quickstart, operator create, a lost link made again, webhook listen", async () => {
+    // A directory of its own, with only the binary, on PATH as the README installs it; no ADMIN_TOKEN:
+    // the service writes ./data/admin-token, and the command line, run in the same directory with the
+    // same PORT, finds the service and the token there.
+    const dir = temp('messaging-operate-')
+    copyFileSync(join(runDir, BINARY), join(dir, BINARY))
+    chmodSync(join(dir, BINARY), 0o755)
+    const port = freePort()
+    const path = `${dir}:${process.env.PATH ?? '/usr/bin:/bin'}`
+    const env: Record<string, string> = { PATH: path, PORT: String(port), SIM_DELIVERED_MS: '100', SIM_READ_MS: '200' }
+    if (databaseUrl) env.DATABASE_URL = databaseUrl
+    const service = spawnChild([BINARY], dir, env, port)
+    children.push(service)
+    await waitReady(service)
+    expect(statSync(join(dir, 'data', 'admin-token')).mode & 0o777).toBe(0o600)
+    const shell = (script: string) => runIn(dir, ['bash', '-c', script], { PATH: path, PORT: String(port) })
+    const base = `http://127.0.0.1:${port}`
+    const linkIn = (text: string) => [...text.matchAll(/^(http:\/\/\S+\/dashboard\/link\/\w+)$/gm)].map((m) => m[1]!)
+
+    // The first quickstart prints the demo member's link...
+    const quickstart = await shell(`${BINARY} admin quickstart`)
+    expect(quickstart).toMatchObject({ code: 0, stderr: '' })
+    expect(quickstart.stdout).toContain(`curl -s ${base}/api/v1/balance -H "Authorization: Bearer $KEY"`)
+    const [firstLink] = linkIn(quickstart.stdout)
+    expect((await fetch(firstLink!)).status).toBe(200)
+
+    // ...which the README's commands, as written, lose (eval keeps the export line) and make again.
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+    const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(`${BINARY} admin quickstart`))!
+    const lines = block.trimEnd().split('\n')
+    const listenLine = lines.find((line) => line.includes('webhook listen'))!
+    const ran = await shell(`set -e\n${lines.filter((line) => line !== listenLine).join('\n')}\necho "vars $KEY $ACCOUNT_ID $KEY_ID"`)
+    expect(ran).toMatchObject({ code: 0, stderr: '' })
+    const [key, accountId, keyId] = /^vars (\S+) (\d+) (\d+)$/m.exec(ran.stdout)!.slice(1) as [string, string, string]
+    expect(await call(port, 'GET', '/api/v1/balance', key)).toMatchObject({ status: 200, body: { data: { wa_balance: 100_000 } } })
+    const memberEmail = `demo-${accountId}@example.com`
+    expect(ran.stdout).toContain('operator ops@example.com created\n')
+    expect(ran.stdout).toContain(`new invitation link for member ${memberEmail}; earlier links of theirs no longer work\n`)
+    expect(ran.stdout).toContain(`${BINARY} admin: the operator's command line`)
+    const [operatorLink, newLink] = linkIn(ran.stdout)
+    expect((await fetch(operatorLink!)).status).toBe(200)
+    const page = await fetch(newLink!)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toContain(memberEmail)
+    expect((await fetch(firstLink!)).status).toBe(404)
+    const listed = await shell(`${BINARY} admin user list`)
+    expect(listed.stdout).toMatch(new RegExp(`^ *\\d+ +${memberEmail.replaceAll('.', '\\.')} +member +${accountId} +invited `, 'm'))
+
+    // The README's listen line forwards a message's events, signed, to a receiver here; Ctrl-C ends it.
+    const receiver = startReceiver(null)
+    const listen = spawnChild(
+      ['bash', '-c', `KEY_ID=${keyId}; exec ${listenLine.replace('http://localhost:8080/hook', receiver.url('127.0.0.1'))}`],
+      dir,
+      { PATH: path, PORT: String(port) },
+      port,
+    )
+    children.push(listen)
+    try {
+      const ready = await until(
+        () => listen.output(),
+        (out) => out.includes('Forwarding each event to'),
+        30_000,
+        'listen to be ready',
+      )
+      const secret = /^ {2}(whsec_\S+)$/m.exec(ready)![1]!
+      const sent = await call(port, 'POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'from the binary' })
+      expect(sent.status).toBe(200)
+      const [event] = await receiver.waitFor(1)
+      expect(event).toBeDefined()
+      const payload = new Webhook(secret).verify(event!.body, event!.headers) as { data: { message_sid: string } }
+      expect(payload.data.message_sid).toBe(sent.body.data.message_id)
+      await until(
+        () => listen.output(),
+        (out) => out.includes(`${sent.body.data.message_id}  [${event!.headers['webhook-id']}]  → 200`),
+        10_000,
+        "listen's line of the forwarded event",
+      )
+      listen.proc.kill('SIGINT')
+      expect(await listen.proc.exited).toBe(0)
+    } finally {
+      receiver.stop()
+    }
+
+    // Without the service: the URL tried, and how to start it, by the binary's name.
+    expect(await terminate(service)).toBe(0)
+    const unreachable = await shell(`${BINARY} admin account list`)
+    expect(unreachable.code).toBe(1)
+    expect(unreachable.stderr).toStartWith(`admin: cannot reach the service at ${base} (from PORT=${port}): connection refused\n`)
+    expect(unreachable.stderr).toContain(`start it with: ${BINARY}\n`)
+  }, 120_000)
 })
 
 describe('bun src/main.ts: graceful shutdown', () => {
@@ -324,7 +479,7 @@ describe('bun src/main.ts: arguments', () => {
   test('--help, --version and an unknown argument are answered without starting or touching anything', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'messaging-answers-'))
     try {
-      await expectAnswers([process.execPath, join(ROOT, 'src', 'main.ts')], dir)
+      await expectAnswers([process.execPath, join(ROOT, 'src', 'main.ts')], dir, 'bun src/main.ts admin')
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -4,12 +4,13 @@
 // table, and a typo is answered with the closest name.
 
 import { GLOBAL_FLAGS, type Command, type Flag } from './command'
+import { program } from './program'
 
 /** A mistake in the command line itself: exit 2, with a pointer to the right help. */
 export class UsageError extends Error {
   constructor(
     message: string,
-    readonly hint = 'run `bun run admin help` for the commands',
+    readonly hint = `run \`${program.admin} help\` for the commands`,
   ) {
     super(message)
   }
@@ -80,7 +81,7 @@ export function resolve(commands: Command[], words: string[]): { command?: Comma
   const near = closest(second, subs)
   throw new UsageError(
     `unknown subcommand ${quote(second)} of ${quote(first)}${didYouMean(near && `${first} ${near}`)}`,
-    `${quote(first)} has: ${subs.join(', ')} (bun run admin ${first} --help)`,
+    `${quote(first)} has: ${subs.join(', ')} (${program.admin} ${first} --help)`,
   )
 }
 
@@ -132,7 +133,7 @@ export function parse(commands: Command[], argv: string[]): Parsed {
   if (words.length === 0) return { kind: 'none' }
   if (!found.command) {
     const subs = subcommandsOf(commands, found.group!)
-    throw new UsageError(`${quote(found.group!)} needs a subcommand: ${subs.join(', ')}`, `see: bun run admin ${found.group} --help`)
+    throw new UsageError(`${quote(found.group!)} needs a subcommand: ${subs.join(', ')}`, `see: ${program.admin} ${found.group} --help`)
   }
   const command = found.command
   const args = positional(command, words.slice(found.used))
@@ -161,12 +162,12 @@ export const usageLine = (command: Command) => {
     const flag = `--${name}${f.value ? ` ${f.value}` : ''}`
     return f.required ? flag : `[${flag}]`
   })
-  return ['bun run admin', command.name, ...command.args, ...flags].join(' ')
+  return [program.admin, command.name, ...command.args, ...flags].join(' ')
 }
 
 export function hintFor(found: { command?: Command; group?: string }): string {
-  if (found.command) return `usage: ${usageLine(found.command)} (more: bun run admin ${found.command.name} --help)`
-  return 'run `bun run admin help` for the commands'
+  if (found.command) return `usage: ${usageLine(found.command)} (more: ${program.admin} ${found.command.name} --help)`
+  return `run \`${program.admin} help\` for the commands`
 }
 
 function unknownFlag(commands: Command[], found: { command?: Command; group?: string }, token: string): UsageError {

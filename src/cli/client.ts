@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readConfig } from '../config'
+import { program } from './program'
 
 /** A failure to report (exit 1): the service's error answer (with its status and code), or no service at all. */
 export class CliError extends Error {
@@ -119,7 +120,7 @@ export function unreachable(base: string, origin: string, error: unknown): CliEr
   return new CliError(
     [
       `cannot reach the service at ${base} (${origin}): ${reason}`,
-      'is it running? start it with: bun run start',
+      `is it running? start it with: ${program.start}`,
       'running elsewhere? point the command line at it with --url http://HOST:PORT, or with the PORT and HOST it was started with',
     ].join('\n'),
   )

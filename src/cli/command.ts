@@ -1,4 +1,4 @@
-// The shape of one command of `bun run admin`. Every command is one entry of this type in a list
+// The shape of one command of the admin command line. Every command is one entry of this type in a list
 // (see commands.ts): the parser, the help texts, the typo suggestions and the checks of arguments
 // and flags are all derived from these entries, so adding a command is adding one entry.
 
@@ -46,7 +46,10 @@ export type Command = {
   summary: string
   /** A few more sentences for `<command> --help`, when the summary is not enough. */
   details?: string
-  /** A full command line that works as written (given the shell variables the quickstart exports). */
+  /**
+   * A full command line that works as written (given the shell variables the quickstart exports),
+   * written as `bun run admin ...`: help shows it with the program in use (program.ts), as `details`.
+   */
   example: string
   /** The command's own flags, by long name. --json, --url and --help are global and always allowed. */
   flags?: Record<string, Flag>

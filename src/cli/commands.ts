@@ -3,58 +3,41 @@
 // --quiet are handled by the caller. Examples use the shell variables the quickstart exports
 // (ACCOUNT_ID, KEY_ID) or that the README's worked examples set.
 
+// The answers' types are the admin API's own models; imported as types only, so the command line
+// loads nothing of the service.
+import type * as accounts from '../modules/accounts/model'
+import type * as campaigns from '../modules/campaigns/model'
+import type * as ledger from '../modules/ledger/model'
+import type * as messages from '../modules/messages/model'
+import type * as templates from '../modules/templates/model'
+import type * as users from '../modules/users/model'
+import type * as webhooks from '../modules/webhooks/model'
+import type * as simulator from '../providers/simulator/model'
+import { CliError } from './client'
 import { QUIET, type Command, type Context, type Flag } from './command'
 import { amount, cell, count, listing, type Column, type Page } from './format'
+import { program } from './program'
 
-type Account = { id: number; name: string; wa_balance: number; cost_per_message: number; created_at: string }
-type Key = {
-  id: number
-  account_id: number
-  label: string
-  prefix: string
-  active: boolean
-  last_used_at: string | null
-  created_at: string
-}
-type LedgerRow = {
-  id: number
-  kind: string
-  amount: number
-  balance_after: number
-  message_id: number | null
-  note: string | null
-  created_at: string
-}
-type Binding = { provider: string; ref: string; language: string | null; variables: string[]; updated_at: string }
-type Template = { id: number; name: string; body: string; created_at: string; bindings: Binding[] }
-type Segment = { id: number; name: string; tag: string; contact_count: number; created_at: string }
-type Campaign = {
-  id: number
-  name: string
-  status: string
-  template_id: number
-  segment_id: number
-  schedule_at: string | null
-  created_at: string
-}
-type CampaignDetail = {
-  campaign: Campaign & { started_at: string | null; finished_at: string | null; pause_reason: string | null }
-  stats: { total: number; sent: number; delivered: number; read: number; failed: number }
-}
-type Delivery = {
-  id: number
-  webhook_id: string
-  message_sid: string | null
-  status: string
-  attempts: number
-  next_attempt_at: string | null
-  last_error: string | null
-  created_at: string
-  delivered_at: string | null
-}
-type Quarantined = { id: number; account_id: number; phone: string; cost: number; handoff_recoveries: number; quarantined_at: string }
-type Price = { cost_per_message: number; account_id: number | null; account_override: boolean }
-type User = { id: number; email: string; role: string; account_id: number | null; link: string }
+type Account = typeof accounts.Account.static
+type Key = typeof accounts.ApiKey.static
+type CreatedKey = typeof accounts.CreatedApiKey.static
+type BalanceAfter = typeof accounts.BalanceAfter.static
+type Price = typeof accounts.Price.static
+type LedgerRow = typeof ledger.LedgerRow.static
+type Binding = typeof templates.Binding.static
+type Template = typeof templates.Template.static
+type Segment = typeof templates.Segment.static
+type Deleted = typeof templates.Deleted.static
+type Campaign = typeof campaigns.Campaign.static
+type CampaignDetail = typeof campaigns.CampaignDetail.static
+type Delivery = typeof webhooks.Delivery.static
+type Replayed = typeof webhooks.Replayed.static
+type Quarantined = typeof messages.QuarantinedMessage.static
+type Settled = typeof messages.Settled.static
+type CreatedUser = typeof users.CreatedUser.static
+type User = typeof users.User.static
+type IssuedLink = typeof users.IssuedLink.static
+type Inbound = typeof simulator.InboundAnswer.static
 
 /** A name in running text, quoted, with control characters made visible. */
 const named = (name: string) => `"${cell(name, Infinity)}"`
@@ -111,7 +94,7 @@ export const userCommands: Command[] = [
     details: 'An operator sees and manages every account in the dashboard.',
     example: 'bun run admin operator create ops@example.com',
     async run(ctx) {
-      const user = await ctx.api.call<User>('POST', '/admin/v1/operators', { email: ctx.args.EMAIL })
+      const user = await ctx.api.call<CreatedUser>('POST', '/admin/v1/operators', { email: ctx.args.EMAIL })
       return {
         data: user,
         text: () => [`operator ${user.email} created`, 'set the password with this one-time link (valid 72 hours):', user.link].join('\n'),
@@ -124,7 +107,7 @@ export const userCommands: Command[] = [
     summary: 'a dashboard member of an account, with a one-time link to pass on',
     example: 'bun run admin member invite "$ACCOUNT_ID" ana@example.com',
     async run(ctx) {
-      const user = await ctx.api.call<User>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/members`, { email: ctx.args.EMAIL })
+      const user = await ctx.api.call<CreatedUser>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/members`, { email: ctx.args.EMAIL })
       return {
         data: user,
         text: () =>
@@ -134,7 +117,58 @@ export const userCommands: Command[] = [
       }
     },
   },
+  {
+    name: 'user list',
+    args: [],
+    summary: 'the dashboard users, operators and members, oldest first',
+    example: 'bun run admin user list',
+    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    async run(ctx) {
+      const page = await ctx.api.call<Page<User>>('GET', `/admin/v1/users${pageQuery(ctx)}`)
+      const columns: Column<User>[] = [
+        { header: 'ID', value: (u) => String(u.id), right: true },
+        { header: 'EMAIL', value: (u) => cell(u.email, 60) },
+        { header: 'ROLE', value: (u) => u.role },
+        { header: 'ACCOUNT', value: (u) => cell(u.account_id), right: true },
+        { header: 'STATUS', value: (u) => (!u.active ? 'deactivated' : u.password_set ? 'active' : 'invited') },
+        { header: 'CREATED', value: (u) => u.created_at },
+      ]
+      return { data: page, text: () => listing(page, ['user'], columns, 'oldest first'), quiet: ids(page) }
+    },
+  },
+  {
+    name: 'user link',
+    args: ['EMAIL|ID'],
+    summary: 'a new one-time link for a user who lost theirs: an invitation, or a password reset',
+    details:
+      'An invitation while the user has never set a password, a password reset once they have; either is valid 72 hours ' +
+      'and works once. The earlier unused links of the user stop working. EMAIL|ID is their e-mail, or their id in ' +
+      '`bun run admin user list`.',
+    example: 'bun run admin user link ops@example.com',
+    async run(ctx) {
+      const issued = await ctx.api.call<IssuedLink>('POST', `/admin/v1/users/${await userId(ctx)}/link`)
+      const what = issued.kind === 'invite' ? 'invitation' : 'password-reset'
+      return {
+        data: issued,
+        text: () =>
+          [
+            `new ${what} link for ${issued.role} ${issued.email}; earlier links of theirs no longer work`,
+            'pass on this one-time link (valid 72 hours):',
+            issued.link,
+          ].join('\n'),
+      }
+    },
+  },
 ]
+
+/** The id of the user the argument EMAIL|ID names: an id as given, an e-mail looked up. */
+async function userId(ctx: Context): Promise<number> {
+  const given = ctx.args['EMAIL|ID']!
+  if (/^\d+$/.test(given)) return ctx.id('EMAIL|ID')
+  const found = await ctx.api.call<Page<User>>('GET', `/admin/v1/users?email=${encodeURIComponent(given)}`)
+  if (!found.items[0]) throw new CliError(`no user with the e-mail ${cell(given, Infinity)} (see: ${program.admin} user list)`)
+  return found.items[0].id
+}
 
 export const accountCommands: Command[] = [
   {
@@ -183,7 +217,7 @@ export const accountCommands: Command[] = [
     example: 'bun run admin key create "$ACCOUNT_ID" "ERP production"',
     flags: { quiet: { short: 'q', help: 'print only the key' } },
     async run(ctx) {
-      const key = await ctx.api.call<Key & { key: string }>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/keys`, {
+      const key = await ctx.api.call<CreatedKey>('POST', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/keys`, {
         label: ctx.args.LABEL,
       })
       return {
@@ -238,7 +272,7 @@ export const moneyCommands: Command[] = [
       const accountId = ctx.id('ACCOUNT_ID')
       const added = ctx.integer('AMOUNT')
       const note = ctx.flags.note
-      const result = await ctx.api.call<{ wa_balance: number }>('POST', `/admin/v1/accounts/${accountId}/topups`, {
+      const result = await ctx.api.call<BalanceAfter>('POST', `/admin/v1/accounts/${accountId}/topups`, {
         amount: added,
         ...(typeof note === 'string' ? { note } : {}),
       })
@@ -375,7 +409,7 @@ export const campaignCommands: Command[] = [
     async run(ctx) {
       const id = ctx.id('TEMPLATE_ID')
       const provider = ctx.args.PROVIDER!
-      const result = await ctx.api.call<{ deleted: true }>('DELETE', `/admin/v1/templates/${id}/bindings/${encodeURIComponent(provider)}`)
+      const result = await ctx.api.call<Deleted>('DELETE', `/admin/v1/templates/${id}/bindings/${encodeURIComponent(provider)}`)
       return { data: result, text: () => `template ${id} is no longer bound for ${provider}` }
     },
   },
@@ -473,7 +507,7 @@ export const simulatorCommands: Command[] = [
       'written in within 24 hours, as WhatsApp does; approved templates always go. This records a message from PHONE now.',
     example: 'bun run admin simulator inbound 081234567890',
     async run(ctx) {
-      const w = await ctx.api.call<{ phone: string; window_until: string }>('POST', '/admin/v1/simulator/inbound', {
+      const w = await ctx.api.call<Inbound>('POST', '/admin/v1/simulator/inbound', {
         phone: ctx.args.PHONE,
       })
       return { data: w, text: () => `${w.phone} wrote in: free-form messages to it are accepted until ${w.window_until}` }
@@ -531,7 +565,7 @@ export const deliveryCommands: Command[] = [
     },
     async run(ctx) {
       const since = ctx.flags.since
-      const result = await ctx.api.call<{ replayed: number }>('POST', `/admin/v1/keys/${ctx.id('KEY_ID')}/deliveries/replay`, { since })
+      const result = await ctx.api.call<Replayed>('POST', `/admin/v1/keys/${ctx.id('KEY_ID')}/deliveries/replay`, { since })
       return { data: result, text: () => `${count(result.replayed, 'failed delivery', 'failed deliveries')} queued again` }
     },
   },
@@ -568,7 +602,7 @@ export const quarantineCommands: Command[] = [
     async run(ctx) {
       const outcome = ctx.args['sent|refund']
       const id = ctx.id('MESSAGE_ID')
-      const result = await ctx.api.call<{ id: number; outcome: string }>('POST', `/admin/v1/quarantine/${id}/settle`, { outcome })
+      const result = await ctx.api.call<Settled>('POST', `/admin/v1/quarantine/${id}/settle`, { outcome })
       return { data: result, text: () => (outcome === 'refund' ? `message ${id} failed and refunded` : `message ${id} kept as sent`) }
     },
   },

@@ -1,6 +1,9 @@
 // Text output: aligned tables, counted nouns, amounts with thousands separators. Dates are shown as
 // the API gives them (`YYYY-MM-DD HH:MM:SS` in the service's TIMEZONE).
 
+import type { Static, TObject } from '@sinclair/typebox'
+import type { listFields } from '../http/models'
+
 /** "1 account", "3 accounts", "0 deliveries" (give the plural when adding an s is wrong). */
 export const count = (n: number, singular: string, plural = `${singular}s`) => `${amount(n)} ${n === 1 ? singular : plural}`
 
@@ -28,7 +31,8 @@ export function table<T>(columns: Column<T>[], rows: T[]): string {
   return [line(columns.map((c) => c.header)), ...cells.map(line)].join('\n')
 }
 
-export type Page<T> = { items: T[]; total: number; limit: number; offset: number }
+/** A list answer of the admin API (http/models.ts listOf) with items of type T. */
+export type Page<T> = Static<TObject<typeof listFields>> & { items: T[] }
 
 /**
  * A list page as a table with a count under it: "3 accounts", or, when the page is not all of it,

@@ -3,13 +3,18 @@
 
 import { quote, resolve, subcommandsOf, usageLine, UsageError } from './args'
 import { GLOBAL_FLAGS, type Command, type Flag } from './command'
+import { forProgram, program } from './program'
 
 const sentence = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}${text.endsWith('.') ? '' : '.'}`
 
 /** Words joined into lines of at most `width` characters, continued `indent` spaces in. */
 function wrap(text: string, indent: number, width = 100): string {
+  return wrapWords(text.split(' '), indent, width)
+}
+
+function wrapWords(words: string[], indent: number, width: number): string {
   const lines = ['']
-  for (const word of text.split(' ')) {
+  for (const word of words) {
     const last = lines.length - 1
     if (lines[last] && indent + lines[last]!.length + 1 + word.length > width) lines.push(word)
     else lines[last] = lines[last] ? `${lines[last]} ${word}` : word
@@ -37,9 +42,9 @@ const synopsis = (c: Command) =>
 
 export function overview(commands: Command[]): string {
   return [
-    "bun run admin: the operator's command line, a client of the running service's admin API",
+    `${program.admin}: the operator's command line, a client of the running service's admin API`,
     '',
-    'usage: bun run admin <command> [arguments] [options]',
+    `usage: ${program.admin} <command> [arguments] [options]`,
     '',
     'commands:',
     ...aligned([
@@ -53,19 +58,37 @@ export function overview(commands: Command[]): string {
     'The service is found at --url, or from HOST and PORT as the service reads them (default',
     'http://127.0.0.1:3000); the admin token is ADMIN_TOKEN, or the file DATA_DIR/admin-token that the service',
     'writes on its first start.',
-    'More on a command: bun run admin <command> --help (or bun run admin help <command>).',
+    `More on a command: ${program.admin} <command> --help (or ${program.admin} help <command>).`,
     '',
   ].join('\n')
+}
+
+/**
+ * The commands in a few lines, each group with its subcommands (`key create|list|activate|deactivate`),
+ * for the service's own --help.
+ */
+export function commandIndex(commands: Command[], indent = 2, width = 100): string {
+  const groups = new Map<string, string[]>()
+  for (const c of commands) {
+    const [first, sub] = c.name.split(' ') as [string, string?]
+    groups.set(first, [...(groups.get(first) ?? []), ...(sub ? [sub] : [])])
+  }
+  const entries = [...groups].map(([first, subs]) => (subs.length ? `${first} ${subs.join('|')}` : first))
+  return `${' '.repeat(indent)}${wrapWords(
+    entries.map((entry, i) => (i < entries.length - 1 ? `${entry},` : entry)),
+    indent,
+    width,
+  )}`
 }
 
 function groupHelp(commands: Command[], group: string): string {
   const members = subcommandsOf(commands, group).map((sub) => commands.find((c) => c.name === `${group} ${sub}`)!)
   return [
-    `usage: bun run admin ${group} <${members.map((c) => c.name.slice(group.length + 1)).join('|')}> [arguments] [options]`,
+    `usage: ${program.admin} ${group} <${members.map((c) => c.name.slice(group.length + 1)).join('|')}> [arguments] [options]`,
     '',
     ...aligned(members.map((c): [string, string] => [synopsis(c), c.summary])),
     '',
-    `More on one: bun run admin ${group} <subcommand> --help`,
+    `More on one: ${program.admin} ${group} <subcommand> --help`,
     '',
   ].join('\n')
 }
@@ -75,13 +98,13 @@ function commandHelp(command: Command): string {
   return [
     `usage: ${usageLine(command)}`,
     '',
-    wrap(`${sentence(command.summary)}${command.details ? ` ${command.details}` : ''}`, 0),
+    wrap(forProgram(`${sentence(command.summary)}${command.details ? ` ${command.details}` : ''}`), 0),
     '',
     'options:',
     ...aligned(flagRows({ ...command.flags, ...globals })),
     '',
     'example:',
-    `  ${command.example}`,
+    `  ${forProgram(command.example)}`,
     '',
   ].join('\n')
 }
@@ -93,6 +116,6 @@ export function helpText(commands: Command[], topic: string[]): string {
   const found = resolve(commands, topic)
   const extra = topic[found.used]
   if (extra !== undefined)
-    throw new UsageError(`no help topic ${quote(topic.join(' '))}`, `try: bun run admin help ${topic.slice(0, found.used).join(' ')}`)
+    throw new UsageError(`no help topic ${quote(topic.join(' '))}`, `try: ${program.admin} help ${topic.slice(0, found.used).join(' ')}`)
   return found.command ? commandHelp(found.command) : groupHelp(commands, found.group!)
 }

@@ -4,13 +4,16 @@
 // prints `export KEY=...` with the README's calls against the service's real URL. It tops the
 // balance up only when asked (--topup), so running it again changes nothing but the new key.
 
+import type * as accounts from '../modules/accounts/model'
+import type * as users from '../modules/users/model'
 import { CliError } from './client'
 import type { Command, Context } from './command'
-import { amount, cell, count } from './format'
+import { amount, cell, count, type Page } from './format'
+import { program } from './program'
 
-type Account = { id: number; name: string; wa_balance: number; cost_per_message: number }
-type Key = { id: number; label: string; key: string }
-type User = { email: string; link: string }
+type Account = typeof accounts.Account.static
+type Key = typeof accounts.CreatedApiKey.static
+type User = typeof users.CreatedUser.static
 
 const DEFAULT_NAME = 'Demo account'
 const DEFAULT_BALANCE = 100_000
@@ -18,7 +21,7 @@ const DEFAULT_BALANCE = 100_000
 /** The newest account with exactly this name, looked up page by page through the admin API. */
 async function findAccount(ctx: Context, name: string): Promise<Account | undefined> {
   for (let offset = 0; ; offset += 200) {
-    const page = await ctx.api.call<{ items: Account[]; total: number }>('GET', `/admin/v1/accounts?limit=200&offset=${offset}`)
+    const page = await ctx.api.call<Page<Account>>('GET', `/admin/v1/accounts?limit=200&offset=${offset}`)
     const found = page.items.find((a) => a.name === name)
     if (found || page.items.length === 0 || offset + page.items.length >= page.total) return found
   }
@@ -86,7 +89,7 @@ export const quickstart: Command = {
           ? [`The dashboard, as ${member.email}: set the password with this one-time link (valid 72 hours):`, member.link]
           : [
               `The dashboard: sign in at ${base}/dashboard as ${email} (invited by an earlier quickstart;`,
-              "if its link is lost, an operator makes a new one on the account's page).",
+              `if its link is lost, make a new one: ${program.admin} user link ${email}).`,
             ]),
       ].join('\n')
     return { data: { account, key, member, reused: Boolean(found) }, text }

@@ -10,8 +10,11 @@
 // worker, and waits for its first attempt; with --forward-to the service only signs it and this
 // command sends it there itself.
 
+import type * as webhooks from '../modules/webhooks/model'
 import { unreachable } from './client'
 import type { Command, Context } from './command'
+import type { Page } from './format'
+import { program } from './program'
 
 export type WebhookCommand = {
   /** Service root, e.g. http://127.0.0.1:3000 */
@@ -25,8 +28,15 @@ export type WebhookCommand = {
   forwardTo: string | true | undefined
 }
 
-type SignedEvent = { id?: number; webhook_id: string; headers: Record<string, string>; body: string }
-type Forwarded = { status_code: number | null; latency_ms: number; error: string | null }
+type Signed = typeof webhooks.SignedEvent.static
+type Listened = typeof webhooks.ListenedEvent.static
+/** An event to forward: from the listen stream (with its event id), or a test event signed for --forward-to. */
+type SignedEvent = Signed | Listened
+type Ready = typeof webhooks.ListenReady.static
+type Queued = typeof webhooks.QueuedTestEvent.static
+type Attempt = typeof webhooks.Attempt.static
+/** What became of a forwarded event (the receiver's answer), as a delivery attempt records it. */
+type Forwarded = Pick<Attempt, 'status_code' | 'latency_ms' | 'error'>
 
 class WebhookCliError extends Error {}
 const fail = (message: string): never => {
@@ -55,7 +65,7 @@ function parseCommand(command: WebhookCommand, usage: string): { keyId: number; 
 }
 
 /** One admin API call; the envelope's data, or a failure naming the status and code. */
-async function call(command: WebhookCommand, method: string, path: string, body?: unknown): Promise<any> {
+async function call<T>(command: WebhookCommand, method: string, path: string, body?: unknown): Promise<T> {
   let response: Response
   try {
     response = await fetch(`${command.base}${path}`, {
@@ -68,7 +78,7 @@ async function call(command: WebhookCommand, method: string, path: string, body?
   }
   const payload = (await response!.json().catch(() => null)) as { success?: boolean; data?: unknown; error?: string; code?: string } | null
   if (!payload?.success) fail(`${response!.status} ${payload?.code ?? ''}: ${payload?.error ?? 'unexpected answer'}`)
-  return payload!.data
+  return payload!.data as T
 }
 
 /** POSTs a signed event to the local receiver as the service would deliver it. Never throws. */
@@ -123,7 +133,7 @@ function eventLine(event: SignedEvent, forwarded: Forwarded | undefined): string
 function printEvent(command: WebhookCommand, event: SignedEvent, forwarded: Forwarded | undefined): void {
   if (!command.json) return console.log(eventLine(event, forwarded))
   const what = describeEvent(event.body)
-  console.log(JSON.stringify({ id: event.id ?? null, webhook_id: event.webhook_id, ...what, forwarded: forwarded ?? null }))
+  console.log(JSON.stringify({ id: 'id' in event ? event.id : null, webhook_id: event.webhook_id, ...what, forwarded: forwarded ?? null }))
 }
 
 type SseMessage = { event: string; id: string | undefined; data: string }
@@ -156,11 +166,7 @@ async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<Ss
   }
 }
 
-function printReady(
-  command: WebhookCommand,
-  ready: { key_id: number; url: string | null; signing_secret: string | null },
-  forwardTo?: URL,
-) {
+function printReady(command: WebhookCommand, ready: Ready, forwardTo?: URL) {
   if (command.json) return console.log(JSON.stringify({ ready: true, ...ready, forward_to: forwardTo?.href ?? null }))
   console.log(`Ready: listening to the events of key ${ready.key_id} at ${command.base} (Ctrl-C to stop)`)
   console.log(
@@ -226,12 +232,12 @@ async function listen(command: WebhookCommand): Promise<number> {
           clearTimeout(silence)
           silence = setTimeout(abortConnection, SILENCE_MS)
           if (message.event === 'ready') {
-            if (!connected) printReady(command, JSON.parse(message.data), forwardTo)
+            if (!connected) printReady(command, JSON.parse(message.data) as Ready, forwardTo)
             connected = true
             continue
           }
           if (message.event !== 'message.status') continue
-          const event = JSON.parse(message.data) as SignedEvent
+          const event = JSON.parse(message.data) as Listened
           printEvent(command, event, forwardTo ? await forward(forwardTo, event) : undefined)
           if (message.id !== undefined) lastEventId = message.id
         }
@@ -273,18 +279,18 @@ const ok2xx = (forwarded: Forwarded) => forwarded.status_code !== null && forwar
 async function sendTest(command: WebhookCommand): Promise<number> {
   const { keyId, forwardTo } = parseCommand(command, 'webhook test KEY_ID [--forward-to URL]')
   if (forwardTo) {
-    const event = (await call(command, 'POST', `/admin/v1/keys/${keyId}/webhook/test`, { deliver: false })) as SignedEvent
+    const event = await call<Signed>(command, 'POST', `/admin/v1/keys/${keyId}/webhook/test`, { deliver: false })
     const forwarded = await forward(forwardTo, event)
     printEvent(command, event, forwarded)
     return ok2xx(forwarded) ? 0 : 1
   }
-  let queued: { id: number; webhook_id: string; url: string | null }
+  let queued: Queued
   try {
-    queued = await call(command, 'POST', `/admin/v1/keys/${keyId}/webhook/test`, {})
+    queued = await call<Queued>(command, 'POST', `/admin/v1/keys/${keyId}/webhook/test`, {})
   } catch (error) {
     if (error instanceof WebhookCliError && error.message.includes('no webhook URL and no listener')) {
       fail(
-        `${error.message}: register a URL (POST /api/v1/webhook), run \`bun run admin webhook listen ${keyId} --forward-to URL\` ` +
+        `${error.message}: register a URL (POST /api/v1/webhook), run \`${program.admin} webhook listen ${keyId} --forward-to URL\` ` +
           'in another terminal, or send it yourself with --forward-to URL',
       )
     }
@@ -297,14 +303,14 @@ async function sendTest(command: WebhookCommand): Promise<number> {
   }
   // The delivery worker attempts it at once; its first attempt is the answer.
   const deadline = Date.now() + 30_000
-  let attempt: { status_code: number | null; latency_ms: number; error: string | null } | undefined
+  let attempt: Attempt | undefined
   while (!attempt && Date.now() < deadline) {
-    const attempts = await call(command, 'GET', `/admin/v1/deliveries/${queued.id}/attempts?limit=1`)
+    const attempts = await call<Page<Attempt>>(command, 'GET', `/admin/v1/deliveries/${queued.id}/attempts?limit=1`)
     attempt = attempts.items[0]
     if (!attempt) await Bun.sleep(200)
   }
   if (!attempt) {
-    const text = `test event [${queued.webhook_id}] queued as delivery ${queued.id}, not attempted yet (see: bun run admin deliveries ${keyId})`
+    const text = `test event [${queued.webhook_id}] queued as delivery ${queued.id}, not attempted yet (see: ${program.admin} deliveries ${keyId})`
     console.log(command.json ? JSON.stringify({ ...queued, attempt: null }) : text)
     return 1
   }

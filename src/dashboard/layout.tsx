@@ -5,6 +5,7 @@ import type { Flash, Session } from './session'
 
 export const STYLESHEET = '/dashboard/assets/style.css'
 export const COPY_SCRIPT = '/dashboard/assets/copy.js'
+export const FAVICON = '/dashboard/assets/favicon.svg'
 
 // The navigation of each role. An operator opens an account's own pages from its account page.
 const MEMBER_PAGES = [
@@ -33,12 +34,19 @@ export function Layout(props: { title: string; session?: Session | null; notice?
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{props.title} · Messaging dashboard</title>
+        <link rel="icon" type="image/svg+xml" href={FAVICON} />
         <link rel="stylesheet" href={STYLESHEET} />
         <script src={COPY_SCRIPT} defer></script>
       </head>
       <body>
+        <a class="skip-link" href="#content">
+          Skip to content
+        </a>
         <header>
-          <span class="brand">Messaging dashboard</span>
+          <span class="brand">
+            <img src={FAVICON} alt="" width="24" height="24" />
+            Messaging dashboard
+          </span>
           {session ? (
             <>
               <nav aria-label="Main">
@@ -56,7 +64,7 @@ export function Layout(props: { title: string; session?: Session | null; notice?
             </>
           ) : null}
         </header>
-        <main>
+        <main id="content">
           <h1>{props.title}</h1>
           {props.notice ? (
             <p class="notice" role="status">

@@ -14,6 +14,11 @@ request has the wrong shape (not JSON, a missing or unknown field, a wrong JSON 
 \`YYYY-MM-DD HH:MM:SS\` in the service's configured time zone. Every error answer an operation can give is
 listed under it, with its possible \`code\` values.
 
+Every answer carries an \`x-request-id\` header. A path answers only the methods listed under it: any other (\`GET
+/api/v1/messages/send\`, or HEAD or OPTIONS anywhere: there are no CORS preflights, call the API from your backend) is 405
+\`METHOD_NOT_ALLOWED\` in the envelope, with an \`Allow\` header naming the methods the path answers
+(\`components.responses.MethodNotAllowed\`).
+
 The \`message.status\` events POSTed to your webhook URL, with their signature headers, are under **Webhooks**.
 Operators: the admin API (accounts, keys, top-ups, prices, webhook deliveries) and the provider callbacks are
 described separately, at [${DOCS.admin.page}](${DOCS.admin.page}).`
@@ -23,7 +28,8 @@ webhook deliveries, dashboard users (the dashboard's backend and \`bun run admin
 \`Authorization: Bearer <ADMIN_TOKEN>\` (the \`ADMIN_TOKEN\` setting, or the token generated into
 \`DATA_DIR/admin-token\`). Also here: the provider callbacks (called by the messaging provider, signed, no
 credentials of ours) and the health checks. Responses use the same envelope as the integrator's API,
-described at [${DOCS.api.page}](${DOCS.api.page}).`
+described at [${DOCS.api.page}](${DOCS.api.page}). Every answer carries an \`x-request-id\` header; a method a path does not
+list is 405 \`METHOD_NOT_ALLOWED\` with an \`Allow\` header (\`components.responses.MethodNotAllowed\`).`
 
 export const DOCUMENTS: DocumentsOptions = {
   api: {

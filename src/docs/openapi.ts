@@ -7,11 +7,20 @@
 // After generation the schemas are made plain for code generators: Elysia's t.Integer (an `anyOf` of
 // a numeric string and an integer, for query strings) becomes a plain integer, and so does a decimal
 // path or query parameter. Every operation lists every error answer the service can give it, each
-// with its possible `code` values.
+// with its possible `code` values, and every answer names the headers the service sets on it.
+//
+// 405: a path answers the methods its operations list; any other method (HEAD and OPTIONS included)
+// gets 405 METHOD_NOT_ALLOWED with an `Allow` header (http/shell.ts), as HTTP defines it. OpenAPI has
+// no place for a path's answer to the methods it lacks: a 405 under each operation would say that
+// operation can answer 405 (a generated client would expect it, a contract test would accept it), and
+// an operation per missing method would invent endpoints. So the paths list exactly the methods they
+// answer, which is what spec-aware tools read, and the 405 itself (its body and `Allow`) is the
+// reusable `components.responses.MethodNotAllowed`, which the documents' descriptions point to. No
+// operation refers to it: Redocly's no-unused-components is off for that (redocly.yaml).
 
 import { Kind } from '@sinclair/typebox'
 import { ERROR_STATUS } from '../http/errors'
-import { errorsOf } from '../http/openapi'
+import { errorsOf, jsonBody, RESPONSE_HEADERS } from '../http/openapi'
 import { DECIMAL } from '../http/models'
 import { withoutDeclarations, type Route, type RouteKind } from '../http/routes'
 
@@ -59,8 +68,8 @@ function securityOf(kind: RouteKind): Json[] {
   return []
 }
 
-/** Both documents, for the routes of the composed app. */
-export function openApiDocuments(routes: Route[], options: DocumentsOptions): Record<Audience, OpenApiDocument> {
+/** Both documents, for the routes of the composed app served at `baseUrl` (its PUBLIC_BASE_URL). */
+export function openApiDocuments(routes: Route[], options: DocumentsOptions, baseUrl: string): Record<Audience, OpenApiDocument> {
   const paths: Record<Audience, Record<string, Record<string, Json>>> = { api: {}, admin: {} }
   for (const route of routes) {
     const method = route.method.toLowerCase()
@@ -70,15 +79,29 @@ export function openApiDocuments(routes: Route[], options: DocumentsOptions): Re
     const path = openApiPath(route.path)
     ;(paths[audience][path] ??= {})[method] = operationOf(route, path)
   }
-  const document = (audience: Audience, info: Json, extra: Json = {}): OpenApiDocument =>
-    plain({
+  const document = (audience: Audience, info: Json, extra: Json = {}): OpenApiDocument => {
+    const responses = { MethodNotAllowed: methodNotAllowed() }
+    // The headers some answer names (the operator's document has no Idempotency-Key).
+    const named = JSON.stringify([paths[audience], responses])
+    const headers = Object.fromEntries(
+      Object.entries(RESPONSE_HEADERS).filter(([name]) => named.includes(`"#/components/headers/${name}"`)),
+    )
+    return plain({
       openapi: '3.1.0',
       info,
+      // The paths are absolute (`/api/v1/...`), so the server is the service's root.
+      servers: [{ url: baseUrl, description: 'This service (its PUBLIC_BASE_URL)' }],
       tags: tagsUsed(paths[audience], options.tags),
       paths: paths[audience],
       ...extra,
-      components: { ...extra.components, securitySchemes: SECURITY_SCHEMES[audience] },
+      components: {
+        ...extra.components,
+        responses,
+        headers,
+        securitySchemes: SECURITY_SCHEMES[audience],
+      },
     }) as OpenApiDocument
+  }
   return {
     api: document('api', options.api.info, {
       webhooks: options.api.webhooks,
@@ -149,13 +172,63 @@ function operationOf(route: Route, path: string): Json {
     operationId: operationId(method, path),
     security: securityOf(route.kind),
     ...(parameters.length > 0 ? { parameters } : {}),
-    // The API takes JSON bodies only (anything else is 415).
-    ...(hooks.body ? { requestBody: { required: true, content: { 'application/json': { schema: toJson(hooks.body) } } } } : {}),
+    ...(hooks.body ? { requestBody: jsonBody(toJson(hooks.body)) } : {}),
+    // A route's `detail` may describe its body beyond its runtime model (messages/model.ts).
     ...detail,
   }
-  operation.responses = withErrorAnswers(route, operation, { ...responsesOf(hooks.response), ...detailResponses })
+  operation.responses = withHeaders(operation, withErrorAnswers(route, operation, { ...responsesOf(hooks.response), ...detailResponses }))
   return operation
 }
+
+const header = (name: keyof typeof RESPONSE_HEADERS) => ({ $ref: `#/components/headers/${name}` })
+
+// Answered before the route runs (credentials, HTTPS, body rules, busy), or never stored (a failure of
+// ours): never a replay.
+const NEVER_REPLAYED = new Set(['401', '403', '413', '415', '500', '503'])
+
+/**
+ * The headers of each answer: `x-request-id` on all of them; `idempotent-replayed` where an answer
+ * may be a replay (an operation that takes an Idempotency-Key, its own answers); `Retry-After` on the
+ * 503 of an operation that takes a JSON body (busy: the body waited too long for its turn).
+ */
+function withHeaders(operation: Json, responses: Record<string, Json>): Record<string, Json> {
+  const idempotent = takesIdempotencyKey(operation)
+  const busy = Boolean(operation.requestBody?.content?.['application/json'])
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, { description, headers, ...rest }]) => [
+      status,
+      {
+        description,
+        headers: {
+          'x-request-id': header('RequestId'),
+          ...(idempotent && !NEVER_REPLAYED.has(status) ? { 'idempotent-replayed': header('IdempotentReplayed') } : {}),
+          ...(busy && status === '503' ? { 'Retry-After': header('RetryAfter') } : {}),
+          ...headers,
+        },
+        ...rest,
+      },
+    ]),
+  )
+}
+
+const takesIdempotencyKey = (operation: Json) =>
+  (operation.parameters ?? []).some((p: Json) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
+
+/** The 405 of any path, for the methods it does not answer (see the top of this file). */
+function methodNotAllowed(): Json {
+  const schema = toJson(errorsOf(405)[405])
+  return {
+    description: schema.description,
+    headers: { Allow: header('Allow'), 'x-request-id': header('RequestId') },
+    content: { 'application/json': { schema: withCodes(schema, codesOf(405)) } },
+  }
+}
+
+/** An error answer's schema whose `code` is one of `codes`. */
+const withCodes = (schema: Json, codes: string[]): Json => ({
+  ...schema,
+  properties: { ...schema.properties, code: { ...schema.properties.code, type: 'string', enum: codes } },
+})
 
 /**
  * Every error answer the service can give an operation, whether or not its route names it: the
@@ -180,7 +253,7 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
     const schema = errorsOf(status)[status]!
     responses[status] = { description: schema.description ?? 'Error', content: { 'application/json': { schema: toJson(schema) } } }
   }
-  const idempotent = (operation.parameters ?? []).some((p: Json) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key')
+  const idempotent = takesIdempotencyKey(operation)
   for (const [status, response] of Object.entries(responses)) {
     const schema = response.content?.['application/json']?.schema
     if (Number(status) < 400 || !schema?.properties?.code) continue
@@ -191,10 +264,7 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
         (code !== 'FORBIDDEN' || status in declared),
     )
     // A copy: schemas given in a route's detail may share their properties object with other answers.
-    response.content['application/json'].schema = {
-      ...schema,
-      properties: { ...schema.properties, code: { ...schema.properties.code, type: 'string', enum: codes } },
-    }
+    response.content['application/json'].schema = withCodes(schema, codes)
   }
   return Object.fromEntries(Object.entries(responses).sort(([a], [b]) => a.localeCompare(b)))
 }

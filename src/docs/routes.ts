@@ -58,10 +58,12 @@ function page(audience: Audience, title: string): string {
 `
 }
 
-export function docsRoutes(options: { routes: RouteTable; documents: DocumentsOptions }) {
+/** `baseUrl`: where the service is reached (PUBLIC_BASE_URL), the documents' server. */
+export function docsRoutes(options: { routes: RouteTable; documents: DocumentsOptions; baseUrl: string }) {
   // The routes are fixed once the app is composed: the documents are made once, on first request.
   let documents: Record<Audience, OpenApiDocument> | undefined
-  const documentOf = (audience: Audience) => (documents ??= openApiDocuments(options.routes.all(), options.documents))[audience]
+  const documentOf = (audience: Audience) =>
+    (documents ??= openApiDocuments(options.routes.all(), options.documents, options.baseUrl))[audience]
   const app = new Elysia({ name: 'docs', detail: kind('docs') })
   for (const audience of ['api', 'admin'] as const) {
     const title = options.documents[audience].info.title as string

@@ -47,7 +47,10 @@ class Slots {
         }
         const timer = setTimeout(() => {
           this.waiting.splice(this.waiting.indexOf(wake), 1)
-          reject(new ApiError('SERVICE_UNAVAILABLE', 'too many large request bodies at once; retry shortly'))
+          // A slot frees as soon as one large body is read: a second is a fair guess for a retry.
+          reject(
+            new ApiError('SERVICE_UNAVAILABLE', 'too many large request bodies at once; retry shortly', 503, {}, { 'retry-after': '1' }),
+          )
         }, LARGE_BODY_WAIT_MS)
         this.waiting.push(wake)
       })

@@ -28,6 +28,8 @@ export class ApiError extends Error {
     status?: number,
     /** Facts the client needs besides the message, e.g. the `id` of a message the provider refused. */
     readonly fields: Record<string, unknown> = {},
+    /** Headers of the answer, e.g. a 503's `retry-after`. */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message)
     this.status = status ?? ERROR_STATUS[code]
@@ -62,4 +64,4 @@ export function errorResponse(
 }
 
 export const apiErrorResponse = (error: ApiError, requestId: string, headers: Record<string, string> = {}) =>
-  errorResponse(error.code, error.message, error.status, requestId, headers, error.fields)
+  errorResponse(error.code, error.message, error.status, requestId, { ...error.headers, ...headers }, error.fields)

@@ -3,6 +3,15 @@
 import { t, type TSchema } from 'elysia'
 import { MAX_BODY_BYTES } from './body'
 
+/**
+ * A request body as the documents describe it: JSON only (anything else is 415). The cast: Elysia types
+ * a route's `detail` as OpenAPI 3.0, which a JSON Schema 2020-12 (TypeBox) does not fit.
+ */
+export const jsonBody = (schema: object, examples?: Record<string, { summary: string; value: unknown }>) => ({
+  required: true,
+  content: { 'application/json': { schema: schema as Record<string, any>, ...(examples ? { examples } : {}) } },
+})
+
 export const envelopeOf = <T extends TSchema>(data: T) => t.Object({ success: t.Literal(true), data }, { description: 'Success envelope' })
 
 const ERROR_EXAMPLES: Record<number, { code: string; error: string; description: string; fields?: Record<string, unknown> }> = {
@@ -25,6 +34,11 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     description: 'A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS)',
   },
   404: { code: 'NOT_FOUND', error: 'message SM... not found', description: "Unknown id (or another account's)" },
+  405: {
+    code: 'METHOD_NOT_ALLOWED',
+    error: 'GET is not allowed on /api/v1/messages/send',
+    description: 'The path does not answer this method (HEAD and OPTIONS included); `Allow` lists the methods it does',
+  },
   409: {
     code: 'CONFLICT',
     error: 'a contact with this phone already exists',
@@ -65,6 +79,35 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
 }
 
 const REQUEST_ID_EXAMPLE = '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21'
+
+/** The headers the shell sets on answers (http/shell.ts), as the documents' `components.headers`. */
+export const RESPONSE_HEADERS = {
+  RequestId: {
+    description:
+      "This request's id, on every answer (an `X-Request-Id` sent with the request is kept: its first 64 characters, less any but " +
+      'ASCII letters, digits, `_`, `.` and `-`); ' +
+      'an error repeats it as `request_id`: quote it when asking about a request',
+    required: true,
+    schema: { type: 'string', examples: [REQUEST_ID_EXAMPLE] },
+  },
+  Allow: {
+    description: 'The methods the path answers, comma-separated',
+    required: true,
+    schema: { type: 'string', examples: ['POST'] },
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before trying again (on the 503 of a large body that waited too long for its turn)',
+    required: true,
+    schema: { type: 'integer', examples: [1] },
+  },
+  IdempotentReplayed: {
+    description:
+      'Present (`true`) when this is the stored answer of an earlier request with the same `Idempotency-Key`, replayed whatever its ' +
+      'status: nothing was sent or charged again. Absent on a first answer',
+    required: false,
+    schema: { type: 'string', enum: ['true'] },
+  },
+}
 
 export const ErrorEnvelope = t.Object(
   {

@@ -151,6 +151,13 @@ test('a mistyped command, subcommand or flag: exit 2, naming it and the closest 
   expect(json(admin('account', 'list', '--json')).total).toBe(0)
 })
 
+test('the command line loads nothing of the service: the models give it types only', async () => {
+  const built = await Bun.build({ entrypoints: [join(root, 'src/cli/admin.ts')], target: 'bun', metafile: true })
+  const inputs = Object.keys(built.metafile!.inputs)
+  expect(inputs).toContain('src/cli/commands.ts')
+  expect(inputs.filter((path) => path.startsWith('src/modules/') || path.includes('node_modules/'))).toEqual([])
+})
+
 test('--version prints the package version', () => {
   expect(admin('--version')).toEqual({ code: 0, out: `${version}\n`, err: '' })
 })
@@ -209,6 +216,7 @@ test("quickstart: the export line and the README's calls work; run again, the sa
   expect(second.out).toContain(`account ${vars.ACCOUNT_ID} "Demo account" found by its name: balance 99,999`)
   expect(second.out).toContain('--topup N adds to it')
   expect(second.out).toContain(`sign in at ${child.url}/dashboard as demo-${vars.ACCOUNT_ID}@example.com (invited by an earlier quickstart`)
+  expect(second.out).toContain(`if its link is lost, make a new one: bun run admin user link demo-${vars.ACCOUNT_ID}@example.com)`)
   expect(json(admin('account', 'show', vars.ACCOUNT_ID!, '--json'))).toEqual(before)
   const demos = json(admin('account', 'list', '--json')).items.filter((a: { name: string }) => a.name === 'Demo account')
   expect(demos).toHaveLength(1)
@@ -275,9 +283,26 @@ test('operator create prints a one-time link that sets the password; a second op
   expect(again.code).toBe(1)
   expect(again.err).toMatch(/^admin: 409 CONFLICT: .+ \(request id [\w-]+\)\n$/)
   const accountId = admin('account', 'create', 'Members', '--quiet').out.trim()
-  expect(admin('member', 'invite', accountId, 'second@example.com').out).toContain(
-    `member second@example.com of account ${accountId} invited`,
+  const invited = admin('member', 'invite', accountId, 'second@example.com').out
+  expect(invited).toContain(`member second@example.com of account ${accountId} invited`)
+
+  // A lost link: the operator (password set) gets a reset link, by e-mail in any case; the member
+  // (still invited) a new invitation, by id; each works, and the member's first link no longer does.
+  const reset = admin('user', 'link', 'Root@Example.com')
+  expect(reset).toMatchObject({ code: 0, err: '' })
+  expect(reset.out).toStartWith('new password-reset link for operator root@example.com; earlier links of theirs no longer work\n')
+  expect((await fetch(/^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(reset.out)![1]!)).status).toBe(200)
+  const users = json(admin('user', 'list', '--json')).items as { id: number; email: string }[]
+  const member = users.find((u) => u.email === 'second@example.com')!
+  const invitation = json(admin('user', 'link', String(member.id), '--json'))
+  expect(invitation).toMatchObject({ id: member.id, email: 'second@example.com', role: 'member', kind: 'invite' })
+  expect((await fetch(invitation.link)).status).toBe(200)
+  expect((await fetch(/^(http:\/\/\S+\/dashboard\/link\/\w+)$/m.exec(invited)![1]!)).status).toBe(404)
+  expect(admin('user', 'list').out).toMatch(
+    new RegExp(`^ *${member.id} +second@example\\.com +member +${accountId} +invited +\\d{4}-`, 'm'),
   )
+  const unknown = admin('user', 'link', 'nobody@example.com')
+  expect(unknown).toEqual({ code: 1, out: '', err: 'admin: no user with the e-mail nobody@example.com (see: bun run admin user list)\n' })
 })
 
 test('text output: aligned tables with headers, counts in the right number, amounts grouped; --json only the JSON; --quiet only ids', async () => {

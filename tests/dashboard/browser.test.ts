@@ -12,11 +12,9 @@ import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { openBrowser, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 
-// The README's screenshots: `DASHBOARD_SCREENSHOTS=docs bun run test tests/dashboard/browser.test.ts`.
-const DOCS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
 const PASSWORD = 'a long enough password'
 
 describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
@@ -150,10 +148,6 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       memberLink = await page.locator('#invite-link').innerText()
       expect(memberLink).toMatch(/\/dashboard\/link\/\w{43}$/)
     })
-    await screenshot(page, join(DOCS, 'dashboard-account.png'))
-    await page.setViewportSize({ width: 375, height: 800 })
-    await screenshot(page, join(tmpdir(), 'dashboard-account-375.png'))
-    await page.setViewportSize({ width: 1280, height: 800 })
 
     memberPage = await person()
     const member = memberPage
@@ -189,7 +183,6 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key)
     })
     memberKey = key
-    await screenshot(page, join(DOCS, 'dashboard-keys.png'))
     expect(await balanceWith(key)).toBe(200)
     await step(page, 'the key is not shown again', async () => {
       await page.goto(`${base}/dashboard/keys`)
@@ -255,7 +248,6 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       expect(seen.size).toBeGreaterThan(1) // it changed while the page stayed open
       expect(await page.locator('#campaign-status').innerText()).toBe('sent')
     })
-    await screenshot(page, join(DOCS, 'dashboard-campaign.png'))
     const id = campaignUrl.split('/').pop()
     const api = await fetch(`${base}/admin/v1/campaigns/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(
       (r) => r.json() as any,
@@ -296,7 +288,6 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       expect(await page.locator('ul.attempts').first().innerText()).toContain('HTTP 500')
       webhookId = receiver.requests[0]!.headers['webhook-id']!
     })
-    await screenshot(page, join(DOCS, 'dashboard-webhook.png'))
     receiver.handler = () => new Response('ok')
     await step(page, 'replay delivers it', async () => {
       const before = receiver.byId(webhookId).length

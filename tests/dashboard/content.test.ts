@@ -154,7 +154,7 @@ describe('contacts', () => {
     expect(first.text).toContain('Page 1 of 2')
     expect(first.text).toContain('href="/dashboard/contacts?page=2"')
     const second = await m.client.get('/dashboard/contacts?page=2')
-    expect((second.text.match(/<tr><td>Person/g) ?? []).length).toBe(5)
+    expect((second.text.match(/<tr><td data-label="Name">Person/g) ?? []).length).toBe(5)
   })
 
   const CSV = [
@@ -181,7 +181,10 @@ describe('contacts', () => {
     expect(result.text).toContain('<h1>Contact import</h1>')
     expect(/id="imported">(\d+)</.exec(result.text)![1]).toBe('2')
     expect(/id="bad-rows">(\d+)</.exec(result.text)![1]).toBe('6')
-    const rows = [...result.text.matchAll(/<tr><td>(\d+)<\/td><td>([^<]*)<\/td><\/tr>/g)].map((r) => [Number(r[1]), r[2]])
+    const rows = [...result.text.matchAll(/<tr><td data-label="Line">(\d+)<\/td><td data-label="Reason">([^<]*)<\/td><\/tr>/g)].map((r) => [
+      Number(r[1]),
+      r[2],
+    ])
     expect(rows).toEqual([
       [3, 'name: must not be empty'],
       [4, 'phone: not a valid Indonesian phone number'],
@@ -210,7 +213,9 @@ describe('contacts', () => {
     )
     expect(refusedAll.status).toBe(422)
     expect(refusedAll.text).toContain('Nothing was imported: 5 rows are bad.')
-    expect(refusedAll.text).toContain('<tr><td>4</td><td>phone: not a valid Indonesian phone number</td></tr>')
+    expect(refusedAll.text).toContain(
+      '<tr><td data-label="Line">4</td><td data-label="Reason">phone: not a valid Indonesian phone number</td></tr>',
+    )
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${m.accountId}`)).toBe(0)
 
     // The pasted-text field works too (here a clean file, urlencoded form).
@@ -223,7 +228,9 @@ describe('contacts', () => {
     // Existing numbers make the whole file bad in this mode.
     const again = await m.client.post('/dashboard/contacts/import', { _csrf: page.csrf!, mode: 'all', csv: `${clean}New,081244440003\n` })
     expect(again.status).toBe(422)
-    expect(again.text).toContain('<tr><td>2</td><td>phone: a contact with +6281244440001 already exists</td></tr>')
+    expect(again.text).toContain(
+      '<tr><td data-label="Line">2</td><td data-label="Reason">phone: a contact with +6281244440001 already exists</td></tr>',
+    )
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${m.accountId}`)).toBe(2)
   })
 
@@ -307,7 +314,7 @@ describe('templates and segments', () => {
     expect(comma.text).toContain('tag: must not contain a comma')
     expect((await m.client.post('/dashboard/segments', { _csrf: csrf, name: 'vips', tag: 'vip' })).status).toBe(303)
     page = await m.client.get('/dashboard/templates')
-    expect(page.text).toContain('<td class="segment-size">2</td>')
+    expect(page.text).toContain('<td data-label="Contacts" class="segment-size">2</td>')
     const [segment] = await t.db.sql<{ id: number }[]>`select id from segments where account_id = ${m.accountId}`
 
     // Another account's template and segment: 404 to see, change or delete, and unchanged.
@@ -529,7 +536,7 @@ describe('campaigns', () => {
     // The list shows it with its status and counts.
     const list = await a.client.get('/dashboard/campaigns')
     expect(list.text).toContain(`href="/dashboard/campaigns/${id}"`)
-    expect(list.text).toContain('<td>draft</td>')
+    expect(list.text).toContain('<td data-label="Status">draft</td>')
 
     const run = await a.client.post(`/dashboard/campaigns/${id}/run`, { _csrf: a.csrf })
     expect([run.status, run.location]).toEqual([303, `/dashboard/campaigns/${id}`])

@@ -1,7 +1,7 @@
 // An operator's flow through forms in headless Chromium (see browser.test.ts for the set-up): a notice
 // after each change, a refused amount with the focus on its field and its message as the field's
 // description, and an account's API keys reached from its page: created and shown once with a copy
-// button, gone after a reload, deactivated and activated.
+// button, gone after a reload, deactivated and activated. The pages in these states pass axe-core too.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -12,7 +12,7 @@ import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { axeViolations, openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
 
 const PASSWORD = 'a long enough password'
 const SHOTS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
@@ -80,6 +80,7 @@ describe.skipIf(skipBrowserTests())('forms in Chromium', () => {
         "document.getElementById(document.getElementById('topup-amount').getAttribute('aria-describedby')).textContent",
       )
       expect(described).toBe('amount: must be a whole number of IDR, like 5000')
+      expect((await axeViolations(page)).map((v) => `${v.rule}: ${v.targets.join(' ')}`)).toEqual([])
       await screenshot(page, join(SHOTS, 'account-field-error-1440.png'))
       await page.setViewportSize({ width: 375, height: 800 })
       await screenshot(page, join(SHOTS, 'account-field-error-375.png'))
@@ -106,6 +107,7 @@ describe.skipIf(skipBrowserTests())('forms in Chromium', () => {
       await page.getByRole('button', { name: 'Copied' }).waitFor()
       expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key)
       expect(await balanceWith(key)).toBe(200)
+      expect((await axeViolations(page)).map((v) => `${v.rule}: ${v.targets.join(' ')}`)).toEqual([])
       await screenshot(page, join(SHOTS, 'operator-keys-1440.png'))
       await page.setViewportSize({ width: 375, height: 800 })
       await screenshot(page, join(SHOTS, 'operator-keys-375.png'))

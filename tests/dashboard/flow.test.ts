@@ -296,7 +296,7 @@ describe('the audit log records where a change came from', () => {
       expect(made.status).toBe(303)
       const [row] = await proxied.db.sql<{ address: string | null }[]>`select address from audit_log where action = 'account created'`
       expect(row!.address).toBe('203.0.113.9')
-      expect((await op.client.get('/dashboard/audit')).text).toContain('<td>203.0.113.9</td>')
+      expect((await op.client.get('/dashboard/audit')).text).toContain('<td data-label="From" class="wide">203.0.113.9</td>')
     } finally {
       await proxied.close()
     }
@@ -337,7 +337,7 @@ describe('the audit log records where a change came from', () => {
         ['password set', '127.0.0.1'],
         ['account created', '127.0.0.1'],
       ])
-      expect((await browser.get('/dashboard/audit')).text).toContain('<td>127.0.0.1</td>')
+      expect((await browser.get('/dashboard/audit')).text).toContain('<td data-label="From" class="wide">127.0.0.1</td>')
     } finally {
       await service.stop()
       await pg?.drop()
@@ -355,9 +355,13 @@ describe('the ledger says who booked a row', () => {
     await op.client.post(`/dashboard/accounts/${accountId}/topups`, { _csrf: page.csrf!, amount: '700', note: 'by hand' })
     const member = await dashboardUser(t, email('ledger'), PASSWORD, accountId)
     const ledger = await member.client.get('/dashboard/ledger')
-    expect(ledger.text).toContain('<th scope="col">By</th>')
-    expect(ledger.text).toMatch(new RegExp(`<td>by hand</td><td></td><td>${opEmail}</td>`))
-    expect(ledger.text).toMatch(/<td>opening balance<\/td><td><\/td><td>admin API or CLI<\/td>/)
+    expect(ledger.text).toContain('<th scope="col" class="wrap">By</th>')
+    const byOf = (note: string) =>
+      new RegExp(`<td data-label="Note">${note}</td><td data-label="Message"></td><td data-label="By" class="wrap">([^<]*)</td>`).exec(
+        ledger.text,
+      )?.[1]
+    expect(byOf('by hand')).toBe(opEmail)
+    expect(byOf('opening balance')).toBe('admin API or CLI')
     const csv = (await member.client.get('/dashboard/ledger.csv')).text.trimEnd().split('\r\n')
     expect(csv[0]!.endsWith(',note,created_by')).toBe(true)
     expect(csv[1]).toEndWith(`,700,800,,by hand,${opEmail}`)
@@ -480,7 +484,11 @@ describe('a lost link', () => {
     const first = /id="invite-link">([^<]+)</.exec(invited.text)![1]!
     const [user] = await t.db.sql<{ id: number }[]>`select id from users where email = 'lost@toko.example'`
     const users = await op.client.get('/dashboard/users')
-    expect(users.text).toMatch(new RegExp(`<td>lost@toko.example</td><td>member</td><td><a href="/dashboard/accounts/${accountId}">`))
+    expect(users.text).toMatch(
+      new RegExp(
+        `>lost@toko.example</td><td data-label="Role">member</td><td data-label="Account"><a href="/dashboard/accounts/${accountId}">`,
+      ),
+    )
     expect(users.text).toContain('aria-label="Make a new link for lost@toko.example">New link</button>')
     const renewed = await op.client.follow(await op.client.post(`/dashboard/users/${user!.id}/link`, { _csrf: users.csrf! }))
     expect(renewed.text).toContain('A new invitation for lost@toko.example: pass this link on')

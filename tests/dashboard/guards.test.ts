@@ -83,7 +83,7 @@ describe('operators and members', () => {
     expect(home.location).toBe('/dashboard/accounts')
     expect((await browser.get('/dashboard/accounts')).text).toContain('<h1>Accounts</h1>')
     // Sessions are stored hashed too.
-    const sessionToken = cookie.split(';')[0]!.split('=')[1]
+    const sessionToken = cookie.split(';')[0]!.split('=')[1]!
     const [raw] = await t.db.sql`select count(*)::int as n from sessions where token_hash = ${sessionToken}`
     expect(raw!.n).toBe(0)
   })
@@ -159,7 +159,7 @@ describe('CSRF, throttling and sign-out', () => {
     expect((await op.client.post('/dashboard/accounts', form, { 'sec-fetch-site': 'cross-site' })).status).toBe(403)
     expect((await op.client.post('/dashboard/accounts', form, { origin: 'https://evil.example' })).status).toBe(403)
     expect((await op.client.post('/dashboard/accounts', form, { origin: 'http://localhost' })).status).toBe(303)
-    const [{ n }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from accounts where name = 'csrf test'`
+    const [{ n }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from accounts where name = 'csrf test'`
     expect(n).toBe(1)
     // Sign-in too: its token comes with the page, in a cookie of its own.
     const fresh = webClient(t)

@@ -151,7 +151,8 @@ describe('messages', () => {
     const none = await member.get(`/dashboard/messages?date_from=${encodeURIComponent('2999-01-01 00:00:00')}`)
     expect(none.text).toContain('0 messages')
     const all = await member.get('/dashboard/messages')
-    expect(all.text).toContain('55 messages · page 1 of 2')
+    expect(all.text).toContain('<p>55 messages</p>')
+    expect(all.text).toContain('Page 1 of 2')
     expect(all.text.match(/<tr>/g)!.length).toBe(51) // the header row and 50
     expect(all.text).toContain('href="/dashboard/messages?page=2">Next</a>')
     expect(all.text).not.toContain('>Previous</a>')
@@ -161,7 +162,8 @@ describe('messages', () => {
     expect(second.text).not.toContain('>Next</a>')
     // The filter is kept in the page links.
     const bulk = await member.get('/dashboard/messages?phone=81300&status=read')
-    expect(bulk.text).toContain('51 messages · page 1 of 2')
+    expect(bulk.text).toContain('<p>51 messages</p>')
+    expect(bulk.text).toContain('Page 1 of 2')
     expect(bulk.text).toContain('href="/dashboard/messages?status=read&amp;phone=81300&amp;page=2"')
   })
 
@@ -200,14 +202,14 @@ describe('messages', () => {
     expect(page.text).toContain('<h1>Message to +6281234567890</h1>')
     for (const step of ['Created', 'Sent', 'Delivered', 'Read']) expect(page.text).toContain(`<li class="done"><strong>${step}</strong>`)
     expect(page.text).not.toContain('<strong>Failed</strong>')
-    expect(page.text).toMatch(/<td>charge<\/td><td>-\d+<\/td>/)
+    expect(page.text).toMatch(/<td data-label="Kind">charge<\/td><td data-label="Amount" class="num">-\d+<\/td>/)
     expect(page.text).toContain('<dt>Refund</dt><dd>none</dd>')
     // Its webhook events (delivered, read), the first attempted twice.
     expect(page.text).toContain('delivered event')
     expect(page.text).toContain('read event')
     expect(page.text).toContain('1,234 ms')
-    expect(page.text).toContain('<td>500</td>')
-    expect(page.text).toContain('<td>200</td>')
+    expect(page.text).toContain('<td data-label="Status code">500</td>')
+    expect(page.text).toContain('<td data-label="Status code">200</td>')
     expect(page.text).toContain('&lt;b&gt;receiver said no&lt;/b&gt;')
     expect(page.text.indexOf('1,234 ms')).toBeLessThan(page.text.indexOf('87 ms')) // oldest attempt first
     expect(page.text).toContain('Not attempted yet.')
@@ -222,8 +224,8 @@ describe('messages', () => {
     expect(refunded.status).toBe(200)
     expect(refunded.text).toContain('<strong>Refunded</strong>')
     expect(refunded.text).toMatch(/<dt>Refund<\/dt><dd>\d+ IDR<\/dd>/)
-    expect(refunded.text).toMatch(/<td>charge<\/td><td>-\d+<\/td>/)
-    expect(refunded.text).toMatch(/<td>refund<\/td><td>\d+<\/td>/)
+    expect(refunded.text).toMatch(/<td data-label="Kind">charge<\/td><td data-label="Amount" class="num">-\d+<\/td>/)
+    expect(refunded.text).toMatch(/<td data-label="Kind">refund<\/td><td data-label="Amount" class="num">\d+<\/td>/)
     expect(refunded.text).toContain('simulator refused the message')
   })
 })
@@ -234,10 +236,11 @@ describe('ledger', () => {
     expect(page.status).toBe(200)
     expect(page.text).toContain('<h1>Ledger</h1>')
     const [count] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from ledger where account_id = ${own.accountId}`
-    expect(page.text).toContain(`${count!.n} rows · page 1 of 2`)
+    expect(page.text).toContain(`<p>${count!.n} rows</p>`)
+    expect(page.text).toContain('Page 1 of 2')
     const [newest] = await t.db.sql<{ balance_after: number; message_id: number }[]>`
       select balance_after, message_id from ledger where account_id = ${own.accountId} order by id desc limit 1`
-    expect(page.text).toContain(`<td class="num">${newest!.balance_after.toLocaleString('en')}</td>`)
+    expect(page.text).toContain(`<td data-label="Balance after" class="num">${newest!.balance_after.toLocaleString('en')}</td>`)
     expect(page.text).toContain(`href="/dashboard/messages/${newest!.message_id}"`)
     expect(page.text).toContain('href="/dashboard/ledger?page=2">Next</a>')
     expect(page.text).toContain('href="/dashboard/ledger.csv">Export CSV</a>')

@@ -8,7 +8,7 @@ import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../help
 import { startDelivery, type Delivery } from '../helpers/delivery'
 import { until } from '../helpers/wait'
 import { dashboardUser, webClient } from '../helpers/web'
-import { applyStatus } from '../../src/modules/status/machine'
+import { reportStatus } from '../helpers/reports'
 import { signPayload } from '../../src/modules/webhooks/sender'
 
 let t: TestApp
@@ -143,7 +143,7 @@ describe('webhook page', () => {
     expect(page.text).toContain(rx.url())
 
     // The secret: not on the page until revealed, then the stored one.
-    const [{ signing_secret }] = await t.db.sql<{ signing_secret: string }[]>`
+    const [{ signing_secret }] = await t.db.sql<[{ signing_secret: string }]>`
       select signing_secret from webhook_endpoints where api_key_id = ${own.keyId}`
     expect(page.text).not.toContain(signing_secret)
     const revealed = await member.client.follow(await member.client.post(`/dashboard/webhook/keys/${own.keyId}/secret`, { _csrf: csrf }))
@@ -212,9 +212,9 @@ describe('webhook page', () => {
     await t.api('POST', '/webhook', other.key, { url: rx.url() })
     const sent = await t.api('POST', '/messages/send', own.key, { to: '081234567001', body: 'hi' })
     const sid = sent.body.data.message_id
-    await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
+    await reportStatus(t, sid, 'delivered')
     const otherSent = await t.api('POST', '/messages/send', other.key, { to: '081234567002', body: 'hi' })
-    await applyStatus(t.db.sql, t.config.timezone, { sid: otherSent.body.data.message_id, status: 'delivered' })
+    await reportStatus(t, otherSent.body.data.message_id, 'delivered')
     rx.handler = () => new Response('no', { status: 500 })
     deliver()
     await settled(own.keyId, (e) => e.attempts === 1, 'the first attempt')
@@ -286,10 +286,10 @@ describe('webhook page', () => {
     page = await member.client.get('/dashboard/webhook')
     expect(page.text).toContain('21 deliveries')
     expect(page.text).toContain(`href="/dashboard/webhook?key=${own.keyId}&amp;offset=20"`)
-    expect(page.text).not.toContain('>Newer<')
+    expect(page.text).not.toContain('>Previous<')
     const second = await member.client.get(`/dashboard/webhook?key=${own.keyId}&offset=20`)
     expect(second.text.match(/Replay delivery/g)!.length).toBe(1)
-    expect(second.text).toContain('>Newer<')
+    expect(second.text).toContain(`href="/dashboard/webhook?key=${own.keyId}">Previous<`)
   })
 })
 
@@ -328,7 +328,7 @@ describe('CSRF', () => {
     expect((await t.api('GET', '/webhook', own.key)).status).toBe(404)
     expect((await t.admin('GET', '/price')).body.data.cost_per_message).toBe(before)
     expect((await t.admin('GET', `/price?account_id=${own.accountId}`)).body.data.account_override).toBe(false)
-    const [{ n }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from users where email = 'nobody-csrf@example.com'`
+    const [{ n }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from users where email = 'nobody-csrf@example.com'`
     expect(n).toBe(0)
     expect((await target.client.get('/dashboard')).status).toBe(200)
     expect(await actions(own.accountId)).toEqual(['member invited', 'password set', 'member invited', 'password set'])
@@ -467,7 +467,7 @@ describe('failed deliveries and the audit log', () => {
     await member.client.post(`/dashboard/webhook/keys/${a.keyId}/test`, { _csrf: page.csrf! })
     const sent = await t.api('POST', '/messages/send', bKey.body.data.key, { to: '081234567003', body: 'hi' })
     expect(sent.body).toMatchObject({ success: true })
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sent.body.data.message_id, status: 'delivered' })
+    await reportStatus(t, sent.body.data.message_id, 'delivered')
     const ids = await t.db.sql<{ id: number }[]>`
       update webhook_events set status = 'failed', attempts = 8, last_error = 'HTTP 500'
       where api_key_id in (${a.keyId}, ${bKey.body.data.id}) returning id`
@@ -505,7 +505,7 @@ describe('failed deliveries and the audit log', () => {
     expect(all.text).toContain('admin token')
     expect((await op.client.get('/dashboard/audit?account=abc')).status).toBe(422)
     // Pagination.
-    const [{ n }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from audit_log`
+    const [{ n }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from audit_log`
     if (n > 50) expect(all.text).toContain('href="/dashboard/audit?offset=50"')
   }, 30_000)
 })

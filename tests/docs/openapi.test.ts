@@ -8,8 +8,7 @@ import { validate, compileErrors } from '@readme/openapi-parser'
 import { testApp, type TestApp } from '../helpers/app'
 import { startDelivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { applyStatus } from '../../src/modules/status/machine'
-import { eventsCommitted } from '../../src/modules/webhooks/notify'
+import { reportStatus } from '../helpers/reports'
 import { ERROR_STATUS } from '../../src/http/errors'
 
 type Json = Record<string, any>
@@ -19,11 +18,12 @@ let tls: TestTls
 let rx: Receiver
 let api: Json
 let admin: Json
+const PUBLIC_BASE_URL = 'https://messaging.acme.test'
 
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, PUBLIC_BASE_URL: PUBLIC_BASE_URL } })
   const [a, b] = [await t.request('GET', '/docs/json'), await t.request('GET', '/docs/admin/json')]
   expect([a.status, b.status]).toEqual([200, 200])
   api = a.body
@@ -155,6 +155,10 @@ describe('both documents', () => {
     expect(api.paths['/api/v1/campaigns/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', schema: { type: 'integer' } })
   })
 
+  test('name the service’s PUBLIC_BASE_URL as their server (the paths start with /api/v1 or /admin/v1)', () => {
+    for (const doc of [api, admin]) expect(doc.servers).toEqual([{ url: PUBLIC_BASE_URL, description: expect.any(String) }])
+  })
+
   test('the integrator’s page links the operator’s, and the other way round', () => {
     expect(api.info.description).toContain('(/docs/admin)')
     expect(admin.info.description).toContain('(/docs)')
@@ -165,7 +169,9 @@ describe('both documents', () => {
 })
 
 /** Checks `value` against the document's schema (the JSON Schema subset the documents use). */
-function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[] {
+function conforms(value: unknown, schema: Json | boolean, doc: Json, at = 'body'): string[] {
+  if (schema === true) return []
+  if (schema === false) return [`${at}: not allowed`]
   if (schema.$ref)
     return conforms(
       value,
@@ -181,6 +187,10 @@ function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[
       ? []
       : [`${at}: ${JSON.stringify(value)} matches no branch`]
   }
+  if (schema.oneOf) {
+    const matching = (schema.oneOf as Json[]).filter((s) => conforms(value, s, doc, at).length === 0).length
+    if (matching !== 1) return [`${at}: ${JSON.stringify(value)} matches ${matching} branches of oneOf, not 1`]
+  }
   const type = value === null ? 'null' : Array.isArray(value) ? 'array' : Number.isInteger(value) ? 'integer' : typeof value
   if (schema.type && schema.type !== type && !(schema.type === 'number' && type === 'integer'))
     return [`${at}: ${type}, not ${schema.type}`]
@@ -193,9 +203,166 @@ function conforms(value: unknown, schema: Json, doc: Json, at = 'body'): string[
     for (const [name, property] of Object.entries((schema.properties ?? {}) as Record<string, Json>)) {
       if (name in object) errors.push(...conforms(object[name], property, doc, `${at}.${name}`))
     }
+    if (schema.additionalProperties === false) {
+      for (const name of Object.keys(object)) if (!(name in (schema.properties ?? {}))) errors.push(`${at}.${name}: unknown`)
+    }
   }
+  if (type === 'array' && schema.items)
+    (value as unknown[]).forEach((item, i) => errors.push(...conforms(item, schema.items, doc, `${at}[${i}]`)))
   return errors
 }
+
+/** The headers a documented answer names, with the component each refers to (`RequestId`...). */
+const headersOf = (response: Json): Record<string, string> =>
+  Object.fromEntries(Object.entries((response.headers ?? {}) as Record<string, Json>).map(([name, h]) => [name, h.$ref?.split('/').pop()]))
+
+/** The header name a document gives a component (`x-request-id` for RequestId), from where the documents use it. */
+function headerNamed(component: string): string {
+  for (const doc of [api, admin])
+    for (const { op } of operations(doc))
+      for (const response of Object.values(op.responses as Record<string, Json>))
+        for (const [name, ref] of Object.entries(headersOf(response))) if (ref === component) return name
+  for (const [name, ref] of Object.entries(headersOf(api.components.responses.MethodNotAllowed))) if (ref === component) return name
+  throw new Error(`no answer names ${component}`)
+}
+
+describe('the headers of the answers, and 405', () => {
+  test('every answer of every operation names x-request-id, and the service sends it under that name', async () => {
+    for (const doc of [api, admin]) {
+      expect(doc.components.headers.RequestId.required).toBe(true)
+      for (const { path, method, op } of operations(doc)) {
+        for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+          expect({ path, method, status, header: headersOf(response)['x-request-id'] }).toEqual({
+            path,
+            method,
+            status,
+            header: 'RequestId',
+          })
+        }
+      }
+    }
+    const { key } = await t.account(0)
+    const name = headerNamed('RequestId')
+    for (const answer of [
+      await t.api('GET', '/balance', key),
+      await t.api('GET', '/balance', 'pm_wrong'),
+      await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'no credit' }),
+      await t.request('GET', '/healthz'),
+      await t.request('GET', '/admin/v1/accounts'),
+    ]) {
+      expect({ status: answer.status, id: answer.headers.get(name) }).toEqual({
+        status: answer.status,
+        id: expect.stringMatching(/^[\w.-]{1,64}$/),
+      })
+    }
+  })
+
+  test('the busy 503 of an operation with a JSON body names Retry-After (the service sends it: tests/http/server.test.ts)', () => {
+    for (const doc of [api, admin]) {
+      for (const { path, method, op } of operations(doc)) {
+        const busy = op.responses['503']
+        if (!op.requestBody?.content?.['application/json'] || !busy) continue
+        expect({ path, method, header: headersOf(busy)['Retry-After'] }).toEqual({ path, method, header: 'RetryAfter' })
+      }
+    }
+    expect(headersOf(admin.paths['/readyz'].get.responses['503'])['Retry-After']).toBeUndefined()
+  })
+
+  test('send and bulk name the replay header on the answers a replay can give, and a replay carries it', async () => {
+    const replayable = ['200', '400', '402', '409', '422']
+    for (const path of ['/api/v1/messages/send', '/api/v1/messages/bulk']) {
+      const responses = api.paths[path].post.responses as Record<string, Json>
+      const named = Object.keys(responses).filter((status) => headersOf(responses[status]!)['idempotent-replayed'] === 'IdempotentReplayed')
+      expect({ path, named }).toEqual({ path, named: expect.arrayContaining(replayable) })
+      // Answered before the route runs: never a stored answer.
+      for (const status of ['401', '413', '415', '503'])
+        expect({ path, status, named: named.includes(status) }).toEqual({ path, status, named: false })
+      expect(api.paths[path].post.description).toContain('`idempotent-replayed: true`')
+    }
+    expect(headersOf(api.paths['/api/v1/contacts'].post.responses['201'])).toEqual({ 'x-request-id': 'RequestId' })
+
+    const name = headerNamed('IdempotentReplayed')
+    expect(api.components.headers.IdempotentReplayed.schema.enum).toEqual(['true'])
+    const { key } = await t.account(1000)
+    for (const body of [
+      { to: '081234567890', body: 'once' },
+      { to: '12345', body: 'refused once' },
+    ]) {
+      const headers = { 'idempotency-key': `docs-${crypto.randomUUID()}` }
+      const first = await t.api('POST', '/messages/send', key, body, headers)
+      const again = await t.api('POST', '/messages/send', key, body, headers)
+      expect({ status: again.status, first: first.headers.get(name), again: again.headers.get(name) }).toEqual({
+        status: first.status,
+        first: null,
+        again: 'true',
+      })
+    }
+  })
+
+  test('each path lists exactly the methods it answers: any other is the documented 405, with Allow naming those', async () => {
+    const documented = api.components.responses.MethodNotAllowed
+    expect(admin.components.responses.MethodNotAllowed).toEqual(documented)
+    const schema = documented.content['application/json'].schema
+    expect(schema.properties.code.enum).toEqual(['METHOD_NOT_ALLOWED'])
+    expect(headersOf(documented)).toEqual({ Allow: 'Allow', 'x-request-id': 'RequestId' })
+    for (const doc of [api, admin]) {
+      expect(doc.info.description).toContain('components.responses.MethodNotAllowed')
+      for (const [path, item] of Object.entries(doc.paths as Record<string, Json>)) {
+        const methods = Object.keys(item).map((m) => m.toUpperCase())
+        const other = ['DELETE', 'PATCH', 'PUT', 'POST', 'GET'].find((m) => !methods.includes(m))!
+        const answer = await t.request(other, path.replace(/\{[^}]+\}/g, '1'))
+        const allow = answer.headers.get('allow')?.split(', ').sort()
+        expect({ path, other, status: answer.status, allow }).toEqual({ path, other, status: 405, allow: [...methods].sort() })
+        expect({ path, errors: conforms(answer.body, schema, doc) }).toEqual({ path, errors: [] })
+      }
+    }
+    // The check can fail: another code is caught.
+    expect(conforms({ success: false, error: 'x', code: 'NOT_FOUND', request_id: 'x' }, schema, api).length).toBeGreaterThan(0)
+  })
+})
+
+describe('the send and bulk bodies', () => {
+  test('say what the service enforces: exactly one of body and template_id, variables only with it, media_url only without', async () => {
+    const to = '081234567890'
+    const entries: Json[] = [
+      { to, body: 'text' },
+      { to, body: 'text', media_url: 'https://files.acme.test/a.png' },
+      { to, template_id: 999999 },
+      { to, template_id: 999999, variables: { name: 'Budi' } },
+      { to },
+      { to, variables: { name: 'Budi' } },
+      { to, body: 'text', template_id: 999999 },
+      { to, body: 'text', variables: { name: 'Budi' } },
+      { to, template_id: 999999, media_url: 'https://files.acme.test/a.png' },
+    ]
+    const bodies: { path: string; body: Json }[] = [
+      ...entries.map((entry) => ({ path: '/messages/send', body: entry })),
+      ...entries.map((entry) => ({ path: '/messages/bulk', body: { messages: [entry] } })),
+      { path: '/messages/bulk', body: { messages: [entries[0], entries[6]] } },
+    ]
+    const { key } = await t.account(1000)
+    const accepted: boolean[] = []
+    for (const { path, body } of bodies) {
+      const schema = api.paths[`/api/v1${path}`].post.requestBody.content['application/json'].schema
+      const documented = conforms(body, schema, api).length === 0
+      const answer = await t.api('POST', path, key, body)
+      // 400 is a shape the service refuses; anything else (200, or 422 for the unknown template) took the shape.
+      expect({ path, body, documented }).toEqual({ path, body, documented: answer.status !== 400 })
+      accepted.push(answer.status !== 400)
+    }
+    // Both kinds of body were tried.
+    expect(new Set(accepted)).toEqual(new Set([true, false]))
+    // The documents' examples show one valid body of each shape (they used to show one with both).
+    for (const path of ['/messages/send', '/messages/bulk']) {
+      const content = api.paths[`/api/v1${path}`].post.requestBody.content['application/json']
+      for (const [name, example] of Object.entries(content.examples as Record<string, Json>)) {
+        const answer = await t.api('POST', path, key, example.value)
+        const errors = conforms(example.value, content.schema, api)
+        expect({ path, name, errors, accepted: answer.status !== 400 }).toEqual({ path, name, errors: [], accepted: true })
+      }
+    }
+  })
+})
 
 describe('the message.status webhook', () => {
   test('is described with its headers and payload, as a real delivery sends them (delivered, then failed with a code)', async () => {
@@ -213,11 +380,10 @@ describe('the message.status webhook', () => {
       expect(sent.status).toBe(200)
       sids.push(sent.body.data.message_id)
     }
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sids[0]!, status: 'delivered' })
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sids[1]!, status: 'failed', errorCode: 63016, errorMessage: 'undeliverable' })
+    await reportStatus(t, sids[0]!, 'delivered')
+    await reportStatus(t, sids[1]!, 'failed', { errorCode: 63016, errorMessage: 'undeliverable' })
     const delivery = startDelivery(t)
     try {
-      eventsCommitted(t.deps)
       const received = await rx.waitFor(2)
       expect(received.length).toBe(2)
       for (const request of received) {

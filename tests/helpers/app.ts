@@ -9,6 +9,7 @@ import type { Loop } from '../../src/workers/loop'
 import type { Provider } from '../../src/providers/provider'
 import { testDatabase, type TestDatabase } from './db'
 import { type WorkerName } from '../../src/deps'
+import { TEST_TWILIO_AUTH_TOKEN } from './reports'
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
 
@@ -41,7 +42,15 @@ export type TestApp = {
 
 export async function testApp(options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {}): Promise<TestApp> {
   const db = await testDatabase()
-  const config = readConfig({ ADMIN_TOKEN, SIM_DELIVERED_MS: '50', SIM_READ_MS: '100', ...options.env })
+  // A Twilio auth token by default, so that every test app answers signed status callbacks
+  // (tests/helpers/reports.ts), whatever its provider; a test's own env may replace it.
+  const config = readConfig({
+    ADMIN_TOKEN,
+    SIM_DELIVERED_MS: '50',
+    SIM_READ_MS: '100',
+    TWILIO_AUTH_TOKEN: TEST_TWILIO_AUTH_TOKEN,
+    ...options.env,
+  })
   const built = buildDeps(config, db, options.provider)
   const deps = built.deps
   if (options.workers) startWorkers(deps, built.loops)

@@ -8,7 +8,7 @@
 //
 // Assertions use bun's expect on values read from the page (playwright-core has no toHaveText).
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { chromium, type BrowserContext, type Page } from 'playwright-core'
@@ -140,4 +140,28 @@ export async function step<T>(page: Page, name: string, fn: () => Promise<T>): P
     const message = error instanceof Error ? error.message : String(error)
     throw new Error(`step "${name}" failed at ${page.url()}: ${message}\n${saved}`, { cause: error })
   }
+}
+
+// axe-core runs inside the page. The dashboard's CSP allows scripts from its own origin only, so the
+// script is served at a same-origin path that the browser answers itself (page.route): the page keeps
+// its real CSP while it is checked.
+const AXE_PATH = '/__axe-core.js'
+const axeSource = () => readFileSync(join(dirname(require.resolve('axe-core')), 'axe.min.js'), 'utf8')
+const axeRouted = new WeakSet<Page>()
+
+export type Violation = { rule: string; impact: string; help: string; targets: string[] }
+
+/** The axe-core violations of the page as it is now, of the given impacts (default: serious and critical). */
+export async function axeViolations(page: Page, impacts: string[] = ['serious', 'critical']): Promise<Violation[]> {
+  const origin = new URL(page.url()).origin
+  if (!axeRouted.has(page)) {
+    const source = axeSource()
+    await page.route(`**${AXE_PATH}`, (route) => route.fulfill({ body: source, contentType: 'text/javascript' }))
+    axeRouted.add(page)
+  }
+  if (!(await page.evaluate('typeof window.axe !== "undefined"'))) await page.addScriptTag({ url: `${origin}${AXE_PATH}` })
+  const found = (await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({
+    rule: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')),
+  })))`)) as Violation[]
+  return found.filter((v) => impacts.includes(v.impact))
 }

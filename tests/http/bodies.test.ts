@@ -35,10 +35,10 @@ const SEND = JSON.stringify({ to: '081234567890', body: 'hello' })
 
 async function unchanged<T>(run: () => Promise<T>): Promise<T> {
   const before = await money(t, accountId)
-  const [{ n: messagesBefore }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from messages`
+  const [{ n: messagesBefore }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from messages`
   const result = await run()
   expect(await money(t, accountId)).toEqual(before)
-  const [{ n: messagesAfter }] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from messages`
+  const [{ n: messagesAfter }] = await t.db.sql<[{ n: number }]>`select count(*)::int as n from messages`
   expect(messagesAfter).toBe(messagesBefore)
   return result
 }

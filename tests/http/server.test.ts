@@ -258,7 +258,7 @@ describe('authentication before the body', () => {
     )
     expect(smallAnswer.status).toBe(200)
     const waited = await waiting.answer
-    expect([waited.status, waited.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE'])
+    expect([waited.status, waited.body.code, waited.headers['retry-after']]).toEqual([503, 'SERVICE_UNAVAILABLE', '1'])
     // The slow senders finish and get their answers (the entry's body is over 4096 characters).
     for (const h of holders) h.socket.write(body.slice(size / 2))
     for (const h of holders) {

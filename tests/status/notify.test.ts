@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
-import { receiveReports } from '../../src/modules/status/receiver'
+import { reportStatus } from '../helpers/reports'
 import { simulatorReports } from '../../src/workers/simulator-reports'
 import { parkedReports } from '../../src/workers/parked-reports'
 import type { Deps } from '../../src/deps'
@@ -62,7 +62,9 @@ describe.skipIf(!usingPostgres())('NOTIFY from the status workers (PostgreSQL)',
     const { keyId } = await keyWithWebhook()
     for (const deps of [t.deps, onPostgres]) {
       const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
-      expect((await receiveReports(t.db.sql, t.config.timezone, [{ sid, status: 'delivered' }])).parked).toBe(1)
+      // Its SID is not stored yet: the report is parked.
+      expect(await reportStatus(t, sid, 'delivered')).toEqual({ changed: false })
+      expect([...(await t.db.sql`select status from parked_reports where message_sid = ${sid}`)]).toEqual([{ status: 'delivered' }])
       await t.db.sql`
         insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
         select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 100, now() from api_keys where id = ${keyId}`

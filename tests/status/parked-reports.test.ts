@@ -9,7 +9,7 @@ import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { until } from '../helpers/wait'
-import { PARKED_REPORT_TTL_SECONDS, receiveReports } from '../../src/modules/status/receiver'
+import { PARKED_REPORT_TTL_SECONDS } from '../../src/modules/status/receiver'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -265,7 +265,7 @@ describe('a report that arrives before the send stored its SID', () => {
   })
 })
 
-describe('reports that arrive together (one callback, one transaction)', () => {
+describe('reports that arrive together (callbacks group-committed in one transaction)', () => {
   test('one batch: a SID twice applies in order, parked reports first, unknown SIDs parked, "sent" never parked', async () => {
     const { keyId } = await keyWithWebhook()
     const [twice, backwards, withParked, unknown, unknownSent] = Array.from({ length: 5 }, randomSid)
@@ -274,18 +274,52 @@ describe('reports that arrive together (one callback, one transaction)', () => {
     await callback(withParked!, 'delivered')
     expect(await parkedFor(withParked!)).toEqual(['delivered'])
     await storeSid(keyId, withParked!) // the parked-reports worker may apply it first: the outcome is the same
-    const results = await receiveReports(t.db.sql, t.config.timezone, [
-      { sid: twice!, status: 'delivered' },
-      { sid: backwards!, status: 'read' },
-      { sid: withParked!, status: 'read' },
-      { sid: twice!, status: 'read' },
-      { sid: unknown!, status: 'delivered' },
-      { sid: backwards!, status: 'delivered' },
-      { sid: unknownSent!, status: 'sent' },
-    ])
+    const blocker = randomSid()
+    await storeSid((await t.account(0)).keyId, blocker)
+
+    // Callbacks that arrive while the receiver's transaction is in flight go together into its next
+    // one. This test holds the blocker's message (on PGlite: the one connection) so that the blocker's
+    // callback stays in flight while the seven arrive, then lets it go.
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    let holding!: () => void
+    const held = new Promise<void>((resolve) => (holding = resolve))
+    const hold = t.db.sql.begin(async (tx) => {
+      await tx`select id from messages where message_sid = ${blocker} for update`
+      holding()
+      await released
+    })
+    await held
+    const blocked = callback(blocker, 'delivered')
+    await Bun.sleep(300) // the blocker's callback reaches the receiver and waits there
+    const together = [
+      callback(twice!, 'delivered'),
+      callback(backwards!, 'read'),
+      callback(withParked!, 'read'),
+      callback(twice!, 'read'),
+      callback(unknown!, 'delivered'),
+      callback(backwards!, 'delivered'),
+      callback(unknownSent!, 'sent'),
+    ]
+    release()
+    await hold
+    expect((await blocked).body).toEqual({ success: true, data: { changed: true } })
+    const changed = (await Promise.all(together)).map((res) => res.body.data.changed)
+    // One transaction moved the three messages, twice's twice: now() is its start, so twice's delivered_at
+    // and the three read_at are one timestamp.
+    const [{ times }] = await t.db.sql<[{ times: number }]>`
+      select count(distinct t)::int as times from (
+        select read_at as t from messages where message_sid = any(${[twice!, backwards!, withParked!]}::text[])
+        union all
+        select delivered_at from messages where message_sid = ${twice!}
+      ) as stamps`
+    expect(times).toBe(1)
     // Four changes (twice's two, backwards's read, withParked's read), one report parked (unknown's):
     // backwards's late delivered and unknownSent's sent change nothing.
-    expect([results.changed, results.parked]).toEqual([4, 1])
+    expect(changed).toEqual([true, true, true, true, false, false, false])
+    const [{ parked }] = await t.db.sql<[{ parked: number }]>`
+      select count(*)::int as parked from parked_reports where message_sid = any(${[twice!, backwards!, withParked!, unknown!, unknownSent!]}::text[])`
+    expect([changed.filter(Boolean).length, parked]).toEqual([4, 1])
     expect(await eventsOf(twice!)).toEqual([
       ['sent', 'delivered'],
       ['delivered', 'read'],

@@ -319,10 +319,10 @@ describe('reports that change nothing get 200', () => {
   })
 
   test('an unknown SID: 200, no message or event changes; the report is parked for when the SID is stored', async () => {
-    const [{ count: before }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
+    const [{ count: before }] = await t.db.sql<[{ count: number }]>`select count(*)::int as count from webhook_events`
     const sid = randomSid()
     expect(await report(sid, 'delivered')).toEqual({ success: true, data: { changed: false } })
-    const [{ count: after }] = await t.db.sql<{ count: number }[]>`select count(*)::int as count from webhook_events`
+    const [{ count: after }] = await t.db.sql<[{ count: number }]>`select count(*)::int as count from webhook_events`
     expect(after).toBe(before)
     const parked = await t.db.sql`select status from parked_reports where message_sid = ${sid}`
     expect([...parked]).toEqual([{ status: 'delivered' }])
@@ -348,7 +348,7 @@ describe('callbacks arriving together (group commit)', () => {
     }
     // Rows written by one transaction carry its id (xmin): fewer transactions than messages means
     // callbacks of several messages were committed together.
-    const [{ transactions }] = await t.db.sql<{ transactions: number }[]>`
+    const [{ transactions }] = await t.db.sql<[{ transactions: number }]>`
       select count(distinct xmin::text)::int as transactions from messages where id = any(${messages.map((m) => m.messageId)}::bigint[])`
     expect(transactions).toBeLessThan(messages.length)
   })

@@ -3,7 +3,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, ADMIN_TOKEN, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { applyStatus } from '../../src/modules/status/machine'
+import { reportStatus } from '../helpers/reports'
 import { startDelivery, type Delivery } from '../helpers/delivery'
 import { until } from '../helpers/wait'
 import { errorEnvelope } from '../helpers/envelope'
@@ -50,7 +50,7 @@ async function keyWithEvents(count: number) {
   for (let i = 0; i < count; i++) {
     const sent = await t.api('POST', '/messages/send', key, { to: `08123456${phone++}`, body: 'hi' })
     sids.push(sent.body.data.message_id)
-    await applyStatus(t.db.sql, t.config.timezone, { sid: sent.body.data.message_id, status: 'delivered' })
+    await reportStatus(t, sent.body.data.message_id, 'delivered')
   }
   return { key, keyId, sids }
 }

@@ -9,8 +9,9 @@ import { Webhook } from 'standardwebhooks'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { applyStatus } from '../../src/modules/status/machine'
 import { eventsCommitted } from '../../src/modules/webhooks/notify'
+import { createApp } from '../../src/app'
+import { reportStatus } from '../helpers/reports'
 import { readConfig } from '../../src/config'
 import { startService } from '../../src/server'
 import { startWebhookDelivery } from '../../src/workers/webhook-delivery'
@@ -66,6 +67,8 @@ describe('waking up', () => {
     let loop: ReturnType<typeof startWebhookDelivery> | undefined
     const deps = { ...t.deps, wake: () => loop?.wake() }
     loop = startWebhookDelivery(deps, { pollMs: 60_000 })
+    // The app whose status callbacks commit the events: it wakes this loop after each commit.
+    const service = { app: createApp(deps), config: t.config }
     try {
       const { key, keyId } = await t.account(100)
       await t.api('POST', '/webhook', key, { url: rx.url() })
@@ -77,8 +80,7 @@ describe('waking up', () => {
           insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
           select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 1, now() from api_keys where id = ${keyId}`
         const before = rx.requests.length
-        await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
-        eventsCommitted(deps)
+        await reportStatus(service, sid, 'delivered')
         const seen = await until(
           () => rx.requests.length,
           (n) => n > before,
@@ -122,9 +124,11 @@ describe('waking up', () => {
         insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
         select account_id, id, sid, '+6281234567890', 'x', 'sent', 1, now()
         from api_keys, unnest(${sids}::text[]) as sid where id = ${keyId}`
+        // The callbacks go to the test's app, whose commits carry no NOTIFY (its configuration names no
+        // database): each is followed by one sent after it, as other writers of events do.
         await Promise.all(
           sids.map(async (sid) => {
-            await applyStatus(t.db.sql, t.config.timezone, { sid, status: 'delivered' })
+            await reportStatus(t, sid, 'delivered')
             eventsCommitted(committer)
           }),
         )

@@ -15,7 +15,7 @@ import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../help
 import { call, startChild, type Child } from '../helpers/child'
 import { openDatabase } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
-import { applyStatus } from '../../src/modules/status/machine'
+import { reportStatusOverHttp, TEST_TWILIO_AUTH_TOKEN } from '../helpers/reports'
 import type { Sql } from '../../src/db/client'
 import { until } from '../helpers/wait'
 
@@ -56,6 +56,7 @@ async function freshStore() {
     SIM_DELIVERED_MS: '20',
     SIM_READ_MS: '86400000', // one event per message: delivered
     LOG_LEVEL: 'error',
+    TWILIO_AUTH_TOKEN: TEST_TWILIO_AUTH_TOKEN, // status callbacks are reported to the children
   }
   if (pg) env.DATABASE_URL = pg.url
   return {
@@ -197,15 +198,14 @@ describe.skipIf(!usingPostgres())('two instances on one PostgreSQL database', ()
           from generate_series(1, 500) g
           returning message_sid`
         expect(sids).toHaveLength(500)
-        // Applied from this process, eight at a time; each commit NOTIFYs both instances.
+        // Reported by the provider's callbacks, eight at a time, to one instance or the other; each
+        // commit NOTIFYs both instances.
         for (let i = 0; i < sids.length; i += 8) {
           await Promise.all(
-            sids.slice(i, i + 8).map(async ({ message_sid }) => {
-              const outcome = await applyStatus(db.sql, 'UTC', { sid: message_sid, status: 'delivered' })
-              expect(outcome.events).toBe(1)
+            sids.slice(i, i + 8).map(async ({ message_sid }, j) => {
+              expect(await reportStatusOverHttp([a, b][j % 2]!.url, message_sid, 'delivered')).toEqual({ changed: true })
             }),
           )
-          await db.sql`select pg_notify('webhook_events', '')`
         }
         await until(
           async () => (await db.sql<{ n: number }[]>`select count(*)::int as n from webhook_events where status = 'delivered'`)[0]!.n,

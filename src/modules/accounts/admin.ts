@@ -1,4 +1,3 @@
-import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -69,7 +68,7 @@ export const accountsAdmin = (deps: Deps) => {
       {
         params: m.IdParams,
         body: m.TopupBody,
-        response: { 201: envelopeOf(t.Object({ wa_balance: t.Integer() })), ...errorsOf(400, 401, 404, 422) },
+        response: { 201: envelopeOf(m.BalanceAfter), ...errorsOf(400, 401, 404, 422) },
         detail: { tags, summary: 'Top up a balance' },
       },
     )
@@ -82,16 +81,14 @@ export const accountsAdmin = (deps: Deps) => {
       {
         params: m.IdParams,
         body: m.AdjustmentBody,
-        response: { 201: envelopeOf(t.Object({ wa_balance: t.Integer() })), ...errorsOf(400, 401, 404, 422) },
+        response: { 201: envelopeOf(m.BalanceAfter), ...errorsOf(400, 401, 404, 422) },
         detail: { tags, summary: 'Correct a balance by a signed amount (never below 0)' },
       },
     )
     .put('/price', async ({ body }) => ok(await admin.setPrice(sql, body)), {
       body: m.PriceBody,
       response: {
-        200: envelopeOf(
-          t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() }),
-        ),
+        200: envelopeOf(m.Price),
         ...errorsOf(400, 401, 404, 422),
       },
       detail: { tags, summary: "Set the global price, or one account's override (account_id)" },
@@ -99,9 +96,7 @@ export const accountsAdmin = (deps: Deps) => {
     .get('/price', async ({ query }) => ok(await admin.getPrice(sql, query.account_id ?? null)), {
       query: m.PriceQuery,
       response: {
-        200: envelopeOf(
-          t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() }),
-        ),
+        200: envelopeOf(m.Price),
         ...errorsOf(400, 401, 404),
       },
       detail: { tags, summary: 'The price in force (globally, or for one account)' },
@@ -109,9 +104,7 @@ export const accountsAdmin = (deps: Deps) => {
     .delete('/price/accounts/:id', async ({ params }) => ok(await admin.clearPriceOverride(sql, params.id)), {
       params: m.IdParams,
       response: {
-        200: envelopeOf(
-          t.Object({ cost_per_message: t.Integer(), account_id: t.Union([t.Integer(), t.Null()]), account_override: t.Boolean() }),
-        ),
+        200: envelopeOf(m.Price),
         ...errorsOf(400, 401, 404),
       },
       detail: { tags, summary: "Remove an account's price override" },

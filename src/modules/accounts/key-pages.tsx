@@ -5,7 +5,7 @@
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
-import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { MAX_NAME_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
 import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from './scope'
@@ -28,42 +28,29 @@ export function keyPages(d: Dashboard) {
           <Field state={state} form="key" name="label" label="Label" required maxlength={MAX_NAME_CHARS} />
           <button type="submit">Create key</button>
         </form>
-        {keys.items.length === 0 ? <p class="muted">No API keys yet.</p> : null}
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Label</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              {keys.items.map((k) => (
-                <tr>
-                  <td>{k.label}</td>
-                  <td>
-                    <code>{k.prefix}…</code>
-                  </td>
-                  <td>{k.created_at}</td>
-                  <td>{k.last_used_at ?? 'never'}</td>
-                  <td>
-                    <form method="post" action={`${base}/keys/${k.id}/active`}>
-                      <Csrf session={session} />
-                      <input type="hidden" name="active" value={k.active ? 'false' : 'true'} />
-                      {k.active ? 'active ' : 'inactive '}
-                      <button class="secondary" type="submit" aria-label={`${k.active ? 'Deactivate' : 'Activate'} key ${k.label}`}>
-                        {k.active ? 'Deactivate' : 'Activate'}
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <PagedTable
+          columns={[
+            { header: 'Label', cell: (k) => k.label },
+            { header: 'Prefix', cell: (k) => <code>{k.prefix}…</code> },
+            { header: 'Created', cell: (k) => k.created_at, class: 'nowrap', phone: false },
+            { header: 'Last used', cell: (k) => k.last_used_at ?? 'never', class: 'nowrap' },
+            {
+              header: 'State',
+              cell: (k) => (
+                <form method="post" action={`${base}/keys/${k.id}/active`}>
+                  <Csrf session={session} />
+                  <input type="hidden" name="active" value={k.active ? 'false' : 'true'} />
+                  {k.active ? 'active ' : 'inactive '}
+                  <button class="secondary" type="submit" aria-label={`${k.active ? 'Deactivate' : 'Activate'} key ${k.label}`}>
+                    {k.active ? 'Deactivate' : 'Activate'}
+                  </button>
+                </form>
+              ),
+            },
+          ]}
+          rows={keys.items}
+          empty="No API keys yet."
+        />
       </Layout>,
       options.status ?? 200,
     )

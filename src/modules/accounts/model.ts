@@ -63,3 +63,12 @@ export const PriceBody = t.Object(
   closed,
 )
 export const PriceQuery = t.Object({ account_id: t.Optional(Id('account_id', 'Account id; omit for the global price')) })
+
+/** The answer of a top-up or an adjustment. */
+export const BalanceAfter = t.Object({ wa_balance: t.Integer() })
+
+export const Price = t.Object({
+  cost_per_message: t.Integer(),
+  account_id: t.Union([t.Integer(), t.Null()]),
+  account_override: t.Boolean(),
+})

@@ -4,6 +4,7 @@
 
 import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
+import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { AccountLink, accountScope, type Scope } from './scope'
 import { getAccount } from './service'
@@ -26,17 +27,22 @@ function niceMax(value: number): number {
   return [1, 2, 5, 10].map((m) => m * power).find((m) => m >= value)!
 }
 
+/** An axis number in at most four characters: 500, 2.5K, 10K. */
+const tickText = (n: number) => new Intl.NumberFormat('en', { notation: 'compact' }).format(n)
+
 /**
  * Stacked bars, one per day, one segment per status. Built only from numbers and the server's own
- * day strings (escaped all the same), so it may go out through raw().
+ * day strings (escaped all the same), so it may go out through raw(). It is drawn to the width of the
+ * screen; a day is labelled every 7 days back from today, and on a phone every 14 (style.css hides
+ * the `minor` ones there and sets the labels larger).
  */
 export function statusChart(days: string[], counts: Map<string, Record<string, number>>): Html {
   const W = 720
   const H = 220
-  const left = 40
+  const left = 60
   const right = 8
-  const top = 10
-  const bottom = 26
+  const top = 22
+  const bottom = 34
   const plotW = W - left - right
   const plotH = H - top - bottom
   const totals = days.map((day) => STATUSES.reduce((sum, s) => sum + (counts.get(day)?.[s] ?? 0), 0))
@@ -50,7 +56,7 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
   for (const tick of [0, max / 2, max]) {
     if (tick !== Math.round(tick)) continue
     svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"/>`
-    svg += `<text class="axis" x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${tick}</text>`
+    svg += `<text class="axis" x="${left - 8}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${tickText(tick)}</text>`
   }
   days.forEach((day, i) => {
     const x = left + i * slot + (slot - barW) / 2
@@ -62,8 +68,12 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
       svg += `<rect class="s-${status}" x="${x.toFixed(1)}" y="${y0.toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(base) - y0).toFixed(1)}"><title>${escapeHtml(`${day}: ${n} ${status}`)}</title></rect>`
       base += n
     }
-    if (i % 5 === 0 || i === days.length - 1) {
-      svg += `<text class="axis" x="${(left + i * slot + slot / 2).toFixed(1)}" y="${H - 8}" text-anchor="middle">${escapeHtml(day.slice(5))}</text>`
+    const back = days.length - 1 - i
+    if (back % 7 === 0) {
+      // Today's label ends at the right edge; the others are centred under their day.
+      const today = back === 0
+      const at = today ? W - right : left + i * slot + slot / 2
+      svg += `<text class="axis${back % 14 === 0 ? '' : ' minor'}" x="${at.toFixed(1)}" y="${H - 6}" text-anchor="${today ? 'end' : 'middle'}">${escapeHtml(day)}</text>`
     }
   })
   svg += `<line class="baseline" x1="${left}" x2="${W - right}" y1="${top + plotH}" y2="${top + plotH}"/></svg>`
@@ -122,32 +132,18 @@ export function overviewPages(d: Dashboard) {
           </figcaption>
         </figure>
         <h2>Recent failures</h2>
-        {failures.length === 0 ? (
-          <p class="muted">No failed messages.</p>
-        ) : (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Created</th>
-                  <th scope="col">To</th>
-                  <th scope="col">Error</th>
-                </tr>
-              </thead>
-              <tbody>
-                {failures.map((m) => (
-                  <tr>
-                    <td class="nowrap">{m.created_at}</td>
-                    <td class="nowrap">
-                      <a href={`${base}/messages/${m.id}`}>{m.phone}</a>
-                    </td>
-                    <td>{[m.error_code, m.error_message].filter((x) => x !== null && x !== '').join(' ') || 'no error given'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <PagedTable
+          columns={[
+            { header: 'Created', cell: (m) => m.created_at, class: 'nowrap' },
+            { header: 'To', cell: (m) => <a href={`${base}/messages/${m.id}`}>{m.phone}</a>, class: 'nowrap' },
+            {
+              header: 'Error',
+              cell: (m) => [m.error_code, m.error_message].filter((x) => x !== null && x !== '').join(' ') || 'no error given',
+            },
+          ]}
+          rows={failures}
+          empty="No failed messages."
+        />
         <p>
           <a href={`${base}/messages?status=failed`}>All failed messages</a>
         </p>

@@ -1,10 +1,10 @@
 // The operator's accounts: search, create, and one account's balance, top-up, price, members and
 // invitations. Creating an account, a top-up and an invitation happen once per form (d.once).
 
-import { h } from '../../dashboard/jsx'
+import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
-import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { MAX_NAME_CHARS, MAX_NOTE_CHARS } from '../../lib/validate'
@@ -64,26 +64,21 @@ export function accountPages(d: Dashboard) {
           />
           <button type="submit">Search</button>
         </form>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Account</th>
-                <th scope="col">Balance</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rows.map((a) => (
-                <tr>
-                  <td>
-                    <a href={`/dashboard/accounts/${a.id}`}>{a.name}</a> <span class="muted">#{a.id}</span>
-                  </td>
-                  <td>{a.balance.toLocaleString('en')}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <PagedTable
+          columns={[
+            {
+              header: 'Account',
+              cell: (a) => (
+                <>
+                  <a href={`/dashboard/accounts/${a.id}`}>{a.name}</a> <span class="muted">#{a.id}</span>
+                </>
+              ),
+            },
+            { header: 'Balance', cell: (a) => a.balance.toLocaleString('en'), class: 'num' },
+          ]}
+          rows={rows}
+          empty={term && !long ? `No account's name contains “${term}”.` : undefined}
+        />
         <h2>New account</h2>
         <form class="stack card" method="post" action="/dashboard/accounts">
           <Csrf session={session} />

@@ -6,7 +6,7 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
-import { Field, FormError, FormProblem, FormToken, fieldProps, formState, type FormState } from '../../dashboard/components'
+import { Field, FormError, FormProblem, FormToken, PagedTable, fieldProps, formState, type FormState } from '../../dashboard/components'
 import { MAX_NAME_CHARS } from '../../lib/validate'
 import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { PAGE_HEADERS } from '../../dashboard/session'
@@ -54,50 +54,22 @@ export function campaignPages(d: Dashboard) {
     return respond(
       <Layout title={titleOf(scope, 'Campaigns')} session={session}>
         <AccountLink scope={scope} />
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Campaign</th>
-                <th scope="col">Status</th>
-                <th scope="col">Scheduled</th>
-                <th scope="col">Total</th>
-                <th scope="col">Sent</th>
-                <th scope="col">Delivered</th>
-                <th scope="col">Read</th>
-                <th scope="col">Failed</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {details.map(({ campaign: c, stats }) => (
-                <tr>
-                  <td>
-                    <a href={`${base}/campaigns/${c.id}`}>{c.name}</a>
-                  </td>
-                  <td>{c.status}</td>
-                  <td>{c.schedule_at ?? ''}</td>
-                  <td>{stats.total.toLocaleString('en')}</td>
-                  <td>{stats.sent.toLocaleString('en')}</td>
-                  <td>{stats.delivered.toLocaleString('en')}</td>
-                  <td>{stats.read.toLocaleString('en')}</td>
-                  <td>{stats.failed.toLocaleString('en')}</td>
-                  <td>{c.created_at}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        {list.items.length === 0 ? <p class="muted">No campaigns yet.</p> : null}
-        {pages > 1 ? (
-          <nav class="pager" aria-label="Pages">
-            {pageNumber > 1 ? <a href={`${base}/campaigns?page=${pageNumber - 1}`}>Previous page</a> : null}
-            <span>
-              Page {pageNumber} of {pages}
-            </span>
-            {pageNumber < pages ? <a href={`${base}/campaigns?page=${pageNumber + 1}`}>Next page</a> : null}
-          </nav>
-        ) : null}
+        <PagedTable
+          columns={[
+            { header: 'Campaign', cell: ({ campaign: c }) => <a href={`${base}/campaigns/${c.id}`}>{c.name}</a> },
+            { header: 'Status', cell: ({ campaign: c }) => c.status },
+            { header: 'Scheduled', cell: ({ campaign: c }) => c.schedule_at ?? '', class: 'nowrap' },
+            { header: 'Total', cell: ({ stats }) => stats.total.toLocaleString('en'), class: 'num' },
+            { header: 'Sent', cell: ({ stats }) => stats.sent.toLocaleString('en'), class: 'num' },
+            { header: 'Delivered', cell: ({ stats }) => stats.delivered.toLocaleString('en'), class: 'num', phone: false },
+            { header: 'Read', cell: ({ stats }) => stats.read.toLocaleString('en'), class: 'num', phone: false },
+            { header: 'Failed', cell: ({ stats }) => stats.failed.toLocaleString('en'), class: 'num' },
+            { header: 'Created', cell: ({ campaign: c }) => c.created_at, class: 'nowrap', phone: false },
+          ]}
+          rows={details}
+          empty="No campaigns yet."
+          pager={{ label: 'Pages of campaigns', page: pageNumber, pages, href: (n) => `${base}/campaigns?page=${n}` }}
+        />
         <h2>New campaign</h2>
         {templates.items.length === 0 || segments.items.length === 0 ? (
           <p>

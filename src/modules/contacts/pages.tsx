@@ -6,7 +6,7 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, orError, respond, pageRoutes } from '../../dashboard/context'
-import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { AccountLink, changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
@@ -148,41 +148,18 @@ export function contactPages(d: Dashboard) {
           {list.total.toLocaleString('en')} {list.total === 1 ? 'contact' : 'contacts'}
           {term ? ` matching “${term}”` : ''}
         </p>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Phone</th>
-                <th scope="col">E-mail</th>
-                <th scope="col">City</th>
-                <th scope="col">Tags</th>
-                <th scope="col">Added</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((c) => (
-                <tr>
-                  <td>{c.name}</td>
-                  <td>{c.phone}</td>
-                  <td>{c.email ?? ''}</td>
-                  <td>{c.city ?? ''}</td>
-                  <td>{c.tags.join(', ')}</td>
-                  <td>{c.created_at}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        {pages > 1 ? (
-          <nav class="pager" aria-label="Pages">
-            {pageNumber > 1 ? <a href={link(pageNumber - 1)}>Previous page</a> : null}
-            <span>
-              Page {pageNumber} of {pages}
-            </span>
-            {pageNumber < pages ? <a href={link(pageNumber + 1)}>Next page</a> : null}
-          </nav>
-        ) : null}
+        <PagedTable
+          columns={[
+            { header: 'Name', cell: (c) => c.name },
+            { header: 'Phone', cell: (c) => c.phone, class: 'nowrap' },
+            { header: 'E-mail', cell: (c) => c.email ?? '', class: 'wrap' },
+            { header: 'City', cell: (c) => c.city ?? '' },
+            { header: 'Tags', cell: (c) => c.tags.join(', ') },
+            { header: 'Added', cell: (c) => c.created_at, class: 'nowrap', phone: false },
+          ]}
+          rows={list.items}
+          pager={{ label: 'Pages of contacts', page: pageNumber, pages, href: link }}
+        />
         <h2>Add a contact</h2>
         <form class="stack card" method="post" action={`${base}/contacts`}>
           <Csrf session={session} />
@@ -281,24 +258,13 @@ export function contactPages(d: Dashboard) {
             {result.bad.length > 0 ? (
               <>
                 <h2>Bad rows</h2>
-                <div class="table-wrap">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Line</th>
-                        <th scope="col">Reason</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {result.bad.map((b) => (
-                        <tr>
-                          <td>{b.line}</td>
-                          <td>{b.reason}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
+                <PagedTable
+                  columns={[
+                    { header: 'Line', cell: (b) => b.line },
+                    { header: 'Reason', cell: (b) => b.reason },
+                  ]}
+                  rows={result.bad}
+                />
               </>
             ) : null}
           </>

@@ -4,6 +4,7 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
+import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
@@ -63,40 +64,27 @@ export function ledgerPages(d: Dashboard) {
             <>
               <p>
                 {list.total.toLocaleString('en')} {list.total === 1 ? 'row' : 'rows'}
-                {list.total > 0 ? ` · page ${current.toLocaleString('en')} of ${pages.toLocaleString('en')}` : ''}
               </p>
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Created</th>
-                      <th scope="col">Kind</th>
-                      <th scope="col">Amount</th>
-                      <th scope="col">Balance after</th>
-                      <th scope="col">Note</th>
-                      <th scope="col">Message</th>
-                      <th scope="col">By</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.items.map((r) => (
-                      <tr>
-                        <td class="nowrap">{r.created_at}</td>
-                        <td>{r.kind}</td>
-                        <td class="num">{r.amount > 0 ? `+${r.amount.toLocaleString('en')}` : r.amount.toLocaleString('en')}</td>
-                        <td class="num">{r.balance_after.toLocaleString('en')}</td>
-                        <td>{r.note ?? ''}</td>
-                        <td>{r.message_id !== null ? <a href={`${base}/messages/${r.message_id}`}>#{r.message_id}</a> : ''}</td>
-                        <td>{authorOf(r) ?? ''}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <nav class="pager" aria-label="Pages">
-                {current > 1 ? <a href={listHref(path, { ...filter, page: Math.min(current - 1, pages) })}>Previous</a> : null}
-                {current < pages ? <a href={listHref(path, { ...filter, page: current + 1 })}>Next</a> : null}
-              </nav>
+              <PagedTable
+                columns={[
+                  { header: 'Created', cell: (r) => r.created_at, class: 'nowrap' },
+                  { header: 'Kind', cell: (r) => r.kind },
+                  {
+                    header: 'Amount',
+                    cell: (r) => (r.amount > 0 ? `+${r.amount.toLocaleString('en')}` : r.amount.toLocaleString('en')),
+                    class: 'num',
+                  },
+                  { header: 'Balance after', cell: (r) => r.balance_after.toLocaleString('en'), class: 'num' },
+                  { header: 'Note', cell: (r) => r.note ?? '' },
+                  {
+                    header: 'Message',
+                    cell: (r) => (r.message_id !== null ? <a href={`${base}/messages/${r.message_id}`}>#{r.message_id}</a> : ''),
+                  },
+                  { header: 'By', cell: (r) => authorOf(r) ?? '', class: 'wrap' },
+                ]}
+                rows={list.items}
+                pager={{ label: 'Pages of the ledger', page: current, pages, href: (n) => listHref(path, { ...filter, page: n }) }}
+              />
             </>
           ) : null}
         </Layout>,

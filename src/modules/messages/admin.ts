@@ -1,13 +1,12 @@
 // Messages in the admin API: the quarantine (hand-offs whose outcome could not be recorded) and
 // settling it.
 
-import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf, PageQuery } from '../../http/models'
-import { QuarantinedMessage } from './model'
+import { QuarantinedMessage, SettleBody, Settled } from './model'
 import { listQuarantine, settleQuarantined } from './quarantine'
 import { page } from '../../http/values'
 
@@ -25,8 +24,8 @@ export const messagesAdmin = (deps: Deps) =>
     })
     .post('/quarantine/:id/settle', async ({ params, body }) => ok(await settleQuarantined(deps.sql, params.id, body.outcome)), {
       params: IdParams,
-      body: t.Object({ outcome: t.String({ description: '`sent` or `refund`' }) }),
-      response: { 200: envelopeOf(t.Object({ id: t.Integer(), outcome: t.String() })), ...errorsOf(400, 401, 404, 422) },
+      body: SettleBody,
+      response: { 200: envelopeOf(Settled), ...errorsOf(400, 401, 404, 422) },
       detail: {
         tags: ['Admin'],
         summary: 'Settle a quarantined message',

@@ -4,8 +4,21 @@ import { apiRoutes } from '../../http/groups'
 import { UNTIMED } from '../../http/routes'
 import { ok } from '../../http/errors'
 import { withIdempotency } from '../../http/idempotency'
-import { envelopeOf, errorsOf } from '../../http/openapi'
-import { BulkBody, BulkResult, IdempotencyHeaders, ListQuery, Message, SendBody, SendRefused, SendResult } from './model'
+import { envelopeOf, errorsOf, jsonBody } from '../../http/openapi'
+import {
+  BULK_EXAMPLES,
+  BulkBody,
+  BulkResult,
+  DocumentedBulkBody,
+  DocumentedSendBody,
+  IdempotencyHeaders,
+  ListQuery,
+  Message,
+  SEND_EXAMPLES,
+  SendBody,
+  SendRefused,
+  SendResult,
+} from './model'
 import { listOf } from '../../http/models'
 import { sendOne } from './service'
 import { sendBulk } from './bulk'
@@ -23,6 +36,7 @@ const templateNote =
   '`provider_template`.'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
+  'a replayed answer carries the header `idempotent-replayed: true`; ' +
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
   'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
 
@@ -40,6 +54,7 @@ export const messagesApi = (deps: Deps) =>
         response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
         detail: {
           ...UNTIMED, // it answers once the provider has: a slow provider may take longer than the idle timeout
+          requestBody: jsonBody(DocumentedSendBody, SEND_EXAMPLES),
           tags,
           summary: 'Send one message',
           description:
@@ -63,6 +78,7 @@ export const messagesApi = (deps: Deps) =>
         response: { 200: envelopeOf(BulkResult), ...errorsOf(400, 401, 402, 409, 422) },
         detail: {
           ...UNTIMED, // it answers once every entry has an outcome: minutes behind a slow provider
+          requestBody: jsonBody(DocumentedBulkBody, BULK_EXAMPLES),
           tags,
           summary: 'Send up to 1000 messages',
           description:
@@ -97,5 +113,12 @@ export const messagesApi = (deps: Deps) =>
     .get('/messages/:message_sid', async ({ params, principal }) => ok(await getMessage(deps, principal, params.message_sid)), {
       params: t.Object({ message_sid: t.String({ description: 'Provider message SID' }) }),
       response: { 200: envelopeOf(Message), ...errorsOf(401, 404) },
-      detail: { tags, summary: "One message's current status" },
+      detail: {
+        tags,
+        summary: "One message's current status",
+        description:
+          'By the `message_id` of a send or bulk result (the provider SID). `delivered_at` and `read_at` are null until the message gets there; ' +
+          "a failed message carries the provider's `error_code` and `error_message`. An unknown SID, or another account's, is 404 " +
+          '`NOT_FOUND`. A message the provider refused has no SID: it is listed in `GET /messages` by its `id`.',
+      },
     })

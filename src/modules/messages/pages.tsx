@@ -4,6 +4,7 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
+import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
 import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
@@ -65,42 +66,19 @@ export function messagePages(d: Dashboard) {
             <>
               <p>
                 {list.total.toLocaleString('en')} {list.total === 1 ? 'message' : 'messages'}
-                {list.total > 0 ? ` · page ${current.toLocaleString('en')} of ${pages.toLocaleString('en')}` : ''}
               </p>
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Created</th>
-                      <th scope="col">To</th>
-                      <th scope="col">Status</th>
-                      <th scope="col">Message</th>
-                      <th scope="col">Cost</th>
-                      <th scope="col">Error</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {list.items.map((m) => (
-                      <tr>
-                        <td class="nowrap">{m.created_at}</td>
-                        <td class="nowrap">
-                          <a href={`${path}/${m.id}`}>{m.phone}</a>
-                        </td>
-                        <td>
-                          <span class={`status status-${m.status}`}>{m.status}</span>
-                        </td>
-                        <td>{preview(m.body)}</td>
-                        <td>{m.cost.toLocaleString('en')}</td>
-                        <td>{m.error_code !== null ? `${m.error_code} ${m.error_message ?? ''}` : ''}</td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-              <nav class="pager" aria-label="Pages">
-                {current > 1 ? <a href={listHref(path, { ...filter, page: Math.min(current - 1, pages) })}>Previous</a> : null}
-                {current < pages ? <a href={listHref(path, { ...filter, page: current + 1 })}>Next</a> : null}
-              </nav>
+              <PagedTable
+                columns={[
+                  { header: 'Created', cell: (m) => m.created_at, class: 'nowrap' },
+                  { header: 'To', cell: (m) => <a href={`${path}/${m.id}`}>{m.phone}</a>, class: 'nowrap' },
+                  { header: 'Status', cell: (m) => <span class={`status status-${m.status}`}>{m.status}</span> },
+                  { header: 'Message', cell: (m) => preview(m.body), phone: false },
+                  { header: 'Cost', cell: (m) => m.cost.toLocaleString('en'), class: 'num' },
+                  { header: 'Error', cell: (m) => (m.error_code !== null ? `${m.error_code} ${m.error_message ?? ''}` : '') },
+                ]}
+                rows={list.items}
+                pager={{ label: 'Pages of messages', page: current, pages, href: (n) => listHref(path, { ...filter, page: n }) }}
+              />
             </>
           ) : null}
         </Layout>,
@@ -210,34 +188,17 @@ export function messagePages(d: Dashboard) {
           ))}
         </ol>
         <h2>Ledger</h2>
-        {ledger.length === 0 ? (
-          <p class="muted">No ledger rows for this message.</p>
-        ) : (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">When</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Amount</th>
-                  <th scope="col">Balance after</th>
-                  <th scope="col">Note</th>
-                </tr>
-              </thead>
-              <tbody>
-                {ledger.map((r) => (
-                  <tr>
-                    <td class="nowrap">{r.created_at}</td>
-                    <td>{r.kind}</td>
-                    <td>{r.amount.toLocaleString('en')}</td>
-                    <td>{r.balance_after.toLocaleString('en')}</td>
-                    <td>{r.note ?? ''}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
+        <PagedTable
+          columns={[
+            { header: 'When', cell: (r) => r.created_at, class: 'nowrap' },
+            { header: 'Kind', cell: (r) => r.kind },
+            { header: 'Amount', cell: (r) => r.amount.toLocaleString('en'), class: 'num' },
+            { header: 'Balance after', cell: (r) => r.balance_after.toLocaleString('en'), class: 'num' },
+            { header: 'Note', cell: (r) => r.note ?? '' },
+          ]}
+          rows={ledger}
+          empty="No ledger rows for this message."
+        />
         <h2>Webhook deliveries</h2>
         {deliveries.length === 0 ? <p class="muted">No webhook deliveries for this message.</p> : null}
         {deliveries.map((e, i) => {
@@ -254,36 +215,18 @@ export function messagePages(d: Dashboard) {
                 {` · ${e.attempts} ${e.attempts === 1 ? 'attempt' : 'attempts'}`}
               </p>
               {e.last_error ? <p class="error-text">Last error: {e.last_error}</p> : null}
-              {list.items.length === 0 ? (
-                <p class="muted">Not attempted yet.</p>
-              ) : (
-                <div class="table-wrap">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Attempt</th>
-                        <th scope="col">Time</th>
-                        <th scope="col">Status code</th>
-                        <th scope="col">Latency</th>
-                        <th scope="col">Error</th>
-                        <th scope="col">URL</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {[...list.items].reverse().map((a) => (
-                        <tr>
-                          <td>{a.attempt}</td>
-                          <td class="nowrap">{a.created_at}</td>
-                          <td>{a.status_code ?? '—'}</td>
-                          <td class="nowrap">{a.latency_ms.toLocaleString('en')} ms</td>
-                          <td>{a.error ?? ''}</td>
-                          <td class="wrap">{a.url}</td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                </div>
-              )}
+              <PagedTable
+                columns={[
+                  { header: 'Attempt', cell: (a) => a.attempt },
+                  { header: 'Time', cell: (a) => a.created_at, class: 'nowrap' },
+                  { header: 'Status code', cell: (a) => a.status_code ?? '—' },
+                  { header: 'Latency', cell: (a) => `${a.latency_ms.toLocaleString('en')} ms`, class: 'nowrap' },
+                  { header: 'Error', cell: (a) => a.error ?? '' },
+                  { header: 'URL', cell: (a) => a.url, class: 'wrap' },
+                ]}
+                rows={[...list.items].reverse()}
+                empty="Not attempted yet."
+              />
               {list.total > list.items.length ? (
                 <p class="muted">
                   The latest {list.items.length} of {counted(list.total, 'attempt')}.

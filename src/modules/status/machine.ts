@@ -8,15 +8,8 @@ import type { StatusReport } from '../../providers/provider'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
 import { insertEvents, statusPayload } from '../webhooks/events'
 
-type StatusOutcome = { changed: boolean; events: number }
 /** Counts, and the SIDs that changed and those that got an event (each SID once per call). */
 export type StatusesOutcome = { changed: number; events: number; changedSids: string[]; eventSids: string[] }
-
-/** Applies one provider report. `sql` may be a transaction. */
-export async function applyStatus(sql: Db, timezone: string, report: StatusReport): Promise<StatusOutcome> {
-  const { changed, events } = await applyStatuses(sql, timezone, [report])
-  return { changed: changed > 0, events }
-}
 
 /**
  * Applies many reports in one statement; each message may appear only once (callers split repeats

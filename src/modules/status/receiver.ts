@@ -28,15 +28,6 @@ export type Received = {
 }
 
 /**
- * Reports as they arrive in one provider callback, in one transaction: each is applied (after any
- * reports parked earlier for its SID) when its SID is stored, parked otherwise. A `sent` report
- * changes nothing and is never parked.
- */
-export async function receiveReports(sql: Sql, timezone: string, reports: StatusReport[]): Promise<Received> {
-  return (await receiveCallbacks(sql, timezone, [reports]))[0]!
-}
-
-/**
  * Group commit of provider callbacks: the reports of callbacks that arrive while a write is in flight
  * are received together in the next transaction, so under load many callbacks share one commit. Each
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
@@ -52,7 +43,8 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { noti
 
 /**
  * The reports of several callbacks in one transaction, each callback's outcome counted on its own.
- * The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
+ * Each report is applied (after any reports parked earlier for its SID) when its SID is stored, parked
+ * otherwise; a `sent` report changes nothing and is never parked. The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
  * deadlock. `notify`: NOTIFY other instances of new events with this commit (PostgreSQL), rather than
  * in a transaction of its own afterwards (NOTIFYs of one transaction are sent once).
  */

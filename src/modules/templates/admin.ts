@@ -8,7 +8,7 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { Id, IdParams, listOf, PageQuery } from '../../http/models'
 import { deleteBinding, setBinding } from './bindings'
-import { Binding, BindingBody, CreateSegmentBody, CreateTemplateBody, Segment, Template, UpdateTemplateBody } from './model'
+import { Binding, BindingBody, CreateSegmentBody, CreateTemplateBody, Deleted, Segment, Template, UpdateTemplateBody } from './model'
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
 import { createSegment, getSegment, listSegments } from './segments'
 import { page } from '../../http/values'
@@ -74,7 +74,7 @@ export const templatesAdmin = (deps: Deps) => {
     })
     .delete('/templates/:id', async ({ params }) => ok(await deleteTemplate(sql, params.id)), {
       params: IdParams,
-      response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409) },
+      response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409) },
       detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
     })
     .put('/templates/:id/bindings/:provider', async ({ params, body }) => ok(await setBinding(sql, tz, params.id, params.provider, body)), {
@@ -95,7 +95,7 @@ export const templatesAdmin = (deps: Deps) => {
     })
     .delete('/templates/:id/bindings/:provider', async ({ params }) => ok(await deleteBinding(sql, params.id, params.provider)), {
       params: BindingParams,
-      response: { 200: envelopeOf(t.Object({ deleted: t.Literal(true) })), ...errorsOf(400, 401, 404, 409, 422) },
+      response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409, 422) },
       detail: {
         tags,
         summary: "Remove a template's binding for a provider (it goes as free-form text there again)",

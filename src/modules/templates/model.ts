@@ -72,6 +72,9 @@ export const Template = t.Object({
 })
 export type Template = typeof Template.static
 
+/** The answer of a delete (a template, a binding). */
+export const Deleted = t.Object({ deleted: t.Literal(true) })
+
 export const CreateSegmentBody = t.Object(
   {
     name: t.String({ description: '1 to 200 characters', examples: ['VIP customers'] }),

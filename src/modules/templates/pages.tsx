@@ -6,7 +6,7 @@
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, counted, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
-import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { MAX_BODY_CHARS, MAX_NAME_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
@@ -47,43 +47,32 @@ export function templatePages(d: Dashboard) {
       <Layout title={titleOf(scope, 'Templates and segments')} session={session} error={options.error}>
         <AccountLink scope={scope} />
         <h2>Templates</h2>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Text</th>
-                <th scope="col">Approved templates</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {templates.items.map((t) => (
-                <tr>
-                  <td>{t.name}</td>
-                  <td class="pre">{t.body}</td>
-                  <td class="pre">{t.bindings.length ? t.bindings.map(bindingLine).join('\n') : '-'}</td>
-                  <td>{t.created_at}</td>
-                  <td>
-                    <div class="actions">
-                      <a href={`${base}/templates/${t.id}`} aria-label={`Edit template ${t.name}`}>
-                        Edit
-                      </a>
-                      <form method="post" action={`${base}/templates/${t.id}/delete`}>
-                        <Csrf session={session} />
-                        <button class="secondary" type="submit" aria-label={`Delete template ${t.name}`}>
-                          Delete
-                        </button>
-                      </form>
-                    </div>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        {templates.items.length === 0 ? <p class="muted">No templates yet.</p> : null}
+        <PagedTable
+          columns={[
+            { header: 'Name', cell: (t) => t.name },
+            { header: 'Text', cell: (t) => t.body, class: 'pre' },
+            { header: 'Approved templates', cell: (t) => (t.bindings.length ? t.bindings.map(bindingLine).join('\n') : '-'), class: 'pre' },
+            { header: 'Created', cell: (t) => t.created_at, class: 'nowrap', phone: false },
+            {
+              header: 'Actions',
+              cell: (t) => (
+                <div class="actions">
+                  <a href={`${base}/templates/${t.id}`} aria-label={`Edit template ${t.name}`}>
+                    Edit
+                  </a>
+                  <form method="post" action={`${base}/templates/${t.id}/delete`}>
+                    <Csrf session={session} />
+                    <button class="secondary" type="submit" aria-label={`Delete template ${t.name}`}>
+                      Delete
+                    </button>
+                  </form>
+                </div>
+              ),
+            },
+          ]}
+          rows={templates.items}
+          empty="No templates yet."
+        />
         <h3>New template</h3>
         <form class="stack card" method="post" action={`${base}/templates`}>
           <Csrf session={session} />
@@ -95,38 +84,27 @@ export function templatePages(d: Dashboard) {
           <button type="submit">Create template</button>
         </form>
         <h2>Segments</h2>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Tag</th>
-                <th scope="col">Contacts</th>
-                <th scope="col">Created</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {segments.items.map((s) => (
-                <tr>
-                  <td>{s.name}</td>
-                  <td>{s.tag}</td>
-                  <td class="segment-size">{s.contact_count.toLocaleString('en')}</td>
-                  <td>{s.created_at}</td>
-                  <td>
-                    <form method="post" action={`${base}/segments/${s.id}/delete`}>
-                      <Csrf session={session} />
-                      <button class="secondary" type="submit" aria-label={`Delete segment ${s.name}`}>
-                        Delete
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        {segments.items.length === 0 ? <p class="muted">No segments yet.</p> : null}
+        <PagedTable
+          columns={[
+            { header: 'Name', cell: (s) => s.name },
+            { header: 'Tag', cell: (s) => s.tag },
+            { header: 'Contacts', cell: (s) => s.contact_count.toLocaleString('en'), class: 'segment-size' },
+            { header: 'Created', cell: (s) => s.created_at, class: 'nowrap', phone: false },
+            {
+              header: 'Actions',
+              cell: (s) => (
+                <form method="post" action={`${base}/segments/${s.id}/delete`}>
+                  <Csrf session={session} />
+                  <button class="secondary" type="submit" aria-label={`Delete segment ${s.name}`}>
+                    Delete
+                  </button>
+                </form>
+              ),
+            },
+          ]}
+          rows={segments.items}
+          empty="No segments yet."
+        />
         <h3>New segment</h3>
         <form class="stack card" method="post" action={`${base}/segments`}>
           <Csrf session={session} />
@@ -207,14 +185,14 @@ export function templatePages(d: Dashboard) {
                   maxlength={MAX_VARIABLES_CHARS}
                   value={bound?.variables.join(', ')}
                 />
-                <button type="submit" aria-label={`Save the ${provider} binding`}>
+                <button type="submit" aria-label={`Save binding for ${provider}`}>
                   Save binding
                 </button>
               </form>
               {bound ? (
                 <form method="post" action={`${base}/delete`}>
                   <Csrf session={scope.session} />
-                  <button class="secondary" type="submit" aria-label={`Remove the ${provider} binding`}>
+                  <button class="secondary" type="submit" aria-label={`Remove binding for ${provider}`}>
                     Remove binding
                   </button>
                 </form>

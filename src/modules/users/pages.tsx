@@ -4,12 +4,22 @@
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
-import { Field, FormProblem, FormToken, formState, offsetOf, Pager, PAGE_SIZE, type FormState } from '../../dashboard/components'
+import {
+  Field,
+  FormProblem,
+  FormToken,
+  PagedTable,
+  formState,
+  offsetOf,
+  offsetPager,
+  PAGE_SIZE,
+  type FormState,
+} from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import { shownLink } from './sign-in'
-import { MAX_EMAIL_CHARS, audit, createUser, getUser, listAudit, listUsersWithAccounts, newLink, setUserActive } from './service'
+import { MAX_EMAIL_CHARS, audit, createUser, getUser, listAudit, listUsersWithAccounts, reissueLink, setUserActive } from './service'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -31,57 +41,50 @@ export function userPages(d: Dashboard) {
           Someone who lost their one-time link gets a new one with <strong>New link</strong>: an invitation while they never set a password,
           a password reset once they have. The link before it stops working.
         </p>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Role</th>
-                <th scope="col">Account</th>
-                <th scope="col">State</th>
-                <th scope="col">One-time link</th>
-              </tr>
-            </thead>
-            <tbody>
-              {users.map((u) => (
-                <tr>
-                  <td>{u.email}</td>
-                  <td>{u.role}</td>
-                  <td>
-                    {u.account_id === null ? (
-                      <span class="muted">every account</span>
-                    ) : (
-                      <a href={`/dashboard/accounts/${u.account_id}`}>{u.account_name ?? `#${u.account_id}`}</a>
-                    )}
-                  </td>
-                  <td>
-                    <form method="post" action={`/dashboard/users/${u.id}/active`}>
-                      <Csrf session={session} />
-                      <input type="hidden" name="active" value={u.active ? 'false' : 'true'} />
-                      {u.active ? 'active ' : 'deactivated '}
-                      {u.id === session.user.id ? null : (
-                        <button class="secondary" type="submit" aria-label={`${u.active ? 'Deactivate' : 'Reactivate'} ${u.email}`}>
-                          {u.active ? 'Deactivate' : 'Reactivate'}
-                        </button>
-                      )}
-                    </form>
-                  </td>
-                  <td>
-                    {u.active ? (
-                      <form method="post" action={`/dashboard/users/${u.id}/link`}>
-                        <Csrf session={session} />
-                        <FormToken session={session} />
-                        <button class="secondary" type="submit" aria-label={`Make a new link for ${u.email}`}>
-                          New link
-                        </button>
-                      </form>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <PagedTable
+          columns={[
+            { header: 'E-mail', cell: (u) => u.email, class: 'wrap' },
+            { header: 'Role', cell: (u) => u.role },
+            {
+              header: 'Account',
+              cell: (u) =>
+                u.account_id === null ? (
+                  <span class="muted">every account</span>
+                ) : (
+                  <a href={`/dashboard/accounts/${u.account_id}`}>{u.account_name ?? `#${u.account_id}`}</a>
+                ),
+            },
+            {
+              header: 'State',
+              cell: (u) => (
+                <form method="post" action={`/dashboard/users/${u.id}/active`}>
+                  <Csrf session={session} />
+                  <input type="hidden" name="active" value={u.active ? 'false' : 'true'} />
+                  {u.active ? 'active ' : 'deactivated '}
+                  {u.id === session.user.id ? null : (
+                    <button class="secondary" type="submit" aria-label={`${u.active ? 'Deactivate' : 'Reactivate'} ${u.email}`}>
+                      {u.active ? 'Deactivate' : 'Reactivate'}
+                    </button>
+                  )}
+                </form>
+              ),
+            },
+            {
+              header: 'One-time link',
+              cell: (u) =>
+                u.active ? (
+                  <form method="post" action={`/dashboard/users/${u.id}/link`}>
+                    <Csrf session={session} />
+                    <FormToken session={session} />
+                    <button class="secondary" type="submit" aria-label={`Make a new link for ${u.email}`}>
+                      New link
+                    </button>
+                  </form>
+                ) : null,
+            },
+          ]}
+          rows={users}
+        />
         <h2>Invite an operator</h2>
         <form class="inline card" method="post" action="/dashboard/users/invites">
           <Csrf session={session} />
@@ -133,40 +136,25 @@ export function userPages(d: Dashboard) {
         <p class="muted">
           {counted(log.total, 'entry', 'entries')}, newest first. Times in {d.tz}.
         </p>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Who</th>
-                <th scope="col">From</th>
-                <th scope="col">Account</th>
-                <th scope="col">Action</th>
-                <th scope="col">Detail</th>
-              </tr>
-            </thead>
-            <tbody>
-              {log.items.map((row) => (
-                <tr>
-                  <td>{formatTimestamp(row.at, d.tz)}</td>
-                  <td>{row.actor}</td>
-                  <td>{row.address ?? ''}</td>
-                  <td>{row.account_id === null ? '' : <a href={`/dashboard/accounts/${row.account_id}`}>#{row.account_id}</a>}</td>
-                  <td>{row.action}</td>
-                  <td>
-                    <code class="detail">{row.detail === '{}' ? '' : row.detail}</code>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        <Pager
-          label="Pages of the audit log"
-          path="/dashboard/audit"
-          offset={offset}
-          total={log.total}
-          extra={accountId === null ? undefined : `account=${accountId}`}
+        <PagedTable
+          columns={[
+            { header: 'When', cell: (row) => formatTimestamp(row.at, d.tz), class: 'nowrap' },
+            { header: 'Who', cell: (row) => row.actor, class: 'wrap' },
+            { header: 'From', cell: (row) => row.address ?? '', phone: false },
+            {
+              header: 'Account',
+              cell: (row) => (row.account_id === null ? '' : <a href={`/dashboard/accounts/${row.account_id}`}>#{row.account_id}</a>),
+            },
+            { header: 'Action', cell: (row) => row.action },
+            { header: 'Detail', cell: (row) => (row.detail === '{}' ? '' : <code>{row.detail}</code>), class: 'wrap detail' },
+          ]}
+          rows={log.items}
+          pager={offsetPager(
+            'Pages of the audit log',
+            offset,
+            log.total,
+            (at) => `/dashboard/audit?${accountId === null ? '' : `account=${accountId}&`}offset=${at}`,
+          )}
         />
       </Layout>,
       accountValid ? 200 : 422,
@@ -209,8 +197,7 @@ export function userPages(d: Dashboard) {
       return orError(
         () =>
           d.once(session, body, '/dashboard/users', async (tx) => {
-            if (!user.active) throw badValue('this user is deactivated: reactivate them first')
-            const { kind, token } = await newLink(tx, user.id, session.user.id)
+            const { kind, token } = await reissueLink(tx, user.id, session.user.id)
             await auditOf(tx, session, request, server, {
               accountId: user.account_id,
               action: kind === 'invite' ? 'invitation link made' : 'password reset link made',

@@ -7,7 +7,8 @@ import { transaction, type Db, type Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { randomBase62, sha256Hex } from '../../lib/keys'
 import { Semaphore } from '../../lib/limit'
-import { pageOf } from '../../lib/validate'
+import { formatTimestamp } from '../../lib/time'
+import { pageOf, type Page } from '../../lib/validate'
 
 import type { Role, User } from '../../dashboard/session'
 
@@ -77,14 +78,39 @@ export async function createLink(db: Db, userId: number, kind: 'invite' | 'reset
 }
 
 /**
- * A new one-time link for a user who lost theirs: an invitation while they never set a password, a
- * password reset once they have. 404 for no such user.
+ * A new single-use link for a user who lost theirs: an invitation while they have never set a
+ * password, a password reset once they have. Earlier unused links of the user stop working (createLink).
+ * A deactivated user gets none: a link would let them back in.
  */
-export async function newLink(db: Db, userId: number, createdBy: number | null): Promise<{ kind: 'invite' | 'reset'; token: string }> {
-  const [user] = await db<{ has_password: boolean }[]>`select password_hash is not null as has_password from users where id = ${userId}`
-  if (!user) throw new ApiError('NOT_FOUND', `user ${userId} not found`)
-  const kind = user.has_password ? 'reset' : 'invite'
-  return { kind, token: await createLink(db, userId, kind, createdBy) }
+export async function reissueLink(
+  sql: Db,
+  userId: number,
+  createdBy: number | null,
+): Promise<{ user: User; kind: 'invite' | 'reset'; token: string }> {
+  return transaction(sql, async (tx) => {
+    // Locked, so that of two links made at once the later one is the only one that works.
+    const [row] = await tx<(User & { password_set: boolean })[]>`
+      select ${USER_COLUMNS(tx)}, password_hash is not null as password_set from users where id = ${userId} for update`
+    if (!row) throw new ApiError('NOT_FOUND', `user ${userId} not found`)
+    const { password_set, ...user } = row
+    if (!user.active) throw new ApiError('CONFLICT', `user ${userId} is deactivated: reactivate them in the dashboard first`)
+    const kind = password_set ? 'reset' : 'invite'
+    return { user, kind, token: await createLink(tx, userId, kind, createdBy) }
+  })
+}
+
+/** The users for the admin API, oldest first; only the one with `email` (any case) when it is given. */
+export async function findUsers(sql: Sql, tz: string, filter: { email?: string }, p: Page) {
+  const where = filter.email === undefined ? sql`true` : sql`lower(email) = ${filter.email.trim().toLowerCase()}`
+  const rows = await sql<(User & { password_set: boolean; created_at: Date })[]>`
+    select ${USER_COLUMNS(sql)}, password_hash is not null as password_set, created_at
+    from users where ${where} order by id limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number }[]>`select count(*)::int as n from users where ${where}`
+  return pageOf(
+    rows.map((row) => ({ ...row, created_at: formatTimestamp(row.created_at, tz)! })),
+    count!.n,
+    p,
+  )
 }
 
 /** The user a valid, unused, unexpired link belongs to; null otherwise. */

@@ -5,7 +5,7 @@ import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
 import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
-import { offsetOf, Pager, PAGE_SIZE } from '../../dashboard/components'
+import { offsetOf, offsetPager, PagedTable, PAGE_SIZE } from '../../dashboard/components'
 import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from './deliveries'
 import { eventsCommitted } from './notify'
 
@@ -27,44 +27,32 @@ export function failedDeliveryPages(d: Dashboard) {
         <p class="muted">
           {list.total.toLocaleString('en')} webhook deliveries gave up after every retry, newest first. Times in {d.tz}.
         </p>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Created</th>
-                <th scope="col">Account</th>
-                <th scope="col">Key</th>
-                <th scope="col">Message</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Replay</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.items.map((e) => (
-                <tr>
-                  <td>{e.created_at}</td>
-                  <td>
-                    <a href={`/dashboard/accounts/${e.account_id}/webhook?key=${e.api_key_id}`}>{e.account_name}</a>
-                  </td>
-                  <td>{e.key_label}</td>
-                  <td>{e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>}</td>
-                  <td>{e.attempts}</td>
-                  <td>{e.last_error ?? ''}</td>
-                  <td>
-                    <form method="post" action={`/dashboard/deliveries/${e.id}/replay`}>
-                      <Csrf session={session} />
-                      <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
-                        Replay
-                      </button>
-                    </form>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-        <Pager label="Pages of failed deliveries" path="/dashboard/deliveries" offset={offset} total={list.total} />
+        <PagedTable
+          columns={[
+            { header: 'Created', cell: (e) => e.created_at, class: 'nowrap' },
+            {
+              header: 'Account',
+              cell: (e) => <a href={`/dashboard/accounts/${e.account_id}/webhook?key=${e.api_key_id}`}>{e.account_name}</a>,
+            },
+            { header: 'Key', cell: (e) => e.key_label },
+            { header: 'Message', cell: (e) => (e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>), class: 'wrap' },
+            { header: 'Attempts', cell: (e) => e.attempts, phone: false },
+            { header: 'Last error', cell: (e) => e.last_error ?? '' },
+            {
+              header: 'Replay',
+              cell: (e) => (
+                <form method="post" action={`/dashboard/deliveries/${e.id}/replay`}>
+                  <Csrf session={session} />
+                  <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
+                    Replay
+                  </button>
+                </form>
+              ),
+            },
+          ]}
+          rows={list.items}
+          pager={offsetPager('Pages of failed deliveries', offset, list.total, (at) => `/dashboard/deliveries?offset=${at}`)}
+        />
       </Layout>,
       options.status ?? 200,
     )

@@ -19,6 +19,7 @@ import { newSigningSecret } from '../../lib/keys'
 import { EVENTS_CHANNEL, onEventsCommitted } from './notify'
 import { signPayload } from './sender'
 import { newWebhookId, testPayload } from './events'
+import type { ListenedEvent, ListenReady, SignedEvent } from './model'
 
 /** Events are recorded for a listened key until this long after its last listener's last heartbeat. */
 export const LISTEN_SECONDS = 30
@@ -30,8 +31,6 @@ const SETTLE_SECONDS = 10
 const PAGE = 200
 
 /** The body exactly as a delivery sends it, and the headers that go with it (signed now). */
-export type SignedEvent = { webhook_id: string; headers: Record<string, string>; body: string }
-
 function sign(secret: string, webhookId: string, body: string): SignedEvent {
   const timestamp = Math.floor(Date.now() / 1000)
   return {
@@ -84,7 +83,7 @@ export async function signedTestEvent(sql: Sql, timezone: string, keyId: number)
 }
 
 /** The `ready` event: the registered URL, and the listen secret when events are signed with it. */
-export async function startListening(sql: Sql, keyId: number) {
+export async function startListening(sql: Sql, keyId: number): Promise<ListenReady> {
   const listen = await listenSecret(sql, keyId, true)
   const keys = await signingKeys(sql, keyId)
   return { key_id: keyId, url: keys?.url ?? null, signing_secret: keys?.registered ? null : listen }
@@ -122,7 +121,7 @@ export function endListenStreams(): void {
 export function listenStream(
   deps: Pick<Deps, 'sql' | 'config'>,
   keyId: number,
-  ready: object,
+  ready: ListenReady,
   after: number | null,
   signal: AbortSignal,
 ): ReadableStream<Uint8Array> {
@@ -191,7 +190,7 @@ export function listenStream(
                   secret = keys?.registered ?? keys?.listen ?? null
                 }
                 if (secret === null) return // the key is gone
-                const event = { id: row.id, ...sign(secret, row.webhook_id, row.payload) }
+                const event: ListenedEvent = { id: row.id, ...sign(secret, row.webhook_id, row.payload) }
                 write(`id: ${row.id}\nevent: message.status\ndata: ${JSON.stringify(event)}\n\n`)
                 sent.add(row.id)
               }

@@ -167,3 +167,17 @@ export const SignedEvent = t.Object(
       '`admin webhook listen`)',
   },
 )
+export type SignedEvent = typeof SignedEvent.static
+
+// The stream of GET /admin/v1/keys/{id}/webhook/listen (server-sent events): `ready` first, then each event.
+export const ListenReady = t.Object({
+  key_id: t.Integer(),
+  url: t.Union([t.String(), t.Null()], { description: "The key's registered URL; null when it has none" }),
+  signing_secret: t.Union([t.String(), t.Null()], {
+    description: "The key's listen secret, which signs its events when it has no registered URL; null when it has one",
+  }),
+})
+export type ListenReady = typeof ListenReady.static
+
+export const ListenedEvent = t.Composite([t.Object({ id: t.Integer({ description: "The event id, the stream's `id:`" }) }), SignedEvent])
+export type ListenedEvent = typeof ListenedEvent.static

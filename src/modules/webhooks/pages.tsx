@@ -8,7 +8,7 @@ import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { AccountLink, viewScope as accountView, changeScope as accountChange, titleOf, type Scope } from '../accounts/scope'
 import { type Dashboard, field, notFound, orError, respond, counted } from '../../dashboard/context'
-import { Field, FormProblem, FormToken, formState, type FormState } from '../../dashboard/components'
+import { Field, FormProblem, FormToken, PagedTable, formState, offsetOf, offsetPager, type FormState } from '../../dashboard/components'
 import { ApiError } from '../../http/errors'
 import { MAX_MEDIA_URL_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
@@ -17,6 +17,7 @@ import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailed
 import { eventsCommitted } from './notify'
 import { sendTestEvent } from './events'
 
+// Each delivery shows its attempts: fewer deliveries a page than the other lists.
 const PAGE_SIZE = 20
 const ATTEMPTS_SHOWN = 20
 
@@ -27,11 +28,6 @@ type Options = { error?: string; status?: number; state?: FormState }
 function sinceOf(value: string): string {
   const text = value.trim().replace('T', ' ')
   return /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/.test(text) ? `${text}:00` : text
-}
-
-const offsetOf = (value: unknown) => {
-  const text = typeof value === 'string' ? value : ''
-  return /^\d{1,9}$/.test(text) ? Number(text) : 0
 }
 
 export function webhookPages(d: Dashboard) {
@@ -86,20 +82,20 @@ export function webhookPages(d: Dashboard) {
               <div class="actions">
                 <form method="post" action={`${base}/keys/${k.key_id}/secret`}>
                   <Csrf session={session} />
-                  <button class="secondary" type="submit" aria-label={`Reveal the signing secret of key ${k.label}`}>
+                  <button class="secondary" type="submit" aria-label={`Reveal secret of key ${k.label}`}>
                     Reveal secret
                   </button>
                 </form>
                 <form method="post" action={`${base}/keys/${k.key_id}/test`}>
                   <Csrf session={session} />
                   <FormToken session={session} />
-                  <button class="secondary" type="submit" aria-label={`Send a test event to the URL of key ${k.label}`}>
+                  <button class="secondary" type="submit" aria-label={`Send test event to the URL of key ${k.label}`}>
                     Send test event
                   </button>
                 </form>
                 <form method="post" action={`${base}/keys/${k.key_id}/delete`}>
                   <Csrf session={session} />
-                  <button class="secondary" type="submit" aria-label={`Delete the URL of key ${k.label}`}>
+                  <button class="secondary" type="submit" aria-label={`Delete URL of key ${k.label}`}>
                     Delete URL
                   </button>
                 </form>
@@ -132,66 +128,56 @@ export function webhookPages(d: Dashboard) {
             <p class="muted">
               {counted(log.total, 'delivery', 'deliveries')}, newest first. Times in {d.tz}.
             </p>
-            <div class="table-wrap">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Created</th>
-                    <th scope="col">Event</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Attempts</th>
-                    <th scope="col">Last error</th>
-                    <th scope="col">Replay</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {log.items.map((e, i) => (
+            <PagedTable
+              columns={[
+                { header: 'Created', cell: (e) => e.created_at, class: 'nowrap' },
+                {
+                  header: 'Event',
+                  cell: (e) => (e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>),
+                  class: 'wrap',
+                },
+                {
+                  header: 'Status',
+                  cell: (e) => (
                     <>
-                      <tr>
-                        <td>{e.created_at}</td>
-                        <td>{e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>}</td>
-                        <td>
-                          {e.status}
-                          {e.next_attempt_at ? <span class="muted"> (next {e.next_attempt_at})</span> : null}
-                        </td>
-                        <td>{e.attempts}</td>
-                        <td>{e.last_error ?? ''}</td>
-                        <td>
-                          <form method="post" action={`${base}/deliveries/${e.id}/replay`}>
-                            <Csrf session={session} />
-                            <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
-                              Replay
-                            </button>
-                          </form>
-                        </td>
-                      </tr>
-                      {attempts[i]!.items.length > 0 ? (
-                        <tr class="sub">
-                          <td colspan={6}>
-                            <details>
-                              <summary>Attempts of delivery {e.id}</summary>
-                              <ul class="attempts">
-                                {attempts[i]!.items.map((a) => (
-                                  <li>
-                                    #{a.attempt} {a.created_at}: {a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`},{' '}
-                                    {a.latency_ms.toLocaleString('en')} ms
-                                    {a.error && a.error !== `HTTP ${a.status_code}` ? `, ${a.error}` : ''}
-                                  </li>
-                                ))}
-                              </ul>
-                            </details>
-                          </td>
-                        </tr>
-                      ) : null}
+                      {e.status}
+                      {e.next_attempt_at ? <span class="muted"> (next {e.next_attempt_at})</span> : null}
                     </>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-            <nav class="pager" aria-label="Pages of deliveries">
-              {offset > 0 ? <a href={pageLink(selected.key_id, Math.max(0, offset - PAGE_SIZE))}>Newer</a> : null}
-              {offset + PAGE_SIZE < log.total ? <a href={pageLink(selected.key_id, offset + PAGE_SIZE)}>Older</a> : null}
-            </nav>
+                  ),
+                },
+                { header: 'Attempts', cell: (e) => e.attempts },
+                { header: 'Last error', cell: (e) => e.last_error ?? '' },
+                {
+                  header: 'Replay',
+                  cell: (e) => (
+                    <form method="post" action={`${base}/deliveries/${e.id}/replay`}>
+                      <Csrf session={session} />
+                      <button class="secondary" type="submit" aria-label={`Replay delivery ${e.id}`}>
+                        Replay
+                      </button>
+                    </form>
+                  ),
+                },
+              ]}
+              rows={log.items.map((e, i) => ({ ...e, tried: attempts[i]!.items }))}
+              detail={(e) =>
+                e.tried.length > 0 ? (
+                  <details>
+                    <summary>Attempts of delivery {e.id}</summary>
+                    <ul class="attempts">
+                      {e.tried.map((a) => (
+                        <li>
+                          #{a.attempt} {a.created_at}: {a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`},{' '}
+                          {a.latency_ms.toLocaleString('en')} ms
+                          {a.error && a.error !== `HTTP ${a.status_code}` ? `, ${a.error}` : ''}
+                        </li>
+                      ))}
+                    </ul>
+                  </details>
+                ) : null
+              }
+              pager={offsetPager('Pages of deliveries', offset, log.total, (at) => pageLink(selected.key_id, at), PAGE_SIZE)}
+            />
           </>
         ) : null}
       </Layout>,

@@ -1,24 +1,12 @@
 // The simulator's operator route: a number "writes in", opening its 24-hour window (windows.ts).
 // Mounted by app.ts whatever PROVIDER says (it only records the window).
 
-import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
+import { InboundAnswer, InboundBody } from './model'
 import { openWindow } from './windows'
-
-const InboundBody = t.Object(
-  { phone: t.String({ description: 'The number that writes in, in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }) },
-  { additionalProperties: false },
-)
-const InboundAnswer = t.Object({
-  phone: t.String({ examples: ['+6281234567890'] }),
-  window_until: t.String({
-    description: 'End of its window, YYYY-MM-DD HH:MM:SS in the service time zone',
-    examples: ['2026-11-22 10:15:02'],
-  }),
-})
 
 export const simulatorAdmin = (deps: Deps) =>
   adminRoutes(deps.config).post(
