@@ -37,11 +37,6 @@ export const field = (form: unknown, name: string): string => {
   const value = (form as Form | null)?.[name]
   return typeof value === 'string' ? value : ''
 }
-export const integerField = (form: unknown, name: string): number => {
-  const text = field(form, name).trim()
-  if (!/^\d{1,15}$/.test(text)) throw new ApiError('VALIDATION_ERROR', `${name}: must be a whole number`, 422)
-  return Number(text)
-}
 
 /** Where a change sends the browser (a path of the dashboard), and what that page shows once. */
 export type Outcome = Flash & { to: string }
