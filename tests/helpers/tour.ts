@@ -236,6 +236,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop(null, 'operator', `${a}/campaigns`),
     stop(null, 'operator', `${a}/campaigns/${campaign.id}`),
     stop(null, 'operator', `${a}/webhook`),
+    stop(null, 'operator', `${a}/keys`),
     stop('price', 'operator', '/dashboard/price'),
     stop('users', 'operator', '/dashboard/users'),
     stop('deliveries', 'operator', '/dashboard/deliveries'),
