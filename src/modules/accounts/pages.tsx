@@ -9,7 +9,7 @@ import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { MAX_NAME_CHARS, MAX_NOTE_CHARS } from '../../lib/validate'
 import { MAX_EMAIL_CHARS, audit, createUser, listUsers } from '../users/service'
-import { shownLink } from '../users/sign-in'
+import { shownLink } from '../users/sign-in-pages'
 import { idParam } from './scope'
 import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice } from './service'
 

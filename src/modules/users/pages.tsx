@@ -18,7 +18,7 @@ import {
 import type { Session } from '../../dashboard/session'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
-import { shownLink } from './sign-in'
+import { shownLink } from './sign-in-pages'
 import { MAX_EMAIL_CHARS, audit, createUser, getUser, listAudit, listUsersWithAccounts, reissueLink, setUserActive } from './service'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
