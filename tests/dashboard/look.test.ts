@@ -31,7 +31,7 @@ describe.skipIf(skipBrowserTests())('the dashboard on a phone and a desktop', ()
     await tour?.close()
   }, 60_000)
 
-  test('no page has a serious or critical accessibility violation or scrolls sideways, at 375 and at 1440 px', async () => {
+  test('no page has a serious or critical accessibility violation, scrolls sideways or shows a date picker, at 375 and at 1440 px', async () => {
     const found: string[] = []
     for (const stop of tour.stops) {
       for (const width of WIDTHS) {
@@ -42,6 +42,9 @@ describe.skipIf(skipBrowserTests())('the dashboard on a phone and a desktop', ()
         }
         const wide = await scrollWidth(page)
         if (wide > width) found.push(`${at}: ${wide} px wide, scrolls sideways`)
+        // One date format: every date is typed and shown as YYYY-MM-DD HH:MM:SS, never in the browser's picker format.
+        const pickers = await page.locator('input[type="date"], input[type="datetime-local"], input[type="time"]').count()
+        if (pickers > 0) found.push(`${at}: ${pickers} date picker(s), shown in the browser's own format`)
       }
     }
     expect(found.join('\n')).toBe('')

@@ -24,7 +24,7 @@ const ATTEMPTS_SHOWN = 20
 type Server = Parameters<Dashboard['addressOf']>[1]
 type Options = { error?: string; status?: number; state?: FormState }
 
-/** `YYYY-MM-DDTHH:MM[:SS]` of a datetime-local field, as the API's `YYYY-MM-DD HH:MM:SS`. */
+/** The time typed, as the API's `YYYY-MM-DD HH:MM:SS` (`2026-01-31T10:00` and `2026-01-31 10:00` are read too). */
 function sinceOf(value: string): string {
   const text = value.trim().replace('T', ' ')
   return /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/.test(text) ? `${text}:00` : text
@@ -119,8 +119,8 @@ export function webhookPages(d: Dashboard) {
                 form="replay"
                 name="since"
                 label="Replay failed deliveries created since"
-                type="datetime-local"
-                step={1}
+                placeholder="YYYY-MM-DD HH:MM:SS"
+                maxlength={19}
                 required
               />
               <button type="submit">Replay failed</button>
