@@ -60,13 +60,30 @@ export type ScheduledReport = {
 }
 
 /**
+ * A provider's answer that a rate was exceeded (HTTP 429; Meta 130429, 131056, 80007; Twilio 20429,
+ * 63018): not a failure of the message, which stays charged and is tried again later.
+ * `scope`: whose rate it was: the sender's number (130429, 20429, 63018, a bare 429), one recipient
+ * (131056: too many messages to one person), or the whole business account (80007).
+ * `retryAfterMs`: the provider's Retry-After, when it gave one.
+ */
+export type Throttle = { scope: 'sender' | 'recipient' | 'account'; retryAfterMs: number | null }
+
+/**
  * `ok`: accepted, with the provider's message id (our `message_sid`) and any reports the provider
  * schedules itself. Otherwise the provider's error code (an int, or null) and text, which become the
- * message's `error_code`/`error_message`. `pending`: not this caller's outcome to give: another
- * process holds the message's hand-off.
+ * message's `error_code`/`error_message`; with `throttle` it is not a failure but "not now" (see
+ * Throttle). `pending`: not this caller's outcome to give: another process holds the message's hand-off.
  */
 export type HandoffResult =
-  { ok: true; sid: string; reports?: ScheduledReport[] } | { ok: false; errorCode: number | null; errorMessage: string; pending?: boolean }
+  | { ok: true; sid: string; reports?: ScheduledReport[] }
+  | { ok: false; errorCode: number | null; errorMessage: string; pending?: boolean; throttle?: Throttle }
+
+/**
+ * How fast a provider takes messages from one sender, by default: messages per second, and the least
+ * time between two messages to one recipient; `source` says where the numbers come from (for --help
+ * and the README).
+ */
+export type Pace = { perSecond: number; recipientGapMs: number; source: string }
 
 /** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {
@@ -137,6 +154,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   callbacks: Callback<S>[]
   /** Its approved templates' naming, when it sends templates. */
   templates?: TemplateRules
+  /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */
+  pace: Pace
 }
 
 /** Declares a provider (keeps its name's and variables' literal types for the registry and `--help`). */

@@ -14,6 +14,13 @@ export const meta = defineProvider({
   readSettings: readMetaSettings,
   create: createMeta,
   callbacks: metaWebhookCallbacks,
+  // Meta's documented defaults: 80 messages/s per business phone number (1,000 after an upgrade) and
+  // about one message every 6 s to one user (the pair rate; error 131056 beyond it).
+  pace: {
+    perSecond: 80,
+    recipientGapMs: 6000,
+    source: "Meta's throughput (80 messages/s per business number, 1,000 after an upgrade) and pair rate (131056)",
+  },
   // Meta names a template by its name and language; names are lowercase letters, digits and underscores.
   templates: {
     ref: "the approved template's name (lowercase letters, digits and underscores)",

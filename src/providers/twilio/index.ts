@@ -14,6 +14,12 @@ export const twilio = defineProvider({
   readSettings: readTwilioSettings,
   create: createTwilio,
   callbacks: [twilioStatusCallback],
+  // Twilio's WhatsApp senders take 80 messages/s by default; WhatsApp's pair rate applies behind them.
+  pace: {
+    perSecond: 80,
+    recipientGapMs: 6000,
+    source: "Twilio's WhatsApp sender throughput (80 messages/s) and WhatsApp's pair rate",
+  },
   // A Content template is named by its SID; its language is part of the template itself.
   templates: {
     ref: 'the Content SID (HX + 32 hex characters)',
