@@ -15,6 +15,8 @@ export const WEBHOOKS = {
       description: [
         'Sent to the URL registered for the API key that sent the message, once per status change ' +
           '(`delivered`, `read`, `failed`; a repeat or a backwards report sends nothing). One message’s events arrive in order.',
+        'A `failed` event also carries `refunded` (after `error_message`): `true` when the charge was given back with this change, ' +
+          '`false` when the operator keeps failures after acceptance charged for the price it was sent at. Ignore fields you do not know.',
         'Verify the signature before trusting the body: `webhook-signature` is `v1,` + base64 HMAC-SHA256 of ' +
           '`{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64 part of the `signing_secret` (after `whsec_`). ' +
           'Any [Standard Webhooks](https://www.standardwebhooks.com) library does it: `new Webhook(secret).verify(body, headers)`.',

@@ -109,6 +109,53 @@ describe('admin API', () => {
     expect(paged.body.data.items[0].kind).toBe('adjustment')
   })
 
+  test('prices: refund_late_failures, globally and per account, set and shown', async () => {
+    const { accountId } = await t.account(0)
+    const price = async (account?: number) => (await t.admin('GET', `/price${account ? `?account_id=${account}` : ''}`)).body.data
+    const put = async (body: Record<string, unknown>) => {
+      const res = await t.admin('PUT', '/price', body)
+      expect(res.status).toBe(200)
+      return res.body.data
+    }
+    const global = await price()
+    expect(global.refund_late_failures).toBe(true)
+    try {
+      expect(await put({ cost_per_message: global.cost_per_message, refund_late_failures: false })).toEqual({
+        cost_per_message: global.cost_per_message,
+        account_id: null,
+        account_override: false,
+        refund_late_failures: false,
+      })
+      // An account without its own price follows the global one.
+      expect(await price(accountId)).toMatchObject({ account_override: false, refund_late_failures: false })
+      // A new own price without the choice starts with the one the account followed; omitted later, it stays.
+      expect(await put({ cost_per_message: 300, account_id: accountId })).toEqual({
+        cost_per_message: 300,
+        account_id: accountId,
+        account_override: true,
+        refund_late_failures: false,
+      })
+      expect(await put({ cost_per_message: 300, account_id: accountId, refund_late_failures: true })).toMatchObject({
+        refund_late_failures: true,
+      })
+      expect(await put({ cost_per_message: 320, account_id: accountId })).toMatchObject({
+        cost_per_message: 320,
+        refund_late_failures: true,
+      })
+      // The global price's choice no longer reaches it; setting the global price alone keeps its choice.
+      expect(await put({ cost_per_message: global.cost_per_message })).toMatchObject({ refund_late_failures: false })
+      expect(await price(accountId)).toMatchObject({ refund_late_failures: true })
+      // Without its own price, it follows the global one again.
+      const cleared = await t.admin('DELETE', `/price/accounts/${accountId}`)
+      expect(cleared.body.data).toMatchObject({ account_override: false, refund_late_failures: false })
+      const wrong = await t.admin('PUT', '/price', { cost_per_message: 5, refund_late_failures: 'no' })
+      expect([wrong.status, wrong.body.code]).toEqual([400, 'VALIDATION_ERROR'])
+      expect(wrong.body.error).toContain('refund_late_failures')
+    } finally {
+      await put({ cost_per_message: global.cost_per_message, refund_late_failures: true })
+    }
+  })
+
   test('validation and not found', async () => {
     const cases: [string, string, unknown, number][] = [
       ['POST', '/accounts', {}, 400],

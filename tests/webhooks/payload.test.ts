@@ -1,5 +1,6 @@
 // The bytes of a webhook body: compact JSON in the spec's field order (no spaces from the database's
-// JSON output), strings escaped as JSON.stringify does; test events the same. Events stored before
+// JSON output), strings escaped as JSON.stringify does, a failure's `refunded` after the spec's fields;
+// test events the same. Events stored before
 // bodies were compact are still sent exactly as stored, and verify.
 
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test'
@@ -59,9 +60,28 @@ test('a status event: compact JSON in the spec order, byte for byte, with any te
       previous_status: 'delivered',
       error_code: 63016,
       error_message: errorMessage,
+      refunded: true,
     }),
   )
   for (const r of [first!, second!]) expect(() => new Webhook(secret).verify(r.body, r.headers)).not.toThrow()
+})
+
+test('a failure says whether it was refunded, after error_message: false when its price keeps late failures charged', async () => {
+  const { key, keyId, secret } = await keyWithUrl()
+  const [{ account_id }] = await t.db.sql<[{ account_id: number }]>`select account_id from api_keys where id = ${keyId}`
+  const kept = await t.admin('PUT', '/price', { cost_per_message: 5, account_id, refund_late_failures: false })
+  expect(kept.body.data.refund_late_failures).toBe(false)
+  const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
+  const sid: string = sent.body.data.message_id
+  await reportStatus(t, sid, 'failed', { errorCode: 63016, errorMessage: 'Message failed' })
+  worker = startDelivery(t)
+  const [received] = await rx.waitFor(1)
+  const timestamp = TIMESTAMP.exec(received!.body)![1]!
+  expect(received!.body).toBe(
+    `{"event":"message.status","timestamp":"${timestamp}","data":{"message_sid":"${sid}","to":"+6281234567890","status":"failed",` +
+      `"previous_status":"sent","error_code":63016,"error_message":"Message failed","refunded":false}}`,
+  )
+  expect(() => new Webhook(secret).verify(received!.body, received!.headers)).not.toThrow()
 })
 
 test('a test event: the same shape, compact, with data.test last', async () => {

@@ -91,7 +91,13 @@ export const accountsAdmin = (deps: Deps) => {
         200: envelopeOf(m.Price),
         ...errorsOf(400, 401, 404, 422),
       },
-      detail: { tags, summary: "Set the global price, or one account's override (account_id)" },
+      detail: {
+        tags,
+        summary: "Set the global price, or one account's override (account_id)",
+        description:
+          'The price per message and, optionally, `refund_late_failures`: whether messages the provider accepted and later ' +
+          'reported `failed` are refunded (the default) or stay charged. Both are fixed on each message when it is charged.',
+      },
     })
     .get('/price', async ({ query }) => ok(await admin.getPrice(sql, query.account_id ?? null)), {
       query: m.PriceQuery,

@@ -55,10 +55,19 @@ export const AdjustmentBody = t.Object(
   },
   closed,
 )
+const REFUND_LATE_FAILURES =
+  'Whether a message the provider accepted and later reported `failed` is refunded (true, the default) or stays charged ' +
+  '(false). Fixed on each message when it is charged, as its price is: a change applies to messages charged from then on.'
+
 export const PriceBody = t.Object(
   {
     cost_per_message: JsonInteger({ examples: [350] }),
     account_id: t.Optional(t.Union([JsonId(), t.Null()], { description: 'Omit for the global price' })),
+    refund_late_failures: t.Optional(
+      t.Boolean({
+        description: `${REFUND_LATE_FAILURES} Omitted: unchanged (an account's new own price starts with the choice it follows now).`,
+      }),
+    ),
   },
   closed,
 )
@@ -71,4 +80,5 @@ export const Price = t.Object({
   cost_per_message: t.Integer(),
   account_id: t.Union([t.Integer(), t.Null()]),
   account_override: t.Boolean(),
+  refund_late_failures: t.Boolean({ description: REFUND_LATE_FAILURES }),
 })

@@ -100,18 +100,24 @@ export async function changeBalance(
   return { wa_balance: row.balance }
 }
 
-export async function setPrice(sql: Sql, input: { cost_per_message: number; account_id?: number | null }) {
+/** Sets a price; `refund_late_failures` omitted keeps the choice in force (see ledger's setPrice). */
+export async function setPrice(sql: Sql, input: { cost_per_message: number; account_id?: number | null; refund_late_failures?: boolean }) {
   if (input.cost_per_message < 1) throw badValue('cost_per_message: must be a positive integer')
   const accountId = input.account_id ?? null
   if (accountId !== null) await requireAccount(sql, accountId)
-  await writePrice(sql, accountId, input.cost_per_message)
+  await writePrice(sql, accountId, input.cost_per_message, input.refund_late_failures)
   return getPrice(sql, accountId)
 }
 
 export async function getPrice(sql: Sql, accountId: number | null) {
   if (accountId !== null) await requireAccount(sql, accountId)
   const price = await priceOf(sql, accountId)
-  return { cost_per_message: price.cost, account_id: accountId, account_override: price.overridden }
+  return {
+    cost_per_message: price.cost,
+    account_id: accountId,
+    account_override: price.overridden,
+    refund_late_failures: price.refundLateFailures,
+  }
 }
 
 export async function clearPriceOverride(sql: Sql, accountId: number) {

@@ -159,9 +159,10 @@ async function nextBatch(sql: Sql, provider: string, campaignId: number, leaseTo
     )
     const inserted = await tx<BatchMessage[]>`
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
-                            status, cost, handoff_token, handoff_until)
+                            status, cost, refund_late_failure, handoff_token, handoff_until)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
-             v.provider_template::jsonb, 'queued', ${account.cost}, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
+             v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
+             now() + make_interval(secs => ${lease.seconds})
       from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
                   ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
       on conflict (campaign_id, contact_id) where campaign_id is not null do nothing

@@ -7,7 +7,15 @@
 // Charges carry the token of the request that made them, unique per (request, entry): running a
 // charge again with the same token (after a lost COMMIT answer, a deadlock retry, an Idempotency-Key
 // recovery) returns the charge already made instead of charging twice.
+//
+// A message whose final status is `failed` is refunded exactly what it was charged, once: a failed
+// hand-off by refundFailed; a failure the provider reports after accepting it (a late failure) by
+// lateFailureRefunds, inside the state machine's statement (status/machine.ts), unless its price keeps
+// late failures charged. A charge fixes on its messages both the price and that choice
+// (`refund_late_failure`, from the price's `refund_late_failures`, sql/0015): changing a price
+// changes neither for messages already charged.
 
+import type postgres from 'postgres'
 import type { Db, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
@@ -34,13 +42,21 @@ export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
+type Fragment = postgres.PendingQuery<postgres.Row[]>
 
-/** The price of one message for an account now, and whether it is the account's own price. */
-export async function priceOf(db: Db, accountId: number | null): Promise<{ cost: number; overridden: boolean }> {
-  const [row] = await db<{ cost: number; overridden: boolean }[]>`
+/**
+ * The price of one message for an account now (the global price for null), whether it is the
+ * account's own price, and whether it refunds messages that fail after the provider accepted them.
+ */
+export async function priceOf(
+  db: Db,
+  accountId: number | null,
+): Promise<{ cost: number; overridden: boolean; refundLateFailures: boolean }> {
+  const [row] = await db<{ cost: number; overridden: boolean; refund_late_failures: boolean }[]>`
     select account_price(${accountId}) as cost,
-           exists (select 1 from prices where account_id = ${accountId}) as overridden`
-  return row!
+           exists (select 1 from prices where account_id = ${accountId}) as overridden,
+           account_refunds_late_failures(${accountId}) as refund_late_failures`
+  return { cost: row!.cost, overridden: row!.overridden, refundLateFailures: row!.refund_late_failures }
 }
 
 /**
@@ -56,9 +72,9 @@ export async function chargeAll(db: Db, owner: Owner, requestToken: string, leas
       where m.request_token = ${requestToken}
     ), debit as (
       update accounts set balance = balance - p.cost * ${n}
-      from (select account_price(${owner.accountId}) as cost) p
+      from (select account_price(${owner.accountId}) as cost, account_refunds_late_failures(${owner.accountId}) as refund_late) p
       where accounts.id = ${owner.accountId} and accounts.balance >= p.cost * ${n} and not exists (select 1 from existing)
-      returning accounts.balance, p.cost
+      returning accounts.balance, p.cost, p.refund_late
     ), input as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
@@ -68,9 +84,9 @@ export async function chargeAll(db: Db, owner: Owner, requestToken: string, leas
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            request_token, request_item, handoff_token, handoff_until)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
-             ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
+             debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -120,7 +136,7 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
     ), fresh as (
       select * from input where ord not in (select ord from existing)
     ), locked as materialized (
-      select a.id, a.balance, account_price(a.id) as cost
+      select a.id, a.balance, account_price(a.id) as cost, account_refunds_late_failures(a.id) as refund_late
       from accounts a
       where a.id in (select account_id from fresh)
       order by a.id
@@ -128,7 +144,7 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
     ), accepted as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, r.*
       from (
-        select f.*, l.cost, l.balance - l.cost * row_number() over (partition by f.account_id order by f.ord) as balance
+        select f.*, l.cost, l.refund_late, l.balance - l.cost * row_number() over (partition by f.account_id order by f.ord) as balance
         from fresh f join locked l on l.id = f.account_id
       ) r
       where r.balance >= 0
@@ -138,9 +154,9 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
       where a.id = s.account_id
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            request_token, request_item, handoff_token, handoff_until)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
-             request_token, 1, lease_token, now() + make_interval(secs => lease_seconds)
+             refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds)
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -166,11 +182,15 @@ export function createSingleCharger(sql: Sql): (request: SingleCharge) => Promis
   return (request) => batcher.add(request)
 }
 
-/** The account row locked for a charge in the caller's transaction: its balance and price now. */
-export async function lockForCharge(tx: Tx, accountId: number): Promise<{ balance: number; cost: number }> {
-  const [row] = await tx<{ balance: number; cost: number }[]>`
-    select balance, account_price(id) as cost from accounts where id = ${accountId} for update`
-  return row!
+/**
+ * The account row locked for a charge in the caller's transaction: its balance and price now, and
+ * whether that price refunds late failures (the caller records both on the messages it charges).
+ */
+export async function lockForCharge(tx: Tx, accountId: number): Promise<{ balance: number; cost: number; refundLateFailure: boolean }> {
+  const [row] = await tx<{ balance: number; cost: number; refund_late: boolean }[]>`
+    select balance, account_price(id) as cost, account_refunds_late_failures(id) as refund_late
+    from accounts where id = ${accountId} for update`
+  return { balance: row!.balance, cost: row!.cost, refundLateFailure: row!.refund_late }
 }
 
 /**
@@ -229,6 +249,39 @@ export async function refundFailed(db: Db, failures: Failure[]): Promise<number[
 }
 
 /**
+ * Whether message row `m` (read under its lock) is refunded when it fails now: it has not been
+ * refunded, and it was charged under a price that refunds late failures. As SQL, for the state
+ * machine's statement, which marks it `refunded_at` with the status change.
+ */
+export const refundsWhenFailing = (sql: Db, m: string): Fragment => sql`(${sql(m)}.refunded_at is null and ${sql(m)}.refund_late_failure)`
+
+/**
+ * The refunds of messages that the provider reported failed after accepting them, as CTEs of the
+ * state machine's statement, so each refund commits with its status change, once. `source` names a
+ * CTE of that statement with `id`, `account_id`, `cost`, `error_code` and `refunded` of the messages
+ * it changed (`refunded`: marked refunded by that change, see refundsWhenFailing). Locks their
+ * accounts in id order, gives each back exactly what it was charged (its `cost`) with one ledger row
+ * whose note says why. Writes nothing when none is refunded.
+ */
+export const lateFailureRefunds = (sql: Db, source: string): Fragment => sql`
+  late_refunds as (
+    select id, account_id, cost, error_code from ${sql(source)} where refunded
+  ), late_refund_accounts as materialized (
+    select id from accounts where id in (select account_id from late_refunds) order by id for update
+  ), late_refund_credited as (
+    update accounts set balance = accounts.balance + s.total
+    from (select account_id, sum(cost)::bigint as total from late_refunds group by account_id) s
+    where accounts.id = s.account_id and accounts.id in (select id from late_refund_accounts)
+    returning accounts.id, accounts.balance - s.total as balance_before
+  ), late_refund_rows as (
+    insert into ledger (account_id, kind, amount, balance_after, message_id, note)
+    select r.account_id, 'refund', r.cost,
+           c.balance_before + sum(r.cost) over (partition by r.account_id order by r.id), r.id,
+           'the provider reported it failed after accepting it' || coalesce(' (error ' || r.error_code || ')', '')
+    from late_refunds r join late_refund_credited c on c.id = r.account_id
+  )`
+
+/**
  * A top-up (positive), an adjustment (signed) or an account's opening balance: the balance update and
  * its ledger row in one statement. Null, with nothing changed, when it would make the balance negative.
  */
@@ -252,15 +305,25 @@ export async function credit(
   return row ?? null
 }
 
-/** Sets the global price (accountId null) or one account's own price. */
-export async function setPrice(db: Db, accountId: number | null, cost: number): Promise<void> {
+/**
+ * Sets the global price (accountId null) or one account's own price, and whether it refunds late
+ * failures. `refundLateFailures` undefined keeps the choice the account has now (for a new own
+ * price: the global price's), so setting a price alone never changes it.
+ */
+export async function setPrice(db: Db, accountId: number | null, cost: number, refundLateFailures?: boolean): Promise<void> {
+  const refund = refundLateFailures ?? null
   if (accountId === null) {
-    await db`update prices set cost_per_message = ${cost}, updated_at = now() where account_id is null`
+    await db`
+      update prices set cost_per_message = ${cost}, refund_late_failures = coalesce(${refund}::boolean, refund_late_failures),
+                        updated_at = now()
+      where account_id is null`
   } else {
     await db`
-      insert into prices (account_id, cost_per_message) values (${accountId}, ${cost})
+      insert into prices (account_id, cost_per_message, refund_late_failures)
+      values (${accountId}, ${cost}, coalesce(${refund}::boolean, account_refunds_late_failures(${accountId})))
       on conflict (account_id) where account_id is not null
-      do update set cost_per_message = excluded.cost_per_message, updated_at = now()`
+      do update set cost_per_message = excluded.cost_per_message,
+                    refund_late_failures = coalesce(${refund}::boolean, prices.refund_late_failures), updated_at = now()`
   }
 }
 

@@ -142,7 +142,8 @@ async function waitForOutcome(sql: Sql, id: number, maxWaitMs = 60_000): Promise
       select status, message_sid, error_code, error_message, quarantined_at is not null as quarantined from messages where id = ${id}`
     if (row && row.status !== 'queued') {
       // A SID means the provider accepted it, whatever its reports said since (a `failed` with a SID
-      // is a delivery failure, charged); only a failed hand-off has none.
+      // is a delivery failure, refunded by its status change unless its price keeps it charged); only a
+      // failed hand-off has none.
       return row.message_sid !== null
         ? { ok: true, sid: row.message_sid }
         : { ok: false, errorCode: row.error_code, errorMessage: row.error_message ?? 'failed' }

@@ -161,7 +161,9 @@ export const Message = t.Object({
   delivered_at: t.Union([t.String(), t.Null()]),
   read_at: t.Union([t.String(), t.Null()]),
   refunded: t.Boolean({
-    description: '`cost` was given back (the provider refused the message): summing `cost` over a list, leave these out',
+    description:
+      '`cost` was given back: the provider refused the message, or reported it `failed` after accepting it (unless the ' +
+      'operator keeps such late failures charged). Summing `cost` over a list, leave these out',
   }),
 })
 

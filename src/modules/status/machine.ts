@@ -1,21 +1,25 @@
 // The message state machine: forward only. sent → delivered → read; sent or delivered → failed;
 // skipping is allowed (sent → read). A report that repeats the current state or would move
-// backwards changes nothing and emits nothing. An accepted change, its timestamps and its
-// message.status event (when the key has a webhook or a listener) are one statement, hence one transaction.
+// backwards changes nothing and emits nothing. An accepted change, its timestamps, the refund of a
+// failure (ledger/service.ts's lateFailureRefunds: once, since failed is final) and its message.status
+// event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
 import type { StatusReport } from '../../providers/provider'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
 import { insertEvents, statusPayload } from '../webhooks/events'
+import { lateFailureRefunds, refundsWhenFailing } from '../ledger/service'
 
 /** Counts, and the SIDs that changed and those that got an event (each SID once per call). */
 export type StatusesOutcome = { changed: number; events: number; changedSids: string[]; eventSids: string[] }
 
 /**
  * Applies many reports in one statement; each message may appear only once (callers split repeats
- * into rounds, oldest first). Locks the messages, moves those whose move is forward, and writes one
- * event per change for keys with a webhook or a listener. `notify` (PostgreSQL): when it wrote an
- * event, the statement also queues the NOTIFY that wakes other instances at commit.
+ * into rounds, oldest first). Locks the messages, moves those whose move is forward, refunds those
+ * it fails (unless their price keeps late failures charged; their accounts locked in id order after
+ * the messages), and writes one event per change for keys with a webhook or a listener (a failure's
+ * says whether it was refunded). `notify` (PostgreSQL): when it wrote an event, the statement also
+ * queues the NOTIFY that wakes other instances at commit.
  */
 export async function applyStatuses(
   sql: Db,
@@ -34,7 +38,7 @@ export async function applyStatuses(
                            ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[])
         as r(sid, next, error_code, error_message)
     ), target as (
-      select m.id, m.status, r.next, r.error_code, r.error_message
+      select m.id, m.status, r.next, r.error_code, r.error_message, r.next = 'failed' and ${refundsWhenFailing(sql, 'm')} as refund
       from messages m join input r on m.message_sid = r.sid
       order by m.id -- one lock order for every batch: concurrent batches cannot deadlock
       for update of m
@@ -45,15 +49,22 @@ export async function applyStatuses(
         read_at = case when t.next = 'read' then now() else m.read_at end,
         failed_at = case when t.next = 'failed' then now() else m.failed_at end,
         error_code = case when t.next = 'failed' then t.error_code else m.error_code end,
-        error_message = case when t.next = 'failed' then t.error_message else m.error_message end
+        error_message = case when t.next = 'failed' then t.error_message else m.error_message end,
+        refunded_at = case when t.refund then now() else m.refunded_at end
       from target t
       where m.id = t.id
         and ((t.status = 'sent' and t.next in ('delivered', 'read', 'failed'))
           or (t.status = 'delivered' and t.next in ('read', 'failed')))
-      returning m.id, m.api_key_id, m.phone, m.message_sid, m.status, m.error_code, m.error_message, t.status as previous
-    ), changed_events as (
+      returning m.id, m.account_id, m.api_key_id, m.phone, m.message_sid, m.status, m.cost, m.error_code, m.error_message,
+                t.status as previous, t.refund as refunded
+    ), ${lateFailureRefunds(sql, 'changed')}, changed_events as (
       select c.api_key_id, c.id as message_id, c.id as ord,
-             ${statusPayload(sql, timezone, sql`c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false`)} as payload
+             ${statusPayload(
+               sql,
+               timezone,
+               sql`c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false,
+                   case when c.status = 'failed' then c.refunded end`,
+             )} as payload
       from changed c
     ), event as (${insertEvents(sql, 'changed_events')})
     select array(select message_sid from changed) as changed_sids,

@@ -18,9 +18,10 @@ type Fragment = postgres.PendingQuery<postgres.Row[]>
 export const newWebhookId = (sql: Db): Fragment => sql`'msg_' || replace(gen_random_uuid()::text, '-', '')`
 
 /**
- * A `message.status` payload stamped now, as SQL (sql/0011's message_status_payload: compact JSON in
- * the spec's field order). `fields`: message_sid, to, status, previous_status, error_code,
- * error_message, test.
+ * A `message.status` payload stamped now, as SQL (message_status_payload of sql/0011 and sql/0015:
+ * compact JSON in the spec's field order). `fields`: message_sid, to, status, previous_status,
+ * error_code, error_message, test, and optionally refunded (a boolean, shown after error_message;
+ * null or left out: not shown).
  */
 export const statusPayload = (sql: Db, timezone: string, fields: Fragment): Fragment =>
   sql`message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'), ${fields})`

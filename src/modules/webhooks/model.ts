@@ -27,7 +27,9 @@ export const Webhook = t.Object({ url: t.String() }, { examples: [{ url: 'https:
 
 /**
  * The body of every delivery (spec section 6), as the status machine writes it: a forward move only,
- * so `previous_status` is `sent` or `delivered`. Receivers should ignore fields they do not know.
+ * so `previous_status` is `sent` or `delivered`. A failure also says whether it was refunded
+ * (`refunded`, after `error_message`; the spec's fields keep their order). Receivers should ignore
+ * fields they do not know.
  */
 export const MessageStatusEvent = t.Object(
   {
@@ -46,6 +48,14 @@ export const MessageStatusEvent = t.Object(
       previous_status: t.Union([t.Literal('sent'), t.Literal('delivered')], { description: 'The status before the change' }),
       error_code: t.Union([t.Integer(), t.Null()], { description: "The provider's numeric error code when `failed`; otherwise null" }),
       error_message: t.Union([t.String(), t.Null()], { description: "The provider's error text when `failed`; otherwise null" }),
+      refunded: t.Optional(
+        t.Boolean({
+          description:
+            'Only when `status` is `failed` (an extension): `true` when the charge was given back with this change (the ' +
+            "message's `refunded` in GET /messages says the same); `false` when the message stays charged because its price " +
+            'keeps failures after acceptance charged (an operator choice)',
+        }),
+      ),
       test: t.Optional(
         t.Literal(true, {
           description: 'Only on test events (sent from the dashboard or the admin API; `message_sid` and `to` are "test"): ignore them',
@@ -65,6 +75,19 @@ export const MessageStatusEvent = t.Object(
           previous_status: 'sent',
           error_code: null,
           error_message: null,
+        },
+      },
+      {
+        event: 'message.status',
+        timestamp: '2026-11-21 10:16:40',
+        data: {
+          message_sid: 'SM0123456789abcdef0123456789abcdef',
+          to: '+6281234567890',
+          status: 'failed',
+          previous_status: 'delivered',
+          error_code: 63016,
+          error_message: 'Failed to send freeform message because you are outside the allowed window',
+          refunded: true,
         },
       },
     ],
@@ -90,6 +113,7 @@ const EventPayload = t.Object(
       previous_status: t.String(),
       error_code: t.Union([t.Integer(), t.Null()]),
       error_message: t.Union([t.String(), t.Null()]),
+      refunded: t.Optional(t.Boolean({ description: 'Only on a `failed` event: whether the charge was given back' })),
       test: t.Optional(t.Boolean({ description: 'true only on a test event sent from the dashboard' })),
     }),
   },
