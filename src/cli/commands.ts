@@ -13,6 +13,7 @@ import type * as templates from '../modules/templates/model'
 import type * as users from '../modules/users/model'
 import type * as webhooks from '../modules/webhooks/model'
 import type * as simulator from '../providers/simulator/model'
+import { UsageError } from './args'
 import { CliError } from './client'
 import { QUIET, type Command, type Context, type Flag } from './command'
 import { amount, cell, count, listing, type Column, type Page } from './format'
@@ -61,9 +62,10 @@ const accountLine = (a: Account) =>
   `balance ${amount(a.wa_balance)}, price ${amount(a.cost_per_message)} a message (${count(Math.floor(a.wa_balance / a.cost_per_message), 'message')} paid for)`
 
 const priceLine = (p: Price) =>
-  p.account_id === null
+  (p.account_id === null
     ? `price ${amount(p.cost_per_message)} a message, for every account without its own price`
-    : `price ${amount(p.cost_per_message)} a message for account ${p.account_id} (${p.account_override ? 'its own price' : 'the global price'})`
+    : `price ${amount(p.cost_per_message)} a message for account ${p.account_id} (${p.account_override ? 'its own price' : 'the global price'})`) +
+  `\nlate failures (failed after the provider accepted them): ${p.refund_late_failures ? 'refunded' : 'kept charged'}`
 
 function describeCampaign({ campaign: c, stats: s }: CampaignDetail): string {
   const times = [
@@ -283,11 +285,27 @@ export const moneyCommands: Command[] = [
     name: 'price set',
     args: ['AMOUNT'],
     summary: "set the price of a message: global, or an account's own",
-    example: 'bun run admin price set 350',
-    flags: { account: { value: 'ACCOUNT_ID', help: "set this account's own price instead of the global one" } },
+    details:
+      'A message the provider accepted and later reported failed is refunded, unless its price keeps late failures charged ' +
+      '(--late-failures charge). Both the price and that choice are fixed on each message when it is charged; without ' +
+      "--late-failures the choice stays as it is (an account's new own price starts with the one it follows now).",
+    example: 'bun run admin price set 350 --late-failures refund',
+    flags: {
+      account: { value: 'ACCOUNT_ID', help: "set this account's own price instead of the global one" },
+      'late-failures': {
+        value: 'refund|charge',
+        help: 'messages that fail after the provider accepted them: refund them, or keep them charged',
+      },
+    },
     async run(ctx) {
       const body: Record<string, unknown> = { cost_per_message: ctx.integer('AMOUNT') }
       if (ctx.flags.account !== undefined) body.account_id = ctx.id('account')
+      const late = ctx.flags['late-failures']
+      if (late !== undefined) {
+        if (late !== 'refund' && late !== 'charge')
+          throw new UsageError(`--late-failures: expected refund or charge, got '${late}'`, `see: ${program.admin} price set --help`)
+        body.refund_late_failures = late === 'refund'
+      }
       const price = await ctx.api.call<Price>('PUT', '/admin/v1/price', body)
       return { data: price, text: () => priceLine(price) }
     },

@@ -305,6 +305,35 @@ test('operator create prints a one-time link that sets the password; a second op
   expect(unknown).toEqual({ code: 1, out: '', err: 'admin: no user with the e-mail nobody@example.com (see: bun run admin user list)\n' })
 })
 
+test('price set --late-failures: refund or keep late failures charged, shown by price set and price show', () => {
+  const id = admin('account', 'create', 'Late Failures', '--quiet').out.trim()
+  expect(admin('price', 'show', '--account', id).out).toMatch(
+    /^price [\d,]+ a message for account \d+ \(the global price\)\nlate failures \(failed after the provider accepted them\): refunded\n$/,
+  )
+  const kept = admin('price', 'set', '250', '--account', id, '--late-failures', 'charge')
+  expect(kept).toEqual({
+    code: 0,
+    out: `price 250 a message for account ${id} (its own price)\nlate failures (failed after the provider accepted them): kept charged\n`,
+    err: '',
+  })
+  expect(json(admin('price', 'show', '--account', id, '--json'))).toEqual({
+    cost_per_message: 250,
+    account_id: Number(id),
+    account_override: true,
+    refund_late_failures: false,
+  })
+  // Without the flag the choice stays; with it, it changes.
+  expect(json(admin('price', 'set', '260', '--account', id, '--json')).refund_late_failures).toBe(false)
+  expect(admin('price', 'set', '260', '--account', id, '--late-failures', 'refund').out).toEndWith('): refunded\n')
+  const wrong = admin('price', 'set', '260', '--account', id, '--late-failures', 'maybe')
+  expect(wrong).toEqual({
+    code: 2,
+    out: '',
+    err: "admin: --late-failures: expected refund or charge, got 'maybe'\nsee: bun run admin price set --help\n",
+  })
+  expect(json(admin('price', 'show', '--account', id, '--json'))).toMatchObject({ cost_per_message: 260, refund_late_failures: true })
+})
+
 test('text output: aligned tables with headers, counts in the right number, amounts grouped; --json only the JSON; --quiet only ids', async () => {
   const created = admin('account', 'create', 'Table Test', '--balance', '1234567', '--quiet')
   expect(created.out).toMatch(/^\d+\n$/)
