@@ -1,7 +1,8 @@
 // An operator's flow through forms in headless Chromium (see browser.test.ts for the set-up): a notice
 // after each change, a refused amount with the focus on its field and its message as the field's
 // description, and an account's API keys reached from its page: created and shown once with a copy
-// button, gone after a reload, deactivated and activated. The pages in these states pass axe-core too.
+// button, gone after a reload, deactivated and activated; its own price set to keep late failures
+// charged. The pages in these states pass axe-core too.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -135,6 +136,25 @@ describe.skipIf(skipBrowserTests())('forms in Chromium', () => {
       await page.locator('.account-link').getByRole('link', { name: 'Toko Kunci' }).click()
       await page.waitForURL(accountUrl)
       expect(await h1(page)).toBe('Toko Kunci')
+    })
+
+    await step(page, 'its own price, keeping late failures charged: chosen by the radio, said by the notice and the page', async () => {
+      expect(await page.getByLabel('Refund them').isChecked()).toBe(true)
+      await page.getByLabel("This account's price per message (IDR)").fill('400')
+      await page.getByLabel('Keep them charged').check()
+      await page.getByRole('button', { name: 'Set own price' }).click()
+      await page.waitForURL(accountUrl)
+      expect(await status(page)).toBe(
+        "This account's own price is now 400 IDR per message (it was 1 IDR). " +
+          'Messages charged from now on that fail after the provider accepted them are kept charged.',
+      )
+      expect(await page.locator('#late-failures').innerText()).toBe('kept charged')
+      expect(await page.getByLabel('Keep them charged').isChecked()).toBe(true)
+      expect((await axeViolations(page)).map((v) => `${v.rule}: ${v.targets.join(' ')}`)).toEqual([])
+      const price = await fetch(`${base}/admin/v1/price?account_id=${accountUrl.split('/').at(-1)}`, {
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      }).then((r) => r.json() as Promise<any>)
+      expect(price.data).toMatchObject({ cost_per_message: 400, account_override: true, refund_late_failures: false })
     })
   }, 60_000)
 })

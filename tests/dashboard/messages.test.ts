@@ -228,6 +228,29 @@ describe('messages', () => {
     expect(refunded.text).toMatch(/<td data-label="Kind">refund<\/td><td data-label="Amount" class="num">\d+<\/td>/)
     expect(refunded.text).toContain('simulator refused the message')
   })
+
+  test('a failure after the provider accepted the message: refunded, its ledger row saying why; kept charged when its price says so', async () => {
+    // The simulator accepts numbers ending in 8888 and reports them failed (63016) later.
+    const failed = await member.get(`/dashboard/messages/${ids.failed}`)
+    expect(failed.text).toContain('<strong>Refunded</strong>')
+    expect(failed.text).toMatch(/<dt>Refund<\/dt><dd>\d+ IDR<\/dd>/)
+    expect(failed.text).toContain('<td data-label="Note">the provider reported it failed after accepting it (error 63016)</td>')
+
+    const kept = await t.account(1000)
+    expect((await t.admin('PUT', '/price', { cost_per_message: 25, account_id: kept.accountId, refund_late_failures: false })).status).toBe(
+      200,
+    )
+    const sent = await t.api('POST', '/messages/send', kept.key, { to: '081234568888', body: 'kept charged' })
+    expect(sent.status).toBe(200)
+    await Bun.sleep(100)
+    await t.runWorker('simulator-reports')
+    const id = await idOf(kept.accountId, '+6281234568888')
+    const page = await operator.get(`/dashboard/accounts/${kept.accountId}/messages/${id}`)
+    expect(page.status).toBe(200)
+    expect(page.text).toContain('<strong>Failed</strong>')
+    expect(page.text).not.toContain('<strong>Refunded</strong>')
+    expect(page.text).toContain('<dt>Refund</dt><dd>none: its price keeps failures after acceptance charged</dd>')
+  })
 })
 
 describe('ledger', () => {
@@ -270,7 +293,9 @@ describe('ledger', () => {
     expect(lines[1]).toMatch(
       /^\d+,\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,topup,5,\d+,,"'=HYPERLINK\(""http:\/\/evil\.example"",""click""\), really",[^,@]+@[^,]+$/,
     )
-    expect(lines[2]).toMatch(/^\d+,[\d :-]+,charge,-\d+,\d+,\d+,,$/) // a charge: a negative number, not neutralised; by no one
+    // A charge: a negative number, not neutralised; by no one. (The newest row before the top-up is the
+    // refund of the message the simulator reported failed.)
+    expect(lines.find((line) => line.includes(',charge,'))).toMatch(/^\d+,[\d :-]+,charge,-\d+,\d+,\d+,,$/)
     expect(lines.at(-1)).toMatch(/^\d+,[\d :-]+,topup,100000,100000,,/)
     const otherCsv = await otherMember.get('/dashboard/ledger.csv')
     expect(otherCsv.text).not.toContain('HYPERLINK')

@@ -379,6 +379,76 @@ describe('price', () => {
   })
 })
 
+describe('late failures', () => {
+  test('the price forms set whether late failures are refunded, globally and for an account; the pages show it; audited', async () => {
+    const op = await operator()
+    const own = await t.account(0)
+    const global = (await t.admin('GET', '/price')).body.data
+    const radio = (text: string, value: string) =>
+      new RegExp(`<input type="radio" name="late_failures" value="${value}"( checked)?`).exec(text)?.[1] === ' checked'
+    try {
+      let page = await op.client.get('/dashboard/price')
+      expect(page.text).toContain('<legend>Messages that fail after the provider accepted them</legend>')
+      expect(page.text).toContain('<div class="value" id="late-failures">refunded</div>')
+      expect([radio(page.text, 'refund'), radio(page.text, 'charge')]).toEqual([true, false])
+      const bad = await op.client.post('/dashboard/price', { _csrf: page.csrf!, cost_per_message: '40', late_failures: 'sometimes' })
+      expect(bad.status).toBe(422)
+      expect(bad.text).toContain('late_failures: choose whether to refund late failures or keep them charged')
+      expect((await t.admin('GET', '/price')).body.data).toEqual(global)
+
+      const set = await op.client.follow(
+        await op.client.post('/dashboard/price', { _csrf: page.csrf!, cost_per_message: '40', late_failures: 'charge' }),
+      )
+      expect(set.text).toContain(
+        'The global price is now 40 IDR per message (it was ' +
+          `${global.cost_per_message.toLocaleString('en')} IDR). Messages charged from now on that fail after the provider accepted ` +
+          'them are kept charged.',
+      )
+      expect((await t.admin('GET', '/price')).body.data).toMatchObject({ cost_per_message: 40, refund_late_failures: false })
+      page = await op.client.get('/dashboard/price')
+      expect(page.text).toContain('<div class="value" id="late-failures">kept charged</div>')
+      expect([radio(page.text, 'refund'), radio(page.text, 'charge')]).toEqual([false, true])
+
+      // The account follows the global choice until its own price says otherwise.
+      page = await op.client.get(`/dashboard/accounts/${own.accountId}`)
+      expect(page.text).toContain('<div class="value" id="late-failures">kept charged</div>')
+      expect([radio(page.text, 'refund'), radio(page.text, 'charge')]).toEqual([false, true])
+      const own1 = await op.client.post(`/dashboard/accounts/${own.accountId}/price`, {
+        _csrf: page.csrf!,
+        cost_per_message: '55',
+        late_failures: 'refund',
+      })
+      expect(own1.status).toBe(303)
+      expect((await t.admin('GET', `/price?account_id=${own.accountId}`)).body.data).toMatchObject({
+        cost_per_message: 55,
+        account_override: true,
+        refund_late_failures: true,
+      })
+      page = await op.client.get(`/dashboard/accounts/${own.accountId}`)
+      expect(page.text).toContain('<div class="value" id="late-failures">refunded</div>')
+      expect([radio(page.text, 'refund'), radio(page.text, 'charge')]).toEqual([true, false])
+      // A form without the choice (an older page) keeps it.
+      expect(
+        (await op.client.post(`/dashboard/accounts/${own.accountId}/price`, { _csrf: page.csrf!, cost_per_message: '56' })).status,
+      ).toBe(303)
+      expect((await t.admin('GET', `/price?account_id=${own.accountId}`)).body.data.refund_late_failures).toBe(true)
+
+      const [audited] = await t.db.sql<{ detail: any }[]>`
+        select detail from audit_log where action = 'account price set' and account_id = ${own.accountId} order by id limit 1`
+      expect(json(audited!.detail)).toMatchObject({ refund_late_failures: true, previous_refund_late_failures: false })
+      const [globalAudit] = await t.db.sql<{ detail: any }[]>`
+        select detail from audit_log where action = 'price set' order by id desc limit 1`
+      expect(json(globalAudit!.detail)).toMatchObject({
+        cost_per_message: 40,
+        refund_late_failures: false,
+        previous_refund_late_failures: true,
+      })
+    } finally {
+      await t.admin('PUT', '/price', { cost_per_message: global.cost_per_message, refund_late_failures: true })
+    }
+  })
+})
+
 describe('users', () => {
   test('invite an operator: the link is shown once and works', async () => {
     const op = await operator()

@@ -12,6 +12,7 @@ import { MAX_EMAIL_CHARS, audit, createUser, listUsers } from '../users/service'
 import { shownLink } from '../users/sign-in-pages'
 import { idParam } from './scope'
 import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice } from './service'
+import { LateFailuresChoice, PRICE_FIELDS, lateFailuresOf, lateFailuresText, priceNotice } from './price-pages'
 
 /** An account's own pages, opened from its account page. */
 const ACCOUNT_PAGES = [
@@ -28,7 +29,6 @@ const ACCOUNT_PAGES = [
 const MAX_SEARCH_CHARS = 100
 const ACCOUNT_FIELDS = ['name', 'balance'] as const
 const TOPUP_FIELDS = ['amount', 'note'] as const
-const PRICE_FIELDS = ['cost_per_message'] as const
 const INVITE_FIELDS = ['email'] as const
 
 type Server = Parameters<Dashboard['addressOf']>[1]
@@ -120,6 +120,12 @@ export function accountPages(d: Dashboard) {
             <div class="value">{account.cost_per_message.toLocaleString('en')}</div>
             <div class="label">Price per message ({price.account_override ? 'its own price' : 'the global price'})</div>
           </div>
+          <div class="card stat">
+            <div class="value" id="late-failures">
+              {lateFailuresText(price.refund_late_failures)}
+            </div>
+            <div class="label">Messages that fail after the provider accepted them</div>
+          </div>
         </div>
         <nav class="account-pages card" aria-label="This account's pages">
           {ACCOUNT_PAGES.map(([page, label]) => (
@@ -155,6 +161,7 @@ export function accountPages(d: Dashboard) {
             inputmode="numeric"
             required
           />
+          <LateFailuresChoice state={state} form="price" current={price.refund_late_failures} />
           <button type="submit">Set own price</button>
         </form>
         {price.account_override ? (
@@ -285,15 +292,24 @@ export function accountPages(d: Dashboard) {
       return orError(
         async () => {
           const previous = await getPrice(d.sql, id)
-          const price = await setPrice(d.sql, { cost_per_message: d.amount(body, 'cost_per_message'), account_id: id })
+          const price = await setPrice(d.sql, {
+            cost_per_message: d.amount(body, 'cost_per_message'),
+            account_id: id,
+            refund_late_failures: lateFailuresOf(body),
+          })
           await auditOf(d.sql, session, request, server, {
             accountId: id,
             action: 'account price set',
-            detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
+            detail: {
+              cost_per_message: price.cost_per_message,
+              previous: previous.cost_per_message,
+              refund_late_failures: price.refund_late_failures,
+              previous_refund_late_failures: previous.refund_late_failures,
+            },
           })
           return d.finish(session, {
             to: `/dashboard/accounts/${id}`,
-            notice: `This account's own price is now ${d.money(price.cost_per_message)} per message (it was ${d.money(previous.cost_per_message)}).`,
+            notice: priceNotice(d, "This account's own price is now", previous, price),
           })
         },
         (message, status) =>
@@ -312,11 +328,18 @@ export function accountPages(d: Dashboard) {
           await auditOf(d.sql, session, request, server, {
             accountId: id,
             action: 'account price cleared',
-            detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
+            detail: {
+              cost_per_message: price.cost_per_message,
+              previous: previous.cost_per_message,
+              refund_late_failures: price.refund_late_failures,
+              previous_refund_late_failures: previous.refund_late_failures,
+            },
           })
           return d.finish(session, {
             to: `/dashboard/accounts/${id}`,
-            notice: `This account pays the global price again: ${d.money(price.cost_per_message)} per message.`,
+            notice:
+              `This account pays the global price again: ${d.money(price.cost_per_message)} per message; ` +
+              `late failures ${lateFailuresText(price.refund_late_failures)}.`,
           })
         },
         (message, status) => (status === 404 ? notFound(session) : accountPage(session, id, { error: message, status })),

@@ -1,14 +1,67 @@
-// The operator's global price: the price per message of every account without its own price.
+// The operator's global price: the price per message of every account without its own price, and
+// whether messages that fail after the provider accepted them are refunded. The choice's form controls
+// and their reading are shared with an account's page (pages.tsx).
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
-import { Field, FormProblem, formState, type FormState } from '../../dashboard/components'
+import { type Dashboard, field, orError, respond, pageRoutes } from '../../dashboard/context'
+import { Field, FormError, FormProblem, fieldProps, formState, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
+import { badValue } from '../../http/errors'
 import { audit } from '../users/service'
 import { getPrice, setPrice } from './service'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
+
+export const PRICE_FIELDS = ['cost_per_message', 'late_failures'] as const
+
+/** How a price treats late failures, in words. */
+export const lateFailuresText = (refund: boolean) => (refund ? 'refunded' : 'kept charged')
+
+/**
+ * The form's choice of `refund_late_failures`: `refund` or `charge`; undefined when the form has no
+ * choice (it keeps the one in force). A 422 naming the field otherwise.
+ */
+export function lateFailuresOf(body: unknown): boolean | undefined {
+  const value = field(body, 'late_failures')
+  if (value === '') return undefined
+  if (value !== 'refund' && value !== 'charge') throw badValue('late_failures: choose whether to refund late failures or keep them charged')
+  return value === 'refund'
+}
+
+/** The choice as two radio buttons, `current` (the price's) checked unless the form came back with another. */
+export function LateFailuresChoice(props: { state: FormState | undefined; form: string; current: boolean }) {
+  const { typed, attributes } = fieldProps(props.state, props.form, 'late_failures')
+  const refund = typed === 'refund' || typed === 'charge' ? typed === 'refund' : props.current
+  return (
+    <fieldset aria-describedby={attributes['aria-describedby']}>
+      <legend>Messages that fail after the provider accepted them</legend>
+      <FormError state={props.state} form={props.form} name="late_failures" />
+      <label class="choice">
+        <input type="radio" name="late_failures" value="refund" checked={refund} />
+        Refund them
+      </label>
+      <label class="choice">
+        <input type="radio" name="late_failures" value="charge" checked={!refund} />
+        Keep them charged
+      </label>
+    </fieldset>
+  )
+}
+
+/** The notice after a price was set: the price, and the late-failure choice when it changed. */
+export function priceNotice(
+  d: Dashboard,
+  lead: string,
+  previous: { cost_per_message: number; refund_late_failures: boolean },
+  price: { cost_per_message: number; refund_late_failures: boolean },
+) {
+  const choice =
+    price.refund_late_failures === previous.refund_late_failures
+      ? ''
+      : ` Messages charged from now on that fail after the provider accepted them are ${lateFailuresText(price.refund_late_failures)}.`
+  return `${lead} ${d.money(price.cost_per_message)} per message (it was ${d.money(previous.cost_per_message)}).${choice}`
+}
 
 export function pricePages(d: Dashboard) {
   const auditOf = (
@@ -28,6 +81,12 @@ export function pricePages(d: Dashboard) {
             <div class="value">{price.cost_per_message.toLocaleString('en')}</div>
             <div class="label">Price per message ({d.config.currency}), for every account without its own price</div>
           </div>
+          <div class="card stat">
+            <div class="value" id="late-failures">
+              {lateFailuresText(price.refund_late_failures)}
+            </div>
+            <div class="label">Messages that fail after the provider accepted them</div>
+          </div>
         </div>
         <form class="inline card" method="post" action="/dashboard/price">
           <Csrf session={session} />
@@ -40,9 +99,12 @@ export function pricePages(d: Dashboard) {
             inputmode="numeric"
             required
           />
+          <LateFailuresChoice state={options.state} form="price" current={price.refund_late_failures} />
           <button type="submit">Set price</button>
         </form>
-        <p class="muted">An account's own price is set on its account page.</p>
+        <p class="muted">
+          An account's own price is set on its account page. A message keeps the price and the late-failure choice it was charged under.
+        </p>
       </Layout>,
       options.status ?? 200,
     )
@@ -59,18 +121,23 @@ export function pricePages(d: Dashboard) {
       return orError(
         async () => {
           const previous = await getPrice(d.sql, null)
-          const price = await setPrice(d.sql, { cost_per_message: d.amount(body, 'cost_per_message') })
+          const price = await setPrice(d.sql, {
+            cost_per_message: d.amount(body, 'cost_per_message'),
+            refund_late_failures: lateFailuresOf(body),
+          })
           await auditOf(session, request, server, {
             accountId: null,
             action: 'price set',
-            detail: { cost_per_message: price.cost_per_message, previous: previous.cost_per_message },
+            detail: {
+              cost_per_message: price.cost_per_message,
+              previous: previous.cost_per_message,
+              refund_late_failures: price.refund_late_failures,
+              previous_refund_late_failures: previous.refund_late_failures,
+            },
           })
-          return d.finish(session, {
-            to: '/dashboard/price',
-            notice: `The global price is now ${d.money(price.cost_per_message)} per message (it was ${d.money(previous.cost_per_message)}).`,
-          })
+          return d.finish(session, { to: '/dashboard/price', notice: priceNotice(d, 'The global price is now', previous, price) })
         },
-        (message, status) => pricePage(session, { state: formState('price', body, ['cost_per_message'], message), status }),
+        (message, status) => pricePage(session, { state: formState('price', body, PRICE_FIELDS, message), status }),
       )
     })
 }

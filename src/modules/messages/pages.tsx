@@ -174,7 +174,13 @@ export function messagePages(d: Dashboard) {
               {charged !== message.cost ? ` (charged ${charged.toLocaleString('en')})` : ''}
             </dd>
             <dt>Refund</dt>
-            <dd>{refunded > 0 ? `${refunded.toLocaleString('en')} ${d.config.currency}` : 'none'}</dd>
+            <dd>
+              {refunded > 0
+                ? `${refunded.toLocaleString('en')} ${d.config.currency}`
+                : message.status === 'failed' && !message.refund_late_failure
+                  ? 'none: its price keeps failures after acceptance charged'
+                  : 'none'}
+            </dd>
           </dl>
           <p class="message-body">{message.body}</p>
         </div>

@@ -162,14 +162,22 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
   return view(row, deps.config.timezone)
 }
 
-/** One message of an account by its internal id (the dashboard's message page), with its failed and refunded times. */
+/**
+ * One message of an account by its internal id (the dashboard's message page), with its failed and
+ * refunded times and whether its price refunds a failure after acceptance.
+ */
 export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
-  const [row] = await sql<(Row & { failed_at: Date | null })[]>`
+  const [row] = await sql<(Row & { failed_at: Date | null; refund_late_failure: boolean })[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
-           created_at, sent_at, delivered_at, read_at, failed_at, refunded_at
+           created_at, sent_at, delivered_at, read_at, failed_at, refunded_at, refund_late_failure
     from messages where id = ${id} and account_id = ${accountId} and status <> 'queued'`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
-  return { ...view(row, tz), failed_at: formatTimestamp(row.failed_at, tz), refunded_at: formatTimestamp(row.refunded_at, tz) }
+  return {
+    ...view(row, tz),
+    failed_at: formatTimestamp(row.failed_at, tz),
+    refunded_at: formatTimestamp(row.refunded_at, tz),
+    refund_late_failure: row.refund_late_failure,
+  }
 }
 
 /** Messages created on each of the last `days` days (in `tz`, today included), by status: day → status → count. */
