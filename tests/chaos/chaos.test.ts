@@ -15,6 +15,7 @@ test(`seed ${CI_SEED}: crashes, provider faults and repeats leave every invarian
   expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
   expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
   expect(report.stats['messages failed']).toBeGreaterThan(0)
+  expect(report.stats['late failures refunded']).toBeGreaterThan(0)
   expect(report.stats['events']).toBeGreaterThan(0)
   expect(report.stats['idempotent repeats']).toBeGreaterThan(0)
   expect(report.stats['campaign messages']).toBeGreaterThan(0)

@@ -18,6 +18,8 @@ type MessageRow = {
   message_sid: string | null
   quarantined: boolean
   recoveries: number
+  refunded: boolean
+  refund_late_failure: boolean
 }
 type LedgerRow = { id: number; account_id: number; kind: string; amount: number; balance_after: number; message_id: number | null }
 type EventRow = {
@@ -52,7 +54,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
 
   const messages = await e.sql<MessageRow[]>`
     select id, account_id, api_key_id, body, status, cost, message_sid, quarantined_at is not null as quarantined,
-           handoff_recoveries as recoveries
+           handoff_recoveries as recoveries, refunded_at is not null as refunded, refund_late_failure
     from messages order by id`
   const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id from ledger order by id`
   const accounts = await e.sql<{ id: number; balance: number }[]>`select id, balance from accounts order by id`
@@ -75,7 +77,10 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     count('ledger rows', rows.length)
   }
 
-  // 2. Each message charged once, and handed over or refunded exactly once; none left queued.
+  // 2. Each message charged once, and handed over or refunded exactly once; none left queued. A failed
+  //    message is refunded exactly what it was charged, once: at hand-off (no SID), or when the provider
+  //    reported it failed after accepting it, unless it was charged under a price that keeps late
+  //    failures charged. (Until issue 17, late failures stayed charged.)
   const chargesOf = new Map<number, LedgerRow[]>()
   const refundsOf = new Map<number, LedgerRow[]>()
   for (const row of ledger) {
@@ -93,9 +98,19 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     const refunds = refundsOf.get(m.id) ?? []
     if (charges.length !== 1 || charges[0]!.amount !== -m.cost)
       fail(`message ${m.id} [${tag}]: charges ${JSON.stringify(charges.map((c) => c.amount))}, cost ${m.cost}`)
-    const handOffFailed = m.status === 'failed' && m.message_sid === null
-    if (handOffFailed !== (refunds.length === 1) || refunds.length > 1 || (refunds[0] && refunds[0].amount !== m.cost))
-      fail(`message ${m.id} [${tag}]: status ${m.status}, sid ${m.message_sid}, refunds ${JSON.stringify(refunds.map((r) => r.amount))}`)
+    const lateFailure = m.status === 'failed' && m.message_sid !== null
+    const refundDue = m.status === 'failed' && (m.message_sid === null || m.refund_late_failure)
+    if (
+      refundDue !== (refunds.length === 1) ||
+      refunds.length > 1 ||
+      (refunds[0] && refunds[0].amount !== m.cost) ||
+      m.refunded !== refunds.length > 0
+    )
+      fail(
+        `message ${m.id} [${tag}]: status ${m.status}, sid ${m.message_sid}, refunded ${m.refunded}, ` +
+          `late failures refunded ${m.refund_late_failure}, refunds ${JSON.stringify(refunds.map((r) => r.amount))}`,
+      )
+    if (lateFailure) count(m.refund_late_failure ? 'late failures refunded' : 'late failures kept charged')
     if (m.status === 'queued') {
       if (m.quarantined && m.recoveries >= 3) count('quarantined')
       else fail(`message ${m.id} [${tag}] is still queued after the drain (recovered ${m.recoveries} times)`)

@@ -148,7 +148,12 @@ export function createClient(base: string, violations: string[]) {
         await call('POST', `/admin/v1/accounts/${accounts[op.account]!.id}/topups`, { amount: op.amount, note: `chaos ${n}` })
         return
       case 'price':
-        await call('PUT', '/admin/v1/price', { cost_per_message: op.cost, account_id: accounts[op.account]!.id })
+        // The dearest price also keeps late failures charged (no draw of its own: the seed's plan stays).
+        await call('PUT', '/admin/v1/price', {
+          cost_per_message: op.cost,
+          account_id: accounts[op.account]!.id,
+          refund_late_failures: op.cost !== 5,
+        })
         return
     }
   }
