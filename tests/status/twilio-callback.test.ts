@@ -187,7 +187,7 @@ describe('accepted reports', () => {
     expect(await statusEvents(m.messageId)).toEqual([['sent', 'read']])
   })
 
-  test('undelivered with ErrorCode 30008: failed, error_code 30008, one event carrying the error', async () => {
+  test('undelivered with ErrorCode 30008: failed, error_code 30008, one event carrying the error (and the refund)', async () => {
     const m = await sent()
     expect((await report(m.sid, 'undelivered', { ErrorCode: '30008' })).data.changed).toBe(true)
     const r = await row(m.sid)
@@ -202,6 +202,7 @@ describe('accepted reports', () => {
         previous_status: 'sent',
         error_code: 30008,
         error_message: 'undelivered',
+        refunded: true,
       },
     ])
   })
