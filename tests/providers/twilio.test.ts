@@ -251,26 +251,29 @@ describe('throttling answers through the provider interface: not failures, with 
   const message = (id: number) => ({ id, to: '+6281234567890', body: `throttled ${id}`, mediaUrl: null })
   const send = (id = 1) => providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql).send(message(id))
 
-  test('HTTP 429 with 20429 and Retry-After in seconds: a throttle of the sender, its code and text kept', async () => {
-    fake.answer = () => twilioError(429, 20429, 'Too Many Requests', { 'retry-after': '3' })
-    expect(await send()).toEqual({
-      ok: false,
-      errorCode: 20429,
-      errorMessage: 'Too Many Requests',
-      throttle: { scope: 'sender', retryAfterMs: 3000 },
-    })
+  test('20429 and 63018 (HTTP 429): throttles of the sender, code and text kept, with Retry-After in seconds or without', async () => {
+    for (const [code, text] of [
+      [20429, 'Too Many Requests'],
+      [63018, 'Rate limit exceeded for Channel'],
+    ] as const) {
+      for (const [headers, retryAfterMs] of [
+        [{ 'retry-after': '3' }, 3_000],
+        [{}, null],
+      ] as const) {
+        fake.answer = () => twilioError(429, code, text, headers)
+        expect(await send()).toEqual({ ok: false, errorCode: code, errorMessage: text, throttle: { scope: 'sender', retryAfterMs } })
+      }
+    }
   })
 
-  test('63018 is a throttle of the sender whatever the HTTP status; without Retry-After, retryAfterMs is null', async () => {
-    for (const status of [429, 400]) {
-      fake.answer = () => twilioError(status, 63018, 'Rate limit exceeded for Channel')
-      expect(await send()).toEqual({
-        ok: false,
-        errorCode: 63018,
-        errorMessage: 'Rate limit exceeded for Channel',
-        throttle: { scope: 'sender', retryAfterMs: null },
-      })
-    }
+  test('63018 is a throttle whatever the HTTP status (a 400 here)', async () => {
+    fake.answer = () => twilioError(400, 63018, 'Rate limit exceeded for Channel')
+    expect(await send()).toEqual({
+      ok: false,
+      errorCode: 63018,
+      errorMessage: 'Rate limit exceeded for Channel',
+      throttle: { scope: 'sender', retryAfterMs: null },
+    })
   })
 
   test('a bare HTTP 429 (no JSON) is a throttle; Retry-After as an HTTP date, in the past, unreadable or huge', async () => {
