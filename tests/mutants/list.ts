@@ -28,7 +28,36 @@ const IDEMPOTENCY = 'src/http/idempotency.ts'
 const RECEIVER = 'src/modules/status/receiver.ts'
 const DELIVERY = 'src/workers/webhook-delivery.ts'
 
+// The refund's guard: only a message still queued is marked failed and refunded (both places: the
+// accounts it locks and the messages it changes).
+const refundQueued: Edit[] = [
+  {
+    file: LEDGER,
+    find: "where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')",
+    replace: 'where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]))',
+  },
+  {
+    file: LEDGER,
+    find: "where m.id = v.id and m.status = 'queued' and m.account_id in (select id from locked)",
+    replace: 'where m.id = v.id and m.account_id in (select id from locked)',
+  },
+]
+
 export const MUTATIONS: Mutation[] = [
+  {
+    name: 'refund-queued',
+    breaks: 'a sent message refunded: the late refusal of a holder that lost its lease undoes the sending of the new holder',
+    edits: refundQueued,
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'late refusal',
+  },
+  {
+    name: 'marksent-queued',
+    breaks: 'a refunded message later marked sent: the late acceptance of a holder that lost its lease',
+    edits: [{ file: HANDOFF, find: "where m.id = v.id and m.status = 'queued'", replace: 'where m.id = v.id' }],
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'late acceptance',
+  },
   {
     name: 'lease-holder-token',
     breaks: 'a message handed over twice: a holder whose lease recovery took over still renews it',
