@@ -52,6 +52,14 @@ export const MUTATIONS: Mutation[] = [
     filter: 'late refusal',
   },
   {
+    name: 'refund-queued-lost-commit',
+    breaks: 'a refund twice: the refund written again after its COMMIT answer was lost',
+    edits: refundQueued,
+    tests: ['tests/messages/lost-commit.test.ts'],
+    filter: 'refund',
+    postgres: true,
+  },
+  {
     name: 'marksent-queued',
     breaks: 'a refunded message later marked sent: the late acceptance of a holder that lost its lease',
     edits: [{ file: HANDOFF, find: "where m.id = v.id and m.status = 'queued'", replace: 'where m.id = v.id' }],
@@ -122,6 +130,13 @@ export const MUTATIONS: Mutation[] = [
     edits: [{ file: IDEMPOTENCY, find: 'where k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})', replace: '' }],
     tests: ['tests/messages/idempotency.test.ts'],
     filter: 'twice charges once',
+  },
+  {
+    name: 'idempotency-pending',
+    breaks: 'a repeat while the first request still hands its message over runs it again instead of 409',
+    edits: [{ file: IDEMPOTENCY, find: 'progress!.pending > 0 || ', replace: '' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'still handing',
   },
   {
     name: 'idempotency-pending-uncharged',
