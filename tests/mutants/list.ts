@@ -146,6 +146,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'died before charging',
   },
   {
+    name: 'refund-lock-order',
+    breaks: "a refund and a charge deadlock: a refund of several accounts locks them in another order than a charge's",
+    edits: [
+      {
+        file: LEDGER,
+        find: "and status = 'queued')\n      order by id\n      for update",
+        replace: "and status = 'queued')\n      for update",
+      },
+    ],
+    tests: ['tests/messages/guards.test.ts'],
+    filter: 'lock order',
+    postgres: true,
+  },
+  {
     name: 'parked-report',
     breaks: 'a status lost: a report that arrives before its SID is stored is dropped instead of parked',
     edits: [
