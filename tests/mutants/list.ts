@@ -17,8 +17,12 @@ export type Mutation = {
   tests: string[]
   /** `bun test -t`: only the tests whose name matches (a regular expression). */
   filter?: string
-  /** Its killing test needs PostgreSQL (two connections at once, a TCP proxy): run with DATABASE_URL. */
-  postgres?: boolean
+  /**
+   * Where its tests run: `postgres` when the killing test needs PostgreSQL (two sessions at once, a TCP
+   * proxy), `embedded` when it needs the embedded database (the DATA_DIR lock); unset: either, on
+   * PostgreSQL when DATABASE_URL is set.
+   */
+  database?: 'postgres' | 'embedded'
 }
 
 const LEDGER = 'src/modules/ledger/service.ts'
@@ -57,7 +61,7 @@ export const MUTATIONS: Mutation[] = [
     edits: refundQueued,
     tests: ['tests/messages/lost-commit.test.ts'],
     filter: 'refund',
-    postgres: true,
+    database: 'postgres',
   },
   {
     name: 'marksent-queued',
@@ -116,7 +120,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [{ file: LEDGER, find: 'where m.request_token = any(', replace: 'where false and m.request_token = any(' }],
     tests: ['tests/messages/lost-commit.test.ts'],
     filter: 'group-commit charge',
-    postgres: true,
+    database: 'postgres',
   },
   {
     name: 'bulk-charge-lookup',
@@ -156,8 +160,16 @@ export const MUTATIONS: Mutation[] = [
       },
     ],
     tests: ['tests/messages/guards.test.ts'],
-    filter: 'lock order',
-    postgres: true,
+    filter: 'refund lock order',
+    database: 'postgres',
+  },
+  {
+    name: 'charge-lock-order',
+    breaks: "a charge and a refund deadlock: a group-commit charge of several accounts locks them in another order than a refund's",
+    edits: [{ file: LEDGER, find: 'order by a.id\n      for update', replace: 'for update' }],
+    tests: ['tests/messages/guards.test.ts'],
+    filter: 'charge lock order',
+    database: 'postgres',
   },
   {
     name: 'parked-report',
@@ -207,6 +219,7 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/db/lock.test.ts'],
     filter: 'second process refuses',
+    database: 'embedded',
   },
   {
     name: 'webhook-record-lease',

@@ -14,7 +14,8 @@
 // A command that outlives its bound (a hang bun's timeout does not catch) is stopped and reported
 // `timeout`, which counts as not killed. Mutations marked `postgres` run with DATABASE_URL, or
 // postgres://postgres@127.0.0.1:5432/postgres when it is unset; with DATABASE_URL set every mutation
-// runs on PostgreSQL. Either way each test file makes its own fresh database (tests/helpers/db.ts).
+// runs on PostgreSQL but those marked `embedded`. Each test file makes its own fresh database
+// (tests/helpers/db.ts).
 
 import { spawn } from 'node:child_process'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
@@ -32,7 +33,8 @@ export function markdownTable(mutations: Mutation[] = MUTATIONS): string {
   const rows = mutations.map((m) => {
     const files = [...new Set(m.edits.map((e) => e.file))].map((f) => `\`${f}\``).join(', ')
     const tests = m.tests.map((t) => `\`${t}\``).join(', ') + (m.filter ? ` (\`-t '${m.filter}'\`)` : '')
-    return `| \`${m.name}\` | ${files} | ${cell(m.breaks)} | ${cell(tests)} | ${m.postgres ? 'PostgreSQL' : 'either'} |`
+    const database = m.database === 'postgres' ? 'PostgreSQL' : (m.database ?? 'either')
+    return `| \`${m.name}\` | ${files} | ${cell(m.breaks)} | ${cell(tests)} | ${database} |`
   })
   return ['| mutation | guard in | without it | killed by | database |', '|---|---|---|---|---|', ...rows].join('\n')
 }
@@ -72,7 +74,7 @@ function testCommand(m: Mutation): string[] {
 
 /** A key for mutations that run the same tests the same way (one baseline each). */
 const commandKey = (m: Mutation) => JSON.stringify([testCommand(m), usesPostgres(m)])
-const usesPostgres = (m: Mutation) => Boolean(m.postgres || process.env.DATABASE_URL)
+const usesPostgres = (m: Mutation) => m.database === 'postgres' || (m.database !== 'embedded' && Boolean(process.env.DATABASE_URL))
 
 /** Runs the mutation's tests in `dir` in a process group of their own, bounded by TIMEOUT_S. */
 function runTests(dir: string, m: Mutation, logFile: string): Promise<Run> {
