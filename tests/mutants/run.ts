@@ -51,21 +51,26 @@ type Run = { exitCode: number | null; timedOut: boolean; pass: number; fail: num
 
 function copyRepository(): string {
   const scratch = mkdtempSync(join(tmpdir(), 'mutants-'))
-  const listed = Bun.spawnSync(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT })
-  if (listed.exitCode !== 0) throw new Error(`git ls-files failed: ${listed.stderr.toString()}`)
-  for (const file of listed.stdout.toString().split('\0')) {
-    // node_modules is linked below (a worktree's own link to it is not ignored: it is not a directory).
-    if (!file || file === 'node_modules' || file.startsWith('node_modules/')) continue
-    const target = join(scratch, file)
-    mkdirSync(dirname(target), { recursive: true })
-    try {
-      cpSync(join(ROOT, file), target)
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error // deleted but not yet committed
+  try {
+    const listed = Bun.spawnSync(['git', 'ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT })
+    if (listed.exitCode !== 0) throw new Error(`git ls-files failed: ${listed.stderr.toString()}`)
+    for (const file of listed.stdout.toString().split('\0')) {
+      // node_modules is linked below (a worktree's own link to it is not ignored: it is not a directory).
+      if (!file || file === 'node_modules' || file.startsWith('node_modules/')) continue
+      const target = join(scratch, file)
+      mkdirSync(dirname(target), { recursive: true })
+      try {
+        cpSync(join(ROOT, file), target)
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error // deleted but not yet committed
+      }
     }
+    symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(scratch, 'node_modules'))
+    return scratch
+  } catch (error) {
+    rmSync(scratch, { recursive: true, force: true })
+    throw error
   }
-  symlinkSync(realpathSync(join(ROOT, 'node_modules')), join(scratch, 'node_modules'))
-  return scratch
 }
 
 function testCommand(m: Mutation): string[] {
@@ -76,6 +81,9 @@ function testCommand(m: Mutation): string[] {
 const commandKey = (m: Mutation) => JSON.stringify([testCommand(m), usesPostgres(m)])
 const usesPostgres = (m: Mutation) => m.database === 'postgres' || (m.database !== 'embedded' && Boolean(process.env.DATABASE_URL))
 
+/** The process group of the tests running now, stopped with the runner (Ctrl-C). */
+let running: number | undefined
+
 /** Runs the mutation's tests in `dir` in a process group of their own, bounded by TIMEOUT_S. */
 function runTests(dir: string, m: Mutation, logFile: string): Promise<Run> {
   const env: Record<string, string | undefined> = { ...process.env }
@@ -84,6 +92,7 @@ function runTests(dir: string, m: Mutation, logFile: string): Promise<Run> {
   const started = Date.now()
   return new Promise((done) => {
     const child = spawn(testCommand(m)[0]!, testCommand(m).slice(1), { cwd: dir, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    running = child.pid
     let output = ''
     child.stdout!.on('data', (chunk) => (output += chunk))
     child.stderr!.on('data', (chunk) => (output += chunk))
@@ -98,6 +107,7 @@ function runTests(dir: string, m: Mutation, logFile: string): Promise<Run> {
     }, TIMEOUT_S * 1000)
     child.on('close', (code) => {
       clearTimeout(timer)
+      running = undefined
       writeFileSync(logFile, output)
       const count = (word: string) => Number(output.match(new RegExp(`^\\s*(\\d+) ${word}$`, 'm'))?.[1] ?? 0)
       const failed = [...output.matchAll(/^\(fail\) (.*?)(?: \[[\d.]+m?s\])?$/gm)].map((f) => f[1]!)
@@ -176,6 +186,13 @@ async function main(): Promise<number> {
   const logs = mkdtempSync(join(tmpdir(), 'mutants-logs-'))
   const cleanup = () => rmSync(scratch, { recursive: true, force: true })
   process.on('SIGINT', () => {
+    if (running !== undefined) {
+      try {
+        process.kill(-running, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
     cleanup()
     process.exit(130)
   })
