@@ -31,10 +31,10 @@ const DEFERRED_MS = '3600000'
 
 type Phase = { label: string; key: string; latencies: Latencies; cpu: CpuUse; sent: number; failed: number }
 
-/** `size` distinct valid numbers (none ending in 9999 or 8888, which the simulator refuses or fails). */
+/** `size` distinct valid numbers (none ending in 9999, 8888, 7777 or 6666, which the simulator refuses, fails or reports late). */
 function bulkBody(size: number, request: number) {
   const messages = Array.from({ length: size }, (_, i) => ({
-    to: `0812${String(request * 10_000 + i).padStart(7, '0')}`.replace(/(9999|8888)$/, '1234'),
+    to: `0812${String(request * 10_000 + i).padStart(7, '0')}`.replace(/(9999|8888|7777|6666)$/, '1234'),
     body: `bench bulk ${request}/${i}: your invoice #${100_000 + i} is due on Friday`,
   }))
   return { messages }

@@ -1,7 +1,8 @@
-// What the HTTP providers (Twilio, Meta) share: one bounded exchange with plain fetch, and clean error
-// texts. Nothing here throws; nothing here ever lets a secret into an error message.
+// What the HTTP providers (Twilio, Meta) share: one bounded exchange with plain fetch, clean error
+// texts, and which refusals are throttling ("not now", retried) rather than failures. Nothing here
+// throws; nothing here ever lets a secret into an error message.
 
-import type { HandoffResult } from './provider'
+import type { HandoffResult, Throttle } from './provider'
 import { readCapped } from '../lib/stream'
 
 // Provider answers are small; anything bigger is not an answer we can use, and reading it whole
@@ -12,7 +13,8 @@ const MAX_ERROR_MESSAGE = 500
 const MAX_ERROR_CODE = 2_147_483_647
 
 export type Exchange =
-  { ok: true; status: number; answer: Record<string, unknown> | null } | { ok: false; reason: 'timeout' | 'network'; hint: string }
+  | { ok: true; status: number; headers: Headers; answer: Record<string, unknown> | null }
+  | { ok: false; reason: 'timeout' | 'network'; hint: string }
 
 /**
  * POSTs `body` and reads the answer as a JSON object (null when it is not one, or too big). One signal
@@ -24,21 +26,93 @@ export async function post(url: string, init: { headers: Record<string, string>;
     const response = await fetch(url, { method: 'POST', headers: init.headers, body: init.body, redirect: 'manual', signal })
     const bytes = await readCapped(response.body, MAX_ANSWER_BYTES)
     const text = bytes === null ? null : new TextDecoder().decode(bytes)
-    return { ok: true, status: response.status, answer: parseObject(text) }
+    return { ok: true, status: response.status, headers: response.headers, answer: parseObject(text) }
   } catch (error) {
     if (signal.aborted || isTimeout(error)) return { ok: false, reason: 'timeout', hint: '' }
     return { ok: false, reason: 'network', hint: networkCode(error) }
   }
 }
 
-/** A failed hand-off whose text has every secret replaced, control characters flattened and its length capped. */
-export function failure(secrets: string[], errorCode: number | null, errorMessage: string): HandoffResult & { ok: false } {
+/**
+ * A failed hand-off whose text has every secret replaced, control characters flattened and its length
+ * capped; with `throttle` (see throttleOf) it is "not now" rather than a failure, its code and text kept
+ * for the day its validity runs out.
+ */
+export function failure(
+  secrets: string[],
+  errorCode: number | null,
+  errorMessage: string,
+  throttle: Throttle | null = null,
+): HandoffResult & { ok: false } {
   let out = errorMessage
   for (const secret of secrets) {
     if (secret) out = out.split(secret).join('[redacted]')
   }
   out = out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim()
-  return { ok: false, errorCode, errorMessage: out.length > MAX_ERROR_MESSAGE ? `${out.slice(0, MAX_ERROR_MESSAGE)}…` : out }
+  const text = out.length > MAX_ERROR_MESSAGE ? `${out.slice(0, MAX_ERROR_MESSAGE)}…` : out
+  return throttle ? { ok: false, errorCode, errorMessage: text, throttle } : { ok: false, errorCode, errorMessage: text }
+}
+
+/**
+ * The error codes that mean "too fast, try again later", by provider, with whose rate was exceeded.
+ * - Twilio 20429 "Too many requests": the REST API's concurrency; "never processed and always safe to
+ *   retry" (https://www.twilio.com/docs/api/errors/20429). 63018 "Rate limit exceeded for Channel": the
+ *   WhatsApp sender's rate (https://www.twilio.com/docs/api/errors/63018).
+ * - Meta 130429 "Rate limit hit": the business number's throughput (80 messages/s by default); 131056
+ *   "(Business Account, Consumer Account) pair rate limit hit": too many messages to one recipient in a
+ *   short time; 80007 "Rate limit issues": the WhatsApp Business Account's rate limit
+ *   (https://developers.facebook.com/docs/whatsapp/cloud-api/support/error-codes).
+ * An HTTP 429 is a throttle of the sender whatever its code says, and so is a 503 with a Retry-After
+ * ("unavailable, come back then": RFC 9110 §15.6.4).
+ */
+export const THROTTLING_CODES = {
+  twilio: new Map<number, Throttle['scope']>([
+    [20429, 'sender'],
+    [63018, 'sender'],
+  ]),
+  meta: new Map<number, Throttle['scope']>([
+    [130429, 'sender'],
+    [131056, 'recipient'],
+    [80007, 'account'],
+  ]),
+} as const
+
+/** The longest Retry-After honoured: a provider asking for more is asked again after this long. */
+export const MAX_RETRY_AFTER_MS = 3_600_000
+
+/**
+ * Whether a refusal is a throttle, and for how long: a code of `codes`; else HTTP 429, or a 503 that
+ * says when to come back (Retry-After), both the sender's. null: a plain failure.
+ */
+export function throttleOf(
+  codes: ReadonlyMap<number, Throttle['scope']>,
+  status: number,
+  errorCode: number | null,
+  headers: Headers,
+  now = Date.now(),
+): Throttle | null {
+  const after = retryAfterMs(headers.get('retry-after'), now)
+  const coded = errorCode !== null ? codes.get(errorCode) : undefined
+  const scope = coded ?? (status === 429 || (status === 503 && after !== null) ? 'sender' : null)
+  return scope ? { scope, retryAfterMs: after } : null
+}
+
+/**
+ * A Retry-After header in milliseconds: delta-seconds ("120", fractions tolerated) or an HTTP date
+ * (RFC 9110 §10.2.3); a date in the past is 0; capped at MAX_RETRY_AFTER_MS. null when absent or unreadable.
+ */
+export function retryAfterMs(value: string | null, now = Date.now()): number | null {
+  const raw = value?.trim()
+  if (!raw) return null
+  let ms: number
+  if (/^\d+(\.\d+)?$/.test(raw)) ms = Math.ceil(Number(raw) * 1000)
+  else {
+    // An HTTP date names its weekday ("Wed, 21 Oct 2015 07:28:00 GMT"); a bare number-ish text is not one.
+    const at = /^[A-Za-z]{3,9},? /.test(raw) ? Date.parse(raw) : NaN
+    if (Number.isNaN(at)) return null
+    ms = at - now
+  }
+  return Math.min(Math.max(0, ms), MAX_RETRY_AFTER_MS)
 }
 
 /** A provider's error code as we can store it: a non-negative integer within int, else null. */

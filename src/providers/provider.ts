@@ -156,6 +156,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   templates?: TemplateRules
   /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */
   pace: Pace
+  /** The pace its settings give, when they can change it (the simulator's SIM_RATE_PER_SECOND); read it with registry.ts's paceOf. */
+  paceFor?(settings: S): Pace
 }
 
 /** Declares a provider (keeps its name's and variables' literal types for the registry and `--help`). */

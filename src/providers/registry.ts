@@ -2,7 +2,7 @@
 // one's settings and --help lists its variables. Adding a provider: its folder (providers/<name>/,
 // exporting a defineProvider(...)) and one entry in PROVIDERS.
 
-import type { Provider, ProviderContext, ProviderPlugin, ProviderVariable, SettingsReader, TemplateRules } from './provider'
+import type { Pace, Provider, ProviderContext, ProviderPlugin, ProviderVariable, SettingsReader, TemplateRules } from './provider'
 import { simulator } from './simulator'
 import { twilio } from './twilio'
 import { meta } from './meta'
@@ -31,6 +31,12 @@ export function readProviderSettings(read: SettingsReader, selected: ProviderNam
 /** The sender of the provider `name`, from its own settings. */
 export function createProvider<N extends ProviderName>(name: N, settings: ProviderSettings[N], context: ProviderContext): Provider {
   return anyProvider(PROVIDERS.find((p) => p.name === name)!).create(settings, context)
+}
+
+/** The pace of the provider `name` with its settings: its own for them (paceFor), else its default. */
+export function paceOf<N extends ProviderName>(name: N, settings: ProviderSettings[N]): Pace {
+  const plugin = anyProvider(PROVIDERS.find((p) => p.name === name)!)
+  return plugin.paceFor?.(settings) ?? plugin.pace
 }
 
 /** The providers that send approved templates, by name, with their naming rules. */

@@ -132,3 +132,81 @@ test('a group-commit write that fails (a deadlock) charges each request once', a
   const [fired] = await t.db.sql<{ n: number }[]>`select last_value::int as n from fault_seq`
   expect(fired!.n).toBeGreaterThanOrEqual(1) // the fault did happen
 })
+
+// Two holders of one message: a single send's attempt outlives its lease, recovery takes the message
+// over and hands it over again, and only then does the first attempt come back. Whichever outcome is
+// recorded first is the message's; the late one of the holder that lost the lease changes nothing.
+// (What the first holder answers its client is issue 17's, with the pace; here: the books.)
+
+/** A provider whose first attempt of each message waits for `release` and answers `first`; later attempts answer `then` at once. */
+function heldFirstAttempt(first: HandoffResult, then: HandoffResult) {
+  const attempts = new Map<number, number>()
+  const gate = Promise.withResolvers<void>()
+  const provider: Provider = {
+    name: 'twilio',
+    async send(message: OutgoingMessage): Promise<HandoffResult> {
+      const n = (attempts.get(message.id) ?? 0) + 1
+      attempts.set(message.id, n)
+      if (n > 1) return then
+      await gate.promise
+      return first
+    },
+  }
+  return { provider, attempts, release: () => gate.resolve() }
+}
+
+const accepted = (): HandoffResult => ({ ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` })
+const refused: HandoffResult = { ok: false, errorCode: 21610, errorMessage: 'refused' }
+
+/** The first attempt under way, then its lease expired and recovery's attempt recorded: the late outcome still to come. */
+async function takenOverMidAttempt(fake: ReturnType<typeof heldFirstAttempt>) {
+  t = await testApp({ provider: fake.provider, env: { PROVIDER_TIMEOUT_MS: '5000' } })
+  const { accountId, key } = await t.account(100)
+  const answer = t.api('POST', '/messages/send', key, { to: '081234567890', body: 'two holders' })
+  await until(
+    () => fake.attempts.size,
+    (n) => n === 1,
+    10_000,
+    'the first attempt',
+  )
+  await t.db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued'`
+  expect(await t.runWorker('handoff-recovery')).toBe(1) // taken over, handed over again, its outcome recorded
+  const [message] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${accountId}`
+  expect(fake.attempts.get(message!.id)).toBe(2)
+  return { accountId, id: message!.id, answer }
+}
+
+async function booksOf(accountId: number, id: number) {
+  const [message] = await t!.db.sql<{ status: string; has_sid: boolean; refunded: boolean }[]>`
+    select status, message_sid is not null as has_sid, refunded_at is not null as refunded from messages where id = ${id}`
+  const ledger = (await t!.admin('GET', `/accounts/${accountId}/ledger`)).body.data.items.map((r: any) => r.kind)
+  return { message, ledger, money: await money(t!, accountId) }
+}
+
+test('a late refusal from the holder that lost the lease: the message recovery sent stays sent and charged', async () => {
+  const fake = heldFirstAttempt(refused, accepted())
+  const { accountId, id, answer } = await takenOverMidAttempt(fake)
+  expect((await booksOf(accountId, id)).message).toEqual({ status: 'sent', has_sid: true, refunded: false })
+
+  fake.release()
+  await answer // the first holder has recorded its refusal now
+  expect(await booksOf(accountId, id)).toEqual({
+    message: { status: 'sent', has_sid: true, refunded: false },
+    ledger: ['charge', 'topup'],
+    money: { balance: 99, ledgerSum: 99 },
+  })
+}, 30_000)
+
+test('a late acceptance from the holder that lost the lease: the message recovery refunded stays failed and refunded', async () => {
+  const fake = heldFirstAttempt(accepted(), refused)
+  const { accountId, id, answer } = await takenOverMidAttempt(fake)
+  expect((await booksOf(accountId, id)).message).toEqual({ status: 'failed', has_sid: false, refunded: true })
+
+  fake.release()
+  await answer // the first holder has recorded its acceptance now
+  expect(await booksOf(accountId, id)).toEqual({
+    message: { status: 'failed', has_sid: false, refunded: true },
+    ledger: ['refund', 'charge', 'topup'],
+    money: { balance: 100, ledgerSum: 100 },
+  })
+}, 30_000)

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
+import { until } from '../helpers/wait'
+import type { Provider } from '../../src/providers/provider'
 
 let t: TestApp
 beforeAll(async () => {
@@ -91,6 +93,50 @@ test('an Idempotency-Key over 255 characters is 422; after 24 h a key can be use
   expect(reused.status).toBe(200)
   expect(reused.headers.get('idempotent-replayed')).toBeNull()
   expect(await money(t, accountId)).toEqual({ balance: 700, ledgerSum: 700 })
+})
+
+test('a repeat while the first request is still handing its message over: 409 at once, then the first answer', async () => {
+  // A provider that holds the first hand-off until released.
+  const gate = Promise.withResolvers<void>()
+  let attempts = 0
+  const provider: Provider = {
+    name: 'twilio',
+    async send() {
+      attempts++
+      await gate.promise
+      return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  const slow = await testApp({ provider })
+  try {
+    const { accountId, key } = await slow.account(1000, { price: 100 })
+    const body = { to: '081234567890', body: 'slow' }
+    const first = slow.api('POST', '/messages/send', key, body, { 'idempotency-key': 'slow-1' })
+    await until(
+      () => attempts,
+      (n) => n === 1,
+      10_000,
+      'the first hand-off',
+    )
+    const repeat = await Promise.race([
+      slow.api('POST', '/messages/send', key, body, { 'idempotency-key': 'slow-1' }),
+      Bun.sleep(3_000).then(() => ({ status: 'no answer within 3 s' })),
+    ])
+    expect(repeat).toMatchObject({ status: 409, body: { code: 'CONFLICT' } })
+
+    gate.resolve()
+    const answered = await first
+    expect(answered.status).toBe(200)
+    expect(await slow.api('POST', '/messages/send', key, body, { 'idempotency-key': 'slow-1' })).toMatchObject({
+      status: 200,
+      body: answered.body,
+    })
+    expect(attempts).toBe(1)
+    expect(await money(slow, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+  } finally {
+    gate.resolve()
+    await slow.close()
+  }
 })
 
 // A key left `running` by a request that died. What its repeat does depends on how far the dead

@@ -1,8 +1,8 @@
-// A charge whose COMMIT answer is lost: a TCP proxy between the service and PostgreSQL lets the
-// group-commit charge statement commit, then cuts the connection instead of answering. The service
-// cannot know whether it committed; it runs the charge again, and the request tokens make the second
-// run find the first charge. Every request is charged exactly once. (PostgreSQL only: the embedded
-// database has a single connection, which the proxy cannot share.)
+// A write whose COMMIT answer is lost: a TCP proxy between the service and PostgreSQL lets the
+// statement commit, then cuts the connection instead of answering. The service cannot know whether it
+// committed and runs it again: the request tokens make a second charge find the first one, and the
+// `status = 'queued'` guard makes a second refund change nothing. Charged once, refunded once.
+// (PostgreSQL only: the embedded database has a single connection, which the proxy cannot share.)
 
 import { afterAll, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
@@ -18,12 +18,12 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c()
 })
 
-test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: each request charged once', async () => {
+/** The app on a fresh database behind a proxy that loses the COMMIT answer of the first statement containing `marker`. */
+async function appLosingCommitOf(marker: string) {
   const db = await testDatabase()
   cleanups.push(() => db.drop())
   const target = new URL(db.url!)
-  // The charge statement of concurrent single sends is the one that locks accounts for a charge.
-  const proxy = await startPgProxy({ host: target.hostname, port: Number(target.port || 5432) }, 'request_item = 1')
+  const proxy = await startPgProxy({ host: target.hostname, port: Number(target.port || 5432) }, marker)
   cleanups.push(() => proxy.close())
   const proxied = new URL(db.url!)
   proxied.port = String(proxy.port)
@@ -42,6 +42,12 @@ test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: ea
     )
     return { status: response.status, body: (await response.json()) as any }
   }
+  return { db, proxy, call }
+}
+
+test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: each request charged once', async () => {
+  // The charge statement of concurrent single sends is the one that locks accounts for a charge.
+  const { db, proxy, call } = await appLosingCommitOf('request_item = 1')
   const keys: string[] = []
   const accounts: number[] = []
   for (let i = 0; i < 4; i++) {
@@ -65,4 +71,23 @@ test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: ea
            (select sum(amount)::int from ledger l where l.account_id = a.id) as ledger_sum
     from accounts a order by a.id`
   expect(rows.map((r) => ({ ...r, id: 0 }))).toEqual(Array(4).fill({ id: 0, balance: 98, charges: 2, messages: 2, ledger_sum: 98 }))
+})
+
+test.skipIf(!usingPostgres())('a lost COMMIT answer of a refund: refunded once', async () => {
+  // The refund of a refused hand-off commits, its answer is lost, and the outcome's write is retried.
+  const { db, proxy, call } = await appLosingCommitOf('refunded_at = now()')
+  const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'lost-refund', balance: 100 })
+  const accountId = account.body.data.id
+  const key = (await call('POST', `/admin/v1/accounts/${accountId}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+
+  const refused = await call('POST', '/api/v1/messages/send', key, { to: '081234569999', body: 'refused' }) // the simulator refuses *9999
+  expect(refused.status).toBe(502)
+  expect(proxy.cuts()).toBe(1)
+  const [row] = await db.sql<{ balance: number; refunds: number; ledger_sum: number; status: string }[]>`
+    select a.balance,
+           (select count(*)::int from ledger l where l.account_id = a.id and l.kind = 'refund') as refunds,
+           (select sum(amount)::int from ledger l where l.account_id = a.id) as ledger_sum,
+           (select status from messages m where m.account_id = a.id) as status
+    from accounts a where a.id = ${accountId}`
+  expect(row).toEqual({ balance: 100, refunds: 1, ledger_sum: 100, status: 'failed' })
 })

@@ -1,7 +1,9 @@
 // The Meta WhatsApp Cloud API provider against a local fake Graph API (a real HTTP server on
 // loopback), driven through POST /messages/send and /messages/bulk: the exact request, the wamid as
 // message_id, and every way the hand-off can fail (each one a 502 or a failed bulk entry, with the
-// charge refunded and Meta's error code kept). Also its settings, read at start.
+// charge refunded and Meta's error code kept). Through the provider interface: which answers are
+// throttling (130429, 131056, 80007, any 429, with their Retry-After) rather than failures. Also its
+// settings, read at start.
 
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { ConfigError, readConfig } from '../../src/config'
@@ -9,6 +11,8 @@ import { providerOf } from '../../src/server'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
+import { fakeGraph, graphError } from '../helpers/fake-graph'
+import { closedPort, type FakeRequest } from '../helpers/fake-rates'
 
 const ACCESS_TOKEN = 'EAAGm0PX4ZCpsBAsecret_meta_token_0123456789'
 const PHONE_NUMBER_ID = '106540352242922'
@@ -16,55 +20,10 @@ const APP_SECRET = 'meta_app_secret_0123456789abcdef'
 const VERIFY_TOKEN = 'verify-me-please'
 const API_PATH = `/v21.0/${PHONE_NUMBER_ID}/messages`
 
-type Recorded = { method: string; path: string; headers: Headers; body: string }
-type Handler = (request: Request) => Response | Promise<Response>
-
-let requests: Recorded[] = []
-let handler: Handler
-let wamids = 0
-const nextWamid = () => `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++wamids).toString(16).padStart(8, '0')}A=`
-/** What the Cloud API answers to an accepted message. */
-const accepted = (): Handler => async (request) => {
-  const sent = JSON.parse(await request.clone().text())
-  return Response.json({ messaging_product: 'whatsapp', contacts: [{ input: sent.to, wa_id: sent.to }], messages: [{ id: nextWamid() }] })
-}
+const fake = fakeGraph()
+const fakeUrl = fake.url
 /** A Graph API error answer, as Meta writes them. */
-const refused = (status: number, code: number, message: string) => () =>
-  Response.json(
-    {
-      error: {
-        message,
-        type: 'OAuthException',
-        code,
-        error_data: { messaging_product: 'whatsapp', details: message },
-        fbtrace_id: 'Az8or',
-      },
-    },
-    { status },
-  )
-
-const fake = Bun.serve({
-  port: 0,
-  hostname: '127.0.0.1',
-  async fetch(request) {
-    requests.push({
-      method: request.method,
-      path: new URL(request.url).pathname,
-      headers: request.headers,
-      body: await request.clone().text(),
-    })
-    return handler(request)
-  },
-})
-const fakeUrl = `http://127.0.0.1:${fake.port}`
-
-/** A loopback port with nothing listening on it. */
-function closedPort(): number {
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') })
-  const port = server.port!
-  server.stop(true)
-  return port
-}
+const refused = (status: number, code: number, message: string) => () => graphError(status, code, message)
 
 const metaEnv = (apiBase: string): Record<string, string> => ({
   PROVIDER: 'meta',
@@ -81,12 +40,9 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await t.close()
-  fake.stop(true)
+  fake.stop()
 })
-beforeEach(() => {
-  requests = []
-  handler = accepted()
-})
+beforeEach(() => fake.reset())
 
 type Row = { status: string; message_sid: string | null; error_code: number | null; error_message: string | null; refunded_at: Date | null }
 const rowsOf = (app: TestApp, accountId: number) =>
@@ -132,15 +88,15 @@ describe('Meta send', () => {
     expect(res.status).toBe(200)
     expect(res.body.data).toMatchObject({ to: '+6281234567890', status: 'sent', cost: 100, balance_after: 900 })
 
-    expect(requests).toHaveLength(1)
-    const r = requests[0]!
+    expect(fake.requests).toHaveLength(1)
+    const r = fake.requests[0]!
     expect(r.method).toBe('POST')
     expect(r.path).toBe(API_PATH)
     expect(r.headers.get('authorization')).toBe(`Bearer ${ACCESS_TOKEN}`)
     expect(r.headers.get('content-type')).toStartWith('application/json')
     expect(JSON.parse(r.body)).toEqual({ messaging_product: 'whatsapp', to: '6281234567890', type: 'text', text: { body } })
 
-    const wamid = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${wamids.toString(16).padStart(8, '0')}A=`
+    const wamid = fake.ids.at(-1)!
     expect(res.body.data.message_id).toBe(wamid)
     expect([...(await rowsOf(t, accountId))]).toEqual([
       { status: 'sent', message_sid: wamid, error_code: null, error_message: null, refunded_at: null },
@@ -171,20 +127,19 @@ describe('Meta send', () => {
       ['https://cdn.example.com/', { type: 'document', document: { link: 'https://cdn.example.com/', caption: 'see' } }],
     ]
     for (const [mediaUrl, expected] of cases) {
-      requests = []
+      fake.requests = []
       const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'see', media_url: mediaUrl })
       expect(res.status).toBe(200)
-      expect(JSON.parse(requests[0]!.body)).toEqual({ messaging_product: 'whatsapp', to: '6281234567890', ...expected })
+      expect(JSON.parse(fake.requests[0]!.body)).toEqual({ messaging_product: 'whatsapp', to: '6281234567890', ...expected })
     }
   })
 
   test('bulk: every entry is its own request; refused entries fail with their Meta code and are refunded', async () => {
     const { accountId, key } = await t.account(1000, { price: 100 })
-    handler = async (request) => {
-      const sent = JSON.parse(await request.clone().text())
-      if (sent.to === '6281234560002') return refused(400, 131026, 'Message undeliverable')()
-      if (sent.to === '6281234560003') return new Response('<html>upstream error</html>', { status: 503 })
-      return accepted()(request)
+    fake.answer = (_, sent) => {
+      if (sent?.to === '6281234560002') return refused(400, 131026, 'Message undeliverable')()
+      if (sent?.to === '6281234560003') return new Response('<html>upstream error</html>', { status: 503 })
+      return undefined
     }
     const res = await t.api('POST', '/messages/bulk', key, {
       messages: [
@@ -199,8 +154,13 @@ describe('Meta send', () => {
     expect(results.map((r: { status: string }) => r.status)).toEqual(['sent', 'failed', 'failed', 'sent'])
     expect(results[0].message_id).toMatch(/^wamid\./)
     expect(results[1]).toMatchObject({ to: '+6281234560002', status: 'failed', code: 'BAD_GATEWAY' })
-    expect(requests).toHaveLength(4)
-    expect(requests.map((r) => JSON.parse(r.body).to).sort()).toEqual(['6281234560001', '6281234560002', '6281234560003', '6281234560004'])
+    expect(fake.requests).toHaveLength(4)
+    expect(fake.requests.map((r) => JSON.parse(r.body).to).sort()).toEqual([
+      '6281234560001',
+      '6281234560002',
+      '6281234560003',
+      '6281234560004',
+    ])
     const rows = await t.db.sql<Row[]>`
       select status, message_sid, error_code, error_message, refunded_at from messages where account_id = ${accountId} order by phone`
     expect(rows.map((r) => [r.status, r.error_code, r.error_message])).toEqual([
@@ -216,26 +176,26 @@ describe('Meta send', () => {
 
 describe('Meta refuses or fails: 502, refunded', () => {
   test('a 4xx with Meta error object: its code and message are kept', async () => {
-    handler = refused(400, 131030, '(#131030) Recipient phone number not in allowed list')
+    fake.answer = refused(400, 131030, '(#131030) Recipient phone number not in allowed list')
     const { row } = await expectRefundedFailure()
     expect(row).toMatchObject({ error_code: 131030, error_message: '(#131030) Recipient phone number not in allowed list' })
   })
 
   test('an expired token (401, code 190)', async () => {
-    handler = refused(401, 190, 'Error validating access token: Session has expired')
+    fake.answer = refused(401, 190, 'Error validating access token: Session has expired')
     const { row } = await expectRefundedFailure()
     expect(row).toMatchObject({ error_code: 190, error_message: 'Error validating access token: Session has expired' })
   })
 
   test('a 5xx with Meta error object (code 131000), and one without a body', async () => {
-    handler = refused(500, 131000, 'Something went wrong')
+    fake.answer = refused(500, 131000, 'Something went wrong')
     expect((await expectRefundedFailure()).row).toMatchObject({ error_code: 131000, error_message: 'Something went wrong' })
-    handler = () => new Response(null, { status: 502 })
+    fake.answer = () => new Response(null, { status: 502 })
     expect((await expectRefundedFailure()).row).toMatchObject({ error_code: null, error_message: 'HTTP 502' })
   })
 
   test('an error whose message echoes the token: the token is redacted', async () => {
-    handler = (request) => refused(401, 190, `Invalid OAuth access token - ${request.headers.get('authorization')}`)()
+    fake.answer = (request) => refused(401, 190, `Invalid OAuth access token - ${request.headers.get('authorization')}`)()
     const { row } = await expectRefundedFailure()
     expect(row.error_message).toBe('Invalid OAuth access token - Bearer [redacted]')
   })
@@ -249,28 +209,28 @@ describe('Meta refuses or fails: 502, refunded', () => {
       () => Response.json({ messaging_product: 'whatsapp', messages: [{ id: 'has spaces in it' }] }),
       () => Response.json([{ id: 'wamid.x' }]),
     ]) {
-      handler = answer
+      fake.answer = answer
       const { row } = await expectRefundedFailure()
       expect(row).toMatchObject({ error_code: null, error_message: 'Meta answered HTTP 200 without a message id' })
     }
   })
 
   test('a redirect is not followed', async () => {
-    handler = () => new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
+    fake.answer = () => new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
     expect((await expectRefundedFailure()).row).toMatchObject({ error_code: null, error_message: 'HTTP 302' })
-    expect(requests.map((r) => r.path)).toEqual([API_PATH])
+    expect(fake.requests.map((r) => r.path)).toEqual([API_PATH])
   })
 
   test('no answer within PROVIDER_TIMEOUT_MS', async () => {
-    handler = async (request) => {
+    fake.answer = async () => {
       await Bun.sleep(1_500)
-      return accepted()(request)
+      return undefined
     }
     const { row } = await expectRefundedFailure()
     // The provider's own deadline and the hand-off's are the same setting: either may speak first.
     expect(row.error_code).toBeNull()
     expect(row.error_message).toMatch(/did not answer within (500 ms|0.5 s)$/)
-    expect(requests).toHaveLength(1)
+    expect(fake.requests).toHaveLength(1)
   })
 
   test('connection refused', async () => {
@@ -285,6 +245,111 @@ describe('Meta refuses or fails: 502, refunded', () => {
   })
 })
 
+describe('throttling answers through the provider interface: not failures, with their Retry-After', () => {
+  const message = (id: number, to = '+6281234567890') => ({ id, to, body: `throttled ${id}`, mediaUrl: null })
+  const provider = () => providerOf(readConfig(metaEnv(fake.apiBase)), t.db.sql)
+
+  test('130429 (sender), 131056 (recipient), 80007 (account): throttles, with Retry-After or without', async () => {
+    const cases = [
+      [130429, '(#130429) Rate limit hit', 'sender'],
+      [131056, '(#131056) (Business Account, Consumer Account) pair rate limit hit', 'recipient'],
+      [80007, '(#80007) Rate limit issues', 'account'],
+    ] as const
+    for (const [code, text, scope] of cases) {
+      for (const [headers, retryAfterMs] of [
+        [{ 'retry-after': '7' }, 7_000],
+        [{}, null],
+      ] as const) {
+        fake.answer = () => graphError(400, code, text, headers)
+        expect(await provider().send(message(1))).toEqual({
+          ok: false,
+          errorCode: code,
+          errorMessage: text,
+          throttle: { scope, retryAfterMs },
+        })
+      }
+    }
+  })
+
+  test('an HTTP 429 is a throttle of the sender whatever its code (or none); a code keeps its own scope', async () => {
+    fake.answer = () => graphError(429, 4, '(#4) Application request limit reached', { 'retry-after': '2' })
+    expect(await provider().send(message(1))).toEqual({
+      ok: false,
+      errorCode: 4,
+      errorMessage: '(#4) Application request limit reached',
+      throttle: { scope: 'sender', retryAfterMs: 2_000 },
+    })
+    fake.answer = () => new Response(null, { status: 429 })
+    expect(await provider().send(message(2))).toEqual({
+      ok: false,
+      errorCode: null,
+      errorMessage: 'HTTP 429',
+      throttle: { scope: 'sender', retryAfterMs: null },
+    })
+    fake.answer = () => graphError(429, 131056, 'pair rate limit hit')
+    expect(await provider().send(message(3))).toMatchObject({ throttle: { scope: 'recipient', retryAfterMs: null } })
+  })
+
+  test('other refusals stay plain failures, Retry-After or not: 131026, 131047, 131049, 131048, 131031, 368, 131042, 190', async () => {
+    for (const code of [131026, 131047, 131049, 131048, 131031, 368, 131042, 190]) {
+      fake.answer = () => graphError(code === 368 ? 403 : 400, code, `refused ${code}`, { 'retry-after': '5' })
+      const result = await provider().send(message(code))
+      expect(result).toEqual({ ok: false, errorCode: code, errorMessage: `refused ${code}` })
+      expect('throttle' in result).toBe(false)
+    }
+  })
+
+  test('a throttle keeps the token out of its text', async () => {
+    fake.answer = (request) => graphError(400, 130429, `Rate limit hit for ${request.headers.get('authorization')}`)
+    expect(await provider().send(message(1))).toEqual({
+      ok: false,
+      errorCode: 130429,
+      errorMessage: 'Rate limit hit for Bearer [redacted]',
+      throttle: { scope: 'sender', retryAfterMs: null },
+    })
+  })
+
+  test('the fake enforces a rate (130429) and a gap per recipient (131056) with Retry-After; each message accepted once', async () => {
+    fake.limits.perSecond = 3
+    fake.limits.recipientGapMs = 1_500
+    const sender = provider()
+    // Two to one recipient: the second breaks the pair rate.
+    const first = await sender.send(message(1, '+6281200000001'))
+    const second = await sender.send(message(2, '+6281200000001'))
+    expect(first.ok).toBe(true)
+    expect(second).toEqual({
+      ok: false,
+      errorCode: 131056,
+      errorMessage: '(#131056) (Business Account, Consumer Account) pair rate limit hit',
+      throttle: { scope: 'recipient', retryAfterMs: expect.any(Number) },
+    })
+    // Whole seconds: what is left of the 1.5 s gap, rounded up.
+    expect(second.ok ? null : second.throttle!.retryAfterMs).toBeOneOf([1_000, 2_000])
+    // Three more recipients within the second: the third of them is over the 3 per second.
+    const others = await Promise.all([3, 4, 5].map((id) => sender.send(message(id, `+628120000000${id}`))))
+    expect(others.filter((r) => r.ok)).toHaveLength(2)
+    expect(others.find((r) => !r.ok)).toEqual({
+      ok: false,
+      errorCode: 130429,
+      errorMessage: '(#130429) Rate limit hit',
+      throttle: { scope: 'sender', retryAfterMs: 1_000 },
+    })
+    expect(fake.requests.slice(0, 2).map((r) => [r.status, r.code])).toEqual([
+      [200, null],
+      [400, 131056],
+    ])
+    expect(
+      fake.requests
+        .slice(2)
+        .map((r) => `${r.status} ${r.code}`)
+        .sort(),
+    ).toEqual(['200 null', '200 null', '400 130429'])
+    expect(fake.accepted.times('throttled 1')).toBe(1)
+    expect(fake.accepted.times('throttled 2')).toBe(0)
+    expect(fake.accepted.total).toBe(3)
+  })
+})
+
 describe('templates through the provider interface', () => {
   test('an approved template goes as type "template" with its language and body parameters in order', async () => {
     const provider = providerOf(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql)
@@ -295,7 +360,7 @@ describe('templates through the provider interface', () => {
       template: { ref: 'order_shipped', language: 'id', variables: ['Budi', '1001'] },
     })
     expect(result).toEqual({ ok: true, sid: expect.stringMatching(/^wamid\./) })
-    expect(JSON.parse(requests[0]!.body)).toEqual({
+    expect(JSON.parse(fake.requests[0]!.body)).toEqual({
       messaging_product: 'whatsapp',
       to: '6281234567890',
       type: 'template',
@@ -313,9 +378,9 @@ describe('templates through the provider interface', () => {
         ],
       },
     })
-    requests = []
+    fake.requests = []
     await provider.send({ id: 2, to: '+6281234567890', body: 'Hello', template: { ref: 'hello_world', language: 'en_US', variables: [] } })
-    expect(JSON.parse(requests[0]!.body)).toEqual({
+    expect(JSON.parse(fake.requests[0]!.body)).toEqual({
       messaging_product: 'whatsapp',
       to: '6281234567890',
       type: 'template',
@@ -375,7 +440,7 @@ describe('settings', () => {
 })
 
 describe('approved templates through the API', () => {
-  const templateOf = (r: Recorded) => JSON.parse(r.body)
+  const templateOf = (r: FakeRequest) => JSON.parse(r.body)
   const parameters = (...texts: string[]) => [{ type: 'body', parameters: texts.map((text) => ({ type: 'text', text })) }]
 
   test('a campaign whose template is bound sends type "template" with its language and body parameters in the bound order', async () => {
@@ -389,7 +454,7 @@ describe('approved templates through the API', () => {
       ],
     )
     const campaignId = await runCampaign(t, a)
-    const sent = requests.map(templateOf).sort((x, y) => x.to.localeCompare(y.to))
+    const sent = fake.requests.map(templateOf).sort((x, y) => x.to.localeCompare(y.to))
     expect(sent).toEqual([
       {
         messaging_product: 'whatsapp',
@@ -435,7 +500,7 @@ describe('approved templates through the API', () => {
       ],
     })
     expect(bulk.body.data).toMatchObject({ sent: 2, failed: 0, total_cost: 20 })
-    const byTo = new Map(requests.map((r) => [templateOf(r).to, templateOf(r)]))
+    const byTo = new Map(fake.requests.map((r) => [templateOf(r).to, templateOf(r)]))
     expect(byTo.get('6281200000003')).toEqual({
       messaging_product: 'whatsapp',
       to: '6281200000003',

@@ -1,6 +1,7 @@
 // The Twilio provider against a local fake Twilio (a real HTTP server on loopback), driven through
 // POST /messages/send: what goes over the wire, and every way the hand-off can fail (each one a
-// 502 with the charge refunded).
+// 502 with the charge refunded). Through the provider interface: which answers are throttling (429,
+// 20429, 63018, with their Retry-After) rather than failures.
 
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
@@ -9,6 +10,8 @@ import { providerOf } from '../../src/server'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
+import { fakeTwilio, twilioError } from '../helpers/fake-twilio'
+import { closedPort, type FakeRequest } from '../helpers/fake-rates'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -16,32 +19,9 @@ const FROM = 'whatsapp:+14155238886'
 const PUBLIC_BASE_URL = 'https://api.example.com'
 const MESSAGES_PATH = `/2010-04-01/Accounts/${ACCOUNT_SID}/Messages.json`
 
-type Recorded = { method: string; path: string; headers: Headers; body: string }
-type Handler = (request: Request) => Response | Promise<Response>
-
-let requests: Recorded[] = []
-let handler: Handler
-let sidCounter = 0
-const nextSid = () => `SM${(++sidCounter).toString(16).padStart(32, '0')}`
-const accepted = (): Handler => () => Response.json({ sid: nextSid(), status: 'queued' }, { status: 201 })
-
-const fake = Bun.serve({
-  port: 0,
-  hostname: '127.0.0.1',
-  async fetch(request) {
-    requests.push({ method: request.method, path: new URL(request.url).pathname, headers: request.headers, body: await request.text() })
-    return handler(request)
-  },
-})
-const fakeUrl = `http://127.0.0.1:${fake.port}`
-
-/** A loopback port with nothing listening on it. */
-function closedPort(): number {
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response('') })
-  const port = server.port!
-  server.stop(true)
-  return port
-}
+const fake = fakeTwilio()
+const fakeUrl = fake.url
+const form = (r: FakeRequest) => new URLSearchParams(r.body)
 
 const twilioEnv = (apiBase: string) => ({
   PROVIDER: 'twilio',
@@ -58,14 +38,9 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await t.close()
-  fake.stop(true)
+  fake.stop()
 })
-beforeEach(() => {
-  requests = []
-  handler = accepted()
-})
-
-const form = (r: Recorded) => new URLSearchParams(r.body)
+beforeEach(() => fake.reset())
 
 /** Sends one message that the fake (or the provider) fails, and checks the failure is complete. */
 async function expectRefundedFailure(app: TestApp, to = '081234567890') {
@@ -115,8 +90,8 @@ describe('Twilio send', () => {
     expect(res.status).toBe(200)
     expect(res.body.data).toMatchObject({ to: '+6281234567890', status: 'sent', cost: 100, balance_after: 900 })
 
-    expect(requests).toHaveLength(1)
-    const r = requests[0]!
+    expect(fake.requests).toHaveLength(1)
+    const r = fake.requests[0]!
     expect(r.method).toBe('POST')
     expect(r.path).toBe(MESSAGES_PATH)
     expect(r.headers.get('authorization')).toBe(`Basic ${Buffer.from(`${ACCOUNT_SID}:${AUTH_TOKEN}`).toString('base64')}`)
@@ -130,7 +105,7 @@ describe('Twilio send', () => {
       StatusCallback: 'https://api.example.com/provider/twilio/status',
     })
 
-    const sid = `SM${sidCounter.toString(16).padStart(32, '0')}`
+    const sid = fake.ids.at(-1)
     expect(res.body.data.message_id).toBe(sid)
     const [row] = await t.db.sql`select status, message_sid from messages where account_id = ${accountId}`
     expect(row).toMatchObject({ status: 'sent', message_sid: sid })
@@ -146,32 +121,28 @@ describe('Twilio send', () => {
     })
     const without = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'text' })
     expect([withMedia.status, without.status]).toEqual([200, 200])
-    expect(requests).toHaveLength(2)
-    expect(form(requests[0]!).getAll('MediaUrl')).toEqual(['https://cdn.example.com/a.png?x=1&y=2'])
-    expect(form(requests[1]!).has('MediaUrl')).toBe(false)
-    expect([...form(requests[0]!).keys()].sort()).toEqual(['Body', 'From', 'MediaUrl', 'StatusCallback', 'To'])
+    expect(fake.requests).toHaveLength(2)
+    expect(form(fake.requests[0]!).getAll('MediaUrl')).toEqual(['https://cdn.example.com/a.png?x=1&y=2'])
+    expect(form(fake.requests[1]!).has('MediaUrl')).toBe(false)
+    expect([...form(fake.requests[0]!).keys()].sort()).toEqual(['Body', 'From', 'MediaUrl', 'StatusCallback', 'To'])
   })
 
   test("400 with Twilio's error JSON: 502, refunded, Twilio's code and message stored", async () => {
-    handler = () =>
-      Response.json(
-        { code: 21211, message: "Invalid 'To' Phone Number", more_info: 'https://www.twilio.com/docs/errors/21211', status: 400 },
-        { status: 400 },
-      )
+    fake.answer = () => twilioError(400, 21211, "Invalid 'To' Phone Number")
     const { res, row } = await expectRefundedFailure(t)
     expect(row).toMatchObject({ error_code: 21211, error_message: "Invalid 'To' Phone Number" })
     expect(res.body.error).toContain("Invalid 'To' Phone Number")
-    expect(requests).toHaveLength(1)
+    expect(fake.requests).toHaveLength(1)
   })
 
   test('500 with a non-JSON body: 502, refunded, error "HTTP 500" without a code', async () => {
-    handler = () => new Response('<html>Internal Server Error</html>', { status: 500, headers: { 'content-type': 'text/html' } })
+    fake.answer = () => new Response('<html>Internal Server Error</html>', { status: 500, headers: { 'content-type': 'text/html' } })
     const { row } = await expectRefundedFailure(t)
     expect(row).toMatchObject({ error_code: null, error_message: 'HTTP 500' })
   })
 
   test('an error JSON whose code is not a number keeps the message but stores no code', async () => {
-    handler = () => Response.json({ code: 'oops', message: 'Service unavailable' }, { status: 503 })
+    fake.answer = () => Response.json({ code: 'oops', message: 'Service unavailable' }, { status: 503 })
     const { row } = await expectRefundedFailure(t)
     expect(row).toMatchObject({ error_code: null, error_message: 'Service unavailable' })
   })
@@ -187,7 +158,7 @@ describe('Twilio send', () => {
       () => Response.json(['SM0123456789abcdef0123456789abcdef'], { status: 201 }),
     ]
     for (const answer of answers) {
-      handler = answer
+      fake.answer = answer
       const { row } = await expectRefundedFailure(t)
       expect(row.error_code).toBeNull()
       expect(row.error_message).toMatch(/without a valid message SID/)
@@ -195,22 +166,23 @@ describe('Twilio send', () => {
   })
 
   test('an oversized answer is not read whole and counts as a failure', async () => {
-    handler = () => new Response(JSON.stringify({ sid: 'SM0123456789abcdef0123456789abcdef', pad: 'x'.repeat(200_000) }), { status: 201 })
+    fake.answer = () =>
+      new Response(JSON.stringify({ sid: 'SM0123456789abcdef0123456789abcdef', pad: 'x'.repeat(200_000) }), { status: 201 })
     await expectRefundedFailure(t)
   })
 
   test('a 302 redirect is not followed and counts as a failure', async () => {
-    handler = (request) =>
+    fake.answer = (request) =>
       new URL(request.url).pathname === '/elsewhere'
-        ? accepted()(request)
+        ? undefined
         : new Response(null, { status: 302, headers: { location: `${fakeUrl}/elsewhere` } })
     const { row } = await expectRefundedFailure(t)
     expect(row).toMatchObject({ error_code: null, error_message: 'HTTP 302' })
-    expect(requests.map((r) => r.path)).toEqual([MESSAGES_PATH])
+    expect(fake.requests.map((r) => r.path)).toEqual([MESSAGES_PATH])
   })
 
   test('the auth token never reaches the error message, even when Twilio echoes it', async () => {
-    handler = (request) =>
+    fake.answer = (request) =>
       Response.json(
         { code: 20003, message: `Authenticate failed for ${request.headers.get('authorization')} token ${AUTH_TOKEN}` },
         { status: 401 },
@@ -243,20 +215,20 @@ describe('Twilio unreachable or slow', () => {
   })
 
   test('no answer within the timeout: 502, refunded, and the request is not waited on', async () => {
-    handler = async () => {
+    fake.answer = async () => {
       await Bun.sleep(2_000)
-      return accepted()(new Request(fakeUrl))
+      return undefined
     }
     current = twilioAt(fakeUrl, 300)
     const started = performance.now()
     const { row } = await expectRefundedFailure(u)
     expect(performance.now() - started).toBeLessThan(1_500)
     expect(row).toMatchObject({ error_code: null, error_message: 'Twilio did not answer within 300 ms' })
-    expect(requests).toHaveLength(1)
+    expect(fake.requests).toHaveLength(1)
   })
 
   test('headers in time but the body stalls past the timeout: 502, refunded', async () => {
-    handler = () => {
+    fake.answer = () => {
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
           controller.enqueue(new TextEncoder().encode('{"sid":"SM0123456789abcdef'))
@@ -275,6 +247,99 @@ describe('Twilio unreachable or slow', () => {
   })
 })
 
+describe('throttling answers through the provider interface: not failures, with their Retry-After', () => {
+  const message = (id: number) => ({ id, to: '+6281234567890', body: `throttled ${id}`, mediaUrl: null })
+  const send = (id = 1) => providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql).send(message(id))
+
+  test('20429 and 63018 (HTTP 429): throttles of the sender, code and text kept, with Retry-After in seconds or without', async () => {
+    for (const [code, text] of [
+      [20429, 'Too Many Requests'],
+      [63018, 'Rate limit exceeded for Channel'],
+    ] as const) {
+      for (const [headers, retryAfterMs] of [
+        [{ 'retry-after': '3' }, 3_000],
+        [{}, null],
+      ] as const) {
+        fake.answer = () => twilioError(429, code, text, headers)
+        expect(await send()).toEqual({ ok: false, errorCode: code, errorMessage: text, throttle: { scope: 'sender', retryAfterMs } })
+      }
+    }
+  })
+
+  test('63018 is a throttle whatever the HTTP status (a 400 here)', async () => {
+    fake.answer = () => twilioError(400, 63018, 'Rate limit exceeded for Channel')
+    expect(await send()).toEqual({
+      ok: false,
+      errorCode: 63018,
+      errorMessage: 'Rate limit exceeded for Channel',
+      throttle: { scope: 'sender', retryAfterMs: null },
+    })
+  })
+
+  test('a bare HTTP 429 (no JSON) is a throttle; Retry-After as an HTTP date, in the past, unreadable or huge', async () => {
+    const cases: [string | null, (ms: number | null) => void][] = [
+      [new Date(Date.now() + 5_000).toUTCString(), (ms) => expect(ms).toBeWithin(3_000, 5_001)],
+      ['Thu, 01 Jan 2015 00:00:00 GMT', (ms) => expect(ms).toBe(0)],
+      ['1.5', (ms) => expect(ms).toBe(1_500)],
+      ['soon', (ms) => expect(ms).toBeNull()],
+      ['-3', (ms) => expect(ms).toBeNull()],
+      ['86400', (ms) => expect(ms).toBe(3_600_000)],
+      [null, (ms) => expect(ms).toBeNull()],
+    ]
+    for (const [header, check] of cases) {
+      fake.answer = () => new Response('slow down', { status: 429, headers: header === null ? {} : { 'retry-after': header } })
+      const result = await send()
+      expect(result).toMatchObject({ ok: false, errorCode: null, errorMessage: 'HTTP 429', throttle: { scope: 'sender' } })
+      check(result.ok ? null : result.throttle!.retryAfterMs)
+    }
+  })
+
+  test('other refusals stay plain failures, Retry-After or not: 21610, 63016, 21211; a 503 without Retry-After', async () => {
+    for (const [status, code, headers] of [
+      [400, 21610, { 'retry-after': '5' }],
+      [400, 63016, { 'retry-after': '5' }],
+      [400, 21211, {}],
+      [503, 20500, {}],
+    ] as const) {
+      fake.answer = () => twilioError(status, code, `refused ${code}`, headers)
+      const result = await send()
+      expect(result).toEqual({ ok: false, errorCode: code, errorMessage: `refused ${code}` })
+      expect('throttle' in result).toBe(false)
+    }
+  })
+
+  test('a 503 that says when to come back (Retry-After) is a throttle of the sender', async () => {
+    fake.answer = () => twilioError(503, 20500, 'Service unavailable', { 'retry-after': '30' })
+    expect(await send()).toEqual({
+      ok: false,
+      errorCode: 20500,
+      errorMessage: 'Service unavailable',
+      throttle: { scope: 'sender', retryAfterMs: 30_000 },
+    })
+  })
+
+  test('the fake enforces a rate: beyond it 429 + 20429 with Retry-After, each message accepted once', async () => {
+    fake.limits.perSecond = 2
+    const results = await Promise.all([1, 2, 3].map((id) => send(id)))
+    expect(results.filter((r) => r.ok)).toHaveLength(2)
+    const refused = results.find((r) => !r.ok)!
+    expect(refused).toEqual({
+      ok: false,
+      errorCode: 20429,
+      errorMessage: 'Too Many Requests',
+      throttle: { scope: 'sender', retryAfterMs: 1000 },
+    })
+    expect(fake.requests.map((r) => r.status).sort()).toEqual([201, 201, 429])
+    expect(fake.accepted.total).toBe(2)
+    // After its Retry-After, the refused message goes through, once.
+    await Bun.sleep(1_000)
+    const again = await providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql).send(message(results.indexOf(refused) + 1))
+    expect(again.ok).toBe(true)
+    expect(fake.accepted.duplicates()).toEqual([])
+    expect(fake.accepted.total).toBe(3)
+  })
+})
+
 describe('templates through the provider interface', () => {
   test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
     const provider = providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql)
@@ -285,8 +350,8 @@ describe('templates through the provider interface', () => {
       template: { ref: 'HX0123456789abcdef0123456789abcdef', language: null, variables: ['Budi', '1001 "express"'] },
     })
     expect(result).toEqual({ ok: true, sid: expect.stringMatching(/^SM[0-9a-f]{32}$/) })
-    expect(requests).toHaveLength(1)
-    const fields = form(requests[0]!)
+    expect(fake.requests).toHaveLength(1)
+    const fields = form(fake.requests[0]!)
     expect([...fields.keys()].sort()).toEqual(['ContentSid', 'ContentVariables', 'From', 'StatusCallback', 'To'])
     expect(fields.get('ContentSid')).toBe('HX0123456789abcdef0123456789abcdef')
     expect(JSON.parse(fields.get('ContentVariables')!)).toEqual({ '1': 'Budi', '2': '1001 "express"' })
@@ -295,7 +360,7 @@ describe('templates through the provider interface', () => {
 
 describe('approved templates through the API', () => {
   const SID = 'HX0123456789abcdef0123456789abcdef'
-  const fieldsOf = (r: Recorded) => Object.fromEntries(form(r))
+  const fieldsOf = (r: FakeRequest) => Object.fromEntries(form(r))
 
   test('a campaign whose template is bound sends ContentSid and ContentVariables in the bound order; the message keeps the text', async () => {
     const a = await boundTemplate(
@@ -309,8 +374,8 @@ describe('approved templates through the API', () => {
       ],
     )
     const campaignId = await runCampaign(t, a)
-    expect(requests).toHaveLength(2)
-    const sent = requests.map(fieldsOf).sort((x, y) => x.To!.localeCompare(y.To!))
+    expect(fake.requests).toHaveLength(2)
+    const sent = fake.requests.map(fieldsOf).sort((x, y) => x.To!.localeCompare(y.To!))
     expect(sent).toEqual([
       {
         To: 'whatsapp:+6281200000001',
@@ -350,7 +415,7 @@ describe('approved templates through the API', () => {
       { name: 'Ani', phone: '081200000003' },
     ])
     const campaignId = await runCampaign(t, a)
-    expect(requests.map(fieldsOf)).toEqual([
+    expect(fake.requests.map(fieldsOf)).toEqual([
       { To: 'whatsapp:+6281200000003', From: FROM, Body: 'Hi Ani', StatusCallback: 'https://api.example.com/provider/twilio/status' },
     ])
     const [row] = await campaignMessages(t, campaignId)
@@ -373,7 +438,7 @@ describe('approved templates through the API', () => {
       ],
     })
     expect(bulk.body.data).toMatchObject({ total: 2, sent: 2, failed: 0, total_cost: 20, balance_after: 9_970 })
-    const byTo = new Map(requests.map((r) => [form(r).get('To'), fieldsOf(r)]))
+    const byTo = new Map(fake.requests.map((r) => [form(r).get('To'), fieldsOf(r)]))
     expect(byTo.get('whatsapp:+6281200000004')).toMatchObject({ ContentSid: SID, ContentVariables: '{"1":"#1001","2":"Medan"}' })
     expect(byTo.get('whatsapp:+6281200000004')!.Body).toBeUndefined()
     expect(byTo.get('whatsapp:+6281200000005')).toMatchObject({ ContentSid: SID, ContentVariables: '{"1":"#1002","2":"Solo"}' })
@@ -389,7 +454,7 @@ describe('approved templates through the API', () => {
 
   test('a template send Twilio refuses (63016) is a 502, refunded, with the code kept', async () => {
     const a = await boundTemplate(t, 'Hi {{name}}', { twilio: { ref: SID, variables: ['name'] } })
-    handler = () => Response.json({ code: 63016, message: 'outside the allowed window', status: 400 }, { status: 400 })
+    fake.answer = () => twilioError(400, 63016, 'outside the allowed window')
     const res = await t.api('POST', '/messages/send', a.key, { to: '081200000007', template_id: a.templateId, variables: { name: 'X' } })
     expect([res.status, res.body.code]).toEqual([502, 'BAD_GATEWAY'])
     const [row] = await t.db.sql`select status, error_code, refunded_at is not null as refunded from messages where id = ${res.body.id}`

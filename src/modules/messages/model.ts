@@ -2,6 +2,7 @@ import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
 import { dateRangeFields, JsonId, pageFields } from '../../http/models'
 import { errorWith } from '../../http/openapi'
+import { errorCodeDescription } from '../../providers/error-codes'
 
 // The extension: `template_id` with `variables` instead of `body`.
 const templateFields = {
@@ -132,7 +133,11 @@ export const Message = t.Object({
   body: t.String(),
   media_url: t.Union([t.String(), t.Null()]),
   cost: t.Integer(),
-  error_code: t.Union([t.Integer(), t.Null()]),
+  error_code: t.Union([t.Integer(), t.Null()], {
+    description: errorCodeDescription(
+      "The provider's numeric error code when the message failed (with `error_message`, its text); otherwise null.",
+    ),
+  }),
   error_message: t.Union([t.String(), t.Null()]),
   campaign_id: t.Union([t.Integer(), t.Null()]),
   template_id: t.Union([t.Integer(), t.Null()], {

@@ -3,6 +3,7 @@
 
 import { t } from 'elysia'
 import { dateRangeFields, pageFields } from '../../http/models'
+import { errorCodeDescription } from '../../providers/error-codes'
 
 export const RegisterWebhookBody = t.Object(
   {
@@ -46,7 +47,9 @@ export const MessageStatusEvent = t.Object(
       to: t.String({ description: 'Destination in + international form', examples: ['+6281234567890'] }),
       status: t.Union([t.Literal('delivered'), t.Literal('read'), t.Literal('failed')], { description: 'The new status' }),
       previous_status: t.Union([t.Literal('sent'), t.Literal('delivered')], { description: 'The status before the change' }),
-      error_code: t.Union([t.Integer(), t.Null()], { description: "The provider's numeric error code when `failed`; otherwise null" }),
+      error_code: t.Union([t.Integer(), t.Null()], {
+        description: errorCodeDescription("The provider's numeric error code when `failed`; otherwise null."),
+      }),
       error_message: t.Union([t.String(), t.Null()], { description: "The provider's error text when `failed`; otherwise null" }),
       refunded: t.Optional(
         t.Boolean({

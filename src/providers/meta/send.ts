@@ -1,11 +1,12 @@
 // Sending through Meta's WhatsApp Cloud API: one JSON POST to {META_API_BASE}/{phone number id}/messages
 // per message, with the access token as bearer, plain fetch. The answer's messages[0].id (a `wamid.…`)
 // becomes the message's SID. A refusal (Meta's error object: its `code` becomes error_code), a
-// timeout, a network error or an answer without a message id comes back as `{ ok: false }`; nothing
-// here throws, and no message ever carries the token.
+// timeout, a network error or an answer without a message id comes back as `{ ok: false }`; a
+// throttling answer (130429, 131056, 80007, any HTTP 429) carries `throttle`, with its Retry-After.
+// Nothing here throws, and no message ever carries the token.
 
-import { errorCodeOf, failure, isObject, post } from '../http'
-import type { HandoffResult, OutgoingMessage, Provider } from '../provider'
+import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } from '../http'
+import type { HandoffResult, OutgoingMessage, Provider, Throttle } from '../provider'
 import type { MetaSettings } from './settings'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
@@ -53,7 +54,8 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
   const { accessToken, phoneNumberId, apiBase } = settings
   const { timeoutMs } = context
   const endpoint = `${apiBase}/${encodeURIComponent(phoneNumberId)}/messages`
-  const fail = (errorCode: number | null, errorMessage: string) => failure([accessToken], errorCode, errorMessage)
+  const fail = (errorCode: number | null, errorMessage: string, throttle: Throttle | null = null) =>
+    failure([accessToken], errorCode, errorMessage, throttle)
 
   return {
     name: 'meta',
@@ -69,13 +71,14 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
             ? fail(null, `Meta did not answer within ${timeoutMs} ms`)
             : fail(null, `could not reach Meta${exchange.hint}`)
         }
-        const { status, answer } = exchange
+        const { status, answer, headers } = exchange
         if (status < 200 || status > 299) {
           // {"error": {"message": "(#131030) Recipient phone number not in allowed list", "type": "OAuthException", "code": 131030, ...}}
           const error = isObject(answer?.error) ? answer.error : {}
           const details = isObject(error.error_data) ? error.error_data.details : undefined
           const text = [error.message, details, `HTTP ${status}`].find((v): v is string => typeof v === 'string' && v.trim() !== '')!
-          return fail(typeof error.code === 'number' ? errorCodeOf(error.code) : null, text)
+          const code = typeof error.code === 'number' ? errorCodeOf(error.code) : null
+          return fail(code, text, throttleOf(THROTTLING_CODES.meta, status, code, headers))
         }
         const first = Array.isArray(answer?.messages) ? answer.messages[0] : undefined
         const id = isObject(first) ? first.id : undefined

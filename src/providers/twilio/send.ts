@@ -1,10 +1,11 @@
 // Sending through Twilio: one form-encoded POST to the Messages resource per message, plain fetch, no
 // SDK. Every failure (error answer, redirect, answer without a SID, network error, timeout) comes back
-// as `{ ok: false }` with Twilio's error code when it gave one; nothing here throws, and no message
-// ever carries the auth token.
+// as `{ ok: false }` with Twilio's error code when it gave one; a throttling answer (HTTP 429, 20429,
+// 63018) carries `throttle`, with its Retry-After. Nothing here throws, and no message ever carries
+// the auth token.
 
-import { errorCodeOf, failure, post } from '../http'
-import type { HandoffResult, OutgoingMessage, Provider } from '../provider'
+import { errorCodeOf, failure, post, THROTTLING_CODES, throttleOf } from '../http'
+import type { HandoffResult, OutgoingMessage, Provider, Throttle } from '../provider'
 import type { TwilioSettings } from './settings'
 
 /** The path Twilio posts status reports to, under PUBLIC_BASE_URL. */
@@ -18,7 +19,8 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
   const endpoint = `${apiBase}/2010-04-01/Accounts/${encodeURIComponent(accountSid)}/Messages.json`
   const credentials = Buffer.from(`${accountSid}:${authToken}`, 'utf8').toString('base64')
   const statusCallback = `${context.publicBaseUrl}${TWILIO_STATUS_PATH}`
-  const fail = (errorCode: number | null, errorMessage: string) => failure([authToken, credentials], errorCode, errorMessage)
+  const fail = (errorCode: number | null, errorMessage: string, throttle: Throttle | null = null) =>
+    failure([authToken, credentials], errorCode, errorMessage, throttle)
 
   /** The form fields of one message: a free-form body (and media), or a Content template with its variables. */
   function formOf(message: OutgoingMessage): URLSearchParams {
@@ -52,10 +54,12 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
             ? fail(null, `Twilio did not answer within ${timeoutMs} ms`)
             : fail(null, `could not reach Twilio${exchange.hint}`)
         }
-        const { status, answer } = exchange
+        const { status, answer, headers } = exchange
         if (status < 200 || status > 299) {
+          // {"code": 20429, "message": "Too Many Requests", "more_info": "https://www.twilio.com/docs/errors/20429", "status": 429}
           const errorMessage = typeof answer?.message === 'string' && answer.message.trim() ? answer.message : `HTTP ${status}`
-          return fail(typeof answer?.code === 'number' ? errorCodeOf(answer.code) : null, errorMessage)
+          const code = typeof answer?.code === 'number' ? errorCodeOf(answer.code) : null
+          return fail(code, errorMessage, throttleOf(THROTTLING_CODES.twilio, status, code, headers))
         }
         const sid = answer?.sid
         if (typeof sid !== 'string' || !SID.test(sid)) return fail(null, `Twilio answered HTTP ${status} without a valid message SID`)

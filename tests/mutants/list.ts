@@ -1,0 +1,238 @@
+// The guards that keep a charge, a refund, a hand-off, a status event and a webhook delivery exactly
+// once, each removed on its own by `bun run mutants` (tests/mutants/run.ts): the named tests must go
+// red with it, or the guard is not proven. A mutation is one or more exact edits; each `find` must
+// occur exactly once in its file, or the run fails naming the mutation (code moves: a mutation that
+// no longer applies must not pass silently). Adding a guard's mutation is one entry here; README's
+// table ("Every guard proven") is `bun run mutants --list`, and tests/mutants/list.test.ts checks both.
+
+export type Edit = { file: string; find: string; replace: string }
+
+export type Mutation = {
+  /** Short, unique: `bun run mutants <name>` runs it alone. */
+  name: string
+  /** The promise the guard keeps, broken: what goes wrong without it. */
+  breaks: string
+  edits: Edit[]
+  /** The test files that must fail with the mutation (relative to the repository). */
+  tests: string[]
+  /** `bun test -t`: only the tests whose name matches (a regular expression). */
+  filter?: string
+  /**
+   * Where its tests run: `postgres` when the killing test needs PostgreSQL (two sessions at once, a TCP
+   * proxy), `embedded` when it needs the embedded database (the DATA_DIR lock); unset: either, on
+   * PostgreSQL when DATABASE_URL is set.
+   */
+  database?: 'postgres' | 'embedded'
+}
+
+const LEDGER = 'src/modules/ledger/service.ts'
+const HANDOFF = 'src/modules/messages/handoff.ts'
+const RECOVERY = 'src/workers/handoff-recovery.ts'
+const IDEMPOTENCY = 'src/http/idempotency.ts'
+const RECEIVER = 'src/modules/status/receiver.ts'
+const DELIVERY = 'src/workers/webhook-delivery.ts'
+
+// The refund's guard: only a message still queued is marked failed and refunded (both places: the
+// accounts it locks and the messages it changes).
+const refundQueued: Edit[] = [
+  {
+    file: LEDGER,
+    find: "where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')",
+    replace: 'where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]))',
+  },
+  {
+    file: LEDGER,
+    find: "where m.id = v.id and m.status = 'queued' and m.account_id in (select id from locked)",
+    replace: 'where m.id = v.id and m.account_id in (select id from locked)',
+  },
+]
+
+export const MUTATIONS: Mutation[] = [
+  {
+    name: 'refund-queued',
+    breaks: 'a sent message refunded: the late refusal of a holder that lost its lease undoes the sending of the new holder',
+    edits: refundQueued,
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'late refusal',
+  },
+  {
+    name: 'refund-queued-lost-commit',
+    breaks: 'a refund twice: the refund written again after its COMMIT answer was lost',
+    edits: refundQueued,
+    tests: ['tests/messages/lost-commit.test.ts'],
+    filter: 'refund',
+    database: 'postgres',
+  },
+  {
+    name: 'marksent-queued',
+    breaks: 'a refunded message later marked sent: the late acceptance of a holder that lost its lease',
+    edits: [{ file: HANDOFF, find: "where m.id = v.id and m.status = 'queued'", replace: 'where m.id = v.id' }],
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'late acceptance',
+  },
+  {
+    name: 'lease-holder-token',
+    breaks: 'a message handed over twice: a holder whose lease recovery took over still renews it',
+    edits: [{ file: HANDOFF, find: 'm.handoff_token = v.token and ', replace: '' }],
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'outlives its lease',
+  },
+  {
+    name: 'lease-check-before-attempt',
+    breaks: 'a message handed over twice: the pool hands a message over without renewing its lease first',
+    edits: [{ file: HANDOFF, find: 'if (renew && !(await claimer.add({ id: message.id, token: lease.token }))) return null', replace: '' }],
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'outlives its lease',
+  },
+  {
+    name: 'renew-found-charge',
+    breaks: 'a message handed over twice: a repeated send that found its charge hands it over without the lease',
+    edits: [{ file: HANDOFF, find: 'handOver(message, lease, !fresh)', replace: 'handOver(message, lease, false)' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'died after charging',
+  },
+  {
+    name: 'recovery-claim',
+    breaks: 'a charge never handed over nor refunded: nothing takes over the messages of a process that died',
+    edits: [{ file: RECOVERY, find: "where status = 'queued' and handoff_until < now()", replace: "where false and status = 'queued'" }],
+    tests: ['tests/messages/bulk-crash.test.ts'],
+  },
+  {
+    name: 'recovery-quarantine',
+    breaks: 'a message sent forever: one whose outcome cannot be recorded is handed over at every recovery',
+    edits: [
+      {
+        file: RECOVERY,
+        find: 'where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}',
+        replace: 'where false',
+      },
+      {
+        file: RECOVERY,
+        find: 'where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}',
+        replace: 'where id in (select id from due)',
+      },
+    ],
+    tests: ['tests/messages/quarantine.test.ts'],
+  },
+  {
+    name: 'single-charge-lookup',
+    breaks: 'a single send charged twice (or failing) when its charge runs again with its request token',
+    edits: [{ file: LEDGER, find: 'where m.request_token = any(', replace: 'where false and m.request_token = any(' }],
+    tests: ['tests/messages/lost-commit.test.ts'],
+    filter: 'group-commit charge',
+    database: 'postgres',
+  },
+  {
+    name: 'bulk-charge-lookup',
+    breaks: 'a bulk charged twice (or failing) when its charge runs again with its request token',
+    edits: [{ file: LEDGER, find: 'where m.request_token = ${requestToken}', replace: 'where false' }],
+    tests: ['tests/messages/bulk-crash.test.ts'],
+  },
+  {
+    name: 'idempotency-replay',
+    breaks: 'a repeat charged again: every request with a used Idempotency-Key runs as a new one',
+    edits: [{ file: IDEMPOTENCY, find: 'where k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})', replace: '' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'twice charges once',
+  },
+  {
+    name: 'idempotency-pending',
+    breaks: 'a repeat while the first request still hands its message over runs it again instead of 409',
+    edits: [{ file: IDEMPOTENCY, find: 'progress!.pending > 0 || ', replace: '' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'still handing',
+  },
+  {
+    name: 'idempotency-pending-uncharged',
+    breaks: 'a repeat while the first request has not charged yet runs it a second time instead of 409',
+    edits: [{ file: IDEMPOTENCY, find: '(progress!.charged === 0 && !existing.stale)', replace: 'false' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'died before charging',
+  },
+  {
+    name: 'refund-lock-order',
+    breaks: "a refund and a charge deadlock: a refund of several accounts locks them in another order than a charge's",
+    edits: [
+      {
+        file: LEDGER,
+        find: "and status = 'queued')\n      order by id\n      for update",
+        replace: "and status = 'queued')\n      for update",
+      },
+    ],
+    tests: ['tests/messages/guards.test.ts'],
+    filter: 'refund lock order',
+    database: 'postgres',
+  },
+  {
+    name: 'charge-lock-order',
+    breaks: "a charge and a refund deadlock: a group-commit charge of several accounts locks them in another order than a refund's",
+    edits: [{ file: LEDGER, find: 'order by a.id\n      for update', replace: 'for update' }],
+    tests: ['tests/messages/guards.test.ts'],
+    filter: 'charge lock order',
+    database: 'postgres',
+  },
+  {
+    name: 'parked-report',
+    breaks: 'a status lost: a report that arrives before its SID is stored is dropped instead of parked',
+    edits: [
+      { file: RECEIVER, find: "reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')", replace: 'reports.filter(() => false)' },
+    ],
+    tests: ['tests/status/parked-reports.test.ts'],
+    filter: 'parked, then applied',
+  },
+  {
+    name: 'parked-worker',
+    breaks: 'a status lost: a parked report is never applied once its SID is stored',
+    edits: [{ file: RECEIVER, find: 'if (!found!.due) return', replace: 'return' }],
+    tests: ['tests/status/parked-reports.test.ts'],
+    filter: 'parked, then applied',
+  },
+  {
+    name: 'parked-before-newer',
+    breaks: 'a status lost: the parked reports taken by a newer report of the same SID are not applied',
+    edits: [{ file: RECEIVER, find: 'parked.filter((p) => p.live)', replace: 'parked.filter(() => false)' }],
+    tests: ['tests/status/parked-reports.test.ts'],
+    filter: 'applies the parked ones first',
+  },
+  {
+    name: 'status-forward-only',
+    breaks: 'an event twice: a repeated delivered report changes the message again and emits a second event',
+    edits: [
+      {
+        file: 'src/modules/status/machine.ts',
+        find: "(t.status = 'delivered' and t.next in ('read', 'failed'))",
+        replace: "(t.status = 'delivered' and t.next in ('delivered', 'read', 'failed'))",
+      },
+    ],
+    tests: ['tests/status/state-machine.test.ts'],
+    filter: 'delivered \\+ delivered',
+  },
+  {
+    name: 'data-dir-lock',
+    breaks: "two processes on one embedded database: a second start takes a live holder's DATA_DIR lock",
+    edits: [
+      {
+        file: 'src/db/lock.ts',
+        find: 'if (!isStale(holder)) throw new DataDirLockedError(heldMessage(dir, file, holder))',
+        replace: '',
+      },
+    ],
+    tests: ['tests/db/lock.test.ts'],
+    filter: 'second process refuses',
+    database: 'embedded',
+  },
+  {
+    name: 'webhook-record-lease',
+    breaks: 'a delivery recorded by a worker whose lease ran out, over the attempt of the one that took it over',
+    edits: [{ file: DELIVERY, find: 'e.lease_token = o.token and e.lease_until >= now() and ', replace: '' }],
+    tests: ['tests/webhooks/delivery.test.ts'],
+    filter: 'lease expired is not recorded',
+  },
+  {
+    name: 'webhook-claim-lease',
+    breaks: 'an event sent twice at once: a worker claims an event whose lease another worker holds',
+    edits: [{ file: DELIVERY, find: 'and (e.lease_until is null or e.lease_until < now())', replace: '' }],
+    tests: ['tests/webhooks/delivery.test.ts'],
+    filter: 'live lease is not claimed',
+  },
+]
