@@ -1,5 +1,6 @@
 // Guards of money that need two database sessions at once (PostgreSQL): statements that lock several
-// accounts lock them in id order, so a refund and a charge of the same accounts cannot deadlock.
+// accounts lock them in id order, so a refund (at hand-off, or of a late failure with its status
+// change) and a charge of the same accounts cannot deadlock.
 // PostgreSQL would break such a deadlock after deadlock_timeout by aborting one statement (retried),
 // so instead of waiting for one, the tests look at the wait itself: while a statement waits for an
 // account, `for update nowait` on the accounts after it in id order must find them free.
@@ -8,6 +9,7 @@ import { afterEach, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
 import { until } from '../helpers/wait'
+import { reportStatus } from '../helpers/reports'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../src/providers/provider'
 
 let t: TestApp | undefined
@@ -155,3 +157,45 @@ test.skipIf(!usingPostgres())('a group-commit charge of several accounts waits f
   expect((await Promise.all(sends)).map((s) => s.status)).toEqual(Array(9).fill(200))
   for (const { accountId } of accounts) expect(await money(app, accountId)).toEqual({ balance: 100, ledgerSum: 100 })
 })
+
+test.skipIf(!usingPostgres())(
+  "a late failure's refund of several accounts waits for them in id order, with its status change (late refund lock order)",
+  async () => {
+    t = await testApp({ provider: { name: 'twilio', send: async () => accepted() } })
+    const app = t
+    const { accounts, lowest, others } = await eightAccounts(app)
+    const blocker = await app.account(100)
+    const send = async (key: string) =>
+      (await app.api('POST', '/messages/send', key, { to: '081234567890', body: 'fails later' })).body.data.message_id as string
+    // Sends highest id first: the messages' order and the table's physical order (each charge rewrites
+    // its account's row) are the reverse of the accounts' ids. Only the refund's own `order by` is id order.
+    const sids: string[] = []
+    for (const { key } of [...accounts].reverse()) sids.push(await send(key))
+    const blockerSid = await send(blocker.key)
+
+    // A failure in flight (its refund held on its account by a first transaction) makes the eight
+    // failures reported meanwhile wait for the receiver's next write: one statement for the eight.
+    const first = await otherSession(app)
+    const second = await otherSession(app)
+    const reports: Promise<{ changed: boolean }>[] = []
+    try {
+      await first.lock(blocker.accountId)
+      reports.push(reportStatus(app, blockerSid, 'failed'))
+      await first.blocking("the first failure's refund waiting")
+      for (const sid of sids) reports.push(reportStatus(app, sid, 'failed'))
+      await Bun.sleep(1_000) // the eight callbacks reach the receiver and wait for the write in flight
+      await second.lock(lowest)
+      await first.commit()
+      await second.blocking("the eight accounts' refund waiting for the lowest account")
+      // The refund waits for the lowest account: it must hold none of the others meanwhile.
+      expect(await second.held(others)).toEqual(allFree(others))
+      await second.commit()
+    } finally {
+      await first.end()
+      await second.end()
+    }
+
+    expect((await Promise.all(reports)).map((r) => r.changed)).toEqual(Array(9).fill(true))
+    for (const { accountId } of [...accounts, blocker]) expect(await money(app, accountId)).toEqual({ balance: 100, ledgerSum: 100 })
+  },
+)
