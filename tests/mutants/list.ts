@@ -31,6 +31,8 @@ const RECOVERY = 'src/workers/handoff-recovery.ts'
 const IDEMPOTENCY = 'src/http/idempotency.ts'
 const RECEIVER = 'src/modules/status/receiver.ts'
 const DELIVERY = 'src/workers/webhook-delivery.ts'
+const MACHINE = 'src/modules/status/machine.ts'
+const LATE = 'tests/status/late-failures.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -206,6 +208,82 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/status/state-machine.test.ts'],
     filter: 'delivered \\+ delivered',
+  },
+  {
+    name: 'late-refund-once',
+    breaks: 'a refund twice: a failure reported after acceptance refunds a message that was refunded already',
+    edits: [
+      {
+        file: LEDGER,
+        find: '(${sql(m)}.refunded_at is null and ${sql(m)}.refund_late_failure)',
+        replace: '(${sql(m)}.refund_late_failure)',
+      },
+    ],
+    tests: [LATE],
+    filter: 'never refunded again',
+  },
+  {
+    name: 'late-refund-marked',
+    breaks: 'a late failure refunded but not marked refunded: the message and its event say it still cost its price',
+    edits: [
+      { file: MACHINE, find: 'refunded_at = case when t.refund then now() else m.refunded_at end', replace: 'refunded_at = m.refunded_at' },
+    ],
+    tests: [LATE],
+    filter: 'delivered, then failed',
+  },
+  {
+    name: 'late-refund-choice-at-charge',
+    breaks: "a late failure refunded or kept charged by a price's choice made after the message was charged",
+    edits: [
+      {
+        file: LEDGER,
+        find: '(${sql(m)}.refunded_at is null and ${sql(m)}.refund_late_failure)',
+        replace: '(${sql(m)}.refunded_at is null and account_refunds_late_failures(${sql(m)}.account_id))',
+      },
+    ],
+    tests: [LATE],
+    filter: 'charged under applies',
+  },
+  {
+    name: 'late-refund-choice-single',
+    breaks: 'a single send refunded when it fails late, though its price keeps late failures charged',
+    edits: [{ file: LEDGER, find: 'refund_late, request_token, 1,', replace: 'true, request_token, 1,' }],
+    tests: [LATE],
+    filter: 'stay charged when they fail',
+  },
+  {
+    name: 'late-refund-choice-bulk',
+    breaks: "a bulk's messages refunded when they fail late, though their price keeps late failures charged",
+    edits: [{ file: LEDGER, find: 'debit.refund_late, ${requestToken}', replace: 'true, ${requestToken}' }],
+    tests: [LATE],
+    filter: 'stay charged when they fail',
+  },
+  {
+    name: 'late-refund-choice-campaign',
+    breaks: "a campaign's messages refunded when they fail late, though their price keeps late failures charged",
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: "'queued', ${account.cost}, ${account.refundLateFailure},",
+        replace: "'queued', ${account.cost}, true,",
+      },
+    ],
+    tests: [LATE],
+    filter: 'stay charged when they fail',
+  },
+  {
+    name: 'late-refund-lock-order',
+    breaks: "a late failure's refund and a charge deadlock: the refund locks several accounts in another order than a charge's",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'select id from accounts where id in (select account_id from late_refunds) order by id for update',
+        replace: 'select id from accounts where id in (select account_id from late_refunds) for update',
+      },
+    ],
+    tests: ['tests/messages/guards.test.ts'],
+    filter: 'late refund lock order',
+    database: 'postgres',
   },
   {
     name: 'data-dir-lock',
