@@ -12,6 +12,7 @@ import webhookTestEvents from '../../sql/0010_webhook_test_events.sql' with { ty
 import webhookListen from '../../sql/0011_webhook_listen.sql' with { type: 'text' }
 import approvedTemplates from '../../sql/0012_approved_templates.sql' with { type: 'text' }
 import dashboardForms from '../../sql/0013_dashboard_forms.sql' with { type: 'text' }
+import keyLimits from '../../sql/0016_key_limits.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -29,4 +30,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 11, name: '0011_webhook_listen.sql', text: webhookListen },
   { version: 12, name: '0012_approved_templates.sql', text: approvedTemplates },
   { version: 13, name: '0013_dashboard_forms.sql', text: dashboardForms },
+  { version: 16, name: '0016_key_limits.sql', text: keyLimits },
 ]
