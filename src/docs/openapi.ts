@@ -186,9 +186,9 @@ function operationOf(route: Route, path: string): Json {
 
 const header = (name: keyof typeof RESPONSE_HEADERS) => ({ $ref: `#/components/headers/${name}` })
 
-// Answered before the route runs (credentials, HTTPS, the key's rate, body rules, busy), or never
+// Answered before the route runs (credentials, HTTPS, the key's rate, body rules, busy, slow), or never
 // stored (a failure of ours): never a replay.
-const NEVER_REPLAYED = new Set(['401', '403', '413', '415', '429', '500', '503'])
+const NEVER_REPLAYED = new Set(['401', '403', '408', '413', '415', '429', '500', '503'])
 // Answered before the API key is looked up: no RateLimit headers.
 const BEFORE_THE_KEY = new Set(['401', '403'])
 
@@ -258,6 +258,7 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
   if (operation.requestBody?.content?.['application/json']) {
     statuses.add(503) // a big JSON body waits for its turn to be parsed, at most 5 s
     if (credentialed) statuses.add(415) // JSON only
+    if (credentialed) statuses.add(408) // and, once its turn came, must arrive in time (callbacks read their own bodies)
   }
   const responses: Record<string, Json> = { ...declared }
   if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses[200] = { description: 'Success' }

@@ -39,6 +39,12 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'GET is not allowed on /api/v1/messages/send',
     description: 'The path does not answer this method (HEAD and OPTIONS included); `Allow` lists the methods it does',
   },
+  408: {
+    code: 'REQUEST_TIMEOUT',
+    error: 'the request body (over 1048576 bytes) did not arrive in time: 10 s, plus 1 s for each MiB received',
+    description:
+      'A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed',
+  },
   409: {
     code: 'CONFLICT',
     error: 'a contact with this phone already exists',

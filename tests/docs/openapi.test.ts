@@ -284,6 +284,13 @@ describe('the headers of the answers, and 405', () => {
         })
       }
       expect({ where, retry: headersOf(limited)['Retry-After'] }).toEqual({ where, retry: 'RetryAfter' })
+      // A body over 1 MiB that arrives too slowly once its turn came is 408.
+      if (op.requestBody) {
+        expect({ where, codes: op.responses['408']?.content['application/json'].schema.properties.code.enum }).toEqual({
+          where,
+          codes: ['REQUEST_TIMEOUT'],
+        })
+      }
     }
     // The operator's API has no key, so no key's rate.
     for (const { path, method, op } of operations(admin)) {
