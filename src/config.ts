@@ -3,6 +3,7 @@
 
 import { accessSync, constants } from 'node:fs'
 import type { SettingsReader } from './providers/provider'
+import { MAX_RATE_LIMIT_PER_MINUTE } from './lib/validate'
 import { PROVIDER_NAMES, PROVIDER_VARIABLES, readProviderSettings, type ProviderName, type ProviderSettings } from './providers/registry'
 
 type Variable = { default?: string; shown?: string; meaning: string }
@@ -43,6 +44,11 @@ export const VARIABLES = {
   WEBHOOK_CA_FILE: { shown: 'unset', meaning: 'extra PEM CA bundle trusted for webhook deliveries, besides the system CAs' },
   TIMEZONE: { default: 'UTC', meaning: 'zone of every YYYY-MM-DD HH:MM:SS timestamp written and read' },
   CURRENCY: { default: 'IDR', meaning: 'currency code of amounts' },
+  KEY_RATE_LIMIT_PER_MINUTE: {
+    default: '600',
+    meaning:
+      'requests per minute an API key may make, across every instance (an operator can set a key its own); beyond it 429 RATE_LIMITED',
+  },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
   PROVIDER_MAX_PER_SECOND: { default: '0', meaning: 'cap on provider hand-offs per second, per instance; 0: no cap' },
   PROVIDER_TIMEOUT_MS: {
@@ -81,6 +87,8 @@ export type Config = {
   webhookCaFile: string | undefined
   timezone: string
   currency: string
+  /** Requests per minute of an API key without a rate of its own. */
+  keyRateLimitPerMinute: number
   handoffConcurrency: number
   providerMaxPerSecond: number
   providerTimeoutMs: number
@@ -220,6 +228,7 @@ export function readConfig(env: Env = process.env): Config {
       optional(env, 'WEBHOOK_CA_FILE') === undefined ? undefined : readable('WEBHOOK_CA_FILE', optional(env, 'WEBHOOK_CA_FILE')!),
     timezone,
     currency,
+    keyRateLimitPerMinute: integer(env, 'KEY_RATE_LIMIT_PER_MINUTE', 1, MAX_RATE_LIMIT_PER_MINUTE),
     handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
     providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),

@@ -67,6 +67,16 @@ const priceLine = (p: Price) =>
     : `price ${amount(p.cost_per_message)} a message for account ${p.account_id} (${p.account_override ? 'its own price' : 'the global price'})`) +
   `\nlate failures (failed after the provider accepted them): ${p.refund_late_failures ? 'refunded' : 'kept charged'}`
 
+function describeLimits(k: Key): string {
+  const rate = k.rate_limit_per_minute === null ? "the service's default" : `${amount(k.rate_limit_per_minute)} (its own)`
+  const cap = k.daily_spend_cap === null ? 'none' : amount(k.daily_spend_cap)
+  return [
+    `key ${k.id} ${named(k.label)} of account ${k.account_id}`,
+    `  requests a minute: ${rate}`,
+    `  daily spend cap: ${cap}; charged today: ${amount(k.spent_today)}`,
+  ].join('\n')
+}
+
 function describeCampaign({ campaign: c, stats: s }: CampaignDetail): string {
   const times = [
     c.schedule_at && `scheduled ${c.schedule_at}`,
@@ -261,6 +271,28 @@ export const accountCommands: Command[] = [
       }
     },
   })),
+  {
+    name: 'key limits',
+    args: ['KEY_ID'],
+    summary: "an API key's request rate and daily spend cap: shown, or set with --rate and --cap",
+    details:
+      "--rate N: the requests per minute the key may make (beyond it the API answers 429); --rate default: the service's " +
+      'KEY_RATE_LIMIT_PER_MINUTE again. --cap AMOUNT: the most the key may be charged a day in the service time zone ' +
+      '(a send beyond it is refused with 402, nothing charged); --cap none: no cap. Each takes effect on the next request.',
+    example: 'bun run admin key limits "$KEY_ID" --rate 1200 --cap 500000',
+    flags: {
+      rate: { value: 'N|default', help: 'requests per minute, or default' },
+      cap: { value: 'AMOUNT|none', help: 'the daily spend cap, or none' },
+    },
+    async run(ctx) {
+      const path = `/admin/v1/keys/${ctx.id('KEY_ID')}`
+      const change: Record<string, number | null> = {}
+      if (ctx.flags.rate !== undefined) change.rate_limit_per_minute = ctx.flags.rate === 'default' ? null : ctx.integer('rate')
+      if (ctx.flags.cap !== undefined) change.daily_spend_cap = ctx.flags.cap === 'none' ? null : ctx.integer('cap')
+      const key = Object.keys(change).length > 0 ? await ctx.api.call<Key>('PATCH', path, change) : await ctx.api.call<Key>('GET', path)
+      return { data: key, text: () => describeLimits(key) }
+    },
+  },
 ]
 
 export const moneyCommands: Command[] = [

@@ -13,6 +13,7 @@ import webhookListen from '../../sql/0011_webhook_listen.sql' with { type: 'text
 import approvedTemplates from '../../sql/0012_approved_templates.sql' with { type: 'text' }
 import dashboardForms from '../../sql/0013_dashboard_forms.sql' with { type: 'text' }
 import lateFailureRefunds from '../../sql/0015_late_failure_refunds.sql' with { type: 'text' }
+import keyLimits from '../../sql/0016_key_limits.sql' with { type: 'text' }
 import simulatorRules from '../../sql/0017_simulator_rules.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
@@ -32,5 +33,6 @@ export const MIGRATIONS: Migration[] = [
   { version: 12, name: '0012_approved_templates.sql', text: approvedTemplates },
   { version: 13, name: '0013_dashboard_forms.sql', text: dashboardForms },
   { version: 15, name: '0015_late_failure_refunds.sql', text: lateFailureRefunds },
+  { version: 16, name: '0016_key_limits.sql', text: keyLimits },
   { version: 17, name: '0017_simulator_rules.sql', text: simulatorRules },
 ]

@@ -176,24 +176,33 @@ function operationOf(route: Route, path: string): Json {
     // A route's `detail` may describe its body beyond its runtime model (messages/model.ts).
     ...detail,
   }
-  operation.responses = withHeaders(operation, withErrorAnswers(route, operation, { ...responsesOf(hooks.response), ...detailResponses }))
+  operation.responses = withHeaders(
+    route,
+    operation,
+    withErrorAnswers(route, operation, { ...responsesOf(hooks.response), ...detailResponses }),
+  )
   return operation
 }
 
 const header = (name: keyof typeof RESPONSE_HEADERS) => ({ $ref: `#/components/headers/${name}` })
 
-// Answered before the route runs (credentials, HTTPS, body rules, busy), or never stored (a failure of
-// ours): never a replay.
-const NEVER_REPLAYED = new Set(['401', '403', '413', '415', '500', '503'])
+// Answered before the route runs (credentials, HTTPS, the key's rate, body rules, busy, slow), or never
+// stored (a failure of ours): never a replay.
+const NEVER_REPLAYED = new Set(['401', '403', '408', '413', '415', '429', '500', '503'])
+// Answered before the API key is looked up: no RateLimit headers.
+const BEFORE_THE_KEY = new Set(['401', '403'])
 
 /**
  * The headers of each answer: `x-request-id` on all of them; `idempotent-replayed` where an answer
  * may be a replay (an operation that takes an Idempotency-Key, its own answers); `Retry-After` on the
- * 503 of an operation that takes a JSON body (busy: the body waited too long for its turn).
+ * 503 of an operation that takes a JSON body (busy: the body waited too long for its turn) and on the
+ * 429 of an API key over its rate; the key's `RateLimit-Policy` and `RateLimit` on every answer of
+ * the integrator's API once the key was found.
  */
-function withHeaders(operation: Json, responses: Record<string, Json>): Record<string, Json> {
+function withHeaders(route: Route, operation: Json, responses: Record<string, Json>): Record<string, Json> {
   const idempotent = takesIdempotencyKey(operation)
   const busy = Boolean(operation.requestBody?.content?.['application/json'])
+  const rated = route.kind === 'api'
   return Object.fromEntries(
     Object.entries(responses).map(([status, { description, headers, ...rest }]) => [
       status,
@@ -202,7 +211,10 @@ function withHeaders(operation: Json, responses: Record<string, Json>): Record<s
         headers: {
           'x-request-id': header('RequestId'),
           ...(idempotent && !NEVER_REPLAYED.has(status) ? { 'idempotent-replayed': header('IdempotentReplayed') } : {}),
-          ...(busy && status === '503' ? { 'Retry-After': header('RetryAfter') } : {}),
+          ...((busy && status === '503') || (rated && status === '429') ? { 'Retry-After': header('RetryAfter') } : {}),
+          ...(rated && !BEFORE_THE_KEY.has(status)
+            ? { 'RateLimit-Policy': header('RateLimitPolicy'), RateLimit: header('RateLimit') }
+            : {}),
           ...headers,
         },
         ...rest,
@@ -240,11 +252,13 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
   if (route.kind !== 'health') statuses.add(403) // REQUIRE_HTTPS
   const credentialed = securityOf(route.kind).length > 0 // the API and the admin API, where the shell's body rules apply
   if (credentialed) statuses.add(401)
+  if (route.kind === 'api') statuses.add(429) // the API key's request rate
   if (route.path.includes(':')) statuses.add(404) // an id no record can have
   if (operation.requestBody) statuses.add(413)
   if (operation.requestBody?.content?.['application/json']) {
     statuses.add(503) // a big JSON body waits for its turn to be parsed, at most 5 s
     if (credentialed) statuses.add(415) // JSON only
+    if (credentialed) statuses.add(408) // and, once its turn came, must arrive in time (callbacks read their own bodies)
   }
   const responses: Record<string, Json> = { ...declared }
   if (!Object.keys(responses).some((status) => status.startsWith('2'))) responses[200] = { description: 'Success' }

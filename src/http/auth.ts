@@ -1,14 +1,31 @@
-// API-key authentication: `Authorization: Bearer <key>` → the key's hash → its account.
-// Checked on every request (no cache), so a deactivated key fails on the very next request
-// from any instance.
+// API-key authentication: `Authorization: Bearer <key>` → the key's hash → its account, and the key's
+// request rate. Checked on every request (no cache), so a deactivated key fails on the very next
+// request from any instance.
+//
+// The rate is a window of one minute per key, counted in the database (api_key_windows) by the same
+// statement that looks the key up: concurrent requests share that statement (group commit), so
+// counting adds no statement to a request, and every instance counts in the same row. Each key's
+// minute starts at its own second (its id modulo 60), so keys do not all get their quota back at
+// once. A request beyond its key's limit is refused before anything else is done (429 RATE_LIMITED);
+// every answer to a key's request says where it stands (draft-ietf-httpapi-ratelimit-headers).
 
 import { Elysia } from 'elysia'
 import type { Sql } from '../db/client'
 import { ApiError } from './errors'
+import { identify } from './access-log'
 import { looksLikeApiKey, sha256Hex } from '../lib/keys'
 import { Batcher } from '../lib/batch'
 
+/** A key's request rate after this request: its limit per window, what is left, and seconds until the window resets. */
+export type RateState = { limit: number; remaining: number; reset: number }
 export type Principal = { accountId: number; keyId: number }
+/** A request's key as its lookup found it, with the key's rate after this request. */
+export type KeyFound = Principal & { rate: RateState }
+
+/** The length of a rate window, in seconds. */
+export const RATE_WINDOW_SECONDS = 60
+/** The policy's name in the RateLimit-Policy and RateLimit headers. */
+const POLICY = '"default"'
 
 // last_used_at is written at most once a minute per key and process: a write on every request
 // would make one hot row the bottleneck of every busy key.
@@ -22,25 +39,61 @@ export function bearerToken(header: string | null | undefined): string {
   return match[1]!
 }
 
-type KeyRow = { id: number; account_id: number }
+/** A key as its lookup found it: `position` is this request's place among its window's (1: the first), `reset` the seconds the window has left. */
+type KeyRow = { id: number; account_id: number; rate_limit_per_minute: number | null; position: number; reset: number }
 
-// Concurrent requests share one lookup statement (group read); a lone request waits for nobody.
+// Concurrent requests share one statement that finds their keys and counts them (group commit); a
+// lone request waits for nobody. Rows are counted in key order, so two instances' statements never
+// wait for each other's rows in opposite orders.
 const lookups = new WeakMap<Sql, Batcher<string, KeyRow | undefined>>()
 function lookupKey(sql: Sql, hash: string): Promise<KeyRow | undefined> {
   let batcher = lookups.get(sql)
   if (!batcher) {
     batcher = new Batcher(async (hashes) => {
-      const rows = await sql<(KeyRow & { key_hash: string })[]>`
-        select id, account_id, key_hash from api_keys where key_hash = any(${hashes}::text[]) and active`
-      const found = new Map(rows.map((r) => [r.key_hash, { id: r.id, account_id: r.account_id }]))
-      return hashes.map((h) => found.get(h))
+      const rows = await sql<(Omit<KeyRow, 'position'> & { key_hash: string; used: number; counted: number })[]>`
+        with input as (
+          select key_hash, count(*)::int as n from unnest(${hashes}::text[]) as h(key_hash) group by key_hash
+        ), found as (
+          -- The minutes since the epoch, each key's starting at its own second (id % 60).
+          select k.id, k.account_id, k.key_hash, k.rate_limit_per_minute, input.n,
+                 floor((extract(epoch from now()) - k.id % 60) / 60)::bigint as window_number
+          from api_keys k join input on input.key_hash = k.key_hash
+          where k.key_hash = any(${hashes}::text[]) and k.active
+        ), counted as (
+          -- A statement that started in a window another has closed already counts in the newer one.
+          insert into api_key_windows as w (api_key_id, window_number, used)
+          select id, window_number, n from found order by id
+          on conflict (api_key_id) do update
+            set used = case when excluded.window_number > w.window_number then excluded.used else w.used + excluded.used end,
+                window_number = greatest(w.window_number, excluded.window_number)
+          returning api_key_id, window_number, used
+        )
+        select f.id, f.account_id, f.key_hash, f.rate_limit_per_minute, c.used, f.n as counted,
+               ceil((c.window_number + 1) * 60 + f.id % 60 - extract(epoch from now()))::int as reset
+        from found f join counted c on c.api_key_id = f.id`
+      const found = new Map(rows.map((r) => [r.key_hash, r]))
+      // The requests of one key in this statement are its last `counted` of `used`, in arrival order.
+      const seen = new Map<string, number>()
+      return hashes.map((hash) => {
+        const row = found.get(hash)
+        if (!row) return undefined
+        const nth = (seen.get(hash) ?? 0) + 1
+        seen.set(hash, nth)
+        const { id, account_id, rate_limit_per_minute, reset } = row
+        return { id, account_id, rate_limit_per_minute, reset, position: row.used - row.counted + nth }
+      })
     })
     lookups.set(sql, batcher)
   }
   return batcher.add(hash)
 }
 
-export async function authenticate(sql: Sql, header: string | null | undefined): Promise<Principal> {
+/** The key of an `Authorization` header, its account and its rate; `defaultRate` is the limit of a key without its own. */
+export async function authenticate(
+  sql: Sql,
+  header: string | null | undefined,
+  defaultRate: number,
+): Promise<KeyFound & { limited: boolean }> {
   const key = bearerToken(header)
   if (!looksLikeApiKey(key)) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
   const hash = sha256Hex(key)
@@ -51,24 +104,70 @@ export async function authenticate(sql: Sql, header: string | null | undefined):
     lastUsedWritten.set(hash, now)
     sql`update api_keys set last_used_at = now() where id = ${row.id}`.catch(() => lastUsedWritten.delete(hash))
   }
-  return { accountId: row.account_id, keyId: row.id }
+  const limit = row.rate_limit_per_minute ?? defaultRate
+  return {
+    accountId: row.account_id,
+    keyId: row.id,
+    rate: { limit, remaining: Math.max(0, limit - row.position), reset: Math.max(1, row.reset) },
+    limited: row.position > limit,
+  }
 }
+
+/** The draft's headers: the key's policy, and its quota left in the current window. */
+export const rateLimitHeaders = (rate: RateState): Record<string, string> => ({
+  'ratelimit-policy': `${POLICY};q=${rate.limit};w=${RATE_WINDOW_SECONDS}`,
+  ratelimit: `${POLICY};r=${rate.remaining};t=${rate.reset}`,
+})
 
 // The shell authenticates a request before reading its body, the route's derive needs the principal
 // again: one lookup per request serves both.
-const byRequest = new WeakMap<Request, Promise<Principal>>()
+const byRequest = new WeakMap<Request, Promise<KeyFound>>()
+const rates = new WeakMap<Request, RateState>()
 
-export function authenticateRequest(sql: Sql, request: Request): Promise<Principal> {
+/**
+ * The request's key (looked up once per request), identified in the request log; a request beyond
+ * its key's rate is refused here, with the headers that say when to come back.
+ */
+export function authenticateRequest(sql: Sql, request: Request, defaultRate: number): Promise<KeyFound> {
   let principal = byRequest.get(request)
   if (!principal) {
-    principal = authenticate(sql, request.headers.get('authorization'))
+    principal = authenticate(sql, request.headers.get('authorization'), defaultRate).then(({ limited, ...found }) => {
+      identify(request, { auth: 'key', account_id: found.accountId, key_id: found.keyId })
+      rates.set(request, found.rate)
+      if (limited) {
+        const { limit, reset } = found.rate
+        throw new ApiError(
+          'RATE_LIMITED',
+          `this API key is over its rate of ${limit} requests a minute; retry after ${reset} s`,
+          429,
+          {},
+          {
+            'retry-after': String(reset),
+            ...rateLimitHeaders(found.rate),
+          },
+        )
+      }
+      return found
+    })
     byRequest.set(request, principal)
   }
   return principal
 }
 
-/** Derives `principal` for every route registered after it in the same plugin chain. */
-export const apiKeyAuth = (sql: Sql) =>
-  new Elysia({ name: 'api-key-auth' }).derive({ as: 'scoped' }, async ({ request }) => ({
-    principal: await authenticateRequest(sql, request),
-  }))
+/** The RateLimit headers of a request whose key was found (any answer to it carries them); none otherwise. */
+export function rateLimitHeadersOf(request: Request): Record<string, string> {
+  const rate = rates.get(request)
+  return rate ? rateLimitHeaders(rate) : {}
+}
+
+/**
+ * Derives `principal` for every route registered after it in the same plugin chain: the key the shell
+ * found before the route runs (http/shell.ts authenticates every API request first).
+ */
+export const apiKeyAuth = () =>
+  new Elysia({ name: 'api-key-auth' }).derive({ as: 'scoped' }, async ({ request }) => {
+    const principal = byRequest.get(request)
+    if (!principal) throw new Error('an API route ran before the shell authenticated its request')
+    const { accountId, keyId }: Principal = await principal
+    return { principal: { accountId, keyId } }
+  })

@@ -26,9 +26,18 @@ export const MAX_JSON_VALUES = 10_000
 // once authenticated; the others wait holding nothing but their connection (Bun does not read a body
 // nobody asks for). A wait is capped at 5 s, well inside Bun's 10 s idle timeout, after which the
 // answer is 503 SERVICE_UNAVAILABLE rather than a reset connection.
+//
+// A body that holds a slot must arrive in time: 10 s from its turn, plus 1 s for each MiB received
+// (as Apache's mod_reqtimeout extends its body timeout with a minimum rate). A sender that trickles
+// bytes (which the idle timeout never sees) is cut off after about 10 s with 408 REQUEST_TIMEOUT and
+// its connection closed, so two slow uploads cannot hold both slots for long; one that keeps up
+// 1 MiB/s (8 Mbit/s) is never cut off, whatever the size, up to the largest valid body.
 export const LARGE_BODY_BYTES = 1024 * 1024
 export const LARGE_BODY_SLOTS = 2
 export const LARGE_BODY_WAIT_MS = 5_000
+export const LARGE_BODY_READ_MS = 10_000
+/** Milliseconds the read deadline moves on for each MiB received. */
+export const LARGE_BODY_READ_MS_PER_MIB = 1_000
 
 class Slots {
   private free: number
@@ -68,6 +77,16 @@ const largeBodies = new Slots(LARGE_BODY_SLOTS)
 
 export const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
 
+// 408 says the server will not wait for the rest; `connection: close` ends what the client still sends.
+const tooSlow = () =>
+  new ApiError(
+    'REQUEST_TIMEOUT',
+    `the request body (over ${LARGE_BODY_BYTES} bytes) did not arrive in time: ${LARGE_BODY_READ_MS / 1000} s, plus ${LARGE_BODY_READ_MS_PER_MIB / 1000} s for each MiB received`,
+    408,
+    {},
+    { connection: 'close' },
+  )
+
 const unsupported = (message: string) => new ApiError('UNSUPPORTED_MEDIA_TYPE', message)
 
 /** The body is JSON in UTF-8 (`application/json`, optionally `; charset=utf-8`), or a 415. */
@@ -102,7 +121,7 @@ export async function readJson(request: Request): Promise<unknown> {
     const length = Number(declared)
     if (length > MAX_BODY_BYTES) throw tooLarge()
     if (length <= LARGE_BODY_BYTES) return parseJson(new Uint8Array(await request.arrayBuffer()))
-    return largeBodies.run(async () => parseJson(new Uint8Array(await request.arrayBuffer())))
+    return largeBodies.run(() => readRest(request.body!.getReader(), [], 0))
   }
   if (!request.body) return null
   // Unknown length (chunked): the first MiB without a slot, the rest (if any) in one.
@@ -110,30 +129,54 @@ export async function readJson(request: Request): Promise<unknown> {
   const chunks: Uint8Array[] = []
   const head = await readChunks(reader, chunks, LARGE_BODY_BYTES)
   if (head.done) return parseJson(concat(chunks, head.total))
-  return largeBodies.run(async () => {
-    const rest = await readChunks(reader, chunks, MAX_BODY_BYTES, head.total)
-    if (!rest.done) {
-      await reader.cancel().catch(() => {})
-      throw tooLarge()
-    }
-    return parseJson(concat(chunks, rest.total))
-  })
+  return largeBodies.run(() => readRest(reader, chunks, head.total))
 }
 
-/** Reads until the stream ends or `total` passes `limit`. */
-async function readChunks(
-  reader: { read(): Promise<{ done: boolean; value?: Uint8Array }> },
-  chunks: Uint8Array[],
-  limit: number,
-  total = 0,
-): Promise<{ done: boolean; total: number }> {
+type Reader = { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }
+
+/** In a large body's slot: the rest of the body, in time (see LARGE_BODY_READ_MS), parsed. */
+async function readRest(reader: Reader, chunks: Uint8Array[], total: number): Promise<unknown> {
+  const rest = await readChunks(reader, chunks, MAX_BODY_BYTES, total, performance.now())
+  if (!rest.done) {
+    await reader.cancel().catch(() => {})
+    throw tooLarge()
+  }
+  return parseJson(concat(chunks, rest.total))
+}
+
+/**
+ * Reads until the stream ends or `total` passes `limit`. With `since` (when the body got its slot), a
+ * read still waiting at the deadline ends the body: 408.
+ */
+async function readChunks(reader: Reader, chunks: Uint8Array[], limit: number, total = 0, since?: number) {
+  let received = 0
   while (total <= limit) {
-    const { done, value } = await reader.read()
+    const { done, value } =
+      since === undefined
+        ? await reader.read()
+        : await readBefore(reader, since + LARGE_BODY_READ_MS + (received / LARGE_BODY_BYTES) * LARGE_BODY_READ_MS_PER_MIB)
     if (done || !value) return { done: true, total }
     chunks.push(value)
     total += value.byteLength
+    received += value.byteLength
   }
   return { done: false, total }
+}
+
+/** The next chunk, or 408 when it has not come by `deadline` (a performance.now() time); the body is then dropped. */
+async function readBefore(reader: Reader, deadline: number) {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(tooSlow()), Math.max(0, deadline - performance.now()))
+  })
+  try {
+    return await Promise.race([reader.read(), late])
+  } catch (error) {
+    await reader.cancel().catch(() => {})
+    throw error
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 function concat(chunks: Uint8Array[], total: number): Uint8Array {

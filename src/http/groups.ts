@@ -4,13 +4,12 @@
 
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
-import type { Sql } from '../db/client'
 import { apiKeyAuth } from './auth'
 import { adminAuth } from './admin-auth'
 import { kind } from './routes'
 
 /** The integrator's API, under /api/v1: every request carries an API key (`principal`). */
-export const apiRoutes = (sql: Sql) => new Elysia({ prefix: '/api/v1', detail: kind('api') }).use(apiKeyAuth(sql))
+export const apiRoutes = () => new Elysia({ prefix: '/api/v1', detail: kind('api') }).use(apiKeyAuth())
 
 /** The operator's API, under /admin/v1: every request carries the admin token. */
 export const adminRoutes = (config: Config) => new Elysia({ prefix: '/admin/v1', detail: kind('admin') }).use(adminAuth(config))

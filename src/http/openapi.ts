@@ -39,6 +39,12 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'GET is not allowed on /api/v1/messages/send',
     description: 'The path does not answer this method (HEAD and OPTIONS included); `Allow` lists the methods it does',
   },
+  408: {
+    code: 'REQUEST_TIMEOUT',
+    error: 'the request body (over 1048576 bytes) did not arrive in time: 10 s, plus 1 s for each MiB received',
+    description:
+      'A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed',
+  },
   409: {
     code: 'CONFLICT',
     error: 'a contact with this phone already exists',
@@ -59,6 +65,12 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'to: not a valid Indonesian phone number',
     description:
       'A value is not acceptable (a phone number, a URL, a range, a NUL character); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken',
+  },
+  429: {
+    code: 'RATE_LIMITED',
+    error: 'this API key is over its rate of 600 requests a minute; retry after 17 s',
+    description:
+      'The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets',
   },
   500: {
     code: 'INTERNAL_ERROR',
@@ -96,9 +108,25 @@ export const RESPONSE_HEADERS = {
     schema: { type: 'string', examples: ['POST'] },
   },
   RetryAfter: {
-    description: 'Seconds to wait before trying again (on the 503 of a large body that waited too long for its turn)',
+    description:
+      "Seconds to wait before trying again: on a 429, until the key's rate window resets; on the 503 of a large body that waited too long for its turn, a second",
     required: true,
-    schema: { type: 'integer', examples: [1] },
+    schema: { type: 'integer', examples: [17] },
+  },
+  RateLimitPolicy: {
+    description:
+      "The API key's request rate (draft-ietf-httpapi-ratelimit-headers): `q` requests per window of `w` seconds, e.g. " +
+      '`"default";q=600;w=60`. On every answer to a request whose key was found: always on a success and on a 429; not on a 401, ' +
+      'nor on the 403 and 413 given before the key is checked',
+    required: false,
+    schema: { type: 'string', examples: ['"default";q=600;w=60'] },
+  },
+  RateLimit: {
+    description:
+      'Where the API key stands after this request (draft-ietf-httpapi-ratelimit-headers): `r` requests left in its current window, ' +
+      'which resets in `t` seconds, e.g. `"default";r=42;t=17`. On the same answers as `RateLimit-Policy`',
+    required: false,
+    schema: { type: 'string', examples: ['"default";r=42;t=17'] },
   },
   IdempotentReplayed: {
     description:

@@ -7,7 +7,7 @@ import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import type { Sql } from '../db/client'
 import { ApiError, apiErrorResponse, badShape, badValue, errorResponse } from './errors'
-import { authenticateRequest } from './auth'
+import { authenticateRequest, rateLimitHeaders, rateLimitHeadersOf } from './auth'
 import { authenticateAdmin } from './admin-auth'
 import { ReplayedAnswer } from './idempotency'
 import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
@@ -37,11 +37,20 @@ export function isSecure(request: Request, config: Config): boolean {
 /** The API's kinds of route: credentials of ours, JSON bodies, the envelope. */
 const isApi = (kind: RouteKind | undefined): kind is 'api' | 'admin' => kind === 'api' || kind === 'admin'
 
-/** The credentials a kind of route needs: the API's key, the admin token, or none (pages check their session themselves). */
-async function authenticateKind(sql: Sql, config: Config, request: Request, kind: RouteKind | undefined): Promise<void> {
+/**
+ * The credentials a kind of route needs: the API's key (and its request rate: the answer will say
+ * where the key stands), the admin token, or none (pages check their session themselves).
+ */
+async function authenticateKind(
+  sql: Sql,
+  config: Config,
+  request: Request,
+  kind: RouteKind | undefined,
+  set?: { headers: Record<string, unknown> },
+): Promise<void> {
   if (kind === 'api') {
-    const principal = await authenticateRequest(sql, request)
-    identify(request, { auth: 'key', account_id: principal.accountId, key_id: principal.keyId })
+    const principal = await authenticateRequest(sql, request, config.keyRateLimitPerMinute)
+    if (set) Object.assign(set.headers, rateLimitHeaders(principal.rate))
   } else if (kind === 'admin') {
     authenticateAdmin(config, request.headers.get('authorization'))
     identify(request, { auth: 'admin' })
@@ -76,7 +85,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
         if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id, routes.kindOfPath(path))
       })
       // Runs for every route that can take a body, before Elysia reads it.
-      .onParse({ as: 'global' }, async ({ request, route }) => {
+      .onParse({ as: 'global' }, async ({ request, route, set }) => {
         const kind = routes.byRoute(request.method, route)?.kind
         if (!isApi(kind)) {
           // Provider callbacks read their bodies themselves: their signatures cover the raw bytes.
@@ -84,8 +93,8 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
           // Elsewhere outside the API a route parses its own content types.
           if (!request.headers.get('content-type')?.toLowerCase().startsWith('application/json')) return
         } else {
-          // A bad key is 401 whatever the body, and an unauthenticated body is never read.
-          await authenticateKind(sql, config, request, kind)
+          // A bad key is 401 whatever the body, and an unauthenticated (or rate-limited) body is never read.
+          await authenticateKind(sql, config, request, kind, set)
           if (!hasBody(request)) return null
           requireJsonContentType(request.headers.get('content-type'))
         }
@@ -95,9 +104,9 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
       })
       // After parsing, before the routes' own hooks and validation; routes without a body were not
       // authenticated yet (the key lookup is shared with the route's derive).
-      .onTransform({ as: 'global' }, async ({ request, route, params, query }) => {
+      .onTransform({ as: 'global' }, async ({ request, route, params, query, set }) => {
         const kind = routes.byRoute(request.method, route)?.kind
-        await authenticateKind(sql, config, request, kind)
+        await authenticateKind(sql, config, request, kind, set)
         // Elysia keeps a parameter that does not decode (%FF) as its raw text; it is refused instead.
         const undecodable = undecodableParameter(request.url)
         if (undecodable !== null) throw badShape(`${undecodable}: not valid percent-encoded UTF-8`)
@@ -119,60 +128,69 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
         const inBody = nulField(body)
         if (inBody) throw badValue(`${inBody}: text must not contain NUL characters (\\u0000)`)
       })
-      .onError({ as: 'global' }, async ({ code, error, request, path }) => {
-        const requestId = requestIdOf(request)
-        const pages = deps.errorPages
-        if (pages && (path === pages.prefix || path.startsWith(`${pages.prefix}/`))) {
-          if (code === 'NOT_FOUND') return pages.render(404, 'This page does not exist.', request)
-          if (code === 'PARSE') return pages.render(400, 'The form could not be read.', request)
-          if (!(error instanceof ApiError)) {
-            log.error('unhandled error', {
-              request_id: requestId,
-              method: request.method,
-              path: loggedPath(path),
-              error: error instanceof Error ? error.name : String(code),
-            })
-            return pages.render(500, `Something went wrong on our side (request id ${requestId}).`, request)
-          }
-          return pages.render(error.status, error.message, request)
-        }
-        if (error instanceof ReplayedAnswer) {
-          return new Response(error.status < 400 ? error.body : withRequestId(error.body, requestId), {
-            status: error.status,
-            headers: { 'content-type': 'application/json; charset=utf-8', 'idempotent-replayed': 'true', 'x-request-id': requestId },
-          })
-        }
-        // Elysia wraps what a parse hook throws in a ParseError; ours rides along as its cause.
-        const own = error instanceof ApiError ? error : (error as { cause?: unknown })?.cause
-        if (own instanceof ApiError) return apiErrorResponse(own, requestId)
-        if (code === 'PARSE' || code === 'VALIDATION') {
-          // Authentication comes before validation: a bad key gets 401 whatever the body.
-          const authError = await authFailure(sql, config, request, routes.kindOfPath(paths.get(request) ?? path))
-          if (authError) return apiErrorResponse(authError, requestId)
-          if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, requestId)
-          const { status, message } = describeValidation(error as ValidationFailure, parsedBodies.get(request))
-          return errorResponse('VALIDATION_ERROR', message, status, requestId)
-        }
-        if (code === 'NOT_FOUND') {
-          const allowed = routes.methodsFor(path).filter((m) => m !== request.method)
-          if (allowed.length > 0) return methodNotAllowed(request, path, allowed, requestId, routes.kindOfPath(path))
-          return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, requestId)
-        }
-        if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
-          return errorResponse('VALIDATION_ERROR', 'request is not valid', 400, requestId)
-        }
-        const status = (error as { status?: number }).status
-        if (status === 413) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, requestId)
+      .onError({ as: 'global' }, async (context) => {
+        const answer = await errorAnswer(context)
+        // An answer to a key's request says where the key stands, whatever went wrong after its lookup.
+        if (answer instanceof Response)
+          for (const [name, value] of Object.entries(rateLimitHeadersOf(context.request))) answer.headers.set(name, value)
+        return answer
+      })
+  )
+
+  /** The answer to an error (ours and Elysia's): the API's envelope, or a dashboard page. */
+  async function errorAnswer({ code, error, request, path }: { code: string | number; error: unknown; request: Request; path: string }) {
+    const requestId = requestIdOf(request)
+    const pages = deps.errorPages
+    if (pages && (path === pages.prefix || path.startsWith(`${pages.prefix}/`))) {
+      if (code === 'NOT_FOUND') return pages.render(404, 'This page does not exist.', request)
+      if (code === 'PARSE') return pages.render(400, 'The form could not be read.', request)
+      if (!(error instanceof ApiError)) {
         log.error('unhandled error', {
           request_id: requestId,
           method: request.method,
           path: loggedPath(path),
           error: error instanceof Error ? error.name : String(code),
-          detail: config.logLevel === 'debug' && error instanceof Error ? error.message : undefined,
         })
-        return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
+        return pages.render(500, `Something went wrong on our side (request id ${requestId}).`, request)
+      }
+      return pages.render(error.status, error.message, request)
+    }
+    if (error instanceof ReplayedAnswer) {
+      return new Response(error.status < 400 ? error.body : withRequestId(error.body, requestId), {
+        status: error.status,
+        headers: { 'content-type': 'application/json; charset=utf-8', 'idempotent-replayed': 'true', 'x-request-id': requestId },
       })
-  )
+    }
+    // Elysia wraps what a parse hook throws in a ParseError; ours rides along as its cause.
+    const own = error instanceof ApiError ? error : (error as { cause?: unknown })?.cause
+    if (own instanceof ApiError) return apiErrorResponse(own, requestId)
+    if (code === 'PARSE' || code === 'VALIDATION') {
+      // Authentication comes before validation: a bad key gets 401 whatever the body.
+      const authError = await authFailure(sql, config, request, routes.kindOfPath(paths.get(request) ?? path))
+      if (authError) return apiErrorResponse(authError, requestId)
+      if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, requestId)
+      const { status, message } = describeValidation(error as ValidationFailure, parsedBodies.get(request))
+      return errorResponse('VALIDATION_ERROR', message, status, requestId)
+    }
+    if (code === 'NOT_FOUND') {
+      const allowed = routes.methodsFor(path).filter((m) => m !== request.method)
+      if (allowed.length > 0) return methodNotAllowed(request, path, allowed, requestId, routes.kindOfPath(path))
+      return errorResponse('NOT_FOUND', `no route for ${request.method} ${path}`, 404, requestId)
+    }
+    if (code === 'INVALID_COOKIE_SIGNATURE' || code === 'INVALID_FILE_TYPE') {
+      return errorResponse('VALIDATION_ERROR', 'request is not valid', 400, requestId)
+    }
+    const status = (error as { status?: number }).status
+    if (status === 413) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, requestId)
+    log.error('unhandled error', {
+      request_id: requestId,
+      method: request.method,
+      path: loggedPath(path),
+      error: error instanceof Error ? error.name : String(code),
+      detail: config.logLevel === 'debug' && error instanceof Error ? error.message : undefined,
+    })
+    return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
+  }
 }
 
 /** The name of the first query parameter whose name or value is not valid percent-encoded UTF-8, or null. */

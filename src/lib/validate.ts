@@ -74,6 +74,25 @@ export function checkAmount(value: string, field: string, currency: string): Che
   return valid(Number(digits))
 }
 
+/** The highest request rate a key can be given (requests per minute; the counter is a 32-bit integer). */
+export const MAX_RATE_LIMIT_PER_MINUTE = 1_000_000_000
+
+/** A key's own request rate: a whole number of requests per minute, or null for the service's default. */
+export function checkRateLimit(value: number | null, field: string): Checked<number | null> {
+  if (value === null) return valid(null)
+  if (!Number.isInteger(value) || value < 1 || value > MAX_RATE_LIMIT_PER_MINUTE) {
+    return problem(`${field}: must be from 1 to ${MAX_RATE_LIMIT_PER_MINUTE.toLocaleString('en')} requests a minute`)
+  }
+  return valid(value)
+}
+
+/** A key's daily spend cap: a whole amount from 0 (nothing may be charged), or null for no cap. */
+export function checkSpendCap(value: number | null, field: string): Checked<number | null> {
+  if (value === null) return valid(null)
+  if (!Number.isSafeInteger(value) || value < 0) return problem(`${field}: must be a whole amount from 0`)
+  return valid(value)
+}
+
 export type Page = { limit: number; offset: number }
 
 export function checkPage(query: { limit?: number; offset?: number }, max = 200): Checked<Page> {

@@ -81,6 +81,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CA_FILE: tls.caFile,
       LOG_LEVEL: 'error',
+      // Three clients and the drain's polling use one key per account, near the default 600 requests a
+      // minute on a fast machine: the fault test is not about the rate (tests/http/rate-limit.test.ts is).
+      KEY_RATE_LIMIT_PER_MINUTE: '1000000',
     }
     let databaseUrl: string | undefined
     if (postgres) {

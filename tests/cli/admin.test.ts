@@ -389,3 +389,19 @@ test('text output: aligned tables with headers, counts in the right number, amou
   expect(missing).toMatchObject({ code: 1, out: '' })
   expect(missing.err).toStartWith('admin: 404 NOT_FOUND: account 999999 not found')
 })
+
+test("key limits: a key's rate and cap shown, set, and back to the defaults; a value the service refuses is exit 1", () => {
+  const id = json(admin('account', 'create', 'Limits', '--json')).id
+  const key = json(admin('key', 'create', String(id), 'erp', '--json'))
+  const shown = (rate: string, cap: string) =>
+    `key ${key.id} "erp" of account ${id}\n  requests a minute: ${rate}\n  daily spend cap: ${cap}; charged today: 0\n`
+  expect(admin('key', 'limits', String(key.id))).toEqual({ code: 0, out: shown("the service's default", 'none'), err: '' })
+  expect(admin('key', 'limits', String(key.id), '--rate', '1200', '--cap', '500000').out).toBe(shown('1,200 (its own)', '500,000'))
+  expect(json(admin('key', 'limits', String(key.id), '--json'))).toMatchObject({ rate_limit_per_minute: 1200, daily_spend_cap: 500000 })
+  expect(admin('key', 'limits', String(key.id), '--cap', 'none').out).toBe(shown('1,200 (its own)', 'none'))
+  expect(admin('key', 'limits', String(key.id), '--rate', 'default').out).toBe(shown("the service's default", 'none'))
+  const refused = admin('key', 'limits', String(key.id), '--rate', '0')
+  expect(refused.code).toBe(1)
+  expect(refused.err).toStartWith('admin: 422 VALIDATION_ERROR: rate_limit_per_minute: must be from 1 to 1,000,000,000 requests a minute')
+  expect(admin('key', 'limits', String(key.id), '--cap', 'lots').code).toBe(2)
+})

@@ -268,6 +268,42 @@ describe('the headers of the answers, and 405', () => {
     expect(headersOf(admin.paths['/readyz'].get.responses['503'])['Retry-After']).toBeUndefined()
   })
 
+  test("every API operation names its 429 RATE_LIMITED with Retry-After, and the key's RateLimit headers on every answer after the key is found", async () => {
+    for (const { path, method, op } of operations(api)) {
+      const where = `${method} ${path}`
+      const limited = op.responses['429']
+      expect({ where, codes: limited?.content['application/json'].schema.properties.code.enum }).toEqual({ where, codes: ['RATE_LIMITED'] })
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        const headers = headersOf(response)
+        const rated = status !== '401' && status !== '403'
+        expect({ where, status, policy: headers['RateLimit-Policy'], now: headers.RateLimit }).toEqual({
+          where,
+          status,
+          policy: rated ? 'RateLimitPolicy' : undefined,
+          now: rated ? 'RateLimit' : undefined,
+        })
+      }
+      expect({ where, retry: headersOf(limited)['Retry-After'] }).toEqual({ where, retry: 'RetryAfter' })
+      // A body over 1 MiB that arrives too slowly once its turn came is 408.
+      if (op.requestBody) {
+        expect({ where, codes: op.responses['408']?.content['application/json'].schema.properties.code.enum }).toEqual({
+          where,
+          codes: ['REQUEST_TIMEOUT'],
+        })
+      }
+    }
+    // The operator's API has no key, so no key's rate.
+    for (const { path, method, op } of operations(admin)) {
+      expect({ where: `${method} ${path}`, limited: op.responses['429'] }).toEqual({ where: `${method} ${path}`, limited: undefined })
+      for (const response of Object.values(op.responses as Record<string, Json>)) expect(headersOf(response).RateLimit).toBeUndefined()
+    }
+    // The names the document gives are the ones the service sends.
+    const { key } = await t.account(0)
+    const answer = await t.api('GET', '/balance', key)
+    expect(answer.headers.get(headerNamed('RateLimitPolicy'))).toMatch(/^"default";q=\d+;w=60$/)
+    expect(answer.headers.get(headerNamed('RateLimit'))).toMatch(/^"default";r=\d+;t=\d+$/)
+  })
+
   test('send and bulk name the replay header on the answers a replay can give, and a replay carries it', async () => {
     const replayable = ['200', '400', '402', '409', '422']
     for (const path of ['/api/v1/messages/send', '/api/v1/messages/bulk']) {
@@ -279,7 +315,11 @@ describe('the headers of the answers, and 405', () => {
         expect({ path, status, named: named.includes(status) }).toEqual({ path, status, named: false })
       expect(api.paths[path].post.description).toContain('`idempotent-replayed: true`')
     }
-    expect(headersOf(api.paths['/api/v1/contacts'].post.responses['201'])).toEqual({ 'x-request-id': 'RequestId' })
+    expect(headersOf(api.paths['/api/v1/contacts'].post.responses['201'])).toEqual({
+      'x-request-id': 'RequestId',
+      'RateLimit-Policy': 'RateLimitPolicy',
+      RateLimit: 'RateLimit',
+    })
 
     const name = headerNamed('IdempotentReplayed')
     expect(api.components.headers.IdempotentReplayed.schema.enum).toEqual(['true'])

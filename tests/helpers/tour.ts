@@ -116,6 +116,8 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     await admin('POST', '/accounts', { name, balance })
   const erp = await admin('POST', `/accounts/${account.id}/keys`, { label: 'ERP production' })
   const shop = await admin('POST', `/accounts/${account.id}/keys`, { label: 'Web shop' })
+  // The web shop's key has limits of its own: a lower rate and a daily spend cap.
+  await admin('PATCH', `/keys/${shop.id}`, { rate_limit_per_minute: 120, daily_spend_cap: 250_000 })
   const member = await admin('POST', `/accounts/${account.id}/members`, { email: 'budi@tokobudi.example' })
   // Invited and not signed in yet: the page of this link is on the tour (opening it does not use it).
   const invited = await admin('POST', '/operators', { email: 'sari@example.com' })
@@ -237,6 +239,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop(null, 'operator', `${a}/campaigns/${campaign.id}`),
     stop(null, 'operator', `${a}/webhook`),
     stop(null, 'operator', `${a}/keys`),
+    stop('key-limits', 'operator', `${a}/keys/${shop.id}/limits`),
     stop('price', 'operator', '/dashboard/price'),
     stop('users', 'operator', '/dashboard/users'),
     stop('deliveries', 'operator', '/dashboard/deliveries'),

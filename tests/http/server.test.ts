@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
-import { LARGE_BODY_BYTES, LARGE_BODY_SLOTS, MAX_BODY_BYTES } from '../../src/http/body'
+import { LARGE_BODY_BYTES, LARGE_BODY_READ_MS, LARGE_BODY_SLOTS, LARGE_BODY_WAIT_MS, MAX_BODY_BYTES } from '../../src/http/body'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 
@@ -267,5 +267,54 @@ describe('authentication before the body', () => {
       h.socket.destroy()
     }
     waiting.socket.destroy()
+  })
+
+  test(`a large body that trickles is cut off with 408 after ${LARGE_BODY_READ_MS / 1000} s, so a normal large request gets its turn`, async () => {
+    const size = LARGE_BODY_BYTES + 1024
+    const head = (extra: string[] = []) =>
+      headOf('POST', '/api/v1/messages/bulk', [
+        'Host: localhost',
+        `Authorization: Bearer ${key}`,
+        'Content-Type: application/json',
+        `Content-Length: ${size}`,
+        ...extra,
+      ])
+    const body = `{"messages":[{"to":"081234567890","body":"${'x'.repeat(size - 50)}"}]}`.padEnd(size, ' ')
+    // Slow senders take both slots and send 1 KiB every 200 ms: never idle, never done (the body needs 200 s).
+    const started = performance.now()
+    const slow = await Promise.all(Array.from({ length: LARGE_BODY_SLOTS }, () => open()))
+    let sent = 0
+    for (const s of slow) s.socket.write(head() + body.slice(0, 1024))
+    const trickle = setInterval(() => {
+      sent += 1024
+      for (const s of slow) if (!s.socket.destroyed) s.socket.write(body.slice(sent, sent + 1024))
+    }, 200)
+    const cutOff = slow.map((s) =>
+      s.answer.then(
+        (answer) => ({ ...answer, after: performance.now() - started }),
+        (error: Error) => ({ error: error.message }),
+      ),
+    )
+    try {
+      // A normal large request while they hold the slots: it waits its turn (at most LARGE_BODY_WAIT_MS), which comes when they are cut off.
+      await Bun.sleep(LARGE_BODY_READ_MS - LARGE_BODY_WAIT_MS + 1_000)
+      const normal = await send(head(['Connection: close']), body)
+      expect([normal.status, normal.body.data?.results?.[0]?.code]).toEqual([200, 'VALIDATION_ERROR'])
+      for (const answer of await Promise.all(cutOff)) {
+        expect(answer).toMatchObject({
+          status: 408,
+          headers: { connection: 'close' },
+          body: {
+            success: false,
+            code: 'REQUEST_TIMEOUT',
+            error: `the request body (over ${LARGE_BODY_BYTES} bytes) did not arrive in time: 10 s, plus 1 s for each MiB received`,
+          },
+        })
+        expect((answer as { after: number }).after).toBeWithin(LARGE_BODY_READ_MS, LARGE_BODY_READ_MS + 2_000)
+      }
+    } finally {
+      clearInterval(trickle)
+      for (const s of slow) s.socket.destroy()
+    }
   })
 })

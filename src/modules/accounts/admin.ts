@@ -4,7 +4,7 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import * as m from './model'
 import * as admin from './service'
-import { createKey, listKeys, setKeyActive } from './keys'
+import { createKey, getKey, listKeys, updateKey } from './keys'
 import { page } from '../../http/values'
 
 const tags = ['Admin']
@@ -53,11 +53,25 @@ export const accountsAdmin = (deps: Deps) => {
       response: { 200: envelopeOf(m.listOf(m.ApiKey)), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: "An account's keys, without secrets" },
     })
-    .patch('/keys/:id', async ({ params, body }) => ok(await setKeyActive(sql, tz, params.id, body.active)), {
+    .get('/keys/:id', async ({ params }) => ok(await getKey(sql, tz, params.id)), {
+      params: m.IdParams,
+      response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404) },
+      detail: { tags, summary: 'One key, without its secret: its state, its limits and what it was charged today' },
+    })
+    .patch('/keys/:id', async ({ params, body }) => ok(await updateKey(sql, tz, params.id, body)), {
       params: m.IdParams,
       body: m.PatchKeyBody,
-      response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404) },
-      detail: { tags, summary: 'Activate or deactivate a key (takes effect on the next request)' },
+      response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404, 422) },
+      detail: {
+        tags,
+        summary: "Activate or deactivate a key, or set its limits (each takes effect on the key's next request)",
+        description:
+          '`active`: false refuses the key from its next request. `rate_limit_per_minute`: the requests per minute the key may ' +
+          "make across every instance (null: the service's default); beyond it the API answers 429 `RATE_LIMITED`. " +
+          '`daily_spend_cap`: the most the key may be charged per day in the service time zone (null: no cap); a send that ' +
+          'would pass it is refused with 402 `SPEND_CAP_REACHED`, nothing charged. A new cap counts what the key was charged ' +
+          'earlier that day (`spent_today`); refunds do not give room back.',
+      },
     })
     .post(
       '/accounts/:id/topups',

@@ -8,7 +8,7 @@ import { Balance } from './model'
 import { getBalance } from './service'
 
 export const accountsApi = (deps: Deps) =>
-  apiRoutes(deps.sql).get('/balance', async ({ principal }) => ok(await getBalance(deps.sql, principal.accountId, deps.config.currency)), {
+  apiRoutes().get('/balance', async ({ principal }) => ok(await getBalance(deps.sql, principal.accountId, deps.config.currency)), {
     response: { 200: envelopeOf(Balance), ...errorsOf(401) },
     detail: {
       tags: ['Balance'],

@@ -37,9 +37,30 @@ export const ApiKey = t.Object({
   active: t.Boolean(),
   last_used_at: t.Union([t.String(), t.Null()]),
   created_at: t.String(),
+  rate_limit_per_minute: t.Union([t.Integer(), t.Null()], {
+    description: "Requests per minute this key may make; null: the service's default (KEY_RATE_LIMIT_PER_MINUTE, 600 unless set)",
+  }),
+  daily_spend_cap: t.Union([t.Integer(), t.Null()], {
+    description: 'The most this key may be charged per day (TIMEZONE), in CURRENCY units; null: no cap',
+  }),
+  spent_today: t.Integer({ description: 'What this key was charged today (TIMEZONE), refunded messages included' }),
 })
 export const CreatedApiKey = t.Composite([ApiKey, t.Object({ key: t.String({ description: 'Shown only in this answer' }) })])
-export const PatchKeyBody = t.Object({ active: t.Boolean() }, closed)
+export const PatchKeyBody = t.Object(
+  {
+    active: t.Optional(t.Boolean()),
+    rate_limit_per_minute: t.Optional(
+      t.Union([JsonInteger(), t.Null()], {
+        description: "Requests per minute, 1 to 1,000,000,000; null: the service's default",
+        examples: [1200],
+      }),
+    ),
+    daily_spend_cap: t.Optional(
+      t.Union([JsonInteger(), t.Null()], { description: 'In CURRENCY units, from 0; null: no cap', examples: [500000] }),
+    ),
+  },
+  { ...closed, description: 'At least one of the fields; those left out do not change' },
+)
 
 export const TopupBody = t.Object(
   {

@@ -12,7 +12,7 @@ const tags = ['Campaigns']
 export const campaignsApi = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return apiRoutes(sql)
+  return apiRoutes()
     .get('/campaigns', async ({ query, principal }) => ok(await listCampaigns(sql, tz, principal, page(query))), {
       query: CampaignsQuery,
       response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 422) },

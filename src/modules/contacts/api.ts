@@ -11,7 +11,7 @@ const tags = ['Contacts']
 export const contactsApi = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  return apiRoutes(sql)
+  return apiRoutes()
     .get('/contacts', async ({ query, principal }) => ok(await listContacts(sql, tz, principal, page(query), query.search)), {
       query: ContactsQuery,
       response: { 200: envelopeOf(ContactList), ...errorsOf(400, 401, 422) },

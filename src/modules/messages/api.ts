@@ -41,7 +41,7 @@ const idempotencyNote =
   'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
 
 export const messagesApi = (deps: Deps) =>
-  apiRoutes(deps.sql)
+  apiRoutes()
     .post(
       '/messages/send',
       ({ body, principal, headers }) =>

@@ -10,7 +10,7 @@ const tags = ['Webhooks']
 
 export const webhooksApi = (deps: Deps) => {
   const { sql } = deps
-  return apiRoutes(sql)
+  return apiRoutes()
     .post('/webhook', async ({ body, principal }) => ok(await registerWebhook(sql, principal, body, deps.config.webhookAllowPrivate)), {
       body: RegisterWebhookBody,
       response: { 200: envelopeOf(WebhookRegistration), ...errorsOf(400, 401, 422) },
