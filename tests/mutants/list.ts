@@ -313,4 +313,11 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/webhooks/delivery.test.ts'],
     filter: 'live lease is not claimed',
   },
+  {
+    name: 'key-rate-position',
+    breaks: "a key's requests over its rate let through: each request of a group counted as the group's last",
+    edits: [{ file: 'src/http/auth.ts', find: 'position: row.used - row.counted + nth', replace: 'position: row.used' }],
+    tests: ['tests/http/rate-limit.test.ts'],
+    filter: 'exact under concurrency',
+  },
 ]
