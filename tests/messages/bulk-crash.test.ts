@@ -96,8 +96,9 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   // each refund is for a distinct failed message; no sent message was refunded
   const failedIds = new Set(byStatus('failed').map((m: any) => m.id))
   expect(new Set(refunds.map((r: any) => r.message_id))).toEqual(failedIds)
-  // One sent message is reported undelivered before the repeat: a delivery failure, charged. The
-  // repeat's answer still says it was sent (it was handed over), not that it was refunded.
+  // One sent message is reported undelivered before the repeat: a late failure, refunded (the price
+  // refunds late failures by default). The repeat's answer still says it was sent (it was handed
+  // over): the answer is the request's, the refund is the message's.
   const undelivered = byStatus('sent')[0]
   const report = { MessageSid: undelivered.message_sid, MessageStatus: 'undelivered', ErrorCode: '30008' }
   const callbackUrl = `${child.url}${TWILIO_STATUS_PATH}`
@@ -126,8 +127,11 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   ledger = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}/ledger?limit=200`)).body.data.items
   expect(ledger.filter((r: any) => r.kind === 'charge')).toHaveLength(50) // the repeats charged nothing
 
+  expect(ledger.filter((r: any) => r.kind === 'refund')).toHaveLength(6) // the 5 refused and the late failure
+  expect(ledger.some((r: any) => r.kind === 'refund' && r.message_id === undelivered.id)).toBe(true)
+
   const balance = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}`)).body.data.wa_balance
   const ledgerSum = ledger.reduce((sum: number, r: any) => sum + r.amount, 0)
-  expect(balance).toBe(1000 - 45 * 10)
+  expect(balance).toBe(1000 - 44 * 10)
   expect(ledgerSum).toBe(balance)
 }, 90_000)
