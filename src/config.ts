@@ -3,7 +3,7 @@
 
 import { accessSync, constants } from 'node:fs'
 import type { SettingsReader } from './providers/provider'
-import { MAX_RATE_LIMIT_PER_MINUTE } from './lib/validate'
+import { MAX_RATE_LIMIT_PER_MINUTE, MAX_VALIDITY_SECONDS } from './lib/validate'
 import { PROVIDER_NAMES, PROVIDER_VARIABLES, readProviderSettings, type ProviderName, type ProviderSettings } from './providers/registry'
 
 type Variable = { default?: string; shown?: string; meaning: string }
@@ -50,7 +50,30 @@ export const VARIABLES = {
       'requests per minute an API key may make, across every instance (an operator can set a key its own); beyond it 429 RATE_LIMITED',
   },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
-  PROVIDER_MAX_PER_SECOND: { default: '0', meaning: 'cap on provider hand-offs per second, per instance; 0: no cap' },
+  PROVIDER_MAX_PER_SECOND: {
+    default: '0',
+    meaning:
+      "the sender's rate: messages per second handed to the provider, across every instance on the database; 0: the provider's own " +
+      '(Meta and Twilio 80, the simulator 1000)',
+  },
+  PROVIDER_RECIPIENT_GAP_MS: {
+    shown: "the provider's",
+    meaning: "least time between two hand-offs to one recipient (Meta's pair rate: 6000); 0: none",
+  },
+  SEND_WAIT_MS: {
+    default: '10000',
+    meaning:
+      'how long POST /messages/send waits: for its slot at the pace (beyond it 429 RATE_LIMITED, nothing charged), then for its outcome ' +
+      '(beyond it 202 queued, the outcome by webhook)',
+  },
+  BULK_WAIT_MS: {
+    default: '30000',
+    meaning: 'how long POST /messages/bulk waits for its outcomes; entries still waiting are answered queued, their outcome by webhook',
+  },
+  MESSAGE_VALIDITY_SECONDS: {
+    default: '14400',
+    meaning: 'how long a throttled message is tried again before it fails and is refunded (validity_seconds of a request overrides it)',
+  },
   PROVIDER_TIMEOUT_MS: {
     default: '10000',
     meaning: 'how long one hand-off to the provider may take before it counts as failed (the contract says 10 s; lower it only for tests)',
@@ -90,6 +113,11 @@ export type Config = {
   /** Requests per minute of an API key without a rate of its own. */
   keyRateLimitPerMinute: number
   handoffConcurrency: number
+  /** The sender's rate (0: the provider's pace) and recipient gap (null: the provider's). */
+  providerRecipientGapMs: number | null
+  sendWaitMs: number
+  bulkWaitMs: number
+  messageValiditySeconds: number
   providerMaxPerSecond: number
   providerTimeoutMs: number
   dbPoolMax: number
@@ -116,6 +144,15 @@ function integer(env: Env, name: Defaulted, min: number, max: number): number {
   const raw = text(env, name)
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw new ConfigError(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+/** PROVIDER_RECIPIENT_GAP_MS: unset is the provider's own gap (null). */
+function recipientGap(raw: string | undefined): number | null {
+  if (raw === undefined) return null
+  if (!/^\d+$/.test(raw) || Number(raw) > 3_600_000) {
+    throw new ConfigError(`PROVIDER_RECIPIENT_GAP_MS: expected an integer from 0 to 3600000, got "${raw}"`)
   }
   return Number(raw)
 }
@@ -231,6 +268,10 @@ export function readConfig(env: Env = process.env): Config {
     keyRateLimitPerMinute: integer(env, 'KEY_RATE_LIMIT_PER_MINUTE', 1, MAX_RATE_LIMIT_PER_MINUTE),
     handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
     providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
+    providerRecipientGapMs: recipientGap(optional(env, 'PROVIDER_RECIPIENT_GAP_MS')),
+    sendWaitMs: integer(env, 'SEND_WAIT_MS', 0, 600_000),
+    bulkWaitMs: integer(env, 'BULK_WAIT_MS', 0, 3_600_000),
+    messageValiditySeconds: integer(env, 'MESSAGE_VALIDITY_SECONDS', 1, MAX_VALIDITY_SECONDS),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),

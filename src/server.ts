@@ -7,8 +7,11 @@ import type { Deps } from './deps'
 import { openDatabase, type Database } from './db/client'
 import { migrate } from './db/migrate'
 import { createApp, routesOf } from './app'
-import { createProvider } from './providers/registry'
+import { createProvider, paceOf } from './providers/registry'
+import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
+import { createPacer } from './modules/messages/pace'
+import { eventsCommitted } from './modules/webhooks/notify'
 import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
 import { startWorkers } from './workers'
@@ -49,6 +52,16 @@ export const providerOf = (config: Config, sql: Database['sql']) =>
     sql,
   })
 
+/** The sender's pace: the provider's (its settings may change it), with PROVIDER_MAX_PER_SECOND and PROVIDER_RECIPIENT_GAP_MS over it. */
+export function paceOfConfig(config: Config): Pace {
+  const own = paceOf(config.provider, config.providers[config.provider])
+  return {
+    perSecond: config.providerMaxPerSecond > 0 ? config.providerMaxPerSecond : own.perSecond,
+    recipientGapMs: config.providerRecipientGapMs ?? own.recipientGapMs,
+    source: config.providerMaxPerSecond > 0 || config.providerRecipientGapMs !== null ? 'the configuration' : own.source,
+  }
+}
+
 /** `provider`: tests hand in their own (an in-process fake); otherwise the configured one. */
 export function buildDeps(
   config: Config,
@@ -56,12 +69,14 @@ export function buildDeps(
   provider = providerOf(config, database.sql),
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
-  const handoff = createHandoff(database.sql, provider, {
+  const pacer = createPacer(database.sql, config.provider, paceOfConfig(config))
+  const handoff = createHandoff(database.sql, provider, pacer, {
     concurrency: config.handoffConcurrency,
-    maxPerSecond: config.providerMaxPerSecond,
     timeoutMs: config.providerTimeoutMs,
+    timezone: config.timezone,
     // A status report that beat its SID waits parked until the SID is recorded: apply it now.
     onSent: () => loops.get('parked-reports')?.wake(),
+    onEvents: () => eventsCommitted(deps),
   })
   const deps: Deps = {
     config,
@@ -147,6 +162,8 @@ export async function startService(config: Config): Promise<Running> {
         endListenStreams()
         await stopped
         await Promise.all([...loops.values()].map((loop) => loop.stop()))
+        // Hand-offs still going on (answered queued) stop renewing: recovery takes them over.
+        deps.handoff.stop()
         await database.close()
       })()
       return stopping

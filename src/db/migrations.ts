@@ -15,6 +15,7 @@ import dashboardForms from '../../sql/0013_dashboard_forms.sql' with { type: 'te
 import lateFailureRefunds from '../../sql/0015_late_failure_refunds.sql' with { type: 'text' }
 import keyLimits from '../../sql/0016_key_limits.sql' with { type: 'text' }
 import simulatorRules from '../../sql/0017_simulator_rules.sql' with { type: 'text' }
+import pace from '../../sql/0018_pace.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -35,4 +36,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 15, name: '0015_late_failure_refunds.sql', text: lateFailureRefunds },
   { version: 16, name: '0016_key_limits.sql', text: keyLimits },
   { version: 17, name: '0017_simulator_rules.sql', text: simulatorRules },
+  { version: 18, name: '0018_pace.sql', text: pace },
 ]

@@ -62,6 +62,8 @@ export async function withIdempotency<T>(
   endpoint: string,
   body: unknown,
   handler: (requestToken: string) => Promise<T>,
+  /** The HTTP status of a successful answer, stored for its replays (200 unless it says otherwise). */
+  statusOf: (answer: T) => number = () => 200,
 ): Promise<ReturnType<typeof ok<T>>> {
   if (key === null) return ok(await handler(crypto.randomUUID()))
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw badValue(`Idempotency-Key: must be 1 to ${MAX_KEY_LENGTH} characters`)
@@ -105,7 +107,7 @@ export async function withIdempotency<T>(
       if (error instanceof ApiError) await store(error.status, { success: false, error: error.message, code: error.code, ...error.fields })
       throw error
     }
-    await store(200, value)
+    await store(statusOf(value.data), value)
     return value
   }
 

@@ -76,6 +76,10 @@ export function checkAmount(value: string, field: string, currency: string): Che
 
 /** The highest request rate a key can be given (requests per minute; the counter is a 32-bit integer). */
 export const MAX_RATE_LIMIT_PER_MINUTE = 1_000_000_000
+/** The longest validity a message may ask for (`validity_seconds`, MESSAGE_VALIDITY_SECONDS): three days. */
+export const MAX_VALIDITY_SECONDS = 259_200
+/** The shortest: a message gets at least one minute of retries. */
+export const MIN_VALIDITY_SECONDS = 60
 
 /** A key's own request rate: a whole number of requests per minute, or null for the service's default. */
 export function checkRateLimit(value: number | null, field: string): Checked<number | null> {

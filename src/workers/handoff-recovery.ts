@@ -11,11 +11,18 @@ import type { Deps } from '../deps'
 import { log } from '../lib/log'
 import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
 import type { Worker } from './worker'
+import { LEASE_SECONDS } from '../modules/messages/handoff'
 
 const BATCH = 500
 export const MAX_RECOVERIES = 3
 /** Expired leases are looked for this often (a lease is never shorter than a few seconds). */
 const HANDOFF_RECOVERY_POLL_MS = 5_000
+/**
+ * After this process could not reach the database, it takes nothing over for this long: live holders
+ * renew their leases every few seconds once the database is back, and a lease that ran out during the
+ * outage is not a sign that its holder died (recovery must only ever take over from a dead holder).
+ */
+const AFTER_OUTAGE_MS = LEASE_SECONDS * 1000
 
 type Recovered = {
   id: number
@@ -24,10 +31,13 @@ type Recovered = {
   media_url: string | null
   provider_template: StoredTemplate | null
   quarantined: boolean
+  valid_ms: number
 }
 
-async function recoverHandoffs(deps: Pick<Deps, 'sql' | 'handoff' | 'provider'>): Promise<{ claimed: number; quarantined: number }> {
-  const lease = deps.handoff.lease(BATCH)
+async function recoverHandoffs(
+  deps: Pick<Deps, 'sql' | 'handoff' | 'provider' | 'config'>,
+): Promise<{ claimed: number; quarantined: number }> {
+  const lease = deps.handoff.lease()
   const rows = await deps.sql<Recovered[]>`
     with due as (
       select id from messages
@@ -38,27 +48,41 @@ async function recoverHandoffs(deps: Pick<Deps, 'sql' | 'handoff' | 'provider'>)
     ), quarantined as (
       update messages set handoff_until = null, handoff_token = null, quarantined_at = now()
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, true as quarantined
+      returning id, phone, body, media_url, provider_template, true as quarantined, 0::float8 as valid_ms
     ), claimed as (
       update messages set handoff_token = ${lease.token}, handoff_until = now() + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, false as quarantined
+      returning id, phone, body, media_url, provider_template, false as quarantined,
+        extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - now())
+          * 1000 as valid_ms
     )
     select * from claimed union all select * from quarantined`
   const claimed = rows.filter((m) => !m.quarantined)
   for (const m of rows) if (m.quarantined) log.warn('message quarantined: its hand-off outcome could not be recorded', { message_id: m.id })
   if (claimed.length > 0) {
+    const now = Date.now()
     await deps.handoff.many(
-      claimed.map((m) => outgoingOf(m, deps.provider.name)),
+      claimed.map((m) => ({ ...outgoingOf(m, deps.provider.name), validUntilMs: now + m.valid_ms })),
       lease,
     )
   }
   return { claimed: claimed.length, quarantined: rows.length - claimed.length }
 }
 
+/** When each database (its client) last failed this worker: instances and tests each have their own. */
+const lastOutageAt = new WeakMap<object, number>()
+
 export const handoffRecovery: Worker = {
   name: 'handoff-recovery',
   pollMs: HANDOFF_RECOVERY_POLL_MS,
-  runOnce: async (deps) => (await recoverHandoffs(deps)).claimed,
+  async runOnce(deps) {
+    if (Date.now() - (lastOutageAt.get(deps.sql) ?? 0) < AFTER_OUTAGE_MS) return 0
+    try {
+      return (await recoverHandoffs(deps)).claimed
+    } catch (error) {
+      lastOutageAt.set(deps.sql, Date.now())
+      throw error
+    }
+  },
 }

@@ -98,7 +98,14 @@ type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean }
  * Charges and records the next batch of a campaign this worker holds the lease of. Returns the
  * messages to hand over, and whether the campaign stopped (finished, paused, cancelled or lost).
  */
-async function nextBatch(sql: Sql, provider: string, campaignId: number, leaseToken: string, lease: Lease): Promise<Batch> {
+async function nextBatch(
+  sql: Sql,
+  provider: string,
+  campaignId: number,
+  leaseToken: string,
+  lease: Lease,
+  validitySeconds: number,
+): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   return sql.begin(async (tx) => {
     const [campaign] = await tx<
@@ -159,10 +166,10 @@ async function nextBatch(sql: Sql, provider: string, campaignId: number, leaseTo
     )
     const inserted = await tx<BatchMessage[]>`
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
-                            status, cost, refund_late_failure, handoff_token, handoff_until)
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             now() + make_interval(secs => ${lease.seconds})
+             now() + make_interval(secs => ${lease.seconds}), now() + make_interval(secs => ${validitySeconds})
       from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
                   ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
       on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
@@ -182,7 +189,7 @@ async function nextBatch(sql: Sql, provider: string, campaignId: number, leaseTo
 
 /** Campaign runner step: takes one sending campaign (lease) and sends batches until it stops. */
 export async function sendCampaignBatches(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'provider'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'provider' | 'config'>,
   options: { maxBatches?: number } = {},
 ): Promise<{ sent: number }> {
   const [claimed] = await deps.sql<{ id: number; lease_token: string }[]>`
@@ -196,10 +203,12 @@ export async function sendCampaignBatches(
   let sent = 0
   const provider = deps.provider.name
   for (let i = 0; i < (options.maxBatches ?? 20); i++) {
-    const batch = await nextBatch(deps.sql, provider, claimed.id, claimed.lease_token, deps.handoff.lease(CAMPAIGN_BATCH))
+    const validity = deps.config.messageValiditySeconds
+    const batch = await nextBatch(deps.sql, provider, claimed.id, claimed.lease_token, deps.handoff.lease(), validity)
     if (batch.messages.length > 0) {
+      const validUntilMs = Date.now() + validity * 1000
       await deps.handoff.many(
-        batch.messages.map((m) => outgoingOf({ ...m, media_url: null }, provider)),
+        batch.messages.map((m) => ({ ...outgoingOf({ ...m, media_url: null }, provider), validUntilMs })),
         batch.lease,
       )
       sent += batch.messages.length

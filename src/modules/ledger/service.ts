@@ -20,6 +20,7 @@ import type { Db, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
+import { insertEvents, statusPayload } from '../webhooks/events'
 
 /**
  * A message to charge and record: its text (a template's rendered text), and for a template message
@@ -31,6 +32,8 @@ export type NewMessage = {
   mediaUrl: string | null
   templateId?: number | null
   providerTemplate?: StoredTemplate | null
+  /** How long it may wait while the provider throttles it (messages.valid_until = now + this). */
+  validitySeconds: number
 }
 
 // Arrays of a batch's template columns (mostly nulls: free-form sends carry none).
@@ -76,17 +79,18 @@ export async function chargeAll(db: Db, owner: Owner, requestToken: string, leas
       where accounts.id = ${owner.accountId} and accounts.balance >= p.cost * ${n} and not exists (select 1 from existing)
       returning accounts.balance, p.cost, p.refund_late
     ), input as materialized (
-      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, ord
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
                   ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
-                  ${providerTemplates(messages)}::text[])
-           with ordinality as i(phone, body, media_url, template_id, provider_template, ord)
+                  ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, ord)
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
-             debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds})
+             debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds}),
+             now() + make_interval(secs => validity)
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -122,9 +126,10 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
                            ${requests.map((r) => r.message.phone)}::text[], ${requests.map((r) => r.message.body)}::text[],
                            ${requests.map((r) => r.message.mediaUrl) as string[]}::text[],
                            ${templateIds(requests.map((r) => r.message))}::bigint[],
-                           ${providerTemplates(requests.map((r) => r.message))}::text[])
+                           ${providerTemplates(requests.map((r) => r.message))}::text[],
+                           ${requests.map((r) => r.message.validitySeconds)}::int[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, ord)
+                             template_id, provider_template, validity, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -154,9 +159,10 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
       where a.id = s.account_id
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
-             refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds)
+             refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds),
+             now() + make_interval(secs => validity)
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -214,9 +220,9 @@ export type Failure = { id: number; errorCode: number | null; errorMessage: stri
  * Marks failed hand-offs `failed` and refunds exactly what each was charged, one ledger row per
  * message. Only messages still queued change, so a refund can never happen twice.
  */
-export async function refundFailed(db: Db, failures: Failure[]): Promise<number[]> {
-  if (failures.length === 0) return []
-  const rows = await db<{ id: number }[]>`
+export async function refundFailed(db: Db, failures: Failure[], timezone: string): Promise<{ ids: number[]; announced: number }> {
+  if (failures.length === 0) return { ids: [], announced: 0 }
+  const [row] = await db<{ ids: number[]; announced: number }[]>`
     with locked as materialized (
       select id from accounts
       where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')
@@ -229,7 +235,7 @@ export async function refundFailed(db: Db, failures: Failure[]): Promise<number[
       from unnest(${failures.map((f) => f.id)}::bigint[], ${failures.map((f) => f.errorCode) as number[]}::int[],
                   ${failures.map((f) => f.errorMessage)}::text[]) as v(id, error_code, error_message)
       where m.id = v.id and m.status = 'queued' and m.account_id in (select id from locked)
-      returning m.id, m.account_id, m.cost
+      returning m.id, m.account_id, m.cost, m.api_key_id, m.phone, m.error_code, m.error_message, m.announce_outcome
     ), per_account as (
       select account_id, sum(cost)::bigint as total from failed group by account_id
     ), credited as (
@@ -243,9 +249,14 @@ export async function refundFailed(db: Db, failures: Failure[]): Promise<number[
              credited.balance_before + sum(failed.cost) over (partition by failed.account_id order by failed.id),
              failed.id
       from failed join credited on credited.id = failed.account_id
-    )
-    select id from failed`
-  return rows.map((r) => r.id)
+    ), announced as (
+      -- A message answered \`queued\` learns its outcome by its message.status event (queued → failed).
+      select f.api_key_id, f.id as message_id, f.id as ord,
+             ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`)} as payload
+      from failed f where f.announce_outcome
+    ), event as (${insertEvents(db, 'announced')})
+    select array(select id from failed) as ids, (select count(*)::int from event) as announced`
+  return { ids: row!.ids, announced: row!.announced }
 }
 
 /**

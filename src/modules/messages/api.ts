@@ -16,6 +16,7 @@ import {
   Message,
   SEND_EXAMPLES,
   SendBody,
+  SendQueued,
   SendRefused,
   SendResult,
 } from './model'
@@ -40,18 +41,33 @@ const idempotencyNote =
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
   'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
 
+/** A send answered `queued` is a 202, replays included. */
+const queuedIs202 = (answer: { status: string }) => (answer.status === 'queued' ? 202 : 200)
+
 export const messagesApi = (deps: Deps) =>
   apiRoutes()
     .post(
       '/messages/send',
-      ({ body, principal, headers }) =>
-        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'send', body, (token) =>
-          sendOne(deps, principal, body, token),
-        ),
+      async ({ body, principal, headers, set }) => {
+        const answer = await withIdempotency(
+          deps.sql,
+          principal.accountId,
+          headers['idempotency-key'] ?? null,
+          'send',
+          body,
+          (token) => sendOne(deps, principal, body, token),
+          queuedIs202,
+        )
+        if (answer.data.status === 'queued') {
+          set.status = 202
+          return answer as { success: true; data: SendQueued }
+        }
+        return answer as { success: true; data: SendResult }
+      },
       {
         body: SendBody,
         headers: IdempotencyHeaders,
-        response: { 200: envelopeOf(SendResult), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
+        response: { 200: envelopeOf(SendResult), 202: envelopeOf(SendQueued), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
         detail: {
           ...UNTIMED, // it answers once the provider has: a slow provider may take longer than the idle timeout
           requestBody: jsonBody(DocumentedSendBody, SEND_EXAMPLES),

@@ -13,6 +13,7 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
+import { validityOf } from './service'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 
@@ -35,13 +36,14 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     const at = `messages[${index}].`
     try {
       const phone = requirePhone(entry.to, `${at}to`)
+      const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
       if (entry.template_id === undefined) {
         const body = requireMessageBody(entry.body!, `${at}body`)
         const mediaUrl = optionalMediaUrl(entry.media_url, `${at}media_url`)
-        valid.push({ index, phone, body, mediaUrl })
+        valid.push({ index, phone, body, mediaUrl, validitySeconds })
       } else {
         const content = templateContent(templates.get(entry.template_id), { ...entry, template_id: entry.template_id }, provider, at)
-        valid.push({ index, phone, mediaUrl: null, ...content })
+        valid.push({ index, phone, mediaUrl: null, ...content, validitySeconds })
       }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
@@ -50,27 +52,37 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   })
 
   let sent = 0
+  let queued = 0
   let cost = 0
   let balanceAfter: number
   if (valid.length === 0) {
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
-    const lease = deps.handoff.lease(valid.length)
+    const lease = deps.handoff.lease()
     const charged = await retrying(() => chargeAll(deps.sql, principal, requestToken, lease, valid))
     if (!charged) {
       throw new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${valid.length} messages`)
     }
     cost = charged.cost
-    const outcomes = await deps.handoff.many(
-      valid.map((m, i) =>
-        outgoingOf(
-          { id: charged.ids[i]!, phone: m.phone, body: m.body, media_url: m.mediaUrl, provider_template: m.providerTemplate ?? null },
-          provider,
-        ),
+    const chargedAt = Date.now()
+    const messages = valid.map((m, i) => ({
+      ...outgoingOf(
+        { id: charged.ids[i]!, phone: m.phone, body: m.body, media_url: m.mediaUrl, provider_template: m.providerTemplate ?? null },
+        provider,
       ),
-      lease,
-    )
-    if ([...outcomes.values()].some((o) => !o.ok && o.pending)) {
+      validUntilMs: chargedAt + m.validitySeconds * 1000,
+    }))
+    // A repeat of the request (the charge was found, not made) waits for the outcomes of whoever holds them.
+    const outcomes = await deps.handoff.many(messages, lease, deps.config.bulkWaitMs, charged.fresh)
+    // Entries still throttled when the answer is due are answered queued, their outcome announced by
+    // webhook; one settled in between is answered with its outcome.
+    const late = [...outcomes].filter(([, o]) => 'queued' in o).map(([id]) => id)
+    const announced = new Set(await deps.handoff.announce(late))
+    for (const id of late) {
+      if (announced.has(id)) continue
+      outcomes.set(id, await deps.handoff.outcomeOf(id))
+    }
+    if ([...outcomes.values()].some((o) => !('queued' in o) && !o.ok && o.pending)) {
       throw new ApiError(
         'CONFLICT',
         'some messages of this request are still being handed to the provider; repeat it with the same Idempotency-Key later, or find them in GET /messages',
@@ -79,7 +91,10 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     let refunded = 0
     valid.forEach((m, i) => {
       const outcome = outcomes.get(charged.ids[i]!)!
-      if (outcome.ok) {
+      if ('queued' in outcome) {
+        queued++
+        results[m.index] = { to: m.phone, status: 'queued', id: charged.ids[i]! }
+      } else if (outcome.ok) {
         sent++
         results[m.index] = { to: m.phone, status: 'sent', message_id: outcome.sid }
       } else {
@@ -95,5 +110,6 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     })
     balanceAfter = charged.balanceAfter + refunded
   }
-  return { total: n, sent, failed: n - sent, total_cost: sent * cost, balance_after: balanceAfter, results }
+  const counts = queued > 0 ? { sent, failed: n - sent - queued, queued } : { sent, failed: n - sent }
+  return { total: n, ...counts, total_cost: (sent + queued) * cost, balance_after: balanceAfter, results }
 }

@@ -1,32 +1,66 @@
-// Handing charged messages to the provider, outside any transaction, and recording each outcome:
-// accepted → sent with its SID; refused, failed or timed out → failed and refunded.
+// Handing charged messages to the provider, outside any transaction, at the sender's pace, and
+// recording each outcome: accepted → sent with its SID; refused or timed out → failed and refunded;
+// throttled → still queued and charged, tried again after Retry-After (or a backoff) until the
+// message's validity runs out, then failed and refunded with the provider's code.
 //
-// Only the holder of a message's hand-off lease hands it over. A charge (or a recovery claim) takes
-// the lease for its messages, sized from the queue ahead of them; right before each attempt the
-// holder renews it for one attempt plus the recording of its outcome, and skips the message if the
-// renewal does not come back (its lease expired and someone else took it over). Bulk, campaign and
-// recovery hand-offs share one bounded pool (HANDOFF_CONCURRENCY) and the optional
-// PROVIDER_MAX_PER_SECOND cap. Claims and outcomes are written through group-commit writers, so
-// under load many share one statement; an outcome write that fails is retried with backoff.
+// Only the holder of a message's hand-off lease hands it over. Leases are short (LEASE_SECONDS) and
+// a live holder renews every lease it holds every HEARTBEAT_MS, whatever it is doing (waiting for a
+// slot, for the provider, for the database to come back to record an outcome), so recovery
+// (workers/handoff-recovery.ts) only ever takes over from a dead holder, and does so in seconds.
+// Each attempt goes: reserve a slot (pace.ts), wait for it, then renew the lease with the holder's
+// token (a lease taken over meanwhile is not ours: skip the message), then call the provider at once.
+// Bulk, campaign and recovery hand-offs share one bounded pool (HANDOFF_CONCURRENCY). Outcomes are
+// written through a group-commit writer and retried for as long as the process lives.
 
 import type { Sql } from '../../db/client'
 import type { HandoffResult, OutgoingMessage, Provider, ScheduledReport } from '../../providers/provider'
-import { RateLimiter, Semaphore } from '../../lib/limit'
+import { Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
-import { retrying } from '../../db/retry'
 import { log } from '../../lib/log'
+import { retrying } from '../../db/retry'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
+import { insertEvents, statusPayload } from '../webhooks/events'
+import type { Pacer } from './pace'
+
+/** How long a lease lasts without renewal; its holder renews it every HEARTBEAT_MS. */
+export const LEASE_SECONDS = 20
+const HEARTBEAT_MS = 4_000
+/** The first wait after a throttle without Retry-After; it doubles with each throttle of the message, up to a minute. */
+const THROTTLE_BACKOFF_MS = 1_000
+const MAX_THROTTLE_BACKOFF_MS = 60_000
+/** How long an answer waits for its outcome's record before it goes without it (the record goes on). */
+const RECORD_ANSWER_MS = 2_000
+
+/** A message to hand over, with when its validity runs out (ms since the epoch, this process's clock). */
+export type Paced = OutgoingMessage & { validUntilMs: number }
+
+/** `queued`: not settled within the caller's bound; the hand-off goes on and its outcome is announced by webhook. */
+export type Outcome = HandoffResult | { queued: true }
 
 export type Handoff = {
-  /** A lease for `n` messages about to be charged, long enough for the queue ahead of them. */
-  lease(n: number): Lease
+  /** A new lease for messages about to be charged (or claimed by recovery). */
+  lease(): Lease
+  pacer: Pacer
   /**
    * One message, not through the pool (a single send is already bounded by its HTTP request).
-   * `fresh`: the lease was taken just now by the charge, so there is nothing to renew.
+   * `fresh`: the charge took the lease just now, with its slot reserved `firstWaitMs` ahead.
+   * `answerWithinMs`: how long after the provider's first throttle it answers `queued`.
    */
-  one(message: OutgoingMessage, lease: Lease, fresh: boolean): Promise<HandoffResult>
-  /** Many messages through the shared pool; resolves when every outcome is recorded. */
-  many(messages: OutgoingMessage[], lease: Lease): Promise<Map<number, HandoffResult>>
+  one(message: Paced, lease: Lease, fresh: boolean, firstWaitMs: number, answerWithinMs: number): Promise<Outcome>
+  /**
+   * Many messages through the shared pool; resolves when every outcome is recorded, or at
+   * `answerWithinMs`. `fresh` false: the charge was found, not made, so the lease may be someone else's.
+   */
+  many(messages: Paced[], lease: Lease, answerWithinMs?: number, fresh?: boolean): Promise<Map<number, Outcome>>
+  /**
+   * Marks messages answered `queued`, so their outcome is announced by a message.status event; answers
+   * those it marked (one whose outcome was recorded meanwhile is not: answer its outcome instead).
+   */
+  announce(ids: number[]): Promise<number[]>
+  /** The outcome of a message that has one (or is handed over elsewhere), waited for. */
+  outcomeOf(id: number): Promise<HandoffResult>
+  /** Stops renewing (the process is stopping): its leases expire and recovery takes them over. */
+  stop(): void
 }
 
 /** How long a message whose hand-off someone else holds is waited for, at most. */
@@ -35,23 +69,42 @@ const OUTCOME_WAIT_POLL_MS = 250
 export function createHandoff(
   sql: Sql,
   provider: Provider,
-  options: { concurrency: number; maxPerSecond: number; timeoutMs: number; onSent?: () => void },
+  pacer: Pacer,
+  options: { concurrency: number; timeoutMs: number; timezone: string; onSent?: () => void; onEvents?: () => void },
 ): Handoff {
   const pool = new Semaphore(options.concurrency)
-  const rate = new RateLimiter(options.maxPerSecond)
-  // One attempt, then the outcome's write with its retries: a lease renewed right before an attempt
-  // must outlast both, or recovery could hand the message over a second time.
-  const attemptSeconds = Math.ceil((2 * options.timeoutMs) / 1000) + 5
+  // Message id → the lease token this process holds it with, and whether a renewal found it taken over.
+  const held = new Map<number, { token: string; lost: boolean }>()
+  let heartbeat: Timer | undefined
+  let stopped = false
 
-  function lease(n: number): Lease {
-    const ahead = pool.load + n
-    const rounds = Math.ceil(ahead / options.concurrency)
-    const queueMs = Math.max(rounds * options.timeoutMs, options.maxPerSecond > 0 ? (ahead / options.maxPerSecond) * 1000 : 0)
-    return { token: crypto.randomUUID(), seconds: attemptSeconds + Math.ceil(queueMs / 1000) }
+  function hold(id: number, token: string): void {
+    held.set(id, { token, lost: false })
+    heartbeat ??= setInterval(() => void renewHeld(), HEARTBEAT_MS)
+  }
+  function letGo(id: number): void {
+    held.delete(id)
+    if (held.size === 0 && heartbeat) {
+      clearInterval(heartbeat)
+      heartbeat = undefined
+    }
+  }
+  async function renewHeld(): Promise<void> {
+    if (stopped || held.size === 0) return
+    // A failure (the database is away) is tried again at the next beat; a lease that expired
+    // meanwhile is renewed as long as nobody took it over (its token is still ours).
+    const ids = [...held.keys()]
+    const renewed = await sql<{ id: number }[]>`
+      update messages m set handoff_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      from unnest(${ids}::bigint[], ${ids.map((id) => held.get(id)!.token)}::uuid[]) as v(id, token)
+      where m.id = v.id and m.handoff_token = v.token and m.status = 'queued'
+      returning m.id`.catch(() => null)
+    if (!renewed) return
+    const still = new Set(renewed.map((r) => r.id))
+    for (const id of ids) if (!still.has(id)) held.get(id)!.lost = true
   }
 
   async function attempt(message: OutgoingMessage): Promise<HandoffResult> {
-    await rate.take()
     let timer: Timer | undefined
     const timeout = new Promise<HandoffResult>((resolve) => {
       timer = setTimeout(
@@ -72,17 +125,16 @@ export function createHandoff(
   // Renews the lease of messages about to be attempted; answers which ones this holder still has.
   const claimer = new Batcher<{ id: number; token: string }, boolean>(async (claims) => {
     const rows = await sql<{ id: number }[]>`
-      update messages m set handoff_until = now() + make_interval(secs => ${attemptSeconds})
+      update messages m set handoff_until = now() + make_interval(secs => ${LEASE_SECONDS})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
       returning m.id`
-    const held = new Set(rows.map((r) => r.id))
-    return claims.map((c) => held.has(c.id))
+    const heldNow = new Set(rows.map((r) => r.id))
+    return claims.map((c) => heldNow.has(c.id))
   })
 
   // Every outcome, of single sends and of bulk and campaign batches alike, is recorded through one
-  // group-commit writer. Both writes are guarded by `status = 'queued'`, so repeating them is safe:
-  // a failed write is retried with backoff before the message is left to recovery.
+  // group-commit writer. Both writes are guarded by `status = 'queued'`, so repeating them is safe.
   const recorder = new Batcher<[OutgoingMessage, HandoffResult], void>(async (results) => {
     const accepted: Accepted[] = []
     const failed: Failure[] = []
@@ -90,40 +142,135 @@ export function createHandoff(
       if (r.ok) accepted.push({ id: message.id, sid: r.sid, reports: r.reports ?? [] })
       else failed.push({ id: message.id, errorCode: r.errorCode, errorMessage: r.errorMessage })
     }
-    const always = () => true
-    await retrying(() => markSent(sql, accepted), { attempts: 5, retryIf: always })
-    await retrying(() => refundFailed(sql, failed), { attempts: 5, retryIf: always })
+    const sent = await markSent(sql, accepted, options.timezone)
+    const refunded = await refundFailed(sql, failed, options.timezone)
     if (accepted.length > 0) options.onSent?.()
+    if (sent.announced + refunded.announced > 0) options.onEvents?.()
     return results.map(() => undefined)
   })
 
-  /** Renews the lease (when asked to), hands the message over and records the outcome; null if the lease is gone. */
-  async function handOver(message: OutgoingMessage, lease: Lease, renew: boolean): Promise<HandoffResult | null> {
-    if (renew && !(await claimer.add({ id: message.id, token: lease.token }))) return null
-    const result = await attempt(message)
-    await recorder.add([message, result]).catch((error) => {
-      // Still queued: when its lease expires, recovery hands it over again (or quarantines it).
-      log.warn('hand-off outcome not recorded', { message_id: message.id, error: error instanceof Error ? error.name : 'unknown' })
-    })
-    return result
+  /**
+   * Writes the outcome, again and again while the database refuses: the SID must not be lost while
+   * we live. Stops when the process stops or when the message is found taken over (no longer ours).
+   */
+  async function record(message: OutgoingMessage, result: HandoffResult): Promise<void> {
+    for (let failures = 0; ; failures++) {
+      try {
+        return await recorder.add([message, result])
+      } catch (error) {
+        if (stopped || held.get(message.id)?.lost) throw error
+        if (failures % 20 === 0) {
+          log.warn('hand-off outcome not recorded yet; retrying', {
+            message_id: message.id,
+            error: error instanceof Error ? error.name : 'unknown',
+          })
+        }
+        await Bun.sleep(Math.min(1_000, 50 * 2 ** failures))
+      }
+    }
+  }
+
+  /**
+   * Hands one message over at the pace, through throttles, and records the outcome; null if the
+   * lease is someone else's. `firstWaitMs`: the first slot, when the caller reserved it already.
+   */
+  async function handOver(
+    message: Paced,
+    lease: Lease,
+    firstWaitMs: number | null,
+    options: { checkFirst: boolean; onThrottled?: () => void },
+  ): Promise<HandoffResult | null> {
+    // A charge found rather than made (a retried write, a repeated request) may be someone else's:
+    // look before taking a slot for it.
+    if (options.checkFirst && !(await claimer.add({ id: message.id, token: lease.token }))) return null
+    hold(message.id, lease.token)
+    try {
+      for (let throttles = 0; ; throttles++) {
+        const reserved = throttles === 0 && firstWaitMs !== null
+        const waitMs = reserved ? firstWaitMs : await retrying(() => pacer.take(message.to))
+        if (waitMs > 0) await Bun.sleep(waitMs)
+        // The lease is checked after the wait, right before the attempt: a message taken over while
+        // it waited is not ours to send. (A single send's first attempt skips it when its lease, taken
+        // by its charge just now, cannot have run out: its wait is bounded by SEND_WAIT_MS.)
+        const leaseSurelyOurs = reserved && waitMs < (LEASE_SECONDS * 1000) / 2
+        if (!leaseSurelyOurs && !(await claimer.add({ id: message.id, token: lease.token }))) {
+          letGo(message.id)
+          return null
+        }
+        const result = await attempt(message)
+        if (!result.ok && result.throttle) {
+          options.onThrottled?.()
+          const retryAfterMs = result.throttle.retryAfterMs ?? Math.min(MAX_THROTTLE_BACKOFF_MS, THROTTLE_BACKOFF_MS * 2 ** throttles)
+          await pacer.throttled(result.throttle, message.to, retryAfterMs).catch(() => {})
+          if (Date.now() + retryAfterMs < message.validUntilMs) continue
+          // Its validity ran out while throttled: the throttle is its failure, refunded.
+        }
+        // The answer waits for the outcome's record, but not for ever: past RECORD_ANSWER_MS it goes
+        // (the provider's answer is known), and the record goes on in the background, lease held.
+        const recorded = record(message, result).then(
+          () => true,
+          (error) => {
+            log.warn('hand-off outcome not recorded; left to recovery', {
+              message_id: message.id,
+              error: error instanceof Error ? error.name : 'unknown',
+            })
+            return false
+          },
+        )
+        void recorded.finally(() => letGo(message.id))
+        await Promise.race([recorded, Bun.sleep(RECORD_ANSWER_MS)])
+        return result
+      }
+    } catch (error) {
+      letGo(message.id)
+      throw error
+    }
+  }
+
+  /** `work`, or `{queued}` if it is not done within `ms` of `after` settling (it goes on). */
+  function within(work: Promise<Outcome>, ms: number, after: Promise<void> = Promise.resolve()): Promise<Outcome> {
+    if (!Number.isFinite(ms)) return work
+    let timer: Timer | undefined
+    const late = after.then(() => new Promise<Outcome>((resolve) => (timer = setTimeout(() => resolve({ queued: true }), ms))))
+    return Promise.race([work, late]).finally(() => clearTimeout(timer))
   }
 
   return {
-    lease,
-    async one(message, lease, fresh) {
-      return (await handOver(message, lease, !fresh)) ?? waitForOutcome(sql, message.id)
+    pacer,
+    lease: () => ({ token: crypto.randomUUID(), seconds: LEASE_SECONDS }),
+    async one(message, lease, fresh, firstWaitMs, answerWithinMs) {
+      // A single send waits for its provider's answer however slow (PROVIDER_TIMEOUT_MS bounds it); once
+      // the provider throttles it, for `answerWithinMs` more at most.
+      let throttled!: () => void
+      const firstThrottle = new Promise<void>((resolve) => (throttled = resolve))
+      const work = handOver(message, lease, fresh ? firstWaitMs : null, { checkFirst: !fresh, onThrottled: throttled }).then(
+        (r) => r ?? waitForOutcome(sql, message.id),
+      )
+      return within(work, answerWithinMs, firstThrottle)
     },
-    async many(messages, lease) {
-      const outcomes = new Map<number, HandoffResult>()
+    async many(messages, lease, answerWithinMs = Infinity, fresh = true) {
+      const outcomes = new Map<number, Outcome>()
       await Promise.all(
         messages.map(async (message) => {
-          // A message this request no longer holds is waited for outside the pool: its new holder
-          // may need the slot.
-          const result = (await pool.run(() => handOver(message, lease, true))) ?? (await waitForOutcome(sql, message.id))
-          outcomes.set(message.id, result)
+          // A message this request does not hold is waited for outside the pool: its holder may need the slot.
+          const work = pool
+            .run(() => handOver(message, lease, null, { checkFirst: !fresh }))
+            .then((r): Promise<Outcome> | Outcome => r ?? waitForOutcome(sql, message.id))
+          outcomes.set(message.id, await within(work, answerWithinMs))
         }),
       )
       return outcomes
+    },
+    outcomeOf: (id) => waitForOutcome(sql, id),
+    async announce(ids) {
+      if (ids.length === 0) return []
+      const rows = await sql<{ id: number }[]>`
+        update messages set announce_outcome = true where id = any(${ids}::bigint[]) and status = 'queued' returning id`
+      return rows.map((r) => r.id)
+    },
+    stop() {
+      stopped = true
+      if (heartbeat) clearInterval(heartbeat)
     },
   }
 }
@@ -159,18 +306,19 @@ export type Accepted = { id: number; sid: string; reports: ScheduledReport[] }
 
 /**
  * Records accepted hand-offs, with the status reports the provider schedules (the simulator's), in
- * one statement. Only messages still queued change, so a late second outcome is ignored.
+ * one statement. Only messages still queued change, so a late second outcome is ignored. A message
+ * that was answered `queued` gets its message.status event (queued → sent) in the same statement.
  */
-export async function markSent(sql: Sql, accepted: Accepted[]): Promise<number[]> {
-  if (accepted.length === 0) return []
+export async function markSent(sql: Sql, accepted: Accepted[], timezone: string): Promise<{ ids: number[]; announced: number }> {
+  if (accepted.length === 0) return { ids: [], announced: 0 }
   const reports = accepted.flatMap((a) => a.reports.map((r) => ({ sid: a.sid, ...r })))
-  const rows = await sql<{ id: number }[]>`
+  const [row] = await sql<{ ids: number[]; announced: number }[]>`
     with sent as (
       update messages m
       set status = 'sent', message_sid = v.sid, sent_at = now(), handoff_until = null
       from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
       where m.id = v.id and m.status = 'queued'
-      returning m.id, m.message_sid
+      returning m.id, m.message_sid, m.api_key_id, m.phone, m.announce_outcome
     ), scheduled as (
       insert into simulator_reports (message_sid, status, error_code, error_message, due_at)
       select r.sid, r.status, r.error_code, r.error_message, now() + make_interval(secs => r.after_ms / 1000.0)
@@ -178,7 +326,11 @@ export async function markSent(sql: Sql, accepted: Accepted[]): Promise<number[]
                   ${reports.map((r) => r.errorCode ?? null) as number[]}::int[], ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[],
                   ${reports.map((r) => r.afterMs)}::int[]) as r(sid, status, error_code, error_message, after_ms)
       where r.sid in (select message_sid from sent)
-    )
-    select id from sent`
-  return rows.map((r) => r.id)
+    ), announced as (
+      select s.api_key_id, s.id as message_id, s.id as ord,
+             ${statusPayload(sql, timezone, sql`s.message_sid, s.phone, 'sent', 'queued', null::int, null::text, false`)} as payload
+      from sent s where s.announce_outcome
+    ), event as (${insertEvents(sql, 'announced')})
+    select array(select id from sent) as ids, (select count(*)::int from event) as announced`
+  return { ids: row!.ids, announced: row!.announced }
 }

@@ -40,6 +40,18 @@ const contentRule = {
   ],
 }
 
+// The extension: how long a throttled message may keep trying.
+const validityField = {
+  validity_seconds: t.Optional(
+    t.Integer({
+      description:
+        'Extension: how long the message may wait while the provider throttles it (retried after its Retry-After), from 60 to ' +
+        '259200 seconds; after it, it fails with the provider\'s code and is refunded. Default MESSAGE_VALIDITY_SECONDS (4 hours)',
+      examples: [3600],
+    }),
+  ),
+}
+
 const sendFields = {
   to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
   body: t.Optional(
@@ -50,6 +62,7 @@ const sendFields = {
   ),
   media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file (not with `template_id`)' })),
   ...templateFields,
+  ...validityField,
 }
 
 export const SendBody = t.Object(sendFields, { additionalProperties: false })
@@ -74,6 +87,22 @@ export const SendResult = t.Object({
 })
 export type SendResult = typeof SendResult.static
 
+export const SendQueued = t.Object(
+  {
+    id: t.Integer({ description: "The message's id in GET /messages (it has no SID until the provider takes it)" }),
+    to: t.String({ examples: ['+6281234567890'] }),
+    status: t.Literal('queued'),
+    cost: t.Integer({ description: 'Charged; refunded if the message fails when its validity runs out' }),
+    balance_after: t.Integer(),
+  },
+  {
+    description:
+      'The provider is throttling the sender (or the pace is full): the message is charged and queued, and is handed over as soon as ' +
+      'the provider takes it. Its outcome comes as a `message.status` event with `previous_status: "queued"`.',
+  },
+)
+export type SendQueued = typeof SendQueued.static
+
 const bulkBody = (entryRule: object) =>
   t.Object(
     {
@@ -86,6 +115,7 @@ const bulkBody = (entryRule: object) =>
             ),
             media_url: t.Optional(t.String()),
             ...templateFields,
+            ...validityField,
           },
           { additionalProperties: false, ...entryRule },
         ),
@@ -110,6 +140,18 @@ export const BulkEntry = t.Union([
     error: t.String(),
     id: t.Optional(Type.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
   }),
+  t.Object(
+    {
+      to: t.String(),
+      status: t.Literal('queued'),
+      id: t.Integer({ description: "The message's id in GET /messages" }),
+    },
+    {
+      description:
+        'Charged, and not handed over within the answer\'s bound (BULK_WAIT_MS; the provider throttles the sender): its outcome comes ' +
+        'as a `message.status` event with `previous_status: "queued"`',
+    },
+  ),
 ])
 export type BulkEntry = typeof BulkEntry.static
 
@@ -117,7 +159,8 @@ export const BulkResult = t.Object({
   total: t.Integer(),
   sent: t.Integer(),
   failed: t.Integer(),
-  total_cost: t.Integer({ description: 'Charged for the sent messages only' }),
+  queued: t.Optional(t.Integer({ description: 'Entries answered `queued` (only when there are some)' })),
+  total_cost: t.Integer({ description: 'Charged for the sent (and queued) messages only' }),
   balance_after: t.Integer({ description: 'Balance after the charge and the refunds of this request' }),
   results: t.Array(BulkEntry, { description: 'One entry per submitted message, in request order' }),
 })

@@ -33,12 +33,12 @@ export async function listQuarantine(sql: Sql, tz: string, p: Page) {
   )
 }
 
-export async function settleQuarantined(sql: Sql, id: number, outcome: string) {
+export async function settleQuarantined(sql: Sql, tz: string, id: number, outcome: string) {
   if (outcome !== 'sent' && outcome !== 'refund') throw badValue('outcome: must be sent or refund')
   const [row] = await sql<{ id: number }[]>`select id from messages where id = ${id} and quarantined_at is not null and status = 'queued'`
   if (!row) throw new ApiError('NOT_FOUND', `no quarantined message ${id}`)
   if (outcome === 'refund') {
-    await refundFailed(sql, [{ id, errorCode: null, errorMessage: 'refunded by an operator after quarantine' }])
+    await refundFailed(sql, [{ id, errorCode: null, errorMessage: 'refunded by an operator after quarantine' }], tz)
   } else {
     // No SID is known: the provider's own records have it. Status reports for it cannot be matched.
     await sql`update messages set status = 'sent', sent_at = now() where id = ${id} and status = 'queued'`

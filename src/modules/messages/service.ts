@@ -1,9 +1,10 @@
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
-import { ApiError } from '../../http/errors'
+import { ApiError, badValue } from '../../http/errors'
+import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
 import type { NewMessage } from '../ledger/service'
 import { outgoingOf, requireContentShape } from './content'
-import type { SendBody, SendResult } from './model'
+import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 
@@ -11,15 +12,30 @@ import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/v
  * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token
  * (an Idempotency-Key recovery), it finds the charge and the outcome instead of making new ones.
  */
-export async function sendOne(deps: Deps, principal: Principal, input: SendBody, requestToken: string): Promise<SendResult> {
+export async function sendOne(deps: Deps, principal: Principal, input: SendBody, requestToken: string): Promise<SendResult | SendQueued> {
   requireContentShape(input)
   const to = requirePhone(input.to, 'to')
+  const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
   const message: NewMessage =
     input.template_id === undefined
-      ? { phone: to, body: requireMessageBody(input.body!, 'body'), mediaUrl: optionalMediaUrl(input.media_url, 'media_url') }
-      : await fromTemplate(deps, principal, to, input as SendBody & { template_id: number })
+      ? { phone: to, body: requireMessageBody(input.body!, 'body'), mediaUrl: optionalMediaUrl(input.media_url, 'media_url'), validitySeconds }
+      : { ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number })), validitySeconds }
 
-  const lease = deps.handoff.lease(1)
+  // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
+  // before anything is charged.
+  const slot = await deps.handoff.pacer.takeWithin(to, deps.config.sendWaitMs)
+  if (slot.waitMs === null) {
+    const seconds = Math.max(1, Math.ceil(slot.wouldWaitMs / 1000))
+    throw new ApiError(
+      'RATE_LIMITED',
+      `the sender is at its pace (${deps.handoff.pacer.pace.perSecond} messages per second): this message could not go within ` +
+        `${deps.config.sendWaitMs / 1000} s; nothing was charged, retry in ${seconds} s`,
+      429,
+      {},
+      { 'retry-after': String(seconds) },
+    )
+  }
+  const lease = deps.handoff.lease()
   const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message })
   if (!charged) throw new ApiError('INSUFFICIENT_BALANCE', 'wa_balance is not enough for this message')
   const id = charged.ids[0]!
@@ -28,7 +44,16 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
     { id, phone: to, body: message.body, media_url: message.mediaUrl, provider_template: message.providerTemplate ?? null },
     deps.provider.name,
   )
-  const result = await deps.handoff.one(outgoing, lease, charged.fresh)
+  const validUntilMs = Date.now() + validitySeconds * 1000
+  let result = await deps.handoff.one({ ...outgoing, validUntilMs }, lease, charged.fresh, slot.waitMs, deps.config.sendWaitMs)
+  if ('queued' in result) {
+    // Still throttled when the answer is due: answered queued, its outcome announced by webhook. An
+    // outcome recorded just now is answered as it is instead.
+    if ((await deps.handoff.announce([id])).length === 1) {
+      return { id, to, status: 'queued', cost: charged.cost, balance_after: charged.balanceAfter }
+    }
+    result = await deps.handoff.outcomeOf(id)
+  }
   if (!result.ok) {
     if (result.pending) throw new ApiError('CONFLICT', 'this message is still being handed to the provider; repeat the request later')
     // `id` is the message's id in GET /messages, where it stays listed as failed and refunded.
@@ -40,6 +65,15 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
     )
   }
   return { message_id: result.sid, to, status: 'sent', cost: charged.cost, balance_after: charged.balanceAfter }
+}
+
+/** A request's validity_seconds (422 outside its range), else the default. */
+export function validityOf(given: number | undefined, fallback: number, field: string): number {
+  if (given === undefined) return fallback
+  if (given < MIN_VALIDITY_SECONDS || given > MAX_VALIDITY_SECONDS) {
+    throw badValue(`${field}: must be from ${MIN_VALIDITY_SECONDS} to ${MAX_VALIDITY_SECONDS} seconds (got ${given})`)
+  }
+  return given
 }
 
 /** A send with `template_id`: the template (one query; a send with `body` makes none) rendered with `variables`. */
