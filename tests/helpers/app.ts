@@ -43,12 +43,14 @@ export type TestApp = {
 export async function testApp(options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {}): Promise<TestApp> {
   const db = await testDatabase()
   // A Twilio auth token by default, so that every test app answers signed status callbacks
-  // (tests/helpers/reports.ts), whatever its provider; a test's own env may replace it.
+  // (tests/helpers/reports.ts), whatever its provider; a test's own env may replace it. No gap
+  // between two messages to one recipient (Meta's is 6 s): the pace's own tests set one.
   const config = readConfig({
     ADMIN_TOKEN,
     SIM_DELIVERED_MS: '50',
     SIM_READ_MS: '100',
     TWILIO_AUTH_TOKEN: TEST_TWILIO_AUTH_TOKEN,
+    PROVIDER_RECIPIENT_GAP_MS: '0',
     ...options.env,
   })
   const built = buildDeps(config, db, options.provider)
