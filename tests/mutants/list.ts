@@ -152,6 +152,13 @@ export const MUTATIONS: Mutation[] = [
     filter: 'died before charging',
   },
   {
+    name: 'idempotency-conflict-unstored',
+    breaks: "a bulk's key stuck on 409: the answer of a request whose messages were still handed over elsewhere is stored and replayed",
+    edits: [{ file: IDEMPOTENCY, find: "error instanceof ApiError && error.code !== 'CONFLICT'", replace: 'error instanceof ApiError' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'not its stored answer',
+  },
+  {
     name: 'refund-lock-order',
     breaks: "a refund and a charge deadlock: a refund of several accounts locks them in another order than a charge's",
     edits: [

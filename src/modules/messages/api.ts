@@ -38,7 +38,8 @@ const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'a replayed answer carries the header `idempotent-replayed: true`; ' +
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
-  'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
+  'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded; ' +
+  'so does a repeat of a request that answered 409 because some of its messages were still being handed over elsewhere (a 409 is never stored as the answer).'
 
 export const messagesApi = (deps: Deps) =>
   apiRoutes()
