@@ -60,6 +60,9 @@ export const messagesApi = (deps: Deps) =>
           summary: 'Send one message',
           description:
             'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
+            '402 `INSUFFICIENT_BALANCE` when the balance cannot pay, 402 `SPEND_CAP_REACHED` when the charge would take what the ' +
+            "API key was charged today past its daily spend cap (set by an operator; the service time zone's day; refunds give no " +
+            'room back): nothing is charged. ' +
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
             '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
             templateNote +
@@ -88,7 +91,8 @@ export const messagesApi = (deps: Deps) =>
             'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
             "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
             'templates are read at once. ' +
-            'All valid entries are charged together (402 for the whole request if the balance cannot pay them all), ' +
+            'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
+            'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
             '`results` keeps the request order; the answer waits for every outcome.' +
             idempotencyNote,
