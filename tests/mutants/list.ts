@@ -181,6 +181,15 @@ export const MUTATIONS: Mutation[] = [
     database: 'postgres',
   },
   {
+    name: 'spend-cap-key-lock',
+    breaks:
+      "a key charged past its daily spend cap: concurrent charge statements each count from the key's spend as it was when they began",
+    edits: [{ file: LEDGER, find: 'order by k.id\n      for no key update', replace: 'order by k.id' }],
+    tests: ['tests/messages/spend-cap.test.ts'],
+    filter: 'key row lock',
+    database: 'postgres',
+  },
+  {
     name: 'parked-report',
     breaks: 'a status lost: a report that arrives before its SID is stored is dropped instead of parked',
     edits: [
