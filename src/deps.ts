@@ -4,7 +4,7 @@ import type { Config } from './config'
 import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
-import type { Charged, SingleCharge } from './modules/ledger/service'
+import type { Charged, Refused, SingleCharge } from './modules/ledger/service'
 
 export type Deps = {
   config: Config
@@ -12,7 +12,7 @@ export type Deps = {
   provider: Provider
   handoff: Handoff
   /** Charges one message (group commit across concurrent single sends). */
-  chargeOne: (request: SingleCharge) => Promise<Charged | null>
+  chargeOne: (request: SingleCharge) => Promise<Charged | Refused>
   /** Wakes the in-process worker loops after a commit that gave them work. */
   wake: (worker: WorkerName) => void
 }

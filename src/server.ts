@@ -83,7 +83,7 @@ export function buildDeps(
     sql: database.sql,
     provider,
     handoff,
-    chargeOne: createSingleCharger(database.sql),
+    chargeOne: createSingleCharger(database.sql, config.timezone),
     wake: (name) => loops.get(name)?.wake(),
   }
   return { deps, loops }

@@ -10,6 +10,11 @@
 // them), or it charged nothing and is older than STALE_AFTER_SECONDS. Run again, the charge finds
 // the first charge and the hand-off finds each outcome, so the repeat gets the final answer and is
 // charged nothing.
+//
+// A 409 CONFLICT from the handler is not an answer either: it says some of the request's messages are
+// still being handed over elsewhere (recovery holds them, or they wait in quarantine). It is not
+// stored, so a repeat answers 409 while they are queued and then runs again to answer how each one
+// ended.
 
 import type { Sql } from '../db/client'
 import { ApiError, badValue, ok } from './errors'
@@ -102,9 +107,12 @@ export async function withIdempotency<T>(
       value = ok(await handler(requestToken))
     } catch (error) {
       // An answer of ours (402, 422, 502...) is the request's answer: store it. An unexpected failure
-      // is not: the key stays running, and a repeat recovers the request once its work is over. The
-      // request id is not stored: a replay carries the id of the request it answers (http/shell.ts).
-      if (error instanceof ApiError) await store(error.status, { success: false, error: error.message, code: error.code, ...error.fields })
+      // is not, nor a 409 (its messages are still being handed over elsewhere): the key stays running,
+      // and a repeat recovers the request once its work is over. The request id is not stored: a
+      // replay carries the id of the request it answers (http/shell.ts).
+      if (error instanceof ApiError && error.code !== 'CONFLICT') {
+        await store(error.status, { success: false, error: error.message, code: error.code, ...error.fields })
+      }
       throw error
     }
     await store(statusOf(value.data), value)

@@ -26,7 +26,9 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
   402: {
     code: 'INSUFFICIENT_BALANCE',
     error: 'wa_balance is not enough for this message',
-    description: 'The balance cannot pay; nothing changed',
+    description:
+      'The balance cannot pay (`INSUFFICIENT_BALANCE`), or the charge would take what the API key was charged today past its ' +
+      "daily spend cap (`SPEND_CAP_REACHED`; checked first; the service time zone's day); nothing changed",
   },
   403: {
     code: 'HTTPS_REQUIRED',

@@ -139,6 +139,67 @@ test('a repeat while the first request is still handing its message over: 409 at
   }
 })
 
+test('a bulk answered 409 (a message still being handed over elsewhere) is not its stored answer: a later repeat answers how each ended', async () => {
+  // One hand-off at a time; the provider holds the first until released.
+  const gate = Promise.withResolvers<void>()
+  const attempts: string[] = []
+  const provider: Provider = {
+    name: 'twilio',
+    async send(message) {
+      attempts.push(message.to)
+      await gate.promise
+      return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  const slow = await testApp({ provider, env: { HANDOFF_CONCURRENCY: '1' } })
+  try {
+    const { accountId, key } = await slow.account(1000, { price: 100 })
+    const body = {
+      messages: [
+        { to: '081234567890', body: 'first' },
+        { to: '081234567891', body: 'second' },
+      ],
+    }
+    const bulk = () => slow.api('POST', '/messages/bulk', key, body, { 'idempotency-key': 'bulk-elsewhere' })
+    const first = bulk()
+    await until(
+      () => attempts.length,
+      (n) => n === 1,
+      10_000,
+      'the first hand-off',
+    )
+    // Meanwhile the second message, still waiting for its turn, is taken from this request: another
+    // holder has it (here it ends in quarantine, where it waits for an operator).
+    const [second] = await slow.db.sql<{ id: number }[]>`
+      update messages set handoff_token = gen_random_uuid(), quarantined_at = now()
+      where account_id = ${accountId} and body = 'second' returning id`
+    gate.resolve()
+    const answered = await first
+    expect([answered.status, answered.body.code]).toEqual([409, 'CONFLICT'])
+    // Still elsewhere: 409 again, computed anew (not a replay).
+    const again = await bulk()
+    expect([again.status, again.body.code, again.headers.get('idempotent-replayed')]).toEqual([409, 'CONFLICT', null])
+
+    // The operator settles it (it never went out: refunded); the repeat answers each entry's outcome.
+    expect((await slow.admin('POST', `/quarantine/${second!.id}/settle`, { outcome: 'refund' })).status).toBe(200)
+    const settled = await bulk()
+    expect(settled.status).toBe(200)
+    expect(settled.headers.get('idempotent-replayed')).toBeNull()
+    expect(settled.body.data).toMatchObject({ total: 2, sent: 1, failed: 1, total_cost: 100, balance_after: 900 })
+    expect(settled.body.data.results).toMatchObject([
+      { to: '+6281234567890', status: 'sent' },
+      { to: '+6281234567891', status: 'failed', code: 'BAD_GATEWAY', id: second!.id },
+    ])
+    // That answer is the stored one from now on.
+    expect(await bulk()).toMatchObject({ status: 200, body: settled.body })
+    expect(attempts).toEqual(['+6281234567890'])
+    expect(await money(slow, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
+  } finally {
+    gate.resolve()
+    await slow.close()
+  }
+})
+
 // A key left `running` by a request that died. What its repeat does depends on how far the dead
 // request got: nothing charged (recent: 409; older than 30 s: run again with its token), messages
 // still queued (409 until recovery hands them over), every message with an outcome (the final answer).

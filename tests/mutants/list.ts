@@ -152,6 +152,13 @@ export const MUTATIONS: Mutation[] = [
     filter: 'died before charging',
   },
   {
+    name: 'idempotency-conflict-unstored',
+    breaks: "a bulk's key stuck on 409: the answer of a request whose messages were still handed over elsewhere is stored and replayed",
+    edits: [{ file: IDEMPOTENCY, find: "error instanceof ApiError && error.code !== 'CONFLICT'", replace: 'error instanceof ApiError' }],
+    tests: ['tests/messages/idempotency.test.ts'],
+    filter: 'not its stored answer',
+  },
+  {
     name: 'refund-lock-order',
     breaks: "a refund and a charge deadlock: a refund of several accounts locks them in another order than a charge's",
     edits: [
@@ -171,6 +178,15 @@ export const MUTATIONS: Mutation[] = [
     edits: [{ file: LEDGER, find: 'order by a.id\n      for update', replace: 'for update' }],
     tests: ['tests/messages/guards.test.ts'],
     filter: 'charge lock order',
+    database: 'postgres',
+  },
+  {
+    name: 'spend-cap-key-lock',
+    breaks:
+      "a key charged past its daily spend cap: concurrent charge statements each count from the key's spend as it was when they began",
+    edits: [{ file: LEDGER, find: 'order by k.id\n      for no key update', replace: 'order by k.id' }],
+    tests: ['tests/messages/spend-cap.test.ts'],
+    filter: 'key row lock',
     database: 'postgres',
   },
   {

@@ -68,9 +68,9 @@ export const accountsAdmin = (deps: Deps) => {
         description:
           '`active`: false refuses the key from its next request. `rate_limit_per_minute`: the requests per minute the key may ' +
           "make across every instance (null: the service's default); beyond it the API answers 429 `RATE_LIMITED`. " +
-          '`daily_spend_cap`: the most the key may be charged per day in the service time zone (null: no cap); a send that ' +
-          'would pass it is refused with 402 `SPEND_CAP_REACHED`, nothing charged. A new cap counts what the key was charged ' +
-          'earlier that day (`spent_today`); refunds do not give room back.',
+          '`daily_spend_cap`: the most the key may be charged per day in the service time zone (null: no cap); a send or a bulk that ' +
+          'would pass it is refused with 402 `SPEND_CAP_REACHED`, nothing charged, and a campaign created with the key pauses there. ' +
+          'A new cap counts what the key was charged earlier that day (`spent_today`); refunds do not give room back.',
       },
     })
     .post(

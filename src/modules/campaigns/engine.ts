@@ -2,7 +2,10 @@
 // campaign worker sends in batches: one transaction locks the account row, charges what the balance
 // can pay at the current price, records the batch's messages (at most one per campaign and contact)
 // and advances the cursor; the batch is then handed over through the shared pool, like bulk. When the
-// balance runs out the campaign pauses with a reason; resume continues after a top-up.
+// balance runs out the campaign pauses with a reason; resume continues after a top-up. A campaign
+// created through the API with a key that has a daily spend cap counts against that cap like the
+// key's sends: when the cap leaves no room for a message, it pauses with that reason (resume it the
+// next day in TIMEZONE, or after the cap is raised). Campaigns without a key have no cap.
 // A template bound to an approved template of the provider in use is sent as that template, with
 // each contact's values in the bound order; every message records its rendered text either way.
 
@@ -100,6 +103,7 @@ type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean }
  */
 async function nextBatch(
   sql: Sql,
+  tz: string,
   provider: string,
   campaignId: number,
   leaseToken: string,
@@ -141,12 +145,18 @@ async function nextBatch(
       return stop
     }
 
-    const account = await lockForCharge(tx, campaign.account_id)
-    const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost))
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
+    const underCap = account.capRoom === null ? contacts.length : Math.floor(account.capRoom / account.cost)
+    const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost), underCap)
     if (affordable === 0) {
+      // The cap first, as for the key's sends (ledger/service.ts).
+      const reason =
+        underCap === 0
+          ? `daily spend cap reached: API key ${campaign.api_key_id} may be charged ${account.capRoom} more today ` +
+            `(cap ${account.cap}), below the price ${account.cost}; resume after midnight (${tz}) or once the cap is raised`
+          : `insufficient balance: wa_balance ${account.balance} is below the price ${account.cost}; top up and resume`
       await tx`
-        update campaigns set status = 'paused', lease_token = null, lease_until = null,
-          pause_reason = ${`insufficient balance: wa_balance ${account.balance} is below the price ${account.cost}; top up and resume`}
+        update campaigns set status = 'paused', lease_token = null, lease_until = null, pause_reason = ${reason}
         where id = ${campaignId}`
       return stop
     }
@@ -176,7 +186,8 @@ async function nextBatch(
       returning id, phone, body, provider_template`
     await chargeRecorded(
       tx,
-      campaign.account_id,
+      tz,
+      { accountId: campaign.account_id, keyId: campaign.api_key_id },
       account.cost,
       inserted.map((m) => m.id),
     )
@@ -204,7 +215,15 @@ export async function sendCampaignBatches(
   const provider = deps.provider.name
   for (let i = 0; i < (options.maxBatches ?? 20); i++) {
     const validity = deps.config.messageValiditySeconds
-    const batch = await nextBatch(deps.sql, provider, claimed.id, claimed.lease_token, deps.handoff.lease(), validity)
+    const batch = await nextBatch(
+      deps.sql,
+      deps.config.timezone,
+      provider,
+      claimed.id,
+      claimed.lease_token,
+      deps.handoff.lease(),
+      validity,
+    )
     if (batch.messages.length > 0) {
       const validUntilMs = Date.now() + validity * 1000
       await deps.handoff.many(

@@ -14,6 +14,16 @@
 // late failures charged. A charge fixes on its messages both the price and that choice
 // (`refund_late_failure`, from the price's `refund_late_failures`, sql/0015): changing a price
 // changes neither for messages already charged.
+//
+// A key's daily spend cap (api_keys.daily_spend_cap, sql/0016) is checked by the charge statements
+// themselves: after the account, they lock the key's row (`for no key update`: the messages' foreign
+// key still takes its share lock) and read what it was charged today in the service's time zone
+// (spent_today, counted from 0 again once spend_day is not today), refuse what would pass the cap,
+// and count what they charge on that row. The lock gives every statement the key's latest count, so
+// the cap holds across concurrent requests and instances; the account comes first, as in updateKey
+// (accounts/keys.ts), so the two cannot deadlock. The count is charges only: a refund gives money back
+// to the balance, not room under the cap (README, "The integrator's limits"). Keys without a cap are
+// locked but not written: setting a cap counts the key's charges of the day from its messages.
 
 import type postgres from 'postgres'
 import type { Db, Sql, Tx } from '../../db/client'
@@ -42,10 +52,18 @@ const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
 /** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
 export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
+/**
+ * A charge refused, nothing changed: the balance cannot pay, or it would take what the key was
+ * charged today (`spentToday`) past its daily cap. The cap is checked first.
+ */
+export type Refused = { refused: 'balance' } | { refused: 'spend_cap'; cap: number; spentToday: number }
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
 type Fragment = postgres.PendingQuery<postgres.Row[]>
+
+/** Today in the service's time zone `tz`, as a SQL date: the day a key's spend counts in. */
+const today = (db: Db, tz: string): Fragment => db`(now() at time zone ${tz})::date`
 
 /**
  * The price of one message for an account now (the global price for null), whether it is the
@@ -64,20 +82,50 @@ export async function priceOf(
 
 /**
  * Charges the current price for every message and records them as queued under `lease`, in one
- * statement. Null, with nothing changed, when the balance cannot pay for all of them.
+ * statement. Refused, with nothing changed, when the key's daily cap or the balance cannot take all
+ * of them.
  */
-export async function chargeAll(db: Db, owner: Owner, requestToken: string, lease: Lease, messages: NewMessage[]): Promise<Charged | null> {
+export async function chargeAll(
+  db: Db,
+  tz: string,
+  owner: Owner,
+  requestToken: string,
+  lease: Lease,
+  messages: NewMessage[],
+): Promise<Charged | Refused> {
   const n = messages.length
-  const rows = await db<{ id: number; cost: number; balance: number; fresh: boolean }[]>`
+  const rows = await db<
+    { id: number; cost: number; balance: number; fresh: boolean; refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }[]
+  >`
     with existing as materialized (
       select m.id, m.cost, l.balance_after as balance, m.request_item as ord
       from messages m join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = ${requestToken}
+    ), account as materialized (
+      select a.balance, account_price(a.id) as cost, account_refunds_late_failures(a.id) as refund_late
+      from accounts a
+      where a.id = ${owner.accountId} and not exists (select 1 from existing)
+      for update
+    ), spender as materialized (
+      -- After the account (the condition reads it first), as every charge and updateKey take them.
+      select k.id, k.daily_spend_cap as cap, case when k.spend_day = ${today(db, tz)} then k.spent_today else 0 end as spent
+      from api_keys k
+      where k.id = ${owner.keyId} and exists (select 1 from account)
+      for no key update
+    ), verdict as materialized (
+      select a.*, s.cap, s.spent,
+             case when s.cap is not null and s.spent + a.cost * ${n} > s.cap then 'spend_cap'
+                  when a.balance < a.cost * ${n} then 'balance' end as refused
+      from account a left join spender s on true
     ), debit as (
-      update accounts set balance = balance - p.cost * ${n}
-      from (select account_price(${owner.accountId}) as cost, account_refunds_late_failures(${owner.accountId}) as refund_late) p
-      where accounts.id = ${owner.accountId} and accounts.balance >= p.cost * ${n} and not exists (select 1 from existing)
-      returning accounts.balance, p.cost, p.refund_late
+      update accounts set balance = accounts.balance - v.cost * ${n}
+      from verdict v
+      where accounts.id = ${owner.accountId} and v.refused is null
+      returning accounts.balance, v.cost, v.refund_late
+    ), spend as (
+      update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + debit.cost * ${n}
+      from spender s, debit
+      where k.id = s.id and s.cap is not null
     ), input as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
@@ -97,11 +145,16 @@ export async function chargeAll(db: Db, owner: Owner, requestToken: string, leas
       select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id
       from input, debit
     )
-    select id, cost, balance, ord, true as fresh from input, debit
+    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from input, debit
     union all
-    select id, cost, balance, ord, false from existing
+    select id, cost, balance, ord, false, null, null, null from existing
+    union all
+    select null, null, null, 0, false, refused, cap, spent from verdict where refused is not null
     order by ord`
-  if (rows.length === 0) return null
+  const refusal = rows.find((r) => r.refused !== null)
+  if (refusal) return refusedOf(refusal)
+  // No row at all: no such account, refused as a short balance (as before caps).
+  if (rows.length === 0) return { refused: 'balance' }
   return {
     ids: rows.map((r) => r.id),
     cost: rows[0]!.cost,
@@ -110,15 +163,22 @@ export async function chargeAll(db: Db, owner: Owner, requestToken: string, leas
   }
 }
 
+const refusedOf = (row: { refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }): Refused =>
+  row.refused === 'spend_cap' ? { refused: 'spend_cap', cap: row.cap, spentToday: row.spent } : { refused: 'balance' }
+
 export type SingleCharge = Owner & { requestToken: string; lease: Lease; message: NewMessage }
 
 /**
  * Charges one message each for several requests, of one account or many, in one statement: what a
- * group commit of concurrent single sends writes. Each request is all-or-nothing: a request the
- * balance cannot pay gets null (an account pays for its requests in arrival order).
+ * group commit of concurrent single sends writes. Each request is all-or-nothing, in arrival order: a
+ * request that would take its key past its daily cap is refused, then one its account's balance
+ * cannot pay (with one price per account, the balance refuses a tail of the requests the caps let
+ * through, so a request refused never makes room for a later one).
  */
-export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(Charged | null)[]> {
-  const rows = await db<{ ord: number; id: number; cost: number; balance: number; fresh: boolean }[]>`
+export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]): Promise<(Charged | Refused)[]> {
+  const rows = await db<
+    { ord: number; id: number; cost: number; balance: number; fresh: boolean; refused: 'spend_cap' | null; cap: number; spent: number }[]
+  >`
     with input as (
       select * from unnest(${requests.map((r) => r.accountId)}::bigint[], ${requests.map((r) => r.keyId) as number[]}::bigint[],
                            ${requests.map((r) => r.requestToken)}::uuid[], ${requests.map((r) => r.lease.token)}::uuid[],
@@ -146,17 +206,33 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
       where a.id in (select account_id from fresh)
       order by a.id
       for update
+    ), spenders as materialized (
+      -- Once every account is locked (the count reads all of locked before this scan starts): an
+      -- account, then its key, as updateKey takes them.
+      select k.id, k.daily_spend_cap as cap, case when k.spend_day = ${today(db, tz)} then k.spent_today else 0 end as spent
+      from api_keys k
+      where k.id in (select key_id from fresh) and (select count(*) from locked) > 0
+      order by k.id
+      for no key update
+    ), capped as materialized (
+      select f.*, l.cost, l.refund_late, l.balance as account_balance, s.cap, s.spent,
+             coalesce(s.spent + l.cost * row_number() over (partition by f.key_id order by f.ord) > s.cap, false) as over_cap
+      from fresh f join locked l on l.id = f.account_id left join spenders s on s.id = f.key_id
     ), accepted as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, r.*
       from (
-        select f.*, l.cost, l.refund_late, l.balance - l.cost * row_number() over (partition by f.account_id order by f.ord) as balance
-        from fresh f join locked l on l.id = f.account_id
+        select c.*, c.account_balance - c.cost * row_number() over (partition by c.account_id order by c.ord) as balance
+        from capped c where not c.over_cap
       ) r
       where r.balance >= 0
     ), debit as (
       update accounts a set balance = a.balance - s.total
       from (select account_id, sum(cost) as total from accepted group by account_id) s
       where a.id = s.account_id
+    ), spend as (
+      update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + t.total
+      from (select key_id, sum(cost) as total from accepted group by key_id) t join spenders s on s.id = t.key_id
+      where k.id = t.key_id and s.cap is not null
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until)
@@ -168,13 +244,20 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
       insert into ledger (account_id, kind, amount, balance_after, message_id)
       select account_id, 'charge', -cost, balance, id from accepted
     )
-    select ord::int as ord, id, cost, balance, true as fresh from accepted
+    select ord::int as ord, id, cost, balance, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from accepted
     union all
-    select ord::int, id, cost, balance, false from existing`
+    select ord::int, id, cost, balance, false, null, null, null from existing
+    union all
+    -- What the key was charged today includes this statement's charges before the refused request.
+    select ord::int, null, null, null, false, 'spend_cap', cap,
+           (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint
+    from capped c where over_cap`
   const byOrd = new Map(rows.map((r) => [r.ord, r]))
-  return requests.map((_, i) => {
+  return requests.map((_, i): Charged | Refused => {
     const row = byOrd.get(i + 1)
-    return row ? { ids: [row.id], cost: row.cost, balanceAfter: row.balance, fresh: row.fresh } : null
+    if (!row) return { refused: 'balance' }
+    if (row.refused !== null) return refusedOf(row)
+    return { ids: [row.id], cost: row.cost, balanceAfter: row.balance, fresh: row.fresh }
   })
 }
 
@@ -183,34 +266,57 @@ export async function chargeSingles(db: Db, requests: SingleCharge[]): Promise<(
  * (a deadlock, a reset connection, a lost COMMIT answer) is retried, item by item by the Batcher;
  * the request tokens make each retry find a charge that did commit instead of making a second one.
  */
-export function createSingleCharger(sql: Sql): (request: SingleCharge) => Promise<Charged | null> {
-  const batcher = new Batcher<SingleCharge, Charged | null>((requests) => retrying(() => chargeSingles(sql, requests)))
+export function createSingleCharger(sql: Sql, tz: string): (request: SingleCharge) => Promise<Charged | Refused> {
+  const batcher = new Batcher<SingleCharge, Charged | Refused>((requests) => retrying(() => chargeSingles(sql, tz, requests)))
   return (request) => batcher.add(request)
 }
 
 /**
  * The account row locked for a charge in the caller's transaction: its balance and price now, and
- * whether that price refunds late failures (the caller records both on the messages it charges).
+ * whether that price refunds late failures (the caller records both on the messages it charges);
+ * then the key's row (`keyId`; null: none), and what the key may still be charged today under its
+ * daily cap (`capRoom`; null: no cap).
  */
-export async function lockForCharge(tx: Tx, accountId: number): Promise<{ balance: number; cost: number; refundLateFailure: boolean }> {
+export async function lockForCharge(
+  tx: Tx,
+  tz: string,
+  accountId: number,
+  keyId: number | null,
+): Promise<{ balance: number; cost: number; refundLateFailure: boolean; capRoom: number | null; cap: number | null }> {
   const [row] = await tx<{ balance: number; cost: number; refund_late: boolean }[]>`
     select balance, account_price(id) as cost, account_refunds_late_failures(id) as refund_late
     from accounts where id = ${accountId} for update`
-  return { balance: row!.balance, cost: row!.cost, refundLateFailure: row!.refund_late }
+  const [key] = await tx<{ cap: number | null; spent: number }[]>`
+    select daily_spend_cap as cap, case when spend_day = ${today(tx, tz)} then spent_today else 0 end as spent
+    from api_keys where id = ${keyId} for no key update`
+  const cap = key?.cap ?? null
+  return {
+    balance: row!.balance,
+    cost: row!.cost,
+    refundLateFailure: row!.refund_late,
+    cap,
+    capRoom: cap === null ? null : Math.max(0, cap - key!.spent),
+  }
 }
 
 /**
  * Charges `cost` for each of `messageIds`, messages the caller's transaction has just recorded (a
- * campaign batch, after lockForCharge said how many the balance pays for).
+ * campaign batch, after lockForCharge said how many the balance and the key's cap pay for), and
+ * counts them in the key's spend today when it has a cap.
  */
-export async function chargeRecorded(tx: Tx, accountId: number, cost: number, messageIds: number[]): Promise<void> {
+export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: number, messageIds: number[]): Promise<void> {
   if (messageIds.length === 0) return
+  const total = cost * messageIds.length
   await tx`
     with debit as (
-      update accounts set balance = balance - ${cost * messageIds.length} where id = ${accountId} returning balance
+      update accounts set balance = balance - ${total} where id = ${owner.accountId} returning balance
+    ), spend as (
+      update api_keys set spend_day = ${today(tx, tz)},
+                          spent_today = case when spend_day = ${today(tx, tz)} then spent_today else 0 end + ${total}
+      where id = ${owner.keyId} and daily_spend_cap is not null
     )
     insert into ledger (account_id, kind, amount, balance_after, message_id)
-    select ${accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
+    select ${owner.accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
     from debit, unnest(${messageIds}::bigint[]) with ordinality as v(id, ord)`
 }
 

@@ -39,7 +39,8 @@ const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'a replayed answer carries the header `idempotent-replayed: true`; ' +
   'the same key with another body is 422 `IDEMPOTENCY_KEY_REUSED`; a repeat while the first is running is 409 `CONFLICT`. ' +
-  'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded.'
+  'If the first request died mid-way (a crash), a repeat gets its final answer once its messages have been handed over or refunded; ' +
+  'so does a repeat of a request that answered 409 because some of its messages were still being handed over elsewhere (a 409 is never stored as the answer).'
 
 /** A send answered `queued` is a 202, replays included. */
 const queuedIs202 = (answer: { status: string }) => (answer.status === 'queued' ? 202 : 200)
@@ -75,6 +76,9 @@ export const messagesApi = (deps: Deps) =>
           summary: 'Send one message',
           description:
             'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
+            '402 `INSUFFICIENT_BALANCE` when the balance cannot pay, 402 `SPEND_CAP_REACHED` when the charge would take what the ' +
+            "API key was charged today past its daily spend cap (set by an operator; the service time zone's day; refunds give no " +
+            'room back): nothing is charged. ' +
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
             '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
             templateNote +
@@ -103,7 +107,8 @@ export const messagesApi = (deps: Deps) =>
             'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
             "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
             'templates are read at once. ' +
-            'All valid entries are charged together (402 for the whole request if the balance cannot pay them all), ' +
+            'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
+            'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
             '`results` keeps the request order; the answer waits for every outcome.' +
             idempotencyNote,

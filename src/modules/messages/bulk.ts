@@ -1,6 +1,6 @@
 // POST /messages/bulk: entries with unacceptable values fail on their own and are not charged; all
 // valid entries are charged in one statement (402 for the whole request if the balance cannot pay
-// them all); the hand-off pool delivers them to the provider and every refusal is refunded. The
+// them all, or the key's daily spend cap cannot take them all); the hand-off pool delivers them to the provider and every refusal is refunded. The
 // answer waits for every outcome and keeps the request's order. Entries may use templates
 // (content.ts): the request's templates are read in one query, whatever the number of entries.
 
@@ -13,7 +13,7 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { validityOf } from './service'
+import { refusal, validityOf } from './service'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 
@@ -59,10 +59,8 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
     const lease = deps.handoff.lease()
-    const charged = await retrying(() => chargeAll(deps.sql, principal, requestToken, lease, valid))
-    if (!charged) {
-      throw new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${valid.length} messages`)
-    }
+    const charged = await retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid))
+    if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     cost = charged.cost
     const chargedAt = Date.now()
     const messages = valid.map((m, i) => ({

@@ -2,7 +2,7 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
-import type { NewMessage } from '../ledger/service'
+import type { NewMessage, Refused } from '../ledger/service'
 import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
@@ -37,7 +37,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
   }
   const lease = deps.handoff.lease()
   const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message })
-  if (!charged) throw new ApiError('INSUFFICIENT_BALANCE', 'wa_balance is not enough for this message')
+  if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
   const id = charged.ids[0]!
 
   const outgoing = outgoingOf(
@@ -87,4 +87,18 @@ async function fromTemplate(
   const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
   const content = templateContent(templates.get(input.template_id), input, provider)
   return { phone: to, mediaUrl: null, ...content }
+}
+
+/**
+ * The 402 of a charge refused (sendOne, sendBulk): the balance cannot pay `what`, or it would take
+ * what the key was charged today past its daily cap (the cap's own code, so that an integration
+ * tells waiting for tomorrow from asking for a top-up).
+ */
+export function refusal(refused: Refused, what: string, tz: string): ApiError {
+  if (refused.refused === 'balance') return new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${what}`)
+  return new ApiError(
+    'SPEND_CAP_REACHED',
+    `this API key's daily spend cap of ${refused.cap} would be passed by ${what}: it was charged ${refused.spentToday} today ` +
+      `(the day ends at midnight, ${tz}); nothing was charged`,
+  )
 }
