@@ -70,8 +70,9 @@ begin
 end $$;
 
 -- A throttling answer. Sender or business-account scope: the rate halves (not below a tenth of a
--- message per second) and no slot is given before `retry_after_ms`. Recipient scope: that recipient
--- waits `retry_after_ms`.
+-- message per second; at most once a second, since the hand-offs in flight when the limit was hit
+-- all come back throttled together) and no slot is given before `retry_after_ms`. Recipient scope:
+-- that recipient waits `retry_after_ms`.
 create function pace_throttled(sender_key text, ceiling double precision, scope text, phone_key text, retry_after_ms integer)
 returns void language plpgsql as $$
 declare
@@ -85,10 +86,12 @@ begin
   end if;
   insert into sender_paces (sender, next_at) values (sender_key, now_at) on conflict (sender) do nothing;
   select * into row_pace from sender_paces where sender = sender_key for update;
-  update sender_paces
-  set backed_off_rate = greatest(0.1, pace_rate(row_pace, ceiling, now_at) / 2),
-      backed_off_at = now_at,
-      next_at = greatest(next_at, now_at + make_interval(secs => retry_after_ms / 1000.0))
+  if row_pace.backed_off_at is null or row_pace.backed_off_at < now_at - interval '1 second' then
+    update sender_paces
+    set backed_off_rate = greatest(0.1, pace_rate(row_pace, ceiling, now_at) / 2), backed_off_at = now_at
+    where sender = sender_key;
+  end if;
+  update sender_paces set next_at = greatest(next_at, now_at + make_interval(secs => retry_after_ms / 1000.0))
   where sender = sender_key;
 end $$;
 
