@@ -60,7 +60,7 @@ test('a bulk at the pace: the provider never throttles, every entry is sent once
   expect(fake.requests).toHaveLength(30)
   expect(elapsed).toBeGreaterThan(3_000) // 30 at 9 a second: the last slot is 3.2 s after the first
   expect(await money(t, accountId)).toEqual({ balance: 970, ledgerSum: 970 })
-})
+}, 30_000)
 
 test('two instances on one database share one pace', async () => {
   fake.limits.perSecond = 10
@@ -83,7 +83,7 @@ test('two instances on one database share one pace', async () => {
   expect(throttles()).toBe(0) // each instance alone would have gone at 9 a second: together, 18
   expect(fake.accepted.duplicates()).toEqual([])
   expect(await money(t, accountId)).toEqual({ balance: 970, ledgerSum: 970 })
-})
+}, 30_000)
 
 test('throttling answers (130429 with Retry-After) are retried, never refunded; every entry ends sent once', async () => {
   fake.limits.perSecond = 5 // the number's real rate is lower than the configured one
@@ -99,17 +99,17 @@ test('throttling answers (130429 with Retry-After) are retried, never refunded; 
   expect(await money(t, accountId)).toEqual({ balance: 980, ledgerSum: 980 })
 }, 30_000)
 
-test("a recipient's gap (131056) is kept: three messages to one number go 1 s apart, none throttled", async () => {
+test("a recipient's gap (131056) is kept: three messages to one number go over 1 s apart, none throttled", async () => {
   fake.limits.recipientGapMs = 1_000
-  t = await testApp({ env: metaEnv({ PROVIDER_RECIPIENT_GAP_MS: '1000' }) })
+  t = await testApp({ env: metaEnv({ PROVIDER_RECIPIENT_GAP_MS: '1100' }) }) // a little over: timers are not exact
   const { key } = await t.account(100)
   const answer = await t.api('POST', '/messages/bulk', key, bulkOf(5, 'gap', (i) => (i < 3 ? '081240099999' : `08124000000${i}`)))
   expect(answer.body.data).toMatchObject({ sent: 5, failed: 0 })
   expect(throttles()).toBe(0)
   const times = fake.requests.filter((r) => r.to === '6281240099999').map((r) => r.at)
   expect(times).toHaveLength(3)
-  expect(times[2]! - times[0]!).toBeGreaterThan(1_900)
-})
+  expect(times[2]! - times[0]!).toBeGreaterThan(2_100)
+}, 30_000)
 
 test('a single send the pace cannot take within SEND_WAIT_MS: 429 RATE_LIMITED with Retry-After, nothing charged', async () => {
   t = await testApp({ env: metaEnv({ PROVIDER_MAX_PER_SECOND: '1', SEND_WAIT_MS: '300' }) })
@@ -122,7 +122,7 @@ test('a single send the pace cannot take within SEND_WAIT_MS: 429 RATE_LIMITED w
   expect(Number(second.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
   expect(await money(t, accountId)).toEqual({ balance: 99, ledgerSum: 99 })
   expect(fake.requests).toHaveLength(1)
-})
+}, 30_000)
 
 test('a throttled single send is answered 202 queued; its outcome comes as a message.status event from queued', async () => {
   let refusals = 3
@@ -147,7 +147,7 @@ test('a throttled single send is answered 202 queued; its outcome comes as a mes
   ])
   expect(fake.ids).toHaveLength(1)
   expect(await money(t, accountId)).toEqual({ balance: 99, ledgerSum: 99 })
-})
+}, 30_000)
 
 test("a message still throttled when its validity runs out fails with the provider's code and is refunded, once", async () => {
   fake.answer = () => graphError(400, 130429, '(#130429) Rate limit hit', { 'retry-after': '1' })
@@ -186,7 +186,7 @@ test("a message still throttled when its validity runs out fails with the provid
     await u.close()
   }
   expect(await money(t, accountId)).toEqual({ balance: 100, ledgerSum: 100 })
-})
+}, 30_000)
 
 test('a message taken over while it waits for its slot is not handed over by the waiter', async () => {
   t = await testApp({ workers: true, env: metaEnv({ PROVIDER_MAX_PER_SECOND: '2' }) })
