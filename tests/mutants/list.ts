@@ -74,7 +74,7 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: 'lease-holder-token',
-    breaks: 'a message handed over twice: a holder whose lease recovery took over still renews it',
+    breaks: 'a message handed over twice: a holder whose message was taken over still renews its lease and sends it',
     edits: [
       {
         file: HANDOFF,
@@ -82,8 +82,8 @@ export const MUTATIONS: Mutation[] = [
         replace: "where m.id = v.id and m.status = 'queued' and m.quarantined_at is null",
       },
     ],
-    tests: ['tests/messages/handoff-lease.test.ts'],
-    filter: 'outlives its lease',
+    tests: ['tests/messages/pace.test.ts'],
+    filter: 'taken over while it waits',
   },
   {
     name: 'lease-check-before-attempt',
@@ -148,8 +148,14 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: 'renew-found-charge',
-    breaks: 'a message handed over twice: a repeated send that found its charge hands it over without the lease',
-    edits: [{ file: HANDOFF, find: 'handOver(message, lease, fresh ? firstWaitMs : null,', replace: 'handOver(message, lease, firstWaitMs,' }],
+    breaks: 'a message handed over twice: a repeated send that found its charge hands it over again without checking whose it is',
+    edits: [
+      {
+        file: HANDOFF,
+        find: 'handOver(message, lease, fresh ? firstWaitMs : null, { checkFirst: !fresh,',
+        replace: 'handOver(message, lease, firstWaitMs, { checkFirst: false,',
+      },
+    ],
     tests: ['tests/messages/idempotency.test.ts'],
     filter: 'died after charging',
   },
