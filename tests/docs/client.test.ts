@@ -26,6 +26,8 @@ export async function run(baseUrl: string, key: string) {
 
   const sent = await client.POST('/api/v1/messages/send', { body: { to: '081234567890', body: 'from a generated client' } })
   if (!sent.data) throw new Error(\`send failed: \${sent.error?.code}\`)
+  // 200 sent with its SID, or 202 queued (throttled) with its id: the status tells them apart.
+  if (sent.data.data.status !== 'sent') throw new Error(\`queued as \${sent.data.data.id}\`)
   const messageId: string = sent.data.data.message_id
   const cost: number = sent.data.data.cost
 

@@ -75,7 +75,12 @@ export const messagesApi = (deps: Deps) =>
           tags,
           summary: 'Send one message',
           description:
-            'Charges the current price, hands the message to the provider and answers `sent` with its SID. ' +
+            "Takes the message's slot at the sender's pace (when the pace cannot take it within SEND_WAIT_MS, 10 s: 429 " +
+            '`RATE_LIMITED` with `Retry-After`, nothing charged), charges the current price, hands the message to the provider and ' +
+            'answers `sent` with its SID. A message the provider throttles stays charged and is tried again after its ' +
+            '`Retry-After`; still throttled SEND_WAIT_MS after the first throttle, the answer is 202 `queued` with its `id`, and ' +
+            'its outcome comes as a `message.status` event with `previous_status: "queued"` (sent, or failed and refunded when ' +
+            '`validity_seconds` ran out). ' +
             '402 `INSUFFICIENT_BALANCE` when the balance cannot pay, 402 `SPEND_CAP_REACHED` when the charge would take what the ' +
             "API key was charged today past its daily spend cap (set by an operator; the service time zone's day; refunds give no " +
             'room back): nothing is charged. ' +
@@ -110,7 +115,9 @@ export const messagesApi = (deps: Deps) =>
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
             'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
-            '`results` keeps the request order; the answer waits for every outcome.' +
+            '`results` keeps the request order; the answer waits for every outcome, up to BULK_WAIT_MS (30 s): entries still ' +
+            'waiting then (the provider throttles them, or the pace is busy) are answered `queued` with their `id`, counted in ' +
+            '`queued`, and their outcome comes as a `message.status` event with `previous_status: "queued"`.' +
             idempotencyNote,
         },
       },

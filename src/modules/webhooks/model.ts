@@ -28,7 +28,8 @@ export const Webhook = t.Object({ url: t.String() }, { examples: [{ url: 'https:
 
 /**
  * The body of every delivery (spec section 6), as the status machine writes it: a forward move only,
- * so `previous_status` is `sent` or `delivered`. A failure also says whether it was refunded
+ * so `previous_status` is `sent` or `delivered`; or the hand-off outcome of a message answered
+ * `queued` (an extension: from `queued` to `sent`, or to `failed` without a SID). A failure also says whether it was refunded
  * (`refunded`, after `error_message`; the spec's fields keep their order). Receivers should ignore
  * fields they do not know.
  */
@@ -40,13 +41,21 @@ export const MessageStatusEvent = t.Object(
       examples: ['2026-11-21 10:15:02'],
     }),
     data: t.Object({
-      message_sid: t.String({
-        description: 'The message SID (`message_id` of the send answer)',
+      message_sid: t.Union([t.String(), t.Null()], {
+        description:
+          'The message SID (`message_id` of the send answer); null only for a message answered `queued` that failed without ' +
+          'the provider taking it',
         examples: ['SM0123456789abcdef0123456789abcdef'],
       }),
       to: t.String({ description: 'Destination in + international form', examples: ['+6281234567890'] }),
-      status: t.Union([t.Literal('delivered'), t.Literal('read'), t.Literal('failed')], { description: 'The new status' }),
-      previous_status: t.Union([t.Literal('sent'), t.Literal('delivered')], { description: 'The status before the change' }),
+      status: t.Union([t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')], {
+        description: 'The new status (`sent` only after `queued`)',
+      }),
+      previous_status: t.Union([t.Literal('queued'), t.Literal('sent'), t.Literal('delivered')], {
+        description:
+          'The status before the change; `queued` (an extension) for the hand-off outcome of a message whose send or bulk entry ' +
+          'was answered `queued` (the provider throttled it): `sent` with its SID, or `failed` and refunded when its validity ran out',
+      }),
       error_code: t.Union([t.Integer(), t.Null()], {
         description: errorCodeDescription("The provider's numeric error code when `failed`; otherwise null."),
       }),
