@@ -169,7 +169,7 @@ describe('messages', () => {
 
   test('bad filters re-render the page with the message and 422, never 500', async () => {
     const cases: [string, string][] = [
-      ['status=queued', 'status: must be one of sent, delivered, read, failed'],
+      ['status=pending', 'status: must be one of queued, sent, delivered, read, failed'],
       ['date_from=yesterday', 'date_from: must be a timestamp YYYY-MM-DD HH:MM:SS'],
       [`date_to=${encodeURIComponent('2026-02-30 10:00:00')}`, 'date_to: must be a timestamp'],
       ['phone=abc', 'phone: digits of the number'],

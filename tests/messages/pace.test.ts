@@ -134,6 +134,9 @@ test('a throttled single send is answered 202 queued; its outcome comes as a mes
   expect(answer.status).toBe(202)
   expect(answer.body.data).toMatchObject({ status: 'queued', to: '+6281240000003', cost: 1, balance_after: 99 })
   const id = answer.body.data.id
+  // Listed while it waits (a message being handed over is not, unless it was answered queued).
+  const listed = await t.api('GET', '/messages?status=queued', key)
+  expect(listed.body.data.items.map((m: any) => [m.id, m.status, m.message_sid])).toEqual([[id, 'queued', null]])
   const row = await until(
     async () => (await t!.db.sql<{ status: string; message_sid: string | null }[]>`select status, message_sid from messages where id = ${id}`)[0]!,
     (r) => r.status !== 'queued',

@@ -166,7 +166,9 @@ export const BulkResult = t.Object({
 })
 export type BulkResult = typeof BulkResult.static
 
-export const MessageStatus = t.Union([t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')])
+export const MessageStatus = t.Union([t.Literal('queued'), t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')], {
+  description: '`queued` (an extension): charged and answered `queued`, the provider still throttling it; its outcome comes by webhook',
+})
 
 export const Message = t.Object({
   id: t.Integer({ description: "The message's own id (a refused send's 502 names it too)" }),
@@ -222,7 +224,7 @@ export const SendRefused = errorWith(502, {
 
 export const ListQuery = t.Object({
   ...pageFields,
-  status: t.Optional(t.String({ description: 'sent, delivered, read or failed' })),
+  status: t.Optional(t.String({ description: 'sent, delivered, read or failed; or queued (messages answered `queued`)' })),
   ...dateRangeFields('sent_at'),
 })
 export type ListQuery = typeof ListQuery.static

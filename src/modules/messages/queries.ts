@@ -11,7 +11,7 @@ import type { ListQuery } from './model'
 import type { StoredTemplate } from './content'
 import { dateRange, page } from '../../http/values'
 
-export const STATUSES = ['sent', 'delivered', 'read', 'failed'] as const
+export const STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed'] as const
 
 type Row = {
   id: number
@@ -69,10 +69,13 @@ export type MessageFilter = { status?: string; from: Date | null; before: Date |
 export function listStatements(accountId: number, filter: MessageFilter, p: Page): ListStatements {
   const params: Params = [accountId]
   let where = 'account_id = $1'
+  // Messages being handed over are not listed, but for those answered `queued` (throttled): the
+  // integrator has their id and waits for their outcome.
   if (filter.status) {
     params.push(filter.status)
     where += ` and status = $${params.length}`
-  } else where += " and status <> 'queued'"
+    if (filter.status === 'queued') where += ' and announce_outcome'
+  } else where += " and (status <> 'queued' or announce_outcome)"
   if (filter.from) {
     params.push(filter.from)
     where += ` and sent_at >= $${params.length}`
@@ -170,7 +173,7 @@ export async function getAccountMessage(sql: Sql, tz: string, accountId: number,
   const [row] = await sql<(Row & { failed_at: Date | null; refund_late_failure: boolean })[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at, refund_late_failure
-    from messages where id = ${id} and account_id = ${accountId} and status <> 'queued'`
+    from messages where id = ${id} and account_id = ${accountId} and (status <> 'queued' or announce_outcome)`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
   return {
     ...view(row, tz),
