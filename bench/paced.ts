@@ -235,6 +235,12 @@ export const paced: Benchmark = {
     const messagesTotal = await count('')
     const messagesSent = await count('&status=sent')
     const messagesFailed = await count('&status=failed')
+    const failedSample =
+      messagesFailed > 0
+        ? ((await apiJson(`${service.url}/api/v1/messages?limit=5&status=failed`, { token: key })).items as any[]).map(
+            (m) => `${m.error_code ?? '-'} ${m.error_message ?? ''}`,
+          )
+        : []
     const singlesSent = [...alone, ...during].filter((s) => s.status === 200 && s.answer === 'sent').length
     const singleAnswers = new Map<string, number>()
     for (const s of [...alone, ...during]) singleAnswers.set(s.answer, (singleAnswers.get(s.answer) ?? 0) + 1)
@@ -271,6 +277,7 @@ export const paced: Benchmark = {
         `${messagesSent.toLocaleString('en-US')} sent, ${messagesFailed} failed; ledger ${charges.toLocaleString('en-US')} charges, ${refunds} refunds; ` +
         `campaign stats ${JSON.stringify(detail.stats)}`,
     )
+    if (failedSample.length) console.log(`  failed messages' errors (first ${failedSample.length}): ${failedSample.join('; ')}`)
     console.log(`  accepted per second, every window: ${windows.join(' ')}`)
     console.log(
       table([
