@@ -4,7 +4,7 @@
 //
 //   DATABASE_URL          the PostgreSQL server (default postgres://postgres@127.0.0.1:5432/postgres)
 //   BENCH_DB              postgres (default) or embedded: the service runs on PGlite in a temporary
-//                         DATA_DIR, without DATABASE_URL; only the benchmarks that support it run (lifecycle)
+//                         DATA_DIR, without DATABASE_URL; only the benchmarks that support it run (lifecycle, paced)
 //   BENCH_SECONDS         measured seconds per phase (default 10)
 //   BENCH_WARMUP_SECONDS  unmeasured seconds before each phase (default 3: the simulator's last status
 //                         report is due SIM_READ_MS = 3 s after a send, so the measured part is steady state)
@@ -17,7 +17,7 @@
 //   BENCH_JSON            write every metric and check to this file
 //   BENCH_KEEP_DB=1       keep the databases for a look afterwards
 //   BENCH_<NAME>_...      sizes and knobs of single benchmarks (bulk, list, contacts, webhooks,
-//                         campaign): see the table in bench/README.md
+//                         campaign, paced): see the table in bench/README.md
 
 import { createFreshDatabase, DEFAULT_SERVER_URL, describeUrl, envNumber, type BenchContext, type Benchmark, type BenchResult } from './lib'
 import send from './send'
@@ -27,9 +27,10 @@ import contacts from './contacts'
 import webhooks from './webhooks'
 import campaign from './campaign'
 import lifecycle from './lifecycle'
+import paced from './paced'
 
 /** Add new benchmarks here (bench/<name>.ts exporting a Benchmark). */
-const BENCHMARKS: Benchmark[] = [send, bulk, list, contacts, webhooks, campaign, lifecycle]
+const BENCHMARKS: Benchmark[] = [send, bulk, list, contacts, webhooks, campaign, lifecycle, paced]
 
 const cleanups: (() => Promise<void> | void)[] = []
 let cleaning: Promise<void> | undefined

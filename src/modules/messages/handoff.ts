@@ -100,8 +100,12 @@ export function createHandoff(
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued'
       returning m.id`.catch(() => null)
     if (!renewed) return
+    // A message let go while the update ran (its outcome recorded) is no longer held: nothing to mark.
     const still = new Set(renewed.map((r) => r.id))
-    for (const id of ids) if (!still.has(id)) held.get(id)!.lost = true
+    for (const id of ids) {
+      const holding = held.get(id)
+      if (holding && !still.has(id)) holding.lost = true
+    }
   }
 
   async function attempt(message: OutgoingMessage): Promise<HandoffResult> {
