@@ -99,7 +99,7 @@ test('throttling answers (130429 with Retry-After) are retried, never refunded; 
   expect(await money(t, accountId)).toEqual({ balance: 980, ledgerSum: 980 })
 }, 30_000)
 
-test("a recipient's gap (131056) is kept: three messages to one number go over 1 s apart, none throttled", async () => {
+test("a recipient's gap (131056) is kept: three messages to one number go over 1 s apart, none throttled, and nobody else waits for them", async () => {
   fake.limits.recipientGapMs = 1_000
   t = await testApp({ env: metaEnv({ PROVIDER_RECIPIENT_GAP_MS: '1100' }) }) // a little over: timers are not exact
   const { key } = await t.account(100)
@@ -109,6 +109,9 @@ test("a recipient's gap (131056) is kept: three messages to one number go over 1
   const times = fake.requests.filter((r) => r.to === '6281240099999').map((r) => r.at)
   expect(times).toHaveLength(3)
   expect(times[2]! - times[0]!).toBeGreaterThan(2_100)
+  // The busy recipient holds up nobody else: the other two went before its second message.
+  const others = fake.requests.filter((r) => r.to !== '6281240099999').map((r) => r.at)
+  expect(Math.max(...others)).toBeLessThan(times[1]!)
 }, 30_000)
 
 test('a single send the pace cannot take within SEND_WAIT_MS: 429 RATE_LIMITED with Retry-After, nothing charged', async () => {

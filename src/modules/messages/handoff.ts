@@ -174,6 +174,15 @@ export function createHandoff(
     }
   }
 
+  /** Waits while the recipient is within its gap; then reserves the message's slot and answers its wait. */
+  async function slotFor(phone: string): Promise<number> {
+    for (;;) {
+      const take = await retrying(() => pacer.take(phone))
+      if (take.slot) return take.waitMs
+      await Bun.sleep(take.waitMs)
+    }
+  }
+
   /**
    * Hands one message over at the pace, through throttles, and records the outcome; null if the
    * lease is someone else's. `firstWaitMs`: the first slot, when the caller reserved it already.
@@ -191,7 +200,7 @@ export function createHandoff(
     try {
       for (let throttles = 0; ; throttles++) {
         const reserved = throttles === 0 && firstWaitMs !== null
-        const waitMs = reserved ? firstWaitMs : await retrying(() => pacer.take(message.to))
+        const waitMs = reserved ? firstWaitMs : await slotFor(message.to)
         if (waitMs > 0) await Bun.sleep(waitMs)
         // The lease is checked after the wait, right before the attempt: a message taken over while
         // it waited is not ours to send. (A single send's first attempt skips it when its lease, taken
