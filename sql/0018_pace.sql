@@ -74,8 +74,9 @@ end $$;
 
 -- A throttling answer. Sender or business-account scope: the rate drops by a fifth (not below a tenth
 -- of a message per second; at most once a second, since the hand-offs in flight when the limit was hit
--- all come back throttled together) and no slot is given before `retry_after_ms`. Recipient scope:
--- that recipient waits `retry_after_ms`.
+-- all come back throttled together) and no slot is given before `retry_after_ms`; the recipient's
+-- gap the refused attempt reserved is given back (nothing reached them). Recipient scope: that
+-- recipient waits `retry_after_ms`.
 create function pace_throttled(sender_key text, ceiling double precision, scope text, phone_key text, retry_after_ms integer)
 returns void language plpgsql as $$
 declare
@@ -96,6 +97,7 @@ begin
   end if;
   update sender_paces set next_at = greatest(next_at, now_at + make_interval(secs => retry_after_ms / 1000.0))
   where sender = sender_key;
+  update recipient_paces set next_at = now_at where sender = sender_key and phone = phone_key and next_at > now_at;
 end $$;
 
 -- How long a charged message may wait for the provider before it fails and is refunded (throttling

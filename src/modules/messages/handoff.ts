@@ -210,6 +210,7 @@ export function createHandoff(
           letGo(message.id)
           return null
         }
+        await pacer.go()
         const result = await attempt(message)
         if (!result.ok && result.throttle) {
           options.onThrottled?.()

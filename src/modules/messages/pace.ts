@@ -7,11 +7,12 @@ import { Batcher } from '../../lib/batch'
 import type { Pace, Throttle } from '../../providers/provider'
 
 /**
- * The share of its rate the pace uses: its slots are exact, but the timers that wait for them fire a
- * few milliseconds late, and a provider counting a sliding second would see a late message and an
- * on-time one as one too many. 3% under the rate leaves 30 ms of that in every second.
+ * The share of its rate the pace uses: its slots are exact, but the timers that wait for them fire
+ * late, and a provider counting a sliding second would see a late message and an on-time one as one
+ * too many. Each process also spaces its own hand-offs by the step, measured when they actually go
+ * (`go`), so lateness can only slow it down; this margin covers several instances' slots meeting.
  */
-export const PACE_MARGIN = 0.97
+export const PACE_MARGIN = 0.99
 
 /** A reservation: wait `waitMs`, then go (`slot`), or ask again (the recipient's gap, or a single send's bound). */
 export type Take = { waitMs: number; slot: boolean }
@@ -24,6 +25,11 @@ export type Pacer = {
    * `wouldWaitMs` saying when to try again.
    */
   takeWithin(phone: string, maxWaitMs: number): Promise<{ waitMs: number } | { waitMs: null; wouldWaitMs: number }>
+  /**
+   * Right before a hand-off: waits until at least one step (at the pace's rate) has passed since this
+   * process's previous hand-off actually went, so late timers never bunch hand-offs together.
+   */
+  go(): Promise<void>
   /** Tells the pace about a throttling answer for a message to `phone`. */
   throttled(throttle: Throttle, phone: string, retryAfterMs: number): Promise<void>
   readonly pace: Pace
@@ -36,9 +42,20 @@ export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
       select wait_ms as "waitMs", slot from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${phones}::text[], null)`
     return rows.map((r) => ({ waitMs: r.waitMs, slot: r.slot }))
   })
+  const stepMs = 1000 / ceiling
+  let lastGoneAt = 0
+  let gate: Promise<void> = Promise.resolve()
   return {
     pace,
     take: (phone) => taker.add(phone),
+    go() {
+      gate = gate.then(async () => {
+        const waitMs = lastGoneAt + stepMs - performance.now()
+        if (waitMs > 0) await Bun.sleep(waitMs)
+        lastGoneAt = performance.now()
+      })
+      return gate
+    },
     async takeWithin(phone, maxWaitMs) {
       const until = Date.now() + maxWaitMs
       for (;;) {
