@@ -10,9 +10,10 @@ import type { Pace, Throttle } from '../../providers/provider'
  * The share of its rate the pace uses: its slots are exact, but the timers that wait for them fire
  * late, and a provider counting a sliding second would see a late message and an on-time one as one
  * too many. Each process also spaces its own hand-offs by the step, measured when they actually go
- * (`go`), so lateness can only slow it down; this margin covers several instances' slots meeting.
+ * (`go`), so lateness can only slow it down. What is left is the provider's own clock: requests that
+ * leave evenly can still arrive bunched, and the margin keeps such a bunch under the limit.
  */
-export const PACE_MARGIN = 0.99
+export const PACE_MARGIN = 0.97
 
 /** A reservation: wait `waitMs`, then go (`slot`), or ask again (the recipient's gap, or a single send's bound). */
 export type Take = { waitMs: number; slot: boolean }
