@@ -15,6 +15,9 @@ import type { Pace, Throttle } from '../../providers/provider'
  */
 export const PACE_MARGIN = 0.97
 
+/** How many hand-offs a process may send early to catch up after its timers ran late (see go). */
+const BURST = 2
+
 /** A reservation: wait `waitMs`, then go (`slot`), or ask again (the recipient's gap, or a single send's bound). */
 export type Take = { waitMs: number; slot: boolean }
 
@@ -27,8 +30,8 @@ export type Pacer = {
    */
   takeWithin(phone: string, maxWaitMs: number): Promise<{ waitMs: number } | { waitMs: null; wouldWaitMs: number }>
   /**
-   * Right before a hand-off: waits until at least one step (at the pace's rate) has passed since this
-   * process's previous hand-off actually went, so late timers never bunch hand-offs together.
+   * Right before a hand-off: keeps this process's hand-offs, as they actually leave, at the pace's
+   * rate (a late timer cannot bunch them beyond a small catch-up).
    */
   go(): Promise<void>
   /** Tells the pace about a throttling answer for a message to `phone`. */
@@ -43,17 +46,20 @@ export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
       select wait_ms as "waitMs", slot from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${phones}::text[], null)`
     return rows.map((r) => ({ waitMs: r.waitMs, slot: r.slot }))
   })
+  // GCRA: `due` is when the next hand-off is due at the rate; one may go up to BURST steps early, so
+  // hand-offs delayed by a late timer catch up with a bunch of at most BURST + 1 (within the margin),
+  // and no second ever holds more than the rate and that bunch.
   const stepMs = 1000 / ceiling
-  let lastGoneAt = 0
+  let due = 0
   let gate: Promise<void> = Promise.resolve()
   return {
     pace,
     take: (phone) => taker.add(phone),
     go() {
       gate = gate.then(async () => {
-        const waitMs = lastGoneAt + stepMs - performance.now()
+        const waitMs = due - BURST * stepMs - performance.now()
         if (waitMs > 0) await Bun.sleep(waitMs)
-        lastGoneAt = performance.now()
+        due = Math.max(due, performance.now()) + stepMs
       })
       return gate
     },
