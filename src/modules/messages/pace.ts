@@ -13,7 +13,7 @@ import type { Pace, Throttle } from '../../providers/provider'
  * (`go`), so lateness can only slow it down. What is left is the provider's own clock: requests that
  * leave evenly can still arrive bunched, and the margin keeps such a bunch under the limit.
  */
-export const PACE_MARGIN = 0.97
+export const PACE_MARGIN = 0.98
 
 /** How many hand-offs a process may send early to catch up after its timers ran late (see go). */
 const BURST = 2
