@@ -114,7 +114,7 @@ export function createHandoff(
     // token, is not the one this renewal looked at: only the leases it found taken over are lost.
     ids.forEach((id, i) => {
       const holding = held.get(id)
-      if (holding?.token === tokens[i] && !still.has(id)) holding.lost = true
+      if (holding && holding.token === tokens[i] && !still.has(id)) holding.lost = true
     })
   }
 
