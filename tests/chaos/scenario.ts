@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { startOutageProxy, type OutageProxy } from '../helpers/pg-proxy'
 import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
 import { ACCOUNT_SID, AUTH_TOKEN, startFakeTwilio } from './fake-twilio'
@@ -53,6 +54,13 @@ const CLIENTS = 3
 const PROVIDER_TIMEOUT_MS = 5_000
 /** Short hand-off leases (the default is 20 s): slow answers outlive them, under a live holder. */
 const LEASE_SECONDS = 3
+/**
+ * PostgreSQL outages of 2–5 s per run (PostgreSQL mode only), CHAOS_DB_OUTAGES (default none): with
+ * them the service answers 500 during an outage, and a message whose holder's lease ran out during an
+ * outage longer than the lease is handed over twice when recovery (which did not itself fail meanwhile)
+ * takes it over before the heartbeat renews it; until those are settled, CI does not play them.
+ */
+const OUTAGES = Number(process.env.CHAOS_DB_OUTAGES ?? 0)
 /** The service's pace (PROVIDER_MAX_PER_SECOND); the fake's own rate is below it, so bursts are throttled. */
 const PACE_PER_SECOND = 50
 const DRAIN_LIMIT_MS = 150_000
@@ -107,11 +115,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       KEY_RATE_LIMIT_PER_MINUTE: '1000000',
     }
     let databaseUrl: string | undefined
+    let proxy: OutageProxy | undefined
     if (postgres) {
       const db = await createPostgresDatabase()
       databaseUrl = db.url
-      env.DATABASE_URL = db.url
       cleanups.push(db.drop)
+      // The instances reach PostgreSQL through a proxy that plays outages; the checks read it directly.
+      const url = new URL(db.url)
+      proxy = await startOutageProxy({ host: url.hostname, port: Number(url.port || 5432) })
+      cleanups.push(() => proxy!.close())
+      url.hostname = '127.0.0.1'
+      url.port = String(proxy.port)
+      env.DATABASE_URL = url.toString()
     }
     const cluster = await startCluster(postgres ? 2 : 1, env)
     cleanups.push(() => cluster.stop())
@@ -160,7 +175,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       killerDone = true
     })()
-    await Promise.all([...clients, killer])
+    // PostgreSQL outages of several seconds (every connection cut, new ones refused), in the same
+    // first 60% of the phase: live holders must keep their messages through them.
+    const outages = seeded(options.seed ^ 0xd0d0)
+    let outageCount = 0
+    const outager = (async () => {
+      if (!proxy) return
+      for (let i = 0; i < OUTAGES; i++) {
+        await Bun.sleep(outages.int(2_000, (options.seconds * 600) / OUTAGES))
+        const ms = outages.int(2_000, 5_000)
+        log(`database outage of ${(ms / 1000).toFixed(1)} s after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        await proxy.outage(ms)
+        outageCount++
+      }
+    })()
+    await Promise.all([...clients, killer, outager])
     log(`fault phase over: ${nextOp} operations, ${cluster.kills.length} kills`)
 
     // The drain: every idempotent request repeated until it has its final answer, then quiet.
