@@ -84,14 +84,14 @@ function throttleAnswer(seed: number, tag: string, attempt: number): Response {
 /** The fake's rate: `busyPerSecond` in the first BUSY_SPELL_MS of some SPELL_EVERY_MS windows (the seed picks which), else `perSecond`. */
 export type FakeRate = { perSecond: number; busyPerSecond: number }
 const SPELL_EVERY_MS = 8_000
-const BUSY_SPELL_MS = 3_000
+const BUSY_SPELL_MS = 4_000
 
 export function startFakeTwilio(seed: number, options: { serviceTimeoutMs: number; leaseMs: number; rate: FakeRate }) {
   const { serviceTimeoutMs, leaseMs, rate } = options
   const startedAt = Date.now()
   const rateAt = (at: number) => {
     const window = Math.floor((at - startedAt) / SPELL_EVERY_MS)
-    const busy = (at - startedAt) % SPELL_EVERY_MS < BUSY_SPELL_MS && hashed(seed, window, 'busy') < 0.6
+    const busy = (at - startedAt) % SPELL_EVERY_MS < BUSY_SPELL_MS && hashed(seed, window, 'busy') < 0.75
     return busy ? rate.busyPerSecond : rate.perSecond
   }
   const receipts: Receipt[] = []

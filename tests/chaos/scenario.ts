@@ -86,7 +86,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       return new Response('ok')
     }
     const rates = seeded(options.seed ^ 0x7a7e)
-    const rate = { perSecond: rates.int(30, 45), busyPerSecond: rates.int(3, 8) }
+    const rate = { perSecond: rates.int(30, 45), busyPerSecond: rates.int(2, 5) }
     const fake = startFakeTwilio(options.seed, { serviceTimeoutMs: PROVIDER_TIMEOUT_MS, leaseMs: LEASE_SECONDS * 1000, rate })
     cleanups.push(() => fake.stop())
 
