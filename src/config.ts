@@ -50,6 +50,12 @@ export const VARIABLES = {
       'requests per minute an API key may make, across every instance (an operator can set a key its own); beyond it 429 RATE_LIMITED',
   },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
+  HANDOFF_LEASE_SECONDS: {
+    default: '20',
+    meaning:
+      "how long a message's hand-off lease lasts without renewal (its live holder renews it every fifth of that); recovery takes " +
+      'over a lease this long expired, and waits this long after its own database errors (lower it only for tests)',
+  },
   PROVIDER_MAX_PER_SECOND: {
     default: '0',
     meaning:
@@ -113,6 +119,8 @@ export type Config = {
   /** Requests per minute of an API key without a rate of its own. */
   keyRateLimitPerMinute: number
   handoffConcurrency: number
+  /** A hand-off lease's length; its holder renews it every fifth of it. */
+  handoffLeaseSeconds: number
   /** The sender's rate (0: the provider's pace) and recipient gap (null: the provider's). */
   providerRecipientGapMs: number | null
   sendWaitMs: number
@@ -267,6 +275,7 @@ export function readConfig(env: Env = process.env): Config {
     currency,
     keyRateLimitPerMinute: integer(env, 'KEY_RATE_LIMIT_PER_MINUTE', 1, MAX_RATE_LIMIT_PER_MINUTE),
     handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
+    handoffLeaseSeconds: integer(env, 'HANDOFF_LEASE_SECONDS', 2, 3600),
     providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
     providerRecipientGapMs: recipientGap(optional(env, 'PROVIDER_RECIPIENT_GAP_MS')),
     sendWaitMs: integer(env, 'SEND_WAIT_MS', 0, 600_000),

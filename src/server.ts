@@ -72,6 +72,7 @@ export function buildDeps(
   const pacer = createPacer(database.sql, config.provider, paceOfConfig(config))
   const handoff = createHandoff(database.sql, provider, pacer, {
     concurrency: config.handoffConcurrency,
+    leaseSeconds: config.handoffLeaseSeconds,
     timeoutMs: config.providerTimeoutMs,
     timezone: config.timezone,
     // A status report that beat its SID waits parked until the SID is recorded: apply it now.

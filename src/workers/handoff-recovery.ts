@@ -11,18 +11,18 @@ import type { Deps } from '../deps'
 import { log } from '../lib/log'
 import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
 import type { Worker } from './worker'
-import { LEASE_SECONDS } from '../modules/messages/handoff'
 
 const BATCH = 500
 export const MAX_RECOVERIES = 3
 /** Expired leases are looked for this often (a lease is never shorter than a few seconds). */
 const HANDOFF_RECOVERY_POLL_MS = 5_000
 /**
- * After this process could not reach the database, it takes nothing over for this long: live holders
- * renew their leases every few seconds once the database is back, and a lease that ran out during the
- * outage is not a sign that its holder died (recovery must only ever take over from a dead holder).
+ * After this process could not reach the database, it takes nothing over for a lease's length
+ * (HANDOFF_LEASE_SECONDS): live holders renew their leases every fifth of it once the database is
+ * back, and a lease that ran out during the outage is not a sign that its holder died (recovery must
+ * only ever take over from a dead holder).
  */
-const AFTER_OUTAGE_MS = LEASE_SECONDS * 1000
+const afterOutageMs = (deps: Pick<Deps, 'config'>) => deps.config.handoffLeaseSeconds * 1000
 
 type Recovered = {
   id: number
@@ -77,7 +77,7 @@ export const handoffRecovery: Worker = {
   name: 'handoff-recovery',
   pollMs: HANDOFF_RECOVERY_POLL_MS,
   async runOnce(deps) {
-    if (Date.now() - (lastOutageAt.get(deps.sql) ?? 0) < AFTER_OUTAGE_MS) return 0
+    if (Date.now() - (lastOutageAt.get(deps.sql) ?? 0) < afterOutageMs(deps)) return 0
     try {
       return (await recoverHandoffs(deps)).claimed
     } catch (error) {

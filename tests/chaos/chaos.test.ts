@@ -1,22 +1,30 @@
-// The randomized fault test with a fixed seed (see scenario.ts): about a minute, in both modes.
+// The randomized fault test with two fixed seeds (see scenario.ts): about a minute each, in both modes.
 // `bun run chaos --seed N --minutes M` runs it longer, over many seeds, and prints a failing seed.
 
 import { expect, test } from 'bun:test'
 import { MIN_KILLS, runChaos } from './scenario'
 
 export const CI_SEED = 20261123
+/** A second plan: another mix of operations, faults, fake rate and kill schedule. */
+export const SECOND_SEED = 20261125
 const FAULT_SECONDS = Number(process.env.CHAOS_SECONDS ?? 25)
 
-test(`seed ${CI_SEED}: crashes, provider faults and repeats leave every invariant holding`, async () => {
-  const report = await runChaos({ seed: CI_SEED, seconds: FAULT_SECONDS, log: (line) => console.log(`[chaos] ${line}`) })
-  console.log(`[chaos] ${report.mode}, seed ${report.seed}: ${report.kills} kills in ${(report.ms / 1000).toFixed(1)} s`, report.stats)
-  expect(report.violations).toEqual([])
-  // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats.
-  expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
-  expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
-  expect(report.stats['messages failed']).toBeGreaterThan(0)
-  expect(report.stats['late failures refunded']).toBeGreaterThan(0)
-  expect(report.stats['events']).toBeGreaterThan(0)
-  expect(report.stats['idempotent repeats']).toBeGreaterThan(0)
-  expect(report.stats['campaign messages']).toBeGreaterThan(0)
-}, 300_000)
+for (const seed of [CI_SEED, SECOND_SEED]) {
+  test(`seed ${seed}: crashes, provider faults, throttles and repeats leave every invariant holding`, async () => {
+    const report = await runChaos({ seed, seconds: FAULT_SECONDS, log: (line) => console.log(`[chaos] ${line}`) })
+    console.log(`[chaos] ${report.mode}, seed ${report.seed}: ${report.kills} kills in ${(report.ms / 1000).toFixed(1)} s`, report.stats)
+    expect(report.violations).toEqual([])
+    // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats,
+    // throttles and their retries, slow answers outliving the lease.
+    expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
+    expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
+    expect(report.stats['messages failed']).toBeGreaterThan(0)
+    expect(report.stats['late failures refunded']).toBeGreaterThan(0)
+    expect(report.stats['events']).toBeGreaterThan(0)
+    expect(report.stats['idempotent repeats']).toBeGreaterThan(0)
+    expect(report.stats['campaign messages']).toBeGreaterThan(0)
+    expect(report.stats['throttling answers']).toBeGreaterThan(0)
+    expect(report.stats['retries after a throttle']).toBeGreaterThan(0)
+    expect(report.stats['slow answers past the lease']).toBeGreaterThan(0)
+  }, 300_000)
+}

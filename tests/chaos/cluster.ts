@@ -49,8 +49,19 @@ export async function startCluster(size: number, env: Record<string, string>): P
   const url = `http://127.0.0.1:${front.port}`
   const fullEnv = { ...env, PUBLIC_BASE_URL: url }
   let logs = ''
+  // An instance that cannot start (its database is away: a PostgreSQL outage) exits; it is started
+  // again, as a supervisor would, for a minute at most.
   const start = async (i: number) => {
-    instances[i] = await startChild(fullEnv, { readyMs: 90_000 })
+    for (let tries = 1; ; tries++) {
+      try {
+        instances[i] = await startChild(fullEnv, { readyMs: 90_000 })
+        return
+      } catch (error) {
+        if (tries >= 60) throw error
+        logs += `\n[chaos] instance ${i} did not start (${error instanceof Error ? error.message.slice(0, 80) : 'unknown'}); again\n`
+        await Bun.sleep(1_000)
+      }
+    }
   }
   // One at a time: the first applies the migrations.
   for (let i = 0; i < size; i++) await start(i)

@@ -4,8 +4,8 @@
 
 import type { Sql } from '../../src/db/client'
 import type { Received } from '../helpers/receiver'
-import type { Receipt } from './fake-twilio'
-import { tagOf } from './fake-twilio'
+import type { Callback, Receipt } from './fake-twilio'
+import { tagOf, THROTTLE_CODES } from './fake-twilio'
 import { isFinal, type Account, type Campaign, type Request } from './workload'
 
 type MessageRow = {
@@ -20,6 +20,8 @@ type MessageRow = {
   recoveries: number
   refunded: boolean
   refund_late_failure: boolean
+  error_code: number | null
+  announce_outcome: boolean
 }
 type LedgerRow = { id: number; account_id: number; kind: string; amount: number; balance_after: number; message_id: number | null }
 type EventRow = {
@@ -40,11 +42,17 @@ export type Evidence = {
   requests: Request[]
   campaigns: Campaign[]
   receipts: Receipt[]
+  /** The status callbacks the service answered, per SID. */
+  callbacks: Callback[]
+  /** The hand-off lease (HANDOFF_LEASE_SECONDS), in ms. */
+  leaseMs: number
   kills: { at: number }[]
   webhooks: Received[]
 }
 
 const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
+/** The message status each of the fake's reports means. */
+const STATUS_OF_REPORT: Record<string, string> = { delivered: 'delivered', read: 'read', undelivered: 'failed' }
 
 export async function checkInvariants(e: Evidence): Promise<{ violations: string[]; stats: Record<string, number> }> {
   const violations: string[] = []
@@ -54,7 +62,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
 
   const messages = await e.sql<MessageRow[]>`
     select id, account_id, api_key_id, body, status, cost, message_sid, quarantined_at is not null as quarantined,
-           handoff_recoveries as recoveries, refunded_at is not null as refunded, refund_late_failure
+           handoff_recoveries as recoveries, refunded_at is not null as refunded, refund_late_failure, error_code, announce_outcome
     from messages order by id`
   const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id from ledger order by id`
   const accounts = await e.sql<{ id: number; balance: number }[]>`select id, balance from accounts order by id`
@@ -118,8 +126,9 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     count(`messages ${m.status}`)
   }
 
-  // 3. The provider saw each message at most once, but for a crash between two hand-offs; what it
-  //    accepted is what the database says, and nothing it accepted in time went out free.
+  // 3. The provider saw each message at most once, but for a crash between two hand-offs and for
+  //    retries after its throttling answers; it accepted each at most once (but across a crash); what
+  //    it accepted is what the database says, and nothing it accepted in time went out free.
   const receiptsOf = new Map<string, Receipt[]>()
   for (const r of e.receipts) receiptsOf.set(r.tag, [...(receiptsOf.get(r.tag) ?? []), r])
   const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
@@ -130,10 +139,13 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
       continue
     }
     for (let i = 1; i < receipts.length; i++) {
-      if (crashBetween(receipts[i - 1]!.at, receipts[i]!.at)) count('second hand-offs after a crash')
-      else fail(`[${tag}] handed over ${receipts.length} times; no crash between attempts ${i} and ${i + 1}`)
+      if (receipts[i - 1]!.answer === 'throttled') count('retries after a throttle')
+      else if (crashBetween(receipts[i - 1]!.at, receipts[i]!.at)) count('second hand-offs after a crash')
+      else fail(`[${tag}] handed over ${receipts.length} times; no throttle or crash between attempts ${i} and ${i + 1}`)
     }
     const accepted = receipts.filter((r) => r.answer === 'accepted')
+    for (let i = 1; i < accepted.length; i++)
+      if (!crashBetween(accepted[i - 1]!.at, accepted[i]!.at)) fail(`[${tag}] accepted twice by the provider with no crash between`)
     if (m.message_sid !== null && !accepted.some((r) => r.sid === m.message_sid))
       fail(`message ${m.id} [${tag}] has SID ${m.message_sid}, which the provider never gave it`)
     if (m.message_sid === null && accepted.length > 0) {
@@ -142,9 +154,38 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
       else fail(`message ${m.id} [${tag}]: the provider accepted it, yet it was refunded (a free delivery)`)
     }
     if (receipts.some((r) => r.answer === 'late')) count('hand-offs timed out (refunded)')
+    count('throttling answers', receipts.filter((r) => r.answer === 'throttled').length)
+    // A slow answer past the lease: its holder lived (no crash meanwhile), so nobody else may have handed it over.
+    for (const r of accepted) {
+      if (r.answeredAt !== undefined && r.answeredAt - r.at > e.leaseMs && !crashBetween(r.at, r.answeredAt))
+        count('slow answers past the lease')
+    }
+    // Throttled last means still to be tried again: the drain ends only when nothing is left to try.
+    if (receipts.at(-1)!.answer === 'throttled' && !m.quarantined)
+      fail(`message ${m.id} [${tag}]: its last hand-off was throttled, yet it is ${m.status} (error ${m.error_code})`)
   }
   for (const m of messages) {
-    if (m.message_sid !== null && !receiptsOf.has(tagOf(m.body))) fail(`message ${m.id} is sent but the provider never received it`)
+    const tag = tagOf(m.body)
+    if (m.message_sid !== null && !receiptsOf.has(tag)) fail(`message ${m.id} is sent but the provider never received it`)
+    if (m.status === 'failed' && m.message_sid === null && !receiptsOf.has(tag))
+      fail(`message ${m.id} [${tag}] failed and was refunded, yet the provider never received it`)
+    // The validity is 4 h: a throttle is never a failure within the run.
+    if (m.status === 'failed' && m.message_sid === null && THROTTLE_CODES.includes(m.error_code ?? 0))
+      fail(`message ${m.id} [${tag}] failed for throttling (${m.error_code}) within its validity`)
+  }
+
+  // 3b. Every accepted message ends where the provider's reports took it: the furthest status of the
+  //     reports the service answered for its SID (none: sent); a late failure refunded as rule 2 says.
+  const reportsOf = new Map<string, string[]>()
+  for (const c of e.callbacks) reportsOf.set(c.sid, [...(reportsOf.get(c.sid) ?? []), c.status])
+  for (const m of messages) {
+    if (m.message_sid === null) continue
+    let expected = 'sent'
+    for (const report of reportsOf.get(m.message_sid) ?? []) {
+      const status = STATUS_OF_REPORT[report]
+      if (status && FORWARD[status]! > FORWARD[expected]!) expected = status
+    }
+    if (m.status !== expected) fail(`message ${m.id} [${tagOf(m.body)}]: ${m.status}, the provider's reports for it say ${expected}`)
   }
 
   // 4. Every accepted status change made exactly one event, in a chain from `sent`; every event reached the receiver.
@@ -159,10 +200,22 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   for (const m of messages) {
     const chain = (eventsOf.get(m.id) ?? []).map((ev) => JSON.parse(ev.payload).data as { status: string; previous_status: string })
     const hooked = m.api_key_id !== null && webhookKeys.has(m.api_key_id)
+    // A message answered `queued` has its hand-off outcome announced first: queued → sent, or queued → failed (refunded).
+    const announced = hooked && m.announce_outcome
     const moved = m.message_sid !== null && m.status !== 'sent'
-    if (!hooked || !moved) {
+    if (!hooked || (!moved && !announced)) {
       if (chain.length > 0) fail(`message ${m.id}: ${chain.length} events, expected none`)
       continue
+    }
+    if (announced) {
+      const first = chain.shift()
+      const outcome = m.message_sid !== null ? 'sent' : 'failed'
+      if (first?.previous_status !== 'queued' || first.status !== outcome)
+        fail(
+          `message ${m.id} was answered queued: its first event is ${first?.previous_status} → ${first?.status}, not queued → ${outcome}`,
+        )
+      count('outcomes announced after a queued answer')
+      if (m.message_sid === null) continue
     }
     let previous = 'sent'
     for (const step of chain) {
@@ -195,16 +248,28 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     for (const answer of request.answers) if (!isFinal(answer)) count('answers lost or in progress')
     const answer = request.reference
     if (!answer) continue
-    const results: { status: string; message_id?: string }[] =
+    if (answer.status === 429) count('sends refused before charging (429)')
+    const results: { status: string; message_id?: string; id?: number }[] =
       request.kind === 'send'
-        ? [answer.status === 200 ? { status: 'sent', message_id: answer.body.data.message_id } : { status: 'failed' }]
+        ? [
+            answer.status === 200
+              ? { status: 'sent', message_id: answer.body.data.message_id }
+              : answer.status === 202
+                ? answer.body.data
+                : { status: 'failed' },
+          ]
         : answer.status === 200
           ? answer.body.data.results
           : request.tags.map(() => ({ status: 'failed' }))
     request.tags.forEach((tag, i) => {
       const m = tag === null ? undefined : byTag.get(tag)
       const result = results[i]!
-      if (result.status === 'sent') {
+      if (result.status === 'queued') {
+        // Answered queued: charged, its outcome announced later (rule 4), whatever it was.
+        count('answered queued')
+        if (!m || m.id !== result.id || !m.announce_outcome)
+          fail(`[${tag}] answered queued as message ${result.id}; the database has ${m?.id}, announced ${m?.announce_outcome}`)
+      } else if (result.status === 'sent') {
         if (!m || m.message_sid !== result.message_id)
           fail(`[${tag}] answered sent as ${result.message_id}; the database has ${m?.message_sid}`)
       } else if (m && (answer.status === 200 || answer.status === 502)) {

@@ -1,10 +1,18 @@
 // A seeded fault scenario (after TigerBeetle's VOPR and Jepsen): several accounts, a random mix of
 // sends, bulks with invalid entries, Idempotency-Key repeats, campaigns, top-ups and price changes,
 // against the real service (child processes) behind a fake Twilio that refuses, fails, times out,
-// answers slowly, refuses first attempts and sends reports before its answers; meanwhile the
-// service is killed with SIGKILL and restarted at random moments (two instances on one PostgreSQL
-// database when DATABASE_URL is set, one on the embedded database otherwise). Then it drains and
-// checks the invariants (invariants.ts).
+// answers slowly (some past the hand-off lease), refuses first attempts, sends reports before its
+// answers, reports late failures, and throttles (429 with 20429 or 63018) past its rate, which drops
+// in busy spells; the service runs at a pace above that rate, with short hand-off leases.
+// Meanwhile the service is killed with SIGKILL and restarted at random moments (two instances on
+// one PostgreSQL database when DATABASE_URL is set, one on the embedded database otherwise). Then it
+// drains until quiet and checks the invariants (invariants.ts).
+//
+// How the end settles in-flight work: the drain waits until nothing is left to happen (no message
+// charged but not handed over or refunded, no callback in flight, no delivery pending, no new hand-off
+// for two seconds). Throttled messages are retried until the fake takes them (its throttles end, and
+// the validity is the default 4 h), so after the drain every message is settled: none may be left
+// queued but a quarantined one.
 //
 // The seed fixes the plan: the operations, their sizes, each message's fault and reports, the kill
 // schedule. Timing is real, so a replay runs the same plan, not the same interleaving.
@@ -14,6 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { startOutageProxy, type OutageProxy } from '../helpers/pg-proxy'
 import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
 import { ACCOUNT_SID, AUTH_TOKEN, startFakeTwilio } from './fake-twilio'
@@ -41,7 +50,19 @@ const ACCOUNTS = 3
 /** Kills every run makes, however slow the machine. */
 export const MIN_KILLS = 2
 const CLIENTS = 3
-const PROVIDER_TIMEOUT_MS = 1_000
+/** Long enough for the fake's slow answers past the lease; its timeouts answer after it. */
+const PROVIDER_TIMEOUT_MS = 5_000
+/** Short hand-off leases (the default is 20 s): slow answers outlive them, under a live holder. */
+const LEASE_SECONDS = 3
+/**
+ * PostgreSQL outages of 2–5 s per run (PostgreSQL mode only), CHAOS_DB_OUTAGES (default none): with
+ * them the service answers 500 during an outage, and a message whose holder's lease ran out during an
+ * outage longer than the lease is handed over twice when recovery (which did not itself fail meanwhile)
+ * takes it over before the heartbeat renews it; until those are settled, CI does not play them.
+ */
+const OUTAGES = Number(process.env.CHAOS_DB_OUTAGES ?? 0)
+/** The service's pace (PROVIDER_MAX_PER_SECOND); the fake's own rate is below it, so bursts are throttled. */
+const PACE_PER_SECOND = 50
 const DRAIN_LIMIT_MS = 150_000
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
@@ -64,7 +85,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (n < 3 && hashed(options.seed, id, n) < 0.1) return new Response('busy', { status: 503, headers: { 'retry-after': '1' } })
       return new Response('ok')
     }
-    const fake = startFakeTwilio(options.seed, PROVIDER_TIMEOUT_MS)
+    const rates = seeded(options.seed ^ 0x7a7e)
+    const rate = { perSecond: rates.int(30, 45), busyPerSecond: rates.int(2, 5) }
+    const fake = startFakeTwilio(options.seed, { serviceTimeoutMs: PROVIDER_TIMEOUT_MS, leaseMs: LEASE_SECONDS * 1000, rate })
     cleanups.push(() => fake.stop())
 
     const dataDir = mkdtempSync(join(tmpdir(), 'chaos-'))
@@ -77,7 +100,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       TWILIO_FROM: 'whatsapp:+14155238886',
       TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
       PROVIDER_TIMEOUT_MS: String(PROVIDER_TIMEOUT_MS),
-      HANDOFF_CONCURRENCY: '8',
+      HANDOFF_CONCURRENCY: '32',
+      HANDOFF_LEASE_SECONDS: String(LEASE_SECONDS),
+      PROVIDER_MAX_PER_SECOND: String(PACE_PER_SECOND),
+      // Short answer bounds, so that throttled sends and bulk entries are answered 202 queued (their
+      // outcome by webhook) or 429 before charging within the run.
+      SEND_WAIT_MS: '3000',
+      BULK_WAIT_MS: '5000',
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CA_FILE: tls.caFile,
       LOG_LEVEL: 'error',
@@ -86,11 +115,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       KEY_RATE_LIMIT_PER_MINUTE: '1000000',
     }
     let databaseUrl: string | undefined
+    let proxy: OutageProxy | undefined
     if (postgres) {
       const db = await createPostgresDatabase()
       databaseUrl = db.url
-      env.DATABASE_URL = db.url
       cleanups.push(db.drop)
+      // The instances reach PostgreSQL through a proxy that plays outages; the checks read it directly.
+      const url = new URL(db.url)
+      proxy = await startOutageProxy({ host: url.hostname, port: Number(url.port || 5432) })
+      cleanups.push(() => proxy!.close())
+      url.hostname = '127.0.0.1'
+      url.port = String(proxy.port)
+      env.DATABASE_URL = url.toString()
     }
     const cluster = await startCluster(postgres ? 2 : 1, env)
     cleanups.push(() => cluster.stop())
@@ -139,7 +175,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
       killerDone = true
     })()
-    await Promise.all([...clients, killer])
+    // PostgreSQL outages of several seconds (every connection cut, new ones refused), in the same
+    // first 60% of the phase: live holders must keep their messages through them.
+    const outages = seeded(options.seed ^ 0xd0d0)
+    let outageCount = 0
+    const outager = (async () => {
+      if (!proxy) return
+      for (let i = 0; i < OUTAGES; i++) {
+        await Bun.sleep(outages.int(2_000, (options.seconds * 600) / OUTAGES))
+        const ms = outages.int(2_000, 5_000)
+        log(`database outage of ${(ms / 1000).toFixed(1)} s after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        await proxy.outage(ms)
+        outageCount++
+      }
+    })()
+    await Promise.all([...clients, killer, outager])
     log(`fault phase over: ${nextOp} operations, ${cluster.kills.length} kills`)
 
     // The drain: every idempotent request repeated until it has its final answer, then quiet.
@@ -173,6 +223,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         requests: client.requests,
         campaigns: client.campaigns,
         receipts: fake.receipts,
+        callbacks: fake.callbacks,
+        leaseMs: LEASE_SECONDS * 1000,
         kills: cluster.kills,
         webhooks: receiver.requests,
       })
@@ -182,7 +234,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         seed: options.seed,
         mode: postgres ? 'postgres' : 'embedded',
         violations,
-        stats: { operations: nextOp, ...checked.stats },
+        stats: {
+          operations: nextOp,
+          'fake rate per second': rate.perSecond,
+          'fake rate in busy spells': rate.busyPerSecond,
+          ...checked.stats,
+        },
         kills: cluster.kills.length,
         ms: Date.now() - started,
       }

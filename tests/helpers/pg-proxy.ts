@@ -103,3 +103,43 @@ export function startPgProxy(
     })
   })
 }
+
+/** A plain TCP proxy in front of PostgreSQL that can play an outage: every connection cut, new ones refused. */
+export type OutageProxy = { port: number; outage(ms: number): Promise<void>; close(): void }
+
+export function startOutageProxy(target: { host: string; port: number }): Promise<OutageProxy> {
+  const sockets = new Set<net.Socket>()
+  let downUntil = 0
+  const server = net.createServer((client) => {
+    // During an outage a connection is closed at once, as by a server that is not there.
+    if (Date.now() < downUntil) return void client.destroy()
+    const upstream = net.connect(target.port, target.host)
+    sockets.add(client).add(upstream)
+    client.pipe(upstream)
+    upstream.pipe(client)
+    const end = () => {
+      client.destroy()
+      upstream.destroy()
+      sockets.delete(client)
+      sockets.delete(upstream)
+    }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+  })
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({
+        port: (server.address() as net.AddressInfo).port,
+        async outage(ms) {
+          downUntil = Date.now() + ms
+          for (const s of sockets) s.destroy()
+          await Bun.sleep(ms)
+        },
+        close() {
+          for (const s of sockets) s.destroy()
+          server.close()
+        },
+      })
+    })
+  })
+}

@@ -3,10 +3,10 @@
 // throttled → still queued and charged, tried again after Retry-After (or a backoff) until the
 // message's validity runs out, then failed and refunded with the provider's code.
 //
-// Only the holder of a message's hand-off lease hands it over. Leases are short (LEASE_SECONDS) and
-// a live holder renews every lease it holds every HEARTBEAT_MS, whatever it is doing (waiting for a
-// slot, for the provider, for the database to come back to record an outcome), so recovery
-// (workers/handoff-recovery.ts) only ever takes over from a dead holder, and does so in seconds.
+// Only the holder of a message's hand-off lease hands it over. Leases are short (HANDOFF_LEASE_SECONDS,
+// 20 s by default) and a live holder renews every lease it holds every fifth of that, whatever it is
+// doing (waiting for a slot, for the provider, for the database to come back to record an outcome), so
+// recovery (workers/handoff-recovery.ts) only ever takes over from a dead holder, and does so in seconds.
 // Each attempt goes: reserve a slot (pace.ts), wait for it, then renew the lease with the holder's
 // token (a lease taken over meanwhile is not ours: skip the message), then call the provider at once.
 // Bulk, campaign and recovery hand-offs share one bounded pool (HANDOFF_CONCURRENCY). Outcomes are
@@ -22,9 +22,8 @@ import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import type { Pacer } from './pace'
 
-/** How long a lease lasts without renewal; its holder renews it every HEARTBEAT_MS. */
-export const LEASE_SECONDS = 20
-const HEARTBEAT_MS = 4_000
+/** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
+const BEATS_PER_LEASE = 5
 /** The first wait after a throttle without Retry-After; it doubles with each throttle of the message, up to a minute. */
 const THROTTLE_BACKOFF_MS = 1_000
 const MAX_THROTTLE_BACKOFF_MS = 60_000
@@ -70,8 +69,17 @@ export function createHandoff(
   sql: Sql,
   provider: Provider,
   pacer: Pacer,
-  options: { concurrency: number; timeoutMs: number; timezone: string; onSent?: () => void; onEvents?: () => void },
+  options: {
+    concurrency: number
+    /** How long a lease lasts without renewal (HANDOFF_LEASE_SECONDS). */
+    leaseSeconds: number
+    timeoutMs: number
+    timezone: string
+    onSent?: () => void
+    onEvents?: () => void
+  },
 ): Handoff {
+  const leaseSeconds = options.leaseSeconds
   const pool = new Semaphore(options.concurrency)
   // Message id → the lease token this process holds it with, and whether a renewal found it taken over.
   const held = new Map<number, { token: string; lost: boolean }>()
@@ -80,7 +88,7 @@ export function createHandoff(
 
   function hold(id: number, token: string): void {
     held.set(id, { token, lost: false })
-    heartbeat ??= setInterval(() => void renewHeld(), HEARTBEAT_MS)
+    heartbeat ??= setInterval(() => void renewHeld(), (leaseSeconds * 1000) / BEATS_PER_LEASE)
   }
   function letGo(id: number): void {
     held.delete(id)
@@ -94,18 +102,20 @@ export function createHandoff(
     // A failure (the database is away) is tried again at the next beat; a lease that expired
     // meanwhile is renewed as long as nobody took it over (its token is still ours).
     const ids = [...held.keys()]
+    const tokens = ids.map((id) => held.get(id)!.token)
     const renewed = await sql<{ id: number }[]>`
-      update messages m set handoff_until = now() + make_interval(secs => ${LEASE_SECONDS})
-      from unnest(${ids}::bigint[], ${ids.map((id) => held.get(id)!.token)}::uuid[]) as v(id, token)
+      update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})
+      from unnest(${ids}::bigint[], ${tokens}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued'
       returning m.id`.catch(() => null)
     if (!renewed) return
-    // A message let go while the update ran (its outcome recorded) is no longer held: nothing to mark.
     const still = new Set(renewed.map((r) => r.id))
-    for (const id of ids) {
+    // A message let go while the renewal ran (its outcome recorded), or held again under another
+    // token, is not the one this renewal looked at: only the leases it found taken over are lost.
+    ids.forEach((id, i) => {
       const holding = held.get(id)
-      if (holding && !still.has(id)) holding.lost = true
-    }
+      if (holding && holding.token === tokens[i] && !still.has(id)) holding.lost = true
+    })
   }
 
   async function attempt(message: OutgoingMessage): Promise<HandoffResult> {
@@ -129,7 +139,7 @@ export function createHandoff(
   // Renews the lease of messages about to be attempted; answers which ones this holder still has.
   const claimer = new Batcher<{ id: number; token: string }, boolean>(async (claims) => {
     const rows = await sql<{ id: number }[]>`
-      update messages m set handoff_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
       returning m.id`
@@ -205,7 +215,7 @@ export function createHandoff(
         // The lease is checked after the wait, right before the attempt: a message taken over while
         // it waited is not ours to send. (A single send's first attempt skips it when its lease, taken
         // by its charge just now, cannot have run out: its wait is bounded by SEND_WAIT_MS.)
-        const leaseSurelyOurs = reserved && waitMs < (LEASE_SECONDS * 1000) / 2
+        const leaseSurelyOurs = reserved && waitMs < (leaseSeconds * 1000) / 2
         if (!leaseSurelyOurs && !(await claimer.add({ id: message.id, token: lease.token }))) {
           letGo(message.id)
           return null
@@ -251,7 +261,7 @@ export function createHandoff(
 
   return {
     pacer,
-    lease: () => ({ token: crypto.randomUUID(), seconds: LEASE_SECONDS }),
+    lease: () => ({ token: crypto.randomUUID(), seconds: leaseSeconds }),
     async one(message, lease, fresh, firstWaitMs, answerWithinMs) {
       // A single send waits for its provider's answer however slow (PROVIDER_TIMEOUT_MS bounds it); once
       // the provider throttles it, for `answerWithinMs` more at most.
@@ -264,6 +274,9 @@ export function createHandoff(
     },
     async many(messages, lease, answerWithinMs = Infinity, fresh = true) {
       const outcomes = new Map<number, Outcome>()
+      // Leases this request holds are renewed from now on, while their messages wait for the pool too:
+      // a long queue ahead is no sign that their holder died.
+      if (fresh) for (const message of messages) hold(message.id, lease.token)
       await Promise.all(
         messages.map(async (message) => {
           // A message this request does not hold is waited for outside the pool: its holder may need the slot.

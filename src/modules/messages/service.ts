@@ -18,13 +18,19 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
   const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
   const message: NewMessage =
     input.template_id === undefined
-      ? { phone: to, body: requireMessageBody(input.body!, 'body'), mediaUrl: optionalMediaUrl(input.media_url, 'media_url'), validitySeconds }
+      ? {
+          phone: to,
+          body: requireMessageBody(input.body!, 'body'),
+          mediaUrl: optionalMediaUrl(input.media_url, 'media_url'),
+          validitySeconds,
+        }
       : { ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number })), validitySeconds }
 
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
-  // before anything is charged.
+  // before anything is charged. A repeat of a request whose charge was made already (its first run
+  // died, or its answer was not stored) is not refused: its message is charged, and found below.
   const slot = await deps.handoff.pacer.takeWithin(to, deps.config.sendWaitMs)
-  if (slot.waitMs === null) {
+  if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {
     const seconds = Math.max(1, Math.ceil(slot.wouldWaitMs / 1000))
     throw new ApiError(
       'RATE_LIMITED',
@@ -45,7 +51,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
     deps.provider.name,
   )
   const validUntilMs = Date.now() + validitySeconds * 1000
-  let result = await deps.handoff.one({ ...outgoing, validUntilMs }, lease, charged.fresh, slot.waitMs, deps.config.sendWaitMs)
+  let result = await deps.handoff.one({ ...outgoing, validUntilMs }, lease, charged.fresh, slot.waitMs ?? 0, deps.config.sendWaitMs)
   if ('queued' in result) {
     // Still throttled when the answer is due: answered queued, its outcome announced by webhook. An
     // outcome recorded just now is answered as it is instead.
@@ -101,4 +107,12 @@ export function refusal(refused: Refused, what: string, tz: string): ApiError {
     `this API key's daily spend cap of ${refused.cap} would be passed by ${what}: it was charged ${refused.spentToday} today ` +
       `(the day ends at midnight, ${tz}); nothing was charged`,
   )
+}
+
+/** Whether a request (its token) has charged a message already: a repeat of a request that died or lost its answer. */
+async function chargedAlready(deps: Deps, requestToken: string): Promise<boolean> {
+  const [row] = await deps.sql<
+    { charged: boolean }[]
+  >`select exists (select 1 from messages where request_token = ${requestToken}) as charged`
+  return row!.charged
 }
