@@ -51,10 +51,10 @@ export const VARIABLES = {
   },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
   HANDOFF_LEASE_SECONDS: {
-    default: '20',
+    default: '15',
     meaning:
       "how long a message's hand-off lease lasts without renewal (its live holder renews it every fifth of that); recovery takes " +
-      'over a lease this long expired, and waits this long after its own database errors (lower it only for tests)',
+      'over a lease expired for as long again, and waits this long after its own database errors (lower it only for tests)',
   },
   PROVIDER_MAX_PER_SECOND: {
     default: '0',

@@ -22,6 +22,18 @@ function isTransient(error: unknown): boolean {
   return typeof e.code === 'string' && /^(40|08|57P)/.test(e.code)
 }
 
+/**
+ * Whether an error says the database could not be reached (a broken or refused connection, the server
+ * shutting down): an outage, not a statement's own failure.
+ */
+export function isOutage(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const code = (error as Error & { code?: string }).code
+  if (code && CONNECTION_CODES.has(code)) return true
+  if (code === 'ECONNREFUSED') return true
+  return typeof code === 'string' && /^(08|57P)/.test(code)
+}
+
 /** Runs `run`, again after a failure `retryIf` accepts, up to `attempts` times with doubling waits. */
 export async function retrying<T>(
   run: () => Promise<T>,

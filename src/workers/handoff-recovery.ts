@@ -3,12 +3,17 @@
 // holder's renewal fails) and handed over again; a refusal is refunded. The `status = 'queued'` guard
 // on every outcome write means each message ends sent or refunded exactly once.
 //
+// A lease is taken over once it has been expired for a further lease's length: a live holder renews it
+// every fifth of a lease, so only a holder that is gone, or cut off from the database for longer than
+// that, lets it get so old (an outage this process saw also holds recovery back, below).
+//
 // A message recovered MAX_RECOVERIES times and still without an outcome is not handed over again:
 // its outcome keeps failing to be recorded (the provider may well have accepted it every time), so
 // it is quarantined for an operator (GET /admin/v1/quarantine) instead of being sent forever.
 
 import type { Deps } from '../deps'
 import { log } from '../lib/log'
+import { isOutage } from '../db/retry'
 import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
 import type { Worker } from './worker'
 
@@ -41,7 +46,7 @@ async function recoverHandoffs(
   const rows = await deps.sql<Recovered[]>`
     with due as (
       select id from messages
-      where status = 'queued' and handoff_until < now()
+      where status = 'queued' and handoff_until < now() - make_interval(secs => ${deps.config.handoffLeaseSeconds})
       order by handoff_until
       limit ${BATCH}
       for update skip locked
@@ -77,11 +82,12 @@ export const handoffRecovery: Worker = {
   name: 'handoff-recovery',
   pollMs: HANDOFF_RECOVERY_POLL_MS,
   async runOnce(deps) {
-    if (Date.now() - (lastOutageAt.get(deps.sql) ?? 0) < afterOutageMs(deps)) return 0
+    const lastError = Math.max(lastOutageAt.get(deps.sql) ?? 0, deps.handoff.lastDatabaseErrorAt())
+    if (Date.now() - lastError < afterOutageMs(deps)) return 0
     try {
       return (await recoverHandoffs(deps)).claimed
     } catch (error) {
-      lastOutageAt.set(deps.sql, Date.now())
+      if (isOutage(error)) lastOutageAt.set(deps.sql, Date.now())
       throw error
     }
   },

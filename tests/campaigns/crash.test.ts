@@ -68,7 +68,7 @@ test('kill -9 mid-campaign, restart: every contact gets exactly one message', as
   // into the past instead of waiting.
   const db = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir })
   await db.sql`update campaigns set lease_until = now() - interval '1 second' where lease_until is not null`
-  await db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued'`
+  await db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
   await db.close()
 
   child = await startChild(env)

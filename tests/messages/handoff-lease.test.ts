@@ -40,7 +40,7 @@ const bulkOf = (n: number) => ({
 })
 
 async function expireLeasesAndRecover(app: TestApp) {
-  await app.db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued'`
+  await app.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
   app.deps.wake('handoff-recovery')
 }
 
@@ -169,7 +169,7 @@ async function takenOverMidAttempt(fake: ReturnType<typeof heldFirstAttempt>) {
     10_000,
     'the first attempt',
   )
-  await t.db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued'`
+  await t.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
   expect(await t.runWorker('handoff-recovery')).toBe(1) // taken over, handed over again, its outcome recorded
   const [message] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${accountId}`
   expect(fake.attempts.get(message!.id)).toBe(2)
@@ -210,3 +210,32 @@ test('a late acceptance from the holder that lost the lease: the message recover
     money: { balance: 100, ledgerSum: 100 },
   })
 }, 30_000)
+
+test('slow answers and a long pool queue outlive the lease under a live holder: its heartbeat keeps each message its own', async () => {
+  // Leases of 2 s; each answer takes 2.5 s and the pool takes one at a time, so the last of three
+  // waits 5 s for its turn. Recovery looks every 300 ms: it must find nothing to take over.
+  const fake = slowProvider({ answerMs: 2_500 })
+  t = await testApp({
+    provider: fake.provider,
+    workers: true,
+    env: { HANDOFF_LEASE_SECONDS: '2', HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '5000' },
+  })
+  const { accountId, key } = await t.account(100)
+  const app = t
+  const looking = setInterval(() => app.deps.wake('handoff-recovery'), 300)
+  try {
+    const [single, bulk] = await Promise.all([
+      t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
+      t.api('POST', '/messages/bulk', key, bulkOf(3)),
+    ])
+    expect(single.status).toBe(200)
+    expect(bulk.body.data).toMatchObject({ total: 3, sent: 3, failed: 0 })
+  } finally {
+    clearInterval(looking)
+  }
+  expect([...fake.attempts.values()]).toEqual([1, 1, 1, 1])
+  const [row] = await t.db.sql<{ recovered: number }[]>`
+    select count(*) filter (where handoff_recoveries > 0)::int as recovered from messages where account_id = ${accountId}`
+  expect(row!.recovered).toBe(0)
+  expect(await money(t, accountId)).toEqual({ balance: 96, ledgerSum: 96 })
+}, 60_000)

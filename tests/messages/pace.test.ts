@@ -210,7 +210,7 @@ test('a message taken over while it waits for its slot is not handed over by the
   await Bun.sleep(2_500)
   expect(fake.requests.map((r) => r.text)).toEqual(['waiting 0', 'waiting 1', 'waiting 2'])
   // Its new holder died: recovery sends it, once.
-  await t.db.sql`update messages set handoff_until = now() - interval '1 second' where body = 'waiting 3'`
+  await t.db.sql`update messages set handoff_until = now() - interval '1 hour' where body = 'waiting 3'`
   t.deps.wake('handoff-recovery')
   const { status, body } = await answer
   expect(status).toBe(200)

@@ -38,7 +38,7 @@ test('an outcome that cannot be recorded: retried, recovered a few times, then q
   // Time passes: each expired lease is taken over by recovery, until the message is quarantined.
   await until(
     async () => {
-      await t.db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued' and handoff_until is not null`
+      await t.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued' and handoff_until is not null`
       t.deps.wake('handoff-recovery')
       await Bun.sleep(100)
       const [row] = await t.db.sql<

@@ -366,7 +366,7 @@ test('a hand-off taken over by recovery sends the template the message recorded'
       'the first hand-off',
     )
     // The bulk's lease runs out while its first hand-off hangs: recovery takes both messages over.
-    await r.db.sql`update messages set handoff_until = now() - interval '1 second' where status = 'queued'`
+    await r.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
     r.deps.wake('handoff-recovery')
     await until(
       async () => (await r.db.sql`select handoff_recoveries from messages where phone = '+6281250000002'`)[0]?.handoff_recoveries,

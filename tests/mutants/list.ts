@@ -112,6 +112,19 @@ export const MUTATIONS: Mutation[] = [
     filter: 'taken over while it waits',
   },
   {
+    name: 'heartbeat-renews',
+    breaks: 'a message handed over twice: a live holder waiting for a slow provider (or for the pool) lets its lease run out, and recovery sends it again',
+    edits: [
+      {
+        file: HANDOFF,
+        find: 'update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})\n      from unnest(${ids}::bigint[]',
+        replace: 'update messages m set handoff_until = m.handoff_until\n      from unnest(${ids}::bigint[]',
+      },
+    ],
+    tests: ['tests/messages/handoff-lease.test.ts'],
+    filter: 'outlive the lease under a live holder',
+  },
+  {
     name: 'pace-slot-wait',
     breaks: "the provider's rate passed: hand-offs go as fast as the pool allows, and the provider throttles them",
     edits: [{ file: HANDOFF, find: 'if (waitMs > 0) await Bun.sleep(waitMs)', replace: '' }],
@@ -121,7 +134,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'throttle-retried',
     breaks: 'a throttled message refunded as failed: a throttling answer ends the hand-off instead of waiting for Retry-After',
-    edits: [{ file: HANDOFF, find: 'if (Date.now() + retryAfterMs < message.validUntilMs) continue', replace: '' }],
+    edits: [{ file: HANDOFF, find: 'if (Date.now() + retryAfterMs < message.validUntilMs) {', replace: 'if (false) {' }],
     tests: ['tests/messages/pace.test.ts'],
     filter: 'throttling answers',
   },
@@ -162,7 +175,13 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'recovery-claim',
     breaks: 'a charge never handed over nor refunded: nothing takes over the messages of a process that died',
-    edits: [{ file: RECOVERY, find: "where status = 'queued' and handoff_until < now()", replace: "where false and status = 'queued'" }],
+    edits: [
+      {
+        file: RECOVERY,
+        find: "where status = 'queued' and handoff_until < now() - make_interval(",
+        replace: "where false and status = 'queued' and handoff_until < now() - make_interval(",
+      },
+    ],
     tests: ['tests/messages/bulk-crash.test.ts'],
   },
   {

@@ -17,7 +17,7 @@ import type { HandoffResult, OutgoingMessage, Provider, ScheduledReport } from '
 import { Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
 import { log } from '../../lib/log'
-import { retrying } from '../../db/retry'
+import { isOutage, retrying } from '../../db/retry'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import type { Pacer } from './pace'
@@ -58,6 +58,8 @@ export type Handoff = {
   announce(ids: number[]): Promise<number[]>
   /** The outcome of a message that has one (or is handed over elsewhere), waited for. */
   outcomeOf(id: number): Promise<HandoffResult>
+  /** When this process's hand-offs last could not reach the database (0: never): recovery holds back after it. */
+  lastDatabaseErrorAt(): number
   /** Stops renewing (the process is stopping): its leases expire and recovery takes them over. */
   stop(): void
 }
@@ -84,6 +86,7 @@ export function createHandoff(
   // Message id → the lease token this process holds it with, and whether a renewal found it taken over.
   const held = new Map<number, { token: string; lost: boolean }>()
   let heartbeat: Timer | undefined
+  let lastErrorAt = 0
   let stopped = false
 
   function hold(id: number, token: string): void {
@@ -107,7 +110,10 @@ export function createHandoff(
       update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})
       from unnest(${ids}::bigint[], ${tokens}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued'
-      returning m.id`.catch(() => null)
+      returning m.id`.catch((error) => {
+      if (isOutage(error)) lastErrorAt = Date.now()
+      return null
+    })
     if (!renewed) return
     const still = new Set(renewed.map((r) => r.id))
     // A message let go while the renewal ran (its outcome recorded), or held again under another
@@ -172,6 +178,7 @@ export function createHandoff(
       try {
         return await recorder.add([message, result])
       } catch (error) {
+        if (isOutage(error)) lastErrorAt = Date.now()
         if (stopped || held.get(message.id)?.lost) throw error
         if (failures % 20 === 0) {
           log.warn('hand-off outcome not recorded yet; retrying', {
@@ -224,9 +231,15 @@ export function createHandoff(
         const result = await attempt(message)
         if (!result.ok && result.throttle) {
           options.onThrottled?.()
+          // The sender (or recipient) waits what the provider said, or one backoff step without it; this
+          // message alone backs off further with each throttle of its own.
+          const holdMs = result.throttle.retryAfterMs ?? THROTTLE_BACKOFF_MS
           const retryAfterMs = result.throttle.retryAfterMs ?? Math.min(MAX_THROTTLE_BACKOFF_MS, THROTTLE_BACKOFF_MS * 2 ** throttles)
-          await pacer.throttled(result.throttle, message.to, retryAfterMs).catch(() => {})
-          if (Date.now() + retryAfterMs < message.validUntilMs) continue
+          await pacer.throttled(result.throttle, message.to, holdMs).catch(() => {})
+          if (Date.now() + retryAfterMs < message.validUntilMs) {
+            await Bun.sleep(retryAfterMs - holdMs)
+            continue
+          }
           // Its validity ran out while throttled: the throttle is its failure, refunded.
         }
         // The answer waits for the outcome's record, but not for ever: past RECORD_ANSWER_MS it goes
@@ -289,6 +302,7 @@ export function createHandoff(
       return outcomes
     },
     outcomeOf: (id) => waitForOutcome(sql, id),
+    lastDatabaseErrorAt: () => lastErrorAt,
     async announce(ids) {
       if (ids.length === 0) return []
       const rows = await sql<{ id: number }[]>`
