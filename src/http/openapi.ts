@@ -88,7 +88,8 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
   503: {
     code: 'SERVICE_UNAVAILABLE',
     error: 'too many large request bodies at once; retry shortly',
-    description: 'Busy: a large body waited too long for its turn (retry), or the database is not ready',
+    description:
+      'Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment; retry after `Retry-After`',
   },
 }
 

@@ -6,6 +6,7 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
 import type { Sql } from '../db/client'
+import { isOutage } from '../db/retry'
 import { ApiError, apiErrorResponse, badShape, badValue, errorResponse } from './errors'
 import { authenticateRequest, rateLimitHeaders, rateLimitHeadersOf } from './auth'
 import { authenticateAdmin } from './admin-auth'
@@ -182,6 +183,17 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
     }
     const status = (error as { status?: number }).status
     if (status === 413) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, requestId)
+    if (isOutage(error)) {
+      // Not a fault of ours to report, and not the client's: the database is away for a moment.
+      log.warn('database unreachable', { request_id: requestId, method: request.method, path: loggedPath(path) })
+      return errorResponse(
+        'SERVICE_UNAVAILABLE',
+        'the database could not be reached; retry shortly (with the same Idempotency-Key, a send or bulk is never charged twice)',
+        503,
+        requestId,
+        { 'retry-after': '1' },
+      )
+    }
     log.error('unhandled error', {
       request_id: requestId,
       method: request.method,
