@@ -133,3 +133,14 @@ test.skipIf(!usingPostgres())('a send made during a database outage of seconds w
     select balance, (select count(*)::int from ledger where kind = 'charge') as charges from accounts where id = ${account.body.data.id}`
   expect(row).toEqual({ balance: 98, charges: 2 })
 }, 30_000)
+
+test.skipIf(!usingPostgres())('a statement whose connection breaks midway: 503 SERVICE_UNAVAILABLE, nothing of the database in it', async () => {
+  // The list's page statement: the proxy lets it run, then cuts the connection before its answer.
+  const { call } = await appLosingCommitOf('from page join messages m on m.id = page.id')
+  const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'cut', balance: 100 })
+  const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+  const listed = await call('GET', '/api/v1/messages', key)
+  expect([listed.status, listed.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE'])
+  expect(JSON.stringify(listed.body)).not.toMatch(/ECONN|CONNECTION|postgres|select/i)
+  expect((await call('GET', '/api/v1/messages', key)).status).toBe(200) // the next one goes through
+})
