@@ -141,7 +141,13 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'single-slot-before-charge',
     breaks: 'a single send charged, then kept waiting behind a full pace, instead of a 429 with nothing charged',
-    edits: [{ file: 'src/modules/messages/service.ts', find: 'if (slot.waitMs === null) {', replace: 'if (slot.waitMs === null && false) {' }],
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: 'if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {',
+        replace: 'if (false) {',
+      },
+    ],
     tests: ['tests/messages/pace.test.ts'],
     filter: 'cannot take within',
   },
