@@ -1,4 +1,4 @@
-// Bounded concurrency and an optional per-second cap, shared by everything that talks to the provider.
+// Bounded concurrency, shared by everything that talks to the provider (its pace: modules/messages/pace.ts).
 
 export class Semaphore {
   private waiting: (() => void)[] = []
@@ -20,19 +20,5 @@ export class Semaphore {
       if (next) next()
       else this.active--
     }
-  }
-}
-
-/** Spaces calls evenly so no more than `perSecond` start in any second; 0 means no cap. */
-export class RateLimiter {
-  private nextSlot = 0
-  constructor(private readonly perSecond: number) {}
-
-  async take(): Promise<void> {
-    if (this.perSecond <= 0) return
-    const now = Date.now()
-    const slot = Math.max(now, this.nextSlot)
-    this.nextSlot = slot + 1000 / this.perSecond
-    if (slot > now) await Bun.sleep(slot - now)
   }
 }
