@@ -282,6 +282,10 @@ async function waitForQuiet(
       const charged = ledger.filter((r) => r.kind === 'charge').length
       if (charged !== listed.body.data.total)
         return `account ${a.id}: ${charged - listed.body.data.total} messages charged, not yet handed over`
+      // Messages answered `queued` are listed while they wait (status queued): not settled yet.
+      const queued = await client.call('GET', '/api/v1/messages?status=queued&limit=1', undefined, a.key)
+      if (queued?.status !== 200) return 'the API does not answer'
+      if (queued.body.data.total > 0) return `account ${a.id}: ${queued.body.data.total} messages answered queued, not yet settled`
       if (!a.webhook) continue
       const pending = await client.call('GET', `/admin/v1/keys/${a.keyId}/deliveries?status=pending&limit=1`)
       if (pending?.status !== 200) return 'the API does not answer'

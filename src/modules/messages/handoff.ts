@@ -24,9 +24,9 @@ import type { Pacer } from './pace'
 
 /** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
 const BEATS_PER_LEASE = 5
-/** The first wait after a throttle without Retry-After; it doubles with each throttle of the message, up to a minute. */
+/** The first wait after a throttle without Retry-After; it doubles with each throttle of the message, up to 16 s. */
 const THROTTLE_BACKOFF_MS = 1_000
-const MAX_THROTTLE_BACKOFF_MS = 60_000
+const MAX_THROTTLE_BACKOFF_MS = 16_000
 /** How long an answer waits for its outcome's record before it goes without it (the record goes on). */
 const RECORD_ANSWER_MS = 2_000
 
