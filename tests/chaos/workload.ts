@@ -33,8 +33,9 @@ export type Op =
   | { kind: 'price'; account: number; cost: number }
 
 export function planOps(random: Random, accounts: number, count: number): Op[] {
-  const ops: Op[] = []
-  for (let i = 0; i < count; i++) {
+  // A campaign first, before any crash can abandon its setup: every run hands campaign messages over.
+  const ops: Op[] = [{ kind: 'campaign', account: 0, contacts: 8 }]
+  for (let i = 1; i < count; i++) {
     const r = random.next()
     const account = random.int(0, accounts - 1)
     if (r < 0.34) ops.push({ kind: 'send', account, idempotent: random.chance(0.5) })
