@@ -98,7 +98,11 @@ export const paced: Benchmark = {
     console.log(
       `  ${recipients.toLocaleString('en-US')} recipients; the fake accepts ${limit}/s (any 1-second window) and one message per ` +
         `recipient every ${RECIPIENT_GAP_MS / 1000} s; the service paces at PROVIDER_MAX_PER_SECOND=${rate}` +
-        (rate < limit ? ` (set UNDER the limit by BENCH_PACED_RATE)` : rate > limit ? ` (set OVER the limit by BENCH_PACED_RATE)` : ' (= the limit)') +
+        (rate < limit
+          ? ` (set UNDER the limit by BENCH_PACED_RATE)`
+          : rate > limit
+            ? ` (set OVER the limit by BENCH_PACED_RATE)`
+            : ' (= the limit)') +
         `; singles ${singleRate}/s for ${singleSeconds} s alone, then again from ${singlesAfterSeconds.toFixed(0)} s into the campaign; ` +
         `${ctx.embedded ? 'embedded database' : `PostgreSQL, DB_POOL_MAX=${poolMax}`}`,
     )
@@ -154,8 +158,14 @@ export const paced: Benchmark = {
         }
       }),
     )
-    console.log(`  seeded ${recipients.toLocaleString('en-US')} contacts through the API in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`)
-    const template = await admin(`/accounts/${accountId}/templates`, { name: 'paced', body: 'Halo {{name}}, promo hari ini! Info: {{phone}}' }, 201)
+    console.log(
+      `  seeded ${recipients.toLocaleString('en-US')} contacts through the API in ${((performance.now() - seedStart) / 1000).toFixed(1)} s`,
+    )
+    const template = await admin(
+      `/accounts/${accountId}/templates`,
+      { name: 'paced', body: 'Halo {{name}}, promo hari ini! Info: {{phone}}' },
+      201,
+    )
     const segment = await admin(`/accounts/${accountId}/segments`, { name: TAG, tag: TAG }, 201)
     if (segment.contact_count !== recipients) throw new Error(`segment has ${segment.contact_count} contacts, expected ${recipients}`)
     const draft = await apiJson(`${service.url}/api/v1/campaigns`, {
@@ -184,7 +194,8 @@ export const paced: Benchmark = {
     for (;;) {
       detail = await admin(`/campaigns/${campaignId}`)
       if (detail.campaign.status === 'sent' && detail.stats.sent + detail.stats.failed >= recipients) break
-      if (['paused', 'cancelled'].includes(detail.campaign.status)) throw new Error(`campaign ${detail.campaign.status}: ${detail.campaign.pause_reason}`)
+      if (['paused', 'cancelled'].includes(detail.campaign.status))
+        throw new Error(`campaign ${detail.campaign.status}: ${detail.campaign.pause_reason}`)
       if (performance.now() > deadline)
         throw new Error(`campaign not sent after ${((performance.now() - t0) / 1000).toFixed(0)} s: ${JSON.stringify(detail.stats)}`)
       await sleep(POLL_MS)
@@ -230,8 +241,7 @@ export const paced: Benchmark = {
       }
       if (!page.has_more) break
     }
-    const count = async (query: string) =>
-      (await apiJson(`${service.url}/api/v1/messages?limit=1${query}`, { token: key })).total as number
+    const count = async (query: string) => (await apiJson(`${service.url}/api/v1/messages?limit=1${query}`, { token: key })).total as number
     const messagesTotal = await count('')
     const messagesSent = await count('&status=sent')
     const messagesFailed = await count('&status=failed')

@@ -94,53 +94,60 @@ test.skipIf(!usingPostgres())('a lost COMMIT answer of a refund: refunded once',
   expect(row).toEqual({ balance: 100, refunds: 1, ledger_sum: 100, status: 'failed' })
 })
 
-test.skipIf(!usingPostgres())('a send made during a database outage of seconds waits for it, and is charged once', async () => {
-  const db = await testDatabase()
-  cleanups.push(() => db.drop())
-  const target = new URL(db.url!)
-  const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  cleanups.push(() => proxy.close())
-  const proxied = new URL(db.url!)
-  proxied.port = String(proxy.port)
-  const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
-  cleanups.push(() => database.close())
-  const app = createApp(buildDeps(readConfig({ ADMIN_TOKEN }), database).deps)
-  const call = async (method: string, path: string, token: string, body?: unknown) => {
-    const response = await app.handle(
-      new Request(`http://localhost${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
-    )
-    return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') }
-  }
-  const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage', balance: 100 })
-  const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+test.skipIf(!usingPostgres())(
+  'a send made during a database outage of seconds waits for it, and is charged once',
+  async () => {
+    const db = await testDatabase()
+    cleanups.push(() => db.drop())
+    const target = new URL(db.url!)
+    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    cleanups.push(() => proxy.close())
+    const proxied = new URL(db.url!)
+    proxied.port = String(proxy.port)
+    const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
+    cleanups.push(() => database.close())
+    const app = createApp(buildDeps(readConfig({ ADMIN_TOKEN }), database).deps)
+    const call = async (method: string, path: string, token: string, body?: unknown) => {
+      const response = await app.handle(
+        new Request(`http://localhost${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }),
+      )
+      return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') }
+    }
+    const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage', balance: 100 })
+    const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
 
-  // Every connection cut and new ones refused for 4 s: the send's statements wait for the database
-  // (postgres.js reconnects), and it is answered once it is back.
-  const started = Date.now()
-  const outage = proxy.outage(4_000)
-  await Bun.sleep(100)
-  const during = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'in the outage' })
-  await outage
-  expect(during.status).toBe(200)
-  expect(Date.now() - started).toBeGreaterThanOrEqual(4_000)
-  const after = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'after the outage' })
-  expect(after.status).toBe(200)
-  const [row] = await db.sql<{ balance: number; charges: number }[]>`
+    // Every connection cut and new ones refused for 4 s: the send's statements wait for the database
+    // (postgres.js reconnects), and it is answered once it is back.
+    const started = Date.now()
+    const outage = proxy.outage(4_000)
+    await Bun.sleep(100)
+    const during = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'in the outage' })
+    await outage
+    expect(during.status).toBe(200)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_000)
+    const after = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'after the outage' })
+    expect(after.status).toBe(200)
+    const [row] = await db.sql<{ balance: number; charges: number }[]>`
     select balance, (select count(*)::int from ledger where kind = 'charge') as charges from accounts where id = ${account.body.data.id}`
-  expect(row).toEqual({ balance: 98, charges: 2 })
-}, 30_000)
+    expect(row).toEqual({ balance: 98, charges: 2 })
+  },
+  30_000,
+)
 
-test.skipIf(!usingPostgres())('a statement whose connection breaks midway: 503 SERVICE_UNAVAILABLE, nothing of the database in it', async () => {
-  // The list's page statement: the proxy lets it run, then cuts the connection before its answer.
-  const { call } = await appLosingCommitOf('from page join messages m on m.id = page.id')
-  const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'cut', balance: 100 })
-  const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
-  const listed = await call('GET', '/api/v1/messages', key)
-  expect([listed.status, listed.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE'])
-  expect(JSON.stringify(listed.body)).not.toMatch(/ECONN|CONNECTION|postgres|select/i)
-  expect((await call('GET', '/api/v1/messages', key)).status).toBe(200) // the next one goes through
-})
+test.skipIf(!usingPostgres())(
+  'a statement whose connection breaks midway: 503 SERVICE_UNAVAILABLE, nothing of the database in it',
+  async () => {
+    // The list's page statement: the proxy lets it run, then cuts the connection before its answer.
+    const { call } = await appLosingCommitOf('from page join messages m on m.id = page.id')
+    const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'cut', balance: 100 })
+    const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+    const listed = await call('GET', '/api/v1/messages', key)
+    expect([listed.status, listed.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE'])
+    expect(JSON.stringify(listed.body)).not.toMatch(/ECONN|CONNECTION|postgres|select/i)
+    expect((await call('GET', '/api/v1/messages', key)).status).toBe(200) // the next one goes through
+  },
+)

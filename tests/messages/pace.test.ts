@@ -103,7 +103,12 @@ test("a recipient's gap (131056) is kept: three messages to one number go over 1
   fake.limits.recipientGapMs = 1_000
   t = await testApp({ env: metaEnv({ PROVIDER_RECIPIENT_GAP_MS: '1100' }) }) // a little over: timers are not exact
   const { key } = await t.account(100)
-  const answer = await t.api('POST', '/messages/bulk', key, bulkOf(5, 'gap', (i) => (i < 3 ? '081240099999' : `08124000000${i}`)))
+  const answer = await t.api(
+    'POST',
+    '/messages/bulk',
+    key,
+    bulkOf(5, 'gap', (i) => (i < 3 ? '081240099999' : `08124000000${i}`)),
+  )
   expect(answer.body.data).toMatchObject({ sent: 5, failed: 0 })
   expect(throttles()).toBe(0)
   const times = fake.requests.filter((r) => r.to === '6281240099999').map((r) => r.at)
@@ -141,7 +146,8 @@ test('a throttled single send is answered 202 queued; its outcome comes as a mes
   const listed = await t.api('GET', '/messages?status=queued', key)
   expect(listed.body.data.items.map((m: any) => [m.id, m.status, m.message_sid])).toEqual([[id, 'queued', null]])
   const row = await until(
-    async () => (await t!.db.sql<{ status: string; message_sid: string | null }[]>`select status, message_sid from messages where id = ${id}`)[0]!,
+    async () =>
+      (await t!.db.sql<{ status: string; message_sid: string | null }[]>`select status, message_sid from messages where id = ${id}`)[0]!,
     (r) => r.status !== 'queued',
     15_000,
     'the queued send sent',

@@ -113,7 +113,8 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     name: 'heartbeat-renews',
-    breaks: 'a message handed over twice: a live holder waiting for a slow provider (or for the pool) lets its lease run out, and recovery sends it again',
+    breaks:
+      'a message handed over twice: a live holder waiting for a slow provider (or for the pool) lets its lease run out, and recovery sends it again',
     edits: [
       {
         file: HANDOFF,

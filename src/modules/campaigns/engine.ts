@@ -215,15 +215,7 @@ export async function sendCampaignBatches(
   const provider = deps.provider.name
   for (let i = 0; i < (options.maxBatches ?? 20); i++) {
     const validity = deps.config.messageValiditySeconds
-    const batch = await nextBatch(
-      deps.sql,
-      deps.config.timezone,
-      provider,
-      claimed.id,
-      claimed.lease_token,
-      deps.handoff.lease(),
-      validity,
-    )
+    const batch = await nextBatch(deps.sql, deps.config.timezone, provider, claimed.id, claimed.lease_token, deps.handoff.lease(), validity)
     if (batch.messages.length > 0) {
       const validUntilMs = Date.now() + validity * 1000
       await deps.handoff.many(

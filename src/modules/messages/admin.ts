@@ -22,13 +22,17 @@ export const messagesAdmin = (deps: Deps) =>
           'Charged messages whose hand-off outcome could not be recorded after several recoveries; they are not handed over again until settled.',
       },
     })
-    .post('/quarantine/:id/settle', async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome)), {
-      params: IdParams,
-      body: SettleBody,
-      response: { 200: envelopeOf(Settled), ...errorsOf(400, 401, 404, 422) },
-      detail: {
-        tags: ['Admin'],
-        summary: 'Settle a quarantined message',
-        description: '`sent`: the provider has it, the charge stays. `refund`: it never went out, it is marked failed and refunded.',
+    .post(
+      '/quarantine/:id/settle',
+      async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome)),
+      {
+        params: IdParams,
+        body: SettleBody,
+        response: { 200: envelopeOf(Settled), ...errorsOf(400, 401, 404, 422) },
+        detail: {
+          tags: ['Admin'],
+          summary: 'Settle a quarantined message',
+          description: '`sent`: the provider has it, the charge stays. `refund`: it never went out, it is marked failed and refunded.',
+        },
       },
-    })
+    )

@@ -46,7 +46,7 @@ const validityField = {
     t.Integer({
       description:
         'Extension: how long the message may wait while the provider throttles it (retried after its Retry-After), from 60 to ' +
-        '259200 seconds; after it, it fails with the provider\'s code and is refunded. Default MESSAGE_VALIDITY_SECONDS (4 hours)',
+        "259200 seconds; after it, it fails with the provider's code and is refunded. Default MESSAGE_VALIDITY_SECONDS (4 hours)",
       examples: [3600],
     }),
   ),
@@ -148,7 +148,7 @@ export const BulkEntry = t.Union([
     },
     {
       description:
-        'Charged, and not handed over within the answer\'s bound (BULK_WAIT_MS; the provider throttles the sender): its outcome comes ' +
+        "Charged, and not handed over within the answer's bound (BULK_WAIT_MS; the provider throttles the sender): its outcome comes " +
         'as a `message.status` event with `previous_status: "queued"`',
     },
   ),
@@ -166,9 +166,12 @@ export const BulkResult = t.Object({
 })
 export type BulkResult = typeof BulkResult.static
 
-export const MessageStatus = t.Union([t.Literal('queued'), t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')], {
-  description: '`queued` (an extension): charged and answered `queued`, the provider still throttling it; its outcome comes by webhook',
-})
+export const MessageStatus = t.Union(
+  [t.Literal('queued'), t.Literal('sent'), t.Literal('delivered'), t.Literal('read'), t.Literal('failed')],
+  {
+    description: '`queued` (an extension): charged and answered `queued`, the provider still throttling it; its outcome comes by webhook',
+  },
+)
 
 export const Message = t.Object({
   id: t.Integer({ description: "The message's own id (a refused send's 502 names it too)" }),
