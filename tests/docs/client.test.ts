@@ -36,7 +36,7 @@ export async function run(baseUrl: string, key: string) {
   const waBalance: number = balance.data.data.wa_balance
 
   const message = await client.GET('/api/v1/messages/{message_sid}', { params: { path: { message_sid: messageId } } })
-  const status: 'sent' | 'delivered' | 'read' | 'failed' | undefined = message.data?.data.status
+  const status: 'queued' | 'sent' | 'delivered' | 'read' | 'failed' | undefined = message.data?.data.status
 
   const refused = await client.POST('/api/v1/messages/send', { body: { to: '12345', body: 'not a phone' } })
   const code: string | undefined = refused.error?.code
