@@ -16,7 +16,7 @@ import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
 import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
-import { log } from './lib/log'
+import { log, errorKind } from './lib/log'
 import { prepareRequest, rememberClientAddress } from './http/request'
 import { endListenStreams } from './modules/webhooks/listen'
 import { logRequest } from './http/access-log'
@@ -92,7 +92,7 @@ export function buildDeps(
 
 /** The answer to an error that escaped the app's own mapping (http/shell.ts), which should never happen. */
 function escaped(error: unknown, requestId: string): Response {
-  log.error('unhandled error', { request_id: requestId, error: error instanceof Error ? error.name : 'unknown' })
+  log.error('unhandled error', { request_id: requestId, error: errorKind(error) })
   return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
 }
 

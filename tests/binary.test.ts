@@ -323,81 +323,87 @@ describe('compiled binary', () => {
     const service = spawnChild([BINARY], dir, env, port)
     children.push(service)
     await waitReady(service)
-    expect(statSync(join(dir, 'data', 'admin-token')).mode & 0o777).toBe(0o600)
-    const shell = (script: string) => runIn(dir, ['bash', '-c', script], { PATH: path, PORT: String(port) })
-    const base = `http://127.0.0.1:${port}`
-    const linkIn = (text: string) => [...text.matchAll(/^(http:\/\/\S+\/dashboard\/link\/\w+)$/gm)].map((m) => m[1]!)
-
-    // The first quickstart prints the demo member's link...
-    const quickstart = await shell(`${BINARY} admin quickstart`)
-    expect(quickstart).toMatchObject({ code: 0, stderr: '' })
-    expect(quickstart.stdout).toContain(`curl -s ${base}/api/v1/balance -H "Authorization: Bearer $KEY"`)
-    const [firstLink] = linkIn(quickstart.stdout)
-    expect((await fetch(firstLink!)).status).toBe(200)
-
-    // ...which the README's commands, as written, lose (eval keeps the export line) and make again.
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-    const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(`${BINARY} admin quickstart`))!
-    const lines = block.trimEnd().split('\n')
-    const listenLine = lines.find((line) => line.includes('webhook listen'))!
-    const ran = await shell(`set -e\n${lines.filter((line) => line !== listenLine).join('\n')}\necho "vars $KEY $ACCOUNT_ID $KEY_ID"`)
-    expect(ran).toMatchObject({ code: 0, stderr: '' })
-    const [key, accountId, keyId] = /^vars (\S+) (\d+) (\d+)$/m.exec(ran.stdout)!.slice(1) as [string, string, string]
-    expect(await call(port, 'GET', '/api/v1/balance', key)).toMatchObject({ status: 200, body: { data: { wa_balance: 100_000 } } })
-    const memberEmail = `demo-${accountId}@example.com`
-    expect(ran.stdout).toContain('operator ops@example.com created\n')
-    expect(ran.stdout).toContain(`new invitation link for member ${memberEmail}; earlier links of theirs no longer work\n`)
-    expect(ran.stdout).toContain(`${BINARY} admin: the operator's command line`)
-    const [operatorLink, newLink] = linkIn(ran.stdout)
-    expect((await fetch(operatorLink!)).status).toBe(200)
-    const page = await fetch(newLink!)
-    expect(page.status).toBe(200)
-    expect(await page.text()).toContain(memberEmail)
-    expect((await fetch(firstLink!)).status).toBe(404)
-    const listed = await shell(`${BINARY} admin user list`)
-    expect(listed.stdout).toMatch(new RegExp(`^ *\\d+ +${memberEmail.replaceAll('.', '\\.')} +member +${accountId} +invited `, 'm'))
-
-    // The README's listen line forwards a message's events, signed, to a receiver here; Ctrl-C ends it.
-    const receiver = startReceiver(null)
-    const listen = spawnChild(
-      ['bash', '-c', `KEY_ID=${keyId}; exec ${listenLine.replace('http://localhost:8080/hook', receiver.url('127.0.0.1'))}`],
-      dir,
-      { PATH: path, PORT: String(port) },
-      port,
-    )
-    children.push(listen)
+    // On a failure, the service's own lines say what it saw.
     try {
-      const ready = await until(
-        () => listen.output(),
-        (out) => out.includes('Forwarding each event to'),
-        30_000,
-        'listen to be ready',
-      )
-      const secret = /^ {2}(whsec_\S+)$/m.exec(ready)![1]!
-      const sent = await call(port, 'POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'from the binary' })
-      expect(sent.status).toBe(200)
-      const [event] = await receiver.waitFor(1)
-      expect(event).toBeDefined()
-      const payload = new Webhook(secret).verify(event!.body, event!.headers) as { data: { message_sid: string } }
-      expect(payload.data.message_sid).toBe(sent.body.data.message_id)
-      await until(
-        () => listen.output(),
-        (out) => out.includes(`${sent.body.data.message_id}  [${event!.headers['webhook-id']}]  → 200`),
-        10_000,
-        "listen's line of the forwarded event",
-      )
-      listen.proc.kill('SIGINT')
-      expect(await listen.proc.exited).toBe(0)
-    } finally {
-      receiver.stop()
-    }
+      expect(statSync(join(dir, 'data', 'admin-token')).mode & 0o777).toBe(0o600)
+      const shell = (script: string) => runIn(dir, ['bash', '-c', script], { PATH: path, PORT: String(port) })
+      const base = `http://127.0.0.1:${port}`
+      const linkIn = (text: string) => [...text.matchAll(/^(http:\/\/\S+\/dashboard\/link\/\w+)$/gm)].map((m) => m[1]!)
 
-    // Without the service: the URL tried, and how to start it, by the binary's name.
-    expect(await terminate(service)).toBe(0)
-    const unreachable = await shell(`${BINARY} admin account list`)
-    expect(unreachable.code).toBe(1)
-    expect(unreachable.stderr).toStartWith(`admin: cannot reach the service at ${base} (from PORT=${port}): connection refused\n`)
-    expect(unreachable.stderr).toContain(`start it with: ${BINARY}\n`)
+      // The first quickstart prints the demo member's link...
+      const quickstart = await shell(`${BINARY} admin quickstart`)
+      expect(quickstart).toMatchObject({ code: 0, stderr: '' })
+      expect(quickstart.stdout).toContain(`curl -s ${base}/api/v1/balance -H "Authorization: Bearer $KEY"`)
+      const [firstLink] = linkIn(quickstart.stdout)
+      expect((await fetch(firstLink!)).status).toBe(200)
+
+      // ...which the README's commands, as written, lose (eval keeps the export line) and make again.
+      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
+      const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(`${BINARY} admin quickstart`))!
+      const lines = block.trimEnd().split('\n')
+      const listenLine = lines.find((line) => line.includes('webhook listen'))!
+      const ran = await shell(`set -e\n${lines.filter((line) => line !== listenLine).join('\n')}\necho "vars $KEY $ACCOUNT_ID $KEY_ID"`)
+      expect(ran).toMatchObject({ code: 0, stderr: '' })
+      const [key, accountId, keyId] = /^vars (\S+) (\d+) (\d+)$/m.exec(ran.stdout)!.slice(1) as [string, string, string]
+      expect(await call(port, 'GET', '/api/v1/balance', key)).toMatchObject({ status: 200, body: { data: { wa_balance: 100_000 } } })
+      const memberEmail = `demo-${accountId}@example.com`
+      expect(ran.stdout).toContain('operator ops@example.com created\n')
+      expect(ran.stdout).toContain(`new invitation link for member ${memberEmail}; earlier links of theirs no longer work\n`)
+      expect(ran.stdout).toContain(`${BINARY} admin: the operator's command line`)
+      const [operatorLink, newLink] = linkIn(ran.stdout)
+      expect((await fetch(operatorLink!)).status).toBe(200)
+      const page = await fetch(newLink!)
+      expect(page.status).toBe(200)
+      expect(await page.text()).toContain(memberEmail)
+      expect((await fetch(firstLink!)).status).toBe(404)
+      const listed = await shell(`${BINARY} admin user list`)
+      expect(listed.stdout).toMatch(new RegExp(`^ *\\d+ +${memberEmail.replaceAll('.', '\\.')} +member +${accountId} +invited `, 'm'))
+
+      // The README's listen line forwards a message's events, signed, to a receiver here; Ctrl-C ends it.
+      const receiver = startReceiver(null)
+      const listen = spawnChild(
+        ['bash', '-c', `KEY_ID=${keyId}; exec ${listenLine.replace('http://localhost:8080/hook', receiver.url('127.0.0.1'))}`],
+        dir,
+        { PATH: path, PORT: String(port) },
+        port,
+      )
+      children.push(listen)
+      try {
+        const ready = await until(
+          () => listen.output(),
+          (out) => out.includes('Forwarding each event to'),
+          30_000,
+          'listen to be ready',
+        )
+        const secret = /^ {2}(whsec_\S+)$/m.exec(ready)![1]!
+        const sent = await call(port, 'POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'from the binary' })
+        expect(sent.status).toBe(200)
+        const [event] = await receiver.waitFor(1)
+        expect(event).toBeDefined()
+        const payload = new Webhook(secret).verify(event!.body, event!.headers) as { data: { message_sid: string } }
+        expect(payload.data.message_sid).toBe(sent.body.data.message_id)
+        await until(
+          () => listen.output(),
+          (out) => out.includes(`${sent.body.data.message_id}  [${event!.headers['webhook-id']}]  → 200`),
+          10_000,
+          "listen's line of the forwarded event",
+        )
+        listen.proc.kill('SIGINT')
+        expect(await listen.proc.exited).toBe(0)
+      } finally {
+        receiver.stop()
+      }
+
+      // Without the service: the URL tried, and how to start it, by the binary's name.
+      expect(await terminate(service)).toBe(0)
+      const unreachable = await shell(`${BINARY} admin account list`)
+      expect(unreachable.code).toBe(1)
+      expect(unreachable.stderr).toStartWith(`admin: cannot reach the service at ${base} (from PORT=${port}): connection refused\n`)
+      expect(unreachable.stderr).toContain(`start it with: ${BINARY}\n`)
+    } catch (error) {
+      console.error(`the service printed:\n${service.output()}`)
+      throw error
+    }
   }, 120_000)
 })
 

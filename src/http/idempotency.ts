@@ -19,7 +19,7 @@
 import type { Sql } from '../db/client'
 import { ApiError, badValue, ok } from './errors'
 import { sha256Hex } from '../lib/keys'
-import { log } from '../lib/log'
+import { log, errorKind } from '../lib/log'
 
 const MAX_KEY_LENGTH = 255
 /** An Idempotency-Key replays its answer for 24 h; after that its row is only history (the retention worker deletes it). */
@@ -124,7 +124,7 @@ export async function withIdempotency<T>(
       update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
       where account_id = ${accountId} and key = ${key} and state = 'running'`.catch((error) => {
       // The answer still goes out; the key stays running and a repeat recovers the request.
-      log.warn('could not store idempotent answer', { error: error instanceof Error ? error.name : 'unknown' })
+      log.warn('could not store idempotent answer', { error: errorKind(error) })
     })
   }
 }

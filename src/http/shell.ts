@@ -14,7 +14,7 @@ import { ReplayedAnswer } from './idempotency'
 import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
 import type { RouteKind, RouteTable } from './routes'
 import { describeValidation, nulField, unknownField, wrongContainer, type ValidationFailure } from './validation'
-import { log } from '../lib/log'
+import { log, errorKind } from '../lib/log'
 import { identify, loggedPath } from './access-log'
 
 export { MAX_BODY_BYTES } from './body'
@@ -150,7 +150,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
           request_id: requestId,
           method: request.method,
           path: loggedPath(path),
-          error: error instanceof Error ? error.name : String(code),
+          error: error instanceof Error ? errorKind(error) : String(code),
         })
         return pages.render(500, `Something went wrong on our side (request id ${requestId}).`, request)
       }
@@ -198,7 +198,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
       request_id: requestId,
       method: request.method,
       path: loggedPath(path),
-      error: error instanceof Error ? error.name : String(code),
+      error: error instanceof Error ? errorKind(error) : String(code),
       detail: config.logLevel === 'debug' && error instanceof Error ? error.message : undefined,
     })
     return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)

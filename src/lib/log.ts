@@ -42,3 +42,14 @@ export const log = {
   warn: (msg: string, fields?: Fields) => write('warn', msg, fields),
   error: (msg: string, fields?: Fields) => write('error', msg, fields),
 }
+
+/**
+ * What kind of error this was, safe for a log line: its class and, when it has one, its code (a
+ * SQLSTATE like 40P01, a driver's CONNECTION_ENDED, a system ECONNRESET). Never the message, which
+ * may hold SQL, values or secrets.
+ */
+export function errorKind(error: unknown): string {
+  if (!(error instanceof Error)) return 'unknown'
+  const code = (error as Error & { code?: unknown }).code
+  return typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? `${error.name}:${code}` : error.name
+}

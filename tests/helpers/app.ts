@@ -103,6 +103,7 @@ export async function testApp(options: { env?: Record<string, string>; provider?
     },
     async close() {
       await Promise.all([...built.loops.values()].map((l) => l.stop()))
+      deps.handoff.stop()
       await db.drop()
     },
   }

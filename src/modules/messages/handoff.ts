@@ -16,7 +16,7 @@ import type { Sql } from '../../db/client'
 import type { HandoffResult, OutgoingMessage, Provider, ScheduledReport } from '../../providers/provider'
 import { Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
-import { log } from '../../lib/log'
+import { log, errorKind } from '../../lib/log'
 import { isOutage, retrying } from '../../db/retry'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
@@ -179,11 +179,13 @@ export function createHandoff(
         return await recorder.add([message, result])
       } catch (error) {
         if (isOutage(error)) lastErrorAt = Date.now()
-        if (stopped || held.get(message.id)?.lost) throw error
+        // Stopped, taken over, or our own pool closed: nothing more this process can write.
+        const closed = (error as { code?: string }).code === 'CONNECTION_ENDED'
+        if (stopped || closed || held.get(message.id)?.lost) throw error
         if (failures % 20 === 0) {
           log.warn('hand-off outcome not recorded yet; retrying', {
             message_id: message.id,
-            error: error instanceof Error ? error.name : 'unknown',
+            error: errorKind(error),
           })
         }
         await Bun.sleep(Math.min(1_000, 50 * 2 ** failures))
@@ -249,7 +251,7 @@ export function createHandoff(
           (error) => {
             log.warn('hand-off outcome not recorded; left to recovery', {
               message_id: message.id,
-              error: error instanceof Error ? error.name : 'unknown',
+              error: errorKind(error),
             })
             return false
           },
