@@ -109,7 +109,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       BULK_WAIT_MS: '5000',
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CA_FILE: tls.caFile,
-      LOG_LEVEL: 'error',
+      LOG_LEVEL: process.env.CHAOS_LOG_LEVEL ?? 'error',
       // Three clients and the drain's polling use one key per account, near the default 600 requests a
       // minute on a fast machine: the fault test is not about the rate (tests/http/rate-limit.test.ts is).
       KEY_RATE_LIMIT_PER_MINUTE: '1000000',
@@ -229,7 +229,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         webhooks: receiver.requests,
       })
       violations.push(...checked.violations)
-      if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-4000)}`)
+      if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)
       return {
         seed: options.seed,
         mode: postgres ? 'postgres' : 'embedded',
