@@ -6,6 +6,7 @@ import type { Config } from './config'
 import type { Deps } from './deps'
 import { openDatabase, type Database } from './db/client'
 import { migrate } from './db/migrate'
+import { isOutage } from './db/retry'
 import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
 import type { Pace } from './providers/provider'
@@ -62,11 +63,15 @@ export function paceOfConfig(config: Config): Pace {
   }
 }
 
-/** `provider`: tests hand in their own (an in-process fake); otherwise the configured one. */
+/**
+ * `provider`: tests hand in their own (an in-process fake); otherwise the configured one.
+ * `unreachableAt`: when the start last found the database unreachable (0: never).
+ */
 export function buildDeps(
   config: Config,
   database: Database,
   provider = providerOf(config, database.sql),
+  unreachableAt = 0,
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
   const pacer = createPacer(database.sql, config.provider, paceOfConfig(config))
@@ -75,6 +80,7 @@ export function buildDeps(
     leaseSeconds: config.handoffLeaseSeconds,
     timeoutMs: config.providerTimeoutMs,
     timezone: config.timezone,
+    unreachableAt,
     // A status report that beat its SID waits parked until the SID is recorded: apply it now.
     onSent: () => loops.get('parked-reports')?.wake(),
     onEvents: () => eventsCommitted(deps),
@@ -96,19 +102,46 @@ function escaped(error: unknown, requestId: string): Response {
   return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
 }
 
+/** How long a start waits for a PostgreSQL it cannot reach before it gives up. */
+const START_WAIT_MS = 30_000
+
+/**
+ * The migrations (the start's first statements), again while the database cannot be reached, for up to
+ * START_WAIT_MS: a service started during a database outage, or before its database, waits for it.
+ * Answers when it last found the database unreachable (0: never): hand-off recovery holds back for a
+ * lease after that, as after any outage the process saw, because a lease that ran out during an outage
+ * is no sign that its holder died.
+ */
+async function migrateOnceReachable(database: Database): Promise<{ applied: string[]; unreachableAt: number }> {
+  const giveUpAt = Date.now() + START_WAIT_MS
+  let unreachableAt = 0
+  for (;;) {
+    try {
+      return { ...(await migrate(database.sql)), unreachableAt }
+    } catch (error) {
+      if (!isOutage(error) || Date.now() > giveUpAt) throw error
+      if (unreachableAt === 0) log.warn('database unreachable; waiting for it', { error: errorKind(error), up_to_ms: START_WAIT_MS })
+      unreachableAt = Date.now()
+      await Bun.sleep(500)
+    }
+  }
+}
+
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token there.
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax })
   let admin: ReturnType<typeof resolveAdminToken>
+  let unreachableAt: number
   try {
     admin = resolveAdminToken(config)
-    const { applied } = await migrate(database.sql)
-    if (applied.length > 0) log.info('migrations applied', { migrations: applied })
+    const migrated = await migrateOnceReachable(database)
+    unreachableAt = migrated.unreachableAt
+    if (migrated.applied.length > 0) log.info('migrations applied', { migrations: migrated.applied })
   } catch (error) {
     await database.close()
     throw error
   }
-  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token }, database)
+  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token }, database, undefined, unreachableAt)
   const app = createApp(deps)
   const routes = routesOf(app)
   let server: ReturnType<typeof Bun.serve>

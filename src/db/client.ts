@@ -60,6 +60,10 @@ export async function openDatabase(options: {
       types: TYPES,
       onnotice: () => {},
       connection: { application_name: 'messaging-api' },
+      // Seconds before a connection lost with an error is opened again. postgres.js's default grows to
+      // 20 s after a few failures, so after an outage of seconds the pool came back long after the
+      // database: a hand-off's outcome waited that long to be recorded. Half a second at most.
+      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
     })
     const safe = new URL(options.databaseUrl)
     safe.password = ''

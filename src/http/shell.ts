@@ -130,7 +130,11 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
         if (inBody) throw badValue(`${inBody}: text must not contain NUL characters (\\u0000)`)
       })
       .onError({ as: 'global' }, async (context) => {
-        const answer = await errorAnswer(context)
+        const answer = await errorAnswer(context).catch((inner: unknown) =>
+          // Answering may itself read the database (a key's check before a validation error, a page's
+          // session), which can be away too: then that failure is the answer.
+          errorAnswer({ ...context, code: 'UNKNOWN', error: inner }),
+        )
         // An answer to a key's request says where the key stands, whatever went wrong after its lookup.
         if (answer instanceof Response)
           for (const [name, value] of Object.entries(rateLimitHeadersOf(context.request))) answer.headers.set(name, value)

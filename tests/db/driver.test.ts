@@ -34,6 +34,6 @@ test.skipIf(!usingPostgres())(
     // The next write finds no socket: unpatched, a TypeError nobody can catch ends the test process here.
     expect(await codeOf(held`select 2`)).toBe('CONNECTION_CLOSED')
     // The pool itself goes on.
-    expect(await sql`select 3 as n`).toEqual([{ n: 3 }])
+    expect([...(await sql`select 3 as n`)]).toEqual([{ n: 3 }])
   },
 )

@@ -151,3 +151,17 @@ test.skipIf(!usingPostgres())(
     expect((await call('GET', '/api/v1/messages', key)).status).toBe(200) // the next one goes through
   },
 )
+
+test.skipIf(!usingPostgres())(
+  'an error answer that reads the database (the key checked before a validation error) during a cut: 503, not 500',
+  async () => {
+    // An invalid body is answered only after its key is checked; that check's statement is the one cut.
+    const { call } = await appLosingCommitOf('join input on input.key_hash = k.key_hash')
+    const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'cut-check', balance: 100 })
+    const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+    const invalid = await call('POST', '/api/v1/messages/send', key, { to: 12, body: 'x' })
+    expect([invalid.status, invalid.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE'])
+    const again = await call('POST', '/api/v1/messages/send', key, { to: 12, body: 'x' })
+    expect([again.status, again.body.code]).toEqual([400, 'VALIDATION_ERROR'])
+  },
+)

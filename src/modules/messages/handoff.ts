@@ -77,6 +77,8 @@ export function createHandoff(
     leaseSeconds: number
     timeoutMs: number
     timezone: string
+    /** When the process's start found the database unreachable (0: never): an outage seen, as below. */
+    unreachableAt?: number
     onSent?: () => void
     onEvents?: () => void
   },
@@ -86,7 +88,7 @@ export function createHandoff(
   // Message id → the lease token this process holds it with, and whether a renewal found it taken over.
   const held = new Map<number, { token: string; lost: boolean }>()
   let heartbeat: Timer | undefined
-  let lastErrorAt = 0
+  let lastErrorAt = options.unreachableAt ?? 0
   let stopped = false
 
   function hold(id: number, token: string): void {
