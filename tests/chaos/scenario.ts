@@ -5,8 +5,10 @@
 // answers, reports late failures, and throttles (429 with 20429 or 63018) past its rate, which drops
 // in busy spells; the service runs at a pace above that rate, with short hand-off leases.
 // Meanwhile the service is killed with SIGKILL and restarted at random moments (two instances on
-// one PostgreSQL database when DATABASE_URL is set, one on the embedded database otherwise). Then it
-// drains until quiet and checks the invariants (invariants.ts).
+// one PostgreSQL database when DATABASE_URL is set, one on the embedded database otherwise). On
+// PostgreSQL the instances reach the database through proxies that lose the COMMIT answers of some
+// charges, hand-off outcomes and refunds, and play outages of seconds (every connection cut, new ones
+// refused). Then it drains until quiet and checks the invariants (invariants.ts).
 //
 // How the end settles in-flight work: the drain waits until nothing is left to happen (no message
 // charged but not handed over or refunded, no callback in flight, no delivery pending, no new hand-off
@@ -22,7 +24,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { startOutageProxy, type OutageProxy } from '../helpers/pg-proxy'
+import { startOutageProxy, startPgProxy, type OutageProxy, type PgProxy } from '../helpers/pg-proxy'
 import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
 import { ACCOUNT_SID, AUTH_TOKEN, startFakeTwilio } from './fake-twilio'
@@ -55,12 +57,18 @@ const PROVIDER_TIMEOUT_MS = 5_000
 /** Short hand-off leases (the default is 20 s): slow answers outlive them, under a live holder. */
 const LEASE_SECONDS = 3
 /**
- * PostgreSQL outages of 2–5 s per run (PostgreSQL mode only), CHAOS_DB_OUTAGES (default none): with
- * them the service answers 500 during an outage, and a message whose holder's lease ran out during an
- * outage longer than the lease is handed over twice when recovery (which did not itself fail meanwhile)
- * takes it over before the heartbeat renews it; until those are settled, CI does not play them.
+ * PostgreSQL outages of 2–5 s per run (PostgreSQL mode only; CHAOS_DB_OUTAGES, default 2): every
+ * connection cut and new ones refused, longer than a lease. Requests meet 503 SERVICE_UNAVAILABLE and
+ * repeat; holders cannot renew their leases meanwhile, and recovery must still not take over from them.
  */
-const OUTAGES = Number(process.env.CHAOS_DB_OUTAGES ?? 0)
+const OUTAGES = Number(process.env.CHAOS_DB_OUTAGES ?? 2)
+/**
+ * Lost COMMIT answers (PostgreSQL mode only): each single send's charge, hand-off outcome and refund
+ * statement loses its answer after committing with this chance, up to LOST_COMMITS times a run.
+ */
+const LOST_COMMIT_MARKERS = ['request_item = 1', "set status = 'sent', message_sid = v.sid", 'refunded_at = now()']
+const LOST_COMMIT_CHANCE = 0.03
+const LOST_COMMITS = 8
 /** The service's pace (PROVIDER_MAX_PER_SECOND); the fake's own rate is below it, so bursts are throttled. */
 const PACE_PER_SECOND = 50
 const DRAIN_LIMIT_MS = 150_000
@@ -116,16 +124,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     let databaseUrl: string | undefined
     let proxy: OutageProxy | undefined
+    let losing: PgProxy | undefined
     if (postgres) {
       const db = await createPostgresDatabase()
       databaseUrl = db.url
       cleanups.push(db.drop)
-      // The instances reach PostgreSQL through a proxy that plays outages; the checks read it directly.
+      // The instances reach PostgreSQL through two proxies: one loses the COMMIT answers of some charges,
+      // outcomes and refunds, the next plays outages. The checks read the database directly.
       const url = new URL(db.url)
       proxy = await startOutageProxy({ host: url.hostname, port: Number(url.port || 5432) })
       cleanups.push(() => proxy!.close())
+      const lost = seeded(options.seed ^ 0x10c7)
+      losing = await startPgProxy({ host: '127.0.0.1', port: proxy.port }, LOST_COMMIT_MARKERS, {
+        cutTimes: LOST_COMMITS,
+        chance: () => lost.chance(LOST_COMMIT_CHANCE),
+      })
+      cleanups.push(() => losing!.close())
       url.hostname = '127.0.0.1'
-      url.port = String(proxy.port)
+      url.port = String(losing.port)
       env.DATABASE_URL = url.toString()
     }
     const cluster = await startCluster(postgres ? 2 : 1, env)
@@ -239,6 +255,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           'fake rate per second': rate.perSecond,
           'fake rate in busy spells': rate.busyPerSecond,
           ...checked.stats,
+          'lost COMMIT answers': losing?.cuts() ?? 0,
+          'database outages': outageCount,
         },
         kills: cluster.kills.length,
         ms: Date.now() - started,

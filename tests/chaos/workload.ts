@@ -54,8 +54,12 @@ export function planOps(random: Random, accounts: number, count: number): Op[] {
 const comparable = (a: { status: number; body: any }) =>
   JSON.stringify(a.body?.success === false ? { ...a, body: { ...a.body, request_id: undefined } } : a)
 
-/** An answer the service gave (not the front's "no instance") that ends the request: not a 409 "still at work". */
-export const isFinal = (a: Answer): a is { status: number; body: any } => a !== null && a.body?.code !== 'CHAOS_FRONT' && a.status !== 409
+/**
+ * An answer the service gave (not the front's "no instance") that ends the request: not a 409 "still at
+ * work", nor a 503 "the database could not be reached; retry shortly".
+ */
+export const isFinal = (a: Answer): a is { status: number; body: any } =>
+  a !== null && a.body?.code !== 'CHAOS_FRONT' && a.status !== 409 && a.body?.code !== 'SERVICE_UNAVAILABLE'
 
 export function createClient(base: string, violations: string[]) {
   async function call(method: string, path: string, body?: unknown, key?: string, headers: Record<string, string> = {}): Promise<Answer> {

@@ -1,7 +1,9 @@
 // A TCP proxy in front of PostgreSQL that can lose a COMMIT's answer: after the client sends a
-// statement containing `marker`, the proxy lets the server run it (and commit: an autocommit
+// statement containing a marker, the proxy lets the server run it (and commit: an autocommit
 // statement commits before its ReadyForQuery), then cuts both connections instead of forwarding the
 // answer. The client sees a broken connection and cannot know whether the statement committed.
+// By default the first marked statement is cut; `cutTimes` and `chance` (asked for each marked
+// statement) make it the fault test's random lost COMMITs.
 
 import net from 'node:net'
 
@@ -9,12 +11,14 @@ export type PgProxy = { port: number; cuts(): number; close(): void }
 
 export function startPgProxy(
   target: { host: string; port: number },
-  marker: string,
-  options: { cutTimes?: number } = {},
+  marker: string | string[],
+  options: { cutTimes?: number; chance?: () => boolean } = {},
 ): Promise<PgProxy> {
   let cuts = 0
   const sockets = new Set<net.Socket>()
-  const needle = Buffer.from(marker)
+  const needles = (Array.isArray(marker) ? marker : [marker]).map((m) => Buffer.from(m))
+  const marked = (body: Buffer) => needles.some((needle) => body.includes(needle)) && (options.chance?.() ?? true)
+
   const server = net.createServer((client) => {
     const upstream = net.connect(target.port, target.host)
     sockets.add(client).add(upstream)
@@ -27,6 +31,7 @@ export function startPgProxy(
     let armedAt = 0 // the ReadyForQuery number that answers the marked statement; 0: not yet known
     let fromServer = Buffer.alloc(0)
     let readySeen = 0
+    const markedNames = new Set<string>()
     const cut = () => {
       cuts++
       client.destroy()
@@ -51,9 +56,18 @@ export function startPgProxy(
         if (fromClient.length < 1 + length) break
         const body = fromClient.subarray(5, 1 + length)
         if (type === 'S' || type === 'Q') readyExpected++
-        // The marked statement: a simple Query, or a Parse whose Execute's Sync ends it (a Parse is
-        // first described on its own, before it is bound and executed).
-        if (stage === 'idle' && cuts < (options.cutTimes ?? 1) && (type === 'P' || type === 'Q') && body.includes(needle)) {
+        // The marked statement: a simple Query, or an extended one whose Execute's Sync ends it. A
+        // prepared statement is parsed (and described) once per connection under a name, then only
+        // bound by that name: the name is remembered, and each Bind of it is a marked statement.
+        const cstrings = () => body.toString('latin1').split('\0')
+        let arm = false
+        if (type === 'Q') arm = marked(body)
+        else if (type === 'P') {
+          const name = cstrings()[0]!
+          if (name === '') arm = marked(body)
+          else if (needles.some((needle) => body.includes(needle))) markedNames.add(name)
+        } else if (type === 'B') arm = markedNames.has(cstrings()[1]!) && (options.chance?.() ?? true)
+        if (stage === 'idle' && arm && cuts < (options.cutTimes ?? 1)) {
           stage = type === 'Q' ? 'waiting' : 'parsed'
           if (type === 'Q') armedAt = readyExpected
         } else if (stage === 'parsed' && type === 'E') stage = 'executed'

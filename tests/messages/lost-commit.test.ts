@@ -12,6 +12,8 @@ import { openDatabase } from '../../src/db/client'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { testDatabase, usingPostgres } from '../helpers/db'
 import { startOutageProxy, startPgProxy } from '../helpers/pg-proxy'
+import { handoffRecovery } from '../../src/workers/handoff-recovery'
+import type { Provider } from '../../src/providers/provider'
 
 const cleanups: (() => Promise<void> | void)[] = []
 // A connection the proxy cut can keep postgres.js's end() waiting for its 5 s timeout: give the
@@ -164,4 +166,79 @@ test.skipIf(!usingPostgres())(
     const again = await call('POST', '/api/v1/messages/send', key, { to: 12, body: 'x' })
     expect([again.status, again.body.code]).toEqual([400, 'VALIDATION_ERROR'])
   },
+)
+
+test.skipIf(!usingPostgres())(
+  'an outage longer than two leases under a live holder: recovery on another instance waits for it, the message is handed over once',
+  async () => {
+    const db = await testDatabase()
+    cleanups.push(() => db.drop())
+    const target = new URL(db.url!)
+    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    cleanups.push(() => proxy.close())
+    const proxied = new URL(db.url!)
+    proxied.port = String(proxy.port)
+    // One provider for both instances, counting attempts per message: it answers after 1 s, by when the
+    // outage has begun, so the holder's outcome write waits for the database.
+    const attempts = new Map<number, number>()
+    const provider: Provider = {
+      name: 'twilio',
+      async send(message) {
+        attempts.set(message.id, (attempts.get(message.id) ?? 0) + 1)
+        await Bun.sleep(1_000)
+        return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
+      },
+    }
+    const config = readConfig({ ADMIN_TOKEN, HANDOFF_LEASE_SECONDS: '2', PROVIDER_RECIPIENT_GAP_MS: '0' })
+    const instance = async () => {
+      const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
+      cleanups.push(() => database.close())
+      const { deps } = buildDeps(config, database, provider)
+      cleanups.push(() => deps.handoff.stop())
+      return deps
+    }
+    const holder = await instance()
+    const other = await instance()
+    const app = createApp(holder)
+    const call = async (method: string, path: string, token: string, body?: unknown) => {
+      const response = await app.handle(
+        new Request(`http://localhost${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      )
+      return { status: response.status, body: (await response.json()) as any }
+    }
+    const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage-lease', balance: 100 })
+    const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+
+    // The other instance looks for expired leases every 200 ms throughout, as its loop would when woken.
+    if (!('runOnce' in handoffRecovery)) throw new Error('handoff-recovery has no single step')
+    const step = handoffRecovery.runOnce
+    let looking = true
+    const recovery = (async () => {
+      while (looking) {
+        await step(other).catch(() => 0)
+        await Bun.sleep(200)
+      }
+    })()
+    try {
+      const sending = call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'through the outage' })
+      await Bun.sleep(300)
+      // 6 s without the database: the holder's 2 s lease runs out and stays expired for more than a lease.
+      await proxy.outage(6_000)
+      const sent = await sending
+      expect(sent.status).toBe(200)
+      await Bun.sleep(3_000) // past the other instance's hold-back: it must find nothing to take over
+    } finally {
+      looking = false
+      await recovery
+    }
+    const [row] = await db.sql<{ id: number; status: string; recoveries: number }[]>`
+      select id, status, handoff_recoveries as recoveries from messages where account_id = ${account.body.data.id}`
+    expect(row).toMatchObject({ status: 'sent', recoveries: 0 })
+    expect(attempts.get(row!.id)).toBe(1)
+  },
+  40_000,
 )

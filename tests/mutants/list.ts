@@ -192,6 +192,14 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/messages/bulk-crash.test.ts'],
   },
   {
+    name: 'recovery-after-outage',
+    breaks: 'a message handed over twice: after a database outage, recovery takes over a lease its live holder could not renew',
+    edits: [{ file: RECOVERY, find: 'if (Date.now() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' }],
+    tests: ['tests/messages/lost-commit.test.ts'],
+    filter: 'two leases',
+    database: 'postgres',
+  },
+  {
     name: 'recovery-quarantine',
     breaks: 'a message sent forever: one whose outcome cannot be recorded is handed over at every recovery',
     edits: [
