@@ -49,8 +49,9 @@ export async function startCluster(size: number, env: Record<string, string>): P
   const url = `http://127.0.0.1:${front.port}`
   const fullEnv = { ...env, PUBLIC_BASE_URL: url }
   let logs = ''
-  // An instance that cannot start (its database is away: a PostgreSQL outage) exits; it is started
-  // again, as a supervisor would, for a minute at most.
+  // An instance that cannot start (its database away for longer than the start waits for it, or the
+  // connection cut midway through its first statements) exits; it is started again, as a supervisor
+  // would, for a minute at most.
   const start = async (i: number) => {
     for (let tries = 1; ; tries++) {
       try {
