@@ -266,6 +266,10 @@ export async function startServiceChild(options: {
     // A load generator is one key at thousands of requests a second: far over the default rate. The
     // counting still runs (and costs what it costs); only the limit is out of reach.
     KEY_RATE_LIMIT_PER_MINUTE: '1000000000',
+    // Likewise the sender's pace (the simulator's 1,000/s, Twilio's and Meta's 80/s) would measure the
+    // provider's limit, not the service: it is raised out of reach, and still taken for every message.
+    // bench/paced.ts sets its own, and measures the pace itself.
+    PROVIDER_MAX_PER_SECOND: '100000',
     ...options.env,
     ...serviceEnvOverrides(),
   }

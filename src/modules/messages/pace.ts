@@ -46,6 +46,16 @@ export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
       select wait_ms as "waitMs", slot from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${phones}::text[], null)`
     return rows.map((r) => ({ waitMs: r.waitMs, slot: r.slot }))
   })
+  // Single sends' slots, bounded: concurrent ones share a statement too (the sender's row is locked by
+  // each, so one statement per send would queue every send behind that lock). The batch's bound is the
+  // smallest of its sends' (they differ by the moments between their requests).
+  const boundedTaker = new Batcher<{ phone: string; maxWaitMs: number }, Take>(async (items) => {
+    const maxWaitMs = Math.min(...items.map((i) => i.maxWaitMs))
+    const rows = await sql<Take[]>`
+      select wait_ms as "waitMs", slot
+      from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${items.map((i) => i.phone)}::text[], ${maxWaitMs})`
+    return rows.map((r) => ({ waitMs: r.waitMs, slot: r.slot }))
+  })
   // GCRA: `due` is when the next hand-off is due at the rate; one may go up to BURST steps early, so
   // hand-offs delayed by a late timer catch up with a bunch of at most BURST + 1 (within the margin),
   // and no second ever holds more than the rate and that bunch.
@@ -66,13 +76,11 @@ export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
     async takeWithin(phone, maxWaitMs) {
       const until = Date.now() + maxWaitMs
       for (;;) {
-        const [row] = await sql<Take[]>`
-          select wait_ms as "waitMs", slot
-          from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${[phone]}::text[], ${Math.max(0, until - Date.now())})`
-        if (row!.slot) return { waitMs: row!.waitMs }
+        const row = await boundedTaker.add({ phone, maxWaitMs: Math.max(0, until - Date.now()) })
+        if (row.slot) return { waitMs: row.waitMs }
         // Its recipient is within its gap: ask again when it is free, if that is within the bound.
-        if (Date.now() + row!.waitMs > until) return { waitMs: null, wouldWaitMs: row!.waitMs }
-        await Bun.sleep(row!.waitMs)
+        if (Date.now() + row.waitMs > until) return { waitMs: null, wouldWaitMs: row.waitMs }
+        await Bun.sleep(row.waitMs)
       }
     },
     async throttled(throttle, phone, retryAfterMs) {
