@@ -347,3 +347,27 @@ describe('overview', () => {
     expect(days[0]).toBe('2026-02-01')
   })
 })
+
+describe('a message answered queued (throttled by the provider)', () => {
+  test('is listed with status queued, found by the queued filter, and shows queued on its page until its outcome', async () => {
+    // The simulator takes one message a second; the service's pace is far above it, so the second
+    // send is throttled (130429) and, with no wait allowed after a throttle, answered 202 queued.
+    const q = await testApp({ env: { SIM_RATE_PER_SECOND: '1', PROVIDER_MAX_PER_SECOND: '100', SEND_WAIT_MS: '0' } })
+    try {
+      const account = await q.account(100)
+      expect((await q.api('POST', '/messages/send', account.key, { to: '081234500001', body: 'first' })).status).toBe(200)
+      const queued = await q.api('POST', '/messages/send', account.key, { to: '081234500002', body: 'second' })
+      expect([queued.status, queued.body.data.status]).toEqual([202, 'queued'])
+      const { client } = await dashboardUser(q, 'queued@example.com', PASSWORD, account.accountId)
+      const filtered = await client.get('/dashboard/messages?status=queued')
+      expect(filtered.status).toBe(200)
+      expect(filtered.text).toContain('<option value="queued" selected')
+      expect(filtered.text).toContain('+6281234500002')
+      expect(filtered.text).not.toContain('+6281234500001')
+      const [row] = await q.db.sql<{ id: number }[]>`select id from messages where phone = '+6281234500002'`
+      expect((await client.get(`/dashboard/messages/${row!.id}`)).text).toMatch(/queued/)
+    } finally {
+      await q.close()
+    }
+  }, 30_000)
+})
