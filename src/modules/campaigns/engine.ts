@@ -95,11 +95,14 @@ export async function startDueCampaigns(sql: Sql): Promise<number> {
 }
 
 type BatchMessage = { id: number; phone: string; body: string; provider_template: StoredTemplate | null }
-type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean }
+/** `settleFirst`: the campaign would end (or pause) now, but messages of it are still being handed over. */
+type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean; settleFirst?: boolean }
 
 /**
  * Charges and records the next batch of a campaign this worker holds the lease of. Returns the
- * messages to hand over, and whether the campaign stopped (finished, paused, cancelled or lost).
+ * messages to hand over, and whether the campaign stopped (finished, paused, cancelled or lost). With
+ * `handingOver`, it neither finishes nor pauses the campaign (`settleFirst`): a campaign is `sent` or
+ * `paused` only once its messages have their outcomes.
  */
 async function nextBatch(
   sql: Sql,
@@ -109,8 +112,10 @@ async function nextBatch(
   leaseToken: string,
   lease: Lease,
   validitySeconds: number,
+  handingOver: boolean,
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
+  const settleFirst = { messages: [], lease, done: false, settleFirst: true }
   return sql.begin(async (tx) => {
     const [campaign] = await tx<
       {
@@ -141,6 +146,7 @@ async function nextBatch(
         and ${segmentMatch(tx, campaign.tag)}
       order by c.id limit ${CAMPAIGN_BATCH}`
     if (contacts.length === 0) {
+      if (handingOver) return settleFirst
       await tx`update campaigns set status = 'sent', finished_at = now(), lease_token = null, lease_until = null where id = ${campaignId}`
       return stop
     }
@@ -149,6 +155,7 @@ async function nextBatch(
     const underCap = account.capRoom === null ? contacts.length : Math.floor(account.capRoom / account.cost)
     const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost), underCap)
     if (affordable === 0) {
+      if (handingOver) return settleFirst
       // The cap first, as for the key's sends (ledger/service.ts).
       const reason =
         underCap === 0
@@ -213,20 +220,49 @@ export async function sendCampaignBatches(
   if (!claimed) return { sent: 0 }
   let sent = 0
   const provider = deps.provider.name
-  for (let i = 0; i < (options.maxBatches ?? 20); i++) {
-    const validity = deps.config.messageValiditySeconds
-    const batch = await nextBatch(deps.sql, deps.config.timezone, provider, claimed.id, claimed.lease_token, deps.handoff.lease(), validity)
-    if (batch.messages.length > 0) {
-      const validUntilMs = Date.now() + validity * 1000
-      await deps.handoff.many(
-        batch.messages.map((m) => ({ ...outgoingOf({ ...m, media_url: null }, provider), validUntilMs })),
-        batch.lease,
+  // The next batch is charged once fewer than half a batch of this campaign's messages still wait for
+  // their hand-off: the pace never runs dry between batches, and the few messages a throttle holds back
+  // (retried until their validity, hours at worst) never hold up the rest of the campaign.
+  const handingOver: Promise<unknown>[] = []
+  let waiting = 0
+  let oneDone: (() => void) | undefined
+  try {
+    for (let i = 0; i < (options.maxBatches ?? 20); i++) {
+      while (waiting > CAMPAIGN_BATCH / 2) await new Promise<void>((resolve) => (oneDone = resolve))
+      const validity = deps.config.messageValiditySeconds
+      const batch = await nextBatch(
+        deps.sql,
+        deps.config.timezone,
+        provider,
+        claimed.id,
+        claimed.lease_token,
+        deps.handoff.lease(),
+        validity,
+        waiting > 0,
       )
+      if (batch.settleFirst) {
+        await Promise.allSettled(handingOver)
+        continue
+      }
+      const validUntilMs = Date.now() + validity * 1000
+      for (const m of batch.messages) {
+        waiting++
+        const one = deps.handoff.many([{ ...outgoingOf({ ...m, media_url: null }, provider), validUntilMs }], batch.lease)
+        handingOver.push(
+          one.finally(() => {
+            waiting--
+            oneDone?.()
+          }),
+        )
+      }
       sent += batch.messages.length
+      if (batch.done) return { sent: Math.max(sent, 1) }
     }
-    if (batch.done) return { sent: Math.max(sent, 1) }
+    // Let another campaign (or instance) have a turn: release the lease, keep the campaign sending.
+    await deps.sql`update campaigns set lease_token = null, lease_until = null where id = ${claimed.id} and lease_token = ${claimed.lease_token}`
+    return { sent: Math.max(sent, 1) }
+  } finally {
+    // The step ends when every message it charged has its outcome (or is left to recovery).
+    await Promise.allSettled(handingOver)
   }
-  // Let another campaign (or instance) have a turn: release the lease, keep the campaign sending.
-  await deps.sql`update campaigns set lease_token = null, lease_until = null where id = ${claimed.id} and lease_token = ${claimed.lease_token}`
-  return { sent: Math.max(sent, 1) }
 }
