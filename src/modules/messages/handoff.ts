@@ -241,7 +241,10 @@ export function createHandoff(
           const retryAfterMs = result.throttle.retryAfterMs ?? Math.min(MAX_THROTTLE_BACKOFF_MS, THROTTLE_BACKOFF_MS * 2 ** throttles)
           await pacer.throttled(result.throttle, message.to, holdMs).catch(() => {})
           if (Date.now() + retryAfterMs < message.validUntilMs) {
-            await Bun.sleep(retryAfterMs - holdMs)
+            // The pace holds the sender (or, with a recipient gap, the recipient) for `holdMs`; without a
+            // gap the pace keeps no recipients, so a recipient's hold is this message's own wait.
+            const heldByPace = result.throttle.scope !== 'recipient' || pacer.pace.recipientGapMs > 0
+            await Bun.sleep(retryAfterMs - (heldByPace ? holdMs : 0))
             continue
           }
           // Its validity ran out while throttled: the throttle is its failure, refunded.
