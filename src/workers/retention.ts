@@ -1,6 +1,7 @@
 // Deletes rows that have outlived their use, so tables do not grow forever: expired Idempotency-Keys,
 // finished webhook events (with their attempt log) older than RETENTION_WEBHOOK_DAYS, and parked
-// status reports past their expiry. Money records (messages, ledger) are never deleted, and neither
+// status reports past their expiry, and recipients' pace rows whose gap has long passed (one row per
+// number ever messaged otherwise: a row absent is a recipient free to receive). Money records (messages, ledger) are never deleted, and neither
 // is a webhook event still pending or retrying. Applied simulator reports need nothing here: the
 // simulator worker deletes each report as it applies it.
 //
@@ -16,7 +17,7 @@ import { IDEMPOTENCY_KEY_TTL_HOURS } from '../http/idempotency'
 const RETENTION_POLL_MS = 10 * 60_000
 export const BATCH = 1000
 
-type Deleted = { idempotencyKeys: number; webhookEvents: number; parkedReports: number; deleted: number }
+type Deleted = { idempotencyKeys: number; webhookEvents: number; parkedReports: number; recipientPaces: number; deleted: number }
 
 async function expiredIdempotencyKeys(sql: Sql, batch: number): Promise<number> {
   const rows = await sql`
@@ -59,6 +60,19 @@ async function expiredParkedReports(sql: Sql, batch: number): Promise<number> {
   return rows.length
 }
 
+// A recipient whose next slot passed a minute ago waits for nothing: its row says no more than its
+// absence would. (pace_take locks the row it reads, so a row being used is skipped.)
+async function pastRecipientPaces(sql: Sql, batch: number): Promise<number> {
+  const rows = await sql`
+    delete from recipient_paces
+    where (sender, phone) in (
+      select sender, phone from recipient_paces where next_at < now() - interval '1 minute'
+      order by next_at limit ${batch} for update skip locked
+    ) and next_at < now() - interval '1 minute'
+    returning 1`
+  return rows.length
+}
+
 /** One batch of each kind; `deleted` > 0 tells the loop to run again at once. */
 export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config'>, options: { batch?: number } = {}): Promise<Deleted> {
   const batch = options.batch ?? BATCH
@@ -66,7 +80,14 @@ export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config'>, options:
   const idempotencyKeys = await expiredIdempotencyKeys(deps.sql, batch)
   const webhookEvents = days > 0 ? await finishedWebhookEvents(deps.sql, batch, days) : 0
   const parkedReports = await expiredParkedReports(deps.sql, batch)
-  return { idempotencyKeys, webhookEvents, parkedReports, deleted: idempotencyKeys + webhookEvents + parkedReports }
+  const recipientPaces = await pastRecipientPaces(deps.sql, batch)
+  return {
+    idempotencyKeys,
+    webhookEvents,
+    parkedReports,
+    recipientPaces,
+    deleted: idempotencyKeys + webhookEvents + parkedReports + recipientPaces,
+  }
 }
 
 export const retention: Worker = {

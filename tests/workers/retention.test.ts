@@ -42,7 +42,13 @@ describe('idempotency keys', () => {
              (${accountId}, 'fresh-done', 'bulk', 'f', 'done', now())`
 
     // One step deletes one bounded batch...
-    expect(await deleteExpired(t.deps)).toEqual({ idempotencyKeys: BATCH, webhookEvents: 0, parkedReports: 0, deleted: BATCH })
+    expect(await deleteExpired(t.deps)).toEqual({
+      idempotencyKeys: BATCH,
+      webhookEvents: 0,
+      parkedReports: 0,
+      recipientPaces: 0,
+      deleted: BATCH,
+    })
     // ...and the running loop, once woken, steps again until nothing is left.
     t.deps.wake('retention')
     await until(
@@ -138,5 +144,27 @@ describe('webhook events and attempts', () => {
     // With the setting (7 days here) the same event goes.
     expect((await deleteExpired(t.deps)).webhookEvents).toBe(1)
     expect(await count('webhook_events')).toBe(before - 1)
+  })
+})
+
+describe("recipients' pace rows", () => {
+  test('a row whose gap passed over a minute ago goes; a recipient still within its gap, or just out of it, keeps its row', async () => {
+    const past = BATCH + 200
+    await t.db.sql`
+      insert into recipient_paces (sender, phone, next_at)
+      select 'retention-test', '+62811' || lpad(g::text, 8, '0'), now() - interval '2 minutes' - make_interval(secs => g)
+      from generate_series(1, ${past}) g`
+    await t.db.sql`
+      insert into recipient_paces (sender, phone, next_at)
+      values ('retention-test', '+6289900000001', now() + interval '5 seconds'), ('retention-test', '+6289900000002', now() - interval '10 seconds')`
+    const first = await deleteExpired(t.deps)
+    expect(first.recipientPaces).toBe(BATCH)
+    t.deps.wake('retention')
+    const left = async () =>
+      (await t.db.sql<{ phone: string }[]>`select phone from recipient_paces where sender = 'retention-test' order by phone`).map(
+        (r) => r.phone,
+      )
+    await until(left, (phones) => phones.length === 2, 20_000, 'the past rows to be deleted')
+    expect(await left()).toEqual(['+6289900000001', '+6289900000002'])
   })
 })
