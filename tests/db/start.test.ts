@@ -1,0 +1,39 @@
+// A service started while its PostgreSQL cannot be reached (an outage, or a database that comes up
+// after it) waits for it, up to 30 s, instead of exiting; then it serves. PostgreSQL only: the
+// embedded database is the process's own.
+
+import { afterAll, expect, test } from 'bun:test'
+import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { startOutageProxy } from '../helpers/pg-proxy'
+import { startChild, type Child } from '../helpers/child'
+
+const cleanups: (() => Promise<unknown> | unknown)[] = []
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c()
+}, 30_000)
+
+test.skipIf(!usingPostgres())(
+  'a start during a database outage waits for the database, then serves',
+  async () => {
+    const db = await createPostgresDatabase()
+    cleanups.push(db.drop)
+    const target = new URL(db.url)
+    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    cleanups.push(() => proxy.close())
+    const through = new URL(db.url)
+    through.hostname = '127.0.0.1'
+    through.port = String(proxy.port)
+
+    const started = Date.now()
+    const outage = proxy.outage(3_000)
+    const child: Child = await startChild({ DATABASE_URL: through.toString() }, { readyMs: 30_000 })
+    cleanups.push(() => child.stop())
+    await outage
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3_000)
+    expect(child.output()).toContain('database unreachable; waiting for it')
+    expect(child.output()).not.toContain('cannot start')
+    const ready = await fetch(`${child.url}/readyz`)
+    expect(ready.status).toBe(200)
+  },
+  60_000,
+)
