@@ -14,6 +14,7 @@ import { testDatabase, usingPostgres } from '../helpers/db'
 import { startOutageProxy, startPgProxy } from '../helpers/pg-proxy'
 import { handoffRecovery } from '../../src/workers/handoff-recovery'
 import type { Provider } from '../../src/providers/provider'
+import type { Deps } from '../../src/deps'
 
 const cleanups: (() => Promise<void> | void)[] = []
 // A connection the proxy cut can keep postgres.js's end() waiting for its 5 s timeout: give the
@@ -35,8 +36,13 @@ async function appLosingCommitOf(marker: string) {
   cleanups.push(() => database.close())
 
   const { deps } = buildDeps(readConfig({ ADMIN_TOKEN }), database)
+  return { db, proxy, call: callerOf(deps) }
+}
+
+/** Calls the app of `deps` as an HTTP client would, with a bearer token and a JSON body. */
+function callerOf(deps: Deps) {
   const app = createApp(deps)
-  const call = async (method: string, path: string, token: string, body?: unknown) => {
+  return async (method: string, path: string, token: string, body?: unknown) => {
     const response = await app.handle(
       new Request(`http://localhost${path}`, {
         method,
@@ -44,9 +50,25 @@ async function appLosingCommitOf(marker: string) {
         body: body === undefined ? undefined : JSON.stringify(body),
       }),
     )
-    return { status: response.status, body: (await response.json()) as any }
+    return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') }
   }
-  return { db, proxy, call }
+}
+
+/** A fresh database behind a proxy that plays outages; `open` connects another instance's pool through it. */
+async function databaseWithOutages() {
+  const db = await testDatabase()
+  cleanups.push(() => db.drop())
+  const target = new URL(db.url!)
+  const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
+  cleanups.push(() => proxy.close())
+  const proxied = new URL(db.url!)
+  proxied.port = String(proxy.port)
+  const open = async () => {
+    const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
+    cleanups.push(() => database.close())
+    return database
+  }
+  return { db, proxy, open }
 }
 
 test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: each request charged once', async () => {
@@ -99,26 +121,8 @@ test.skipIf(!usingPostgres())('a lost COMMIT answer of a refund: refunded once',
 test.skipIf(!usingPostgres())(
   'a send made during a database outage of seconds waits for it, and is charged once',
   async () => {
-    const db = await testDatabase()
-    cleanups.push(() => db.drop())
-    const target = new URL(db.url!)
-    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    cleanups.push(() => proxy.close())
-    const proxied = new URL(db.url!)
-    proxied.port = String(proxy.port)
-    const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
-    cleanups.push(() => database.close())
-    const app = createApp(buildDeps(readConfig({ ADMIN_TOKEN }), database).deps)
-    const call = async (method: string, path: string, token: string, body?: unknown) => {
-      const response = await app.handle(
-        new Request(`http://localhost${path}`, {
-          method,
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        }),
-      )
-      return { status: response.status, body: (await response.json()) as any, retryAfter: response.headers.get('retry-after') }
-    }
+    const { db, proxy, open } = await databaseWithOutages()
+    const call = callerOf(buildDeps(readConfig({ ADMIN_TOKEN }), await open()).deps)
     const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage', balance: 100 })
     const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
 
@@ -171,13 +175,7 @@ test.skipIf(!usingPostgres())(
 test.skipIf(!usingPostgres())(
   'an outage longer than two leases under a live holder: recovery on another instance waits for it, the message is handed over once',
   async () => {
-    const db = await testDatabase()
-    cleanups.push(() => db.drop())
-    const target = new URL(db.url!)
-    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    cleanups.push(() => proxy.close())
-    const proxied = new URL(db.url!)
-    proxied.port = String(proxy.port)
+    const { db, proxy, open } = await databaseWithOutages()
     // One provider for both instances, counting attempts per message: it answers after 1 s, by when the
     // outage has begun, so the holder's outcome write waits for the database.
     const attempts = new Map<number, number>()
@@ -191,25 +189,13 @@ test.skipIf(!usingPostgres())(
     }
     const config = readConfig({ ADMIN_TOKEN, HANDOFF_LEASE_SECONDS: '2', PROVIDER_RECIPIENT_GAP_MS: '0' })
     const instance = async () => {
-      const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
-      cleanups.push(() => database.close())
-      const { deps } = buildDeps(config, database, provider)
+      const { deps } = buildDeps(config, await open(), provider)
       cleanups.push(() => deps.handoff.stop())
       return deps
     }
     const holder = await instance()
     const other = await instance()
-    const app = createApp(holder)
-    const call = async (method: string, path: string, token: string, body?: unknown) => {
-      const response = await app.handle(
-        new Request(`http://localhost${path}`, {
-          method,
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        }),
-      )
-      return { status: response.status, body: (await response.json()) as any }
-    }
+    const call = callerOf(holder)
     const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage-lease', balance: 100 })
     const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
 
