@@ -78,13 +78,23 @@ async function recoverHandoffs(
 /** When each database (its client) last failed this worker: instances and tests each have their own. */
 const lastOutageAt = new WeakMap<object, number>()
 
+/**
+ * A statement that takes this long to answer waited for the database: postgres.js holds statements
+ * while it reconnects, so an outage can show as a slow answer rather than an error.
+ */
+const SLOW_PROBE_MS = 1_000
+
 export const handoffRecovery: Worker = {
   name: 'handoff-recovery',
   pollMs: HANDOFF_RECOVERY_POLL_MS,
   async runOnce(deps) {
-    const lastError = Math.max(lastOutageAt.get(deps.sql) ?? 0, deps.handoff.lastDatabaseErrorAt())
-    if (Date.now() - lastError < afterOutageMs(deps)) return 0
     try {
+      // A probe first: a database that just came back after keeping it waiting is an outage seen too.
+      const probing = Date.now()
+      await deps.sql`select 1`
+      if (Date.now() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, Date.now())
+      const lastError = Math.max(lastOutageAt.get(deps.sql) ?? 0, deps.handoff.lastDatabaseErrorAt())
+      if (Date.now() - lastError < afterOutageMs(deps)) return 0
       return (await recoverHandoffs(deps)).claimed
     } catch (error) {
       if (isOutage(error)) lastOutageAt.set(deps.sql, Date.now())

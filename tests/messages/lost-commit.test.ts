@@ -54,21 +54,24 @@ function callerOf(deps: Deps) {
   }
 }
 
-/** A fresh database behind a proxy that plays outages; `open` connects another instance's pool through it. */
+/**
+ * A fresh database; `open` connects one instance's pool to it through a proxy of its own that plays
+ * outages (so that two instances can meet outages of different lengths).
+ */
 async function databaseWithOutages() {
   const db = await testDatabase()
   cleanups.push(() => db.drop())
   const target = new URL(db.url!)
-  const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
-  cleanups.push(() => proxy.close())
-  const proxied = new URL(db.url!)
-  proxied.port = String(proxy.port)
   const open = async () => {
+    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
+    cleanups.push(() => proxy.close())
+    const proxied = new URL(db.url!)
+    proxied.port = String(proxy.port)
     const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
     cleanups.push(() => database.close())
-    return database
+    return { database, proxy }
   }
-  return { db, proxy, open }
+  return { db, open }
 }
 
 test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: each request charged once', async () => {
@@ -121,8 +124,9 @@ test.skipIf(!usingPostgres())('a lost COMMIT answer of a refund: refunded once',
 test.skipIf(!usingPostgres())(
   'a send made during a database outage of seconds waits for it, and is charged once',
   async () => {
-    const { db, proxy, open } = await databaseWithOutages()
-    const call = callerOf(buildDeps(readConfig({ ADMIN_TOKEN }), await open()).deps)
+    const { db, open } = await databaseWithOutages()
+    const { database, proxy } = await open()
+    const call = callerOf(buildDeps(readConfig({ ADMIN_TOKEN }), database).deps)
     const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage', balance: 100 })
     const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
 
@@ -175,7 +179,11 @@ test.skipIf(!usingPostgres())(
 test.skipIf(!usingPostgres())(
   'an outage longer than two leases under a live holder: recovery on another instance waits for it, the message is handed over once',
   async () => {
-    const { db, proxy, open } = await databaseWithOutages()
+    // Leases of 4 s (renewed every 0.8 s). Both instances lose the database 0.3 s after the send: the
+    // other one for 8.2 s, the holder for 9.7 s. The holder's lease runs out at about 4.3 s and has been
+    // expired for a lease's length when the other instance is back (8.5 s): only its hold-back after the
+    // outage it saw (a lease, to 12.5 s) lets the holder, back at 10 s, renew it and record its outcome.
+    const { db, open } = await databaseWithOutages()
     // One provider for both instances, counting attempts per message: it answers after 1 s, by when the
     // outage has begun, so the holder's outcome write waits for the database.
     const attempts = new Map<number, number>()
@@ -187,15 +195,16 @@ test.skipIf(!usingPostgres())(
         return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
       },
     }
-    const config = readConfig({ ADMIN_TOKEN, HANDOFF_LEASE_SECONDS: '2', PROVIDER_RECIPIENT_GAP_MS: '0' })
+    const config = readConfig({ ADMIN_TOKEN, HANDOFF_LEASE_SECONDS: '4', PROVIDER_RECIPIENT_GAP_MS: '0' })
     const instance = async () => {
-      const { deps } = buildDeps(config, await open(), provider)
+      const { database, proxy } = await open()
+      const { deps } = buildDeps(config, database, provider)
       cleanups.push(() => deps.handoff.stop())
-      return deps
+      return { deps, proxy }
     }
     const holder = await instance()
     const other = await instance()
-    const call = callerOf(holder)
+    const call = callerOf(holder.deps)
     const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage-lease', balance: 100 })
     const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
 
@@ -205,18 +214,17 @@ test.skipIf(!usingPostgres())(
     let looking = true
     const recovery = (async () => {
       while (looking) {
-        await step(other).catch(() => 0)
+        await step(other.deps).catch(() => 0)
         await Bun.sleep(200)
       }
     })()
     try {
       const sending = call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'through the outage' })
       await Bun.sleep(300)
-      // 6 s without the database: the holder's 2 s lease runs out and stays expired for more than a lease.
-      await proxy.outage(6_000)
+      await Promise.all([holder.proxy.outage(9_700), other.proxy.outage(8_200)])
       const sent = await sending
       expect(sent.status).toBe(200)
-      await Bun.sleep(3_000) // past the other instance's hold-back: it must find nothing to take over
+      await Bun.sleep(4_000) // past the other instance's hold-back: it must find nothing to take over
     } finally {
       looking = false
       await recovery
@@ -226,5 +234,5 @@ test.skipIf(!usingPostgres())(
     expect(row).toMatchObject({ status: 'sent', recoveries: 0 })
     expect(attempts.get(row!.id)).toBe(1)
   },
-  40_000,
+  50_000,
 )

@@ -200,6 +200,20 @@ export const MUTATIONS: Mutation[] = [
     database: 'postgres',
   },
   {
+    name: 'recovery-slow-probe',
+    breaks: 'a message handed over twice: an outage that kept recovery waiting (not failing) is not seen as one',
+    edits: [
+      {
+        file: RECOVERY,
+        find: 'if (Date.now() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, Date.now())',
+        replace: 'void probing',
+      },
+    ],
+    tests: ['tests/messages/lost-commit.test.ts'],
+    filter: 'two leases',
+    database: 'postgres',
+  },
+  {
     name: 'recovery-quarantine',
     breaks: 'a message sent forever: one whose outcome cannot be recorded is handed over at every recovery',
     edits: [
