@@ -4,6 +4,7 @@
 import { accessSync, constants } from 'node:fs'
 import type { SettingsReader } from './providers/provider'
 import { MAX_RATE_LIMIT_PER_MINUTE, MAX_VALIDITY_SECONDS } from './lib/validate'
+import { decodeKey } from './lib/secrets'
 import { PROVIDER_NAMES, PROVIDER_VARIABLES, readProviderSettings, type ProviderName, type ProviderSettings } from './providers/registry'
 
 type Variable = { default?: string; shown?: string; meaning: string }
@@ -20,10 +21,23 @@ export const VARIABLES = {
     shown: 'unset',
     meaning: 'PostgreSQL (15+) URL, shared by any number of instances; unset: the embedded database in DATA_DIR',
   },
-  DATA_DIR: { default: './data', meaning: 'embedded database files (one process at a time) and the generated admin token' },
+  DATA_DIR: {
+    default: './data',
+    meaning: 'embedded database files (one process at a time), the generated admin token and the generated secrets key',
+  },
   ADMIN_TOKEN: {
     shown: 'generated',
     meaning: 'bearer token of the admin API (16+ characters); unset: generated once into DATA_DIR/admin-token',
+  },
+  SECRETS_KEY: {
+    shown: 'generated',
+    meaning:
+      'key sealing the credentials stored in the database: 32 bytes in base64 or base64url (openssl rand -base64 32); unset: ' +
+      'generated once into DATA_DIR/secrets-key. Instances sharing a PostgreSQL database must share it',
+  },
+  SECRETS_KEY_PREVIOUS: {
+    shown: 'unset',
+    meaning: 'comma-separated earlier keys (same format), still opening what they sealed until it is sealed again under SECRETS_KEY',
   },
   PROVIDER: { default: 'simulator', meaning: `the messaging provider: ${PROVIDER_NAMES.join(', ')}` },
   // Each provider's own variables (providers/<name>/), in registry order.
@@ -105,6 +119,9 @@ export type Config = {
   databaseUrl: string | undefined
   dataDir: string
   adminToken: string | undefined
+  /** SECRETS_KEY; unset: the service's key file (server.ts). */
+  secretsKey: Uint8Array | undefined
+  secretsKeysPrevious: Uint8Array[]
   provider: ProviderName
   /** Every provider's settings, whatever PROVIDER says (a provider's callbacks answer when its secret is set). */
   providers: ProviderSettings
@@ -202,6 +219,13 @@ function readable(name: Name, path: string): string {
   return path
 }
 
+/** A key of SECRETS_KEY or SECRETS_KEY_PREVIOUS. The message never holds the value: it is a secret. */
+function secretsKey(name: Name, raw: string, which = ''): Uint8Array {
+  const key = decodeKey(raw.trim())
+  if (!key) throw new ConfigError(`${name}: ${which}expected 32 bytes in base64 or base64url (e.g. from openssl rand -base64 32)`)
+  return key
+}
+
 /** How the providers read their own variables (providers/<name>/settings), with the same rules. */
 function providerReader(env: Env): SettingsReader {
   const defaultOf = (name: string) => (VARIABLES as Record<string, Variable>)[name]?.default
@@ -256,12 +280,19 @@ export function readConfig(env: Env = process.env): Config {
     throw new ConfigError('ADMIN_TOKEN: must be at least 16 characters')
   }
 
+  const secretsKeyText = optional(env, 'SECRETS_KEY')
+  const previousKeys = (optional(env, 'SECRETS_KEY_PREVIOUS') ?? '').split(',').filter((entry) => entry.trim() !== '')
+
   return {
     port,
     host,
     databaseUrl,
     dataDir: text(env, 'DATA_DIR'),
     adminToken,
+    secretsKey: secretsKeyText === undefined ? undefined : secretsKey('SECRETS_KEY', secretsKeyText),
+    secretsKeysPrevious: previousKeys.map((entry, i) =>
+      secretsKey('SECRETS_KEY_PREVIOUS', entry, `key ${i + 1} of ${previousKeys.length}: `),
+    ),
     provider,
     providers,
     publicBaseUrl,

@@ -5,12 +5,15 @@ import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
 import type { Charged, Refused, SingleCharge } from './modules/ledger/service'
+import type { SecretBox } from './lib/secrets'
 
 export type Deps = {
   config: Config
   sql: Sql
   provider: Provider
   handoff: Handoff
+  /** Seals and opens the credentials stored in the database (SECRETS_KEY or DATA_DIR/secrets-key). */
+  secrets: SecretBox
   /** Charges one message (group commit across concurrent single sends). */
   chargeOne: (request: SingleCharge) => Promise<Charged | Refused>
   /** Wakes the in-process worker loops after a commit that gave them work. */

@@ -17,6 +17,7 @@ import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
 import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
+import { createSecretBox, decodeKey, encodeKey, generateKey } from './lib/secrets'
 import { log, errorKind } from './lib/log'
 import { prepareRequest, rememberClientAddress } from './http/request'
 import { endListenStreams } from './modules/webhooks/listen'
@@ -44,6 +45,30 @@ function resolveAdminToken(config: Config): { token: string; file: string | unde
   chmodSync(file, 0o600)
   return { token, file }
 }
+
+/**
+ * SECRETS_KEY from the environment, or the key generated once into DATA_DIR/secrets-key (0600). Errors name
+ * the file, never its content.
+ */
+function resolveSecretsKey(config: Config): Uint8Array {
+  if (config.secretsKey) return config.secretsKey
+  const file = resolve(join(config.dataDir, 'secrets-key'))
+  if (existsSync(file)) {
+    const key = decodeKey(readFileSync(file, 'utf8').trim())
+    if (!key) throw new Error(`${file} does not hold a 32-byte base64 key: restore it from a backup, or set SECRETS_KEY`)
+    return key
+  }
+  mkdirSync(config.dataDir, { recursive: true })
+  const key = generateKey()
+  writeFileSync(file, `${encodeKey(key)}\n`, { mode: 0o600, flag: 'wx' })
+  chmodSync(file, 0o600)
+  return key
+}
+
+// Deps built without a resolved key (tests through buildDeps) share one in-memory key per process, so two
+// apps of one test process open what the other sealed, as instances sharing SECRETS_KEY do. startService
+// always passes the resolved key.
+let processKey: Uint8Array | undefined
 
 /** The sender PROVIDER names, from its settings. */
 export const providerOf = (config: Config, sql: Database['sql']) =>
@@ -90,6 +115,7 @@ export function buildDeps(
     sql: database.sql,
     provider,
     handoff,
+    secrets: createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious }),
     chargeOne: createSingleCharger(database.sql, config.timezone),
     wake: (name) => loops.get(name)?.wake(),
   }
@@ -128,12 +154,14 @@ async function migrateOnceReachable(database: Database): Promise<{ applied: stri
 }
 
 export async function startService(config: Config): Promise<Running> {
-  // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token there.
+  // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token and secrets key there.
   const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax })
   let admin: ReturnType<typeof resolveAdminToken>
+  let secretsKey: Uint8Array
   let unreachableAt: number
   try {
     admin = resolveAdminToken(config)
+    secretsKey = resolveSecretsKey(config)
     const migrated = await migrateOnceReachable(database)
     unreachableAt = migrated.unreachableAt
     if (migrated.applied.length > 0) log.info('migrations applied', { migrations: migrated.applied })
@@ -141,7 +169,7 @@ export async function startService(config: Config): Promise<Running> {
     await database.close()
     throw error
   }
-  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token }, database, undefined, unreachableAt)
+  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token, secretsKey }, database, undefined, unreachableAt)
   const app = createApp(deps)
   const routes = routesOf(app)
   let server: ReturnType<typeof Bun.serve>
