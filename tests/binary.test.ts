@@ -271,7 +271,10 @@ describe('compiled binary', () => {
       expect(existsSync(join(runDir, 'data', 'lock'))).toBe(false)
       expect(readdirSync(runDir).sort()).toEqual(['data', BINARY])
     } else {
-      expect(readdirSync(runDir)).toEqual([BINARY])
+      // With PostgreSQL, ./data holds only the key that seals credentials (no SECRETS_KEY was given).
+      expect(readdirSync(runDir).sort()).toEqual(['data', BINARY])
+      expect(readdirSync(join(runDir, 'data'))).toEqual(['secrets-key'])
+      expect(statSync(join(runDir, 'data', 'secrets-key')).mode & 0o777).toBe(0o600)
     }
   }, 120_000)
 
