@@ -34,6 +34,8 @@ import { webhooksAdmin } from './modules/webhooks/admin'
 import { webhookPages } from './modules/webhooks/pages'
 import { failedDeliveryPages } from './modules/webhooks/deliveries-pages'
 import { usersAdmin } from './modules/users/admin'
+import { sendersAdmin } from './modules/senders/admin'
+import { sendersApi } from './modules/senders/api'
 import { userPages } from './modules/users/pages'
 import { signInPages } from './modules/users/sign-in-pages'
 import { simulatorAdmin } from './providers/simulator/admin'
@@ -52,6 +54,7 @@ export function createApp(deps: Deps) {
     .use(contactsApi(deps))
     .use(campaignsApi(deps))
     .use(webhooksApi(deps))
+    .use(sendersApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
@@ -60,6 +63,7 @@ export function createApp(deps: Deps) {
     .use(templatesAdmin(deps))
     .use(campaignsAdmin(deps))
     .use(usersAdmin(deps))
+    .use(sendersAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates without WhatsApp.
     .use(simulatorAdmin(deps))
     // The providers' status callbacks

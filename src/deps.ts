@@ -6,11 +6,15 @@ import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
 import type { Charged, Refused, SingleCharge } from './modules/ledger/service'
 import type { SecretBox } from './lib/secrets'
+import type { SenderDirectory } from './modules/senders/directory'
 
 export type Deps = {
   config: Config
   sql: Sql
+  /** The deployment's default sender's provider (PROVIDER); stored senders' are in `senders`. */
   provider: Provider
+  /** The senders messages go through: the default one and the stored ones, each with its pace. */
+  senders: SenderDirectory
   handoff: Handoff
   /** Seals and opens the credentials stored in the database (SECRETS_KEY or DATA_DIR/secrets-key). */
   secrets: SecretBox

@@ -11,7 +11,7 @@ import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
 import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
-import { createPacer } from './modules/messages/pace'
+import { createSenderDirectory } from './modules/senders/directory'
 import { eventsCommitted } from './modules/webhooks/notify'
 import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
@@ -99,8 +99,9 @@ export function buildDeps(
   unreachableAt = 0,
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
-  const pacer = createPacer(database.sql, config.provider, paceOfConfig(config))
-  const handoff = createHandoff(database.sql, provider, pacer, {
+  const secrets = createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious })
+  const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) })
+  const handoff = createHandoff(database.sql, senders, {
     concurrency: config.handoffConcurrency,
     leaseSeconds: config.handoffLeaseSeconds,
     timeoutMs: config.providerTimeoutMs,
@@ -114,8 +115,9 @@ export function buildDeps(
     config,
     sql: database.sql,
     provider,
+    senders,
     handoff,
-    secrets: createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious }),
+    secrets,
     chargeOne: createSingleCharger(database.sql, config.timezone),
     wake: (name) => loops.get(name)?.wake(),
   }

@@ -110,6 +110,7 @@ describe('POST /campaigns', () => {
           status: 'draft',
           template_id: templateId,
           segment_id: segmentId,
+          sender_id: null,
           schedule_at: scheduleAt,
           created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
         },

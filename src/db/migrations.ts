@@ -16,6 +16,7 @@ import lateFailureRefunds from '../../sql/0015_late_failure_refunds.sql' with { 
 import keyLimits from '../../sql/0016_key_limits.sql' with { type: 'text' }
 import simulatorRules from '../../sql/0017_simulator_rules.sql' with { type: 'text' }
 import pace from '../../sql/0018_pace.sql' with { type: 'text' }
+import senders from '../../sql/0019_senders.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -37,4 +38,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 16, name: '0016_key_limits.sql', text: keyLimits },
   { version: 17, name: '0017_simulator_rules.sql', text: simulatorRules },
   { version: 18, name: '0018_pace.sql', text: pace },
+  { version: 19, name: '0019_senders.sql', text: senders },
 ]

@@ -268,12 +268,16 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
     responses[status] = { description: schema.description ?? 'Error', content: { 'application/json': { schema: toJson(schema) } } }
   }
   const idempotent = takesIdempotencyKey(operation)
+  const body = operation.requestBody?.content?.['application/json']?.schema
+  // SENDER_DISABLED where a sender can be named: a send's, a bulk entry's or a campaign's `from`.
+  const namesSender = Boolean(body?.properties?.from ?? body?.properties?.messages?.items?.properties?.from)
   for (const [status, response] of Object.entries(responses)) {
     const schema = response.content?.['application/json']?.schema
     if (Number(status) < 400 || !schema?.properties?.code) continue
     const codes = codesOf(Number(status)).filter(
       (code) =>
         (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
+        (code !== 'SENDER_DISABLED' || namesSender) &&
         // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
         (code !== 'FORBIDDEN' || status in declared),
     )

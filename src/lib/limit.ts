@@ -1,4 +1,4 @@
-// Bounded concurrency, shared by everything that talks to the provider (its pace: modules/messages/pace.ts).
+// Bounded concurrency, shared by everything that talks to the provider (its pace: modules/senders/pace.ts).
 
 export class Semaphore {
   private waiting: (() => void)[] = []

@@ -21,9 +21,22 @@ export type Exchange =
  * bounds the whole exchange, headers and body alike. Redirects are not followed (a 3xx is an answer).
  */
 export async function post(url: string, init: { headers: Record<string, string>; body: string; timeoutMs: number }): Promise<Exchange> {
+  return exchange(url, 'POST', init)
+}
+
+/** GETs `url` (a sender's check), as post does. */
+export async function get(url: string, init: { headers: Record<string, string>; timeoutMs: number }): Promise<Exchange> {
+  return exchange(url, 'GET', init)
+}
+
+async function exchange(
+  url: string,
+  method: 'GET' | 'POST',
+  init: { headers: Record<string, string>; body?: string; timeoutMs: number },
+): Promise<Exchange> {
   const signal = AbortSignal.timeout(init.timeoutMs)
   try {
-    const response = await fetch(url, { method: 'POST', headers: init.headers, body: init.body, redirect: 'manual', signal })
+    const response = await fetch(url, { method, headers: init.headers, body: init.body, redirect: 'manual', signal })
     const bytes = await readCapped(response.body, MAX_ANSWER_BYTES)
     const text = bytes === null ? null : new TextDecoder().decode(bytes)
     return { ok: true, status: response.status, headers: response.headers, answer: parseObject(text) }

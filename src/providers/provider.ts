@@ -119,8 +119,42 @@ export type CallbackRequest = {
   body: string
 }
 
-/** What a callback's handler gets besides the request. */
-export type CallbackContext<S> = { settings: S; publicBaseUrl: string }
+/**
+ * What a callback's handler gets besides the request: the environment's settings (the deployment's
+ * default sender) and `senders`, the settings of the stored senders its callbacks name by `identity`
+ * (Twilio's AccountSid, Meta's phone_number_id; null: every stored sender of the provider), whose
+ * secrets verify what they sent.
+ */
+export type CallbackContext<S> = { settings: S; publicBaseUrl: string; senders(identity: string | null): Promise<S[]> }
+
+/** A credential field of a stored sender, as the admin API, the command line and the dashboard take it. */
+export type SenderField = {
+  meaning: string
+  /** Sealed and never shown again (tokens, secrets); a field that is not secret is shown (an account SID). */
+  secret: boolean
+  required: boolean
+  /** What a value must look like, with the message when it does not. */
+  pattern?: { test: RegExp; message: string }
+}
+
+/** The answer of a sender's check: whether the provider took its credentials, and what it said (no secret in it). */
+export type SenderCheck = { ok: boolean; detail: string }
+
+/**
+ * What a provider needs to serve stored senders (each account its own numbers and credentials). The
+ * environment's settings stay the deployment's default sender; a stored sender takes its API root
+ * from them too.
+ */
+export type SenderSupport<S> = {
+  /** The credential fields an operator gives, by name. */
+  fields: Record<string, SenderField>
+  /** The settings a stored sender sends with: its fields, its number, and the environment's settings. */
+  settingsOf(fields: Record<string, string>, number: string, environment: S): S
+  /** What the provider's callbacks name the sender by (it finds the secret that verifies them). */
+  identityOf(fields: Record<string, string>): string
+  /** One harmless call to the provider that proves the credentials. Never throws. */
+  check(settings: S, context: { timeoutMs: number }): Promise<SenderCheck>
+}
 
 /**
  * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says
@@ -154,6 +188,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   callbacks: Callback<S>[]
   /** Its approved templates' naming, when it sends templates. */
   templates?: TemplateRules
+  /** Its stored senders' credentials, identity and check. */
+  senders: SenderSupport<S>
   /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */
   pace: Pace
   /** The pace its settings give, when they can change it (the simulator's SIM_RATE_PER_SECOND); read it with registry.ts's paceOf. */

@@ -37,10 +37,11 @@ type Recovered = {
   provider_template: StoredTemplate | null
   quarantined: boolean
   valid_ms: number
+  sender_id: number | null
 }
 
 async function recoverHandoffs(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'provider' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
 ): Promise<{ claimed: number; quarantined: number }> {
   const lease = deps.handoff.lease()
   const rows = await deps.sql<Recovered[]>`
@@ -53,24 +54,27 @@ async function recoverHandoffs(
     ), quarantined as (
       update messages set handoff_until = null, handoff_token = null, quarantined_at = now()
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, true as quarantined, 0::float8 as valid_ms
+      returning id, phone, body, media_url, provider_template, true as quarantined, 0::float8 as valid_ms, sender_id
     ), claimed as (
       update messages set handoff_token = ${lease.token}, handoff_until = now() + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
       returning id, phone, body, media_url, provider_template, false as quarantined,
         extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - now())
-          * 1000 as valid_ms
+          * 1000 as valid_ms, sender_id
     )
     select * from claimed union all select * from quarantined`
   const claimed = rows.filter((m) => !m.quarantined)
   for (const m of rows) if (m.quarantined) log.warn('message quarantined: its hand-off outcome could not be recorded', { message_id: m.id })
   if (claimed.length > 0) {
     const now = Date.now()
-    await deps.handoff.many(
-      claimed.map((m) => ({ ...outgoingOf(m, deps.provider.name), validUntilMs: now + m.valid_ms })),
-      lease,
+    const paced = await Promise.all(
+      claimed.map(async (m) => {
+        const sender = await deps.senders.get(m.sender_id)
+        return { ...outgoingOf(m, sender.providerName), validUntilMs: now + m.valid_ms, senderId: m.sender_id }
+      }),
     )
+    await deps.handoff.many(paced, lease)
   }
   return { claimed: claimed.length, quarantined: rows.length - claimed.length }
 }

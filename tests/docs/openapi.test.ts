@@ -129,7 +129,11 @@ describe('both documents', () => {
     const send = api.paths['/api/v1/messages/send'].post.responses
     expect(send['401'].content['application/json'].schema.properties.code.enum).toEqual(['AUTH_MISSING_HEADER', 'AUTH_INVALID_KEY'])
     expect(send['402'].content['application/json'].schema.properties.code.enum).toEqual(['INSUFFICIENT_BALANCE', 'SPEND_CAP_REACHED'])
-    expect(send['422'].content['application/json'].schema.properties.code.enum).toEqual(['VALIDATION_ERROR', 'IDEMPOTENCY_KEY_REUSED'])
+    expect(send['422'].content['application/json'].schema.properties.code.enum).toEqual([
+      'VALIDATION_ERROR',
+      'IDEMPOTENCY_KEY_REUSED',
+      'SENDER_DISABLED',
+    ])
     expect(send['502'].content['application/json'].schema.properties.code.enum).toEqual(['BAD_GATEWAY'])
     // IDEMPOTENCY_KEY_REUSED only where an Idempotency-Key is taken.
     const contacts = api.paths['/api/v1/contacts'].post.responses

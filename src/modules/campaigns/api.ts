@@ -40,7 +40,8 @@ export const campaignsApi = (deps: Deps) => {
       '/campaigns',
       async ({ body, principal, set }) => {
         set.status = 201
-        return ok({ campaign: await createCampaign(sql, tz, principal, body) })
+        const sender = await deps.senders.forSend(principal.accountId, body.from)
+        return ok({ campaign: await createCampaign(sql, tz, principal, body, sender.id) })
       },
       {
         body: CreateCampaignBody,

@@ -130,15 +130,27 @@ async function nextBatch(
         ref: string | null
         language: string | null
         variables: string[] | null
+        sender_id: number | null
+        sender_disabled: boolean
       }[]
     >`
       select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id, c.template_id, t.body, s.tag,
-             b.ref, b.language, b.variables
+             b.ref, b.language, b.variables, c.sender_id,
+             coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled
       from campaigns c join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
         left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
       where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > now()
       for update of c`
     if (!campaign || campaign.status !== 'sending') return stop
+    if (campaign.sender_disabled) {
+      if (handingOver) return settleFirst
+      // Its sender was disabled while it ran: what was charged goes on; the rest waits for the sender.
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null,
+          pause_reason = ${`sender ${campaign.sender_id} is disabled; enable it and resume`}
+        where id = ${campaignId}`
+      return stop
+    }
 
     const contacts = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
       select c.id, c.name, c.phone, c.email, c.city from contacts c
@@ -183,10 +195,10 @@ async function nextBatch(
     )
     const inserted = await tx<BatchMessage[]>`
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
-                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until)
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             now() + make_interval(secs => ${lease.seconds}), now() + make_interval(secs => ${validitySeconds})
+             now() + make_interval(secs => ${lease.seconds}), now() + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}
       from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
                   ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
       on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
@@ -207,19 +219,20 @@ async function nextBatch(
 
 /** Campaign runner step: takes one sending campaign (lease) and sends batches until it stops. */
 export async function sendCampaignBatches(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'provider' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
   options: { maxBatches?: number } = {},
 ): Promise<{ sent: number }> {
-  const [claimed] = await deps.sql<{ id: number; lease_token: string }[]>`
+  const [claimed] = await deps.sql<{ id: number; lease_token: string; sender_id: number | null }[]>`
     update campaigns set lease_token = gen_random_uuid(), lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
     where id = (
       select id from campaigns where status = 'sending' and (lease_until is null or lease_until < now())
       order by id limit 1 for update skip locked
     )
-    returning id, lease_token`
+    returning id, lease_token, sender_id`
   if (!claimed) return { sent: 0 }
   let sent = 0
-  const provider = deps.provider.name
+  const sender = await deps.senders.get(claimed.sender_id)
+  const provider = sender.providerName
   // The next batch is charged once fewer than half a batch of this campaign's messages still wait for
   // their hand-off: the pace never runs dry between batches, and the few messages a throttle holds back
   // (retried until their validity, hours at worst) never hold up the rest of the campaign.
@@ -247,7 +260,10 @@ export async function sendCampaignBatches(
       const validUntilMs = Date.now() + validity * 1000
       for (const m of batch.messages) {
         waiting++
-        const one = deps.handoff.many([{ ...outgoingOf({ ...m, media_url: null }, provider), validUntilMs }], batch.lease)
+        const one = deps.handoff.many(
+          [{ ...outgoingOf({ ...m, media_url: null }, provider), validUntilMs, senderId: claimed.sender_id }],
+          batch.lease,
+        )
         handingOver.push(
           one.finally(() => {
             waiting--

@@ -27,6 +27,14 @@ export const CreateCampaignBody = t.Object(
         examples: ['2025-03-01 09:00:00'],
       }),
     ),
+    from: t.Optional(
+      t.String({
+        description:
+          "Extension: the sender it goes from, by id or number (one of the account's); omitted: the account's default sender when " +
+          'the campaign is created. A campaign whose sender is disabled while it runs pauses',
+        examples: ['+6281234567890'],
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -38,6 +46,9 @@ const campaignFields = {
   status: CampaignStatus,
   template_id: jsonInteger(),
   segment_id: jsonInteger(),
+  sender_id: t.Union([jsonInteger(), t.Null()], {
+    description: "Extension: the sender it goes from; null: the deployment's default sender",
+  }),
   schedule_at: nullableTimestamp('Scheduled send time'),
   created_at: timestamp('Creation time'),
 }
@@ -50,6 +61,7 @@ export const Campaign = t.Object(campaignFields, {
       status: 'draft',
       template_id: 3,
       segment_id: 7,
+      sender_id: null,
       schedule_at: '2025-03-01 09:00:00',
       created_at: '2025-02-20 14:02:11',
     },

@@ -21,6 +21,7 @@ type CampaignRow = {
   status: Campaign['status']
   template_id: number
   segment_id: number
+  sender_id: number | null
   schedule_at: Date | null
   created_at: Date
   started_at: Date | null
@@ -34,6 +35,7 @@ const campaignView = (row: CampaignRow, tz: string): Campaign => ({
   status: row.status,
   template_id: row.template_id,
   segment_id: row.segment_id,
+  sender_id: row.sender_id,
   schedule_at: formatTimestamp(row.schedule_at, tz),
   created_at: formatTimestamp(row.created_at, tz)!,
 })
@@ -44,6 +46,7 @@ const CAMPAIGN_COLUMNS = [
   'status',
   'template_id',
   'segment_id',
+  'sender_id',
   'schedule_at',
   'created_at',
   'started_at',
@@ -127,6 +130,8 @@ export async function createCampaign(
   tz: string,
   principal: { accountId: number; keyId: number | null },
   input: CreateCampaignBody,
+  /** The sender `from` named (or the account's default), resolved by the caller; null: the deployment's. */
+  senderId: number | null = null,
 ): Promise<Campaign> {
   const name = requireText(input.name, 'name')
   const scheduleAt = optionalScheduleAt(input.schedule_at, tz)
@@ -139,8 +144,8 @@ export async function createCampaign(
   if (!found!.segment) throw badValue(`segment_id: segment ${input.segment_id} does not exist`)
   // Templates and segments in use are never deleted, and the composite foreign keys keep them in the account.
   const [row] = await sql<CampaignRow[]>`
-    insert into campaigns (account_id, api_key_id, name, template_id, segment_id, schedule_at)
-    values (${account}, ${principal.keyId}, ${name}, ${input.template_id}, ${input.segment_id}, ${scheduleAt})
+    insert into campaigns (account_id, api_key_id, name, template_id, segment_id, schedule_at, sender_id)
+    values (${account}, ${principal.keyId}, ${name}, ${input.template_id}, ${input.segment_id}, ${scheduleAt}, ${senderId})
     returning ${sql(CAMPAIGN_COLUMNS)}`
   return campaignView(row!, tz)
 }

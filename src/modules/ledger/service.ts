@@ -44,10 +44,13 @@ export type NewMessage = {
   providerTemplate?: StoredTemplate | null
   /** How long it may wait while the provider throttles it (messages.valid_until = now + this). */
   validitySeconds: number
+  /** Its sender (null: the deployment's default sender). */
+  senderId?: number | null
 }
 
 // Arrays of a batch's template columns (mostly nulls: free-form sends carry none).
 const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId ?? null) as number[]
+const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? null) as number[]
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
 /** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
@@ -127,18 +130,20 @@ export async function chargeAll(
       from spender s, debit
       where k.id = s.id and s.cap is not null
     ), input as materialized (
-      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity, ord
+      select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity,
+             sender_id, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
                   ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
-                  ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[])
-           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, ord)
+                  ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[],
+                  ${senderIds(messages)}::bigint[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, ord)
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
              debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds}),
-             now() + make_interval(secs => validity)
+             now() + make_interval(secs => validity), sender_id
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -187,9 +192,10 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
                            ${requests.map((r) => r.message.mediaUrl) as string[]}::text[],
                            ${templateIds(requests.map((r) => r.message))}::bigint[],
                            ${providerTemplates(requests.map((r) => r.message))}::text[],
-                           ${requests.map((r) => r.message.validitySeconds)}::int[])
+                           ${requests.map((r) => r.message.validitySeconds)}::int[],
+                           ${senderIds(requests.map((r) => r.message))}::bigint[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, ord)
+                             template_id, provider_template, validity, sender_id, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -235,10 +241,10 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
       where k.id = t.key_id and s.cap is not null
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
              refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds),
-             now() + make_interval(secs => validity)
+             now() + make_interval(secs => validity), sender_id
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)

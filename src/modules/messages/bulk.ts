@@ -16,6 +16,7 @@ import { outgoingOf, requireContentShape } from './content'
 import { refusal, validityOf } from './service'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
+import type { Sender } from '../senders/directory'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -25,25 +26,40 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
 
   // Shape errors reject the whole request before anything else is looked at.
   input.messages.forEach((entry, index) => requireContentShape(entry, `messages[${index}].`))
-  const provider = deps.provider.name
+  // Each entry's sender (422 for one not the account's, SENDER_DISABLED for a disabled one: that entry
+  // fails uncharged), and the request's templates with their bindings for each provider in use, one query each.
+  const senders = await Promise.all(
+    input.messages.map((m, index) =>
+      deps.senders.forSend(principal.accountId, m.from, `messages[${index}].from`).catch((error: unknown) => error),
+    ),
+  )
   const templateIds = [...new Set(input.messages.flatMap((m) => (m.template_id === undefined ? [] : [m.template_id])))]
-  const templates =
-    templateIds.length > 0 ? await loadTemplates(deps.sql, principal.accountId, templateIds, provider) : new Map<number, SendTemplate>()
+  const templatesByProvider = new Map<string, Map<number, SendTemplate>>()
+  for (const provider of new Set(senders.flatMap((s) => (s instanceof Error ? [] : [(s as Sender).providerName])))) {
+    templatesByProvider.set(
+      provider,
+      templateIds.length > 0 ? await loadTemplates(deps.sql, principal.accountId, templateIds, provider) : new Map<number, SendTemplate>(),
+    )
+  }
 
   const results: BulkEntry[] = new Array(n)
-  const valid: (NewMessage & { index: number })[] = []
+  const valid: (NewMessage & { index: number; provider: string })[] = []
   input.messages.forEach((entry, index) => {
     const at = `messages[${index}].`
     try {
+      const sender = senders[index]
+      if (sender instanceof Error) throw sender
+      const { id: senderId, providerName: provider } = sender as Sender
       const phone = requirePhone(entry.to, `${at}to`)
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
       if (entry.template_id === undefined) {
         const body = requireMessageBody(entry.body!, `${at}body`)
         const mediaUrl = optionalMediaUrl(entry.media_url, `${at}media_url`)
-        valid.push({ index, phone, body, mediaUrl, validitySeconds })
+        valid.push({ index, phone, body, mediaUrl, validitySeconds, senderId, provider })
       } else {
-        const content = templateContent(templates.get(entry.template_id), { ...entry, template_id: entry.template_id }, provider, at)
-        valid.push({ index, phone, mediaUrl: null, ...content, validitySeconds })
+        const template = templatesByProvider.get(provider)!.get(entry.template_id)
+        const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
+        valid.push({ index, phone, mediaUrl: null, ...content, validitySeconds, senderId, provider })
       }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
@@ -66,9 +82,10 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
         { id: charged.ids[i]!, phone: m.phone, body: m.body, media_url: m.mediaUrl, provider_template: m.providerTemplate ?? null },
-        provider,
+        m.provider,
       ),
       validUntilMs: chargedAt + m.validitySeconds * 1000,
+      senderId: m.senderId ?? null,
     }))
     // A repeat of the request (the charge was found, not made) waits for the outcomes of whoever holds them.
     const outcomes = await deps.handoff.many(messages, lease, deps.config.bulkWaitMs, charged.fresh)

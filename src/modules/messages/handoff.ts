@@ -13,14 +13,14 @@
 // written through a group-commit writer and retried for as long as the process lives.
 
 import type { Sql } from '../../db/client'
-import type { HandoffResult, OutgoingMessage, Provider, ScheduledReport } from '../../providers/provider'
+import type { HandoffResult, OutgoingMessage, ScheduledReport } from '../../providers/provider'
 import { Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
 import { log, errorKind } from '../../lib/log'
 import { isOutage, retrying } from '../../db/retry'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
-import type { Pacer } from './pace'
+import type { Sender, SenderDirectory } from '../senders/directory'
 
 /** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
 const BEATS_PER_LEASE = 5
@@ -30,8 +30,11 @@ const MAX_THROTTLE_BACKOFF_MS = 16_000
 /** How long an answer waits for its outcome's record before it goes without it (the record goes on). */
 const RECORD_ANSWER_MS = 2_000
 
-/** A message to hand over, with when its validity runs out (ms since the epoch, this process's clock). */
-export type Paced = OutgoingMessage & { validUntilMs: number }
+/**
+ * A message to hand over, with when its validity runs out (ms since the epoch, this process's clock)
+ * and its sender (null: the deployment's default sender).
+ */
+export type Paced = OutgoingMessage & { validUntilMs: number; senderId: number | null }
 
 /** `queued`: not settled within the caller's bound; the hand-off goes on and its outcome is announced by webhook. */
 export type Outcome = HandoffResult | { queued: true }
@@ -39,7 +42,6 @@ export type Outcome = HandoffResult | { queued: true }
 export type Handoff = {
   /** A new lease for messages about to be charged (or claimed by recovery). */
   lease(): Lease
-  pacer: Pacer
   /**
    * One message, not through the pool (a single send is already bounded by its HTTP request).
    * `fresh`: the charge took the lease just now, with its slot reserved `firstWaitMs` ahead.
@@ -69,8 +71,7 @@ const OUTCOME_WAIT_POLL_MS = 250
 
 export function createHandoff(
   sql: Sql,
-  provider: Provider,
-  pacer: Pacer,
+  senders: SenderDirectory,
   options: {
     concurrency: number
     /** How long a lease lasts without renewal (HANDOFF_LEASE_SECONDS). */
@@ -126,7 +127,7 @@ export function createHandoff(
     })
   }
 
-  async function attempt(message: OutgoingMessage): Promise<HandoffResult> {
+  async function attempt(provider: Sender['provider'], message: OutgoingMessage): Promise<HandoffResult> {
     let timer: Timer | undefined
     const timeout = new Promise<HandoffResult>((resolve) => {
       timer = setTimeout(
@@ -196,7 +197,7 @@ export function createHandoff(
   }
 
   /** Waits while the recipient is within its gap; then reserves the message's slot and answers its wait. */
-  async function slotFor(phone: string): Promise<number> {
+  async function slotFor(pacer: Sender['pacer'], phone: string): Promise<number> {
     for (;;) {
       const take = await retrying(() => pacer.take(phone))
       if (take.slot) return take.waitMs
@@ -219,9 +220,10 @@ export function createHandoff(
     if (options.checkFirst && !(await claimer.add({ id: message.id, token: lease.token }))) return null
     hold(message.id, lease.token)
     try {
+      const { provider, pacer } = await retrying(() => senders.get(message.senderId))
       for (let throttles = 0; ; throttles++) {
         const reserved = throttles === 0 && firstWaitMs !== null
-        const waitMs = reserved ? firstWaitMs : await slotFor(message.to)
+        const waitMs = reserved ? firstWaitMs : await slotFor(pacer, message.to)
         if (waitMs > 0) await Bun.sleep(waitMs)
         // The lease is checked after the wait, right before the attempt: a message taken over while
         // it waited is not ours to send. (A single send's first attempt skips it when its lease, taken
@@ -232,7 +234,7 @@ export function createHandoff(
           return null
         }
         await pacer.go()
-        const result = await attempt(message)
+        const result = await attempt(provider, message)
         if (!result.ok && result.throttle) {
           options.onThrottled?.()
           // The sender (or recipient) waits what the provider said, or one backoff step without it; this
@@ -280,7 +282,6 @@ export function createHandoff(
   }
 
   return {
-    pacer,
     lease: () => ({ token: crypto.randomUUID(), seconds: leaseSeconds }),
     async one(message, lease, fresh, firstWaitMs, answerWithinMs) {
       // A single send waits for its provider's answer however slow (PROVIDER_TIMEOUT_MS bounds it); once

@@ -1,6 +1,6 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { dateRangeFields, JsonId, pageFields } from '../../http/models'
+import { dateRangeFields, JsonId, pageFields, QueryInteger } from '../../http/models'
 import { errorWith } from '../../http/openapi'
 import { errorCodeDescription } from '../../providers/error-codes'
 
@@ -52,6 +52,19 @@ const validityField = {
   ),
 }
 
+// The extension: which of the account's senders it goes from.
+const fromField = {
+  from: t.Optional(
+    t.String({
+      description:
+        "Extension: the sender, by its id (as a string) or its number (GET /api/v1/senders lists the account's). Omitted: the account's default " +
+        "sender, or the deployment's number for an account without senders. One that is not the account's is 422 `VALIDATION_ERROR`; " +
+        'a disabled one 422 `SENDER_DISABLED`; nothing is charged either way',
+      examples: ['+6281234567890'],
+    }),
+  ),
+}
+
 const sendFields = {
   to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
   body: t.Optional(
@@ -63,6 +76,7 @@ const sendFields = {
   media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file (not with `template_id`)' })),
   ...templateFields,
   ...validityField,
+  ...fromField,
 }
 
 export const SendBody = t.Object(sendFields, { additionalProperties: false })
@@ -116,6 +130,7 @@ const bulkBody = (entryRule: object) =>
             media_url: t.Optional(t.String()),
             ...templateFields,
             ...validityField,
+            ...fromField,
           },
           { additionalProperties: false, ...entryRule },
         ),
@@ -188,6 +203,9 @@ export const Message = t.Object({
   }),
   error_message: t.Union([t.String(), t.Null()]),
   campaign_id: t.Union([t.Integer(), t.Null()]),
+  sender_id: t.Union([t.Integer(), t.Null()], {
+    description: "Extension: the sender it went from (GET /api/v1/senders); null: the deployment's default sender",
+  }),
   template_id: t.Union([t.Integer(), t.Null()], {
     description: "The account template the text was rendered from (a campaign's, or a send's `template_id`); null for a free-form body",
   }),
@@ -229,6 +247,7 @@ export const ListQuery = t.Object({
   ...pageFields,
   status: t.Optional(t.String({ description: 'sent, delivered, read or failed; or queued (messages answered `queued`)' })),
   ...dateRangeFields('sent_at'),
+  sender_id: t.Optional(QueryInteger("Extension: only messages from this sender; 0: the deployment's default sender")),
 })
 export type ListQuery = typeof ListQuery.static
 

@@ -24,6 +24,7 @@ type Row = {
   error_code: number | null
   error_message: string | null
   campaign_id: number | null
+  sender_id: number | null
   template_id: number | null
   provider_template: StoredTemplate | null
   created_at: Date
@@ -44,6 +45,7 @@ const view = (r: Row, tz: string) => ({
   error_code: r.error_code,
   error_message: r.error_message,
   campaign_id: r.campaign_id,
+  sender_id: r.sender_id,
   template_id: r.template_id,
   provider_template: r.provider_template,
   created_at: formatTimestamp(r.created_at, tz)!,
@@ -58,7 +60,7 @@ const view = (r: Row, tz: string) => ({
  * What a list is filtered by, already validated (`before` exclusive, see dateRange). `phone`: digits
  * only, the dashboard's search (the API has none).
  */
-export type MessageFilter = { status?: string; from: Date | null; before: Date | null; phone?: string }
+export type MessageFilter = { status?: string; from: Date | null; before: Date | null; phone?: string; senderId?: number }
 
 /**
  * The two statements of GET /messages: the page, id-first (the candidates come from an index, with a
@@ -84,6 +86,14 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
     params.push(filter.before)
     where += ` and sent_at < $${params.length}`
   }
+  if (filter.senderId !== undefined) {
+    // 0: the deployment's default sender (messages without a stored sender).
+    if (filter.senderId === 0) where += ' and sender_id is null'
+    else {
+      params.push(filter.senderId)
+      where += ` and sender_id = $${params.length}`
+    }
+  }
   if (filter.phone) {
     // Digits anywhere in the number; digits typed with the leading 0 of a local number also match
     // from the start of the stored +62 form.
@@ -103,7 +113,7 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
       limit $${n} offset $${n + 1}
     )
     select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.error_code, m.error_message, m.campaign_id,
-           m.template_id, m.provider_template,
+           m.sender_id, m.template_id, m.provider_template,
            m.created_at, m.sent_at, m.delivered_at, m.read_at, m.refunded_at
     from page join messages m on m.id = page.id
     order by page.created_at desc, page.id desc`,
@@ -142,7 +152,10 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
   }
   const { from, before } = dateRange(query, tz)
   const phone = phoneSearch(query.phone)
-  const st = listStatements(accountId, { status: query.status, from, before, phone }, p)
+  if (query.sender_id !== undefined && (!Number.isSafeInteger(query.sender_id) || query.sender_id < 0)) {
+    throw badValue("sender_id: a sender id, or 0 for the deployment's default sender")
+  }
+  const st = listStatements(accountId, { status: query.status, from, before, phone, senderId: query.sender_id }, p)
   const rows = (await sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as Row[]
   // A page that is not full ends the list: the total is known without counting.
   const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
@@ -158,7 +171,7 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
 
 export async function getMessage(deps: Deps, principal: Principal, sid: string) {
   const [row] = await deps.sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
@@ -171,7 +184,7 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
  */
 export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
   const [row] = await sql<(Row & { failed_at: Date | null; refund_late_failure: boolean })[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at, refund_late_failure
     from messages where id = ${id} and account_id = ${accountId} and (status <> 'queued' or announce_outcome)`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
@@ -199,7 +212,7 @@ export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number,
 /** The account's latest failed messages, newest first, with their error. */
 export async function recentFailures(sql: Sql, tz: string, accountId: number, limit = 10) {
   const rows = await sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, template_id, provider_template,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`

@@ -16,6 +16,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
   requireContentShape(input)
   const to = requirePhone(input.to, 'to')
   const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
+  const sender = await deps.senders.forSend(principal.accountId, input.from)
   const message: NewMessage =
     input.template_id === undefined
       ? {
@@ -23,18 +24,23 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
           body: requireMessageBody(input.body!, 'body'),
           mediaUrl: optionalMediaUrl(input.media_url, 'media_url'),
           validitySeconds,
+          senderId: sender.id,
         }
-      : { ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number })), validitySeconds }
+      : {
+          ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName)),
+          validitySeconds,
+          senderId: sender.id,
+        }
 
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
   // died, or its answer was not stored) is not refused: its message is charged, and found below.
-  const slot = await deps.handoff.pacer.takeWithin(to, deps.config.sendWaitMs)
+  const slot = await sender.pacer.takeWithin(to, deps.config.sendWaitMs)
   if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {
     const seconds = Math.max(1, Math.ceil(slot.wouldWaitMs / 1000))
     throw new ApiError(
       'RATE_LIMITED',
-      `the sender is at its pace (${deps.handoff.pacer.pace.perSecond} messages per second): this message could not go within ` +
+      `the sender is at its pace (${sender.pacer.pace.perSecond} messages per second): this message could not go within ` +
         `${deps.config.sendWaitMs / 1000} s; nothing was charged, retry in ${seconds} s`,
       429,
       {},
@@ -48,10 +54,16 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
 
   const outgoing = outgoingOf(
     { id, phone: to, body: message.body, media_url: message.mediaUrl, provider_template: message.providerTemplate ?? null },
-    deps.provider.name,
+    sender.providerName,
   )
   const validUntilMs = Date.now() + validitySeconds * 1000
-  let result = await deps.handoff.one({ ...outgoing, validUntilMs }, lease, charged.fresh, slot.waitMs ?? 0, deps.config.sendWaitMs)
+  let result = await deps.handoff.one(
+    { ...outgoing, validUntilMs, senderId: sender.id },
+    lease,
+    charged.fresh,
+    slot.waitMs ?? 0,
+    deps.config.sendWaitMs,
+  )
   if ('queued' in result) {
     // Still throttled when the answer is due: answered queued, its outcome announced by webhook. An
     // outcome recorded just now is answered as it is instead.
@@ -88,8 +100,8 @@ async function fromTemplate(
   principal: Principal,
   to: string,
   input: { template_id: number; variables?: Record<string, string> },
+  provider: string,
 ) {
-  const provider = deps.provider.name
   const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
   const content = templateContent(templates.get(input.template_id), input, provider)
   return { phone: to, mediaUrl: null, ...content }

@@ -55,7 +55,11 @@ export function providerCallbacks(deps: Deps) {
         }
         // Read at request time: the settings are the configuration's, whatever the provider in use.
         const settings = (deps.config.providers as Record<string, unknown>)[plugin.name]
-        const answer = await callback.handle(received, { settings, publicBaseUrl: deps.config.publicBaseUrl })
+        const answer = await callback.handle(received, {
+          settings,
+          publicBaseUrl: deps.config.publicBaseUrl,
+          senders: (identity) => deps.senders.callbackSettings(plugin.name, identity),
+        })
         if (answer instanceof Response) return answer
         const outcome = await receive(answer)
         if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })

@@ -5,6 +5,7 @@ import { defineProvider } from '../provider'
 import { createMeta } from './send'
 import { META_VARIABLES, readMetaSettings } from './settings'
 import { metaWebhookCallbacks } from './webhook'
+import { metaSenders } from './senders'
 
 export { META_WEBHOOK_PATH, metaSignature } from './webhook'
 
@@ -14,6 +15,7 @@ export const meta = defineProvider({
   readSettings: readMetaSettings,
   create: createMeta,
   callbacks: metaWebhookCallbacks,
+  senders: metaSenders,
   // Meta's documented defaults: 80 messages/s per business phone number (1,000 after an upgrade) and
   // about one message every 6 s to one user (the pair rate; error 131056 beyond it).
   pace: {

@@ -8,7 +8,7 @@
 
 import { ApiError, badShape } from '../../http/errors'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
-import type { Callback, CallbackRequest, StatusReport } from '../provider'
+import type { Callback, CallbackContext, CallbackRequest, StatusReport } from '../provider'
 import type { MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'
@@ -78,12 +78,56 @@ export function reportsOf(notification: Record<string, unknown>): StatusReport[]
 
 const isJson = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/json'
 
-function receive(request: CallbackRequest, settings: MetaSettings): StatusReport[] {
-  // Without the app secret nothing can be verified, so the endpoint does not exist. With it, it answers
-  // whatever PROVIDER says: reports for messages sent before a switch keep arriving.
-  if (!settings.appSecret) throw new ApiError('NOT_FOUND', `no route for POST ${META_WEBHOOK_PATH}`)
+/** The phone number ids a notification's changes name (metadata.phone_number_id), read only to choose the secrets to try. */
+function phoneNumberIdsOf(body: string): string[] {
+  let notification: unknown
+  try {
+    notification = JSON.parse(body)
+  } catch {
+    return []
+  }
+  const ids = new Set<string>()
+  if (!isObject(notification) || !Array.isArray(notification.entry)) return []
+  for (const entry of notification.entry) {
+    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
+    for (const change of entry.changes) {
+      const id =
+        isObject(change) && isObject(change.value) && isObject(change.value.metadata) ? change.value.metadata.phone_number_id : null
+      if (typeof id === 'string' && id) ids.add(id)
+    }
+  }
+  return [...ids]
+}
+
+/**
+ * Whether the notification is signed by the app of every number it names: a stored sender's app
+ * secret for its phone number id, or the environment's (META_APP_SECRET) for a number that is not a
+ * stored sender's, or is the environment's own. Another sender's app secret never verifies a number.
+ */
+async function verified(request: CallbackRequest, context: CallbackContext<MetaSettings>, signature: string | null): Promise<boolean> {
+  const environment = context.settings
+  const phoneIds = phoneNumberIdsOf(request.body)
+  const secretsFor = async (phoneId: string | null): Promise<string[]> => {
+    const stored = phoneId ? await context.senders(phoneId) : []
+    const environmentMay = stored.length === 0 || environment.phoneNumberId === phoneId
+    return [...stored.map((s) => s.appSecret), ...(environmentMay ? [environment.appSecret] : [])].filter((s) => s !== '')
+  }
+  for (const phoneId of phoneIds.length > 0 ? phoneIds : [null]) {
+    const secrets = await secretsFor(phoneId)
+    if (!secrets.some((secret) => verifyMetaSignature(secret, request.rawBody, signature))) return false
+  }
+  return true
+}
+
+async function receive(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<StatusReport[]> {
+  // Without an app secret (the environment's or a stored sender's) nothing can be verified, so the
+  // endpoint does not exist. With one, it answers whatever PROVIDER says: reports for messages sent
+  // before a switch keep arriving.
+  if (!context.settings.appSecret && (await context.senders(null)).length === 0) {
+    throw new ApiError('NOT_FOUND', `no route for POST ${META_WEBHOOK_PATH}`)
+  }
   const signature = request.headers.get('x-hub-signature-256')
-  if (!verifyMetaSignature(settings.appSecret, request.rawBody, signature)) {
+  if (!(await verified(request, context, signature))) {
     throw new ApiError('FORBIDDEN', signature ? 'X-Hub-Signature-256 does not match' : 'X-Hub-Signature-256 header is missing')
   }
   if (!isJson(request.headers.get('content-type'))) {
@@ -100,12 +144,14 @@ function receive(request: CallbackRequest, settings: MetaSettings): StatusReport
 }
 
 /** The subscription handshake: the challenge, as text, when the verify token matches; 403 otherwise. */
-function handshake(request: CallbackRequest, settings: MetaSettings): Response {
-  if (!settings.verifyToken) throw new ApiError('NOT_FOUND', `no route for GET ${META_WEBHOOK_PATH}`)
+async function handshake(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<Response> {
+  // META_VERIFY_TOKEN, or a stored sender's own (its app's webhook may have its own verify token).
+  const tokens = [context.settings.verifyToken, ...(await context.senders(null)).map((s) => s.verifyToken)].filter((t) => t !== '')
+  if (tokens.length === 0) throw new ApiError('NOT_FOUND', `no route for GET ${META_WEBHOOK_PATH}`)
   const query = request.url.searchParams
   const token = query.get('hub.verify_token')
   const challenge = query.get('hub.challenge')
-  if (query.get('hub.mode') !== 'subscribe' || token === null || challenge === null || !sameText(token, settings.verifyToken)) {
+  if (query.get('hub.mode') !== 'subscribe' || token === null || challenge === null || !tokens.some((t) => sameText(token, t))) {
     throw new ApiError('FORBIDDEN', 'hub.mode must be subscribe and hub.verify_token must match META_VERIFY_TOKEN')
   }
   return new Response(challenge, {
@@ -120,7 +166,7 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
   {
     method: 'GET',
     path: 'webhook',
-    handle: (request, { settings }) => handshake(request, settings),
+    handle: (request, context) => handshake(request, context),
     errors: [403, 404],
     detail: {
       summary: "Meta's webhook subscription handshake",
@@ -140,21 +186,22 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
   {
     method: 'POST',
     path: 'webhook',
-    handle: (request, { settings }) => receive(request, settings),
+    handle: (request, context) => receive(request, context),
     errors: [400, 403, 404, 415],
     detail: {
       summary: "Meta's webhook notifications (message statuses)",
       description: describe([
         'Called by Meta (the WhatsApp Cloud API, `PROVIDER=meta`), not by API clients. No API key: `X-Hub-Signature-256`',
-        '(`sha256=` + the hex HMAC-SHA256 of the raw body with `META_APP_SECRET`) is verified first; a missing or wrong',
+        '(`sha256=` + the hex HMAC-SHA256 of the raw body with the app secret of the sender each `metadata.phone_number_id`',
+        "names: a stored sender's, else `META_APP_SECRET`) is verified first; a missing or wrong",
         'signature gets 403 `FORBIDDEN` and changes nothing. Every `statuses[]` item of every `entry[].changes[]` whose',
         '`field` is `messages` is applied in one transaction through the forward-only state machine: `sent`, `delivered`,',
         '`read` as they are, `failed` with `errors[0].code` as `error_code` and its title as `error_message`; a repeat or a',
         'backwards move (a `delivered` after a `read`) changes nothing. Statuses for ids not stored yet are kept for up',
         'to an hour (the notification can beat the recording of the send), then dropped; inbound messages and other',
         'fields are ignored. Each accepted change emits one `message.status` event. The answer is 200 with',
-        '`changed: true` when any message changed. The endpoint answers whenever `META_APP_SECRET` is set; without it,',
-        '404 `NOT_FOUND`.',
+        '`changed: true` when any message changed. The endpoint answers whenever `META_APP_SECRET` is set or a Meta sender is',
+        'stored; without either, 404 `NOT_FOUND`.',
       ]),
       parameters: [
         {

@@ -41,6 +41,8 @@ type SimulatorSettings = {
   requireTemplate: boolean
   ratePerSecond: number
   recipientGapMs: number
+  /** Whose counters its rules keep (rules.ts): `simulator`, or a stored sender's `simulator:<number>`. */
+  sender: string
 }
 
 function integer(read: SettingsReader, name: string, max: number): number {
@@ -110,6 +112,7 @@ export const simulator = defineProvider({
     requireTemplate: flag(read, 'SIM_REQUIRE_TEMPLATE'),
     ratePerSecond: integer(read, 'SIM_RATE_PER_SECOND', MAX_RATE_PER_SECOND),
     recipientGapMs: delay(read, 'SIM_RECIPIENT_GAP_MS'),
+    sender: 'simulator',
   }),
   create: (settings, { sql }) => ({
     name: 'simulator',
@@ -148,6 +151,13 @@ export const simulator = defineProvider({
     },
   }),
   callbacks: [],
+  // A stored simulator sender needs no credentials: it keeps the environment's settings, with its own counters.
+  senders: {
+    fields: {},
+    settingsOf: (_fields, number, environment) => ({ ...environment, sender: `simulator:${number}` }),
+    identityOf: () => '',
+    check: async () => ({ ok: true, detail: 'the simulator takes every sender' }),
+  },
   pace: DEFAULT_PACE,
   // Its rules, when set, are its pace: the hand-off keeps to what the simulator takes, as to a real provider's limits.
   paceFor: (settings): Pace =>

@@ -11,10 +11,11 @@ import type { HandoffResult } from '../provider'
 export const RATE_LIMIT_CODE = 130429
 export const PAIR_RATE_CODE = 131056
 
-/** The sender the counters are kept for: the deployment's one simulator number. */
-const SENDER = 'simulator'
-
-export type Rules = { ratePerSecond: number; recipientGapMs: number }
+/**
+ * The rules, and the sender the counters are kept for: `simulator` for the deployment's default sender,
+ * `simulator:<number>` for a stored one (each number has its own rate, as with WhatsApp).
+ */
+export type Rules = { ratePerSecond: number; recipientGapMs: number; sender: string }
 
 /** null when the message may go now (and it is counted), else the throttling answer. */
 export async function admit(sql: Sql, rules: Rules, to: string): Promise<(HandoffResult & { ok: false }) | null> {
@@ -22,7 +23,7 @@ export async function admit(sql: Sql, rules: Rules, to: string): Promise<(Handof
   let answer: { refused: 'rate' | 'gap' | null; wait_ms: number } | undefined
   try {
     const rows = await sql<{ refused: 'rate' | 'gap' | null; wait_ms: number }[]>`
-      select refused, wait_ms from simulator_admit(${SENDER}, ${rules.ratePerSecond}, ${to}, ${rules.recipientGapMs})`
+      select refused, wait_ms from simulator_admit(${rules.sender}, ${rules.ratePerSecond}, ${to}, ${rules.recipientGapMs})`
     answer = rows[0]
   } catch {
     return { ok: false, errorCode: null, errorMessage: 'simulator could not read its rate counters' }

@@ -4,7 +4,7 @@
 
 import { ApiError, badShape } from '../../http/errors'
 import { errorCodeOf, errorTextOf } from '../http'
-import type { Callback, CallbackRequest, StatusReport } from '../provider'
+import type { Callback, CallbackContext, CallbackRequest, StatusReport } from '../provider'
 import type { TwilioSettings } from './settings'
 import { TWILIO_STATUS_PATH } from './send'
 import { verifyTwilioSignature } from './signature'
@@ -35,19 +35,35 @@ function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | 
 
 const isForm = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
 
-function receive(request: CallbackRequest, settings: TwilioSettings, publicBaseUrl: string): StatusReport[] {
-  // Without an auth token there is nothing to verify against, so the endpoint does not exist. With
-  // one, it answers whatever PROVIDER says: after a switch away from Twilio, the reports for messages
-  // Twilio still holds keep arriving and are still signed.
-  if (!settings.authToken) throw new ApiError('NOT_FOUND', `no route for POST ${TWILIO_STATUS_PATH}`)
+/**
+ * The auth tokens that may have signed a request naming `accountSid`: its stored senders' (each
+ * Twilio account or subaccount signs with its own token), and the environment's, unless the account
+ * is a stored sender's and not the environment's own (another sender's token never verifies it).
+ */
+async function tokensFor(accountSid: string | null, context: CallbackContext<TwilioSettings>): Promise<string[]> {
+  const stored = accountSid ? await context.senders(accountSid) : []
+  const environment = context.settings
+  const environmentMay = environment.authToken && (stored.length === 0 || environment.accountSid === accountSid)
+  return [...stored.map((s) => s.authToken), ...(environmentMay ? [environment.authToken] : [])].filter((t) => t !== '')
+}
+
+async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<StatusReport[]> {
+  // Without an auth token (the environment's or a stored sender's) there is nothing to verify against,
+  // so the endpoint does not exist. With one, it answers whatever PROVIDER says: after a switch away
+  // from Twilio, the reports for messages Twilio still holds keep arriving and are still signed.
+  if (!context.settings.authToken && (await context.senders(null)).length === 0) {
+    throw new ApiError('NOT_FOUND', `no route for POST ${TWILIO_STATUS_PATH}`)
+  }
 
   // Twilio signs the URL it was told to call (StatusCallback), which is built from PUBLIC_BASE_URL,
   // not whatever Host or scheme the request arrived with behind a proxy.
-  const url = `${publicBaseUrl}${TWILIO_STATUS_PATH}`
+  const url = `${context.publicBaseUrl}${TWILIO_STATUS_PATH}`
   // A body that is not form-encoded has no fields Twilio could have signed.
   const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
   const signature = request.headers.get('x-twilio-signature')
-  if (!verifyTwilioSignature(settings.authToken, url, fields, signature)) {
+  // AccountSid only chooses which tokens to try: nothing of the request is used before one verifies it.
+  const tokens = await tokensFor(fields.get('AccountSid'), context)
+  if (!tokens.some((token) => verifyTwilioSignature(token, url, fields, signature))) {
     throw new ApiError('FORBIDDEN', signature ? 'X-Twilio-Signature does not match' : 'X-Twilio-Signature header is missing')
   }
 
@@ -74,20 +90,21 @@ const FIELDS = {
 export const twilioStatusCallback: Callback<TwilioSettings> = {
   method: 'POST',
   path: 'status',
-  handle: (request, { settings, publicBaseUrl }) => receive(request, settings, publicBaseUrl),
+  handle: (request, context) => receive(request, context),
   errors: [400, 403, 404],
   detail: {
     summary: "Twilio's message status callback",
     description:
       'Called by Twilio (the `StatusCallback` of every message sent with `PROVIDER=twilio`), not by API clients. ' +
-      'No API key: the `X-Twilio-Signature` header is verified with `TWILIO_AUTH_TOKEN` over `PUBLIC_BASE_URL` + ' +
+      'No API key: the `X-Twilio-Signature` header is verified with the auth token of the sender the `AccountSid` field names ' +
+      '(a stored sender of that account, else `TWILIO_AUTH_TOKEN`) over `PUBLIC_BASE_URL` + ' +
       '`/provider/twilio/status` and every form field; a missing or wrong signature gets 403 `FORBIDDEN` and changes ' +
       'nothing. A valid report goes through the forward-only state machine: a repeat or a backwards move changes ' +
       'nothing and still gets 200. A report for a SID not stored yet (it can beat the recording of the send) gets 200 ' +
       'with `changed: false` and is kept for up to an hour, then applied in order once the SID is stored. ' +
       'Each accepted change emits one `message.status` event. The endpoint ' +
-      'answers whenever `TWILIO_AUTH_TOKEN` is set (so reports keep arriving after switching `PROVIDER` away from ' +
-      'Twilio); without it, 404 `NOT_FOUND`.',
+      'answers whenever `TWILIO_AUTH_TOKEN` is set or a Twilio sender is stored (so reports keep arriving after switching ' +
+      '`PROVIDER` away from Twilio); without either, 404 `NOT_FOUND`.',
     parameters: [
       {
         name: 'X-Twilio-Signature',

@@ -5,6 +5,7 @@ import { defineProvider } from '../provider'
 import { twilioStatusCallback } from './callback'
 import { createTwilio } from './send'
 import { readTwilioSettings, TWILIO_VARIABLES } from './settings'
+import { twilioSenders } from './senders'
 
 export { TWILIO_STATUS_PATH } from './send'
 
@@ -14,6 +15,7 @@ export const twilio = defineProvider({
   readSettings: readTwilioSettings,
   create: createTwilio,
   callbacks: [twilioStatusCallback],
+  senders: twilioSenders,
   // Twilio's WhatsApp senders take 80 messages/s by default; WhatsApp's pair rate applies behind them.
   pace: {
     perSecond: 80,

@@ -24,7 +24,9 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
 
   /** The form fields of one message: a free-form body (and media), or a Content template with its variables. */
   function formOf(message: OutgoingMessage): URLSearchParams {
-    const form = new URLSearchParams({ To: `whatsapp:${message.to}`, From: from })
+    // A stored sender may send through a Messaging Service (MG…), which picks the number itself.
+    const form = new URLSearchParams({ To: `whatsapp:${message.to}` })
+    form.set(from.startsWith('MG') ? 'MessagingServiceSid' : 'From', from)
     if (message.template) {
       form.set('ContentSid', message.template.ref)
       form.set('ContentVariables', JSON.stringify(Object.fromEntries(message.template.variables.map((v, i) => [String(i + 1), v]))))

@@ -1,0 +1,160 @@
+// The senders a process sends through, by id: each with its provider (built from its opened
+// credentials) and its pace. The deployment's default sender (id null) is the environment's PROVIDER
+// with its settings; stored senders are read from the database and kept for a few seconds, rebuilt when
+// their row changed. Which sender a send goes through is decided here too (`forSend`): the one its
+// `from` names among the account's, else the account's default, else the deployment's.
+
+import type { Sql } from '../../db/client'
+import type { Config } from '../../config'
+import type { SecretBox } from '../../lib/secrets'
+import { ApiError } from '../../http/errors'
+import type { Pace, Provider } from '../../providers/provider'
+import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
+import { createPacer, type Pacer } from './pace'
+import { openFields, supportOf, type SenderRow } from './service'
+
+export type Sender = {
+  /** null: the deployment's default sender (the environment's PROVIDER). */
+  id: number | null
+  providerName: ProviderName
+  provider: Provider
+  pacer: Pacer
+}
+
+export type SenderDirectory = {
+  readonly defaultSender: Sender
+  /** The sender of a message already charged (any state: what was charged still goes). */
+  get(id: number | null): Promise<Sender>
+  /**
+   * The sender of a new send for `accountId`: the one `from` names (its id or its number) among the
+   * account's, else the account's default, else the deployment's when the account has none. 422 for a
+   * sender that is not the account's, SENDER_DISABLED for a disabled one: before anything is charged.
+   */
+  forSend(accountId: number, from: string | number | undefined, field?: string): Promise<Sender>
+  /** The settings of the stored senders of `provider` that its callbacks name by `identity` (null: all). */
+  callbackSettings(provider: string, identity: string | null): Promise<unknown[]>
+  /** Forgets what this process read (a sender or an assignment changed here). */
+  forget(): void
+}
+
+/** How long a process trusts what it read of a sender or of an account's senders (another instance's change shows within it). */
+const FRESH_MS = 2_000
+
+type AccountSenderRow = { id: number; number: string; is_default: boolean; disabled: boolean }
+
+export function createSenderDirectory(
+  sql: Sql,
+  secrets: SecretBox,
+  config: Config,
+  defaultSender: { provider: Provider; pace: Pace },
+): SenderDirectory {
+  const fallback: Sender = {
+    id: null,
+    // Its provider's own name (a test's in-process provider may stand for another).
+    providerName: defaultSender.provider.name as ProviderName,
+    provider: defaultSender.provider,
+    pacer: createPacer(sql, config.provider, defaultSender.pace),
+  }
+  const stored = new Map<number, { sender: Sender; updatedAt: number; readAt: number }>()
+  // The promise is kept, so the entries of one bulk request share one read.
+  const accounts = new Map<number, { rows: Promise<AccountSenderRow[]>; readAt: number }>()
+
+  async function build(row: SenderRow): Promise<Sender> {
+    const environment = (config.providers as Record<string, unknown>)[row.provider]
+    const fields = await openFields(secrets, row).catch(() => null)
+    const settings = supportOf(row.provider).settingsOf(fields ?? {}, row.number, environment)
+    const own = paceOf(row.provider, settings as never)
+    const pace: Pace = {
+      perSecond: row.rate_per_second ?? own.perSecond,
+      recipientGapMs: row.recipient_gap_ms ?? own.recipientGapMs,
+      source: row.rate_per_second !== null || row.recipient_gap_ms !== null ? 'the sender' : own.source,
+    }
+    // Credentials that do not open (sealed under a key this process lacks) fail each hand-off, refunded, saying why.
+    const provider: Provider = fields
+      ? createProvider(row.provider, settings as never, { publicBaseUrl: config.publicBaseUrl, timeoutMs: config.providerTimeoutMs, sql })
+      : {
+          name: row.provider,
+          send: async () => ({
+            ok: false,
+            errorCode: null,
+            errorMessage: `sender ${row.id}'s credentials do not open with this service's SECRETS_KEY (see SECRETS_KEY_PREVIOUS)`,
+          }),
+        }
+    // Each stored sender has its own pace, kept by its id: two numbers each get their full rate.
+    return { id: row.id, providerName: row.provider, provider, pacer: createPacer(sql, `sender:${row.id}`, pace) }
+  }
+
+  async function get(id: number | null): Promise<Sender> {
+    if (id === null) return fallback
+    const cached = stored.get(id)
+    if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.sender
+    const [row] = await sql<SenderRow[]>`select * from senders where id = ${id}`
+    if (!row) throw new Error(`sender ${id} is gone`)
+    const updatedAt = row.updated_at.getTime()
+    // Unchanged: the same sender (its pacer keeps this process's spacing), read again.
+    const sender = cached && cached.updatedAt === updatedAt ? cached.sender : await build(row)
+    stored.set(id, { sender, updatedAt, readAt: performance.now() })
+    return sender
+  }
+
+  function sendersOf(accountId: number): Promise<AccountSenderRow[]> {
+    const cached = accounts.get(accountId)
+    if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.rows
+    const rows = sql<AccountSenderRow[]>`
+      select s.id, s.number, a.is_default, s.disabled_at is not null as disabled
+      from account_senders a join senders s on s.id = a.sender_id where a.account_id = ${accountId}`.then((r) => [...r])
+    accounts.set(accountId, { rows, readAt: performance.now() })
+    rows.catch(() => accounts.delete(accountId))
+    return rows
+  }
+
+  return {
+    defaultSender: fallback,
+    get,
+    async forSend(accountId, from, field = 'from') {
+      const rows = await sendersOf(accountId)
+      let chosen: AccountSenderRow | undefined
+      if (from === undefined) {
+        if (rows.length === 0) return fallback
+        chosen = rows.find((r) => r.is_default) ?? rows[0]
+      } else {
+        const named = String(from).trim()
+        chosen = rows.find((r) => String(r.id) === named || r.number === named)
+        if (!chosen) {
+          throw new ApiError(
+            'VALIDATION_ERROR',
+            rows.length === 0
+              ? `${field}: this account has no senders of its own; omit ${field} to send from the deployment's number`
+              : `${field}: ${JSON.stringify(named).slice(0, 60)} is not one of this account's senders (GET /api/v1/senders lists them)`,
+            422,
+          )
+        }
+      }
+      if (chosen!.disabled) {
+        throw new ApiError('SENDER_DISABLED', `${field}: sender ${chosen!.id} (${chosen!.number}) is disabled; nothing was charged`, 422)
+      }
+      return get(chosen!.id)
+    },
+    async callbackSettings(provider, identity) {
+      const rows =
+        identity === null
+          ? await sql<SenderRow[]>`select * from senders where provider = ${provider}`
+          : await sql<SenderRow[]>`select * from senders where provider = ${provider} and identity = ${identity}`
+      const environment = (config.providers as Record<string, unknown>)[provider]
+      const out: unknown[] = []
+      for (const row of rows) {
+        // A credential that does not open (sealed under a key this process lacks) verifies nothing.
+        const fields = await openFields(secrets, row).catch(() => null)
+        if (fields) out.push(supportOf(provider).settingsOf(fields, row.number, environment))
+      }
+      return out
+    },
+    forget() {
+      stored.clear()
+      accounts.clear()
+    },
+  }
+}
+
+/** The provider names a stored sender may have (for validation and the dashboard). */
+export const SENDER_PROVIDERS = PROVIDERS.map(anyProvider).map((p) => p.name)

@@ -1,0 +1,96 @@
+// The models of senders: a provider (twilio, meta, simulator) with its credentials, a number, a display
+// name and a pace. Credentials go in and never come out: answers show which fields are set, and the
+// fields that are not secret (an account SID, a phone number id).
+
+import { t } from 'elysia'
+import { Id, JsonId } from '../../http/models'
+
+export const SenderId = (description = 'Sender id') => Id('sender', description)
+export const SenderParams = t.Object({ id: SenderId() })
+export const AccountSenderParams = t.Object({ id: Id('account', 'Account id'), sender_id: SenderId() })
+
+const rate = t.Number({
+  exclusiveMinimum: 0,
+  maximum: 100000,
+  description: "Messages per second the sender takes (its number's throughput); default: the provider's",
+  examples: [80],
+})
+const gap = t.Integer({
+  minimum: 0,
+  maximum: 86_400_000,
+  description: "Least milliseconds between two messages to one recipient; default: the provider's",
+  examples: [6000],
+})
+const credentials = t.Record(t.String(), t.String({ maxLength: 2000 }), {
+  description:
+    "The provider's credentials. twilio: `account_sid`, `auth_token`, optional `messaging_service_sid`; meta: `access_token`, " +
+    '`phone_number_id`, `app_secret`, `business_account_id`, optional `verify_token`; simulator: none. Encrypted at rest, never shown again.',
+  examples: [{ account_sid: 'AC0123456789abcdef0123456789abcdef', auth_token: '0123456789abcdef0123456789abcdef' }],
+})
+
+export const CreateSenderBody = t.Object({
+  provider: t.String({ description: 'twilio, meta or simulator', examples: ['twilio'] }),
+  name: t.String({ description: 'The display name (the business name customers see)', examples: ['Toko Maju'] }),
+  number: t.String({ description: 'The WhatsApp number, E.164', examples: ['+6281234567890'] }),
+  credentials: t.Optional(credentials),
+  rate_per_second: t.Optional(rate),
+  recipient_gap_ms: t.Optional(gap),
+})
+export type CreateSenderBody = typeof CreateSenderBody.static
+
+export const UpdateSenderBody = t.Object({
+  name: t.Optional(t.String({ description: 'The display name' })),
+  credentials: t.Optional(
+    t.Record(t.String(), t.String({ maxLength: 2000 }), {
+      description: 'Credential fields to replace (the others stay); an empty string removes an optional one',
+    }),
+  ),
+  rate_per_second: t.Optional(t.Union([rate, t.Null()], { description: "Messages per second; null: the provider's default" })),
+  recipient_gap_ms: t.Optional(
+    t.Union([gap, t.Null()], { description: "Least ms between two messages to one recipient; null: the provider's default" }),
+  ),
+})
+export type UpdateSenderBody = typeof UpdateSenderBody.static
+
+export const AssignSenderBody = t.Object({
+  default: t.Optional(t.Boolean({ description: "Make it the account's default sender (an account's first sender is its default)" })),
+})
+
+const Check = t.Object({
+  at: t.String({ description: 'When it was checked, YYYY-MM-DD HH:MM:SS' }),
+  ok: t.Boolean({ description: 'Whether the provider took the credentials' }),
+  detail: t.String({ description: 'What the provider answered (never a credential)' }),
+})
+
+/** A sender as members (and API keys) see it: no credentials, no pace details. */
+export const AccountSender = t.Object({
+  id: JsonId({ description: 'Sender id: what `from` names (or its number)' }),
+  provider: t.String({ examples: ['twilio'] }),
+  name: t.String({ examples: ['Toko Maju'] }),
+  number: t.String({ examples: ['+6281234567890'] }),
+  default: t.Boolean({ description: "The account's default sender (used when `from` is omitted)" }),
+  disabled: t.Boolean({ description: 'A disabled sender refuses new sends' }),
+})
+export type AccountSender = typeof AccountSender.static
+
+export const Sender = t.Object({
+  id: JsonId({ description: 'Sender id' }),
+  provider: t.String({ examples: ['twilio'] }),
+  name: t.String({ examples: ['Toko Maju'] }),
+  number: t.String({ examples: ['+6281234567890'] }),
+  identity: t.String({ description: "What the provider's callbacks name it by: Twilio's account SID, Meta's phone number id" }),
+  credentials_set: t.Array(t.String(), { description: 'The credential fields it holds (their values are never shown)' }),
+  rate_per_second: t.Number({ description: 'Its pace: messages per second (its own, or the provider default)' }),
+  recipient_gap_ms: t.Integer({ description: 'Its pace: least ms between two messages to one recipient' }),
+  disabled: t.Boolean(),
+  last_check: t.Union([Check, t.Null()]),
+  accounts: t.Array(t.Object({ account_id: JsonId(), default: t.Boolean() }), { description: 'The accounts it sends for' }),
+  created_at: t.String(),
+})
+export type Sender = typeof Sender.static
+
+export const RotateResult = t.Object({
+  rotated: t.Integer({ description: 'Credentials sealed again under the current SECRETS_KEY' }),
+  current: t.Integer({ description: 'Credentials already under it' }),
+  key_id: t.String({ description: "The current key's id (not the key)" }),
+})
