@@ -24,7 +24,6 @@ export const WORKERS: Worker[] = [
 
 export function startWorkers(deps: Deps, loops: Map<WorkerName, Loop>): void {
   for (const worker of WORKERS) {
-    if (worker.enabled && !worker.enabled(deps)) continue
     const loop =
       'start' in worker
         ? worker.start(deps)

@@ -39,7 +39,7 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ ap
 export const simulatorReports: Worker = {
   name: 'simulator-reports',
   pollMs: SIMULATOR_REPORTS_POLL_MS,
-  enabled: (deps) => deps.provider.schedulesReports === true,
+  // Always on: a stored simulator sender may exist whatever PROVIDER says (an idle poll is one indexed read).
   async runOnce(deps) {
     const { applied, events } = await applyDueReports(deps)
     if (events > 0) eventsCommitted(deps, { notified: notifies(deps) })

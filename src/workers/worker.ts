@@ -9,8 +9,6 @@ import type { Loop } from './loop'
 type Common = {
   name: WorkerName
   pollMs: number
-  /** Whether this service runs it (scheduled status reports only with a provider that makes them). */
-  enabled?(deps: Deps): boolean
 }
 
 export type Worker = Common &
