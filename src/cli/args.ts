@@ -22,7 +22,15 @@ export type Parsed =
   | { kind: 'help'; topic: string[] }
   | { kind: 'version' }
   | { kind: 'none' }
-  | { kind: 'run'; command: Command; args: Record<string, string | undefined>; flags: Record<string, string | true>; globals: Globals }
+  | {
+      kind: 'run'
+      command: Command
+      args: Record<string, string | undefined>
+      flags: Record<string, string | true>
+      /** Every value of each repeatable flag given, in order. */
+      repeated: Record<string, string[]>
+      globals: Globals
+    }
 
 export const quote = (word: string) => `'${word}'`
 
@@ -93,6 +101,7 @@ export function parse(commands: Command[], argv: string[]): Parsed {
   let version = false
   const words: string[] = []
   const flags: Record<string, string | true> = {}
+  const repeated: Record<string, string[]> = {}
   let found: ReturnType<typeof resolve> = { used: 0 }
   let flagsEnded = false
 
@@ -124,7 +133,10 @@ export function parse(commands: Command[], argv: string[]): Parsed {
     else if (name === 'url') globals.url = value as string
     else if (name === 'help') help = true
     else if (name === 'version') version = true
-    else flags[name] = value
+    else {
+      flags[name] = value
+      if (spec.repeat && typeof value === 'string') (repeated[name] ??= []).push(value)
+    }
   }
 
   if (words[0] === 'help') return { kind: 'help', topic: words.slice(1) }
@@ -141,7 +153,7 @@ export function parse(commands: Command[], argv: string[]): Parsed {
     if (flag.required && flags[name] === undefined)
       throw new UsageError(`${command.name}: missing --${name} ${flag.value}`, hintFor({ command }))
   }
-  return { kind: 'run', command, args, flags, globals }
+  return { kind: 'run', command, args, flags, repeated, globals }
 }
 
 function positional(command: Command, given: string[]): Record<string, string | undefined> {
@@ -159,7 +171,7 @@ function positional(command: Command, given: string[]): Record<string, string | 
 
 export const usageLine = (command: Command) => {
   const flags = Object.entries(command.flags ?? {}).map(([name, f]) => {
-    const flag = `--${name}${f.value ? ` ${f.value}` : ''}`
+    const flag = `--${name}${f.value ? ` ${f.value}` : ''}${f.repeat ? ' ...' : ''}`
     return f.required ? flag : `[${flag}]`
   })
   return [program.admin, command.name, ...command.args, ...flags].join(' ')

@@ -11,6 +11,8 @@ export type Flag = {
   short?: string
   /** A flag the command cannot do without (shown without brackets in its usage). */
   required?: true
+  /** A flag that may be given several times (`--credential a=1 --credential b=2`): `Context.values` has them all. */
+  repeat?: true
   help: string
 }
 
@@ -20,13 +22,17 @@ export type Result = {
   text: () => string
   /** With --quiet: only these values, one a line (ids, for scripts). Commands without it refuse --quiet. */
   quiet?: () => (string | number)[]
+  /** The exit code once it is printed (default 0): 1 for an answer that reports a failure (a refused check). */
+  exitCode?: number
 }
 
 export type Context = {
   /** The positional arguments, by their names in `args`; absent optional ones are undefined. */
   args: Record<string, string | undefined>
-  /** The command's flags that were given: a value, or true for a switch. */
+  /** The command's flags that were given: a value (the last, for a repeatable one), or true for a switch. */
   flags: Record<string, string | true | undefined>
+  /** Every value given for a repeatable flag, in order (none given: empty). */
+  values(name: string): string[]
   /** The admin API of the running service (connects on first use). */
   api: Api
   /** --json was given (for a command that writes its own output). */
@@ -35,6 +41,10 @@ export type Context = {
   id(name: string): number
   /** The argument or flag as an integer, or a usage error naming it. */
   integer(name: string): number
+  /** The argument or flag as a non-negative decimal number (`0.5`, `80`), or a usage error naming it. */
+  decimal(name: string): number
+  /** A usage error (exit 2) about this command, with its usage line as the hint. */
+  usage(message: string): Error
 }
 
 export type Command = {

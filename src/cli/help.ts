@@ -22,14 +22,25 @@ function wrapWords(words: string[], indent: number, width: number): string {
   return lines.join(`\n${' '.repeat(indent)}`)
 }
 
+/** The widest left column kept beside its text; a longer entry has its text on the lines under it. */
+const MAX_LEFT = 44
+
 /** Two columns; the right one wraps, continued under itself. */
 function aligned(rows: [string, string][]): string[] {
-  const width = Math.max(...rows.map(([left]) => left.length))
-  return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${wrap(right, 2 + width + 2, 110)}`)
+  const width = Math.max(...rows.map(([left]) => left.length).filter((length) => length <= MAX_LEFT))
+  const indent = 2 + width + 2
+  return rows.map(([left, right]) =>
+    left.length > width
+      ? `  ${left}\n${' '.repeat(indent)}${wrap(right, indent, 110)}`
+      : `  ${left.padEnd(width)}  ${wrap(right, indent, 110)}`,
+  )
 }
 
 const flagRows = (flags: Record<string, Flag>): [string, string][] =>
-  Object.entries(flags).map(([name, f]) => [`--${name}${f.value ? ` ${f.value}` : ''}${f.short ? `, -${f.short}` : ''}`, f.help])
+  Object.entries(flags).map(([name, f]) => [
+    `--${name}${f.value ? ` ${f.value}` : ''}${f.short ? `, -${f.short}` : ''}`,
+    f.repeat ? `${f.help} (repeatable)` : f.help,
+  ])
 
 const synopsis = (c: Command) =>
   [

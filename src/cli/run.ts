@@ -22,6 +22,7 @@ import {
 import { helpText, overview } from './help'
 import { program, type Program } from './program'
 import { quickstart } from './quickstart'
+import { secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
 
 /** Every command, in the order `help` lists them. */
@@ -34,6 +35,8 @@ export const commands: Command[] = [
   ...deliveryCommands,
   ...webhookCommands,
   ...quarantineCommands,
+  ...senderCommands,
+  ...secretsCommands,
   ...simulatorCommands,
 ]
 
@@ -41,6 +44,7 @@ function context(
   command: Command,
   args: Record<string, string | undefined>,
   flags: Record<string, string | true>,
+  repeated: Record<string, string[]>,
   globals: { json: boolean; url: string | undefined },
 ): Context {
   const raw = (name: string) => (name in args ? args[name] : flags[name])
@@ -59,8 +63,11 @@ function context(
     flags,
     api: lazyApi(globals.url),
     json: globals.json,
+    values: (name) => repeated[name] ?? [],
     id: (name) => integer(name, /^[1-9]\d*$/, 'an id (a positive integer)'),
     integer: (name) => integer(name, /^-?\d+$/, 'an integer'),
+    decimal: (name) => integer(name, /^\d+(\.\d+)?$/, 'a number (e.g. 80 or 0.5)'),
+    usage: (message) => new UsageError(message, hintFor({ command })),
   }
 }
 
@@ -78,12 +85,12 @@ async function main(argv: string[]): Promise<number> {
     console.log(version)
     return 0
   }
-  const result = await parsed.command.run(context(parsed.command, parsed.args, parsed.flags, parsed.globals))
+  const result = await parsed.command.run(context(parsed.command, parsed.args, parsed.flags, parsed.repeated, parsed.globals))
   if (typeof result === 'number') return result
   if (parsed.globals.json) console.log(JSON.stringify(result.data, null, 2))
   else if (parsed.flags.quiet && result.quiet) result.quiet().forEach((value) => console.log(value))
   else console.log(result.text())
-  return 0
+  return result.exitCode ?? 0
 }
 
 /** Runs the command line on `argv` (the words after `admin`), started as `started`; answers the exit code. */

@@ -20,11 +20,12 @@ Every answer carries an \`x-request-id\` header. A path answers only the methods
 (\`components.responses.MethodNotAllowed\`).
 
 The \`message.status\` events POSTed to your webhook URL, with their signature headers, are under **Webhooks**.
-Operators: the admin API (accounts, keys, top-ups, prices, webhook deliveries) and the provider callbacks are
+Operators: the admin API (accounts, keys, top-ups, prices, senders, webhook deliveries) and the provider callbacks are
 described separately, at [${DOCS.admin.page}](${DOCS.admin.page}).`
 
 const ADMIN_DESCRIPTION = `The operator's API: accounts, API keys, top-ups and prices, templates, segments and campaign runs,
-webhook deliveries, dashboard users (the dashboard's backend and \`bun run admin\`'s). Authenticate with
+senders (with their sealed credentials, and their rotation under a new \`SECRETS_KEY\`), webhook deliveries, dashboard users
+(the dashboard's backend and \`bun run admin\`'s). Authenticate with
 \`Authorization: Bearer <ADMIN_TOKEN>\` (the \`ADMIN_TOKEN\` setting, or the token generated into
 \`DATA_DIR/admin-token\`). Also here: the provider callbacks (called by the messaging provider, signed, no
 credentials of ours) and the health checks. Responses use the same envelope as the integrator's API,
@@ -44,8 +45,19 @@ export const DOCUMENTS: DocumentsOptions = {
     { name: 'Contacts', description: "The account's contacts" },
     { name: 'Campaigns', description: 'Campaign drafts and their statistics (run from the dashboard)' },
     { name: 'Webhooks', description: 'The callback URL for message-status events, one per API key' },
+    {
+      name: 'Senders',
+      description:
+        "The account's own WhatsApp numbers (extension): what `from` may name on a send, a bulk entry or a campaign; never their credentials",
+    },
     { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
     { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
+    {
+      name: 'Admin: senders',
+      description:
+        'Senders: a provider with its own credentials (sealed, never shown again), a number and a pace; checking, disabling, ' +
+        'assigning them to accounts, and sealing every credential again under a new SECRETS_KEY (Authorization: Bearer ADMIN_TOKEN)',
+    },
     { name: 'Provider callbacks', description: 'Status reports from the messaging provider (signed, no API key)' },
     { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators (no credentials)' },
   ],

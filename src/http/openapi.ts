@@ -66,7 +66,8 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     code: 'VALIDATION_ERROR',
     error: 'to: not a valid Indonesian phone number',
     description:
-      'A value is not acceptable (a phone number, a URL, a range, a NUL character); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken',
+      "A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); " +
+      'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged',
   },
   429: {
     code: 'RATE_LIMITED',

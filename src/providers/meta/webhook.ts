@@ -152,7 +152,10 @@ async function handshake(request: CallbackRequest, context: CallbackContext<Meta
   const token = query.get('hub.verify_token')
   const challenge = query.get('hub.challenge')
   if (query.get('hub.mode') !== 'subscribe' || token === null || challenge === null || !tokens.some((t) => sameText(token, t))) {
-    throw new ApiError('FORBIDDEN', 'hub.mode must be subscribe and hub.verify_token must match META_VERIFY_TOKEN')
+    throw new ApiError(
+      'FORBIDDEN',
+      "hub.mode must be subscribe and hub.verify_token must match META_VERIFY_TOKEN or a Meta sender's verify_token",
+    )
   }
   return new Response(challenge, {
     status: 200,
@@ -172,12 +175,19 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
       summary: "Meta's webhook subscription handshake",
       description: describe([
         'Called by Meta when the webhook URL is set in the app dashboard, not by API clients.',
-        'Answers `hub.challenge` as plain text when `hub.mode` is `subscribe` and `hub.verify_token` equals `META_VERIFY_TOKEN`;',
-        'anything else gets 403 `FORBIDDEN`. Without `META_VERIFY_TOKEN`, 404 `NOT_FOUND`.',
+        'Answers `hub.challenge` as plain text when `hub.mode` is `subscribe` and `hub.verify_token` equals `META_VERIFY_TOKEN`',
+        "or the `verify_token` of a stored Meta sender (each Meta app's webhook may have its own); anything else gets 403 `FORBIDDEN`.",
+        'Without `META_VERIFY_TOKEN` and without a Meta sender that has a `verify_token`, 404 `NOT_FOUND`.',
       ]),
       parameters: [
         { name: 'hub.mode', in: 'query', required: true, schema: { type: 'string', enum: ['subscribe'] } },
-        { name: 'hub.verify_token', in: 'query', required: true, schema: { type: 'string' }, description: 'Must equal META_VERIFY_TOKEN' },
+        {
+          name: 'hub.verify_token',
+          in: 'query',
+          required: true,
+          schema: { type: 'string' },
+          description: "Must equal META_VERIFY_TOKEN or a Meta sender's verify_token",
+        },
         { name: 'hub.challenge', in: 'query', required: true, schema: { type: 'string' }, description: 'Echoed back' },
       ],
       responses: { 200: { description: 'The challenge, echoed', content: { 'text/plain': { schema: { type: 'string' } } } } },

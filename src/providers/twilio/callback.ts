@@ -95,7 +95,8 @@ export const twilioStatusCallback: Callback<TwilioSettings> = {
   detail: {
     summary: "Twilio's message status callback",
     description:
-      'Called by Twilio (the `StatusCallback` of every message sent with `PROVIDER=twilio`), not by API clients. ' +
+      'Called by Twilio (the `StatusCallback` of every message sent through Twilio: with `PROVIDER=twilio`, or from a stored ' +
+      'Twilio sender; one URL for every sender), not by API clients. ' +
       'No API key: the `X-Twilio-Signature` header is verified with the auth token of the sender the `AccountSid` field names ' +
       '(a stored sender of that account, else `TWILIO_AUTH_TOKEN`) over `PUBLIC_BASE_URL` + ' +
       '`/provider/twilio/status` and every form field; a missing or wrong signature gets 403 `FORBIDDEN` and changes ' +

@@ -1,0 +1,367 @@
+// The senders commands (a provider with its own credentials, number and pace; see the README's
+// Senders) and `secrets rotate`. Credentials go one way: a command sends them to the admin API, which
+// seals them, and no answer holds them again (answers name the fields set, never a value). A secret
+// value need not be typed on the command line, where the shell's history would keep it:
+// `--credential NAME=-` reads it from standard input, one line per such credential, in the order given
+// (a terminal is asked for each, without echo).
+
+// The answers' types are the admin API's own models, imported as types only (see commands.ts).
+import type * as senders from '../modules/senders/model'
+import type { Command, Context, Flag } from './command'
+import { QUIET } from './command'
+import { amount, cell, count, table, type Column } from './format'
+import { program } from './program'
+
+type Sender = typeof senders.Sender.static
+type AccountSender = typeof senders.AccountSender.static
+type RotateResult = typeof senders.RotateResult.static
+
+/** A name in running text, quoted, with control characters made visible. */
+const named = (name: string) => `"${cell(name, Infinity)}"`
+
+const status = (disabled: boolean) => (disabled ? 'disabled' : 'active')
+
+const checkLine = (c: NonNullable<Sender['last_check']>) => `${c.ok ? 'ok' : 'refused'}: ${cell(c.detail, Infinity)}`
+
+const paceLine = (s: Sender) =>
+  `${amount(s.rate_per_second)} messages a second, ${s.recipient_gap_ms ? `${amount(s.recipient_gap_ms)} ms` : 'no wait'} between two messages to one recipient`
+
+function describeSender(s: Sender): string {
+  const accounts = s.accounts.map((a) => `${a.account_id}${a.default ? ' (its default)' : ''}`).join(', ')
+  return [
+    `sender ${s.id} ${named(s.name)}: ${s.provider} ${s.number}, ${status(s.disabled)}`,
+    ...(s.identity ? [`  identity: ${cell(s.identity, Infinity)} (what its callbacks name it by)`] : []),
+    `  credentials set: ${s.credentials_set.length ? `${s.credentials_set.join(', ')} (their values are never shown)` : 'none'}`,
+    `  pace: ${paceLine(s)}`,
+    `  accounts: ${accounts || `none yet (${program.admin} senders assign ACCOUNT_ID ${s.id})`}`,
+    `  last check: ${s.last_check ? `${s.last_check.at}, ${checkLine(s.last_check)}` : 'never'}`,
+    `  created ${s.created_at}`,
+  ].join('\n')
+}
+
+const senderColumns: Column<Sender>[] = [
+  { header: 'ID', value: (s) => String(s.id), right: true },
+  { header: 'PROVIDER', value: (s) => s.provider },
+  { header: 'NUMBER', value: (s) => s.number },
+  { header: 'NAME', value: (s) => cell(s.name, 30) },
+  { header: 'ACCOUNTS', value: (s) => cell(s.accounts.map((a) => a.account_id).join(',') || null, 30) },
+  { header: 'RATE', value: (s) => `${amount(s.rate_per_second)}/s`, right: true },
+  { header: 'GAP', value: (s) => (s.recipient_gap_ms ? `${amount(s.recipient_gap_ms)} ms` : 'none'), right: true },
+  { header: 'STATUS', value: (s) => status(s.disabled) },
+  { header: 'LAST CHECK', value: (s) => (s.last_check ? `${s.last_check.ok ? 'ok' : 'refused'} ${s.last_check.at}` : 'never') },
+]
+
+const accountSenderColumns: Column<AccountSender>[] = [
+  { header: 'ID', value: (s) => String(s.id), right: true },
+  { header: 'PROVIDER', value: (s) => s.provider },
+  { header: 'NUMBER', value: (s) => s.number },
+  { header: 'NAME', value: (s) => cell(s.name, 30) },
+  { header: 'DEFAULT', value: (s) => (s.default ? 'yes' : '') },
+  { header: 'STATUS', value: (s) => status(s.disabled) },
+]
+
+function accountSenders(accountId: number, list: AccountSender[]): string {
+  if (list.length === 0) return `account ${accountId} has no senders: it sends from the deployment's number (the environment's PROVIDER)`
+  return `${table(accountSenderColumns, list)}\n\n${count(list.length, 'sender')} of account ${accountId}, its default first`
+}
+
+const CREDENTIAL: Flag = {
+  value: 'NAME=VALUE',
+  repeat: true,
+  help: 'a credential field (twilio: account_sid, auth_token, messaging_service_sid; meta: access_token, phone_number_id, app_secret, business_account_id, verify_token); NAME=- reads the value from standard input',
+}
+const CREDENTIAL_DETAILS =
+  '--credential NAME=- reads that value from standard input instead of the command line, where the shell history would keep ' +
+  'it: one line per credential given as -, in their order (a terminal is asked for each, without echo), e.g. ' +
+  'printf \'%s\\n\' "$TWILIO_AUTH_TOKEN" | bun run admin senders create ... --credential auth_token=-. Credentials are sealed by ' +
+  'the service (SECRETS_KEY) and never shown again: answers name the fields set, never their values.'
+
+/** The --credential values as an object, those given as `-` read from standard input. */
+async function credentialsOf(ctx: Context): Promise<Record<string, string> | undefined> {
+  const given = ctx.values('credential')
+  if (given.length === 0) return undefined
+  const out: Record<string, string> = {}
+  const fromStdin: string[] = []
+  for (const entry of given) {
+    const at = entry.indexOf('=')
+    const name = at < 0 ? '' : entry.slice(0, at).trim()
+    // The value is never repeated in the message: it may be a secret typed without its NAME=.
+    if (!name) throw ctx.usage('--credential: expected NAME=VALUE (or NAME=- to read the value from standard input), got no NAME=')
+    if (name in out) throw ctx.usage(`--credential: ${name} is given twice`)
+    out[name] = entry.slice(at + 1)
+    if (out[name] === '-') fromStdin.push(name)
+  }
+  const values = await readLines(fromStdin, ctx)
+  fromStdin.forEach((name, i) => (out[name] = values[i]!))
+  return out
+}
+
+/** One line of standard input for each name: asked for without echo on a terminal, else read as piped. */
+async function readLines(names: string[], ctx: Context): Promise<string[]> {
+  if (names.length === 0) return []
+  const terminal = process.stdin.isTTY === true
+  const echo = (on: boolean) => terminal && Bun.spawnSync(['stty', on ? 'echo' : '-echo'], { stdin: 'inherit' })
+  const reader = Bun.stdin.stream().getReader()
+  const decoder = new TextDecoder()
+  let buffered = ''
+  let ended = false
+  /** The next line without its line end (\n or \r\n); undefined once the input has ended. */
+  async function nextLine(): Promise<string | undefined> {
+    for (;;) {
+      const at = buffered.indexOf('\n')
+      if (at >= 0) {
+        const line = buffered.slice(0, at)
+        buffered = buffered.slice(at + 1)
+        return line.replace(/\r$/, '')
+      }
+      if (ended) {
+        const rest = buffered
+        buffered = ''
+        return rest === '' ? undefined : rest.replace(/\r$/, '')
+      }
+      const chunk = await reader.read()
+      if (chunk.done) {
+        buffered += decoder.decode()
+        ended = true
+      } else buffered += decoder.decode(chunk.value, { stream: true })
+    }
+  }
+  const values: string[] = []
+  try {
+    echo(false)
+    for (const name of names) {
+      if (terminal) process.stderr.write(`${name}: `)
+      const line = await nextLine()
+      if (terminal) process.stderr.write('\n')
+      if (line === undefined)
+        throw ctx.usage(`--credential ${name}=-: standard input ended before its value (one line for each credential given as -)`)
+      values.push(line)
+    }
+  } finally {
+    echo(true)
+    await reader.cancel().catch(() => {})
+  }
+  return values
+}
+
+/** --rate and --gap: a value, or `default` (update only) for the provider's again. */
+function pace(ctx: Context, body: Record<string, unknown>, allowDefault: boolean) {
+  if (ctx.flags.rate !== undefined) body.rate_per_second = allowDefault && ctx.flags.rate === 'default' ? null : ctx.decimal('rate')
+  if (ctx.flags.gap !== undefined) body.recipient_gap_ms = allowDefault && ctx.flags.gap === 'default' ? null : ctx.integer('gap')
+}
+
+const SENDER_ID = ['SENDER_ID']
+const senderPath = (ctx: Context) => `/admin/v1/senders/${ctx.id('SENDER_ID')}`
+
+export const senderCommands: Command[] = [
+  {
+    name: 'senders list',
+    args: [],
+    summary: "every sender (its provider, number, accounts, pace, state and last check), oldest first; or one account's",
+    details:
+      "With --account: that account's senders as its members see them, its default first (the one a send without `from` goes " +
+      "from). An account without senders sends from the deployment's number, the environment's PROVIDER settings.",
+    example: 'bun run admin senders list',
+    flags: { account: { value: 'ACCOUNT_ID', help: "only this account's senders" }, quiet: QUIET },
+    async run(ctx) {
+      if (ctx.flags.account !== undefined) {
+        const accountId = ctx.id('account')
+        const list = await ctx.api.call<AccountSender[]>('GET', `/admin/v1/accounts/${accountId}/senders`)
+        return { data: list, text: () => accountSenders(accountId, list), quiet: () => list.map((s) => s.id) }
+      }
+      const list = await ctx.api.call<Sender[]>('GET', '/admin/v1/senders')
+      return {
+        data: list,
+        text: () =>
+          list.length === 0
+            ? "no senders: every account sends from the deployment's number (the environment's PROVIDER)"
+            : `${table(senderColumns, list)}\n\n${count(list.length, 'sender')}, oldest first`,
+        quiet: () => list.map((s) => s.id),
+      }
+    },
+  },
+  {
+    name: 'senders show',
+    args: SENDER_ID,
+    summary: 'one sender: provider, number, which credentials are set (never their values), pace, accounts, last check',
+    example: 'bun run admin senders show "$SENDER_ID"',
+    async run(ctx) {
+      const s = await ctx.api.call<Sender>('GET', senderPath(ctx))
+      return { data: s, text: () => describeSender(s) }
+    },
+  },
+  {
+    name: 'senders create',
+    args: [],
+    summary: 'a sender: a provider (twilio, meta or simulator), its credentials, a WhatsApp number and a display name',
+    details:
+      "Nothing is sent to the provider: `senders check` tries the credentials. --rate and --gap set its own pace (default: the provider's). " +
+      CREDENTIAL_DETAILS,
+    example:
+      'bun run admin senders create --provider twilio --name "Toko Maju" --number +6281234567890 ' +
+      '--credential account_sid=AC0123456789abcdef0123456789abcdef --credential auth_token=-',
+    flags: {
+      provider: { value: 'PROVIDER', required: true, help: 'twilio, meta or simulator' },
+      name: { value: 'NAME', required: true, help: 'the display name (the business name customers see)' },
+      number: { value: '+E164', required: true, help: 'the WhatsApp number, e.g. +6281234567890' },
+      credential: CREDENTIAL,
+      rate: { value: 'N', help: "messages a second it takes (default: the provider's, 80 for Twilio and Meta)" },
+      gap: { value: 'MS', help: "least milliseconds between two messages to one recipient (default: the provider's)" },
+      quiet: QUIET,
+    },
+    async run(ctx) {
+      const body: Record<string, unknown> = { provider: ctx.flags.provider, name: ctx.flags.name, number: ctx.flags.number }
+      pace(ctx, body, false)
+      const credentials = await credentialsOf(ctx)
+      if (credentials) body.credentials = credentials
+      const s = await ctx.api.call<Sender>('POST', '/admin/v1/senders', body)
+      return {
+        data: s,
+        text: () =>
+          [
+            `sender ${s.id} ${named(s.name)} created: ${s.provider} ${s.number}; ${
+              s.credentials_set.length ? `credentials set: ${s.credentials_set.join(', ')} (sealed, never shown again)` : 'no credentials'
+            }`,
+            `check it with its provider: ${program.admin} senders check ${s.id}`,
+            `give it to an account: ${program.admin} senders assign ACCOUNT_ID ${s.id}`,
+          ].join('\n'),
+        quiet: () => [s.id],
+      }
+    },
+  },
+  {
+    name: 'senders update',
+    args: SENDER_ID,
+    summary: "change a sender's name, pace or credentials (its provider and number never change)",
+    details:
+      'Each --credential replaces that field (the others stay; NAME= with nothing removes an optional one); --rate default and ' +
+      "--gap default go back to the provider's pace. " +
+      CREDENTIAL_DETAILS,
+    example: 'bun run admin senders update "$SENDER_ID" --rate 200 --credential auth_token=-',
+    flags: {
+      name: { value: 'NAME', help: 'the display name' },
+      credential: CREDENTIAL,
+      rate: { value: 'N|default', help: "messages a second, or default (the provider's)" },
+      gap: { value: 'MS|default', help: "least milliseconds between two messages to one recipient, or default (the provider's)" },
+    },
+    async run(ctx) {
+      const path = senderPath(ctx)
+      const body: Record<string, unknown> = {}
+      if (typeof ctx.flags.name === 'string') body.name = ctx.flags.name
+      pace(ctx, body, true)
+      const credentials = await credentialsOf(ctx)
+      if (credentials) body.credentials = credentials
+      if (Object.keys(body).length === 0) throw ctx.usage('senders update: nothing to change (give --name, --rate, --gap or --credential)')
+      const s = await ctx.api.call<Sender>('PATCH', path, body)
+      return { data: s, text: () => describeSender(s) }
+    },
+  },
+  {
+    name: 'senders check',
+    args: SENDER_ID,
+    summary: "try a sender's credentials with one harmless call to its provider, and print its answer",
+    details:
+      "Twilio: the account resource; Meta: the phone number's node (display number, verified name, quality rating); the simulator takes " +
+      "any. The answer is kept as the sender's last check. Exit code 1 when the provider refused them, so a script can stop there.",
+    example: 'bun run admin senders check "$SENDER_ID"',
+    async run(ctx) {
+      const s = await ctx.api.call<Sender>('POST', `${senderPath(ctx)}/check`)
+      const check = s.last_check!
+      return {
+        data: s,
+        text: () => `sender ${s.id} ${named(s.name)} (${s.provider} ${s.number}) checked: ${checkLine(check)}`,
+        exitCode: check.ok ? 0 : 1,
+      }
+    },
+  },
+  {
+    name: 'senders disable',
+    args: SENDER_ID,
+    summary: 'disable a sender: new sends from it are refused (422 SENDER_DISABLED, nothing charged), its running campaigns pause',
+    details: 'Messages already charged still go through it, and its callbacks are still verified. `senders enable` undoes it.',
+    example: 'bun run admin senders disable "$SENDER_ID"',
+    async run(ctx) {
+      const s = await ctx.api.call<Sender>('POST', `${senderPath(ctx)}/disable`)
+      return {
+        data: s,
+        text: () =>
+          `sender ${s.id} ${named(s.name)} (${s.provider} ${s.number}) is now disabled: new sends from it are refused (422 SENDER_DISABLED, nothing charged)`,
+      }
+    },
+  },
+  {
+    name: 'senders enable',
+    args: SENDER_ID,
+    summary: 'enable a disabled sender (its paused campaigns are resumed with campaign resume)',
+    example: 'bun run admin senders enable "$SENDER_ID"',
+    async run(ctx) {
+      const s = await ctx.api.call<Sender>('POST', `${senderPath(ctx)}/enable`)
+      return { data: s, text: () => `sender ${s.id} ${named(s.name)} (${s.provider} ${s.number}) is now active` }
+    },
+  },
+  {
+    name: 'senders assign',
+    args: ['ACCOUNT_ID', 'SENDER_ID'],
+    summary: 'give a sender to an account (its first sender is its default; --default makes this one the default)',
+    details:
+      "The account's sends, bulks and campaigns may then name it in `from` (its id or number); those without `from` go from the " +
+      "account's default sender. Prints the account's senders.",
+    example: 'bun run admin senders assign "$ACCOUNT_ID" "$SENDER_ID" --default',
+    flags: { default: { help: "make it the account's default sender" } },
+    async run(ctx) {
+      const accountId = ctx.id('ACCOUNT_ID')
+      const senderId = ctx.id('SENDER_ID')
+      const list = await ctx.api.call<AccountSender[]>(
+        'PUT',
+        `/admin/v1/accounts/${accountId}/senders/${senderId}`,
+        ctx.flags.default ? { default: true } : {},
+      )
+      const own = list.find((s) => s.id === senderId)
+      return {
+        data: list,
+        text: () =>
+          `sender ${senderId} sends for account ${accountId}${own?.default ? ' (its default)' : ''}\n\n${accountSenders(accountId, list)}`,
+      }
+    },
+  },
+  {
+    name: 'senders unassign',
+    args: ['ACCOUNT_ID', 'SENDER_ID'],
+    summary: 'take a sender from an account (when it was its default, the other sender it was given first becomes it)',
+    example: 'bun run admin senders unassign "$ACCOUNT_ID" "$SENDER_ID"',
+    async run(ctx) {
+      const accountId = ctx.id('ACCOUNT_ID')
+      const senderId = ctx.id('SENDER_ID')
+      const list = await ctx.api.call<AccountSender[]>('DELETE', `/admin/v1/accounts/${accountId}/senders/${senderId}`)
+      return {
+        data: list,
+        text: () => `sender ${senderId} no longer sends for account ${accountId}\n\n${accountSenders(accountId, list)}`,
+      }
+    },
+  },
+]
+
+export const secretsCommands: Command[] = [
+  {
+    name: 'secrets rotate',
+    args: [],
+    summary: 'seal every stored credential again under the current SECRETS_KEY (after a key change)',
+    details:
+      'The rotation: set the new key as SECRETS_KEY and the old one as SECRETS_KEY_PREVIOUS, restart every instance, run this, ' +
+      'then drop SECRETS_KEY_PREVIOUS (and restart again). Safe to repeat, and to run while the service sends.',
+    example: 'bun run admin secrets rotate',
+    async run(ctx) {
+      const r = await ctx.api.call<RotateResult>('POST', '/admin/v1/secrets/rotate')
+      return {
+        data: r,
+        text: () =>
+          r.rotated === 0
+            ? `every stored credential is sealed under key ${r.key_id} (SECRETS_KEY) already: ${count(r.current, 'sender')}, nothing to do`
+            : [
+                `the credentials of ${count(r.rotated, 'sender')} sealed again under key ${r.key_id} (SECRETS_KEY); ${amount(r.current)} already were`,
+                'SECRETS_KEY_PREVIOUS can now be dropped from every instance',
+              ].join('\n'),
+      }
+    },
+  },
+]
