@@ -37,7 +37,7 @@ export function MemberSenders(props: { senders: AccountSender[] }) {
           { header: 'Name', cell: (s) => s.name },
           { header: 'Number', cell: (s) => s.number, class: 'nowrap' },
           { header: 'Provider', cell: (s) => s.provider },
-          { header: 'Id', cell: (s) => <code>{String(s.id)}</code>, phone: false },
+          { header: 'Id', cell: (s) => s.id, phone: false },
           { header: 'Default', cell: (s) => (s.default ? 'default' : '') },
           { header: 'State', cell: stateOf },
         ]}

@@ -119,7 +119,8 @@ function CredentialInput(props: {
   const input = inputOf(provider, name)
   const { typed, attributes } = fieldProps(state, form, input)
   const hint = `${form}-${input}-hint`
-  const optional = editing || !spec.required
+  // Editing, every field is optional (blank keeps the stored value, its description says).
+  const optional = !editing && !spec.required
   return (
     <div class="field">
       <label>
@@ -136,7 +137,7 @@ function CredentialInput(props: {
         />
       </label>
       <p class="hint" id={hint}>
-        {spec.meaning.replace(/^optional: /, '')}
+        {spec.meaning.replace(/^optional: /, '').replace(/^./, (c) => c.toUpperCase())}
         {editing ? '. Blank keeps the stored value.' : spec.secret ? '. Stored encrypted, never shown again.' : '.'}
       </p>
       <FormError state={state} form={form} name={input} />
@@ -176,7 +177,7 @@ export function LastCheck(props: { check: Sender['last_check'] }) {
   return (
     <>
       <span class={`status ${check.ok ? 'status-ok' : 'status-failed'}`}>{check.ok ? 'ok' : 'failed'}</span> {check.detail}{' '}
-      <span class="muted nowrap">{check.at}</span>
+      <span class="muted">{check.at}</span>
     </>
   )
 }
@@ -343,9 +344,9 @@ export function senderPages(d: Dashboard) {
           <dd>{sender.number}</dd>
           {sender.identity ? (
             <>
-              <dt>Callbacks name it by</dt>
+              <dt>Identity</dt>
               <dd>
-                <code>{sender.identity}</code>
+                <code>{sender.identity}</code> <span class="muted">(what its callbacks name it by)</span>
               </dd>
             </>
           ) : null}
