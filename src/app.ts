@@ -36,6 +36,8 @@ import { failedDeliveryPages } from './modules/webhooks/deliveries-pages'
 import { usersAdmin } from './modules/users/admin'
 import { sendersAdmin } from './modules/senders/admin'
 import { sendersApi } from './modules/senders/api'
+import { senderPages } from './modules/senders/pages'
+import { accountSenderPages } from './modules/senders/account-pages'
 import { userPages } from './modules/users/pages'
 import { signInPages } from './modules/users/sign-in-pages'
 import { simulatorAdmin } from './providers/simulator/admin'
@@ -77,6 +79,8 @@ export function createApp(deps: Deps) {
           keyPages,
           accountPages,
           pricePages,
+          senderPages,
+          accountSenderPages,
           contactPages,
           templatePages,
           campaignPages,

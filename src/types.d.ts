@@ -23,6 +23,10 @@ declare module '*/assets/copy.js' {
   const text: string
   export default text
 }
+declare module '*/assets/senders.js' {
+  const text: string
+  export default text
+}
 declare module '*.svg' {
   const text: string
   export default text

@@ -21,6 +21,7 @@ const MEMBER_PAGES = [
 const OPERATOR_PAGES = [
   ['/dashboard/accounts', 'Accounts'],
   ['/dashboard/price', 'Price'],
+  ['/dashboard/senders', 'Senders'],
   ['/dashboard/users', 'Users'],
   ['/dashboard/deliveries', 'Failed deliveries'],
   ['/dashboard/audit', 'Audit log'],

@@ -68,11 +68,12 @@ describe.skipIf(skipBrowserTests())('the dashboard on a phone and a desktop', ()
     })
   }, 60_000)
 
-  test('at 375 px the keys, the audit log and failed deliveries show their state, action and button in view', async () => {
+  test('at 375 px the keys, the audit log, failed deliveries and senders show their state, action and button in view', async () => {
     const checks = [
       ['/dashboard/keys', 'member', 'tbody td[data-label="State"] button'],
       ['/dashboard/audit', 'operator', 'tbody td[data-label="Action"]'],
       ['/dashboard/deliveries', 'operator', 'tbody td[data-label="Replay"] button'],
+      ['/dashboard/senders', 'operator', 'tbody td[data-label="Actions"] button'],
     ] as const
     for (const [path, who, selector] of checks) {
       const page = await visit(tour, stopAt(path), PHONE)

@@ -14,6 +14,7 @@ import { ADMIN_TOKEN } from './app'
 import { createPostgresDatabase, usingPostgres } from './db'
 import { openBrowser, type TestBrowser } from './browser'
 import { startReceiver, type Receiver } from './receiver'
+import { fakeTwilioAccount } from './fake-twilio-account'
 
 export const PASSWORD = 'a long enough password'
 /** The widths every page is checked and shown at: a phone and a desktop. */
@@ -64,6 +65,9 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     return new Response('ok')
   }
   cleanups.push(() => receiver.stop())
+  // Twilio's account resource, which a Twilio sender's check reads.
+  const twilio = fakeTwilioAccount('Toko Budi (WhatsApp)')
+  cleanups.push(() => twilio.stop())
   const env: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -72,6 +76,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     LOG_LEVEL: 'error',
     TIMEZONE: 'Asia/Jakarta',
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    TWILIO_API_BASE: twilio.url,
   }
   if (usingPostgres()) {
     const db = await createPostgresDatabase()
@@ -121,6 +126,34 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
   const member = await admin('POST', `/accounts/${account.id}/members`, { email: 'budi@tokobudi.example' })
   // Invited and not signed in yet: the page of this link is on the tour (opening it does not use it).
   const invited = await admin('POST', '/operators', { email: 'sari@example.com' })
+
+  // Senders: the shop sends from its own simulated number (its default) and has a Twilio number too,
+  // checked; a Meta number is set up and disabled, given to nobody yet.
+  const own = await admin('POST', '/senders', { provider: 'simulator', name: 'Toko Budi', number: '+6281100007001' })
+  const sid = 'AC7d2a91c3b84e4f0a9c6b5e3d2f1a0b9c'
+  twilio.tokens.set(sid, '9b1c7e5f3a2d4c6b8e0f1a3c5e7d9b2f')
+  const viaTwilio = await admin('POST', '/senders', {
+    provider: 'twilio',
+    name: 'Toko Budi Jakarta',
+    number: '+6281100007002',
+    credentials: { account_sid: sid, auth_token: twilio.tokens.get(sid) },
+    rate_per_second: 20,
+  })
+  await admin('POST', `/senders/${viaTwilio.id}/check`)
+  const viaMeta = await admin('POST', '/senders', {
+    provider: 'meta',
+    name: 'Apotek Sehat',
+    number: '+6281100007003',
+    credentials: {
+      access_token: 'EAAG-tour-token',
+      phone_number_id: '106540352242922',
+      app_secret: 'tour-app-secret',
+      business_account_id: '102290129340398',
+    },
+  })
+  await admin('POST', `/senders/${viaMeta.id}/disable`)
+  await admin('PUT', `/accounts/${account.id}/senders/${own.id}`)
+  await admin('PUT', `/accounts/${account.id}/senders/${viaTwilio.id}`)
 
   // Webhooks: the ERP's works; the web shop's fails, and its URL is removed while the delivery waits
   // for its retry, so the delivery gives up (a failed delivery for the operator's list).
@@ -241,6 +274,8 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop(null, 'operator', `${a}/keys`),
     stop('key-limits', 'operator', `${a}/keys/${shop.id}/limits`),
     stop('price', 'operator', '/dashboard/price'),
+    stop('senders', 'operator', '/dashboard/senders'),
+    stop('sender', 'operator', `/dashboard/senders/${viaTwilio.id}`),
     stop('users', 'operator', '/dashboard/users'),
     stop('deliveries', 'operator', '/dashboard/deliveries'),
     stop('audit', 'operator', '/dashboard/audit'),

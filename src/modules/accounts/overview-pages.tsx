@@ -1,6 +1,6 @@
 // A member's overview: balance, price and how many messages the balance pays for; the messages of
-// the last 30 days by status (an SVG chart built here from the counts, no chart library) and the
-// latest failures with their error. Operators see an account's at /dashboard/accounts/:id/overview.
+// the last 30 days by status (an SVG chart built here from the counts, no chart library), the
+// latest failures with their error, and the account's senders when it has any. Operators see an account's at /dashboard/accounts/:id/overview.
 
 import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
@@ -10,6 +10,8 @@ import { AccountLink, accountScope, type Scope } from './scope'
 import { getAccount } from './service'
 import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
 import { formatTimestamp } from '../../lib/time'
+import { MemberSenders } from '../senders/account-pages'
+import { listAccountSenders } from '../senders/service'
 
 const DAYS = 30
 
@@ -87,6 +89,7 @@ export function overviewPages(d: Dashboard) {
     const days = lastDays(d.tz, DAYS)
     const counts = await dailyStatusCounts(d.sql, d.tz, accountId, DAYS)
     const failures = await recentFailures(d.sql, d.tz, accountId, 10)
+    const senders = await listAccountSenders(d.sql, accountId)
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
     return respond(
       <Layout title={base === '/dashboard' ? 'Overview' : `${account.name}: overview`} session={session}>
@@ -147,6 +150,7 @@ export function overviewPages(d: Dashboard) {
         <p>
           <a href={`${base}/messages?status=failed`}>All failed messages</a>
         </p>
+        <MemberSenders senders={senders} />
       </Layout>,
     )
   }

@@ -1,5 +1,5 @@
-// The operator's accounts: search, create, and one account's balance, top-up, price, members and
-// invitations. Creating an account, a top-up and an invitation happen once per form (d.once).
+// The operator's accounts: search, create, and one account's balance, top-up, price, senders (their
+// changes are modules/senders/account-pages.tsx), members and invitations. Creating an account, a top-up and an invitation happen once per form (d.once).
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
@@ -13,6 +13,8 @@ import { shownLink } from '../users/sign-in-pages'
 import { idParam } from './scope'
 import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice } from './service'
 import { LateFailuresChoice, PRICE_FIELDS, lateFailuresOf, lateFailuresText, priceNotice } from './price-pages'
+import { AccountSenders } from '../senders/account-pages'
+import { listAccountSenders, senderNames } from '../senders/service'
 
 /** An account's own pages, opened from its account page. */
 const ACCOUNT_PAGES = [
@@ -108,6 +110,7 @@ export function accountPages(d: Dashboard) {
     if (!account) return notFound(session)
     const members = await listUsers(d.sql, id)
     const price = await getPrice(d.sql, id)
+    const [senders, allSenders] = await Promise.all([listAccountSenders(d.sql, id), senderNames(d.sql)])
     const { state } = options
     return respond(
       <Layout title={account.name} session={session} error={options.error}>
@@ -172,6 +175,7 @@ export function accountPages(d: Dashboard) {
             </button>
           </form>
         ) : null}
+        <AccountSenders session={session} accountId={id} senders={senders} all={allSenders} />
         <h2>Members</h2>
         {members.length === 0 ? <p class="muted">No members yet.</p> : null}
         <ul>

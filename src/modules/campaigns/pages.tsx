@@ -1,4 +1,5 @@
-// Campaigns: the list with status and counts, create (now or at a time), and a campaign's page:
+// Campaigns: the list with status and counts, create (now or at a time, from one of the account's
+// senders: its default unless another is chosen), and a campaign's page:
 // run (now, or at its schedule), resume, cancel, and its progress, a bar and the counts that a small
 // script (assets/campaign.js) refreshes every second from GET .../campaigns/:campaign/progress.
 // The engine and the campaign service decide every rule; ids of another account are 404.
@@ -16,6 +17,8 @@ import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
 import { createCampaign, getCampaign, listCampaigns } from './service'
 import { listTemplates } from '../templates/service'
 import { listSegments } from '../templates/segments'
+import { listAccountSenders, senderNames } from '../senders/service'
+import { senderChoice, senderLabel } from '../senders/account-pages'
 
 const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
 const PAGE_SIZE = 50
@@ -30,7 +33,7 @@ export const progressOf = (detail: CampaignDetail) => ({
 })
 
 const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'pending'] as const
-const CAMPAIGN_FIELDS = ['name', 'template_id', 'segment_id', 'schedule_at'] as const
+const CAMPAIGN_FIELDS = ['name', 'template_id', 'segment_id', 'sender_id', 'schedule_at'] as const
 
 export function campaignPages(d: Dashboard) {
   const principalOf = (scope: Scope) => ({ accountId: scope.accountId, keyId: 0 })
@@ -41,16 +44,19 @@ export function campaignPages(d: Dashboard) {
   async function campaignsPage(scope: Scope, pageParam: string | undefined, options: { state?: FormState; status?: number } = {}) {
     const { session, base } = scope
     const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
-    const [list, templates, segments] = await Promise.all([
+    const [list, templates, segments, senders] = await Promise.all([
       listCampaigns(d.sql, d.tz, principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
       listTemplates(d.sql, d.tz, scope.accountId, LIST),
       listSegments(d.sql, d.tz, scope.accountId, LIST),
+      listAccountSenders(d.sql, scope.accountId),
     ])
     const details = await Promise.all(list.items.map((c) => getCampaign(d.sql, d.tz, principalOf(scope), c.id)))
     const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
     const { state } = options
     const template = fieldProps(state, 'campaign', 'template_id')
     const segment = fieldProps(state, 'campaign', 'segment_id')
+    const sender = fieldProps(state, 'campaign', 'sender_id')
+    const chosenSender = sender.typed || String(senders.find((s) => s.default)?.id ?? '')
     return respond(
       <Layout title={titleOf(scope, 'Campaigns')} session={session}>
         <AccountLink scope={scope} />
@@ -107,6 +113,21 @@ export function campaignPages(d: Dashboard) {
               </label>
               <FormError state={state} form="campaign" name="segment_id" />
             </div>
+            {senders.length > 0 ? (
+              <div class="field">
+                <label>
+                  Sender
+                  <select {...sender.attributes} required>
+                    {senders.map((s) => (
+                      <option value={String(s.id)} selected={chosenSender === String(s.id)}>
+                        {senderChoice(s)}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+                <FormError state={state} form="campaign" name="sender_id" />
+              </div>
+            ) : null}
             <Field
               state={state}
               form="campaign"
@@ -133,6 +154,7 @@ export function campaignPages(d: Dashboard) {
     ])
     const template = templates.items.find((t) => t.id === c.template_id)
     const segment = segments.items.find((s) => s.id === c.segment_id)
+    const [sender] = c.sender_id === null ? [] : await senderNames(d.sql, [c.sender_id])
     const action = (path: string, label: string, secondary = false) => (
       <form method="post" action={`${base}/campaigns/${c.id}/${path}`}>
         <Csrf session={session} />
@@ -152,6 +174,8 @@ export function campaignPages(d: Dashboard) {
           <dd>{template ? <a href={`${base}/templates/${template.id}`}>{template.name}</a> : `#${c.template_id}`}</dd>
           <dt>Segment</dt>
           <dd>{segment ? `${segment.name} (tag ${segment.tag})` : `#${c.segment_id}`}</dd>
+          <dt>Sender</dt>
+          <dd id="campaign-sender">{senderLabel(sender, c.sender_id)}</dd>
           <dt>Scheduled</dt>
           <dd>{c.schedule_at ?? 'not scheduled'}</dd>
           <dt>Created</dt>
@@ -230,9 +254,13 @@ export function campaignPages(d: Dashboard) {
         const scope = await changeScope(d, request, body, accountOf(params))
         if (scope instanceof Response) return scope
         const scheduleAt = field(body, 'schedule_at').trim()
+        const chosen = field(body, 'sender_id').trim()
         return orError(
-          () =>
-            d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
+          async () => {
+            // Read before the form's transaction: the sender chosen among the account's (a disabled or
+            // foreign one is refused at its field), or the account's default without a choice.
+            const sender = await d.deps.senders.forSend(scope.accountId, chosen === '' ? undefined : chosen, 'sender_id')
+            return d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
               const campaign = await createCampaign(
                 tx,
                 d.tz,
@@ -243,19 +271,21 @@ export function campaignPages(d: Dashboard) {
                   segment_id: Number(idParam(field(body, 'segment_id')) ?? 0),
                   schedule_at: scheduleAt === '' ? undefined : scheduleAt,
                 },
+                sender.id,
               )
               await audit(tx, {
                 user: scope.session.user,
                 address: d.addressOf(request, server),
                 accountId: scope.accountId,
                 action: 'campaign created',
-                detail: { campaign_id: campaign.id, name: campaign.name, schedule_at: campaign.schedule_at },
+                detail: { campaign_id: campaign.id, name: campaign.name, schedule_at: campaign.schedule_at, sender_id: sender.id },
               })
               return {
                 to: `${scope.base}/campaigns/${campaign.id}`,
                 notice: `Campaign ${campaign.name} created as a draft: nothing is sent until you run it.`,
               }
-            }),
+            })
+          },
           (message, status) => campaignsPage(scope, undefined, { state: formState('campaign', body, CAMPAIGN_FIELDS, message), status }),
         )
       })

@@ -1,6 +1,6 @@
-// An account's messages: the API's list (status, sent_at dates) plus a phone search, 50 a page; and
-// one message: its status timeline, cost and refund (its ledger rows), and its webhook deliveries
-// with every attempt. Members at /dashboard/messages, operators at /dashboard/accounts/:id/messages.
+// An account's messages: the API's list (status, sent_at dates, and the sender when the account has
+// senders) plus a phone search, 50 a page; and one message: its sender, status timeline, cost and
+// refund (its ledger rows), and its webhook deliveries with every attempt. Members at /dashboard/messages, operators at /dashboard/accounts/:id/messages.
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
@@ -13,6 +13,8 @@ import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
 import { messageLedger } from '../ledger/listing'
 import { getTemplate } from '../templates/service'
 import { getCampaign } from '../campaigns/service'
+import { listAccountSenders, senderNames } from '../senders/service'
+import { senderLabel } from '../senders/account-pages'
 
 const PER_PAGE = 50
 const MAX_ATTEMPTS_SHOWN = 200
@@ -27,12 +29,17 @@ export function messagePages(d: Dashboard) {
       date_from: queryText(query, 'date_from'),
       date_to: queryText(query, 'date_to'),
       phone: queryText(query, 'phone'),
+      sender_id: queryText(query, 'sender_id'),
     }
     const pageNo = pageNumber(query)
     const path = `${base}/messages`
-    const render = (list: Awaited<ReturnType<typeof listAccountMessages>> | null, error?: string, status = 200) => {
+    // The sender filter and column only for an account with senders of its own (0: the service's own number).
+    const senders = await listAccountSenders(d.sql, accountId)
+    const render = async (list: Awaited<ReturnType<typeof listAccountMessages>> | null, error?: string, status = 200) => {
       const pages = list ? Math.max(1, Math.ceil(list.total / PER_PAGE)) : 1
       const current = typeof pageNo === 'number' ? pageNo : 1
+      const used = list ? [...new Set(list.items.map((m) => m.sender_id).filter((id) => id !== null))] : []
+      const names = new Map((senders.length > 0 ? await senderNames(d.sql, used) : []).map((s) => [s.id, s]))
       return respond(
         <Layout title="Messages" session={session} error={error}>
           <AccountLink scope={scope} />
@@ -48,6 +55,22 @@ export function messagePages(d: Dashboard) {
                 ))}
               </select>
             </label>
+            {senders.length > 0 ? (
+              <label>
+                Sender
+                <select name="sender_id">
+                  <option value="">any</option>
+                  {senders.map((s) => (
+                    <option value={String(s.id)} selected={filter.sender_id === String(s.id)}>
+                      {senderLabel(s, s.id)}
+                    </option>
+                  ))}
+                  <option value="0" selected={filter.sender_id === '0'}>
+                    {senderLabel(undefined, null)}
+                  </option>
+                </select>
+              </label>
+            ) : null}
             <label>
               Phone contains
               <input type="search" name="phone" value={filter.phone ?? ''} inputmode="tel" maxlength={40} />
@@ -73,6 +96,15 @@ export function messagePages(d: Dashboard) {
                   { header: 'To', cell: (m) => <a href={`${path}/${m.id}`}>{m.phone}</a>, class: 'nowrap' },
                   { header: 'Status', cell: (m) => <span class={`status status-${m.status}`}>{m.status}</span> },
                   { header: 'Message', cell: (m) => preview(m.body), phone: false },
+                  ...(senders.length > 0
+                    ? [
+                        {
+                          header: 'From',
+                          cell: (m: { sender_id: number | null }) => senderLabel(names.get(m.sender_id!), m.sender_id),
+                          phone: false,
+                        },
+                      ]
+                    : []),
                   { header: 'Cost', cell: (m) => m.cost.toLocaleString('en'), class: 'num' },
                   { header: 'Error', cell: (m) => (m.error_code !== null ? `${m.error_code} ${m.error_message ?? ''}` : '') },
                 ]}
@@ -87,7 +119,15 @@ export function messagePages(d: Dashboard) {
     }
     if (typeof pageNo === 'string') return render(null, pageNo, 422)
     return orError(
-      async () => render(await listAccountMessages(d.deps, accountId, { ...filter, limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE })),
+      async () =>
+        render(
+          await listAccountMessages(d.deps, accountId, {
+            ...filter,
+            sender_id: filter.sender_id === undefined ? undefined : Number(filter.sender_id),
+            limit: PER_PAGE,
+            offset: (pageNo - 1) * PER_PAGE,
+          }),
+        ),
       (message, status) => render(null, message, status),
     )
   }
@@ -107,6 +147,7 @@ export function messagePages(d: Dashboard) {
     const template = message.template_id === null ? null : await getTemplate(d.sql, d.tz, message.template_id, accountId).catch(() => null)
     const campaign =
       message.campaign_id === null ? null : await getCampaign(d.sql, d.tz, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
+    const [sender] = message.sender_id === null ? [] : await senderNames(d.sql, [message.sender_id])
     const charged = -ledger.filter((r) => r.kind === 'charge').reduce((sum, r) => sum + r.amount, 0)
     const refunded = ledger.filter((r) => r.kind === 'refund').reduce((sum, r) => sum + r.amount, 0)
     const steps: [string, string | null, string?][] = [
@@ -138,6 +179,8 @@ export function messagePages(d: Dashboard) {
             </dd>
             <dt>To</dt>
             <dd>{message.phone}</dd>
+            <dt>From</dt>
+            <dd id="message-sender">{senderLabel(sender, message.sender_id)}</dd>
             {message.campaign_id !== null ? (
               <>
                 <dt>Campaign</dt>

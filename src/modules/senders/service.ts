@@ -4,7 +4,7 @@
 // directory that sends with them. Every change is audited, with the names of the fields it set, never
 // their values.
 
-import type { Db, Sql } from '../../db/client'
+import { transaction, type Db, type Sql } from '../../db/client'
 import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
@@ -86,7 +86,11 @@ function pace(config: Config, row: Pick<SenderRow, 'provider' | 'rate_per_second
 }
 
 /** The sender as the admin API shows it: which credential fields are set, never a value. */
-async function present(ctx: SendersContext, row: SenderRow, accounts: { account_id: number; default: boolean }[]): Promise<Sender> {
+async function present(
+  ctx: Pick<SendersContext, 'secrets' | 'config'>,
+  row: SenderRow,
+  accounts: { account_id: number; default: boolean }[],
+): Promise<Sender> {
   const tz = ctx.config.timezone
   const fields = supportOf(row.provider).fields
   // A credential sealed under a key this service no longer has shows as none set (send and check will say why).
@@ -144,13 +148,14 @@ export async function listSenders(ctx: SendersContext): Promise<Sender[]> {
   return Promise.all(rows.map((r) => present(ctx, r, accounts.get(r.id) ?? [])))
 }
 
-export async function createSender(ctx: SendersContext, actor: Actor, input: CreateSenderBody): Promise<Sender> {
+/** Creates a sender; `ctx.sql` may be the caller's transaction (a dashboard form done once). */
+export async function createSender(ctx: Omit<SendersContext, 'sql'> & { sql: Db }, actor: Actor, input: CreateSenderBody): Promise<Sender> {
   pluginOf(input.provider)
   const name = requireText(input.name, 'name', 100)
   const number = requireNumber(input.number)
   const fields = requireFields(input.provider, input.credentials ?? {})
   const identity = supportOf(input.provider).identityOf(fields)
-  const row = await ctx.sql.begin(async (tx) => {
+  const row = await transaction(ctx.sql, async (tx) => {
     const [taken] = await tx`select id from senders where provider = ${input.provider} and number = ${number}`
     if (taken) throw new ApiError('CONFLICT', `a ${input.provider} sender with number ${number} exists already (sender ${taken.id})`)
     // The id is the sealing context, so the row comes first and its credentials right after, in one transaction.
@@ -264,6 +269,20 @@ export async function unassignSender(ctx: SendersContext, actor: Actor, accountI
     await audit(tx, { ...actor, accountId, action: 'sender unassigned', detail: { sender_id: senderId } })
   })
   return listAccountSenders(ctx.sql, accountId)
+}
+
+export type SenderName = { id: number; provider: ProviderName; name: string; number: string; disabled: boolean }
+
+/**
+ * Senders as pages name them (a message's or a campaign's, a choice in a form), oldest first: never a
+ * credential. `ids`: those senders only; undefined: every sender.
+ */
+export async function senderNames(db: Db, ids?: number[]): Promise<SenderName[]> {
+  if (ids?.length === 0) return []
+  return db<SenderName[]>`
+    select id, provider, name, number, disabled_at is not null as disabled from senders
+    where ${ids === undefined ? db`true` : db`id = any(${ids}::bigint[])`}
+    order by id`
 }
 
 /** An account's senders, as its members see them (no credentials). */
