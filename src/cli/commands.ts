@@ -86,6 +86,7 @@ function describeCampaign({ campaign: c, stats: s }: CampaignDetail): string {
   return [
     `campaign ${c.id} ${named(c.name)}: ${c.status}${c.pause_reason ? ` (${c.pause_reason})` : ''}`,
     `  total ${s.total}, sent ${s.sent}, delivered ${s.delivered}, read ${s.read}, failed ${s.failed}`,
+    `  from ${c.sender_id === null ? "the deployment's number" : `sender ${c.sender_id}`}`,
     ...(times.some(Boolean) ? [`  ${times.filter(Boolean).join(', ')}`] : []),
   ].join('\n')
 }
@@ -513,6 +514,7 @@ export const campaignCommands: Command[] = [
         { header: 'STATUS', value: (c) => c.status },
         { header: 'TEMPLATE', value: (c) => String(c.template_id), right: true },
         { header: 'SEGMENT', value: (c) => String(c.segment_id), right: true },
+        { header: 'SENDER', value: (c) => (c.sender_id === null ? '-' : String(c.sender_id)), right: true },
         { header: 'SCHEDULED', value: (c) => c.schedule_at ?? '-' },
         { header: 'CREATED', value: (c) => c.created_at },
       ]
