@@ -149,6 +149,23 @@ describe('Twilio status callbacks', () => {
     expect(await statusOf(sid)).toBe('delivered')
   })
 
+  test("a sender's new auth token verifies its callbacks at once, the old one no more (what was read is forgotten)", async () => {
+    const sid = await sendFrom(ids.twilioA)
+    const fresh = 'twilio-token-A-new-5ecret-00000000'
+    // Read once with the old token, so that the next callback would find it kept.
+    const before = await twilioCallback(sid, 'sent', TWILIO_A.credentials.account_sid, TWILIO_A.credentials.auth_token)
+    expect(before.status).toBe(200)
+    expect((await t.admin('PATCH', `/senders/${ids.twilioA}`, { credentials: { auth_token: fresh } })).status).toBe(200)
+    try {
+      const old = await twilioCallback(sid, 'delivered', TWILIO_A.credentials.account_sid, TWILIO_A.credentials.auth_token)
+      expect(old.status).toBe(403)
+      const now = await twilioCallback(sid, 'delivered', TWILIO_A.credentials.account_sid, fresh)
+      expect([now.status, now.body.data]).toEqual([200, { changed: true }])
+    } finally {
+      await t.admin('PATCH', `/senders/${ids.twilioA}`, { credentials: { auth_token: TWILIO_A.credentials.auth_token } })
+    }
+  })
+
   test("a disabled sender's callbacks are still verified and applied (what was sent still reports)", async () => {
     const sid = await sendFrom(ids.twilioB)
     await t.admin('POST', `/senders/${ids.twilioB}/disable`)
