@@ -117,6 +117,65 @@ describe('the sender a message goes from', () => {
     expect(await money(t, accountId)).toEqual({ balance: 995, ledgerSum: 995 })
   })
 
+  test('a Twilio sender with a Messaging Service sends with MessagingServiceSid instead of From', async () => {
+    const service = `MG${'5e'.repeat(16)}`
+    const created = await t.admin('POST', '/senders', {
+      provider: 'twilio',
+      name: 'Service',
+      number: '+14155550199',
+      credentials: { ...TWILIO_B.credentials, messaging_service_sid: service },
+      recipient_gap_ms: 0,
+    })
+    expect(created.status).toBe(201)
+    const { accountId, key } = await t.account(10)
+    await assign(t, accountId, created.body.data.id)
+    const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'via service' })
+    expect(answer.status).toBe(200)
+    expect(twilio.requests).toHaveLength(1)
+    const form = new URLSearchParams(twilio.requests[0]!.body)
+    expect([form.get('MessagingServiceSid'), form.has('From')]).toEqual([service, false])
+    expect([twilio.requests[0]!.account, twilio.requests[0]!.sender]).toEqual([TWILIO_B.credentials.account_sid, service])
+  })
+
+  test("a sender whose token the provider refuses: 502 with the provider's words (20003, 190), refunded, no token in it", async () => {
+    const wrongTwilio = 'twilio-wrong-5ecret-111111111111'
+    const wrongMeta = 'EAAwrong5ecret2222222222222'
+    const tw = await t.admin('POST', '/senders', {
+      provider: 'twilio',
+      name: 'Wrong',
+      number: '+14155550198',
+      credentials: { ...TWILIO_A.credentials, auth_token: wrongTwilio },
+      recipient_gap_ms: 0,
+    })
+    const me = await t.admin('POST', '/senders', {
+      provider: 'meta',
+      name: 'Wrong',
+      number: '+6281100000098',
+      credentials: { ...META_A.credentials, access_token: wrongMeta },
+      recipient_gap_ms: 0,
+    })
+    const { accountId, key } = await t.account(10)
+    await assign(t, accountId, tw.body.data.id)
+    await assign(t, accountId, me.body.data.id)
+    for (const [from, code, words] of [
+      [tw.body.data.id, 20003, 'Authenticate'],
+      [me.body.data.id, 190, 'Invalid OAuth access token'],
+    ] as const) {
+      const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'refused', from: String(from) })
+      expect([answer.status, answer.body.code]).toEqual([502, 'BAD_GATEWAY'])
+      expect(answer.body.error).toContain(words)
+      const [row] = await t.db.sql<{ error_code: number; error_message: string; refunded: boolean }[]>`
+        select error_code, error_message, refunded_at is not null as refunded from messages where id = ${answer.body.id}`
+      expect(row).toMatchObject({ error_code: code, refunded: true })
+      for (const text of [JSON.stringify(answer.body), row!.error_message]) {
+        expect(text.includes(wrongTwilio) || text.includes(wrongMeta)).toBe(false)
+      }
+    }
+    expect(twilio.requests.map((r) => [r.status, r.code, r.account])).toEqual([[401, 20003, null]])
+    expect(graph.requests.map((r) => [r.status, r.code, r.account])).toEqual([[401, 190, null]])
+    expect(await money(t, accountId)).toEqual({ balance: 10, ledgerSum: 10 })
+  })
+
   test("the default moves with default: true; an account without senders sends from the deployment's number", async () => {
     const { accountId, key } = await accountWithAll()
     await assign(t, accountId, ids.metaB, true)
