@@ -114,8 +114,8 @@ export const paced: Benchmark = {
     // The fake's own acceptance times (its clock, at its decision), to judge its windows exactly.
     const acceptedAt: number[] = []
     const admit = fake.limits.admit.bind(fake.limits)
-    fake.limits.admit = (to, now) => {
-      const breach = admit(to, now)
+    fake.limits.admit = (to, now, sender) => {
+      const breach = admit(to, now, sender)
       if (!breach) acceptedAt.push(now)
       return breach
     }

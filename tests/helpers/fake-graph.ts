@@ -3,10 +3,25 @@
 // unless the message breaks a limit of the sender: beyond `perSecond` it answers 130429 ("Rate limit
 // hit"), to a recipient within `recipientGapMs` of the last message it answers 131056 ("pair rate limit
 // hit"), each with a Retry-After unless `retryAfter` is false. Every request is recorded with its time
-// and answer; each message's acceptances are counted by its text. A test may answer in its place
-// (`answer`; returning undefined falls back to the default).
+// and answer; each message's acceptances are counted by its text. A test may answer a message in its
+// place (`answer`; returning undefined falls back to the default).
+//
+// Phone numbers: once a test registers one (`phone(id, token)`), the fake checks every request's bearer
+// token as Meta does (the token of the phone number id in its path; any other is 401 with code 190, an
+// id it does not know 400 with code 100) and answers the number's node (GET /{id}?fields=…, what a
+// sender's check reads). Limits are kept per phone number id, as Meta's throughput is. With no number
+// registered, any token goes (the provider tests' own checks).
 
 import { Acceptances, FakeLimits, retryAfter, type FakeRequest } from './fake-rates'
+
+/** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
+export type FakePhoneNumber = {
+  id: string
+  token: string
+  display_phone_number: string
+  verified_name: string
+  quality_rating: string
+}
 
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
 
@@ -25,7 +40,15 @@ export type FakeGraph = {
   accepted: Acceptances
   /** The ids it answered for accepted messages, in order. */
   ids: string[]
-  /** Forgets requests, acceptances, limits and the test's answer. */
+  /** The phone numbers whose tokens it checks, by id (none: it checks nothing). */
+  phones: Map<string, FakePhoneNumber>
+  /** Registers a phone number id and its token: from now on every request must carry the token of the id it names. */
+  phone(
+    id: string,
+    token: string,
+    fields?: Partial<Pick<FakePhoneNumber, 'display_phone_number' | 'verified_name' | 'quality_rating'>>,
+  ): FakePhoneNumber
+  /** Forgets requests, acceptances, limits and the test's answer (not the phone numbers). */
   reset(): void
   stop(): void
 }
@@ -68,6 +91,18 @@ export function fakeGraph(): FakeGraph {
     answer: null,
     accepted: new Acceptances(),
     ids: [],
+    phones: new Map(),
+    phone(id, token, fields = {}) {
+      const phone = {
+        id,
+        token,
+        display_phone_number: fields.display_phone_number ?? `1555${id.slice(-7)}`,
+        verified_name: fields.verified_name ?? `Fake ${id.slice(-4)}`,
+        quality_rating: fields.quality_rating ?? 'GREEN',
+      }
+      fake.phones.set(id, phone)
+      return phone
+    },
     reset() {
       fake.requests = []
       fake.limits.reset()
@@ -80,10 +115,43 @@ export function fakeGraph(): FakeGraph {
     stop: () => server.stop(true),
   }
 
+  /**
+   * The phone number the request's bearer token may use, for the id in its path: Meta answers 401 with
+   * code 190 to another token, 400 with code 100 to an id it does not know. Null with no number
+   * registered (nothing is checked).
+   */
+  function authenticate(request: Request, phoneId: string): FakePhoneNumber | Response | null {
+    if (fake.phones.size === 0) return null
+    const phone = fake.phones.get(phoneId)
+    const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
+    if (!phone && [...fake.phones.values()].some((p) => p.token === token)) {
+      return graphError(400, 100, `Unsupported request. Object with ID '${phoneId}' does not exist`)
+    }
+    if (!phone || token !== phone.token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+    return phone
+  }
+
   async function respond(request: Request, sent: Record<string, any> | null, record: FakeRequest): Promise<Response> {
+    const url = new URL(request.url)
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    const messages = /^\/v[\d.]+\/([^/]+)\/messages$/.exec(url.pathname)
+    const phoneId = decodeURIComponent((node ?? messages)?.[1] ?? '')
+    const phone = authenticate(request, phoneId)
+    if (phone instanceof Response) return phone
+    record.account = phone?.id ?? null
+    if (node && request.method === 'GET') {
+      // The phone number's node, with the fields asked for (and its id), as a sender's check reads it.
+      const all: Record<string, string> = {
+        display_phone_number: phone?.display_phone_number ?? '15550000000',
+        verified_name: phone?.verified_name ?? 'Fake',
+        quality_rating: phone?.quality_rating ?? 'GREEN',
+      }
+      const asked = (url.searchParams.get('fields') ?? '').split(',').filter((f) => f in all)
+      return Response.json({ ...Object.fromEntries(asked.map((f) => [f, all[f]])), id: phoneId })
+    }
     const own = fake.answer ? await fake.answer(request, sent) : undefined
     if (own) return own
-    const breach = fake.limits.admit(String(sent?.to ?? ''), performance.now())
+    const breach = fake.limits.admit(String(sent?.to ?? ''), performance.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       return graphError(fake.throttleStatus, 130429, '(#130429) Rate limit hit', retryAfter(breach.waitMs, fake.retryAfter))
     }
@@ -120,6 +188,8 @@ export function fakeGraph(): FakeGraph {
         body,
         to: typeof sent?.to === 'string' ? sent.to : null,
         text: textOf(sent),
+        account: null,
+        sender: /^\/v[\d.]+\/([^/]+)\/messages$/.exec(new URL(request.url).pathname)?.[1] ?? null,
         status: 0,
         code: null,
       }

@@ -1,5 +1,5 @@
 // What the fake providers (fake-graph.ts, fake-twilio.ts) share: the limits a real provider enforces
-// on one sender (at most `perSecond` messages accepted in any second; at least `recipientGapMs`
+// on each sender (at most `perSecond` messages accepted in any second; at least `recipientGapMs`
 // between two messages to one recipient), a record of every request with its time and answer, and a
 // count of how many times each message was accepted (a message is named by its text).
 
@@ -14,6 +14,13 @@ export type FakeRequest = {
   to: string | null
   /** The message's text (its body, caption, or template and variables), by which it is counted. */
   text: string | null
+  /**
+   * Whose credentials it came with, once they were accepted: Twilio's account SID (of its Basic auth),
+   * Meta's phone number id (whose token it bore); null when refused or when the fake checks none.
+   */
+  account: string | null
+  /** The sender it went from, whose limits it counts against: Twilio's From (or MessagingServiceSid), Meta's phone number id. */
+  sender: string | null
   /** The answer: HTTP status, and the provider's error code when it refused. */
   status: number
   code: number | null
@@ -22,34 +29,39 @@ export type FakeRequest = {
 /** Which limit a message would break, and how long until it would not. */
 export type Breach = { rule: 'rate' | 'gap'; waitMs: number }
 
+/**
+ * The limits a real provider enforces, each sender on its own (Twilio's throughput is per sender
+ * number, Meta's per business phone number): the same `perSecond` and `recipientGapMs` for every
+ * sender, counted separately, so one sender's traffic never takes another's share.
+ */
 export class FakeLimits {
-  /** Messages per second accepted from the sender; 0: no limit. */
+  /** Messages per second accepted from one sender; 0: no limit. */
   perSecond = 0
-  /** Least time between two accepted messages to one recipient; 0: no limit. */
+  /** Least time between two accepted messages from one sender to one recipient; 0: no limit. */
   recipientGapMs = 0
-  private acceptedAt: number[] = []
-  private lastTo = new Map<string, number>()
+  private senders = new Map<string, { acceptedAt: number[]; lastTo: Map<string, number> }>()
 
-  /** null when `to` may have a message now (and it is counted as sent), else the limit it breaks. */
-  admit(to: string, now: number): Breach | null {
+  /** null when `sender` may send `to` a message now (and it is counted as sent), else the limit it breaks. */
+  admit(to: string, now: number, sender = ''): Breach | null {
+    let state = this.senders.get(sender)
+    if (!state) this.senders.set(sender, (state = { acceptedAt: [], lastTo: new Map() }))
     if (this.perSecond > 0) {
-      this.acceptedAt = this.acceptedAt.filter((t) => t > now - 1000)
-      if (this.acceptedAt.length >= this.perSecond) return { rule: 'rate', waitMs: this.acceptedAt[0]! + 1000 - now }
+      state.acceptedAt = state.acceptedAt.filter((t) => t > now - 1000)
+      if (state.acceptedAt.length >= this.perSecond) return { rule: 'rate', waitMs: state.acceptedAt[0]! + 1000 - now }
     }
-    const last = this.lastTo.get(to)
+    const last = state.lastTo.get(to)
     if (this.recipientGapMs > 0 && last !== undefined && now - last < this.recipientGapMs) {
       return { rule: 'gap', waitMs: last + this.recipientGapMs - now }
     }
-    if (this.perSecond > 0) this.acceptedAt.push(now)
-    this.lastTo.set(to, now)
+    if (this.perSecond > 0) state.acceptedAt.push(now)
+    state.lastTo.set(to, now)
     return null
   }
 
   reset() {
     this.perSecond = 0
     this.recipientGapMs = 0
-    this.acceptedAt = []
-    this.lastTo.clear()
+    this.senders.clear()
   }
 }
 

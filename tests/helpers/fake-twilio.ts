@@ -4,9 +4,27 @@
 // `rateCode` may make it 63018, "Rate limit exceeded for Channel"), to a recipient within
 // `recipientGapMs` of the last message 429 with 63018, each with a Retry-After unless `retryAfter` is
 // false. Every request is recorded with its time and answer; each message's acceptances are counted by
-// its text. A test may answer in its place (`answer`; returning undefined falls back to the default).
+// its text. A test may answer a message in its place (`answer`; returning undefined falls back to the default).
+//
+// Accounts: once a test registers one (`account(sid, token)`), the fake checks every request's Basic
+// auth as Twilio does (the account SID and its auth token, for that account's own resources; anything
+// else is 401 with error 20003), answers the account resource (GET /2010-04-01/Accounts/{sid}.json,
+// what a sender's check calls), and, when the account lists its numbers, refuses a From that is not one
+// of them (63007). Limits are kept per sender (the From, or the MessagingServiceSid), as Twilio's
+// throughput is. With no account registered, any credentials go (the provider tests' own checks).
 
 import { Acceptances, FakeLimits, retryAfter, type FakeRequest } from './fake-rates'
+
+/** An account (or subaccount) the fake knows: its SID, auth token and, optionally, the numbers it may send from. */
+export type FakeTwilioAccount = {
+  sid: string
+  token: string
+  friendlyName: string
+  /** Its status in the account resource: active, suspended or closed. */
+  status: string
+  /** E.164 numbers its From may be (whatsapp:+…); empty: any. */
+  numbers: string[]
+}
 
 export type TwilioAnswer = (request: Request, form: URLSearchParams) => Response | undefined | Promise<Response | undefined>
 
@@ -23,7 +41,11 @@ export type FakeTwilio = {
   accepted: Acceptances
   /** The SIDs it answered for accepted messages, in order. */
   ids: string[]
-  /** Forgets requests, acceptances, limits and the test's answer. */
+  /** The accounts whose credentials it checks, by SID (none: it checks nothing). */
+  accounts: Map<string, FakeTwilioAccount>
+  /** Registers an account: from now on every request must carry a registered account's credentials. */
+  account(sid: string, token: string, options?: { friendlyName?: string; status?: string; numbers?: string[] }): FakeTwilioAccount
+  /** Forgets requests, acceptances, limits and the test's answer (not the accounts). */
   reset(): void
   stop(): void
 }
@@ -48,6 +70,18 @@ export function fakeTwilio(): FakeTwilio {
     answer: null,
     accepted: new Acceptances(),
     ids: [],
+    accounts: new Map(),
+    account(sid, token, options = {}) {
+      const account = {
+        sid,
+        token,
+        friendlyName: options.friendlyName ?? `Fake ${sid.slice(-6)}`,
+        status: options.status ?? 'active',
+        numbers: options.numbers ?? [],
+      }
+      fake.accounts.set(sid, account)
+      return account
+    },
     reset() {
       fake.requests = []
       fake.limits.reset()
@@ -60,10 +94,49 @@ export function fakeTwilio(): FakeTwilio {
     stop: () => server.stop(true),
   }
 
+  /**
+   * The account the request's Basic auth proves, for the account named in its path: Twilio answers
+   * 401 20003 ("Authenticate") to anything else. Null with no account registered (nothing is checked).
+   */
+  function authenticate(request: Request, pathSid: string | null): FakeTwilioAccount | Response | null {
+    if (fake.accounts.size === 0) return null
+    const refused = twilioError(401, 20003, 'Authenticate', { 'www-authenticate': 'Basic realm="Twilio API"' })
+    const header = request.headers.get('authorization') ?? ''
+    if (!header.startsWith('Basic ')) return refused
+    const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8')
+    const colon = decoded.indexOf(':')
+    const account = colon > 0 ? fake.accounts.get(decoded.slice(0, colon)) : undefined
+    if (!account || decoded.slice(colon + 1) !== account.token || (pathSid !== null && pathSid !== account.sid)) return refused
+    return account
+  }
+
   async function respond(request: Request, form: URLSearchParams, record: FakeRequest): Promise<Response> {
+    const path = new URL(request.url).pathname
+    const accountPath = /^\/2010-04-01\/Accounts\/([^/]+)\.json$/.exec(path)
+    const messagesPath = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(path)
+    const pathSid = decodeURIComponent((accountPath ?? messagesPath)?.[1] ?? '') || null
+    const account = authenticate(request, pathSid)
+    if (account instanceof Response) return account
+    record.account = account?.sid ?? null
+    if (accountPath && request.method === 'GET') {
+      // The account resource, as a sender's check reads it.
+      return Response.json({
+        sid: pathSid,
+        friendly_name: account?.friendlyName ?? `Fake ${pathSid!.slice(-6)}`,
+        status: account?.status ?? 'active',
+        type: 'Full',
+      })
+    }
+    if (!messagesPath || request.method !== 'POST') {
+      return twilioError(404, 20404, `The requested resource ${path} was not found`)
+    }
     const own = fake.answer ? await fake.answer(request, form) : undefined
     if (own) return own
-    const breach = fake.limits.admit(form.get('To') ?? '', performance.now())
+    const from = form.get('From')
+    if (account && account.numbers.length > 0 && from !== null && !account.numbers.includes(from.replace(/^whatsapp:/, ''))) {
+      return twilioError(400, 63007, 'Twilio could not find a Channel with the specified From address')
+    }
+    const breach = fake.limits.admit(form.get('To') ?? '', performance.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       const message = fake.rateCode === 20429 ? 'Too Many Requests' : 'Rate limit exceeded for Channel'
       return twilioError(429, fake.rateCode, message, retryAfter(breach.waitMs, fake.retryAfter))
@@ -90,6 +163,8 @@ export function fakeTwilio(): FakeTwilio {
         body,
         to: form.get('To'),
         text: textOf(form),
+        account: null,
+        sender: form.get('From') ?? form.get('MessagingServiceSid'),
         status: 0,
         code: null,
       }

@@ -33,6 +33,9 @@ const RECEIVER = 'src/modules/status/receiver.ts'
 const DELIVERY = 'src/workers/webhook-delivery.ts'
 const MACHINE = 'src/modules/status/machine.ts'
 const LATE = 'tests/status/late-failures.test.ts'
+const SENDERS = 'src/modules/senders/directory.ts'
+const SENDER_SENDS = 'tests/senders/send.test.ts'
+const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -449,5 +452,77 @@ export const MUTATIONS: Mutation[] = [
     edits: [{ file: 'src/http/auth.ts', find: 'position: row.used - row.counted + nth', replace: 'position: row.used' }],
     tests: ['tests/http/rate-limit.test.ts'],
     filter: 'exact under concurrency',
+  },
+  {
+    name: 'sender-disabled-refused',
+    breaks: 'a disabled sender still sends: a send, a bulk entry or a campaign from it is charged and handed over',
+    edits: [{ file: SENDERS, find: '      if (chosen!.disabled) {', replace: '      if (false as boolean) {' }],
+    tests: [SENDER_SENDS],
+    filter: 'refuses new sends before charging',
+  },
+  {
+    name: 'sender-foreign-refused',
+    breaks: "a `from` that is not one of the account's senders is charged and sent from the account's default instead of refused",
+    edits: [
+      {
+        file: SENDERS,
+        find: 'chosen = rows.find((r) => String(r.id) === named || r.number === named)',
+        replace: 'chosen = rows.find((r) => String(r.id) === named || r.number === named) ?? rows.find((r) => r.is_default)',
+      },
+    ],
+    tests: [SENDER_SENDS],
+    filter: 'not the account',
+  },
+  {
+    name: 'twilio-callback-env-token',
+    breaks: "a status callback naming a stored sender's AccountSid verified with TWILIO_AUTH_TOKEN (another account's token)",
+    edits: [
+      {
+        file: 'src/providers/twilio/callback.ts',
+        find: 'const environmentMay = environment.authToken && (stored.length === 0 || environment.accountSid === accountSid)',
+        replace: 'const environmentMay = environment.authToken',
+      },
+    ],
+    tests: [SENDER_CALLBACKS],
+    filter: 'B.s token',
+  },
+  {
+    name: 'twilio-callback-sender-token',
+    breaks: "a status callback naming sender A's AccountSid verified with sender B's auth token",
+    edits: [
+      {
+        file: 'src/providers/twilio/callback.ts',
+        find: 'const stored = accountSid ? await context.senders(accountSid) : []',
+        replace: 'const stored = await context.senders(null)',
+      },
+    ],
+    tests: [SENDER_CALLBACKS],
+    filter: 'B.s token',
+  },
+  {
+    name: 'meta-webhook-env-secret',
+    breaks: "a webhook naming a stored sender's phone_number_id verified with META_APP_SECRET (another app's secret)",
+    edits: [
+      {
+        file: 'src/providers/meta/webhook.ts',
+        find: 'const environmentMay = stored.length === 0 || environment.phoneNumberId === phoneId',
+        replace: 'const environmentMay = true',
+      },
+    ],
+    tests: [SENDER_CALLBACKS],
+    filter: 'other sender.s app secret',
+  },
+  {
+    name: 'meta-webhook-sender-secret',
+    breaks: "a webhook naming sender A's phone_number_id verified with sender B's app secret",
+    edits: [
+      {
+        file: 'src/providers/meta/webhook.ts',
+        find: 'const stored = phoneId ? await context.senders(phoneId) : []',
+        replace: 'const stored = await context.senders(null)',
+      },
+    ],
+    tests: [SENDER_CALLBACKS],
+    filter: 'other sender.s app secret',
   },
 ]

@@ -39,6 +39,8 @@ export type SenderDirectory = {
 
 /** How long a process trusts what it read of a sender or of an account's senders (another instance's change shows within it). */
 const FRESH_MS = 2_000
+/** How many identities' callback settings a process keeps at most. */
+const MAX_CALLBACK_ENTRIES = 1_000
 
 type AccountSenderRow = { id: number; number: string; is_default: boolean; disabled: boolean }
 
@@ -58,6 +60,8 @@ export function createSenderDirectory(
   const stored = new Map<number, { sender: Sender; updatedAt: number; readAt: number }>()
   // The promise is kept, so the entries of one bulk request share one read.
   const accounts = new Map<number, { rows: Promise<AccountSenderRow[]>; readAt: number }>()
+  // The settings that verify callbacks naming an identity, by provider and identity.
+  const callbacks = new Map<string, { settings: Promise<unknown[]>; readAt: number }>()
 
   async function build(row: SenderRow): Promise<Sender> {
     const environment = (config.providers as Record<string, unknown>)[row.provider]
@@ -135,23 +139,37 @@ export function createSenderDirectory(
       }
       return get(chosen!.id)
     },
-    async callbackSettings(provider, identity) {
-      const rows =
-        identity === null
-          ? await sql<SenderRow[]>`select * from senders where provider = ${provider}`
-          : await sql<SenderRow[]>`select * from senders where provider = ${provider} and identity = ${identity}`
-      const environment = (config.providers as Record<string, unknown>)[provider]
-      const out: unknown[] = []
-      for (const row of rows) {
-        // A credential that does not open (sealed under a key this process lacks) verifies nothing.
-        const fields = await openFields(secrets, row).catch(() => null)
-        if (fields) out.push(supportOf(provider).settingsOf(fields, row.number, environment))
-      }
-      return out
+    callbackSettings(provider, identity) {
+      // Kept a few seconds like the rest: a callback (there is one per status report) then costs no
+      // query and no decryption, and callbacks that arrive together share one read and reach the
+      // report receiver together (its group commit). The key comes from an unverified request, so the
+      // map is bounded: past its bound it starts over.
+      const key = JSON.stringify([provider, identity])
+      const cached = callbacks.get(key)
+      if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.settings
+      const settings = (async () => {
+        const rows =
+          identity === null
+            ? await sql<SenderRow[]>`select * from senders where provider = ${provider}`
+            : await sql<SenderRow[]>`select * from senders where provider = ${provider} and identity = ${identity}`
+        const environment = (config.providers as Record<string, unknown>)[provider]
+        const out: unknown[] = []
+        for (const row of rows) {
+          // A credential that does not open (sealed under a key this process lacks) verifies nothing.
+          const fields = await openFields(secrets, row).catch(() => null)
+          if (fields) out.push(supportOf(provider).settingsOf(fields, row.number, environment))
+        }
+        return out
+      })()
+      if (callbacks.size >= MAX_CALLBACK_ENTRIES) callbacks.clear()
+      callbacks.set(key, { settings, readAt: performance.now() })
+      settings.catch(() => callbacks.delete(key))
+      return settings
     },
     forget() {
       stored.clear()
       accounts.clear()
+      callbacks.clear()
     },
   }
 }

@@ -307,8 +307,11 @@ export async function rotateCredentials(ctx: SendersContext, actor: Actor): Prom
   for (const row of rows) {
     if (!ctx.secrets.needsRotation(row.credentials)) continue
     const resealed = await ctx.secrets.seal(await ctx.secrets.open(row.credentials, sealContext(row.id)), sealContext(row.id))
-    const [done] =
-      await ctx.sql`update senders set credentials = ${resealed} where id = ${row.id} and credentials = ${row.credentials} returning id`
+    // updated_at moves too: an instance that could not open the old seal (it lacked the earlier key)
+    // rebuilds the sender from its row once it sees the change, instead of keeping its failing one.
+    const [done] = await ctx.sql`
+      update senders set credentials = ${resealed}, updated_at = now()
+      where id = ${row.id} and credentials = ${row.credentials} returning id`
     if (done) rotated++
   }
   await audit(ctx.sql, { ...actor, accountId: null, action: 'credentials rotated', detail: { rotated, key_id: ctx.secrets.keyId } })
