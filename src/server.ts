@@ -1,6 +1,6 @@
 // Starting and stopping the whole service: database, migrations, HTTP server and worker loops.
 
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import type { Config } from './config'
 import type { Deps } from './deps'
@@ -34,16 +34,34 @@ export type Running = {
   stop(): Promise<void>
 }
 
+/**
+ * The content of `file`, made with `make` when it does not exist yet (mode 0600). Instances on one
+ * PostgreSQL may share a DATA_DIR and start together: the file is written under a name of its own,
+ * then linked into place (link fails if it exists), so exactly one content wins, whole, and every
+ * starter reads that one.
+ */
+function fileOnce(dataDir: string, name: string, make: () => string): string {
+  const file = resolve(join(dataDir, name))
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim()
+  mkdirSync(dataDir, { recursive: true })
+  const draft = `${file}.${process.pid}.${randomBase62(8)}`
+  writeFileSync(draft, `${make()}\n`, { mode: 0o600, flag: 'wx' })
+  chmodSync(draft, 0o600)
+  try {
+    linkSync(draft, file)
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'EEXIST') throw error
+  } finally {
+    unlinkSync(draft)
+  }
+  return readFileSync(file, 'utf8').trim()
+}
+
 /** ADMIN_TOKEN from the environment, or the one generated once into DATA_DIR/admin-token (0600). */
 function resolveAdminToken(config: Config): { token: string; file: string | undefined } {
   if (config.adminToken) return { token: config.adminToken, file: undefined }
-  const file = resolve(join(config.dataDir, 'admin-token'))
-  if (existsSync(file)) return { token: readFileSync(file, 'utf8').trim(), file }
-  mkdirSync(config.dataDir, { recursive: true })
-  const token = `adm_${randomBase62(40)}`
-  writeFileSync(file, `${token}\n`, { mode: 0o600, flag: 'wx' })
-  chmodSync(file, 0o600)
-  return { token, file }
+  const token = fileOnce(config.dataDir, 'admin-token', () => `adm_${randomBase62(40)}`)
+  return { token, file: resolve(join(config.dataDir, 'admin-token')) }
 }
 
 /**
@@ -52,16 +70,11 @@ function resolveAdminToken(config: Config): { token: string; file: string | unde
  */
 function resolveSecretsKey(config: Config): Uint8Array {
   if (config.secretsKey) return config.secretsKey
-  const file = resolve(join(config.dataDir, 'secrets-key'))
-  if (existsSync(file)) {
-    const key = decodeKey(readFileSync(file, 'utf8').trim())
-    if (!key) throw new Error(`${file} does not hold a 32-byte base64 key: restore it from a backup, or set SECRETS_KEY`)
-    return key
+  const key = decodeKey(fileOnce(config.dataDir, 'secrets-key', () => encodeKey(generateKey())))
+  if (!key) {
+    const file = resolve(join(config.dataDir, 'secrets-key'))
+    throw new Error(`${file} does not hold a 32-byte base64 key: restore it from a backup, or set SECRETS_KEY`)
   }
-  mkdirSync(config.dataDir, { recursive: true })
-  const key = generateKey()
-  writeFileSync(file, `${encodeKey(key)}\n`, { mode: 0o600, flag: 'wx' })
-  chmodSync(file, 0o600)
   return key
 }
 

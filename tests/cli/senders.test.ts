@@ -12,7 +12,7 @@ import { decodeKey, encodeKey, generateKey, keyIdOf } from '../../src/lib/secret
 import { ADMIN_TOKEN } from '../helpers/app'
 import { call, startChild, type Child } from '../helpers/child'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { fakeTwilio, twilioError } from '../helpers/fake-twilio'
+import { fakeTwilio } from '../helpers/fake-twilio'
 
 const root = join(import.meta.dir, '..', '..')
 const dataDir = mkdtempSync(join(tmpdir(), 'cli-senders-'))
@@ -21,25 +21,20 @@ const twilio = fakeTwilio()
 const OLD_KEY = encodeKey(generateKey())
 const NEW_KEY = encodeKey(generateKey())
 
-/** The fake's subaccounts: SID → auth token. */
-const subaccounts = new Map<string, string>()
 const SID = `AC${'5e'.repeat(16)}`
 const TOKEN = `tok-${crypto.randomUUID()}`
 const WRONG_TOKEN = `wrong-${crypto.randomUUID()}`
 const README_SID = `AC${'7d'.repeat(16)}`
 const README_TOKEN = `readme-${crypto.randomUUID()}`
-subaccounts.set(SID, TOKEN).set(README_SID, README_TOKEN)
 const basic = (sid: string, token: string) => `Basic ${Buffer.from(`${sid}:${token}`).toString('base64')}`
 
-// The account resource answers its own credentials only (as Twilio does: 401, code 20003); so do its
-// messages, which the fake otherwise takes as usual.
-twilio.answer = (request) => {
-  const found = /^\/2010-04-01\/Accounts\/(AC\w+)(\.json|\/Messages\.json)$/.exec(new URL(request.url).pathname)
-  if (!found) return undefined
-  const [, sid, what] = found as unknown as [string, string, string]
-  const token = subaccounts.get(sid)
-  if (!token || request.headers.get('authorization') !== basic(sid, token)) return twilioError(401, 20003, 'Authenticate')
-  return what === '.json' ? Response.json({ sid, friendly_name: `Shop ${sid.slice(-4)}`, status: 'active' }) : undefined
+// The fake's subaccounts: each answers its own credentials only (as Twilio does: 401, code 20003),
+// for its account resource and its messages alike.
+for (const [sid, token] of [
+  [SID, TOKEN],
+  [README_SID, README_TOKEN],
+] as const) {
+  twilio.account(sid, token, { friendlyName: `Shop ${sid.slice(-4)}` })
 }
 
 let child: Child
