@@ -355,10 +355,12 @@ describe('a message answered queued (throttled by the provider)', () => {
     const q = await testApp({ env: { SIM_RATE_PER_SECOND: '1', PROVIDER_MAX_PER_SECOND: '100', SEND_WAIT_MS: '0' } })
     try {
       const account = await q.account(100)
+      // Signed in first (hashing a password takes a while under load): the queued message goes out
+      // about a second after its throttle, and the pages must be read before that.
+      const { client } = await dashboardUser(q, 'queued@example.com', PASSWORD, account.accountId)
       expect((await q.api('POST', '/messages/send', account.key, { to: '081234500001', body: 'first' })).status).toBe(200)
       const queued = await q.api('POST', '/messages/send', account.key, { to: '081234500002', body: 'second' })
       expect([queued.status, queued.body.data.status]).toEqual([202, 'queued'])
-      const { client } = await dashboardUser(q, 'queued@example.com', PASSWORD, account.accountId)
       const filtered = await client.get('/dashboard/messages?status=queued')
       expect(filtered.status).toBe(200)
       expect(filtered.text).toContain('<option value="queued" selected')
