@@ -15,7 +15,8 @@ for (const seed of [CI_SEED, SECOND_SEED]) {
     console.log(`[chaos] ${report.mode}, seed ${report.seed}: ${report.kills} kills in ${(report.ms / 1000).toFixed(1)} s`, report.stats)
     expect(report.violations).toEqual([])
     // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats,
-    // throttles and their retries, slow answers outliving the lease; on PostgreSQL, lost COMMIT answers
+    // throttles and their retries, slow answers outliving the lease, both senders (each with hand-offs
+    // accepted and throttles of its own), forged callbacks refused; on PostgreSQL, lost COMMIT answers
     // and database outages.
     expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
     expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
@@ -27,6 +28,13 @@ for (const seed of [CI_SEED, SECOND_SEED]) {
     expect(report.stats['throttling answers']).toBeGreaterThan(0)
     expect(report.stats['retries after a throttle']).toBeGreaterThan(0)
     expect(report.stats['slow answers past the lease']).toBeGreaterThan(0)
+    expect(report.senders).toHaveLength(2)
+    for (const id of report.senders) {
+      expect(report.stats[`sender ${id}: hand-offs`]).toBeGreaterThan(20)
+      expect(report.stats[`sender ${id}: messages accepted`]).toBeGreaterThan(0)
+      expect(report.stats[`sender ${id}: throttling answers`]).toBeGreaterThan(0)
+    }
+    expect(report.stats['forged status callbacks refused']).toBeGreaterThan(0)
     if (report.mode === 'postgres') {
       expect(report.stats['lost COMMIT answers']).toBeGreaterThan(0)
       expect(report.stats['database outages']).toBeGreaterThan(0)

@@ -1,8 +1,14 @@
 // A fake Twilio for the chaos runner: a real local server that answers the Messages resource with
 // a fault chosen per message (fixed by the seed and the message's tag, not by arrival order), and
-// then posts signed status callbacks to the service, retrying while no instance answers. Like the
-// real one it enforces a rate, which drops now and then (busy spells, placed by the seed): past the
-// rate of the moment in the last second it answers 429 with 20429 or 63018, with a Retry-After or without.
+// then posts signed status callbacks to the service, retrying while no instance answers. It knows
+// several Twilio accounts, one per stored sender (an account SID, its auth token, its WhatsApp
+// number): a request must come with one of them (Basic auth of the account its path names, From
+// whatsapp:<that account's number>), else it is refused (401 or 400) and the run fails. Like the real
+// one it enforces a rate per sender (From number), which drops now and then (busy spells, placed by
+// the seed, each sender's its own): past its sender's rate of the moment in the last second it answers
+// 429 with 20429 or 63018, with a Retry-After or without. Each message's status callbacks name its
+// account (AccountSid) and are signed with that account's token; a few forged ones (naming the
+// account, signed with another's token) must be refused.
 //
 // Every message body carries a unique tag in brackets ("[s12]", "[b3-7]", "[c2-5]"): it is how the
 // fake, the client and the final checks name one message.
@@ -10,8 +16,18 @@
 import { createHmac } from 'node:crypto'
 import { hashed } from '../helpers/random'
 
+/** The deployment's own Twilio account (TWILIO_*): every account of the run has senders, so none may use it. */
 export const AUTH_TOKEN = 'chaos-auth-token'
 export const ACCOUNT_SID = `AC${'c'.repeat(32)}`
+
+/** A Twilio account the fake serves: a stored sender's credentials and number, and its rate. */
+export type TwilioAccount = { sid: string; token: string; number: string; rate: FakeRate }
+
+/** The stored senders' accounts (their rates come from the seed). */
+export const SENDER_ACCOUNTS = [
+  { sid: `AC${'a'.repeat(32)}`, token: 'chaos-token-sender-a', number: '+14155550101' },
+  { sid: `AC${'b'.repeat(32)}`, token: 'chaos-token-sender-b', number: '+14155550202' },
+] as const
 
 export type Fault =
   | 'accept'
@@ -29,17 +45,23 @@ export const THROTTLE_CODES = [20429, 63018]
 export type Receipt = {
   tag: string
   to: string
+  /** The request's From field. */
+  from: string
+  /** The account SID its path named, and the Basic credentials it came with. */
+  pathSid: string
+  authSid: string
+  authToken: string
   at: number
   attempt: number
   fault: Fault
-  answer: 'accepted' | 'refused' | 'late' | 'throttled'
+  answer: 'accepted' | 'refused' | 'late' | 'throttled' | 'unauthorized'
   /** When the answer went (ms since the epoch); unset while it has not. */
   answeredAt?: number
   sid?: string
 }
 
-/** Where the status callbacks of each SID went, as the service answered them. */
-export type Callback = { sid: string; status: string; answered: number }
+/** Where the status callbacks of each SID went, as the service answered them, and the account they named. */
+export type Callback = { sid: string; status: string; answered: number; accountSid: string }
 
 export const tagOf = (body: string) => /\[([a-z0-9-]+)\]/.exec(body)?.[1] ?? ''
 
@@ -65,10 +87,19 @@ function reportsOf(seed: number, tag: string): { status: string; errorCode?: str
   return [{ status: 'delivered' }, { status: 'delivered' }, { status: 'read' }] // a repeat
 }
 
-function sign(url: string, params: Record<string, string>): string {
+function sign(token: string, url: string, params: Record<string, string>): string {
   let data = url
   for (const key of Object.keys(params).sort()) data += key + params[key]
-  return createHmac('sha1', AUTH_TOKEN).update(data, 'utf8').digest('base64')
+  return createHmac('sha1', token).update(data, 'utf8').digest('base64')
+}
+
+/** The Basic credentials of a request, or empty strings. */
+function basicAuth(header: string | null): { sid: string; token: string } {
+  const match = /^Basic\s+(\S+)$/i.exec(header ?? '')
+  if (!match) return { sid: '', token: '' }
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  return colon < 0 ? { sid: decoded, token: '' } : { sid: decoded.slice(0, colon), token: decoded.slice(colon + 1) }
 }
 
 /**
@@ -81,43 +112,76 @@ function throttleAnswer(seed: number, tag: string, attempt: number): Response {
   return Response.json({ code, message: 'Too Many Requests', status: 429 }, { status: 429, headers })
 }
 
-/** The fake's rate: `busyPerSecond` in the first BUSY_SPELL_MS of some SPELL_EVERY_MS windows (the seed picks which), else `perSecond`. */
+/** A sender's rate: `busyPerSecond` in the first BUSY_SPELL_MS of some SPELL_EVERY_MS windows (the seed picks which, per sender), else `perSecond`. */
 export type FakeRate = { perSecond: number; busyPerSecond: number }
 const SPELL_EVERY_MS = 8_000
 const BUSY_SPELL_MS = 4_000
+/** The share of accepted messages that also get a forged status callback (another account's token), which must be refused. */
+const FORGED_SHARE = 0.06
 
-export function startFakeTwilio(seed: number, options: { serviceTimeoutMs: number; leaseMs: number; rate: FakeRate }) {
-  const { serviceTimeoutMs, leaseMs, rate } = options
+const MESSAGES_PATH = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/
+
+export function startFakeTwilio(
+  seed: number,
+  options: {
+    serviceTimeoutMs: number
+    leaseMs: number
+    /** The stored senders' accounts: requests must come with one of them. */
+    accounts: TwilioAccount[]
+    /** Other tokens (the deployment's), which must not verify any account's callbacks either. */
+    strangers: string[]
+  },
+) {
+  const { serviceTimeoutMs, leaseMs, accounts } = options
   const startedAt = Date.now()
-  const rateAt = (at: number) => {
+  const rateAt = (account: number, at: number) => {
     const window = Math.floor((at - startedAt) / SPELL_EVERY_MS)
-    const busy = (at - startedAt) % SPELL_EVERY_MS < BUSY_SPELL_MS && hashed(seed, window, 'busy') < 0.75
-    return busy ? rate.busyPerSecond : rate.perSecond
+    const busy = (at - startedAt) % SPELL_EVERY_MS < BUSY_SPELL_MS && hashed(seed, account, window, 'busy') < 0.75
+    return busy ? accounts[account]!.rate.busyPerSecond : accounts[account]!.rate.perSecond
   }
   const receipts: Receipt[] = []
-  /** When each of the last second's requests came, for the rate. */
-  let recent: number[] = []
+  /** When each sender's requests of the last second came (by From number), for its rate. */
+  const recent = new Map<string, number[]>()
   const callbacks: Callback[] = []
   const problems: string[] = []
+  let forgedRefused = 0
   let pending = 0
   let stopped = false
 
-  /** Posts one report until an instance answers it (any instance: they share the public URL). */
-  async function report(url: string, sid: string, status: string, errorCode?: string): Promise<void> {
-    const params: Record<string, string> = { MessageSid: sid, MessageStatus: status, AccountSid: ACCOUNT_SID }
+  /**
+   * Posts one report until an instance answers it (any instance: they share the public URL), naming
+   * `account` and signed with `token` (its own, or another's for a forgery, which must be refused).
+   */
+  async function report(
+    url: string,
+    sid: string,
+    account: TwilioAccount,
+    status: string,
+    errorCode?: string,
+    forgedWith?: string,
+  ): Promise<void> {
+    const params: Record<string, string> = { MessageSid: sid, MessageStatus: status, AccountSid: account.sid }
     if (errorCode) params.ErrorCode = errorCode
     const deadline = Date.now() + 120_000
     while (!stopped && Date.now() < deadline) {
       const answer = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(url, params) },
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          'x-twilio-signature': sign(forgedWith ?? account.token, url, params),
+        },
         body: new URLSearchParams(params).toString(),
       }).then(
         (r) => r.status,
         () => 0,
       )
+      if (forgedWith !== undefined && answer !== 0 && answer < 500) {
+        if (answer === 403) forgedRefused++
+        else problems.push(`a forged status callback for ${sid} (${status}, another account's token) answered ${answer}, not 403`)
+        return
+      }
       if (answer === 200) {
-        callbacks.push({ sid, status, answered: Date.now() })
+        callbacks.push({ sid, status, answered: Date.now(), accountSid: account.sid })
         return
       }
       if (answer !== 0 && answer < 500) {
@@ -145,23 +209,60 @@ export function startFakeTwilio(seed: number, options: { serviceTimeoutMs: numbe
       const callbackUrl = form.get('StatusCallback') ?? ''
       const attempt = receipts.filter((r) => r.tag === tag).length + 1
       const fault = faultOf(seed, tag)
-      const receipt: Receipt = { tag, to: form.get('To') ?? '', at: Date.now(), attempt, fault, answer: 'refused' }
+      const auth = basicAuth(request.headers.get('authorization'))
+      const pathSid = MESSAGES_PATH.exec(new URL(request.url).pathname)?.[1] ?? ''
+      const from = form.get('From') ?? ''
+      const receipt: Receipt = {
+        tag,
+        to: form.get('To') ?? '',
+        from,
+        pathSid,
+        authSid: auth.sid,
+        authToken: auth.token,
+        at: Date.now(),
+        attempt,
+        fault,
+        answer: 'refused',
+      }
       receipts.push(receipt)
-      const answer = await answerOf(receipt, callbackUrl)
+      // The credentials first: the account the path names, its own token, and its own number as From.
+      const index = accounts.findIndex((a) => a.sid === pathSid)
+      const account = accounts[index]
+      if (!account || auth.sid !== account.sid || auth.token !== account.token) {
+        receipt.answer = 'unauthorized'
+        receipt.answeredAt = Date.now()
+        problems.push(
+          `[${tag}] came for account ${pathSid || '(none)'} with the credentials of ${auth.sid || '(none)'}, not a sender's own`,
+        )
+        return Response.json({ code: 20003, message: 'Authenticate', status: 401 }, { status: 401 })
+      }
+      if (from !== `whatsapp:${account.number}`) {
+        receipt.answer = 'unauthorized'
+        receipt.answeredAt = Date.now()
+        problems.push(`[${tag}] came for account ${account.sid} From ${from || '(none)'}, not its number ${account.number}`)
+        return Response.json(
+          { code: 63007, message: 'Twilio could not find a Channel with the specified From address', status: 400 },
+          { status: 400 },
+        )
+      }
+      const answer = await answerOf(receipt, index, callbackUrl)
       receipt.answeredAt = Date.now()
       return answer
     },
   })
 
-  async function answerOf(receipt: Receipt, callbackUrl: string): Promise<Response> {
+  async function answerOf(receipt: Receipt, index: number, callbackUrl: string): Promise<Response> {
     const { tag, attempt, fault } = receipt
-    // The rate first, whatever the message's fault: a request past it was never processed.
-    recent = recent.filter((at) => at > receipt.at - 1_000)
-    if (recent.length >= rateAt(receipt.at)) {
+    const account = accounts[index]!
+    // The rate first, whatever the message's fault: a request past it was never processed. Each sender
+    // (From number) has its own.
+    const last = (recent.get(receipt.from) ?? []).filter((at) => at > receipt.at - 1_000)
+    recent.set(receipt.from, last)
+    if (last.length >= rateAt(index, receipt.at)) {
       receipt.answer = 'throttled'
       return throttleAnswer(seed, tag, attempt)
     }
-    recent.push(receipt.at)
+    last.push(receipt.at)
     // The message's attempts that got past the throttles, this one included.
     const processed = receipts.filter((r) => r.tag === tag && r.answer !== 'throttled' && r.at <= receipt.at).length
     const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
@@ -170,9 +271,15 @@ export function startFakeTwilio(seed: number, options: { serviceTimeoutMs: numbe
       receipt.sid = sid
       track(
         (async () => {
+          if (hashed(seed, tag, 'forge') < FORGED_SHARE) {
+            // Naming this account, signed with another account's (or the deployment's) token: refused.
+            const others = [...accounts.filter((a) => a !== account).map((a) => a.token), ...options.strangers]
+            const token = others[Math.floor(hashed(seed, tag, 'forger') * others.length)]!
+            await report(callbackUrl, sid, account, 'undelivered', '30008', token)
+          }
           for (const r of reportsOf(seed, tag)) {
             await Bun.sleep(20 + Math.floor(hashed(seed, tag, r.status) * 300))
-            await report(callbackUrl, sid, r.status, r.errorCode)
+            await report(callbackUrl, sid, account, r.status, r.errorCode)
           }
         })(),
       )
@@ -202,7 +309,7 @@ export function startFakeTwilio(seed: number, options: { serviceTimeoutMs: numbe
         return accept()
       case 'report-first': {
         // The report beats the answer: the service must keep it until the SID is recorded.
-        const early = report(callbackUrl, sid, 'delivered')
+        const early = report(callbackUrl, sid, account, 'delivered')
         track(early)
         await Promise.race([early, Bun.sleep(2_000)])
         return accept()
@@ -215,6 +322,8 @@ export function startFakeTwilio(seed: number, options: { serviceTimeoutMs: numbe
     receipts,
     callbacks,
     problems,
+    /** Forged status callbacks the service refused (403), as it must. */
+    forgedRefused: () => forgedRefused,
     /** Callbacks still being posted or waiting to be. */
     pending: () => pending,
     stop() {

@@ -22,6 +22,7 @@ type MessageRow = {
   refund_late_failure: boolean
   error_code: number | null
   announce_outcome: boolean
+  sender_id: number | null
 }
 type LedgerRow = { id: number; account_id: number; kind: string; amount: number; balance_after: number; message_id: number | null }
 type EventRow = {
@@ -48,6 +49,10 @@ export type Evidence = {
   leaseMs: number
   kills: { at: number }[]
   webhooks: Received[]
+  /** The stored senders: their ids and the Twilio account (SID, token, number) each sends with. */
+  senders: { id: number; sid: string; token: string; number: string }[]
+  /** The sender each tag's message was asked to go through (its `from`, or its account's default). */
+  senderOf: Map<string, number>
 }
 
 const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
@@ -62,7 +67,8 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
 
   const messages = await e.sql<MessageRow[]>`
     select id, account_id, api_key_id, body, status, cost, message_sid, quarantined_at is not null as quarantined,
-           handoff_recoveries as recoveries, refunded_at is not null as refunded, refund_late_failure, error_code, announce_outcome
+           handoff_recoveries as recoveries, refunded_at is not null as refunded, refund_late_failure, error_code, announce_outcome,
+           sender_id
     from messages order by id`
   const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id from ledger order by id`
   const accounts = await e.sql<{ id: number; balance: number }[]>`select id, balance from accounts order by id`
@@ -186,6 +192,47 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
       if (status && FORWARD[status]! > FORWARD[expected]!) expected = status
     }
     if (m.status !== expected) fail(`message ${m.id} [${tagOf(m.body)}]: ${m.status}, the provider's reports for it say ${expected}`)
+  }
+
+  // 3c. Per sender: each message records the sender its request named (or its account's default), every
+  //     request the provider got for it came with that sender's own credentials (the account SID in the
+  //     path and Basic auth, its token) and its number as From, and every status callback applied to it
+  //     named that sender's account. Each sender's hand-offs and throttles are counted apart.
+  const senderById = new Map(e.senders.map((s) => [s.id, s]))
+  const callbackAccounts = new Map<string, string[]>()
+  for (const c of e.callbacks) callbackAccounts.set(c.sid, [...(callbackAccounts.get(c.sid) ?? []), c.accountSid])
+  const campaignSenders = await e.sql<{ id: number; sender_id: number | null }[]>`select id, sender_id from campaigns order by id`
+  for (const c of e.campaigns) {
+    const row = campaignSenders.find((r) => r.id === c.id)
+    if (row && row.sender_id !== c.sender) fail(`campaign ${c.id} records sender ${row.sender_id}, its request named ${c.sender}`)
+  }
+  for (const m of messages) {
+    const tag = tagOf(m.body)
+    const asked = e.senderOf.get(tag)
+    if (asked === undefined) fail(`message ${m.id} [${tag}]: no request named its sender`)
+    else if (m.sender_id !== asked) fail(`message ${m.id} [${tag}] records sender ${m.sender_id}, its request named ${asked}`)
+    const sender = m.sender_id === null ? undefined : senderById.get(m.sender_id)
+    if (!sender) {
+      fail(`message ${m.id} [${tag}] has sender ${m.sender_id}, not one of the run's`)
+      continue
+    }
+    const name = `sender ${sender.id}`
+    count(`${name}: messages`)
+    if (m.message_sid !== null) count(`${name}: messages accepted`)
+    for (const r of receiptsOf.get(tag) ?? []) {
+      count(`${name}: hand-offs`)
+      if (r.answer === 'throttled') count(`${name}: throttling answers`)
+      if (r.pathSid !== sender.sid || r.authSid !== sender.sid || r.authToken !== sender.token)
+        fail(
+          `message ${m.id} [${tag}] of ${name} (${sender.sid}) was handed over to account ${r.pathSid} with the credentials of ` +
+            `${r.authSid}${r.authToken === sender.token ? '' : ' and another token'}`,
+        )
+      if (r.from !== `whatsapp:${sender.number}`)
+        fail(`message ${m.id} [${tag}] of ${name} went From ${r.from}, not whatsapp:${sender.number}`)
+    }
+    for (const accountSid of (m.message_sid !== null && callbackAccounts.get(m.message_sid)) || [])
+      if (accountSid !== sender.sid)
+        fail(`message ${m.id} [${tag}] of ${name}: a status callback naming account ${accountSid} was applied to it`)
   }
 
   // 4. Every accepted status change made exactly one event, in a chain from `sent`; every event reached the receiver.

@@ -4,6 +4,12 @@
 // answers slowly (some past the hand-off lease), refuses first attempts, sends reports before its
 // answers, reports late failures, and throttles (429 with 20429 or 63018) past its rate, which drops
 // in busy spells; the service runs at a pace above that rate, with short hand-off leases.
+// The messages go through two stored Twilio senders (two accounts of the fake: SIDs, tokens and
+// numbers of their own), created and assigned through the admin API at set-up: the first account
+// sends from one, the second from the other, the third from both, alternating `from`. The fake keeps
+// each sender's rate and busy spells apart (by From number), takes a message only with its sender's
+// own credentials and number, signs each message's status callbacks with its sender's token and
+// AccountSid, and forges a few with another account's token, which must be refused.
 // Meanwhile the service is killed with SIGKILL and restarted at random moments (two instances on
 // one PostgreSQL database when DATABASE_URL is set, one on the embedded database otherwise). On
 // PostgreSQL the instances reach the database through proxies that lose the COMMIT answers of some
@@ -27,10 +33,10 @@ import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 import { startOutageProxy, startPgProxy, type OutageProxy, type PgProxy } from '../helpers/pg-proxy'
 import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
-import { ACCOUNT_SID, AUTH_TOKEN, startFakeTwilio } from './fake-twilio'
+import { ACCOUNT_SID, AUTH_TOKEN, SENDER_ACCOUNTS, startFakeTwilio, type TwilioAccount } from './fake-twilio'
 import { checkInvariants } from './invariants'
 import { hashed, seeded } from '../helpers/random'
-import { createClient, isFinal, planOps, type Account } from './workload'
+import { createClient, isFinal, planOps, type Account, type SenderRef } from './workload'
 
 export type ChaosOptions = {
   seed: number
@@ -44,6 +50,8 @@ export type ChaosReport = {
   mode: 'embedded' | 'postgres'
   violations: string[]
   stats: Record<string, number>
+  /** The stored senders' ids (per-sender stats are named `sender <id>: ...`). */
+  senders: number[]
   kills: number
   ms: number
 }
@@ -69,8 +77,10 @@ const OUTAGES = Number(process.env.CHAOS_DB_OUTAGES ?? 2)
 const LOST_COMMIT_MARKERS = ['request_item = 1', "set status = 'sent', message_sid = v.sid", 'refunded_at = now()']
 const LOST_COMMIT_CHANCE = 0.03
 const LOST_COMMITS = 8
-/** The service's pace (PROVIDER_MAX_PER_SECOND); the fake's own rate is below it, so bursts are throttled. */
+/** Each sender's pace (its rate_per_second); the fake's own rate per sender is below it, so bursts are throttled. */
 const PACE_PER_SECOND = 50
+/** Which senders each account has, by index into SENDER_ACCOUNTS (the first is its default). */
+const ACCOUNT_SENDERS = [[0], [1], [0, 1]]
 const DRAIN_LIMIT_MS = 150_000
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
@@ -93,15 +103,27 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (n < 3 && hashed(options.seed, id, n) < 0.1) return new Response('busy', { status: 503, headers: { 'retry-after': '1' } })
       return new Response('ok')
     }
+    // Each sender its own rate and busy spells.
     const rates = seeded(options.seed ^ 0x7a7e)
-    const rate = { perSecond: rates.int(30, 45), busyPerSecond: rates.int(2, 5) }
-    const fake = startFakeTwilio(options.seed, { serviceTimeoutMs: PROVIDER_TIMEOUT_MS, leaseMs: LEASE_SECONDS * 1000, rate })
+    const twilioAccounts: TwilioAccount[] = SENDER_ACCOUNTS.map((a) => ({
+      ...a,
+      rate: { perSecond: rates.int(30, 45), busyPerSecond: rates.int(2, 5) },
+    }))
+    const fake = startFakeTwilio(options.seed, {
+      serviceTimeoutMs: PROVIDER_TIMEOUT_MS,
+      leaseMs: LEASE_SECONDS * 1000,
+      accounts: twilioAccounts,
+      strangers: [AUTH_TOKEN],
+    })
     cleanups.push(() => fake.stop())
 
     const dataDir = mkdtempSync(join(tmpdir(), 'chaos-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
     const env: Record<string, string> = {
       DATA_DIR: dataDir,
+      // One key for both instances' sealed sender credentials.
+      SECRETS_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64'),
+      // The deployment's sender: no message may go through it (every account has senders of its own).
       PROVIDER: 'twilio',
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,
       TWILIO_AUTH_TOKEN: AUTH_TOKEN,
@@ -148,12 +170,37 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     cleanups.push(() => cluster.stop())
     const client = createClient(cluster.url, violations)
 
+    // The two senders, each with its own Twilio account, number and pace.
+    const senders: (SenderRef & { sid: string; token: string })[] = []
+    for (const [i, a] of twilioAccounts.entries()) {
+      const made = await client.call('POST', '/admin/v1/senders', {
+        provider: 'twilio',
+        name: `chaos sender ${i}`,
+        number: a.number,
+        credentials: { account_sid: a.sid, auth_token: a.token },
+        rate_per_second: PACE_PER_SECOND,
+      })
+      if (made?.status !== 201) throw new Error(`sender creation failed: ${JSON.stringify(made)}`)
+      senders.push({ id: made.body.data.id, number: a.number, sid: a.sid, token: a.token })
+    }
+
     // Accounts: a generous one, a middling one, a tight one (402s, campaigns that pause); the last has no webhook.
     const accounts: Account[] = []
     for (let i = 0; i < ACCOUNTS; i++) {
       const made = await client.call('POST', '/admin/v1/accounts', { name: `chaos ${i}`, balance: [5_000, 800, 150][i] })
       const key = await client.call('POST', `/admin/v1/accounts/${made!.body.data.id}/keys`, { label: 'chaos' })
-      const account: Account = { id: made!.body.data.id, key: key!.body.data.key, keyId: key!.body.data.id, webhook: i < ACCOUNTS - 1 }
+      const own = ACCOUNT_SENDERS[i]!.map((s) => senders[s]!)
+      for (const [j, sender] of own.entries()) {
+        const assigned = await client.call('PUT', `/admin/v1/accounts/${made!.body.data.id}/senders/${sender.id}`, { default: j === 0 })
+        if (assigned?.status !== 200) throw new Error(`sender assignment failed: ${JSON.stringify(assigned)}`)
+      }
+      const account: Account = {
+        id: made!.body.data.id,
+        key: key!.body.data.key,
+        keyId: key!.body.data.id,
+        webhook: i < ACCOUNTS - 1,
+        senders: own.map(({ id, number }) => ({ id, number })),
+      }
       if (account.webhook) {
         const hook = await client.call('POST', '/api/v1/webhook', { url: receiver.url('127.0.0.1', `/hook/${i}`) }, account.key)
         if (hook?.status !== 200) throw new Error(`webhook registration failed: ${JSON.stringify(hook)}`)
@@ -243,6 +290,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         leaseMs: LEASE_SECONDS * 1000,
         kills: cluster.kills,
         webhooks: receiver.requests,
+        senders,
+        senderOf: client.senderOf,
       })
       violations.push(...checked.violations)
       if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)
@@ -252,12 +301,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         violations,
         stats: {
           operations: nextOp,
-          'fake rate per second': rate.perSecond,
-          'fake rate in busy spells': rate.busyPerSecond,
+          ...Object.fromEntries(
+            senders.flatMap((s, i) => [
+              [`sender ${s.id}: fake rate per second`, twilioAccounts[i]!.rate.perSecond],
+              [`sender ${s.id}: fake rate in busy spells`, twilioAccounts[i]!.rate.busyPerSecond],
+            ]),
+          ),
           ...checked.stats,
+          'forged status callbacks refused': fake.forgedRefused(),
           'lost COMMIT answers': losing?.cuts() ?? 0,
           'database outages': outageCount,
         },
+        senders: senders.map((s) => s.id),
         kills: cluster.kills.length,
         ms: Date.now() - started,
       }

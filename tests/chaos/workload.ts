@@ -1,7 +1,10 @@
 // The chaos runner's client side: the plan of operations drawn from the seed, the calls that carry
 // them out against the cluster's front, and every answer, so the final checks can hold each one
 // against the database. Idempotent repeats are checked as they come: once a request has a final
-// answer, every repeat with its Idempotency-Key must get exactly that answer.
+// answer, every repeat with its Idempotency-Key must get exactly that answer. An account with two
+// senders alternates `from` between them (by id or by number), message by message, bulk entries and
+// campaigns included; an account with one sends from its default (no `from`). The sender each message
+// must go through is recorded by its tag.
 
 import { ADMIN_TOKEN } from '../helpers/app'
 import type { Random } from '../helpers/random'
@@ -20,8 +23,11 @@ export type Request = {
   reference?: { status: number; body: any }
 }
 
-export type Account = { id: number; key: string; keyId: number; webhook: boolean }
-export type Campaign = { id: number; account: number; tags: string[] }
+/** A stored sender as the client names it: its id, or its number. */
+export type SenderRef = { id: number; number: string }
+/** `senders[0]` is the account's default. */
+export type Account = { id: number; key: string; keyId: number; webhook: boolean; senders: SenderRef[] }
+export type Campaign = { id: number; account: number; tags: string[]; sender: number }
 
 export type Op =
   | { kind: 'send'; account: number; idempotent: boolean }
@@ -78,9 +84,24 @@ export function createClient(base: string, violations: string[]) {
 
   const requests: Request[] = []
   const campaigns: Campaign[] = []
+  /** The sender each tag's message must go through. */
+  const senderOf = new Map<string, number>()
   let sequence = 0
   let phones = 0
   const phone = () => `0812${String(++phones).padStart(8, '0')}`
+
+  /**
+   * The `from` of the n-th operation's i-th message for `account`, and the sender it names: none (the
+   * default) for an account with one sender; else one sender then the other, named by id, then by number.
+   */
+  function fromFor(account: Account, n: number, i = 0): { from?: string; sender: number } {
+    const [first] = account.senders
+    if (!first) throw new Error(`account ${account.id} has no sender`)
+    if (account.senders.length < 2) return { sender: first.id }
+    const k = n + i
+    const sender = account.senders[k % account.senders.length]!
+    return { from: Math.floor(k / account.senders.length) % 2 === 0 ? String(sender.id) : sender.number, sender: sender.id }
+  }
 
   /** Sends (or repeats) a request and checks the answer against its reference. */
   async function issue(request: Request, accounts: Account[]): Promise<void> {
@@ -104,11 +125,13 @@ export function createClient(base: string, violations: string[]) {
     switch (op.kind) {
       case 'send': {
         const tag = `s${n}`
+        const { from, sender } = fromFor(accounts[op.account]!, n)
+        senderOf.set(tag, sender)
         const request: Request = {
           kind: 'send',
           account: op.account,
           idempotencyKey: op.idempotent ? `key-${tag}` : undefined,
-          payload: { to: phone(), body: `[${tag}] your order has shipped` },
+          payload: { to: phone(), body: `[${tag}] your order has shipped`, ...(from === undefined ? {} : { from }) },
           tags: [tag],
           answers: [],
         }
@@ -123,7 +146,9 @@ export function createClient(base: string, violations: string[]) {
             return i % 2 ? { to: '12', body: `[x${n}-${i}] not a number` } : { to: phone(), body: '' }
           }
           tags.push(`b${n}-${i}`)
-          return { to: phone(), body: `[b${n}-${i}] invoice ready` }
+          const { from, sender } = fromFor(accounts[op.account]!, n, i)
+          senderOf.set(`b${n}-${i}`, sender)
+          return { to: phone(), body: `[b${n}-${i}] invoice ready`, ...(from === undefined ? {} : { from }) }
         })
         const request: Request = {
           kind: 'bulk',
@@ -169,6 +194,7 @@ export function createClient(base: string, violations: string[]) {
    */
   async function campaign(n: number, account: number, contacts: number, accounts: Account[]): Promise<void> {
     const { id, key } = accounts[account]!
+    const { from, sender } = fromFor(accounts[account]!, n)
     const tags = Array.from({ length: contacts }, (_, i) => `c${n}-${i}`)
     for (const tag of tags) {
       const made = await call('POST', '/api/v1/contacts', { name: tag, phone: phone(), tags: `k${n}` }, key)
@@ -183,12 +209,18 @@ export function createClient(base: string, violations: string[]) {
     const draft = await call(
       'POST',
       '/api/v1/campaigns',
-      { name: `campaign ${n}`, template_id: template.body.data.id, segment_id: segment.body.data.id },
+      {
+        name: `campaign ${n}`,
+        template_id: template.body.data.id,
+        segment_id: segment.body.data.id,
+        ...(from === undefined ? {} : { from }),
+      },
       key,
     )
     if (draft?.status !== 201) return
     const campaignId = draft.body.data.campaign.id as number
-    campaigns.push({ id: campaignId, account, tags })
+    campaigns.push({ id: campaignId, account, tags, sender })
+    for (const tag of tags) senderOf.set(tag, sender)
     // Running is safe to repeat: a campaign already running answers 409.
     for (let i = 0; i < 20; i++) {
       const ran = await call('POST', `/admin/v1/campaigns/${campaignId}/run`)
@@ -197,7 +229,7 @@ export function createClient(base: string, violations: string[]) {
     }
   }
 
-  return { call, run, issue, requests, campaigns }
+  return { call, run, issue, requests, campaigns, senderOf }
 }
 
 export type Client = ReturnType<typeof createClient>
