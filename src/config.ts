@@ -63,7 +63,7 @@ export const VARIABLES = {
     meaning:
       'requests per minute an API key may make, across every instance (an operator can set a key its own); beyond it 429 RATE_LIMITED',
   },
-  HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per instance' },
+  HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per sender and instance' },
   HANDOFF_LEASE_SECONDS: {
     default: '15',
     meaning:

@@ -217,19 +217,37 @@ async function nextBatch(
   })
 }
 
-/** Campaign runner step: takes one sending campaign (lease) and sends batches until it stops. */
+export type ClaimedCampaign = { id: number; lease_token: string; sender_id: number | null }
+
+/** Takes one sending campaign that nobody holds (its lease), but those in `excluding`; or null. */
+export async function claimCampaign(sql: Sql, excluding: number[] = []): Promise<ClaimedCampaign | null> {
+  const [claimed] = await sql<ClaimedCampaign[]>`
+    update campaigns set lease_token = gen_random_uuid(), lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+    where id = (
+      select id from campaigns
+      where status = 'sending' and (lease_until is null or lease_until < now()) and id <> all(${excluding}::bigint[])
+      order by id limit 1 for update skip locked
+    )
+    returning id, lease_token, sender_id`
+  return claimed ?? null
+}
+
+/** Takes one sending campaign (lease) and sends batches until it stops or has had its turn. */
 export async function sendCampaignBatches(
   deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
   options: { maxBatches?: number } = {},
 ): Promise<{ sent: number }> {
-  const [claimed] = await deps.sql<{ id: number; lease_token: string; sender_id: number | null }[]>`
-    update campaigns set lease_token = gen_random_uuid(), lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
-    where id = (
-      select id from campaigns where status = 'sending' and (lease_until is null or lease_until < now())
-      order by id limit 1 for update skip locked
-    )
-    returning id, lease_token, sender_id`
+  const claimed = await claimCampaign(deps.sql)
   if (!claimed) return { sent: 0 }
+  return sendClaimedCampaign(deps, claimed, options)
+}
+
+/** Sends batches of a campaign this process claimed, until it stops or has had its turn. */
+export async function sendClaimedCampaign(
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
+  claimed: ClaimedCampaign,
+  options: { maxBatches?: number } = {},
+): Promise<{ sent: number }> {
   let sent = 0
   const sender = await deps.senders.get(claimed.sender_id)
   const provider = sender.providerName

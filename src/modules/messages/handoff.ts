@@ -9,7 +9,7 @@
 // recovery (workers/handoff-recovery.ts) only ever takes over from a dead holder, and does so in seconds.
 // Each attempt goes: reserve a slot (pace.ts), wait for it, then renew the lease with the holder's
 // token (a lease taken over meanwhile is not ours: skip the message), then call the provider at once.
-// Bulk, campaign and recovery hand-offs share one bounded pool (HANDOFF_CONCURRENCY). Outcomes are
+// Bulk, campaign and recovery hand-offs share one bounded pool per sender (HANDOFF_CONCURRENCY). Outcomes are
 // written through a group-commit writer and retried for as long as the process lives.
 
 import type { Sql } from '../../db/client'
@@ -85,7 +85,14 @@ export function createHandoff(
   },
 ): Handoff {
   const leaseSeconds = options.leaseSeconds
-  const pool = new Semaphore(options.concurrency)
+  // One pool per sender: a message waits for its pace slot holding a place in its pool, so a shared pool
+  // would let one sender's queue (a slow sender's batch) hold up every other sender's messages.
+  const pools = new Map<number | null, Semaphore>()
+  const poolOf = (senderId: number | null) => {
+    let pool = pools.get(senderId)
+    if (!pool) pools.set(senderId, (pool = new Semaphore(options.concurrency)))
+    return pool
+  }
   // Message id → the lease token this process holds it with, and whether a renewal found it taken over.
   const held = new Map<number, { token: string; lost: boolean }>()
   let heartbeat: Timer | undefined
@@ -301,7 +308,7 @@ export function createHandoff(
       await Promise.all(
         messages.map(async (message) => {
           // A message this request does not hold is waited for outside the pool: its holder may need the slot.
-          const work = pool
+          const work = poolOf(message.senderId)
             .run(() => handOver(message, lease, null, { checkFirst: !fresh }))
             .then((r): Promise<Outcome> | Outcome => r ?? waitForOutcome(sql, message.id))
           outcomes.set(message.id, await within(work, answerWithinMs))
