@@ -1,4 +1,4 @@
-// Each sender keeps its own pace, shared by every instance on the database: two Twilio senders of 9
+// Each sender keeps its own pace, shared by every instance on the database: two Twilio senders of 8
 // messages a second each, behind a fake Twilio that allows 10 a second per sender (From) and throttles
 // beyond, and two app instances on one database each sending a bulk from each sender at once. Neither
 // sender is ever throttled (each keeps to its rate across both instances), and both go at their full
@@ -24,11 +24,14 @@ afterAll(async () => {
   graph.stop()
 })
 
-const RATE = 9
+// 8 under the fake's 10: ten hand-offs span 1.15 s, so one handled late on a loaded machine does not
+// bring ten into one of the fake's seconds (at 9 the slack was 20 ms).
+const RATE = 8
+const LIMIT = 10
 const PER_BULK = 16
 
-test('two senders at 9/s each, two instances, a bulk from each sender on each: never throttled, both at their full rate at once', async () => {
-  twilio.limits.perSecond = RATE + 1
+test('two senders at 8/s each, two instances, a bulk from each sender on each: never throttled, both at their full rate at once', async () => {
+  twilio.limits.perSecond = LIMIT
   t = await testApp({ env: sendersEnv(twilio, graph) })
   const a = await createSender(t, 'twilio', TWILIO_A, { rate_per_second: RATE, recipient_gap_ms: 0 })
   const b = await createSender(t, 'twilio', TWILIO_B, { rate_per_second: RATE, recipient_gap_ms: 0 })
@@ -79,7 +82,7 @@ test('two senders at 9/s each, two instances, a bulk from each sender on each: n
       expect(r.account).toBe(spec.credentials.account_sid)
     }
     // At most its rate (and the small catch-up the pace allows) in any second…
-    for (const at of times) expect(times.filter((x) => x >= at && x < at + 1000).length).toBeLessThanOrEqual(RATE + 1)
+    for (const at of times) expect(times.filter((x) => x >= at && x < at + 1000).length).toBeLessThanOrEqual(LIMIT)
     // …and its full rate all along: were the pace shared by the two senders, each would get half of it.
     const rate = (n - 1) / ((times.at(-1)! - times[0]!) / 1000)
     expect({ id, rate: rate > RATE * 0.75 }).toEqual({ id, rate: true })
