@@ -85,6 +85,9 @@ describe('the simulator writes in', () => {
     expect(bad.status).toBe(422)
     expect(bad.body).toEqual(errorEnvelope(bad.headers, 'VALIDATION_ERROR'))
     expect((await writeIn(phone, '   ')).status).toBe(422)
+    expect((await writeIn(phone, 'Halo', { sender: 'not a number' })).body.error).toBe(
+      "sender: a stored sender's number, e.g. +14155550101",
+    )
   })
 })
 

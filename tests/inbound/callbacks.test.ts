@@ -185,6 +185,17 @@ describe("Meta's messages[]", () => {
     expect(listed.body.data.items[0]).toMatchObject({ provider: 'meta', type: 'reaction', name: 'Budi', sender_id: ids.metaA })
   })
 
+  test('the same notification delivered twice at once: stored once, counted once', async () => {
+    const c = customer()
+    const body = metaInbound(META_A.credentials.phone_number_id, c.wa, [{ id: wamid('twice'), type: 'text', text: { body: 'dua kali' } }])
+    const answers = await Promise.all([1, 2, 3].map(() => metaWebhook(body, META_A.credentials.app_secret)))
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200])
+    expect(answers.reduce((sum, a) => sum + a.body.data.inbound, 0)).toBe(1)
+    expect((await storedFrom(c.phone)).length).toBe(1)
+    const [contacts] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from contacts where phone = ${c.phone}`
+    expect(contacts!.n).toBe(1)
+  })
+
   test("signed with another sender's app secret: 403, nothing stored", async () => {
     const c = customer()
     const body = metaInbound(META_A.credentials.phone_number_id, c.wa, [{ id: wamid('forged'), type: 'text', text: { body: 'x' } }])
@@ -342,7 +353,7 @@ describe("Twilio's incoming message webhook", () => {
 
   test("the simulator names a stored sender by its number: that sender's account", async () => {
     const c = customer()
-    const answer = await t.admin('POST', '/simulator/inbound', { phone: c.phone, body: 'lewat simulator', sender: TWILIO_A.number })
+    const answer = await t.admin('POST', '/simulator/inbound', { phone: c.phone, body: 'lewat simulator', sender: '+1 415 555 0101' })
     expect(answer.status).toBe(200)
     const [row] = await storedFrom(c.phone)
     expect(row).toMatchObject({ sender_id: ids.twilioA, account_id: accA.accountId, type: 'text', text: 'lewat simulator' })

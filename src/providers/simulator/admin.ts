@@ -4,7 +4,7 @@
 
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
-import { ok } from '../../http/errors'
+import { badValue, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { requireMessageBody, requirePhone } from '../../http/values'
 import type { InboundMessage } from '../provider'
@@ -18,13 +18,15 @@ async function writeIn(deps: Deps, store: StoreSimulated, body: InboundBody) {
   requirePhone(body.phone, 'phone')
   const text = body.body === undefined ? null : requireMessageBody(body.body, 'body')
   const sender = body.sender?.trim() || null
+  if (sender !== null && !/^\+?[\d\s\-.()]{3,40}$/.test(sender)) throw badValue("sender: a stored sender's number, e.g. +14155550101")
   let inboundId: number | null = null
   if (text !== null) {
     inboundId = await store({
       id: `SIM${crypto.randomUUID().replaceAll('-', '')}`,
       from: body.phone,
       name: body.name?.trim() || null,
-      to: { identity: null, number: sender },
+      // Stored senders' numbers are E.164: separators typed with it are dropped.
+      to: { identity: null, number: sender === null ? null : sender.replace(/[\s\-.()]/g, '') },
       sentAt: null,
       type: 'text',
       text,
