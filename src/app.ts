@@ -41,6 +41,9 @@ import { accountSenderPages } from './modules/senders/account-pages'
 import { userPages } from './modules/users/pages'
 import { signInPages } from './modules/users/sign-in-pages'
 import { simulatorAdmin } from './providers/simulator/admin'
+import { inboundApi } from './modules/inbound/api'
+import { inboundAdmin } from './modules/inbound/admin'
+import { storeInbound } from './modules/inbound/service'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -57,6 +60,7 @@ export function createApp(deps: Deps) {
     .use(campaignsApi(deps))
     .use(webhooksApi(deps))
     .use(sendersApi(deps))
+    .use(inboundApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
@@ -66,8 +70,9 @@ export function createApp(deps: Deps) {
     .use(campaignsAdmin(deps))
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
-    // The simulator's customer windows (a number "writes in"), for trying approved templates without WhatsApp.
-    .use(simulatorAdmin(deps))
+    .use(inboundAdmin(deps))
+    // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
+    .use(simulatorAdmin(deps, async (message) => (await storeInbound(deps.sql, null, [message]))[0] ?? null))
     // The providers' status callbacks
     .use(providerCallbacks(deps))
     // The dashboard

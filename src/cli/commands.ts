@@ -556,13 +556,25 @@ export const simulatorCommands: Command[] = [
     summary: 'simulator: PHONE writes in, opening its 24-hour window for free-form messages',
     details:
       'With SIM_REQUIRE_TEMPLATE=true the simulator refuses free-form messages (error 63016, refunded) to numbers that have not ' +
-      'written in within 24 hours, as WhatsApp does; approved templates always go. This records a message from PHONE now.',
+      'written in within 24 hours, as WhatsApp does; approved templates always go. This records a message from PHONE now. ' +
+      "With --body it is also stored as an inbound text message (GET /api/v1/inbound), to --sender (a stored sender's number) " +
+      "or the deployment's number.",
     example: 'bun run admin simulator inbound 081234567890',
+    flags: {
+      body: { value: 'TEXT', help: 'what PHONE writes: stored as an inbound message' },
+      sender: { value: 'NUMBER', help: "the stored sender's number it writes to (default: the deployment's number)" },
+      name: { value: 'NAME', help: "the customer's name, as a provider would give it" },
+    },
     async run(ctx) {
+      const text = (name: string) => (typeof ctx.flags[name] === 'string' ? (ctx.flags[name] as string) : undefined)
       const w = await ctx.api.call<Inbound>('POST', '/admin/v1/simulator/inbound', {
         phone: ctx.args.PHONE,
+        ...(text('body') === undefined ? {} : { body: text('body') }),
+        ...(text('sender') === undefined ? {} : { sender: text('sender') }),
+        ...(text('name') === undefined ? {} : { name: text('name') }),
       })
-      return { data: w, text: () => `${w.phone} wrote in: free-form messages to it are accepted until ${w.window_until}` }
+      const stored = w.inbound_id === undefined ? '' : ` (inbound message ${w.inbound_id})`
+      return { data: w, text: () => `${w.phone} wrote in${stored}: free-form messages to it are accepted until ${w.window_until}` }
     },
   },
 ]

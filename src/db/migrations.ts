@@ -17,6 +17,7 @@ import keyLimits from '../../sql/0016_key_limits.sql' with { type: 'text' }
 import simulatorRules from '../../sql/0017_simulator_rules.sql' with { type: 'text' }
 import pace from '../../sql/0018_pace.sql' with { type: 'text' }
 import senders from '../../sql/0019_senders.sql' with { type: 'text' }
+import inbound from '../../sql/0020_inbound.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -39,4 +40,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 17, name: '0017_simulator_rules.sql', text: simulatorRules },
   { version: 18, name: '0018_pace.sql', text: pace },
   { version: 19, name: '0019_senders.sql', text: senders },
+  { version: 20, name: '0020_inbound.sql', text: inbound },
 ]

@@ -50,6 +50,11 @@ export const DOCUMENTS: DocumentsOptions = {
       description:
         "The account's own WhatsApp numbers (extension): what `from` may name on a send, a bulk entry or a campaign; never their credentials",
     },
+    {
+      name: 'Inbound',
+      description:
+        "What customers write to the account's numbers (extension): inbound messages, and a contact's conversation both ways with its 24-hour window",
+    },
     { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
     { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
     {
@@ -58,7 +63,7 @@ export const DOCUMENTS: DocumentsOptions = {
         'Senders: a provider with its own credentials (sealed, never shown again), a number and a pace; checking, disabling, ' +
         'assigning them to accounts, and sealing every credential again under a new SECRETS_KEY (Authorization: Bearer ADMIN_TOKEN)',
     },
-    { name: 'Provider callbacks', description: 'Status reports from the messaging provider (signed, no API key)' },
+    { name: 'Provider callbacks', description: 'Status reports and inbound messages from the messaging provider (signed, no API key)' },
     { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators (no credentials)' },
   ],
 }

@@ -156,18 +156,64 @@ export type SenderSupport<S> = {
   check(settings: S, context: { timeoutMs: number }): Promise<SenderCheck>
 }
 
+/** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */
+export type InboundType =
+  | 'text'
+  | 'image'
+  | 'document'
+  | 'audio'
+  | 'video'
+  | 'sticker'
+  | 'location'
+  | 'contacts'
+  | 'interactive'
+  | 'button'
+  | 'reaction'
+  | 'unsupported'
+
+/**
+ * A message a customer wrote to one of our numbers, as a provider's callback parsed it (modules/inbound
+ * stores it: once per provider message id, linked to the sender reached, an account and a contact).
+ */
+export type InboundMessage = {
+  /** The provider's message id (Meta's wamid, Twilio's SM/MM SID): a repeat delivery is recognised by it. */
+  id: string
+  /** The customer's number as the provider gives it (`6281…`, `+6281…`). */
+  from: string
+  /** The customer's name as the provider gives it (Meta's profile name, Twilio's ProfileName), else null. */
+  name: string | null
+  /** The number reached: what finds its stored sender (Meta: `identity` = phone_number_id; Twilio: `number`, E.164). */
+  to: { identity: string | null; number: string | null }
+  /** When the customer sent it, by the provider's clock; null when it does not say. */
+  sentAt: Date | null
+  type: InboundType
+  /** What a list shows of it: the text, a caption, a button's or list row's title, a reaction's emoji. */
+  text: string | null
+  /** The normalised content of its type (see modules/inbound's README section). */
+  content: Record<string, unknown>
+  /** The provider's own item, kept as it came. */
+  raw: unknown
+}
+
+/** A callback's answer when it carries inbound messages besides (or instead of) status reports. */
+export type CallbackAnswer = { reports: StatusReport[]; inbound: InboundMessage[] }
+
 /**
  * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says
  * (reports for messages sent before a switch keep arriving). The handler verifies and parses; it
  * throws an ApiError to refuse (403 bad signature, 404 when its settings cannot verify anything,
  * 400/415 for a body it cannot read). It answers either status reports, which the route applies
  * through the forward-only state machine in one transaction and answers 200 `{changed}`, or a
- * Response of its own (a subscription handshake).
+ * Response of its own (a subscription handshake), or a CallbackAnswer: reports applied the same way,
+ * and inbound messages stored by modules/inbound (`inbound`: how many were new).
  */
 export type Callback<S> = {
   method: 'GET' | 'POST'
   path: string
-  handle(request: CallbackRequest, context: CallbackContext<S>): StatusReport[] | Response | Promise<StatusReport[] | Response>
+  handle(
+    request: CallbackRequest,
+    context: CallbackContext<S>,
+  ): StatusReport[] | CallbackAnswer | Response | Promise<StatusReport[] | CallbackAnswer | Response>
   /** Error statuses it answers, for the OpenAPI document (the route adds 200). */
   errors: number[]
   /** The OpenAPI operation: summary, description, parameters, requestBody, and responses for a Response of its own. */

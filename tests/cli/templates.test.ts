@@ -95,6 +95,10 @@ test("simulator inbound opens a number's window; a bad number is refused", () =>
     phone: '+6281255550001',
     window_until: expect.any(String),
   })
+  // With --body: an inbound message too.
+  const wrote = JSON.parse(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Halo', '--name', 'Budi', '--json')))
+  expect(wrote).toEqual({ phone: '+6281255550002', window_until: expect.any(String), inbound_id: expect.any(Number) })
+  expect(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Lagi'))).toMatch(/^\+6281255550002 wrote in \(inbound message \d+\): /)
   const bad = admin('simulator', 'inbound', '12345')
   expect(bad.code).toBe(1)
   expect(bad.err).toStartWith('admin: 422 VALIDATION_ERROR: phone: not a valid Indonesian phone number')

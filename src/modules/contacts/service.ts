@@ -211,3 +211,15 @@ export async function importContacts(
   }
   return result
 }
+
+/**
+ * The id of the account's contact with `phone`, created with `name` when missing (an inbound message
+ * from a new number); an existing contact keeps its name.
+ */
+export async function ensureContact(db: Db, accountId: number, phone: string, name: string): Promise<number> {
+  const [contact] = await db<{ id: number }[]>`
+    insert into contacts (account_id, name, phone) values (${accountId}, ${name.slice(0, MAX_TEXT)}, ${phone})
+    on conflict (account_id, phone) do update set phone = excluded.phone
+    returning id`
+  return Number(contact!.id)
+}

@@ -3,8 +3,9 @@
 // provider's own signature check is the authentication. The route reads the body exactly as sent
 // (signatures cover the raw bytes), lets the provider verify and parse it, applies the status
 // reports it gets back through the forward-only state machine in one transaction (shared with the
-// callbacks that arrive meanwhile: group commit), and answers 200
-// `{changed}` (or the provider's own answer, e.g. a subscription handshake).
+// callbacks that arrive meanwhile: group commit), stores the inbound messages it gets back
+// (modules/inbound: once each), and answers 200 `{changed, inbound}` (or the provider's own answer,
+// e.g. a subscription handshake).
 
 import { t } from 'elysia'
 import { callbackRoutes } from '../../http/groups'
@@ -15,12 +16,20 @@ import { readCapped } from '../../lib/stream'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { eventsCommitted, notifies } from '../webhooks/notify'
 import { createReportReceiver } from './receiver'
+import { storeInbound } from '../inbound/service'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
 
 const PROVIDER_ROUTES_PREFIX = '/provider/'
 
-const Answer = t.Object({ changed: t.Boolean({ description: 'Whether the report(s) changed a message' }) })
+const Answer = t.Object({
+  changed: t.Boolean({ description: 'Whether the report(s) changed a message' }),
+  inbound: t.Optional(
+    t.Integer({
+      description: 'When the request carried inbound messages: how many were stored now (a repeat delivery is not counted again)',
+    }),
+  ),
+})
 
 /** The body's bytes, refused (413) as soon as they pass MAX_BODY_BYTES. */
 async function readRaw(request: Request): Promise<Uint8Array> {
@@ -61,11 +70,14 @@ export function providerCallbacks(deps: Deps) {
           senders: (identity) => deps.senders.callbackSettings(plugin.name, identity),
         })
         if (answer instanceof Response) return answer
-        const outcome = await receive(answer)
+        const { reports, inbound } = Array.isArray(answer) ? { reports: answer, inbound: [] } : answer
+        const stored = inbound.length > 0 ? await storeInbound(deps.sql, plugin.name, inbound) : []
+        const outcome = await receive(reports)
         if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')
-        return ok({ changed: outcome.changed > 0 })
+        const changed = outcome.changed > 0
+        return ok(inbound.length > 0 ? { changed, inbound: stored.filter((id) => id !== null).length } : { changed })
       }
       const ownAnswers = 'responses' in callback.detail
       const detail = {

@@ -4,11 +4,13 @@
 // body is even parsed, so a request without a valid signature learns nothing and changes nothing.
 // One notification can carry many entries, each with many changes, each with many statuses: every
 // status of every `messages` change becomes a report, and the route applies them all in one
-// transaction. Changes of other kinds (inbound messages, other fields) are acknowledged and ignored.
+// transaction; every inbound message (`messages[]`, inbound.ts) is handed to modules/inbound, which
+// stores it once. Changes of other fields are acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
-import type { Callback, CallbackContext, CallbackRequest, StatusReport } from '../provider'
+import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, StatusReport } from '../provider'
+import { inboundOf } from './inbound'
 import type { MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'
@@ -119,7 +121,7 @@ async function verified(request: CallbackRequest, context: CallbackContext<MetaS
   return true
 }
 
-async function receive(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<StatusReport[]> {
+async function receive(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<CallbackAnswer> {
   // Without an app secret (the environment's or a stored sender's) nothing can be verified, so the
   // endpoint does not exist. With one, it answers whatever PROVIDER says: reports for messages sent
   // before a switch keep arriving.
@@ -140,7 +142,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
     throw badShape('body is not valid JSON')
   }
   if (!isObject(notification)) throw badShape('body must be a JSON object')
-  return reportsOf(notification)
+  return { reports: reportsOf(notification), inbound: inboundOf(notification) }
 }
 
 /** The subscription handshake: the challenge, as text, when the verify token matches; 403 otherwise. */
@@ -199,7 +201,7 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
     handle: (request, context) => receive(request, context),
     errors: [400, 403, 404, 415],
     detail: {
-      summary: "Meta's webhook notifications (message statuses)",
+      summary: "Meta's webhook notifications (message statuses and inbound messages)",
       description: describe([
         'Called by Meta (the WhatsApp Cloud API, `PROVIDER=meta`), not by API clients. No API key: `X-Hub-Signature-256`',
         '(`sha256=` + the hex HMAC-SHA256 of the raw body with the app secret of the sender each `metadata.phone_number_id`',
@@ -208,9 +210,12 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
         '`field` is `messages` is applied in one transaction through the forward-only state machine: `sent`, `delivered`,',
         '`read` as they are, `failed` with `errors[0].code` as `error_code` and its title as `error_message`; a repeat or a',
         'backwards move (a `delivered` after a `read`) changes nothing. Statuses for ids not stored yet are kept for up',
-        'to an hour (the notification can beat the recording of the send), then dropped; inbound messages and other',
-        'fields are ignored. Each accepted change emits one `message.status` event. The answer is 200 with',
-        '`changed: true` when any message changed. The endpoint answers whenever `META_APP_SECRET` is set or a Meta sender is',
+        'to an hour (the notification can beat the recording of the send), then dropped. Every `messages[]` item (an inbound',
+        'message: text, image, document, audio, video, sticker, location, contacts, interactive button/list reply, button,',
+        'reaction) is stored once by its `id` (a repeat changes nothing), with the name of `contacts[].profile.name`; see',
+        '`GET /api/v1/inbound`. Other fields are ignored. Each accepted change emits one `message.status` event. The answer is',
+        '200 with `changed: true` when any message changed and, when it carried inbound messages, `inbound`: how many were new.',
+        'The endpoint answers whenever `META_APP_SECRET` is set or a Meta sender is',
         'stored; without either, 404 `NOT_FOUND`.',
       ]),
       parameters: [

@@ -33,14 +33,15 @@ function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | 
   }
 }
 
-const isForm = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
+export const isForm = (contentType: string | null) =>
+  contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
 
 /**
  * The auth tokens that may have signed a request naming `accountSid`: its stored senders' (each
  * Twilio account or subaccount signs with its own token), and the environment's, unless the account
  * is a stored sender's and not the environment's own (another sender's token never verifies it).
  */
-async function tokensFor(accountSid: string | null, context: CallbackContext<TwilioSettings>): Promise<string[]> {
+export async function tokensFor(accountSid: string | null, context: CallbackContext<TwilioSettings>): Promise<string[]> {
   const stored = accountSid ? await context.senders(accountSid) : []
   const environment = context.settings
   const environmentMay = environment.authToken && (stored.length === 0 || environment.accountSid === accountSid)

@@ -1,20 +1,22 @@
 // Twilio (PROVIDER=twilio): the Messages resource for sending, signed status callbacks at
-// /provider/twilio/status.
+// /provider/twilio/status, signed incoming messages at /provider/twilio/inbound.
 
 import { defineProvider } from '../provider'
 import { twilioStatusCallback } from './callback'
+import { twilioInboundCallback } from './inbound'
 import { createTwilio } from './send'
 import { readTwilioSettings, TWILIO_VARIABLES } from './settings'
 import { twilioSenders } from './senders'
 
 export { TWILIO_STATUS_PATH } from './send'
+export { TWILIO_INBOUND_PATH } from './inbound'
 
 export const twilio = defineProvider({
   name: 'twilio',
   variables: TWILIO_VARIABLES,
   readSettings: readTwilioSettings,
   create: createTwilio,
-  callbacks: [twilioStatusCallback],
+  callbacks: [twilioStatusCallback, twilioInboundCallback],
   senders: twilioSenders,
   // Twilio's WhatsApp senders take 80 messages/s by default; WhatsApp's pair rate applies behind them.
   pace: {

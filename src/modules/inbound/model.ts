@@ -1,0 +1,79 @@
+// The models of inbound messages: the lists' queries, an inbound message, a conversation.
+
+import { t } from 'elysia'
+import { dateRangeFields, pageFields, QueryInteger } from '../../http/models'
+
+const phoneFilter = t.Optional(
+  t.String({ description: "Only this customer's messages: 08xx, 62xx, +62xx, or any number in + and digits", examples: ['081234567890'] }),
+)
+
+export const InboundListQuery = t.Object({ ...pageFields, phone: phoneFilter, ...dateRangeFields('received_at') })
+export type InboundListQuery = typeof InboundListQuery.static
+
+export const AdminInboundListQuery = t.Object({
+  ...pageFields,
+  phone: phoneFilter,
+  ...dateRangeFields('received_at'),
+  account_id: t.Optional(QueryInteger("Only this account's; 0: those stored without an account")),
+})
+export type AdminInboundListQuery = typeof AdminInboundListQuery.static
+
+export const ConversationQuery = t.Object(pageFields)
+export type ConversationQuery = typeof ConversationQuery.static
+
+export const ConversationParams = t.Object({
+  phone: t.String({ description: "The customer's number: 08xx, 62xx, +62xx, or any number in + and digits", examples: ['+6281234567890'] }),
+})
+
+const INBOUND_TYPES = 'text, image, document, audio, video, sticker, location, contacts, interactive, button, reaction, unsupported'
+
+export const InboundMessageView = t.Object({
+  id: t.Integer(),
+  provider: t.String({ description: '`meta`, `twilio` or `simulator`', examples: ['meta'] }),
+  provider_message_id: t.String({
+    description: "The provider's id of the message (Meta's wamid, Twilio's SID)",
+    examples: ['wamid.HBgN…'],
+  }),
+  sender_id: t.Union([t.Integer(), t.Null()], { description: "The stored sender it reached; null: the deployment's default number" }),
+  account_id: t.Union([t.Integer(), t.Null()], { description: 'The account it belongs to (see the account rule); null: none' }),
+  contact_id: t.Union([t.Integer(), t.Null()], { description: "The account's contact with that phone (created when missing)" }),
+  phone: t.String({ description: "The customer's number", examples: ['+6281234567890'] }),
+  name: t.Union([t.String(), t.Null()], { description: 'The name the provider gave for the customer' }),
+  type: t.String({ description: INBOUND_TYPES, examples: ['text'] }),
+  text: t.Union([t.String(), t.Null()], { description: "What a list shows: the text, a caption, a reply's title, a reaction's emoji" }),
+  content: t.Record(t.String(), t.Unknown(), {
+    description:
+      'Normalised by type. text: `body`; image/document/audio/video/sticker: `media_id`, `media_url`, `mime_type`, `caption`, ' +
+      "`filename` (the provider's media id or URL: the media is not downloaded or kept); location: `latitude`, `longitude`, " +
+      '`name`, `address`; contacts: `contacts` [{`name`, `phones`}]; interactive: `kind` (`button_reply`/`list_reply`), `id`, ' +
+      '`title`, `description`; button: `payload`, `text`; reaction: `emoji`, `message_id` (the message reacted to)',
+  }),
+  raw: t.Unknown({ description: "The provider's own item, as it came" }),
+  received_at: t.String({ description: "When the customer sent it (the provider's time, else when it arrived)" }),
+  created_at: t.String({ description: 'When it was stored' }),
+})
+
+export const ConversationItem = t.Object({
+  direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
+  id: t.Integer({ description: 'The id in GET /messages (outbound) or GET /inbound (inbound)' }),
+  at: t.String({ description: 'Outbound: when it was created; inbound: `received_at`' }),
+  sender_id: t.Union([t.Integer(), t.Null()]),
+  type: t.String({ description: 'Outbound: `text`; inbound: its type' }),
+  text: t.Union([t.String(), t.Null()]),
+  status: t.Union([t.String(), t.Null()], { description: 'Outbound: its status; inbound: null' }),
+  message_sid: t.Union([t.String(), t.Null()], { description: "The provider's message id" }),
+  media_url: t.Union([t.String(), t.Null()]),
+  content: t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: 'Inbound: its normalised content; outbound: null' }),
+})
+
+export const ConversationWindow = t.Object(
+  {
+    open: t.Boolean({ description: 'The customer wrote within the last 24 hours: free-form messages are allowed' }),
+    until: t.Union([t.String(), t.Null()], { description: 'When it closes, YYYY-MM-DD HH:MM:SS; null when closed' }),
+  },
+  {
+    description:
+      "WhatsApp's 24-hour customer-service window: open until 24 hours after the latest message from this phone to any of the " +
+      "account's senders or the deployment's default number",
+  },
+)

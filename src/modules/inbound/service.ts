@@ -1,0 +1,260 @@
+// Inbound messages: the only SQL on inbound_messages. Storing (from the providers' callbacks and the
+// simulator), the account's list and one message, the admin list, and a contact's conversation both
+// ways with its 24-hour customer-service window.
+//
+// Which account an inbound message belongs to (the account rule): the account that last sent a
+// message to that phone through the sender it reached (messages.sender_id; null for the default
+// number); else, for a stored sender, the account that has it as its default, else the first account
+// it was given to; else (the default number, and nobody wrote to that phone through it) no account:
+// the message is stored and operators see it in GET /admin/v1/inbound.
+
+import { transaction, type Sql, type Tx } from '../../db/client'
+import { ApiError, badValue } from '../../http/errors'
+import { dateRange, page } from '../../http/values'
+import { normalizePhone } from '../../lib/phone'
+import { formatTimestamp } from '../../lib/time'
+import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
+import type { InboundMessage } from '../../providers/provider'
+import { ensureContact } from '../contacts/service'
+import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
+
+/** How long a customer's message lets the business answer free-form (WhatsApp's customer-service window). */
+export const WINDOW_HOURS = 24
+
+/**
+ * A customer's number as stored: an Indonesian number in its +62 form, any other as + and its digits
+ * (customers write from anywhere); null when it has no digits to speak of.
+ */
+export function inboundPhone(value: string): string | null {
+  const indonesian = normalizePhone(value)
+  if (indonesian) return indonesian
+  const digits = value.replace(/^whatsapp:/i, '').replace(/[\s\-.()]/g, '')
+  return /^\+?\d{6,15}$/.test(digits) ? `+${digits.replace(/^\+/, '')}` : null
+}
+
+// PostgreSQL's text and jsonb cannot hold NUL: a provider's text that carries one is stored without it.
+const noNul = (text: string | null) => (text === null ? null : text.replaceAll('\0', ''))
+const jsonOf = (value: unknown) => JSON.stringify(value ?? {}, (_key, v: unknown) => (typeof v === 'string' ? noNul(v) : v))
+
+/** A phone of a request (path or filter): 422 when it is not a number. */
+function requireInboundPhone(value: string, field: string): string {
+  const phone = value.length > MAX_PHONE_CHARS ? null : inboundPhone(value)
+  if (!phone) throw badValue(`${field}: not a valid phone number`)
+  return phone
+}
+
+/** Where a message was received: its stored sender (null: the default number) and its account (null: none). */
+async function placeOf(tx: Tx, provider: string | null, message: InboundMessage, phone: string, strict: boolean) {
+  let senderId: number | null = null
+  if (message.to.identity !== null || message.to.number !== null) {
+    // The callback's provider's sender with that identity and/or number; the simulator (provider null) names any sender by its number.
+    const [row] = await tx<{ id: number }[]>`
+      select id from senders
+      where (${provider}::text is null or provider = ${provider})
+        and (${message.to.number}::text is null or number = ${message.to.number})
+        and (${provider === null ? null : message.to.identity}::text is null or identity = ${message.to.identity})
+      order by id limit 1`
+    if (row) senderId = Number(row.id)
+    else if (strict) throw badValue(`sender: ${JSON.stringify(message.to.number ?? '').slice(0, 40)} is not a stored sender's number`)
+  }
+  const [last] = await tx<{ account_id: number }[]>`
+    select account_id from messages
+    where phone = ${phone} and sender_id is not distinct from ${senderId}
+    order by created_at desc limit 1`
+  if (last) return { senderId, accountId: Number(last.account_id) }
+  if (senderId === null) return { senderId, accountId: null }
+  const [assigned] = await tx<{ account_id: number }[]>`
+    select account_id from account_senders where sender_id = ${senderId} order by is_default desc, created_at, account_id limit 1`
+  return { senderId, accountId: assigned ? Number(assigned.account_id) : null }
+}
+
+/**
+ * Stores inbound messages of `provider` (null: the simulator, whose `to.number` names any stored
+ * sender and must name one), each once by its provider message id: a repeat changes nothing. Each in
+ * its own short transaction. The ids of those stored now (null for a repeat or an unreadable number).
+ */
+export async function storeInbound(
+  sql: Sql,
+  provider: string | null,
+  messages: InboundMessage[],
+  options: { storedAs?: string } = {},
+): Promise<(number | null)[]> {
+  const storedAs = provider ?? options.storedAs ?? 'simulator'
+  const ids: (number | null)[] = []
+  for (const message of messages) {
+    const phone = inboundPhone(message.from)
+    if (!phone) {
+      ids.push(null)
+      continue
+    }
+    const providerId = noNul(message.id)!
+    const id = await transaction(sql, async (tx) => {
+      const [known] = await tx`select 1 from inbound_messages where provider = ${storedAs} and provider_message_id = ${providerId}`
+      if (known) return null
+      const { senderId, accountId } = await placeOf(tx, provider, message, phone, provider === null)
+      const given = noNul(message.name)?.trim() || null
+      const name = (given ?? phone).slice(0, MAX_NAME_CHARS)
+      let contactId: number | null = null
+      if (accountId !== null) {
+        // Created as the provider names the person; an existing contact keeps its name.
+        contactId = await ensureContact(tx, accountId, phone, name)
+      }
+      const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : new Date()
+      const [row] = await tx<{ id: number }[]>`
+        insert into inbound_messages
+          (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at)
+        values (${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${given},
+                ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
+        on conflict (provider, provider_message_id) do nothing
+        returning id`
+      return row ? Number(row.id) : null
+    })
+    ids.push(id)
+  }
+  return ids
+}
+
+type Row = {
+  id: number
+  provider: string
+  provider_message_id: string
+  sender_id: number | null
+  account_id: number | null
+  contact_id: number | null
+  phone: string
+  name: string | null
+  type: string
+  text: string | null
+  content: Record<string, unknown>
+  raw: unknown
+  received_at: Date
+  created_at: Date
+}
+
+const COLUMNS =
+  'id, provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at'
+
+const view = (r: Row, tz: string) => ({
+  id: Number(r.id),
+  provider: r.provider,
+  provider_message_id: r.provider_message_id,
+  sender_id: r.sender_id === null ? null : Number(r.sender_id),
+  account_id: r.account_id === null ? null : Number(r.account_id),
+  contact_id: r.contact_id === null ? null : Number(r.contact_id),
+  phone: r.phone,
+  name: r.name,
+  type: r.type,
+  text: r.text,
+  content: r.content,
+  raw: r.raw,
+  received_at: formatTimestamp(r.received_at, tz)!,
+  created_at: formatTimestamp(r.created_at, tz)!,
+})
+export type InboundView = ReturnType<typeof view>
+
+/** A list of inbound messages, newest first: `account` (undefined: every account's, null: those without one). */
+async function list(
+  sql: Sql,
+  tz: string,
+  account: number | null | undefined,
+  query: { phone?: string; date_from?: string; date_to?: string; limit?: number; offset?: number },
+) {
+  const p = page(query)
+  const { from, before } = dateRange(query, tz)
+  const phone = query.phone === undefined ? null : requireInboundPhone(query.phone, 'phone')
+  const where = sql`
+    where ${account === undefined ? sql`true` : account === null ? sql`account_id is null` : sql`account_id = ${account}`}
+      and (${phone}::text is null or phone = ${phone})
+      and (${from}::timestamptz is null or received_at >= ${from})
+      and (${before}::timestamptz is null or received_at < ${before})`
+  const rows = await sql<Row[]>`
+    select ${sql.unsafe(COLUMNS)} from inbound_messages ${where}
+    order by received_at desc, id desc limit ${p.limit} offset ${p.offset}`
+  const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
+  const [count] = known
+    ? [{ n: p.offset + rows.length }]
+    : await sql<{ n: number }[]>`select count(*)::int as n from inbound_messages ${where}`
+  return pageOf(
+    rows.map((r) => view(r, tz)),
+    count!.n,
+    p,
+  )
+}
+
+/** GET /api/v1/inbound: the account's inbound messages. */
+export const listInbound = (sql: Sql, tz: string, accountId: number, query: InboundListQuery) => list(sql, tz, accountId, query)
+
+/** GET /admin/v1/inbound: every account's, or one account's (`account_id`), or those without an account (`account_id=0`). */
+export function listAllInbound(sql: Sql, tz: string, query: AdminInboundListQuery) {
+  const account = query.account_id
+  if (account !== undefined && (!Number.isSafeInteger(account) || account < 0)) {
+    throw badValue('account_id: an account id, or 0 for messages without an account')
+  }
+  return list(sql, tz, account === undefined ? undefined : account === 0 ? null : account, query)
+}
+
+/** GET /api/v1/inbound/{id}: one of the account's; another account's is 404. */
+export async function getInbound(sql: Sql, tz: string, accountId: number, id: number) {
+  const [row] = await sql<Row[]>`select ${sql.unsafe(COLUMNS)} from inbound_messages where id = ${id} and account_id = ${accountId}`
+  if (!row) throw new ApiError('NOT_FOUND', `inbound message ${id} not found`)
+  return view(row, tz)
+}
+
+/**
+ * The latest inbound message's time from `phone` that opens the account's window: one stored for the
+ * account, or received by one of its senders or by the default number (which it may send through).
+ */
+async function windowOf(sql: Sql, tz: string, accountId: number, phone: string) {
+  const [row] = await sql<{ until: Date | null; open: boolean }[]>`
+    select max(received_at) + make_interval(hours => ${WINDOW_HOURS}) as until,
+           coalesce(max(received_at) + make_interval(hours => ${WINDOW_HOURS}) > now(), false) as open
+    from inbound_messages
+    where phone = ${phone}
+      and (account_id = ${accountId} or sender_id is null
+           or sender_id in (select sender_id from account_senders where account_id = ${accountId}))`
+  const open = row?.open === true
+  return { open, until: open ? formatTimestamp(row!.until, tz) : null }
+}
+
+/** GET /api/v1/conversations/{phone}: the account's messages to the phone and the phone's to the account, oldest first. */
+export async function conversation(sql: Sql, tz: string, accountId: number, phoneInput: string, query: ConversationQuery) {
+  const phone = requireInboundPhone(phoneInput, 'phone')
+  const p = page(query)
+  type Item = {
+    direction: 'inbound' | 'outbound'
+    id: number
+    at: Date
+    sender_id: number | null
+    type: string
+    text: string | null
+    status: string | null
+    message_sid: string | null
+    media_url: string | null
+    content: Record<string, unknown> | null
+  }
+  // Both directions, by time (ties: outbound first, then id). Queued messages still being handed over
+  // are not shown, as in GET /messages.
+  const both = sql`
+    select 'outbound' as direction, id, created_at as at, sender_id, 'text' as type, body as text, status, message_sid, media_url,
+           null::jsonb as content
+    from messages where account_id = ${accountId} and phone = ${phone} and (status <> 'queued' or announce_outcome)
+    union all
+    select 'inbound', id, received_at, sender_id, type, text, null, provider_message_id, content->>'media_url', content
+    from inbound_messages where account_id = ${accountId} and phone = ${phone}`
+  const rows = await sql<Item[]>`
+    select * from (${both}) c order by at, direction desc, id limit ${p.limit} offset ${p.offset}`
+  const [count] = await sql<{ n: number }[]>`select count(*)::int as n from (${both}) c`
+  const items = rows.map((r) => ({
+    direction: r.direction,
+    id: Number(r.id),
+    at: formatTimestamp(r.at, tz)!,
+    sender_id: r.sender_id === null ? null : Number(r.sender_id),
+    type: r.type,
+    text: r.text,
+    status: r.status,
+    message_sid: r.message_sid,
+    media_url: r.media_url,
+    content: r.content,
+  }))
+  return { phone, window: await windowOf(sql, tz, accountId, phone), ...pageOf(items, count!.n, p) }
+}

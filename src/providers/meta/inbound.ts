@@ -1,0 +1,124 @@
+// Meta's inbound messages: every `messages[]` item of every `messages` change of a notification,
+// with the customer's name from the change's `contacts[]`, normalised per type (the raw item is
+// kept besides). Parsed only after the notification's signature was verified (webhook.ts).
+
+import { isObject } from '../http'
+import type { InboundMessage, InboundType } from '../provider'
+
+const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
+const number = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null)
+const object = (value: unknown): Record<string, unknown> => (isObject(value) ? value : {})
+
+const MEDIA = ['image', 'document', 'audio', 'video', 'sticker'] as const
+
+/** Meta's `timestamp` (seconds since the epoch, as a string), or null when it is not one. */
+function sentAtOf(value: unknown): Date | null {
+  const seconds = typeof value === 'string' && /^\d{1,12}$/.test(value) ? Number(value) : null
+  return seconds === null ? null : new Date(seconds * 1000)
+}
+
+/** The type, normalised content and shown text of one item. */
+function contentOf(item: Record<string, unknown>): { type: InboundType; text: string | null; content: Record<string, unknown> } {
+  const type = item.type
+  if (type === 'text') {
+    const body = text(object(item.text).body)
+    return { type, text: body, content: { body } }
+  }
+  if ((MEDIA as readonly unknown[]).includes(type)) {
+    const media = object(item[type as string])
+    const caption = text(media.caption)
+    return {
+      type: type as InboundType,
+      text: caption,
+      content: {
+        media_id: text(media.id),
+        media_url: text(media.url),
+        mime_type: text(media.mime_type),
+        caption,
+        filename: text(media.filename),
+      },
+    }
+  }
+  if (type === 'location') {
+    const at = object(item.location)
+    const name = text(at.name)
+    return {
+      type,
+      text: name ?? text(at.address),
+      content: { latitude: number(at.latitude), longitude: number(at.longitude), name, address: text(at.address) },
+    }
+  }
+  if (type === 'contacts') {
+    const cards = (Array.isArray(item.contacts) ? item.contacts : []).map((card) => {
+      const c = object(card)
+      const phones = (Array.isArray(c.phones) ? c.phones : []).map((p) => text(object(p).phone)).filter((p) => p !== null)
+      return { name: text(object(c.name).formatted_name) ?? text(object(c.name).first_name), phones }
+    })
+    return {
+      type,
+      text:
+        cards
+          .map((c) => c.name)
+          .filter(Boolean)
+          .join(', ') || null,
+      content: { contacts: cards },
+    }
+  }
+  if (type === 'interactive') {
+    const interactive = object(item.interactive)
+    const kind = interactive.type === 'list_reply' ? 'list_reply' : interactive.type === 'button_reply' ? 'button_reply' : null
+    const reply = kind ? object(interactive[kind]) : {}
+    return {
+      type,
+      text: text(reply.title),
+      content: { kind: kind ?? text(interactive.type), id: text(reply.id), title: text(reply.title), description: text(reply.description) },
+    }
+  }
+  if (type === 'button') {
+    const button = object(item.button)
+    return { type, text: text(button.text), content: { payload: text(button.payload), text: text(button.text) } }
+  }
+  if (type === 'reaction') {
+    const reaction = object(item.reaction)
+    // An empty emoji removes a reaction.
+    const emoji = typeof reaction.emoji === 'string' ? reaction.emoji : null
+    return { type, text: emoji || null, content: { emoji, message_id: text(reaction.message_id) } }
+  }
+  return { type: 'unsupported', text: null, content: { type: text(type) } }
+}
+
+/** Every inbound message of a notification, in the order Meta wrote them (items without an id or a sender are skipped). */
+export function inboundOf(notification: Record<string, unknown>): InboundMessage[] {
+  const out: InboundMessage[] = []
+  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
+    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
+    for (const change of entry.changes) {
+      if (!isObject(change) || change.field !== 'messages' || !isObject(change.value)) continue
+      const value = change.value
+      if (!Array.isArray(value.messages)) continue
+      const names = new Map<string, string>()
+      for (const contact of Array.isArray(value.contacts) ? value.contacts : []) {
+        const c = object(contact)
+        const name = text(object(c.profile).name)
+        if (typeof c.wa_id === 'string' && name) names.set(c.wa_id, name)
+      }
+      const phoneNumberId = text(object(value.metadata).phone_number_id)
+      for (const item of value.messages) {
+        if (!isObject(item)) continue
+        const id = text(item.id)?.trim()
+        const from = text(item.from)?.trim()
+        if (!id || !from) continue
+        out.push({
+          id,
+          from,
+          name: names.get(from) ?? null,
+          to: { identity: phoneNumberId, number: null },
+          sentAt: sentAtOf(item.timestamp),
+          ...contentOf(item),
+          raw: item,
+        })
+      }
+    }
+  }
+  return out
+}

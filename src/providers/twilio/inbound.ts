@@ -1,0 +1,141 @@
+// Twilio's inbound messages (POST /provider/twilio/inbound): the number's "A message comes in" webhook
+// in the Twilio console (or its Messaging Service's). Twilio posts the message as form fields, signed
+// in X-Twilio-Signature over this URL (PUBLIC_BASE_URL + the path) with the auth token of the account
+// AccountSid names, exactly as the status callback (the same tokensFor). Verification comes first:
+// an unsigned or badly signed request learns nothing and stores nothing. The answer is our JSON
+// envelope (Twilio takes any 200 without TwiML as "no reply").
+
+import { ApiError, badShape } from '../../http/errors'
+import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, InboundMessage, InboundType } from '../provider'
+import type { TwilioSettings } from './settings'
+import { isForm, tokensFor } from './callback'
+import { verifyTwilioSignature } from './signature'
+
+export const TWILIO_INBOUND_PATH = '/provider/twilio/inbound'
+
+const field = (fields: URLSearchParams, name: string): string | null => {
+  const value = fields.get(name)?.trim()
+  return value ? value : null
+}
+const coordinate = (value: string | null): number | null => (value !== null && Number.isFinite(Number(value)) ? Number(value) : null)
+const withoutChannel = (address: string | null) => (address === null ? null : address.replace(/^whatsapp:/i, ''))
+
+/** The message's type and normalised content from its fields. */
+function contentOf(fields: URLSearchParams): { type: InboundType; text: string | null; content: Record<string, unknown> } {
+  const body = field(fields, 'Body')
+  const media = Number(fields.get('NumMedia') ?? '0')
+  if (Number.isInteger(media) && media > 0) {
+    const all = Array.from({ length: Math.min(media, 10) }, (_, i) => ({
+      media_url: field(fields, `MediaUrl${i}`),
+      mime_type: field(fields, `MediaContentType${i}`),
+    }))
+    const mime = all[0]!.mime_type ?? ''
+    const type: InboundType = mime.startsWith('image/')
+      ? 'image'
+      : mime.startsWith('video/')
+        ? 'video'
+        : mime.startsWith('audio/')
+          ? 'audio'
+          : 'document'
+    return {
+      type,
+      text: body,
+      content: { media_id: null, media_url: all[0]!.media_url, mime_type: all[0]!.mime_type, caption: body, filename: null, media: all },
+    }
+  }
+  const latitude = coordinate(field(fields, 'Latitude'))
+  const longitude = coordinate(field(fields, 'Longitude'))
+  if (latitude !== null && longitude !== null) {
+    const name = field(fields, 'Label')
+    const address = field(fields, 'Address')
+    return { type: 'location', text: name ?? address, content: { latitude, longitude, name, address } }
+  }
+  const buttonText = field(fields, 'ButtonText')
+  const buttonPayload = field(fields, 'ButtonPayload')
+  if (buttonText !== null || buttonPayload !== null) {
+    return { type: 'button', text: buttonText ?? body, content: { payload: buttonPayload, text: buttonText ?? body } }
+  }
+  return { type: 'text', text: body, content: { body } }
+}
+
+async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<CallbackAnswer> {
+  if (!context.settings.authToken && (await context.senders(null)).length === 0) {
+    throw new ApiError('NOT_FOUND', `no route for POST ${TWILIO_INBOUND_PATH}`)
+  }
+  // Twilio signs the URL set in its console: PUBLIC_BASE_URL + the path, whatever Host the request came with.
+  const url = `${context.publicBaseUrl}${TWILIO_INBOUND_PATH}`
+  const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
+  const signature = request.headers.get('x-twilio-signature')
+  const tokens = await tokensFor(fields.get('AccountSid'), context)
+  if (!tokens.some((token) => verifyTwilioSignature(token, url, fields, signature))) {
+    throw new ApiError('FORBIDDEN', signature ? 'X-Twilio-Signature does not match' : 'X-Twilio-Signature header is missing')
+  }
+  const id = field(fields, 'MessageSid') ?? field(fields, 'SmsMessageSid') ?? field(fields, 'SmsSid')
+  if (!id) throw badShape('MessageSid: is required')
+  const from = withoutChannel(field(fields, 'From'))
+  if (!from) throw badShape('From: is required')
+  const message: InboundMessage = {
+    id,
+    from,
+    name: field(fields, 'ProfileName'),
+    to: { identity: field(fields, 'AccountSid'), number: withoutChannel(field(fields, 'To')) },
+    sentAt: null,
+    ...contentOf(fields),
+    raw: Object.fromEntries(fields),
+  }
+  return { reports: [], inbound: [message] }
+}
+
+const FIELDS = {
+  MessageSid: {
+    type: 'string',
+    description: "Twilio's message SID (SM… or MM…): the message is stored once by it",
+    example: 'SM0123456789abcdef0123456789abcdef',
+  },
+  AccountSid: { type: 'string', description: 'Chooses the auth token that must have signed the request' },
+  From: { type: 'string', example: 'whatsapp:+6281234567890' },
+  To: {
+    type: 'string',
+    description: 'whatsapp:<number>: the stored Twilio sender with that number, else the default number',
+    example: 'whatsapp:+14155238886',
+  },
+  Body: { type: 'string' },
+  ProfileName: { type: 'string', description: "The customer's WhatsApp name: the name of a contact created for them" },
+  NumMedia: { type: 'string', example: '1' },
+  MediaUrl0: { type: 'string' },
+  MediaContentType0: { type: 'string', example: 'image/jpeg' },
+  Latitude: { type: 'string' },
+  Longitude: { type: 'string' },
+  ButtonText: { type: 'string' },
+  ButtonPayload: { type: 'string' },
+} as const
+
+export const twilioInboundCallback: Callback<TwilioSettings> = {
+  method: 'POST',
+  path: 'inbound',
+  handle: (request, context) => receive(request, context),
+  errors: [400, 403, 404],
+  detail: {
+    summary: "Twilio's incoming message webhook",
+    description:
+      "Called by Twilio, not by API clients: set `PUBLIC_BASE_URL` + `/provider/twilio/inbound` as the WhatsApp number's " +
+      '"A message comes in" webhook (HTTP POST) in the Twilio console, for the default number and for every stored Twilio sender. ' +
+      'No API key: `X-Twilio-Signature` is verified with the auth token of the sender the `AccountSid` field names (a stored ' +
+      'sender of that account, else `TWILIO_AUTH_TOKEN`) over that URL and every form field; a missing or wrong signature gets ' +
+      '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
+      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
+      'button (`ButtonText`, `ButtonPayload`), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      'see `GET /api/v1/inbound`. The answer is 200 with `inbound`: 1 when it was new, 0 for a repeat.',
+    parameters: [
+      { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },
+    ],
+    requestBody: {
+      required: true,
+      content: {
+        'application/x-www-form-urlencoded': {
+          schema: { type: 'object', required: ['MessageSid', 'From', 'To'], properties: FIELDS, additionalProperties: { type: 'string' } },
+        },
+      },
+    },
+  },
+}
