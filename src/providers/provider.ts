@@ -214,6 +214,11 @@ export type Callback<S> = {
     request: CallbackRequest,
     context: CallbackContext<S>,
   ): StatusReport[] | CallbackAnswer | Response | Promise<StatusReport[] | CallbackAnswer | Response>
+  /**
+   * Its answer once the route applied the reports and stored the inbound messages, when the provider
+   * expects its own (Twilio's incoming-message webhook takes TWiML); else the route's `{changed, inbound}`.
+   */
+  reply?(outcome: { changed: boolean; inbound: number }): Response
   /** Error statuses it answers, for the OpenAPI document (the route adds 200). */
   errors: number[]
   /** The OpenAPI operation: summary, description, parameters, requestBody, and responses for a Response of its own. */

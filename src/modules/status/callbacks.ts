@@ -77,7 +77,9 @@ export function providerCallbacks(deps: Deps) {
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')
         const changed = outcome.changed > 0
-        return ok(inbound.length > 0 ? { changed, inbound: stored.filter((id) => id !== null).length } : { changed })
+        const fresh = stored.filter((id) => id !== null).length
+        if (callback.reply) return callback.reply({ changed, inbound: fresh })
+        return ok(inbound.length > 0 ? { changed, inbound: fresh } : { changed })
       }
       const ownAnswers = 'responses' in callback.detail
       const detail = {

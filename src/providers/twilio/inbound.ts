@@ -114,6 +114,13 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
   method: 'POST',
   path: 'inbound',
   handle: (request, context) => receive(request, context),
+  // Twilio reads the answer to an incoming message as TwiML: an empty <Response> sends no reply (a JSON
+  // answer would be logged by Twilio as an invalid content type).
+  reply: () =>
+    new Response('<?xml version="1.0" encoding="UTF-8"?><Response></Response>', {
+      status: 200,
+      headers: { 'content-type': 'text/xml; charset=utf-8' },
+    }),
   errors: [400, 403, 404],
   detail: {
     summary: "Twilio's incoming message webhook",
@@ -125,7 +132,7 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
       '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
       'button (`ButtonText`, `ButtonPayload`), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
-      'see `GET /api/v1/inbound`. The answer is 200 with `inbound`: 1 when it was new, 0 for a repeat.',
+      'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',
     parameters: [
       { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },
     ],
@@ -135,6 +142,12 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
         'application/x-www-form-urlencoded': {
           schema: { type: 'object', required: ['MessageSid', 'From', 'To'], properties: FIELDS, additionalProperties: { type: 'string' } },
         },
+      },
+    },
+    responses: {
+      200: {
+        description: 'Stored (or a repeat): an empty TwiML answer, so Twilio sends no reply',
+        content: { 'text/xml': { schema: { type: 'string' }, example: '<?xml version="1.0" encoding="UTF-8"?><Response></Response>' } },
       },
     },
   },
