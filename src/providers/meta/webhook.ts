@@ -80,14 +80,18 @@ export function reportsOf(notification: Record<string, unknown>): StatusReport[]
 
 const isJson = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/json'
 
-/** The phone number ids a notification's changes name (metadata.phone_number_id), read only to choose the secrets to try. */
-function phoneNumberIdsOf(body: string): string[] {
-  let notification: unknown
+/** The body parsed once, for choosing the secrets and, once verified, for the reports; NOT_JSON when it is not JSON. */
+const NOT_JSON = Symbol('not JSON')
+function parsed(body: string): unknown {
   try {
-    notification = JSON.parse(body)
+    return JSON.parse(body)
   } catch {
-    return []
+    return NOT_JSON
   }
+}
+
+/** The phone number ids a notification's changes name (metadata.phone_number_id), read only to choose the secrets to try. */
+function phoneNumberIdsOf(notification: unknown): string[] {
   const ids = new Set<string>()
   if (!isObject(notification) || !Array.isArray(notification.entry)) return []
   for (const entry of notification.entry) {
@@ -106,9 +110,14 @@ function phoneNumberIdsOf(body: string): string[] {
  * secret for its phone number id, or the environment's (META_APP_SECRET) for a number that is not a
  * stored sender's, or is the environment's own. Another sender's app secret never verifies a number.
  */
-async function verified(request: CallbackRequest, context: CallbackContext<MetaSettings>, signature: string | null): Promise<boolean> {
+async function verified(
+  request: CallbackRequest,
+  notification: unknown,
+  context: CallbackContext<MetaSettings>,
+  signature: string | null,
+): Promise<boolean> {
   const environment = context.settings
-  const phoneIds = phoneNumberIdsOf(request.body)
+  const phoneIds = phoneNumberIdsOf(notification)
   const secretsFor = async (phoneId: string | null): Promise<string[]> => {
     const stored = phoneId ? await context.senders(phoneId) : []
     const environmentMay = stored.length === 0 || environment.phoneNumberId === phoneId
@@ -129,18 +138,14 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
     throw new ApiError('NOT_FOUND', `no route for POST ${META_WEBHOOK_PATH}`)
   }
   const signature = request.headers.get('x-hub-signature-256')
-  if (!(await verified(request, context, signature))) {
+  const notification = parsed(request.body)
+  if (!(await verified(request, notification, context, signature))) {
     throw new ApiError('FORBIDDEN', signature ? 'X-Hub-Signature-256 does not match' : 'X-Hub-Signature-256 header is missing')
   }
   if (!isJson(request.headers.get('content-type'))) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
   }
-  let notification: unknown
-  try {
-    notification = JSON.parse(request.body)
-  } catch {
-    throw badShape('body is not valid JSON')
-  }
+  if (notification === NOT_JSON) throw badShape('body is not valid JSON')
   if (!isObject(notification)) throw badShape('body must be a JSON object')
   return { reports: reportsOf(notification), inbound: inboundOf(notification) }
 }
