@@ -16,10 +16,8 @@ import { formatTimestamp } from '../../lib/time'
 import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import type { InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
+import { WINDOW_HOURS } from './window'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
-
-/** How long a customer's message lets the business answer free-form (WhatsApp's customer-service window). */
-export const WINDOW_HOURS = 24
 
 /**
  * A customer's number as stored: an Indonesian number in its +62 form, any other as + and its digits
