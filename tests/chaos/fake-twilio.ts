@@ -10,6 +10,13 @@
 // account (AccountSid) and are signed with that account's token; a few forged ones (naming the
 // account, signed with another's token) must be refused.
 //
+// Customers write too (issue 19): `customerWrites` posts a message from a customer's phone to a
+// sender's number to the service's incoming-message webhook, as Twilio does, signed with that
+// account's token, until an instance answers 200; some are posted again after that (Twilio's retry
+// after a lost answer), which must store nothing new. Each opens the customer's 24-hour window with
+// that number here, at the moment the customer wrote: a free-form message outside it is refused with
+// 63016, as WhatsApp does, and is a problem of the run (the service must refuse it before charging).
+//
 // Every message body carries a unique tag in brackets ("[s12]", "[b3-7]", "[c2-5]"): it is how the
 // fake, the client and the final checks name one message.
 
@@ -62,6 +69,20 @@ export type Receipt = {
 
 /** Where the status callbacks of each SID went, as the service answered them, and the account they named. */
 export type Callback = { sid: string; status: string; answered: number; accountSid: string }
+
+/** A message a customer wrote, as the fake posted it: `startedAt` when the customer wrote, `ackAt` when an instance answered 200. */
+export type Inbound = {
+  sid: string
+  /** The customer's number, E.164. */
+  phone: string
+  /** The index of the account (sender) written to. */
+  sender: number
+  body: string
+  startedAt: number
+  ackAt: number | null
+  /** Posts after the first 200 (repeat deliveries). */
+  repeats: number
+}
 
 export const tagOf = (body: string) => /\[([a-z0-9-]+)\]/.exec(body)?.[1] ?? ''
 
@@ -147,6 +168,68 @@ export function startFakeTwilio(
   let forgedRefused = 0
   let pending = 0
   let stopped = false
+  const inbound: Inbound[] = []
+  /** When each customer last wrote to each sender's number: `whatsapp:<number> whatsapp:<phone>` → ms. */
+  const windows = new Map<string, number>()
+  const windowKey = (from: string, to: string) => `${from} ${to}`
+
+  /** Posts signed form fields to the service's URL until an instance answers; the status, 0 when none ever did. */
+  async function postSigned(url: string, token: string, params: Record<string, string>): Promise<number> {
+    const deadline = Date.now() + 120_000
+    while (!stopped && Date.now() < deadline) {
+      const answer = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(token, url, params) },
+        body: new URLSearchParams(params).toString(),
+      }).then(
+        (r) => r.status,
+        () => 0,
+      )
+      if (answer !== 0 && answer < 500) return answer
+      await Bun.sleep(200) // no instance up right now (a kill), or one going down
+    }
+    return 0
+  }
+
+  /**
+   * A customer (`phone`, E.164) writes `body` to sender `index`'s number: the message is posted to
+   * `base` + /provider/twilio/inbound until an instance takes it, and `repeat` more times after that.
+   */
+  async function customerWrites(base: string, index: number, phone: string, body: string, repeat = 0): Promise<Inbound> {
+    const account = accounts[index]!
+    const entry: Inbound = {
+      sid: `SM${crypto.randomUUID().replaceAll('-', '')}`,
+      phone,
+      sender: index,
+      body,
+      startedAt: Date.now(),
+      ackAt: null,
+      repeats: 0,
+    }
+    inbound.push(entry)
+    windows.set(windowKey(`whatsapp:${account.number}`, `whatsapp:${phone}`), entry.startedAt)
+    const params: Record<string, string> = {
+      MessageSid: entry.sid,
+      SmsMessageSid: entry.sid,
+      AccountSid: account.sid,
+      From: `whatsapp:${phone}`,
+      To: `whatsapp:${account.number}`,
+      Body: body,
+      ProfileName: `customer ${phone.slice(-4)}`,
+      NumMedia: '0',
+    }
+    const url = `${base}/provider/twilio/inbound`
+    for (let i = 0; i <= repeat; i++) {
+      const answer = await postSigned(url, account.token, params)
+      if (answer !== 200) {
+        if (!stopped) problems.push(`inbound ${entry.sid} from ${phone} (${JSON.stringify(body)}) answered ${answer}, not 200`)
+        return entry
+      }
+      if (i === 0) entry.ackAt = Date.now()
+      else entry.repeats++
+    }
+    return entry
+  }
 
   /**
    * Posts one report until an instance answers it (any instance: they share the public URL), naming
@@ -263,6 +346,15 @@ export function startFakeTwilio(
       return throttleAnswer(seed, tag, attempt)
     }
     last.push(receipt.at)
+    // WhatsApp's window: every message of the run is free-form, so the customer must have written to this number within 24 hours.
+    if (!windows.has(windowKey(receipt.from, receipt.to))) {
+      receipt.answer = 'refused'
+      problems.push(`[${tag}] was handed over to ${receipt.to} from ${receipt.from}, whose window is closed (the service must refuse it)`)
+      return Response.json(
+        { code: 63016, message: 'Failed to send freeform message because you are outside the allowed window', status: 400 },
+        { status: 400 },
+      )
+    }
     // The message's attempts that got past the throttles, this one included.
     const processed = receipts.filter((r) => r.tag === tag && r.answer !== 'throttled' && r.at <= receipt.at).length
     const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
@@ -322,6 +414,8 @@ export function startFakeTwilio(
     receipts,
     callbacks,
     problems,
+    inbound,
+    customerWrites,
     /** Forged status callbacks the service refused (403), as it must. */
     forgedRefused: () => forgedRefused,
     /** Callbacks still being posted or waiting to be. */

@@ -4,9 +4,9 @@
 
 import type { Sql } from '../../src/db/client'
 import type { Received } from '../helpers/receiver'
-import type { Callback, Receipt } from './fake-twilio'
+import type { Callback, Inbound, Receipt } from './fake-twilio'
 import { tagOf, THROTTLE_CODES } from './fake-twilio'
-import { isFinal, type Account, type Campaign, type Request } from './workload'
+import { e164, isFinal, type Account, type Campaign, type Request } from './workload'
 
 type MessageRow = {
   id: number
@@ -53,6 +53,8 @@ export type Evidence = {
   senders: { id: number; sid: string; token: string; number: string }[]
   /** The sender each tag's message was asked to go through (its `from`, or its account's default). */
   senderOf: Map<string, number>
+  /** What customers wrote, as the fake posted it. */
+  inbound: Inbound[]
 }
 
 const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
@@ -332,5 +334,112 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     count('campaign messages', sent)
   }
   count('provider hand-offs', e.receipts.length)
+
+  await checkCustomers(e, byTag, fail, count)
   return { violations, stats }
+}
+
+/**
+ * 6. What customers wrote: every message stored once (repeat deliveries add nothing), at the sender
+ *    written to; and every request made after a customer's message was taken obeys it. A STOP opts
+ *    the phone out of the account the service gave the message to: that account's messages to it,
+ *    asked for after the STOP was taken and answered before any START to that account was written,
+ *    are refused before charging (RECIPIENT_OPTED_OUT). A message through a sender the customer wrote
+ *    to before it was asked for is not refused for the window; one through a sender the customer had
+ *    not written to when it was answered is refused before charging (WINDOW_CLOSED, or the opt-out
+ *    first). A campaign's contacts that had not written to its sender are skipped, uncharged.
+ */
+async function checkCustomers(
+  e: Evidence,
+  byTag: Map<string, MessageRow>,
+  fail: (line: string) => void,
+  count: (name: string, n?: number) => void,
+) {
+  const rows = await e.sql<{ sid: string; sender_id: number | null; account_id: number | null; phone: string; text: string | null }[]>`
+    select provider_message_id as sid, sender_id, account_id, phone, text from inbound_messages where provider = 'twilio' order by id`
+  const stored = new Map<string, (typeof rows)[number][]>()
+  for (const r of rows) stored.set(r.sid, [...(stored.get(r.sid) ?? []), r])
+  const posted = new Map(e.inbound.map((i) => [i.sid, i]))
+  for (const sid of stored.keys()) if (!posted.has(sid)) fail(`inbound ${sid} is stored, yet no customer wrote it`)
+  /** Per account id and phone: when its STOPs and STARTs were taken (ackAt) and written (startedAt). */
+  const consent = new Map<string, { word: 'STOP' | 'START'; startedAt: number; ackAt: number }[]>()
+  for (const i of e.inbound) {
+    count('inbound messages written')
+    count('inbound repeat deliveries', i.repeats)
+    const found = stored.get(i.sid) ?? []
+    if (i.ackAt === null) continue // a problem of the fake's already
+    if (found.length !== 1) {
+      fail(`inbound ${i.sid} from ${i.phone} is stored ${found.length} times`)
+      continue
+    }
+    const row = found[0]!
+    const sender = e.senders[i.sender]!
+    if (row.sender_id !== sender.id || row.phone !== i.phone)
+      fail(`inbound ${i.sid}: stored as from ${row.phone} at sender ${row.sender_id}, written from ${i.phone} to sender ${sender.id}`)
+    const word = i.body === 'STOP' || i.body === 'START' ? i.body : null
+    if (word && row.account_id !== null) {
+      const key = `${row.account_id} ${i.phone}`
+      consent.set(key, [...(consent.get(key) ?? []), { word, startedAt: i.startedAt, ackAt: i.ackAt }])
+      count(`customers' ${word}s`)
+    }
+  }
+  /** When each customer wrote to each sender (by id): `sender phone` → times written, taken. */
+  const wrote = new Map<string, { startedAt: number; ackAt: number | null }[]>()
+  for (const i of e.inbound) {
+    const key = `${e.senders[i.sender]!.id} ${i.phone}`
+    wrote.set(key, [...(wrote.get(key) ?? []), i])
+  }
+
+  for (const request of e.requests) {
+    const answer = request.reference
+    if (!answer || request.answeredAt === undefined) continue
+    const account = e.accounts[request.account]!
+    request.recipients.forEach((to, i) => {
+      const tag = request.tags[i]
+      if (!to || !tag) return
+      const phone = e164(to.phone)
+      const m = byTag.get(tag)
+      const code: string | undefined =
+        request.kind === 'send' ? answer.body?.code : answer.status === 200 ? answer.body?.data?.results?.[i]?.code : undefined
+      // Opted out for sure: a STOP to this account taken before the request, and no START to it written before its answer.
+      const words = consent.get(`${account.id} ${phone}`) ?? []
+      const stop = words.filter((w) => w.word === 'STOP' && w.ackAt < request.issuedAt)
+      const optedOut =
+        stop.length > 0 &&
+        !words.some((w) => w.word === 'START' && w.startedAt < request.answeredAt! && w.startedAt > stop.at(-1)!.startedAt)
+      const everStopped = words.some((w) => w.word === 'STOP' && w.startedAt < request.answeredAt!)
+      if (optedOut) {
+        count('messages to customers who wrote STOP')
+        if (m) fail(`[${tag}] to ${phone}, who wrote STOP to account ${account.id} before it was asked for, was charged as message ${m.id}`)
+        else if (code !== undefined && code !== 'RECIPIENT_OPTED_OUT') fail(`[${tag}] to ${phone}, opted out, was refused with ${code}`)
+        return
+      }
+      if (code === 'RECIPIENT_OPTED_OUT' && !everStopped)
+        fail(`[${tag}] to ${phone} was refused as opted out; the customer never wrote STOP to account ${account.id}`)
+      const written = wrote.get(`${to.sender} ${phone}`) ?? []
+      const open = written.some((w) => w.ackAt !== null && w.ackAt < request.issuedAt)
+      const closed = !written.some((w) => w.startedAt < request.answeredAt!)
+      if (open) {
+        count('messages inside the window')
+        if (code === 'WINDOW_CLOSED')
+          fail(`[${tag}] to ${phone} was refused WINDOW_CLOSED; the customer wrote to sender ${to.sender} before it was asked for`)
+      } else if (closed) {
+        count('messages outside the window')
+        if (m) fail(`[${tag}] to ${phone} through sender ${to.sender}, who never wrote to it, was charged as message ${m.id}`)
+        else if (code !== undefined && code !== 'WINDOW_CLOSED' && code !== 'RECIPIENT_OPTED_OUT')
+          fail(`[${tag}] to ${phone} outside the window was refused with ${code}, not WINDOW_CLOSED`)
+        if (code === 'WINDOW_CLOSED') count('refused for the window (WINDOW_CLOSED)')
+      } else count('messages racing a customer')
+    })
+  }
+  for (const c of e.campaigns) {
+    c.tags.forEach((tag, i) => {
+      const phone = e164(c.phones[i]!)
+      const written = wrote.get(`${c.sender} ${phone}`) ?? []
+      if (written.some((w) => w.startedAt < c.ranAt)) return
+      const m = byTag.get(tag)
+      count('campaign contacts outside the window')
+      if (m) fail(`campaign ${c.id}'s [${tag}] to ${phone}, who never wrote to sender ${c.sender}, was charged as message ${m.id}`)
+    })
+  }
 }

@@ -10,6 +10,10 @@
 // each sender's rate and busy spells apart (by From number), takes a message only with its sender's
 // own credentials and number, signs each message's status callbacks with its sender's token and
 // AccountSid, and forges a few with another account's token, which must be refused.
+// Customers write in meanwhile (issue 19): new ones, again, STOP and START, some posted twice, racing
+// the sends to them; the fake refuses a free-form message outside a customer's window (63016) and the
+// service must never hand one over; every inbound message is stored once, opt-outs and windows hold
+// for every request made after the customer's message was taken (invariants.ts, rule 6).
 // Meanwhile the service is killed with SIGKILL and restarted at random moments (two instances on
 // one PostgreSQL database when DATABASE_URL is set, one on the embedded database otherwise). On
 // PostgreSQL the instances reach the database through proxies that lose the COMMIT answers of some
@@ -82,6 +86,7 @@ const PACE_PER_SECOND = 50
 /** Which senders each account has, by index into SENDER_ACCOUNTS (the first is its default). */
 const ACCOUNT_SENDERS = [[0], [1], [0, 1]]
 const DRAIN_LIMIT_MS = 150_000
+const RECIPIENT_GAP_MS = 200
 
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now()
@@ -168,7 +173,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     }
     const cluster = await startCluster(postgres ? 2 : 1, env)
     cleanups.push(() => cluster.stop())
-    const client = createClient(cluster.url, violations)
+    const senderIndex = new Map<number, number>()
+    const customers = {
+      write: (index: number, phone: string, body: string, repeat = 0) => fake.customerWrites(cluster.url, index, phone, body, repeat),
+    }
+    const client = createClient(cluster.url, violations, customers, senderIndex, seeded(options.seed ^ 0xc057))
 
     // The two senders, each with its own Twilio account, number and pace.
     const senders: (SenderRef & { sid: string; token: string })[] = []
@@ -179,9 +188,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         number: a.number,
         credentials: { account_sid: a.sid, auth_token: a.token },
         rate_per_second: PACE_PER_SECOND,
+        // Messages go to the customers who wrote in, many to each: Twilio's 6 s between two to one
+        // recipient would queue most of them (tests/senders/pace.test.ts is about that gap).
+        recipient_gap_ms: RECIPIENT_GAP_MS,
       })
       if (made?.status !== 201) throw new Error(`sender creation failed: ${JSON.stringify(made)}`)
       senders.push({ id: made.body.data.id, number: a.number, sid: a.sid, token: a.token })
+      senderIndex.set(made.body.data.id, i)
     }
 
     // Accounts: a generous one, a middling one, a tight one (402s, campaigns that pause); the last has no webhook.
@@ -292,6 +305,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         webhooks: receiver.requests,
         senders,
         senderOf: client.senderOf,
+        inbound: fake.inbound,
       })
       violations.push(...checked.violations)
       if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)
