@@ -44,6 +44,7 @@ import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { storeInbound } from './modules/inbound/service'
+import { eventsCommitted } from './modules/webhooks/notify'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -72,7 +73,13 @@ export function createApp(deps: Deps) {
     .use(sendersAdmin(deps))
     .use(inboundAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
-    .use(simulatorAdmin(deps, async (message) => (await storeInbound(deps.sql, null, [message]))[0] ?? null))
+    .use(
+      simulatorAdmin(deps, async (message) => {
+        const [id] = await storeInbound(deps.sql, null, [message], { timezone: deps.config.timezone })
+        if (id != null) eventsCommitted(deps) // its message.received events
+        return id ?? null
+      }),
+    )
     // The providers' status callbacks
     .use(providerCallbacks(deps))
     // The dashboard

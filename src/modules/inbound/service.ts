@@ -16,6 +16,7 @@ import { formatTimestamp } from '../../lib/time'
 import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import type { InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
+import { accountEvent } from '../webhooks/events'
 import { WINDOW_HOURS } from './window'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
@@ -69,13 +70,15 @@ async function placeOf(tx: Tx, provider: string | null, message: InboundMessage,
 /**
  * Stores inbound messages of `provider` (null: the simulator, whose `to.number` names any stored
  * sender and must name one), each once by its provider message id: a repeat changes nothing. Each in
- * its own short transaction. The ids of those stored now (null for a repeat or an unreadable number).
+ * its own short transaction, with its `message.received` event when it belongs to an account (the
+ * caller wakes the delivery worker after: eventsCommitted). The ids of those stored now (null for a
+ * repeat or an unreadable number).
  */
 export async function storeInbound(
   sql: Sql,
   provider: string | null,
   messages: InboundMessage[],
-  options: { storedAs?: string } = {},
+  options: { storedAs?: string; timezone: string },
 ): Promise<(number | null)[]> {
   const storedAs = provider ?? options.storedAs ?? 'simulator'
   const ids: (number | null)[] = []
@@ -105,11 +108,28 @@ export async function storeInbound(
                 ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
         on conflict (provider, provider_message_id) do nothing
         returning id`
+      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, Number(row.id))
       return row ? Number(row.id) : null
     })
     ids.push(id)
   }
   return ids
+}
+
+/** The `message.received` event of inbound message `id`: its public fields, as GET /inbound/{id} shows them. */
+async function receivedEvent(tx: Tx, tz: string, accountId: number, id: number): Promise<void> {
+  const [r] = await tx<Row[]>`select ${tx.unsafe(COLUMNS)} from inbound_messages where id = ${id}`
+  const v = view(r!, tz)
+  await accountEvent(tx, tz, accountId, 'message.received', {
+    id: v.id,
+    phone: v.phone,
+    name: v.name,
+    type: v.type,
+    text: v.text,
+    content: v.content,
+    sender_id: v.sender_id,
+    received_at: v.received_at,
+  })
 }
 
 type Row = {

@@ -24,13 +24,20 @@
 // (accounts/keys.ts), so the two cannot deadlock. The count is charges only: a refund gives money back
 // to the balance, not room under the cap (README, "The integrator's limits"). Keys without a cap are
 // locked but not written: setting a cap counts the key's charges of the day from its messages.
+//
+// An account's low-balance threshold (accounts.low_balance_threshold, sql/0021; null: none) is watched
+// by the same statements: a charge that takes the balance from at or above the threshold to below it
+// records one `balance.low` event in its own statement (lowBalanceEvents). The balance update holds
+// the account's row lock, so concurrent debits see each other's results and exactly one of them
+// crosses; a debit that starts below crosses nothing, so the event is sent once per crossing and
+// re-arms by itself once a top-up or a refund brings the balance back to the threshold.
 
 import type postgres from 'postgres'
 import type { Db, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
-import { insertEvents, statusPayload } from '../webhooks/events'
+import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
 
 /**
  * A message to charge and record: its text (a template's rendered text), and for a template message
@@ -64,6 +71,19 @@ export type Refused = { refused: 'balance' } | { refused: 'spend_cap'; cap: numb
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
 type Fragment = postgres.PendingQuery<postgres.Row[]>
+
+/**
+ * CTEs recording a `balance.low` event for each account that this statement's debit took from at or
+ * above its threshold to below it. `source` names a CTE of the statement with `account_id`,
+ * `balance_before`, `balance_after` and `threshold` (read under the account's row lock).
+ */
+const lowBalanceEvents = (db: Db, tz: string, source: string): Fragment => db`
+  low_balance as (
+    select account_id, 'balance.low' as event, account_id as ord,
+           '{"balance":' || balance_after || ',"threshold":' || threshold || '}' as data
+    from ${db(source)}
+    where threshold is not null and balance_before >= threshold and balance_after < threshold
+  ), low_balance_events as (${insertAccountEvents(db, tz, 'low_balance')})`
 
 /** Today in the service's time zone `tz`, as a SQL date: the day a key's spend counts in. */
 const today = (db: Db, tz: string): Fragment => db`(now() at time zone ${tz})::date`
@@ -124,8 +144,11 @@ export async function chargeAll(
       update accounts set balance = accounts.balance - v.cost * ${n}
       from verdict v
       where accounts.id = ${owner.accountId} and v.refused is null
-      returning accounts.balance, v.cost, v.refund_late
-    ), spend as (
+      returning accounts.balance, v.cost, v.refund_late, v.balance as balance_before, accounts.low_balance_threshold
+    ), debit_moved as (
+      select ${owner.accountId}::bigint as account_id, balance_before, balance as balance_after, low_balance_threshold as threshold
+      from debit
+    ), ${lowBalanceEvents(db, tz, 'debit_moved')}, spend as (
       update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + debit.cost * ${n}
       from spender s, debit
       where k.id = s.id and s.cap is not null
@@ -235,7 +258,8 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
       update accounts a set balance = a.balance - s.total
       from (select account_id, sum(cost) as total from accepted group by account_id) s
       where a.id = s.account_id
-    ), spend as (
+      returning a.id as account_id, a.balance + s.total as balance_before, a.balance as balance_after, a.low_balance_threshold as threshold
+    ), ${lowBalanceEvents(db, tz, 'debit')}, spend as (
       update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + t.total
       from (select key_id, sum(cost) as total from accepted group by key_id) t join spenders s on s.id = t.key_id
       where k.id = t.key_id and s.cap is not null
@@ -315,8 +339,9 @@ export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: num
   const total = cost * messageIds.length
   await tx`
     with debit as (
-      update accounts set balance = balance - ${total} where id = ${owner.accountId} returning balance
-    ), spend as (
+      update accounts set balance = balance - ${total} where id = ${owner.accountId}
+      returning id as account_id, balance, balance + ${total} as balance_before, balance as balance_after, low_balance_threshold as threshold
+    ), ${lowBalanceEvents(tx, tz, 'debit')}, spend as (
       update api_keys set spend_day = ${today(tx, tz)},
                           spent_today = case when spend_day = ${today(tx, tz)} then spent_today else 0 end + ${total}
       where id = ${owner.keyId} and daily_spend_cap is not null
