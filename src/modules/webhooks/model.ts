@@ -151,8 +151,13 @@ export const Delivery = t.Object({
   id: t.Integer({ description: 'Delivery (event) id, used by the attempts and replay calls' }),
   webhook_id: t.String({ description: 'The `webhook-id` header: the same on every attempt and replay' }),
   api_key_id: t.Integer(),
-  event: t.String({ description: 'The event type: `message.status`, `message.received`, `balance.low`, ...', examples: ['message.status'] }),
-  message_sid: t.Union([t.String(), t.Null()], { description: 'The message of a `message.status` event; null for the others and for test events' }),
+  event: t.String({
+    description: 'The event type: `message.status`, `message.received`, `balance.low`, ...',
+    examples: ['message.status'],
+  }),
+  message_sid: t.Union([t.String(), t.Null()], {
+    description: 'The message of a `message.status` event; null for the others and for test events',
+  }),
   status: t.Union([t.Literal('pending'), t.Literal('delivered'), t.Literal('failed')]),
   attempts: t.Integer({ description: 'Attempts made since the event was created or last replayed' }),
   next_attempt_at: t.Union([t.String(), t.Null()], { description: 'When the next attempt is due; null unless pending' }),

@@ -43,12 +43,7 @@ export function validateEvents(events: string[] | undefined): EventType[] | unde
   return EVENT_TYPES.filter((e) => events.includes(e))
 }
 
-export async function registerWebhook(
-  sql: Sql,
-  principal: Principal,
-  input: { url: string; events?: string[] },
-  allowPrivate: boolean,
-) {
+export async function registerWebhook(sql: Sql, principal: Principal, input: { url: string; events?: string[] }, allowPrivate: boolean) {
   const events = validateEvents(input.events)
   const url = await validateWebhookUrl(input.url, allowPrivate)
   // The secret is chosen once per registration: replacing the URL keeps it, so receivers need not re-key.
