@@ -36,6 +36,7 @@ const LATE = 'tests/status/late-failures.test.ts'
 const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
+const EVENTS = 'tests/webhooks/events.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -524,5 +525,31 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [SENDER_CALLBACKS],
     filter: 'other sender.s app secret',
+  },
+  {
+    name: 'balance-low-once',
+    breaks: 'balance.low sent on every debit below the threshold, not once per crossing',
+    edits: [
+      {
+        file: LEDGER,
+        find: 'where threshold is not null and balance_before >= threshold and balance_after < threshold',
+        replace: 'where threshold is not null and balance_after < threshold',
+      },
+    ],
+    tests: [EVENTS],
+    filter: 'once per crossing',
+  },
+  {
+    name: 'account-event-choice',
+    breaks: 'an account event (message.received, balance.low) delivered to registrations that did not choose it',
+    edits: [
+      {
+        file: 'src/modules/webhooks/events.ts',
+        find: 'join webhook_endpoints w on w.api_key_id = k.id and s.event = any(w.events)',
+        replace: 'join webhook_endpoints w on w.api_key_id = k.id',
+      },
+    ],
+    tests: [EVENTS],
+    filter: 'one registered for message.status only gets nothing',
   },
 ]
