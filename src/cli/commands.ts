@@ -61,6 +61,12 @@ const ids = (page: Page<{ id: number }>) => () => page.items.map((item) => item.
 const accountLine = (a: Account) =>
   `balance ${amount(a.wa_balance)}, price ${amount(a.cost_per_message)} a message (${count(Math.floor(a.wa_balance / a.cost_per_message), 'message')} paid for)`
 
+const thresholdLine = (a: Account) =>
+  a.low_balance_threshold === null ? 'low-balance alert: none' : `low-balance alert (balance.low) below ${amount(a.low_balance_threshold)}`
+
+const LOW_BALANCE_FLAG = { value: 'N|none', help: 'send balance.low when a charge takes the balance below N; none: no alert' }
+const lowBalance = (ctx: Context) => (ctx.flags['low-balance'] === 'none' ? null : ctx.integer('low-balance'))
+
 const priceLine = (p: Price) =>
   (p.account_id === null
     ? `price ${amount(p.cost_per_message)} a message, for every account without its own price`
@@ -189,10 +195,15 @@ export const accountCommands: Command[] = [
     args: ['NAME'],
     summary: 'create an account',
     example: 'bun run admin account create "Acme Retail" --balance 500000',
-    flags: { balance: { value: 'N', help: 'opening balance, recorded as a top-up (default 0)' }, quiet: QUIET },
+    flags: {
+      balance: { value: 'N', help: 'opening balance, recorded as a top-up (default 0)' },
+      'low-balance': LOW_BALANCE_FLAG,
+      quiet: QUIET,
+    },
     async run(ctx) {
       const body: Record<string, unknown> = { name: ctx.args.NAME }
       if (ctx.flags.balance !== undefined) body.balance = ctx.integer('balance')
+      if (ctx.flags['low-balance'] !== undefined) body.low_balance_threshold = lowBalance(ctx)
       const account = await ctx.api.call<Account>('POST', '/admin/v1/accounts', body)
       return {
         data: account,
@@ -219,7 +230,26 @@ export const accountCommands: Command[] = [
     example: 'bun run admin account show "$ACCOUNT_ID"',
     async run(ctx) {
       const a = await ctx.api.call<Account>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}`)
-      return { data: a, text: () => `account ${a.id} ${named(a.name)}, created ${a.created_at}\n${accountLine(a)}` }
+      return {
+        data: a,
+        text: () => `account ${a.id} ${named(a.name)}, created ${a.created_at}\n${accountLine(a)}\n${thresholdLine(a)}`,
+      }
+    },
+  },
+  {
+    name: 'account update',
+    args: ['ACCOUNT_ID'],
+    summary: "change an account's low-balance threshold (the balance.low webhook event)",
+    details:
+      'A charge that takes the balance from at or above the threshold to below it sends one balance.low event to the ' +
+      "account's webhook registrations that chose it; the next needs the balance back at or above it. --low-balance none: no alert.",
+    example: 'bun run admin account update "$ACCOUNT_ID" --low-balance 50000',
+    flags: { 'low-balance': { ...LOW_BALANCE_FLAG, required: true } },
+    async run(ctx) {
+      const a = await ctx.api.call<Account>('PATCH', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}`, {
+        low_balance_threshold: lowBalance(ctx),
+      })
+      return { data: a, text: () => `account ${a.id} ${named(a.name)}: ${thresholdLine(a)}` }
     },
   },
   {

@@ -11,7 +11,6 @@
 // command sends it there itself.
 
 import type * as webhooks from '../modules/webhooks/model'
-import { EVENT_TYPES } from '../modules/webhooks/model'
 import { unreachable } from './client'
 import type { Command, Context } from './command'
 import type { Page } from './format'
@@ -249,7 +248,8 @@ async function listen(command: WebhookCommand): Promise<number> {
             connected = true
             continue
           }
-          if (!(EVENT_TYPES as readonly string[]).includes(message.event)) continue
+          // Events are named noun.verb (message.status, message.received, ...); anything else is not one.
+          if (!/^[a-z_]+\.[a-z_]+$/.test(message.event)) continue
           const event = JSON.parse(message.data) as Listened
           printEvent(command, event, forwardTo ? await forward(forwardTo, event) : undefined)
           if (message.id !== undefined) lastEventId = message.id
