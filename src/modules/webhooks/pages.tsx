@@ -292,7 +292,9 @@ export function webhookPages(d: Dashboard) {
       })
       return d.finish(scope.session, {
         to: pageOf(scope, key.key_id),
-        notice: `${key.url ? 'The URL of' : 'A URL for'} key ${key.label} is now ${url}: its events go there (${events.join(', ')}).`,
+        notice:
+          `${key.url ? 'The URL of' : 'A URL for'} key ${key.label} is now ${url}: its events go there.` +
+          (chosen ? ` Events: ${events.join(', ')}.` : ''),
       })
     },
   )
