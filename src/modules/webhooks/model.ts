@@ -238,3 +238,78 @@ export type ListenReady = typeof ListenReady.static
 
 export const ListenedEvent = t.Composite([t.Object({ id: t.Integer({ description: "The event id, the stream's `id:`" }) }), SignedEvent])
 export type ListenedEvent = typeof ListenedEvent.static
+
+const eventTimestamp = t.String({
+  description: 'When the event was recorded: YYYY-MM-DD HH:MM:SS in the service time zone',
+  examples: ['2026-11-21 10:15:02'],
+})
+
+/** `message.received`: a customer wrote to one of the account's numbers (GET /inbound/{id} shows the same message). */
+export const MessageReceivedEvent = t.Object(
+  {
+    event: t.Literal('message.received'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      id: t.Integer({ description: 'The inbound message id (GET /api/v1/inbound/{id})' }),
+      phone: t.String({ description: "The customer's number in + international form", examples: ['+6281234567890'] }),
+      name: t.Union([t.String(), t.Null()], { description: 'The name the provider gave for the customer' }),
+      type: t.String({
+        description: 'text, image, document, audio, video, sticker, location, contacts, interactive, button, reaction or unsupported',
+        examples: ['text'],
+      }),
+      text: t.Union([t.String(), t.Null()], { description: "The text, a caption, a reply's title, a reaction's emoji" }),
+      content: t.Record(t.String(), t.Unknown(), {
+        description:
+          'Normalised by type, as in GET /inbound/{id}: text `body`; media `media_id`, `media_url`, `mime_type`, `caption`, ' +
+          '`filename`; location `latitude`, `longitude`, `name`, `address`; interactive (a reply to buttons or a list) `kind` ' +
+          '(`button_reply`/`list_reply`), `id` (the chosen button or row id), `title`, `description`; button `payload`, `text`; ' +
+          'reaction `emoji`, `message_id`',
+      }),
+      sender_id: t.Union([t.Integer(), t.Null()], { description: "The account's sender it reached; null: the service's own number" }),
+      received_at: t.String({ description: "When the customer sent it (the provider's time), YYYY-MM-DD HH:MM:SS" }),
+    }),
+  },
+  {
+    examples: [
+      {
+        event: 'message.received',
+        timestamp: '2026-11-21 10:15:03',
+        data: {
+          id: 41,
+          phone: '+6281234567890',
+          name: 'Budi',
+          type: 'interactive',
+          text: 'Yes, deliver',
+          content: { kind: 'button_reply', id: 'confirm-1042', title: 'Yes, deliver', description: null },
+          sender_id: 3,
+          received_at: '2026-11-21 10:15:01',
+        },
+      },
+    ],
+  },
+)
+
+/** `balance.low`: a charge took the account's balance below its threshold (once per crossing). */
+export const BalanceLowEvent = t.Object(
+  {
+    event: t.Literal('balance.low'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      balance: t.Integer({ description: 'The balance right after the charge that crossed the threshold (CURRENCY units)' }),
+      threshold: t.Integer({ description: "The account's low_balance_threshold" }),
+    }),
+  },
+  { examples: [{ event: 'balance.low', timestamp: '2026-11-21 10:15:02', data: { balance: 49650, threshold: 50000 } }] },
+)
+
+const contactData = t.Object(
+  {
+    phone: t.String({ description: "The contact's number in + international form", examples: ['+6281234567890'] }),
+    contact_id: t.Union([t.Integer(), t.Null()], { description: "The account's contact with that phone" }),
+  },
+  { additionalProperties: true, description: 'The contact, and when and how it happened (see README, Opt-outs)' },
+)
+
+/** `contact.opted_out` / `contact.opted_in`: a contact of the account opted out (STOP) or back in (START). */
+export const ContactOptedOutEvent = t.Object({ event: t.Literal('contact.opted_out'), timestamp: eventTimestamp, data: contactData })
+export const ContactOptedInEvent = t.Object({ event: t.Literal('contact.opted_in'), timestamp: eventTimestamp, data: contactData })
