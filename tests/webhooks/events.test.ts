@@ -270,6 +270,40 @@ describe('balance.low', () => {
     expect(Number(balance!.balance)).toBe(0)
   })
 
+  test('a campaign charging across the threshold: one event', async () => {
+    const a = await lowAccount(100, 50, '/campaign')
+    for (let i = 0; i < 8; i++) {
+      expect((await t.api('POST', '/contacts', a.key, { name: `C${i}`, phone: `0813${String(8_200_000 + i)}`, tags: 'vip' })).status).toBe(
+        201,
+      )
+    }
+    await t.admin('PUT', '/price', { cost_per_message: 10, account_id: a.accountId })
+    const template = await t.admin('POST', `/accounts/${a.accountId}/templates`, { name: 'promo', body: 'Hi {{name}}' })
+    const segment = await t.admin('POST', `/accounts/${a.accountId}/segments`, { name: 'vips', tag: 'vip' })
+    const draft = await t.api('POST', '/campaigns', a.key, {
+      name: 'low',
+      template_id: template.body.data.id,
+      segment_id: segment.body.data.id,
+    })
+    const id = draft.body.data.campaign.id
+    expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
+    await until(
+      async () => {
+        await t.runWorker('campaign-runner')
+        return (await t.api('GET', `/campaigns/${id}`, a.key)).body.data
+      },
+      (d) => d.campaign.status === 'sent',
+      20_000,
+      'the campaign to be sent',
+    )
+    const [balance] = await t.db.sql<{ balance: number }[]>`select balance from accounts where id = ${a.accountId}`
+    expect(Number(balance!.balance)).toBe(20)
+    const events = await lows(a.keyId)
+    expect(events).toHaveLength(1)
+    expect(events[0]).toMatchObject({ threshold: 50 })
+    expect(events[0].balance).toBeLessThan(50)
+  })
+
   test('no threshold, or a registration that did not choose it: no event', async () => {
     const { accountId, key, keyId } = await t.account(3, { price: 1 })
     await t.api('POST', '/webhook', key, { url: rx.url('localhost', '/none'), events: ['balance.low'] })
