@@ -7,6 +7,7 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
+import { requireOpenWindow } from '../inbound/enforce'
 
 /**
  * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token
@@ -31,6 +32,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
           validitySeconds,
           senderId: sender.id,
         }
+  await requireOpenWindow(deps, sender, message, () => chargedAlready(deps, requestToken))
 
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
