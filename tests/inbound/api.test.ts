@@ -75,12 +75,12 @@ describe('the simulator writes in', () => {
     expect((await t.api('GET', `/inbound?phone=${encodeURIComponent(phone)}`, someone.key)).body.data.items).toEqual([])
   })
 
-  test('without a body only the window opens, as before; a sender number that is no stored sender is 422', async () => {
+  test('without a body a placeholder text is stored (it is what opens the window); a sender number that is no stored sender is 422', async () => {
     const phone = phoneOf()
     const answer = await writeIn(phone)
-    expect(answer.body.data).toEqual({ phone, window_until: expect.any(String) })
-    const [stored] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from inbound_messages where phone = ${phone}`
-    expect(stored!.n).toBe(0)
+    expect(answer.body.data).toEqual({ phone, window_until: expect.any(String), inbound_id: expect.any(Number) })
+    const stored = await t.db.sql<{ text: string }[]>`select text from inbound_messages where phone = ${phone}`
+    expect(stored).toEqual([{ text: '(the customer wrote in)' }])
     const bad = await writeIn(phone, 'Halo', { sender: '+14155559999' })
     expect(bad.status).toBe(422)
     expect(bad.body).toEqual(errorEnvelope(bad.headers, 'VALIDATION_ERROR'))
