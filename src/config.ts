@@ -102,7 +102,7 @@ export const VARIABLES = {
     default: 'provider',
     meaning:
       "provider: a free-form message (no approved template) to a customer outside WhatsApp's 24-hour window with the sender is " +
-      'refused before charging (422 WINDOW_CLOSED) when the sender\'s provider enforces the window (Meta, Twilio; the simulator ' +
+      "refused before charging (422 WINDOW_CLOSED) when the sender's provider enforces the window (Meta, Twilio; the simulator " +
       'with SIM_REQUIRE_TEMPLATE); off: it is handed over, and the provider refuses it (131047, 63016; refunded)',
   },
   DB_POOL_MAX: { default: '10', meaning: 'PostgreSQL connections per instance (the embedded database always uses one)' },

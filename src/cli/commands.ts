@@ -555,7 +555,7 @@ export const simulatorCommands: Command[] = [
     args: ['PHONE'],
     summary: 'simulator: PHONE writes in (an inbound message), opening its 24-hour window with the sender',
     details:
-      'Stores an inbound text message from PHONE now (GET /api/v1/inbound), to --sender (a stored sender\'s number) or the ' +
+      "Stores an inbound text message from PHONE now (GET /api/v1/inbound), to --sender (a stored sender's number) or the " +
       "deployment's number. Like any inbound message it opens PHONE's 24-hour window with that sender: with " +
       'SIM_REQUIRE_TEMPLATE=true a free-form message outside it is refused (422 WINDOW_CLOSED before charging, or error 63016, ' +
       'refunded, with WINDOW_CHECK=off), as WhatsApp does; approved templates always go.',

@@ -127,7 +127,10 @@ export function fakeGraph(): FakeGraph {
                 field: 'messages',
                 value: {
                   messaging_product: 'whatsapp',
-                  metadata: { display_phone_number: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000', phone_number_id: o.phoneNumberId },
+                  metadata: {
+                    display_phone_number: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000',
+                    phone_number_id: o.phoneNumberId,
+                  },
                   contacts: [{ profile: { name: o.name ?? 'Customer' }, wa_id: from }],
                   messages: [
                     {

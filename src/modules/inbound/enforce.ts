@@ -67,7 +67,11 @@ export async function dropClosedWindows(
   for (const [senderId, messages] of bySender) {
     const sender = await deps.senders.get(senderId)
     if (!checksWindow(deps.config, sender)) continue
-    const last = await lastWritten(deps.sql, senderId, messages.map((m) => m.phone))
+    const last = await lastWritten(
+      deps.sql,
+      senderId,
+      messages.map((m) => m.phone),
+    )
     for (const m of messages) {
       if (last.get(m.phone)?.open) continue
       const error = windowClosed(`messages[${m.index}].to`, last.get(m.phone)?.at, deps.config.timezone, sender.providerName)

@@ -84,7 +84,7 @@ export const simulator = defineProvider({
     SIM_REQUIRE_TEMPLATE: {
       default: 'false',
       meaning:
-        'simulator: true plays WhatsApp\'s 24-hour window: a free-form message to a number that has not written to the sender ' +
+        "simulator: true plays WhatsApp's 24-hour window: a free-form message to a number that has not written to the sender " +
         'within 24 hours (`bun run admin simulator inbound PHONE`) is refused, before charging with WINDOW_CHECK=provider ' +
         '(422 WINDOW_CLOSED), else by the simulator (63016, refunded); approved templates always go',
     },
