@@ -521,8 +521,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/campaigns/engine.ts',
-        find: 'await closedWindowsOf(tx, windowChecked && campaign.ref === null,',
-        replace: 'await closedWindowsOf(tx, false,',
+        find: 'const freeForm = windowChecked && campaign.ref === null',
+        replace: 'const freeForm = false',
       },
     ],
     tests: [WINDOW_TESTS],

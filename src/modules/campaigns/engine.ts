@@ -168,12 +168,8 @@ async function nextBatch(
 
     // A free-form campaign (its template not bound for the provider) skips, uncharged, the recipients
     // whose 24-hour window with the sender is closed, and counts them; an approved template always goes.
-    const closed = await closedWindowsOf(
-      tx,
-      windowChecked && campaign.ref === null,
-      campaign.sender_id,
-      fetched.map((c) => c.phone),
-    )
+    const freeForm = windowChecked && campaign.ref === null
+    const closed = await closedWindowsOf(tx, freeForm, campaign.sender_id, fetched)
     const contacts = fetched.filter((c) => !closed.has(c.phone))
     if (contacts.length === 0) {
       await tx`

@@ -83,12 +83,18 @@ export async function dropClosedWindows(
 }
 
 /**
- * A campaign's batch: the phones among `phones` whose window with the campaign's sender is closed, when
+ * A campaign's batch: the phones of `recipients` whose window with the campaign's sender is closed, when
  * the campaign goes free-form (its template is not bound for the sender's provider) and the sender is
  * held to the window; none otherwise. `tx`: the batch's transaction.
  */
-export async function closedWindowsOf(tx: Db, checked: boolean, senderId: number | null, phones: string[]): Promise<Set<string>> {
+export async function closedWindowsOf(
+  tx: Db,
+  checked: boolean,
+  senderId: number | null,
+  recipients: { phone: string }[],
+): Promise<Set<string>> {
   if (!checked) return new Set()
+  const phones = recipients.map((r) => r.phone)
   const last = await lastWritten(tx, senderId, phones)
   return new Set(phones.filter((phone) => !last.get(phone)?.open))
 }
