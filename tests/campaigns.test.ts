@@ -249,7 +249,7 @@ describe('GET /campaigns/{id}', () => {
           finished_at: null,
           pause_reason: null,
         },
-        stats: { total: 9, sent: 6, delivered: 4, read: 1, failed: 2 },
+        stats: { total: 9, sent: 6, delivered: 4, read: 1, failed: 2, window_closed: 0 },
       },
     })
   })

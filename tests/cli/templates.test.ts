@@ -90,7 +90,9 @@ test('template bind, show and unbind; the service refusing a binding is exit 1 w
 
 test("simulator inbound opens a number's window; a bad number is refused", () => {
   const opened = ok(admin('simulator', 'inbound', '0812-5555-0001'))
-  expect(opened).toMatch(/^\+6281255550001 wrote in: free-form messages to it are accepted until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$/)
+  expect(opened).toMatch(
+    /^\+6281255550001 wrote in \(inbound message \d+\): free-form messages to it are accepted until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$/,
+  )
   expect(JSON.parse(ok(admin('simulator', 'inbound', '081255550001', '--json')))).toEqual({
     phone: '+6281255550001',
     window_until: expect.any(String),
@@ -126,5 +128,5 @@ test("the README's approved-template example runs as written: the template goes,
     [true, 'sent'], // free-form after it wrote in
   ])
   expect(answers[1].error).toContain('send one with template_id')
-  expect(ran.out).toContain('+6281234567890 wrote in: free-form messages to it are accepted until ')
+  expect(ran.out).toMatch(/\+6281234567890 wrote in \(inbound message \d+\): free-form messages to it are accepted until /)
 })
