@@ -246,7 +246,7 @@ export function inboxPages(d: Dashboard) {
               <FormToken session={scope.session} />
               {fromField}
               <label>
-                Message
+                Your reply
                 <textarea name="body" rows={3} maxlength={4096} required></textarea>
               </label>
               <button type="submit">Send reply</button>
