@@ -21,6 +21,7 @@ import { ledgerPages } from './modules/ledger/pages'
 import { messagesApi } from './modules/messages/api'
 import { messagesAdmin } from './modules/messages/admin'
 import { messagePages } from './modules/messages/pages'
+import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
 import { campaignsApi } from './modules/campaigns/api'
@@ -97,6 +98,7 @@ export function createApp(deps: Deps) {
           templatePages,
           campaignPages,
           messagePages,
+          inboxPages,
           ledgerPages,
           webhookPages,
           failedDeliveryPages,

@@ -98,6 +98,13 @@ export const VARIABLES = {
     default: '10000',
     meaning: 'how long one hand-off to the provider may take before it counts as failed (the contract says 10 s; lower it only for tests)',
   },
+  WINDOW_CHECK: {
+    default: 'provider',
+    meaning:
+      "provider: a free-form message (no approved template) to a customer outside WhatsApp's 24-hour window with the sender is " +
+      "refused before charging (422 WINDOW_CLOSED) when the sender's provider enforces the window (Meta, Twilio; the simulator " +
+      'with SIM_REQUIRE_TEMPLATE); off: it is handed over, and the provider refuses it (131047, 63016; refunded)',
+  },
   DB_POOL_MAX: { default: '10', meaning: 'PostgreSQL connections per instance (the embedded database always uses one)' },
   RETENTION_WEBHOOK_DAYS: {
     default: '30',
@@ -145,6 +152,8 @@ export type Config = {
   messageValiditySeconds: number
   providerMaxPerSecond: number
   providerTimeoutMs: number
+  /** `provider`: free-form sends outside the 24-hour window are refused before charging where the provider enforces it. */
+  windowCheck: 'provider' | 'off'
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
@@ -313,6 +322,7 @@ export function readConfig(env: Env = process.env): Config {
     bulkWaitMs: integer(env, 'BULK_WAIT_MS', 0, 3_600_000),
     messageValiditySeconds: integer(env, 'MESSAGE_VALIDITY_SECONDS', 1, MAX_VALIDITY_SECONDS),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
+    windowCheck: oneOf(env, 'WINDOW_CHECK', ['provider', 'off'] as const),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),

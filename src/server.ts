@@ -9,6 +9,7 @@ import { migrate } from './db/migrate'
 import { isOutage } from './db/retry'
 import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
+import { windowIsOpen } from './modules/inbound/window'
 import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
 import { createSenderDirectory } from './modules/senders/directory'
@@ -89,6 +90,8 @@ export const providerOf = (config: Config, sql: Database['sql']) =>
     publicBaseUrl: config.publicBaseUrl,
     timeoutMs: config.providerTimeoutMs,
     sql,
+    // The deployment's default number is the sender null.
+    windowOpen: (phone) => windowIsOpen(sql, null, phone),
   })
 
 /** The sender's pace: the provider's (its settings may change it), with PROVIDER_MAX_PER_SECOND and PROVIDER_RECIPIENT_GAP_MS over it. */

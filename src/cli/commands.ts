@@ -583,15 +583,15 @@ export const simulatorCommands: Command[] = [
   {
     name: 'simulator inbound',
     args: ['PHONE'],
-    summary: 'simulator: PHONE writes in, opening its 24-hour window for free-form messages',
+    summary: 'simulator: PHONE writes in (an inbound message), opening its 24-hour window with the sender',
     details:
-      'With SIM_REQUIRE_TEMPLATE=true the simulator refuses free-form messages (error 63016, refunded) to numbers that have not ' +
-      'written in within 24 hours, as WhatsApp does; approved templates always go. This records a message from PHONE now. ' +
-      "With --body it is also stored as an inbound text message (GET /api/v1/inbound), to --sender (a stored sender's number) " +
-      "or the deployment's number.",
+      "Stores an inbound text message from PHONE now (GET /api/v1/inbound), to --sender (a stored sender's number) or the " +
+      "deployment's number. Like any inbound message it opens PHONE's 24-hour window with that sender: with " +
+      'SIM_REQUIRE_TEMPLATE=true a free-form message outside it is refused (422 WINDOW_CLOSED before charging, or error 63016, ' +
+      'refunded, with WINDOW_CHECK=off), as WhatsApp does; approved templates always go.',
     example: 'bun run admin simulator inbound 081234567890',
     flags: {
-      body: { value: 'TEXT', help: 'what PHONE writes: stored as an inbound message' },
+      body: { value: 'TEXT', help: 'what PHONE writes (default: a placeholder text)' },
       sender: { value: 'NUMBER', help: "the stored sender's number it writes to (default: the deployment's number)" },
       name: { value: 'NAME', help: "the customer's name, as a provider would give it" },
     },

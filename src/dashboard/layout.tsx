@@ -12,6 +12,7 @@ const MEMBER_PAGES = [
   ['/dashboard', 'Overview'],
   ['/dashboard/keys', 'API keys'],
   ['/dashboard/messages', 'Messages'],
+  ['/dashboard/inbox', 'Inbox'],
   ['/dashboard/ledger', 'Ledger'],
   ['/dashboard/contacts', 'Contacts'],
   ['/dashboard/templates', 'Templates and segments'],

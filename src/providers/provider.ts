@@ -91,6 +91,12 @@ export interface Provider {
   send(message: OutgoingMessage): Promise<HandoffResult>
   /** It makes its own status reports (HandoffResult.reports), applied when due by the simulator-reports worker. */
   readonly schedulesReports?: boolean
+  /**
+   * It refuses free-form messages (not an approved template) to a customer who has not written to the
+   * sender within 24 hours (WhatsApp's customer-service window): the service refuses them first, uncharged
+   * (modules/inbound/enforce.ts, WINDOW_CHECK).
+   */
+  readonly enforcesWindow?: boolean
 }
 
 /** An environment variable of a provider, as `--help` and the README show it. */
@@ -106,8 +112,12 @@ export type SettingsReader<Name extends string = string> = {
   fail(name: Name, message: string): never
 }
 
-/** What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS; `sql` for a provider that keeps state (the simulator). */
-export type ProviderContext = { publicBaseUrl: string; timeoutMs: number; sql: Sql }
+/**
+ * What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS; `sql` for a
+ * provider that keeps state (the simulator); `windowOpen(phone)`: whether the customer wrote to this
+ * sender within 24 hours (from the stored inbound messages), for a provider that plays WhatsApp's window.
+ */
+export type ProviderContext = { publicBaseUrl: string; timeoutMs: number; sql: Sql; windowOpen(phone: string): Promise<boolean> }
 
 /** A request to a provider callback route, with its body exactly as received. */
 export type CallbackRequest = {

@@ -133,7 +133,12 @@ describe('both documents', () => {
       'VALIDATION_ERROR',
       'IDEMPOTENCY_KEY_REUSED',
       'SENDER_DISABLED',
+      'WINDOW_CLOSED',
     ])
+    // WINDOW_CLOSED only where one message is sent: a bulk's entries carry it in their results.
+    expect(api.paths['/api/v1/messages/bulk'].post.responses['422'].content['application/json'].schema.properties.code.enum).not.toContain(
+      'WINDOW_CLOSED',
+    )
     expect(send['502'].content['application/json'].schema.properties.code.enum).toEqual(['BAD_GATEWAY'])
     // IDEMPOTENCY_KEY_REUSED only where an Idempotency-Key is taken.
     const contacts = api.paths['/api/v1/contacts'].post.responses

@@ -11,8 +11,15 @@
 // id it does not know 400 with code 100) and answers the number's node (GET /{id}?fields=…, what a
 // sender's check reads). Limits are kept per phone number id, as Meta's throughput is. With no number
 // registered, any token goes (the provider tests' own checks).
+//
+// Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
+// `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
+// X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
+// With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
+// as a failed status after accepting; refused at once here, which the service treats the same: refunded).
 
-import { Acceptances, FakeLimits, retryAfter, type FakeRequest } from './fake-rates'
+import { createHmac } from 'node:crypto'
+import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -21,6 +28,8 @@ export type FakePhoneNumber = {
   display_phone_number: string
   verified_name: string
   quality_rating: string
+  /** The app secret its webhooks are signed with (customerWrites). */
+  appSecret?: string
 }
 
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
@@ -46,9 +55,18 @@ export type FakeGraph = {
   phone(
     id: string,
     token: string,
-    fields?: Partial<Pick<FakePhoneNumber, 'display_phone_number' | 'verified_name' | 'quality_rating'>>,
+    fields?: Partial<Pick<FakePhoneNumber, 'display_phone_number' | 'verified_name' | 'quality_rating' | 'appSecret'>>,
   ): FakePhoneNumber
-  /** Forgets requests, acceptances, limits and the test's answer (not the phone numbers). */
+  /** The 24-hour windows it keeps, and whether it enforces them (default off). */
+  windows: FakeWindows
+  /** Where customerWrites posts (the service's webhook); set by the test. */
+  callback: FakeCallbackTarget | null
+  /**
+   * A customer writes to a phone number id: posts the signed `messages[]` notification to the service
+   * (`appSecret`: else the phone's registered one) and opens the fake's window; the service's answer.
+   */
+  customerWrites(o: { phoneNumberId: string; from: string; text: string; name?: string; appSecret?: string }): Promise<Response>
+  /** Forgets requests, acceptances, limits, windows and the test's answer (not the phone numbers). */
   reset(): void
   stop(): void
 }
@@ -92,10 +110,60 @@ export function fakeGraph(): FakeGraph {
     accepted: new Acceptances(),
     ids: [],
     phones: new Map(),
+    windows: new FakeWindows(),
+    callback: null,
+    async customerWrites(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before customerWrites')
+      const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
+      const from = o.from.replace(/\D/g, '')
+      const body = JSON.stringify({
+        object: 'whatsapp_business_account',
+        entry: [
+          {
+            id: '200000000000001',
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  messaging_product: 'whatsapp',
+                  metadata: {
+                    display_phone_number: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000',
+                    phone_number_id: o.phoneNumberId,
+                  },
+                  contacts: [{ profile: { name: o.name ?? 'Customer' }, wa_id: from }],
+                  messages: [
+                    {
+                      from,
+                      id: `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`,
+                      timestamp: String(Math.floor(Date.now() / 1000)),
+                      type: 'text',
+                      text: { body: o.text },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        ],
+      })
+      fake.windows.wrote(o.phoneNumberId, from)
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`,
+          },
+          body,
+        }),
+      )
+    },
     phone(id, token, fields = {}) {
       const phone = {
         id,
         token,
+        appSecret: fields.appSecret,
         display_phone_number: fields.display_phone_number ?? `1555${id.slice(-7)}`,
         verified_name: fields.verified_name ?? `Fake ${id.slice(-4)}`,
         quality_rating: fields.quality_rating ?? 'GREEN',
@@ -111,6 +179,7 @@ export function fakeGraph(): FakeGraph {
       fake.answer = null
       fake.accepted.clear()
       fake.ids = []
+      fake.windows.reset()
     },
     stop: () => server.stop(true),
   }
@@ -151,6 +220,13 @@ export function fakeGraph(): FakeGraph {
     }
     const own = fake.answer ? await fake.answer(request, sent) : undefined
     if (own) return own
+    if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', String(sent?.to ?? ''))) {
+      return graphError(
+        400,
+        131047,
+        '(#131047) Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number',
+      )
+    }
     const breach = fake.limits.admit(String(sent?.to ?? ''), performance.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       return graphError(fake.throttleStatus, 130429, '(#130429) Rate limit hit', retryAfter(breach.waitMs, fake.retryAfter))

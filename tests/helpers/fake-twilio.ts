@@ -12,8 +12,15 @@
 // what a sender's check calls), and, when the account lists its numbers, refuses a From that is not one
 // of them (63007). Limits are kept per sender (the From, or the MessagingServiceSid), as Twilio's
 // throughput is. With no account registered, any credentials go (the provider tests' own checks).
+//
+// Customers: `customerWrites` posts what a customer writes to the service's incoming-message webhook,
+// as Twilio does (its form fields, signed with the account's auth token in X-Twilio-Signature over the
+// webhook's public URL), and opens the fake's own 24-hour window for that (sender number, customer).
+// With `windows.enforce` on, a free-form Body outside it is refused with 63016 (Twilio reports it as a
+// failed status after accepting; refused at once here, which the service treats the same: refunded).
 
-import { Acceptances, FakeLimits, retryAfter, type FakeRequest } from './fake-rates'
+import twilioSdk from 'twilio'
+import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 
 /** An account (or subaccount) the fake knows: its SID, auth token and, optionally, the numbers it may send from. */
 export type FakeTwilioAccount = {
@@ -45,7 +52,16 @@ export type FakeTwilio = {
   accounts: Map<string, FakeTwilioAccount>
   /** Registers an account: from now on every request must carry a registered account's credentials. */
   account(sid: string, token: string, options?: { friendlyName?: string; status?: string; numbers?: string[] }): FakeTwilioAccount
-  /** Forgets requests, acceptances, limits and the test's answer (not the accounts). */
+  /** The 24-hour windows it keeps, and whether it enforces them (default off). */
+  windows: FakeWindows
+  /** Where customerWrites posts (the service's incoming-message webhook); set by the test. */
+  callback: FakeCallbackTarget | null
+  /**
+   * A customer writes to the WhatsApp number `to` of `accountSid` (whose auth token signs, else `authToken`):
+   * posts the signed form to the service and opens the fake's window; the service's answer.
+   */
+  customerWrites(o: { accountSid: string; to: string; from: string; text: string; name?: string; authToken?: string }): Promise<Response>
+  /** Forgets requests, acceptances, limits, windows and the test's answer (not the accounts). */
   reset(): void
   stop(): void
 }
@@ -71,6 +87,43 @@ export function fakeTwilio(): FakeTwilio {
     accepted: new Acceptances(),
     ids: [],
     accounts: new Map(),
+    windows: new FakeWindows(),
+    callback: null,
+    async customerWrites(o) {
+      if (!fake.callback) throw new Error('fake Twilio: set callback before customerWrites')
+      const token = o.authToken ?? fake.accounts.get(o.accountSid)?.token
+      if (!token) throw new Error(`fake Twilio: no auth token for ${o.accountSid}`)
+      const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
+      const fields: Record<string, string> = {
+        SmsMessageSid: sid,
+        NumMedia: '0',
+        ProfileName: o.name ?? 'Customer',
+        MessageType: 'text',
+        SmsSid: sid,
+        WaId: o.from.replace(/\D/g, ''),
+        SmsStatus: 'received',
+        Body: o.text,
+        To: `whatsapp:${o.to}`,
+        NumSegments: '1',
+        ReferralNumMedia: '0',
+        MessageSid: sid,
+        AccountSid: o.accountSid,
+        From: `whatsapp:${o.from}`,
+        ApiVersion: '2010-04-01',
+      }
+      const url = `${fake.callback.publicBaseUrl}/provider/twilio/inbound`
+      fake.windows.wrote(o.to, o.from)
+      return fake.callback.deliver(
+        new Request(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-twilio-signature': twilioSdk.getExpectedTwilioSignature(token, url, fields),
+          },
+          body: new URLSearchParams(fields).toString(),
+        }),
+      )
+    },
     account(sid, token, options = {}) {
       const account = {
         sid,
@@ -90,6 +143,7 @@ export function fakeTwilio(): FakeTwilio {
       fake.answer = null
       fake.accepted.clear()
       fake.ids = []
+      fake.windows.reset()
     },
     stop: () => server.stop(true),
   }
@@ -135,6 +189,13 @@ export function fakeTwilio(): FakeTwilio {
     const from = form.get('From')
     if (account && account.numbers.length > 0 && from !== null && !account.numbers.includes(from.replace(/^whatsapp:/, ''))) {
       return twilioError(400, 63007, 'Twilio could not find a Channel with the specified From address')
+    }
+    if (!form.has('ContentSid') && fake.windows.refuses(from ?? '', form.get('To') ?? '')) {
+      return twilioError(
+        400,
+        63016,
+        'Failed to send freeform message because you are outside the allowed window. If you are using WhatsApp, please use a Message Template.',
+      )
     }
     const breach = fake.limits.admit(form.get('To') ?? '', performance.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {

@@ -37,6 +37,8 @@ const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
+const WINDOW = 'src/modules/inbound/enforce.ts'
+const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -499,6 +501,33 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [SENDER_CALLBACKS],
     filter: 'B.s token',
+  },
+  {
+    name: 'window-send',
+    breaks: "a free-form send outside the customer's 24-hour window charged, then refused by the provider (131047, 63016)",
+    edits: [{ file: WINDOW, find: 'if (last?.open || (await recovering())) return', replace: 'return' }],
+    tests: [WINDOW_TESTS],
+    filter: 'outside the window: 422',
+  },
+  {
+    name: 'window-bulk',
+    breaks: 'a bulk entry outside its 24-hour window charged, then refused by the provider',
+    edits: [{ file: WINDOW, find: 'if (last.get(m.phone)?.open) continue', replace: 'continue' }],
+    tests: [WINDOW_TESTS],
+    filter: 'bulk: an entry outside',
+  },
+  {
+    name: 'window-campaign',
+    breaks: 'a free-form campaign charges the recipients outside their 24-hour window, whom the provider refuses',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'const freeForm = windowChecked && campaign.ref === null',
+        replace: 'const freeForm = false',
+      },
+    ],
+    tests: [WINDOW_TESTS],
+    filter: 'free-form campaign skips',
   },
   {
     name: 'meta-webhook-env-secret',

@@ -16,6 +16,7 @@ import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf, type StoredTemplate } from '../messages/content'
 import { segmentMatch } from '../templates/segments'
+import { checksWindow, closedWindowsOf } from '../inbound/enforce'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -113,6 +114,8 @@ async function nextBatch(
   lease: Lease,
   validitySeconds: number,
   handingOver: boolean,
+  /** The sender is held to the 24-hour window (inbound/enforce.ts). */
+  windowChecked: boolean,
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   const settleFirst = { messages: [], lease, done: false, settleFirst: true }
@@ -152,15 +155,28 @@ async function nextBatch(
       return stop
     }
 
-    const contacts = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
+    const fetched = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
       select c.id, c.name, c.phone, c.email, c.city from contacts c
       where c.account_id = ${campaign.account_id} and c.id > ${campaign.cursor_contact_id} and c.id <= ${campaign.max_contact_id}
         and ${segmentMatch(tx, campaign.tag)}
       order by c.id limit ${CAMPAIGN_BATCH}`
-    if (contacts.length === 0) {
+    if (fetched.length === 0) {
       if (handingOver) return settleFirst
       await tx`update campaigns set status = 'sent', finished_at = now(), lease_token = null, lease_until = null where id = ${campaignId}`
       return stop
+    }
+
+    // A free-form campaign (its template not bound for the provider) skips, uncharged, the recipients
+    // whose 24-hour window with the sender is closed, and counts them; an approved template always goes.
+    const freeForm = windowChecked && campaign.ref === null
+    const closed = await closedWindowsOf(tx, freeForm, campaign.sender_id, fetched)
+    const contacts = fetched.filter((c) => !closed.has(c.phone))
+    if (contacts.length === 0) {
+      await tx`
+        update campaigns set cursor_contact_id = ${fetched[fetched.length - 1]!.id}, window_closed = window_closed + ${fetched.length},
+          lease_until = now() + make_interval(secs => ${lease.seconds})
+        where id = ${campaignId}`
+      return { messages: [], lease, done: false }
     }
 
     const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
@@ -210,8 +226,12 @@ async function nextBatch(
       account.cost,
       inserted.map((m) => m.id),
     )
+    const cursor = batch[batch.length - 1]!.id
+    // Skipped recipients up to the cursor are counted now; those after it are met again by the next batch.
+    const skipped = fetched.filter((c) => closed.has(c.phone) && c.id <= cursor).length
     await tx`
-      update campaigns set cursor_contact_id = ${batch[batch.length - 1]!.id}, lease_until = now() + make_interval(secs => ${lease.seconds})
+      update campaigns set cursor_contact_id = ${cursor}, window_closed = window_closed + ${skipped},
+        lease_until = now() + make_interval(secs => ${lease.seconds})
       where id = ${campaignId}`
     return { messages: inserted, lease, done: false }
   })
@@ -270,6 +290,7 @@ export async function sendClaimedCampaign(
         deps.handoff.lease(),
         validity,
         waiting > 0,
+        checksWindow(deps.config, sender),
       )
       if (batch.settleFirst) {
         await Promise.allSettled(handingOver)

@@ -83,8 +83,12 @@ export const CampaignDetail = t.Object({
       delivered: jsonInteger({ description: 'Messages delivered: status delivered or read' }),
       read: jsonInteger({ description: 'Messages read' }),
       failed: jsonInteger({ description: 'Messages failed' }),
+      window_closed: jsonInteger({
+        description:
+          "Recipients skipped, uncharged, because their 24-hour window with the sender was closed: a campaign whose template is not bound to an approved template of the sender's provider goes free-form, which WhatsApp takes only within the window (extension)",
+      }),
     },
-    { examples: [{ total: 100, sent: 97, delivered: 90, read: 41, failed: 3 }] },
+    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2 }] },
   ),
 })
 export type CampaignDetail = typeof CampaignDetail.static

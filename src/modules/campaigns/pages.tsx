@@ -29,10 +29,10 @@ export const progressOf = (detail: CampaignDetail) => ({
   status: detail.campaign.status,
   pause_reason: detail.campaign.pause_reason,
   stats: detail.stats,
-  pending: Math.max(0, detail.stats.total - detail.stats.sent - detail.stats.failed),
+  pending: Math.max(0, detail.stats.total - detail.stats.sent - detail.stats.failed - detail.stats.window_closed),
 })
 
-const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'pending'] as const
+const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'window_closed', 'pending'] as const
 const CAMPAIGN_FIELDS = ['name', 'template_id', 'segment_id', 'sender_id', 'schedule_at'] as const
 
 export function campaignPages(d: Dashboard) {
@@ -210,7 +210,7 @@ export function campaignPages(d: Dashboard) {
                 <div class="value" id={`count-${name}`}>
                   {(name === 'pending' ? progress.pending : progress.stats[name]).toLocaleString('en')}
                 </div>
-                <div class="label">{name[0]!.toUpperCase() + name.slice(1)}</div>
+                <div class="label">{name === 'window_closed' ? 'Skipped: window closed' : name[0]!.toUpperCase() + name.slice(1)}</div>
               </div>
             ))}
           </div>

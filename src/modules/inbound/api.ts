@@ -62,9 +62,10 @@ export const inboundApi = (deps: Deps) =>
           description:
             "The account's messages to the phone (as in `GET /messages`) and the phone's inbound messages to the account, oldest " +
             'first (`at`; ties: outbound first, then by id), paginated with `limit`/`offset` and `has_more`. `window` says whether ' +
-            "WhatsApp's 24-hour customer-service window is open (free-form messages allowed) and until when: 24 hours after the " +
-            "latest inbound message from that phone to any of the account's senders or the deployment's number. A phone that is " +
-            'not a number is 422.',
+            "WhatsApp's 24-hour customer-service window with a sender is open (free-form messages allowed) and until when: 24 " +
+            "hours after the phone's latest message to that sender. The window is per sender: `from` (an id or number of the " +
+            "account's senders; 422 for another) chooses it, by default the account's default sender, else the deployment's " +
+            'number. A phone that is not a number is 422.',
         },
       },
     )

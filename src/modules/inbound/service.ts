@@ -17,7 +17,7 @@ import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import type { InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
 import { accountEvent } from '../webhooks/events'
-import { WINDOW_HOURS } from './window'
+import { lastWritten, WINDOW_HOURS } from './window'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -219,19 +219,36 @@ export async function getInbound(sql: Sql, tz: string, accountId: number, id: nu
 }
 
 /**
- * The latest inbound message's time from `phone` that opens the account's window: one stored for the
- * account, or received by one of its senders or by the default number (which it may send through).
+ * The sender whose window a conversation shows: the account's sender `from` names (its id or number;
+ * 422 for another), else the account's default (as a send without `from` picks it), else the
+ * deployment's number (null). A disabled sender is shown too: its window is still a fact.
  */
-async function windowOf(sql: Sql, tz: string, accountId: number, phone: string) {
-  const [row] = await sql<{ until: Date | null; open: boolean }[]>`
-    select max(received_at) + make_interval(hours => ${WINDOW_HOURS}) as until,
-           coalesce(max(received_at) + make_interval(hours => ${WINDOW_HOURS}) > now(), false) as open
-    from inbound_messages
-    where phone = ${phone}
-      and (account_id = ${accountId} or sender_id is null
-           or sender_id in (select sender_id from account_senders where account_id = ${accountId}))`
-  const open = row?.open === true
-  return { open, until: open ? formatTimestamp(row!.until, tz) : null }
+export async function windowSenderOf(sql: Sql, accountId: number, from: string | undefined): Promise<number | null> {
+  const rows = await sql<{ id: number; number: string; is_default: boolean }[]>`
+    select s.id, s.number, a.is_default from account_senders a join senders s on s.id = a.sender_id
+    where a.account_id = ${accountId} order by a.is_default desc, a.created_at, s.id`
+  if (from === undefined) return rows.length === 0 ? null : Number(rows[0]!.id)
+  const named = from.trim()
+  const chosen = rows.find((r) => String(r.id) === named || r.number === named)
+  if (!chosen) {
+    throw badValue(
+      rows.length === 0
+        ? "from: this account has no senders of its own; omit from for the deployment's number"
+        : `from: ${JSON.stringify(named).slice(0, 60)} is not one of this account's senders (GET /api/v1/senders lists them)`,
+    )
+  }
+  return Number(chosen.id)
+}
+
+/** The phone's 24-hour window with the sender: open until 24 hours after its latest message to that sender. */
+export async function windowWith(sql: Sql, tz: string, senderId: number | null, phone: string) {
+  const last = (await lastWritten(sql, senderId, [phone])).get(phone)
+  return {
+    open: last?.open === true,
+    until: last?.open ? formatTimestamp(new Date(last.at.getTime() + WINDOW_HOURS * 3_600_000), tz) : null,
+    sender_id: senderId,
+    last_inbound_at: last ? formatTimestamp(last.at, tz) : null,
+  }
 }
 
 /** GET /api/v1/conversations/{phone}: the account's messages to the phone and the phone's to the account, oldest first. */
@@ -274,5 +291,6 @@ export async function conversation(sql: Sql, tz: string, accountId: number, phon
     media_url: r.media_url,
     content: r.content,
   }))
-  return { phone, window: await windowOf(sql, tz, accountId, phone), ...pageOf(items, count!.n, p) }
+  const window = await windowWith(sql, tz, await windowSenderOf(sql, accountId, query.from), phone)
+  return { phone, window, ...pageOf(items, count!.n, p) }
 }

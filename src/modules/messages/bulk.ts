@@ -17,6 +17,7 @@ import { refusal, validityOf } from './service'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
+import { dropClosedWindows } from '../inbound/enforce'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -66,6 +67,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
     }
   })
+  await dropClosedWindows(deps, valid, results)
 
   let sent = 0
   let queued = 0

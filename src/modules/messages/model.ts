@@ -151,7 +151,11 @@ export const BulkEntry = t.Union([
   t.Object({
     to: t.String({ description: 'Normalised, or as given when it could not be normalised' }),
     status: t.Literal('failed'),
-    code: t.String({ examples: ['VALIDATION_ERROR', 'BAD_GATEWAY'] }),
+    code: t.String({
+      description:
+        'VALIDATION_ERROR, SENDER_DISABLED or WINDOW_CLOSED (a free-form entry outside the 24-hour window): not charged; BAD_GATEWAY: refused by the provider, refunded',
+      examples: ['VALIDATION_ERROR', 'WINDOW_CLOSED', 'BAD_GATEWAY'],
+    }),
     error: t.String(),
     id: t.Optional(Type.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
   }),

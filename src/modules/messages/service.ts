@@ -7,12 +7,16 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
+import { requireOpenWindow } from '../inbound/enforce'
+
+/** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
+export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
 
 /**
- * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token
+ * POST /messages/send (and the dashboard inbox's reply). `requestToken` identifies this request's charge: run again with the same token
  * (an Idempotency-Key recovery), it finds the charge and the outcome instead of making new ones.
  */
-export async function sendOne(deps: Deps, principal: Principal, input: SendBody, requestToken: string): Promise<SendResult | SendQueued> {
+export async function sendOne(deps: Deps, principal: Sending, input: SendBody, requestToken: string): Promise<SendResult | SendQueued> {
   requireContentShape(input)
   const to = requirePhone(input.to, 'to')
   const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
@@ -31,6 +35,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
           validitySeconds,
           senderId: sender.id,
         }
+  await requireOpenWindow(deps, sender, message, () => chargedAlready(deps, requestToken))
 
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
@@ -97,7 +102,7 @@ export function validityOf(given: number | undefined, fallback: number, field: s
 /** A send with `template_id`: the template (one query; a send with `body` makes none) rendered with `variables`. */
 async function fromTemplate(
   deps: Deps,
-  principal: Principal,
+  principal: Sending,
   to: string,
   input: { template_id: number; variables?: Record<string, string> },
   provider: string,

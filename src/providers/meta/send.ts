@@ -59,6 +59,8 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
 
   return {
     name: 'meta',
+    // WhatsApp's 24-hour window: Meta refuses a free-form message outside it (131047).
+    enforcesWindow: true,
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {

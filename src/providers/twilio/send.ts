@@ -40,6 +40,8 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
 
   return {
     name: 'twilio',
+    // WhatsApp's 24-hour window: Twilio refuses a free-form message outside it (63016).
+    enforcesWindow: true,
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {
