@@ -7,6 +7,7 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
+import { holdMessagingLimit } from '../budgets/guard'
 
 /**
  * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token
@@ -32,11 +33,16 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
           senderId: sender.id,
         }
 
+  // The messaging limit: a business-initiated message past its sender's budget is refused (429), nothing charged.
+  const limit = await holdMessagingLimit(deps, requestToken, [{ senderId: sender.id, phone: to }])
+  if (limit.refused.length > 0) throw limit.refused[0]!.error
+
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
   // died, or its answer was not stored) is not refused: its message is charged, and found below.
   const slot = await sender.pacer.takeWithin(to, deps.config.sendWaitMs)
   if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {
+    await limit.settle()
     const seconds = Math.max(1, Math.ceil(slot.wouldWaitMs / 1000))
     throw new ApiError(
       'RATE_LIMITED',
@@ -48,7 +54,9 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
     )
   }
   const lease = deps.handoff.lease()
-  const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message })
+  const charged = await limit.settleAfter(
+    deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message }),
+  )
   if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
   const id = charged.ids[0]!
 
