@@ -28,8 +28,8 @@ export const budgetsAdmin = (deps: Deps) =>
           tags,
           summary: 'Create a portfolio: senders that share one messaging-limit budget',
           description:
-            "WhatsApp limits the unique recipients of business-initiated messages (to customers whose 24-hour window is closed) per rolling " +
-            "24 hours per business portfolio: 250, 2000, 10000, 100000 or unlimited (`messaging_limit` null, the default). Senders put in " +
+            'WhatsApp limits the unique recipients of business-initiated messages (to customers whose 24-hour window is closed) per rolling ' +
+            '24 hours per business portfolio: 250, 2000, 10000, 100000 or unlimited (`messaging_limit` null, the default). Senders put in ' +
             'the portfolio (PATCH /senders/{id} `{portfolio}`) count their recipients in its one budget, under its tier. 409 for a name taken.',
         },
       },

@@ -84,7 +84,7 @@ async function take(
     await tx`
       insert into messaging_uses (budget, phone, request_token, held_until)
       select ${budget.key}, phone, ${hold?.token ?? null}::uuid,
-             ${hold ? tx`now() + make_interval(secs => ${hold.seconds})` : null}::timestamptz
+             (${hold ? tx`now() + make_interval(secs => ${hold.seconds})` : null})::timestamptz
       from unnest(${[...record]}::text[]) as phone`
   }
   return { fits, usage }
@@ -138,7 +138,11 @@ export type Held<T> = {
  * The messaging limit of a send's entries (single: one, bulk: its valid ones), before pace and charge:
  * those past their budget are refused, the uses of the others held under `requestToken` until settled.
  */
-export async function holdMessagingLimit<T extends Entry>(deps: Pick<Deps, 'sql' | 'config'>, requestToken: string, entries: T[]): Promise<Held<T>> {
+export async function holdMessagingLimit<T extends Entry>(
+  deps: Pick<Deps, 'sql' | 'config'>,
+  requestToken: string,
+  entries: T[],
+): Promise<Held<T>> {
   const refused: { entry: T; error: ApiError }[] = []
   const hold = { token: requestToken, seconds: Math.ceil(deps.config.sendWaitMs / 1000) + HOLD_MARGIN_SECONDS }
   for (const { budget, entries: mine } of (await byBudget(deps.sql, deps.config.messagingLimit, entries)).values()) {

@@ -71,7 +71,8 @@ export function requireTier(value: number | null, field: string): number | null 
 export async function portfolioIdOf(db: Db, name: string | null, field: string): Promise<number | null> {
   if (name === null || name.trim() === '') return null
   const [row] = await db<{ id: number }[]>`select id from portfolios where name = ${name.trim()}`
-  if (!row) throw badValue(`${field}: no portfolio is named ${JSON.stringify(name.trim()).slice(0, 80)} (POST /admin/v1/portfolios creates one)`)
+  if (!row)
+    throw badValue(`${field}: no portfolio is named ${JSON.stringify(name.trim()).slice(0, 80)} (POST /admin/v1/portfolios creates one)`)
   return row.id
 }
 
@@ -115,7 +116,12 @@ export async function createPortfolio(
     const [taken] = await tx`select id from portfolios where name = ${name}`
     if (taken) throw new ApiError('CONFLICT', `a portfolio named ${JSON.stringify(name)} exists already (portfolio ${taken.id})`)
     const [row] = await tx<{ id: number }[]>`insert into portfolios (name, messaging_limit) values (${name}, ${tier}) returning id`
-    await audit(tx, { ...actor, accountId: null, action: 'portfolio created', detail: { portfolio_id: row!.id, name, messaging_limit: tier } })
+    await audit(tx, {
+      ...actor,
+      accountId: null,
+      action: 'portfolio created',
+      detail: { portfolio_id: row!.id, name, messaging_limit: tier },
+    })
     return row!.id
   })
   return getPortfolio(db, id, tz)

@@ -204,7 +204,12 @@ async function nextBatch(
       return stop
     }
     // The messaging limit: the recipients that fit the sender's budget go (uses recorded with this charge).
-    const limited = await takeForCampaign(tx, { messagingLimit, timezone: tz }, campaign.sender_id, contacts.slice(0, affordable).map((c) => c.phone))
+    const limited = await takeForCampaign(
+      tx,
+      { messagingLimit, timezone: tz },
+      campaign.sender_id,
+      contacts.slice(0, affordable).map((c) => c.phone),
+    )
     if (limited.fits === 0) {
       if (handingOver) return settleFirst
       await tx`

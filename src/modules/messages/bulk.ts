@@ -70,7 +70,8 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
 
   // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
   const limit = await holdMessagingLimit(deps, requestToken, valid)
-  for (const { entry, error } of limit.refused) results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
+  for (const { entry, error } of limit.refused)
+    results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
   valid = limit.fit
 
   let sent = 0
@@ -81,7 +82,9 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
     const lease = deps.handoff.lease()
-    const charged = await limit.settleAfter(retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid)))
+    const charged = await limit.settleAfter(
+      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid)),
+    )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     cost = charged.cost
     const chargedAt = Date.now()

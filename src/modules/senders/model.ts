@@ -35,7 +35,7 @@ const ownTier = Tier(
 )
 const portfolio = t.Union([t.String(), t.Null()], {
   description:
-    'The portfolio (its name) whose budget it shares with the portfolio\'s other senders, under the portfolio\'s tier ' +
+    "The portfolio (its name) whose budget it shares with the portfolio's other senders, under the portfolio's tier " +
     '(POST /admin/v1/portfolios); null: none, its own tier applies',
   examples: ['Toko Maju group'],
 })
@@ -99,10 +99,11 @@ export const Sender = t.Object({
   rate_per_second: t.Number({ description: 'Its pace: messages per second (its own, or the provider default)' }),
   recipient_gap_ms: t.Integer({ description: 'Its pace: least ms between two messages to one recipient' }),
   disabled: t.Boolean(),
-  messaging_limit: t.Union([t.Integer(), t.Null()], { description: 'Its own tier (null: unlimited); a portfolio\'s tier overrides it' }),
+  messaging_limit: t.Union([t.Integer(), t.Null()], { description: "Its own tier (null: unlimited); a portfolio's tier overrides it" }),
   portfolio: t.Union([t.String(), t.Null()], { description: 'The portfolio whose budget it shares, or null' }),
   budget: t.Object(BudgetUseFields, {
-    description: "The budget it sends under (its portfolio's, else its own) and its use: the tier in force, recipients counted, when the oldest frees",
+    description:
+      "The budget it sends under (its portfolio's, else its own) and its use: the tier in force, recipients counted, when the oldest frees",
   }),
   last_check: t.Union([Check, t.Null()]),
   accounts: t.Array(t.Object({ account_id: JsonId(), default: t.Boolean() }), { description: 'The accounts it sends for' }),
