@@ -59,6 +59,12 @@ export async function senderBudgetUse(db: Db, senderId: number | null, defaultTi
   return budgetUse(budget, await usageOf(db, budget.key), tz)
 }
 
+/** The budget use of each of `senderIds` (stored senders), by id: what the dashboard lists. */
+export async function senderBudgetUses(db: Db, senderIds: number[], tz: string): Promise<Map<number, BudgetUse>> {
+  const uses = await Promise.all(senderIds.map(async (id) => [id, await senderBudgetUse(db, id, null, tz)] as const))
+  return new Map(uses)
+}
+
 /** A tier as given (a number, or null: unlimited), or 422. */
 export function requireTier(value: number | null, field: string): number | null {
   if (value !== null && !(MESSAGING_TIERS as readonly number[]).includes(value)) {
