@@ -16,7 +16,12 @@ export function BudgetText(props: { use: BudgetUse }) {
         {use.used.toLocaleString('en')} / {use.messaging_limit.toLocaleString('en')}
       </span>{' '}
       <span class="muted">
-        recipients in 24 h{use.frees_at ? `, oldest frees ${use.frees_at}` : ''}
+        recipients in 24{'\u00a0'}h
+        {use.frees_at ? (
+          <>
+            , oldest frees <span class="nowrap">{use.frees_at}</span>
+          </>
+        ) : null}
         {full ? '; new ones wait' : ''}
       </span>
     </>
