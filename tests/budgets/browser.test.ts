@@ -84,7 +84,9 @@ describe.skipIf(skipBrowserTests())('messaging limit in Chromium', () => {
     await step(op, 'the senders list: 17 / 250 with when the oldest frees', async () => {
       await op.goto(`${service.url}/dashboard/senders`)
       const cell = op.locator('tbody td[data-label="Messaging limit"]').first()
-      expect((await cell.innerText()).replace(/\s+/g, ' ')).toMatch(/^17 \/ 250 recipients in 24 h, oldest frees \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/)
+      expect((await cell.innerText()).replace(/\s+/g, ' ')).toMatch(
+        /^17 \/ 250 recipients in 24 h, oldest frees \d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/,
+      )
       await bothWidths(op, 'limit-senders-list')
     })
 

@@ -297,7 +297,7 @@ export function senderPages(d: Dashboard) {
             value={sender.portfolio ?? ''}
           />
           <p class="muted" id="tier-help">
-            Portfolios and their tiers: admin API <code>/admin/v1/portfolios</code> or <code>admin portfolio</code> on the command line.
+            Portfolios and their tiers: admin API <code>/admin/v1/portfolios</code> or <code>admin portfolios</code> on the command line.
           </p>
           {fieldsOf(sender.provider).length > 0 ? (
             <Credentials state={state} form="edit" provider={sender.provider} sender={sender} />
