@@ -145,8 +145,10 @@ export async function holdMessagingLimit<T extends Entry>(
 ): Promise<Held<T>> {
   const refused: { entry: T; error: ApiError }[] = []
   const hold = { token: requestToken, seconds: Math.ceil(deps.config.sendWaitMs / 1000) + HOLD_MARGIN_SECONDS }
+  let held = false
   for (const { budget, entries: mine } of (await byBudget(deps.sql, deps.config.messagingLimit, entries)).values()) {
     if (mine.length === 0) continue
+    held = true
     const { fits, usage } = await deps.sql.begin((tx) =>
       take(
         tx,
@@ -170,6 +172,7 @@ export async function holdMessagingLimit<T extends Entry>(
   }
   const out = new Set(refused.map((r) => r.entry))
   const settle = async () => {
+    if (!held) return // nothing counted (unlimited, or every recipient inside its window): nothing to settle
     await deps.sql`
       with held as (
         select id, exists (select 1 from messages m where m.request_token = u.request_token) as charged
