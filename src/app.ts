@@ -44,6 +44,7 @@ import { signInPages } from './modules/users/sign-in-pages'
 import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
+import { budgetsAdmin } from './modules/budgets/admin'
 import { storeInbound } from './modules/inbound/service'
 import { eventsCommitted } from './modules/webhooks/notify'
 
@@ -73,6 +74,7 @@ export function createApp(deps: Deps) {
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
     .use(inboundAdmin(deps))
+    .use(budgetsAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(
       simulatorAdmin(deps, async (message) => {

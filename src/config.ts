@@ -3,7 +3,7 @@
 
 import { accessSync, constants } from 'node:fs'
 import type { SettingsReader } from './providers/provider'
-import { MAX_RATE_LIMIT_PER_MINUTE, MAX_VALIDITY_SECONDS } from './lib/validate'
+import { MAX_RATE_LIMIT_PER_MINUTE, MAX_VALIDITY_SECONDS, MESSAGING_TIERS } from './lib/validate'
 import { decodeKey } from './lib/secrets'
 import { PROVIDER_NAMES, PROVIDER_VARIABLES, readProviderSettings, type ProviderName, type ProviderSettings } from './providers/registry'
 
@@ -105,6 +105,12 @@ export const VARIABLES = {
       "refused before charging (422 WINDOW_CLOSED) when the sender's provider enforces the window (Meta, Twilio; the simulator " +
       'with SIM_REQUIRE_TEMPLATE); off: it is handed over, and the provider refuses it (131047, 63016; refunded)',
   },
+  MESSAGING_LIMIT: {
+    default: 'unlimited',
+    meaning:
+      "the default sender's WhatsApp messaging limit: unique recipients of business-initiated messages per rolling 24 hours, " +
+      '250, 2000, 10000, 100000 or unlimited (a new number starts at 250; beyond it 429 MESSAGING_LIMIT, nothing charged)',
+  },
   DB_POOL_MAX: { default: '10', meaning: 'PostgreSQL connections per instance (the embedded database always uses one)' },
   RETENTION_WEBHOOK_DAYS: {
     default: '30',
@@ -154,6 +160,8 @@ export type Config = {
   providerTimeoutMs: number
   /** `provider`: free-form sends outside the 24-hour window are refused before charging where the provider enforces it. */
   windowCheck: 'provider' | 'off'
+  /** The default sender's messaging limit (unique business-initiated recipients per 24 h); null: unlimited. */
+  messagingLimit: number | null
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
@@ -187,6 +195,15 @@ function recipientGap(raw: string | undefined): number | null {
   if (raw === undefined) return null
   if (!/^\d+$/.test(raw) || Number(raw) > 3_600_000) {
     throw new ConfigError(`PROVIDER_RECIPIENT_GAP_MS: expected an integer from 0 to 3600000, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+/** MESSAGING_LIMIT: one of WhatsApp's tiers, or unlimited (null). */
+function tier(raw: string): number | null {
+  if (raw === 'unlimited') return null
+  if (!MESSAGING_TIERS.map(String).includes(raw)) {
+    throw new ConfigError(`MESSAGING_LIMIT: expected 250, 2000, 10000, 100000 or unlimited, got "${raw}"`)
   }
   return Number(raw)
 }
@@ -323,6 +340,7 @@ export function readConfig(env: Env = process.env): Config {
     messageValiditySeconds: integer(env, 'MESSAGE_VALIDITY_SECONDS', 1, MAX_VALIDITY_SECONDS),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
     windowCheck: oneOf(env, 'WINDOW_CHECK', ['provider', 'off'] as const),
+    messagingLimit: tier(text(env, 'MESSAGING_LIMIT')),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),

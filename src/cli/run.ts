@@ -22,7 +22,7 @@ import {
 import { helpText, overview } from './help'
 import { program, type Program } from './program'
 import { quickstart } from './quickstart'
-import { secretsCommands, senderCommands } from './senders'
+import { portfolioCommands, secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
 
 /** Every command, in the order `help` lists them. */
@@ -36,6 +36,7 @@ export const commands: Command[] = [
   ...webhookCommands,
   ...quarantineCommands,
   ...senderCommands,
+  ...portfolioCommands,
   ...secretsCommands,
   ...simulatorCommands,
 ]

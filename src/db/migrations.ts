@@ -20,6 +20,7 @@ import senders from '../../sql/0019_senders.sql' with { type: 'text' }
 import inbound from '../../sql/0020_inbound.sql' with { type: 'text' }
 import webhookEventsChoice from '../../sql/0021_webhook_events_choice.sql' with { type: 'text' }
 import customerWindow from '../../sql/0023_window.sql' with { type: 'text' }
+import messagingLimit from '../../sql/0024_messaging_limit.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -45,4 +46,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 20, name: '0020_inbound.sql', text: inbound },
   { version: 21, name: '0021_webhook_events_choice.sql', text: webhookEventsChoice },
   { version: 23, name: '0023_window.sql', text: customerWindow },
+  { version: 24, name: '0024_messaging_limit.sql', text: messagingLimit },
 ]

@@ -173,6 +173,23 @@ const exampleOf = (example: { code: string; error: string; fields?: Record<strin
   request_id: REQUEST_ID_EXAMPLE,
 })
 
+/** The 429 of a single send: the key's rate, the sender's pace, or the sender's messaging limit. */
+export const SendLimited = t.Object(ErrorEnvelope.properties, {
+  description:
+    "`RATE_LIMITED`: the API key is over its rate, or (a single send) the sender's pace could not take the message within " +
+    'SEND_WAIT_MS. `MESSAGING_LIMIT` (extension): the message is business-initiated (the recipient has not written to the sender ' +
+    "in the last 24 hours) and the sender's messaging limit (its tier, or its portfolio's: unique recipients per rolling 24 hours) " +
+    'is used up; the error says the tier, the use and when the oldest frees, `Retry-After` the seconds until then. Nothing was charged',
+  examples: [
+    exampleOf({
+      code: 'MESSAGING_LIMIT',
+      error:
+        "messaging limit reached: sender 3's budget of 250 unique recipients of business-initiated messages per rolling 24 hours has 250 " +
+        'used; the oldest frees at 2026-11-26 09:30:00 (in 3600 s). Messages to customers who wrote within 24 hours do not count; nothing was charged',
+    }),
+  ],
+})
+
 export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
   const out: Record<number, typeof ErrorEnvelope> = {}
   for (const status of statuses) {

@@ -2,7 +2,10 @@
 // the provider tests and benchmarks need it: it accepts a message with a `wamid.…` id, as Meta does,
 // unless the message breaks a limit of the sender: beyond `perSecond` it answers 130429 ("Rate limit
 // hit"), to a recipient within `recipientGapMs` of the last message it answers 131056 ("pair rate limit
-// hit"), each with a Retry-After unless `retryAfter` is false. Every request is recorded with its time
+// hit"), each with a Retry-After unless `retryAfter` is false; past `messagingLimit` unique recipients
+// of a phone number (its tier; none by default) it refuses a new recipient with 131048, the code Meta's
+// messaging-limit documentation names ("restrictions on how many messages can be sent from this phone
+// number"). The fake knows no 24-hour windows: every recipient counts. Every request is recorded with its time
 // and answer; each message's acceptances are counted by its text. A test may answer a message in its
 // place (`answer`; returning undefined falls back to the default).
 //
@@ -46,6 +49,10 @@ export type FakeGraph = {
   /** The HTTP status of a throttling answer (default 400, as the Graph API answers its errors). */
   throttleStatus: number
   answer: GraphAnswer | null
+  /** A phone number's messaging limit: unique recipients it may reach (null: unlimited, the default). */
+  messagingLimit: number | null
+  /** The unique recipients each phone number id reached, as its messaging limit counts them. */
+  recipients: Map<string, Set<string>>
   accepted: Acceptances
   /** The ids it answered for accepted messages, in order. */
   ids: string[]
@@ -107,6 +114,8 @@ export function fakeGraph(): FakeGraph {
     retryAfter: true,
     throttleStatus: 400,
     answer: null,
+    messagingLimit: null,
+    recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
     phones: new Map(),
@@ -177,6 +186,8 @@ export function fakeGraph(): FakeGraph {
       fake.retryAfter = true
       fake.throttleStatus = 400
       fake.answer = null
+      fake.messagingLimit = null
+      fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
       fake.windows.reset()
@@ -239,6 +250,16 @@ export function fakeGraph(): FakeGraph {
         retryAfter(breach.waitMs, fake.retryAfter),
       )
     }
+    const reached = fake.recipients.get(record.sender ?? '') ?? new Set<string>()
+    const to = String(sent?.to ?? '')
+    if (fake.messagingLimit !== null && !reached.has(to) && reached.size >= fake.messagingLimit) {
+      return graphError(
+        400,
+        131048,
+        '(#131048) Spam rate limit hit: Message failed to send because there are restrictions on how many messages can be sent from this phone number.',
+      )
+    }
+    fake.recipients.set(record.sender ?? '', reached.add(to))
     const id = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++counter).toString(16).padStart(8, '0')}A=`
     fake.ids.push(id)
     fake.accepted.add(record.text)

@@ -3,7 +3,10 @@
 // limit of the sender: beyond `perSecond` it answers HTTP 429 with error 20429 ("Too many requests";
 // `rateCode` may make it 63018, "Rate limit exceeded for Channel"), to a recipient within
 // `recipientGapMs` of the last message 429 with 63018, each with a Retry-After unless `retryAfter` is
-// false. Every request is recorded with its time and answer; each message's acceptances are counted by
+// false. Past `messagingLimit` unique recipients of a sender (its WhatsApp tier; none by default) it
+// refuses a new recipient with 429 and 63018, the code whose documentation names WhatsApp's messaging
+// limit ("Wait until 24 hours have passed since starting a business-initiated conversation"); every
+// recipient counts (the fake knows no 24-hour windows). Every request is recorded with its time and answer; each message's acceptances are counted by
 // its text. A test may answer a message in its place (`answer`; returning undefined falls back to the default).
 //
 // Accounts: once a test registers one (`account(sid, token)`), the fake checks every request's Basic
@@ -45,6 +48,10 @@ export type FakeTwilio = {
   /** The code of a rate answer: 20429 (default) or 63018. */
   rateCode: number
   answer: TwilioAnswer | null
+  /** A sender's messaging limit: unique recipients it may reach (null: unlimited, the default). */
+  messagingLimit: number | null
+  /** The unique recipients each sender (From or MessagingServiceSid) reached, as its messaging limit counts them. */
+  recipients: Map<string, Set<string>>
   accepted: Acceptances
   /** The SIDs it answered for accepted messages, in order. */
   ids: string[]
@@ -84,6 +91,8 @@ export function fakeTwilio(): FakeTwilio {
     retryAfter: true,
     rateCode: 20429,
     answer: null,
+    messagingLimit: null,
+    recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
     accounts: new Map(),
@@ -141,6 +150,8 @@ export function fakeTwilio(): FakeTwilio {
       fake.retryAfter = true
       fake.rateCode = 20429
       fake.answer = null
+      fake.messagingLimit = null
+      fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
       fake.windows.reset()
@@ -204,6 +215,12 @@ export function fakeTwilio(): FakeTwilio {
     }
     if (breach?.rule === 'gap')
       return twilioError(429, 63018, 'Rate limit exceeded for Channel', retryAfter(breach.waitMs, fake.retryAfter))
+    const reached = fake.recipients.get(record.sender ?? '') ?? new Set<string>()
+    const to = form.get('To') ?? ''
+    if (fake.messagingLimit !== null && !reached.has(to) && reached.size >= fake.messagingLimit) {
+      return twilioError(429, 63018, 'Rate limit exceeded for Channel')
+    }
+    fake.recipients.set(record.sender ?? '', reached.add(to))
     const sid = `SM${(++counter).toString(16).padStart(32, '0')}`
     fake.ids.push(sid)
     fake.accepted.add(record.text)

@@ -39,6 +39,8 @@ const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
 const WINDOW = 'src/modules/inbound/enforce.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
+const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
+const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -580,5 +582,58 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [EVENTS],
     filter: 'one registered for message.status only gets nothing',
+  },
+  {
+    name: 'messaging-limit-room',
+    breaks: 'a business-initiated message past its budget goes and is charged: a new recipient is counted with no room left',
+    edits: [{ file: LIMIT_GUARD, find: 'if (room > 0) {', replace: 'if (true) {' }],
+    tests: [LIMIT_TESTS],
+    filter: 'past the budget|bulk of 251|two senders in one portfolio',
+  },
+  {
+    name: 'messaging-limit-send',
+    breaks: 'a single send past its budget is charged and handed over instead of refused with 429 MESSAGING_LIMIT',
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: 'if (limit.refused.length > 0) throw limit.refused[0]!.error',
+        replace: '',
+      },
+    ],
+    tests: [LIMIT_TESTS],
+    filter: 'past the budget',
+  },
+  {
+    name: 'messaging-limit-bulk',
+    breaks: 'bulk entries past their budget are charged and handed over along with the rest',
+    edits: [{ file: 'src/modules/messages/bulk.ts', find: 'valid = limit.fit', replace: '' }],
+    tests: [LIMIT_TESTS],
+    filter: 'bulk of 251',
+  },
+  {
+    name: 'messaging-limit-campaign',
+    breaks: "a campaign sends past its sender's budget instead of pausing with MESSAGING_LIMIT",
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'const batch = contacts.slice(0, limited.fits)',
+        replace: 'const batch = contacts.slice(0, affordable)',
+      },
+    ],
+    tests: [LIMIT_TESTS],
+    filter: 'starts with what fits',
+  },
+  {
+    name: 'messaging-limit-lock',
+    breaks: "two instances both count the budget's last room and both send: the budget is passed",
+    edits: [
+      {
+        file: LIMIT_GUARD,
+        find: 'select budget from messaging_budgets where budget = ${key} for update',
+        replace: 'select budget from messaging_budgets where budget = ${key}',
+      },
+    ],
+    tests: ['tests/budgets/instances.test.ts'],
+    database: 'postgres',
   },
 ]

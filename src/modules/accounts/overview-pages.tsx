@@ -12,6 +12,7 @@ import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries
 import { formatTimestamp } from '../../lib/time'
 import { MemberSenders } from '../senders/account-pages'
 import { listAccountSenders } from '../senders/service'
+import { senderBudgetUses } from '../budgets/service'
 
 const DAYS = 30
 
@@ -90,6 +91,11 @@ export function overviewPages(d: Dashboard) {
     const counts = await dailyStatusCounts(d.sql, d.tz, accountId, DAYS)
     const failures = await recentFailures(d.sql, d.tz, accountId, 10)
     const senders = await listAccountSenders(d.sql, accountId)
+    const budgets = await senderBudgetUses(
+      d.sql,
+      senders.map((s) => s.id),
+      d.config.timezone,
+    )
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
     return respond(
       <Layout title={base === '/dashboard' ? 'Overview' : `${account.name}: overview`} session={session}>
@@ -161,7 +167,7 @@ export function overviewPages(d: Dashboard) {
         <p>
           <a href={`${base}/messages?status=failed`}>All failed messages</a>
         </p>
-        <MemberSenders senders={senders} />
+        <MemberSenders senders={senders} budgets={budgets} />
       </Layout>,
     )
   }

@@ -17,6 +17,7 @@ import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf, type StoredTemplate } from '../messages/content'
 import { segmentMatch } from '../templates/segments'
 import { checksWindow, closedWindowsOf } from '../inbound/enforce'
+import { hasRoom, takeForCampaign } from '../budgets/guard'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -78,6 +79,28 @@ export async function cancelCampaign(deps: Deps, id: number): Promise<void> {
   })
 }
 
+/** The pause reason of a campaign paused by its sender's messaging limit (takeForCampaign writes it). */
+const LIMIT_PAUSE = 'MESSAGING_LIMIT%'
+
+/**
+ * Scheduler step: resumes the campaigns paused by their sender's messaging limit whose budget has room
+ * again. Only those: a campaign paused for another reason (balance, a disabled sender, an operator)
+ * waits for its operator.
+ */
+export async function resumeLimitedCampaigns(sql: Sql, messagingLimit: number | null): Promise<number> {
+  const paused = await sql<{ id: number; sender_id: number | null }[]>`
+    select id, sender_id from campaigns where status = 'paused' and pause_reason like ${LIMIT_PAUSE} order by id limit 100`
+  let resumed = 0
+  for (const c of paused) {
+    if (!(await hasRoom(sql, messagingLimit, c.sender_id))) continue
+    const [row] = await sql`
+      update campaigns set status = 'sending', pause_reason = null
+      where id = ${c.id} and status = 'paused' and pause_reason like ${LIMIT_PAUSE} returning id`
+    if (row) resumed++
+  }
+  return resumed
+}
+
 /** Scheduler step: starts every scheduled campaign whose time has come. */
 export async function startDueCampaigns(sql: Sql): Promise<number> {
   const due = await sql<{ id: number }[]>`
@@ -116,6 +139,7 @@ async function nextBatch(
   handingOver: boolean,
   /** The sender is held to the 24-hour window (inbound/enforce.ts). */
   windowChecked: boolean,
+  messagingLimit: number | null,
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   const settleFirst = { messages: [], lease, done: false, settleFirst: true }
@@ -195,7 +219,21 @@ async function nextBatch(
         where id = ${campaignId}`
       return stop
     }
-    const batch = contacts.slice(0, affordable)
+    // The messaging limit: the recipients that fit the sender's budget go (uses recorded with this charge).
+    const limited = await takeForCampaign(
+      tx,
+      { messagingLimit, timezone: tz },
+      campaign.sender_id,
+      contacts.slice(0, affordable).map((c) => c.phone),
+    )
+    if (limited.fits === 0) {
+      if (handingOver) return settleFirst
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null, pause_reason = ${limited.reason}
+        where id = ${campaignId}`
+      return stop
+    }
+    const batch = contacts.slice(0, limited.fits)
     const values = batch.map((c) => ({ name: c.name, phone: c.phone, email: c.email, city: c.city }))
     const bodies = values.map((v) => renderTemplate(campaign.body, v))
     // A missing value goes as an empty variable, as it renders empty in the text.
@@ -291,6 +329,7 @@ export async function sendClaimedCampaign(
         validity,
         waiting > 0,
         checksWindow(deps.config, sender),
+        deps.config.messagingLimit,
       )
       if (batch.settleFirst) {
         await Promise.allSettled(handingOver)

@@ -74,7 +74,11 @@ export const CampaignDetail = t.Object({
     ...campaignFields,
     started_at: nullableTimestamp('When sending started'),
     finished_at: nullableTimestamp('When sending finished or was cancelled'),
-    pause_reason: t.Union([t.String(), t.Null()], { description: 'Why a paused campaign stopped (e.g. the balance ran out)' }),
+    pause_reason: t.Union([t.String(), t.Null()], {
+      description:
+        "Why a paused campaign stopped (e.g. the balance ran out). One starting with `MESSAGING_LIMIT` stopped at its sender's messaging " +
+        'limit (unique recipients of business-initiated messages per rolling 24 hours) and resumes by itself once that frees',
+    }),
   }),
   stats: t.Object(
     {

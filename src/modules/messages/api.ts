@@ -4,7 +4,7 @@ import { apiRoutes } from '../../http/groups'
 import { UNTIMED } from '../../http/routes'
 import { ok } from '../../http/errors'
 import { withIdempotency } from '../../http/idempotency'
-import { envelopeOf, errorsOf, jsonBody } from '../../http/openapi'
+import { envelopeOf, errorsOf, jsonBody, SendLimited } from '../../http/openapi'
 import {
   BULK_EXAMPLES,
   BulkBody,
@@ -68,7 +68,13 @@ export const messagesApi = (deps: Deps) =>
       {
         body: SendBody,
         headers: IdempotencyHeaders,
-        response: { 200: envelopeOf(SendResult), 202: envelopeOf(SendQueued), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
+        response: {
+          200: envelopeOf(SendResult),
+          202: envelopeOf(SendQueued),
+          ...errorsOf(400, 401, 402, 409, 422),
+          429: SendLimited,
+          502: SendRefused,
+        },
         detail: {
           ...UNTIMED, // it answers once the provider has: a slow provider may take longer than the idle timeout
           requestBody: jsonBody(DocumentedSendBody, SEND_EXAMPLES),
@@ -81,6 +87,10 @@ export const messagesApi = (deps: Deps) =>
             '`Retry-After`; still throttled SEND_WAIT_MS after the first throttle, the answer is 202 `queued` with its `id`, and ' +
             'its outcome comes as a `message.status` event with `previous_status: "queued"` (sent, or failed and refunded when ' +
             '`validity_seconds` ran out). ' +
+            '**Extension, the messaging limit**: a business-initiated message (its recipient has not written to the sender in the ' +
+            "last 24 hours) past the sender's messaging limit (unique recipients per rolling 24 hours: its tier, or its portfolio's) " +
+            'is 429 `MESSAGING_LIMIT` before the pace and the charge, with `Retry-After` until the oldest recipient counted frees; ' +
+            'a recipient counted already in the last 24 hours uses no more of it. ' +
             '402 `INSUFFICIENT_BALANCE` when the balance cannot pay, 402 `SPEND_CAP_REACHED` when the charge would take what the ' +
             "API key was charged today past its daily spend cap (set by an operator; the service time zone's day; refunds give no " +
             'room back): nothing is charged. ' +
@@ -112,6 +122,8 @@ export const messagesApi = (deps: Deps) =>
             'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
             "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
             'templates are read at once. ' +
+            "Entries that are business-initiated (the recipient has not written to the sender in the last 24 hours) past their sender's " +
+            'messaging limit fail on their own, uncharged (`code: MESSAGING_LIMIT`, in request order: those that fit go). ' +
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
             'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +

@@ -18,6 +18,7 @@ import { loadTemplates, templateContent, type SendTemplate } from '../templates/
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
 import { dropClosedWindows } from '../inbound/enforce'
+import { holdMessagingLimit } from '../budgets/guard'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -44,7 +45,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   }
 
   const results: BulkEntry[] = new Array(n)
-  const valid: (NewMessage & { index: number; provider: string })[] = []
+  let valid: (NewMessage & { index: number; provider: string })[] = []
   input.messages.forEach((entry, index) => {
     const at = `messages[${index}].`
     try {
@@ -69,6 +70,12 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   })
   await dropClosedWindows(deps, valid, results)
 
+  // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
+  const limit = await holdMessagingLimit(deps, requestToken, valid)
+  for (const { entry, error } of limit.refused)
+    results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
+  valid = limit.fit
+
   let sent = 0
   let queued = 0
   let cost = 0
@@ -77,7 +84,9 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
     const lease = deps.handoff.lease()
-    const charged = await retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid))
+    const charged = await limit.settleAfter(
+      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid)),
+    )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     cost = charged.cost
     const chargedAt = Date.now()

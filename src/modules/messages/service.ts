@@ -11,6 +11,7 @@ import { requireOpenWindow } from '../inbound/enforce'
 
 /** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
 export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
+import { holdMessagingLimit } from '../budgets/guard'
 
 /**
  * POST /messages/send (and the dashboard inbox's reply). `requestToken` identifies this request's charge: run again with the same token
@@ -37,11 +38,16 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
         }
   await requireOpenWindow(deps, sender, message, () => chargedAlready(deps, requestToken))
 
+  // The messaging limit: a business-initiated message past its sender's budget is refused (429), nothing charged.
+  const limit = await holdMessagingLimit(deps, requestToken, [{ senderId: sender.id, phone: to }])
+  if (limit.refused.length > 0) throw limit.refused[0]!.error
+
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
   // died, or its answer was not stored) is not refused: its message is charged, and found below.
   const slot = await sender.pacer.takeWithin(to, deps.config.sendWaitMs)
   if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {
+    await limit.settle()
     const seconds = Math.max(1, Math.ceil(slot.wouldWaitMs / 1000))
     throw new ApiError(
       'RATE_LIMITED',
@@ -53,7 +59,9 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
     )
   }
   const lease = deps.handoff.lease()
-  const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message })
+  const charged = await limit.settleAfter(
+    deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message }),
+  )
   if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
   const id = charged.ids[0]!
 
