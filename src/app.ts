@@ -44,6 +44,8 @@ import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { storeInbound } from './modules/inbound/service'
+import { optOutsApi } from './modules/optouts/api'
+import { optOutsAdmin } from './modules/optouts/admin'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -61,6 +63,7 @@ export function createApp(deps: Deps) {
     .use(webhooksApi(deps))
     .use(sendersApi(deps))
     .use(inboundApi(deps))
+    .use(optOutsApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
@@ -71,8 +74,9 @@ export function createApp(deps: Deps) {
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
     .use(inboundAdmin(deps))
+    .use(optOutsAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
-    .use(simulatorAdmin(deps, async (message) => (await storeInbound(deps.sql, null, [message]))[0] ?? null))
+    .use(simulatorAdmin(deps, async (message) => (await storeInbound(deps.sql, null, [message], { words: deps.config }))[0] ?? null))
     // The providers' status callbacks
     .use(providerCallbacks(deps))
     // The dashboard

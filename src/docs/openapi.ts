@@ -271,6 +271,8 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
   const body = operation.requestBody?.content?.['application/json']?.schema
   // SENDER_DISABLED where a sender can be named: a send's, a bulk entry's or a campaign's `from`.
   const namesSender = Boolean(body?.properties?.from ?? body?.properties?.messages?.items?.properties?.from)
+  // RECIPIENT_OPTED_OUT where one message goes to `to` (a bulk entry fails with it inside a 200).
+  const sendsTo = Boolean(body?.properties?.to)
   for (const [status, response] of Object.entries(responses)) {
     const schema = response.content?.['application/json']?.schema
     if (Number(status) < 400 || !schema?.properties?.code) continue
@@ -278,6 +280,7 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
       (code) =>
         (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
         (code !== 'SENDER_DISABLED' || namesSender) &&
+        (code !== 'RECIPIENT_OPTED_OUT' || sendsTo) &&
         // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
         (code !== 'FORBIDDEN' || status in declared),
     )

@@ -67,7 +67,8 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'to: not a valid Indonesian phone number',
     description:
       "A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); " +
-      'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged',
+      'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; ' +
+      "RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged",
   },
   429: {
     code: 'RATE_LIMITED',

@@ -193,6 +193,8 @@ export type InboundMessage = {
   content: Record<string, unknown>
   /** The provider's own item, kept as it came. */
   raw: unknown
+  /** The provider's own opt-out signal on this message (Twilio's OptOutType STOP/START), which modules/optouts honours. */
+  consent?: { optedOut: boolean; detail: string } | null
 }
 
 /** A callback's answer when it carries inbound messages besides (or instead of) status reports. */

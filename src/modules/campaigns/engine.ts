@@ -16,6 +16,7 @@ import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf, type StoredTemplate } from '../messages/content'
 import { segmentMatch } from '../templates/segments'
+import { optedOutAmong } from '../optouts/service'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -164,9 +165,17 @@ async function nextBatch(
     }
 
     const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
-    const underCap = account.capRoom === null ? contacts.length : Math.floor(account.capRoom / account.cost)
-    const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost), underCap)
-    if (affordable === 0) {
+    // Opted-out recipients are skipped, uncharged, and counted. Read under the account's lock, which an
+    // opt-out takes too: one committed before this charge is seen, even while the campaign runs.
+    const optedOut = await optedOutAmong(
+      tx,
+      campaign.account_id,
+      contacts.map((c) => c.phone),
+    )
+    const sendable = contacts.filter((c) => !optedOut.has(c.phone))
+    const underCap = account.capRoom === null ? sendable.length : Math.floor(account.capRoom / account.cost)
+    const affordable = Math.min(sendable.length, Math.floor(account.balance / account.cost), underCap)
+    if (affordable === 0 && sendable.length > 0) {
       if (handingOver) return settleFirst
       // The cap first, as for the key's sends (ledger/service.ts).
       const reason =
@@ -179,7 +188,10 @@ async function nextBatch(
         where id = ${campaignId}`
       return stop
     }
-    const batch = contacts.slice(0, affordable)
+    const batch = sendable.slice(0, affordable)
+    // The cursor passes the last contact charged, or every contact read when all the sendable ones were.
+    const through = affordable === sendable.length ? contacts[contacts.length - 1]!.id : batch[batch.length - 1]!.id
+    const skipped = contacts.filter((c) => optedOut.has(c.phone) && c.id <= through).length
     const values = batch.map((c) => ({ name: c.name, phone: c.phone, email: c.email, city: c.city }))
     const bodies = values.map((v) => renderTemplate(campaign.body, v))
     // A missing value goes as an empty variable, as it renders empty in the text.
@@ -211,7 +223,8 @@ async function nextBatch(
       inserted.map((m) => m.id),
     )
     await tx`
-      update campaigns set cursor_contact_id = ${batch[batch.length - 1]!.id}, lease_until = now() + make_interval(secs => ${lease.seconds})
+      update campaigns set cursor_contact_id = ${through}, opted_out = opted_out + ${skipped},
+        lease_until = now() + make_interval(secs => ${lease.seconds})
       where id = ${campaignId}`
     return { messages: inserted, lease, done: false }
   })

@@ -83,8 +83,11 @@ export const CampaignDetail = t.Object({
       delivered: jsonInteger({ description: 'Messages delivered: status delivered or read' }),
       read: jsonInteger({ description: 'Messages read' }),
       failed: jsonInteger({ description: 'Messages failed' }),
+      opted_out: jsonInteger({
+        description: "Recipients skipped because they opted out of the account's messages (extension): never charged, no message",
+      }),
     },
-    { examples: [{ total: 100, sent: 97, delivered: 90, read: 41, failed: 3 }] },
+    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, opted_out: 2 }] },
   ),
 })
 export type CampaignDetail = typeof CampaignDetail.static

@@ -17,6 +17,7 @@ import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import type { InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
 import { WINDOW_HOURS } from './window'
+import { consentFromInbound, type OptOutWords } from '../optouts/service'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -75,7 +76,7 @@ export async function storeInbound(
   sql: Sql,
   provider: string | null,
   messages: InboundMessage[],
-  options: { storedAs?: string } = {},
+  options: { storedAs?: string; words?: OptOutWords } = {},
 ): Promise<(number | null)[]> {
   const storedAs = provider ?? options.storedAs ?? 'simulator'
   const ids: (number | null)[] = []
@@ -105,6 +106,8 @@ export async function storeInbound(
                 ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
         on conflict (provider, provider_message_id) do nothing
         returning id`
+      // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
+      if (row) await consentFromInbound(tx, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
       return row ? Number(row.id) : null
     })
     ids.push(id)

@@ -7,6 +7,7 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
+import { refuseOptedOut } from '../optouts/service'
 
 /**
  * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token
@@ -32,6 +33,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
           senderId: sender.id,
         }
 
+  await refuseOptedOut(deps.sql, principal.accountId, to)
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
   // died, or its answer was not stored) is not refused: its message is charged, and found below.
