@@ -236,11 +236,14 @@ const auditChange = (tx: Tx, accountId: number, by: OptOutActor, action: string,
 export const MAX_IMPORT_ROWS = 10_000
 export const CSV_COLUMNS = ['phone', 'opted_out_at', 'source', 'detail', 'by'] as const
 
-/** A CSV field as written: quoted when it holds a comma, quote or line break; a leading = + - @ is defused for spreadsheets. */
+/**
+ * A CSV field as written: quoted when it holds a comma, quote or line break. A text a spreadsheet would
+ * run as a formula (= @, or + - not followed by a digit) gets a leading ' (a phone's + stays).
+ */
 const csvField = (value: string | number | null) => {
   let text = value === null ? '' : String(value)
-  if (/^[=+\-@\t\r]/.test(text)) text = `'${text}`
-  return /[",\r\n']/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
+  if (/^(?:[=@\t\r]|[+-](?!\d))/.test(text)) text = `'${text}`
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
 }
 
 /** Every opt-out of the account as CSV (phone, opted_out_at, source, detail, by), newest first. */
