@@ -36,6 +36,7 @@ const LATE = 'tests/status/late-failures.test.ts'
 const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
+const OPT_OUTS = 'tests/optouts/optouts.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -524,5 +525,37 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [SENDER_CALLBACKS],
     filter: 'other sender.s app secret',
+  },
+  {
+    name: 'opted-out-send-refused',
+    breaks: 'a send to a phone that opted out of the account is charged and handed over instead of refused with RECIPIENT_OPTED_OUT',
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: '  await refuseOptedOut(deps.sql, principal.accountId, to)\n',
+        replace: '',
+      },
+    ],
+    tests: [OPT_OUTS],
+    filter: "STOP through Meta's webhook",
+  },
+  {
+    name: 'opted-out-bulk-entry-refused',
+    breaks: 'a bulk entry to a phone that opted out is charged and handed over instead of failing alone, uncharged',
+    edits: [{ file: 'src/modules/messages/bulk.ts', find: '      if (optedOut.has(phone)) throw optedOutError(phone)\n', replace: '' }],
+    tests: [OPT_OUTS],
+    filter: 'bulk: the opted-out entry',
+  },
+  {
+    name: 'opted-out-campaign-skipped',
+    breaks: 'a campaign charges and sends to recipients who opted out (before or while it runs) instead of skipping and counting them',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: '    const sendable = contacts.filter((c) => !optedOut.has(c.phone))',
+        replace: '    const sendable = contacts',
+      },
+    ],
+    tests: ['tests/optouts/campaign.test.ts'],
   },
 ]
