@@ -24,6 +24,7 @@ import { program, type Program } from './program'
 import { quickstart } from './quickstart'
 import { secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
+import { optOutCommands } from './optouts'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -36,6 +37,7 @@ export const commands: Command[] = [
   ...webhookCommands,
   ...quarantineCommands,
   ...senderCommands,
+  ...optOutCommands,
   ...secretsCommands,
   ...simulatorCommands,
 ]
