@@ -101,7 +101,7 @@ export const optOutCommands: Command[] = [
     example: 'bun run admin opt-outs import --account "$ACCOUNT_ID" --file opt-outs.csv',
     flags: { account: ACCOUNT, file: { value: 'PATH', required: true, help: 'the CSV file, or - for standard input' } },
     async run(ctx) {
-      const r = await ctx.api.call<Report>('POST', `${base(ctx)}/import`, { csv: await csvOf(ctx) })
+      const r = await ctx.api.call<Report>('POST', `${base(ctx)}-csv`, { csv: await csvOf(ctx) })
       return {
         data: r,
         text: () =>
@@ -120,7 +120,7 @@ export const optOutCommands: Command[] = [
     example: 'bun run admin opt-outs export --account "$ACCOUNT_ID" > opt-outs.csv',
     flags: { account: ACCOUNT },
     async run(ctx) {
-      const r = await ctx.api.call<Exported>('GET', `${base(ctx)}/export`)
+      const r = await ctx.api.call<Exported>('GET', `${base(ctx)}-csv`)
       return { data: r, text: () => r.csv.replace(/\r\n$/, '') }
     },
   },

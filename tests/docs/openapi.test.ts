@@ -133,6 +133,7 @@ describe('both documents', () => {
       'VALIDATION_ERROR',
       'IDEMPOTENCY_KEY_REUSED',
       'SENDER_DISABLED',
+      'RECIPIENT_OPTED_OUT',
     ])
     expect(send['502'].content['application/json'].schema.properties.code.enum).toEqual(['BAD_GATEWAY'])
     // IDEMPOTENCY_KEY_REUSED only where an Idempotency-Key is taken.

@@ -254,7 +254,7 @@ describe('management', () => {
       ',empty',
       `"${r.local}",Sari`,
     ].join('\n')
-    const imported = await t.admin('POST', `/accounts/${acc.accountId}/opt-outs/import`, { csv })
+    const imported = await t.admin('POST', `/accounts/${acc.accountId}/opt-outs-csv`, { csv })
     expect(imported.status).toBe(200)
     expect(imported.body.data.accepted).toBe(2)
     expect(imported.body.data.duplicates).toBe(2)
@@ -269,7 +269,7 @@ describe('management', () => {
       by: 'admin token',
     })
 
-    const exported = await t.admin('GET', `/accounts/${acc.accountId}/opt-outs/export`)
+    const exported = await t.admin('GET', `/accounts/${acc.accountId}/opt-outs-csv`)
     expect(exported.status).toBe(200)
     expect(exported.body.data.count).toBe(3)
     const lines = exported.body.data.csv.trim().split('\r\n')
@@ -283,13 +283,13 @@ describe('management', () => {
 
     // The export imports again as it is: into another account, the same phones.
     const other = await t.account(0)
-    const again = await t.admin('POST', `/accounts/${other.accountId}/opt-outs/import`, { csv: exported.body.data.csv })
+    const again = await t.admin('POST', `/accounts/${other.accountId}/opt-outs-csv`, { csv: exported.body.data.csv })
     expect(again.body.data).toEqual({ accepted: 3, duplicates: 0, invalid: [] })
 
     expect((await t.admin('DELETE', `/accounts/${acc.accountId}/opt-outs/${encodeURIComponent(p.phone)}`)).status).toBe(200)
     expect((await t.admin('GET', `/accounts/${acc.accountId}/opt-outs`)).body.data.total).toBe(2)
     expect((await t.admin('GET', '/accounts/999999/opt-outs')).status).toBe(404)
-    expect((await t.admin('POST', `/accounts/${acc.accountId}/opt-outs/import`, { csv: 'name\nBudi' })).status).toBe(422)
+    expect((await t.admin('POST', `/accounts/${acc.accountId}/opt-outs-csv`, { csv: 'name\nBudi' })).status).toBe(422)
 
     const audited = await t.db.sql<{ actor: string; action: string }[]>`
       select actor, action from audit_log where account_id = ${acc.accountId} order by id`

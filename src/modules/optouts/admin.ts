@@ -72,7 +72,7 @@ export const optOutsAdmin = (deps: Deps) => {
       },
     )
     .post(
-      '/accounts/:id/opt-outs/import',
+      '/accounts/:id/opt-outs-csv',
       async ({ params, body }) => {
         await requireAccount(deps.sql, params.id)
         return ok(await importOptOuts(deps.sql, params.id, body.csv, 'admin', ADMIN))
@@ -93,7 +93,7 @@ export const optOutsAdmin = (deps: Deps) => {
       },
     )
     .get(
-      '/accounts/:id/opt-outs/export',
+      '/accounts/:id/opt-outs-csv',
       async ({ params }) => {
         await requireAccount(deps.sql, params.id)
         return ok(await exportOptOuts(deps.sql, tz, params.id))
@@ -106,7 +106,7 @@ export const optOutsAdmin = (deps: Deps) => {
           summary: 'Export opt-outs as CSV',
           description:
             'Every opt-out of the account as CSV text in the envelope (`csv`): `phone,opted_out_at,source,detail,by`, newest first. ' +
-            'It imports again as it is (`POST .../opt-outs/import`).',
+            'It imports again as it is (`POST /admin/v1/accounts/{id}/opt-outs-csv`).',
         },
       },
     )
