@@ -46,6 +46,7 @@ import { inboundAdmin } from './modules/inbound/admin'
 import { storeInbound } from './modules/inbound/service'
 import { optOutsApi } from './modules/optouts/api'
 import { optOutsAdmin } from './modules/optouts/admin'
+import { optOutPages } from './modules/optouts/pages'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -91,6 +92,7 @@ export function createApp(deps: Deps) {
           senderPages,
           accountSenderPages,
           contactPages,
+          optOutPages,
           templatePages,
           campaignPages,
           messagePages,

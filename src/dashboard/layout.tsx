@@ -14,6 +14,7 @@ const MEMBER_PAGES = [
   ['/dashboard/messages', 'Messages'],
   ['/dashboard/ledger', 'Ledger'],
   ['/dashboard/contacts', 'Contacts'],
+  ['/dashboard/opt-outs', 'Opt-outs'],
   ['/dashboard/templates', 'Templates and segments'],
   ['/dashboard/campaigns', 'Campaigns'],
   ['/dashboard/webhook', 'Webhook'],

@@ -4,7 +4,7 @@
 // contact.opted_in events belong). Sends, bulk entries and campaign recipients that are opted out are
 // refused before anything is charged (RECIPIENT_OPTED_OUT; a campaign skips and counts them).
 
-import type { Db, Sql, Tx } from '../../db/client'
+import { transaction, type Db, type Tx } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
@@ -167,7 +167,7 @@ const view = (r: Row, tz: string) => ({
 export type OptOutView = ReturnType<typeof view>
 
 /** The account's opted-out phones, newest first (`phone`: only that one). */
-export async function listOptOuts(sql: Sql, tz: string, accountId: number, query: OptOutListQuery) {
+export async function listOptOuts(sql: Db, tz: string, accountId: number, query: OptOutListQuery) {
   const p = page(query)
   const phone = query.phone === undefined ? null : requireOptOutPhone(query.phone)
   const where = sql`where o.account_id = ${accountId} and (${phone}::text is null or o.phone = ${phone})`
@@ -184,7 +184,7 @@ export async function listOptOuts(sql: Sql, tz: string, accountId: number, query
 }
 
 /** One phone's history in the account, newest first (at most 50 changes). */
-export async function optOutHistory(sql: Sql, tz: string, accountId: number, phone: string) {
+export async function optOutHistory(sql: Db, tz: string, accountId: number, phone: string) {
   const rows = await sql<(Row & { opted_out: boolean })[]>`
     select phone, created_at, source, detail, inbound_message_id, api_key_id, user_id, actor, opted_out
     from opt_out_events where account_id = ${accountId} and phone = ${phone} order by id desc limit 50`
@@ -199,9 +199,9 @@ export async function optOutHistory(sql: Sql, tz: string, accountId: number, pho
 export type ManualSource = 'api' | 'dashboard' | 'admin'
 
 /** Opts a phone out by hand (audited). Answers the opt-out and whether it is new (false: it was opted out already). */
-export async function addOptOut(sql: Sql, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
   const phone = requireOptOutPhone(phoneInput)
-  const { changed } = await sql.begin(async (tx) => {
+  const { changed } = await transaction(sql, async (tx) => {
     const done = await setOptOut(tx, { accountId, phone, optedOut: true, source, by })
     if (done.changed) await auditChange(tx, accountId, by, 'opt-out added', { phone, source })
     return done
@@ -211,9 +211,9 @@ export async function addOptOut(sql: Sql, tz: string, accountId: number, phoneIn
 }
 
 /** Opts a phone back in by hand (audited); 404 when it is not opted out. */
-export async function removeOptOut(sql: Sql, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+export async function removeOptOut(sql: Db, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
   const phone = requireOptOutPhone(phoneInput)
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     const { changed } = await setOptOut(tx, { accountId, phone, optedOut: false, source, by })
     if (!changed) throw new ApiError('NOT_FOUND', `${phone} is not opted out`)
     await auditChange(tx, accountId, by, 'opt-out removed', { phone, source })
@@ -247,7 +247,7 @@ const csvField = (value: string | number | null) => {
 }
 
 /** Every opt-out of the account as CSV (phone, opted_out_at, source, detail, by), newest first. */
-export async function exportOptOuts(sql: Sql, tz: string, accountId: number): Promise<{ csv: string; count: number }> {
+export async function exportOptOuts(sql: Db, tz: string, accountId: number): Promise<{ csv: string; count: number }> {
   const rows = await sql<Row[]>`
     select o.phone, e.created_at, e.source, e.detail, e.inbound_message_id, e.api_key_id, e.user_id, e.actor
     from opt_outs o join opt_out_events e on e.id = o.event_id where o.account_id = ${accountId} order by e.id desc`
@@ -266,7 +266,7 @@ export type ImportReport = { accepted: number; duplicates: number; invalid: { li
  * repeated in the file, is a duplicate; a bad line is reported with its number and reason. One
  * transaction; audited as one import.
  */
-export async function importOptOuts(sql: Sql, accountId: number, text: string, source: 'dashboard' | 'admin', by: OptOutActor) {
+export async function importOptOuts(sql: Db, accountId: number, text: string, source: ManualSource, by: OptOutActor) {
   const records = parseCsv(text)
   if ('error' in records) throw badValue(`csv: cannot be read: ${records.error}`)
   if (records.length === 0) throw badValue('csv: is empty: give a phone column (with a header row "phone"), one phone a line')
@@ -295,7 +295,7 @@ export async function importOptOuts(sql: Sql, accountId: number, text: string, s
       report.invalid.push({ line: record.line, error: `${error.message.replace(/ \(08xx.*$/, '')}: ${JSON.stringify(value.slice(0, 40))}` })
     }
   }
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     for (const { phone } of phones) {
       const { changed } = await setOptOut(tx, { accountId, phone, optedOut: true, source: 'import', detail: source, by })
       if (changed) report.accepted++
