@@ -69,7 +69,7 @@ export function optOutPages(d: Dashboard) {
         <PagedTable
           columns={[
             { header: 'Phone', cell: (o) => o.phone, class: 'nowrap' },
-            { header: 'Opted out', cell: (o) => o.opted_out_at, class: 'nowrap', phone: false },
+            { header: 'Opted out', cell: (o) => o.opted_out_at, class: 'nowrap' },
             { header: 'How', cell: (o) => `${SOURCES[o.source] ?? o.source}${o.detail ? ` (${o.detail})` : ''}` },
             { header: 'By', cell: (o) => o.by, class: 'wrap', phone: false },
             {
@@ -79,7 +79,7 @@ export function optOutPages(d: Dashboard) {
                   <Csrf session={session} />
                   <FormToken session={session} />
                   <input type="hidden" name="phone" value={o.phone} />
-                  <button type="submit" class="secondary" aria-label={`Opt ${o.phone} back in`}>
+                  <button type="submit" class="secondary" aria-label={`Opt back in ${o.phone}`}>
                     Opt back in
                   </button>
                 </form>
