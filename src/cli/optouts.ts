@@ -117,7 +117,8 @@ export const optOutCommands: Command[] = [
     name: 'opt-outs export',
     args: [],
     summary: "print an account's opt-outs as CSV (phone, opted_out_at, source, detail, by), newest first",
-    example: 'bun run admin opt-outs export --account "$ACCOUNT_ID" > opt-outs.csv',
+    details: 'Redirect it to a file to keep it: it imports again as it is (opt-outs import --file).',
+    example: 'bun run admin opt-outs export --account "$ACCOUNT_ID"',
     flags: { account: ACCOUNT },
     async run(ctx) {
       const r = await ctx.api.call<Exported>('GET', `${base(ctx)}-csv`)
