@@ -18,6 +18,9 @@ create table opt_out_events (
   -- Who, as the audit log names them: an e-mail, "API key N", "admin token", "customer", "provider".
   actor text not null,
   created_at timestamptz not null default now(),
+  -- When it happened by the signal's clock (Meta's user_preferences timestamp), else created_at: a
+  -- provider's late repeat of an older signal changes nothing.
+  happened_at timestamptz not null default now(),
   constraint opt_out_events_source_known check (source in ('inbound', 'provider', 'api', 'dashboard', 'admin', 'import'))
 );
 create index opt_out_events_phone_newest on opt_out_events (account_id, phone, id desc);

@@ -73,6 +73,43 @@ function metaText(from: string, text: string, id = `wamid.OPTOUT${++wamids}`) {
   })
 }
 
+function metaPreference(from: string, value: 'stop' | 'resume', timestamp: number) {
+  const body = JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: '200000000000001',
+        changes: [
+          {
+            field: 'user_preferences',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '6281100000001', phone_number_id: META_A.credentials.phone_number_id },
+              contacts: [{ profile: { name: 'Budi' }, wa_id: from }],
+              user_preferences: [
+                {
+                  wa_id: from,
+                  detail: `User requested to ${value} marketing messages`,
+                  category: 'marketing_messages',
+                  value,
+                  timestamp,
+                },
+              ],
+            },
+          },
+        ],
+      },
+    ],
+  })
+  return t.request('POST', '/provider/meta/webhook', {
+    rawBody: body,
+    headers: {
+      'content-type': 'application/json',
+      'x-hub-signature-256': `sha256=${createHmac('sha256', META_A.credentials.app_secret).update(body, 'utf8').digest('hex')}`,
+    },
+  })
+}
+
 let sids = 0
 function twilioText(from: string, body: string, extra: Record<string, string> = {}) {
   const fields = {
@@ -177,6 +214,35 @@ describe('inbound STOP and START', () => {
       [true, 'inbound'],
       [false, 'provider'],
     ])
+  })
+})
+
+describe("Meta's user_preferences (marketing stop/resume)", () => {
+  test('stop opts out (source provider), once however often delivered; resume opts back in; a late repeat of stop changes nothing', async () => {
+    const c = customer()
+    const now = Math.floor(Date.now() / 1000)
+    expect((await metaPreference(c.wa, 'stop', now - 10)).status).toBe(200)
+    expect((await metaPreference(c.wa, 'stop', now - 10)).status).toBe(200)
+    expect((await optOutsOf(accA.key, c.phone)).items).toEqual([
+      expect.objectContaining({ source: 'provider', detail: 'user_preferences=stop', by: 'provider' }),
+    ])
+    expect((await t.api('POST', '/messages/send', accA.key, { to: c.local, body: 'Promo' })).body.code).toBe('RECIPIENT_OPTED_OUT')
+    await metaPreference(c.wa, 'resume', now - 5)
+    expect((await optOutsOf(accA.key, c.phone)).total).toBe(0)
+    // Meta delivers the old stop again, after the resume: it is older than the latest change.
+    await metaPreference(c.wa, 'stop', now - 10)
+    expect((await optOutsOf(accA.key, c.phone)).total).toBe(0)
+    expect((await events(accA.accountId, c.phone)).map((e) => [e.opted_out, e.detail])).toEqual([
+      [true, 'user_preferences=stop'],
+      [false, 'user_preferences=resume'],
+    ])
+  })
+
+  test('resume does not lift an opt-out the customer wrote (STOP)', async () => {
+    const c = customer()
+    await metaText(c.wa, 'STOP')
+    await metaPreference(c.wa, 'resume', Math.floor(Date.now() / 1000) + 5)
+    expect((await optOutsOf(accA.key, c.phone)).items).toEqual([expect.objectContaining({ source: 'inbound', detail: 'STOP' })])
   })
 })
 

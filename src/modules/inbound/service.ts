@@ -14,10 +14,10 @@ import { dateRange, page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
 import { formatTimestamp } from '../../lib/time'
 import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
-import type { InboundMessage } from '../../providers/provider'
+import type { ConsentSignal, InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
 import { WINDOW_HOURS } from './window'
-import { consentFromInbound, type OptOutWords } from '../optouts/service'
+import { consentFromInbound, consentFromProvider, type OptOutWords } from '../optouts/service'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -43,7 +43,7 @@ function requireInboundPhone(value: string, field: string): string {
 }
 
 /** Where a message was received: its stored sender (null: the default number) and its account (null: none). */
-async function placeOf(tx: Tx, provider: string | null, message: InboundMessage, phone: string, strict: boolean) {
+async function placeOf(tx: Tx, provider: string | null, message: Pick<InboundMessage, 'to'>, phone: string, strict: boolean) {
   let senderId: number | null = null
   if (message.to.identity !== null || message.to.number !== null) {
     // The callback's provider's sender with that identity and/or number; the simulator (provider null) names any sender by its number.
@@ -113,6 +113,18 @@ export async function storeInbound(
     ids.push(id)
   }
   return ids
+}
+
+/** A provider's consent signals without a message (Meta's user_preferences): each for the account the account rule names. */
+export async function storeConsent(sql: Sql, provider: string, signals: ConsentSignal[]): Promise<void> {
+  for (const signal of signals) {
+    const phone = inboundPhone(signal.from)
+    if (!phone) continue
+    await transaction(sql, async (tx) => {
+      const { accountId } = await placeOf(tx, provider, signal, phone, false)
+      if (accountId !== null) await consentFromProvider(tx, accountId, phone, signal)
+    })
+  }
 }
 
 type Row = {

@@ -31,6 +31,8 @@ export type OptOutChange = {
   by?: OptOutActor
   /** An opt-in that lifts only an opt-out of this source (Meta's "resume marketing" lifts only its own "stop"). */
   liftsOnly?: OptOutSource
+  /** When the signal was given: one older than the phone's latest change (a late repeat) changes nothing. */
+  at?: Date | null
 }
 
 const actorOf = (change: OptOutChange): string =>
@@ -56,10 +58,17 @@ export async function setOptOut(tx: Tx, change: OptOutChange): Promise<{ changed
     select e.source from opt_outs o join opt_out_events e on e.id = o.event_id
     where o.account_id = ${change.accountId} and o.phone = ${change.phone}`
   if (change.optedOut ? current : !current || (change.liftsOnly && current.source !== change.liftsOnly)) return { changed: false }
+  if (change.at) {
+    const [latest] = await tx<{ stale: boolean }[]>`
+      select coalesce(max(happened_at) > ${change.at}, false) as stale
+      from opt_out_events where account_id = ${change.accountId} and phone = ${change.phone}`
+    if (latest!.stale) return { changed: false }
+  }
   const [event] = await tx<{ id: number }[]>`
-    insert into opt_out_events (account_id, phone, opted_out, source, detail, inbound_message_id, api_key_id, user_id, actor)
+    insert into opt_out_events (account_id, phone, opted_out, source, detail, inbound_message_id, api_key_id, user_id, actor, happened_at)
     values (${change.accountId}, ${change.phone}, ${change.optedOut}, ${change.source}, ${change.detail ?? null},
-            ${change.inboundMessageId ?? null}, ${change.by?.keyId || null}, ${change.by?.user?.id ?? null}, ${actorOf(change)})
+            ${change.inboundMessageId ?? null}, ${change.by?.keyId || null}, ${change.by?.user?.id ?? null}, ${actorOf(change)},
+            coalesce(${change.at ?? null}::timestamptz, now()))
     returning id`
   if (change.optedOut) {
     await tx`insert into opt_outs (account_id, phone, event_id) values (${change.accountId}, ${change.phone}, ${event!.id})`
@@ -131,6 +140,27 @@ export async function consentFromInbound(
   if (words.optOutWords.includes(word)) return setOptOut(tx, { ...base, optedOut: true, source: 'inbound', detail: word })
   if (words.optInWords.includes(word)) return setOptOut(tx, { ...base, optedOut: false, source: 'inbound', detail: word })
   return { changed: false }
+}
+
+/**
+ * A provider's signal without a message (Meta's user_preferences stop/resume): a stop opts out; a resume
+ * lifts only an opt-out a provider's signal made (a STOP the customer wrote stays until they write START).
+ */
+export function consentFromProvider(
+  tx: Tx,
+  accountId: number,
+  phone: string,
+  signal: { optedOut: boolean; detail: string; at: Date | null },
+): Promise<{ changed: boolean }> {
+  return setOptOut(tx, {
+    accountId,
+    phone,
+    optedOut: signal.optedOut,
+    source: 'provider',
+    detail: signal.detail,
+    at: signal.at,
+    liftsOnly: 'provider',
+  })
 }
 
 // ---- Management (API, admin API, dashboard, CSV) ----
