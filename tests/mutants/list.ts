@@ -532,7 +532,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/messages/service.ts',
-        find: '  await refuseOptedOut(deps.sql, principal.accountId, to)\n',
+        find: '  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))\n',
         replace: '',
       },
     ],

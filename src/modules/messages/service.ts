@@ -33,7 +33,7 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
           senderId: sender.id,
         }
 
-  await refuseOptedOut(deps.sql, principal.accountId, to)
+  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
   // died, or its answer was not stored) is not refused: its message is charged, and found below.

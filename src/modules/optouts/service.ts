@@ -95,9 +95,15 @@ export const optedOutError = (phone: string) =>
     `${phone} opted out of this account's messages (see GET /opt-outs); nothing was charged. It is sent to again once opted back in`,
   )
 
-/** Refuses (422 RECIPIENT_OPTED_OUT) a message to a phone opted out of the account's messages. */
-export async function refuseOptedOut(db: Db, accountId: number, phone: string): Promise<void> {
-  if ((await optedOutAmong(db, accountId, [phone])).has(phone)) throw optedOutError(phone)
+/**
+ * Refuses (422 RECIPIENT_OPTED_OUT) a message to a phone opted out of the account's messages, unless
+ * `chargedAlready` says this request's message was charged before (a repeat of a request that died):
+ * that one is found and answered as it went, not refused.
+ */
+export async function refuseOptedOut(db: Db, accountId: number, phone: string, chargedAlready?: () => Promise<boolean>): Promise<void> {
+  if (!(await optedOutAmong(db, accountId, [phone])).has(phone)) return
+  if (chargedAlready && (await chargedAlready())) return
+  throw optedOutError(phone)
 }
 
 // ---- Inbound words and provider signals ----
