@@ -47,6 +47,9 @@ import { inboundAdmin } from './modules/inbound/admin'
 import { budgetsAdmin } from './modules/budgets/admin'
 import { storeInbound } from './modules/inbound/service'
 import { eventsCommitted } from './modules/webhooks/notify'
+import { optOutsApi } from './modules/optouts/api'
+import { optOutsAdmin } from './modules/optouts/admin'
+import { optOutPages } from './modules/optouts/pages'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -64,6 +67,7 @@ export function createApp(deps: Deps) {
     .use(webhooksApi(deps))
     .use(sendersApi(deps))
     .use(inboundApi(deps))
+    .use(optOutsApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
@@ -75,10 +79,11 @@ export function createApp(deps: Deps) {
     .use(sendersAdmin(deps))
     .use(inboundAdmin(deps))
     .use(budgetsAdmin(deps))
+    .use(optOutsAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(
       simulatorAdmin(deps, async (message) => {
-        const [id] = await storeInbound(deps.sql, null, [message], { timezone: deps.config.timezone })
+        const [id] = await storeInbound(deps.sql, null, [message], { timezone: deps.config.timezone, words: deps.config })
         if (id != null) eventsCommitted(deps) // its message.received events
         return id ?? null
       }),
@@ -97,6 +102,7 @@ export function createApp(deps: Deps) {
           senderPages,
           accountSenderPages,
           contactPages,
+          optOutPages,
           templatePages,
           campaignPages,
           messagePages,

@@ -116,6 +116,15 @@ export const VARIABLES = {
     default: '30',
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
+  OPT_OUT_WORDS: {
+    default: 'STOP,UNSUBSCRIBE,BERHENTI',
+    meaning:
+      "comma-separated words: an inbound text that is only one of them (any case, trailing punctuation ignored) opts its sender out of the account's messages",
+  },
+  OPT_IN_WORDS: {
+    default: 'START,MULAI',
+    meaning: 'comma-separated words: an inbound text that is only one of them opts its sender back in',
+  },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
   LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
@@ -165,6 +174,9 @@ export type Config = {
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
+  /** OPT_OUT_WORDS / OPT_IN_WORDS, upper case. */
+  optOutWords: string[]
+  optInWords: string[]
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   logFormat: 'text' | 'json'
 }
@@ -250,6 +262,25 @@ function secretsKey(name: Name, raw: string, which = ''): Uint8Array {
   const key = decodeKey(raw.trim())
   if (!key) throw new ConfigError(`${name}: ${which}expected 32 bytes in base64 or base64url (e.g. from openssl rand -base64 32)`)
   return key
+}
+
+/** OPT_OUT_WORDS and OPT_IN_WORDS: words of letters, digits and spaces, upper-cased; none in both lists. */
+function words(env: Env): { optOutWords: string[]; optInWords: string[] } {
+  const read = (name: 'OPT_OUT_WORDS' | 'OPT_IN_WORDS') => {
+    const list = text(env, name)
+      .split(',')
+      .map((w) => w.trim().replace(/\s+/g, ' ').toUpperCase())
+      .filter((w) => w !== '')
+    if (list.length === 0) throw new ConfigError(`${name}: expected at least one word`)
+    const bad = list.find((w) => w.length > 40 || !/^[\p{L}\p{N}][\p{L}\p{N} ]*$/u.test(w))
+    if (bad !== undefined) throw new ConfigError(`${name}: "${bad}" is not a word (letters, digits and spaces, at most 40 characters)`)
+    return [...new Set(list)]
+  }
+  const optOutWords = read('OPT_OUT_WORDS')
+  const optInWords = read('OPT_IN_WORDS')
+  const both = optOutWords.find((w) => optInWords.includes(w))
+  if (both !== undefined) throw new ConfigError(`OPT_IN_WORDS: "${both}" is also in OPT_OUT_WORDS`)
+  return { optOutWords, optInWords }
 }
 
 /** How the providers read their own variables (providers/<name>/settings), with the same rules. */
@@ -343,6 +374,7 @@ export function readConfig(env: Env = process.env): Config {
     messagingLimit: tier(text(env, 'MESSAGING_LIMIT')),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
+    ...words(env),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
     logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }

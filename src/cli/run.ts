@@ -24,6 +24,7 @@ import { program, type Program } from './program'
 import { quickstart } from './quickstart'
 import { portfolioCommands, secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
+import { optOutCommands } from './optouts'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -37,6 +38,7 @@ export const commands: Command[] = [
   ...quarantineCommands,
   ...senderCommands,
   ...portfolioCommands,
+  ...optOutCommands,
   ...secretsCommands,
   ...simulatorCommands,
 ]

@@ -15,6 +15,7 @@ const MEMBER_PAGES = [
   ['/dashboard/inbox', 'Inbox'],
   ['/dashboard/ledger', 'Ledger'],
   ['/dashboard/contacts', 'Contacts'],
+  ['/dashboard/opt-outs', 'Opt-outs'],
   ['/dashboard/templates', 'Templates and segments'],
   ['/dashboard/campaigns', 'Campaigns'],
   ['/dashboard/webhook', 'Webhook'],

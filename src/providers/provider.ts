@@ -203,10 +203,29 @@ export type InboundMessage = {
   content: Record<string, unknown>
   /** The provider's own item, kept as it came. */
   raw: unknown
+  /** The provider's own opt-out signal on this message (Twilio's OptOutType STOP/START), which modules/optouts honours. */
+  consent?: { optedOut: boolean; detail: string } | null
 }
 
-/** A callback's answer when it carries inbound messages besides (or instead of) status reports. */
-export type CallbackAnswer = { reports: StatusReport[]; inbound: InboundMessage[] }
+/**
+ * A provider's consent signal that comes without a message (Meta's `user_preferences`: a user stopped or
+ * resumed marketing messages in WhatsApp's settings). modules/optouts honours it for the account the
+ * inbound rule names; a resume lifts only an opt-out a provider's signal made.
+ */
+export type ConsentSignal = {
+  /** The customer's number as the provider gives it. */
+  from: string
+  /** The number reached, as for an inbound message. */
+  to: { identity: string | null; number: string | null }
+  optedOut: boolean
+  /** What the provider said, for the record: `user_preferences=stop`. */
+  detail: string
+  /** When the provider says it happened: a repeat delivery older than the phone's latest change is ignored. */
+  at: Date | null
+}
+
+/** A callback's answer when it carries inbound messages (or consent signals) besides (or instead of) status reports. */
+export type CallbackAnswer = { reports: StatusReport[]; inbound: InboundMessage[]; consent?: ConsentSignal[] }
 
 /**
  * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says

@@ -133,6 +133,7 @@ describe('both documents', () => {
       'VALIDATION_ERROR',
       'IDEMPOTENCY_KEY_REUSED',
       'SENDER_DISABLED',
+      'RECIPIENT_OPTED_OUT',
       'WINDOW_CLOSED',
     ])
     // WINDOW_CLOSED only where one message is sent: a bulk's entries carry it in their results.

@@ -41,6 +41,7 @@ const WINDOW = 'src/modules/inbound/enforce.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
+const OPT_OUTS = 'tests/optouts/optouts.test.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -524,8 +525,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/campaigns/engine.ts',
-        find: 'const freeForm = windowChecked && campaign.ref === null',
-        replace: 'const freeForm = false',
+        find: 'await closedWindowsOf(tx, windowChecked && campaign.ref === null,',
+        replace: 'await closedWindowsOf(tx, false,',
       },
     ],
     tests: [WINDOW_TESTS],
@@ -616,8 +617,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/campaigns/engine.ts',
-        find: 'const batch = contacts.slice(0, limited.fits)',
-        replace: 'const batch = contacts.slice(0, affordable)',
+        find: 'const batch = sendable.slice(0, limited.fits)',
+        replace: 'const batch = sendable.slice(0, affordable)',
       },
     ],
     tests: [LIMIT_TESTS],
@@ -635,5 +636,37 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/budgets/instances.test.ts'],
     database: 'postgres',
+  },
+  {
+    name: 'opted-out-send-refused',
+    breaks: 'a send to a phone that opted out of the account is charged and handed over instead of refused with RECIPIENT_OPTED_OUT',
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: '  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))\n',
+        replace: '',
+      },
+    ],
+    tests: [OPT_OUTS],
+    filter: "STOP through Meta's webhook",
+  },
+  {
+    name: 'opted-out-bulk-entry-refused',
+    breaks: 'a bulk entry to a phone that opted out is charged and handed over instead of failing alone, uncharged',
+    edits: [{ file: 'src/modules/messages/bulk.ts', find: '      if (optedOut.has(phone)) throw optedOutError(phone)\n', replace: '' }],
+    tests: [OPT_OUTS],
+    filter: 'bulk: the opted-out entry',
+  },
+  {
+    name: 'opted-out-campaign-skipped',
+    breaks: 'a campaign charges and sends to recipients who opted out (before or while it runs) instead of skipping and counting them',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'const reachable = fetched.filter((c) => !optedOut.has(c.phone))',
+        replace: 'const reachable = fetched',
+      },
+    ],
+    tests: ['tests/optouts/campaign.test.ts'],
   },
 ]

@@ -22,6 +22,7 @@ const ACCOUNT_PAGES = [
   ['messages', 'Messages'],
   ['ledger', 'Ledger'],
   ['contacts', 'Contacts'],
+  ['opt-outs', 'Opt-outs'],
   ['templates', 'Templates and segments'],
   ['campaigns', 'Campaigns'],
   ['webhook', 'Webhook'],

@@ -18,6 +18,7 @@ import { outgoingOf, type StoredTemplate } from '../messages/content'
 import { segmentMatch } from '../templates/segments'
 import { checksWindow, closedWindowsOf } from '../inbound/enforce'
 import { hasRoom, takeForCampaign } from '../budgets/guard'
+import { optedOutAmong } from '../optouts/service'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -190,22 +191,35 @@ async function nextBatch(
       return stop
     }
 
-    // A free-form campaign (its template not bound for the provider) skips, uncharged, the recipients
-    // whose 24-hour window with the sender is closed, and counts them; an approved template always goes.
-    const freeForm = windowChecked && campaign.ref === null
-    const closed = await closedWindowsOf(tx, freeForm, campaign.sender_id, fetched)
-    const contacts = fetched.filter((c) => !closed.has(c.phone))
-    if (contacts.length === 0) {
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
+    // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
+    // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
+    // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
+    // with the sender is closed; an approved template always goes.
+    const optedOut = await optedOutAmong(
+      tx,
+      campaign.account_id,
+      fetched.map((c) => c.phone),
+    )
+    const reachable = fetched.filter((c) => !optedOut.has(c.phone))
+    const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null, campaign.sender_id, reachable)
+    const sendable = reachable.filter((c) => !closed.has(c.phone))
+    /** Moves the cursor to `through`, counting the recipients skipped up to it (they are not met again). */
+    const moveCursor = async (through: number) => {
+      const optedOutSkipped = fetched.filter((c) => optedOut.has(c.phone) && c.id <= through).length
+      const closedSkipped = fetched.filter((c) => closed.has(c.phone) && c.id <= through).length
       await tx`
-        update campaigns set cursor_contact_id = ${fetched[fetched.length - 1]!.id}, window_closed = window_closed + ${fetched.length},
-          lease_until = now() + make_interval(secs => ${lease.seconds})
+        update campaigns set cursor_contact_id = ${through}, opted_out = opted_out + ${optedOutSkipped},
+          window_closed = window_closed + ${closedSkipped}, lease_until = now() + make_interval(secs => ${lease.seconds})
         where id = ${campaignId}`
+    }
+    if (sendable.length === 0) {
+      await moveCursor(fetched[fetched.length - 1]!.id)
       return { messages: [], lease, done: false }
     }
 
-    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
-    const underCap = account.capRoom === null ? contacts.length : Math.floor(account.capRoom / account.cost)
-    const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost), underCap)
+    const underCap = account.capRoom === null ? sendable.length : Math.floor(account.capRoom / account.cost)
+    const affordable = Math.min(sendable.length, Math.floor(account.balance / account.cost), underCap)
     if (affordable === 0) {
       if (handingOver) return settleFirst
       // The cap first, as for the key's sends (ledger/service.ts).
@@ -224,7 +238,7 @@ async function nextBatch(
       tx,
       { messagingLimit, timezone: tz },
       campaign.sender_id,
-      contacts.slice(0, affordable).map((c) => c.phone),
+      sendable.slice(0, affordable).map((c) => c.phone),
     )
     if (limited.fits === 0) {
       if (handingOver) return settleFirst
@@ -233,7 +247,7 @@ async function nextBatch(
         where id = ${campaignId}`
       return stop
     }
-    const batch = contacts.slice(0, limited.fits)
+    const batch = sendable.slice(0, limited.fits)
     const values = batch.map((c) => ({ name: c.name, phone: c.phone, email: c.email, city: c.city }))
     const bodies = values.map((v) => renderTemplate(campaign.body, v))
     // A missing value goes as an empty variable, as it renders empty in the text.
@@ -264,13 +278,8 @@ async function nextBatch(
       account.cost,
       inserted.map((m) => m.id),
     )
-    const cursor = batch[batch.length - 1]!.id
-    // Skipped recipients up to the cursor are counted now; those after it are met again by the next batch.
-    const skipped = fetched.filter((c) => closed.has(c.phone) && c.id <= cursor).length
-    await tx`
-      update campaigns set cursor_contact_id = ${cursor}, window_closed = window_closed + ${skipped},
-        lease_until = now() + make_interval(secs => ${lease.seconds})
-      where id = ${campaignId}`
+    // The cursor passes the last contact charged, or every contact read when all the sendable ones were.
+    await moveCursor(limited.fits === sendable.length ? fetched[fetched.length - 1]!.id : batch[batch.length - 1]!.id)
     return { messages: inserted, lease, done: false }
   })
 }

@@ -91,8 +91,11 @@ export const CampaignDetail = t.Object({
         description:
           "Recipients skipped, uncharged, because their 24-hour window with the sender was closed: a campaign whose template is not bound to an approved template of the sender's provider goes free-form, which WhatsApp takes only within the window (extension)",
       }),
+      opted_out: jsonInteger({
+        description: "Recipients skipped because they opted out of the account's messages (extension): never charged, no message",
+      }),
     },
-    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2 }] },
+    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2, opted_out: 1 }] },
   ),
 })
 export type CampaignDetail = typeof CampaignDetail.static

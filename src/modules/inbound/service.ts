@@ -14,10 +14,11 @@ import { dateRange, page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
 import { formatTimestamp } from '../../lib/time'
 import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
-import type { InboundMessage } from '../../providers/provider'
+import type { ConsentSignal, InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
 import { accountEvent } from '../webhooks/events'
 import { lastWritten, WINDOW_HOURS } from './window'
+import { consentFromInbound, consentFromProvider, type OptOutWords } from '../optouts/service'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -43,7 +44,7 @@ function requireInboundPhone(value: string, field: string): string {
 }
 
 /** Where a message was received: its stored sender (null: the default number) and its account (null: none). */
-async function placeOf(tx: Tx, provider: string | null, message: InboundMessage, phone: string, strict: boolean) {
+async function placeOf(tx: Tx, provider: string | null, message: Pick<InboundMessage, 'to'>, phone: string, strict: boolean) {
   let senderId: number | null = null
   if (message.to.identity !== null || message.to.number !== null) {
     // The callback's provider's sender with that identity and/or number; the simulator (provider null) names any sender by its number.
@@ -78,7 +79,7 @@ export async function storeInbound(
   sql: Sql,
   provider: string | null,
   messages: InboundMessage[],
-  options: { storedAs?: string; timezone: string },
+  options: { storedAs?: string; timezone: string; words?: OptOutWords },
 ): Promise<(number | null)[]> {
   const storedAs = provider ?? options.storedAs ?? 'simulator'
   const ids: (number | null)[] = []
@@ -108,6 +109,8 @@ export async function storeInbound(
                 ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
         on conflict (provider, provider_message_id) do nothing
         returning id`
+      // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
+      if (row) await consentFromInbound(tx, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
       if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, Number(row.id))
       return row ? Number(row.id) : null
     })
@@ -130,6 +133,18 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, id: number):
     sender_id: v.sender_id,
     received_at: v.received_at,
   })
+}
+
+/** A provider's consent signals without a message (Meta's user_preferences): each for the account the account rule names. */
+export async function storeConsent(sql: Sql, provider: string, signals: ConsentSignal[]): Promise<void> {
+  for (const signal of signals) {
+    const phone = inboundPhone(signal.from)
+    if (!phone) continue
+    await transaction(sql, async (tx) => {
+      const { accountId } = await placeOf(tx, provider, signal, phone, false)
+      if (accountId !== null) await consentFromProvider(tx, accountId, phone, signal)
+    })
+  }
 }
 
 type Row = {

@@ -19,6 +19,8 @@ import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/v
 import type { Sender } from '../senders/directory'
 import { dropClosedWindows } from '../inbound/enforce'
 import { holdMessagingLimit } from '../budgets/guard'
+import { optedOutAmong, optedOutError } from '../optouts/service'
+import { normalizePhone } from '../../lib/phone'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -44,6 +46,11 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     )
   }
 
+  const optedOut = await optedOutAmong(
+    deps.sql,
+    principal.accountId,
+    input.messages.map((m) => normalizePhone(m.to) ?? ''),
+  )
   const results: BulkEntry[] = new Array(n)
   let valid: (NewMessage & { index: number; provider: string })[] = []
   input.messages.forEach((entry, index) => {
@@ -53,6 +60,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       if (sender instanceof Error) throw sender
       const { id: senderId, providerName: provider } = sender as Sender
       const phone = requirePhone(entry.to, `${at}to`)
+      if (optedOut.has(phone)) throw optedOutError(phone)
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
       if (entry.template_id === undefined) {
         const body = requireMessageBody(entry.body!, `${at}body`)

@@ -8,10 +8,11 @@ import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import { requireOpenWindow } from '../inbound/enforce'
+import { holdMessagingLimit } from '../budgets/guard'
+import { refuseOptedOut } from '../optouts/service'
 
 /** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
 export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
-import { holdMessagingLimit } from '../budgets/guard'
 
 /**
  * POST /messages/send (and the dashboard inbox's reply). `requestToken` identifies this request's charge: run again with the same token
@@ -36,6 +37,9 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
           validitySeconds,
           senderId: sender.id,
         }
+  // Refused before anything is charged, in this order: the recipient opted out, their 24-hour window
+  // is closed, the sender's messaging limit is reached (then the pace, then the balance).
+  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))
   await requireOpenWindow(deps, sender, message, () => chargedAlready(deps, requestToken))
 
   // The messaging limit: a business-initiated message past its sender's budget is refused (429), nothing charged.

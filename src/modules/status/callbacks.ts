@@ -16,7 +16,7 @@ import { readCapped } from '../../lib/stream'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { eventsCommitted, notifies } from '../webhooks/notify'
 import { createReportReceiver } from './receiver'
-import { storeInbound } from '../inbound/service'
+import { storeConsent, storeInbound } from '../inbound/service'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
 
@@ -71,7 +71,11 @@ export function providerCallbacks(deps: Deps) {
         })
         if (answer instanceof Response) return answer
         const { reports, inbound } = Array.isArray(answer) ? { reports: answer, inbound: [] } : answer
-        const stored = inbound.length > 0 ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone }) : []
+        const stored =
+          inbound.length > 0
+            ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config })
+            : []
+        if (!Array.isArray(answer) && answer.consent?.length) await storeConsent(deps.sql, plugin.name, answer.consent)
         // A new inbound message may have recorded message.received events.
         if (stored.some((id) => id !== null)) eventsCommitted(deps)
         const outcome = await receive(reports)

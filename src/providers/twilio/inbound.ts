@@ -58,6 +58,17 @@ function contentOf(fields: URLSearchParams): { type: InboundType; text: string |
   return { type: 'text', text: body, content: { body } }
 }
 
+/**
+ * Twilio's own opt-out signal: with Advanced Opt-Out on the number's Messaging Service, a message that
+ * is one of its keywords carries OptOutType STOP or START (HELP changes nothing).
+ */
+function consentOf(fields: URLSearchParams): InboundMessage['consent'] {
+  const type = field(fields, 'OptOutType')?.toUpperCase()
+  if (type === 'STOP') return { optedOut: true, detail: 'OptOutType=STOP' }
+  if (type === 'START') return { optedOut: false, detail: 'OptOutType=START' }
+  return null
+}
+
 async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<CallbackAnswer> {
   if (!context.settings.authToken && (await context.senders(null)).length === 0) {
     throw new ApiError('NOT_FOUND', `no route for POST ${TWILIO_INBOUND_PATH}`)
@@ -82,6 +93,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
     sentAt: null,
     ...contentOf(fields),
     raw: Object.fromEntries(fields),
+    consent: consentOf(fields),
   }
   return { reports: [], inbound: [message] }
 }
@@ -108,6 +120,13 @@ const FIELDS = {
   Longitude: { type: 'string' },
   ButtonText: { type: 'string' },
   ButtonPayload: { type: 'string' },
+  OptOutType: {
+    type: 'string',
+    enum: ['STOP', 'START', 'HELP'],
+    description:
+      "Twilio's Advanced Opt-Out signal (on a Messaging Service with it on): STOP opts the customer out of the account's messages, " +
+      'START back in (source `provider`); HELP changes nothing',
+  },
 } as const
 
 export const twilioInboundCallback: Callback<TwilioSettings> = {
@@ -132,6 +151,8 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
       '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
       'button (`ButtonText`, `ButtonPayload`), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      'a new message that is only a STOP/START word (OPT_OUT_WORDS, OPT_IN_WORDS), or carries `OptOutType` STOP/START, opts the customer ' +
+      "out of (or back into) the account's messages (see `GET /api/v1/opt-outs`); " +
       'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',
     parameters: [
       { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },
