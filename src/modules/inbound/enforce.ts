@@ -52,18 +52,21 @@ export async function requireOpenWindow(
 /**
  * POST /messages/bulk: every free-form entry whose window with its sender is closed fails (its result
  * set here) and leaves `valid`, uncharged; the rest go. One query per sender in the request.
+ * `recovering`: whether this request already charged its entries (a repeat after its first run died):
+ * then every entry charged goes on, whatever the windows say now.
  */
 export async function dropClosedWindows(
   deps: Pick<Deps, 'sql' | 'config' | 'senders'>,
   valid: (NewMessage & { index: number })[],
   results: BulkEntry[],
+  recovering: () => Promise<boolean>,
 ): Promise<void> {
   const bySender = new Map<number | null, (NewMessage & { index: number })[]>()
   for (const m of valid.filter(freeForm)) {
     const senderId = m.senderId ?? null
     bySender.set(senderId, [...(bySender.get(senderId) ?? []), m])
   }
-  const closed = new Set<number>()
+  const closed = new Map<number, BulkEntry>()
   for (const [senderId, messages] of bySender) {
     const sender = await deps.senders.get(senderId)
     if (!checksWindow(deps.config, sender)) continue
@@ -75,11 +78,12 @@ export async function dropClosedWindows(
     for (const m of messages) {
       if (last.get(m.phone)?.open) continue
       const error = windowClosed(`messages[${m.index}].to`, last.get(m.phone)?.at, deps.config.timezone, sender.providerName)
-      results[m.index] = { to: m.phone, status: 'failed', code: error.code, error: error.message }
-      closed.add(m.index)
+      closed.set(m.index, { to: m.phone, status: 'failed', code: error.code, error: error.message })
     }
   }
-  if (closed.size > 0) valid.splice(0, valid.length, ...valid.filter((m) => !closed.has(m.index)))
+  if (closed.size === 0 || (await recovering())) return
+  for (const [index, result] of closed) results[index] = result
+  valid.splice(0, valid.length, ...valid.filter((m) => !closed.has(m.index)))
 }
 
 /**

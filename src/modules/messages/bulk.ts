@@ -13,7 +13,7 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { refusal, validityOf } from './service'
+import { chargedAlready, refusal, validityOf } from './service'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
@@ -76,7 +76,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
     }
   })
-  await dropClosedWindows(deps, valid, results)
+  await dropClosedWindows(deps, valid, results, () => chargedAlready(deps, requestToken))
 
   // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
   const limit = await holdMessagingLimit(deps, requestToken, valid)

@@ -139,7 +139,7 @@ export function refusal(refused: Refused, what: string, tz: string): ApiError {
 }
 
 /** Whether a request (its token) has charged a message already: a repeat of a request that died or lost its answer. */
-async function chargedAlready(deps: Deps, requestToken: string): Promise<boolean> {
+export async function chargedAlready(deps: Pick<Deps, 'sql'>, requestToken: string): Promise<boolean> {
   const [row] = await deps.sql<
     { charged: boolean }[]
   >`select exists (select 1 from messages where request_token = ${requestToken}) as charged`
