@@ -80,7 +80,8 @@ export const WEBHOOKS = {
   'message.received': webhook('messageReceivedEvent', 'A customer wrote to the account (an extension)', 'MessageReceivedEvent', [
     CHOSEN,
     'Recorded with the inbound message, once per message: a provider’s repeat delivery of the same message sends nothing. ' +
-      'Replies to interactive buttons and lists carry the chosen id in `content.id`. `data` holds the message’s fields as ' +
+      'Replies to buttons and lists carry the chosen id: `content.id` for an `interactive` reply, `content.payload` for a `button` ' +
+      '(a template’s quick reply). `data` holds the message’s fields as ' +
       'GET /inbound/{id} shows them (without the provider’s raw item).',
   ]),
   'balance.low': webhook('balanceLowEvent', 'The balance fell below the low-balance threshold (an extension)', 'BalanceLowEvent', [

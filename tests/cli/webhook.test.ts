@@ -261,6 +261,10 @@ describe('webhook listen', () => {
     await Bun.sleep(500)
     expect(local.requests).toHaveLength(1)
     expect(await listener.interrupt()).toBe(0)
+    // The delivery log names the event.
+    const listed = await admin(service, 'deliveries', String(keyId))
+    expect(listed.out).toMatch(/^ *ID +STATUS +ATTEMPTS +EVENT +MESSAGE /m)
+    expect(listed.out).toMatch(/delivered +1 +message\.received +- /)
 
     // Without a registration, a listener sees message.status events only, as before events could be chosen.
     const bare = await account(service)

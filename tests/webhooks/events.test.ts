@@ -105,8 +105,8 @@ const customer = () => `+62813${String(7_000_000 + ++numbers)}`
 const inboundUrl = () => `${t.config.publicBaseUrl}/provider/twilio/inbound`
 
 /** Twilio's "a message comes in" webhook from `phone` to the default number, signed with the official package. */
-function twilioInbound(phone: string, sid: string, body: string) {
-  const fields = {
+function twilioInbound(phone: string, sid: string, body: string, extra: Record<string, string> = {}) {
+  const fields: Record<string, string> = {
     MessageSid: sid,
     SmsMessageSid: sid,
     AccountSid: `AC${'0'.repeat(32)}`,
@@ -117,6 +117,7 @@ function twilioInbound(phone: string, sid: string, body: string) {
     NumMedia: '0',
     MessageType: 'text',
     Body: body,
+    ...extra,
   }
   return t.request('POST', '/provider/twilio/inbound', {
     rawBody: new URLSearchParams(fields).toString(),
@@ -166,6 +167,24 @@ describe('message.received', () => {
     expect((await eventsOf(statusOnly.keyId)).map((e) => e.event)).not.toContain('message.received')
     expect(at('/status')).toHaveLength(0)
     expect((await eventsOf(received.keyId)).filter((e) => e.event === 'message.received')).toHaveLength(1)
+  })
+
+  test("a reply to a button carries the chosen button's id", async () => {
+    const received = await registered('/button', ['message.received'])
+    const phone = customer()
+    await t.api('POST', '/messages/send', received.key, { to: phone, body: 'Kirim sekarang?' })
+    const answer = await twilioInbound(phone, `SM${'b'.repeat(31)}2`, 'Ya, kirim', {
+      ButtonText: 'Ya, kirim',
+      ButtonPayload: 'confirm-1042',
+    })
+    expect(answer.status).toBe(200)
+    const [event] = await rx.waitFor(1)
+    expect(verify(received.secret, event!).data).toMatchObject({
+      phone,
+      type: 'button',
+      text: 'Ya, kirim',
+      content: { payload: 'confirm-1042', text: 'Ya, kirim' },
+    })
   })
 
   test("the simulator's inbound message makes the same event, delivered at once after the commit", async () => {
