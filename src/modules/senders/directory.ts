@@ -8,7 +8,7 @@ import type { Sql } from '../../db/client'
 import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError } from '../../http/errors'
-import type { Pace, Provider } from '../../providers/provider'
+import { RICH_KINDS, type Pace, type Provider } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { openFields, supportOf, type SenderRow } from './service'
@@ -78,6 +78,8 @@ export function createSenderDirectory(
       ? createProvider(row.provider, settings as never, { publicBaseUrl: config.publicBaseUrl, timeoutMs: config.providerTimeoutMs, sql })
       : {
           name: row.provider,
+          // It claims every kind: the hand-off fails (refunded, saying why) rather than refusing the kind.
+          rich: new Set(RICH_KINDS),
           send: async () => ({
             ok: false,
             errorCode: null,

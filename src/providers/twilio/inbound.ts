@@ -50,6 +50,12 @@ function contentOf(fields: URLSearchParams): { type: InboundType; text: string |
     const address = field(fields, 'Address')
     return { type: 'location', text: name ?? address, content: { latitude, longitude, name, address } }
   }
+  // A row picked from a list (twilio/list-picker): its id and title, as Meta's list_reply.
+  const listId = field(fields, 'ListId')
+  if (listId !== null) {
+    const title = field(fields, 'ListTitle') ?? body
+    return { type: 'interactive', text: title, content: { kind: 'list_reply', id: listId, title, description: null } }
+  }
   const buttonText = field(fields, 'ButtonText')
   const buttonPayload = field(fields, 'ButtonPayload')
   if (buttonText !== null || buttonPayload !== null) {
@@ -107,7 +113,9 @@ const FIELDS = {
   Latitude: { type: 'string' },
   Longitude: { type: 'string' },
   ButtonText: { type: 'string' },
-  ButtonPayload: { type: 'string' },
+  ButtonPayload: { type: 'string', description: "A reply button's id (twilio/quick-reply), or a template button's payload" },
+  ListId: { type: 'string', description: "The id of the list row picked (twilio/list-picker)" },
+  ListTitle: { type: 'string' },
 } as const
 
 export const twilioInboundCallback: Callback<TwilioSettings> = {
@@ -131,7 +139,7 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       'sender of that account, else `TWILIO_AUTH_TOKEN`) over that URL and every form field; a missing or wrong signature gets ' +
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
       '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
-      'button (`ButtonText`, `ButtonPayload`), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      'button (`ButtonText`, `ButtonPayload`: the button's id) or list reply (`ListId`, `ListTitle`: interactive, with the row's id), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
       'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',
     parameters: [
       { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },
