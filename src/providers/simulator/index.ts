@@ -12,7 +12,15 @@
 // (windows.ts), as WhatsApp does, so business-initiated messages can be tried without WhatsApp. With
 // SIM_RATE_PER_SECOND or SIM_RECIPIENT_GAP_MS it throttles as WhatsApp does (rules.ts).
 
-import { defineProvider, RICH_KINDS, type HandoffResult, type OutgoingMessage, type Pace, type ScheduledReport, type SettingsReader } from '../provider'
+import {
+  defineProvider,
+  RICH_KINDS,
+  type HandoffResult,
+  type OutgoingMessage,
+  type Pace,
+  type ScheduledReport,
+  type SettingsReader,
+} from '../provider'
 import { randomHex } from '../../lib/keys'
 import { windowOpen } from './windows'
 import { admit } from './rules'

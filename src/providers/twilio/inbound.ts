@@ -114,7 +114,7 @@ const FIELDS = {
   Longitude: { type: 'string' },
   ButtonText: { type: 'string' },
   ButtonPayload: { type: 'string', description: "A reply button's id (twilio/quick-reply), or a template button's payload" },
-  ListId: { type: 'string', description: "The id of the list row picked (twilio/list-picker)" },
+  ListId: { type: 'string', description: 'The id of the list row picked (twilio/list-picker)' },
   ListTitle: { type: 'string' },
 } as const
 
@@ -138,8 +138,9 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       'No API key: `X-Twilio-Signature` is verified with the auth token of the sender the `AccountSid` field names (a stored ' +
       'sender of that account, else `TWILIO_AUTH_TOKEN`) over that URL and every form field; a missing or wrong signature gets ' +
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
-      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
-      'button (`ButtonText`, `ButtonPayload`: the button's id) or list reply (`ListId`, `ListTitle`: interactive, with the row's id), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`), ' +
+      "button (`ButtonText`, `ButtonPayload`: the button's id) or list reply (`ListId`, `ListTitle`: interactive, with the row's id), " +
+      'reached by the stored Twilio sender whose number is `To` (else the default number); ' +
       'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',
     parameters: [
       { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },
