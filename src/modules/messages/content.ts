@@ -24,7 +24,7 @@ export function requireContentShape(input: ContentFields, at = ''): void {
   requireRichShape(input, at)
   if (input.type !== undefined && input.type !== 'text') return
   if (input.body !== undefined && input.template_id !== undefined) throw badShape(`${at}body: give either body or template_id, not both`)
-  if (input.body === undefined && input.template_id === undefined) throw badShape(`${at}body: is required (or template_id, or a rich type)`)
+  if (input.body === undefined && input.template_id === undefined) throw badShape(`${at}body: is required (or template_id)`)
   if (input.variables !== undefined && input.template_id === undefined) throw badShape(`${at}variables: only with template_id`)
   if (input.media_url !== undefined && input.template_id !== undefined) throw badShape(`${at}media_url: not with template_id`)
   if (input.type === 'text' && input.template_id !== undefined) throw badShape(`${at}template_id: not with type "text"`)
