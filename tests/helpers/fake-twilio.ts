@@ -180,6 +180,8 @@ export function fakeTwilio(): FakeTwilio {
       const account = authenticate(request, null)
       if (account instanceof Response) return account
       record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
       let definition: Record<string, any>
       try {
         definition = JSON.parse(record.body)
