@@ -151,7 +151,7 @@ describe('reply buttons and lists: Content templates, one per shape', () => {
     // Kept in the database, for other processes and after a restart.
     const kept = await t.db.sql<{ digest: string; ref: string }[]>`
       select digest, ref from provider_contents where provider = 'twilio' and account = ${ACCOUNT_SID}`
-    expect(kept).toEqual([{ digest: 'quick-reply:2', ref: sid }])
+    expect([...kept]).toEqual([{ digest: 'quick-reply:2', ref: sid }])
     // Another shape (3 buttons) is another template.
     const c = await t.api('POST', '/messages/send', key, {
       to: customer().local,
