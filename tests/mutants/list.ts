@@ -36,6 +36,7 @@ const LATE = 'tests/status/late-failures.test.ts'
 const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
+const RICH = 'src/modules/messages/rich.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -524,5 +525,33 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [SENDER_CALLBACKS],
     filter: 'other sender.s app secret',
+  },
+  {
+    name: 'rich-provider-kind',
+    breaks: 'a rich message charged for a sender whose provider cannot send its type (refused by it, or sent as it is not)',
+    edits: [{ file: RICH, find: 'if (!provider.rich?.has(kind)) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'cannot send',
+  },
+  {
+    name: 'rich-provider-limits',
+    breaks: "a rich message charged past a limit of the sender's own provider (Twilio's document file names, button ids, list rows)",
+    edits: [{ file: RICH, find: 'const problem = provider.richProblem?.(content)', replace: 'const problem = null' }],
+    tests: ['tests/providers/rich-twilio.test.ts'],
+    filter: 'own limits',
+  },
+  {
+    name: 'rich-button-count',
+    breaks: "reply buttons past WhatsApp's 3 (or none) charged, then refused by the provider (131009)",
+    edits: [{ file: RICH, find: 'if (given.length < 1 || given.length > LIMITS.buttons) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'buttons: 422',
+  },
+  {
+    name: 'rich-header-bound',
+    breaks: 'header media charged with a template that goes as plain text (its media silently dropped)',
+    edits: [{ file: 'src/modules/messages/service.ts', find: 'if (header && !bound) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'not bound',
   },
 ]
