@@ -35,6 +35,22 @@ const templateNote =
   'sent that template with the values in the bound order, which WhatsApp requires to start a conversation; otherwise the rendered ' +
   'text goes as free-form text. Charged like any message; the message records the rendered text as `body`, with `template_id` and ' +
   '`provider_template`.'
+const richNote =
+  ' **Extension, rich messages**: `type` (`image`, `video`, `audio`, `document`, `sticker`, `location` or `interactive`) with ' +
+  'the object named after it, as the WhatsApp Cloud API names them: media `{link, caption?}` (`filename` on documents; no caption ' +
+  'on audio or stickers), `location {latitude, longitude, name?, address?}`, `interactive {type: "button", body: {text}, action: ' +
+  '{buttons: [{type: "reply", reply: {id, title}}]}}` or `{type: "list", body: {text}, action: {button, sections: [{title?, rows: ' +
+  '[{id, title, description?}]}]}}`; with `template_id`, `header {type: image|video|document, link, filename?}` for the approved ' +
+  "template's header media. Limits (422 naming the field, nothing charged): media links https, a link whose file extension is " +
+  "another kind's (a .pdf image, a .png sticker), captions up to 1024, file names up to 240 without slashes, latitude -90..90, " +
+  'longitude -180..180, 1 to 3 buttons with unique ids (up to 256) and titles (up to 20), list button text up to 20, 1 to 10 ' +
+  'sections and 1 to 10 rows in all, unique row ids (up to 200), row titles up to 24, descriptions up to 72, section titles up to ' +
+  '24 (required with several sections), interactive body 1 to 1024. A missing object, an object of another type, `body`/`media_url`/' +
+  "`template_id` with a rich type, or `header` without `template_id` is 400. A type the sender's provider cannot send (Twilio: " +
+  'template header media; its own limits: no document file names or captions, button ids up to 200, list rows need a ' +
+  'description) is 422 `VALIDATION_ERROR` naming it, before anything is charged. Charged one message, as any; `GET /messages` ' +
+  'shows `type`, `content` and a text rendering as `body`. Replies to buttons and lists come back as inbound messages with the ' +
+  'chosen id (`GET /inbound`).'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'a replayed answer carries the header `idempotent-replayed: true`; ' +
@@ -87,6 +103,7 @@ export const messagesApi = (deps: Deps) =>
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
             '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
             templateNote +
+            richNote +
             idempotencyNote,
         },
       },
@@ -111,7 +128,9 @@ export const messagesApi = (deps: Deps) =>
             'An entry whose `to` or `body` is not acceptable fails on its own (`code: VALIDATION_ERROR`) and is not charged. ' +
             'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
             "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
-            'templates are read at once. ' +
+            'templates are read at once. Entries may be rich messages (`type` and its object), as in `POST /messages/send`: ' +
+            "a shape error rejects the request (400); a limit, or a type the entry's sender cannot send, fails that entry " +
+            'uncharged (`code: VALIDATION_ERROR`), the others go. ' +
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
             'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
@@ -146,7 +165,9 @@ export const messagesApi = (deps: Deps) =>
         summary: "One message's current status",
         description:
           'By the `message_id` of a send or bulk result (the provider SID). `delivered_at` and `read_at` are null until the message gets there; ' +
-          "a failed message carries the provider's `error_code` and `error_message`. An unknown SID, or another account's, is 404 " +
+          "a failed message carries the provider's `error_code` and `error_message`. `type` and `content` (extensions) say what " +
+          'it carried: `text`, `template`, or a rich type with its object as sent (`body` is then a text rendering). ' +
+          "An unknown SID, or another account's, is 404 " +
           '`NOT_FOUND`. A message the provider refused has no SID: it is listed in `GET /messages` by its `id`.',
       },
     })
