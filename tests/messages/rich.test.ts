@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { boundTemplate } from '../helpers/templates'
+import { dashboardUser } from '../helpers/web'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../src/providers/provider'
 
 let t: TestApp
@@ -459,5 +460,26 @@ describe("a type the sender's provider cannot send", () => {
     } finally {
       await app.close()
     }
+  })
+})
+
+describe('the dashboard', () => {
+  test('the messages list shows the text rendering; the message page what it was sent as, escaped', async () => {
+    const { accountId, key } = await t.account(1000)
+    const request = buttons(['<b>yes</b>', 'Yes'], ['no', 'No'])
+    request.interactive.body.text = 'Confirm <script>x</script>?'
+    const res = await t.api('POST', '/messages/send', key, { to: phone(), ...request })
+    expect(res.status).toBe(200)
+    const [row] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${accountId}`
+    const member = (await dashboardUser(t, `rich-${accountId}@example.com`, 'correct horse battery', accountId)).client
+    const list = await member.get('/dashboard/messages')
+    expect(list.status).toBe(200)
+    expect(list.text).toContain('Confirm &lt;script&gt;x&lt;/script&gt;?')
+    const page = await member.get(`/dashboard/messages/${row!.id}`)
+    expect(page.status).toBe(200)
+    const shown = /<dd class="wrap" id="rich-content">([\s\S]*?)<\/dd>/.exec(page.text)?.[1] ?? ''
+    expect(shown).toContain('interactive: ')
+    expect(shown).toContain('&lt;b&gt;yes&lt;/b&gt;')
+    expect(page.text).not.toContain('<b>yes</b>')
   })
 })
