@@ -36,21 +36,17 @@ const templateNote =
   'text goes as free-form text. Charged like any message; the message records the rendered text as `body`, with `template_id` and ' +
   '`provider_template`.'
 const richNote =
-  ' **Extension, rich messages**: `type` (`image`, `video`, `audio`, `document`, `sticker`, `location` or `interactive`) with ' +
-  'the object named after it, as the WhatsApp Cloud API names them: media `{link, caption?}` (`filename` on documents; no caption ' +
-  'on audio or stickers), `location {latitude, longitude, name?, address?}`, `interactive {type: "button", body: {text}, action: ' +
-  '{buttons: [{type: "reply", reply: {id, title}}]}}` or `{type: "list", body: {text}, action: {button, sections: [{title?, rows: ' +
-  '[{id, title, description?}]}]}}`; with `template_id`, `header {type: image|video|document, link, filename?}` for the approved ' +
-  "template's header media. Limits (422 naming the field, nothing charged): media links https, a link whose file extension is " +
-  "another kind's (a .pdf image, a .png sticker), captions up to 1024, file names up to 240 without slashes, latitude -90..90, " +
-  'longitude -180..180, 1 to 3 buttons with unique ids (up to 256) and titles (up to 20), list button text up to 20, 1 to 10 ' +
-  'sections and 1 to 10 rows in all, unique row ids (up to 200), row titles up to 24, descriptions up to 72, section titles up to ' +
-  '24 (required with several sections), interactive body 1 to 1024. A missing object, an object of another type, `body`/`media_url`/' +
-  "`template_id` with a rich type, or `header` without `template_id` is 400. A type the sender's provider cannot send (Twilio: " +
-  'template header media; its own limits: no document file names or captions, button ids up to 200, list rows need a ' +
-  'description) is 422 `VALIDATION_ERROR` naming it, before anything is charged. Charged one message, as any; `GET /messages` ' +
-  'shows `type`, `content` and a text rendering as `body`. Replies to buttons and lists come back as inbound messages with the ' +
-  'chosen id (`GET /inbound`).'
+  ' **Extension, rich messages**: `type` (image, video, audio, document, sticker, location or interactive) with the object ' +
+  'named after it, as the WhatsApp Cloud API names them (see the request schema and its examples): media with `link` and ' +
+  '`caption` (`filename` on documents), a location, reply buttons (`interactive.type` button, 1 to 3) or a list ' +
+  '(`interactive.type` list, up to 10 rows); with `template_id`, `header` gives the approved template its header media. ' +
+  'A wrong shape is 400 naming the field; a value past a limit is 422 naming it: https media links, captions up to 1024, ' +
+  'button titles up to 20 and ids up to 256 (unique), list button text up to 20, row titles up to 24, descriptions up to 72, ' +
+  'section titles up to 24, interactive body up to 1024, latitude and longitude in range. A type the sender provider cannot ' +
+  'send (Twilio: template header media, document file names and captions; its button ids up to 200, list rows with a ' +
+  'description) is 422 `VALIDATION_ERROR` naming it. Nothing is charged for any of these. A rich message costs one message; ' +
+  '`GET /messages` shows its `type`, `content` and a text rendering as `body`. Replies to buttons and lists come back as ' +
+  'inbound messages with the chosen id.'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'a replayed answer carries the header `idempotent-replayed: true`; ' +
