@@ -22,6 +22,7 @@ import webhookEventsChoice from '../../sql/0021_webhook_events_choice.sql' with 
 import optOuts from '../../sql/0022_opt_outs.sql' with { type: 'text' }
 import customerWindow from '../../sql/0023_window.sql' with { type: 'text' }
 import messagingLimit from '../../sql/0024_messaging_limit.sql' with { type: 'text' }
+import richMessages from '../../sql/0025_rich_messages.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -49,4 +50,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 22, name: '0022_opt_outs.sql', text: optOuts },
   { version: 23, name: '0023_window.sql', text: customerWindow },
   { version: 24, name: '0024_messaging_limit.sql', text: messagingLimit },
+  { version: 25, name: '0025_rich_messages.sql', text: richMessages },
 ]

@@ -43,11 +43,50 @@ export type TemplateRules = {
   language: 'required' | 'optional' | 'none'
 }
 
+/** The media kinds a message can carry, named as the Cloud API names them. */
+export type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker'
+
+/** One reply button of an interactive message: its id (comes back with the reply) and its label. */
+export type ReplyButton = { id: string; title: string }
+/** One row of an interactive list. */
+export type ListRow = { id: string; title: string; description?: string }
+
 /**
- * One message to hand over: a free-form body (with optional media), or an approved template. `body` is
- * what the message records either way (for a template, its rendered text, shown in lists).
+ * A rich message (an extension of the spec's `body`/`media_url`), as the API takes it and
+ * messages.content stores it: `type` and one object named after it, as the Cloud API names them.
+ * A template's header media is `{type: 'template', header}` beside its provider template.
  */
-export type OutgoingMessage = { id: number; to: string; body: string } & (
+export type RichContent =
+  | { type: 'image' | 'video'; link: string; caption?: string }
+  | { type: 'audio' | 'sticker'; link: string }
+  | { type: 'document'; link: string; caption?: string; filename?: string }
+  | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
+  | { type: 'button'; body: string; buttons: ReplyButton[] }
+  | { type: 'list'; body: string; button: string; sections: { title?: string; rows: ListRow[] }[] }
+  | { type: 'template'; header: { type: 'image' | 'video' | 'document'; link: string; filename?: string } }
+
+/** What a provider can be asked to send beyond text and templates (`template_header`: a template's header media). */
+export type RichKind = Exclude<RichContent['type'], 'template'> | 'template_header'
+
+/** Every rich kind, in the order the documents list them. */
+export const RICH_KINDS: readonly RichKind[] = [
+  'image',
+  'video',
+  'audio',
+  'document',
+  'sticker',
+  'location',
+  'button',
+  'list',
+  'template_header',
+]
+
+/**
+ * One message to hand over: a free-form body (with optional media), rich content, or an approved
+ * template (with header media in `content`). `body` is what the message records either way (for a
+ * template its rendered text, for rich content a text rendering), shown in lists.
+ */
+export type OutgoingMessage = { id: number; to: string; body: string; content?: RichContent | null } & (
   { mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null }
 )
 
@@ -97,6 +136,10 @@ export interface Provider {
    * (modules/inbound/enforce.ts, WINDOW_CHECK).
    */
   readonly enforcesWindow?: boolean
+  /** The rich kinds it sends (none: text, media_url and templates only); others are refused with 422 before charging. */
+  readonly rich?: ReadonlySet<RichKind>
+  /** Why it cannot send this content although it sends its kind (a limit of its own, naming the field), or null. */
+  richProblem?(content: RichContent): string | null
 }
 
 /** An environment variable of a provider, as `--help` and the README show it. */

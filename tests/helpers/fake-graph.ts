@@ -98,10 +98,104 @@ export function graphError(status: number, code: number, message: string, header
 function textOf(sent: Record<string, any> | null): string | null {
   if (!sent) return null
   if (typeof sent.text?.body === 'string') return sent.text.body
-  const caption = sent.image?.caption ?? sent.document?.caption
+  const caption = sent.image?.caption ?? sent.video?.caption ?? sent.document?.caption
   if (typeof caption === 'string') return caption
   if (sent.template) return JSON.stringify(sent.template)
+  if (typeof sent.interactive?.body?.text === 'string') return sent.interactive.body.text
+  if (sent.type && sent[sent.type]) return JSON.stringify(sent[sent.type])
   return null
+}
+
+const isText = (v: unknown, max: number) => typeof v === 'string' && v.length > 0 && v.length <= max
+/** (#100): a parameter missing or of the wrong kind, as Meta answers it. */
+const missing = (name: string) => graphError(400, 100, `(#100) The parameter ${name} is required.`)
+/** (#131009): a parameter's value breaks a limit, as Meta answers it. */
+const invalid = (details: string) =>
+  Response.json(
+    {
+      error: {
+        message: '(#131009) Parameter value is not valid',
+        type: 'OAuthException',
+        code: 131009,
+        error_data: { messaging_product: 'whatsapp', details },
+        fbtrace_id: 'Az8or',
+      },
+    },
+    { status: 400 },
+  )
+
+/**
+ * What the Cloud API refuses of a message's shape (the documented limits of each type), or null: the
+ * fake takes only what Meta would.
+ */
+export function graphShapeError(sent: Record<string, any>): Response | null {
+  const type = sent.type ?? 'text'
+  const own = sent[type]
+  if (type !== 'text' && type !== 'template' && (own === null || typeof own !== 'object')) return missing(type)
+  switch (type) {
+    case 'text':
+      return isText(sent.text?.body, 4096) ? null : missing('text.body')
+    case 'image':
+    case 'video':
+    case 'audio':
+    case 'document':
+    case 'sticker': {
+      if (typeof own.link !== 'string' && typeof own.id !== 'string') return missing(`${type}.link`)
+      if ((type === 'audio' || type === 'sticker') && own.caption !== undefined) return invalid(`${type} does not take a caption`)
+      if (own.caption !== undefined && !isText(own.caption, 1024)) return invalid(`${type}.caption must be 1 to 1024 characters`)
+      if (own.filename !== undefined && type !== 'document') return invalid(`Param filename is only for documents`)
+      return null
+    }
+    case 'location': {
+      if (typeof own.latitude !== 'number' || typeof own.longitude !== 'number') return missing('location.latitude')
+      if (Math.abs(own.latitude) > 90 || Math.abs(own.longitude) > 180) return invalid('location coordinates out of range')
+      return null
+    }
+    case 'interactive': {
+      if (!isText(own.body?.text, 1024)) return invalid('interactive.body.text must be 1 to 1024 characters')
+      if (own.type === 'button') {
+        const buttons = own.action?.buttons
+        if (!Array.isArray(buttons)) return missing("interactive['action']['buttons']")
+        if (buttons.length < 1 || buttons.length > 3) return invalid('Buttons count must be between 1 and 3')
+        for (const b of buttons) {
+          if (b?.type !== 'reply' || !isText(b.reply?.id, 256) || !isText(b.reply?.title, 20)) return invalid('Button title length invalid')
+        }
+        return null
+      }
+      if (own.type === 'list') {
+        const sections = own.action?.sections
+        if (!Array.isArray(sections)) return missing("interactive['action']['sections']")
+        if (!isText(own.action.button, 20)) return invalid('Button text must be 1 to 20 characters')
+        if (sections.length < 1 || sections.length > 10) return invalid('Sections count must be between 1 and 10')
+        const rows = sections.flatMap((s: any) => (Array.isArray(s?.rows) ? s.rows : []))
+        if (rows.length < 1 || rows.length > 10) return invalid('Total row count exceed max allowed count: 10')
+        if (sections.length > 1 && sections.some((s: any) => !isText(s.title, 24))) return invalid('Section title is required')
+        for (const r of rows) {
+          if (!isText(r?.id, 200) || !isText(r.title, 24)) return invalid('Row title length invalid')
+          if (r.description !== undefined && !isText(r.description, 72)) return invalid('Row description length invalid')
+        }
+        return null
+      }
+      return missing("interactive['type']")
+    }
+    case 'template': {
+      if (!isText(sent.template?.name, 512)) return missing('template.name')
+      for (const c of sent.template.components ?? []) {
+        if (c.type !== 'header') continue
+        const p = c.parameters?.[0]
+        if (!p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string') {
+          return invalid('header parameter must be an image, video or document with a link')
+        }
+      }
+      return null
+    }
+    default:
+      return graphError(
+        400,
+        100,
+        `(#100) Param type must be one of {TEXT, IMAGE, VIDEO, AUDIO, DOCUMENT, STICKER, LOCATION, INTERACTIVE, TEMPLATE}`,
+      )
+  }
 }
 
 export function fakeGraph(): FakeGraph {
@@ -231,6 +325,8 @@ export function fakeGraph(): FakeGraph {
     }
     const own = fake.answer ? await fake.answer(request, sent) : undefined
     if (own) return own
+    const shape = sent ? graphShapeError(sent) : null
+    if (shape) return shape
     if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', String(sent?.to ?? ''))) {
       return graphError(
         400,

@@ -57,6 +57,8 @@ export type FakeTwilio = {
   ids: string[]
   /** The accounts whose credentials it checks, by SID (none: it checks nothing). */
   accounts: Map<string, FakeTwilioAccount>
+  /** Content templates created through its Content API (POST /v1/Content), by SID, as they were posted. */
+  contents: Map<string, Record<string, any>>
   /** Registers an account: from now on every request must carry a registered account's credentials. */
   account(sid: string, token: string, options?: { friendlyName?: string; status?: string; numbers?: string[] }): FakeTwilioAccount
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
@@ -81,6 +83,66 @@ export function twilioError(status: number, code: number, message: string, heade
 /** The text a message is counted by: its Body, or its Content template with the variables. */
 const textOf = (form: URLSearchParams): string | null =>
   form.get('Body') ?? (form.has('ContentSid') ? `${form.get('ContentSid')} ${form.get('ContentVariables') ?? ''}` : null)
+
+const fits = (v: unknown, max: number) => typeof v === 'string' && v.length > 0 && v.length <= max
+
+/** Why the Content API refuses a definition (the documented limits of twilio/quick-reply and twilio/list-picker), or null. */
+function contentProblem(d: Record<string, any>): string | null {
+  if (!fits(d.friendly_name, 1024) || !fits(d.language, 10)) return 'friendly_name and language are required'
+  const types = d.types ?? {}
+  const quick = types['twilio/quick-reply']
+  const list = types['twilio/list-picker']
+  if (!quick && !list) return 'types: a content type is required'
+  if (quick) {
+    if (!fits(quick.body, 1024) || !Array.isArray(quick.actions)) return 'twilio/quick-reply: body and actions are required'
+    if (quick.actions.length < 1 || quick.actions.length > 10) return 'twilio/quick-reply: 1 to 10 actions'
+    if (quick.actions.some((a: any) => !fits(a?.title, 20) || !fits(a?.id, 200)))
+      return 'twilio/quick-reply: action title (20) and id (200)'
+  }
+  if (list) {
+    if (!fits(list.body, 1024) || !fits(list.button, 20) || !Array.isArray(list.items)) return 'twilio/list-picker: body, button and items'
+    if (list.items.length < 1 || list.items.length > 10) return 'twilio/list-picker: 1 to 10 items'
+    if (list.items.some((i: any) => !fits(i?.item, 24) || !fits(i?.id, 200) || !fits(i?.description, 72))) {
+      return 'twilio/list-picker: item (24), id (200) and description (72) are required'
+    }
+  }
+  // Every placeholder needs a sample value.
+  const placeholders = JSON.stringify(types).match(/\{\{(\d+)\}\}/g) ?? []
+  if (placeholders.some((p) => !(p.slice(2, -2) in (d.variables ?? {}))))
+    return 'variables: a sample value is required for every placeholder'
+  return null
+}
+
+/**
+ * What the Messages resource refuses of a WhatsApp message's fields: a Content template it created
+ * whose placeholders ContentVariables does not fill within their limits (21656), a PersistentAction
+ * that is not a geo: URI (21658? Twilio answers 400), a MediaUrl that is not http(s) (21620).
+ */
+function messageProblem(form: URLSearchParams, contents: Map<string, Record<string, any>>): Response | null {
+  const media = form.getAll('MediaUrl')
+  if (media.some((u) => !/^https?:\/\//.test(u))) return twilioError(400, 21620, 'Invalid media URL(s)')
+  const action = form.get('PersistentAction')
+  if (action !== null && !/^geo:-?\d+(\.\d+)?,-?\d+(\.\d+)?(\|.*)?$/.test(action)) {
+    return twilioError(400, 21658, 'Invalid PersistentAction')
+  }
+  const sid = form.get('ContentSid')
+  const definition = sid ? contents.get(sid) : undefined
+  if (!definition) return null
+  let variables: Record<string, string>
+  try {
+    variables = JSON.parse(form.get('ContentVariables') ?? '{}')
+  } catch {
+    return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+  }
+  // The template with its variables filled in must still keep within its type's limits.
+  const filled = JSON.parse(
+    JSON.stringify(definition.types).replace(/\{\{(\d+)\}\}/g, (_, n) => JSON.stringify(variables[n] ?? '').slice(1, -1)),
+  )
+  if (contentProblem({ ...definition, variables: {}, types: filled })) {
+    return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+  }
+  return null
+}
 
 export function fakeTwilio(): FakeTwilio {
   let counter = 0
@@ -133,6 +195,7 @@ export function fakeTwilio(): FakeTwilio {
         }),
       )
     },
+    contents: new Map(),
     account(sid, token, options = {}) {
       const account = {
         sid,
@@ -177,6 +240,25 @@ export function fakeTwilio(): FakeTwilio {
 
   async function respond(request: Request, form: URLSearchParams, record: FakeRequest): Promise<Response> {
     const path = new URL(request.url).pathname
+    if (path === '/v1/Content' && request.method === 'POST') {
+      // The Content API (content.twilio.com): the account is the one the credentials prove.
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      let definition: Record<string, any>
+      try {
+        definition = JSON.parse(record.body)
+      } catch {
+        return twilioError(400, 20001, 'Invalid JSON')
+      }
+      const problem = contentProblem(definition)
+      if (problem) return twilioError(400, 20001, problem)
+      const sid = `HX${(++counter).toString(16).padStart(32, '0')}`
+      fake.contents.set(sid, definition)
+      return Response.json({ sid, account_sid: account?.sid ?? null, ...definition }, { status: 201 })
+    }
     const accountPath = /^\/2010-04-01\/Accounts\/([^/]+)\.json$/.exec(path)
     const messagesPath = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(path)
     const pathSid = decodeURIComponent((accountPath ?? messagesPath)?.[1] ?? '') || null
@@ -197,6 +279,8 @@ export function fakeTwilio(): FakeTwilio {
     }
     const own = fake.answer ? await fake.answer(request, form) : undefined
     if (own) return own
+    const shape = messageProblem(form, fake.contents)
+    if (shape) return shape
     const from = form.get('From')
     if (account && account.numbers.length > 0 && from !== null && !account.numbers.includes(from.replace(/^whatsapp:/, ''))) {
       return twilioError(400, 63007, 'Twilio could not find a Channel with the specified From address')

@@ -42,6 +42,7 @@ const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
 const OPT_OUTS = 'tests/optouts/optouts.test.ts'
+const RICH = 'src/modules/messages/rich.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -668,5 +669,33 @@ export const MUTATIONS: Mutation[] = [
       },
     ],
     tests: ['tests/optouts/campaign.test.ts'],
+  },
+  {
+    name: 'rich-provider-kind',
+    breaks: 'a rich message charged for a sender whose provider cannot send its type (refused by it, or sent as it is not)',
+    edits: [{ file: RICH, find: 'if (!provider.rich?.has(kind)) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'cannot send',
+  },
+  {
+    name: 'rich-provider-limits',
+    breaks: "a rich message charged past a limit of the sender's own provider (Twilio's document file names, button ids, list rows)",
+    edits: [{ file: RICH, find: 'const problem = provider.richProblem?.(content)', replace: 'const problem = null' }],
+    tests: ['tests/providers/rich-twilio.test.ts'],
+    filter: 'own limits',
+  },
+  {
+    name: 'rich-button-count',
+    breaks: "reply buttons past WhatsApp's 3 (or none) charged, then refused by the provider (131009)",
+    edits: [{ file: RICH, find: 'if (given.length < 1 || given.length > LIMITS.buttons) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'buttons: 422',
+  },
+  {
+    name: 'rich-header-bound',
+    breaks: 'header media charged with a template that goes as plain text (its media silently dropped)',
+    edits: [{ file: 'src/modules/messages/service.ts', find: 'if (header && !bound) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'not bound',
   },
 ]

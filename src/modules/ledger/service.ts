@@ -37,6 +37,7 @@ import type { Db, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
+import type { RichContent } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
 
 /**
@@ -49,6 +50,8 @@ export type NewMessage = {
   mediaUrl: string | null
   templateId?: number | null
   providerTemplate?: StoredTemplate | null
+  /** Its rich content (messages.content): what a recovered hand-off sends again. */
+  content?: RichContent | null
   /** How long it may wait while the provider throttles it (messages.valid_until = now + this). */
   validitySeconds: number
   /** Its sender (null: the deployment's default sender). */
@@ -60,6 +63,7 @@ const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId
 const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? null) as number[]
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
+const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
 /** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
 export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
 /**
@@ -154,19 +158,20 @@ export async function chargeAll(
       where k.id = s.id and s.cap is not null
     ), input as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity,
-             sender_id, ord
+             sender_id, content, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
                   ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
                   ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[],
-                  ${senderIds(messages)}::bigint[])
-           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, ord)
+                  ${senderIds(messages)}::bigint[], ${contents(messages)}::text[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, content, ord)
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
+                            content)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
              debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds}),
-             now() + make_interval(secs => validity), sender_id
+             now() + make_interval(secs => validity), sender_id, content::jsonb
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -216,9 +221,10 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
                            ${templateIds(requests.map((r) => r.message))}::bigint[],
                            ${providerTemplates(requests.map((r) => r.message))}::text[],
                            ${requests.map((r) => r.message.validitySeconds)}::int[],
-                           ${senderIds(requests.map((r) => r.message))}::bigint[])
+                           ${senderIds(requests.map((r) => r.message))}::bigint[],
+                           ${contents(requests.map((r) => r.message))}::text[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, sender_id, ord)
+                             template_id, provider_template, validity, sender_id, content, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -265,10 +271,11 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
       where k.id = t.key_id and s.cap is not null
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
+                            content)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
              refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds),
-             now() + make_interval(secs => validity), sender_id
+             now() + make_interval(secs => validity), sender_id, content::jsonb
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)

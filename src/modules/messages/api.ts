@@ -35,6 +35,18 @@ const templateNote =
   'sent that template with the values in the bound order, which WhatsApp requires to start a conversation; otherwise the rendered ' +
   'text goes as free-form text. Charged like any message; the message records the rendered text as `body`, with `template_id` and ' +
   '`provider_template`.'
+const richNote =
+  ' **Extension, rich messages**: `type` (image, video, audio, document, sticker, location or interactive) with the object ' +
+  'named after it, as the WhatsApp Cloud API names them (see the request schema and its examples): media with `link` and ' +
+  '`caption` (`filename` on documents), a location, reply buttons (`interactive.type` button, 1 to 3) or a list ' +
+  '(`interactive.type` list, up to 10 rows); with `template_id`, `header` gives the approved template its header media. ' +
+  'A wrong shape is 400 naming the field; a value past a limit is 422 naming it: https media links, captions up to 1024, ' +
+  'button titles up to 20 and ids up to 256 (unique), list button text up to 20, row titles up to 24, descriptions up to 72, ' +
+  'section titles up to 24, interactive body up to 1024, latitude and longitude in range. A type the sender provider cannot ' +
+  'send (Twilio: template header media, document file names and captions; its button ids up to 200, list rows with a ' +
+  'description) is 422 `VALIDATION_ERROR` naming it. Nothing is charged for any of these. A rich message costs one message; ' +
+  '`GET /messages` shows its `type`, `content` and a text rendering as `body`. Replies to buttons and lists come back as ' +
+  'inbound messages with the chosen id.'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'a replayed answer carries the header `idempotent-replayed: true`; ' +
@@ -97,6 +109,7 @@ export const messagesApi = (deps: Deps) =>
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
             '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
             templateNote +
+            richNote +
             idempotencyNote,
         },
       },
@@ -121,7 +134,9 @@ export const messagesApi = (deps: Deps) =>
             'An entry whose `to` or `body` is not acceptable fails on its own (`code: VALIDATION_ERROR`) and is not charged. ' +
             'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
             "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
-            'templates are read at once. ' +
+            'templates are read at once. Entries may be rich messages (`type` and its object), as in `POST /messages/send`: ' +
+            "a shape error rejects the request (400); a limit, or a type the entry's sender cannot send, fails that entry " +
+            'uncharged (`code: VALIDATION_ERROR`), the others go. ' +
             "Entries that are business-initiated (the recipient has not written to the sender in the last 24 hours) past their sender's " +
             'messaging limit fail on their own, uncharged (`code: MESSAGING_LIMIT`, in request order: those that fit go). ' +
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
@@ -158,7 +173,9 @@ export const messagesApi = (deps: Deps) =>
         summary: "One message's current status",
         description:
           'By the `message_id` of a send or bulk result (the provider SID). `delivered_at` and `read_at` are null until the message gets there; ' +
-          "a failed message carries the provider's `error_code` and `error_message`. An unknown SID, or another account's, is 404 " +
+          "a failed message carries the provider's `error_code` and `error_message`. `type` and `content` (extensions) say what " +
+          'it carried: `text`, `template`, or a rich type with its object as sent (`body` is then a text rendering). ' +
+          "An unknown SID, or another account's, is 404 " +
           '`NOT_FOUND`. A message the provider refused has no SID: it is listed in `GET /messages` by its `id`.',
       },
     })

@@ -13,7 +13,8 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { chargedAlready, refusal, validityOf } from './service'
+import { chargedAlready, refusal, requireHeaderBound, validityOf } from './service'
+import { renderText, requireSupported, richOf } from './rich'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
@@ -62,14 +63,19 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       const phone = requirePhone(entry.to, `${at}to`)
       if (optedOut.has(phone)) throw optedOutError(phone)
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
-      if (entry.template_id === undefined) {
+      const rich = richOf(entry, at)
+      requireSupported(rich, (sender as Sender).provider, at)
+      if (entry.template_id !== undefined) {
+        const template = templatesByProvider.get(provider)!.get(entry.template_id)
+        const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
+        requireHeaderBound(rich, content.providerTemplate, at)
+        valid.push({ index, phone, mediaUrl: null, ...content, content: rich, validitySeconds, senderId, provider })
+      } else if (rich) {
+        valid.push({ index, phone, body: renderText(rich), mediaUrl: null, content: rich, validitySeconds, senderId, provider })
+      } else {
         const body = requireMessageBody(entry.body!, `${at}body`)
         const mediaUrl = optionalMediaUrl(entry.media_url, `${at}media_url`)
         valid.push({ index, phone, body, mediaUrl, validitySeconds, senderId, provider })
-      } else {
-        const template = templatesByProvider.get(provider)!.get(entry.template_id)
-        const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
-        valid.push({ index, phone, mediaUrl: null, ...content, validitySeconds, senderId, provider })
       }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
@@ -100,7 +106,14 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     const chargedAt = Date.now()
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
-        { id: charged.ids[i]!, phone: m.phone, body: m.body, media_url: m.mediaUrl, provider_template: m.providerTemplate ?? null },
+        {
+          id: charged.ids[i]!,
+          phone: m.phone,
+          body: m.body,
+          media_url: m.mediaUrl,
+          provider_template: m.providerTemplate ?? null,
+          content: m.content ?? null,
+        },
         m.provider,
       ),
       validUntilMs: chargedAt + m.validitySeconds * 1000,

@@ -10,6 +10,8 @@ import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/v
 import { requireOpenWindow } from '../inbound/enforce'
 import { holdMessagingLimit } from '../budgets/guard'
 import { refuseOptedOut } from '../optouts/service'
+import type { RichContent } from '../../providers/provider'
+import { renderText, requireSupported, richOf } from './rich'
 
 /** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
 export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
@@ -23,20 +25,26 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   const to = requirePhone(input.to, 'to')
   const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
   const sender = await deps.senders.forSend(principal.accountId, input.from)
+  const rich = richOf(input, '')
+  // A kind the sender's provider cannot send is refused here, before anything is charged.
+  requireSupported(rich, sender.provider, '')
   const message: NewMessage =
-    input.template_id === undefined
+    input.template_id !== undefined
       ? {
-          phone: to,
-          body: requireMessageBody(input.body!, 'body'),
-          mediaUrl: optionalMediaUrl(input.media_url, 'media_url'),
+          ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName, rich)),
           validitySeconds,
           senderId: sender.id,
         }
-      : {
-          ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName)),
-          validitySeconds,
-          senderId: sender.id,
-        }
+      : rich
+        ? { phone: to, body: renderText(rich), mediaUrl: null, content: rich, validitySeconds, senderId: sender.id }
+        : {
+            phone: to,
+            body: requireMessageBody(input.body!, 'body'),
+            mediaUrl: optionalMediaUrl(input.media_url, 'media_url'),
+            validitySeconds,
+            senderId: sender.id,
+          }
+
   // Refused before anything is charged, in this order: the recipient opted out, their 24-hour window
   // is closed, the sender's messaging limit is reached (then the pace, then the balance).
   await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))
@@ -70,7 +78,14 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   const id = charged.ids[0]!
 
   const outgoing = outgoingOf(
-    { id, phone: to, body: message.body, media_url: message.mediaUrl, provider_template: message.providerTemplate ?? null },
+    {
+      id,
+      phone: to,
+      body: message.body,
+      media_url: message.mediaUrl,
+      provider_template: message.providerTemplate ?? null,
+      content: message.content ?? null,
+    },
     sender.providerName,
   )
   const validUntilMs = Date.now() + validitySeconds * 1000
@@ -118,10 +133,22 @@ async function fromTemplate(
   to: string,
   input: { template_id: number; variables?: Record<string, string> },
   provider: string,
+  header: RichContent | null,
 ) {
   const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
   const content = templateContent(templates.get(input.template_id), input, provider)
-  return { phone: to, mediaUrl: null, ...content }
+  requireHeaderBound(header, content.providerTemplate, '')
+  return { phone: to, mediaUrl: null, ...content, content: header }
+}
+
+/** Header media goes with an approved template of the provider only: an unbound template is sent as its text. */
+export function requireHeaderBound(header: RichContent | null, bound: unknown, at: string): void {
+  if (header && !bound) {
+    throw badValue(
+      `${at}header: the template is not bound to an approved template of the sender's provider, so it goes as text and ` +
+        'cannot carry header media; nothing was charged',
+    )
+  }
 }
 
 /**

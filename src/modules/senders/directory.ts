@@ -8,7 +8,7 @@ import type { Sql } from '../../db/client'
 import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError } from '../../http/errors'
-import type { Pace, Provider } from '../../providers/provider'
+import { RICH_KINDS, type Pace, type Provider } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
@@ -84,6 +84,8 @@ export function createSenderDirectory(
         })
       : {
           name: row.provider,
+          // It claims every kind: the hand-off fails (refunded, saying why) rather than refusing the kind.
+          rich: new Set(RICH_KINDS),
           send: async () => ({
             ok: false,
             errorCode: null,

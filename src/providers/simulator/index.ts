@@ -12,7 +12,15 @@
 // the sender (read from the stored inbound messages, as the service's own check reads it), as WhatsApp does, so business-initiated messages can be tried without WhatsApp. With
 // SIM_RATE_PER_SECOND or SIM_RECIPIENT_GAP_MS it throttles as WhatsApp does (rules.ts).
 
-import { defineProvider, type HandoffResult, type OutgoingMessage, type Pace, type ScheduledReport, type SettingsReader } from '../provider'
+import {
+  defineProvider,
+  RICH_KINDS,
+  type HandoffResult,
+  type OutgoingMessage,
+  type Pace,
+  type ScheduledReport,
+  type SettingsReader,
+} from '../provider'
 import { randomHex } from '../../lib/keys'
 import { admit } from './rules'
 
@@ -118,6 +126,8 @@ export const simulator = defineProvider({
     name: 'simulator',
     schedulesReports: true,
     enforcesWindow: settings.requireTemplate,
+    // It takes every rich kind (what it was asked to send is recorded on the message).
+    rich: new Set(RICH_KINDS),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       if (message.to.endsWith('9999')) {
         return { ok: false, errorCode: SIMULATOR_REFUSED_CODE, errorMessage: 'simulator refused the message (number ends in 9999)' }

@@ -50,6 +50,12 @@ function contentOf(fields: URLSearchParams): { type: InboundType; text: string |
     const address = field(fields, 'Address')
     return { type: 'location', text: name ?? address, content: { latitude, longitude, name, address } }
   }
+  // A row picked from a list (twilio/list-picker): its id and title, as Meta's list_reply.
+  const listId = field(fields, 'ListId')
+  if (listId !== null) {
+    const title = field(fields, 'ListTitle') ?? body
+    return { type: 'interactive', text: title, content: { kind: 'list_reply', id: listId, title, description: null } }
+  }
   const buttonText = field(fields, 'ButtonText')
   const buttonPayload = field(fields, 'ButtonPayload')
   if (buttonText !== null || buttonPayload !== null) {
@@ -119,7 +125,9 @@ const FIELDS = {
   Latitude: { type: 'string' },
   Longitude: { type: 'string' },
   ButtonText: { type: 'string' },
-  ButtonPayload: { type: 'string' },
+  ButtonPayload: { type: 'string', description: "A reply button's id (twilio/quick-reply), or a template button's payload" },
+  ListId: { type: 'string', description: 'The id of the list row picked (twilio/list-picker)' },
+  ListTitle: { type: 'string' },
   OptOutType: {
     type: 'string',
     enum: ['STOP', 'START', 'HELP'],
@@ -149,8 +157,9 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       'No API key: `X-Twilio-Signature` is verified with the auth token of the sender the `AccountSid` field names (a stored ' +
       'sender of that account, else `TWILIO_AUTH_TOKEN`) over that URL and every form field; a missing or wrong signature gets ' +
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
-      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
-      'button (`ButtonText`, `ButtonPayload`), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`), ' +
+      "button (`ButtonText`, `ButtonPayload`: the button's id) or list reply (`ListId`, `ListTitle`: interactive, with the row's id), " +
+      'reached by the stored Twilio sender whose number is `To` (else the default number); ' +
       'a new message that is only a STOP/START word (OPT_OUT_WORDS, OPT_IN_WORDS), or carries `OptOutType` STOP/START, opts the customer ' +
       "out of (or back into) the account's messages (see `GET /api/v1/opt-outs`); " +
       'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',
