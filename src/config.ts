@@ -103,6 +103,12 @@ export const VARIABLES = {
     default: '30',
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
+  MEDIA_MAX_BYTES: {
+    default: '16777216',
+    meaning:
+      'largest medium of an inbound message kept (bytes, up to 104857600: WhatsApp documents reach 100 MB); a bigger one is refused ' +
+      'while it is read and marked failed',
+  },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
   LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
@@ -148,6 +154,8 @@ export type Config = {
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
+  /** The largest inbound medium kept, in bytes. */
+  mediaMaxBytes: number
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   logFormat: 'text' | 'json'
 }
@@ -315,6 +323,7 @@ export function readConfig(env: Env = process.env): Config {
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
+    mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 1024, 104_857_600),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
     logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }

@@ -18,6 +18,7 @@ import simulatorRules from '../../sql/0017_simulator_rules.sql' with { type: 'te
 import pace from '../../sql/0018_pace.sql' with { type: 'text' }
 import senders from '../../sql/0019_senders.sql' with { type: 'text' }
 import inbound from '../../sql/0020_inbound.sql' with { type: 'text' }
+import inboundMedia from '../../sql/0026_inbound_media.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -41,4 +42,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 18, name: '0018_pace.sql', text: pace },
   { version: 19, name: '0019_senders.sql', text: senders },
   { version: 20, name: '0020_inbound.sql', text: inbound },
+  { version: 26, name: '0026_inbound_media.sql', text: inboundMedia },
 ]

@@ -17,6 +17,7 @@ import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import type { InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
 import { WINDOW_HOURS } from './window'
+import { queueMedia } from './media'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -105,6 +106,7 @@ export async function storeInbound(
                 ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
         on conflict (provider, provider_message_id) do nothing
         returning id`
+      if (row) await queueMedia(tx, Number(row.id), message)
       return row ? Number(row.id) : null
     })
     ids.push(id)

@@ -72,6 +72,7 @@ export function providerCallbacks(deps: Deps) {
         if (answer instanceof Response) return answer
         const { reports, inbound } = Array.isArray(answer) ? { reports: answer, inbound: [] } : answer
         const stored = inbound.length > 0 ? await storeInbound(deps.sql, plugin.name, inbound) : []
+        if (stored.some((id) => id !== null)) deps.wake('inbound-media') // media to fetch, if any
         const outcome = await receive(reports)
         if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.

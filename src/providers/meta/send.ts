@@ -8,6 +8,7 @@
 import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } from '../http'
 import type { HandoffResult, OutgoingMessage, Provider, Throttle } from '../provider'
 import type { MetaSettings } from './settings'
+import { openMetaMedia } from './media'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
 const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/
@@ -59,6 +60,7 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
 
   return {
     name: 'meta',
+    openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, timeoutMs),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {

@@ -7,6 +7,7 @@
 import { errorCodeOf, failure, post, THROTTLING_CODES, throttleOf } from '../http'
 import type { HandoffResult, OutgoingMessage, Provider, Throttle } from '../provider'
 import type { TwilioSettings } from './settings'
+import { openTwilioMedia } from './media'
 
 /** The path Twilio posts status reports to, under PUBLIC_BASE_URL. */
 export const TWILIO_STATUS_PATH = '/provider/twilio/status'
@@ -40,6 +41,7 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
 
   return {
     name: 'twilio',
+    openMedia: (ref, signal) => openTwilioMedia(settings, ref, signal),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {
