@@ -44,6 +44,7 @@ import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { storeInbound } from './modules/inbound/service'
+import { inboundMediaPages } from './modules/inbound/pages'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -94,6 +95,7 @@ export function createApp(deps: Deps) {
           webhookPages,
           failedDeliveryPages,
           userPages,
+          inboundMediaPages,
         ],
       }),
     )

@@ -13,6 +13,9 @@ import { fakeGraph } from '../helpers/fake-graph'
 import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
 import { buildDeps } from '../../src/server'
 import { inboundMedia } from '../../src/workers/inbound-media'
+import { startLoop } from '../../src/workers/loop'
+import { dashboardMediaPath } from '../../src/modules/inbound/media'
+import { dashboardUser, webClient } from '../helpers/web'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -381,5 +384,46 @@ describe('several instances', () => {
     for (const m of media) expect(graph.mediaRequests(m.id)).toEqual({ node: 1, download: 1 })
     for (const s of stored_) expect((await stored(s.id))[0]).toMatchObject({ status: 'kept', attempts: 1 })
     second.handoff.stop()
+  })
+})
+
+describe('the dashboard and the wake-up', () => {
+  test('a signed-in operator, and a member of the account, get the medium at its dashboard link; a member of another account 404', async () => {
+    graph.medium({ id: 'media-dash-1', token: META_A.credentials.access_token, bytes: PNG, type: 'image/png' })
+    const { id } = await metaMedia('image', { id: 'media-dash-1', mime_type: 'image/png' })
+    await drain()
+    const path = dashboardMediaPath(id)
+    expect(path).toBe(`/dashboard/inbound/${id}/media/0`)
+    expect((await webClient(t).get(path)).status).toBe(303) // signed out: to the sign-in page
+    const operator = await dashboardUser(t, 'media-op@example.com', 'correct horse battery 1')
+    const member = await dashboardUser(t, 'media-member@example.com', 'correct horse battery 2', acc.accountId)
+    const stranger = await dashboardUser(t, 'media-stranger@example.com', 'correct horse battery 3', other.accountId)
+    for (const user of [operator, member]) {
+      const page = await user.client.get(path)
+      expect([page.status, page.headers.get('content-type'), page.headers.get('x-content-type-options')]).toEqual([
+        200,
+        'image/png',
+        'nosniff',
+      ])
+      expect(page.text.length).toBeGreaterThan(0)
+    }
+    expect((await stranger.client.get(path)).status).toBe(404)
+    expect((await member.client.get(`/dashboard/inbound/${id}/media/1`)).status).toBe(404)
+  })
+
+  test('storing a message with media wakes the worker: kept without waiting for its poll', async () => {
+    const loop = startLoop('inbound-media', () => t.runWorker('inbound-media'), { pollMs: 60_000 })
+    t.loops.set('inbound-media', loop)
+    try {
+      await Bun.sleep(100) // its first step found nothing: it now sleeps for a minute unless woken
+      graph.medium({ id: 'media-woken', token: META_A.credentials.access_token, bytes: JPEG, type: 'image/jpeg' })
+      const { id } = await metaMedia('image', { id: 'media-woken', mime_type: 'image/jpeg' })
+      const until = Date.now() + 5_000
+      while (Date.now() < until && (await stored(id))[0]!.status === 'pending') await Bun.sleep(25)
+      expect((await stored(id))[0]!.status).toBe('kept')
+    } finally {
+      t.loops.delete('inbound-media')
+      await loop.stop()
+    }
   })
 })
