@@ -278,8 +278,9 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
       (code) =>
         (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
         (code !== 'SENDER_DISABLED' || namesSender) &&
-        // MEDIA_PENDING only where an inbound medium is served.
+        // MEDIA_PENDING only where an inbound medium is served, and its only 409 there.
         (code !== 'MEDIA_PENDING' || /\/media(\/|$)/.test(route.path)) &&
+        (code !== 'CONFLICT' || !/\/inbound\/:id\/media(\/|$)/.test(route.path)) &&
         // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
         (code !== 'FORBIDDEN' || status in declared),
     )

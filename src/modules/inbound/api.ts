@@ -3,9 +3,9 @@
 import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
-import { ok } from '../../http/errors'
-import { IdParams, listFields, listOf } from '../../http/models'
-import { envelopeOf, errorsOf } from '../../http/openapi'
+import { ApiError, ok } from '../../http/errors'
+import { DECIMAL, IdParams, listFields, listOf } from '../../http/models'
+import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { ConversationItem, ConversationParams, ConversationQuery, ConversationWindow, InboundListQuery, InboundMessageView } from './model'
 import { conversation, getInbound, listInbound } from './service'
 import { serveMedium, withMedia } from './media'
@@ -31,7 +31,33 @@ const MEDIA_ROUTE =
   '(over `MEDIA_MAX_BYTES`, a type not allowed, first bytes not of its type, the provider refused or kept failing): 410 ' +
   "`MEDIA_FAILED` with the reason. Another account's message, or a medium it does not have, is 404 `NOT_FOUND`."
 
-const MediaParams = t.Object({ id: IdParams.properties.id, n: t.Integer({ minimum: 0, maximum: 9, description: 'The medium: 0 to 9' }) })
+// A medium's number as an id is read: decimal digits (else 400); one no message can have (past 9) is 404.
+const MediaParams = t.Object({
+  id: IdParams.properties.id,
+  n: t
+    .Transform(t.String({ pattern: DECIMAL, description: 'The medium: 0 to 9', examples: ['1'] }))
+    .Decode((text) => {
+      if (!/^\d$/.test(text)) throw new ApiError('NOT_FOUND', `no medium ${text.slice(0, 30)}: an inbound message has media 0 to 9`)
+      return Number(text)
+    })
+    .Encode((value) => String(value)),
+})
+
+/** A medium's error answers: the usual ones, and its own 409 (being fetched). */
+const mediaErrors = () => ({
+  ...errorsOf(400, 401, 404, 410),
+  409: t.Object(ErrorEnvelope.properties, {
+    description: 'MEDIA_PENDING: the medium is being fetched from the provider; `Retry-After` says when to ask again',
+    examples: [
+      {
+        success: false,
+        error: 'medium 0 of inbound message 12 is being fetched from the provider; try again shortly',
+        code: 'MEDIA_PENDING',
+        request_id: '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21',
+      },
+    ],
+  }),
+})
 
 /** The documented answers of a medium: its bytes, or the envelope's errors. */
 const mediaResponses = (): Record<string, any> => ({
@@ -41,11 +67,13 @@ const mediaResponses = (): Record<string, any> => ({
       'Content-Disposition': { schema: { type: 'string' }, description: 'attachment (documents) or inline, with a sanitised file name' },
       ETag: { schema: { type: 'string' }, description: "The medium's sha256 in quotes" },
     },
-    content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    content: {
+      'application/octet-stream': { schema: { type: 'string', description: "The bytes; the real Content-Type is the medium's" } },
+    },
   },
   304: { description: '`If-None-Match` named its ETag' },
   ...Object.fromEntries(
-    Object.entries(errorsOf(400, 401, 404, 409, 410)).map(([status, schema]) => [
+    Object.entries(mediaErrors()).map(([status, schema]) => [
       status,
       { description: schema.description ?? 'Error', content: { 'application/json': { schema } } },
     ]),
@@ -128,12 +156,12 @@ export const inboundApi = (deps: Deps) => {
     )
     .get('/inbound/:id/media', async ({ params, principal, request }) => medium(principal.accountId, params.id, 0, request), {
       params: IdParams,
-      response: { ...errorsOf(400, 401, 404, 409, 410) },
+      response: { ...mediaErrors() },
       detail: { tags, summary: "An inbound message's medium (extension)", description: MEDIA_ROUTE, responses: mediaResponses() },
     })
     .get('/inbound/:id/media/:n', async ({ params, principal, request }) => medium(principal.accountId, params.id, params.n, request), {
       params: MediaParams,
-      response: { ...errorsOf(400, 401, 404, 409, 410) },
+      response: { ...mediaErrors() },
       detail: {
         tags,
         summary: 'One of the media of an inbound message (extension)',
