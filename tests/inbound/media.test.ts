@@ -10,7 +10,7 @@ import { createHash, createHmac } from 'node:crypto'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
-import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
+import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_A, TWILIO_B } from '../helpers/senders'
 import { buildDeps } from '../../src/server'
 import { inboundMedia } from '../../src/workers/inbound-media'
 import { startLoop } from '../../src/workers/loop'
@@ -366,6 +366,59 @@ describe('Twilio', () => {
     // The raw form fields keep everything but the provider's URLs, which are ours once kept.
     expect(view.body.data.raw).toMatchObject({ MediaUrl0: `${base}/0`, MediaUrl1: `${base}/1`, NumMedia: '2' })
     expect(JSON.stringify(view.body)).not.toContain(twilio.url)
+  })
+})
+
+/** A Twilio message with media to TWILIO_A, signed with its token; the stored message's id. */
+async function twilioMedia(message: string, media: { url: string; type: string }[]): Promise<number> {
+  const c = customer()
+  const A = TWILIO_A.credentials
+  const fields: Record<string, string> = {
+    MessageSid: message,
+    AccountSid: A.account_sid,
+    From: `whatsapp:${c.phone}`,
+    To: `whatsapp:${TWILIO_A.number}`,
+    NumMedia: String(media.length),
+    ...Object.fromEntries(
+      media.flatMap((m, i) => [
+        [`MediaUrl${i}`, m.url],
+        [`MediaContentType${i}`, m.type],
+      ]),
+    ),
+  }
+  const answer = await t.request('POST', '/provider/twilio/inbound', {
+    rawBody: new URLSearchParams(fields).toString(),
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': twilioSdk.getExpectedTwilioSignature(A.auth_token, INBOUND_URL, fields),
+    },
+  })
+  expect(answer.status).toBe(200)
+  const [row] = await t.db.sql<{ id: number }[]>`select id::int as id from inbound_messages where phone = ${c.phone}`
+  return row!.id
+}
+
+describe('Twilio refusals', () => {
+  test("a MediaUrl off the Twilio API gets no credentials and no request; another account's medium is Twilio's 401", async () => {
+    const before = twilio.requests.length
+    const foreign = await twilioMedia(`MM${'5'.repeat(32)}`, [{ url: 'http://127.0.0.1:9/steal.jpg', type: 'image/jpeg' }])
+    const B = TWILIO_B.credentials
+    const url = twilio.medium({
+      account: B.account_sid,
+      message: `MM${'6'.repeat(32)}`,
+      sid: `ME${'c'.repeat(32)}`,
+      bytes: JPEG,
+      type: 'image/jpeg',
+    })
+    const otherAccount = await twilioMedia(`MM${'7'.repeat(32)}`, [{ url, type: 'image/jpeg' }])
+    await drain()
+    expect((await stored(foreign))[0]).toMatchObject({ status: 'failed', error: 'the MediaUrl is not on the Twilio API (TWILIO_API_BASE)' })
+    expect((await stored(otherAccount))[0]).toMatchObject({
+      status: 'failed',
+      attempts: 1,
+      error: 'Twilio answered the media download with HTTP 401',
+    })
+    expect(twilio.requests.slice(before).map((r) => [r.path, r.status])).toEqual([[new URL(url).pathname, 401]])
   })
 })
 

@@ -263,7 +263,14 @@ async function providerOf(deps: Deps, medium: Claimed): Promise<Provider> {
 export async function fetchMedium(deps: Deps, medium: Claimed): Promise<Outcome> {
   try {
     const provider = await providerOf(deps, medium)
-    if (!provider.openMedia) return refuse(`the ${medium.provider} provider has no media to fetch`)
+    if (!provider.openMedia) {
+      // A stored sender whose credentials do not open (SECRETS_KEY) has a provider that only refuses.
+      return refuse(
+        medium.sender_id === null
+          ? `the ${medium.provider} provider has no media to fetch`
+          : `sender ${medium.sender_id} cannot fetch media: its credentials do not open with this service's SECRETS_KEY`,
+      )
+    }
     const signal = AbortSignal.timeout(MEDIA_FETCH_TIMEOUT_MS)
     const ref: MediaRef = { id: medium.provider_media_id, url: medium.provider_url }
     const opened = await provider.openMedia(ref, signal)

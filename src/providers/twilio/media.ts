@@ -1,17 +1,15 @@
 // An inbound medium from Twilio: GET its MediaUrl (…/Accounts/{AccountSid}/Messages/{MM…}/Media/{ME…})
 // with the account's Basic auth (AccountSid:AuthToken; Twilio requires it when the account protects its
 // media, and takes it when not). Twilio answers with a redirect to its storage (a signed URL), which is
-// followed without the credentials. The credentials go only to the Twilio API: a MediaUrl elsewhere is
-// refused.
+// followed without the credentials. The credentials go only to the Twilio API (TWILIO_API_BASE's
+// origin): a MediaUrl elsewhere is refused.
 
 import { openMediaUrl } from '../http'
 import type { MediaOpened, MediaRef } from '../provider'
 import type { TwilioSettings } from './settings'
 
-/** Whether `url` is on the Twilio API: TWILIO_API_BASE's origin, or an https host under twilio.com. */
-function onTwilioApi(url: URL, apiBase: string): boolean {
-  return url.origin === new URL(apiBase).origin || (url.protocol === 'https:' && url.hostname.endsWith('.twilio.com'))
-}
+/** Whether `url` is on the Twilio API (TWILIO_API_BASE's origin, where Twilio's MediaUrls are). */
+const onTwilioApi = (url: URL, apiBase: string) => url.origin === new URL(apiBase).origin
 
 export async function openTwilioMedia(settings: TwilioSettings, ref: MediaRef, signal: AbortSignal): Promise<MediaOpened> {
   const { accountSid, authToken, apiBase } = settings
@@ -22,7 +20,7 @@ export async function openTwilioMedia(settings: TwilioSettings, ref: MediaRef, s
   } catch {
     return { ok: false, retry: false, reason: 'Twilio gave a MediaUrl that is not a URL' }
   }
-  if (!onTwilioApi(url, apiBase)) return { ok: false, retry: false, reason: 'the MediaUrl is not on the Twilio API' }
+  if (!onTwilioApi(url, apiBase)) return { ok: false, retry: false, reason: 'the MediaUrl is not on the Twilio API (TWILIO_API_BASE)' }
   if (!accountSid || !authToken) return { ok: false, retry: false, reason: 'no Twilio credentials for the number the message reached' }
   const credentials = Buffer.from(`${accountSid}:${authToken}`, 'utf8').toString('base64')
   return openMediaUrl('Twilio', url.toString(), { authorization: `Basic ${credentials}` }, signal)
