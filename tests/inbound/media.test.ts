@@ -14,7 +14,7 @@ import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_
 import { buildDeps } from '../../src/server'
 import { inboundMedia } from '../../src/workers/inbound-media'
 import { startLoop } from '../../src/workers/loop'
-import { dashboardMediaPath } from '../../src/modules/inbound/media'
+import { dashboardMediaPath } from '../../src/modules/inbound/media-view'
 import { dashboardUser, webClient } from '../helpers/web'
 
 const twilio = fakeTwilio()

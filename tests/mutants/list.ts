@@ -543,7 +543,7 @@ export const MUTATIONS: Mutation[] = [
     breaks: "an inbound message's medium served to another account's API key",
     edits: [
       {
-        file: 'src/modules/inbound/media.ts',
+        file: 'src/modules/inbound/media-view.ts',
         find: 'where i.id = ${inboundId} and (${accountId}::bigint is null or i.account_id = ${accountId})',
         replace: 'where i.id = ${inboundId}',
       },

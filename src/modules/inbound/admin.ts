@@ -7,7 +7,7 @@ import { listOf } from '../../http/models'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { AdminInboundListQuery, InboundMessageView } from './model'
 import { listAllInbound } from './service'
-import { withMedia } from './media'
+import { withMedia } from './media-view'
 
 export const inboundAdmin = (deps: Deps) =>
   adminRoutes(deps.config).get(

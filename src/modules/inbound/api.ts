@@ -8,7 +8,7 @@ import { DECIMAL, IdParams, listFields, listOf } from '../../http/models'
 import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { ConversationItem, ConversationParams, ConversationQuery, ConversationWindow, InboundListQuery, InboundMessageView } from './model'
 import { conversation, getInbound, listInbound } from './service'
-import { serveMedium, withMedia } from './media'
+import { serveMedium, withMedia } from './media-view'
 
 const tags = ['Inbound']
 const accountRule =

@@ -6,7 +6,7 @@ import { h } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { type Dashboard, notFound, pageRoutes, respond } from '../../dashboard/context'
 import { ApiError } from '../../http/errors'
-import { serveMedium } from './media'
+import { serveMedium } from './media-view'
 
 export function inboundMediaPages(d: Dashboard) {
   return pageRoutes().get('/inbound/:id/media/:n', async ({ request, params }) => {
