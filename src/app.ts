@@ -50,6 +50,7 @@ import { eventsCommitted } from './modules/webhooks/notify'
 import { optOutsApi } from './modules/optouts/api'
 import { optOutsAdmin } from './modules/optouts/admin'
 import { optOutPages } from './modules/optouts/pages'
+import { inboundMediaPages } from './modules/inbound/media-pages'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -111,6 +112,7 @@ export function createApp(deps: Deps) {
           webhookPages,
           failedDeliveryPages,
           userPages,
+          inboundMediaPages,
         ],
       }),
     )

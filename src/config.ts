@@ -125,6 +125,12 @@ export const VARIABLES = {
     default: 'START,MULAI',
     meaning: 'comma-separated words: an inbound text that is only one of them opts its sender back in',
   },
+  MEDIA_MAX_BYTES: {
+    default: '16777216',
+    meaning:
+      'largest medium of an inbound message kept (bytes, up to 104857600: WhatsApp documents reach 100 MB); a bigger one is refused ' +
+      'while it is read and marked failed',
+  },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
   LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
@@ -177,6 +183,8 @@ export type Config = {
   /** OPT_OUT_WORDS / OPT_IN_WORDS, upper case. */
   optOutWords: string[]
   optInWords: string[]
+  /** The largest inbound medium kept, in bytes. */
+  mediaMaxBytes: number
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   logFormat: 'text' | 'json'
 }
@@ -375,6 +383,7 @@ export function readConfig(env: Env = process.env): Config {
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     ...words(env),
+    mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 1024, 104_857_600),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
     logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }

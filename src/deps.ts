@@ -33,6 +33,7 @@ const WORKER_NAMES = [
   'campaign-scheduler',
   'parked-reports',
   'retention',
+  'inbound-media',
 ] as const
 
 /** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */

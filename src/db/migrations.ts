@@ -23,6 +23,7 @@ import optOuts from '../../sql/0022_opt_outs.sql' with { type: 'text' }
 import customerWindow from '../../sql/0023_window.sql' with { type: 'text' }
 import messagingLimit from '../../sql/0024_messaging_limit.sql' with { type: 'text' }
 import richMessages from '../../sql/0025_rich_messages.sql' with { type: 'text' }
+import inboundMedia from '../../sql/0026_inbound_media.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -51,4 +52,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 23, name: '0023_window.sql', text: customerWindow },
   { version: 24, name: '0024_messaging_limit.sql', text: messagingLimit },
   { version: 25, name: '0025_rich_messages.sql', text: richMessages },
+  { version: 26, name: '0026_inbound_media.sql', text: inboundMedia },
 ]

@@ -283,6 +283,9 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
         (code !== 'WINDOW_CLOSED' || sendsOne) &&
         (code !== 'MESSAGING_LIMIT' || sendsOne) &&
         (code !== 'RECIPIENT_OPTED_OUT' || sendsOne) &&
+        // MEDIA_PENDING only where an inbound medium is served, and its only 409 there.
+        (code !== 'MEDIA_PENDING' || /\/media(\/|$)/.test(route.path)) &&
+        (code !== 'CONFLICT' || !/\/inbound\/:id\/media(\/|$)/.test(route.path)) &&
         // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
         (code !== 'FORBIDDEN' || status in declared),
     )

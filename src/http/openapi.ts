@@ -52,6 +52,11 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'a contact with this phone already exists',
     description: 'Duplicate, or the same Idempotency-Key still in flight',
   },
+  410: {
+    code: 'MEDIA_FAILED',
+    error: 'medium 0 of inbound message 12 could not be kept: type image/gif is not allowed for an image',
+    description: "The inbound message's medium could not be fetched or was refused (size, type, magic bytes): the reason is in `error`",
+  },
   413: {
     code: 'PAYLOAD_TOO_LARGE',
     error: `request body exceeds ${MAX_BODY_BYTES} bytes`,

@@ -124,6 +124,18 @@ export type HandoffResult =
  */
 export type Pace = { perSecond: number; recipientGapMs: number; source: string }
 
+/** Where an inbound medium is, as the provider's webhook named it: Meta's media id, Twilio's MediaUrl. */
+export type MediaRef = { id: string | null; url: string | null }
+
+/**
+ * A provider's answer for an inbound medium: the response whose body is its bytes (not read yet), with
+ * what the provider declared of it (Meta's media node: type, size, sha256 in hex); or why not, and
+ * whether trying again later may help (a network error, a timeout, a 5xx, 408 or 429; not another 4xx).
+ */
+export type MediaOpened =
+  | { ok: true; response: Response; declaredType: string | null; declaredSize: number | null; sha256: string | null }
+  | { ok: false; retry: boolean; reason: string }
+
 /** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {
   readonly name: string
@@ -140,6 +152,11 @@ export interface Provider {
   readonly rich?: ReadonlySet<RichKind>
   /** Why it cannot send this content although it sends its kind (a limit of its own, naming the field), or null. */
   richProblem?(content: RichContent): string | null
+  /**
+   * Opens an inbound message's medium with this sender's credentials (modules/inbound/media.ts reads,
+   * checks and keeps it). Absent: the provider has no media to fetch (the simulator). Never throws.
+   */
+  openMedia?(ref: MediaRef, signal: AbortSignal): Promise<MediaOpened>
 }
 
 /** An environment variable of a provider, as `--help` and the README show it. */

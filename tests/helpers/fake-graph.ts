@@ -35,6 +35,26 @@ export type FakePhoneNumber = {
   appSecret?: string
 }
 
+/**
+ * A medium a customer sent, as Meta keeps it: its node (GET /{media-id}, with the token of the number
+ * it reached, else 190) and its download URL (the same bearer token required, else 401).
+ */
+export type FakeMedium = {
+  id: string
+  token: string
+  bytes: Uint8Array
+  /** The node's mime_type. */
+  type: string
+  /** The download's Content-Type (default: `type`). */
+  contentType?: string
+  /** The node's file_size (default: the bytes' length). */
+  fileSize?: number
+  /** Downloads answered HTTP 500 before one succeeds. */
+  failTimes?: number
+  /** The download streams its body without a Content-Length (chunked). */
+  chunked?: boolean
+}
+
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
 
 export type FakeGraph = {
@@ -73,6 +93,12 @@ export type FakeGraph = {
    * (`appSecret`: else the phone's registered one) and opens the fake's window; the service's answer.
    */
   customerWrites(o: { phoneNumberId: string; from: string; text: string; name?: string; appSecret?: string }): Promise<Response>
+  /** The media it serves, by id. */
+  media: Map<string, FakeMedium>
+  /** Registers a medium (GET /{id} and its download URL). */
+  medium(medium: FakeMedium): FakeMedium
+  /** Requests for a medium's node and for its download, counted. */
+  mediaRequests(id: string): { node: number; download: number }
   /** Forgets requests, acceptances, limits, windows and the test's answer (not the phone numbers). */
   reset(): void
   stop(): void
@@ -262,6 +288,16 @@ export function fakeGraph(): FakeGraph {
         }),
       )
     },
+    media: new Map(),
+    medium(medium) {
+      fake.media.set(medium.id, medium)
+      return medium
+    },
+    mediaRequests(id) {
+      const node = fake.requests.filter((r) => r.method === 'GET' && /^\/v[\d.]+\/([^/]+)$/.exec(r.path)?.[1] === id).length
+      const download = fake.requests.filter((r) => r.path === '/whatsapp_business/attachments/' && r.query === `mid=${id}`).length
+      return { node, download }
+    },
     phone(id, token, fields = {}) {
       const phone = {
         id,
@@ -305,8 +341,46 @@ export function fakeGraph(): FakeGraph {
     return phone
   }
 
+  /** A medium's node or its download, as Meta answers them; null for any other request. */
+  function mediaAnswer(request: Request, url: URL): Response | null {
+    const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
+    if (url.pathname === '/whatsapp_business/attachments/') {
+      const medium = fake.media.get(url.searchParams.get('mid') ?? '')
+      if (!medium) return new Response('Not Found', { status: 404 })
+      if (token !== medium.token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+      if ((medium.failTimes ?? 0) > 0) {
+        medium.failTimes!--
+        return new Response('Internal Server Error', { status: 500 })
+      }
+      const headers = { 'content-type': medium.contentType ?? medium.type }
+      if (!medium.chunked) return new Response(medium.bytes, { headers })
+      const bytes = medium.bytes
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          for (let at = 0; at < bytes.length; at += 16 * 1024) controller.enqueue(bytes.slice(at, at + 16 * 1024))
+          controller.close()
+        },
+      })
+      return new Response(stream, { headers })
+    }
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    const medium = node && request.method === 'GET' ? fake.media.get(decodeURIComponent(node[1]!)) : undefined
+    if (!medium) return null
+    if (token !== medium.token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+    return Response.json({
+      messaging_product: 'whatsapp',
+      url: `${fake.url}/whatsapp_business/attachments/?mid=${encodeURIComponent(medium.id)}`,
+      mime_type: medium.type,
+      sha256: new Bun.CryptoHasher('sha256').update(medium.bytes).digest('hex'),
+      file_size: medium.fileSize ?? medium.bytes.byteLength,
+      id: medium.id,
+    })
+  }
+
   async function respond(request: Request, sent: Record<string, any> | null, record: FakeRequest): Promise<Response> {
     const url = new URL(request.url)
+    const media = mediaAnswer(request, url)
+    if (media) return media
     const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
     const messages = /^\/v[\d.]+\/([^/]+)\/messages$/.exec(url.pathname)
     const phoneId = decodeURIComponent((node ?? messages)?.[1] ?? '')
@@ -377,6 +451,7 @@ export function fakeGraph(): FakeGraph {
         at: performance.now(),
         method: request.method,
         path: new URL(request.url).pathname,
+        query: new URL(request.url).search.slice(1),
         headers: request.headers,
         body,
         to: typeof sent?.to === 'string' ? sent.to : null,

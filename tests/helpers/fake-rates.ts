@@ -8,6 +8,8 @@ export type FakeRequest = {
   at: number
   method: string
   path: string
+  /** The query string, without its `?`. */
+  query?: string
   headers: Headers
   body: string
   /** The recipient as the provider was given it (Meta: digits; Twilio: whatsapp:+62…), null if absent. */

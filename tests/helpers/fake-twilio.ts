@@ -36,6 +36,9 @@ export type FakeTwilioAccount = {
   numbers: string[]
 }
 
+/** A medium a customer sent through Twilio: under its account's Messages, redirecting to the fake's storage. */
+export type FakeTwilioMedium = { account: string; message: string; sid: string; bytes: Uint8Array; type: string }
+
 export type TwilioAnswer = (request: Request, form: URLSearchParams) => Response | undefined | Promise<Response | undefined>
 
 export type FakeTwilio = {
@@ -70,6 +73,16 @@ export type FakeTwilio = {
    * posts the signed form to the service and opens the fake's window; the service's answer.
    */
   customerWrites(o: { accountSid: string; to: string; from: string; text: string; name?: string; authToken?: string }): Promise<Response>
+  /** The media it serves, by their MediaUrl's path. */
+  media: Map<string, FakeTwilioMedium>
+  /**
+   * Registers a medium; its MediaUrl. GET on it needs the account's Basic auth (401 otherwise) and
+   * answers 307 to `/storage/{ME…}?Expires=…&Signature=…` on the fake's storage host (another port: another
+   * origin), served without credentials.
+   */
+  medium(medium: FakeTwilioMedium): string
+  /** Requests for a medium's MediaUrl and for its storage URL, counted. */
+  mediaRequests(sid: string): { api: number; storage: number }
   /** Forgets requests, acceptances, limits, windows and the test's answer (not the accounts). */
   reset(): void
   stop(): void
@@ -196,6 +209,17 @@ export function fakeTwilio(): FakeTwilio {
       )
     },
     contents: new Map(),
+    media: new Map(),
+    medium(medium) {
+      const path = `/2010-04-01/Accounts/${medium.account}/Messages/${medium.message}/Media/${medium.sid}`
+      fake.media.set(path, medium)
+      return `${fake.url}${path}`
+    },
+    mediaRequests(sid) {
+      const api = fake.requests.filter((r) => r.path.endsWith(`/Media/${sid}`)).length
+      const storage = fake.requests.filter((r) => r.path === `/storage/${sid}`).length
+      return { api, storage }
+    },
     account(sid, token, options = {}) {
       const account = {
         sid,
@@ -238,7 +262,26 @@ export function fakeTwilio(): FakeTwilio {
     return account
   }
 
+  /** A medium's MediaUrl (authenticated, redirecting) or its storage URL (signed, no credentials); null otherwise. */
+  function mediaAnswer(request: Request, url: URL): Response | null {
+    const storage = /^\/storage\/(ME[0-9a-f]{32})$/.exec(url.pathname)
+    if (storage) {
+      const medium = [...fake.media.values()].find((m) => m.sid === storage[1])
+      if (!medium || url.searchParams.get('Signature') !== `sig-${medium.sid}`) return new Response('AccessDenied', { status: 403 })
+      return new Response(medium.bytes, { headers: { 'content-type': medium.type } })
+    }
+    const medium = fake.media.get(url.pathname)
+    if (!medium || request.method !== 'GET') return null
+    const account = authenticate(request, medium.account)
+    if (account instanceof Response) return account
+    // Twilio's storage is another host (a signed S3 URL): here the fake's second port, another origin.
+    const location = `${storageUrl}/storage/${medium.sid}?Expires=1&Signature=sig-${medium.sid}`
+    return new Response(null, { status: 307, headers: { location } })
+  }
+
   async function respond(request: Request, form: URLSearchParams, record: FakeRequest): Promise<Response> {
+    const media = mediaAnswer(request, new URL(request.url))
+    if (media) return media
     const path = new URL(request.url).pathname
     if (path === '/v1/Content' && request.method === 'POST') {
       // The Content API (content.twilio.com): the account is the one the credentials prove.
@@ -344,6 +387,13 @@ export function fakeTwilio(): FakeTwilio {
       return response
     },
   })
+  // The storage host: the same handler on another port (requests recorded alike).
+  const storage = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => server.fetch(request) })
+  const storageUrl = `http://127.0.0.1:${storage.port}`
   fake.url = `http://127.0.0.1:${server.port}`
+  fake.stop = () => {
+    server.stop(true)
+    storage.stop(true)
+  }
   return fake
 }

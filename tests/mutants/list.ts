@@ -698,4 +698,44 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/messages/rich.test.ts'],
     filter: 'not bound',
   },
+  {
+    name: 'media-claim-lease',
+    breaks: 'an inbound medium being fetched claimed again by another worker: fetched twice from the provider',
+    edits: [
+      {
+        file: 'src/modules/inbound/media.ts',
+        find: "where status = 'pending' and run_at <= now() and attempts < ${MEDIA_MAX_ATTEMPTS}",
+        replace: "where status = 'pending' and attempts < ${MEDIA_MAX_ATTEMPTS}",
+      },
+    ],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'exactly once',
+  },
+  {
+    name: 'media-account-scope',
+    breaks: "an inbound message's medium served to another account's API key",
+    edits: [
+      {
+        file: 'src/modules/inbound/media-view.ts',
+        find: 'where i.id = ${inboundId} and (${accountId}::bigint is null or i.account_id = ${accountId})',
+        replace: 'where i.id = ${inboundId}',
+      },
+    ],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'another account.s key',
+  },
+  {
+    name: 'media-size-cap',
+    breaks: 'an inbound medium without a Content-Length read and kept past MEDIA_MAX_BYTES',
+    edits: [{ file: 'src/modules/inbound/media.ts', find: '      if (size > limit) {', replace: '      if (size < 0) {' }],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'MEDIA_MAX_BYTES',
+  },
+  {
+    name: 'media-magic-bytes',
+    breaks: 'an inbound medium whose first bytes are not of its claimed type (HTML as image/png) kept and served as that type',
+    edits: [{ file: 'src/modules/inbound/media.ts', find: 'if (check && !check(bytes))', replace: 'if (check && false)' }],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'first bytes not of the type',
+  },
 ]

@@ -21,6 +21,7 @@ import { sendOne } from '../messages/service'
 import { checksWindow } from './enforce'
 import { listConversations, type ConversationSummary } from './inbox'
 import { openWindows } from './window'
+import { dashboardMediaPath, withMedia } from './media-view'
 import { conversation, inboundPhone, windowSenderOf, windowWith } from './service'
 
 const PAGE = 50
@@ -31,8 +32,6 @@ const preview = (text: string | null, type: string) => {
 /** A phone in a path: digits, with or without +; the stored form, or null (404). */
 const phoneParam = (value: string) => (/^\+?\d{6,15}$/.test(value) ? inboundPhone(value) : null)
 const pathOf = (phone: string) => phone.replace(/^\+/, '')
-/** Only http(s) links are shown as links (a provider's URL is not ours to trust with another scheme). */
-const webLink = (url: unknown) => (typeof url === 'string' && /^https?:\/\//i.test(url) ? url : null)
 
 type Item = Awaited<ReturnType<typeof conversation>>['items'][number]
 
@@ -47,11 +46,13 @@ function inboundContent(item: Item): Child {
     case 'audio':
     case 'document':
     case 'sticker': {
-      const link = webLink(c.media_url)
+      // The kept copy, through the dashboard's own link (the API's needs a key); while it is being fetched, or
+      // when it could not be kept, the page says so.
       const label = `${item.type}${typeof c.filename === 'string' ? ` ${c.filename}` : ''}${typeof c.mime_type === 'string' ? ` (${c.mime_type})` : ''}`
+      const state = c.media_status === 'kept' ? null : c.media_status === 'failed' ? 'could not be kept' : 'being fetched'
       return (
         <>
-          {link ? <a href={link}>{label}</a> : <span>{label}, kept by the provider (not downloaded)</span>}
+          {state === null ? <a href={dashboardMediaPath(item.id)}>{label}</a> : <span>{`${label}, ${state}`}</span>}
           {typeof c.caption === 'string' ? <div>{c.caption}</div> : null}
         </>
       )
@@ -132,7 +133,9 @@ export function inboxPages(d: Dashboard) {
     if (head.total === 0) return notFound(scope.session)
     // The latest page by default; `offset` pages back.
     const offset = typeof query.offset === 'string' ? offsetOf(query.offset) : Math.max(0, head.total - PAGE)
-    const thread = await conversation(d.sql, d.tz, scope.accountId, phone, { limit: PAGE, offset })
+    const page = await conversation(d.sql, d.tz, scope.accountId, phone, { limit: PAGE, offset })
+    // Inbound media with their state (kept, being fetched, failed), linked through the dashboard.
+    const thread = { ...page, items: await withMedia(d.sql, d.config.publicBaseUrl, page.items) }
     const window = await windowWith(d.sql, d.tz, senderId, phone)
     const enforced = checksWindow(d.config, sender)
     const templates = await boundTemplates(d.sql, scope.accountId, sender.providerName)

@@ -19,6 +19,7 @@ import { ensureContact } from '../contacts/service'
 import { accountEvent } from '../webhooks/events'
 import { lastWritten, WINDOW_HOURS } from './window'
 import { consentFromInbound, consentFromProvider, type OptOutWords } from '../optouts/service'
+import { queueMedia } from './media'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -109,6 +110,8 @@ export async function storeInbound(
                 ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
         on conflict (provider, provider_message_id) do nothing
         returning id`
+      // Its media to fetch and keep (the inbound-media worker), once.
+      if (row) await queueMedia(tx, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
       if (row) await consentFromInbound(tx, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
       if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, Number(row.id))

@@ -76,8 +76,11 @@ export function providerCallbacks(deps: Deps) {
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config })
             : []
         if (!Array.isArray(answer) && answer.consent?.length) await storeConsent(deps.sql, plugin.name, answer.consent)
-        // A new inbound message may have recorded message.received events.
-        if (stored.some((id) => id !== null)) eventsCommitted(deps)
+        if (stored.some((id) => id !== null)) {
+          // A new inbound message may have recorded message.received events, and media to fetch.
+          eventsCommitted(deps)
+          deps.wake('inbound-media')
+        }
         const outcome = await receive(reports)
         if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.

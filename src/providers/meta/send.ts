@@ -8,6 +8,7 @@
 import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } from '../http'
 import { RICH_KINDS, type HandoffResult, type OutgoingMessage, type Provider, type RichContent, type Throttle } from '../provider'
 import type { MetaSettings } from './settings'
+import { openMetaMedia } from './media'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
 const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/
@@ -98,6 +99,7 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
     // WhatsApp's 24-hour window: Meta refuses a free-form message outside it (131047).
     enforcesWindow: true,
     rich: META_RICH,
+    openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, timeoutMs),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {

@@ -20,12 +20,16 @@ const field = (fields: URLSearchParams, name: string): string | null => {
 const coordinate = (value: string | null): number | null => (value !== null && Number.isFinite(Number(value)) ? Number(value) : null)
 const withoutChannel = (address: string | null) => (address === null ? null : address.replace(/^whatsapp:/i, ''))
 
+/** Twilio's id of a medium (ME + 32 hex), the last segment of its MediaUrl; null when it is not one. */
+const mediaSidOf = (url: string | null): string | null => /\/Media\/(ME[0-9a-fA-F]{32})$/.exec(url ?? '')?.[1] ?? null
+
 /** The message's type and normalised content from its fields. */
 function contentOf(fields: URLSearchParams): { type: InboundType; text: string | null; content: Record<string, unknown> } {
   const body = field(fields, 'Body')
   const media = Number(fields.get('NumMedia') ?? '0')
   if (Number.isInteger(media) && media > 0) {
     const all = Array.from({ length: Math.min(media, 10) }, (_, i) => ({
+      media_id: mediaSidOf(field(fields, `MediaUrl${i}`)),
       media_url: field(fields, `MediaUrl${i}`),
       mime_type: field(fields, `MediaContentType${i}`),
     }))
@@ -40,7 +44,14 @@ function contentOf(fields: URLSearchParams): { type: InboundType; text: string |
     return {
       type,
       text: body,
-      content: { media_id: null, media_url: all[0]!.media_url, mime_type: all[0]!.mime_type, caption: body, filename: null, media: all },
+      content: {
+        media_id: all[0]!.media_id,
+        media_url: all[0]!.media_url,
+        mime_type: all[0]!.mime_type,
+        caption: body,
+        filename: null,
+        media: all,
+      },
     }
   }
   const latitude = coordinate(field(fields, 'Latitude'))

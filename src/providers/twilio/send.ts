@@ -10,6 +10,7 @@ import type { HandoffResult, OutgoingMessage, Provider, RichContent, RichKind, T
 import type { Sql } from '../../db/client'
 import type { TwilioSettings } from './settings'
 import { contentRequest, contentStore } from './content'
+import { openTwilioMedia } from './media'
 
 /** The path Twilio posts status reports to, under PUBLIC_BASE_URL. */
 export const TWILIO_STATUS_PATH = '/provider/twilio/status'
@@ -121,6 +122,7 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
     enforcesWindow: true,
     rich: TWILIO_RICH,
     richProblem: twilioRichProblem,
+    openMedia: (ref, signal) => openTwilioMedia(settings, ref, signal),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const form = await formOf(message)
