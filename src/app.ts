@@ -44,6 +44,7 @@ import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { storeInbound } from './modules/inbound/service'
+import { metricsRoutes } from './http/metrics/routes'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -53,6 +54,7 @@ export function createApp(deps: Deps) {
     .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
+    .use(metricsRoutes(deps.config, deps.sql))
     // The integrator's API
     .use(accountsApi(deps))
     .use(messagesApi(deps))

@@ -103,6 +103,12 @@ export const VARIABLES = {
     default: '30',
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
+  METRICS_PORT: {
+    shown: 'unset',
+    meaning:
+      'a second listener on 127.0.0.1:METRICS_PORT serving GET /metrics without credentials (loopback only); unset: none ' +
+      '(GET /metrics on PORT takes the admin token either way)',
+  },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
   LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
@@ -148,6 +154,8 @@ export type Config = {
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
+  /** METRICS_PORT: the credential-free metrics listener on 127.0.0.1 (undefined: none). */
+  metricsPort: number | undefined
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   logFormat: 'text' | 'json'
 }
@@ -179,6 +187,14 @@ function recipientGap(raw: string | undefined): number | null {
   if (!/^\d+$/.test(raw) || Number(raw) > 3_600_000) {
     throw new ConfigError(`PROVIDER_RECIPIENT_GAP_MS: expected an integer from 0 to 3600000, got "${raw}"`)
   }
+  return Number(raw)
+}
+
+/** METRICS_PORT: unset is no metrics listener; 0 takes any free port (tests). */
+function metricsPort(raw: string | undefined, port: number): number | undefined {
+  if (raw === undefined) return undefined
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`METRICS_PORT: expected an integer from 0 to 65535, got "${raw}"`)
+  if (Number(raw) === port && port !== 0) throw new ConfigError(`METRICS_PORT: must differ from PORT (${port})`)
   return Number(raw)
 }
 
@@ -315,6 +331,7 @@ export function readConfig(env: Env = process.env): Config {
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
+    metricsPort: metricsPort(optional(env, 'METRICS_PORT'), port),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
     logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }

@@ -24,6 +24,10 @@
 // (accounts/keys.ts), so the two cannot deadlock. The count is charges only: a refund gives money back
 // to the balance, not room under the cap (README, "The integrator's limits"). Keys without a cap are
 // locked but not written: setting a cap counts the key's charges of the day from its messages.
+//
+// Each movement is counted for GET /metrics (balanceMoved) once its statement succeeded. A statement
+// run inside a caller's transaction that later rolls back (a database error) is counted anyway: the
+// counters are for rates and alerts, the ledger table is the record.
 
 import type postgres from 'postgres'
 import type { Db, Sql, Tx } from '../../db/client'
@@ -31,6 +35,7 @@ import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
 import { insertEvents, statusPayload } from '../webhooks/events'
+import { balanceMoved } from '../../http/metrics/measures'
 
 /**
  * A message to charge and record: its text (a template's rendered text), and for a template message
@@ -160,6 +165,7 @@ export async function chargeAll(
   if (refusal) return refusedOf(refusal)
   // No row at all: no such account, refused as a short balance (as before caps).
   if (rows.length === 0) return { refused: 'balance' }
+  if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows[0]!.cost * rows.length)
   return {
     ids: rows.map((r) => r.id),
     cost: rows[0]!.cost,
@@ -259,6 +265,8 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
            (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint
     from capped c where over_cap`
   const byOrd = new Map(rows.map((r) => [r.ord, r]))
+  const charged = rows.filter((r) => r.fresh)
+  balanceMoved('charge', charged.length, -charged.reduce((sum, r) => sum + r.cost, 0))
   return requests.map((_, i): Charged | Refused => {
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
@@ -324,6 +332,7 @@ export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: num
     insert into ledger (account_id, kind, amount, balance_after, message_id)
     select ${owner.accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
     from debit, unnest(${messageIds}::bigint[]) with ordinality as v(id, ord)`
+  balanceMoved('charge', messageIds.length, -total)
 }
 
 export type Failure = { id: number; errorCode: number | null; errorMessage: string }
@@ -334,7 +343,7 @@ export type Failure = { id: number; errorCode: number | null; errorMessage: stri
  */
 export async function refundFailed(db: Db, failures: Failure[], timezone: string): Promise<{ ids: number[]; announced: number }> {
   if (failures.length === 0) return { ids: [], announced: 0 }
-  const [row] = await db<{ ids: number[]; announced: number }[]>`
+  const [row] = await db<{ ids: number[]; announced: number; refunded: number }[]>`
     with locked as materialized (
       select id from accounts
       where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')
@@ -367,7 +376,9 @@ export async function refundFailed(db: Db, failures: Failure[], timezone: string
              ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`)} as payload
       from failed f where f.announce_outcome
     ), event as (${insertEvents(db, 'announced')})
-    select array(select id from failed) as ids, (select count(*)::int from event) as announced`
+    select array(select id from failed) as ids, (select count(*)::int from event) as announced,
+           (select coalesce(sum(cost), 0)::bigint from failed) as refunded`
+  balanceMoved('refund', row!.ids.length, row!.refunded)
   return { ids: row!.ids, announced: row!.announced }
 }
 
@@ -425,6 +436,7 @@ export async function credit(
       select ${accountId}, ${kind}, ${amount}, balance, ${note}, ${createdBy} from credited
     )
     select balance from credited`
+  if (row) balanceMoved(kind, 1, amount)
   return row ?? null
 }
 
