@@ -117,7 +117,7 @@ export function buildDeps(
   unreachableAt = 0,
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
-  instrumentPool(database.sql, database.mode === 'embedded' ? 1 : config.dbPoolMax)
+  instrumentPool(database.sql)
   const secrets = createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious })
   const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) })
   const handoff = createHandoff(database.sql, senders, {

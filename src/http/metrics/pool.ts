@@ -17,9 +17,10 @@ const instrumented = new WeakSet<Sql>()
 
 type Begin = (...args: unknown[]) => Promise<unknown>
 
-/** Counts the transactions of `sql` (a pool of `maxConnections`); once per client, however often it is called. */
-export function instrumentPool(sql: Sql, maxConnections: number): void {
-  poolMaxConnections.set({}, maxConnections)
+/** Counts the transactions of `sql`; once per client, however often it is called. */
+export function instrumentPool(sql: Sql): void {
+  // The pool's own setting (DB_POOL_MAX, or 1 for the embedded database), as postgres.js was given it.
+  poolMaxConnections.set({}, sql.options.max)
   if (instrumented.has(sql)) return
   instrumented.add(sql)
   const begin = sql.begin.bind(sql) as unknown as Begin
