@@ -197,7 +197,7 @@ describe('a real server', () => {
     expect(open.body).toEqual(errorEnvelope(open.headers, 'AUTH_MISSING_HEADER'))
   })
 
-  test('counters move with a send, a refused send and a webhook delivery; labels carry no ids or phone numbers', async () => {
+  test('counters move with a send, a refused send, a late failure and webhook deliveries; labels carry no ids or phone numbers', async () => {
     const account = await call('/admin/v1/accounts', {
       method: 'POST',
       headers: admin,
@@ -226,34 +226,42 @@ describe('a real server', () => {
       body: JSON.stringify({ to: '081234569999', body: 'refused by the simulator' }),
     })
     expect(refused.status).toBe(502)
+    // Accepted, then reported failed by the simulator: refunded with that status change (a late failure).
+    const late = await call('/api/v1/messages/send', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ to: '081234568888', body: 'late' }),
+    })
+    expect(late.status).toBe(200)
     expect((await call(`/api/v1/messages/${sent.body.data.message_id}`, { headers: auth })).status).toBe(200)
-    // The simulator reports delivered, then read: two message.status events, delivered to the receiver.
-    await receiver.waitFor(2, 15_000)
-    expect(receiver.requests.length).toBeGreaterThanOrEqual(2)
+    // The simulator reports delivered, then read, and the other failed: three message.status events, delivered to the receiver.
+    await receiver.waitFor(3, 15_000)
+    expect(receiver.requests.length).toBeGreaterThanOrEqual(3)
     const { text, scrape: after } = await until(
       () => scrapeServer(),
       (s) =>
         s.scrape.value('messaging_webhook_attempts_total', { outcome: 'delivered' }) -
           before.value('messaging_webhook_attempts_total', { outcome: 'delivered' }) >=
-        2,
+        3,
     )
     const delta = (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels)
 
-    expect(delta('messaging_handoffs_total', { provider: 'simulator', outcome: 'accepted' })).toBe(1)
+    expect(delta('messaging_handoffs_total', { provider: 'simulator', outcome: 'accepted' })).toBe(2)
     expect(delta('messaging_handoffs_total', { provider: 'simulator', outcome: 'refused' })).toBe(1)
-    expect(delta('messaging_handoff_duration_seconds_count', { provider: 'simulator' })).toBe(2)
-    expect(delta('messaging_pace_wait_seconds_count', { provider: 'simulator' })).toBe(2)
-    expect(delta('messaging_balance_movements_total', { kind: 'charge' })).toBe(2)
-    expect(delta('messaging_balance_credits_total', { kind: 'charge', direction: 'out' })).toBe(14)
-    expect(delta('messaging_balance_movements_total', { kind: 'refund' })).toBe(1)
-    expect(delta('messaging_balance_credits_total', { kind: 'refund', direction: 'in' })).toBe(7)
-    expect(delta('messaging_webhook_attempts_total', { outcome: 'delivered' })).toBeGreaterThanOrEqual(2)
+    expect(delta('messaging_handoff_duration_seconds_count', { provider: 'simulator' })).toBe(3)
+    expect(delta('messaging_pace_wait_seconds_count', { provider: 'simulator' })).toBe(3)
+    expect(delta('messaging_balance_movements_total', { kind: 'charge' })).toBe(3)
+    expect(delta('messaging_balance_credits_total', { kind: 'charge', direction: 'out' })).toBe(21)
+    // The refused hand-off's refund and the late failure's.
+    expect(delta('messaging_balance_movements_total', { kind: 'refund' })).toBe(2)
+    expect(delta('messaging_balance_credits_total', { kind: 'refund', direction: 'in' })).toBe(14)
+    expect(delta('messaging_webhook_attempts_total', { outcome: 'delivered' })).toBeGreaterThanOrEqual(3)
     expect(delta('messaging_webhook_attempts_total', { outcome: 'failed' })).toBe(0)
     expect(delta('messaging_webhook_attempt_duration_seconds_count', { outcome: 'delivered' })).toBeGreaterThanOrEqual(2)
     const send = { route: '/api/v1/messages/send', method: 'POST' }
-    expect(delta('messaging_http_requests_total', { ...send, code: '200' })).toBe(1)
+    expect(delta('messaging_http_requests_total', { ...send, code: '200' })).toBe(2)
     expect(delta('messaging_http_requests_total', { ...send, code: '502' })).toBe(1)
-    expect(delta('messaging_http_request_duration_seconds_count', send)).toBe(2)
+    expect(delta('messaging_http_request_duration_seconds_count', send)).toBe(3)
     // The lookup by SID counts under its template.
     expect(delta('messaging_http_requests_total', { route: '/api/v1/messages/:message_sid', method: 'GET', code: '200' })).toBe(1)
     // PostgreSQL shows the service's connections (the embedded database has no such view of them).
@@ -310,6 +318,14 @@ describe('a real server', () => {
     const check = Bun.spawnSync([promtool, 'check', 'metrics'], { stdin: new TextEncoder().encode(text), stdout: 'pipe', stderr: 'pipe' })
     expect({ exit: check.exitCode, out: `${check.stdout.toString()}${check.stderr.toString()}` }).toEqual({ exit: 0, out: '' })
   })
+})
+
+test('METRICS_PORT: unset is no listener; a port must be a port, and not PORT itself', () => {
+  expect(readConfig({}).metricsPort).toBeUndefined()
+  expect(readConfig({ METRICS_PORT: '9464' }).metricsPort).toBe(9464)
+  expect(() => readConfig({ METRICS_PORT: 'nine' })).toThrow('METRICS_PORT: expected an integer from 0 to 65535, got "nine"')
+  expect(() => readConfig({ METRICS_PORT: '70000' })).toThrow('METRICS_PORT: expected an integer')
+  expect(() => readConfig({ PORT: '3000', METRICS_PORT: '3000' })).toThrow('METRICS_PORT: must differ from PORT (3000)')
 })
 
 async function scrapeApp(t: TestApp): Promise<Scrape> {
