@@ -125,6 +125,37 @@ describe('through app.handle', () => {
   })
 })
 
+test('a throttling answer: a throttled attempt, a throttle of its scope, and the wait before the next attempt', async () => {
+  let calls = 0
+  const throttling: Provider = {
+    name: 'simulator',
+    async send() {
+      calls++
+      if (calls === 1)
+        return { ok: false, errorCode: 130429, errorMessage: 'Rate limit hit', throttle: { scope: 'sender', retryAfterMs: 200 } }
+      return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  const t = await testApp({ provider: throttling })
+  try {
+    const { key } = await t.account(100, { price: 10 })
+    const before = await scrapeApp(t)
+    const sent = await t.api('POST', '/messages/send', key, { to: '081234560003', body: 'throttled once' })
+    expect(sent.status).toBe(200)
+    expect(calls).toBe(2)
+    const after = await scrapeApp(t)
+    const delta = (name: string, labels: Record<string, string> = {}) => after.value(name, labels) - before.value(name, labels)
+    expect(delta('messaging_handoffs_total', { provider: 'simulator', outcome: 'throttled' })).toBe(1)
+    expect(delta('messaging_handoffs_total', { provider: 'simulator', outcome: 'accepted' })).toBe(1)
+    expect(delta('messaging_provider_throttles_total', { provider: 'simulator', scope: 'sender' })).toBe(1)
+    // Two slots taken; the second waited out the provider's Retry-After at the pace.
+    expect(delta('messaging_pace_wait_seconds_count', { provider: 'simulator' })).toBe(2)
+    expect(delta('messaging_pace_wait_seconds_sum', { provider: 'simulator' })).toBeGreaterThanOrEqual(0.15)
+  } finally {
+    await t.close()
+  }
+})
+
 describe('a real server', () => {
   const dir = mkdtempSync(join(tmpdir(), 'messaging-metrics-'))
   let running: Running
