@@ -51,6 +51,7 @@ import { optOutsApi } from './modules/optouts/api'
 import { optOutsAdmin } from './modules/optouts/admin'
 import { optOutPages } from './modules/optouts/pages'
 import { inboundMediaPages } from './modules/inbound/media-pages'
+import { metricsRoutes } from './http/metrics/routes'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -60,6 +61,7 @@ export function createApp(deps: Deps) {
     .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
+    .use(metricsRoutes(deps.config, deps.sql))
     // The integrator's API
     .use(accountsApi(deps))
     .use(messagesApi(deps))

@@ -131,6 +131,12 @@ export const VARIABLES = {
       'largest medium of an inbound message kept (bytes, up to 104857600: WhatsApp documents reach 100 MB); a bigger one is refused ' +
       'while it is read and marked failed',
   },
+  METRICS_PORT: {
+    shown: 'unset',
+    meaning:
+      'a second listener on 127.0.0.1:METRICS_PORT serving GET /metrics without credentials (loopback only); unset: none ' +
+      '(GET /metrics on PORT takes the admin token either way)',
+  },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
   LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
 } satisfies Record<string, Variable>
@@ -185,6 +191,8 @@ export type Config = {
   optInWords: string[]
   /** The largest inbound medium kept, in bytes. */
   mediaMaxBytes: number
+  /** METRICS_PORT: the credential-free metrics listener on 127.0.0.1 (undefined: none). */
+  metricsPort: number | undefined
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   logFormat: 'text' | 'json'
 }
@@ -225,6 +233,14 @@ function tier(raw: string): number | null {
   if (!MESSAGING_TIERS.map(String).includes(raw)) {
     throw new ConfigError(`MESSAGING_LIMIT: expected 250, 2000, 10000, 100000 or unlimited, got "${raw}"`)
   }
+  return Number(raw)
+}
+
+/** METRICS_PORT: unset is no metrics listener; 0 takes any free port (tests). */
+function metricsPort(raw: string | undefined, port: number): number | undefined {
+  if (raw === undefined) return undefined
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`METRICS_PORT: expected an integer from 0 to 65535, got "${raw}"`)
+  if (Number(raw) === port && port !== 0) throw new ConfigError(`METRICS_PORT: must differ from PORT (${port})`)
   return Number(raw)
 }
 
@@ -384,6 +400,7 @@ export function readConfig(env: Env = process.env): Config {
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     ...words(env),
     mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 1024, 104_857_600),
+    metricsPort: metricsPort(optional(env, 'METRICS_PORT'), port),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
     logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }

@@ -26,12 +26,17 @@ import { logRequest } from './http/access-log'
 import { requestIdOf } from './http/shell'
 import { errorResponse } from './http/errors'
 import { type WorkerName } from './deps'
+import { instrumentPool } from './http/metrics/pool'
+import { observeRequest } from './http/metrics/measures'
+import { serveMetrics } from './http/metrics/routes'
 
 export type Running = {
   url: string
   database: Database
   deps: Deps
   adminTokenFile: string | undefined
+  /** The METRICS_PORT listener's GET /metrics URL (undefined: none). */
+  metricsUrl: string | undefined
   stop(): Promise<void>
 }
 
@@ -115,6 +120,7 @@ export function buildDeps(
   unreachableAt = 0,
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
+  instrumentPool(database.sql)
   const secrets = createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious })
   const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) })
   const handoff = createHandoff(database.sql, senders, {
@@ -216,12 +222,21 @@ export async function startService(config: Config): Promise<Running> {
           response = escaped(error, requestIdOf(prepared))
         }
         logRequest(prepared, requestIdOf(prepared), response.status, performance.now() - started, route?.kind)
+        observeRequest(request.method, route?.path, response.status, (performance.now() - started) / 1000)
         return response
       },
       error: (error) => escaped(error, crypto.randomUUID()),
     })
   } catch (error) {
     // e.g. the port is taken: close the database cleanly before reporting it
+    await database.close()
+    throw error
+  }
+  let metrics: ReturnType<typeof serveMetrics> | undefined
+  try {
+    if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, config.metricsPort)
+  } catch (error) {
+    server.stop(true)
     await database.close()
     throw error
   }
@@ -234,13 +249,14 @@ export async function startService(config: Config): Promise<Running> {
     database,
     deps,
     adminTokenFile: admin.file,
+    metricsUrl: metrics?.url,
     stop() {
       stopping ??= (async () => {
         // Stop accepting, end the listen streams (endless responses), let in-flight requests finish, stop
         // the loops, then close the database.
         const stopped = server.stop(false)
         endListenStreams()
-        await stopped
+        await Promise.all([stopped, metrics?.stop()])
         await Promise.all([...loops.values()].map((loop) => loop.stop()))
         // Hand-offs still going on (answered queued) stop renewing: recovery takes them over.
         deps.handoff.stop()

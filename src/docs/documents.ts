@@ -74,5 +74,9 @@ export const DOCUMENTS: DocumentsOptions = {
     },
     { name: 'Provider callbacks', description: 'Status reports and inbound messages from the messaging provider (signed, no API key)' },
     { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators (no credentials)' },
+    {
+      name: 'Metrics',
+      description: 'Prometheus metrics of this instance and the queue depths of the database (Authorization: Bearer ADMIN_TOKEN)',
+    },
   ],
 }

@@ -104,7 +104,9 @@ describe('both documents', () => {
     for (const doc of [api, admin]) {
       for (const { path, method, op } of operations(doc)) {
         const where = `${method} ${path}`
-        const security = path.startsWith('/api/v1/') ? [{ apiKey: [] }] : path.startsWith('/admin/v1/') ? [{ adminToken: [] }] : []
+        // GET /metrics takes the admin token outside /admin/v1 (Prometheus' conventional path).
+        const adminPath = path.startsWith('/admin/v1/') || path === '/metrics'
+        const security = path.startsWith('/api/v1/') ? [{ apiKey: [] }] : adminPath ? [{ adminToken: [] }] : []
         expect({ where, security: op.security }).toEqual({ where, security })
         const statuses = Object.keys(op.responses).map(Number)
         // Every operation: malformed parameters, a refused value, our own failure; with credentials, 401.

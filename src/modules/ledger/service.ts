@@ -31,6 +31,10 @@
 // the account's row lock, so concurrent debits see each other's results and exactly one of them
 // crosses; a debit that starts below crosses nothing, so the event is sent once per crossing and
 // re-arms by itself once a top-up or a refund brings the balance back to the threshold.
+//
+// Each movement is counted for GET /metrics (balanceMoved) once its statement succeeded. A statement
+// run inside a caller's transaction that later rolls back (a database error) is counted anyway: the
+// counters are for rates and alerts, the ledger table is the record.
 
 import type postgres from 'postgres'
 import type { Db, Sql, Tx } from '../../db/client'
@@ -39,6 +43,7 @@ import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
 import type { RichContent } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
+import { balanceMoved } from '../../http/metrics/measures'
 
 /**
  * A message to charge and record: its text (a template's rendered text), and for a template message
@@ -188,6 +193,7 @@ export async function chargeAll(
   if (refusal) return refusedOf(refusal)
   // No row at all: no such account, refused as a short balance (as before caps).
   if (rows.length === 0) return { refused: 'balance' }
+  if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows[0]!.cost * rows.length)
   return {
     ids: rows.map((r) => r.id),
     cost: rows[0]!.cost,
@@ -290,6 +296,8 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
            (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint
     from capped c where over_cap`
   const byOrd = new Map(rows.map((r) => [r.ord, r]))
+  const charged = rows.filter((r) => r.fresh)
+  balanceMoved('charge', charged.length, -charged.reduce((sum, r) => sum + r.cost, 0))
   return requests.map((_, i): Charged | Refused => {
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
@@ -356,6 +364,7 @@ export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: num
     insert into ledger (account_id, kind, amount, balance_after, message_id)
     select ${owner.accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
     from debit, unnest(${messageIds}::bigint[]) with ordinality as v(id, ord)`
+  balanceMoved('charge', messageIds.length, -total)
 }
 
 export type Failure = { id: number; errorCode: number | null; errorMessage: string }
@@ -366,7 +375,7 @@ export type Failure = { id: number; errorCode: number | null; errorMessage: stri
  */
 export async function refundFailed(db: Db, failures: Failure[], timezone: string): Promise<{ ids: number[]; announced: number }> {
   if (failures.length === 0) return { ids: [], announced: 0 }
-  const [row] = await db<{ ids: number[]; announced: number }[]>`
+  const [row] = await db<{ ids: number[]; announced: number; refunded: number }[]>`
     with locked as materialized (
       select id from accounts
       where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')
@@ -399,7 +408,9 @@ export async function refundFailed(db: Db, failures: Failure[], timezone: string
              ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`)} as payload
       from failed f where f.announce_outcome
     ), event as (${insertEvents(db, 'announced')})
-    select array(select id from failed) as ids, (select count(*)::int from event) as announced`
+    select array(select id from failed) as ids, (select count(*)::int from event) as announced,
+           (select coalesce(sum(cost), 0)::bigint from failed) as refunded`
+  balanceMoved('refund', row!.ids.length, row!.refunded)
   return { ids: row!.ids, announced: row!.announced }
 }
 
@@ -457,6 +468,7 @@ export async function credit(
       select ${accountId}, ${kind}, ${amount}, balance, ${note}, ${createdBy} from credited
     )
     select balance from credited`
+  if (row) balanceMoved(kind, 1, amount)
   return row ?? null
 }
 
