@@ -43,6 +43,7 @@ import { signInPages } from './modules/users/sign-in-pages'
 import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
+import { backupsAdmin } from './modules/backups/admin'
 import { storeInbound } from './modules/inbound/service'
 
 export function createApp(deps: Deps) {
@@ -71,6 +72,7 @@ export function createApp(deps: Deps) {
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
     .use(inboundAdmin(deps))
+    .use(backupsAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(simulatorAdmin(deps, async (message) => (await storeInbound(deps.sql, null, [message]))[0] ?? null))
     // The providers' status callbacks

@@ -24,6 +24,7 @@ import { program, type Program } from './program'
 import { quickstart } from './quickstart'
 import { secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
+import { backupCommands } from './backup'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -38,6 +39,7 @@ export const commands: Command[] = [
   ...senderCommands,
   ...secretsCommands,
   ...simulatorCommands,
+  ...backupCommands,
 ]
 
 function context(
