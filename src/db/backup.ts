@@ -5,12 +5,13 @@
 //   head -1 FILE                  the header
 //   tail -n +2 FILE | tar -tz     the files
 // The header names the format and its version, the service version and migration that wrote it, when
-// it was taken, how long the database paused, the data directory's folders (tar keeps only files here,
-// and PostgreSQL needs its empty folders), a fingerprint of the secrets key in use (never the key), and
-// the payload's size and SHA-256: a truncated, altered or foreign file is refused before anything changes.
+// it was taken, how long the database paused, a fingerprint of the secrets key in use (never the key),
+// and the payload's size and SHA-256: a truncated, altered or foreign file is refused before anything
+// changes. The tar (ustar, folders included: PostgreSQL needs its empty ones) is written here.
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
+import { gzip } from 'node:zlib'
 import { version } from '../../package.json'
 import type { Database } from './client'
 import { MIGRATIONS } from './migrations'
@@ -32,8 +33,6 @@ export type BackupHeader = {
   pause_ms: number
   /** sha256 of the secrets key in use, first 16 hex digits: which key opens its sealed credentials. */
   secrets_key_fingerprint: string
-  /** Every folder of pgdata, relative, empty ones included. */
-  directories: string[]
   /** The gzip'd tar after the header line. */
   payload: { bytes: number; sha256: string }
 }
@@ -50,13 +49,10 @@ export async function takeBackup(database: Database, secretsKey: Uint8Array): Pr
   // Migrations run only at start, so the level read here is the copy's.
   const [last] = await database.sql<{ version: number; name: string }[]>`
     select version, name from schema_migrations order by version desc limit 1`
-  // Only reading into memory happens in the pause; compression waits until statements run again.
-  const copy = await database.quiesced((pgDir) => {
-    const started = performance.now()
-    const tree = readTree(pgDir)
-    return { ...tree, readMs: performance.now() - started }
-  })
-  const payload = await new Bun.Archive(copy.value.files, { compress: 'gzip' }).bytes()
+  // Only reading the files happens in the pause; the tar and its compression (on zlib's own thread,
+  // so requests keep being served) wait until statements run again.
+  const copy = await database.quiesced(readTree)
+  const payload = await gzipped(tarOf(copy.value))
   const header: BackupHeader = {
     format: BACKUP_FORMAT,
     format_version: BACKUP_FORMAT_VERSION,
@@ -65,7 +61,6 @@ export async function takeBackup(database: Database, secretsKey: Uint8Array): Pr
     migration: { version: last!.version, name: last!.name },
     pause_ms: Math.round(copy.pauseMs),
     secrets_key_fingerprint: keyFingerprint(secretsKey),
-    directories: copy.value.directories,
     payload: { bytes: payload.byteLength, sha256: sha256(payload) },
   }
   const line = new TextEncoder().encode(`${JSON.stringify(header)}\n`)
@@ -75,22 +70,60 @@ export async function takeBackup(database: Database, secretsKey: Uint8Array): Pr
   return { bytes, header }
 }
 
-/** Every file of `root` by relative path, and every folder. */
-function readTree(root: string): { files: Record<string, Uint8Array>; directories: string[] } {
-  const files: Record<string, Uint8Array> = {}
-  const directories: string[] = []
+type Entry = { path: string; data: Uint8Array | null } // null: a folder
+
+/** Every folder and file under `root`, by relative path, parents first. */
+function readTree(root: string): Entry[] {
+  const entries: Entry[] = []
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name)
       if (entry.isDirectory()) {
-        directories.push(relative(root, path))
+        entries.push({ path: relative(root, path), data: null })
         walk(path)
-      } else if (entry.isFile()) files[relative(root, path)] = readFileSync(path)
+      } else if (entry.isFile()) entries.push({ path: relative(root, path), data: readFileSync(path) })
     }
   }
   walk(root)
-  return { files, directories }
+  return entries
 }
+
+/** A ustar archive of `entries` (mode 0700 folders, 0600 files). */
+function tarOf(entries: Entry[]): Uint8Array {
+  const chunks: Uint8Array[] = []
+  const mtime = Math.floor(Date.now() / 1000)
+  for (const { path, data } of entries) {
+    const header = Buffer.alloc(512)
+    const name = data === null ? `${path}/` : path
+    // Names over 100 bytes go into the 155-byte prefix, split at a slash.
+    const cut = name.length > 100 ? name.lastIndexOf('/', name.length - 2) : -1
+    if (Buffer.byteLength(name) > (cut < 0 ? 100 : 256)) throw new Error(`path too long for a tar entry: ${name}`)
+    header.write(cut < 0 ? name : name.slice(cut + 1), 0)
+    if (cut >= 0) header.write(name.slice(0, cut), 345)
+    const octal = (value: number, at: number, width: number) => header.write(`${value.toString(8).padStart(width - 1, '0')}\0`, at)
+    octal(data === null ? 0o700 : 0o600, 100, 8)
+    octal(0, 108, 8)
+    octal(0, 116, 8)
+    octal(data?.byteLength ?? 0, 124, 12)
+    octal(mtime, 136, 12)
+    header.write(data === null ? '5' : '0', 156)
+    header.write('ustar\x0000', 257, 'latin1')
+    header.fill(' ', 148, 156) // the checksum counts its own field as spaces
+    let sum = 0
+    for (const byte of header) sum += byte
+    header.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148)
+    chunks.push(header)
+    if (data) {
+      chunks.push(data)
+      if (data.byteLength % 512) chunks.push(new Uint8Array(512 - (data.byteLength % 512)))
+    }
+  }
+  chunks.push(new Uint8Array(1024))
+  return Buffer.concat(chunks)
+}
+
+const gzipped = (bytes: Uint8Array) =>
+  new Promise<Uint8Array>((done, fail) => gzip(bytes, (error, result) => (error ? fail(error) : done(result))))
 
 /** The header and payload of a backup file's bytes, or a BackupError saying why it is none. */
 export function readBackup(bytes: Uint8Array, name = 'the file'): { header: BackupHeader; payload: Uint8Array } {
@@ -174,7 +207,6 @@ export async function restoreBackup(
     }
     mkdirSync(staging, { recursive: true, mode: 0o700 })
     try {
-      for (const dir of header.directories) mkdirSync(join(staging, dir), { recursive: true, mode: 0o700 })
       await new Bun.Archive(payload).extract(staging)
       await proveItOpens(staging, header)
     } catch (error) {
