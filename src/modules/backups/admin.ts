@@ -52,7 +52,9 @@ export const backupsAdmin = (deps: Deps) =>
         responses: {
           200: {
             description: 'The backup file',
-            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+            content: {
+              'application/octet-stream': { schema: { type: 'string', description: "A header line of JSON, then a gzip'd tar" } },
+            },
           },
           ...Object.fromEntries(
             Object.entries(errorsOf(401, 409)).map(([status, schema]) => [
