@@ -50,7 +50,8 @@ export async function takeBackup(database: Database, secretsKey: Uint8Array): Pr
   const [last] = await database.sql<{ version: number; name: string }[]>`
     select version, name from schema_migrations order by version desc limit 1`
   // Only reading the files happens in the pause; the tar and its compression (on zlib's own thread,
-  // so requests keep being served) wait until statements run again.
+  // so requests keep being served) wait until statements run again. The read is synchronous too: PGlite
+  // runs on this thread, so not one write reaches the files while they are read.
   const copy = await database.quiesced(readTree)
   const payload = await gzipped(tarOf(copy.value))
   const header: BackupHeader = {
@@ -207,7 +208,13 @@ export async function restoreBackup(
     }
     mkdirSync(staging, { recursive: true, mode: 0o700 })
     try {
-      await new Bun.Archive(payload).extract(staging)
+      const archive = new Bun.Archive(payload)
+      // A header's checksum proves the file whole, not harmless: nothing may land outside the staging folder.
+      for (const path of (await archive.files()).keys()) {
+        if (path.startsWith('/') || path.split('/').includes('..'))
+          throw new BackupError(`${file}: holds a path outside its data directory (${path}); nothing restored`)
+      }
+      await archive.extract(staging)
       await proveItOpens(staging, header)
     } catch (error) {
       rmSync(staging, { recursive: true, force: true })
