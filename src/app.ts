@@ -45,6 +45,7 @@ import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { budgetsAdmin } from './modules/budgets/admin'
+import { backupsAdmin } from './modules/backups/admin'
 import { storeInbound } from './modules/inbound/service'
 import { eventsCommitted } from './modules/webhooks/notify'
 import { optOutsApi } from './modules/optouts/api'
@@ -83,6 +84,7 @@ export function createApp(deps: Deps) {
     .use(inboundAdmin(deps))
     .use(budgetsAdmin(deps))
     .use(optOutsAdmin(deps))
+    .use(backupsAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(
       simulatorAdmin(deps, async (message) => {

@@ -6,6 +6,7 @@ import type { Config } from './config'
 import type { Deps } from './deps'
 import { openDatabase, type Database } from './db/client'
 import { migrate } from './db/migrate'
+import { takeBackup } from './db/backup'
 import { isOutage } from './db/retry'
 import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
@@ -121,7 +122,8 @@ export function buildDeps(
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
   instrumentPool(database.sql)
-  const secrets = createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious })
+  const secretsKey = config.secretsKey ?? (processKey ??= generateKey())
+  const secrets = createSecretBox({ current: secretsKey, previous: config.secretsKeysPrevious })
   const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) })
   const handoff = createHandoff(database.sql, senders, {
     concurrency: config.handoffConcurrency,
@@ -142,6 +144,7 @@ export function buildDeps(
     secrets,
     chargeOne: createSingleCharger(database.sql, config.timezone),
     wake: (name) => loops.get(name)?.wake(),
+    backup: database.quiesced ? () => takeBackup(database, secretsKey) : undefined,
   }
   return { deps, loops }
 }

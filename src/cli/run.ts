@@ -25,6 +25,7 @@ import { quickstart } from './quickstart'
 import { portfolioCommands, secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
 import { optOutCommands } from './optouts'
+import { backupCommands } from './backup'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -41,6 +42,7 @@ export const commands: Command[] = [
   ...optOutCommands,
   ...secretsCommands,
   ...simulatorCommands,
+  ...backupCommands,
 ]
 
 function context(
