@@ -353,3 +353,60 @@ describe('balance.low', () => {
     expect((await t.admin('PATCH', `/accounts/${created.body.data.id}`, {})).status).toBe(400)
   })
 })
+
+describe('contact.opted_out and contact.opted_in', () => {
+  test('a STOP and a START from the customer each make one signed event for the receivers that chose them (a repeat makes none); removing the opt-out by API makes contact.opted_in', async () => {
+    const chosen = await registered('/consent', ['contact.opted_out', 'contact.opted_in'])
+    const statusOnly = await registered('/consent-status', undefined, chosen.accountId)
+    const phone = customer()
+    // The account rule: the STOP belongs to the account that last wrote the phone.
+    expect((await t.api('POST', '/messages/send', chosen.key, { to: phone, body: 'Promo' })).status).toBe(200)
+
+    const stop = `SM${'c'.repeat(31)}1`
+    expect((await twilioInbound(phone, stop, 'STOP')).status).toBe(200)
+    expect((await twilioInbound(phone, stop, 'STOP')).status).toBe(200) // Twilio's repeat delivery
+    await until(
+      () => at('/consent').length,
+      (n) => n >= 1,
+    )
+    await Bun.sleep(300)
+    expect(at('/consent')).toHaveLength(1)
+    const out = verify(chosen.secret, at('/consent')[0]!)
+    const stored = (await t.api('GET', '/inbound', chosen.key)).body.data.items.find((i: { phone: string }) => i.phone === phone)
+    expect(out as unknown).toEqual({
+      event: 'contact.opted_out',
+      timestamp: expect.stringMatching(TIMESTAMP),
+      data: { phone, contact_id: stored.contact_id, source: 'inbound', detail: 'STOP', inbound_message_id: stored.id },
+    })
+    // Refused now, before charging.
+    expect((await t.api('POST', '/messages/send', chosen.key, { to: phone, body: 'Promo' })).body.code).toBe('RECIPIENT_OPTED_OUT')
+
+    expect((await twilioInbound(phone, `SM${'c'.repeat(31)}2`, 'mulai')).status).toBe(200)
+    await until(
+      () => at('/consent').length,
+      (n) => n >= 2,
+    )
+    expect(verify(chosen.secret, at('/consent')[1]!)).toMatchObject({
+      event: 'contact.opted_in',
+      data: { phone, source: 'inbound', detail: 'MULAI' },
+    })
+
+    // By hand: an opt-out and its removal through the API.
+    expect((await t.api('POST', '/opt-outs', chosen.key, { phone })).status).toBe(201)
+    expect((await t.api('DELETE', `/opt-outs/${encodeURIComponent(phone)}`, chosen.key)).status).toBe(200)
+    await until(
+      () => at('/consent').length,
+      (n) => n >= 4,
+    )
+    expect(at('/consent').map((r) => verify(chosen.secret, r).event)).toEqual([
+      'contact.opted_out',
+      'contact.opted_in',
+      'contact.opted_out',
+      'contact.opted_in',
+    ])
+    expect(verify(chosen.secret, at('/consent')[3]!).data).toMatchObject({ source: 'api', detail: null, inbound_message_id: null })
+    // The registration that chose only message.status got none of them, and has no such event recorded.
+    expect(at('/consent-status')).toHaveLength(0)
+    expect((await eventsOf(statusOnly.keyId)).filter((e) => e.event.startsWith('contact.'))).toHaveLength(0)
+  })
+})

@@ -113,7 +113,8 @@ export async function storeInbound(
       // Its media to fetch and keep (the inbound-media worker), once.
       if (row) await queueMedia(tx, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
-      if (row) await consentFromInbound(tx, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
+      if (row)
+        await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
       if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, Number(row.id))
       return row ? Number(row.id) : null
     })
@@ -139,13 +140,13 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, id: number):
 }
 
 /** A provider's consent signals without a message (Meta's user_preferences): each for the account the account rule names. */
-export async function storeConsent(sql: Sql, provider: string, signals: ConsentSignal[]): Promise<void> {
+export async function storeConsent(sql: Sql, timezone: string, provider: string, signals: ConsentSignal[]): Promise<void> {
   for (const signal of signals) {
     const phone = inboundPhone(signal.from)
     if (!phone) continue
     await transaction(sql, async (tx) => {
       const { accountId } = await placeOf(tx, provider, signal, phone, false)
-      if (accountId !== null) await consentFromProvider(tx, accountId, phone, signal)
+      if (accountId !== null) await consentFromProvider(tx, timezone, accountId, phone, signal)
     })
   }
 }

@@ -63,7 +63,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs/:phone',
       async ({ params }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await removeOptOut(deps.sql, params.id, params.phone, 'admin', ADMIN))
+        return ok(await removeOptOut(deps.sql, deps.config.timezone, params.id, params.phone, 'admin', ADMIN))
       },
       {
         params: AccountOptOutParams,
@@ -75,7 +75,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs-csv',
       async ({ params, body }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await importOptOuts(deps.sql, params.id, body.csv, 'admin', ADMIN))
+        return ok(await importOptOuts(deps.sql, deps.config.timezone, params.id, body.csv, 'admin', ADMIN))
       },
       {
         params: IdParams,

@@ -55,7 +55,7 @@ export const optOutsApi = (deps: Deps) =>
     .delete(
       '/opt-outs/:phone',
       async ({ params, principal }) =>
-        ok(await removeOptOut(deps.sql, principal.accountId, params.phone, 'api', { keyId: principal.keyId })),
+        ok(await removeOptOut(deps.sql, deps.config.timezone, principal.accountId, params.phone, 'api', { keyId: principal.keyId })),
       {
         params: OptOutPhoneParams,
         response: { 200: envelopeOf(OptOutRemoved), ...errorsOf(400, 401, 404, 422) },

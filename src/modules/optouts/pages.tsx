@@ -179,7 +179,7 @@ export function optOutPages(d: Dashboard) {
         return orError(
           () =>
             d.once(scope.session, body, to, async (tx) => {
-              const { phone } = await removeOptOut(tx, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
+              const { phone } = await removeOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
               return { to, notice: `${phone} is opted back in: it may be sent to again.` }
             }),
           (message, status) => optOutsPage(scope, {}, { state: formState('add', body, ['phone'], message), status }),
@@ -195,7 +195,7 @@ export function optOutPages(d: Dashboard) {
         return orError(
           () =>
             d.once(scope.session, body, to, async (tx) => {
-              const report = await importOptOuts(tx, scope.accountId, text, 'dashboard', by(scope, request))
+              const report = await importOptOuts(tx, d.tz, scope.accountId, text, 'dashboard', by(scope, request))
               return { to, report }
             }),
           (message) => refuse(message),

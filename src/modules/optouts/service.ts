@@ -4,6 +4,7 @@
 // contact.opted_in events belong). Sends, bulk entries and campaign recipients that are opted out are
 // refused before anything is charged (RECIPIENT_OPTED_OUT; a campaign skips and counts them).
 
+import { accountEvent } from '../webhooks/events'
 import { transaction, type Db, type Tx } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
@@ -21,6 +22,8 @@ export type OptOutSource = 'inbound' | 'provider' | 'api' | 'dashboard' | 'admin
 export type OptOutActor = { keyId?: number | null; user?: User | null; address?: string | null }
 
 export type OptOutChange = {
+  /** The deployment's TIMEZONE, for the timestamp of its contact.opted_out / contact.opted_in event. */
+  timezone: string
   accountId: number
   phone: string
   optedOut: boolean
@@ -75,6 +78,15 @@ export async function setOptOut(tx: Tx, change: OptOutChange): Promise<{ changed
   } else {
     await tx`delete from opt_outs where account_id = ${change.accountId} and phone = ${change.phone}`
   }
+  // Its webhook event, to the account's registrations that chose it, committed with the change.
+  const [contact] = await tx<{ id: number }[]>`select id from contacts where account_id = ${change.accountId} and phone = ${change.phone}`
+  await accountEvent(tx, change.timezone, change.accountId, change.optedOut ? 'contact.opted_out' : 'contact.opted_in', {
+    phone: change.phone,
+    contact_id: contact ? Number(contact.id) : null,
+    source: change.source,
+    detail: change.detail ?? null,
+    inbound_message_id: change.inboundMessageId ?? null,
+  })
   return { changed: true }
 }
 
@@ -133,11 +145,12 @@ export type InboundConsent = {
 /** Called once by storeInbound for a newly stored message: opts its sender out (or back in) when it says so. */
 export async function consentFromInbound(
   tx: Tx,
+  timezone: string,
   message: InboundConsent,
   words: OptOutWords = DEFAULT_WORDS,
 ): Promise<{ changed: boolean }> {
   if (message.accountId === null) return { changed: false }
-  const base = { accountId: message.accountId, phone: message.phone, inboundMessageId: message.inboundMessageId }
+  const base = { timezone, accountId: message.accountId, phone: message.phone, inboundMessageId: message.inboundMessageId }
   if (message.consent) {
     return setOptOut(tx, { ...base, optedOut: message.consent.optedOut, source: 'provider', detail: message.consent.detail })
   }
@@ -154,11 +167,13 @@ export async function consentFromInbound(
  */
 export function consentFromProvider(
   tx: Tx,
+  timezone: string,
   accountId: number,
   phone: string,
   signal: { optedOut: boolean; detail: string; at: Date | null },
 ): Promise<{ changed: boolean }> {
   return setOptOut(tx, {
+    timezone,
     accountId,
     phone,
     optedOut: signal.optedOut,
@@ -238,7 +253,7 @@ export type ManualSource = 'api' | 'dashboard' | 'admin'
 export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
   const phone = requireOptOutPhone(phoneInput)
   const { changed } = await transaction(sql, async (tx) => {
-    const done = await setOptOut(tx, { accountId, phone, optedOut: true, source, by })
+    const done = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: true, source, by })
     if (done.changed) await auditChange(tx, accountId, by, 'opt-out added', { phone, source })
     return done
   })
@@ -247,10 +262,10 @@ export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInp
 }
 
 /** Opts a phone back in by hand (audited); 404 when it is not opted out. */
-export async function removeOptOut(sql: Db, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+export async function removeOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
   const phone = requireOptOutPhone(phoneInput)
   await transaction(sql, async (tx) => {
-    const { changed } = await setOptOut(tx, { accountId, phone, optedOut: false, source, by })
+    const { changed } = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: false, source, by })
     if (!changed) throw new ApiError('NOT_FOUND', `${phone} is not opted out`)
     await auditChange(tx, accountId, by, 'opt-out removed', { phone, source })
   })
@@ -302,7 +317,7 @@ export type ImportReport = { accepted: number; duplicates: number; invalid: { li
  * repeated in the file, is a duplicate; a bad line is reported with its number and reason. One
  * transaction; audited as one import.
  */
-export async function importOptOuts(sql: Db, accountId: number, text: string, source: ManualSource, by: OptOutActor) {
+export async function importOptOuts(sql: Db, tz: string, accountId: number, text: string, source: ManualSource, by: OptOutActor) {
   const records = parseCsv(text)
   if ('error' in records) throw badValue(`csv: cannot be read: ${records.error}`)
   if (records.length === 0) throw badValue('csv: is empty: give a phone column (with a header row "phone"), one phone a line')
@@ -333,7 +348,7 @@ export async function importOptOuts(sql: Db, accountId: number, text: string, so
   }
   await transaction(sql, async (tx) => {
     for (const { phone } of phones) {
-      const { changed } = await setOptOut(tx, { accountId, phone, optedOut: true, source: 'import', detail: source, by })
+      const { changed } = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: true, source: 'import', detail: source, by })
       if (changed) report.accepted++
       else report.duplicates++
     }

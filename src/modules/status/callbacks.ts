@@ -75,7 +75,10 @@ export function providerCallbacks(deps: Deps) {
           inbound.length > 0
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config })
             : []
-        if (!Array.isArray(answer) && answer.consent?.length) await storeConsent(deps.sql, plugin.name, answer.consent)
+        if (!Array.isArray(answer) && answer.consent?.length) {
+          await storeConsent(deps.sql, deps.config.timezone, plugin.name, answer.consent)
+          eventsCommitted(deps) // its contact.opted_out / contact.opted_in events
+        }
         if (stored.some((id) => id !== null)) {
           // A new inbound message may have recorded message.received events, and media to fetch.
           eventsCommitted(deps)

@@ -305,9 +305,15 @@ export const BalanceLowEvent = t.Object(
 const contactData = t.Object(
   {
     phone: t.String({ description: "The contact's number in + international form", examples: ['+6281234567890'] }),
-    contact_id: t.Union([t.Integer(), t.Null()], { description: "The account's contact with that phone" }),
+    contact_id: t.Union([t.Integer(), t.Null()], { description: "The account's contact with that phone (null: none)" }),
+    source: t.String({
+      description: 'How: `inbound` (a STOP/START word), `provider` (its own signal), `api`, `dashboard`, `admin`, `import`',
+      examples: ['inbound'],
+    }),
+    detail: t.Union([t.String(), t.Null()], { description: "The word, or the provider's signal", examples: ['STOP'] }),
+    inbound_message_id: t.Union([t.Integer(), t.Null()], { description: 'The inbound message that said it (GET /inbound/{id})' }),
   },
-  { additionalProperties: true, description: 'The contact, and when and how it happened (see README, Opt-outs)' },
+  { additionalProperties: true, description: 'The contact, and how it happened (see README, Opt-outs)' },
 )
 
 /** `contact.opted_out` / `contact.opted_in`: a contact of the account opted out (STOP) or back in (START). */
