@@ -68,7 +68,9 @@ export const ConversationItem = t.Object({
   id: t.Integer({ description: 'The id in GET /messages (outbound) or GET /inbound (inbound)' }),
   at: t.String({ description: 'Outbound: when it was created; inbound: `received_at`' }),
   sender_id: t.Union([t.Integer(), t.Null()]),
-  type: t.String({ description: 'Outbound: `text`; inbound: its type' }),
+  type: t.String({
+    description: 'Outbound: `text`, or its rich type (`image`, `location`, `button`, `list`, `template`…); inbound: its type',
+  }),
   text: t.Union([t.String(), t.Null()]),
   status: t.Union([t.String(), t.Null()], { description: 'Outbound: its status; inbound: null' }),
   message_sid: t.Union([t.String(), t.Null()], { description: "The provider's message id" }),

@@ -289,7 +289,7 @@ export async function conversation(sql: Sql, tz: string, accountId: number, phon
   // Both directions, by time (ties: outbound first, then id). Queued messages still being handed over
   // are not shown, as in GET /messages.
   const both = sql`
-    select 'outbound' as direction, id, created_at as at, sender_id, 'text' as type, body as text, status, message_sid, media_url,
+    select 'outbound' as direction, id, created_at as at, sender_id, coalesce(content->>'type', 'text') as type, body as text, status, message_sid, media_url,
            null::jsonb as content
     from messages where account_id = ${accountId} and phone = ${phone} and (status <> 'queued' or announce_outcome)
     union all
