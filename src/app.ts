@@ -21,6 +21,7 @@ import { ledgerPages } from './modules/ledger/pages'
 import { messagesApi } from './modules/messages/api'
 import { messagesAdmin } from './modules/messages/admin'
 import { messagePages } from './modules/messages/pages'
+import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
 import { campaignsApi } from './modules/campaigns/api'
@@ -43,7 +44,15 @@ import { signInPages } from './modules/users/sign-in-pages'
 import { simulatorAdmin } from './providers/simulator/admin'
 import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
+import { budgetsAdmin } from './modules/budgets/admin'
+import { backupsAdmin } from './modules/backups/admin'
 import { storeInbound } from './modules/inbound/service'
+import { eventsCommitted } from './modules/webhooks/notify'
+import { optOutsApi } from './modules/optouts/api'
+import { optOutsAdmin } from './modules/optouts/admin'
+import { optOutPages } from './modules/optouts/pages'
+import { inboundMediaPages } from './modules/inbound/media-pages'
+import { metricsRoutes } from './http/metrics/routes'
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -53,6 +62,7 @@ export function createApp(deps: Deps) {
     .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
+    .use(metricsRoutes(deps.config, deps.sql))
     // The integrator's API
     .use(accountsApi(deps))
     .use(messagesApi(deps))
@@ -61,6 +71,7 @@ export function createApp(deps: Deps) {
     .use(webhooksApi(deps))
     .use(sendersApi(deps))
     .use(inboundApi(deps))
+    .use(optOutsApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
@@ -71,8 +82,17 @@ export function createApp(deps: Deps) {
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
     .use(inboundAdmin(deps))
+    .use(budgetsAdmin(deps))
+    .use(optOutsAdmin(deps))
+    .use(backupsAdmin(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
-    .use(simulatorAdmin(deps, async (message) => (await storeInbound(deps.sql, null, [message]))[0] ?? null))
+    .use(
+      simulatorAdmin(deps, async (message) => {
+        const [id] = await storeInbound(deps.sql, null, [message], { timezone: deps.config.timezone, words: deps.config })
+        if (id != null) eventsCommitted(deps) // its message.received events
+        return id ?? null
+      }),
+    )
     // The providers' status callbacks
     .use(providerCallbacks(deps))
     // The dashboard
@@ -87,13 +107,16 @@ export function createApp(deps: Deps) {
           senderPages,
           accountSenderPages,
           contactPages,
+          optOutPages,
           templatePages,
           campaignPages,
           messagePages,
+          inboxPages,
           ledgerPages,
           webhookPages,
           failedDeliveryPages,
           userPages,
+          inboundMediaPages,
         ],
       }),
     )

@@ -3,7 +3,7 @@
 
 import { accessSync, constants } from 'node:fs'
 import type { SettingsReader } from './providers/provider'
-import { MAX_RATE_LIMIT_PER_MINUTE, MAX_VALIDITY_SECONDS } from './lib/validate'
+import { MAX_RATE_LIMIT_PER_MINUTE, MAX_VALIDITY_SECONDS, MESSAGING_TIERS } from './lib/validate'
 import { decodeKey } from './lib/secrets'
 import { PROVIDER_NAMES, PROVIDER_VARIABLES, readProviderSettings, type ProviderName, type ProviderSettings } from './providers/registry'
 
@@ -98,10 +98,44 @@ export const VARIABLES = {
     default: '10000',
     meaning: 'how long one hand-off to the provider may take before it counts as failed (the contract says 10 s; lower it only for tests)',
   },
+  WINDOW_CHECK: {
+    default: 'provider',
+    meaning:
+      "provider: a free-form message (no approved template) to a customer outside WhatsApp's 24-hour window with the sender is " +
+      "refused before charging (422 WINDOW_CLOSED) when the sender's provider enforces the window (Meta, Twilio; the simulator " +
+      'with SIM_REQUIRE_TEMPLATE); off: it is handed over, and the provider refuses it (131047, 63016; refunded)',
+  },
+  MESSAGING_LIMIT: {
+    default: 'unlimited',
+    meaning:
+      "the default sender's WhatsApp messaging limit: unique recipients of business-initiated messages per rolling 24 hours, " +
+      '250, 2000, 10000, 100000 or unlimited (a new number starts at 250; beyond it 429 MESSAGING_LIMIT, nothing charged)',
+  },
   DB_POOL_MAX: { default: '10', meaning: 'PostgreSQL connections per instance (the embedded database always uses one)' },
   RETENTION_WEBHOOK_DAYS: {
     default: '30',
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
+  },
+  OPT_OUT_WORDS: {
+    default: 'STOP,UNSUBSCRIBE,BERHENTI',
+    meaning:
+      "comma-separated words: an inbound text that is only one of them (any case, trailing punctuation ignored) opts its sender out of the account's messages",
+  },
+  OPT_IN_WORDS: {
+    default: 'START,MULAI',
+    meaning: 'comma-separated words: an inbound text that is only one of them opts its sender back in',
+  },
+  MEDIA_MAX_BYTES: {
+    default: '16777216',
+    meaning:
+      'largest medium of an inbound message kept (bytes, up to 104857600: WhatsApp documents reach 100 MB); a bigger one is refused ' +
+      'while it is read and marked failed',
+  },
+  METRICS_PORT: {
+    shown: 'unset',
+    meaning:
+      'a second listener on 127.0.0.1:METRICS_PORT serving GET /metrics without credentials (loopback only); unset: none ' +
+      '(GET /metrics on PORT takes the admin token either way)',
   },
   LOG_LEVEL: { default: 'info', meaning: 'debug, info, warn or error' },
   LOG_FORMAT: { default: 'text', meaning: 'text: one readable line per event; json: one JSON object per line (for log shippers)' },
@@ -145,9 +179,20 @@ export type Config = {
   messageValiditySeconds: number
   providerMaxPerSecond: number
   providerTimeoutMs: number
+  /** `provider`: free-form sends outside the 24-hour window are refused before charging where the provider enforces it. */
+  windowCheck: 'provider' | 'off'
+  /** The default sender's messaging limit (unique business-initiated recipients per 24 h); null: unlimited. */
+  messagingLimit: number | null
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
+  /** OPT_OUT_WORDS / OPT_IN_WORDS, upper case. */
+  optOutWords: string[]
+  optInWords: string[]
+  /** The largest inbound medium kept, in bytes. */
+  mediaMaxBytes: number
+  /** METRICS_PORT: the credential-free metrics listener on 127.0.0.1 (undefined: none). */
+  metricsPort: number | undefined
   logLevel: 'debug' | 'info' | 'warn' | 'error'
   logFormat: 'text' | 'json'
 }
@@ -179,6 +224,23 @@ function recipientGap(raw: string | undefined): number | null {
   if (!/^\d+$/.test(raw) || Number(raw) > 3_600_000) {
     throw new ConfigError(`PROVIDER_RECIPIENT_GAP_MS: expected an integer from 0 to 3600000, got "${raw}"`)
   }
+  return Number(raw)
+}
+
+/** MESSAGING_LIMIT: one of WhatsApp's tiers, or unlimited (null). */
+function tier(raw: string): number | null {
+  if (raw === 'unlimited') return null
+  if (!MESSAGING_TIERS.map(String).includes(raw)) {
+    throw new ConfigError(`MESSAGING_LIMIT: expected 250, 2000, 10000, 100000 or unlimited, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+/** METRICS_PORT: unset is no metrics listener; 0 takes any free port (tests). */
+function metricsPort(raw: string | undefined, port: number): number | undefined {
+  if (raw === undefined) return undefined
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) throw new ConfigError(`METRICS_PORT: expected an integer from 0 to 65535, got "${raw}"`)
+  if (Number(raw) === port && port !== 0) throw new ConfigError(`METRICS_PORT: must differ from PORT (${port})`)
   return Number(raw)
 }
 
@@ -224,6 +286,25 @@ function secretsKey(name: Name, raw: string, which = ''): Uint8Array {
   const key = decodeKey(raw.trim())
   if (!key) throw new ConfigError(`${name}: ${which}expected 32 bytes in base64 or base64url (e.g. from openssl rand -base64 32)`)
   return key
+}
+
+/** OPT_OUT_WORDS and OPT_IN_WORDS: words of letters, digits and spaces, upper-cased; none in both lists. */
+function words(env: Env): { optOutWords: string[]; optInWords: string[] } {
+  const read = (name: 'OPT_OUT_WORDS' | 'OPT_IN_WORDS') => {
+    const list = text(env, name)
+      .split(',')
+      .map((w) => w.trim().replace(/\s+/g, ' ').toUpperCase())
+      .filter((w) => w !== '')
+    if (list.length === 0) throw new ConfigError(`${name}: expected at least one word`)
+    const bad = list.find((w) => w.length > 40 || !/^[\p{L}\p{N}][\p{L}\p{N} ]*$/u.test(w))
+    if (bad !== undefined) throw new ConfigError(`${name}: "${bad}" is not a word (letters, digits and spaces, at most 40 characters)`)
+    return [...new Set(list)]
+  }
+  const optOutWords = read('OPT_OUT_WORDS')
+  const optInWords = read('OPT_IN_WORDS')
+  const both = optOutWords.find((w) => optInWords.includes(w))
+  if (both !== undefined) throw new ConfigError(`OPT_IN_WORDS: "${both}" is also in OPT_OUT_WORDS`)
+  return { optOutWords, optInWords }
 }
 
 /** How the providers read their own variables (providers/<name>/settings), with the same rules. */
@@ -313,8 +394,13 @@ export function readConfig(env: Env = process.env): Config {
     bulkWaitMs: integer(env, 'BULK_WAIT_MS', 0, 3_600_000),
     messageValiditySeconds: integer(env, 'MESSAGE_VALIDITY_SECONDS', 1, MAX_VALIDITY_SECONDS),
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
+    windowCheck: oneOf(env, 'WINDOW_CHECK', ['provider', 'off'] as const),
+    messagingLimit: tier(text(env, 'MESSAGING_LIMIT')),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
+    ...words(env),
+    mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 1024, 104_857_600),
+    metricsPort: metricsPort(optional(env, 'METRICS_PORT'), port),
     logLevel: oneOf(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const),
     logFormat: oneOf(env, 'LOG_FORMAT', ['text', 'json'] as const),
   }

@@ -1,6 +1,7 @@
 // What the routes and workers are built from. Tests build the same thing against their own database.
 
 import type { Config } from './config'
+import type { BackupHeader } from './db/backup'
 import type { Sql } from './db/client'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
@@ -22,6 +23,8 @@ export type Deps = {
   chargeOne: (request: SingleCharge) => Promise<Charged | Refused>
   /** Wakes the in-process worker loops after a commit that gave them work. */
   wake: (worker: WorkerName) => void
+  /** The embedded database in a DATA_DIR only: a consistent backup file of it, taken while serving (db/backup.ts). */
+  backup?: () => Promise<{ bytes: Uint8Array; header: BackupHeader }>
 }
 
 // Every background worker's name (workers/ has one file each): the names `wake` takes.
@@ -33,6 +36,7 @@ const WORKER_NAMES = [
   'campaign-scheduler',
   'parked-reports',
   'retention',
+  'inbound-media',
 ] as const
 
 /** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */

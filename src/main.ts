@@ -109,6 +109,7 @@ async function serve(): Promise<void> {
       database: running.database.describe,
       provider: config.provider,
       admin_token_source: running.adminTokenFile ?? 'ADMIN_TOKEN',
+      metrics_url: running.metricsUrl,
     })
   } else {
     console.log(
@@ -118,6 +119,7 @@ async function serve(): Promise<void> {
         `  database  ${running.database.describe}`,
         `  provider  ${config.provider}`,
         `  admin     token ${tokenWhere}`,
+        ...(running.metricsUrl ? [`  metrics   ${running.metricsUrl} (no credentials, loopback only)`] : []),
       ].join('\n'),
     )
   }

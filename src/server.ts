@@ -6,9 +6,11 @@ import type { Config } from './config'
 import type { Deps } from './deps'
 import { openDatabase, type Database } from './db/client'
 import { migrate } from './db/migrate'
+import { takeBackup } from './db/backup'
 import { isOutage } from './db/retry'
 import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
+import { windowIsOpen } from './modules/inbound/window'
 import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
 import { createSenderDirectory } from './modules/senders/directory'
@@ -25,12 +27,17 @@ import { logRequest } from './http/access-log'
 import { requestIdOf } from './http/shell'
 import { errorResponse } from './http/errors'
 import { type WorkerName } from './deps'
+import { instrumentPool } from './http/metrics/pool'
+import { observeRequest } from './http/metrics/measures'
+import { serveMetrics } from './http/metrics/routes'
 
 export type Running = {
   url: string
   database: Database
   deps: Deps
   adminTokenFile: string | undefined
+  /** The METRICS_PORT listener's GET /metrics URL (undefined: none). */
+  metricsUrl: string | undefined
   stop(): Promise<void>
 }
 
@@ -89,6 +96,8 @@ export const providerOf = (config: Config, sql: Database['sql']) =>
     publicBaseUrl: config.publicBaseUrl,
     timeoutMs: config.providerTimeoutMs,
     sql,
+    // The deployment's default number is the sender null.
+    windowOpen: (phone) => windowIsOpen(sql, null, phone),
   })
 
 /** The sender's pace: the provider's (its settings may change it), with PROVIDER_MAX_PER_SECOND and PROVIDER_RECIPIENT_GAP_MS over it. */
@@ -112,7 +121,9 @@ export function buildDeps(
   unreachableAt = 0,
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const loops = new Map<WorkerName, Loop>()
-  const secrets = createSecretBox({ current: config.secretsKey ?? (processKey ??= generateKey()), previous: config.secretsKeysPrevious })
+  instrumentPool(database.sql)
+  const secretsKey = config.secretsKey ?? (processKey ??= generateKey())
+  const secrets = createSecretBox({ current: secretsKey, previous: config.secretsKeysPrevious })
   const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) })
   const handoff = createHandoff(database.sql, senders, {
     concurrency: config.handoffConcurrency,
@@ -133,6 +144,7 @@ export function buildDeps(
     secrets,
     chargeOne: createSingleCharger(database.sql, config.timezone),
     wake: (name) => loops.get(name)?.wake(),
+    backup: database.quiesced ? () => takeBackup(database, secretsKey) : undefined,
   }
   return { deps, loops }
 }
@@ -213,12 +225,21 @@ export async function startService(config: Config): Promise<Running> {
           response = escaped(error, requestIdOf(prepared))
         }
         logRequest(prepared, requestIdOf(prepared), response.status, performance.now() - started, route?.kind)
+        observeRequest(request.method, route?.path, response.status, (performance.now() - started) / 1000)
         return response
       },
       error: (error) => escaped(error, crypto.randomUUID()),
     })
   } catch (error) {
     // e.g. the port is taken: close the database cleanly before reporting it
+    await database.close()
+    throw error
+  }
+  let metrics: ReturnType<typeof serveMetrics> | undefined
+  try {
+    if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, config.metricsPort)
+  } catch (error) {
+    server.stop(true)
     await database.close()
     throw error
   }
@@ -231,13 +252,14 @@ export async function startService(config: Config): Promise<Running> {
     database,
     deps,
     adminTokenFile: admin.file,
+    metricsUrl: metrics?.url,
     stop() {
       stopping ??= (async () => {
         // Stop accepting, end the listen streams (endless responses), let in-flight requests finish, stop
         // the loops, then close the database.
         const stopped = server.stop(false)
         endListenStreams()
-        await stopped
+        await Promise.all([stopped, metrics?.stop()])
         await Promise.all([...loops.values()].map((loop) => loop.stop()))
         // Hand-offs still going on (answered queued) stop renewing: recovery takes them over.
         deps.handoff.stop()

@@ -408,6 +408,39 @@ describe('compiled binary', () => {
       throw error
     }
   }, 120_000)
+  test.skipIf(usingPostgres())(
+    'backs up its embedded database while serving and restores it into a fresh DATA_DIR, the binary alone',
+    async () => {
+      expect(created).toBeDefined()
+      const dir = temp('messaging-backup-')
+      const child = startBinary() // in runDir, on the ./data the first test filled
+      await waitReady(child)
+      const file = join(dir, 'data.backup')
+      const backup = await runIn(runDir, [join(runDir, BINARY), 'admin', 'backup', file], { PORT: String(child.port), ADMIN_TOKEN })
+      expect(backup).toMatchObject({ code: 0, stderr: '' })
+      expect(backup.stdout).toStartWith(`backup written to ${file}: `)
+      expect(await terminate(child)).toBe(0)
+      // Restore runs PGlite inside the binary: it opens the copy once before putting it in place.
+      const restored = await runIn(dir, [join(runDir, BINARY), 'admin', 'restore', 'data.backup'], {})
+      expect(restored).toMatchObject({ code: 0, stderr: '' })
+      expect(restored.stdout).toContain(`start the service: ${BINARY}\n`)
+      copyFileSync(join(runDir, 'data', 'secrets-key'), join(dir, 'data', 'secrets-key'))
+      const port = freePort()
+      const fresh = spawnChild(
+        [join(runDir, BINARY)],
+        dir,
+        { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port), ADMIN_TOKEN },
+        port,
+      )
+      children.push(fresh)
+      await waitReady(fresh)
+      const account = await call(port, 'GET', `/admin/v1/accounts/${created!.accountId}`, ADMIN_TOKEN)
+      expect(account.body.data).toMatchObject({ id: created!.accountId, wa_balance: created!.balanceAfter })
+      expect((await call(port, 'GET', `/api/v1/messages/${created!.sid}`, created!.key)).status).toBe(200)
+      expect(await terminate(fresh)).toBe(0)
+    },
+    120_000,
+  )
 })
 
 describe('bun src/main.ts: graceful shutdown', () => {

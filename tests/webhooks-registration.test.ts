@@ -18,7 +18,10 @@ describe('POST /webhook', () => {
     const { key } = await t.account()
     const res = await t.api('POST', '/webhook', key, { url: PUBLIC_URL })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ success: true, data: { url: PUBLIC_URL, signing_secret: expect.stringMatching(SECRET) } })
+    expect(res.body).toEqual({
+      success: true,
+      data: { url: PUBLIC_URL, signing_secret: expect.stringMatching(SECRET), events: ['message.status'] },
+    })
     expect(Buffer.from(res.body.data.signing_secret.slice(6), 'base64')).toHaveLength(32)
   })
 
@@ -30,10 +33,14 @@ describe('POST /webhook', () => {
     expect(second.body.data).toEqual({
       url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1',
       signing_secret: first.body.data.signing_secret,
+      events: ['message.status'],
     })
     const got = await t.api('GET', '/webhook', key)
     expect(got.status).toBe(200)
-    expect(got.body).toEqual({ success: true, data: { url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1' } })
+    expect(got.body).toEqual({
+      success: true,
+      data: { url: 'https://[2606:4700:4700::1111]:8443/v2/hook?x=1', events: ['message.status'] },
+    })
   })
 
   test('the URL is stored as it will be called (normalised by the URL parser)', async () => {

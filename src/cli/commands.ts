@@ -61,6 +61,12 @@ const ids = (page: Page<{ id: number }>) => () => page.items.map((item) => item.
 const accountLine = (a: Account) =>
   `balance ${amount(a.wa_balance)}, price ${amount(a.cost_per_message)} a message (${count(Math.floor(a.wa_balance / a.cost_per_message), 'message')} paid for)`
 
+const thresholdLine = (a: Account) =>
+  a.low_balance_threshold === null ? 'low-balance alert: none' : `low-balance alert (balance.low) below ${amount(a.low_balance_threshold)}`
+
+const LOW_BALANCE_FLAG = { value: 'N|none', help: 'send balance.low when a charge takes the balance below N; none: no alert' }
+const lowBalance = (ctx: Context) => (ctx.flags['low-balance'] === 'none' ? null : ctx.integer('low-balance'))
+
 const priceLine = (p: Price) =>
   (p.account_id === null
     ? `price ${amount(p.cost_per_message)} a message, for every account without its own price`
@@ -189,10 +195,15 @@ export const accountCommands: Command[] = [
     args: ['NAME'],
     summary: 'create an account',
     example: 'bun run admin account create "Acme Retail" --balance 500000',
-    flags: { balance: { value: 'N', help: 'opening balance, recorded as a top-up (default 0)' }, quiet: QUIET },
+    flags: {
+      balance: { value: 'N', help: 'opening balance, recorded as a top-up (default 0)' },
+      'low-balance': LOW_BALANCE_FLAG,
+      quiet: QUIET,
+    },
     async run(ctx) {
       const body: Record<string, unknown> = { name: ctx.args.NAME }
       if (ctx.flags.balance !== undefined) body.balance = ctx.integer('balance')
+      if (ctx.flags['low-balance'] !== undefined) body.low_balance_threshold = lowBalance(ctx)
       const account = await ctx.api.call<Account>('POST', '/admin/v1/accounts', body)
       return {
         data: account,
@@ -219,7 +230,26 @@ export const accountCommands: Command[] = [
     example: 'bun run admin account show "$ACCOUNT_ID"',
     async run(ctx) {
       const a = await ctx.api.call<Account>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}`)
-      return { data: a, text: () => `account ${a.id} ${named(a.name)}, created ${a.created_at}\n${accountLine(a)}` }
+      return {
+        data: a,
+        text: () => `account ${a.id} ${named(a.name)}, created ${a.created_at}\n${accountLine(a)}\n${thresholdLine(a)}`,
+      }
+    },
+  },
+  {
+    name: 'account update',
+    args: ['ACCOUNT_ID'],
+    summary: "change an account's low-balance threshold (the balance.low webhook event)",
+    details:
+      'A charge that takes the balance from at or above the threshold to below it sends one balance.low event to the ' +
+      "account's webhook registrations that chose it; the next needs the balance back at or above it. --low-balance none: no alert.",
+    example: 'bun run admin account update "$ACCOUNT_ID" --low-balance 50000',
+    flags: { 'low-balance': { ...LOW_BALANCE_FLAG, required: true } },
+    async run(ctx) {
+      const a = await ctx.api.call<Account>('PATCH', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}`, {
+        low_balance_threshold: lowBalance(ctx),
+      })
+      return { data: a, text: () => `account ${a.id} ${named(a.name)}: ${thresholdLine(a)}` }
     },
   },
   {
@@ -553,15 +583,15 @@ export const simulatorCommands: Command[] = [
   {
     name: 'simulator inbound',
     args: ['PHONE'],
-    summary: 'simulator: PHONE writes in, opening its 24-hour window for free-form messages',
+    summary: 'simulator: PHONE writes in (an inbound message), opening its 24-hour window with the sender',
     details:
-      'With SIM_REQUIRE_TEMPLATE=true the simulator refuses free-form messages (error 63016, refunded) to numbers that have not ' +
-      'written in within 24 hours, as WhatsApp does; approved templates always go. This records a message from PHONE now. ' +
-      "With --body it is also stored as an inbound text message (GET /api/v1/inbound), to --sender (a stored sender's number) " +
-      "or the deployment's number.",
+      "Stores an inbound text message from PHONE now (GET /api/v1/inbound), to --sender (a stored sender's number) or the " +
+      "deployment's number. Like any inbound message it opens PHONE's 24-hour window with that sender: with " +
+      'SIM_REQUIRE_TEMPLATE=true a free-form message outside it is refused (422 WINDOW_CLOSED before charging, or error 63016, ' +
+      'refunded, with WINDOW_CHECK=off), as WhatsApp does; approved templates always go.',
     example: 'bun run admin simulator inbound 081234567890',
     flags: {
-      body: { value: 'TEXT', help: 'what PHONE writes: stored as an inbound message' },
+      body: { value: 'TEXT', help: 'what PHONE writes (default: a placeholder text)' },
       sender: { value: 'NUMBER', help: "the stored sender's number it writes to (default: the deployment's number)" },
       name: { value: 'NAME', help: "the customer's name, as a provider would give it" },
     },
@@ -597,7 +627,8 @@ export const deliveryCommands: Command[] = [
         { header: 'ID', value: (d) => String(d.id), right: true },
         { header: 'STATUS', value: (d) => d.status },
         { header: 'ATTEMPTS', value: (d) => String(d.attempts), right: true },
-        { header: 'MESSAGE', value: (d) => d.message_sid ?? 'test event' },
+        { header: 'EVENT', value: (d) => (d.payload.data.test === true ? 'test event' : d.event) },
+        { header: 'MESSAGE', value: (d) => d.message_sid ?? '-' },
         { header: 'CREATED', value: (d) => d.created_at },
         { header: 'DELIVERED / NEXT TRY', value: (d) => d.delivered_at ?? d.next_attempt_at ?? '-' },
         { header: 'LAST ERROR', value: (d) => cell(d.last_error, 60) },

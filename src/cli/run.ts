@@ -22,8 +22,10 @@ import {
 import { helpText, overview } from './help'
 import { program, type Program } from './program'
 import { quickstart } from './quickstart'
-import { secretsCommands, senderCommands } from './senders'
+import { portfolioCommands, secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
+import { optOutCommands } from './optouts'
+import { backupCommands } from './backup'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -36,8 +38,11 @@ export const commands: Command[] = [
   ...webhookCommands,
   ...quarantineCommands,
   ...senderCommands,
+  ...portfolioCommands,
+  ...optOutCommands,
   ...secretsCommands,
   ...simulatorCommands,
+  ...backupCommands,
 ]
 
 function context(

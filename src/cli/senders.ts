@@ -7,6 +7,7 @@
 
 // The answers' types are the admin API's own models, imported as types only (see commands.ts).
 import type * as senders from '../modules/senders/model'
+import type * as budgets from '../modules/budgets/model'
 import type { Command, Context, Flag } from './command'
 import { QUIET } from './command'
 import { amount, cell, count, table, type Column } from './format'
@@ -15,6 +16,37 @@ import { program } from './program'
 type Sender = typeof senders.Sender.static
 type AccountSender = typeof senders.AccountSender.static
 type RotateResult = typeof senders.RotateResult.static
+type Portfolio = typeof budgets.Portfolio.static
+type Use = Sender['budget']
+
+const TIERS = ['250', '2000', '10000', '100000']
+/** A budget's use in a few words: "17/250 in 24 h, oldest frees …", or "unlimited". */
+const useLine = (u: Use) =>
+  u.messaging_limit === null
+    ? 'unlimited'
+    : `${amount(u.used)}/${amount(u.messaging_limit)} recipients in the last 24 h${u.frees_at ? `, oldest frees ${u.frees_at}` : ''}`
+
+/** --messaging-limit: a tier or `unlimited` (null); --portfolio: a name or `none` (null). */
+function limitFlags(ctx: Context, body: Record<string, unknown>) {
+  const tier = ctx.flags['messaging-limit']
+  if (typeof tier === 'string') {
+    if (tier !== 'unlimited' && !TIERS.includes(tier)) {
+      throw ctx.usage(`--messaging-limit: expected ${TIERS.join(', ')} or unlimited, got ${JSON.stringify(tier).slice(0, 40)}`)
+    }
+    body.messaging_limit = tier === 'unlimited' ? null : Number(tier)
+  }
+  const portfolio = ctx.flags.portfolio
+  if (typeof portfolio === 'string') body.portfolio = portfolio === 'none' ? null : portfolio
+}
+
+const TIER_FLAG: Flag = {
+  value: 'TIER',
+  help: 'its WhatsApp messaging limit: 250, 2000, 10000, 100000 or unlimited (unique recipients of business-initiated messages per 24 h; a new number starts at 250)',
+}
+const PORTFOLIO_FLAG: Flag = {
+  value: 'NAME|none',
+  help: 'the portfolio whose budget and tier it shares (portfolios create makes one); none: its own tier',
+}
 
 /** A name in running text, quoted, with control characters made visible. */
 const named = (name: string) => `"${cell(name, Infinity)}"`
@@ -33,6 +65,7 @@ function describeSender(s: Sender): string {
     ...(s.identity ? [`  identity: ${cell(s.identity, Infinity)} (what its callbacks name it by)`] : []),
     `  credentials set: ${s.credentials_set.length ? `${s.credentials_set.join(', ')} (their values are never shown)` : 'none'}`,
     `  pace: ${paceLine(s)}`,
+    `  messaging limit: ${useLine(s.budget)} (${s.portfolio === null ? 'its own tier' : `portfolio ${named(s.portfolio)}'s, shared`})`,
     `  accounts: ${accounts || `none yet (${program.admin} senders assign ACCOUNT_ID ${s.id})`}`,
     `  last check: ${s.last_check ? `${s.last_check.at}, ${checkLine(s.last_check)}` : 'never'}`,
     `  created ${s.created_at}`,
@@ -47,6 +80,11 @@ const senderColumns: Column<Sender>[] = [
   { header: 'ACCOUNTS', value: (s) => cell(s.accounts.map((a) => a.account_id).join(',') || null, 30) },
   { header: 'RATE', value: (s) => `${amount(s.rate_per_second)}/s`, right: true },
   { header: 'GAP', value: (s) => (s.recipient_gap_ms ? `${amount(s.recipient_gap_ms)} ms` : 'none'), right: true },
+  {
+    header: 'LIMIT',
+    value: (s) => (s.budget.messaging_limit === null ? 'unlimited' : `${s.budget.used}/${s.budget.messaging_limit}`),
+    right: true,
+  },
   { header: 'STATUS', value: (s) => status(s.disabled) },
   { header: 'LAST CHECK', value: (s) => (s.last_check ? `${s.last_check.ok ? 'ok' : 'refused'} ${s.last_check.at}` : 'never') },
 ]
@@ -207,11 +245,14 @@ export const senderCommands: Command[] = [
       credential: CREDENTIAL,
       rate: { value: 'N', help: "messages a second it takes (default: the provider's, 80 for Twilio and Meta)" },
       gap: { value: 'MS', help: "least milliseconds between two messages to one recipient (default: the provider's)" },
+      'messaging-limit': TIER_FLAG,
+      portfolio: PORTFOLIO_FLAG,
       quiet: QUIET,
     },
     async run(ctx) {
       const body: Record<string, unknown> = { provider: ctx.flags.provider, name: ctx.flags.name, number: ctx.flags.number }
       pace(ctx, body, false)
+      limitFlags(ctx, body)
       const credentials = await credentialsOf(ctx)
       if (credentials) body.credentials = credentials
       const s = await ctx.api.call<Sender>('POST', '/admin/v1/senders', body)
@@ -232,7 +273,7 @@ export const senderCommands: Command[] = [
   {
     name: 'senders update',
     args: SENDER_ID,
-    summary: "change a sender's name, pace or credentials (its provider and number never change)",
+    summary: "change a sender's name, pace, messaging limit, portfolio or credentials (its provider and number never change)",
     details:
       'Each --credential replaces that field (the others stay; NAME= with nothing removes an optional one); --rate default and ' +
       "--gap default go back to the provider's pace. " +
@@ -243,15 +284,20 @@ export const senderCommands: Command[] = [
       credential: CREDENTIAL,
       rate: { value: 'N|default', help: "messages a second, or default (the provider's)" },
       gap: { value: 'MS|default', help: "least milliseconds between two messages to one recipient, or default (the provider's)" },
+      'messaging-limit': TIER_FLAG,
+      portfolio: PORTFOLIO_FLAG,
     },
     async run(ctx) {
       const path = senderPath(ctx)
       const body: Record<string, unknown> = {}
       if (typeof ctx.flags.name === 'string') body.name = ctx.flags.name
       pace(ctx, body, true)
+      limitFlags(ctx, body)
       const credentials = await credentialsOf(ctx)
       if (credentials) body.credentials = credentials
-      if (Object.keys(body).length === 0) throw ctx.usage('senders update: nothing to change (give --name, --rate, --gap or --credential)')
+      if (Object.keys(body).length === 0) {
+        throw ctx.usage('senders update: nothing to change (give --name, --rate, --gap, --messaging-limit, --portfolio or --credential)')
+      }
       const s = await ctx.api.call<Sender>('PATCH', path, body)
       return { data: s, text: () => describeSender(s) }
     },
@@ -337,6 +383,63 @@ export const senderCommands: Command[] = [
         data: list,
         text: () => `sender ${senderId} no longer sends for account ${accountId}\n\n${accountSenders(accountId, list)}`,
       }
+    },
+  },
+]
+
+const portfolioLine = (p: Portfolio) =>
+  `portfolio ${p.id} ${named(p.name)}: ${useLine(p)}; senders: ${p.senders.length ? p.senders.join(', ') : 'none yet'}`
+
+export const portfolioCommands: Command[] = [
+  {
+    name: 'portfolios list',
+    args: [],
+    summary: 'every portfolio: its tier, its use (recipients counted in the last 24 h) and its senders',
+    example: 'bun run admin portfolios list',
+    async run(ctx) {
+      const list = await ctx.api.call<Portfolio[]>('GET', '/admin/v1/portfolios')
+      return {
+        data: list,
+        text: () => (list.length === 0 ? 'no portfolios: each sender counts its own messaging limit' : list.map(portfolioLine).join('\n')),
+      }
+    },
+  },
+  {
+    name: 'portfolios create',
+    args: [],
+    summary: 'a portfolio: senders put in it (senders update --portfolio NAME) share one messaging-limit budget, under its tier',
+    details:
+      'WhatsApp counts the unique recipients of business-initiated messages per business portfolio since October 2025: give the ' +
+      "portfolio the tier Meta's WhatsApp Manager shows for it.",
+    example: 'bun run admin portfolios create --name "Toko Maju group" --messaging-limit 2000',
+    flags: {
+      name: { value: 'NAME', required: true, help: "its name (say, the business portfolio's in Meta's Business Manager)" },
+      'messaging-limit': { ...TIER_FLAG, help: 'its tier: 250, 2000, 10000, 100000 or unlimited (the default)' },
+    },
+    async run(ctx) {
+      const body: Record<string, unknown> = { name: ctx.flags.name }
+      limitFlags(ctx, body)
+      const p = await ctx.api.call<Portfolio>('POST', '/admin/v1/portfolios', body)
+      return {
+        data: p,
+        text: () =>
+          `${portfolioLine(p)}\nput a sender in it: ${program.admin} senders update SENDER_ID --portfolio ${JSON.stringify(p.name)}`,
+      }
+    },
+  },
+  {
+    name: 'portfolios update',
+    args: ['PORTFOLIO_ID'],
+    summary: "change a portfolio's name or tier (the recipients counted stay counted)",
+    example: 'bun run admin portfolios update "$PORTFOLIO_ID" --messaging-limit 10000',
+    flags: { name: { value: 'NAME', help: 'a new name' }, 'messaging-limit': TIER_FLAG },
+    async run(ctx) {
+      const body: Record<string, unknown> = {}
+      if (typeof ctx.flags.name === 'string') body.name = ctx.flags.name
+      limitFlags(ctx, body)
+      if (Object.keys(body).length === 0) throw ctx.usage('portfolios update: nothing to change (give --name or --messaging-limit)')
+      const p = await ctx.api.call<Portfolio>('PATCH', `/admin/v1/portfolios/${ctx.id('PORTFOLIO_ID')}`, body)
+      return { data: p, text: () => portfolioLine(p) }
     },
   },
 ]

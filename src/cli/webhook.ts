@@ -108,22 +108,34 @@ async function forward(url: URL, event: SignedEvent): Promise<Forwarded> {
   }
 }
 
-/** What a line says about an event: its new status and message, or that it is a test event. */
-function describeEvent(body: string): { status: string; message_sid: string | null; test: boolean } {
+type Described = { event: string; status: string; message_sid: string | null; test: boolean; subject: string }
+
+/** What a line says about an event: a status change's new status and message, a test event, or another event's type and gist. */
+function describeEvent(body: string): Described {
   try {
-    const payload = JSON.parse(body) as { data?: { status?: string; message_sid?: string; test?: boolean } }
-    const test = payload.data?.test === true
-    return { status: payload.data?.status ?? '?', message_sid: test ? null : (payload.data?.message_sid ?? null), test }
+    const payload = JSON.parse(body) as { event?: string; data?: Record<string, unknown> }
+    const data = payload.data ?? {}
+    const event = payload.event ?? '?'
+    const text = (key: string) => (typeof data[key] === 'string' || typeof data[key] === 'number' ? String(data[key]) : '')
+    const test = data.test === true
+    const status = event === 'message.status' ? text('status') || '?' : event
+    const message_sid = test || event !== 'message.status' ? null : text('message_sid') || null
+    const subject =
+      event === 'message.status'
+        ? `${status.padEnd(9)} ${message_sid ?? ''}`
+        : event === 'balance.low'
+          ? `${event} balance ${text('balance')} < ${text('threshold')}`
+          : `${event} ${text('phone')}`
+    return { event, status, message_sid, test, subject: test ? 'test event' : subject }
   } catch {
-    return { status: '?', message_sid: null, test: false }
+    return { event: '?', status: '?', message_sid: null, test: false, subject: '?' }
   }
 }
 
 const clock = () => new Date().toTimeString().slice(0, 8)
 
 function eventLine(event: SignedEvent, forwarded: Forwarded | undefined): string {
-  const what = describeEvent(event.body)
-  const subject = what.test ? 'test event' : `${what.status.padEnd(9)} ${what.message_sid ?? ''}`
+  const subject = describeEvent(event.body).subject
   const head = `${clock()}  ${subject}  [${event.webhook_id}]`
   if (!forwarded) return head
   const answer = forwarded.status_code === null ? `error: ${forwarded.error}` : String(forwarded.status_code)
@@ -132,7 +144,7 @@ function eventLine(event: SignedEvent, forwarded: Forwarded | undefined): string
 
 function printEvent(command: WebhookCommand, event: SignedEvent, forwarded: Forwarded | undefined): void {
   if (!command.json) return console.log(eventLine(event, forwarded))
-  const what = describeEvent(event.body)
+  const { subject: _, ...what } = describeEvent(event.body)
   console.log(JSON.stringify({ id: 'id' in event ? event.id : null, webhook_id: event.webhook_id, ...what, forwarded: forwarded ?? null }))
 }
 
@@ -236,7 +248,8 @@ async function listen(command: WebhookCommand): Promise<number> {
             connected = true
             continue
           }
-          if (message.event !== 'message.status') continue
+          // Events are named noun.verb (message.status, message.received, ...); anything else is not one.
+          if (!/^[a-z_]+\.[a-z_]+$/.test(message.event)) continue
           const event = JSON.parse(message.data) as Listened
           printEvent(command, event, forwardTo ? await forward(forwardTo, event) : undefined)
           if (message.id !== undefined) lastEventId = message.id

@@ -40,6 +40,12 @@ export type Database = {
   close(): Promise<void>
   /** Embedded only: the whole database as a tarball, to start another one from (tests). */
   snapshot?(): Promise<Blob>
+  /**
+   * Embedded with a DATA_DIR: `fn(pgdata directory)` run after a checkpoint while no statement runs and
+   * no transaction is open, for a consistent copy of the files while serving (db/backup.ts); with
+   * how long statements waited (the checkpoint and `fn`), in ms.
+   */
+  quiesced?<T>(fn: (pgDir: string) => T | Promise<T>): Promise<{ value: T; pauseMs: number }>
 }
 
 const TYPES = {
@@ -80,7 +86,7 @@ export async function openDatabase(options: {
 
 // Compiling PGlite's WebAssembly takes a while; a process that opens several databases (the tests) does it once.
 let assets: Promise<{ pgliteWasmModule: WebAssembly.Module; initdbWasmModule: WebAssembly.Module; fsBundle: Blob }> | undefined
-function embeddedAssets() {
+export function embeddedAssets() {
   assets ??= (async () => {
     const [pgliteWasmModule, initdbWasmModule, fsBundle] = await Promise.all([
       WebAssembly.compile(await Bun.file(pgliteWasmPath).arrayBuffer()),
@@ -142,5 +148,24 @@ async function startEmbedded(dataDir: string | undefined, seed: Blob | undefined
       const dump = await db.dumpDataDir('none')
       return new Blob([await dump.arrayBuffer()])
     },
+    // Why a copy made in `fn` is consistent: every statement reaches PGlite through `sql`, whose single
+    // connection (max: 1; the socket takes one) carries a transaction from BEGIN to COMMIT. Reserving it
+    // waits until no transaction is open on it and holds every other statement in postgres.js's queue
+    // until release. CHECKPOINT then writes every committed change into the files of pgDir (PGlite writes
+    // them straight to disk, no cache of its own), and nothing writes them until release: the files
+    // are a cleanly checkpointed database with no transaction half-written.
+    quiesced: pgDir
+      ? async (fn) => {
+          const reserved = await sql.reserve()
+          const started = performance.now()
+          try {
+            await reserved`checkpoint`
+            const value = await fn(pgDir)
+            return { value, pauseMs: performance.now() - started }
+          } finally {
+            reserved.release()
+          }
+        }
+      : undefined,
   }
 }

@@ -29,7 +29,7 @@ type Holder = {
 }
 
 /** The embedded database of DATA_DIR is held by another process (or cannot be taken safely). */
-class DataDirLockedError extends Error {}
+export class DataDirLockedError extends Error {}
 
 type DataDirLock = { release(): void }
 

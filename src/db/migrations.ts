@@ -18,6 +18,12 @@ import simulatorRules from '../../sql/0017_simulator_rules.sql' with { type: 'te
 import pace from '../../sql/0018_pace.sql' with { type: 'text' }
 import senders from '../../sql/0019_senders.sql' with { type: 'text' }
 import inbound from '../../sql/0020_inbound.sql' with { type: 'text' }
+import webhookEventsChoice from '../../sql/0021_webhook_events_choice.sql' with { type: 'text' }
+import optOuts from '../../sql/0022_opt_outs.sql' with { type: 'text' }
+import customerWindow from '../../sql/0023_window.sql' with { type: 'text' }
+import messagingLimit from '../../sql/0024_messaging_limit.sql' with { type: 'text' }
+import richMessages from '../../sql/0025_rich_messages.sql' with { type: 'text' }
+import inboundMedia from '../../sql/0026_inbound_media.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -41,4 +47,10 @@ export const MIGRATIONS: Migration[] = [
   { version: 18, name: '0018_pace.sql', text: pace },
   { version: 19, name: '0019_senders.sql', text: senders },
   { version: 20, name: '0020_inbound.sql', text: inbound },
+  { version: 21, name: '0021_webhook_events_choice.sql', text: webhookEventsChoice },
+  { version: 22, name: '0022_opt_outs.sql', text: optOuts },
+  { version: 23, name: '0023_window.sql', text: customerWindow },
+  { version: 24, name: '0024_messaging_limit.sql', text: messagingLimit },
+  { version: 25, name: '0025_rich_messages.sql', text: richMessages },
+  { version: 26, name: '0026_inbound_media.sql', text: inboundMedia },
 ]

@@ -55,6 +55,11 @@ export const DOCUMENTS: DocumentsOptions = {
       description:
         "What customers write to the account's numbers (extension): inbound messages, and a contact's conversation both ways with its 24-hour window",
     },
+    {
+      name: 'Opt-outs',
+      description:
+        "Phones opted out of the account's messages (extension): STOP words, the provider's signal, or by hand; sends to them are 422 `RECIPIENT_OPTED_OUT`",
+    },
     { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
     { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
     {
@@ -63,7 +68,15 @@ export const DOCUMENTS: DocumentsOptions = {
         'Senders: a provider with its own credentials (sealed, never shown again), a number and a pace; checking, disabling, ' +
         'assigning them to accounts, and sealing every credential again under a new SECRETS_KEY (Authorization: Bearer ADMIN_TOKEN)',
     },
+    {
+      name: 'Admin: opt-outs',
+      description: "An account's opted-out phones: list, add, remove, CSV import and export, audited (Authorization: Bearer ADMIN_TOKEN)",
+    },
     { name: 'Provider callbacks', description: 'Status reports and inbound messages from the messaging provider (signed, no API key)' },
     { name: 'Health', description: 'Liveness and readiness for load balancers and orchestrators (no credentials)' },
+    {
+      name: 'Metrics',
+      description: 'Prometheus metrics of this instance and the queue depths of the database (Authorization: Bearer ADMIN_TOKEN)',
+    },
   ],
 }

@@ -271,6 +271,8 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
   const body = operation.requestBody?.content?.['application/json']?.schema
   // SENDER_DISABLED where a sender can be named: a send's, a bulk entry's or a campaign's `from`.
   const namesSender = Boolean(body?.properties?.from ?? body?.properties?.messages?.items?.properties?.from)
+  // WINDOW_CLOSED, RECIPIENT_OPTED_OUT and MESSAGING_LIMIT where one message is sent (a bulk's entries carry them in their results).
+  const sendsOne = Boolean(body?.properties?.to)
   for (const [status, response] of Object.entries(responses)) {
     const schema = response.content?.['application/json']?.schema
     if (Number(status) < 400 || !schema?.properties?.code) continue
@@ -278,6 +280,12 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
       (code) =>
         (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
         (code !== 'SENDER_DISABLED' || namesSender) &&
+        (code !== 'WINDOW_CLOSED' || sendsOne) &&
+        (code !== 'MESSAGING_LIMIT' || sendsOne) &&
+        (code !== 'RECIPIENT_OPTED_OUT' || sendsOne) &&
+        // MEDIA_PENDING only where an inbound medium is served, and its only 409 there.
+        (code !== 'MEDIA_PENDING' || /\/media(\/|$)/.test(route.path)) &&
+        (code !== 'CONFLICT' || !/\/inbound\/:id\/media(\/|$)/.test(route.path)) &&
         // FORBIDDEN is a route's own refusal (a provider's bad signature): only where the route names 403.
         (code !== 'FORBIDDEN' || status in declared),
     )

@@ -1,61 +1,102 @@
-// The `message.status` webhook in the integrator's document (OpenAPI 3.1 `webhooks`): what the
-// service POSTs to the URL registered with POST /api/v1/webhook, its Standard Webhooks headers and
-// what the receiver's answer means.
+// The webhooks in the integrator's document (OpenAPI 3.1 `webhooks`): each event the service POSTs to
+// the URL registered with POST /api/v1/webhook (the events the registration chose), its Standard
+// Webhooks headers and what the receiver's answer means.
 
-import { MessageStatusEvent } from '../modules/webhooks/model'
+import {
+  BalanceLowEvent,
+  ContactOptedInEvent,
+  ContactOptedOutEvent,
+  MessageReceivedEvent,
+  MessageStatusEvent,
+} from '../modules/webhooks/model'
 
-export const WEBHOOK_SCHEMAS = { MessageStatusEvent }
+export const WEBHOOK_SCHEMAS = { MessageStatusEvent, MessageReceivedEvent, BalanceLowEvent, ContactOptedOutEvent, ContactOptedInEvent }
 
-export const WEBHOOKS = {
-  'message.status': {
-    post: {
-      operationId: 'messageStatusEvent',
-      tags: ['Webhooks'],
-      summary: 'A message changed status (POSTed to your registered URL)',
-      description: [
-        'Sent to the URL registered for the API key that sent the message, once per status change ' +
-          '(`delivered`, `read`, `failed`; a repeat or a backwards report sends nothing). One message’s events arrive in order.',
-        'A `failed` event also carries `refunded` (after `error_message`): `true` when the charge was given back with this change, ' +
-          '`false` when the operator keeps failures after acceptance charged for the price it was sent at. Ignore fields you do not know.',
-        'Verify the signature before trusting the body: `webhook-signature` is `v1,` + base64 HMAC-SHA256 of ' +
-          '`{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64 part of the `signing_secret` (after `whsec_`). ' +
-          'Any [Standard Webhooks](https://www.standardwebhooks.com) library does it: `new Webhook(secret).verify(body, headers)`.',
-        'Answer any 2xx within 5 seconds. Anything else (another status, a redirect, a time-out, a TLS or connection error) is retried ' +
-          'after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20% jitter; the `Retry-After` of a 429 or 503 is honoured), then the event ' +
-          'is marked failed; operators can replay it. Delivery is at least once: drop duplicates by `webhook-id`.',
-      ].join('\n\n'),
-      security: [],
-      parameters: [
-        {
-          name: 'webhook-id',
-          in: 'header',
-          required: true,
-          description: 'The event’s id: the same on every retry and replay (use it to drop duplicates)',
-          schema: { type: 'string', examples: ['msg_2b1f0c7e9d8a4f6b8c1d2e3f4a5b6c7d'] },
-        },
-        {
-          name: 'webhook-timestamp',
-          in: 'header',
-          required: true,
-          description: 'Unix time in seconds of this attempt (reject one too far from your clock)',
-          schema: { type: 'integer', examples: [1795169702] },
-        },
-        {
-          name: 'webhook-signature',
-          in: 'header',
-          required: true,
-          description: '`v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the signing secret',
-          schema: { type: 'string', pattern: '^v1,', examples: ['v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='] },
-        },
-      ],
-      requestBody: {
-        required: true,
-        content: { 'application/json': { schema: { $ref: '#/components/schemas/MessageStatusEvent' } } },
-      },
-      responses: {
-        '2XX': { description: 'Received: the event is delivered and not sent again' },
-        default: { description: 'Not received: the event is retried on the schedule above' },
-      },
+const VERIFY_AND_ANSWER = [
+  'Verify the signature before trusting the body: `webhook-signature` is `v1,` + base64 HMAC-SHA256 of ' +
+    '`{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64 part of the `signing_secret` (after `whsec_`). ' +
+    'Any [Standard Webhooks](https://www.standardwebhooks.com) library does it: `new Webhook(secret).verify(body, headers)`.',
+  'Answer any 2xx within 5 seconds. Anything else (another status, a redirect, a time-out, a TLS or connection error) is retried ' +
+    'after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20% jitter; the `Retry-After` of a 429 or 503 is honoured), then the event ' +
+    'is marked failed; operators can replay it. Delivery is at least once: drop duplicates by `webhook-id`.',
+]
+
+const HEADERS = [
+  {
+    name: 'webhook-id',
+    in: 'header',
+    required: true,
+    description: 'The event’s id: the same on every retry and replay (use it to drop duplicates)',
+    schema: { type: 'string', examples: ['msg_2b1f0c7e9d8a4f6b8c1d2e3f4a5b6c7d'] },
+  },
+  {
+    name: 'webhook-timestamp',
+    in: 'header',
+    required: true,
+    description: 'Unix time in seconds of this attempt (reject one too far from your clock)',
+    schema: { type: 'integer', examples: [1795169702] },
+  },
+  {
+    name: 'webhook-signature',
+    in: 'header',
+    required: true,
+    description: '`v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the signing secret',
+    schema: { type: 'string', pattern: '^v1,', examples: ['v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4='] },
+  },
+]
+
+/** One event's operation: what it is (`about`, paragraphs), then the signing and answering rules every event shares. */
+const webhook = (operationId: string, summary: string, schema: string, about: string[]) => ({
+  post: {
+    operationId,
+    tags: ['Webhooks'],
+    summary,
+    description: [...about, ...VERIFY_AND_ANSWER].join('\n\n'),
+    security: [],
+    parameters: HEADERS,
+    requestBody: {
+      required: true,
+      content: { 'application/json': { schema: { $ref: `#/components/schemas/${schema}` } } },
+    },
+    responses: {
+      '2XX': { description: 'Received: the event is delivered and not sent again' },
+      default: { description: 'Not received: the event is retried on the schedule above' },
     },
   },
+})
+
+const CHOSEN =
+  'Sent only to registrations whose `events` include it (POST /webhook `events`; the default is `["message.status"]`), one per ' +
+  'API key of the account that chose it.'
+
+export const WEBHOOKS = {
+  'message.status': webhook('messageStatusEvent', 'A message changed status (POSTed to your registered URL)', 'MessageStatusEvent', [
+    'Sent to the URL registered for the API key that sent the message, once per status change ' +
+      '(`delivered`, `read`, `failed`; a repeat or a backwards report sends nothing). One message’s events arrive in order. ' +
+      'Chosen by default; a registration whose `events` leave it out does not get it.',
+    'A `failed` event also carries `refunded` (after `error_message`): `true` when the charge was given back with this change, ' +
+      '`false` when the operator keeps failures after acceptance charged for the price it was sent at. Ignore fields you do not know.',
+  ]),
+  'message.received': webhook('messageReceivedEvent', 'A customer wrote to the account (an extension)', 'MessageReceivedEvent', [
+    CHOSEN,
+    'Recorded with the inbound message, once per message: a provider’s repeat delivery of the same message sends nothing. ' +
+      'Replies to buttons and lists carry the chosen id: `content.id` for an `interactive` reply, `content.payload` for a `button` ' +
+      '(a template’s quick reply). `data` holds the message’s fields as ' +
+      'GET /inbound/{id} shows them (without the provider’s raw item).',
+  ]),
+  'balance.low': webhook('balanceLowEvent', 'The balance fell below the low-balance threshold (an extension)', 'BalanceLowEvent', [
+    CHOSEN,
+    'Sent once per crossing: when a charge takes the account’s balance from at or above its `low_balance_threshold` (set by the ' +
+      'operator in the dashboard or the admin API) to below it. Further charges below it send nothing; the next event needs the ' +
+      'balance back at or above the threshold first (a top-up, a refund). Concurrent charges send one.',
+  ]),
+  'contact.opted_out': webhook('contactOptedOutEvent', 'A contact opted out (an extension)', 'ContactOptedOutEvent', [
+    CHOSEN,
+    'A contact of the account opted out (an inbound STOP word, the provider’s opt-out signal, or an operator or member): sends to it ' +
+      'are refused with 422 `RECIPIENT_OPTED_OUT` until it opts back in.',
+  ]),
+  'contact.opted_in': webhook('contactOptedInEvent', 'A contact opted back in (an extension)', 'ContactOptedInEvent', [
+    CHOSEN,
+    'A contact of the account that had opted out opted back in (an inbound START word, or an operator or member).',
+  ]),
 }

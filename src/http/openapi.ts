@@ -52,6 +52,11 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'a contact with this phone already exists',
     description: 'Duplicate, or the same Idempotency-Key still in flight',
   },
+  410: {
+    code: 'MEDIA_FAILED',
+    error: 'medium 0 of inbound message 12 could not be kept: type image/gif is not allowed for an image',
+    description: "The inbound message's medium could not be fetched or was refused (size, type, magic bytes): the reason is in `error`",
+  },
   413: {
     code: 'PAYLOAD_TOO_LARGE',
     error: `request body exceeds ${MAX_BODY_BYTES} bytes`,
@@ -67,7 +72,9 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     error: 'to: not a valid Indonesian phone number',
     description:
       "A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); " +
-      'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged',
+      'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; ' +
+      "RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged; " +
+      'WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id)',
   },
   429: {
     code: 'RATE_LIMITED',
@@ -170,6 +177,23 @@ const exampleOf = (example: { code: string; error: string; fields?: Record<strin
   code: example.code,
   ...example.fields,
   request_id: REQUEST_ID_EXAMPLE,
+})
+
+/** The 429 of a single send: the key's rate, the sender's pace, or the sender's messaging limit. */
+export const SendLimited = t.Object(ErrorEnvelope.properties, {
+  description:
+    "`RATE_LIMITED`: the API key is over its rate, or (a single send) the sender's pace could not take the message within " +
+    'SEND_WAIT_MS. `MESSAGING_LIMIT` (extension): the message is business-initiated (the recipient has not written to the sender ' +
+    "in the last 24 hours) and the sender's messaging limit (its tier, or its portfolio's: unique recipients per rolling 24 hours) " +
+    'is used up; the error says the tier, the use and when the oldest frees, `Retry-After` the seconds until then. Nothing was charged',
+  examples: [
+    exampleOf({
+      code: 'MESSAGING_LIMIT',
+      error:
+        "messaging limit reached: sender 3's budget of 250 unique recipients of business-initiated messages per rolling 24 hours has 250 " +
+        'used; the oldest frees at 2026-11-26 09:30:00 (in 3600 s). Messages to customers who wrote within 24 hours do not count; nothing was charged',
+    }),
+  ],
 })
 
 export function errorsOf(...statuses: number[]): Record<number, typeof ErrorEnvelope> {

@@ -134,3 +134,6 @@ export function checkTimestamp(value: string, field: string, timeZone: string): 
   if (date === 'gap') return problem(`${field}: ${value} does not exist in ${timeZone} (skipped by a daylight-saving change)`)
   return valid(date)
 }
+
+/** WhatsApp's messaging-limit tiers: unique recipients of business-initiated messages per rolling 24 hours (beyond: unlimited). */
+export const MESSAGING_TIERS = [250, 2000, 10000, 100000] as const

@@ -36,7 +36,9 @@ export const ERROR_CODES: readonly ErrorCodeMeaning[] = [
     code: 131048,
     provider: 'Meta',
     kind: 'final',
-    meaning: 'spam rate limit hit: the number is restricted because earlier messages were blocked or flagged as spam',
+    meaning:
+      'spam rate limit hit: restrictions on how many messages the number may send: its messaging limit (unique recipients per 24 hours) ' +
+      'was passed, or earlier messages were blocked or flagged as spam',
   },
   {
     code: 131031,
@@ -86,7 +88,12 @@ export const ERROR_CODES: readonly ErrorCodeMeaning[] = [
   { code: 21211, provider: 'Twilio', kind: 'final', meaning: "invalid 'To' phone number" },
   { code: 30008, provider: 'Twilio', kind: 'final', meaning: 'unknown error: delivery failed without a reason given' },
   { code: 20429, provider: 'Twilio', kind: 'throttle', meaning: "too many requests: the account's concurrency on Twilio's REST API" },
-  { code: 63018, provider: 'Twilio', kind: 'throttle', meaning: "rate limit exceeded for the channel: the WhatsApp sender's rate" },
+  {
+    code: 63018,
+    provider: 'Twilio',
+    kind: 'throttle',
+    meaning: "rate limit exceeded for the channel: the WhatsApp sender's rate, or its messaging limit (unique recipients per 24 hours)",
+  },
 ]
 
 /** What the simulator answers, and when: its codes are the real providers', with the same meaning. */

@@ -2,7 +2,7 @@
 // texts, and which refusals are throttling ("not now", retried) rather than failures. Nothing here
 // throws; nothing here ever lets a secret into an error message.
 
-import type { HandoffResult, Throttle } from './provider'
+import type { HandoffResult, MediaOpened, Throttle } from './provider'
 import { readCapped } from '../lib/stream'
 
 // Provider answers are small; anything bigger is not an answer we can use, and reading it whole
@@ -163,4 +163,62 @@ function isTimeout(error: unknown): boolean {
 function networkCode(error: unknown): string {
   const code = error !== null && typeof error === 'object' ? (error as { code?: unknown }).code : undefined
   return typeof code === 'string' && /^[A-Za-z_]{1,40}$/.test(code) ? ` (${code})` : ''
+}
+
+/** How many redirects a medium's download follows (Twilio answers its MediaUrl with one, to its storage). */
+const MAX_MEDIA_REDIRECTS = 5
+
+/** Whether an HTTP status (or a failure to get one) is worth trying again later: 5xx, 408, 429. */
+export const retryableStatus = (status: number) => status >= 500 || status === 408 || status === 429
+
+/**
+ * GETs an inbound medium at `url`, following redirects by hand: `headers` (the credentials) go only to
+ * `url`'s own origin, never to a host it redirects to (a storage host's signed URL needs none). The
+ * answer is the response with its body unread (the caller reads it with its cap), or why not;
+ * `provider` names who refused in the reason. Nothing here throws; no reason holds a URL or a secret.
+ */
+export async function openMediaUrl(
+  provider: string,
+  url: string,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<MediaOpened> {
+  let at: URL
+  try {
+    at = new URL(url)
+  } catch {
+    return { ok: false, retry: false, reason: `${provider} gave a media URL that is not a URL` }
+  }
+  const origin = at.origin
+  try {
+    for (let hop = 0; hop <= MAX_MEDIA_REDIRECTS; hop++) {
+      if (at.protocol !== 'https:' && at.protocol !== 'http:') {
+        return { ok: false, retry: false, reason: `${provider}'s media URL is not http(s)` }
+      }
+      const response = await fetch(at, {
+        headers: at.origin === origin ? headers : {},
+        redirect: 'manual',
+        signal,
+      })
+      const location = response.headers.get('location')
+      if (response.status >= 300 && response.status < 400 && location) {
+        await response.body?.cancel().catch(() => {})
+        at = new URL(location, at)
+        continue
+      }
+      if (response.status >= 200 && response.status < 300) {
+        return { ok: true, response, declaredType: null, declaredSize: null, sha256: null }
+      }
+      await response.body?.cancel().catch(() => {})
+      return {
+        ok: false,
+        retry: retryableStatus(response.status),
+        reason: `${provider} answered the media download with HTTP ${response.status}`,
+      }
+    }
+    return { ok: false, retry: false, reason: `${provider}'s media URL redirected more than ${MAX_MEDIA_REDIRECTS} times` }
+  } catch (error) {
+    if (signal.aborted || isTimeout(error)) return { ok: false, retry: true, reason: `${provider}'s media download timed out` }
+    return { ok: false, retry: true, reason: `could not reach ${provider} for the media${networkCode(error)}` }
+  }
 }

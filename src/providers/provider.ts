@@ -43,11 +43,50 @@ export type TemplateRules = {
   language: 'required' | 'optional' | 'none'
 }
 
+/** The media kinds a message can carry, named as the Cloud API names them. */
+export type MediaKind = 'image' | 'video' | 'audio' | 'document' | 'sticker'
+
+/** One reply button of an interactive message: its id (comes back with the reply) and its label. */
+export type ReplyButton = { id: string; title: string }
+/** One row of an interactive list. */
+export type ListRow = { id: string; title: string; description?: string }
+
 /**
- * One message to hand over: a free-form body (with optional media), or an approved template. `body` is
- * what the message records either way (for a template, its rendered text, shown in lists).
+ * A rich message (an extension of the spec's `body`/`media_url`), as the API takes it and
+ * messages.content stores it: `type` and one object named after it, as the Cloud API names them.
+ * A template's header media is `{type: 'template', header}` beside its provider template.
  */
-export type OutgoingMessage = { id: number; to: string; body: string } & (
+export type RichContent =
+  | { type: 'image' | 'video'; link: string; caption?: string }
+  | { type: 'audio' | 'sticker'; link: string }
+  | { type: 'document'; link: string; caption?: string; filename?: string }
+  | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
+  | { type: 'button'; body: string; buttons: ReplyButton[] }
+  | { type: 'list'; body: string; button: string; sections: { title?: string; rows: ListRow[] }[] }
+  | { type: 'template'; header: { type: 'image' | 'video' | 'document'; link: string; filename?: string } }
+
+/** What a provider can be asked to send beyond text and templates (`template_header`: a template's header media). */
+export type RichKind = Exclude<RichContent['type'], 'template'> | 'template_header'
+
+/** Every rich kind, in the order the documents list them. */
+export const RICH_KINDS: readonly RichKind[] = [
+  'image',
+  'video',
+  'audio',
+  'document',
+  'sticker',
+  'location',
+  'button',
+  'list',
+  'template_header',
+]
+
+/**
+ * One message to hand over: a free-form body (with optional media), rich content, or an approved
+ * template (with header media in `content`). `body` is what the message records either way (for a
+ * template its rendered text, for rich content a text rendering), shown in lists.
+ */
+export type OutgoingMessage = { id: number; to: string; body: string; content?: RichContent | null } & (
   { mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null }
 )
 
@@ -85,12 +124,39 @@ export type HandoffResult =
  */
 export type Pace = { perSecond: number; recipientGapMs: number; source: string }
 
+/** Where an inbound medium is, as the provider's webhook named it: Meta's media id, Twilio's MediaUrl. */
+export type MediaRef = { id: string | null; url: string | null }
+
+/**
+ * A provider's answer for an inbound medium: the response whose body is its bytes (not read yet), with
+ * what the provider declared of it (Meta's media node: type, size, sha256 in hex); or why not, and
+ * whether trying again later may help (a network error, a timeout, a 5xx, 408 or 429; not another 4xx).
+ */
+export type MediaOpened =
+  | { ok: true; response: Response; declaredType: string | null; declaredSize: number | null; sha256: string | null }
+  | { ok: false; retry: boolean; reason: string }
+
 /** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {
   readonly name: string
   send(message: OutgoingMessage): Promise<HandoffResult>
   /** It makes its own status reports (HandoffResult.reports), applied when due by the simulator-reports worker. */
   readonly schedulesReports?: boolean
+  /**
+   * It refuses free-form messages (not an approved template) to a customer who has not written to the
+   * sender within 24 hours (WhatsApp's customer-service window): the service refuses them first, uncharged
+   * (modules/inbound/enforce.ts, WINDOW_CHECK).
+   */
+  readonly enforcesWindow?: boolean
+  /** The rich kinds it sends (none: text, media_url and templates only); others are refused with 422 before charging. */
+  readonly rich?: ReadonlySet<RichKind>
+  /** Why it cannot send this content although it sends its kind (a limit of its own, naming the field), or null. */
+  richProblem?(content: RichContent): string | null
+  /**
+   * Opens an inbound message's medium with this sender's credentials (modules/inbound/media.ts reads,
+   * checks and keeps it). Absent: the provider has no media to fetch (the simulator). Never throws.
+   */
+  openMedia?(ref: MediaRef, signal: AbortSignal): Promise<MediaOpened>
 }
 
 /** An environment variable of a provider, as `--help` and the README show it. */
@@ -106,8 +172,12 @@ export type SettingsReader<Name extends string = string> = {
   fail(name: Name, message: string): never
 }
 
-/** What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS; `sql` for a provider that keeps state (the simulator). */
-export type ProviderContext = { publicBaseUrl: string; timeoutMs: number; sql: Sql }
+/**
+ * What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS; `sql` for a
+ * provider that keeps state (the simulator); `windowOpen(phone)`: whether the customer wrote to this
+ * sender within 24 hours (from the stored inbound messages), for a provider that plays WhatsApp's window.
+ */
+export type ProviderContext = { publicBaseUrl: string; timeoutMs: number; sql: Sql; windowOpen(phone: string): Promise<boolean> }
 
 /** A request to a provider callback route, with its body exactly as received. */
 export type CallbackRequest = {
@@ -193,10 +263,29 @@ export type InboundMessage = {
   content: Record<string, unknown>
   /** The provider's own item, kept as it came. */
   raw: unknown
+  /** The provider's own opt-out signal on this message (Twilio's OptOutType STOP/START), which modules/optouts honours. */
+  consent?: { optedOut: boolean; detail: string } | null
 }
 
-/** A callback's answer when it carries inbound messages besides (or instead of) status reports. */
-export type CallbackAnswer = { reports: StatusReport[]; inbound: InboundMessage[] }
+/**
+ * A provider's consent signal that comes without a message (Meta's `user_preferences`: a user stopped or
+ * resumed marketing messages in WhatsApp's settings). modules/optouts honours it for the account the
+ * inbound rule names; a resume lifts only an opt-out a provider's signal made.
+ */
+export type ConsentSignal = {
+  /** The customer's number as the provider gives it. */
+  from: string
+  /** The number reached, as for an inbound message. */
+  to: { identity: string | null; number: string | null }
+  optedOut: boolean
+  /** What the provider said, for the record: `user_preferences=stop`. */
+  detail: string
+  /** When the provider says it happened: a repeat delivery older than the phone's latest change is ignored. */
+  at: Date | null
+}
+
+/** A callback's answer when it carries inbound messages (or consent signals) besides (or instead of) status reports. */
+export type CallbackAnswer = { reports: StatusReport[]; inbound: InboundMessage[]; consent?: ConsentSignal[] }
 
 /**
  * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says

@@ -1,6 +1,7 @@
-// Starts scheduled campaigns whose schedule_at has come, then wakes the runner.
+// Starts scheduled campaigns whose schedule_at has come, and resumes those paused by their sender's
+// messaging limit once it has room again; then wakes the runner.
 
-import { startDueCampaigns } from '../modules/campaigns/engine'
+import { resumeLimitedCampaigns, startDueCampaigns } from '../modules/campaigns/engine'
 import type { Worker } from './worker'
 
 /** How late a scheduled campaign may start, at most. */
@@ -10,7 +11,9 @@ export const campaignScheduler: Worker = {
   name: 'campaign-scheduler',
   pollMs: CAMPAIGN_SCHEDULER_POLL_MS,
   async runOnce(deps) {
-    if ((await startDueCampaigns(deps.sql)) > 0) deps.wake('campaign-runner')
+    const started = await startDueCampaigns(deps.sql)
+    const resumed = await resumeLimitedCampaigns(deps.sql, deps.config.messagingLimit)
+    if (started + resumed > 0) deps.wake('campaign-runner')
     return 0
   },
 }

@@ -16,6 +16,7 @@ import { log } from '../lib/log'
 import { isOutage } from '../db/retry'
 import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
 import type { Worker } from './worker'
+import type { RichContent } from '../providers/provider'
 
 const BATCH = 500
 export const MAX_RECOVERIES = 3
@@ -35,6 +36,7 @@ type Recovered = {
   body: string
   media_url: string | null
   provider_template: StoredTemplate | null
+  content: RichContent | null
   quarantined: boolean
   valid_ms: number
   sender_id: number | null
@@ -54,12 +56,12 @@ async function recoverHandoffs(
     ), quarantined as (
       update messages set handoff_until = null, handoff_token = null, quarantined_at = now()
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, true as quarantined, 0::float8 as valid_ms, sender_id
+      returning id, phone, body, media_url, provider_template, content, true as quarantined, 0::float8 as valid_ms, sender_id
     ), claimed as (
       update messages set handoff_token = ${lease.token}, handoff_until = now() + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, false as quarantined,
+      returning id, phone, body, media_url, provider_template, content, false as quarantined,
         extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - now())
           * 1000 as valid_ms, sender_id
     )

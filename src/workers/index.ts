@@ -10,6 +10,7 @@ import { campaignRunner } from './campaign-runner'
 import { campaignScheduler } from './campaign-scheduler'
 import { parkedReports } from './parked-reports'
 import { retention } from './retention'
+import { inboundMedia } from './inbound-media'
 import { type WorkerName } from '../deps'
 
 export const WORKERS: Worker[] = [
@@ -20,6 +21,7 @@ export const WORKERS: Worker[] = [
   campaignScheduler,
   parkedReports,
   retention,
+  inboundMedia,
 ]
 
 export function startWorkers(deps: Deps, loops: Map<WorkerName, Loop>): void {

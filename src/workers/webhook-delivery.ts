@@ -20,6 +20,7 @@ import { attemptDelivery, webhookCa, type AttemptResult } from '../modules/webho
 import { EVENTS_CHANNEL } from '../modules/webhooks/notify'
 import { log } from '../lib/log'
 import { startLoop, type Loop } from './loop'
+import { observeWebhookAttempt } from '../http/metrics/measures'
 import type { Worker } from './worker'
 
 /** Covers the longest attempt (a 5 s DNS lookup, then a 5 s request) and recording its outcome. */
@@ -94,6 +95,7 @@ async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
 async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefined): Promise<Outcome> {
   const base = { id: event.id, token: event.token }
   if (event.url === null || event.signing_secret === null) {
+    observeWebhookAttempt('no_endpoint')
     return {
       ...base,
       kind: 'gone',
@@ -107,6 +109,7 @@ async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefi
     }
   }
   let result: AttemptResult
+  const started = performance.now()
   try {
     result = await attemptDelivery(
       { url: event.url, secret: event.signing_secret },
@@ -116,6 +119,7 @@ async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefi
   } catch {
     result = { ok: false, statusCode: null, latencyMs: 0, error: 'internal error', retryAfterSeconds: null }
   }
+  observeWebhookAttempt(result.ok ? 'delivered' : 'failed', (performance.now() - started) / 1000)
   const retryAfter = result.retryAfterSeconds === null ? null : Math.min(MAX_RETRY_AFTER_S, Math.max(1, result.retryAfterSeconds))
   return {
     ...base,

@@ -153,9 +153,22 @@ test('a mistyped command, subcommand or flag: exit 2, naming it and the closest 
 
 test('the command line loads nothing of the service: the models give it types only', async () => {
   const built = await Bun.build({ entrypoints: [join(root, 'src/cli/admin.ts')], target: 'bun', metafile: true })
-  const inputs = Object.keys(built.metafile!.inputs)
-  expect(inputs).toContain('src/cli/commands.ts')
-  expect(inputs.filter((path) => path.startsWith('src/modules/') || path.includes('node_modules/'))).toEqual([])
+  const inputs = built.metafile!.inputs as Record<string, { imports: { path: string; kind: string }[] }>
+  // What a start loads: the static imports from the entry.
+  const loaded = new Set<string>()
+  const visit = (path: string) => {
+    if (loaded.has(path) || !inputs[path]) return
+    loaded.add(path)
+    for (const imported of inputs[path]!.imports) if (imported.kind !== 'dynamic-import') visit(imported.path)
+  }
+  visit('src/cli/admin.ts')
+  expect(loaded).toContain('src/cli/commands.ts')
+  expect([...loaded].filter((path) => path.startsWith('src/modules/') || path.includes('node_modules/'))).toEqual([])
+  // Loaded on demand by one command only: restore opens the embedded database itself (PGlite), the service being stopped.
+  const onDemand = Object.entries(inputs)
+    .filter(([path]) => path.startsWith('src/cli/'))
+    .flatMap(([path, input]) => input.imports.filter((i) => i.kind === 'dynamic-import').map((i) => `${path} -> ${i.path}`))
+  expect([...new Set(onDemand)]).toEqual(['src/cli/backup.ts -> src/db/backup.ts'])
 })
 
 test('--version prints the package version', () => {
@@ -404,4 +417,21 @@ test("key limits: a key's rate and cap shown, set, and back to the defaults; a v
   expect(refused.code).toBe(1)
   expect(refused.err).toStartWith('admin: 422 VALIDATION_ERROR: rate_limit_per_minute: must be from 1 to 1,000,000,000 requests a minute')
   expect(admin('key', 'limits', String(key.id), '--cap', 'lots').code).toBe(2)
+})
+
+test('account create --low-balance, account update --low-balance N|none, shown by account show', () => {
+  const created = json(admin('account', 'create', 'Low Ltd', '--balance', '100', '--low-balance', '40', '--json'))
+  expect(created).toMatchObject({ name: 'Low Ltd', wa_balance: 100, low_balance_threshold: 40 })
+  const shown = admin('account', 'show', String(created.id))
+  expect(shown.code).toBe(0)
+  expect(shown.out).toMatch(/low-balance alert \(balance\.low\) below 40/)
+  const updated = admin('account', 'update', String(created.id), '--low-balance', '25')
+  expect(updated.code).toBe(0)
+  expect(updated.out).toMatch(/below 25/)
+  expect(json(admin('account', 'update', String(created.id), '--low-balance', 'none', '--json')).low_balance_threshold).toBeNull()
+  expect(admin('account', 'show', String(created.id)).out).toContain('low-balance alert: none')
+  const bad = admin('account', 'update', String(created.id), '--low-balance', '0')
+  expect(bad.code).not.toBe(0)
+  expect(bad.err).toContain('low_balance_threshold')
+  expect(admin('account', 'update', String(created.id)).err).toContain('--low-balance')
 })

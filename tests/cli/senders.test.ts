@@ -51,6 +51,8 @@ beforeAll(async () => {
     TWILIO_API_BASE: twilio.url,
     SIM_DELIVERED_MS: '50',
     SIM_READ_MS: '100',
+    // Free-form sends through Twilio senders to numbers that never wrote in: not about the 24-hour window.
+    WINDOW_CHECK: 'off',
   }
   if (usingPostgres()) {
     const db = await createPostgresDatabase()
@@ -150,19 +152,20 @@ test('senders create (the auth token from standard input), list, show and check;
 
   // list: a header, a row each, oldest first
   const lines = ok(await admin('senders', 'list')).split('\n')
-  expect(lines[0]).toMatch(/^ *ID +PROVIDER +NUMBER +NAME +ACCOUNTS +RATE +GAP +STATUS +LAST CHECK$/)
-  expect(lines[1]).toMatch(new RegExp(`^ *${twilioId} +twilio +\\+6281255500001 +Toko Maju +- +80/s +6,000 ms +active +never$`))
-  expect(lines[2]).toMatch(new RegExp(`^ *${simId} +simulator +\\+6281255500002 +Sim Shop +- +0\\.5/s +none +active +never$`))
+  expect(lines[0]).toMatch(/^ *ID +PROVIDER +NUMBER +NAME +ACCOUNTS +RATE +GAP +LIMIT +STATUS +LAST CHECK$/)
+  expect(lines[1]).toMatch(new RegExp(`^ *${twilioId} +twilio +\\+6281255500001 +Toko Maju +- +80/s +6,000 ms +unlimited +active +never$`))
+  expect(lines[2]).toMatch(new RegExp(`^ *${simId} +simulator +\\+6281255500002 +Sim Shop +- +0\\.5/s +none +unlimited +active +never$`))
   expect(lines.slice(3)).toEqual(['', '2 senders, oldest first', ''])
   expect(ok(await admin('senders', 'list', '--quiet'))).toBe(`${twilioId}\n${simId}\n`)
 
   // show: which credentials are set, never their values
   const shown = ok(await admin('senders', 'show', twilioId)).split('\n')
-  expect(shown.slice(0, 6)).toEqual([
+  expect(shown.slice(0, 7)).toEqual([
     `sender ${twilioId} "Toko Maju": twilio +6281255500001, active`,
     `  identity: ${SID} (what its callbacks name it by)`,
     '  credentials set: account_sid, auth_token (their values are never shown)',
     '  pace: 80 messages a second, 6,000 ms between two messages to one recipient',
+    '  messaging limit: unlimited (its own tier)',
     `  accounts: none yet (bun run admin senders assign ACCOUNT_ID ${twilioId})`,
     '  last check: never',
   ])
@@ -228,7 +231,11 @@ test('mistakes: usage errors stop before the service (exit 2), refusals are the 
       '--credential app_secret=-: standard input ended before its value (one line for each credential given as -)',
     ],
     [['senders', 'update', twilioId, '--rate', 'fast'], undefined, "--rate: expected a number (e.g. 80 or 0.5), got 'fast'"],
-    [['senders', 'update', twilioId], undefined, 'senders update: nothing to change (give --name, --rate, --gap or --credential)'],
+    [
+      ['senders', 'update', twilioId],
+      undefined,
+      'senders update: nothing to change (give --name, --rate, --gap, --messaging-limit, --portfolio or --credential)',
+    ],
     [['senders', 'show', 'x'], undefined, "SENDER_ID: expected an id (a positive integer), got 'x'"],
     [['sender', 'list'], undefined, "unknown command 'sender'; did you mean 'senders'?"],
   ]

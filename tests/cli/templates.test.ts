@@ -90,10 +90,13 @@ test('template bind, show and unbind; the service refusing a binding is exit 1 w
 
 test("simulator inbound opens a number's window; a bad number is refused", () => {
   const opened = ok(admin('simulator', 'inbound', '0812-5555-0001'))
-  expect(opened).toMatch(/^\+6281255550001 wrote in: free-form messages to it are accepted until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$/)
+  expect(opened).toMatch(
+    /^\+6281255550001 wrote in \(inbound message \d+\): free-form messages to it are accepted until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$/,
+  )
   expect(JSON.parse(ok(admin('simulator', 'inbound', '081255550001', '--json')))).toEqual({
     phone: '+6281255550001',
     window_until: expect.any(String),
+    inbound_id: expect.any(Number),
   })
   // With --body: an inbound message too.
   const wrote = JSON.parse(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Halo', '--name', 'Budi', '--json')))
@@ -121,9 +124,9 @@ test("the README's approved-template example runs as written: the template goes,
     .map((line) => JSON.parse(line))
   expect(answers.map((a) => [a.success, a.code ?? a.data.status])).toEqual([
     [true, 'sent'], // the approved template
-    [false, 'BAD_GATEWAY'], // free-form before the number wrote in: refused (63016) and refunded
+    [false, 'WINDOW_CLOSED'], // free-form before the number wrote in: refused before charging (WINDOW_CHECK=provider)
     [true, 'sent'], // free-form after it wrote in
   ])
-  expect(answers[1].error).toContain('outside the allowed window')
-  expect(ran.out).toContain('+6281234567890 wrote in: free-form messages to it are accepted until ')
+  expect(answers[1].error).toContain('send one with template_id')
+  expect(ran.out).toMatch(/\+6281234567890 wrote in \(inbound message \d+\): free-form messages to it are accepted until /)
 })

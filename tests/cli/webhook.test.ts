@@ -97,6 +97,7 @@ async function listen(target: Child, keyId: number, ...flags: string[]) {
 }
 
 let phone = 10
+let customers = 1
 async function account(target: Child, url?: string) {
   const created = await call(target.url, 'POST', '/admin/v1/accounts', { name: 'laptop', balance: 1000 })
   const key = await call(target.url, 'POST', `/admin/v1/accounts/${created.body.data.id}/keys`, { label: 'dev' })
@@ -226,6 +227,63 @@ describe('webhook listen', () => {
     const resumed = await readStream(service, keyId, String(stream[0]!.id), 2)
     expect(resumed.map((e) => e.id)).toEqual([stream[1]!.id, stream[2]!.id])
     for (const event of resumed) expect(() => new Webhook(secret!).verify(event.body, event.headers)).not.toThrow()
+  }, 90_000)
+
+  test('shows what the registration receives: a message.received event forwarded and printed; a key without a URL sees message.status only', async () => {
+    const { key, keyId } = await account(service)
+    const chose = await call(
+      service.url,
+      'POST',
+      '/api/v1/webhook',
+      { url: registered.url('127.0.0.1'), events: ['message.received'] },
+      key,
+    )
+    expect(chose.body.data.events).toEqual(['message.received'])
+    const listener = await listen(service, keyId, '--forward-to', local.url('localhost', '/local'))
+    const phone = `+62812377${String(customers++).padStart(5, '0')}`
+    // The account writes first (the inbound message is then the account's); its status events are not chosen.
+    await send(service, key, phone)
+    const wrote = await call(service.url, 'POST', '/admin/v1/simulator/inbound', { phone, body: 'Halo kak' })
+    expect(wrote.status).toBe(200)
+    await local.waitFor(1, 20_000)
+    await registered.waitFor(1, 20_000)
+    const forwarded = local.requests[0]!
+    expect(JSON.parse(forwarded.body)).toMatchObject({ event: 'message.received', data: { phone, text: 'Halo kak' } })
+    expect(forwarded.body).toBe(registered.requests[0]!.body)
+    verify(chose.body.data.signing_secret, forwarded)
+    await until(
+      async () => listener.output(),
+      (output) => new RegExp(`message\\.received \\${phone} +\\[msg_\\w+\\] +→ 200`).test(output),
+      10_000,
+      'the listener to print the message.received event',
+    )
+    // The simulator's delivered and read reports make no event for this registration.
+    await Bun.sleep(500)
+    expect(local.requests).toHaveLength(1)
+    expect(await listener.interrupt()).toBe(0)
+    // The delivery log names the event.
+    const listed = await admin(service, 'deliveries', String(keyId))
+    expect(listed.out).toMatch(/^ *ID +STATUS +ATTEMPTS +EVENT +MESSAGE /m)
+    expect(listed.out).toMatch(/delivered +1 +message\.received +- /)
+
+    // Without a registration, a listener sees message.status events only, as before events could be chosen.
+    const bare = await account(service)
+    const bareListener = await listen(service, bare.keyId, '--forward-to', local.url('localhost', '/bare'))
+    const barePhone = `+62812377${String(customers++).padStart(5, '0')}`
+    await send(service, bare.key, barePhone)
+    await call(service.url, 'POST', '/admin/v1/simulator/inbound', { phone: barePhone, body: 'Halo juga' })
+    await until(
+      () => local.requests.filter((r) => r.path === '/bare'),
+      (rs) => rs.length >= 2,
+      20_000,
+      'the delivered and read events',
+    )
+    await Bun.sleep(500)
+    expect(local.requests.filter((r) => r.path === '/bare').map((r) => JSON.parse(r.body).event)).toEqual([
+      'message.status',
+      'message.status',
+    ])
+    expect(await bareListener.interrupt()).toBe(0)
   }, 90_000)
 
   test('an unknown key, a bad flag and an unreachable service fail with a message', async () => {

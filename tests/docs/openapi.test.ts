@@ -104,7 +104,9 @@ describe('both documents', () => {
     for (const doc of [api, admin]) {
       for (const { path, method, op } of operations(doc)) {
         const where = `${method} ${path}`
-        const security = path.startsWith('/api/v1/') ? [{ apiKey: [] }] : path.startsWith('/admin/v1/') ? [{ adminToken: [] }] : []
+        // GET /metrics takes the admin token outside /admin/v1 (Prometheus' conventional path).
+        const adminPath = path.startsWith('/admin/v1/') || path === '/metrics'
+        const security = path.startsWith('/api/v1/') ? [{ apiKey: [] }] : adminPath ? [{ adminToken: [] }] : []
         expect({ where, security: op.security }).toEqual({ where, security })
         const statuses = Object.keys(op.responses).map(Number)
         // Every operation: malformed parameters, a refused value, our own failure; with credentials, 401.
@@ -133,7 +135,13 @@ describe('both documents', () => {
       'VALIDATION_ERROR',
       'IDEMPOTENCY_KEY_REUSED',
       'SENDER_DISABLED',
+      'RECIPIENT_OPTED_OUT',
+      'WINDOW_CLOSED',
     ])
+    // WINDOW_CLOSED only where one message is sent: a bulk's entries carry it in their results.
+    expect(api.paths['/api/v1/messages/bulk'].post.responses['422'].content['application/json'].schema.properties.code.enum).not.toContain(
+      'WINDOW_CLOSED',
+    )
     expect(send['502'].content['application/json'].schema.properties.code.enum).toEqual(['BAD_GATEWAY'])
     // IDEMPOTENCY_KEY_REUSED only where an Idempotency-Key is taken.
     const contacts = api.paths['/api/v1/contacts'].post.responses
@@ -276,7 +284,9 @@ describe('the headers of the answers, and 405', () => {
     for (const { path, method, op } of operations(api)) {
       const where = `${method} ${path}`
       const limited = op.responses['429']
-      expect({ where, codes: limited?.content['application/json'].schema.properties.code.enum }).toEqual({ where, codes: ['RATE_LIMITED'] })
+      // A single send may also meet its sender's messaging limit.
+      const codes = where === 'post /api/v1/messages/send' ? ['RATE_LIMITED', 'MESSAGING_LIMIT'] : ['RATE_LIMITED']
+      expect({ where, codes: limited?.content['application/json'].schema.properties.code.enum }).toEqual({ where, codes })
       for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
         const headers = headersOf(response)
         const rated = status !== '401' && status !== '403'

@@ -2,7 +2,10 @@
 // the provider tests and benchmarks need it: it accepts a message with a `wamid.…` id, as Meta does,
 // unless the message breaks a limit of the sender: beyond `perSecond` it answers 130429 ("Rate limit
 // hit"), to a recipient within `recipientGapMs` of the last message it answers 131056 ("pair rate limit
-// hit"), each with a Retry-After unless `retryAfter` is false. Every request is recorded with its time
+// hit"), each with a Retry-After unless `retryAfter` is false; past `messagingLimit` unique recipients
+// of a phone number (its tier; none by default) it refuses a new recipient with 131048, the code Meta's
+// messaging-limit documentation names ("restrictions on how many messages can be sent from this phone
+// number"). The fake knows no 24-hour windows: every recipient counts. Every request is recorded with its time
 // and answer; each message's acceptances are counted by its text. A test may answer a message in its
 // place (`answer`; returning undefined falls back to the default).
 //
@@ -11,8 +14,15 @@
 // id it does not know 400 with code 100) and answers the number's node (GET /{id}?fields=…, what a
 // sender's check reads). Limits are kept per phone number id, as Meta's throughput is. With no number
 // registered, any token goes (the provider tests' own checks).
+//
+// Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
+// `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
+// X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
+// With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
+// as a failed status after accepting; refused at once here, which the service treats the same: refunded).
 
-import { Acceptances, FakeLimits, retryAfter, type FakeRequest } from './fake-rates'
+import { createHmac } from 'node:crypto'
+import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -21,6 +31,28 @@ export type FakePhoneNumber = {
   display_phone_number: string
   verified_name: string
   quality_rating: string
+  /** The app secret its webhooks are signed with (customerWrites). */
+  appSecret?: string
+}
+
+/**
+ * A medium a customer sent, as Meta keeps it: its node (GET /{media-id}, with the token of the number
+ * it reached, else 190) and its download URL (the same bearer token required, else 401).
+ */
+export type FakeMedium = {
+  id: string
+  token: string
+  bytes: Uint8Array
+  /** The node's mime_type. */
+  type: string
+  /** The download's Content-Type (default: `type`). */
+  contentType?: string
+  /** The node's file_size (default: the bytes' length). */
+  fileSize?: number
+  /** Downloads answered HTTP 500 before one succeeds. */
+  failTimes?: number
+  /** The download streams its body without a Content-Length (chunked). */
+  chunked?: boolean
 }
 
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
@@ -37,6 +69,10 @@ export type FakeGraph = {
   /** The HTTP status of a throttling answer (default 400, as the Graph API answers its errors). */
   throttleStatus: number
   answer: GraphAnswer | null
+  /** A phone number's messaging limit: unique recipients it may reach (null: unlimited, the default). */
+  messagingLimit: number | null
+  /** The unique recipients each phone number id reached, as its messaging limit counts them. */
+  recipients: Map<string, Set<string>>
   accepted: Acceptances
   /** The ids it answered for accepted messages, in order. */
   ids: string[]
@@ -46,9 +82,24 @@ export type FakeGraph = {
   phone(
     id: string,
     token: string,
-    fields?: Partial<Pick<FakePhoneNumber, 'display_phone_number' | 'verified_name' | 'quality_rating'>>,
+    fields?: Partial<Pick<FakePhoneNumber, 'display_phone_number' | 'verified_name' | 'quality_rating' | 'appSecret'>>,
   ): FakePhoneNumber
-  /** Forgets requests, acceptances, limits and the test's answer (not the phone numbers). */
+  /** The 24-hour windows it keeps, and whether it enforces them (default off). */
+  windows: FakeWindows
+  /** Where customerWrites posts (the service's webhook); set by the test. */
+  callback: FakeCallbackTarget | null
+  /**
+   * A customer writes to a phone number id: posts the signed `messages[]` notification to the service
+   * (`appSecret`: else the phone's registered one) and opens the fake's window; the service's answer.
+   */
+  customerWrites(o: { phoneNumberId: string; from: string; text: string; name?: string; appSecret?: string }): Promise<Response>
+  /** The media it serves, by id. */
+  media: Map<string, FakeMedium>
+  /** Registers a medium (GET /{id} and its download URL). */
+  medium(medium: FakeMedium): FakeMedium
+  /** Requests for a medium's node and for its download, counted. */
+  mediaRequests(id: string): { node: number; download: number }
+  /** Forgets requests, acceptances, limits, windows and the test's answer (not the phone numbers). */
   reset(): void
   stop(): void
 }
@@ -73,10 +124,104 @@ export function graphError(status: number, code: number, message: string, header
 function textOf(sent: Record<string, any> | null): string | null {
   if (!sent) return null
   if (typeof sent.text?.body === 'string') return sent.text.body
-  const caption = sent.image?.caption ?? sent.document?.caption
+  const caption = sent.image?.caption ?? sent.video?.caption ?? sent.document?.caption
   if (typeof caption === 'string') return caption
   if (sent.template) return JSON.stringify(sent.template)
+  if (typeof sent.interactive?.body?.text === 'string') return sent.interactive.body.text
+  if (sent.type && sent[sent.type]) return JSON.stringify(sent[sent.type])
   return null
+}
+
+const isText = (v: unknown, max: number) => typeof v === 'string' && v.length > 0 && v.length <= max
+/** (#100): a parameter missing or of the wrong kind, as Meta answers it. */
+const missing = (name: string) => graphError(400, 100, `(#100) The parameter ${name} is required.`)
+/** (#131009): a parameter's value breaks a limit, as Meta answers it. */
+const invalid = (details: string) =>
+  Response.json(
+    {
+      error: {
+        message: '(#131009) Parameter value is not valid',
+        type: 'OAuthException',
+        code: 131009,
+        error_data: { messaging_product: 'whatsapp', details },
+        fbtrace_id: 'Az8or',
+      },
+    },
+    { status: 400 },
+  )
+
+/**
+ * What the Cloud API refuses of a message's shape (the documented limits of each type), or null: the
+ * fake takes only what Meta would.
+ */
+export function graphShapeError(sent: Record<string, any>): Response | null {
+  const type = sent.type ?? 'text'
+  const own = sent[type]
+  if (type !== 'text' && type !== 'template' && (own === null || typeof own !== 'object')) return missing(type)
+  switch (type) {
+    case 'text':
+      return isText(sent.text?.body, 4096) ? null : missing('text.body')
+    case 'image':
+    case 'video':
+    case 'audio':
+    case 'document':
+    case 'sticker': {
+      if (typeof own.link !== 'string' && typeof own.id !== 'string') return missing(`${type}.link`)
+      if ((type === 'audio' || type === 'sticker') && own.caption !== undefined) return invalid(`${type} does not take a caption`)
+      if (own.caption !== undefined && !isText(own.caption, 1024)) return invalid(`${type}.caption must be 1 to 1024 characters`)
+      if (own.filename !== undefined && type !== 'document') return invalid(`Param filename is only for documents`)
+      return null
+    }
+    case 'location': {
+      if (typeof own.latitude !== 'number' || typeof own.longitude !== 'number') return missing('location.latitude')
+      if (Math.abs(own.latitude) > 90 || Math.abs(own.longitude) > 180) return invalid('location coordinates out of range')
+      return null
+    }
+    case 'interactive': {
+      if (!isText(own.body?.text, 1024)) return invalid('interactive.body.text must be 1 to 1024 characters')
+      if (own.type === 'button') {
+        const buttons = own.action?.buttons
+        if (!Array.isArray(buttons)) return missing("interactive['action']['buttons']")
+        if (buttons.length < 1 || buttons.length > 3) return invalid('Buttons count must be between 1 and 3')
+        for (const b of buttons) {
+          if (b?.type !== 'reply' || !isText(b.reply?.id, 256) || !isText(b.reply?.title, 20)) return invalid('Button title length invalid')
+        }
+        return null
+      }
+      if (own.type === 'list') {
+        const sections = own.action?.sections
+        if (!Array.isArray(sections)) return missing("interactive['action']['sections']")
+        if (!isText(own.action.button, 20)) return invalid('Button text must be 1 to 20 characters')
+        if (sections.length < 1 || sections.length > 10) return invalid('Sections count must be between 1 and 10')
+        const rows = sections.flatMap((s: any) => (Array.isArray(s?.rows) ? s.rows : []))
+        if (rows.length < 1 || rows.length > 10) return invalid('Total row count exceed max allowed count: 10')
+        if (sections.length > 1 && sections.some((s: any) => !isText(s.title, 24))) return invalid('Section title is required')
+        for (const r of rows) {
+          if (!isText(r?.id, 200) || !isText(r.title, 24)) return invalid('Row title length invalid')
+          if (r.description !== undefined && !isText(r.description, 72)) return invalid('Row description length invalid')
+        }
+        return null
+      }
+      return missing("interactive['type']")
+    }
+    case 'template': {
+      if (!isText(sent.template?.name, 512)) return missing('template.name')
+      for (const c of sent.template.components ?? []) {
+        if (c.type !== 'header') continue
+        const p = c.parameters?.[0]
+        if (!p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string') {
+          return invalid('header parameter must be an image, video or document with a link')
+        }
+      }
+      return null
+    }
+    default:
+      return graphError(
+        400,
+        100,
+        `(#100) Param type must be one of {TEXT, IMAGE, VIDEO, AUDIO, DOCUMENT, STICKER, LOCATION, INTERACTIVE, TEMPLATE}`,
+      )
+  }
 }
 
 export function fakeGraph(): FakeGraph {
@@ -89,13 +234,75 @@ export function fakeGraph(): FakeGraph {
     retryAfter: true,
     throttleStatus: 400,
     answer: null,
+    messagingLimit: null,
+    recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
     phones: new Map(),
+    windows: new FakeWindows(),
+    callback: null,
+    async customerWrites(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before customerWrites')
+      const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
+      const from = o.from.replace(/\D/g, '')
+      const body = JSON.stringify({
+        object: 'whatsapp_business_account',
+        entry: [
+          {
+            id: '200000000000001',
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  messaging_product: 'whatsapp',
+                  metadata: {
+                    display_phone_number: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000',
+                    phone_number_id: o.phoneNumberId,
+                  },
+                  contacts: [{ profile: { name: o.name ?? 'Customer' }, wa_id: from }],
+                  messages: [
+                    {
+                      from,
+                      id: `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`,
+                      timestamp: String(Math.floor(Date.now() / 1000)),
+                      type: 'text',
+                      text: { body: o.text },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        ],
+      })
+      fake.windows.wrote(o.phoneNumberId, from)
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`,
+          },
+          body,
+        }),
+      )
+    },
+    media: new Map(),
+    medium(medium) {
+      fake.media.set(medium.id, medium)
+      return medium
+    },
+    mediaRequests(id) {
+      const node = fake.requests.filter((r) => r.method === 'GET' && /^\/v[\d.]+\/([^/]+)$/.exec(r.path)?.[1] === id).length
+      const download = fake.requests.filter((r) => r.path === '/whatsapp_business/attachments/' && r.query === `mid=${id}`).length
+      return { node, download }
+    },
     phone(id, token, fields = {}) {
       const phone = {
         id,
         token,
+        appSecret: fields.appSecret,
         display_phone_number: fields.display_phone_number ?? `1555${id.slice(-7)}`,
         verified_name: fields.verified_name ?? `Fake ${id.slice(-4)}`,
         quality_rating: fields.quality_rating ?? 'GREEN',
@@ -109,8 +316,11 @@ export function fakeGraph(): FakeGraph {
       fake.retryAfter = true
       fake.throttleStatus = 400
       fake.answer = null
+      fake.messagingLimit = null
+      fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
+      fake.windows.reset()
     },
     stop: () => server.stop(true),
   }
@@ -131,8 +341,46 @@ export function fakeGraph(): FakeGraph {
     return phone
   }
 
+  /** A medium's node or its download, as Meta answers them; null for any other request. */
+  function mediaAnswer(request: Request, url: URL): Response | null {
+    const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
+    if (url.pathname === '/whatsapp_business/attachments/') {
+      const medium = fake.media.get(url.searchParams.get('mid') ?? '')
+      if (!medium) return new Response('Not Found', { status: 404 })
+      if (token !== medium.token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+      if ((medium.failTimes ?? 0) > 0) {
+        medium.failTimes!--
+        return new Response('Internal Server Error', { status: 500 })
+      }
+      const headers = { 'content-type': medium.contentType ?? medium.type }
+      if (!medium.chunked) return new Response(medium.bytes, { headers })
+      const bytes = medium.bytes
+      const stream = new ReadableStream<Uint8Array>({
+        async pull(controller) {
+          for (let at = 0; at < bytes.length; at += 16 * 1024) controller.enqueue(bytes.slice(at, at + 16 * 1024))
+          controller.close()
+        },
+      })
+      return new Response(stream, { headers })
+    }
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    const medium = node && request.method === 'GET' ? fake.media.get(decodeURIComponent(node[1]!)) : undefined
+    if (!medium) return null
+    if (token !== medium.token) return graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+    return Response.json({
+      messaging_product: 'whatsapp',
+      url: `${fake.url}/whatsapp_business/attachments/?mid=${encodeURIComponent(medium.id)}`,
+      mime_type: medium.type,
+      sha256: new Bun.CryptoHasher('sha256').update(medium.bytes).digest('hex'),
+      file_size: medium.fileSize ?? medium.bytes.byteLength,
+      id: medium.id,
+    })
+  }
+
   async function respond(request: Request, sent: Record<string, any> | null, record: FakeRequest): Promise<Response> {
     const url = new URL(request.url)
+    const media = mediaAnswer(request, url)
+    if (media) return media
     const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
     const messages = /^\/v[\d.]+\/([^/]+)\/messages$/.exec(url.pathname)
     const phoneId = decodeURIComponent((node ?? messages)?.[1] ?? '')
@@ -151,6 +399,15 @@ export function fakeGraph(): FakeGraph {
     }
     const own = fake.answer ? await fake.answer(request, sent) : undefined
     if (own) return own
+    const shape = sent ? graphShapeError(sent) : null
+    if (shape) return shape
+    if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', String(sent?.to ?? ''))) {
+      return graphError(
+        400,
+        131047,
+        '(#131047) Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number',
+      )
+    }
     const breach = fake.limits.admit(String(sent?.to ?? ''), performance.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       return graphError(fake.throttleStatus, 130429, '(#130429) Rate limit hit', retryAfter(breach.waitMs, fake.retryAfter))
@@ -163,6 +420,16 @@ export function fakeGraph(): FakeGraph {
         retryAfter(breach.waitMs, fake.retryAfter),
       )
     }
+    const reached = fake.recipients.get(record.sender ?? '') ?? new Set<string>()
+    const to = String(sent?.to ?? '')
+    if (fake.messagingLimit !== null && !reached.has(to) && reached.size >= fake.messagingLimit) {
+      return graphError(
+        400,
+        131048,
+        '(#131048) Spam rate limit hit: Message failed to send because there are restrictions on how many messages can be sent from this phone number.',
+      )
+    }
+    fake.recipients.set(record.sender ?? '', reached.add(to))
     const id = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++counter).toString(16).padStart(8, '0')}A=`
     fake.ids.push(id)
     fake.accepted.add(record.text)
@@ -184,6 +451,7 @@ export function fakeGraph(): FakeGraph {
         at: performance.now(),
         method: request.method,
         path: new URL(request.url).pathname,
+        query: new URL(request.url).search.slice(1),
         headers: request.headers,
         body,
         to: typeof sent?.to === 'string' ? sent.to : null,

@@ -8,6 +8,8 @@ export type FakeRequest = {
   at: number
   method: string
   path: string
+  /** The query string, without its `?`. */
+  query?: string
   headers: Headers
   body: string
   /** The recipient as the provider was given it (Meta: digits; Twilio: whatsapp:+62…), null if absent. */
@@ -98,3 +100,37 @@ export function closedPort(): number {
   server.stop(true)
   return port
 }
+
+/**
+ * WhatsApp's 24-hour customer-service window as a fake provider keeps it: per (sender, customer), opened
+ * by the customer's message (the fakes' `customerWrites`). With `enforce` on, the fake refuses a
+ * free-form message outside it, as Meta (131047) and Twilio (63016) do; templates always go.
+ */
+export class FakeWindows {
+  enforce = false
+  /** When each (sender, customer) last wrote, Date.now() milliseconds; a test may move one back. */
+  readonly written = new Map<string, number>()
+  static readonly HOURS = 24
+
+  private key(sender: string, customer: string): string {
+    return `${sender.replace(/^whatsapp:/, '')}|${customer.replace(/\D/g, '')}`
+  }
+  wrote(sender: string, customer: string, at = Date.now()): void {
+    this.written.set(this.key(sender, customer), at)
+  }
+  isOpen(sender: string, customer: string): boolean {
+    const at = this.written.get(this.key(sender, customer))
+    return at !== undefined && Date.now() - at < FakeWindows.HOURS * 3_600_000
+  }
+  /** Whether a free-form message from `sender` to `customer` is refused now. */
+  refuses(sender: string, customer: string): boolean {
+    return this.enforce && !this.isOpen(sender, customer)
+  }
+  reset(): void {
+    this.enforce = false
+    this.written.clear()
+  }
+}
+
+/** Where a fake posts what customers write: the service's public root (signatures are over it) and how to reach it. */
+export type FakeCallbackTarget = { publicBaseUrl: string; deliver: (request: Request) => Promise<Response> }

@@ -3,7 +3,10 @@
 // limit of the sender: beyond `perSecond` it answers HTTP 429 with error 20429 ("Too many requests";
 // `rateCode` may make it 63018, "Rate limit exceeded for Channel"), to a recipient within
 // `recipientGapMs` of the last message 429 with 63018, each with a Retry-After unless `retryAfter` is
-// false. Every request is recorded with its time and answer; each message's acceptances are counted by
+// false. Past `messagingLimit` unique recipients of a sender (its WhatsApp tier; none by default) it
+// refuses a new recipient with 429 and 63018, the code whose documentation names WhatsApp's messaging
+// limit ("Wait until 24 hours have passed since starting a business-initiated conversation"); every
+// recipient counts (the fake knows no 24-hour windows). Every request is recorded with its time and answer; each message's acceptances are counted by
 // its text. A test may answer a message in its place (`answer`; returning undefined falls back to the default).
 //
 // Accounts: once a test registers one (`account(sid, token)`), the fake checks every request's Basic
@@ -12,8 +15,15 @@
 // what a sender's check calls), and, when the account lists its numbers, refuses a From that is not one
 // of them (63007). Limits are kept per sender (the From, or the MessagingServiceSid), as Twilio's
 // throughput is. With no account registered, any credentials go (the provider tests' own checks).
+//
+// Customers: `customerWrites` posts what a customer writes to the service's incoming-message webhook,
+// as Twilio does (its form fields, signed with the account's auth token in X-Twilio-Signature over the
+// webhook's public URL), and opens the fake's own 24-hour window for that (sender number, customer).
+// With `windows.enforce` on, a free-form Body outside it is refused with 63016 (Twilio reports it as a
+// failed status after accepting; refused at once here, which the service treats the same: refunded).
 
-import { Acceptances, FakeLimits, retryAfter, type FakeRequest } from './fake-rates'
+import twilioSdk from 'twilio'
+import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 
 /** An account (or subaccount) the fake knows: its SID, auth token and, optionally, the numbers it may send from. */
 export type FakeTwilioAccount = {
@@ -25,6 +35,9 @@ export type FakeTwilioAccount = {
   /** E.164 numbers its From may be (whatsapp:+…); empty: any. */
   numbers: string[]
 }
+
+/** A medium a customer sent through Twilio: under its account's Messages, redirecting to the fake's storage. */
+export type FakeTwilioMedium = { account: string; message: string; sid: string; bytes: Uint8Array; type: string }
 
 export type TwilioAnswer = (request: Request, form: URLSearchParams) => Response | undefined | Promise<Response | undefined>
 
@@ -38,14 +51,39 @@ export type FakeTwilio = {
   /** The code of a rate answer: 20429 (default) or 63018. */
   rateCode: number
   answer: TwilioAnswer | null
+  /** A sender's messaging limit: unique recipients it may reach (null: unlimited, the default). */
+  messagingLimit: number | null
+  /** The unique recipients each sender (From or MessagingServiceSid) reached, as its messaging limit counts them. */
+  recipients: Map<string, Set<string>>
   accepted: Acceptances
   /** The SIDs it answered for accepted messages, in order. */
   ids: string[]
   /** The accounts whose credentials it checks, by SID (none: it checks nothing). */
   accounts: Map<string, FakeTwilioAccount>
+  /** Content templates created through its Content API (POST /v1/Content), by SID, as they were posted. */
+  contents: Map<string, Record<string, any>>
   /** Registers an account: from now on every request must carry a registered account's credentials. */
   account(sid: string, token: string, options?: { friendlyName?: string; status?: string; numbers?: string[] }): FakeTwilioAccount
-  /** Forgets requests, acceptances, limits and the test's answer (not the accounts). */
+  /** The 24-hour windows it keeps, and whether it enforces them (default off). */
+  windows: FakeWindows
+  /** Where customerWrites posts (the service's incoming-message webhook); set by the test. */
+  callback: FakeCallbackTarget | null
+  /**
+   * A customer writes to the WhatsApp number `to` of `accountSid` (whose auth token signs, else `authToken`):
+   * posts the signed form to the service and opens the fake's window; the service's answer.
+   */
+  customerWrites(o: { accountSid: string; to: string; from: string; text: string; name?: string; authToken?: string }): Promise<Response>
+  /** The media it serves, by their MediaUrl's path. */
+  media: Map<string, FakeTwilioMedium>
+  /**
+   * Registers a medium; its MediaUrl. GET on it needs the account's Basic auth (401 otherwise) and
+   * answers 307 to `/storage/{ME…}?Expires=…&Signature=…` on the fake's storage host (another port: another
+   * origin), served without credentials.
+   */
+  medium(medium: FakeTwilioMedium): string
+  /** Requests for a medium's MediaUrl and for its storage URL, counted. */
+  mediaRequests(sid: string): { api: number; storage: number }
+  /** Forgets requests, acceptances, limits, windows and the test's answer (not the accounts). */
   reset(): void
   stop(): void
 }
@@ -59,6 +97,66 @@ export function twilioError(status: number, code: number, message: string, heade
 const textOf = (form: URLSearchParams): string | null =>
   form.get('Body') ?? (form.has('ContentSid') ? `${form.get('ContentSid')} ${form.get('ContentVariables') ?? ''}` : null)
 
+const fits = (v: unknown, max: number) => typeof v === 'string' && v.length > 0 && v.length <= max
+
+/** Why the Content API refuses a definition (the documented limits of twilio/quick-reply and twilio/list-picker), or null. */
+function contentProblem(d: Record<string, any>): string | null {
+  if (!fits(d.friendly_name, 1024) || !fits(d.language, 10)) return 'friendly_name and language are required'
+  const types = d.types ?? {}
+  const quick = types['twilio/quick-reply']
+  const list = types['twilio/list-picker']
+  if (!quick && !list) return 'types: a content type is required'
+  if (quick) {
+    if (!fits(quick.body, 1024) || !Array.isArray(quick.actions)) return 'twilio/quick-reply: body and actions are required'
+    if (quick.actions.length < 1 || quick.actions.length > 10) return 'twilio/quick-reply: 1 to 10 actions'
+    if (quick.actions.some((a: any) => !fits(a?.title, 20) || !fits(a?.id, 200)))
+      return 'twilio/quick-reply: action title (20) and id (200)'
+  }
+  if (list) {
+    if (!fits(list.body, 1024) || !fits(list.button, 20) || !Array.isArray(list.items)) return 'twilio/list-picker: body, button and items'
+    if (list.items.length < 1 || list.items.length > 10) return 'twilio/list-picker: 1 to 10 items'
+    if (list.items.some((i: any) => !fits(i?.item, 24) || !fits(i?.id, 200) || !fits(i?.description, 72))) {
+      return 'twilio/list-picker: item (24), id (200) and description (72) are required'
+    }
+  }
+  // Every placeholder needs a sample value.
+  const placeholders = JSON.stringify(types).match(/\{\{(\d+)\}\}/g) ?? []
+  if (placeholders.some((p) => !(p.slice(2, -2) in (d.variables ?? {}))))
+    return 'variables: a sample value is required for every placeholder'
+  return null
+}
+
+/**
+ * What the Messages resource refuses of a WhatsApp message's fields: a Content template it created
+ * whose placeholders ContentVariables does not fill within their limits (21656), a PersistentAction
+ * that is not a geo: URI (21658? Twilio answers 400), a MediaUrl that is not http(s) (21620).
+ */
+function messageProblem(form: URLSearchParams, contents: Map<string, Record<string, any>>): Response | null {
+  const media = form.getAll('MediaUrl')
+  if (media.some((u) => !/^https?:\/\//.test(u))) return twilioError(400, 21620, 'Invalid media URL(s)')
+  const action = form.get('PersistentAction')
+  if (action !== null && !/^geo:-?\d+(\.\d+)?,-?\d+(\.\d+)?(\|.*)?$/.test(action)) {
+    return twilioError(400, 21658, 'Invalid PersistentAction')
+  }
+  const sid = form.get('ContentSid')
+  const definition = sid ? contents.get(sid) : undefined
+  if (!definition) return null
+  let variables: Record<string, string>
+  try {
+    variables = JSON.parse(form.get('ContentVariables') ?? '{}')
+  } catch {
+    return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+  }
+  // The template with its variables filled in must still keep within its type's limits.
+  const filled = JSON.parse(
+    JSON.stringify(definition.types).replace(/\{\{(\d+)\}\}/g, (_, n) => JSON.stringify(variables[n] ?? '').slice(1, -1)),
+  )
+  if (contentProblem({ ...definition, variables: {}, types: filled })) {
+    return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+  }
+  return null
+}
+
 export function fakeTwilio(): FakeTwilio {
   let counter = 0
   const fake: FakeTwilio = {
@@ -68,9 +166,60 @@ export function fakeTwilio(): FakeTwilio {
     retryAfter: true,
     rateCode: 20429,
     answer: null,
+    messagingLimit: null,
+    recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
     accounts: new Map(),
+    windows: new FakeWindows(),
+    callback: null,
+    async customerWrites(o) {
+      if (!fake.callback) throw new Error('fake Twilio: set callback before customerWrites')
+      const token = o.authToken ?? fake.accounts.get(o.accountSid)?.token
+      if (!token) throw new Error(`fake Twilio: no auth token for ${o.accountSid}`)
+      const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
+      const fields: Record<string, string> = {
+        SmsMessageSid: sid,
+        NumMedia: '0',
+        ProfileName: o.name ?? 'Customer',
+        MessageType: 'text',
+        SmsSid: sid,
+        WaId: o.from.replace(/\D/g, ''),
+        SmsStatus: 'received',
+        Body: o.text,
+        To: `whatsapp:${o.to}`,
+        NumSegments: '1',
+        ReferralNumMedia: '0',
+        MessageSid: sid,
+        AccountSid: o.accountSid,
+        From: `whatsapp:${o.from}`,
+        ApiVersion: '2010-04-01',
+      }
+      const url = `${fake.callback.publicBaseUrl}/provider/twilio/inbound`
+      fake.windows.wrote(o.to, o.from)
+      return fake.callback.deliver(
+        new Request(url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            'x-twilio-signature': twilioSdk.getExpectedTwilioSignature(token, url, fields),
+          },
+          body: new URLSearchParams(fields).toString(),
+        }),
+      )
+    },
+    contents: new Map(),
+    media: new Map(),
+    medium(medium) {
+      const path = `/2010-04-01/Accounts/${medium.account}/Messages/${medium.message}/Media/${medium.sid}`
+      fake.media.set(path, medium)
+      return `${fake.url}${path}`
+    },
+    mediaRequests(sid) {
+      const api = fake.requests.filter((r) => r.path.endsWith(`/Media/${sid}`)).length
+      const storage = fake.requests.filter((r) => r.path === `/storage/${sid}`).length
+      return { api, storage }
+    },
     account(sid, token, options = {}) {
       const account = {
         sid,
@@ -88,8 +237,11 @@ export function fakeTwilio(): FakeTwilio {
       fake.retryAfter = true
       fake.rateCode = 20429
       fake.answer = null
+      fake.messagingLimit = null
+      fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
+      fake.windows.reset()
     },
     stop: () => server.stop(true),
   }
@@ -110,8 +262,46 @@ export function fakeTwilio(): FakeTwilio {
     return account
   }
 
+  /** A medium's MediaUrl (authenticated, redirecting) or its storage URL (signed, no credentials); null otherwise. */
+  function mediaAnswer(request: Request, url: URL): Response | null {
+    const storage = /^\/storage\/(ME[0-9a-f]{32})$/.exec(url.pathname)
+    if (storage) {
+      const medium = [...fake.media.values()].find((m) => m.sid === storage[1])
+      if (!medium || url.searchParams.get('Signature') !== `sig-${medium.sid}`) return new Response('AccessDenied', { status: 403 })
+      return new Response(medium.bytes, { headers: { 'content-type': medium.type } })
+    }
+    const medium = fake.media.get(url.pathname)
+    if (!medium || request.method !== 'GET') return null
+    const account = authenticate(request, medium.account)
+    if (account instanceof Response) return account
+    // Twilio's storage is another host (a signed S3 URL): here the fake's second port, another origin.
+    const location = `${storageUrl}/storage/${medium.sid}?Expires=1&Signature=sig-${medium.sid}`
+    return new Response(null, { status: 307, headers: { location } })
+  }
+
   async function respond(request: Request, form: URLSearchParams, record: FakeRequest): Promise<Response> {
+    const media = mediaAnswer(request, new URL(request.url))
+    if (media) return media
     const path = new URL(request.url).pathname
+    if (path === '/v1/Content' && request.method === 'POST') {
+      // The Content API (content.twilio.com): the account is the one the credentials prove.
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      let definition: Record<string, any>
+      try {
+        definition = JSON.parse(record.body)
+      } catch {
+        return twilioError(400, 20001, 'Invalid JSON')
+      }
+      const problem = contentProblem(definition)
+      if (problem) return twilioError(400, 20001, problem)
+      const sid = `HX${(++counter).toString(16).padStart(32, '0')}`
+      fake.contents.set(sid, definition)
+      return Response.json({ sid, account_sid: account?.sid ?? null, ...definition }, { status: 201 })
+    }
     const accountPath = /^\/2010-04-01\/Accounts\/([^/]+)\.json$/.exec(path)
     const messagesPath = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(path)
     const pathSid = decodeURIComponent((accountPath ?? messagesPath)?.[1] ?? '') || null
@@ -132,9 +322,18 @@ export function fakeTwilio(): FakeTwilio {
     }
     const own = fake.answer ? await fake.answer(request, form) : undefined
     if (own) return own
+    const shape = messageProblem(form, fake.contents)
+    if (shape) return shape
     const from = form.get('From')
     if (account && account.numbers.length > 0 && from !== null && !account.numbers.includes(from.replace(/^whatsapp:/, ''))) {
       return twilioError(400, 63007, 'Twilio could not find a Channel with the specified From address')
+    }
+    if (!form.has('ContentSid') && fake.windows.refuses(from ?? '', form.get('To') ?? '')) {
+      return twilioError(
+        400,
+        63016,
+        'Failed to send freeform message because you are outside the allowed window. If you are using WhatsApp, please use a Message Template.',
+      )
     }
     const breach = fake.limits.admit(form.get('To') ?? '', performance.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
@@ -143,6 +342,12 @@ export function fakeTwilio(): FakeTwilio {
     }
     if (breach?.rule === 'gap')
       return twilioError(429, 63018, 'Rate limit exceeded for Channel', retryAfter(breach.waitMs, fake.retryAfter))
+    const reached = fake.recipients.get(record.sender ?? '') ?? new Set<string>()
+    const to = form.get('To') ?? ''
+    if (fake.messagingLimit !== null && !reached.has(to) && reached.size >= fake.messagingLimit) {
+      return twilioError(429, 63018, 'Rate limit exceeded for Channel')
+    }
+    fake.recipients.set(record.sender ?? '', reached.add(to))
     const sid = `SM${(++counter).toString(16).padStart(32, '0')}`
     fake.ids.push(sid)
     fake.accepted.add(record.text)
@@ -182,6 +387,13 @@ export function fakeTwilio(): FakeTwilio {
       return response
     },
   })
+  // The storage host: the same handler on another port (requests recorded alike).
+  const storage = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: (request) => server.fetch(request) })
+  const storageUrl = `http://127.0.0.1:${storage.port}`
   fake.url = `http://127.0.0.1:${server.port}`
+  fake.stop = () => {
+    server.stop(true)
+    storage.stop(true)
+  }
   return fake
 }

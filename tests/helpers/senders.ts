@@ -90,11 +90,13 @@ export function registerFakes(twilio: FakeTwilio, graph: FakeGraph): void {
     display_phone_number: '62 811-0000-0001',
     verified_name: 'Warung A',
     quality_rating: 'GREEN',
+    appSecret: META_A.credentials.app_secret,
   })
   graph.phone(META_B.credentials.phone_number_id, META_B.credentials.access_token, {
     display_phone_number: '62 811-0000-0002',
     verified_name: 'Warung B',
     quality_rating: 'YELLOW',
+    appSecret: META_B.credentials.app_secret,
   })
 }
 

@@ -75,12 +75,12 @@ describe('the simulator writes in', () => {
     expect((await t.api('GET', `/inbound?phone=${encodeURIComponent(phone)}`, someone.key)).body.data.items).toEqual([])
   })
 
-  test('without a body only the window opens, as before; a sender number that is no stored sender is 422', async () => {
+  test('without a body a placeholder text is stored (it is what opens the window); a sender number that is no stored sender is 422', async () => {
     const phone = phoneOf()
     const answer = await writeIn(phone)
-    expect(answer.body.data).toEqual({ phone, window_until: expect.any(String) })
-    const [stored] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from inbound_messages where phone = ${phone}`
-    expect(stored!.n).toBe(0)
+    expect(answer.body.data).toEqual({ phone, window_until: expect.any(String), inbound_id: expect.any(Number) })
+    const stored = await t.db.sql<{ text: string }[]>`select text from inbound_messages where phone = ${phone}`
+    expect([...stored]).toEqual([{ text: '(the customer wrote in)' }])
     const bad = await writeIn(phone, 'Halo', { sender: '+14155559999' })
     expect(bad.status).toBe(422)
     expect(bad.body).toEqual(errorEnvelope(bad.headers, 'VALIDATION_ERROR'))
@@ -182,7 +182,12 @@ describe('GET /conversations/{phone}', () => {
     const [expected] = await t.db.sql<
       { until: Date }[]
     >`select received_at + interval '24 hours' as until from inbound_messages where id = ${inboundId}`
-    expect(data.window).toEqual({ open: true, until: formatTimestamp(expected!.until, t.config.timezone) })
+    expect(data.window).toEqual({
+      open: true,
+      until: formatTimestamp(expected!.until, t.config.timezone),
+      sender_id: null,
+      last_inbound_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+    })
 
     const page = await t.api('GET', `/conversations/${phone.replace('+62', '0')}?limit=2&offset=1`, account.key)
     expect(page.body.data.items.map((i: { text: string }) => i.text)).toEqual(['Kapan sampai?', 'Besok pagi'])
@@ -193,14 +198,14 @@ describe('GET /conversations/{phone}', () => {
     // 24 hours and a second later the window is closed.
     await t.db.sql`update inbound_messages set received_at = now() - interval '24 hours 1 second' where id = ${inboundId}`
     const closed = await t.api('GET', `/conversations/${encodeURIComponent(phone)}`, account.key)
-    expect(closed.body.data.window).toEqual({ open: false, until: null })
+    expect(closed.body.data.window).toMatchObject({ open: false, until: null, sender_id: null })
   })
 
   test('a phone that never wrote: outbound only, window closed; a phone that is not a number is 422', async () => {
     const phone = phoneOf()
     const account = await accountWriting(phone)
     const answer = await t.api('GET', `/conversations/${encodeURIComponent(phone)}`, account.key)
-    expect(answer.body.data.window).toEqual({ open: false, until: null })
+    expect(answer.body.data.window).toEqual({ open: false, until: null, sender_id: null, last_inbound_at: null })
     expect(answer.body.data.items.map((i: { direction: string }) => i.direction)).toEqual(['outbound'])
     const bad = await t.api('GET', '/conversations/not-a-phone', account.key)
     expect([bad.status, bad.body]).toEqual([422, errorEnvelope(bad.headers, 'VALIDATION_ERROR', 'phone: not a valid phone number')])

@@ -305,7 +305,7 @@ describe("Twilio's incoming message webhook", () => {
           mime_type: 'image/png',
           caption: 'Lihat',
           filename: null,
-          media: [{ media_url: media.MediaUrl0, mime_type: 'image/png' }],
+          media: [{ media_id: null, media_url: media.MediaUrl0, mime_type: 'image/png' }],
         },
       ],
       ['location', 'Kantor', { latitude: -6.2, longitude: 106.8166, name: 'Kantor', address: 'Jakarta' }],

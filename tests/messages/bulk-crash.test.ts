@@ -1,7 +1,9 @@
 // A real crash between charge and hand-off: the service (a child process) charges a bulk of 50,
 // hands a few to a provider that never answers, and is killed with SIGKILL. After a restart every
 // charged entry ends handed over or refunded, exactly once, and a repeat of the request with its
-// Idempotency-Key gets the final answer without being charged again.
+// Idempotency-Key gets the final answer without being charged again. Rich entries (an image, a
+// location, reply buttons) handed over by the restarted process send what the request asked for: their
+// content comes from the database, not from the dead process's memory.
 
 import { afterAll, expect, test } from 'bun:test'
 import { call, crashTestEnv, startChild, type Child } from '../helpers/child'
@@ -19,13 +21,22 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   let released = false
   const held: (() => void)[] = []
   const received: string[] = []
+  const forms = new Map<string, Record<string, string>>()
+  const contents: Record<string, unknown>[] = []
   const fake = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',
     async fetch(request) {
-      const form = new URLSearchParams(await request.text())
+      const text = await request.text()
+      if (new URL(request.url).pathname === '/v1/Content') {
+        // Twilio's Content API: a reply-button template.
+        contents.push(JSON.parse(text))
+        return Response.json({ sid: `HX${'1'.repeat(32)}` }, { status: 201 })
+      }
+      const form = new URLSearchParams(text)
       const to = form.get('To') ?? ''
       received.push(to)
+      forms.set(to, Object.fromEntries(form))
       if (!released) await new Promise<void>((resolve) => held.push(resolve))
       if (to.endsWith('9999')) return Response.json({ code: 21211, message: 'refused', status: 400 }, { status: 400 })
       return Response.json({ sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }, { status: 201 })
@@ -38,6 +49,7 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   })
 
   const env = await crashTestEnv('bulk-crash', fake.port!, cleanups)
+  env.TWILIO_CONTENT_API_BASE = `http://127.0.0.1:${fake.port}`
   const dataDir = env.DATA_DIR!
 
   let child: Child = await startChild(env)
@@ -46,9 +58,21 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   const key = (await call(child.url, 'POST', `/admin/v1/accounts/${accountId}/keys`, { label: 'k' })).body.data.key
   await call(child.url, 'PUT', '/admin/v1/price', { cost_per_message: 10, account_id: accountId })
 
+  const rich: Record<number, Record<string, unknown>> = {
+    10: { type: 'image', image: { link: 'https://cdn.example.com/p/10.jpg', caption: 'Order 10' } },
+    20: { type: 'location', location: { latitude: -6.2, longitude: 106.8, name: 'Toko 20' } },
+    30: {
+      type: 'interactive',
+      interactive: {
+        type: 'button',
+        body: { text: 'Confirm 30?' },
+        action: { buttons: [{ type: 'reply', reply: { id: 'yes-30', title: 'Yes' } }] },
+      },
+    },
+  }
   const messages = Array.from({ length: 50 }, (_, i) => ({
     to: i % 10 === 3 ? `0812345${String(i).padStart(2, '0')}9999` : `0812345${String(i).padStart(5, '0')}`,
-    body: `m${i}`,
+    ...(rich[i] ?? { body: `m${i}` }),
   }))
   const bulk = (base: string) =>
     fetch(`${base}/api/v1/messages/bulk`, {
@@ -89,6 +113,16 @@ test('kill -9 between charge and hand-off: after restart each entry is handed ov
   expect(byStatus('sent')).toHaveLength(45)
   expect(byStatus('failed')).toHaveLength(5)
   expect(byStatus('failed').every((m: any) => m.phone.endsWith('9999') && m.message_sid === null)).toBe(true)
+  // The rich entries, handed over only by the restarted process, went as asked.
+  const to = (i: number) => `whatsapp:+62812345${String(i).padStart(5, '0')}`
+  expect(forms.get(to(10))).toMatchObject({ Body: 'Order 10', MediaUrl: 'https://cdn.example.com/p/10.jpg' })
+  expect(forms.get(to(20))).toMatchObject({ Body: 'Toko 20', PersistentAction: 'geo:-6.2,106.8|Toko 20' })
+  expect(forms.get(to(30))).toMatchObject({
+    ContentSid: `HX${'1'.repeat(32)}`,
+    ContentVariables: JSON.stringify({ '1': 'Confirm 30?', '2': 'Yes', '3': 'yes-30' }),
+  })
+  expect(contents).toHaveLength(1)
+  expect(listed.items.find((m: any) => m.phone === to(10).slice(9))).toMatchObject({ type: 'image', body: 'Order 10' })
 
   let ledger = (await call(child.url, 'GET', `/admin/v1/accounts/${accountId}/ledger?limit=200`)).body.data.items
   const charges = ledger.filter((r: any) => r.kind === 'charge')

@@ -282,10 +282,15 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
     const a = await strictSetup()
     const opened = await s.admin('POST', '/simulator/inbound', { phone: '0812-4000-0010' })
     expect(opened.status).toBe(200)
-    expect(opened.body.data).toEqual({ phone: '+6281240000010', window_until: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/) })
+    expect(opened.body.data).toEqual({
+      phone: '+6281240000010',
+      window_until: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+      inbound_id: expect.any(Number),
+    })
+    // A real inbound message to the default number (sender null), which the window is read from.
     const [row] = await s.db.sql<{ hours: number }[]>`
-      select round(extract(epoch from (last_inbound_at + interval '24 hours' - now())) / 3600)::int as hours
-      from simulator_inbound where phone = '+6281240000010'`
+      select round(extract(epoch from (received_at + interval '24 hours' - now())) / 3600)::int as hours
+      from inbound_messages where phone = '+6281240000010' and sender_id is null`
     expect(row!.hours).toBe(24)
     expect((await s.api('POST', '/messages/send', a.key, { to: '081240000010', body: 'Thanks for writing!' })).status).toBe(200)
     // Another number still has no window.
@@ -304,7 +309,7 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
     expect(viaOther.status).toBe(200)
 
     // After 24 hours the window is closed again, until the number writes in anew.
-    await s.db.sql`update simulator_inbound set last_inbound_at = now() - interval '24 hours 1 second' where phone = '+6281240000010'`
+    await s.db.sql`update inbound_messages set received_at = now() - interval '24 hours 1 second' where phone = '+6281240000010'`
     expect((await s.api('POST', '/messages/send', a.key, { to: '081240000010', body: 'Still there?' })).status).toBe(502)
     expect((await s.admin('POST', '/simulator/inbound', { phone: '+6281240000010' })).status).toBe(200)
     expect((await s.api('POST', '/messages/send', a.key, { to: '081240000010', body: 'Welcome back' })).status).toBe(200)

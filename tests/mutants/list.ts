@@ -36,6 +36,13 @@ const LATE = 'tests/status/late-failures.test.ts'
 const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
+const EVENTS = 'tests/webhooks/events.test.ts'
+const WINDOW = 'src/modules/inbound/enforce.ts'
+const WINDOW_TESTS = 'tests/inbound/window.test.ts'
+const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
+const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
+const OPT_OUTS = 'tests/optouts/optouts.test.ts'
+const RICH = 'src/modules/messages/rich.ts'
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -500,6 +507,33 @@ export const MUTATIONS: Mutation[] = [
     filter: 'B.s token',
   },
   {
+    name: 'window-send',
+    breaks: "a free-form send outside the customer's 24-hour window charged, then refused by the provider (131047, 63016)",
+    edits: [{ file: WINDOW, find: 'if (last?.open || (await recovering())) return', replace: 'return' }],
+    tests: [WINDOW_TESTS],
+    filter: 'outside the window: 422',
+  },
+  {
+    name: 'window-bulk',
+    breaks: 'a bulk entry outside its 24-hour window charged, then refused by the provider',
+    edits: [{ file: WINDOW, find: 'if (last.get(m.phone)?.open) continue', replace: 'continue' }],
+    tests: [WINDOW_TESTS],
+    filter: 'bulk: an entry outside',
+  },
+  {
+    name: 'window-campaign',
+    breaks: 'a free-form campaign charges the recipients outside their 24-hour window, whom the provider refuses',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'await closedWindowsOf(tx, windowChecked && campaign.ref === null,',
+        replace: 'await closedWindowsOf(tx, false,',
+      },
+    ],
+    tests: [WINDOW_TESTS],
+    filter: 'free-form campaign skips',
+  },
+  {
     name: 'meta-webhook-env-secret',
     breaks: "a webhook naming a stored sender's phone_number_id verified with META_APP_SECRET (another app's secret)",
     edits: [
@@ -524,5 +558,184 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [SENDER_CALLBACKS],
     filter: 'other sender.s app secret',
+  },
+  {
+    name: 'balance-low-once',
+    breaks: 'balance.low sent on every debit below the threshold, not once per crossing',
+    edits: [
+      {
+        file: LEDGER,
+        find: 'where threshold is not null and balance_before >= threshold and balance_after < threshold',
+        replace: 'where threshold is not null and balance_after < threshold',
+      },
+    ],
+    tests: [EVENTS],
+    filter: 'once per crossing',
+  },
+  {
+    name: 'account-event-choice',
+    breaks: 'an account event (message.received, balance.low) delivered to registrations that did not choose it',
+    edits: [
+      {
+        file: 'src/modules/webhooks/events.ts',
+        find: 'join webhook_endpoints w on w.api_key_id = k.id and s.event = any(w.events)',
+        replace: 'join webhook_endpoints w on w.api_key_id = k.id',
+      },
+    ],
+    tests: [EVENTS],
+    filter: 'one registered for message.status only gets nothing',
+  },
+  {
+    name: 'messaging-limit-room',
+    breaks: 'a business-initiated message past its budget goes and is charged: a new recipient is counted with no room left',
+    edits: [{ file: LIMIT_GUARD, find: 'if (room > 0) {', replace: 'if (true) {' }],
+    tests: [LIMIT_TESTS],
+    filter: 'past the budget|bulk of 251|two senders in one portfolio',
+  },
+  {
+    name: 'messaging-limit-send',
+    breaks: 'a single send past its budget is charged and handed over instead of refused with 429 MESSAGING_LIMIT',
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: 'if (limit.refused.length > 0) throw limit.refused[0]!.error',
+        replace: '',
+      },
+    ],
+    tests: [LIMIT_TESTS],
+    filter: 'past the budget',
+  },
+  {
+    name: 'messaging-limit-bulk',
+    breaks: 'bulk entries past their budget are charged and handed over along with the rest',
+    edits: [{ file: 'src/modules/messages/bulk.ts', find: 'valid = limit.fit', replace: '' }],
+    tests: [LIMIT_TESTS],
+    filter: 'bulk of 251',
+  },
+  {
+    name: 'messaging-limit-campaign',
+    breaks: "a campaign sends past its sender's budget instead of pausing with MESSAGING_LIMIT",
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'const batch = sendable.slice(0, limited.fits)',
+        replace: 'const batch = sendable.slice(0, affordable)',
+      },
+    ],
+    tests: [LIMIT_TESTS],
+    filter: 'starts with what fits',
+  },
+  {
+    name: 'messaging-limit-lock',
+    breaks: "two instances both count the budget's last room and both send: the budget is passed",
+    edits: [
+      {
+        file: LIMIT_GUARD,
+        find: 'select budget from messaging_budgets where budget = ${key} for update',
+        replace: 'select budget from messaging_budgets where budget = ${key}',
+      },
+    ],
+    tests: ['tests/budgets/instances.test.ts'],
+    database: 'postgres',
+  },
+  {
+    name: 'opted-out-send-refused',
+    breaks: 'a send to a phone that opted out of the account is charged and handed over instead of refused with RECIPIENT_OPTED_OUT',
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: '  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))\n',
+        replace: '',
+      },
+    ],
+    tests: [OPT_OUTS],
+    filter: "STOP through Meta's webhook",
+  },
+  {
+    name: 'opted-out-bulk-entry-refused',
+    breaks: 'a bulk entry to a phone that opted out is charged and handed over instead of failing alone, uncharged',
+    edits: [{ file: 'src/modules/messages/bulk.ts', find: '      if (optedOut.has(phone)) throw optedOutError(phone)\n', replace: '' }],
+    tests: [OPT_OUTS],
+    filter: 'bulk: the opted-out entry',
+  },
+  {
+    name: 'opted-out-campaign-skipped',
+    breaks: 'a campaign charges and sends to recipients who opted out (before or while it runs) instead of skipping and counting them',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'const reachable = fetched.filter((c) => !optedOut.has(c.phone))',
+        replace: 'const reachable = fetched',
+      },
+    ],
+    tests: ['tests/optouts/campaign.test.ts'],
+  },
+  {
+    name: 'rich-provider-kind',
+    breaks: 'a rich message charged for a sender whose provider cannot send its type (refused by it, or sent as it is not)',
+    edits: [{ file: RICH, find: 'if (!provider.rich?.has(kind)) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'cannot send',
+  },
+  {
+    name: 'rich-provider-limits',
+    breaks: "a rich message charged past a limit of the sender's own provider (Twilio's document file names, button ids, list rows)",
+    edits: [{ file: RICH, find: 'const problem = provider.richProblem?.(content)', replace: 'const problem = null' }],
+    tests: ['tests/providers/rich-twilio.test.ts'],
+    filter: 'own limits',
+  },
+  {
+    name: 'rich-button-count',
+    breaks: "reply buttons past WhatsApp's 3 (or none) charged, then refused by the provider (131009)",
+    edits: [{ file: RICH, find: 'if (given.length < 1 || given.length > LIMITS.buttons) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'buttons: 422',
+  },
+  {
+    name: 'rich-header-bound',
+    breaks: 'header media charged with a template that goes as plain text (its media silently dropped)',
+    edits: [{ file: 'src/modules/messages/service.ts', find: 'if (header && !bound) {', replace: 'if (false) {' }],
+    tests: ['tests/messages/rich.test.ts'],
+    filter: 'not bound',
+  },
+  {
+    name: 'media-claim-lease',
+    breaks: 'an inbound medium being fetched claimed again by another worker: fetched twice from the provider',
+    edits: [
+      {
+        file: 'src/modules/inbound/media.ts',
+        find: "where status = 'pending' and run_at <= now() and attempts < ${MEDIA_MAX_ATTEMPTS}",
+        replace: "where status = 'pending' and attempts < ${MEDIA_MAX_ATTEMPTS}",
+      },
+    ],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'exactly once',
+  },
+  {
+    name: 'media-account-scope',
+    breaks: "an inbound message's medium served to another account's API key",
+    edits: [
+      {
+        file: 'src/modules/inbound/media-view.ts',
+        find: 'where i.id = ${inboundId} and (${accountId}::bigint is null or i.account_id = ${accountId})',
+        replace: 'where i.id = ${inboundId}',
+      },
+    ],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'another account.s key',
+  },
+  {
+    name: 'media-size-cap',
+    breaks: 'an inbound medium without a Content-Length read and kept past MEDIA_MAX_BYTES',
+    edits: [{ file: 'src/modules/inbound/media.ts', find: '      if (size > limit) {', replace: '      if (size < 0) {' }],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'MEDIA_MAX_BYTES',
+  },
+  {
+    name: 'media-magic-bytes',
+    breaks: 'an inbound medium whose first bytes are not of its claimed type (HTML as image/png) kept and served as that type',
+    edits: [{ file: 'src/modules/inbound/media.ts', find: 'if (check && !check(bytes))', replace: 'if (check && false)' }],
+    tests: ['tests/inbound/media.test.ts'],
+    filter: 'first bytes not of the type',
   },
 ]

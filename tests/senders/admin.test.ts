@@ -116,6 +116,9 @@ describe('create', () => {
       rate_per_second: 12.5,
       recipient_gap_ms: 6000, // Twilio's own default: PROVIDER_RECIPIENT_GAP_MS is the deployment's sender's
       disabled: false,
+      messaging_limit: null,
+      portfolio: null,
+      budget: { messaging_limit: null, used: 0, frees_at: null },
       last_check: null,
       accounts: [],
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),

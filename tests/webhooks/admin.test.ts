@@ -78,6 +78,7 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
       id: expect.any(Number),
       webhook_id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
       api_key_id: keyId,
+      event: 'message.status',
       message_sid: sids[1],
       status: 'pending',
       attempts: 1,

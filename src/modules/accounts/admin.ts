@@ -35,6 +35,18 @@ export const accountsAdmin = (deps: Deps) => {
       response: { 200: envelopeOf(m.Account), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One account with its balance and price' },
     })
+    .patch('/accounts/:id', async ({ params, body }) => ok(await admin.updateAccount(sql, tz, params.id, body)), {
+      params: m.IdParams,
+      body: m.UpdateAccountBody,
+      response: { 200: envelopeOf(m.Account), ...errorsOf(400, 401, 404, 422) },
+      detail: {
+        tags,
+        summary: "Change an account's low-balance threshold",
+        description:
+          '`low_balance_threshold`: a positive integer, or null for no alert. Setting it sends nothing for a balance already ' +
+          'below it; the next charge that crosses it does (`balance.low`, to the registrations that chose it).',
+      },
+    })
     .post(
       '/accounts/:id/keys',
       async ({ params, body, set }) => {

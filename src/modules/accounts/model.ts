@@ -13,10 +13,22 @@ export const Balance = t.Object({
 })
 export type Balance = typeof Balance.static
 
+const LOW_BALANCE_THRESHOLD =
+  'A positive integer in CURRENCY units, or null (the default): no alert. A charge that takes the balance from at or above it to ' +
+  'below it sends one `balance.low` webhook event to the registrations of the account that chose it; the next one needs the ' +
+  'balance back at or above it first (a top-up, a refund)'
+
 export const CreateAccountBody = t.Object(
   {
     name: t.String({ examples: ['Acme Retail'] }),
     balance: t.Optional(JsonInteger({ description: 'Opening balance, recorded as a top-up', examples: [100000] })),
+    low_balance_threshold: t.Optional(t.Union([JsonInteger(), t.Null()], { description: LOW_BALANCE_THRESHOLD, examples: [50000] })),
+  },
+  closed,
+)
+export const UpdateAccountBody = t.Object(
+  {
+    low_balance_threshold: t.Union([JsonInteger(), t.Null()], { description: LOW_BALANCE_THRESHOLD, examples: [50000] }),
   },
   closed,
 )
@@ -25,6 +37,7 @@ export const Account = t.Object({
   name: t.String(),
   wa_balance: t.Integer(),
   cost_per_message: t.Integer(),
+  low_balance_threshold: t.Union([t.Integer(), t.Null()], { description: 'The `balance.low` threshold; null: none' }),
   created_at: t.String(),
 })
 

@@ -2,7 +2,7 @@
 // the last 30 days by status (an SVG chart built here from the counts, no chart library), the
 // latest failures with their error, and the account's senders when it has any. Operators see an account's at /dashboard/accounts/:id/overview.
 
-import { h, escapeHtml, raw, type Html } from '../../dashboard/jsx'
+import { h, Fragment, escapeHtml, raw, type Html } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/context'
@@ -12,6 +12,7 @@ import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries
 import { formatTimestamp } from '../../lib/time'
 import { MemberSenders } from '../senders/account-pages'
 import { listAccountSenders } from '../senders/service'
+import { senderBudgetUses } from '../budgets/service'
 
 const DAYS = 30
 
@@ -90,6 +91,11 @@ export function overviewPages(d: Dashboard) {
     const counts = await dailyStatusCounts(d.sql, d.tz, accountId, DAYS)
     const failures = await recentFailures(d.sql, d.tz, accountId, 10)
     const senders = await listAccountSenders(d.sql, accountId)
+    const budgets = await senderBudgetUses(
+      d.sql,
+      senders.map((s) => s.id),
+      d.config.timezone,
+    )
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
     return respond(
       <Layout title={base === '/dashboard' ? 'Overview' : `${account.name}: overview`} session={session}>
@@ -114,6 +120,17 @@ export function overviewPages(d: Dashboard) {
             <div class="label">Messages the balance pays for</div>
           </div>
         </div>
+        <p id="low-balance">
+          {account.low_balance_threshold === null ? (
+            'No low-balance alert is set.'
+          ) : (
+            <>
+              Low-balance alert: below <strong>{d.money(account.low_balance_threshold)}</strong>, a <code>balance.low</code> event goes to
+              the webhooks that chose it (<a href={`${base}/webhook`}>Webhook</a>).
+            </>
+          )}
+          {scope.accountName === null ? ' The operator sets it.' : null}
+        </p>
         {scope.accountName === null ? (
           <p id="top-up-help">
             To top up the balance, ask the operator of this service (whoever gave you access to this dashboard), naming account{' '}
@@ -150,7 +167,7 @@ export function overviewPages(d: Dashboard) {
         <p>
           <a href={`${base}/messages?status=failed`}>All failed messages</a>
         </p>
-        <MemberSenders senders={senders} />
+        <MemberSenders senders={senders} budgets={budgets} />
       </Layout>,
     )
   }

@@ -11,7 +11,7 @@ import { MAX_NAME_CHARS, MAX_NOTE_CHARS } from '../../lib/validate'
 import { MAX_EMAIL_CHARS, audit, createUser, listUsers } from '../users/service'
 import { shownLink } from '../users/sign-in-pages'
 import { idParam } from './scope'
-import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice } from './service'
+import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice, updateAccount } from './service'
 import { LateFailuresChoice, PRICE_FIELDS, lateFailuresOf, lateFailuresText, priceNotice } from './price-pages'
 import { AccountSenders } from '../senders/account-pages'
 import { listAccountSenders, senderNames } from '../senders/service'
@@ -22,6 +22,7 @@ const ACCOUNT_PAGES = [
   ['messages', 'Messages'],
   ['ledger', 'Ledger'],
   ['contacts', 'Contacts'],
+  ['opt-outs', 'Opt-outs'],
   ['templates', 'Templates and segments'],
   ['campaigns', 'Campaigns'],
   ['webhook', 'Webhook'],
@@ -175,6 +176,24 @@ export function accountPages(d: Dashboard) {
             </button>
           </form>
         ) : null}
+        <h2 id="low-balance">Low-balance alert</h2>
+        <form class="inline card" method="post" action={`/dashboard/accounts/${id}/low-balance`} aria-labelledby="low-balance">
+          <Csrf session={session} />
+          <FormProblem state={state} form="low-balance" />
+          <Field
+            state={state}
+            form="low-balance"
+            name="low_balance_threshold"
+            label={`Alert when the balance falls below (${d.config.currency}; empty: no alert)`}
+            inputmode="numeric"
+            value={account.low_balance_threshold === null ? '' : account.low_balance_threshold.toLocaleString('en')}
+          />
+          <button type="submit">Save alert</button>
+        </form>
+        <p class="muted">
+          A charge that takes the balance below it sends one <code>balance.low</code> webhook event to the account's webhooks that chose it;
+          the next one is sent after the balance is back at or above it.
+        </p>
         <AccountSenders session={session} accountId={id} senders={senders} all={allSenders} />
         <h2>Members</h2>
         {members.length === 0 ? <p class="muted">No members yet.</p> : null}
@@ -262,6 +281,35 @@ export function accountPages(d: Dashboard) {
           }),
         (message, status) =>
           status === 404 ? notFound(session) : accountPage(session, id, { state: formState('topup', body, TOPUP_FIELDS, message), status }),
+      )
+    })
+    .post('/accounts/:id/low-balance', async ({ request, body, params, server }) => {
+      const session = await d.change(request, body, OPERATOR)
+      if (session instanceof Response) return session
+      const id = idParam(params.id)
+      if (id === null) return notFound(session)
+      const back = `/dashboard/accounts/${id}`
+      return orError(
+        async () => {
+          const typed = field(body, 'low_balance_threshold').trim()
+          const threshold = typed === '' ? null : d.amount(body, 'low_balance_threshold')
+          const previous = (await getAccount(d.sql, d.tz, id)).low_balance_threshold
+          await updateAccount(d.sql, d.tz, id, { low_balance_threshold: threshold })
+          await auditOf(d.sql, session, request, server, {
+            accountId: id,
+            action: 'low-balance threshold set',
+            detail: { low_balance_threshold: threshold, previous },
+          })
+          return d.finish(session, {
+            to: back,
+            notice:
+              threshold === null ? 'No low-balance alert.' : `balance.low is sent when the balance falls below ${d.money(threshold)}.`,
+          })
+        },
+        (message, status) =>
+          status === 404
+            ? notFound(session)
+            : accountPage(session, id, { state: formState('low-balance', body, ['low_balance_threshold'], message), status }),
       )
     })
     .post('/accounts/:id/invites', async ({ request, body, params, server }) => {

@@ -9,13 +9,14 @@ import { MAX_NOTE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { Balance } from './model'
 import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/service'
 
-type AccountRow = { id: number; name: string; balance: number; cost: number; created_at: Date }
+type AccountRow = { id: number; name: string; balance: number; cost: number; low_balance_threshold: number | null; created_at: Date }
 
 const accountView = (row: AccountRow, tz: string) => ({
   id: row.id,
   name: row.name,
   wa_balance: row.balance,
   cost_per_message: row.cost,
+  low_balance_threshold: row.low_balance_threshold === null ? null : Number(row.low_balance_threshold),
   created_at: formatTimestamp(row.created_at, tz)!,
 })
 
@@ -25,7 +26,7 @@ export async function requireAccount(sql: Db, id: number): Promise<void> {
 }
 
 const accountQuery = (sql: Db) => sql`
-  select a.id, a.name, a.balance, a.created_at, account_price(a.id) as cost from accounts a`
+  select a.id, a.name, a.balance, a.low_balance_threshold, a.created_at, account_price(a.id) as cost from accounts a`
 
 /** GET /balance: the balance, the price per message now, and how many messages it pays for. */
 export async function getBalance(sql: Sql, accountId: number, currency: string): Promise<Balance> {
@@ -39,15 +40,41 @@ export async function getBalance(sql: Sql, accountId: number, currency: string):
   }
 }
 
-export async function createAccount(sql: Db, tz: string, input: { name: string; balance?: number; createdBy?: number }) {
+/** A low-balance threshold as given: a positive integer, or null (no alert); 422 otherwise. */
+function requireThreshold(value: number | null): number | null {
+  if (value !== null && (!Number.isSafeInteger(value) || value < 1)) {
+    throw badValue('low_balance_threshold: must be a positive integer, or null for no alert')
+  }
+  return value
+}
+
+export async function createAccount(
+  sql: Db,
+  tz: string,
+  input: { name: string; balance?: number; low_balance_threshold?: number | null; createdBy?: number },
+) {
   const name = requireText(input.name, 'name')
   const balance = input.balance ?? 0
   if (balance < 0) throw badValue('balance: must not be negative')
+  const threshold = requireThreshold(input.low_balance_threshold ?? null)
   const id = await transaction(sql, async (tx) => {
-    const [account] = await tx<{ id: number }[]>`insert into accounts (name) values (${name}) returning id`
+    const [account] = await tx<{ id: number }[]>`
+      insert into accounts (name, low_balance_threshold) values (${name}, ${threshold}) returning id`
     if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance', input.createdBy ?? null)
     return account!.id
   })
+  return getAccount(sql, tz, id)
+}
+
+/**
+ * Changes an account's settings: `low_balance_threshold` (null: no balance.low alert). Setting it does
+ * not send an alert for a balance already below it: the next crossing does.
+ */
+export async function updateAccount(sql: Db, tz: string, id: number, input: { low_balance_threshold?: number | null }) {
+  if (input.low_balance_threshold === undefined) throw badValue('low_balance_threshold: required (a positive integer, or null)')
+  const threshold = requireThreshold(input.low_balance_threshold)
+  const [row] = await sql`update accounts set low_balance_threshold = ${threshold} where id = ${id} returning id`
+  if (!row) throw new ApiError('NOT_FOUND', `account ${id} not found`)
   return getAccount(sql, tz, id)
 }
 

@@ -16,6 +16,9 @@ import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf, type StoredTemplate } from '../messages/content'
 import { segmentMatch } from '../templates/segments'
+import { checksWindow, closedWindowsOf } from '../inbound/enforce'
+import { hasRoom, takeForCampaign } from '../budgets/guard'
+import { optedOutAmong } from '../optouts/service'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -77,6 +80,28 @@ export async function cancelCampaign(deps: Deps, id: number): Promise<void> {
   })
 }
 
+/** The pause reason of a campaign paused by its sender's messaging limit (takeForCampaign writes it). */
+const LIMIT_PAUSE = 'MESSAGING_LIMIT%'
+
+/**
+ * Scheduler step: resumes the campaigns paused by their sender's messaging limit whose budget has room
+ * again. Only those: a campaign paused for another reason (balance, a disabled sender, an operator)
+ * waits for its operator.
+ */
+export async function resumeLimitedCampaigns(sql: Sql, messagingLimit: number | null): Promise<number> {
+  const paused = await sql<{ id: number; sender_id: number | null }[]>`
+    select id, sender_id from campaigns where status = 'paused' and pause_reason like ${LIMIT_PAUSE} order by id limit 100`
+  let resumed = 0
+  for (const c of paused) {
+    if (!(await hasRoom(sql, messagingLimit, c.sender_id))) continue
+    const [row] = await sql`
+      update campaigns set status = 'sending', pause_reason = null
+      where id = ${c.id} and status = 'paused' and pause_reason like ${LIMIT_PAUSE} returning id`
+    if (row) resumed++
+  }
+  return resumed
+}
+
 /** Scheduler step: starts every scheduled campaign whose time has come. */
 export async function startDueCampaigns(sql: Sql): Promise<number> {
   const due = await sql<{ id: number }[]>`
@@ -113,6 +138,9 @@ async function nextBatch(
   lease: Lease,
   validitySeconds: number,
   handingOver: boolean,
+  /** The sender is held to the 24-hour window (inbound/enforce.ts). */
+  windowChecked: boolean,
+  messagingLimit: number | null,
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   const settleFirst = { messages: [], lease, done: false, settleFirst: true }
@@ -152,20 +180,46 @@ async function nextBatch(
       return stop
     }
 
-    const contacts = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
+    const fetched = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
       select c.id, c.name, c.phone, c.email, c.city from contacts c
       where c.account_id = ${campaign.account_id} and c.id > ${campaign.cursor_contact_id} and c.id <= ${campaign.max_contact_id}
         and ${segmentMatch(tx, campaign.tag)}
       order by c.id limit ${CAMPAIGN_BATCH}`
-    if (contacts.length === 0) {
+    if (fetched.length === 0) {
       if (handingOver) return settleFirst
       await tx`update campaigns set status = 'sent', finished_at = now(), lease_token = null, lease_until = null where id = ${campaignId}`
       return stop
     }
 
     const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
-    const underCap = account.capRoom === null ? contacts.length : Math.floor(account.capRoom / account.cost)
-    const affordable = Math.min(contacts.length, Math.floor(account.balance / account.cost), underCap)
+    // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
+    // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
+    // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
+    // with the sender is closed; an approved template always goes.
+    const optedOut = await optedOutAmong(
+      tx,
+      campaign.account_id,
+      fetched.map((c) => c.phone),
+    )
+    const reachable = fetched.filter((c) => !optedOut.has(c.phone))
+    const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null, campaign.sender_id, reachable)
+    const sendable = reachable.filter((c) => !closed.has(c.phone))
+    /** Moves the cursor to `through`, counting the recipients skipped up to it (they are not met again). */
+    const moveCursor = async (through: number) => {
+      const optedOutSkipped = fetched.filter((c) => optedOut.has(c.phone) && c.id <= through).length
+      const closedSkipped = fetched.filter((c) => closed.has(c.phone) && c.id <= through).length
+      await tx`
+        update campaigns set cursor_contact_id = ${through}, opted_out = opted_out + ${optedOutSkipped},
+          window_closed = window_closed + ${closedSkipped}, lease_until = now() + make_interval(secs => ${lease.seconds})
+        where id = ${campaignId}`
+    }
+    if (sendable.length === 0) {
+      await moveCursor(fetched[fetched.length - 1]!.id)
+      return { messages: [], lease, done: false }
+    }
+
+    const underCap = account.capRoom === null ? sendable.length : Math.floor(account.capRoom / account.cost)
+    const affordable = Math.min(sendable.length, Math.floor(account.balance / account.cost), underCap)
     if (affordable === 0) {
       if (handingOver) return settleFirst
       // The cap first, as for the key's sends (ledger/service.ts).
@@ -179,7 +233,21 @@ async function nextBatch(
         where id = ${campaignId}`
       return stop
     }
-    const batch = contacts.slice(0, affordable)
+    // The messaging limit: the recipients that fit the sender's budget go (uses recorded with this charge).
+    const limited = await takeForCampaign(
+      tx,
+      { messagingLimit, timezone: tz },
+      campaign.sender_id,
+      sendable.slice(0, affordable).map((c) => c.phone),
+    )
+    if (limited.fits === 0) {
+      if (handingOver) return settleFirst
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null, pause_reason = ${limited.reason}
+        where id = ${campaignId}`
+      return stop
+    }
+    const batch = sendable.slice(0, limited.fits)
     const values = batch.map((c) => ({ name: c.name, phone: c.phone, email: c.email, city: c.city }))
     const bodies = values.map((v) => renderTemplate(campaign.body, v))
     // A missing value goes as an empty variable, as it renders empty in the text.
@@ -210,9 +278,8 @@ async function nextBatch(
       account.cost,
       inserted.map((m) => m.id),
     )
-    await tx`
-      update campaigns set cursor_contact_id = ${batch[batch.length - 1]!.id}, lease_until = now() + make_interval(secs => ${lease.seconds})
-      where id = ${campaignId}`
+    // The cursor passes the last contact charged, or every contact read when all the sendable ones were.
+    await moveCursor(limited.fits === sendable.length ? fetched[fetched.length - 1]!.id : batch[batch.length - 1]!.id)
     return { messages: inserted, lease, done: false }
   })
 }
@@ -270,6 +337,8 @@ export async function sendClaimedCampaign(
         deps.handoff.lease(),
         validity,
         waiting > 0,
+        checksWindow(deps.config, sender),
+        deps.config.messagingLimit,
       )
       if (batch.settleFirst) {
         await Promise.allSettled(handingOver)

@@ -74,7 +74,11 @@ export const CampaignDetail = t.Object({
     ...campaignFields,
     started_at: nullableTimestamp('When sending started'),
     finished_at: nullableTimestamp('When sending finished or was cancelled'),
-    pause_reason: t.Union([t.String(), t.Null()], { description: 'Why a paused campaign stopped (e.g. the balance ran out)' }),
+    pause_reason: t.Union([t.String(), t.Null()], {
+      description:
+        "Why a paused campaign stopped (e.g. the balance ran out). One starting with `MESSAGING_LIMIT` stopped at its sender's messaging " +
+        'limit (unique recipients of business-initiated messages per rolling 24 hours) and resumes by itself once that frees',
+    }),
   }),
   stats: t.Object(
     {
@@ -83,8 +87,15 @@ export const CampaignDetail = t.Object({
       delivered: jsonInteger({ description: 'Messages delivered: status delivered or read' }),
       read: jsonInteger({ description: 'Messages read' }),
       failed: jsonInteger({ description: 'Messages failed' }),
+      window_closed: jsonInteger({
+        description:
+          "Recipients skipped, uncharged, because their 24-hour window with the sender was closed: a campaign whose template is not bound to an approved template of the sender's provider goes free-form, which WhatsApp takes only within the window (extension)",
+      }),
+      opted_out: jsonInteger({
+        description: "Recipients skipped because they opted out of the account's messages (extension): never charged, no message",
+      }),
     },
-    { examples: [{ total: 100, sent: 97, delivered: 90, read: 41, failed: 3 }] },
+    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2, opted_out: 1 }] },
   ),
 })
 export type CampaignDetail = typeof CampaignDetail.static

@@ -99,11 +99,11 @@ async function campaignDetail(sql: Sql, tz: string, id: number, accountId: numbe
         (count(*) filter (where status = 'read'))::int as read,
         (count(*) filter (where status = 'failed'))::int as failed
       from messages where campaign_id = ${id}
-    ), c as (select account_id, segment_id, total_recipients from campaigns where id = ${id})
+    ), c as (select account_id, segment_id, total_recipients, window_closed, opted_out from campaigns where id = ${id})
     select greatest(m.n, coalesce(c.total_recipients, (
         select count(*)::int from contacts ct, segments s
         where s.id = c.segment_id and ct.account_id = c.account_id and ${segmentMatch(sql, sql`s.tag`, 'ct')}
-      ))) as total, m.sent, m.delivered, m.read, m.failed
+      ))) as total, m.sent, m.delivered, m.read, m.failed, c.window_closed, c.opted_out
     from m, c`
   return {
     campaign: {

@@ -3,11 +3,12 @@
 import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
-import { ok } from '../../http/errors'
-import { IdParams, listFields, listOf } from '../../http/models'
-import { envelopeOf, errorsOf } from '../../http/openapi'
+import { ApiError, ok } from '../../http/errors'
+import { DECIMAL, IdParams, listFields, listOf } from '../../http/models'
+import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { ConversationItem, ConversationParams, ConversationQuery, ConversationWindow, InboundListQuery, InboundMessageView } from './model'
 import { conversation, getInbound, listInbound } from './service'
+import { serveMedium, withMedia } from './media-view'
 
 const tags = ['Inbound']
 const accountRule =
@@ -15,26 +16,103 @@ const accountRule =
   "for a stored sender, to the account that has it as its default, else the first account given it; else (the deployment's " +
   'number, and nobody wrote to that phone) to no account (operators see it in `GET /admin/v1/inbound`).'
 
-export const inboundApi = (deps: Deps) =>
-  apiRoutes()
-    .get('/inbound', async ({ query, principal }) => ok(await listInbound(deps.sql, deps.config.timezone, principal.accountId, query)), {
-      query: InboundListQuery,
-      response: { 200: envelopeOf(listOf(InboundMessageView)), ...errorsOf(400, 401, 422) },
-      detail: {
-        tags,
-        summary: 'List inbound messages (extension)',
-        description:
-          "What customers wrote to the account's numbers (Meta's webhook, Twilio's incoming message webhook, the simulator), each " +
-          'stored once. Newest first by `received_at` (ties by id, higher first). `offset` counts records; `has_more` says whether ' +
-          "records follow this page. `phone` keeps one customer's; `date_from`/`date_to` bound `received_at`, both inclusive, in " +
-          "the service time zone (422 for a malformed one). Media is not downloaded: `content` holds the provider's media id or " +
-          'URL and its type. ' +
-          accountRule,
-      },
+const MEDIA_RULE =
+  'Media (image, document, audio, video, sticker) are fetched from the provider once and kept: `content.media_url` is this ' +
+  "service's own stable link, `{PUBLIC_BASE_URL}/api/v1/inbound/{id}/media` (Twilio's several media: `content.media[n].media_url`, " +
+  '`/media/{n}`), with `media_status` (`pending` while it is fetched, `kept`, `failed`), `media_size` and `media_sha256` (once kept), ' +
+  "`media_error` (why it failed) and `mime_type` (once kept, the type checked); `media_id` stays the provider's id. Once a medium " +
+  "is kept, the provider's URL no longer appears, in `raw` neither."
+
+const MEDIA_ROUTE =
+  "The medium's bytes as received from the customer, byte for byte, with its `Content-Type`, `Content-Length`, `ETag` (its " +
+  'sha256; `If-None-Match` gets 304), `Cache-Control: private, max-age=31536000, immutable` (it never changes), ' +
+  "`X-Content-Type-Options: nosniff` and `Content-Disposition` (`attachment` with the customer's file name, sanitised, for a " +
+  'document; `inline` otherwise). While it is being fetched: 409 `MEDIA_PENDING` with `Retry-After`; when it could not be kept ' +
+  '(over `MEDIA_MAX_BYTES`, a type not allowed, first bytes not of its type, the provider refused or kept failing): 410 ' +
+  "`MEDIA_FAILED` with the reason. Another account's message, or a medium it does not have, is 404 `NOT_FOUND`."
+
+// A medium's number as an id is read: decimal digits (else 400); one no message can have (past 9) is 404.
+const MediaParams = t.Object({
+  id: IdParams.properties.id,
+  n: t
+    .Transform(t.String({ pattern: DECIMAL, description: 'The medium: 0 to 9', examples: ['1'] }))
+    .Decode((text) => {
+      if (!/^\d$/.test(text)) throw new ApiError('NOT_FOUND', `no medium ${text.slice(0, 30)}: an inbound message has media 0 to 9`)
+      return Number(text)
     })
+    .Encode((value) => String(value)),
+})
+
+/** A medium's error answers: the usual ones, and its own 409 (being fetched). */
+const mediaErrors = () => ({
+  ...errorsOf(400, 401, 404, 410),
+  409: t.Object(ErrorEnvelope.properties, {
+    description: 'MEDIA_PENDING: the medium is being fetched from the provider; `Retry-After` says when to ask again',
+    examples: [
+      {
+        success: false,
+        error: 'medium 0 of inbound message 12 is being fetched from the provider; try again shortly',
+        code: 'MEDIA_PENDING',
+        request_id: '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21',
+      },
+    ],
+  }),
+})
+
+/** The documented answers of a medium: its bytes, or the envelope's errors. */
+const mediaResponses = (): Record<string, any> => ({
+  200: {
+    description: 'The bytes, with the headers above',
+    headers: {
+      'Content-Disposition': { schema: { type: 'string' }, description: 'attachment (documents) or inline, with a sanitised file name' },
+      ETag: { schema: { type: 'string' }, description: "The medium's sha256 in quotes" },
+    },
+    content: {
+      'application/octet-stream': { schema: { type: 'string', description: "The bytes; the real Content-Type is the medium's" } },
+    },
+  },
+  304: { description: '`If-None-Match` named its ETag' },
+  ...Object.fromEntries(
+    Object.entries(mediaErrors()).map(([status, schema]) => [
+      status,
+      { description: schema.description ?? 'Error', content: { 'application/json': { schema } } },
+    ]),
+  ),
+})
+
+export const inboundApi = (deps: Deps) => {
+  const medium = (accountId: number, id: number, n: number, request: Request) =>
+    serveMedium(deps.sql, accountId, id, n, request.headers.get('if-none-match'))
+  return apiRoutes()
+    .get(
+      '/inbound',
+      async ({ query, principal }) => {
+        const list = await listInbound(deps.sql, deps.config.timezone, principal.accountId, query)
+        return ok({ ...list, items: await withMedia(deps.sql, deps.config.publicBaseUrl, list.items) })
+      },
+      {
+        query: InboundListQuery,
+        response: { 200: envelopeOf(listOf(InboundMessageView)), ...errorsOf(400, 401, 422) },
+        detail: {
+          tags,
+          summary: 'List inbound messages (extension)',
+          description:
+            "What customers wrote to the account's numbers (Meta's webhook, Twilio's incoming message webhook, the simulator), each " +
+            'stored once. Newest first by `received_at` (ties by id, higher first). `offset` counts records; `has_more` says whether ' +
+            "records follow this page. `phone` keeps one customer's; `date_from`/`date_to` bound `received_at`, both inclusive, in " +
+            'the service time zone (422 for a malformed one). ' +
+            MEDIA_RULE +
+            ' ' +
+            accountRule,
+        },
+      },
+    )
     .get(
       '/inbound/:id',
-      async ({ params, principal }) => ok(await getInbound(deps.sql, deps.config.timezone, principal.accountId, params.id)),
+      async ({ params, principal }) => {
+        const message = await getInbound(deps.sql, deps.config.timezone, principal.accountId, params.id)
+        return ok((await withMedia(deps.sql, deps.config.publicBaseUrl, [message]))[0]!)
+      },
       {
         params: IdParams,
         response: { 200: envelopeOf(InboundMessageView), ...errorsOf(400, 401, 404) },
@@ -47,8 +125,16 @@ export const inboundApi = (deps: Deps) =>
     )
     .get(
       '/conversations/:phone',
-      async ({ params, query, principal }) =>
-        ok(await conversation(deps.sql, deps.config.timezone, principal.accountId, params.phone, query)),
+      async ({ params, query, principal }) => {
+        const talk = await conversation(deps.sql, deps.config.timezone, principal.accountId, params.phone, query)
+        const inbound = await withMedia(
+          deps.sql,
+          deps.config.publicBaseUrl,
+          talk.items.filter((i) => i.direction === 'inbound'),
+        )
+        const byId = new Map(inbound.map((i) => [i.id, i]))
+        return ok({ ...talk, items: talk.items.map((i) => (i.direction === 'inbound' ? byId.get(i.id)! : i)) })
+      },
       {
         params: ConversationParams,
         query: ConversationQuery,
@@ -62,9 +148,26 @@ export const inboundApi = (deps: Deps) =>
           description:
             "The account's messages to the phone (as in `GET /messages`) and the phone's inbound messages to the account, oldest " +
             'first (`at`; ties: outbound first, then by id), paginated with `limit`/`offset` and `has_more`. `window` says whether ' +
-            "WhatsApp's 24-hour customer-service window is open (free-form messages allowed) and until when: 24 hours after the " +
-            "latest inbound message from that phone to any of the account's senders or the deployment's number. A phone that is " +
-            'not a number is 422.',
+            "WhatsApp's 24-hour customer-service window with a sender is open (free-form messages allowed) and until when: 24 " +
+            "hours after the phone's latest message to that sender. The window is per sender: `from` (an id or number of the " +
+            "account's senders; 422 for another) chooses it, by default the account's default sender, else the deployment's " +
+            "number. A phone that is not a number is 422. An inbound medium's `media_url` (and `content`) are as in `GET /inbound`.",
         },
       },
     )
+    .get('/inbound/:id/media', async ({ params, principal, request }) => medium(principal.accountId, params.id, 0, request), {
+      params: IdParams,
+      response: { ...mediaErrors() },
+      detail: { tags, summary: "An inbound message's medium (extension)", description: MEDIA_ROUTE, responses: mediaResponses() },
+    })
+    .get('/inbound/:id/media/:n', async ({ params, principal, request }) => medium(principal.accountId, params.id, params.n, request), {
+      params: MediaParams,
+      response: { ...mediaErrors() },
+      detail: {
+        tags,
+        summary: 'One of the media of an inbound message (extension)',
+        description: `Medium \`n\` (0 to 9: Twilio's \`MediaUrl0\`..\`MediaUrl9\`; \`/media/0\` is \`/media\`). ${MEDIA_ROUTE}`,
+        responses: mediaResponses(),
+      },
+    })
+}

@@ -18,7 +18,17 @@ export const AdminInboundListQuery = t.Object({
 })
 export type AdminInboundListQuery = typeof AdminInboundListQuery.static
 
-export const ConversationQuery = t.Object(pageFields)
+export const ConversationQuery = t.Object({
+  ...pageFields,
+  from: t.Optional(
+    t.String({
+      description:
+        "Whose 24-hour window `window` shows: one of the account's senders, by id or number; default: the account's default " +
+        "sender (the one a send without `from` goes through), else the deployment's number. 422 for another's",
+      examples: ['+14155550101'],
+    }),
+  ),
+})
 export type ConversationQuery = typeof ConversationQuery.static
 
 export const ConversationParams = t.Object({
@@ -58,7 +68,9 @@ export const ConversationItem = t.Object({
   id: t.Integer({ description: 'The id in GET /messages (outbound) or GET /inbound (inbound)' }),
   at: t.String({ description: 'Outbound: when it was created; inbound: `received_at`' }),
   sender_id: t.Union([t.Integer(), t.Null()]),
-  type: t.String({ description: 'Outbound: `text`; inbound: its type' }),
+  type: t.String({
+    description: 'Outbound: `text`, or its rich type (`image`, `location`, `button`, `list`, `template`…); inbound: its type',
+  }),
   text: t.Union([t.String(), t.Null()]),
   status: t.Union([t.String(), t.Null()], { description: 'Outbound: its status; inbound: null' }),
   message_sid: t.Union([t.String(), t.Null()], { description: "The provider's message id" }),
@@ -68,12 +80,17 @@ export const ConversationItem = t.Object({
 
 export const ConversationWindow = t.Object(
   {
-    open: t.Boolean({ description: 'The customer wrote within the last 24 hours: free-form messages are allowed' }),
+    open: t.Boolean({ description: 'The customer wrote to the sender within the last 24 hours: free-form messages are allowed' }),
     until: t.Union([t.String(), t.Null()], { description: 'When it closes, YYYY-MM-DD HH:MM:SS; null when closed' }),
+    sender_id: t.Union([t.Integer(), t.Null()], { description: "The sender it is the window of; null: the deployment's number" }),
+    last_inbound_at: t.Union([t.String(), t.Null()], {
+      description: 'When the customer last wrote to that sender, YYYY-MM-DD HH:MM:SS; null: never',
+    }),
   },
   {
     description:
-      "WhatsApp's 24-hour customer-service window: open until 24 hours after the latest message from this phone to any of the " +
-      "account's senders or the deployment's default number",
+      "WhatsApp's 24-hour customer-service window with one sender (`from`, else the account's default sender, else the " +
+      "deployment's number): open until 24 hours after the customer's latest message to that sender. Outside it a free-form " +
+      'send through a sender whose provider enforces it is refused, 422 `WINDOW_CLOSED`',
   },
 )

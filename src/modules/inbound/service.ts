@@ -14,9 +14,12 @@ import { dateRange, page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
 import { formatTimestamp } from '../../lib/time'
 import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
-import type { InboundMessage } from '../../providers/provider'
+import type { ConsentSignal, InboundMessage } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
-import { WINDOW_HOURS } from './window'
+import { accountEvent } from '../webhooks/events'
+import { lastWritten, WINDOW_HOURS } from './window'
+import { consentFromInbound, consentFromProvider, type OptOutWords } from '../optouts/service'
+import { queueMedia } from './media'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 /**
@@ -42,7 +45,7 @@ function requireInboundPhone(value: string, field: string): string {
 }
 
 /** Where a message was received: its stored sender (null: the default number) and its account (null: none). */
-async function placeOf(tx: Tx, provider: string | null, message: InboundMessage, phone: string, strict: boolean) {
+async function placeOf(tx: Tx, provider: string | null, message: Pick<InboundMessage, 'to'>, phone: string, strict: boolean) {
   let senderId: number | null = null
   if (message.to.identity !== null || message.to.number !== null) {
     // The callback's provider's sender with that identity and/or number; the simulator (provider null) names any sender by its number.
@@ -69,13 +72,15 @@ async function placeOf(tx: Tx, provider: string | null, message: InboundMessage,
 /**
  * Stores inbound messages of `provider` (null: the simulator, whose `to.number` names any stored
  * sender and must name one), each once by its provider message id: a repeat changes nothing. Each in
- * its own short transaction. The ids of those stored now (null for a repeat or an unreadable number).
+ * its own short transaction, with its `message.received` event when it belongs to an account (the
+ * caller wakes the delivery worker after: eventsCommitted). The ids of those stored now (null for a
+ * repeat or an unreadable number).
  */
 export async function storeInbound(
   sql: Sql,
   provider: string | null,
   messages: InboundMessage[],
-  options: { storedAs?: string } = {},
+  options: { storedAs?: string; timezone: string; words?: OptOutWords },
 ): Promise<(number | null)[]> {
   const storedAs = provider ?? options.storedAs ?? 'simulator'
   const ids: (number | null)[] = []
@@ -105,11 +110,45 @@ export async function storeInbound(
                 ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
         on conflict (provider, provider_message_id) do nothing
         returning id`
+      // Its media to fetch and keep (the inbound-media worker), once.
+      if (row) await queueMedia(tx, Number(row.id), message)
+      // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
+      if (row)
+        await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
+      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, Number(row.id))
       return row ? Number(row.id) : null
     })
     ids.push(id)
   }
   return ids
+}
+
+/** The `message.received` event of inbound message `id`: its public fields, as GET /inbound/{id} shows them. */
+async function receivedEvent(tx: Tx, tz: string, accountId: number, id: number): Promise<void> {
+  const [r] = await tx<Row[]>`select ${tx.unsafe(COLUMNS)} from inbound_messages where id = ${id}`
+  const v = view(r!, tz)
+  await accountEvent(tx, tz, accountId, 'message.received', {
+    id: v.id,
+    phone: v.phone,
+    name: v.name,
+    type: v.type,
+    text: v.text,
+    content: v.content,
+    sender_id: v.sender_id,
+    received_at: v.received_at,
+  })
+}
+
+/** A provider's consent signals without a message (Meta's user_preferences): each for the account the account rule names. */
+export async function storeConsent(sql: Sql, timezone: string, provider: string, signals: ConsentSignal[]): Promise<void> {
+  for (const signal of signals) {
+    const phone = inboundPhone(signal.from)
+    if (!phone) continue
+    await transaction(sql, async (tx) => {
+      const { accountId } = await placeOf(tx, provider, signal, phone, false)
+      if (accountId !== null) await consentFromProvider(tx, timezone, accountId, phone, signal)
+    })
+  }
 }
 
 type Row = {
@@ -199,19 +238,36 @@ export async function getInbound(sql: Sql, tz: string, accountId: number, id: nu
 }
 
 /**
- * The latest inbound message's time from `phone` that opens the account's window: one stored for the
- * account, or received by one of its senders or by the default number (which it may send through).
+ * The sender whose window a conversation shows: the account's sender `from` names (its id or number;
+ * 422 for another), else the account's default (as a send without `from` picks it), else the
+ * deployment's number (null). A disabled sender is shown too: its window is still a fact.
  */
-async function windowOf(sql: Sql, tz: string, accountId: number, phone: string) {
-  const [row] = await sql<{ until: Date | null; open: boolean }[]>`
-    select max(received_at) + make_interval(hours => ${WINDOW_HOURS}) as until,
-           coalesce(max(received_at) + make_interval(hours => ${WINDOW_HOURS}) > now(), false) as open
-    from inbound_messages
-    where phone = ${phone}
-      and (account_id = ${accountId} or sender_id is null
-           or sender_id in (select sender_id from account_senders where account_id = ${accountId}))`
-  const open = row?.open === true
-  return { open, until: open ? formatTimestamp(row!.until, tz) : null }
+export async function windowSenderOf(sql: Sql, accountId: number, from: string | undefined): Promise<number | null> {
+  const rows = await sql<{ id: number; number: string; is_default: boolean }[]>`
+    select s.id, s.number, a.is_default from account_senders a join senders s on s.id = a.sender_id
+    where a.account_id = ${accountId} order by a.is_default desc, a.created_at, s.id`
+  if (from === undefined) return rows.length === 0 ? null : Number(rows[0]!.id)
+  const named = from.trim()
+  const chosen = rows.find((r) => String(r.id) === named || r.number === named)
+  if (!chosen) {
+    throw badValue(
+      rows.length === 0
+        ? "from: this account has no senders of its own; omit from for the deployment's number"
+        : `from: ${JSON.stringify(named).slice(0, 60)} is not one of this account's senders (GET /api/v1/senders lists them)`,
+    )
+  }
+  return Number(chosen.id)
+}
+
+/** The phone's 24-hour window with the sender: open until 24 hours after its latest message to that sender. */
+export async function windowWith(sql: Sql, tz: string, senderId: number | null, phone: string) {
+  const last = (await lastWritten(sql, senderId, [phone])).get(phone)
+  return {
+    open: last?.open === true,
+    until: last?.open ? formatTimestamp(new Date(last.at.getTime() + WINDOW_HOURS * 3_600_000), tz) : null,
+    sender_id: senderId,
+    last_inbound_at: last ? formatTimestamp(last.at, tz) : null,
+  }
 }
 
 /** GET /api/v1/conversations/{phone}: the account's messages to the phone and the phone's to the account, oldest first. */
@@ -233,7 +289,7 @@ export async function conversation(sql: Sql, tz: string, accountId: number, phon
   // Both directions, by time (ties: outbound first, then id). Queued messages still being handed over
   // are not shown, as in GET /messages.
   const both = sql`
-    select 'outbound' as direction, id, created_at as at, sender_id, 'text' as type, body as text, status, message_sid, media_url,
+    select 'outbound' as direction, id, created_at as at, sender_id, coalesce(content->>'type', 'text') as type, body as text, status, message_sid, media_url,
            null::jsonb as content
     from messages where account_id = ${accountId} and phone = ${phone} and (status <> 'queued' or announce_outcome)
     union all
@@ -254,5 +310,6 @@ export async function conversation(sql: Sql, tz: string, accountId: number, phon
     media_url: r.media_url,
     content: r.content,
   }))
-  return { phone, window: await windowOf(sql, tz, accountId, phone), ...pageOf(items, count!.n, p) }
+  const window = await windowWith(sql, tz, await windowSenderOf(sql, accountId, query.from), phone)
+  return { phone, window, ...pageOf(items, count!.n, p) }
 }

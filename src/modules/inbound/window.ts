@@ -28,3 +28,17 @@ export async function openWindows(sql: Db, senderId: number | null, phones: stri
 export async function windowIsOpen(sql: Db, senderId: number | null, phone: string): Promise<boolean> {
   return (await openWindows(sql, senderId, [phone])).has(phone)
 }
+
+/**
+ * When each of `phones` last wrote to `senderId` (any time; a phone that never did is absent), and
+ * whether its window is open now, by the database's clock. One query, whatever the number of phones.
+ */
+export async function lastWritten(sql: Db, senderId: number | null, phones: string[]): Promise<Map<string, { at: Date; open: boolean }>> {
+  if (phones.length === 0) return new Map()
+  const rows = await sql<{ phone: string; at: Date; open: boolean }[]>`
+    select phone, max(received_at) as at, max(received_at) > now() - make_interval(hours => ${WINDOW_HOURS}) as open
+    from inbound_messages
+    where phone = any(${[...new Set(phones)]}::text[]) and sender_id is not distinct from ${senderId}
+    group by phone`
+  return new Map(rows.map((r) => [r.phone, { at: r.at, open: r.open }]))
+}

@@ -24,13 +24,26 @@
 // (accounts/keys.ts), so the two cannot deadlock. The count is charges only: a refund gives money back
 // to the balance, not room under the cap (README, "The integrator's limits"). Keys without a cap are
 // locked but not written: setting a cap counts the key's charges of the day from its messages.
+//
+// An account's low-balance threshold (accounts.low_balance_threshold, sql/0021; null: none) is watched
+// by the same statements: a charge that takes the balance from at or above the threshold to below it
+// records one `balance.low` event in its own statement (lowBalanceEvents). The balance update holds
+// the account's row lock, so concurrent debits see each other's results and exactly one of them
+// crosses; a debit that starts below crosses nothing, so the event is sent once per crossing and
+// re-arms by itself once a top-up or a refund brings the balance back to the threshold.
+//
+// Each movement is counted for GET /metrics (balanceMoved) once its statement succeeded. A statement
+// run inside a caller's transaction that later rolls back (a database error) is counted anyway: the
+// counters are for rates and alerts, the ledger table is the record.
 
 import type postgres from 'postgres'
 import type { Db, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
-import { insertEvents, statusPayload } from '../webhooks/events'
+import type { RichContent } from '../../providers/provider'
+import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
+import { balanceMoved } from '../../http/metrics/measures'
 
 /**
  * A message to charge and record: its text (a template's rendered text), and for a template message
@@ -42,6 +55,8 @@ export type NewMessage = {
   mediaUrl: string | null
   templateId?: number | null
   providerTemplate?: StoredTemplate | null
+  /** Its rich content (messages.content): what a recovered hand-off sends again. */
+  content?: RichContent | null
   /** How long it may wait while the provider throttles it (messages.valid_until = now + this). */
   validitySeconds: number
   /** Its sender (null: the deployment's default sender). */
@@ -53,6 +68,7 @@ const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId
 const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? null) as number[]
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
+const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
 /** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
 export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
 /**
@@ -64,6 +80,19 @@ export type Refused = { refused: 'balance' } | { refused: 'spend_cap'; cap: numb
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
 type Fragment = postgres.PendingQuery<postgres.Row[]>
+
+/**
+ * CTEs recording a `balance.low` event for each account that this statement's debit took from at or
+ * above its threshold to below it. `source` names a CTE of the statement with `account_id`,
+ * `balance_before`, `balance_after` and `threshold` (read under the account's row lock).
+ */
+const lowBalanceEvents = (db: Db, tz: string, source: string): Fragment => db`
+  low_balance as (
+    select account_id, 'balance.low' as event, account_id as ord,
+           '{"balance":' || balance_after || ',"threshold":' || threshold || '}' as data
+    from ${db(source)}
+    where threshold is not null and balance_before >= threshold and balance_after < threshold
+  ), low_balance_events as (${insertAccountEvents(db, tz, 'low_balance')})`
 
 /** Today in the service's time zone `tz`, as a SQL date: the day a key's spend counts in. */
 const today = (db: Db, tz: string): Fragment => db`(now() at time zone ${tz})::date`
@@ -124,26 +153,30 @@ export async function chargeAll(
       update accounts set balance = accounts.balance - v.cost * ${n}
       from verdict v
       where accounts.id = ${owner.accountId} and v.refused is null
-      returning accounts.balance, v.cost, v.refund_late
-    ), spend as (
+      returning accounts.balance, v.cost, v.refund_late, v.balance as balance_before, accounts.low_balance_threshold
+    ), debit_moved as (
+      select ${owner.accountId}::bigint as account_id, balance_before, balance as balance_after, low_balance_threshold as threshold
+      from debit
+    ), ${lowBalanceEvents(db, tz, 'debit_moved')}, spend as (
       update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + debit.cost * ${n}
       from spender s, debit
       where k.id = s.id and s.cap is not null
     ), input as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity,
-             sender_id, ord
+             sender_id, content, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
                   ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
                   ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[],
-                  ${senderIds(messages)}::bigint[])
-           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, ord)
+                  ${senderIds(messages)}::bigint[], ${contents(messages)}::text[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, content, ord)
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
+                            content)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
              debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds}),
-             now() + make_interval(secs => validity), sender_id
+             now() + make_interval(secs => validity), sender_id, content::jsonb
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -160,6 +193,7 @@ export async function chargeAll(
   if (refusal) return refusedOf(refusal)
   // No row at all: no such account, refused as a short balance (as before caps).
   if (rows.length === 0) return { refused: 'balance' }
+  if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows[0]!.cost * rows.length)
   return {
     ids: rows.map((r) => r.id),
     cost: rows[0]!.cost,
@@ -193,9 +227,10 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
                            ${templateIds(requests.map((r) => r.message))}::bigint[],
                            ${providerTemplates(requests.map((r) => r.message))}::text[],
                            ${requests.map((r) => r.message.validitySeconds)}::int[],
-                           ${senderIds(requests.map((r) => r.message))}::bigint[])
+                           ${senderIds(requests.map((r) => r.message))}::bigint[],
+                           ${contents(requests.map((r) => r.message))}::text[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, sender_id, ord)
+                             template_id, provider_template, validity, sender_id, content, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -235,16 +270,18 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
       update accounts a set balance = a.balance - s.total
       from (select account_id, sum(cost) as total from accepted group by account_id) s
       where a.id = s.account_id
-    ), spend as (
+      returning a.id as account_id, a.balance + s.total as balance_before, a.balance as balance_after, a.low_balance_threshold as threshold
+    ), ${lowBalanceEvents(db, tz, 'debit')}, spend as (
       update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + t.total
       from (select key_id, sum(cost) as total from accepted group by key_id) t join spenders s on s.id = t.key_id
       where k.id = t.key_id and s.cap is not null
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id)
+                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
+                            content)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
              refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds),
-             now() + make_interval(secs => validity), sender_id
+             now() + make_interval(secs => validity), sender_id, content::jsonb
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -259,6 +296,8 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
            (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint
     from capped c where over_cap`
   const byOrd = new Map(rows.map((r) => [r.ord, r]))
+  const charged = rows.filter((r) => r.fresh)
+  balanceMoved('charge', charged.length, -charged.reduce((sum, r) => sum + r.cost, 0))
   return requests.map((_, i): Charged | Refused => {
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
@@ -315,8 +354,9 @@ export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: num
   const total = cost * messageIds.length
   await tx`
     with debit as (
-      update accounts set balance = balance - ${total} where id = ${owner.accountId} returning balance
-    ), spend as (
+      update accounts set balance = balance - ${total} where id = ${owner.accountId}
+      returning id as account_id, balance, balance + ${total} as balance_before, balance as balance_after, low_balance_threshold as threshold
+    ), ${lowBalanceEvents(tx, tz, 'debit')}, spend as (
       update api_keys set spend_day = ${today(tx, tz)},
                           spent_today = case when spend_day = ${today(tx, tz)} then spent_today else 0 end + ${total}
       where id = ${owner.keyId} and daily_spend_cap is not null
@@ -324,6 +364,7 @@ export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: num
     insert into ledger (account_id, kind, amount, balance_after, message_id)
     select ${owner.accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
     from debit, unnest(${messageIds}::bigint[]) with ordinality as v(id, ord)`
+  balanceMoved('charge', messageIds.length, -total)
 }
 
 export type Failure = { id: number; errorCode: number | null; errorMessage: string }
@@ -334,7 +375,7 @@ export type Failure = { id: number; errorCode: number | null; errorMessage: stri
  */
 export async function refundFailed(db: Db, failures: Failure[], timezone: string): Promise<{ ids: number[]; announced: number }> {
   if (failures.length === 0) return { ids: [], announced: 0 }
-  const [row] = await db<{ ids: number[]; announced: number }[]>`
+  const [row] = await db<{ ids: number[]; announced: number; refunded: number }[]>`
     with locked as materialized (
       select id from accounts
       where id in (select account_id from messages where id = any(${failures.map((f) => f.id)}::bigint[]) and status = 'queued')
@@ -367,7 +408,9 @@ export async function refundFailed(db: Db, failures: Failure[], timezone: string
              ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`)} as payload
       from failed f where f.announce_outcome
     ), event as (${insertEvents(db, 'announced')})
-    select array(select id from failed) as ids, (select count(*)::int from event) as announced`
+    select array(select id from failed) as ids, (select count(*)::int from event) as announced,
+           (select coalesce(sum(cost), 0)::bigint from failed) as refunded`
+  balanceMoved('refund', row!.ids.length, row!.refunded)
   return { ids: row!.ids, announced: row!.announced }
 }
 
@@ -425,6 +468,7 @@ export async function credit(
       select ${accountId}, ${kind}, ${amount}, balance, ${note}, ${createdBy} from credited
     )
     select balance from credited`
+  if (row) balanceMoved(kind, 1, amount)
   return row ?? null
 }
 

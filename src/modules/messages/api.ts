@@ -4,7 +4,7 @@ import { apiRoutes } from '../../http/groups'
 import { UNTIMED } from '../../http/routes'
 import { ok } from '../../http/errors'
 import { withIdempotency } from '../../http/idempotency'
-import { envelopeOf, errorsOf, jsonBody } from '../../http/openapi'
+import { envelopeOf, errorsOf, jsonBody, SendLimited } from '../../http/openapi'
 import {
   BULK_EXAMPLES,
   BulkBody,
@@ -35,6 +35,18 @@ const templateNote =
   'sent that template with the values in the bound order, which WhatsApp requires to start a conversation; otherwise the rendered ' +
   'text goes as free-form text. Charged like any message; the message records the rendered text as `body`, with `template_id` and ' +
   '`provider_template`.'
+const richNote =
+  ' **Extension, rich messages**: `type` (image, video, audio, document, sticker, location or interactive) with the object ' +
+  'named after it, as the WhatsApp Cloud API names them (see the request schema and its examples): media with `link` and ' +
+  '`caption` (`filename` on documents), a location, reply buttons (`interactive.type` button, 1 to 3) or a list ' +
+  '(`interactive.type` list, up to 10 rows); with `template_id`, `header` gives the approved template its header media. ' +
+  'A wrong shape is 400 naming the field; a value past a limit is 422 naming it: https media links, captions up to 1024, ' +
+  'button titles up to 20 and ids up to 256 (unique), list button text up to 20, row titles up to 24, descriptions up to 72, ' +
+  'section titles up to 24, interactive body up to 1024, latitude and longitude in range. A type the sender provider cannot ' +
+  'send (Twilio: template header media, document file names and captions; its button ids up to 200, list rows with a ' +
+  'description) is 422 `VALIDATION_ERROR` naming it. Nothing is charged for any of these. A rich message costs one message; ' +
+  '`GET /messages` shows its `type`, `content` and a text rendering as `body`. Replies to buttons and lists come back as ' +
+  'inbound messages with the chosen id.'
 const idempotencyNote =
   ' Send an `Idempotency-Key` header to make retries safe: a repeat within 24 h replays the first answer and charges nothing; ' +
   'a replayed answer carries the header `idempotent-replayed: true`; ' +
@@ -68,7 +80,13 @@ export const messagesApi = (deps: Deps) =>
       {
         body: SendBody,
         headers: IdempotencyHeaders,
-        response: { 200: envelopeOf(SendResult), 202: envelopeOf(SendQueued), ...errorsOf(400, 401, 402, 409, 422), 502: SendRefused },
+        response: {
+          200: envelopeOf(SendResult),
+          202: envelopeOf(SendQueued),
+          ...errorsOf(400, 401, 402, 409, 422),
+          429: SendLimited,
+          502: SendRefused,
+        },
         detail: {
           ...UNTIMED, // it answers once the provider has: a slow provider may take longer than the idle timeout
           requestBody: jsonBody(DocumentedSendBody, SEND_EXAMPLES),
@@ -81,12 +99,17 @@ export const messagesApi = (deps: Deps) =>
             '`Retry-After`; still throttled SEND_WAIT_MS after the first throttle, the answer is 202 `queued` with its `id`, and ' +
             'its outcome comes as a `message.status` event with `previous_status: "queued"` (sent, or failed and refunded when ' +
             '`validity_seconds` ran out). ' +
+            '**Extension, the messaging limit**: a business-initiated message (its recipient has not written to the sender in the ' +
+            "last 24 hours) past the sender's messaging limit (unique recipients per rolling 24 hours: its tier, or its portfolio's) " +
+            'is 429 `MESSAGING_LIMIT` before the pace and the charge, with `Retry-After` until the oldest recipient counted frees; ' +
+            'a recipient counted already in the last 24 hours uses no more of it. ' +
             '402 `INSUFFICIENT_BALANCE` when the balance cannot pay, 402 `SPEND_CAP_REACHED` when the charge would take what the ' +
             "API key was charged today past its daily spend cap (set by an operator; the service time zone's day; refunds give no " +
             'room back): nothing is charged. ' +
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
             '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
             templateNote +
+            richNote +
             idempotencyNote,
         },
       },
@@ -111,7 +134,11 @@ export const messagesApi = (deps: Deps) =>
             'An entry whose `to` or `body` is not acceptable fails on its own (`code: VALIDATION_ERROR`) and is not charged. ' +
             'Entries may use `template_id` and `variables` instead of `body`, as in `POST /messages/send`: their shape errors ' +
             "reject the request (400), their value errors fail the entry (422 rules, `code: VALIDATION_ERROR`); the request's " +
-            'templates are read at once. ' +
+            'templates are read at once. Entries may be rich messages (`type` and its object), as in `POST /messages/send`: ' +
+            "a shape error rejects the request (400); a limit, or a type the entry's sender cannot send, fails that entry " +
+            'uncharged (`code: VALIDATION_ERROR`), the others go. ' +
+            "Entries that are business-initiated (the recipient has not written to the sender in the last 24 hours) past their sender's " +
+            'messaging limit fail on their own, uncharged (`code: MESSAGING_LIMIT`, in request order: those that fit go). ' +
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
             'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
             'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
@@ -146,7 +173,9 @@ export const messagesApi = (deps: Deps) =>
         summary: "One message's current status",
         description:
           'By the `message_id` of a send or bulk result (the provider SID). `delivered_at` and `read_at` are null until the message gets there; ' +
-          "a failed message carries the provider's `error_code` and `error_message`. An unknown SID, or another account's, is 404 " +
+          "a failed message carries the provider's `error_code` and `error_message`. `type` and `content` (extensions) say what " +
+          'it carried: `text`, `template`, or a rich type with its object as sent (`body` is then a text rendering). ' +
+          "An unknown SID, or another account's, is 404 " +
           '`NOT_FOUND`. A message the provider refused has no SID: it is listed in `GET /messages` by its `id`.',
       },
     })

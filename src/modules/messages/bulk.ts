@@ -13,10 +13,15 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { refusal, validityOf } from './service'
+import { chargedAlready, refusal, requireHeaderBound, validityOf } from './service'
+import { renderText, requireSupported, richOf } from './rich'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
+import { dropClosedWindows } from '../inbound/enforce'
+import { holdMessagingLimit } from '../budgets/guard'
+import { optedOutAmong, optedOutError } from '../optouts/service'
+import { normalizePhone } from '../../lib/phone'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -42,8 +47,13 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     )
   }
 
+  const optedOut = await optedOutAmong(
+    deps.sql,
+    principal.accountId,
+    input.messages.map((m) => normalizePhone(m.to) ?? ''),
+  )
   const results: BulkEntry[] = new Array(n)
-  const valid: (NewMessage & { index: number; provider: string })[] = []
+  let valid: (NewMessage & { index: number; provider: string })[] = []
   input.messages.forEach((entry, index) => {
     const at = `messages[${index}].`
     try {
@@ -51,21 +61,34 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       if (sender instanceof Error) throw sender
       const { id: senderId, providerName: provider } = sender as Sender
       const phone = requirePhone(entry.to, `${at}to`)
+      if (optedOut.has(phone)) throw optedOutError(phone)
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
-      if (entry.template_id === undefined) {
+      const rich = richOf(entry, at)
+      requireSupported(rich, (sender as Sender).provider, at)
+      if (entry.template_id !== undefined) {
+        const template = templatesByProvider.get(provider)!.get(entry.template_id)
+        const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
+        requireHeaderBound(rich, content.providerTemplate, at)
+        valid.push({ index, phone, mediaUrl: null, ...content, content: rich, validitySeconds, senderId, provider })
+      } else if (rich) {
+        valid.push({ index, phone, body: renderText(rich), mediaUrl: null, content: rich, validitySeconds, senderId, provider })
+      } else {
         const body = requireMessageBody(entry.body!, `${at}body`)
         const mediaUrl = optionalMediaUrl(entry.media_url, `${at}media_url`)
         valid.push({ index, phone, body, mediaUrl, validitySeconds, senderId, provider })
-      } else {
-        const template = templatesByProvider.get(provider)!.get(entry.template_id)
-        const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
-        valid.push({ index, phone, mediaUrl: null, ...content, validitySeconds, senderId, provider })
       }
     } catch (error) {
       if (!(error instanceof ApiError)) throw error
       results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
     }
   })
+  await dropClosedWindows(deps, valid, results, () => chargedAlready(deps, requestToken))
+
+  // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
+  const limit = await holdMessagingLimit(deps, requestToken, valid)
+  for (const { entry, error } of limit.refused)
+    results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
+  valid = limit.fit
 
   let sent = 0
   let queued = 0
@@ -75,13 +98,22 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
     const lease = deps.handoff.lease()
-    const charged = await retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid))
+    const charged = await limit.settleAfter(
+      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid)),
+    )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     cost = charged.cost
     const chargedAt = Date.now()
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
-        { id: charged.ids[i]!, phone: m.phone, body: m.body, media_url: m.mediaUrl, provider_template: m.providerTemplate ?? null },
+        {
+          id: charged.ids[i]!,
+          phone: m.phone,
+          body: m.body,
+          media_url: m.mediaUrl,
+          provider_template: m.providerTemplate ?? null,
+          content: m.content ?? null,
+        },
         m.provider,
       ),
       validUntilMs: chargedAt + m.validitySeconds * 1000,

@@ -21,6 +21,7 @@ import { isOutage, retrying } from '../../db/retry'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import type { Sender, SenderDirectory } from '../senders/directory'
+import { observeHandoff, observePaceWait } from '../../http/metrics/measures'
 
 /** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
 const BEATS_PER_LEASE = 5
@@ -142,11 +143,14 @@ export function createHandoff(
         options.timeoutMs,
       )
     })
+    const started = performance.now()
     try {
-      return await Promise.race([
+      const result = await Promise.race([
         provider.send(message).catch((): HandoffResult => ({ ok: false, errorCode: null, errorMessage: 'provider request failed' })),
         timeout,
       ])
+      observeHandoff(provider.name, result, (performance.now() - started) / 1000)
+      return result
     } finally {
       clearTimeout(timer)
     }
@@ -230,8 +234,10 @@ export function createHandoff(
       const { provider, pacer } = await retrying(() => senders.get(message.senderId))
       for (let throttles = 0; ; throttles++) {
         const reserved = throttles === 0 && firstWaitMs !== null
+        const pacing = performance.now()
         const waitMs = reserved ? firstWaitMs : await slotFor(pacer, message.to)
         if (waitMs > 0) await Bun.sleep(waitMs)
+        observePaceWait(provider.name, (performance.now() - pacing) / 1000)
         // The lease is checked after the wait, right before the attempt: a message taken over while
         // it waited is not ours to send. (A single send's first attempt skips it when its lease, taken
         // by its charge just now, cannot have run out: its wait is bounded by SEND_WAIT_MS.)

@@ -28,6 +28,114 @@ const templateFields = {
   ),
 }
 
+// The extension: rich messages (rich.ts), as the Cloud API names them: `type` and one object named after it.
+const strict = { additionalProperties: false } as const
+const link = t.String({
+  description: 'An https URL WhatsApp fetches the file from (up to 2048 characters)',
+  examples: ['https://cdn.example.com/p/1001.jpg'],
+})
+const caption = t.Optional(t.String({ description: 'Shown under the media, up to 1024 characters' }))
+const filename = t.Optional(t.String({ description: 'The name the recipient sees, up to 240 characters', examples: ['invoice-88.pdf'] }))
+const captioned = (what: string) => t.Optional(t.Object({ link, caption }, { ...strict, description: `With \`type: "${what}"\`` }))
+const bare = (what: string) =>
+  t.Optional(t.Object({ link }, { ...strict, description: `With \`type: "${what}"\` (no caption on WhatsApp)` }))
+const richFields = {
+  type: t.Optional(
+    t.String({
+      description:
+        'Extension: what the message is: `text` (the default, with `body`), `image`, `video`, `audio`, `document`, `sticker`, ' +
+        '`location` or `interactive` (reply buttons or a list), each with the object named after it, as the WhatsApp Cloud API names ' +
+        "them; not with `body`, `media_url` or `template_id`. A type the sender's provider cannot send is 422 before anything is charged",
+      examples: ['image'],
+    }),
+  ),
+  image: captioned('image'),
+  video: captioned('video'),
+  audio: bare('audio'),
+  sticker: bare('sticker'),
+  document: t.Optional(t.Object({ link, caption, filename }, { ...strict, description: 'With `type: "document"`' })),
+  location: t.Optional(
+    t.Object(
+      {
+        latitude: t.Number({ description: '-90 to 90', examples: [-6.2088] }),
+        longitude: t.Number({ description: '-180 to 180', examples: [106.8456] }),
+        name: t.Optional(t.String({ description: 'Up to 1000 characters', examples: ['Toko Budi'] })),
+        address: t.Optional(t.String({ description: 'Up to 1000 characters', examples: ['Jl. Sudirman 1, Jakarta'] })),
+      },
+      { ...strict, description: 'With `type: "location"`' },
+    ),
+  ),
+  interactive: t.Optional(
+    t.Object(
+      {
+        type: t.String({ description: '`button` (reply buttons) or `list`', examples: ['button'] }),
+        body: t.Object({ text: t.String({ description: '1 to 1024 characters' }) }, strict),
+        action: t.Object(
+          {
+            buttons: t.Optional(
+              t.Array(
+                t.Object(
+                  {
+                    type: t.String({ description: '`reply`' }),
+                    reply: t.Object(
+                      {
+                        id: t.String({ description: 'Up to 256 characters (200 through Twilio), unique; comes back with the reply' }),
+                        title: t.String({ description: 'The label, up to 20 characters, unique' }),
+                      },
+                      strict,
+                    ),
+                  },
+                  strict,
+                ),
+                { description: 'type `button`: 1 to 3 reply buttons' },
+              ),
+            ),
+            button: t.Optional(t.String({ description: 'type `list`: the text of the button that opens the list, up to 20 characters' })),
+            sections: t.Optional(
+              t.Array(
+                t.Object(
+                  {
+                    title: t.Optional(t.String({ description: 'Up to 24 characters; required with more than one section' })),
+                    rows: t.Array(
+                      t.Object(
+                        {
+                          id: t.String({ description: 'Up to 200 characters, unique; comes back with the reply' }),
+                          title: t.String({ description: 'Up to 24 characters' }),
+                          description: t.Optional(t.String({ description: 'Up to 72 characters (required through Twilio)' })),
+                        },
+                        strict,
+                      ),
+                    ),
+                  },
+                  strict,
+                ),
+                { description: 'type `list`: 1 to 10 sections, 1 to 10 rows in all' },
+              ),
+            ),
+          },
+          strict,
+        ),
+      },
+      { ...strict, description: 'With `type: "interactive"`: reply buttons or a list, as the Cloud API names them' },
+    ),
+  ),
+  header: t.Optional(
+    t.Object(
+      {
+        type: t.String({ description: '`image`, `video` or `document`', examples: ['image'] }),
+        link,
+        filename: t.Optional(t.String({ description: 'With `document` only' })),
+      },
+      {
+        ...strict,
+        description:
+          "Extension, with `template_id` only: the media of the approved template's header (Meta: an image, video or document " +
+          "header parameter). The template must be bound to an approved template of the sender's provider",
+      },
+    ),
+  ),
+}
+
 // What a message carries: exactly one of `body` and `template_id`, `variables` only with the template,
 // `media_url` only with the text. The route checks it in code (content.ts requireContentShape), for 400s
 // that name the field; the documents say it as a `oneOf` of the two shapes, so generated clients and
@@ -35,8 +143,13 @@ const templateFields = {
 // body below is one set of fields with two schemas, the route's and the documented one (its `detail`).
 const contentRule = {
   oneOf: [
-    { title: 'Text', required: ['body'], properties: { body: {}, template_id: false, variables: false } },
+    { title: 'Text', required: ['body'], properties: { body: {}, template_id: false, variables: false, header: false } },
     { title: 'Template', required: ['template_id'], properties: { template_id: {}, body: false, media_url: false } },
+    {
+      title: 'Rich',
+      required: ['type'],
+      properties: { type: { not: { const: 'text' } }, body: false, media_url: false, template_id: false, variables: false, header: false },
+    },
   ],
 }
 
@@ -75,6 +188,7 @@ const sendFields = {
   ),
   media_url: t.Optional(t.String({ description: 'Absolute http(s) URL of an image or file (not with `template_id`)' })),
   ...templateFields,
+  ...richFields,
   ...validityField,
   ...fromField,
 }
@@ -87,9 +201,61 @@ export const DocumentedSendBody = t.Object(sendFields, { additionalProperties: f
 // A body of each shape, for the documents (an example made from the fields' own would hold both).
 const textMessage = { to: '081234567890', body: 'Your order #1001 has shipped' }
 const templateMessage = { to: '081234567891', template_id: 3, variables: { name: 'Budi', city: 'Bandung' } }
+const imageMessage = { to: '081234567892', type: 'image', image: { link: 'https://cdn.example.com/p/1001.jpg', caption: 'Your order' } }
+const buttonMessage = {
+  to: '081234567893',
+  type: 'interactive',
+  interactive: {
+    type: 'button',
+    body: { text: 'Confirm delivery tomorrow?' },
+    action: {
+      buttons: [
+        { type: 'reply', reply: { id: 'confirm', title: 'Yes' } },
+        { type: 'reply', reply: { id: 'reschedule', title: 'Another day' } },
+      ],
+    },
+  },
+}
 export const SEND_EXAMPLES = {
   text: { summary: 'Free-form text', value: textMessage },
   template: { summary: 'An account template with its variables', value: templateMessage },
+  image: { summary: 'An image with a caption', value: imageMessage },
+  document: {
+    summary: 'A document with its file name',
+    value: { to: '081234567890', type: 'document', document: { link: 'https://cdn.example.com/inv/88.pdf', filename: 'invoice-88.pdf' } },
+  },
+  location: {
+    summary: 'A location',
+    value: { to: '081234567890', type: 'location', location: { latitude: -6.2088, longitude: 106.8456, name: 'Toko Budi' } },
+  },
+  buttons: { summary: 'Reply buttons', value: buttonMessage },
+  list: {
+    summary: 'A list',
+    value: {
+      to: '081234567890',
+      type: 'interactive',
+      interactive: {
+        type: 'list',
+        body: { text: 'Pick a delivery slot' },
+        action: {
+          button: 'Slots',
+          sections: [
+            {
+              title: 'Tomorrow',
+              rows: [
+                { id: 'am', title: 'Morning', description: '08:00-12:00' },
+                { id: 'pm', title: 'Afternoon' },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  },
+  template_header: {
+    summary: 'An approved template with header media',
+    value: { to: '081234567890', template_id: 3, header: { type: 'image', link: 'https://cdn.example.com/promo.jpg' } },
+  },
 }
 
 export const SendResult = t.Object({
@@ -129,6 +295,7 @@ const bulkBody = (entryRule: object) =>
             ),
             media_url: t.Optional(t.String()),
             ...templateFields,
+            ...richFields,
             ...validityField,
             ...fromField,
           },
@@ -144,14 +311,23 @@ export const BulkBody = bulkBody({})
 export type BulkBody = typeof BulkBody.static
 /** BulkBody with the content rule on every entry, for the documents. */
 export const DocumentedBulkBody = bulkBody(contentRule)
-export const BULK_EXAMPLES = { mixed: { summary: 'Free-form text and a template', value: { messages: [textMessage, templateMessage] } } }
+export const BULK_EXAMPLES = {
+  mixed: {
+    summary: 'Free-form text, a template, an image and reply buttons',
+    value: { messages: [textMessage, templateMessage, imageMessage, buttonMessage] },
+  },
+}
 
 export const BulkEntry = t.Union([
   t.Object({ to: t.String(), status: t.Literal('sent'), message_id: t.String() }),
   t.Object({
     to: t.String({ description: 'Normalised, or as given when it could not be normalised' }),
     status: t.Literal('failed'),
-    code: t.String({ examples: ['VALIDATION_ERROR', 'BAD_GATEWAY'] }),
+    code: t.String({
+      description:
+        'VALIDATION_ERROR, SENDER_DISABLED or WINDOW_CLOSED (a free-form entry outside the 24-hour window): not charged; BAD_GATEWAY: refused by the provider, refunded',
+      examples: ['VALIDATION_ERROR', 'WINDOW_CLOSED', 'BAD_GATEWAY'],
+    }),
     error: t.String(),
     id: t.Optional(Type.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
   }),
@@ -227,6 +403,18 @@ export const Message = t.Object({
     ],
     { description: 'The approved template the provider was asked to send instead of free-form text; null for free-form text' },
   ),
+  type: t.String({
+    description:
+      'Extension: `text`, `template`, or the rich type it was sent as (`image`, `video`, `audio`, `document`, `sticker`, `location`, ' +
+      '`interactive`); `body` then holds a text rendering of it (the caption, the interactive body, `[location] name`, `[image]`)',
+    examples: ['image'],
+  }),
+  content: t.Union([t.Object({}, { additionalProperties: true }), t.Null()], {
+    description:
+      'Extension: what it carried beyond text, as the request gave it (the object of its `type`; `{header}` for a template with ' +
+      'header media); null for text and plain templates',
+    examples: [{ link: 'https://cdn.example.com/p/1001.jpg', caption: 'Your order' }],
+  }),
   created_at: t.String(),
   sent_at: t.Union([t.String(), t.Null()]),
   delivered_at: t.Union([t.String(), t.Null()]),

@@ -205,6 +205,15 @@ export function messagePages(d: Dashboard) {
                 </dd>
               </>
             ) : null}
+            {message.content ? (
+              <>
+                <dt>Sent as</dt>
+                <dd class="wrap" id="rich-content">
+                  {`${message.type}: `}
+                  <code>{JSON.stringify(message.content)}</code>
+                </dd>
+              </>
+            ) : null}
             {message.media_url ? (
               <>
                 <dt>Media URL</dt>

@@ -9,6 +9,8 @@ import { formatTimestamp } from '../../lib/time'
 import { MAX_PHONE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
 import type { StoredTemplate } from './content'
+import type { RichContent } from '../../providers/provider'
+import { contentView, typeOf } from './rich'
 import { dateRange, page } from '../../http/values'
 
 export const STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed'] as const
@@ -27,6 +29,7 @@ type Row = {
   sender_id: number | null
   template_id: number | null
   provider_template: StoredTemplate | null
+  content: RichContent | null
   created_at: Date
   sent_at: Date | null
   delivered_at: Date | null
@@ -48,6 +51,8 @@ const view = (r: Row, tz: string) => ({
   sender_id: r.sender_id,
   template_id: r.template_id,
   provider_template: r.provider_template,
+  type: typeOf(r.content, r.template_id),
+  content: contentView(r.content),
   created_at: formatTimestamp(r.created_at, tz)!,
   sent_at: formatTimestamp(r.sent_at, tz),
   delivered_at: formatTimestamp(r.delivered_at, tz),
@@ -113,7 +118,7 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
       limit $${n} offset $${n + 1}
     )
     select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.error_code, m.error_message, m.campaign_id,
-           m.sender_id, m.template_id, m.provider_template,
+           m.sender_id, m.template_id, m.provider_template, m.content,
            m.created_at, m.sent_at, m.delivered_at, m.read_at, m.refunded_at
     from page join messages m on m.id = page.id
     order by page.created_at desc, page.id desc`,
@@ -171,7 +176,7 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
 
 export async function getMessage(deps: Deps, principal: Principal, sid: string) {
   const [row] = await deps.sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
@@ -184,7 +189,7 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
  */
 export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
   const [row] = await sql<(Row & { failed_at: Date | null; refund_late_failure: boolean })[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at, refund_late_failure
     from messages where id = ${id} and account_id = ${accountId} and (status <> 'queued' or announce_outcome)`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
@@ -212,7 +217,7 @@ export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number,
 /** The account's latest failed messages, newest first, with their error. */
 export async function recentFailures(sql: Sql, tz: string, accountId: number, limit = 10) {
   const rows = await sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template,
+    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`

@@ -7,36 +7,59 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
+import { requireOpenWindow } from '../inbound/enforce'
+import { holdMessagingLimit } from '../budgets/guard'
+import { refuseOptedOut } from '../optouts/service'
+import type { RichContent } from '../../providers/provider'
+import { renderText, requireSupported, richOf } from './rich'
+
+/** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
+export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
 
 /**
- * POST /messages/send. `requestToken` identifies this request's charge: run again with the same token
+ * POST /messages/send (and the dashboard inbox's reply). `requestToken` identifies this request's charge: run again with the same token
  * (an Idempotency-Key recovery), it finds the charge and the outcome instead of making new ones.
  */
-export async function sendOne(deps: Deps, principal: Principal, input: SendBody, requestToken: string): Promise<SendResult | SendQueued> {
+export async function sendOne(deps: Deps, principal: Sending, input: SendBody, requestToken: string): Promise<SendResult | SendQueued> {
   requireContentShape(input)
   const to = requirePhone(input.to, 'to')
   const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
   const sender = await deps.senders.forSend(principal.accountId, input.from)
+  const rich = richOf(input, '')
+  // A kind the sender's provider cannot send is refused here, before anything is charged.
+  requireSupported(rich, sender.provider, '')
   const message: NewMessage =
-    input.template_id === undefined
+    input.template_id !== undefined
       ? {
-          phone: to,
-          body: requireMessageBody(input.body!, 'body'),
-          mediaUrl: optionalMediaUrl(input.media_url, 'media_url'),
+          ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName, rich)),
           validitySeconds,
           senderId: sender.id,
         }
-      : {
-          ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName)),
-          validitySeconds,
-          senderId: sender.id,
-        }
+      : rich
+        ? { phone: to, body: renderText(rich), mediaUrl: null, content: rich, validitySeconds, senderId: sender.id }
+        : {
+            phone: to,
+            body: requireMessageBody(input.body!, 'body'),
+            mediaUrl: optionalMediaUrl(input.media_url, 'media_url'),
+            validitySeconds,
+            senderId: sender.id,
+          }
+
+  // Refused before anything is charged, in this order: the recipient opted out, their 24-hour window
+  // is closed, the sender's messaging limit is reached (then the pace, then the balance).
+  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))
+  await requireOpenWindow(deps, sender, message, () => chargedAlready(deps, requestToken))
+
+  // The messaging limit: a business-initiated message past its sender's budget is refused (429), nothing charged.
+  const limit = await holdMessagingLimit(deps, requestToken, [{ senderId: sender.id, phone: to }])
+  if (limit.refused.length > 0) throw limit.refused[0]!.error
 
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
   // before anything is charged. A repeat of a request whose charge was made already (its first run
   // died, or its answer was not stored) is not refused: its message is charged, and found below.
   const slot = await sender.pacer.takeWithin(to, deps.config.sendWaitMs)
   if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {
+    await limit.settle()
     const seconds = Math.max(1, Math.ceil(slot.wouldWaitMs / 1000))
     throw new ApiError(
       'RATE_LIMITED',
@@ -48,12 +71,21 @@ export async function sendOne(deps: Deps, principal: Principal, input: SendBody,
     )
   }
   const lease = deps.handoff.lease()
-  const charged = await deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message })
+  const charged = await limit.settleAfter(
+    deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message }),
+  )
   if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
   const id = charged.ids[0]!
 
   const outgoing = outgoingOf(
-    { id, phone: to, body: message.body, media_url: message.mediaUrl, provider_template: message.providerTemplate ?? null },
+    {
+      id,
+      phone: to,
+      body: message.body,
+      media_url: message.mediaUrl,
+      provider_template: message.providerTemplate ?? null,
+      content: message.content ?? null,
+    },
     sender.providerName,
   )
   const validUntilMs = Date.now() + validitySeconds * 1000
@@ -97,14 +129,26 @@ export function validityOf(given: number | undefined, fallback: number, field: s
 /** A send with `template_id`: the template (one query; a send with `body` makes none) rendered with `variables`. */
 async function fromTemplate(
   deps: Deps,
-  principal: Principal,
+  principal: Sending,
   to: string,
   input: { template_id: number; variables?: Record<string, string> },
   provider: string,
+  header: RichContent | null,
 ) {
   const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
   const content = templateContent(templates.get(input.template_id), input, provider)
-  return { phone: to, mediaUrl: null, ...content }
+  requireHeaderBound(header, content.providerTemplate, '')
+  return { phone: to, mediaUrl: null, ...content, content: header }
+}
+
+/** Header media goes with an approved template of the provider only: an unbound template is sent as its text. */
+export function requireHeaderBound(header: RichContent | null, bound: unknown, at: string): void {
+  if (header && !bound) {
+    throw badValue(
+      `${at}header: the template is not bound to an approved template of the sender's provider, so it goes as text and ` +
+        'cannot carry header media; nothing was charged',
+    )
+  }
 }
 
 /**
@@ -122,7 +166,7 @@ export function refusal(refused: Refused, what: string, tz: string): ApiError {
 }
 
 /** Whether a request (its token) has charged a message already: a repeat of a request that died or lost its answer. */
-async function chargedAlready(deps: Deps, requestToken: string): Promise<boolean> {
+export async function chargedAlready(deps: Pick<Deps, 'sql'>, requestToken: string): Promise<boolean> {
   const [row] = await deps.sql<
     { charged: boolean }[]
   >`select exists (select 1 from messages where request_token = ${requestToken}) as charged`

@@ -12,6 +12,8 @@ import { ApiError } from '../../http/errors'
 import { idParam } from '../accounts/scope'
 import type { AccountSender } from './model'
 import { assignSender, listAccountSenders, senderNames, unassignSender, type Actor, type SenderName } from './service'
+import { BudgetText } from '../budgets/pages'
+import type { BudgetUse } from '../budgets/service'
 
 /** The sender of a message or campaign in words; null: the deployment's default sender. */
 export const senderLabel = (sender: Pick<SenderName, 'name' | 'number'> | undefined, id: number | null) =>
@@ -24,7 +26,7 @@ export const senderChoice = (s: Pick<AccountSender, 'name' | 'number' | 'provide
 const stateOf = (s: AccountSender) => (s.disabled ? <span class="status status-failed">disabled</span> : 'enabled')
 
 /** An account's senders as its members see them (the overview): nothing when it has none. */
-export function MemberSenders(props: { senders: AccountSender[] }) {
+export function MemberSenders(props: { senders: AccountSender[]; budgets: Map<number, BudgetUse> }) {
   if (props.senders.length === 0) return null
   return (
     <section aria-labelledby="senders-title">
@@ -40,9 +42,18 @@ export function MemberSenders(props: { senders: AccountSender[] }) {
           { header: 'Id', cell: (s) => s.id, phone: false },
           { header: 'Default', cell: (s) => (s.default ? 'default' : '') },
           { header: 'State', cell: stateOf },
+          {
+            header: 'Messaging limit',
+            cell: (s) => (props.budgets.has(s.id) ? <BudgetText use={props.budgets.get(s.id)!} /> : ''),
+          },
         ]}
         rows={props.senders}
       />
+      <p class="muted">
+        Messaging limit: WhatsApp lets a number (or the business portfolio it belongs to) start conversations with so many new people per
+        rolling 24 hours; customers who wrote in the last 24 hours do not count. Past it, sends are refused uncharged (429{' '}
+        <code>MESSAGING_LIMIT</code>) and campaigns pause until it frees.
+      </p>
     </section>
   )
 }

@@ -8,9 +8,10 @@ import type { Sql } from '../../db/client'
 import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError } from '../../http/errors'
-import type { Pace, Provider } from '../../providers/provider'
+import { RICH_KINDS, type Pace, type Provider } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
+import { windowIsOpen } from '../inbound/window'
 import { openFields, supportOf, type SenderRow } from './service'
 
 export type Sender = {
@@ -75,9 +76,16 @@ export function createSenderDirectory(
     }
     // Credentials that do not open (sealed under a key this process lacks) fail each hand-off, refunded, saying why.
     const provider: Provider = fields
-      ? createProvider(row.provider, settings as never, { publicBaseUrl: config.publicBaseUrl, timeoutMs: config.providerTimeoutMs, sql })
+      ? createProvider(row.provider, settings as never, {
+          publicBaseUrl: config.publicBaseUrl,
+          timeoutMs: config.providerTimeoutMs,
+          sql,
+          windowOpen: (phone) => windowIsOpen(sql, row.id, phone),
+        })
       : {
           name: row.provider,
+          // It claims every kind: the hand-off fails (refunded, saying why) rather than refusing the kind.
+          rich: new Set(RICH_KINDS),
           send: async () => ({
             ok: false,
             errorCode: null,

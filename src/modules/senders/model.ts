@@ -4,6 +4,7 @@
 
 import { t } from 'elysia'
 import { Id, JsonId } from '../../http/models'
+import { BudgetUseFields, Tier } from '../budgets/model'
 
 export const SenderId = (description = 'Sender id') => Id('sender', description)
 export const SenderParams = t.Object({ id: SenderId() })
@@ -28,6 +29,17 @@ const credentials = t.Record(t.String(), t.String({ maxLength: 2000 }), {
   examples: [{ account_sid: 'AC0123456789abcdef0123456789abcdef', auth_token: '0123456789abcdef0123456789abcdef' }],
 })
 
+const ownTier = Tier(
+  "Its WhatsApp messaging limit (Meta's tier for the number): unique recipients of business-initiated messages per rolling 24 " +
+    'hours, 250, 2000, 10000 or 100000; null (the default): unlimited. A new number starts at 250. Ignored while it is in a portfolio',
+)
+const portfolio = t.Union([t.String(), t.Null()], {
+  description:
+    "The portfolio (its name) whose budget it shares with the portfolio's other senders, under the portfolio's tier " +
+    '(POST /admin/v1/portfolios); null: none, its own tier applies',
+  examples: ['Toko Maju group'],
+})
+
 export const CreateSenderBody = t.Object({
   provider: t.String({ description: 'twilio, meta or simulator', examples: ['twilio'] }),
   name: t.String({ description: 'The display name (the business name customers see)', examples: ['Toko Maju'] }),
@@ -35,6 +47,8 @@ export const CreateSenderBody = t.Object({
   credentials: t.Optional(credentials),
   rate_per_second: t.Optional(rate),
   recipient_gap_ms: t.Optional(gap),
+  messaging_limit: t.Optional(ownTier),
+  portfolio: t.Optional(portfolio),
 })
 export type CreateSenderBody = typeof CreateSenderBody.static
 
@@ -49,6 +63,8 @@ export const UpdateSenderBody = t.Object({
   recipient_gap_ms: t.Optional(
     t.Union([gap, t.Null()], { description: "Least ms between two messages to one recipient; null: the provider's default" }),
   ),
+  messaging_limit: t.Optional(ownTier),
+  portfolio: t.Optional(portfolio),
 })
 export type UpdateSenderBody = typeof UpdateSenderBody.static
 
@@ -83,6 +99,12 @@ export const Sender = t.Object({
   rate_per_second: t.Number({ description: 'Its pace: messages per second (its own, or the provider default)' }),
   recipient_gap_ms: t.Integer({ description: 'Its pace: least ms between two messages to one recipient' }),
   disabled: t.Boolean(),
+  messaging_limit: t.Union([t.Integer(), t.Null()], { description: "Its own tier (null: unlimited); a portfolio's tier overrides it" }),
+  portfolio: t.Union([t.String(), t.Null()], { description: 'The portfolio whose budget it shares, or null' }),
+  budget: t.Object(BudgetUseFields, {
+    description:
+      "The budget it sends under (its portfolio's, else its own) and its use: the tier in force, recipients counted, when the oldest frees",
+  }),
   last_check: t.Union([Check, t.Null()]),
   accounts: t.Array(t.Object({ account_id: JsonId(), default: t.Boolean() }), { description: 'The accounts it sends for' }),
   created_at: t.String(),

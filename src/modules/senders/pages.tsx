@@ -28,6 +28,8 @@ import {
   senderFormState,
 } from './forms'
 import type { Sender, UpdateSenderBody } from './model'
+import { BudgetText } from '../budgets/pages'
+import { MESSAGING_TIERS } from '../../lib/validate'
 import {
   createSender,
   getSender,
@@ -41,6 +43,11 @@ import {
 } from './service'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
+
+const tierText = (tier: number | null) => (tier === null ? 'unlimited' : tier.toLocaleString('en'))
+/** The tier a form shows: what was typed (a form sent back), else the sender's. */
+const tierValue = (state: FormState | undefined, tier: number | null) =>
+  (state?.form === 'edit' ? state.values.messaging_limit : undefined) ?? (tier === null ? '' : String(tier))
 type Options = { state?: FormState; error?: string; status?: number }
 
 const SENDERS_SCRIPT = '/dashboard/assets/senders.js'
@@ -127,6 +134,7 @@ export function senderPages(d: Dashboard) {
             { header: 'Provider', cell: (s) => s.provider },
             { header: 'Number', cell: (s) => s.number, class: 'nowrap' },
             { header: 'Pace', cell: (s) => paceText(s) },
+            { header: 'Messaging limit', cell: (s) => <BudgetText use={s.budget} /> },
             { header: 'Accounts', cell: (s) => <Accounts sender={s} names={names} /> },
             { header: 'State', cell: (s) => (s.disabled ? <span class="status status-failed">disabled</span> : 'enabled') },
             { header: 'Last check', cell: (s) => <LastCheck check={s.last_check} /> },
@@ -220,6 +228,16 @@ export function senderPages(d: Dashboard) {
             {paceText(sender)}
             {row.rate_per_second === null && row.recipient_gap_ms === null ? " (the provider's)" : ''}
           </dd>
+          <dt>Messaging limit</dt>
+          <dd id="sender-budget">
+            <BudgetText use={sender.budget} />
+            <br />
+            <span class="muted">
+              {sender.portfolio === null
+                ? 'its own tier'
+                : `the tier of portfolio ${sender.portfolio}, shared with its other senders (its own tier, ${tierText(sender.messaging_limit)}, is not used)`}
+            </span>
+          </dd>
           <dt>State</dt>
           <dd id="sender-state">{sender.disabled ? 'disabled: new sends through it are refused' : 'enabled'}</dd>
           <dt>Last check</dt>
@@ -257,6 +275,30 @@ export function senderPages(d: Dashboard) {
             maxlength={10}
             value={row.recipient_gap_ms === null ? '' : String(row.recipient_gap_ms)}
           />
+          <div class="field">
+            <label>
+              Messaging limit (Meta's tier for this number: unique people it may start conversations with per 24 hours; a new number starts
+              at 250)
+              <select name="messaging_limit" aria-describedby="tier-help">
+                {['', ...MESSAGING_TIERS.map(String)].map((v) => (
+                  <option value={v} selected={v === tierValue(state, row.messaging_limit)}>
+                    {v === '' ? 'unlimited' : Number(v).toLocaleString('en')}
+                  </option>
+                ))}
+              </select>
+            </label>
+          </div>
+          <Field
+            state={state}
+            form="edit"
+            name="portfolio"
+            label="Portfolio (optional: senders with the same portfolio share its budget, under the portfolio's tier)"
+            maxlength={100}
+            value={sender.portfolio ?? ''}
+          />
+          <p class="muted" id="tier-help">
+            Portfolios and their tiers: admin API <code>/admin/v1/portfolios</code> or <code>admin portfolios</code> on the command line.
+          </p>
           {fieldsOf(sender.provider).length > 0 ? (
             <Credentials state={state} form="edit" provider={sender.provider} sender={sender} />
           ) : null}
@@ -338,6 +380,11 @@ export function senderPages(d: Dashboard) {
           if (rate !== row.rate_per_second) change.rate_per_second = rate
           const gap = gapOf(body)
           if (gap !== row.recipient_gap_ms) change.recipient_gap_ms = gap
+          const tier = field(body, 'messaging_limit').trim()
+          const messagingLimit = tier === '' ? null : Number(tier)
+          if (messagingLimit !== row.messaging_limit) change.messaging_limit = messagingLimit
+          const portfolio = field(body, 'portfolio').trim()
+          if (portfolio !== (sender.portfolio ?? '')) change.portfolio = portfolio === '' ? null : portfolio
           const credentials = credentialsOf(body, sender.provider, true)
           if (Object.keys(credentials).length > 0) change.credentials = credentials
           const to = `/dashboard/senders/${sender.id}`
@@ -348,13 +395,15 @@ export function senderPages(d: Dashboard) {
             change.name !== undefined ? 'its name' : null,
             change.rate_per_second !== undefined ? 'its rate' : null,
             change.recipient_gap_ms !== undefined ? 'its recipient gap' : null,
+            change.messaging_limit !== undefined ? `its messaging limit (${tierText(change.messaging_limit)})` : null,
+            change.portfolio !== undefined ? `its portfolio (${change.portfolio ?? 'none'})` : null,
             change.credentials ? `its ${Object.keys(credentials).join(', ')}` : null,
           ].filter(Boolean)
           return d.finish(session, { to, notice: `Sender ${saved.name} saved: ${what.join(', ')} changed.` })
         },
         (message, status) =>
           senderPage(session, sender, row, {
-            state: senderFormState('edit', body, sender.provider, SENDER_FIELDS, message, status),
+            state: senderFormState('edit', body, sender.provider, [...SENDER_FIELDS, 'messaging_limit', 'portfolio'], message, status),
             status,
           }),
       )

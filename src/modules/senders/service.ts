@@ -15,6 +15,7 @@ import type { SenderCheck, SenderSupport } from '../../providers/provider'
 import { audit } from '../users/service'
 import type { User } from '../../dashboard/session'
 import type { AccountSender, CreateSenderBody, Sender, UpdateSenderBody } from './model'
+import { portfolioIdOf, requireTier, senderBudgetUse } from '../budgets/service'
 
 export type SendersContext = { sql: Sql; secrets: SecretBox; config: Config }
 /** Who made a change, for the audit log: a dashboard user, or the admin token (user null). */
@@ -30,6 +31,8 @@ export type SenderRow = {
   rate_per_second: number | null
   recipient_gap_ms: number | null
   disabled_at: Date | null
+  messaging_limit: number | null
+  portfolio_id: number | null
   checked_at: Date | null
   check_ok: boolean | null
   check_detail: string | null
@@ -87,7 +90,7 @@ function pace(config: Config, row: Pick<SenderRow, 'provider' | 'rate_per_second
 
 /** The sender as the admin API shows it: which credential fields are set, never a value. */
 async function present(
-  ctx: Pick<SendersContext, 'secrets' | 'config'>,
+  ctx: Pick<SendersContext, 'secrets' | 'config'> & { sql: Db },
   row: SenderRow,
   accounts: { account_id: number; default: boolean }[],
 ): Promise<Sender> {
@@ -106,12 +109,20 @@ async function present(
     rate_per_second: perSecond,
     recipient_gap_ms: recipientGapMs,
     disabled: row.disabled_at !== null,
+    messaging_limit: row.messaging_limit,
+    portfolio: row.portfolio_id === null ? null : await portfolioName(ctx.sql, row.portfolio_id),
+    budget: await senderBudgetUse(ctx.sql, row.id, ctx.config.messagingLimit, tz),
     last_check: row.checked_at
       ? { at: formatTimestamp(row.checked_at, tz)!, ok: row.check_ok === true, detail: row.check_detail ?? '' }
       : null,
     accounts,
     created_at: formatTimestamp(row.created_at, tz)!,
   }
+}
+
+async function portfolioName(db: Db, id: number): Promise<string> {
+  const [row] = await db<{ name: string }[]>`select name from portfolios where id = ${id}`
+  return row!.name
 }
 
 /** A stored sender's credential fields, opened. */
@@ -155,13 +166,16 @@ export async function createSender(ctx: Omit<SendersContext, 'sql'> & { sql: Db 
   const number = requireNumber(input.number)
   const fields = requireFields(input.provider, input.credentials ?? {})
   const identity = supportOf(input.provider).identityOf(fields)
+  const tier = requireTier(input.messaging_limit ?? null, 'messaging_limit')
   const row = await transaction(ctx.sql, async (tx) => {
+    const portfolioId = await portfolioIdOf(tx, input.portfolio ?? null, 'portfolio')
     const [taken] = await tx`select id from senders where provider = ${input.provider} and number = ${number}`
     if (taken) throw new ApiError('CONFLICT', `a ${input.provider} sender with number ${number} exists already (sender ${taken.id})`)
     // The id is the sealing context, so the row comes first and its credentials right after, in one transaction.
     const [created] = await tx<{ id: number }[]>`
-      insert into senders (provider, name, number, identity, credentials, rate_per_second, recipient_gap_ms)
-      values (${input.provider}, ${name}, ${number}, ${identity}, '', ${input.rate_per_second ?? null}, ${input.recipient_gap_ms ?? null})
+      insert into senders (provider, name, number, identity, credentials, rate_per_second, recipient_gap_ms, messaging_limit, portfolio_id)
+      values (${input.provider}, ${name}, ${number}, ${identity}, '', ${input.rate_per_second ?? null}, ${input.recipient_gap_ms ?? null},
+              ${tier}, ${portfolioId})
       returning id`
     const sealed = await ctx.secrets.seal(JSON.stringify(fields), sealContext(created!.id))
     const [row] = await tx<SenderRow[]>`update senders set credentials = ${sealed} where id = ${created!.id} returning *`
@@ -178,9 +192,11 @@ export async function createSender(ctx: Omit<SendersContext, 'sql'> & { sql: Db 
 
 export async function updateSender(ctx: SendersContext, actor: Actor, id: number, input: UpdateSenderBody): Promise<Sender> {
   const name = input.name === undefined ? undefined : requireText(input.name, 'name', 100)
+  const tier = input.messaging_limit === undefined ? undefined : requireTier(input.messaging_limit, 'messaging_limit')
   await ctx.sql.begin(async (tx) => {
     const [row] = await tx<SenderRow[]>`select * from senders where id = ${id} for update`
     if (!row) throw new ApiError('NOT_FOUND', `sender ${id} not found`)
+    const portfolioId = input.portfolio === undefined ? row.portfolio_id : await portfolioIdOf(tx, input.portfolio, 'portfolio')
     let sealed = row.credentials
     let identity = row.identity
     if (input.credentials !== undefined) {
@@ -196,6 +212,8 @@ export async function updateSender(ctx: SendersContext, actor: Actor, id: number
         identity = ${identity},
         rate_per_second = ${input.rate_per_second === undefined ? row.rate_per_second : input.rate_per_second},
         recipient_gap_ms = ${input.recipient_gap_ms === undefined ? row.recipient_gap_ms : input.recipient_gap_ms},
+        messaging_limit = ${tier === undefined ? row.messaging_limit : tier},
+        portfolio_id = ${portfolioId},
         updated_at = now()
       where id = ${id}`
     const changed = Object.keys(input).filter((k) => k !== 'credentials')

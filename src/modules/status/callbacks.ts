@@ -16,7 +16,7 @@ import { readCapped } from '../../lib/stream'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { eventsCommitted, notifies } from '../webhooks/notify'
 import { createReportReceiver } from './receiver'
-import { storeInbound } from '../inbound/service'
+import { storeConsent, storeInbound } from '../inbound/service'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
 
@@ -71,7 +71,19 @@ export function providerCallbacks(deps: Deps) {
         })
         if (answer instanceof Response) return answer
         const { reports, inbound } = Array.isArray(answer) ? { reports: answer, inbound: [] } : answer
-        const stored = inbound.length > 0 ? await storeInbound(deps.sql, plugin.name, inbound) : []
+        const stored =
+          inbound.length > 0
+            ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config })
+            : []
+        if (!Array.isArray(answer) && answer.consent?.length) {
+          await storeConsent(deps.sql, deps.config.timezone, plugin.name, answer.consent)
+          eventsCommitted(deps) // its contact.opted_out / contact.opted_in events
+        }
+        if (stored.some((id) => id !== null)) {
+          // A new inbound message may have recorded message.received events, and media to fetch.
+          eventsCommitted(deps)
+          deps.wake('inbound-media')
+        }
         const outcome = await receive(reports)
         if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.

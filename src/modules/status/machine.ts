@@ -9,6 +9,7 @@ import type { StatusReport } from '../../providers/provider'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import { lateFailureRefunds, refundsWhenFailing } from '../ledger/service'
+import { balanceMoved } from '../../http/metrics/measures'
 
 /** Counts, and the SIDs that changed and those that got an event (each SID once per call). */
 export type StatusesOutcome = { changed: number; events: number; changedSids: string[]; eventSids: string[] }
@@ -31,7 +32,7 @@ export async function applyStatuses(
   const notify = options.notify
     ? sql`, (select count(pg_notify(${EVENTS_CHANNEL}, '')) from (select 1 from event limit 1) as any_event) as notified`
     : sql``
-  const [row] = await sql<{ changed_sids: string[]; event_sids: string[] }[]>`
+  const [row] = await sql<{ changed_sids: string[]; event_sids: string[]; late_refunds: number; late_refunded: number }[]>`
     with input as (
       select * from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
                            ${reports.map((r) => r.errorCode ?? null) as number[]}::int[],
@@ -68,9 +69,11 @@ export async function applyStatuses(
       from changed c
     ), event as (${insertEvents(sql, 'changed_events')})
     select array(select message_sid from changed) as changed_sids,
-           array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids
+           array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids,
+           (select count(*)::int from late_refunds) as late_refunds, (select coalesce(sum(cost), 0)::bigint from late_refunds) as late_refunded
            ${notify}`
   const { changed_sids: changedSids, event_sids: eventSids } = row!
+  balanceMoved('refund', row!.late_refunds, row!.late_refunded)
   return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids }
 }
 

@@ -68,3 +68,11 @@ export function templateContent(
     providerTemplate: b && { provider, ref: b.ref, language: b.language, variables: b.variables.map((name) => values[name] ?? '') },
   }
 }
+
+/** The account's templates bound to an approved template of `provider`, by name: what may go outside the 24-hour window. */
+export async function boundTemplates(sql: Db, accountId: number, provider: string): Promise<{ id: number; name: string; body: string }[]> {
+  const rows = await sql<{ id: number; name: string; body: string }[]>`
+    select t.id, t.name, t.body from templates t join template_bindings b on b.template_id = t.id and b.provider = ${provider}
+    where t.account_id = ${accountId} order by t.name, t.id`
+  return rows.map((r) => ({ ...r, id: Number(r.id) }))
+}

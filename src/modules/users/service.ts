@@ -205,11 +205,19 @@ export async function listUsersWithAccounts(sql: Sql) {
  */
 export async function audit(
   db: Db,
-  entry: { user: User | null; address: string | null; accountId: number | null; action: string; detail?: Record<string, unknown> },
+  entry: {
+    user: User | null
+    address: string | null
+    accountId: number | null
+    action: string
+    detail?: Record<string, unknown>
+    /** Who, when neither a user nor the admin token: an API key ("API key 12"). */
+    actor?: string
+  },
 ): Promise<void> {
   await db`
     insert into audit_log (user_id, actor, address, account_id, action, detail)
-    values (${entry.user?.id ?? null}, ${entry.user?.email ?? 'admin token'}, ${entry.address}, ${entry.accountId},
+    values (${entry.user?.id ?? null}, ${entry.user?.email ?? entry.actor ?? 'admin token'}, ${entry.address}, ${entry.accountId},
             ${entry.action}, ${JSON.stringify(entry.detail ?? {})}::text::jsonb)`
 }
 

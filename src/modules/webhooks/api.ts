@@ -18,7 +18,9 @@ export const webhooksApi = (deps: Deps) => {
         tags,
         summary: "Set (or replace) this API key's callback URL",
         description:
-          'One URL per API key; `message.status` events of messages sent with the key are POSTed to it. The URL must be ' +
+          'One URL per API key; the events it chose (`events`, default `["message.status"]`: the status changes of messages sent ' +
+          'with the key; see the webhooks of this document for each event) are POSTed to it. An unknown event name or an empty ' +
+          '`events` list is 422 `VALIDATION_ERROR` naming the problem. Replacing the URL without `events` keeps the choice. The URL must be ' +
           '`https`, at most 2048 characters, and its host must not be or resolve to a loopback, private, link-local, CGNAT, ' +
           'metadata or otherwise non-public address (IPv4-mapped IPv6 included); otherwise 422. Deliveries carry the ' +
           'Standard Webhooks headers, signed with `signing_secret`, which stays the same when the URL is replaced.',
@@ -28,7 +30,7 @@ export const webhooksApi = (deps: Deps) => {
       response: { 200: envelopeOf(Webhook), ...errorsOf(401, 404) },
       detail: {
         tags,
-        summary: "This API key's callback URL (without the secret)",
+        summary: "This API key's callback URL and chosen events (without the secret)",
         description: '404 `NOT_FOUND` when none is registered.',
       },
     })

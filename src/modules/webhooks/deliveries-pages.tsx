@@ -8,6 +8,7 @@ import { audit } from '../users/service'
 import { offsetOf, offsetPager, PagedTable, PAGE_SIZE } from '../../dashboard/components'
 import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from './deliveries'
 import { eventsCommitted } from './notify'
+import { EventCell } from './event-cell'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -35,7 +36,7 @@ export function failedDeliveryPages(d: Dashboard) {
               cell: (e) => <a href={`/dashboard/accounts/${e.account_id}/webhook?key=${e.api_key_id}`}>{e.account_name}</a>,
             },
             { header: 'Key', cell: (e) => e.key_label },
-            { header: 'Message', cell: (e) => (e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>), class: 'wrap' },
+            { header: 'Event', cell: (e) => <EventCell e={e} />, class: 'wrap' },
             { header: 'Attempts', cell: (e) => e.attempts, phone: false },
             { header: 'Last error', cell: (e) => e.last_error ?? '' },
             {

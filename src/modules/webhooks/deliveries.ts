@@ -17,6 +17,7 @@ type DeliveryRow = {
   id: number
   webhook_id: string
   api_key_id: number
+  event: string
   message_sid: string | null
   status: DeliveryStatus
   attempts: number
@@ -31,6 +32,7 @@ const deliveryView = (row: DeliveryRow, tz: string) => ({
   id: row.id,
   webhook_id: row.webhook_id,
   api_key_id: row.api_key_id,
+  event: row.event,
   message_sid: row.message_sid,
   status: row.status,
   attempts: row.attempts,
@@ -70,7 +72,7 @@ export async function listDeliveries(
   // One ordered index range per status (webhook_events_by_key), merged: a key with millions of events
   // pages without sorting them all.
   const rows = await sql<DeliveryRow[]>`
-    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+    select e.id, e.webhook_id, e.api_key_id, e.event, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from unnest(${statuses}::text[]) s(status)
     cross join lateral (
@@ -95,7 +97,7 @@ export async function listDeliveries(
 /** Every webhook delivery (event) of one message, oldest first (the dashboard's message page). */
 export async function listMessageDeliveries(sql: Sql, tz: string, messageId: number) {
   const rows = await sql<DeliveryRow[]>`
-    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+    select e.id, e.webhook_id, e.api_key_id, e.event, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e join messages m on m.id = e.message_id
     where e.message_id = ${messageId} and e.status <> 'listen_only'
@@ -105,7 +107,7 @@ export async function listMessageDeliveries(sql: Sql, tz: string, messageId: num
 
 async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
   const [row] = await sql<DeliveryRow[]>`
-    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+    select e.id, e.webhook_id, e.api_key_id, e.event, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e left join messages m on m.id = e.message_id
     where e.id = ${id} and e.status <> 'listen_only'`
@@ -177,7 +179,7 @@ export async function replayFailedSince(sql: Sql, tz: string, keyId: number, sin
 /** Failed deliveries of every account, newest first, with their account and key (the operator's list). */
 export async function listFailedDeliveries(sql: Sql, tz: string, p: Page) {
   const rows = await sql<(DeliveryRow & { account_id: number; account_name: string; key_label: string })[]>`
-    select e.id, e.webhook_id, e.api_key_id, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
+    select e.id, e.webhook_id, e.api_key_id, e.event, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload, k.account_id, a.name as account_name, k.label as key_label
     from webhook_events e
     join api_keys k on k.id = e.api_key_id

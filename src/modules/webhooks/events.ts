@@ -1,9 +1,16 @@
 // The one writer of webhook events (the outbox, `webhook_events`). Whoever makes an event (a status
-// change, a test event) hands its rows to `insertEvents`, inside its own statement, so the event
-// commits with what caused it. The rule of an event's target lives only here: a key with a registered
-// URL gets a delivery (`pending`, sent by the delivery worker); a key without one that someone is
-// listening to (`admin webhook listen`) gets it for its listeners only (`listen_only`, never
-// delivered); a key with neither gets no event. So does the shape of a webhook-id.
+// change, a test event, an inbound message, a low balance) hands its rows to `insertEvents` or
+// `insertAccountEvents`, inside its own statement, so the event commits with what caused it. The rule of
+// an event's target lives only here:
+// - a key whose registration chose the event's type gets a delivery (`pending`, sent by the delivery
+//   worker); a registration that did not choose it gets nothing (test events go to every registration);
+// - a key without a registration that someone is listening to (`admin webhook listen`) gets its
+//   `message.status` events for its listeners only (`listen_only`, never delivered), as before events
+//   could be chosen; a listener of a registered key sees what the registration receives;
+// - a key with neither gets no event.
+// message.status events belong to the key that sent the message; the others (`accountEvent`) to the
+// account: one row per key of the account whose registration chose that type. So does the shape of a
+// webhook-id.
 //
 // After the commit, the writer calls eventsCommitted (notify.ts) to wake the delivery worker and the
 // listeners at once.
@@ -11,6 +18,7 @@
 import type postgres from 'postgres'
 import type { Db } from '../../db/client'
 import { ApiError } from '../../http/errors'
+import type { EventType } from './model'
 
 type Fragment = postgres.PendingQuery<postgres.Row[]>
 
@@ -27,21 +35,58 @@ export const statusPayload = (sql: Db, timezone: string, fields: Fragment): Frag
   sql`message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'), ${fields})`
 
 /**
- * The part of a statement that records events: `source` names a CTE of the same statement with the
- * columns `api_key_id`, `message_id` (null for a test event), `payload` and `ord` (the order of the
- * rows, so one message's events get ids in the order they happened). Returns the rows written:
- * `id`, `webhook_id`, `api_key_id`, `message_id`, `status`.
+ * The part of a statement that records `message.status` events: `source` names a CTE of the same
+ * statement with the columns `api_key_id`, `message_id` (null for a test event), `payload` and `ord`
+ * (the order of the rows, so one message's events get ids in the order they happened). `test`: test
+ * events, which go to every registration whatever it chose. Returns the rows written: `id`,
+ * `webhook_id`, `api_key_id`, `message_id`, `status`.
  */
-export const insertEvents = (sql: Db, source: string): Fragment => sql`
+export const insertEvents = (sql: Db, source: string, options: { test?: boolean } = {}): Fragment => sql`
   insert into webhook_events (webhook_id, api_key_id, message_id, payload, status)
   select ${newWebhookId(sql)}, s.api_key_id, s.message_id, s.payload,
          case when w.api_key_id is null then 'listen_only' else 'pending' end
   from ${sql(source)} s
   left join webhook_endpoints w on w.api_key_id = s.api_key_id
   left join webhook_listeners l on l.api_key_id = s.api_key_id and l.listening_until > now()
-  where w.api_key_id is not null or l.api_key_id is not null
+  where (w.api_key_id is not null and (${options.test === true}::boolean or 'message.status' = any(w.events)))
+     or (w.api_key_id is null and l.api_key_id is not null)
   order by s.ord
   returning id, webhook_id, api_key_id, message_id, status`
+
+/**
+ * The part of a statement that records account events (every type but message.status): `source` names
+ * a CTE of the same statement with the columns `account_id`, `event` (its type), `data` (the JSON text
+ * of `data`, compact) and `ord`. One `pending` event per key of the account whose registration chose
+ * that type, its body the spec's envelope (event, timestamp, data) as compact JSON. Returns `id`,
+ * `api_key_id`.
+ */
+export const insertAccountEvents = (sql: Db, timezone: string, source: string): Fragment => sql`
+  insert into webhook_events (webhook_id, api_key_id, message_id, payload, status, event)
+  select ${newWebhookId(sql)}, k.id, null,
+         '{"event":' || to_json(s.event::text)::text
+           || ',"timestamp":' || to_json(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'))::text
+           || ',"data":' || s.data || '}',
+         'pending', s.event
+  from ${sql(source)} s
+  join api_keys k on k.account_id = s.account_id
+  join webhook_endpoints w on w.api_key_id = k.id and s.event = any(w.events)
+  order by s.ord, k.id
+  returning id, api_key_id`
+
+/**
+ * Records an account event inside the caller's transaction (so it commits with what caused it): one
+ * delivery per key of the account whose registration chose `type`. `data` becomes the body's `data` as
+ * JSON.stringify writes it (its keys in their order). The number of deliveries recorded; the caller
+ * calls eventsCommitted after its commit when it is not 0.
+ */
+export async function accountEvent(tx: Db, timezone: string, accountId: number, type: EventType, data: object): Promise<number> {
+  const [row] = await tx<{ n: number }[]>`
+    with source as (
+      select ${accountId}::bigint as account_id, ${type}::text as event, ${JSON.stringify(data)}::text as data, 1 as ord
+    ), event as (${insertAccountEvents(tx, timezone, 'source')})
+    select count(*)::int as n from event`
+  return row!.n
+}
 
 /** The test event's body (see sendTestEvent), as SQL: a `message.status` of no real message, marked test. */
 export const testPayload = (sql: Db, timezone: string): Fragment =>
@@ -58,7 +103,7 @@ export async function sendTestEvent(sql: Db, timezone: string, keyId: number) {
     with source as (
       select k.id as api_key_id, null::bigint as message_id, ${testPayload(sql, timezone)} as payload, 1 as ord
       from api_keys k where k.id = ${keyId}
-    ), event as (${insertEvents(sql, 'source')})
+    ), event as (${insertEvents(sql, 'source', { test: true })})
     select e.id, e.webhook_id, w.url from event e left join webhook_endpoints w on w.api_key_id = e.api_key_id`
   if (!row) throw new ApiError('NOT_FOUND', `API key ${keyId} has no webhook URL and no listener`)
   return row

@@ -1,4 +1,4 @@
-// `admin webhook listen`: a key's message.status events streamed to a developer's machine as they
+// `admin webhook listen`: a key's events (what its registration receives; without one, message.status) streamed to a developer's machine as they
 // happen (server-sent events), each signed as a delivery would be, for the command line to forward to
 // a local receiver. Streaming changes no delivery: the events are read, never claimed or updated.
 //
@@ -89,15 +89,15 @@ export async function startListening(sql: Sql, keyId: number): Promise<ListenRea
   return { key_id: keyId, url: keys?.url ?? null, signing_secret: keys?.registered ? null : listen }
 }
 
-type EventRow = { id: number; webhook_id: string; payload: string; settled: boolean }
+type EventRow = { id: number; webhook_id: string; event: string; payload: string; settled: boolean }
 
 /** The key's events above `after`, oldest first, one index range per status (webhook_events_by_key). */
 async function eventsAfter(sql: Sql, keyId: number, after: number): Promise<EventRow[]> {
   return sql<EventRow[]>`
-    select e.id, e.webhook_id, e.payload, e.created_at < now() - make_interval(secs => ${SETTLE_SECONDS}) as settled
+    select e.id, e.webhook_id, e.event, e.payload, e.created_at < now() - make_interval(secs => ${SETTLE_SECONDS}) as settled
     from unnest(array['pending', 'delivered', 'failed', 'listen_only']) s(status)
     cross join lateral (
-      select id, webhook_id, payload, created_at from webhook_events w
+      select id, webhook_id, event, payload, created_at from webhook_events w
       where w.api_key_id = ${keyId} and w.status = s.status and w.id > ${after}
       order by w.id
       limit ${PAGE}
@@ -191,7 +191,7 @@ export function listenStream(
                 }
                 if (secret === null) return // the key is gone
                 const event: ListenedEvent = { id: row.id, ...sign(secret, row.webhook_id, row.payload) }
-                write(`id: ${row.id}\nevent: message.status\ndata: ${JSON.stringify(event)}\n\n`)
+                write(`id: ${row.id}\nevent: ${row.event}\ndata: ${JSON.stringify(event)}\n\n`)
                 sent.add(row.id)
               }
               if (moving && row.settled) {

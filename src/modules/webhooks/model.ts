@@ -5,12 +5,24 @@ import { t } from 'elysia'
 import { dateRangeFields, pageFields } from '../../http/models'
 import { errorCodeDescription } from '../../providers/error-codes'
 
+/** The events a registration can choose; message.status alone by default. */
+export const EVENT_TYPES = ['message.status', 'message.received', 'contact.opted_out', 'contact.opted_in', 'balance.low'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+export const DEFAULT_EVENTS: EventType[] = ['message.status']
+
+const EVENTS_CHOICE =
+  'The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` ' +
+  '(a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), ' +
+  "`balance.low` (the account's balance fell below its low-balance threshold). A new registration without it receives " +
+  '`["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.'
+
 export const RegisterWebhookBody = t.Object(
   {
     url: t.String({
       description: 'HTTPS URL, at most 2048 characters, whose host is a public address (checked now and at every delivery)',
       examples: ['https://erp.example.com/hooks/messaging'],
     }),
+    events: t.Optional(t.Array(t.String(), { description: EVENTS_CHOICE, examples: [['message.status', 'message.received']] })),
   },
   { additionalProperties: false },
 )
@@ -20,11 +32,23 @@ export const WebhookRegistration = t.Object(
   {
     url: t.String({ description: 'The URL as it will be called (normalised by the URL parser)' }),
     signing_secret: t.String({ description: 'whsec_ + base64; kept when the URL is replaced, new after a DELETE' }),
+    events: t.Array(t.String(), { description: 'The events it receives, in the order of the list of known events' }),
   },
-  { examples: [{ url: 'https://erp.example.com/hooks/messaging', signing_secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }] },
+  {
+    examples: [
+      {
+        url: 'https://erp.example.com/hooks/messaging',
+        signing_secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+        events: ['message.status', 'message.received'],
+      },
+    ],
+  },
 )
 
-export const Webhook = t.Object({ url: t.String() }, { examples: [{ url: 'https://erp.example.com/hooks/messaging' }] })
+export const Webhook = t.Object(
+  { url: t.String(), events: t.Array(t.String(), { description: 'The events it receives' }) },
+  { examples: [{ url: 'https://erp.example.com/hooks/messaging', events: ['message.status'] }] },
+)
 
 /**
  * The body of every delivery (spec section 6), as the status machine writes it: a forward move only,
@@ -116,18 +140,9 @@ export const DeliveriesQuery = t.Object({
 
 const EventPayload = t.Object(
   {
-    event: t.String(),
+    event: t.String({ description: 'The event type' }),
     timestamp: t.String(),
-    data: t.Object({
-      message_sid: t.String(),
-      to: t.String(),
-      status: t.String(),
-      previous_status: t.String(),
-      error_code: t.Union([t.Integer(), t.Null()]),
-      error_message: t.Union([t.String(), t.Null()]),
-      refunded: t.Optional(t.Boolean({ description: 'Only on a `failed` event: whether the charge was given back' })),
-      test: t.Optional(t.Boolean({ description: 'true only on a test event sent from the dashboard' })),
-    }),
+    data: t.Record(t.String(), t.Unknown(), { description: "The event's data, as in the webhooks document (see README, Events)" }),
   },
   { description: 'The body as sent (and signed) on every attempt' },
 )
@@ -136,7 +151,13 @@ export const Delivery = t.Object({
   id: t.Integer({ description: 'Delivery (event) id, used by the attempts and replay calls' }),
   webhook_id: t.String({ description: 'The `webhook-id` header: the same on every attempt and replay' }),
   api_key_id: t.Integer(),
-  message_sid: t.Union([t.String(), t.Null()]),
+  event: t.String({
+    description: 'The event type: `message.status`, `message.received`, `balance.low`, ...',
+    examples: ['message.status'],
+  }),
+  message_sid: t.Union([t.String(), t.Null()], {
+    description: 'The message of a `message.status` event; null for the others and for test events',
+  }),
   status: t.Union([t.Literal('pending'), t.Literal('delivered'), t.Literal('failed')]),
   attempts: t.Integer({ description: 'Attempts made since the event was created or last replayed' }),
   next_attempt_at: t.Union([t.String(), t.Null()], { description: 'When the next attempt is due; null unless pending' }),
@@ -217,3 +238,84 @@ export type ListenReady = typeof ListenReady.static
 
 export const ListenedEvent = t.Composite([t.Object({ id: t.Integer({ description: "The event id, the stream's `id:`" }) }), SignedEvent])
 export type ListenedEvent = typeof ListenedEvent.static
+
+const eventTimestamp = t.String({
+  description: 'When the event was recorded: YYYY-MM-DD HH:MM:SS in the service time zone',
+  examples: ['2026-11-21 10:15:02'],
+})
+
+/** `message.received`: a customer wrote to one of the account's numbers (GET /inbound/{id} shows the same message). */
+export const MessageReceivedEvent = t.Object(
+  {
+    event: t.Literal('message.received'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      id: t.Integer({ description: 'The inbound message id (GET /api/v1/inbound/{id})' }),
+      phone: t.String({ description: "The customer's number in + international form", examples: ['+6281234567890'] }),
+      name: t.Union([t.String(), t.Null()], { description: 'The name the provider gave for the customer' }),
+      type: t.String({
+        description: 'text, image, document, audio, video, sticker, location, contacts, interactive, button, reaction or unsupported',
+        examples: ['text'],
+      }),
+      text: t.Union([t.String(), t.Null()], { description: "The text, a caption, a reply's title, a reaction's emoji" }),
+      content: t.Record(t.String(), t.Unknown(), {
+        description:
+          'Normalised by type, as in GET /inbound/{id}: text `body`; media `media_id`, `media_url`, `mime_type`, `caption`, ' +
+          '`filename`; location `latitude`, `longitude`, `name`, `address`; interactive (a reply to buttons or a list) `kind` ' +
+          '(`button_reply`/`list_reply`), `id` (the chosen button or row id), `title`, `description`; button `payload`, `text`; ' +
+          'reaction `emoji`, `message_id`',
+      }),
+      sender_id: t.Union([t.Integer(), t.Null()], { description: "The account's sender it reached; null: the service's own number" }),
+      received_at: t.String({ description: "When the customer sent it (the provider's time), YYYY-MM-DD HH:MM:SS" }),
+    }),
+  },
+  {
+    examples: [
+      {
+        event: 'message.received',
+        timestamp: '2026-11-21 10:15:03',
+        data: {
+          id: 41,
+          phone: '+6281234567890',
+          name: 'Budi',
+          type: 'interactive',
+          text: 'Yes, deliver',
+          content: { kind: 'button_reply', id: 'confirm-1042', title: 'Yes, deliver', description: null },
+          sender_id: 3,
+          received_at: '2026-11-21 10:15:01',
+        },
+      },
+    ],
+  },
+)
+
+/** `balance.low`: a charge took the account's balance below its threshold (once per crossing). */
+export const BalanceLowEvent = t.Object(
+  {
+    event: t.Literal('balance.low'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      balance: t.Integer({ description: 'The balance right after the charge that crossed the threshold (CURRENCY units)' }),
+      threshold: t.Integer({ description: "The account's low_balance_threshold" }),
+    }),
+  },
+  { examples: [{ event: 'balance.low', timestamp: '2026-11-21 10:15:02', data: { balance: 49650, threshold: 50000 } }] },
+)
+
+const contactData = t.Object(
+  {
+    phone: t.String({ description: "The contact's number in + international form", examples: ['+6281234567890'] }),
+    contact_id: t.Union([t.Integer(), t.Null()], { description: "The account's contact with that phone (null: none)" }),
+    source: t.String({
+      description: 'How: `inbound` (a STOP/START word), `provider` (its own signal), `api`, `dashboard`, `admin`, `import`',
+      examples: ['inbound'],
+    }),
+    detail: t.Union([t.String(), t.Null()], { description: "The word, or the provider's signal", examples: ['STOP'] }),
+    inbound_message_id: t.Union([t.Integer(), t.Null()], { description: 'The inbound message that said it (GET /inbound/{id})' }),
+  },
+  { additionalProperties: true, description: 'The contact, and how it happened (see README, Opt-outs)' },
+)
+
+/** `contact.opted_out` / `contact.opted_in`: a contact of the account opted out (STOP) or back in (START). */
+export const ContactOptedOutEvent = t.Object({ event: t.Literal('contact.opted_out'), timestamp: eventTimestamp, data: contactData })
+export const ContactOptedInEvent = t.Object({ event: t.Literal('contact.opted_in'), timestamp: eventTimestamp, data: contactData })

@@ -16,6 +16,8 @@ import { deleteWebhook, listKeyWebhooks, registerWebhook, webhookSecret } from '
 import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { eventsCommitted } from './notify'
 import { sendTestEvent } from './events'
+import { DEFAULT_EVENTS, EVENT_TYPES, type EventType } from './model'
+import { EventCell } from './event-cell'
 
 // Each delivery shows its attempts: fewer deliveries a page than the other lists.
 const PAGE_SIZE = 20
@@ -28,6 +30,41 @@ type Options = { error?: string; status?: number; state?: FormState }
 function sinceOf(value: string): string {
   const text = value.trim().replace('T', ' ')
   return /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/.test(text) ? `${text}:00` : text
+}
+
+// The events a registration may choose, one checkbox each (field `event_<type>`, `on` when checked).
+const EVENT_LABELS: Record<EventType, string> = {
+  'message.status': 'a message sent with this key changed status',
+  'message.received': 'a customer wrote to the account',
+  'contact.opted_out': 'a contact opted out',
+  'contact.opted_in': 'a contact opted back in',
+  'balance.low': "the account's balance fell below its low-balance threshold",
+}
+const eventField = (e: EventType) => `event_${e.replace('.', '_')}`
+const EVENT_FIELDS = EVENT_TYPES.map(eventField)
+
+/** The event checkboxes of a key's registration form: what was typed when it came back, else what is chosen now. */
+function EventChoice(props: { state: FormState | undefined; form: string; keyId: number; chosen: readonly string[] }) {
+  const typed = props.state?.form === props.form ? props.state.values : undefined
+  return (
+    <fieldset class="events">
+      <legend>Events sent to this URL</legend>
+      <input type="hidden" name="events_shown" value="1" />
+      {EVENT_TYPES.map((e) => (
+        <label class="choice">
+          <input
+            type="checkbox"
+            name={eventField(e)}
+            id={`${props.form}-${eventField(e)}`}
+            checked={typed ? typed[eventField(e)] === 'on' : props.chosen.includes(e)}
+          />
+          <span>
+            <code>{e}</code> <span class="muted">{EVENT_LABELS[e]}</span>
+          </span>
+        </label>
+      ))}
+    </fieldset>
+  )
 }
 
 export function webhookPages(d: Dashboard) {
@@ -46,7 +83,8 @@ export function webhookPages(d: Dashboard) {
       <Layout title={titleOf(scope, 'Webhook')} session={session} error={options.error}>
         <AccountLink scope={scope} />
         <p class="muted">
-          Each API key has its own callback URL: status events of the messages sent with a key go to that key's URL, signed with its secret.
+          Each API key has its own callback URL, signed with its secret: the events it chose go there (by default the status events of the
+          messages sent with the key).
         </p>
         {keys.length === 0 ? <p>This account has no API keys yet.</p> : null}
         {keys.map((k) => (
@@ -63,7 +101,18 @@ export function webhookPages(d: Dashboard) {
                 'No URL registered.'
               )}
             </p>
-            <form class="inline" method="post" action={`${base}/keys/${k.key_id}`}>
+            {k.url ? (
+              <p>
+                Events:{' '}
+                {(k.events ?? []).map((e, i) => (
+                  <>
+                    {i > 0 ? ', ' : ''}
+                    <code>{e}</code>
+                  </>
+                ))}
+              </p>
+            ) : null}
+            <form class="register" method="post" action={`${base}/keys/${k.key_id}`}>
               <Csrf session={session} />
               <FormProblem state={options.state} form={`url-${k.key_id}`} />
               <Field
@@ -73,10 +122,12 @@ export function webhookPages(d: Dashboard) {
                 label={k.url ? 'New URL' : 'URL'}
                 type="url"
                 required
+                value={k.url ?? undefined}
                 maxlength={MAX_MEDIA_URL_CHARS}
                 placeholder="https://"
               />
-              <button type="submit">{k.url ? 'Replace URL' : 'Register URL'}</button>
+              <EventChoice state={options.state} form={`url-${k.key_id}`} keyId={k.key_id} chosen={k.events ?? DEFAULT_EVENTS} />
+              <button type="submit">{k.url ? 'Save URL and events' : 'Register URL'}</button>
             </form>
             {k.url ? (
               <div class="actions">
@@ -131,11 +182,7 @@ export function webhookPages(d: Dashboard) {
             <PagedTable
               columns={[
                 { header: 'Created', cell: (e) => e.created_at, class: 'nowrap' },
-                {
-                  header: 'Event',
-                  cell: (e) => (e.payload?.data?.test ? 'test event' : <code>{e.message_sid ?? ''}</code>),
-                  class: 'wrap',
-                },
+                { header: 'Event', cell: (e) => <EventCell e={e} />, class: 'wrap' },
                 {
                   header: 'Status',
                   cell: (e) => (
@@ -197,7 +244,7 @@ export function webhookPages(d: Dashboard) {
   }
 
   type Ctx = { request: Request; body: unknown; params: Record<string, string | undefined>; server: Server }
-  type Key = { key_id: number; label: string; url: string | null }
+  type Key = { key_id: number; label: string; url: string | null; events: string[] | null }
   const auditOf = (db: Parameters<typeof audit>[0], scope: Scope, ctx: Ctx, action: string, detail: Record<string, unknown>) =>
     audit(db, { user: scope.session.user, address: d.addressOf(ctx.request, ctx.server), accountId: scope.accountId, action, detail })
 
@@ -217,7 +264,9 @@ export function webhookPages(d: Dashboard) {
           webhookPage(
             scope,
             { key: String(key.key_id) },
-            form ? { state: formState(form(key), ctx.body, ['url', 'since'], message), status } : { error: message, status },
+            form
+              ? { state: formState(form(key), ctx.body, ['url', 'since', ...EVENT_FIELDS], message), status }
+              : { error: message, status },
           ),
       )
     }
@@ -226,20 +275,26 @@ export function webhookPages(d: Dashboard) {
   const register = keyChange(
     (key) => `url-${key.key_id}`,
     async (scope, key, ctx) => {
-      const { url } = await registerWebhook(
+      // The checkboxes speak only when the form had them (`events_shown`): none checked is then a refusal.
+      const chosen = field(ctx.body, 'events_shown') ? EVENT_TYPES.filter((e) => field(ctx.body, eventField(e)) === 'on') : undefined
+      const { url, events } = await registerWebhook(
         d.sql,
         { accountId: scope.accountId, keyId: key.key_id },
-        { url: field(ctx.body, 'url') },
+        { url: field(ctx.body, 'url'), events: chosen },
         d.config.webhookAllowPrivate,
       )
       await auditOf(d.sql, scope, ctx, key.url ? 'webhook replaced' : 'webhook registered', {
         key_id: key.key_id,
         url,
         previous_url: key.url,
+        events,
+        previous_events: key.events,
       })
       return d.finish(scope.session, {
         to: pageOf(scope, key.key_id),
-        notice: `${key.url ? 'The URL of' : 'A URL for'} key ${key.label} is now ${url}: its events go there.`,
+        notice:
+          `${key.url ? 'The URL of' : 'A URL for'} key ${key.label} is now ${url}: its events go there.` +
+          (chosen ? ` Events: ${events.join(', ')}.` : ''),
       })
     },
   )

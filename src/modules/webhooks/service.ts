@@ -6,6 +6,7 @@ import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { resolveWebhookHost, webhookSchemeProblem } from '../../lib/address'
 import { newSigningSecret } from '../../lib/keys'
+import { DEFAULT_EVENTS, EVENT_TYPES, type EventType } from './model'
 
 const MAX_WEBHOOK_URL = 2048
 
@@ -27,20 +28,40 @@ async function validateWebhookUrl(value: string, allowPrivate: boolean): Promise
   return url.href
 }
 
-export async function registerWebhook(sql: Sql, principal: Principal, input: { url: string }, allowPrivate: boolean) {
+/**
+ * The events chosen, each once, in the order of EVENT_TYPES; undefined when not given. 422 naming the
+ * unknown ones, or for an empty list.
+ */
+export function validateEvents(events: string[] | undefined): EventType[] | undefined {
+  if (events === undefined) return undefined
+  const unknown = [...new Set(events.filter((e) => !(EVENT_TYPES as readonly string[]).includes(e)))]
+  if (unknown.length > 0) {
+    const names = unknown.slice(0, 5).map((e) => JSON.stringify(e.slice(0, 40)))
+    throw badValue(`events: unknown event${unknown.length === 1 ? '' : 's'} ${names.join(', ')}; known: ${EVENT_TYPES.join(', ')}`)
+  }
+  if (events.length === 0) throw badValue(`events: must name at least one of ${EVENT_TYPES.join(', ')}`)
+  return EVENT_TYPES.filter((e) => events.includes(e))
+}
+
+export async function registerWebhook(sql: Sql, principal: Principal, input: { url: string; events?: string[] }, allowPrivate: boolean) {
+  const events = validateEvents(input.events)
   const url = await validateWebhookUrl(input.url, allowPrivate)
   // The secret is chosen once per registration: replacing the URL keeps it, so receivers need not re-key.
-  const [row] = await sql<{ url: string; signing_secret: string }[]>`
-    insert into webhook_endpoints (api_key_id, url, signing_secret) values (${principal.keyId}, ${url}, ${newSigningSecret()})
-    on conflict (api_key_id) do update set url = excluded.url, updated_at = now()
-    returning url, signing_secret`
+  // The events too, unless the replacement names them.
+  const [row] = await sql<{ url: string; signing_secret: string; events: string[] }[]>`
+    insert into webhook_endpoints (api_key_id, url, signing_secret, events)
+    values (${principal.keyId}, ${url}, ${newSigningSecret()}, ${events ?? DEFAULT_EVENTS}::text[])
+    on conflict (api_key_id) do update
+      set url = excluded.url, events = coalesce(${events ?? null}::text[], webhook_endpoints.events), updated_at = now()
+    returning url, signing_secret, events`
   return row!
 }
 
 export async function getWebhook(sql: Sql, principal: Principal) {
-  const [row] = await sql<{ url: string }[]>`select url from webhook_endpoints where api_key_id = ${principal.keyId}`
+  const [row] = await sql<{ url: string; events: string[] }[]>`
+    select url, events from webhook_endpoints where api_key_id = ${principal.keyId}`
   if (!row) throw new ApiError('NOT_FOUND', 'no webhook is registered for this API key')
-  return { url: row.url }
+  return { url: row.url, events: row.events }
 }
 
 export async function deleteWebhook(sql: Sql, principal: Principal) {
@@ -51,8 +72,8 @@ export async function deleteWebhook(sql: Sql, principal: Principal) {
 
 /** An account's API keys, each with its registered URL (null when none); the dashboard's list. */
 export async function listKeyWebhooks(sql: Sql, accountId: number) {
-  return sql<{ key_id: number; label: string; prefix: string; active: boolean; url: string | null }[]>`
-    select k.id as key_id, k.label, k.prefix, k.active, w.url
+  return sql<{ key_id: number; label: string; prefix: string; active: boolean; url: string | null; events: string[] | null }[]>`
+    select k.id as key_id, k.label, k.prefix, k.active, w.url, w.events
     from api_keys k left join webhook_endpoints w on w.api_key_id = k.id
     where k.account_id = ${accountId}
     order by k.id`

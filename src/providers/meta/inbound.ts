@@ -3,7 +3,7 @@
 // kept besides). Parsed only after the notification's signature was verified (webhook.ts).
 
 import { isObject } from '../http'
-import type { InboundMessage, InboundType } from '../provider'
+import type { ConsentSignal, InboundMessage, InboundType } from '../provider'
 
 const text = (value: unknown): string | null => (typeof value === 'string' && value !== '' ? value : null)
 const number = (value: unknown): number | null => (typeof value === 'number' && Number.isFinite(value) ? value : null)
@@ -116,6 +116,36 @@ export function inboundOf(notification: Record<string, unknown>): InboundMessage
           sentAt: sentAtOf(item.timestamp),
           ...contentOf(item),
           raw: item,
+        })
+      }
+    }
+  }
+  return out
+}
+
+/**
+ * Meta's `user_preferences` changes: a user stopped (`stop`) or resumed (`resume`) marketing messages from
+ * the number in WhatsApp's settings. Each becomes a consent signal; other categories are ignored.
+ */
+export function consentOf(notification: Record<string, unknown>): ConsentSignal[] {
+  const out: ConsentSignal[] = []
+  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
+    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
+    for (const change of entry.changes) {
+      if (!isObject(change) || change.field !== 'user_preferences' || !isObject(change.value)) continue
+      const phoneNumberId = text(object(change.value.metadata).phone_number_id)
+      for (const item of Array.isArray(change.value.user_preferences) ? change.value.user_preferences : []) {
+        const preference = object(item)
+        const from = text(preference.wa_id)?.trim()
+        if (!from || preference.category !== 'marketing_messages') continue
+        if (preference.value !== 'stop' && preference.value !== 'resume') continue
+        const seconds = typeof preference.timestamp === 'number' ? preference.timestamp : Number(text(preference.timestamp) ?? NaN)
+        out.push({
+          from,
+          to: { identity: phoneNumberId, number: null },
+          optedOut: preference.value === 'stop',
+          detail: `user_preferences=${preference.value}`,
+          at: Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : null,
         })
       }
     }

@@ -6,8 +6,9 @@
 // Nothing here throws, and no message ever carries the token.
 
 import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } from '../http'
-import type { HandoffResult, OutgoingMessage, Provider, Throttle } from '../provider'
+import { RICH_KINDS, type HandoffResult, type OutgoingMessage, type Provider, type RichContent, type Throttle } from '../provider'
 import type { MetaSettings } from './settings'
+import { openMetaMedia } from './media'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
 const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/
@@ -20,17 +21,53 @@ export function metaMessage(message: OutgoingMessage): Record<string, unknown> {
   if (message.template) {
     const { ref, language, variables } = message.template
     const template: Record<string, unknown> = { name: ref, language: { code: language } }
-    if (variables.length > 0) {
-      template.components = [{ type: 'body', parameters: variables.map((text) => ({ type: 'text', text })) }]
+    const components: Record<string, unknown>[] = []
+    const header = message.content?.type === 'template' ? message.content.header : null
+    if (header) {
+      const { type, ...media } = header
+      components.push({ type: 'header', parameters: [{ type, [type]: media }] })
     }
+    if (variables.length > 0) components.push({ type: 'body', parameters: variables.map((text) => ({ type: 'text', text })) })
+    if (components.length > 0) template.components = components
     return { ...base, type: 'template', template }
   }
+  if (message.content) return { ...base, ...richMessage(message.content) }
   if (!message.mediaUrl) return { ...base, type: 'text', text: { body: message.body } }
   const path = pathOf(message.mediaUrl)
   if (IMAGE.test(path)) return { ...base, type: 'image', image: { link: message.mediaUrl, caption: message.body } }
   const filename = fileNameOf(path)
   return { ...base, type: 'document', document: { link: message.mediaUrl, caption: message.body, ...(filename ? { filename } : {}) } }
 }
+
+/** The Cloud API's fields of rich content: `type` and the object named after it. */
+function richMessage(content: RichContent): Record<string, unknown> {
+  switch (content.type) {
+    case 'button':
+      return {
+        type: 'interactive',
+        interactive: {
+          type: 'button',
+          body: { text: content.body },
+          action: { buttons: content.buttons.map((reply) => ({ type: 'reply', reply })) },
+        },
+      }
+    case 'list':
+      return {
+        type: 'interactive',
+        interactive: { type: 'list', body: { text: content.body }, action: { button: content.button, sections: content.sections } },
+      }
+    case 'template':
+      // Only with a template (metaMessage); never stored alone.
+      throw new Error('template header without a template')
+    default: {
+      const { type, ...fields } = content
+      return { type, [type]: fields }
+    }
+  }
+}
+
+/** What Meta sends: every rich kind the Cloud API has. */
+export const META_RICH = new Set(RICH_KINDS)
 
 function pathOf(url: string): string {
   try {
@@ -59,6 +96,10 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
 
   return {
     name: 'meta',
+    // WhatsApp's 24-hour window: Meta refuses a free-form message outside it (131047).
+    enforcesWindow: true,
+    rich: META_RICH,
+    openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, timeoutMs),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {

@@ -10,7 +10,7 @@
 import { ApiError, badShape } from '../../http/errors'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, StatusReport } from '../provider'
-import { inboundOf } from './inbound'
+import { consentOf, inboundOf } from './inbound'
 import type { MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'
@@ -147,7 +147,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   }
   if (notification === NOT_JSON) throw badShape('body is not valid JSON')
   if (!isObject(notification)) throw badShape('body must be a JSON object')
-  return { reports: reportsOf(notification), inbound: inboundOf(notification) }
+  return { reports: reportsOf(notification), inbound: inboundOf(notification), consent: consentOf(notification) }
 }
 
 /** The subscription handshake: the challenge, as text, when the verify token matches; 403 otherwise. */
@@ -218,7 +218,10 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
         'to an hour (the notification can beat the recording of the send), then dropped. Every `messages[]` item (an inbound',
         'message: text, image, document, audio, video, sticker, location, contacts, interactive button/list reply, button,',
         'reaction) is stored once by its `id` (a repeat changes nothing), with the name of `contacts[].profile.name`; see',
-        '`GET /api/v1/inbound`. Other fields are ignored. Each accepted change emits one `message.status` event. The answer is',
+        "`GET /api/v1/inbound`; one that is only a STOP/START word opts the customer out of (back into) the account's messages.",
+        'A `user_preferences` change (`category: marketing_messages`, `value: stop|resume`: the user stopped or resumed',
+        'marketing messages in WhatsApp) opts the `wa_id` out of the account the inbound rule names, or back in when the opt-out',
+        'was such a signal (source `provider`); see `GET /api/v1/opt-outs`. Other fields are ignored. Each accepted change emits one `message.status` event. The answer is',
         '200 with `changed: true` when any message changed and, when it carried inbound messages, `inbound`: how many were new.',
         'The endpoint answers whenever `META_APP_SECRET` is set or a Meta sender is',
         'stored; without either, 404 `NOT_FOUND`.',

@@ -8,13 +8,20 @@
 // callback route.
 //
 // It sends approved templates too (bound like Twilio's and Meta's; any name will do), and with
-// SIM_REQUIRE_TEMPLATE=true it refuses free-form messages to numbers outside their 24-hour window
-// (windows.ts), as WhatsApp does, so business-initiated messages can be tried without WhatsApp. With
+// SIM_REQUIRE_TEMPLATE=true it refuses free-form messages to numbers outside their 24-hour window with
+// the sender (read from the stored inbound messages, as the service's own check reads it), as WhatsApp does, so business-initiated messages can be tried without WhatsApp. With
 // SIM_RATE_PER_SECOND or SIM_RECIPIENT_GAP_MS it throttles as WhatsApp does (rules.ts).
 
-import { defineProvider, type HandoffResult, type OutgoingMessage, type Pace, type ScheduledReport, type SettingsReader } from '../provider'
+import {
+  defineProvider,
+  RICH_KINDS,
+  type HandoffResult,
+  type OutgoingMessage,
+  type Pace,
+  type ScheduledReport,
+  type SettingsReader,
+} from '../provider'
 import { randomHex } from '../../lib/keys'
-import { windowOpen } from './windows'
 import { admit } from './rules'
 
 // The codes are the real providers', so what a message records means what it would with them:
@@ -85,8 +92,9 @@ export const simulator = defineProvider({
     SIM_REQUIRE_TEMPLATE: {
       default: 'false',
       meaning:
-        'simulator: true refuses free-form messages (63016, refunded) to numbers that have not written in within 24 hours ' +
-        '(`bun run admin simulator inbound PHONE`); approved templates always go',
+        "simulator: true plays WhatsApp's 24-hour window: a free-form message to a number that has not written to the sender " +
+        'within 24 hours (`bun run admin simulator inbound PHONE`) is refused, before charging with WINDOW_CHECK=provider ' +
+        '(422 WINDOW_CLOSED), else by the simulator (63016, refunded); approved templates always go',
     },
     SIM_RATE_PER_SECOND: {
       default: '0',
@@ -114,9 +122,12 @@ export const simulator = defineProvider({
     recipientGapMs: delay(read, 'SIM_RECIPIENT_GAP_MS'),
     sender: 'simulator',
   }),
-  create: (settings, { sql }) => ({
+  create: (settings, { sql, windowOpen }) => ({
     name: 'simulator',
     schedulesReports: true,
+    enforcesWindow: settings.requireTemplate,
+    // It takes every rich kind (what it was asked to send is recorded on the message).
+    rich: new Set(RICH_KINDS),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       if (message.to.endsWith('9999')) {
         return { ok: false, errorCode: SIMULATOR_REFUSED_CODE, errorMessage: 'simulator refused the message (number ends in 9999)' }
@@ -131,7 +142,7 @@ export const simulator = defineProvider({
       if (settings.requireTemplate && !message.template) {
         let open: boolean
         try {
-          open = await windowOpen(sql, message.to)
+          open = await windowOpen(message.to)
         } catch {
           return { ok: false, errorCode: null, errorMessage: 'simulator could not read its customer windows' }
         }

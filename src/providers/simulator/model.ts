@@ -7,7 +7,7 @@ export const InboundBody = t.Object(
     phone: t.String({ description: 'The number that writes in, in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
     body: t.Optional(
       t.String({
-        description: 'What it writes: stored as a real inbound text message (GET /api/v1/inbound); without it only the window opens',
+        description: 'What it writes, stored as a real inbound text message (GET /api/v1/inbound); without it a placeholder text',
         examples: ['halo, pesanan saya sudah sampai?'],
       }),
     ),
@@ -26,8 +26,8 @@ export type InboundBody = typeof InboundBody.static
 export const InboundAnswer = t.Object({
   phone: t.String({ examples: ['+6281234567890'] }),
   window_until: t.String({
-    description: 'End of its window, YYYY-MM-DD HH:MM:SS in the service time zone',
+    description: 'End of its window with that sender, YYYY-MM-DD HH:MM:SS in the service time zone',
     examples: ['2026-11-22 10:15:02'],
   }),
-  inbound_id: t.Optional(t.Integer({ description: 'With `body`: the stored inbound message (GET /api/v1/inbound/{id})' })),
+  inbound_id: t.Optional(t.Integer({ description: 'The stored inbound message (GET /api/v1/inbound/{id})' })),
 })

@@ -20,12 +20,16 @@ const field = (fields: URLSearchParams, name: string): string | null => {
 const coordinate = (value: string | null): number | null => (value !== null && Number.isFinite(Number(value)) ? Number(value) : null)
 const withoutChannel = (address: string | null) => (address === null ? null : address.replace(/^whatsapp:/i, ''))
 
+/** Twilio's id of a medium (ME + 32 hex), the last segment of its MediaUrl; null when it is not one. */
+const mediaSidOf = (url: string | null): string | null => /\/Media\/(ME[0-9a-fA-F]{32})$/.exec(url ?? '')?.[1] ?? null
+
 /** The message's type and normalised content from its fields. */
 function contentOf(fields: URLSearchParams): { type: InboundType; text: string | null; content: Record<string, unknown> } {
   const body = field(fields, 'Body')
   const media = Number(fields.get('NumMedia') ?? '0')
   if (Number.isInteger(media) && media > 0) {
     const all = Array.from({ length: Math.min(media, 10) }, (_, i) => ({
+      media_id: mediaSidOf(field(fields, `MediaUrl${i}`)),
       media_url: field(fields, `MediaUrl${i}`),
       mime_type: field(fields, `MediaContentType${i}`),
     }))
@@ -40,7 +44,14 @@ function contentOf(fields: URLSearchParams): { type: InboundType; text: string |
     return {
       type,
       text: body,
-      content: { media_id: null, media_url: all[0]!.media_url, mime_type: all[0]!.mime_type, caption: body, filename: null, media: all },
+      content: {
+        media_id: all[0]!.media_id,
+        media_url: all[0]!.media_url,
+        mime_type: all[0]!.mime_type,
+        caption: body,
+        filename: null,
+        media: all,
+      },
     }
   }
   const latitude = coordinate(field(fields, 'Latitude'))
@@ -50,12 +61,29 @@ function contentOf(fields: URLSearchParams): { type: InboundType; text: string |
     const address = field(fields, 'Address')
     return { type: 'location', text: name ?? address, content: { latitude, longitude, name, address } }
   }
+  // A row picked from a list (twilio/list-picker): its id and title, as Meta's list_reply.
+  const listId = field(fields, 'ListId')
+  if (listId !== null) {
+    const title = field(fields, 'ListTitle') ?? body
+    return { type: 'interactive', text: title, content: { kind: 'list_reply', id: listId, title, description: null } }
+  }
   const buttonText = field(fields, 'ButtonText')
   const buttonPayload = field(fields, 'ButtonPayload')
   if (buttonText !== null || buttonPayload !== null) {
     return { type: 'button', text: buttonText ?? body, content: { payload: buttonPayload, text: buttonText ?? body } }
   }
   return { type: 'text', text: body, content: { body } }
+}
+
+/**
+ * Twilio's own opt-out signal: with Advanced Opt-Out on the number's Messaging Service, a message that
+ * is one of its keywords carries OptOutType STOP or START (HELP changes nothing).
+ */
+function consentOf(fields: URLSearchParams): InboundMessage['consent'] {
+  const type = field(fields, 'OptOutType')?.toUpperCase()
+  if (type === 'STOP') return { optedOut: true, detail: 'OptOutType=STOP' }
+  if (type === 'START') return { optedOut: false, detail: 'OptOutType=START' }
+  return null
 }
 
 async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<CallbackAnswer> {
@@ -82,6 +110,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
     sentAt: null,
     ...contentOf(fields),
     raw: Object.fromEntries(fields),
+    consent: consentOf(fields),
   }
   return { reports: [], inbound: [message] }
 }
@@ -107,7 +136,16 @@ const FIELDS = {
   Latitude: { type: 'string' },
   Longitude: { type: 'string' },
   ButtonText: { type: 'string' },
-  ButtonPayload: { type: 'string' },
+  ButtonPayload: { type: 'string', description: "A reply button's id (twilio/quick-reply), or a template button's payload" },
+  ListId: { type: 'string', description: 'The id of the list row picked (twilio/list-picker)' },
+  ListTitle: { type: 'string' },
+  OptOutType: {
+    type: 'string',
+    enum: ['STOP', 'START', 'HELP'],
+    description:
+      "Twilio's Advanced Opt-Out signal (on a Messaging Service with it on): STOP opts the customer out of the account's messages, " +
+      'START back in (source `provider`); HELP changes nothing',
+  },
 } as const
 
 export const twilioInboundCallback: Callback<TwilioSettings> = {
@@ -130,8 +168,11 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       'No API key: `X-Twilio-Signature` is verified with the auth token of the sender the `AccountSid` field names (a stored ' +
       'sender of that account, else `TWILIO_AUTH_TOKEN`) over that URL and every form field; a missing or wrong signature gets ' +
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
-      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`) or ' +
-      'button (`ButtonText`, `ButtonPayload`), reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`), ' +
+      "button (`ButtonText`, `ButtonPayload`: the button's id) or list reply (`ListId`, `ListTitle`: interactive, with the row's id), " +
+      'reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      'a new message that is only a STOP/START word (OPT_OUT_WORDS, OPT_IN_WORDS), or carries `OptOutType` STOP/START, opts the customer ' +
+      "out of (or back into) the account's messages (see `GET /api/v1/opt-outs`); " +
       'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',
     parameters: [
       { name: 'X-Twilio-Signature', in: 'header', required: true, schema: { type: 'string' }, description: 'Base64 HMAC-SHA1 by Twilio' },

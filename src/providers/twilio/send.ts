@@ -5,16 +5,44 @@
 // the auth token.
 
 import { errorCodeOf, failure, post, THROTTLING_CODES, throttleOf } from '../http'
-import type { HandoffResult, OutgoingMessage, Provider, Throttle } from '../provider'
+import { isObject } from '../http'
+import type { HandoffResult, OutgoingMessage, Provider, RichContent, RichKind, Throttle } from '../provider'
+import type { Sql } from '../../db/client'
 import type { TwilioSettings } from './settings'
+import { contentRequest, contentStore } from './content'
+import { openTwilioMedia } from './media'
 
 /** The path Twilio posts status reports to, under PUBLIC_BASE_URL. */
 export const TWILIO_STATUS_PATH = '/provider/twilio/status'
 
 const SID = /^[A-Z]{2}[0-9a-fA-F]{32}$/
 
-export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl: string; timeoutMs: number }): Provider {
-  const { accountSid, authToken, from, apiBase } = settings
+/** What Twilio sends: media through MediaUrl, locations as a geo: PersistentAction, buttons and lists as Content templates. */
+const TWILIO_RICH = new Set<RichKind>(['image', 'video', 'audio', 'document', 'sticker', 'location', 'button', 'list'])
+
+/** Twilio's own limits beyond WhatsApp's (a field and why), else null. */
+export function twilioRichProblem(content: RichContent): string | null {
+  if (content.type === 'document' && content.filename !== undefined) {
+    return "document.filename: Twilio does not send a document's file name (the recipient sees the link's last path segment)"
+  }
+  if (content.type === 'document' && content.caption !== undefined) return 'document.caption: Twilio does not send captions on documents'
+  if (content.type === 'button') {
+    const long = content.buttons.findIndex((b) => b.id.length > 200)
+    if (long >= 0) return `interactive.action.buttons[${long}].reply.id: at most 200 characters through Twilio (twilio/quick-reply)`
+  }
+  if (content.type === 'list') {
+    for (const [n, section] of content.sections.entries()) {
+      const missing = section.rows.findIndex((r) => r.description === undefined)
+      if (missing >= 0) {
+        return `interactive.action.sections[${n}].rows[${missing}].description: required through Twilio (twilio/list-picker items)`
+      }
+    }
+  }
+  return null
+}
+
+export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl: string; timeoutMs: number; sql?: Sql }): Provider {
+  const { accountSid, authToken, from, apiBase, contentApiBase } = settings
   const { timeoutMs } = context
   const endpoint = `${apiBase}/2010-04-01/Accounts/${encodeURIComponent(accountSid)}/Messages.json`
   const credentials = Buffer.from(`${accountSid}:${authToken}`, 'utf8').toString('base64')
@@ -22,14 +50,64 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
   const fail = (errorCode: number | null, errorMessage: string, throttle: Throttle | null = null) =>
     failure([authToken, credentials], errorCode, errorMessage, throttle)
 
-  /** The form fields of one message: a free-form body (and media), or a Content template with its variables. */
-  function formOf(message: OutgoingMessage): URLSearchParams {
+  const contents = context.sql ? contentStore(context.sql, accountSid) : null
+  const headersOf = (type: string) => ({ authorization: `Basic ${credentials}`, 'content-type': type, accept: 'application/json' })
+
+  /**
+   * The SID of the Content template of an interactive message's shape: kept, or created now. A
+   * failure to create it is the message's failure (refunded), a throttle its throttle.
+   */
+  async function contentSid(shape: string, definition: Record<string, unknown>): Promise<string | HandoffResult> {
+    const kept = await contents?.get(shape)
+    if (kept) return kept
+    const exchange = await post(`${contentApiBase}/v1/Content`, {
+      headers: headersOf('application/json'),
+      body: JSON.stringify(definition),
+      timeoutMs,
+    })
+    if (!exchange.ok) {
+      return exchange.reason === 'timeout'
+        ? fail(null, `Twilio's Content API did not answer within ${timeoutMs} ms`)
+        : fail(null, `could not reach Twilio's Content API${exchange.hint}`)
+    }
+    const { status, answer } = exchange
+    if (status < 200 || status > 299) {
+      const message = typeof answer?.message === 'string' && answer.message.trim() ? answer.message : `HTTP ${status}`
+      const code = typeof answer?.code === 'number' ? errorCodeOf(answer.code) : null
+      return fail(
+        code,
+        `Twilio's Content API refused the template: ${message}`,
+        throttleOf(THROTTLING_CODES.twilio, status, code, exchange.headers),
+      )
+    }
+    const sid = isObject(answer) ? answer.sid : undefined
+    if (typeof sid !== 'string' || !/^HX[0-9a-fA-F]{32}$/.test(sid))
+      return fail(null, `Twilio's Content API answered HTTP ${status} without a Content SID`)
+    return contents ? contents.put(shape, sid) : sid
+  }
+
+  /** The form fields of one message: a free-form body (and media), rich content, or a Content template with its variables. */
+  async function formOf(message: OutgoingMessage): Promise<URLSearchParams | HandoffResult> {
     // A stored sender may send through a Messaging Service (MG…), which picks the number itself.
     const form = new URLSearchParams({ To: `whatsapp:${message.to}` })
     form.set(from.startsWith('MG') ? 'MessagingServiceSid' : 'From', from)
+    const content = message.template ? null : (message.content ?? null)
     if (message.template) {
       form.set('ContentSid', message.template.ref)
       form.set('ContentVariables', JSON.stringify(Object.fromEntries(message.template.variables.map((v, i) => [String(i + 1), v]))))
+    } else if (content?.type === 'button' || content?.type === 'list') {
+      const request = contentRequest(content)
+      const sid = await contentSid(request.shape, request.definition)
+      if (typeof sid !== 'string') return sid
+      form.set('ContentSid', sid)
+      form.set('ContentVariables', JSON.stringify(request.variables))
+    } else if (content?.type === 'location') {
+      const label = content.address ?? content.name
+      form.set('Body', content.name ?? content.address ?? `${content.latitude},${content.longitude}`)
+      form.set('PersistentAction', `geo:${content.latitude},${content.longitude}${label ? `|${label}` : ''}`)
+    } else if (content && content.type !== 'template') {
+      if ('caption' in content && content.caption) form.set('Body', content.caption)
+      form.set('MediaUrl', content.link)
     } else {
       form.set('Body', message.body)
       if (message.mediaUrl) form.set('MediaUrl', message.mediaUrl)
@@ -40,17 +118,16 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
 
   return {
     name: 'twilio',
+    // WhatsApp's 24-hour window: Twilio refuses a free-form message outside it (63016).
+    enforcesWindow: true,
+    rich: TWILIO_RICH,
+    richProblem: twilioRichProblem,
+    openMedia: (ref, signal) => openTwilioMedia(settings, ref, signal),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
-        const exchange = await post(endpoint, {
-          headers: {
-            authorization: `Basic ${credentials}`,
-            'content-type': 'application/x-www-form-urlencoded',
-            accept: 'application/json',
-          },
-          body: formOf(message).toString(),
-          timeoutMs,
-        })
+        const form = await formOf(message)
+        if (!(form instanceof URLSearchParams)) return form
+        const exchange = await post(endpoint, { headers: headersOf('application/x-www-form-urlencoded'), body: form.toString(), timeoutMs })
         if (!exchange.ok) {
           return exchange.reason === 'timeout'
             ? fail(null, `Twilio did not answer within ${timeoutMs} ms`)

@@ -27,6 +27,7 @@ export const twilioSenders: SenderSupport<TwilioSettings> = {
     authToken: fields.auth_token ?? '',
     from: fields.messaging_service_sid || `whatsapp:${number}`,
     apiBase: environment.apiBase,
+    contentApiBase: environment.contentApiBase,
   }),
   identityOf: (fields) => fields.account_sid ?? '',
   async check(settings, { timeoutMs }) {

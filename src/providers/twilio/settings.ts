@@ -2,7 +2,7 @@
 
 import type { ProviderVariable, SettingsReader } from '../provider'
 
-export type TwilioSettings = { accountSid: string; authToken: string; from: string; apiBase: string }
+export type TwilioSettings = { accountSid: string; authToken: string; from: string; apiBase: string; contentApiBase: string }
 
 export const TWILIO_VARIABLES = {
   TWILIO_ACCOUNT_SID: { shown: 'unset', meaning: 'Twilio account SID; required with PROVIDER=twilio' },
@@ -12,6 +12,10 @@ export const TWILIO_VARIABLES = {
   },
   TWILIO_FROM: { shown: 'unset', meaning: 'sender, whatsapp:+<number>; required with PROVIDER=twilio' },
   TWILIO_API_BASE: { default: 'https://api.twilio.com', meaning: 'Twilio API root' },
+  TWILIO_CONTENT_API_BASE: {
+    default: 'https://content.twilio.com',
+    meaning: 'Twilio Content API root (reply buttons and lists are sent as Content templates the service creates there)',
+  },
 } satisfies Record<string, ProviderVariable>
 
 export function readTwilioSettings(read: SettingsReader, selected: boolean): TwilioSettings {
@@ -20,6 +24,7 @@ export function readTwilioSettings(read: SettingsReader, selected: boolean): Twi
     authToken: read.text('TWILIO_AUTH_TOKEN') ?? '',
     from: read.text('TWILIO_FROM') ?? '',
     apiBase: read.url('TWILIO_API_BASE', ['http:', 'https:'])!,
+    contentApiBase: read.url('TWILIO_CONTENT_API_BASE', ['http:', 'https:'])!,
   }
   if (selected) {
     if (!settings.accountSid) read.fail('TWILIO_ACCOUNT_SID', 'required when PROVIDER=twilio')

@@ -1,0 +1,222 @@
+// The messaging limit, enforced. A business-initiated message (to a phone whose 24-hour window with the
+// sending sender is closed, inbound/window.ts) uses its budget: a recipient counts once per rolling 24
+// hours, so a second message to the same phone within them uses none, and a message inside the window
+// none at all. Unlimited budgets are not counted (no query, no lock: deployments without a tier pay nothing).
+//
+// Concurrency: whoever records a use locks the budget's row first (messaging_budgets), in the
+// transaction that reads the count and writes the use, so two instances can never both take the last
+// room. A campaign records its uses in the transaction that charges its batch (engine.ts), so they
+// commit together. A single or bulk send is charged by the ledger's own statement (a group commit
+// shared with other requests), so its uses are held before the charge instead (reserve, then release):
+// the held uses count at once; after the charge, `settle` keeps those whose request's message was
+// charged and drops the rest (the charge was refused, or failed). A process that dies between the two
+// leaves held uses whose hold runs out: the next taker of the budget keeps them if the request's
+// message exists and drops them if not, so nothing leaks and nothing charged goes uncounted.
+
+import type { Deps } from '../../deps'
+import type { Db, Tx } from '../../db/client'
+import { ApiError } from '../../http/errors'
+import { formatTimestamp } from '../../lib/time'
+import { openWindows } from '../inbound/window'
+import { BUDGET_HOURS, budgetOf, usageOf, type Budget, type Usage } from './service'
+
+/** How long a send's held uses count without being settled, beyond SEND_WAIT_MS (its longest wait before the charge). */
+const HOLD_MARGIN_SECONDS = 60
+
+type Entry = { senderId?: number | null; phone: string }
+
+/** Locks a budget's row (the caller's transaction) and clears what no longer counts. */
+async function lockBudget(tx: Tx, key: string): Promise<void> {
+  await tx`insert into messaging_budgets (budget) values (${key}) on conflict (budget) do nothing`
+  await tx`select budget from messaging_budgets where budget = ${key} for update`
+  await tx`delete from messaging_uses where budget = ${key} and first_at <= now() - make_interval(hours => ${BUDGET_HOURS})`
+  // Held uses whose hold ran out: their request died between hold and settle. Kept if it charged its message.
+  await tx`
+    with expired as (
+      select id, request_token from messaging_uses where budget = ${key} and held_until is not null and held_until < now()
+    ), kept as (
+      update messaging_uses u set held_until = null
+      from expired e where u.id = e.id and exists (select 1 from messages m where m.request_token = e.request_token)
+      returning u.id
+    )
+    delete from messaging_uses where id in (select id from expired) and id not in (select id from kept)`
+}
+
+/**
+ * Under the budget's lock: which of `phones` (business-initiated, in order) fit. A phone counted already
+ * fits; a new one takes room while there is some. `prefix`: none fits after the first that does not (a
+ * campaign keeps its order). Records a use for each phone that fits and has no kept use yet: held for
+ * `hold` (a send's request), or kept (a campaign, charged in this same transaction).
+ */
+async function take(
+  tx: Tx,
+  budget: Budget & { tier: number },
+  phones: string[],
+  hold: { token: string; seconds: number } | null,
+  prefix: boolean,
+): Promise<{ fits: boolean[]; usage: Usage }> {
+  await lockBudget(tx, budget.key)
+  const usage = await usageOf(tx, budget.key)
+  const rows = await tx<{ phone: string; kept: boolean }[]>`
+    select phone, bool_or(held_until is null) as kept from messaging_uses
+    where budget = ${budget.key} and phone = any(${phones}::text[]) and first_at > now() - make_interval(hours => ${BUDGET_HOURS})
+    group by phone`
+  const counted = new Map(rows.map((r) => [r.phone, r.kept]))
+  let room = budget.tier - usage.used
+  const record = new Set<string>()
+  let stopped = false
+  const fits = phones.map((phone) => {
+    if (stopped) return false
+    if (counted.has(phone)) {
+      if (!counted.get(phone)) record.add(phone)
+      return true
+    }
+    if (room > 0) {
+      room--
+      counted.set(phone, false)
+      record.add(phone)
+      return true
+    }
+    stopped = prefix
+    return false
+  })
+  if (record.size > 0) {
+    await tx`
+      insert into messaging_uses (budget, phone, request_token, held_until)
+      select ${budget.key}, phone, ${hold?.token ?? null}::uuid,
+             (${hold ? tx`now() + make_interval(secs => ${hold.seconds})` : null})::timestamptz
+      from unnest(${[...record]}::text[]) as phone`
+  }
+  return { fits, usage }
+}
+
+/** The words of a full budget: its tier, its use, and when it frees. */
+function fullText(budget: Budget & { tier: number }, usage: Usage, tz: string): string {
+  const frees = usage.freesAt
+    ? `the oldest frees at ${formatTimestamp(usage.freesAt, tz)} (in ${secondsUntil(usage.freesAt)} s)`
+    : 'it frees as its recipients age past 24 hours'
+  return (
+    `messaging limit reached: ${budget.label} budget of ${budget.tier} unique recipients of business-initiated messages per ` +
+    `rolling 24 hours has ${usage.used} used; ${frees}`
+  )
+}
+
+const secondsUntil = (at: Date) => Math.max(1, Math.ceil((at.getTime() - Date.now()) / 1000))
+
+/** The business-initiated ones among `entries`, by budget (unlimited budgets left out). */
+async function byBudget<T extends Entry>(sql: Db, defaultTier: number | null, entries: T[]) {
+  const out = new Map<string, { budget: Budget & { tier: number }; entries: T[] }>()
+  const senders = [...new Set(entries.map((e) => e.senderId ?? null))]
+  for (const senderId of senders) {
+    const budget = await budgetOf(sql, senderId, defaultTier)
+    if (budget.tier === null) continue
+    const own = entries.filter((e) => (e.senderId ?? null) === senderId)
+    const open = await openWindows(
+      sql,
+      senderId,
+      own.map((e) => e.phone),
+    )
+    const group = out.get(budget.key) ?? { budget: budget as Budget & { tier: number }, entries: [] }
+    group.entries.push(...own.filter((e) => !open.has(e.phone)))
+    out.set(budget.key, group)
+  }
+  return out
+}
+
+export type Held<T> = {
+  /** The entries within their budgets (every entry, when none has a tier). */
+  fit: T[]
+  /** The entries past their budget, each with its 429 MESSAGING_LIMIT. */
+  refused: { entry: T; error: ApiError }[]
+  /** Keeps the held uses whose request's message was charged, drops the others. */
+  settle(): Promise<void>
+  /** `charge`, then settle, whatever its outcome. */
+  settleAfter<R>(charge: Promise<R>): Promise<R>
+}
+
+/**
+ * The messaging limit of a send's entries (single: one, bulk: its valid ones), before pace and charge:
+ * those past their budget are refused, the uses of the others held under `requestToken` until settled.
+ */
+export async function holdMessagingLimit<T extends Entry>(
+  deps: Pick<Deps, 'sql' | 'config'>,
+  requestToken: string,
+  entries: T[],
+): Promise<Held<T>> {
+  const refused: { entry: T; error: ApiError }[] = []
+  const hold = { token: requestToken, seconds: Math.ceil(deps.config.sendWaitMs / 1000) + HOLD_MARGIN_SECONDS }
+  let held = false
+  for (const { budget, entries: mine } of (await byBudget(deps.sql, deps.config.messagingLimit, entries)).values()) {
+    if (mine.length === 0) continue
+    held = true
+    const { fits, usage } = await deps.sql.begin((tx) =>
+      take(
+        tx,
+        budget,
+        mine.map((e) => e.phone),
+        hold,
+        false,
+      ),
+    )
+    mine.forEach((entry, i) => {
+      if (fits[i]) return
+      const error = new ApiError(
+        'MESSAGING_LIMIT',
+        `${fullText(budget, usage, deps.config.timezone)}. Messages to customers who wrote within 24 hours do not count; nothing was charged`,
+        undefined,
+        {},
+        usage.freesAt ? { 'retry-after': String(secondsUntil(usage.freesAt)) } : {},
+      )
+      refused.push({ entry, error })
+    })
+  }
+  const out = new Set(refused.map((r) => r.entry))
+  const settle = async () => {
+    if (!held) return // nothing counted (unlimited, or every recipient inside its window): nothing to settle
+    await deps.sql`
+      with held as (
+        select id, exists (select 1 from messages m where m.request_token = u.request_token) as charged
+        from messaging_uses u where u.request_token = ${requestToken} and u.held_until is not null
+      ), kept as (
+        update messaging_uses set held_until = null where id in (select id from held where charged)
+      )
+      delete from messaging_uses where id in (select id from held where not charged)`
+  }
+  return {
+    fit: entries.filter((e) => !out.has(e)),
+    refused,
+    settle,
+    settleAfter: (charge) => charge.finally(settle),
+  }
+}
+
+/**
+ * A campaign batch's messaging limit, in the transaction that charges it: how many of `phones`, in
+ * order, go now (their uses recorded, committed with the charge), and when none does, the campaign's
+ * pause reason (it starts with MESSAGING_LIMIT: the scheduler resumes such a campaign once its budget frees).
+ */
+export async function takeForCampaign(
+  tx: Tx,
+  config: { messagingLimit: number | null; timezone: string },
+  senderId: number | null,
+  phones: string[],
+): Promise<{ fits: number; reason: string }> {
+  const budget = await budgetOf(tx, senderId, config.messagingLimit)
+  if (budget.tier === null) return { fits: phones.length, reason: '' }
+  const open = await openWindows(tx, senderId, phones)
+  const business = phones.filter((p) => !open.has(p))
+  const { fits, usage } = await take(tx, budget as Budget & { tier: number }, business, null, true)
+  const firstOut = business[fits.indexOf(false)]
+  const n = firstOut === undefined ? phones.length : phones.indexOf(firstOut)
+  return {
+    fits: n,
+    reason: `MESSAGING_LIMIT: ${fullText(budget as Budget & { tier: number }, usage, config.timezone)}. It resumes by itself once budget frees`,
+  }
+}
+
+/** Whether a budget (of `senderId`) has room for one more recipient now: a limit-paused campaign may resume. */
+export async function hasRoom(sql: Db, defaultTier: number | null, senderId: number | null): Promise<boolean> {
+  const budget = await budgetOf(sql, senderId, defaultTier)
+  if (budget.tier === null) return true
+  return (await usageOf(sql, budget.key)).used < budget.tier
+}

@@ -1,0 +1,348 @@
+// The inbox: an account's conversations by last activity, and one conversation both ways with its
+// 24-hour window and a reply box. Inside the window (or through a sender whose provider does not hold
+// to it) the reply is free-form text; outside it only the account's templates bound for the sender's
+// provider are offered, with why. A reply goes through the same send service as the API (charged like
+// any send, refused before charging as any send is), exactly once per form (its single-use token is the
+// send's request token); its outcome or refusal is the next page's flash. Members at /dashboard/inbox,
+// operators at /dashboard/accounts/:id/inbox.
+
+import { h, Fragment, type Child } from '../../dashboard/jsx'
+import { Csrf, Layout } from '../../dashboard/layout'
+import { type Dashboard, field, notFound, orError, pageRoutes, refused, respond } from '../../dashboard/context'
+import { FormToken, PagedTable, offsetOf, offsetPager } from '../../dashboard/components'
+import { FORM_TOKEN, formTokenNonce } from '../../dashboard/form-token'
+import { AccountLink, changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { placeholdersOf } from '../../lib/template'
+import { audit } from '../users/service'
+import { listAccountSenders } from '../senders/service'
+import { senderChoice } from '../senders/account-pages'
+import { boundTemplates } from '../templates/render'
+import { sendOne } from '../messages/service'
+import { checksWindow } from './enforce'
+import { listConversations, type ConversationSummary } from './inbox'
+import { openWindows } from './window'
+import { dashboardMediaPath, withMedia } from './media-view'
+import { conversation, inboundPhone, windowSenderOf, windowWith } from './service'
+
+const PAGE = 50
+const preview = (text: string | null, type: string) => {
+  const shown = text ?? `[${type}]`
+  return shown.length > 80 ? `${shown.slice(0, 80)}…` : shown
+}
+/** A phone in a path: digits, with or without +; the stored form, or null (404). */
+const phoneParam = (value: string) => (/^\+?\d{6,15}$/.test(value) ? inboundPhone(value) : null)
+const pathOf = (phone: string) => phone.replace(/^\+/, '')
+
+type Item = Awaited<ReturnType<typeof conversation>>['items'][number]
+
+/** What an inbound message shows, by its type. */
+function inboundContent(item: Item): Child {
+  const c = (item.content ?? {}) as Record<string, unknown>
+  switch (item.type) {
+    case 'text':
+      return item.text
+    case 'image':
+    case 'video':
+    case 'audio':
+    case 'document':
+    case 'sticker': {
+      // The kept copy, through the dashboard's own link (the API's needs a key); while it is being fetched, or
+      // when it could not be kept, the page says so.
+      const label = `${item.type}${typeof c.filename === 'string' ? ` ${c.filename}` : ''}${typeof c.mime_type === 'string' ? ` (${c.mime_type})` : ''}`
+      const state = c.media_status === 'kept' ? null : c.media_status === 'failed' ? 'could not be kept' : 'being fetched'
+      return (
+        <>
+          {state === null ? <a href={dashboardMediaPath(item.id)}>{label}</a> : <span>{`${label}, ${state}`}</span>}
+          {typeof c.caption === 'string' ? <div>{c.caption}</div> : null}
+        </>
+      )
+    }
+    case 'location': {
+      const where = [c.name, c.address].filter((x) => typeof x === 'string').join(', ')
+      const map = `https://www.openstreetmap.org/?mlat=${Number(c.latitude)}&mlon=${Number(c.longitude)}`
+      return (
+        <>
+          Location: {where || 'a place'} <a href={map}>{`${Number(c.latitude)}, ${Number(c.longitude)} on a map`}</a>
+        </>
+      )
+    }
+    case 'interactive':
+      return `${c.kind === 'list_reply' ? 'List reply' : 'Button reply'}: ${String(c.title ?? '')} (${String(c.id ?? '')})`
+    case 'button':
+      return `Button: ${String(c.text ?? '')}${c.payload ? ` (${String(c.payload)})` : ''}`
+    case 'reaction':
+      return `Reacted ${String(c.emoji ?? '')} to a message`
+    case 'contacts': {
+      const cards = Array.isArray(c.contacts) ? (c.contacts as { name?: string; phones?: string[] }[]) : []
+      return `Contact card: ${cards.map((x) => `${x.name ?? ''} ${(x.phones ?? []).join(', ')}`.trim()).join('; ')}`
+    }
+    default:
+      return item.text ?? `[${item.type}]`
+  }
+}
+
+export function inboxPages(d: Dashboard) {
+  async function inboxPage(scope: Scope, query: Record<string, unknown>) {
+    const offset = offsetOf(query.offset)
+    const list = await listConversations(d.sql, d.tz, scope.accountId, { limit: PAGE, offset })
+    const senderId = await windowSenderOf(d.sql, scope.accountId, undefined)
+    const open = await openWindows(
+      d.sql,
+      senderId,
+      list.items.map((c) => c.phone),
+    )
+    const path = `${scope.base}/inbox`
+    const badge = (c: ConversationSummary) =>
+      open.has(c.phone) ? <span class="badge badge-open">window open</span> : <span class="badge">window closed</span>
+    return respond(
+      <Layout title={titleOf(scope, 'Inbox')} session={scope.session}>
+        <AccountLink scope={scope} />
+        <p class="muted">
+          Conversations by last activity, both ways. The window is WhatsApp's 24-hour window with the account's default sender: free-form
+          replies only while it is open.
+        </p>
+        <PagedTable
+          columns={[
+            {
+              header: 'Customer',
+              cell: (c) => <a href={`${path}/${pathOf(c.phone)}`}>{c.name && c.name !== c.phone ? `${c.name} (${c.phone})` : c.phone}</a>,
+            },
+            {
+              header: 'Last message',
+              cell: (c) => `${c.direction === 'inbound' ? 'They wrote: ' : 'You sent: '}${preview(c.text, c.type)}`,
+            },
+            { header: 'When', cell: (c) => c.at, class: 'nowrap' },
+            { header: 'Window', cell: badge },
+          ]}
+          rows={list.items}
+          empty="No conversations yet: messages sent and received show here."
+          pager={offsetPager('Pages of conversations', offset, list.total, (o) => `${path}?offset=${o}`, PAGE)}
+        />
+      </Layout>,
+    )
+  }
+
+  async function conversationPage(scope: Scope, phoneText: string, query: Record<string, unknown>) {
+    const phone = phoneParam(phoneText)
+    if (!phone) return notFound(scope.session)
+    const senders = (await listAccountSenders(d.sql, scope.accountId)).filter((s) => !s.disabled)
+    const fromText = typeof query.from === 'string' && senders.some((s) => String(s.id) === query.from) ? query.from : undefined
+    const senderId = await windowSenderOf(d.sql, scope.accountId, fromText)
+    const sender = await d.deps.senders.get(senderId)
+    const head = await conversation(d.sql, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })
+    if (head.total === 0) return notFound(scope.session)
+    // The latest page by default; `offset` pages back.
+    const offset = typeof query.offset === 'string' ? offsetOf(query.offset) : Math.max(0, head.total - PAGE)
+    const page = await conversation(d.sql, d.tz, scope.accountId, phone, { limit: PAGE, offset })
+    // Inbound media with their state (kept, being fetched, failed), linked through the dashboard.
+    const thread = { ...page, items: await withMedia(d.sql, d.config.publicBaseUrl, page.items) }
+    const window = await windowWith(d.sql, d.tz, senderId, phone)
+    const enforced = checksWindow(d.config, sender)
+    const templates = await boundTemplates(d.sql, scope.accountId, sender.providerName)
+    const chosen = templates.find((t) => String(t.id) === query.template)
+    const [contact] = await d.sql<{ name: string }[]>`select name from contacts where account_id = ${scope.accountId} and phone = ${phone}`
+    const path = `${scope.base}/inbox/${pathOf(phone)}`
+    const fromQuery = fromText ? `from=${fromText}&` : ''
+    const fromField = fromText ? <input type="hidden" name="from" value={fromText} /> : null
+    const templateForm = (
+      <form class="stack card" method="get" action={path} aria-label="Choose a template">
+        {fromField}
+        <label>
+          Approved template
+          <select name="template">
+            {templates.map((t) => (
+              <option value={String(t.id)} selected={chosen?.id === t.id}>
+                {t.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <button class="secondary" type="submit">
+          Choose
+        </button>
+      </form>
+    )
+    const templateSend = chosen ? (
+      <form class="stack card" method="post" action={`${path}/reply`} aria-label={`Send the template ${chosen.name}`}>
+        <Csrf session={scope.session} />
+        <FormToken session={scope.session} />
+        {fromField}
+        <input type="hidden" name="template_id" value={String(chosen.id)} />
+        <p class="message-body">{chosen.body}</p>
+        {placeholdersOf(chosen.body).map((name) => (
+          <label>
+            {`Value of {{${name}}}`}
+            <input name={`var_${name}`} value={name === 'name' ? (contact?.name ?? '') : name === 'phone' ? phone : ''} maxlength={1000} />
+          </label>
+        ))}
+        <button type="submit">Send template</button>
+      </form>
+    ) : null
+    const noTemplates = (
+      <p class="muted">
+        This account has no template bound to an approved {sender.providerName} template: an operator binds one on a template's page.
+      </p>
+    )
+    return respond(
+      <Layout
+        title={titleOf(scope, `Conversation with ${contact?.name && contact.name !== phone ? `${contact.name} (${phone})` : phone}`)}
+        session={scope.session}
+      >
+        <AccountLink scope={scope} />
+        <p>
+          <a href={`${scope.base}/inbox`}>All conversations</a>
+        </p>
+        {senders.length > 1 ? (
+          <form class="inline card" method="get" action={path}>
+            <label>
+              Sender
+              <select name="from">
+                {senders.map((s) => (
+                  <option value={String(s.id)} selected={s.id === senderId}>
+                    {senderChoice(s)}
+                  </option>
+                ))}
+              </select>
+            </label>
+            <button class="secondary" type="submit">
+              Show its window
+            </button>
+          </form>
+        ) : null}
+        <p id="window-state" class={`card ${window.open ? 'window-open' : 'window-closed'}`} role="status">
+          {window.open
+            ? `The 24-hour window is open until ${window.until}: free-form replies can go.`
+            : `The 24-hour window is closed (${window.last_inbound_at ? `the customer last wrote at ${window.last_inbound_at}` : 'the customer has not written to this sender'}).`}
+        </p>
+        {thread.offset > 0 ? (
+          <p>
+            <a href={`${path}?${fromQuery}offset=${Math.max(0, thread.offset - PAGE)}`}>Earlier messages</a>
+          </p>
+        ) : null}
+        <ol class="thread" aria-label="Messages, oldest first">
+          {thread.items.map((m) => (
+            <li class={`bubble ${m.direction}`}>
+              <div class="muted small">
+                {m.direction === 'inbound' ? 'They wrote' : 'Sent'} · <span class="nowrap">{m.at}</span>
+                {m.status ? (
+                  <>
+                    {' · '}
+                    <span class={`status status-${m.status}`}>{m.status}</span>
+                  </>
+                ) : null}
+              </div>
+              <div class="message-body">{m.direction === 'inbound' ? inboundContent(m) : m.text}</div>
+            </li>
+          ))}
+        </ol>
+        {thread.offset + thread.items.length < thread.total ? (
+          <p>
+            <a href={`${path}?${fromQuery}offset=${thread.offset + PAGE}`}>Later messages</a>
+          </p>
+        ) : null}
+        <h2 id="reply-title">Reply</h2>
+        {window.open || !enforced ? (
+          <>
+            {!window.open ? <p class="muted">This sender's provider does not hold to the window: free-form replies go.</p> : null}
+            <form class="stack card" method="post" action={`${path}/reply`} aria-labelledby="reply-title">
+              <Csrf session={scope.session} />
+              <FormToken session={scope.session} />
+              {fromField}
+              <label>
+                Your reply
+                <textarea name="body" rows={3} maxlength={4096} required></textarea>
+              </label>
+              <button type="submit">Send reply</button>
+            </form>
+            {templates.length > 0 ? (
+              <details>
+                <summary>Send an approved template instead</summary>
+                {templateForm}
+                {templateSend}
+              </details>
+            ) : null}
+          </>
+        ) : (
+          <>
+            <p id="window-closed-why">
+              Outside the 24-hour window WhatsApp takes only approved templates: a free-form reply would be refused. Send one of the
+              account's templates bound for {sender.providerName}; the window opens again when the customer writes.
+            </p>
+            {templates.length > 0 ? (
+              <>
+                {templateForm}
+                {templateSend}
+              </>
+            ) : (
+              noTemplates
+            )}
+          </>
+        )}
+      </Layout>,
+    )
+  }
+
+  async function reply(scope: Scope, phoneText: string, body: unknown, request: Request) {
+    const phone = phoneParam(phoneText)
+    // A reply answers one of the account's conversations: another phone is not this page's to write to.
+    if (!phone || (await conversation(d.sql, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })).total === 0) {
+      return notFound(scope.session)
+    }
+    const from = field(body, 'from') || undefined
+    const back = `${scope.base}/inbox/${pathOf(phone)}${from ? `?from=${encodeURIComponent(from)}` : ''}`
+    // The form's single-use token names the send: the same form sent again finds its message, never a second one.
+    const nonce = formTokenNonce(scope.session, field(body, FORM_TOKEN))
+    if (!nonce) return refused()
+    const requestToken = await tokenOf(scope.session.user.id, nonce)
+    const templateId = field(body, 'template_id')
+    const variables = Object.fromEntries(
+      Object.entries((body ?? {}) as Record<string, unknown>)
+        .filter(([k, v]) => k.startsWith('var_') && typeof v === 'string')
+        .map(([k, v]) => [k.slice(4), v as string]),
+    )
+    const input = templateId
+      ? { to: phone, template_id: /^\d{1,15}$/.test(templateId) ? Number(templateId) : 0, variables, from }
+      : { to: phone, body: field(body, 'body'), from }
+    return orError(
+      async () => {
+        const sent = await sendOne(d.deps, { accountId: scope.accountId, keyId: null }, input, requestToken)
+        await audit(d.sql, {
+          user: scope.session.user,
+          address: d.addressOf(request),
+          accountId: scope.accountId,
+          action: 'inbox reply sent',
+          detail: { phone, template_id: input.template_id ?? null, cost: sent.cost },
+        })
+        const what = 'message_id' in sent ? 'Reply sent' : 'Reply queued (the provider is busy; it goes shortly)'
+        return d.finish(scope.session, { to: back, notice: `${what}; ${d.money(sent.cost)} charged.` })
+      },
+      (message) => d.finish(scope.session, { to: back, error: `Not sent: ${message}` }),
+    )
+  }
+
+  const app = pageRoutes()
+  for (const prefix of ['', '/accounts/:id']) {
+    const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
+    app
+      .get(`${prefix}/inbox`, async ({ request, params, query }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        return scope instanceof Response ? scope : inboxPage(scope, query)
+      })
+      .get(`${prefix}/inbox/:phone`, async ({ request, params, query }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        return scope instanceof Response ? scope : conversationPage(scope, params.phone, query)
+      })
+      .post(`${prefix}/inbox/:phone/reply`, async ({ request, params, body }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        return scope instanceof Response ? scope : reply(scope, params.phone, body, request)
+      })
+  }
+  return app
+}
+
+/** A send's request token (a UUID) from the user and the form's nonce. */
+async function tokenOf(userId: number, nonce: string): Promise<string> {
+  const hash = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(`inbox:${userId}:${nonce}`)))
+  const hex = [...hash.slice(0, 16)].map((b) => b.toString(16).padStart(2, '0')).join('')
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-a${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+}
