@@ -432,6 +432,28 @@ async function checkCustomers(
       } else count('messages racing a customer')
     })
   }
+  // Each inbound message of the first account (whose registration chose message.received) made exactly
+  // one message.received event, and each opt-out change of it one contact event (rule 4 checks delivery).
+  const first = e.accounts[0]!
+  const received = await e.sql<{ id: number }[]>`
+    select (payload::jsonb->'data'->>'id')::bigint as id from webhook_events where api_key_id = ${first.keyId} and event = 'message.received'`
+  const eventsOf = new Map<number, number>()
+  for (const r of received) eventsOf.set(Number(r.id), (eventsOf.get(Number(r.id)) ?? 0) + 1)
+  const mine = await e.sql<{ id: number }[]>`select id from inbound_messages where account_id = ${first.id}`
+  for (const { id } of mine) {
+    count('message.received events')
+    if (eventsOf.get(Number(id)) !== 1)
+      fail(`inbound message ${id} of account ${first.id} made ${eventsOf.get(Number(id)) ?? 0} message.received events`)
+  }
+  if (received.length !== mine.length)
+    fail(`account ${first.id}: ${received.length} message.received events for ${mine.length} inbound messages`)
+  const [changes] = await e.sql<{ changes: number; events: number }[]>`
+    select (select count(*)::int from opt_out_events where account_id = ${first.id}) as changes,
+           (select count(*)::int from webhook_events where api_key_id = ${first.keyId} and event like 'contact.%') as events`
+  count('opt-out changes', changes!.changes)
+  if (changes!.changes !== changes!.events)
+    fail(`account ${first.id}: ${changes!.changes} opt-out changes, ${changes!.events} contact events`)
+
   for (const c of e.campaigns) {
     c.tags.forEach((tag, i) => {
       const phone = e164(c.phones[i]!)

@@ -148,8 +148,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       // Three clients and the drain's polling use one key per account, near the default 600 requests a
       // minute on a fast machine: the fault test is not about the rate (tests/http/rate-limit.test.ts is).
       KEY_RATE_LIMIT_PER_MINUTE: '1000000',
-      // Free-form messages to numbers that never wrote in: the 24-hour window is not enforced here.
-      WINDOW_CHECK: 'off',
     }
     let databaseUrl: string | undefined
     let proxy: OutageProxy | undefined
@@ -217,7 +215,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         senders: own.map(({ id, number }) => ({ id, number })),
       }
       if (account.webhook) {
-        const hook = await client.call('POST', '/api/v1/webhook', { url: receiver.url('127.0.0.1', `/hook/${i}`) }, account.key)
+        // The first account also chooses the events of what customers write (issue 19).
+        const events = i === 0 ? { events: ['message.status', 'message.received', 'contact.opted_out', 'contact.opted_in'] } : {}
+        const hook = await client.call('POST', '/api/v1/webhook', { url: receiver.url('127.0.0.1', `/hook/${i}`), ...events }, account.key)
         if (hook?.status !== 200) throw new Error(`webhook registration failed: ${JSON.stringify(hook)}`)
       }
       accounts.push(account)
