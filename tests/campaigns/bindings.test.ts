@@ -147,6 +147,8 @@ test("the binding routes are in the operator's OpenAPI document, not the integra
   // The integrator's document has the extension of send and bulk.
   const send = api.paths['/api/v1/messages/send'].post.requestBody.content['application/json'].schema
   expect(send.required).toEqual(['to'])
-  expect(Object.keys(send.properties)).toEqual(['to', 'body', 'media_url', 'template_id', 'variables', 'validity_seconds', 'from'])
+  expect(Object.keys(send.properties)).toEqual(
+    expect.arrayContaining(['to', 'body', 'media_url', 'template_id', 'variables', 'validity_seconds', 'from']),
+  )
   expect(send.properties.variables.additionalProperties.type).toBe('string')
 })

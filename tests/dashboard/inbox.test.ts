@@ -74,13 +74,21 @@ describe('the inbox', () => {
         values ('simulator', ${`types-${i}`}, ${own.accountId}, ${CLOSED}, ${item.type}, ${item.text}, ${JSON.stringify(item.content)}::text::jsonb,
                 '{}'::jsonb, now() - interval '2 days' + make_interval(mins => ${i}))`
     }
-    const page = await member.get(path(CLOSED))
+    let page = await member.get(path(CLOSED))
     expect(page.status).toBe(200)
-    expect(page.text).toContain('<a href="https://media.example.com/a.jpg">image (image/jpeg)</a>')
+    // Media are linked once kept (through the dashboard's own route); until then the page says so.
+    expect(page.text).toContain('image (image/jpeg), being fetched')
+    expect(page.text).not.toContain('https://media.example.com/a.jpg')
+    const [image] = await t.db.sql<{ id: number }[]>`select id from inbound_messages where provider_message_id = 'types-0'`
+    await t.db.sql`
+      insert into inbound_media (inbound_message_id, position, kind, mime_type, size, sha256, bytes, status)
+      values (${image!.id}, 0, 'image', 'image/jpeg', 3, 'abc', '\xffd8ff'::bytea, 'kept')`
+    page = await member.get(path(CLOSED))
+    expect(page.text).toContain(`<a href="/dashboard/inbound/${image!.id}/media/0">image (image/jpeg)</a>`)
     expect(page.text).toContain('Location: Monas, Jakarta')
     expect(page.text).toContain('Button reply: Ya (yes)')
     expect(page.text).toContain('Reacted 👍 to a message')
-    expect(page.text).toContain('document nota.pdf (application/pdf), kept by the provider')
+    expect(page.text).toContain('document nota.pdf (application/pdf), being fetched')
     expect(page.text).not.toContain('javascript:alert')
     // Oldest first: the inbound of two days ago before the template sent today.
     expect(page.text.indexOf('Button reply')).toBeLessThan(page.text.indexOf('Hi Sari, your order is ready'))

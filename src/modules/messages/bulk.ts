@@ -19,7 +19,7 @@ import { loadTemplates, templateContent, type SendTemplate } from '../templates/
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
 import { dropClosedWindows } from '../inbound/enforce'
-import { holdMessagingLimit } from '../budgets/guard'
+import { holdMessagingLimit, type Held } from '../budgets/guard'
 import { optedOutAmong, optedOutError } from '../optouts/service'
 import { normalizePhone } from '../../lib/phone'
 
@@ -47,11 +47,16 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     )
   }
 
-  const optedOut = await optedOutAmong(
-    deps.sql,
-    principal.accountId,
-    input.messages.map((m) => normalizePhone(m.to) ?? ''),
-  )
+  // A repeat of a request whose first run charged and died before answering (its Idempotency-Key
+  // recovers it) goes on with the entries charged then, whatever opt-outs, windows and budgets say now.
+  const repeat = await chargedAlready(deps, requestToken)
+  const optedOut = repeat
+    ? new Set<string>()
+    : await optedOutAmong(
+        deps.sql,
+        principal.accountId,
+        input.messages.map((m) => normalizePhone(m.to) ?? ''),
+      )
   const results: BulkEntry[] = new Array(n)
   let valid: (NewMessage & { index: number; provider: string })[] = []
   input.messages.forEach((entry, index) => {
@@ -82,13 +87,18 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
     }
   })
-  await dropClosedWindows(deps, valid, results, () => chargedAlready(deps, requestToken))
-
-  // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
-  const limit = await holdMessagingLimit(deps, requestToken, valid)
-  for (const { entry, error } of limit.refused)
-    results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
-  valid = limit.fit
+  let limit: Held<(typeof valid)[number]>
+  if (repeat) {
+    valid = await chargedBefore(deps, requestToken, valid, results)
+    limit = { fit: valid, refused: [], settle: async () => {}, settleAfter: (charge) => charge }
+  } else {
+    await dropClosedWindows(deps, valid, results, () => chargedAlready(deps, requestToken))
+    // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
+    limit = await holdMessagingLimit(deps, requestToken, valid)
+    for (const { entry, error } of limit.refused)
+      results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
+    valid = limit.fit
+  }
 
   let sent = 0
   let queued = 0
@@ -159,4 +169,44 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   }
   const counts = queued > 0 ? { sent, failed: n - sent - queued, queued } : { sent, failed: n - sent }
   return { total: n, ...counts, total_cost: (sent + queued) * cost, balance_after: balanceAfter, results }
+}
+
+/**
+ * The entries of a repeated request that its first run charged: its messages, in request order, are a
+ * subsequence of the valid entries (same phone, text and sender). The other entries were refused then
+ * (an opt-out, a closed window, the messaging limit) and stay uncharged; they fail with CONFLICT.
+ */
+async function chargedBefore<T extends NewMessage & { index: number }>(
+  deps: Pick<Deps, 'sql'>,
+  requestToken: string,
+  valid: T[],
+  results: BulkEntry[],
+): Promise<T[]> {
+  const rows = await deps.sql<{ phone: string; body: string; sender_id: number | null }[]>`
+    select phone, body, sender_id from messages where request_token = ${requestToken} order by request_item`
+  const kept: T[] = []
+  for (const m of valid) {
+    const row = rows[kept.length]
+    if (
+      row &&
+      row.phone === m.phone &&
+      row.body === m.body &&
+      (row.sender_id === null ? null : Number(row.sender_id)) === (m.senderId ?? null)
+    ) {
+      kept.push(m)
+      continue
+    }
+    results[m.index] = {
+      to: m.phone,
+      status: 'failed',
+      code: 'CONFLICT',
+      error:
+        `messages[${m.index}]: refused, uncharged, when this request first ran (an opt-out, a closed 24-hour window or the ` +
+        'messaging limit); send it in a new request',
+    }
+  }
+  if (kept.length !== rows.length) {
+    throw new ApiError('CONFLICT', "this request's messages no longer match its first run's; repeat it with the same body")
+  }
+  return kept
 }

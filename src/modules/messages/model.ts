@@ -325,7 +325,9 @@ export const BulkEntry = t.Union([
     status: t.Literal('failed'),
     code: t.String({
       description:
-        'VALIDATION_ERROR, SENDER_DISABLED or WINDOW_CLOSED (a free-form entry outside the 24-hour window): not charged; BAD_GATEWAY: refused by the provider, refunded',
+        'VALIDATION_ERROR, SENDER_DISABLED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED (a free-form entry outside the 24-hour window) or ' +
+        'MESSAGING_LIMIT: not charged; CONFLICT: in the repeat of a request whose first run died after charging, an entry that ' +
+        'run refused (not charged); BAD_GATEWAY: refused by the provider, refunded',
       examples: ['VALIDATION_ERROR', 'WINDOW_CLOSED', 'BAD_GATEWAY'],
     }),
     error: t.String(),
