@@ -411,7 +411,9 @@ async function checkCustomers(
       if (optedOut) {
         count('messages to customers who wrote STOP')
         if (m) fail(`[${tag}] to ${phone}, who wrote STOP to account ${account.id} before it was asked for, was charged as message ${m.id}`)
-        else if (code !== undefined && code !== 'RECIPIENT_OPTED_OUT') fail(`[${tag}] to ${phone}, opted out, was refused with ${code}`)
+        // CONFLICT: a bulk repeated after a crash, whose first run refused the entry (README, Idempotency-Key).
+        else if (code !== undefined && code !== 'RECIPIENT_OPTED_OUT' && code !== 'CONFLICT')
+          fail(`[${tag}] to ${phone}, opted out, was refused with ${code}`)
         return
       }
       if (code === 'RECIPIENT_OPTED_OUT' && !everStopped)
@@ -426,9 +428,10 @@ async function checkCustomers(
       } else if (closed) {
         count('messages outside the window')
         if (m) fail(`[${tag}] to ${phone} through sender ${to.sender}, who never wrote to it, was charged as message ${m.id}`)
-        else if (code !== undefined && code !== 'WINDOW_CLOSED' && code !== 'RECIPIENT_OPTED_OUT')
+        else if (code !== undefined && code !== 'WINDOW_CLOSED' && code !== 'RECIPIENT_OPTED_OUT' && code !== 'CONFLICT')
           fail(`[${tag}] to ${phone} outside the window was refused with ${code}, not WINDOW_CLOSED`)
         if (code === 'WINDOW_CLOSED') count('refused for the window (WINDOW_CLOSED)')
+        if (code === 'CONFLICT') count('entries refused by a first run, repeated after a crash')
       } else count('messages racing a customer')
     })
   }
