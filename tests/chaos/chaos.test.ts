@@ -16,7 +16,8 @@ for (const seed of [CI_SEED, SECOND_SEED]) {
     expect(report.violations).toEqual([])
     // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats,
     // throttles and their retries, slow answers outliving the lease, both senders (each with hand-offs
-    // accepted and throttles of its own), forged callbacks refused; on PostgreSQL, lost COMMIT answers
+    // accepted and throttles of its own), forged callbacks refused, customers writing in (STOP too) and
+    // messages inside and outside their windows; on PostgreSQL, lost COMMIT answers
     // and database outages.
     expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
     expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
@@ -35,6 +36,12 @@ for (const seed of [CI_SEED, SECOND_SEED]) {
       expect(report.stats[`sender ${id}: throttling answers`]).toBeGreaterThan(0)
     }
     expect(report.stats['forged status callbacks refused']).toBeGreaterThan(0)
+    // Customers wrote in, some STOP, racing the sends: messages inside and outside their windows.
+    expect(report.stats['inbound messages written']).toBeGreaterThan(5)
+    expect(report.stats['message.received events']).toBeGreaterThan(0)
+    expect(report.stats['messages inside the window']).toBeGreaterThan(20)
+    expect(report.stats['refused for the window (WINDOW_CLOSED)']).toBeGreaterThan(0)
+    expect(report.stats["customers' STOPs"]).toBeGreaterThan(0)
     if (report.mode === 'postgres') {
       expect(report.stats['lost COMMIT answers']).toBeGreaterThan(0)
       expect(report.stats['database outages']).toBeGreaterThan(0)

@@ -57,8 +57,13 @@ export type Op =
 
 export function planOps(random: Random, accounts: number, count: number): Op[] {
   // A campaign first, before any crash can abandon its setup: every run hands campaign messages over.
+  // And a customer of the first account who writes STOP early, so every run has an opt-out racing its sends.
   const ops: Op[] = [{ kind: 'campaign', account: 0, contacts: 8 }]
   for (let i = 1; i < count; i++) {
+    if (i === 3) {
+      ops.push({ kind: 'inbound', account: 0, action: 'stop', pick: 0, repeat: 0 })
+      continue
+    }
     const r = random.next()
     const account = random.int(0, accounts - 1)
     if (r < 0.34) ops.push({ kind: 'send', account, idempotent: random.chance(0.5) })
@@ -256,6 +261,12 @@ export function createClient(base: string, violations: string[], customers: Cust
     const sender = account.senders[Math.floor(op.pick * account.senders.length)]!.id
     const known = writers.get(sender) ?? []
     const pick = <T>(list: T[]) => list[Math.floor(op.pick * list.length)]
+    if (op.action === 'stop' && known.length === 0) {
+      // Nobody wrote to this sender yet: a new customer writes, then STOP.
+      const from = phone()
+      if ((await write(sender, from, `hello [i${++sequence}]`)) && (await write(sender, from, 'STOP'))) stopped.add(from)
+      return
+    }
     if (op.action === 'new' || known.length === 0) {
       await write(sender, phone(), `hello, is my order ready? [i${++sequence}]`, op.repeat)
       return
