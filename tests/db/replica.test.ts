@@ -15,7 +15,8 @@ import { openDatabase, type Database } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
 import type { Deps } from '../../src/deps'
 import { usingPostgres } from '../helpers/db'
-import { ADMIN_TOKEN } from '../helpers/app'
+import { ADMIN_TOKEN, type TestApp } from '../helpers/app'
+import { dashboardUser } from '../helpers/web'
 
 const version = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').sort().pop() : undefined
 const bin = (name: string) => `/usr/lib/postgresql/${version}/bin/${name}`
@@ -185,6 +186,47 @@ test.skipIf(!runnable)(
     expect((await call('GET', '/api/v1/inbound', alice.key)).body.data.items.map((i: { id: number }) => i.id)).toEqual([
       wroteIn.body.data.inbound_id,
     ])
+  },
+  60_000,
+)
+
+test.skipIf(!runnable)(
+  'the dashboard page after a form shows the change while the replica lags; a member who has not written reads the replica',
+  async () => {
+    const shim = { app, admin } as unknown as TestApp
+    const shop = await account(10_000)
+    const other = await account(10_000)
+    const m = await dashboardUser(shim, `m${shop.id}@example.com`, 'a long password 1', shop.id)
+    const o = await dashboardUser(shim, `m${other.id}@example.com`, 'a long password 2', other.id)
+    // The other account wrote to a customer, so what the customer writes in is the other account's.
+    expect((await call('POST', '/api/v1/messages/send', other.key, { to: '081211110009', body: 'Halo' })).status).toBe(200)
+    await caughtUp()
+    expect((await o.client.get('/dashboard/contacts')).status).toBe(200)
+
+    await replicaAdmin!`select pg_wal_replay_pause()`
+    try {
+      let page = await m.client.get('/dashboard/contacts')
+      page = await m.client.post('/dashboard/contacts', { _csrf: page.csrf!, name: 'Sari Lagging', phone: '0812-1111-0002' })
+      expect([page.status, page.location]).toEqual([303, '/dashboard/contacts'])
+      const [onReplica] = await replicaAdmin!<{ n: number }[]>`select count(*)::int as n from contacts where account_id = ${shop.id}`
+      expect(onReplica!.n).toBe(0)
+      // The page after the form reads the primary; so does the page after the account's API key's write.
+      expect((await m.client.get('/dashboard/contacts')).text).toContain('Sari Lagging')
+      expect((await call('POST', '/api/v1/contacts', shop.key, { name: 'Via Key', phone: '081211110003' })).status).toBe(201)
+      expect((await m.client.get('/dashboard/contacts')).text).toContain('Via Key')
+      // The customer writes in (the admin's write, not the other account's): a contact on the primary
+      // only, not on the page of the other account's member, who has not written since: the replica's.
+      expect((await admin('POST', '/simulator/inbound', { phone: '081211110009', body: 'Hai', name: 'Named Inbound' })).status).toBe(200)
+      const [named] = await primary!.sql<
+        { n: number }[]
+      >`select count(*)::int as n from contacts where account_id = ${other.id} and name = 'Named Inbound'`
+      expect(named!.n).toBe(1)
+      expect((await o.client.get('/dashboard/contacts')).text).not.toContain('Named Inbound')
+    } finally {
+      await replicaAdmin!`select pg_wal_replay_resume()`
+    }
+    await caughtUp()
+    expect((await o.client.get('/dashboard/contacts')).text).toContain('Named Inbound')
   },
   60_000,
 )
