@@ -64,7 +64,8 @@ export function createReadRouter(primary: Sql, replica: Sql): ReadRouter {
       if (caller === undefined) return
       let lsn: string
       try {
-        ;[{ lsn }] = (await primary<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`) as unknown as [{ lsn: string }]
+        const [row] = await primary<{ lsn: string }[]>`select pg_current_wal_lsn()::text as lsn`
+        lsn = row!.lsn
       } catch {
         // The write is done and must be answered as such; the caller reads the primary until a later write's position is known.
         lastWrite.set(caller, UNKNOWN)
