@@ -53,6 +53,9 @@ import { optOutsAdmin } from './modules/optouts/admin'
 import { optOutPages } from './modules/optouts/pages'
 import { inboundMediaPages } from './modules/inbound/media-pages'
 import { metricsRoutes } from './http/metrics/routes'
+import { callerOf } from './http/access-log'
+
+const READS = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 export function createApp(deps: Deps) {
   // Read once the app below is composed (the shell and the documents only ask while serving).
@@ -60,6 +63,10 @@ export function createApp(deps: Deps) {
   const composed = new Elysia()
     .state('routes', routes)
     .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
+    // After a change, before its answer leaves: the caller's next reads wait for the replica to replay it.
+    .onAfterHandle({ as: 'global' }, async ({ request }) => {
+      if (!READS.has(request.method)) await deps.reads.wrote(callerOf(request))
+    })
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
     .use(metricsRoutes(deps.config, deps.sql))

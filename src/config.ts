@@ -21,6 +21,12 @@ export const VARIABLES = {
     shown: 'unset',
     meaning: 'PostgreSQL (15+) URL, shared by any number of instances; unset: the embedded database in DATA_DIR',
   },
+  DATABASE_READ_URL: {
+    shown: 'unset',
+    meaning:
+      "a streaming replica of DATABASE_URL's PostgreSQL: lists and exports read it, unless it has not replayed the caller's own " +
+      'last write yet (then the primary answers); unset: every read goes to DATABASE_URL. Not with the embedded database',
+  },
   DATA_DIR: {
     default: './data',
     meaning: 'embedded database files (one process at a time), the generated admin token and the generated secrets key',
@@ -151,6 +157,8 @@ export type Config = {
   port: number
   host: string
   databaseUrl: string | undefined
+  /** DATABASE_READ_URL: a streaming replica for lists and exports (db/replica.ts); undefined: none. */
+  databaseReadUrl: string | undefined
   dataDir: string
   adminToken: string | undefined
   /** SECRETS_KEY; unset: the service's key file (server.ts). */
@@ -327,6 +335,13 @@ export function readConfig(env: Env = process.env): Config {
   const host = text(env, 'HOST')
   const databaseUrl = optional(env, 'DATABASE_URL')
   if (databaseUrl !== undefined) url('DATABASE_URL', databaseUrl, ['postgres:', 'postgresql:'])
+  const databaseReadUrl = optional(env, 'DATABASE_READ_URL')
+  if (databaseReadUrl !== undefined) {
+    url('DATABASE_READ_URL', databaseReadUrl, ['postgres:', 'postgresql:'])
+    if (databaseUrl === undefined) {
+      throw new ConfigError('DATABASE_READ_URL: a replica of PostgreSQL needs DATABASE_URL; the embedded database has no replica')
+    }
+  }
 
   const provider = oneOf(env, 'PROVIDER', PROVIDER_NAMES)
   const providers = readProviderSettings(providerReader(env), provider)
@@ -368,6 +383,7 @@ export function readConfig(env: Env = process.env): Config {
     port,
     host,
     databaseUrl,
+    databaseReadUrl,
     dataDir: text(env, 'DATA_DIR'),
     adminToken,
     secretsKey: secretsKeyText === undefined ? undefined : secretsKey('SECRETS_KEY', secretsKeyText),

@@ -3,6 +3,7 @@
 import type { Config } from './config'
 import type { BackupHeader } from './db/backup'
 import type { Sql } from './db/client'
+import type { ReadRouter } from './db/replica'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
 import type { Charged, Refused, SingleCharge } from './modules/ledger/service'
@@ -12,6 +13,12 @@ import type { SenderDirectory } from './modules/senders/directory'
 export type Deps = {
   config: Config
   sql: Sql
+  /**
+   * Where a list or export reads (DATABASE_READ_URL): `reads.read(callerOf(request))` is the replica when it
+   * has replayed that caller's last write, else `sql`; without a replica always `sql`. Reads that must see
+   * a write (a send's answer, GET /balance, one message by id) use `sql`.
+   */
+  reads: ReadRouter
   /** The deployment's default sender's provider (PROVIDER); stored senders' are in `senders`. */
   provider: Provider
   /** The senders messages go through: the default one and the stored ones, each with its pace. */

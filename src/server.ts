@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path'
 import type { Config } from './config'
 import type { Deps } from './deps'
 import { openDatabase, type Database } from './db/client'
+import { createReadRouter, openReplica, primaryOnly } from './db/replica'
 import { migrate } from './db/migrate'
 import { takeBackup } from './db/backup'
 import { isOutage } from './db/retry'
@@ -138,6 +139,9 @@ export function buildDeps(
   const deps: Deps = {
     config,
     sql: database.sql,
+    reads: config.databaseReadUrl
+      ? createReadRouter(database.sql, openReplica(config.databaseReadUrl, config.dbPoolMax))
+      : primaryOnly(database.sql),
     provider,
     senders,
     handoff,
@@ -263,6 +267,7 @@ export async function startService(config: Config): Promise<Running> {
         await Promise.all([...loops.values()].map((loop) => loop.stop()))
         // Hand-offs still going on (answered queued) stop renewing: recovery takes them over.
         deps.handoff.stop()
+        await deps.reads.close()
         await database.close()
       })()
       return stopping

@@ -48,7 +48,7 @@ export type Database = {
   quiesced?<T>(fn: (pgDir: string) => T | Promise<T>): Promise<{ value: T; pauseMs: number }>
 }
 
-const TYPES = {
+export const TYPES = {
   // bigint columns come back as JS numbers: balances and ids stay far below 2^53.
   bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
 }

@@ -17,6 +17,18 @@ export function identify(request: Request, identity: Identity): void {
   identities.set(request, identity)
 }
 
+/**
+ * Whose reads must see whose writes (db/replica.ts): an API key's or member's account, an operator,
+ * the admin token; undefined when the request was not identified.
+ */
+export function callerOf(request: Request): string | undefined {
+  const who = identities.get(request)
+  if (!who) return undefined
+  if (who.auth === 'admin') return 'admin'
+  if (who.auth === 'key' || who.account_id !== undefined) return `account:${who.account_id}`
+  return `user:${who.user_id}`
+}
+
 const MAX_PATH_CHARS = 200
 
 // Path segments that are secrets: the one-time link that sets a dashboard password.

@@ -106,6 +106,7 @@ export async function testApp(options: { env?: Record<string, string>; provider?
     async close() {
       await Promise.all([...built.loops.values()].map((l) => l.stop()))
       deps.handoff.stop()
+      await deps.reads.close()
       await db.drop()
     },
   }

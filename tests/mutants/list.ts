@@ -738,4 +738,17 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/inbound/media.test.ts'],
     filter: 'first bytes not of the type',
   },
+  {
+    name: 'replica-own-write',
+    breaks: "a caller's list read from a lagging replica that has not replayed the caller's own last write (a message just sent missing)",
+    edits: [
+      {
+        file: 'src/db/replica.ts',
+        find: '        if (!row?.caught_up) return primary',
+        replace: '        if (row === undefined) return primary',
+      },
+    ],
+    tests: ['tests/db/replica.test.ts'],
+    database: 'postgres',
+  },
 ]

@@ -1,4 +1,5 @@
 import type { Deps } from '../../deps'
+import { readSql } from '../../http/reads'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
@@ -25,7 +26,7 @@ export const accountsAdmin = (deps: Deps) => {
         detail: { tags, summary: 'Create an account' },
       },
     )
-    .get('/accounts', async ({ query }) => ok(await admin.listAccounts(sql, tz, page(query))), {
+    .get('/accounts', async ({ query, request }) => ok(await admin.listAccounts(await readSql(deps, request), tz, page(query))), {
       query: m.PageQuery,
       response: { 200: envelopeOf(m.listOf(m.Account)), ...errorsOf(400, 401, 422) },
       detail: { tags, summary: 'List accounts, newest first' },

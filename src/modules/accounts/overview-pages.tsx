@@ -88,8 +88,10 @@ export function overviewPages(d: Dashboard) {
     const { session, accountId, base } = scope
     const account = await getAccount(d.sql, d.tz, accountId)
     const days = lastDays(d.tz, DAYS)
-    const counts = await dailyStatusCounts(d.sql, d.tz, accountId, DAYS)
-    const failures = await recentFailures(d.sql, d.tz, accountId, 10)
+    // The chart and the failures read the replica when it is current for this user; the balance above, the primary.
+    const reads = await scope.read()
+    const counts = await dailyStatusCounts(reads, d.tz, accountId, DAYS)
+    const failures = await recentFailures(reads, d.tz, accountId, 10)
     const senders = await listAccountSenders(d.sql, accountId)
     const budgets = await senderBudgetUses(
       d.sql,

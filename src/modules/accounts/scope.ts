@@ -6,31 +6,42 @@ import { type Dashboard, notFound, redirect } from '../../dashboard/context'
 import { h } from '../../dashboard/jsx'
 import type { Session } from '../../dashboard/session'
 import { accountName } from './service'
+import type { Sql } from '../../db/client'
+import { readSql } from '../../http/reads'
 
-export type Scope = { session: Session; accountId: number; /** the page's path prefix */ base: string; accountName: string | null }
+export type Scope = {
+  session: Session
+  accountId: number
+  /** the page's path prefix */
+  base: string
+  accountName: string | null
+  /** Where the page's lists, charts and CSVs read: the replica, unless it has not replayed this user's last change (db/replica.ts). */
+  read: () => Promise<Sql>
+}
 
-export async function scopeOf(d: Dashboard, session: Session, accountParam: string | undefined): Promise<Scope | Response> {
+async function scopeOf(d: Dashboard, request: Request, session: Session, accountParam: string | undefined): Promise<Scope | Response> {
+  const read = () => readSql(d.deps, request)
   if (accountParam === undefined) {
     if (session.user.role !== 'member' || session.user.account_id === null) return notFound(session)
-    return { session, accountId: session.user.account_id, base: '/dashboard', accountName: null }
+    return { session, accountId: session.user.account_id, base: '/dashboard', accountName: null, read }
   }
   if (session.user.role !== 'operator' || !/^\d{1,15}$/.test(accountParam)) return notFound(session)
   const id = Number(accountParam)
   const name = await accountName(d.sql, id)
   if (name === null) return notFound(session)
-  return { session, accountId: id, base: `/dashboard/accounts/${id}`, accountName: name }
+  return { session, accountId: id, base: `/dashboard/accounts/${id}`, accountName: name, read }
 }
 
 /** A page (GET). */
 export async function viewScope(d: Dashboard, request: Request, accountParam: string | undefined): Promise<Scope | Response> {
   const session = await d.view(request)
-  return session instanceof Response ? session : scopeOf(d, session, accountParam)
+  return session instanceof Response ? session : scopeOf(d, request, session, accountParam)
 }
 
 /** A change (POST): the CSRF checks of d.change first. */
 export async function changeScope(d: Dashboard, request: Request, body: unknown, accountParam: string | undefined) {
   const session = await d.change(request, body)
-  return session instanceof Response ? session : scopeOf(d, session, accountParam)
+  return session instanceof Response ? session : scopeOf(d, request, session, accountParam)
 }
 
 /** "Contacts" for a member, "Contacts · Toko Budi" for an operator looking at an account. */
@@ -59,7 +70,7 @@ export async function accountScope(
 ): Promise<Scope | Response> {
   const session = loaded === undefined ? await d.view(request) : loaded
   if (session === null) return redirect('/dashboard/sign-in')
-  return session instanceof Response ? session : scopeOf(d, session, accountParam)
+  return session instanceof Response ? session : scopeOf(d, request, session, accountParam)
 }
 
 /** A query parameter as text; absent, repeated (an array) or blank is undefined. */

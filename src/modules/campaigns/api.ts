@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -13,16 +14,20 @@ export const campaignsApi = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
   return apiRoutes()
-    .get('/campaigns', async ({ query, principal }) => ok(await listCampaigns(sql, tz, principal, page(query))), {
-      query: CampaignsQuery,
-      response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 422) },
-      detail: {
-        tags,
-        summary: "List the account's campaigns, newest first",
-        description:
-          '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
+    .get(
+      '/campaigns',
+      async ({ query, principal, request }) => ok(await listCampaigns(await readSql(deps, request), tz, principal, page(query))),
+      {
+        query: CampaignsQuery,
+        response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 422) },
+        detail: {
+          tags,
+          summary: "List the account's campaigns, newest first",
+          description:
+            '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records. Ties in creation time are broken by id, higher first.',
+        },
       },
-    })
+    )
     .get('/campaigns/:id', async ({ params, principal }) => ok(await getCampaign(sql, tz, principal, params.id)), {
       params: CampaignIdParams,
       response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404) },

@@ -45,7 +45,7 @@ export function campaignPages(d: Dashboard) {
     const { session, base } = scope
     const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
     const [list, templates, segments, senders] = await Promise.all([
-      listCampaigns(d.sql, d.tz, principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
+      listCampaigns(await scope.read(), d.tz, principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
       listTemplates(d.sql, d.tz, scope.accountId, LIST),
       listSegments(d.sql, d.tz, scope.accountId, LIST),
       listAccountSenders(d.sql, scope.accountId),

@@ -1,4 +1,5 @@
 import type { Deps } from '../../deps'
+import { readSql } from '../../http/reads'
 import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
@@ -12,18 +13,23 @@ export const contactsApi = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
   return apiRoutes()
-    .get('/contacts', async ({ query, principal }) => ok(await listContacts(sql, tz, principal, page(query), query.search)), {
-      query: ContactsQuery,
-      response: { 200: envelopeOf(ContactList), ...errorsOf(400, 401, 422) },
-      detail: {
-        tags,
-        summary: "List the account's contacts, newest first",
-        description:
-          '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records, `total` counts every match. ' +
-          'Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail, ' +
-          'case-insensitive, anywhere in the value.',
+    .get(
+      '/contacts',
+      async ({ query, principal, request }) =>
+        ok(await listContacts(await readSql(deps, request), tz, principal, page(query), query.search)),
+      {
+        query: ContactsQuery,
+        response: { 200: envelopeOf(ContactList), ...errorsOf(400, 401, 422) },
+        detail: {
+          tags,
+          summary: "List the account's contacts, newest first",
+          description:
+            '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records, `total` counts every match. ' +
+            'Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail, ' +
+            'case-insensitive, anywhere in the value.',
+        },
       },
-    })
+    )
     .post(
       '/contacts',
       async ({ body, principal, set }) => {

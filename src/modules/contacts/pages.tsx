@@ -119,7 +119,7 @@ export function contactPages(d: Dashboard) {
     const list = search
       ? { items: [], total: 0 }
       : await listContacts(
-          d.sql,
+          await scope.read(),
           d.tz,
           { accountId: scope.accountId, keyId: 0 },
           { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE },

@@ -1,5 +1,6 @@
 // The operator's inbound list: every account's inbound messages, including those stored without one.
 
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -12,9 +13,10 @@ import { withMedia } from './media-view'
 export const inboundAdmin = (deps: Deps) =>
   adminRoutes(deps.config).get(
     '/inbound',
-    async ({ query }) => {
-      const list = await listAllInbound(deps.sql, deps.config.timezone, query)
-      return ok({ ...list, items: await withMedia(deps.sql, deps.config.publicBaseUrl, list.items) })
+    async ({ query, request }) => {
+      const sql = await readSql(deps, request)
+      const list = await listAllInbound(sql, deps.config.timezone, query)
+      return ok({ ...list, items: await withMedia(sql, deps.config.publicBaseUrl, list.items) })
     },
     {
       query: AdminInboundListQuery,

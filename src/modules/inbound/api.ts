@@ -1,5 +1,6 @@
 // The integrator's inbound routes (extensions): GET /inbound, GET /inbound/{id}, GET /conversations/{phone}.
 
+import { readSql } from '../../http/reads'
 import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
@@ -86,9 +87,10 @@ export const inboundApi = (deps: Deps) => {
   return apiRoutes()
     .get(
       '/inbound',
-      async ({ query, principal }) => {
-        const list = await listInbound(deps.sql, deps.config.timezone, principal.accountId, query)
-        return ok({ ...list, items: await withMedia(deps.sql, deps.config.publicBaseUrl, list.items) })
+      async ({ query, principal, request }) => {
+        const sql = await readSql(deps, request)
+        const list = await listInbound(sql, deps.config.timezone, principal.accountId, query)
+        return ok({ ...list, items: await withMedia(sql, deps.config.publicBaseUrl, list.items) })
       },
       {
         query: InboundListQuery,

@@ -1,5 +1,6 @@
 // The ledger in the admin API: an account's rows, newest first.
 
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -12,11 +13,11 @@ import { dateRange, page } from '../../http/values'
 const tags = ['Admin']
 
 export const ledgerAdmin = (deps: Deps) => {
-  const { sql } = deps
   const tz = deps.config.timezone
   return adminRoutes(deps.config).get(
     '/accounts/:id/ledger',
-    async ({ params, query }) => ok(await listLedger(sql, tz, params.id, page(query), dateRange(query, tz))),
+    async ({ params, query, request }) =>
+      ok(await listLedger(await readSql(deps, request), tz, params.id, page(query), dateRange(query, tz))),
     {
       params: IdParams,
       query: LedgerQuery,

@@ -94,7 +94,15 @@ export function ledgerPages(d: Dashboard) {
     if (typeof pageNo === 'string') return render(null, pageNo, 422)
     return orError(
       async () =>
-        render(await listLedger(d.sql, d.tz, accountId, { limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE }, dateRange(filter, d.tz))),
+        render(
+          await listLedger(
+            await scope.read(),
+            d.tz,
+            accountId,
+            { limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE },
+            dateRange(filter, d.tz),
+          ),
+        ),
       (message, status) => render(null, message, status),
     )
   }
@@ -104,7 +112,13 @@ export function ledgerPages(d: Dashboard) {
     const filter = filterOf(query)
     return orError(
       async () => {
-        const all = await listLedger(d.sql, d.tz, scope.accountId, { limit: Number.MAX_SAFE_INTEGER, offset: 0 }, dateRange(filter, d.tz))
+        const all = await listLedger(
+          await scope.read(),
+          d.tz,
+          scope.accountId,
+          { limit: Number.MAX_SAFE_INTEGER, offset: 0 },
+          dateRange(filter, d.tz),
+        )
         const lines = [['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note', 'created_by'].join(',')]
         for (const r of all.items) {
           lines.push([r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note, authorOf(r)].map(csvField).join(','))

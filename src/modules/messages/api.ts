@@ -1,4 +1,5 @@
 import { t } from 'elysia'
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
 import { UNTIMED } from '../../http/routes'
@@ -149,22 +150,26 @@ export const messagesApi = (deps: Deps) =>
         },
       },
     )
-    .get('/messages', async ({ query, principal }) => ok(await listMessages(deps, principal, query)), {
-      query: ListQuery,
-      response: {
-        200: envelopeOf(listOf(Message)),
-        ...errorsOf(400, 401, 422),
+    .get(
+      '/messages',
+      async ({ query, principal, request }) => ok(await listMessages({ ...deps, sql: await readSql(deps, request) }, principal, query)),
+      {
+        query: ListQuery,
+        response: {
+          200: envelopeOf(listOf(Message)),
+          ...errorsOf(400, 401, 422),
+        },
+        detail: {
+          tags,
+          summary: 'List messages',
+          description:
+            'Newest first (ties by id, higher first). `offset` counts records; `has_more` says whether records follow this page. ' +
+            '`date_from`/`date_to` bound `sent_at`, both inclusive, in the service time zone. Messages still being handed to the provider ' +
+            'are not listed. `cost` is what was charged; `refunded: true` means it was given back, so the sum of `cost` over the ' +
+            'messages that are not refunded is what they cost.',
+        },
       },
-      detail: {
-        tags,
-        summary: 'List messages',
-        description:
-          'Newest first (ties by id, higher first). `offset` counts records; `has_more` says whether records follow this page. ' +
-          '`date_from`/`date_to` bound `sent_at`, both inclusive, in the service time zone. Messages still being handed to the provider ' +
-          'are not listed. `cost` is what was charged; `refunded: true` means it was given back, so the sum of `cost` over the ' +
-          'messages that are not refunded is what they cost.',
-      },
-    })
+    )
     .get('/messages/:message_sid', async ({ params, principal }) => ok(await getMessage(deps, principal, params.message_sid)), {
       params: t.Object({ message_sid: t.String({ description: 'Provider message SID' }) }),
       response: { 200: envelopeOf(Message), ...errorsOf(401, 404) },

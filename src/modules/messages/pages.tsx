@@ -121,7 +121,7 @@ export function messagePages(d: Dashboard) {
     return orError(
       async () =>
         render(
-          await listAccountMessages(d.deps, accountId, {
+          await listAccountMessages({ ...d.deps, sql: await scope.read() }, accountId, {
             ...filter,
             sender_id: filter.sender_id === undefined ? undefined : Number(filter.sender_id),
             limit: PER_PAGE,

@@ -1,6 +1,7 @@
 // The operator's opt-out routes: an account's list, add, remove, CSV import and export (the command
 // line's backend), each change audited as the admin token's.
 
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -29,9 +30,10 @@ export const optOutsAdmin = (deps: Deps) => {
   return adminRoutes(deps.config)
     .get(
       '/accounts/:id/opt-outs',
-      async ({ params, query }) => {
-        await requireAccount(deps.sql, params.id)
-        return ok(await listOptOuts(deps.sql, tz, params.id, query))
+      async ({ params, query, request }) => {
+        const sql = await readSql(deps, request)
+        await requireAccount(sql, params.id)
+        return ok(await listOptOuts(sql, tz, params.id, query))
       },
       {
         params: IdParams,
@@ -94,9 +96,10 @@ export const optOutsAdmin = (deps: Deps) => {
     )
     .get(
       '/accounts/:id/opt-outs-csv',
-      async ({ params }) => {
-        await requireAccount(deps.sql, params.id)
-        return ok(await exportOptOuts(deps.sql, tz, params.id))
+      async ({ params, request }) => {
+        const sql = await readSql(deps, request)
+        await requireAccount(sql, params.id)
+        return ok(await exportOptOuts(sql, tz, params.id))
       },
       {
         params: IdParams,

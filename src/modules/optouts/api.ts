@@ -1,5 +1,6 @@
 // The integrator's opt-out routes (extensions): GET /opt-outs, POST /opt-outs, DELETE /opt-outs/{phone}.
 
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -18,18 +19,23 @@ export const OPT_OUT_RULE =
 
 export const optOutsApi = (deps: Deps) =>
   apiRoutes()
-    .get('/opt-outs', async ({ query, principal }) => ok(await listOptOuts(deps.sql, deps.config.timezone, principal.accountId, query)), {
-      query: OptOutListQuery,
-      response: { 200: envelopeOf(listOf(OptOut)), ...errorsOf(400, 401, 422) },
-      detail: {
-        tags,
-        summary: 'List opted-out phones (extension)',
-        description:
-          "The account's opted-out phones, newest first, each with when, how (`source`, `detail`) and by whom (`by`). `phone` keeps " +
-          'one (422 when it is not a number); `limit`/`offset` with `has_more`, as the other lists. ' +
-          OPT_OUT_RULE,
+    .get(
+      '/opt-outs',
+      async ({ query, principal, request }) =>
+        ok(await listOptOuts(await readSql(deps, request), deps.config.timezone, principal.accountId, query)),
+      {
+        query: OptOutListQuery,
+        response: { 200: envelopeOf(listOf(OptOut)), ...errorsOf(400, 401, 422) },
+        detail: {
+          tags,
+          summary: 'List opted-out phones (extension)',
+          description:
+            "The account's opted-out phones, newest first, each with when, how (`source`, `detail`) and by whom (`by`). `phone` keeps " +
+            'one (422 when it is not a number); `limit`/`offset` with `has_more`, as the other lists. ' +
+            OPT_OUT_RULE,
+        },
       },
-    })
+    )
     .post(
       '/opt-outs',
       async ({ body, principal, set }) => {

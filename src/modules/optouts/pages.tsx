@@ -39,7 +39,7 @@ export function optOutPages(d: Dashboard) {
     let search: FormState | undefined
     let list: { items: Awaited<ReturnType<typeof listOptOuts>>['items']; total: number } = { items: [], total: 0 }
     try {
-      list = await listOptOuts(d.sql, d.tz, scope.accountId, {
+      list = await listOptOuts(await scope.read(), d.tz, scope.accountId, {
         ...(phone ? { phone } : {}),
         limit: PAGE_SIZE,
         offset: (pageNumber - 1) * PAGE_SIZE,
@@ -149,7 +149,7 @@ export function optOutPages(d: Dashboard) {
       .get(`${prefix}/opt-outs.csv`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope
-        const { csv } = await exportOptOuts(d.sql, d.tz, scope.accountId)
+        const { csv } = await exportOptOuts(await scope.read(), d.tz, scope.accountId)
         return new Response(csv, {
           headers: {
             'content-type': 'text/csv; charset=utf-8',

@@ -3,6 +3,7 @@
 // that makes a link carries the one-time link that sets the password; the link is not stored, only
 // its hash.
 
+import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
@@ -54,11 +55,15 @@ export const usersAdmin = (deps: Deps) => {
         detail: { tags, summary: 'Invite a member of the account to the dashboard; answers the link that sets the password' },
       },
     )
-    .get('/users', async ({ query }) => ok(await findUsers(sql, config.timezone, { email: query.email }, page(query))), {
-      query: UsersQuery,
-      response: { 200: envelopeOf(listOf(User)), ...errorsOf(400, 401, 422) },
-      detail: { tags, summary: 'Dashboard users (operators and members), oldest first; `email` finds one' },
-    })
+    .get(
+      '/users',
+      async ({ query, request }) => ok(await findUsers(await readSql(deps, request), config.timezone, { email: query.email }, page(query))),
+      {
+        query: UsersQuery,
+        response: { 200: envelopeOf(listOf(User)), ...errorsOf(400, 401, 422) },
+        detail: { tags, summary: 'Dashboard users (operators and members), oldest first; `email` finds one' },
+      },
+    )
     .post(
       '/users/:id/link',
       async ({ params, set }) => {

@@ -1,6 +1,7 @@
 // The operator's side of webhooks: deliveries of a key, their attempts, replay, a test event, and the
 // live stream of a key's events (`admin webhook listen`).
 
+import { readSql } from '../../http/reads'
 import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
@@ -23,7 +24,8 @@ export const webhooksAdmin = (deps: Deps) => {
   return adminRoutes(deps.config)
     .get(
       '/keys/:id/deliveries',
-      async ({ params, query }) => ok(await listDeliveries(sql, tz, params.id, query.status, page(query), dateRange(query, tz))),
+      async ({ params, query, request }) =>
+        ok(await listDeliveries(await readSql(deps, request), tz, params.id, query.status, page(query), dateRange(query, tz))),
       {
         params: IdParams,
         query: DeliveriesQuery,
