@@ -21,6 +21,18 @@ export const VARIABLES = {
     shown: 'unset',
     meaning: 'PostgreSQL (15+) URL, shared by any number of instances; unset: the embedded database in DATA_DIR',
   },
+  DATABASE_DIRECT_URL: {
+    shown: 'unset',
+    meaning:
+      'with DATABASE_URL pointing at a pooler: a direct PostgreSQL URL (bypassing it) for LISTEN and the migrations; unset behind ' +
+      'a pooler: workers poll (no LISTEN), migrations go through the pooler',
+  },
+  DATABASE_POOLER: {
+    shown: 'pgbouncer when DATABASE_DIRECT_URL is set, else none',
+    meaning:
+      'none: DATABASE_URL is PostgreSQL itself; pgbouncer: DATABASE_URL is PgBouncer in transaction mode (no prepared statements, ' +
+      'no session state, LISTEN only over DATABASE_DIRECT_URL)',
+  },
   DATA_DIR: {
     default: './data',
     meaning: 'embedded database files (one process at a time), the generated admin token and the generated secrets key',
@@ -151,6 +163,10 @@ export type Config = {
   port: number
   host: string
   databaseUrl: string | undefined
+  /** DATABASE_DIRECT_URL: PostgreSQL itself when DATABASE_URL is a pooler (LISTEN, migrations). */
+  databaseDirectUrl: string | undefined
+  /** DATABASE_POOLER: pgbouncer when DATABASE_URL is PgBouncer in transaction mode. */
+  databasePooler: 'none' | 'pgbouncer'
   dataDir: string
   adminToken: string | undefined
   /** SECRETS_KEY; unset: the service's key file (server.ts). */
@@ -322,11 +338,26 @@ function providerReader(env: Env): SettingsReader {
   }
 }
 
+/** DATABASE_DIRECT_URL and DATABASE_POOLER: both only with DATABASE_URL; a direct URL means a pooler unless told none. */
+function pooler(env: Env, databaseUrl: string | undefined): Pick<Config, 'databaseDirectUrl' | 'databasePooler'> {
+  const direct = optional(env, 'DATABASE_DIRECT_URL')
+  const named = optional(env, 'DATABASE_POOLER')
+  if (named !== undefined && named !== 'none' && named !== 'pgbouncer') {
+    throw new ConfigError(`DATABASE_POOLER: expected none or pgbouncer, got "${named}"`)
+  }
+  if (databaseUrl === undefined && (direct !== undefined || named === 'pgbouncer')) {
+    throw new ConfigError(`${direct !== undefined ? 'DATABASE_DIRECT_URL' : 'DATABASE_POOLER'}: needs DATABASE_URL (the pooler's URL)`)
+  }
+  if (direct !== undefined) url('DATABASE_DIRECT_URL', direct, ['postgres:', 'postgresql:'])
+  return { databaseDirectUrl: direct, databasePooler: named ?? (direct !== undefined ? 'pgbouncer' : 'none') }
+}
+
 export function readConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 0, 65535)
   const host = text(env, 'HOST')
   const databaseUrl = optional(env, 'DATABASE_URL')
   if (databaseUrl !== undefined) url('DATABASE_URL', databaseUrl, ['postgres:', 'postgresql:'])
+  const { databaseDirectUrl, databasePooler } = pooler(env, databaseUrl)
 
   const provider = oneOf(env, 'PROVIDER', PROVIDER_NAMES)
   const providers = readProviderSettings(providerReader(env), provider)
@@ -368,6 +399,8 @@ export function readConfig(env: Env = process.env): Config {
     port,
     host,
     databaseUrl,
+    databaseDirectUrl,
+    databasePooler,
     dataDir: text(env, 'DATA_DIR'),
     adminToken,
     secretsKey: secretsKeyText === undefined ? undefined : secretsKey('SECRETS_KEY', secretsKeyText),
