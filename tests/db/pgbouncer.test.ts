@@ -19,6 +19,7 @@ import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 import { havePgbouncer, startPgbouncer, type Bouncer } from '../helpers/pgbouncer'
 import { startReceiver, type Receiver } from '../helpers/receiver'
 import { encodeKey, generateKey } from '../../src/lib/secrets'
+import { readConfig } from '../../src/config'
 
 const skip = !usingPostgres() || (!havePgbouncer() && !process.env.CI)
 if (usingPostgres() && skip) console.warn('tests/db/pgbouncer.test.ts skipped: /usr/sbin/pgbouncer is missing (apt-get install pgbouncer)')
@@ -126,11 +127,19 @@ describe.skipIf(skip)('two instances through PgBouncer in transaction mode', () 
 
     // A campaign made on one instance, run on the other.
     for (let i = 0; i < CAMPAIGN; i++) {
-      expect((await call(both[i % 2]!, 'POST', '/api/v1/contacts', { name: `c${i}`, phone: phone(5000 + i), tags: 'pool' }, key)).status).toBe(201)
+      expect(
+        (await call(both[i % 2]!, 'POST', '/api/v1/contacts', { name: `c${i}`, phone: phone(5000 + i), tags: 'pool' }, key)).status,
+      ).toBe(201)
     }
     const template = await call(a!.url, 'POST', `/admin/v1/accounts/${accountId}/templates`, { name: 't', body: 'Hi {{name}}' })
     const segment = await call(a!.url, 'POST', `/admin/v1/accounts/${accountId}/segments`, { name: 's', tag: 'pool' })
-    const draft = await call(a!.url, 'POST', '/api/v1/campaigns', { name: 'c', template_id: template.body.data.id, segment_id: segment.body.data.id }, key)
+    const draft = await call(
+      a!.url,
+      'POST',
+      '/api/v1/campaigns',
+      { name: 'c', template_id: template.body.data.id, segment_id: segment.body.data.id },
+      key,
+    )
     expect(draft.status).toBe(201)
     const campaignId = draft.body.data.campaign.id as number
     expect((await call(b!.url, 'POST', `/admin/v1/campaigns/${campaignId}/run`)).status).toBeLessThan(300)
@@ -197,6 +206,24 @@ describe.skipIf(skip)('two instances through PgBouncer in transaction mode', () 
     await exercise(setup)
     expect(await listening(setup.direct)).toBe(2)
   }, 120_000)
+})
+
+test('DATABASE_POOLER and DATABASE_DIRECT_URL: read and checked at start', () => {
+  const pg = 'postgres://u@db:5432/app'
+  const bouncer = 'postgres://u@bouncer:6432/app'
+  const read = (env: Record<string, string>) => {
+    const c = readConfig(env)
+    return { url: c.databaseUrl, direct: c.databaseDirectUrl, pooler: c.databasePooler }
+  }
+  expect(read({})).toEqual({ url: undefined, direct: undefined, pooler: 'none' })
+  expect(read({ DATABASE_URL: pg })).toEqual({ url: pg, direct: undefined, pooler: 'none' })
+  // A direct URL beside DATABASE_URL says DATABASE_URL is a pooler.
+  expect(read({ DATABASE_URL: bouncer, DATABASE_DIRECT_URL: pg })).toEqual({ url: bouncer, direct: pg, pooler: 'pgbouncer' })
+  expect(read({ DATABASE_URL: bouncer, DATABASE_POOLER: 'pgbouncer' })).toEqual({ url: bouncer, direct: undefined, pooler: 'pgbouncer' })
+  expect(() => read({ DATABASE_URL: pg, DATABASE_POOLER: 'pgpool' })).toThrow('DATABASE_POOLER: expected none or pgbouncer, got "pgpool"')
+  expect(() => read({ DATABASE_DIRECT_URL: pg })).toThrow('DATABASE_DIRECT_URL: needs DATABASE_URL')
+  expect(() => read({ DATABASE_POOLER: 'pgbouncer' })).toThrow('DATABASE_POOLER: needs DATABASE_URL')
+  expect(() => read({ DATABASE_URL: bouncer, DATABASE_DIRECT_URL: 'mysql://x' })).toThrow('DATABASE_DIRECT_URL: expected a postgres:')
 })
 
 async function until(check: () => Promise<boolean>, ms: number): Promise<void> {
