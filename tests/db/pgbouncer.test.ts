@@ -53,7 +53,8 @@ describe.skipIf(skip)('two instances through PgBouncer in transaction mode', () 
   /** A fresh database, a PgBouncer in front of it, and two instances through it (the first migrates). */
   async function setUp(withDirectUrl: boolean): Promise<Setup> {
     const db = await createPostgresDatabase()
-    const bouncer = await startPgbouncer(db.url)
+    // PGB_POOL=2 squeezes the server pool further (see the open problem in the README's Behind PgBouncer).
+    const bouncer = await startPgbouncer(db.url, { poolSize: Number(process.env.PGB_POOL ?? 4) })
     const dataDir = mkdtempSync(join(tmpdir(), 'pgbouncer-service-'))
     const setup: Setup = { db, bouncer, dataDir, children: [], direct: postgres(db.url, { max: 2, onnotice: () => {} }) }
     setups.push(setup)
@@ -118,6 +119,7 @@ describe.skipIf(skip)('two instances through PgBouncer in transaction mode', () 
       sids.add(first!.body.data.message_id)
     }
     for (const [first, repeat] of bulks) {
+      if (first!.status !== 200 || repeat!.status !== 200) console.log(JSON.stringify([first, repeat]).slice(0, 2000))
       expect(first!.status).toBe(200)
       expect(first!.body.data).toMatchObject({ total: BULK_SIZE, sent: BULK_SIZE, failed: 0 })
       expect(repeat!.body.data.results.map((r: any) => r.message_id)).toEqual(first!.body.data.results.map((r: any) => r.message_id))
