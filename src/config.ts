@@ -27,6 +27,18 @@ export const VARIABLES = {
       "a streaming replica of DATABASE_URL's PostgreSQL: lists and exports read it, unless it has not replayed the caller's own " +
       'last write yet (then the primary answers); unset: every read goes to DATABASE_URL. Not with the embedded database',
   },
+  DATABASE_DIRECT_URL: {
+    shown: 'unset',
+    meaning:
+      'with DATABASE_URL pointing at a pooler: a direct PostgreSQL URL (bypassing it) for LISTEN and the migrations; unset behind ' +
+      'a pooler: workers poll (no LISTEN), migrations go through the pooler',
+  },
+  DATABASE_POOLER: {
+    shown: 'pgbouncer when DATABASE_DIRECT_URL is set, else none',
+    meaning:
+      'none: DATABASE_URL is PostgreSQL itself; pgbouncer: DATABASE_URL is PgBouncer in transaction mode (no prepared statements, ' +
+      'no session state, LISTEN only over DATABASE_DIRECT_URL)',
+  },
   DATA_DIR: {
     default: './data',
     meaning: 'embedded database files (one process at a time), the generated admin token and the generated secrets key',
@@ -159,6 +171,10 @@ export type Config = {
   databaseUrl: string | undefined
   /** DATABASE_READ_URL: a streaming replica for lists and exports (db/replica.ts); undefined: none. */
   databaseReadUrl: string | undefined
+  /** DATABASE_DIRECT_URL: PostgreSQL itself when DATABASE_URL is a pooler (LISTEN, migrations). */
+  databaseDirectUrl: string | undefined
+  /** DATABASE_POOLER: pgbouncer when DATABASE_URL is PgBouncer in transaction mode. */
+  databasePooler: 'none' | 'pgbouncer'
   dataDir: string
   adminToken: string | undefined
   /** SECRETS_KEY; unset: the service's key file (server.ts). */
@@ -330,6 +346,20 @@ function providerReader(env: Env): SettingsReader {
   }
 }
 
+/** DATABASE_DIRECT_URL and DATABASE_POOLER: both only with DATABASE_URL; a direct URL means a pooler unless told none. */
+function pooler(env: Env, databaseUrl: string | undefined): Pick<Config, 'databaseDirectUrl' | 'databasePooler'> {
+  const direct = optional(env, 'DATABASE_DIRECT_URL')
+  const named = optional(env, 'DATABASE_POOLER')
+  if (named !== undefined && named !== 'none' && named !== 'pgbouncer') {
+    throw new ConfigError(`DATABASE_POOLER: expected none or pgbouncer, got "${named}"`)
+  }
+  if (databaseUrl === undefined && (direct !== undefined || named === 'pgbouncer')) {
+    throw new ConfigError(`${direct !== undefined ? 'DATABASE_DIRECT_URL' : 'DATABASE_POOLER'}: needs DATABASE_URL (the pooler's URL)`)
+  }
+  if (direct !== undefined) url('DATABASE_DIRECT_URL', direct, ['postgres:', 'postgresql:'])
+  return { databaseDirectUrl: direct, databasePooler: named ?? (direct !== undefined ? 'pgbouncer' : 'none') }
+}
+
 export function readConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 0, 65535)
   const host = text(env, 'HOST')
@@ -342,6 +372,7 @@ export function readConfig(env: Env = process.env): Config {
       throw new ConfigError('DATABASE_READ_URL: a replica of PostgreSQL needs DATABASE_URL; the embedded database has no replica')
     }
   }
+  const { databaseDirectUrl, databasePooler } = pooler(env, databaseUrl)
 
   const provider = oneOf(env, 'PROVIDER', PROVIDER_NAMES)
   const providers = readProviderSettings(providerReader(env), provider)
@@ -384,6 +415,8 @@ export function readConfig(env: Env = process.env): Config {
     host,
     databaseUrl,
     databaseReadUrl,
+    databaseDirectUrl,
+    databasePooler,
     dataDir: text(env, 'DATA_DIR'),
     adminToken,
     secretsKey: secretsKeyText === undefined ? undefined : secretsKey('SECRETS_KEY', secretsKeyText),

@@ -28,6 +28,8 @@ export type Deps = {
   secrets: SecretBox
   /** Charges one message (group commit across concurrent single sends). */
   chargeOne: (request: SingleCharge) => Promise<Charged | Refused>
+  /** A client LISTEN runs on (Database.direct): undefined behind a pooler without DATABASE_DIRECT_URL, where workers poll. */
+  directSql?: Sql
   /** Wakes the in-process worker loops after a commit that gave them work. */
   wake: (worker: WorkerName) => void
   /** The embedded database in a DATA_DIR only: a consistent backup file of it, taken while serving (db/backup.ts). */

@@ -142,6 +142,7 @@ export function buildDeps(
     reads: config.databaseReadUrl
       ? createReadRouter(database.sql, openReplica(config.databaseReadUrl, config.dbPoolMax))
       : primaryOnly(database.sql),
+    directSql: database.direct,
     provider,
     senders,
     handoff,
@@ -174,7 +175,8 @@ async function migrateOnceReachable(database: Database): Promise<{ applied: stri
   let unreachableAt = 0
   for (;;) {
     try {
-      return { ...(await migrate(database.sql)), unreachableAt }
+      // Over the direct connection when there is one: migrations may need a session of their own.
+      return { ...(await migrate(database.direct ?? database.sql)), unreachableAt }
     } catch (error) {
       if (!isOutage(error) || Date.now() > giveUpAt) throw error
       if (unreachableAt === 0) log.warn('database unreachable; waiting for it', { error: errorKind(error), up_to_ms: START_WAIT_MS })
@@ -186,7 +188,13 @@ async function migrateOnceReachable(database: Database): Promise<{ applied: stri
 
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token and secrets key there.
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: config.dbPoolMax })
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    poolMax: config.dbPoolMax,
+    pooler: config.databasePooler,
+    directUrl: config.databaseDirectUrl,
+  })
   let admin: ReturnType<typeof resolveAdminToken>
   let secretsKey: Uint8Array
   let unreachableAt: number
@@ -246,6 +254,9 @@ export async function startService(config: Config): Promise<Running> {
     server.stop(true)
     await database.close()
     throw error
+  }
+  if (config.databaseUrl && !database.direct) {
+    log.warn('behind a pooler without DATABASE_DIRECT_URL: LISTEN is off, workers poll (webhook deliveries start within a second)')
   }
   startWorkers(deps, loops)
   const scheme = config.tls ? 'https' : 'http'

@@ -29,12 +29,19 @@ export type Statement = { text: string; params: Params }
 /**
  * A list endpoint's statements: the page and count(*) for `total`, and how they are sent: `prepare`
  * true as named prepared statements (postgres.js' default for tagged templates), false as unnamed ones.
+ * Behind PgBouncer the client's own `prepare: false` wins: every statement goes unnamed.
  */
 export type ListStatements = { rows: Statement; count: Statement; prepare: boolean }
 
 export type Database = {
   sql: Sql
   mode: 'postgres' | 'embedded'
+  /**
+   * A client on a connection that keeps its session (LISTEN, session-scoped work such as migrations):
+   * `sql` itself on PostgreSQL without a pooler, DATABASE_DIRECT_URL's behind one, none behind a pooler
+   * without it (workers then poll) and on the embedded database (one session: nothing to hear).
+   */
+  direct?: Sql
   /** Human description for the banner, without credentials. */
   describe: string
   close(): Promise<void>
@@ -57,31 +64,49 @@ export async function openDatabase(options: {
   databaseUrl?: string
   dataDir?: string
   poolMax?: number
+  /**
+   * `pgbouncer`: databaseUrl is PgBouncer in transaction mode, where consecutive transactions of one
+   * client connection run on different server sessions: no named prepared statements (PgBouncer 1.18
+   * does not carry them over), and LISTEN only over `directUrl` (PostgreSQL itself).
+   */
+  pooler?: 'none' | 'pgbouncer'
+  directUrl?: string
   /** Embedded only: start from this snapshot instead of an empty database. */
   seed?: Blob
 }): Promise<Database> {
   if (options.databaseUrl) {
-    const sql = postgres(options.databaseUrl, {
-      max: options.poolMax ?? 10,
-      types: TYPES,
-      onnotice: () => {},
-      connection: { application_name: 'messaging-api' },
-      // Seconds before a connection lost with an error is opened again. postgres.js's default grows to
-      // 20 s after a few failures, so after an outage of seconds the pool came back long after the
-      // database: a hand-off's outcome waited that long to be recorded. Half a second at most.
-      backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
-    })
+    const pooled = options.pooler === 'pgbouncer'
+    const sql = connect(options.databaseUrl, { max: options.poolMax ?? 10, prepare: !pooled })
+    // Its pool serves the migrations at start, then stays idle (LISTEN opens a connection of its own).
+    const direct = !pooled ? sql : options.directUrl ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60 }) : undefined
     const safe = new URL(options.databaseUrl)
     safe.password = ''
     safe.username = ''
     return {
       sql,
+      direct,
       mode: 'postgres',
-      describe: `PostgreSQL ${safe.host}${safe.pathname}`,
-      close: () => sql.end({ timeout: 5 }),
+      describe: `PostgreSQL ${safe.host}${safe.pathname}${pooled ? ` through PgBouncer${direct ? ' (LISTEN direct)' : ''}` : ''}`,
+      async close() {
+        await Promise.all([sql.end({ timeout: 5 }), direct !== sql && direct?.end({ timeout: 5 })])
+      },
     }
   }
   return openEmbedded(options.dataDir, options.seed)
+}
+
+function connect(url: string, options: { max: number; prepare: boolean; idle_timeout?: number }): Sql {
+  return postgres(url, {
+    ...options,
+    types: TYPES,
+    onnotice: () => {},
+    // The metrics count the service's connections by it; PgBouncer passes it on to the server sessions.
+    connection: { application_name: 'messaging-api' },
+    // Seconds before a connection lost with an error is opened again. postgres.js's default grows to
+    // 20 s after a few failures, so after an outage of seconds the pool came back long after the
+    // database: a hand-off's outcome waited that long to be recorded. Half a second at most.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 0.5),
+  })
 }
 
 // Compiling PGlite's WebAssembly takes a while; a process that opens several databases (the tests) does it once.

@@ -17,7 +17,7 @@
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
 import { attemptDelivery, webhookCa, type AttemptResult } from '../modules/webhooks/sender'
-import { EVENTS_CHANNEL } from '../modules/webhooks/notify'
+import { EVENTS_CHANNEL, listenerOf } from '../modules/webhooks/notify'
 import { log } from '../lib/log'
 import { startLoop, type Loop } from './loop'
 import { observeWebhookAttempt } from '../http/metrics/measures'
@@ -64,7 +64,7 @@ type Outcome = {
   finishedAt: number
 }
 
-type DeliveryDeps = Pick<Deps, 'sql' | 'config'>
+type DeliveryDeps = Pick<Deps, 'sql' | 'config' | 'directSql'>
 
 async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
   const token = crypto.randomUUID()
@@ -357,8 +357,9 @@ export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?
   pipeline.onUnblocked = () => loop.wake()
   let unlisten: (() => Promise<void>) | undefined
   let stopped = false
-  const listening = deps.config.databaseUrl
-    ? deps.sql
+  const listener = listenerOf(deps)
+  const listening = listener
+    ? listener
         .listen(EVENTS_CHANNEL, () => loop.wake())
         .then(async (listener) => {
           if (stopped) await listener.unlisten()

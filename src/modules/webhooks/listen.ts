@@ -16,7 +16,7 @@ import type { Deps } from '../../deps'
 import type { Sql } from '../../db/client'
 import { log } from '../../lib/log'
 import { newSigningSecret } from '../../lib/keys'
-import { EVENTS_CHANNEL, onEventsCommitted } from './notify'
+import { EVENTS_CHANNEL, listenerOf, onEventsCommitted } from './notify'
 import { signPayload } from './sender'
 import { newWebhookId, testPayload } from './events'
 import type { ListenedEvent, ListenReady, SignedEvent } from './model'
@@ -119,7 +119,7 @@ export function endListenStreams(): void {
  * reconnects with its Last-Event-ID) or when the service stops.
  */
 export function listenStream(
-  deps: Pick<Deps, 'sql' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'config' | 'directSql'>,
   keyId: number,
   ready: ListenReady,
   after: number | null,
@@ -161,8 +161,9 @@ export function listenStream(
       openStreams.add(close)
       signal.addEventListener('abort', close)
       const unsubscribe = onEventsCommitted(wake)
-      const listening = deps.config.databaseUrl
-        ? sql.listen(EVENTS_CHANNEL, wake).then(
+      const listener = listenerOf(deps)
+      const listening = listener
+        ? listener.listen(EVENTS_CHANNEL, wake).then(
             (l) => l.unlisten,
             () => undefined,
           )

@@ -39,6 +39,13 @@ function notifyEvents(sql: Sql): void {
 }
 
 /**
+ * The client to LISTEN on, or undefined: the embedded database (nothing else to hear), or PostgreSQL
+ * behind a pooler without DATABASE_DIRECT_URL (a LISTEN there would hear nothing: callers poll).
+ */
+export const listenerOf = (deps: Pick<Deps, 'config' | 'directSql'>): Sql | undefined =>
+  deps.config.databaseUrl ? deps.directSql : undefined
+
+/**
  * Whether status changes announce themselves in their own commit (`applyStatuses(..., { notify })`):
  * on PostgreSQL, where other instances listen; PGlite has none to tell.
  */
