@@ -178,24 +178,47 @@ export async function backendPids(monitor: postgres.Sql, database: string): Prom
   return rows.map((r) => r.pid)
 }
 
-/** Kernel threads (children of kthreadd): journaling, block I/O and network work shows up here. */
-export function kernelThreadPids(): number[] {
-  const out: number[] = []
+/** One process as /proc/<pid>/stat tells it: its command name and the fields after it (state, ppid, ...). */
+type ProcStat = { pid: number; comm: string; fields: string[] }
+
+/** /proc/<pid>/stat of one process, or undefined when it is gone (or this is not Linux). */
+function procStat(pid: number): ProcStat | undefined {
   try {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
-        if (ppid === 2) out.push(Number(entry))
-      } catch {
-        // exited meanwhile
-      }
-    }
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The command name may hold spaces and parentheses: it ends at the last ')'.
+    return { pid, comm: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), fields: stat.slice(stat.lastIndexOf(')') + 2).split(' ') }
   } catch {
-    // not Linux
+    return undefined
+  }
+}
+
+/** Process ids of the processes whose stat satisfies `keep` (none when not Linux). */
+function pidsWhere(keep: (proc: ProcStat) => boolean): number[] {
+  let entries: string[]
+  try {
+    entries = readdirSync('/proc')
+  } catch {
+    return [] // not Linux
+  }
+  const out: number[] = []
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = procStat(Number(entry)) // undefined: exited meanwhile
+    if (stat && keep(stat)) out.push(stat.pid)
   }
   return out
+}
+
+const parentPid = (proc: ProcStat) => Number(proc.fields[1])
+
+/** Kernel threads (children of kthreadd): journaling, block I/O and network work shows up here. */
+export function kernelThreadPids(): number[] {
+  return pidsWhere((p) => parentPid(p) === 2)
+}
+
+/** Process ids of this process's children whose command name is `name` (e.g. the PgBouncer a helper spawned). */
+export function childPidsNamed(name: string): number[] {
+  return pidsWhere((p) => parentPid(p) === process.pid && p.comm === name)
 }
 
 /** Process ids of the server's own processes (WAL writer, checkpointer, autovacuum, ...). */
@@ -510,13 +533,9 @@ export async function runLoad(options: {
 const CLOCK_TICKS = 100 // USER_HZ, 100 on every Linux build that matters here
 
 function processTicks(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(fields[11]) + Number(fields[12]) // utime, stime
-  } catch {
-    return 0 // gone, or not Linux
-  }
+  const stat = procStat(pid)
+  if (!stat) return 0 // gone, or not Linux
+  return Number(stat.fields[11]) + Number(stat.fields[12]) // utime, stime
 }
 
 function machineTicks(): { busy: number; total: number; cores: number } {

@@ -134,6 +134,11 @@ export const VARIABLES = {
     default: '30',
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
+  RETENTION_HISTORY_MONTHS: {
+    default: '0',
+    meaning:
+      'months of messages, ledger and inbound messages kept attached; older monthly partitions are detached (kept as tables to archive and drop); 0: all kept',
+  },
   OPT_OUT_WORDS: {
     default: 'STOP,UNSUBSCRIBE,BERHENTI',
     meaning:
@@ -210,6 +215,7 @@ export type Config = {
   dbPoolMax: number
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
+  retentionHistoryMonths: number
   /** OPT_OUT_WORDS / OPT_IN_WORDS, upper case. */
   optOutWords: string[]
   optInWords: string[]
@@ -447,6 +453,7 @@ export function readConfig(env: Env = process.env): Config {
     messagingLimit: tier(text(env, 'MESSAGING_LIMIT')),
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
+    retentionHistoryMonths: integer(env, 'RETENTION_HISTORY_MONTHS', 0, 1200),
     ...words(env),
     mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 1024, 104_857_600),
     metricsPort: metricsPort(optional(env, 'METRICS_PORT'), port),

@@ -46,6 +46,7 @@ const WORKER_NAMES = [
   'parked-reports',
   'retention',
   'inbound-media',
+  'partitions',
 ] as const
 
 /** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */

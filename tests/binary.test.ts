@@ -13,6 +13,7 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { Webhook } from 'standardwebhooks'
 import { createPostgresDatabase, usingPostgres } from './helpers/db'
+import { freePort } from './helpers/child'
 import { startReceiver } from './helpers/receiver'
 import { until } from './helpers/wait'
 import { VARIABLES } from '../src/config'
@@ -24,13 +25,6 @@ const ADMIN_TOKEN = 'binary-test-admin-token-0123456789'
 const BINARY = 'messaging-api'
 
 type Child = { proc: Subprocess; output: () => string; port: number }
-
-function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
-  return port
-}
 
 function spawnChild(cmd: string[], cwd: string, env: Record<string, string>, port: number): Child {
   const proc = Bun.spawn(cmd, { cwd, env, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' })
@@ -374,7 +368,8 @@ describe('compiled binary', () => {
       try {
         const ready = await until(
           () => listen.output(),
-          (out) => out.includes('Forwarding each event to'),
+          // Ready once its secret line is out too: the lines can arrive in separate chunks.
+          (out) => out.includes('Forwarding each event to') && /^ {2}whsec_\S+$/m.test(out),
           30_000,
           'listen to be ready',
         )

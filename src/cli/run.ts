@@ -26,6 +26,7 @@ import { portfolioCommands, secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
 import { optOutCommands } from './optouts'
 import { backupCommands } from './backup'
+import { partitionCommands } from './partitions'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -43,6 +44,7 @@ export const commands: Command[] = [
   ...secretsCommands,
   ...simulatorCommands,
   ...backupCommands,
+  ...partitionCommands,
 ]
 
 function context(

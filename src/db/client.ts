@@ -6,6 +6,7 @@ import postgres from 'postgres'
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { lockDataDir } from './lock'
+import { statementFunctions, type StatementHooks } from './statement-functions'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 // Embedded with the binary by `bun build --compile`; at development time these are the package's files.
@@ -67,16 +68,31 @@ export async function openDatabase(options: {
   /**
    * `pgbouncer`: databaseUrl is PgBouncer in transaction mode, where consecutive transactions of one
    * client connection run on different server sessions: no named prepared statements (PgBouncer 1.18
-   * does not carry them over), and LISTEN only over `directUrl` (PostgreSQL itself).
+   * does not carry them over), no pipelining (below), and LISTEN only over `directUrl` (PostgreSQL itself).
    */
   pooler?: 'none' | 'pgbouncer'
   directUrl?: string
+  /** Behind a pooler: successful runs before a statement is kept as a function (./statement-functions; tests set 1). */
+  statementFunctionsAfter?: number
   /** Embedded only: start from this snapshot instead of an empty database. */
   seed?: Blob
 }): Promise<Database> {
   if (options.databaseUrl) {
     const pooled = options.pooler === 'pgbouncer'
-    const sql = connect(options.databaseUrl, { max: options.poolMax ?? 10, prepare: !pooled })
+    // Behind PgBouncer, one statement at a time per connection (max_pipeline: 0). With prepare: false
+    // postgres.js sends a statement with parameters as Parse/Describe/Flush first, with no Sync, and by
+    // default writes it while the connection's previous statement still runs. PgBouncer (transaction
+    // mode) gives the server session back at that statement's ReadyForQuery, as it counts only Syncs,
+    // and drops the answer to the Describe ("got packet '1' from server when not linked"): the client
+    // waited for it forever. sql.begin with max_pipeline: 0 needs patches/postgres@3.4.9.patch.
+    // Behind it, statements that recur are run as functions whose plans the server keeps (./statement-functions).
+    const statements = pooled ? statementFunctions(options.statementFunctionsAfter) : undefined
+    const sql = connect(options.databaseUrl, {
+      max: options.poolMax ?? 10,
+      prepare: !pooled,
+      ...(pooled ? { max_pipeline: 0, statements } : {}),
+    })
+    statements?.use(sql)
     // Its pool serves the migrations at start, then stays idle (LISTEN opens a connection of its own).
     const direct = !pooled ? sql : options.directUrl ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60 }) : undefined
     const safe = new URL(options.databaseUrl)
@@ -95,9 +111,13 @@ export async function openDatabase(options: {
   return openEmbedded(options.dataDir, options.seed)
 }
 
-function connect(url: string, options: { max: number; prepare: boolean; idle_timeout?: number }): Sql {
+function connect(
+  url: string,
+  options: { max: number; prepare: boolean; idle_timeout?: number; max_pipeline?: number; statements?: StatementHooks },
+): Sql {
   return postgres(url, {
-    ...options,
+    // `statements` is the patched client's option (patches/postgres@3.4.9.patch); its types do not name it.
+    ...(options as postgres.Options<{}>),
     types: TYPES,
     onnotice: () => {},
     // The metrics count the service's connections by it; PgBouncer passes it on to the server sessions.

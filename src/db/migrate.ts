@@ -5,12 +5,18 @@
 import type { Sql } from './client'
 import { MIGRATIONS, type Migration } from './migrations'
 import { sha256Hex } from '../lib/keys'
+import { ensurePartitions, partitionEmptyTables } from './partitions'
 
 const MIGRATION_LOCK = 7_240_001
 
 export class MigrationError extends Error {}
 
-export async function migrate(sql: Sql, migrations: Migration[] = MIGRATIONS): Promise<{ applied: string[] }> {
+export async function migrate(
+  sql: Sql,
+  migrations: Migration[] = MIGRATIONS,
+  /** `now`: the moment a fresh install's partitions start from (tests back-date it). */
+  options: { now?: Date } = {},
+): Promise<{ applied: string[] }> {
   // Under the lock too: two instances running `create table if not exists` at once can both find no
   // table, and the loser fails (a duplicate type or key) instead of waiting.
   await sql.begin(async (tx) => {
@@ -42,6 +48,15 @@ export async function migrate(sql: Sql, migrations: Migration[] = MIGRATIONS): P
       return true
     })
     if (ran) applied.push(migration.name)
+  }
+  // A fresh install's history tables are empty: partitioned at once (db/partitions.ts), and the months
+  // ahead checked on every start. (Migrations sliced before 0027, as tests build old installs, skip it.)
+  if (migrations.some((m) => m.name === '0027_partitioned_history.sql')) {
+    await sql.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`
+      await partitionEmptyTables(tx, options.now)
+    })
+    await ensurePartitions(sql, options.now)
   }
   return { applied }
 }

@@ -24,6 +24,9 @@ import customerWindow from '../../sql/0023_window.sql' with { type: 'text' }
 import messagingLimit from '../../sql/0024_messaging_limit.sql' with { type: 'text' }
 import richMessages from '../../sql/0025_rich_messages.sql' with { type: 'text' }
 import inboundMedia from '../../sql/0026_inbound_media.sql' with { type: 'text' }
+import partitionedHistory from '../../sql/0027_partitioned_history.sql' with { type: 'text' }
+import simulatorReportOrder from '../../sql/0028_simulator_report_order.sql' with { type: 'text' }
+import statementFunctions from '../../sql/0029_statement_functions.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -53,4 +56,7 @@ export const MIGRATIONS: Migration[] = [
   { version: 24, name: '0024_messaging_limit.sql', text: messagingLimit },
   { version: 25, name: '0025_rich_messages.sql', text: richMessages },
   { version: 26, name: '0026_inbound_media.sql', text: inboundMedia },
+  { version: 27, name: '0027_partitioned_history.sql', text: partitionedHistory },
+  { version: 28, name: '0028_simulator_report_order.sql', text: simulatorReportOrder },
+  { version: 29, name: '0029_statement_functions.sql', text: statementFunctions },
 ]

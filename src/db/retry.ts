@@ -14,11 +14,13 @@ const CONNECTION_CODES = new Set([
   'EPIPE',
 ])
 
-function isTransient(error: unknown): boolean {
+export function isTransient(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   const e = error as Error & { code?: string; constraint_name?: string }
   if (e.code && CONNECTION_CODES.has(e.code)) return true
-  if (e.code === '23505') return e.constraint_name === 'messages_request_item'
+  // Named on the month's partition (messages_p2026_11_request_token_request_item_created_at_idx), or
+  // messages_request_item(_part|_legacy) on a table converted from a plain one (db/partitions.ts).
+  if (e.code === '23505') return /^messages_.*request_(token_request_)?item/.test(e.constraint_name ?? '')
   return typeof e.code === 'string' && /^(40|08|57P)/.test(e.code)
 }
 

@@ -20,10 +20,13 @@ import type { Sql } from '../db/client'
 import { ApiError, badValue, ok } from './errors'
 import { sha256Hex } from '../lib/keys'
 import { log, errorKind } from '../lib/log'
+import { isOutage, isTransient, retrying } from '../db/retry'
 
 const MAX_KEY_LENGTH = 255
 /** An Idempotency-Key replays its answer for 24 h; after that its row is only history (the retention worker deletes it). */
 export const IDEMPOTENCY_KEY_TTL_HOURS = 24
+/** Tries to store an answer (100 ms, then doubling: about 12 s in all) before the request is answered 503. */
+const STORE_ATTEMPTS = 8
 /** A running key that has charged nothing after this long belongs to a request that died before charging. */
 const STALE_AFTER_SECONDS = 30
 
@@ -70,13 +73,13 @@ export async function withIdempotency<T>(
   /** The HTTP status of a successful answer, stored for its replays (200 unless it says otherwise). */
   statusOf: (answer: T) => number = () => 200,
 ): Promise<ReturnType<typeof ok<T>>> {
-  if (key === null) return ok(await handler(crypto.randomUUID()))
+  if (key === null) return ok(await handler(Bun.randomUUIDv7()))
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw badValue(`Idempotency-Key: must be 1 to ${MAX_KEY_LENGTH} characters`)
   const fingerprint = sha256Hex(`${endpoint}\n${canonical(body)}`)
 
   const claimed = await sql<{ request_token: string }[]>`
     insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state, request_token)
-    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${crypto.randomUUID()})
+    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7()})
     on conflict (account_id, key) do update
       set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running', request_token = excluded.request_token,
           response_status = null, response_body = null, created_at = now(), completed_at = null
@@ -119,12 +122,26 @@ export async function withIdempotency<T>(
     return value
   }
 
+  // The answer goes out only once it is stored: a repeat must get this very answer, and one run
+  // again (recovered) can differ from it (entries the first run refused for a closed window or an
+  // opt-out come back CONFLICT). Tried again through a short outage (the update is safe to repeat: a
+  // first run that did commit leaves the key done, and the second changes nothing); still failing, the
+  // request is answered 503 instead, the key stays running, and a repeat recovers the request.
   async function store(status: number, answer: unknown): Promise<void> {
-    await sql`
-      update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
-      where account_id = ${accountId} and key = ${key} and state = 'running'`.catch((error) => {
-      // The answer still goes out; the key stays running and a repeat recovers the request.
+    await retrying(
+      () => sql`
+        update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
+        where account_id = ${accountId} and key = ${key} and state = 'running'`,
+      { attempts: STORE_ATTEMPTS, retryIf: (error) => isOutage(error) || isTransient(error) },
+    ).catch((error) => {
       log.warn('could not store idempotent answer', { error: errorKind(error) })
+      throw new ApiError(
+        'SERVICE_UNAVAILABLE',
+        'the answer to this request could not be recorded; repeat it with the same Idempotency-Key to get it',
+        503,
+        {},
+        { 'retry-after': '1' },
+      )
     })
   }
 }

@@ -97,7 +97,9 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     code: 'SERVICE_UNAVAILABLE',
     error: 'too many large request bodies at once; retry shortly',
     description:
-      'Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment; retry after `Retry-After`',
+      'Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment ' +
+      '(with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); ' +
+      'retry after `Retry-After`',
   },
 }
 

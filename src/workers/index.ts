@@ -11,6 +11,7 @@ import { campaignScheduler } from './campaign-scheduler'
 import { parkedReports } from './parked-reports'
 import { retention } from './retention'
 import { inboundMedia } from './inbound-media'
+import { partitions } from './partitions'
 import { type WorkerName } from '../deps'
 
 export const WORKERS: Worker[] = [
@@ -22,14 +23,16 @@ export const WORKERS: Worker[] = [
   parkedReports,
   retention,
   inboundMedia,
+  partitions,
 ]
 
 export function startWorkers(deps: Deps, loops: Map<WorkerName, Loop>): void {
-  for (const worker of WORKERS) {
-    const loop =
-      'start' in worker
-        ? worker.start(deps)
-        : startLoop(worker.name, () => worker.runOnce(deps), { pollMs: worker.pollMs, minGapMs: worker.minGapMs })
-    loops.set(worker.name, loop)
-  }
+  for (const worker of WORKERS) loops.set(worker.name, startWorker(deps, worker))
+}
+
+/** One worker's loop, started. */
+export function startWorker(deps: Deps, worker: Worker): Loop {
+  return 'start' in worker
+    ? worker.start(deps)
+    : startLoop(worker.name, () => worker.runOnce(deps), { pollMs: worker.pollMs, minGapMs: worker.minGapMs })
 }

@@ -1,23 +1,34 @@
-// Deletes rows that have outlived their use, so tables do not grow forever: expired Idempotency-Keys,
-// finished webhook events (with their attempt log) older than RETENTION_WEBHOOK_DAYS, and parked
-// status reports past their expiry, and recipients' pace rows whose gap has long passed (one row per
-// number ever messaged otherwise: a row absent is a recipient free to receive). Money records (messages, ledger) are never deleted, and neither
-// is a webhook event still pending or retrying. Applied simulator reports need nothing here: the
-// simulator worker deletes each report as it applies it.
-//
+// Removes what has outlived its use, so tables do not grow forever. Rows: expired Idempotency-Keys,
+// parked status reports past their expiry, and recipients' pace rows whose gap has long passed (one
+// row per number ever messaged otherwise: a row absent is a recipient free to receive). Applied
+// simulator reports need nothing here: the simulator worker deletes each report as it applies it.
 // Every delete is one short statement of at most BATCH rows (`for update skip locked`, so it never
 // waits on a row in use); the loop runs again at once while a step finds work, so a backlog drains
 // in batches without ever holding a long lock.
+//
+// The history tables (partitioned by month, db/partitions.ts) lose whole months, never rows: a month
+// of webhook events is dropped (with the attempts' months before it) once it ended more than
+// RETENTION_WEBHOOK_DAYS ago and none of its events is pending; with RETENTION_HISTORY_MONTHS set, months
+// of messages, ledger and inbound messages older than that are detached, for the operator to archive.
 
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
 import type { Worker } from './worker'
 import { IDEMPOTENCY_KEY_TTL_HOURS } from '../http/idempotency'
+import { detachOldHistory, dropFinishedWebhookMonths } from '../db/partitions'
 
 const RETENTION_POLL_MS = 10 * 60_000
 export const BATCH = 1000
 
-type Deleted = { idempotencyKeys: number; webhookEvents: number; parkedReports: number; recipientPaces: number; deleted: number }
+type Deleted = {
+  idempotencyKeys: number
+  parkedReports: number
+  recipientPaces: number
+  /** Partitions dropped (webhook events and attempts) or detached (messages, ledger, inbound messages). */
+  webhookMonths: number
+  historyMonths: number
+  deleted: number
+}
 
 async function expiredIdempotencyKeys(sql: Sql, batch: number): Promise<number> {
   const rows = await sql`
@@ -29,25 +40,6 @@ async function expiredIdempotencyKeys(sql: Sql, batch: number): Promise<number> 
       limit ${batch}
       for update skip locked
     )
-    returning 1`
-  return rows.length
-}
-
-// A finished event's last activity is delivered_at, or for a failed one the due time of its last
-// attempt (a replay resets it to the replay's moment); the index webhook_events_finished serves both.
-// Its attempts go with it (webhook_attempts.event_id is `on delete cascade`); events reference
-// messages, never the reverse, so nothing else points at them. The status is checked again on the
-// locked row, so an event replayed meanwhile (pending again) is kept.
-async function finishedWebhookEvents(sql: Sql, batch: number, days: number): Promise<number> {
-  const rows = await sql`
-    delete from webhook_events
-    where id in (
-      select id from webhook_events
-      where status <> 'pending' and coalesce(delivered_at, next_attempt_at) < now() - make_interval(days => ${days})
-      order by coalesce(delivered_at, next_attempt_at)
-      limit ${batch}
-      for update skip locked
-    ) and status <> 'pending'
     returning 1`
   return rows.length
 }
@@ -73,20 +65,23 @@ async function pastRecipientPaces(sql: Sql, batch: number): Promise<number> {
   return rows.length
 }
 
-/** One batch of each kind; `deleted` > 0 tells the loop to run again at once. */
-export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config'>, options: { batch?: number } = {}): Promise<Deleted> {
+/** One batch of each kind of row, and every month due to go; `deleted` > 0 tells the loop to run again at once. */
+export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config'>, options: { batch?: number; now?: Date } = {}): Promise<Deleted> {
   const batch = options.batch ?? BATCH
-  const days = deps.config.retentionWebhookDays
+  const { retentionWebhookDays: days, retentionHistoryMonths: months } = deps.config
   const idempotencyKeys = await expiredIdempotencyKeys(deps.sql, batch)
-  const webhookEvents = days > 0 ? await finishedWebhookEvents(deps.sql, batch, days) : 0
   const parkedReports = await expiredParkedReports(deps.sql, batch)
   const recipientPaces = await pastRecipientPaces(deps.sql, batch)
+  const webhookMonths = days > 0 ? (await dropFinishedWebhookMonths(deps.sql, days, options.now)).length : 0
+  const historyMonths = months > 0 ? (await detachOldHistory(deps.sql, months, options.now)).length : 0
   return {
     idempotencyKeys,
-    webhookEvents,
     parkedReports,
     recipientPaces,
-    deleted: idempotencyKeys + webhookEvents + parkedReports + recipientPaces,
+    webhookMonths,
+    historyMonths,
+    // Rows only: every month due went in this step, nothing is left for another at once.
+    deleted: idempotencyKeys + parkedReports + recipientPaces,
   }
 }
 

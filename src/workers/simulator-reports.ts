@@ -1,6 +1,7 @@
 // Applies the due status reports a provider schedules itself (the simulator's: HandoffResult.reports,
 // recorded with the hand-off). Claiming a batch (delete ... skip locked) and applying it happen in one
-// transaction: a crash in between leaves the reports in place for the next run.
+// transaction: a crash in between leaves the reports in place for the next run. One message's reports
+// are applied in their order, whichever instances claim them.
 
 import type { Deps } from '../deps'
 import { applyStatuses, rounds } from '../modules/status/machine'
@@ -21,10 +22,20 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ ap
       error_message: string | null
       due_at: Date
     }
+    // A report waits while an earlier one of its message is still there outside this batch (claimed by
+    // another instance that has not committed): applied first, a read would make its delivered a step
+    // backwards, and the message's delivered event would never be written.
     const due = await tx<Report[]>`
+      with batch as materialized (
+        select id, message_sid, due_at from simulator_reports where due_at <= now() order by due_at, id limit ${BATCH} for update skip locked
+      )
       delete from simulator_reports
       where id in (
-        select id from simulator_reports where due_at <= now() order by due_at, id limit ${BATCH} for update skip locked
+        select b.id from batch b
+        where not exists (
+          select 1 from simulator_reports e
+          where e.message_sid = b.message_sid and (e.due_at, e.id) < (b.due_at, b.id) and e.id not in (select id from batch)
+        )
       )
       returning message_sid, status, error_code, error_message, due_at, id`
     // Oldest first, so one message's delivered is applied before its read; one statement per round.

@@ -16,6 +16,8 @@ export type Cluster = {
   /** SIGTERM every instance (a graceful stop) and the front, e.g. before reading an embedded database directly. */
   stop(): Promise<void>
   output(): string
+  /** Instances that ended on their own (not killed or stopped by the runner): a finding each. */
+  exits(): string[]
 }
 
 export async function startCluster(size: number, env: Record<string, string>): Promise<Cluster> {
@@ -52,10 +54,20 @@ export async function startCluster(size: number, env: Record<string, string>): P
   // An instance that cannot start (its database away for longer than the start waits for it, or the
   // connection cut midway through its first statements) exits; it is started again, as a supervisor
   // would, for a minute at most.
+  const exits: string[] = []
   const start = async (i: number) => {
     for (let tries = 1; ; tries++) {
       try {
-        instances[i] = await startChild(fullEnv, { readyMs: 90_000 })
+        const child = await startChild(fullEnv, { readyMs: 90_000 })
+        instances[i] = child
+        // Still listed as up when it ends: nobody here ended it (a kill or a stop unlists it first).
+        void child.proc.exited.then((code) => {
+          if (instances[i] !== child) return
+          instances[i] = null
+          exits.push(`instance ${i} ended on its own (exit ${code}): ${child.output().slice(-600)}`)
+          logs += child.output()
+          void start(i) // as a supervisor would
+        })
         return
       } catch (error) {
         if (tries >= 60) throw error
@@ -99,5 +111,6 @@ export async function startCluster(size: number, env: Record<string, string>): P
       front.stop(true)
     },
     output: () => logs + instances.map((c) => c?.output() ?? '').join(''),
+    exits: () => exits,
   }
 }

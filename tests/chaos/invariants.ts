@@ -149,7 +149,12 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     for (let i = 1; i < receipts.length; i++) {
       if (receipts[i - 1]!.answer === 'throttled') count('retries after a throttle')
       else if (crashBetween(receipts[i - 1]!.at, receipts[i]!.at)) count('second hand-offs after a crash')
-      else fail(`[${tag}] handed over ${receipts.length} times; no throttle or crash between attempts ${i} and ${i + 1}`)
+      else
+        fail(
+          `[${tag}] handed over ${receipts.length} times; no throttle or crash between attempts ${i} and ${i + 1} ` +
+            `(message ${m.id}: ${m.status}, recovered ${m.recoveries} times; kills at ${JSON.stringify(e.kills.map((k) => k.at))}; ` +
+            `attempts ${JSON.stringify(receipts.map((r) => ({ at: r.at, answeredAt: r.answeredAt, fault: r.fault, answer: r.answer, sid: r.sid })))})`,
+        )
     }
     const accepted = receipts.filter((r) => r.answer === 'accepted')
     for (let i = 1; i < accepted.length; i++)

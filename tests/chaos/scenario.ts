@@ -33,7 +33,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { startOutageProxy, startPgProxy, type OutageProxy, type PgProxy } from '../helpers/pg-proxy'
 import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
@@ -124,6 +124,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     const dataDir = mkdtempSync(join(tmpdir(), 'chaos-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    // Embedded: migrated already (the fault test is about what faults leave, not a first start).
+    await premigrate(dataDir)
     const env: Record<string, string> = {
       DATA_DIR: dataDir,
       // One key for both instances' sealed sender credentials.
@@ -262,7 +264,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (let i = 0; i < OUTAGES; i++) {
         await Bun.sleep(outages.int(2_000, (options.seconds * 600) / OUTAGES))
         const ms = outages.int(2_000, 5_000)
-        log(`database outage of ${(ms / 1000).toFixed(1)} s after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+        log(`database outage of ${(ms / 1000).toFixed(1)} s after ${((Date.now() - started) / 1000).toFixed(1)} s (at ${Date.now()})`)
         await proxy.outage(ms)
         outageCount++
       }
@@ -287,10 +289,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }),
     )
     log(`every Idempotency-Key answered after ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    const busy = await waitForQuiet(client, accounts, fake, receiver, drainUntil)
+    const busy = await waitForQuiet(client, accounts, fake, receiver, drainUntil, (reason) =>
+      log(`draining after ${((Date.now() - started) / 1000).toFixed(1)} s: ${reason}`),
+    )
     if (busy) violations.push(`not quiet within ${DRAIN_LIMIT_MS / 1000} s of the fault phase: ${busy}`)
     log(`drained after ${((Date.now() - started) / 1000).toFixed(1)} s`)
     await cluster.stop()
+    violations.push(...cluster.exits())
     violations.push(...fake.problems)
 
     const db = await openDatabase({ databaseUrl, dataDir })
@@ -351,12 +356,21 @@ async function waitForQuiet(
   fake: ReturnType<typeof startFakeTwilio>,
   receiver: ReturnType<typeof startReceiver>,
   deadline: number,
+  /** Told each new reason for waiting, as it comes. */
+  onReason: (reason: string) => void,
 ): Promise<string | null> {
+  /** What a request that should have answered 200 got instead: its status and code, or no answer. */
+  const notAnswered = (path: string, answer: { status: number; body: any } | null) =>
+    `the API does not answer: GET ${path} ${answer ? `${answer.status} ${answer.body?.code ?? ''}` : 'no answer (network error or 90 s)'}`
+  let refused = ''
   const all = async (path: string, key?: string) => {
     const items: any[] = []
     for (let offset = 0; ; offset += 200) {
       const page = await client.call('GET', `${path}${path.includes('?') ? '&' : '?'}limit=200&offset=${offset}`, undefined, key)
-      if (page?.status !== 200) return null
+      if (page?.status !== 200) {
+        refused = notAnswered(path, page)
+        return null
+      }
       items.push(...page.body.data.items)
       if (items.length >= page.body.data.total) return items
     }
@@ -366,18 +380,19 @@ async function waitForQuiet(
     if (fake.pending() > 0) return `${fake.pending()} status callbacks in flight`
     for (const a of accounts) {
       const ledger = await all(`/admin/v1/accounts/${a.id}/ledger`)
+      if (!ledger) return refused
       const listed = await client.call('GET', '/api/v1/messages?limit=1', undefined, a.key)
-      if (!ledger || listed?.status !== 200) return 'the API does not answer'
+      if (listed?.status !== 200) return notAnswered('/api/v1/messages', listed)
       const charged = ledger.filter((r) => r.kind === 'charge').length
       if (charged !== listed.body.data.total)
         return `account ${a.id}: ${charged - listed.body.data.total} messages charged, not yet handed over`
       // Messages answered `queued` are listed while they wait (status queued): not settled yet.
       const queued = await client.call('GET', '/api/v1/messages?status=queued&limit=1', undefined, a.key)
-      if (queued?.status !== 200) return 'the API does not answer'
+      if (queued?.status !== 200) return notAnswered('/api/v1/messages?status=queued', queued)
       if (queued.body.data.total > 0) return `account ${a.id}: ${queued.body.data.total} messages answered queued, not yet settled`
       if (!a.webhook) continue
       const pending = await client.call('GET', `/admin/v1/keys/${a.keyId}/deliveries?status=pending&limit=1`)
-      if (pending?.status !== 200) return 'the API does not answer'
+      if (pending?.status !== 200) return notAnswered(`/admin/v1/keys/${a.keyId}/deliveries`, pending)
       if (pending.body.data.total > 0) return `account ${a.id}: ${pending.body.data.total} webhook deliveries pending`
     }
     for (const c of client.campaigns) {
@@ -390,7 +405,9 @@ async function waitForQuiet(
   let stableSince = Date.now()
   let reason: string | null = 'not checked'
   while (Date.now() < deadline) {
+    const before: string | null = reason
     reason = await busy()
+    if (reason !== null && reason !== before) onReason(reason)
     const now = `${fake.receipts.length}/${receiver.requests.length}`
     if (now !== last) {
       last = now

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { version } from '../../package.json'
 import { freePort, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { until } from '../helpers/wait'
 
 const root = join(import.meta.dir, '..', '..')
@@ -21,10 +21,11 @@ beforeAll(async () => {
   // No ADMIN_TOKEN: the service writes DATA_DIR/admin-token and the command line reads it there.
   env = { DATA_DIR: dataDir, ADMIN_TOKEN: '', SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     dropDb = db.drop
   }
+  await premigrate(dataDir)
   child = await startChild(env)
 })
 afterAll(async () => {
@@ -164,11 +165,16 @@ test('the command line loads nothing of the service: the models give it types on
   visit('src/cli/admin.ts')
   expect(loaded).toContain('src/cli/commands.ts')
   expect([...loaded].filter((path) => path.startsWith('src/modules/') || path.includes('node_modules/'))).toEqual([])
-  // Loaded on demand by one command only: restore opens the embedded database itself (PGlite), the service being stopped.
+  // Loaded on demand by one command only: restore opens the embedded database itself (PGlite), the service being
+  // stopped; partitions opens the database itself too.
   const onDemand = Object.entries(inputs)
     .filter(([path]) => path.startsWith('src/cli/'))
     .flatMap(([path, input]) => input.imports.filter((i) => i.kind === 'dynamic-import').map((i) => `${path} -> ${i.path}`))
-  expect([...new Set(onDemand)]).toEqual(['src/cli/backup.ts -> src/db/backup.ts'])
+  expect([...new Set(onDemand)].sort()).toEqual([
+    'src/cli/backup.ts -> src/db/backup.ts',
+    'src/cli/partitions.ts -> src/db/client.ts',
+    'src/cli/partitions.ts -> src/db/partitions.ts',
+  ])
 })
 
 test('--version prints the package version', () => {

@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { decodeKey, encodeKey, generateKey, keyIdOf } from '../../src/lib/secrets'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { call, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { fakeTwilio } from '../helpers/fake-twilio'
 
 const root = join(import.meta.dir, '..', '..')
@@ -55,10 +55,11 @@ beforeAll(async () => {
     WINDOW_CHECK: 'off',
   }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     dropDb = db.drop
   }
+  await premigrate(dataDir)
   child = await startChild(env)
 })
 afterAll(async () => {

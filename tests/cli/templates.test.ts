@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 
@@ -20,10 +20,11 @@ let dropDb = async () => {}
 beforeAll(async () => {
   env = { DATA_DIR: dataDir, ADMIN_TOKEN, SIM_REQUIRE_TEMPLATE: 'true', SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     dropDb = db.drop
   }
+  await premigrate(dataDir)
   child = await startChild(env)
 })
 afterAll(async () => {

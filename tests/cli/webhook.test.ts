@@ -11,7 +11,7 @@ import { join } from 'node:path'
 import { Webhook } from 'standardwebhooks'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { call, freePort, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { startReceiver, type Received, type Receiver } from '../helpers/receiver'
 import { until } from '../helpers/wait'
 
@@ -26,10 +26,11 @@ let local: Receiver
 beforeAll(async () => {
   env = { DATA_DIR: dataDir, WEBHOOK_ALLOW_PRIVATE: 'true', SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     dropDb = db.drop
   }
+  await premigrate(dataDir)
   service = await startChild(env, { readyMs: 90_000 })
   registered = startReceiver(null)
   local = startReceiver(null)

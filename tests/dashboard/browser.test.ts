@@ -3,80 +3,41 @@
 // DATABASE_URL). Each person is a fresh browser profile. A failed step leaves a screenshot whose path
 // the failure names.
 
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { describe, expect, test } from 'bun:test'
 import type { Page } from 'playwright-core'
-import { readConfig } from '../../src/config'
-import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { openBrowser, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
-import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-
-const PASSWORD = 'a long enough password'
+import { skipBrowserTests, step } from '../helpers/browser'
+import { dashboardInChromium, PASSWORD } from '../helpers/dashboard-browser'
+import { makeTestTls, startReceiver, type Receiver } from '../helpers/receiver'
 
 describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
-  let service: Running
-  let base: string
-  const cleanups: (() => Promise<void> | void)[] = []
-  const browsers: TestBrowser[] = []
-  let tls: TestTls
   let receiver: Receiver
-
-  beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-browser-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    tls = makeTestTls()
+  const web = dashboardInChromium('dashboard-browser-', (cleanup) => {
+    const tls = makeTestTls()
     receiver = startReceiver(tls)
-    cleanups.push(
-      () => receiver.stop(),
-      () => tls.remove(),
-    )
-    const env: Record<string, string> = {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'error',
+    cleanup(() => receiver.stop())
+    cleanup(() => tls.remove())
+    return {
       WEBHOOK_ALLOW_PRIVATE: 'true',
       WEBHOOK_CA_FILE: tls.caFile,
       // Reads come 6 s after a send, so flow 4's open page sees its counts move even on a loaded machine.
       SIM_DELIVERED_MS: '2000',
       SIM_READ_MS: '6000',
     }
-    if (usingPostgres()) {
-      const db = await createPostgresDatabase()
-      env.DATABASE_URL = db.url
-      cleanups.push(db.drop)
-    }
-    service = await startService(readConfig(env))
-    base = service.url
-  }, 60_000)
+  })
+  const { person } = web
 
-  afterAll(async () => {
-    for (const b of browsers) await b.close()
-    await service?.stop()
-    for (const c of cleanups.reverse()) await c()
-  }, 60_000)
-
-  async function person(): Promise<Page> {
-    const browser = await openBrowser()
-    browsers.push(browser)
-    return browser.page
-  }
   const admin = (path: string, body: unknown) =>
-    fetch(`${base}/admin/v1${path}`, {
+    fetch(`${web.url}/admin/v1${path}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
   // Links name PUBLIC_BASE_URL, which says port 0 here (the port is chosen at listen time).
-  const local = (link: string) => `${base}${new URL(link).pathname}`
+  const local = (link: string) => `${web.url}${new URL(link).pathname}`
   const h1 = (page: Page) => page.locator('h1').innerText()
   const balanceWith = (key: string) =>
-    fetch(`${base}/api/v1/balance`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status)
+    fetch(`${web.url}/api/v1/balance`, { headers: { authorization: `Bearer ${key}` } }).then((r) => r.status)
 
   let operatorPage: Page
   let memberPage: Page
@@ -92,16 +53,16 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       expect(await h1(page)).toBe('Set your password')
       await page.getByLabel('New password').fill(PASSWORD)
       await page.keyboard.press('Enter')
-      await page.waitForURL(`${base}/dashboard/accounts`)
+      await page.waitForURL(`${web.url}/dashboard/accounts`)
       expect(await h1(page)).toBe('Accounts')
     })
     await step(page, 'sign out and in again', async () => {
       await page.getByRole('button', { name: 'Sign out' }).click()
-      await page.waitForURL(`${base}/dashboard/sign-in`)
+      await page.waitForURL(`${web.url}/dashboard/sign-in`)
       await page.getByLabel('E-mail').fill('ops@example.com')
       await page.getByLabel('Password', { exact: true }).fill(PASSWORD)
       await page.getByRole('button', { name: 'Sign in' }).click()
-      await page.waitForURL(`${base}/dashboard/accounts`)
+      await page.waitForURL(`${web.url}/dashboard/accounts`)
     })
     await step(page, 'five wrong passwords lock the e-mail', async () => {
       await page.getByRole('button', { name: 'Sign out' }).click()
@@ -116,7 +77,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       await page.getByRole('button', { name: 'Sign in' }).click()
       await page.waitForLoadState()
       expect(await page.getByRole('alert').innerText()).toContain('Too many failed sign-ins')
-      expect(page.url()).toBe(`${base}/dashboard/sign-in`)
+      expect(page.url()).toBe(`${web.url}/dashboard/sign-in`)
     })
   }, 120_000)
 
@@ -127,7 +88,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     await page.goto(local(made.body.data.link))
     await page.getByLabel('New password').fill(PASSWORD)
     await page.keyboard.press('Enter')
-    await page.waitForURL(`${base}/dashboard/accounts`)
+    await page.waitForURL(`${web.url}/dashboard/accounts`)
     await step(page, 'create an account with an opening balance', async () => {
       await page.getByLabel('Name', { exact: true }).fill('Toko <b>Maju</b>')
       await page.getByLabel('Opening balance (IDR)').fill('1000')
@@ -155,12 +116,12 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       await member.goto(local(memberLink))
       await member.getByLabel('New password').fill(PASSWORD)
       await member.getByRole('button', { name: 'Set password and sign in' }).click()
-      await member.waitForURL(`${base}/dashboard`)
+      await member.waitForURL(`${web.url}/dashboard`)
       expect(await h1(member)).toBe('Overview')
       expect(await member.locator('.stat .value').first().innerText()).toBe('1,500')
     })
     await step(member, 'operator pages do not exist for a member', async () => {
-      const other = await member.goto(`${base}/dashboard/accounts`)
+      const other = await member.goto(`${web.url}/dashboard/accounts`)
       expect(other!.status()).toBe(404)
       expect(await h1(member)).toBe('Not found')
     })
@@ -170,14 +131,14 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     const page = memberPage
     let key = ''
     await step(page, 'create a key', async () => {
-      await page.goto(`${base}/dashboard/keys`)
+      await page.goto(`${web.url}/dashboard/keys`)
       await page.getByLabel('Label', { exact: true }).fill('ERP production')
       await page.keyboard.press('Enter')
       key = (await page.locator('#new-key').innerText()).trim()
       expect(key).toMatch(/^pm_/)
     })
     await step(page, 'copy it with the button', async () => {
-      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base })
+      await page.context().grantPermissions(['clipboard-read', 'clipboard-write'], { origin: web.url })
       await page.getByRole('button', { name: 'Copy key' }).click()
       await page.getByRole('button', { name: 'Copied' }).waitFor()
       expect(await page.evaluate('navigator.clipboard.readText()')).toBe(key)
@@ -185,7 +146,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     memberKey = key
     expect(await balanceWith(key)).toBe(200)
     await step(page, 'the key is not shown again', async () => {
-      await page.goto(`${base}/dashboard/keys`)
+      await page.goto(`${web.url}/dashboard/keys`)
       expect(await page.content()).not.toContain(key)
     })
     await step(page, 'deactivate and activate it', async () => {
@@ -203,7 +164,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     const rows = Array.from({ length: 30 }, (_, i) => `Customer ${i},0813${String(i).padStart(8, '0')},c${i}@example.com,Bandung,promo`)
     const csv = ['name,phone,email,city,tags', ...rows.slice(0, 10), 'Broken,12,,Bandung,promo', ...rows.slice(10)].join('\n')
     await step(page, 'import the CSV, valid rows only', async () => {
-      await page.goto(`${base}/dashboard/contacts`)
+      await page.goto(`${web.url}/dashboard/contacts`)
       await page.getByLabel('CSV file').setInputFiles({ name: 'contacts.csv', mimeType: 'text/csv', buffer: Buffer.from(csv) })
       await page.getByLabel('Import the valid rows').check()
       await page.getByRole('button', { name: 'Import contacts' }).click()
@@ -213,7 +174,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       expect(await page.locator('table').innerText()).toContain('12\tphone: not a valid Indonesian phone number')
     })
     await step(page, 'a template and a segment', async () => {
-      await page.goto(`${base}/dashboard/templates`)
+      await page.goto(`${web.url}/dashboard/templates`)
       const template = page.locator('form', { has: page.getByRole('button', { name: 'Create template' }) })
       await template.getByLabel('Name', { exact: true }).fill('Launch')
       await template.getByLabel('Text').fill('Hi {{name}}, the new collection is out')
@@ -228,7 +189,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     })
     let campaignUrl = ''
     await step(page, 'create the campaign and run it', async () => {
-      await page.goto(`${base}/dashboard/campaigns`)
+      await page.goto(`${web.url}/dashboard/campaigns`)
       await page.getByLabel('Name', { exact: true }).fill('November launch')
       await page.getByRole('button', { name: 'Create campaign' }).click()
       await page.waitForURL(/\/dashboard\/campaigns\/\d+$/)
@@ -249,7 +210,7 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       expect(await page.locator('#campaign-status').innerText()).toBe('sent')
     })
     const id = campaignUrl.split('/').pop()
-    const api = await fetch(`${base}/admin/v1/campaigns/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(
+    const api = await fetch(`${web.url}/admin/v1/campaigns/${id}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }).then(
       (r) => r.json() as any,
     )
     for (const name of ['total', 'sent', 'delivered', 'read', 'failed'] as const) {
@@ -261,14 +222,14 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     const page = memberPage
     receiver.handler = () => new Response('down for maintenance', { status: 500 })
     await step(page, 'register the receiver for the key', async () => {
-      await page.goto(`${base}/dashboard/webhook`)
+      await page.goto(`${web.url}/dashboard/webhook`)
       const section = page.locator('section', { has: page.getByRole('heading', { name: /ERP production/ }) })
       await section.getByLabel('URL', { exact: true }).fill(receiver.url('localhost', '/hooks/erp'))
       await section.getByRole('button', { name: 'Register URL' }).click()
       await page.waitForLoadState()
       expect(await page.content()).toContain(receiver.url('localhost', '/hooks/erp'))
     })
-    const sent = await fetch(`${base}/api/v1/messages/send`, {
+    const sent = await fetch(`${web.url}/api/v1/messages/send`, {
       method: 'POST',
       headers: { authorization: `Bearer ${memberKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ to: '081234567890', body: 'order shipped' }),
@@ -316,9 +277,9 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/' })
     await step(page, 'sign out', async () => {
       await page.getByRole('button', { name: 'Sign out' }).click()
-      await page.waitForURL(`${base}/dashboard/sign-in`)
+      await page.waitForURL(`${web.url}/dashboard/sign-in`)
     })
-    const replay = await fetch(`${base}/dashboard`, { headers: { cookie: `__Host-session=${cookie!.value}` }, redirect: 'manual' })
+    const replay = await fetch(`${web.url}/dashboard`, { headers: { cookie: `__Host-session=${cookie!.value}` }, redirect: 'manual' })
     expect(replay.status).toBe(303)
     expect(replay.headers.get('location')).toBe('/dashboard/sign-in')
   }, 60_000)

@@ -5,15 +5,14 @@
 // charged. The pages in these states pass axe-core too.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { axeViolations, openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { createMigratedPostgresDatabase, migratedDataDir, usingPostgres } from '../helpers/db'
+import { axeViolations, openBrowser, screenshot, SETUP_TIMEOUT_MS, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
 
 const PASSWORD = 'a long enough password'
 const SHOTS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
@@ -24,23 +23,22 @@ describe.skipIf(skipBrowserTests())('forms in Chromium', () => {
   const cleanups: (() => Promise<void> | void)[] = []
 
   beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-flow-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    const dataDir = await migratedDataDir('dashboard-flow-', (fn) => cleanups.push(fn))
     const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: 'error' }
     if (usingPostgres()) {
-      const db = await createPostgresDatabase()
+      const db = await createMigratedPostgresDatabase()
       env.DATABASE_URL = db.url
       cleanups.push(db.drop)
     }
     service = await startService(readConfig(env))
     browser = await openBrowser()
-  }, 60_000)
+  }, SETUP_TIMEOUT_MS)
 
   afterAll(async () => {
     await browser?.close()
     await service?.stop()
     for (const c of cleanups.reverse()) await c()
-  }, 60_000)
+  }, SETUP_TIMEOUT_MS)
 
   const h1 = (page: Page) => page.locator('h1').innerText()
   const status = (page: Page) => page.getByRole('status').first().innerText()

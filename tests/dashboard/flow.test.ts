@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN, money, testApp, type TestApp } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { dashboardUser, webClient, type Page } from '../helpers/web'
 import { readConfig } from '../../src/config'
 import { startService } from '../../src/server'
@@ -310,7 +310,8 @@ describe('the audit log records where a change came from', () => {
 
   test("a real server records its socket's address (127.0.0.1), shown under From", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-address-'))
-    const pg = usingPostgres() ? await createPostgresDatabase() : null
+    const pg = usingPostgres() ? await createMigratedPostgresDatabase() : null
+    await premigrate(dataDir)
     const service = await startService(
       readConfig({
         PORT: '0',

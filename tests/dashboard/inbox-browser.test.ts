@@ -4,72 +4,23 @@
 // window (the reply shows in the thread, charged), and outside it is offered only the account's bound
 // template, which it sends. The pages pass axe-core at both widths; screenshots are kept.
 
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { Page } from 'playwright-core'
-import { readConfig } from '../../src/config'
-import { startService, type Running } from '../../src/server'
+import { describe, expect, test } from 'bun:test'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { axeViolations, openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
-
-const PASSWORD = 'a long enough password'
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
+import { skipBrowserTests, step } from '../helpers/browser'
+import { dashboardInChromium } from '../helpers/dashboard-browser'
 
 describe.skipIf(skipBrowserTests())('the inbox in Chromium', () => {
-  let service: Running
-  const browsers: TestBrowser[] = []
-  const cleanups: (() => Promise<void> | void)[] = []
-
-  beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-inbox-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
-    const env: Record<string, string> = {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'error',
-      SIM_REQUIRE_TEMPLATE: 'true',
-      SIM_DELIVERED_MS: '50',
-      SIM_READ_MS: '100',
-    }
-    if (usingPostgres()) {
-      const db = await createPostgresDatabase()
-      env.DATABASE_URL = db.url
-      cleanups.push(db.drop)
-    }
-    service = await startService(readConfig(env))
-  }, 60_000)
-
-  afterAll(async () => {
-    for (const b of browsers) await b.close()
-    await service?.stop()
-    for (const c of cleanups.reverse()) await c()
-  }, 60_000)
-
+  const web = dashboardInChromium('dashboard-inbox-', () => ({ SIM_REQUIRE_TEMPLATE: 'true', SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' }))
+  const { admin, bothWidths, signIn } = web
   const call = (method: string, path: string, body?: unknown, token = ADMIN_TOKEN) =>
-    fetch(`${service.url}${path}`, {
+    fetch(`${web.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
     }).then(async (r) => ({ status: r.status, body: (await r.json()) as any }))
-  const admin = async (method: string, path: string, body?: unknown) => (await call(method, `/admin/v1${path}`, body)).body.data
-  const noViolations = async (page: Page) => expect((await axeViolations(page)).map((v) => `${v.rule}: ${v.targets.join(' ')}`)).toEqual([])
-  async function bothWidths(page: Page, name: string) {
-    await noViolations(page)
-    await screenshot(page, join(SHOTS, `${name}-1440.png`))
-    await page.setViewportSize({ width: 375, height: 800 })
-    await noViolations(page)
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
-    await screenshot(page, join(SHOTS, `${name}-375.png`))
-    await page.setViewportSize({ width: 1440, height: 900 })
-  }
 
   test('reply inside the window by keyboard; outside it only the bound template is offered, and it goes', async () => {
-    const base = service.url
+    const base = web.url
     const account = await admin('POST', '/accounts', { name: 'Toko Inbox', balance: 1_000 })
     await admin('PUT', '/price', { cost_per_message: 10, account_id: account.id })
     const key = (await admin('POST', `/accounts/${account.id}/keys`, { label: 'crm' })).key
@@ -89,14 +40,7 @@ describe.skipIf(skipBrowserTests())('the inbox in Chromium', () => {
     // Budi answers: his window opens.
     await admin('POST', '/simulator/inbound', { phone: '081277710001', body: 'Bisa diantar besok pagi?', name: 'Budi Santoso' })
     const link = (await admin('POST', `/accounts/${account.id}/members`, { email: 'inbox@example.com' })).link
-    const browser = await openBrowser()
-    browsers.push(browser)
-    const page = browser.page
-    await page.setViewportSize({ width: 1440, height: 900 })
-    await page.goto(`${base}${new URL(link).pathname}`)
-    await page.getByLabel('New password').fill(PASSWORD)
-    await page.keyboard.press('Enter')
-    await page.waitForURL(`${base}/dashboard`)
+    const page = await signIn(link, '/dashboard')
 
     await step(page, 'the inbox from the navigation: Budi first, his window open', async () => {
       await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Inbox' }).click()

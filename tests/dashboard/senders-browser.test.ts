@@ -5,105 +5,32 @@
 // member sees them on the overview and the campaign form offers them, the default chosen. The auth
 // token never shows in a page or a line of the service's log. The pages in these states pass axe-core.
 
-import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { Page } from 'playwright-core'
-import { readConfig } from '../../src/config'
-import { startService, type Running } from '../../src/server'
-import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { axeViolations, openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { describe, expect, spyOn, test } from 'bun:test'
+import { skipBrowserTests, step } from '../helpers/browser'
+import { dashboardInChromium } from '../helpers/dashboard-browser'
 import { fakeTwilioAccount, type FakeTwilioAccount } from '../helpers/fake-twilio-account'
 
-const PASSWORD = 'a long enough password'
-const SHOTS = process.env.DASHBOARD_SCREENSHOTS ?? join(tmpdir(), 'dashboard-screenshots')
 const SID = 'AC5e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b'
 const TOKEN = 'tok-BROWSER-SECRET-5c4b3a29180f7e6d'
 
 describe.skipIf(skipBrowserTests())('senders in Chromium', () => {
-  let service: Running
   let twilio: FakeTwilioAccount
-  const browsers: TestBrowser[] = []
-  const cleanups: (() => Promise<void> | void)[] = []
   // The service runs in this process: its log lines (one per request) are read here.
   const lines: string[] = []
-
-  beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-senders-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const web = dashboardInChromium('dashboard-senders-', (cleanup) => {
     twilio = fakeTwilioAccount('Toko Kirim')
     twilio.tokens.set(SID, TOKEN)
-    cleanups.push(() => twilio.stop())
-    const env: Record<string, string> = {
-      PORT: '0',
-      HOST: '127.0.0.1',
-      DATA_DIR: dataDir,
-      ADMIN_TOKEN,
-      LOG_LEVEL: 'info',
-      TWILIO_API_BASE: twilio.url,
-    }
-    if (usingPostgres()) {
-      const db = await createPostgresDatabase()
-      env.DATABASE_URL = db.url
-      cleanups.push(db.drop)
-    }
+    cleanup(() => twilio.stop())
     for (const method of ['log', 'error'] as const) {
       const spy = spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')))
-      cleanups.push(() => spy.mockRestore())
+      cleanup(() => spy.mockRestore())
     }
-    service = await startService(readConfig(env))
-  }, 60_000)
-
-  afterAll(async () => {
-    for (const b of browsers) await b.close()
-    await service?.stop()
-    for (const c of cleanups.reverse()) await c()
-  }, 60_000)
-
-  async function person(): Promise<Page> {
-    const browser = await openBrowser()
-    browsers.push(browser)
-    return browser.page
-  }
-  const admin = (method: string, path: string, body?: unknown) =>
-    fetch(`${service.url}/admin/v1${path}`, {
-      method,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }).then(async (r) => ((await r.json()) as any).data)
-  const local = (link: string) => `${service.url}${new URL(link).pathname}`
-  const status = (page: Page) => page.getByRole('status').first().innerText()
-  /** Does `act` (a form's submission) and waits for the page it leads to, the same URL or not. */
-  async function submitted(page: Page, act: () => Promise<void>) {
-    const loaded = page.waitForEvent('load')
-    await act()
-    await loaded
-  }
-  const noViolations = async (page: Page) => expect((await axeViolations(page)).map((v) => `${v.rule}: ${v.targets.join(' ')}`)).toEqual([])
-  /** axe-core at a phone's width too, and both widths' screenshots; back at the desktop's width after. */
-  async function bothWidths(page: Page, name: string) {
-    await noViolations(page)
-    await screenshot(page, join(SHOTS, `${name}-1440.png`))
-    await page.setViewportSize({ width: 375, height: 800 })
-    await noViolations(page)
-    expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375)
-    await screenshot(page, join(SHOTS, `${name}-375.png`))
-    await page.setViewportSize({ width: 1440, height: 900 })
-  }
-  async function signIn(link: string, landing: string): Promise<Page> {
-    const page = await person()
-    await page.setViewportSize({ width: 1440, height: 900 })
-    await page.goto(local(link))
-    await page.getByLabel('New password').fill(PASSWORD)
-    await page.keyboard.press('Enter')
-    await page.waitForURL(`${service.url}${landing}`)
-    return page
-  }
+    return { LOG_LEVEL: 'info', TWILIO_API_BASE: twilio.url }
+  })
+  const { admin, status, submitted, noViolations, bothWidths, signIn } = web
 
   test('an operator creates, checks and assigns senders; the member sees them and the campaign form offers them', async () => {
-    const base = service.url
+    const base = web.url
     const account = await admin('POST', '/accounts', { name: 'Toko Kirim', balance: 50_000 })
     const memberLink = (await admin('POST', `/accounts/${account.id}/members`, { email: 'kirim@example.com' })).link
     const template = await admin('POST', `/accounts/${account.id}/templates`, { name: 'Promo', body: 'Hi {{name}}' })

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { call, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const temps: string[] = []
@@ -55,6 +55,7 @@ describe.skipIf(usingPostgres())('embedded', () => {
 
   beforeAll(async () => {
     dataDir = join(temp('backup-a-'), 'data')
+    await premigrate(dataDir)
     child = await startChild({ DATA_DIR: dataDir, KEY_RATE_LIMIT_PER_MINUTE: '1000000', SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' })
     children.push(child)
     const account = await call(child.url, 'POST', '/admin/v1/accounts', { name: 'backup', balance: 1_000_000 })
@@ -225,7 +226,7 @@ describe.skipIf(usingPostgres())('embedded', () => {
 
 describe.skipIf(!usingPostgres())('PostgreSQL', () => {
   test('backup and restore refuse and name pg_dump and pg_restore; no file is written', async () => {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     const dataDir = temp('backup-pg-')
     try {
       const child = await startChild({ DATA_DIR: dataDir, DATABASE_URL: db.url })

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSyn
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { call, freePort, startChild, type Child } from '../helpers/child'
+import { call, collectOutput, freePort, startChild, type Child } from '../helpers/child'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 
 const MAIN = join(import.meta.dir, '..', '..', 'src', 'main.ts')
@@ -26,14 +26,7 @@ function launch(env: Record<string, string>): Launched {
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  let out = ''
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream) out += decoder.decode(chunk)
-  }
-  void drain(proc.stdout as ReadableStream<Uint8Array>)
-  void drain(proc.stderr as ReadableStream<Uint8Array>)
-  return { proc, url: `http://127.0.0.1:${port}`, output: () => out }
+  return { proc, url: `http://127.0.0.1:${port}`, output: collectOutput(proc) }
 }
 
 const ready = (child: Launched) =>

@@ -14,6 +14,7 @@ import { buildDeps } from '../../src/server'
 import { openDatabase, type Database } from '../../src/db/client'
 import { migrate } from '../../src/db/migrate'
 import type { Deps } from '../../src/deps'
+import { freePort } from '../helpers/child'
 import { usingPostgres } from '../helpers/db'
 import { ADMIN_TOKEN, type TestApp } from '../helpers/app'
 import { dashboardUser } from '../helpers/web'
@@ -31,13 +32,6 @@ const as = (command: string[]) => (asRoot ? ['runuser', '-u', 'postgres', '--', 
 function run(command: string[]) {
   const done = Bun.spawnSync(as(command), { stdout: 'pipe', stderr: 'pipe' })
   if (done.exitCode !== 0) throw new Error(`${command.join(' ')}: ${done.stderr.toString()}${done.stdout.toString()}`)
-}
-
-async function freePort(): Promise<number> {
-  const server = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = server.port!
-  server.stop(true)
-  return port
 }
 
 let dir = ''
@@ -83,7 +77,7 @@ beforeAll(async () => {
   if (!runnable) return
   dir = mkdtempSync('/tmp/replica-test-')
   if (asRoot) chownSync(dir, Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString()), 0)
-  const [primaryPort, replicaPort] = [await freePort(), await freePort()]
+  const [primaryPort, replicaPort] = [freePort(), freePort()]
   const options = (port: number) => `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`
   // initdb's trust setup lets replication connections in from 127.0.0.1; wal_level is replica by default.
   run([bin('initdb'), '-D', join(dir, 'primary'), '-A', 'trust', '-U', 'postgres', '--no-sync'])

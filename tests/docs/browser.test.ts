@@ -4,15 +4,14 @@
 // each other, and break no rule of their Content-Security-Policy.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
-import { openBrowser, screenshot, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { createMigratedPostgresDatabase, migratedDataDir, usingPostgres } from '../helpers/db'
+import { openBrowser, screenshot, SETUP_TIMEOUT_MS, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
 
 // `DOCS_SCREENSHOTS=docs bun run test tests/docs/browser.test.ts` renews the README's screenshot.
 const SHOTS = process.env.DOCS_SCREENSHOTS ?? join(tmpdir(), 'docs-screenshots')
@@ -28,11 +27,10 @@ describe.skipIf(skipBrowserTests())('the API reference in Chromium, offline', ()
   const problems: string[] = []
 
   beforeAll(async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'docs-browser-'))
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    const dataDir = await migratedDataDir('docs-browser-', (fn) => cleanups.push(fn))
     const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, ADMIN_TOKEN, LOG_LEVEL: 'error' }
     if (usingPostgres()) {
-      const db = await createPostgresDatabase()
+      const db = await createMigratedPostgresDatabase()
       env.DATABASE_URL = db.url
       cleanups.push(db.drop)
     }
@@ -54,13 +52,13 @@ describe.skipIf(skipBrowserTests())('the API reference in Chromium, offline', ()
     page.on('response', (response) => {
       if (response.status() >= 400) problems.push(`${response.status()} ${response.url()}`)
     })
-  }, 60_000)
+  }, SETUP_TIMEOUT_MS)
 
   afterAll(async () => {
     await browser?.close()
     await service?.stop()
     for (const cleanup of cleanups.reverse()) await cleanup()
-  }, 60_000)
+  }, SETUP_TIMEOUT_MS)
 
   const operation = (path: string) => page.locator(`.opblock-summary-path[data-path="${path}"]`)
 
@@ -99,7 +97,8 @@ describe.skipIf(skipBrowserTests())('the API reference in Chromium, offline', ()
     await step(page, 'follow the link to the admin API', async () => {
       await page.getByRole('link', { name: 'Admin API (operators)' }).click()
       await page.waitForURL(`${service.url}/docs/admin`)
-      await operation('/admin/v1/accounts').first().waitFor()
+      // The operators' document is the larger one: rendering it took over 10 s on a slow, busy machine.
+      await operation('/admin/v1/accounts').first().waitFor({ timeout: 30_000 })
       expect(await operation('/provider/twilio/status').isVisible()).toBe(true)
       expect(await page.locator('.opblock-summary-path[data-path^="/api/"]').count()).toBe(0)
     })

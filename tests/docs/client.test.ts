@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 
 const ROOT = join(import.meta.dir, '..', '..')
 
@@ -85,6 +85,7 @@ describe('a client generated from /docs/json', () => {
   beforeAll(async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'docs-client-data-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+    await premigrate(dataDir)
     const env: Record<string, string> = {
       PORT: '0',
       HOST: '127.0.0.1',
@@ -95,7 +96,7 @@ describe('a client generated from /docs/json', () => {
       SIM_READ_MS: '600000',
     }
     if (usingPostgres()) {
-      const db = await createPostgresDatabase()
+      const db = await createMigratedPostgresDatabase()
       env.DATABASE_URL = db.url
       cleanups.push(db.drop)
     }

@@ -40,8 +40,10 @@ export type TestApp = {
   close(): Promise<void>
 }
 
-export async function testApp(options: { env?: Record<string, string>; provider?: Provider; workers?: boolean } = {}): Promise<TestApp> {
-  const db = await testDatabase()
+export async function testApp(
+  options: { env?: Record<string, string>; provider?: Provider; workers?: boolean; databaseSettings?: Record<string, string> } = {},
+): Promise<TestApp> {
+  const db = await testDatabase({ settings: options.databaseSettings })
   // A Twilio auth token by default, so that every test app answers signed status callbacks
   // (tests/helpers/reports.ts), whatever its provider; a test's own env may replace it. No gap
   // between two messages to one recipient (Meta's is 6 s): the pace's own tests set one. No window

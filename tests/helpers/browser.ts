@@ -45,6 +45,14 @@ function inCi(): boolean {
  * outside CI. In CI (CI=true) a missing Chromium is never a skip: this returns false, the tests run
  * and fail at openBrowser() with a message saying why.
  */
+/**
+ * Bound of a browser test's set-up and tear-down (a service started, Chromium launched). Generous: CI
+ * runs both databases' suites at once on two cores, and a heavy test of the other suite (the
+ * 1,000,000-message conversion) can slow a launch far beyond its usual few seconds. It bounds a hang; it
+ * measures nothing.
+ */
+export const SETUP_TIMEOUT_MS = 180_000
+
 export function skipBrowserTests(): boolean {
   if (browserAvailable() || inCi()) return false
   console.log(`browser tests skipped: ${CHROMIUM} not found (apt-get install chromium)`)

@@ -1,10 +1,7 @@
 // The service as a real child process (`bun src/main.ts`), for restart, crash and multi-instance tests.
 
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { ADMIN_TOKEN } from './app'
-import { createPostgresDatabase, usingPostgres } from './db'
+import { createMigratedPostgresDatabase, migratedDataDir, usingPostgres } from './db'
 
 export type Child = {
   url: string
@@ -16,11 +13,37 @@ export type Child = {
   kill9(): Promise<void>
 }
 
+/**
+ * A loopback port free now, for a process started next to listen on. Taken at random below the
+ * kernel's ephemeral range (32768-60999 on Linux), never from it: a port the kernel handed out and took
+ * back is soon given to someone's outgoing connection (the other CI run opens thousands), and the
+ * child then could not listen on it (a CI run failed so: "Failed to start server. Is port 34937 in use?").
+ */
 export function freePort(): number {
-  const probe = Bun.serve({ port: 0, hostname: '127.0.0.1', fetch: () => new Response() })
-  const port = probe.port!
-  probe.stop(true)
-  return port
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    try {
+      Bun.serve({ port, hostname: '127.0.0.1', fetch: () => new Response() }).stop(true)
+      return port
+    } catch {
+      // taken: another one
+    }
+  }
+}
+
+/**
+ * Reads a piped child's stdout and stderr as they come, into one text in arrival order; the function
+ * returned answers what has arrived so far.
+ */
+export function collectOutput(proc: { stdout: ReadableStream<Uint8Array>; stderr: ReadableStream<Uint8Array> }): () => string {
+  let out = ''
+  const drain = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder()
+    for await (const chunk of stream) out += decoder.decode(chunk)
+  }
+  void drain(proc.stdout)
+  void drain(proc.stderr)
+  return () => out
 }
 
 export async function startChild(
@@ -36,17 +59,11 @@ export async function startChild(
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  let out = ''
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream) out += decoder.decode(chunk)
-  }
-  void drain(proc.stdout as ReadableStream<Uint8Array>)
-  void drain(proc.stderr as ReadableStream<Uint8Array>)
+  const output = collectOutput(proc)
   const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + (options.readyMs ?? 30_000)
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`service exited with ${proc.exitCode}: ${out}`)
+    if (proc.exitCode !== null) throw new Error(`service exited with ${proc.exitCode}: ${output()}`)
     const ok = await fetch(`${url}/readyz`).then(
       (r) => r.ok,
       () => false,
@@ -54,14 +71,14 @@ export async function startChild(
     if (ok) break
     if (Date.now() > deadline) {
       proc.kill(9)
-      throw new Error(`service not ready in time: ${out}`)
+      throw new Error(`service not ready in time: ${output()}`)
     }
     await Bun.sleep(50)
   }
   return {
     url,
     proc,
-    output: () => out,
+    output,
     async stop() {
       proc.kill('SIGTERM')
       return await proc.exited
@@ -92,8 +109,8 @@ export async function crashTestEnv(
   fakeTwilioPort: number,
   cleanups: (() => Promise<void> | void)[],
 ): Promise<Record<string, string>> {
-  const dataDir = mkdtempSync(join(tmpdir(), `${name}-`))
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  // Migrated already: the crash tests are about what a crash leaves, not about a first start.
+  const dataDir = await migratedDataDir(name, (fn) => cleanups.push(fn))
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     PROVIDER: 'twilio',
@@ -106,7 +123,7 @@ export async function crashTestEnv(
     WINDOW_CHECK: 'off',
   }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     cleanups.push(db.drop)
   }

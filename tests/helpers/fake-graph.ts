@@ -21,8 +21,8 @@
 // With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
 // as a failed status after accepting; refused at once here, which the service treats the same: refunded).
 
-import { createHmac } from 'node:crypto'
 import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
+import { metaMessagesBody, metaWebhookHeaders } from './meta-webhook'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -246,44 +246,23 @@ export function fakeGraph(): FakeGraph {
       const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
       if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
       const from = o.from.replace(/\D/g, '')
-      const body = JSON.stringify({
-        object: 'whatsapp_business_account',
-        entry: [
+      const body = metaMessagesBody(
+        o.phoneNumberId,
+        from,
+        [
           {
-            id: '200000000000001',
-            changes: [
-              {
-                field: 'messages',
-                value: {
-                  messaging_product: 'whatsapp',
-                  metadata: {
-                    display_phone_number: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000',
-                    phone_number_id: o.phoneNumberId,
-                  },
-                  contacts: [{ profile: { name: o.name ?? 'Customer' }, wa_id: from }],
-                  messages: [
-                    {
-                      from,
-                      id: `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`,
-                      timestamp: String(Math.floor(Date.now() / 1000)),
-                      type: 'text',
-                      text: { body: o.text },
-                    },
-                  ],
-                },
-              },
-            ],
+            id: `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`,
+            type: 'text',
+            text: { body: o.text },
           },
         ],
-      })
+        { name: o.name ?? 'Customer', displayPhoneNumber: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000' },
+      )
       fake.windows.wrote(o.phoneNumberId, from)
       return fake.callback.deliver(
         new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
           method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`,
-          },
+          headers: metaWebhookHeaders(body, secret),
           body,
         }),
       )

@@ -6,22 +6,80 @@
 // statement) make it the fault test's random lost COMMITs.
 
 import net from 'node:net'
+import { openDatabase, type Database } from '../../src/db/client'
+
+/**
+ * A loopback TCP server that opens a connection to `target` for each client and hands both sockets to
+ * `relay` (which forwards, or not, what each side sends); a side that closes or fails closes both.
+ * `refuse`, asked for each new client, closes it at once instead. Answers its port, a way to cut every
+ * open connection, and close().
+ */
+function listenRelay(
+  target: { host: string; port: number },
+  relay: (client: net.Socket, upstream: net.Socket) => void,
+  refuse: () => boolean = () => false,
+): Promise<{ port: number; cutAll(): void; close(): void }> {
+  const sockets = new Set<net.Socket>()
+  const cutAll = () => {
+    for (const s of sockets) s.destroy()
+  }
+  const server = net.createServer((client) => {
+    if (refuse()) return void client.destroy()
+    const upstream = net.connect(target.port, target.host)
+    sockets.add(client).add(upstream)
+    const end = () => {
+      client.destroy()
+      upstream.destroy()
+      sockets.delete(client)
+      sockets.delete(upstream)
+    }
+    client.on('error', end).on('close', end)
+    upstream.on('error', end).on('close', end)
+    relay(client, upstream)
+  })
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({
+        port: (server.address() as net.AddressInfo).port,
+        cutAll,
+        close() {
+          cutAll()
+          server.close()
+        },
+      })
+    })
+  })
+}
 
 export type PgProxy = { port: number; cuts(): number; close(): void }
 
 export function startPgProxy(
   target: { host: string; port: number },
   marker: string | string[],
-  options: { cutTimes?: number; chance?: () => boolean } = {},
+  /**
+   * `before`: the marked statement never reaches the server: the connection is cut as soon as the
+   * client sends its text (a statement that did not run, as in an outage that began just then).
+   */
+  options: { cutTimes?: number; chance?: () => boolean; before?: boolean } = {},
 ): Promise<PgProxy> {
   let cuts = 0
-  const sockets = new Set<net.Socket>()
   const needles = (Array.isArray(marker) ? marker : [marker]).map((m) => Buffer.from(m))
   const marked = (body: Buffer) => needles.some((needle) => body.includes(needle)) && (options.chance?.() ?? true)
 
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host)
-    sockets.add(client).add(upstream)
+  const cutBefore = (client: net.Socket, upstream: net.Socket) => {
+    client.on('data', (chunk: Buffer) => {
+      if (cuts < (options.cutTimes ?? 1) && needles.some((needle) => chunk.includes(needle))) {
+        cuts++
+        client.destroy()
+        upstream.destroy()
+        return
+      }
+      upstream.write(chunk)
+    })
+    upstream.pipe(client)
+  }
+
+  const relay = (client: net.Socket, upstream: net.Socket) => {
     // Client side: a startup message (length-prefixed, no type byte), then typed messages. Each Sync
     // ('S') and simple Query ('Q') is answered by exactly one ReadyForQuery ('Z'), as is the startup.
     let fromClient = Buffer.alloc(0)
@@ -95,65 +153,81 @@ export function startPgProxy(
       fromServer = fromServer.subarray(offset)
       if (forward.length > 0) client.write(Buffer.concat(forward))
     })
-    const end = () => {
-      client.destroy()
-      upstream.destroy()
-      sockets.delete(client)
-      sockets.delete(upstream)
-    }
-    client.on('error', end).on('close', end)
-    upstream.on('error', end).on('close', end)
-  })
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        cuts: () => cuts,
-        close() {
-          for (const s of sockets) s.destroy()
-          server.close()
-        },
-      })
-    })
-  })
+  }
+  return listenRelay(target, options.before ? cutBefore : relay).then(({ port, close }) => ({ port, cuts: () => cuts, close }))
 }
 
 /** A plain TCP proxy in front of PostgreSQL that can play an outage: every connection cut, new ones refused. */
 export type OutageProxy = { port: number; outage(ms: number): Promise<void>; close(): void }
 
-export function startOutageProxy(target: { host: string; port: number }): Promise<OutageProxy> {
-  const sockets = new Set<net.Socket>()
+export async function startOutageProxy(target: { host: string; port: number }): Promise<OutageProxy> {
   let downUntil = 0
-  const server = net.createServer((client) => {
-    // During an outage a connection is closed at once, as by a server that is not there.
-    if (Date.now() < downUntil) return void client.destroy()
-    const upstream = net.connect(target.port, target.host)
-    sockets.add(client).add(upstream)
+  // During an outage a connection is closed at once, as by a server that is not there.
+  const { port, cutAll, close } = await listenRelay(
+    target,
+    (client, upstream) => {
+      client.pipe(upstream)
+      upstream.pipe(client)
+    },
+    () => Date.now() < downUntil,
+  )
+  return {
+    port,
+    async outage(ms) {
+      downUntil = Date.now() + ms
+      cutAll()
+      await Bun.sleep(ms)
+    },
+    close,
+  }
+}
+
+/**
+ * A plain TCP proxy in front of PostgreSQL (or PgBouncer) that counts the frontend's messages that wait
+ * for an answer, Flush ('H') and Sync ('S'): the round trips of what the client sends.
+ */
+export type CountingProxy = { port: number; roundTrips(): number; close(): void }
+
+export async function startCountingProxy(target: { host: string; port: number }): Promise<CountingProxy> {
+  let trips = 0
+  const { port, close } = await listenRelay(target, (client, upstream) => {
     client.pipe(upstream)
     upstream.pipe(client)
-    const end = () => {
-      client.destroy()
-      upstream.destroy()
-      sockets.delete(client)
-      sockets.delete(upstream)
-    }
-    client.on('error', end).on('close', end)
-    upstream.on('error', end).on('close', end)
-  })
-  return new Promise((resolve) => {
-    server.listen(0, '127.0.0.1', () => {
-      resolve({
-        port: (server.address() as net.AddressInfo).port,
-        async outage(ms) {
-          downUntil = Date.now() + ms
-          for (const s of sockets) s.destroy()
-          await Bun.sleep(ms)
-        },
-        close() {
-          for (const s of sockets) s.destroy()
-          server.close()
-        },
-      })
+    // Start-up packets (SSLRequest, StartupMessage) have no type byte; the rest are type + length.
+    let fromClient = Buffer.alloc(0)
+    let startup = true
+    client.on('data', (chunk: Buffer) => {
+      fromClient = Buffer.concat([fromClient, chunk])
+      for (;;) {
+        const head = startup ? 0 : 1
+        if (fromClient.length < head + 4) break
+        const length = head + fromClient.readInt32BE(head)
+        if (fromClient.length < length) break
+        if (startup)
+          startup = fromClient.readInt32BE(4) === 80877103 // SSLRequest: the StartupMessage follows
+        else if (fromClient[0] === 0x48 || fromClient[0] === 0x53) trips++
+        fromClient = fromClient.subarray(length)
+      }
     })
   })
+  return { port, roundTrips: () => trips, close }
+}
+
+/**
+ * A pool of 4 connections reaching the database at `url` through a proxy `start` puts in front of it;
+ * `cleanups` gets what closes both.
+ */
+export async function poolThroughProxy<P extends { port: number; close(): void }>(
+  url: string,
+  start: (target: { host: string; port: number }) => Promise<P>,
+  cleanups: (() => Promise<void> | void)[],
+): Promise<{ proxy: P; database: Database }> {
+  const target = new URL(url)
+  const proxy = await start({ host: target.hostname, port: Number(target.port || 5432) })
+  cleanups.push(() => proxy.close())
+  const proxied = new URL(url)
+  proxied.port = String(proxy.port)
+  const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
+  cleanups.push(() => database.close())
+  return { proxy, database }
 }

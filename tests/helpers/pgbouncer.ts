@@ -5,7 +5,7 @@
 import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort } from './child'
+import { collectOutput, freePort } from './child'
 
 export const PGBOUNCER = '/usr/sbin/pgbouncer'
 export const havePgbouncer = () => existsSync(PGBOUNCER)
@@ -45,16 +45,10 @@ export async function startPgbouncer(directUrl: string, options: { poolSize?: nu
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  let out = ''
-  const drain = async (stream: ReadableStream<Uint8Array>) => {
-    const decoder = new TextDecoder()
-    for await (const chunk of stream) out += decoder.decode(chunk)
-  }
-  void drain(proc.stdout as ReadableStream<Uint8Array>)
-  void drain(proc.stderr as ReadableStream<Uint8Array>)
+  const output = collectOutput(proc)
   const deadline = Date.now() + 10_000
   for (;;) {
-    if (proc.exitCode !== null) throw new Error(`pgbouncer exited with ${proc.exitCode}: ${out}`)
+    if (proc.exitCode !== null) throw new Error(`pgbouncer exited with ${proc.exitCode}: ${output()}`)
     const up = await Bun.connect({ hostname: '127.0.0.1', port, socket: { data() {} } }).then(
       (socket) => (socket.end(), true),
       () => false,
@@ -62,7 +56,7 @@ export async function startPgbouncer(directUrl: string, options: { poolSize?: nu
     if (up) break
     if (Date.now() > deadline) {
       proc.kill(9)
-      throw new Error(`pgbouncer did not listen in time: ${out}`)
+      throw new Error(`pgbouncer did not listen in time: ${output()}`)
     }
     await Bun.sleep(50)
   }
@@ -71,7 +65,7 @@ export async function startPgbouncer(directUrl: string, options: { poolSize?: nu
   url.hostname = '127.0.0.1'
   return {
     url: url.toString(),
-    output: () => out,
+    output,
     async stop() {
       proc.kill('SIGTERM')
       await Promise.race([proc.exited, Bun.sleep(5_000)])

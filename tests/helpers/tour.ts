@@ -4,14 +4,11 @@
 // nobody, and the list of pages to visit. The accessibility test (tests/dashboard/look.test.ts) and
 // the README's screenshots (tests/dashboard/screenshots.ts) both walk it.
 
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import type { Page } from 'playwright-core'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from './app'
-import { createPostgresDatabase, usingPostgres } from './db'
+import { createMigratedPostgresDatabase, migratedDataDir, usingPostgres } from './db'
 import { openBrowser, type TestBrowser } from './browser'
 import { startReceiver, type Receiver } from './receiver'
 import { fakeTwilioAccount } from './fake-twilio-account'
@@ -49,8 +46,7 @@ export async function startTour(): Promise<Tour> {
 }
 
 async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promise<void>): Promise<Tour> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'dashboard-tour-'))
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
+  const dataDir = await migratedDataDir('dashboard-tour-', (fn) => cleanups.push(fn))
   // The shop's ERP answers its webhook, though it is busy the first time it hears of one message (a
   // retry delivers it); the web shop's endpoint is down (500), then removed.
   const receiver: Receiver = startReceiver(null)
@@ -79,7 +75,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     TWILIO_API_BASE: twilio.url,
   }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     cleanups.push(db.drop)
   }

@@ -126,6 +126,20 @@ const objectsIn = (value: unknown, out: Record<string, unknown>[] = []): Record<
 const leafType = (schema: Schema | undefined): string | undefined =>
   schema?.anyOf ? schema.anyOf.map(leafType).find((t) => t && t !== 'null') : schema?.type
 
+/** The JSON types a field takes: a wrong-type value must be none of them (`null` is right for a nullable field). */
+const acceptedTypes = (schema: Schema | undefined): Set<string> =>
+  new Set(schema?.anyOf ? schema.anyOf.flatMap((m) => [...acceptedTypes(m)]) : schema?.type ? [schema.type] : [])
+const jsonType = (value: unknown): string =>
+  value === null
+    ? 'null'
+    : Array.isArray(value)
+      ? 'array'
+      : typeof value === 'number'
+        ? Number.isInteger(value)
+          ? 'integer'
+          : 'number'
+        : typeof value
+
 const DEEP = '\u0001DEEP\u0001'
 
 type Hostile = { kind: string; method: string; path: string; headers: Record<string, string>; body: Uint8Array | string | null }
@@ -183,15 +197,16 @@ function hostile(route: Route, rng: Random, ids: { valid: string }, methodsFor: 
       if (defect === 'type' && fields.length > 0) {
         const slot = rng.pick(fields)
         const type = leafType(slot.schema)
-        ;(slot.holder as Record<string, unknown>)[slot.key] = rng.pick(
+        const wrong = (
           type === 'string'
             ? [5, true, {}, [], null]
             : type === 'integer'
               ? ['5', 1.5, true, {}]
               : type === 'boolean'
                 ? ['true', 1]
-                : ['x', 5],
-        )
+                : ['x', 5]
+        ).filter((candidate) => !acceptedTypes(slot.schema).has(jsonType(candidate)))
+        ;(slot.holder as Record<string, unknown>)[slot.key] = rng.pick(wrong.length > 0 ? wrong : [{}])
       } else if (defect === 'nul' && strings.length > 0) {
         const slot = rng.pick(strings)
         ;(slot.holder as Record<string, unknown>)[slot.key] = `a\u0000b`

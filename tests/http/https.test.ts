@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { errorEnvelope } from '../helpers/envelope'
 
 // bunfig's `timeout` is not read by bun test, and its 5 s default is short for starting databases
@@ -70,10 +70,11 @@ describe('TLS_CERT_FILE and TLS_KEY_FILE', () => {
       DATA_DIR: join(dir, 'data'),
     }
     if (usingPostgres()) {
-      const database = await createPostgresDatabase()
+      const database = await createMigratedPostgresDatabase()
       env.DATABASE_URL = database.url
       dropDatabase = database.drop
     }
+    await premigrate(env.DATA_DIR!)
     running = await startService(readConfig(env))
   }, 60_000)
 

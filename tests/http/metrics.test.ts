@@ -13,7 +13,7 @@ import { startService, type Running } from '../../src/server'
 import { QUEUES_CACHE_MS } from '../../src/http/metrics/queues'
 import type { HandoffResult, Provider } from '../../src/providers/provider'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { errorEnvelope } from '../helpers/envelope'
 import { parseExposition, type Scrape } from '../helpers/prometheus'
 import { startReceiver, type Receiver } from '../helpers/receiver'
@@ -177,10 +177,11 @@ describe('a real server', () => {
       SIM_READ_MS: '100',
     }
     if (usingPostgres()) {
-      const database = await createPostgresDatabase()
+      const database = await createMigratedPostgresDatabase()
       env.DATABASE_URL = database.url
       dropDatabase = database.drop
     }
+    await premigrate(env.DATA_DIR!)
     running = await startService(readConfig(env))
   }, 60_000)
 

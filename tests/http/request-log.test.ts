@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { until } from '../helpers/wait'
 import { webClient } from '../helpers/web'
 
@@ -23,10 +23,11 @@ async function start(format: 'text' | 'json'): Promise<Child> {
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
   const env: Record<string, string> = { DATA_DIR: dataDir, LOG_LEVEL: 'info', LOG_FORMAT: format }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     cleanups.push(db.drop)
   }
+  await premigrate(dataDir)
   const child = await startChild(env)
   cleanups.push(async () => void (await child.stop()))
   return child

@@ -11,7 +11,7 @@ import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { LARGE_BODY_BYTES, LARGE_BODY_READ_MS, LARGE_BODY_SLOTS, LARGE_BODY_WAIT_MS, MAX_BODY_BYTES } from '../../src/http/body'
 import { ADMIN_TOKEN } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 
 setDefaultTimeout(60_000)
 
@@ -24,10 +24,11 @@ let key: string
 beforeAll(async () => {
   const env: Record<string, string> = { PORT: '0', HOST: '127.0.0.1', ADMIN_TOKEN, DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'error' }
   if (usingPostgres()) {
-    const database = await createPostgresDatabase()
+    const database = await createMigratedPostgresDatabase()
     env.DATABASE_URL = database.url
     dropDatabase = database.drop
   }
+  await premigrate(env.DATA_DIR!)
   running = await startService(readConfig(env))
   port = Number(new URL(running.url).port)
   const admin = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }

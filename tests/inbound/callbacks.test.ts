@@ -6,7 +6,6 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import twilioSdk from 'twilio'
-import { createHmac } from 'node:crypto'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
@@ -22,6 +21,7 @@ import {
   TWILIO_A,
   TWILIO_B,
 } from '../helpers/senders'
+import { metaMessagesBody, metaWebhookHeaders } from '../helpers/meta-webhook'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -61,33 +61,18 @@ function customer() {
 function metaWebhook(body: string, secret: string) {
   return t.request('POST', '/provider/meta/webhook', {
     rawBody: body,
-    headers: {
-      'content-type': 'application/json',
-      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`,
-    },
+    headers: metaWebhookHeaders(body, secret),
   })
 }
 
 function metaInbound(phoneNumberId: string, from: string, messages: Record<string, unknown>[], name = 'Budi') {
-  return JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: '200000000000001',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '6281100000001', phone_number_id: phoneNumberId },
-              contacts: [{ profile: { name }, wa_id: from }],
-              messages: messages.map((m, i) => ({ from, timestamp: String(Math.floor(Date.now() / 1000) - 60 + i), ...m })),
-            },
-          },
-        ],
-      },
-    ],
-  })
+  const timestamp = (i: number) => String(Math.floor(Date.now() / 1000) - 60 + i)
+  return metaMessagesBody(
+    phoneNumberId,
+    from,
+    messages.map((m, i) => ({ timestamp: timestamp(i), ...m })),
+    { name },
+  )
 }
 
 function twilioInbound(fields: Record<string, string>, token: string) {

@@ -6,7 +6,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import twilioSdk from 'twilio'
-import { createHash, createHmac } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
@@ -16,6 +16,7 @@ import { inboundMedia } from '../../src/workers/inbound-media'
 import { startLoop } from '../../src/workers/loop'
 import { dashboardMediaPath } from '../../src/modules/inbound/media-view'
 import { dashboardUser, webClient } from '../helpers/web'
+import { metaMessagesBody, metaWebhookHeaders } from '../helpers/meta-webhook'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -58,31 +59,10 @@ let tags = 0
 const wamid = () => `wamid.HBgNNjI4MTM5MBUCABIYmedia${++tags}`
 
 function metaWebhook(phoneNumberId: string, secret: string, from: string, message: Record<string, unknown>) {
-  const body = JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: '200000000000001',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '6281100000001', phone_number_id: phoneNumberId },
-              contacts: [{ profile: { name: 'Budi' }, wa_id: from }],
-              messages: [{ from, timestamp: String(Math.floor(Date.now() / 1000)), ...message }],
-            },
-          },
-        ],
-      },
-    ],
-  })
+  const body = metaMessagesBody(phoneNumberId, from, [message])
   return t.request('POST', '/provider/meta/webhook', {
     rawBody: body,
-    headers: {
-      'content-type': 'application/json',
-      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`,
-    },
+    headers: metaWebhookHeaders(body, secret),
   })
 }
 

@@ -9,7 +9,7 @@ import { join } from 'node:path'
 import { ConfigError, readConfig } from '../../src/config'
 import { createSecretBox, encodeKey, generateKey } from '../../src/lib/secrets'
 import { startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { testApp } from '../helpers/app'
 
 const CONTEXT = 'sender:12:auth_token'
@@ -222,9 +222,11 @@ describe('the service’s key', () => {
   let databaseUrl: string | undefined
   let dropDatabase = async () => {}
 
-  const dataDir = () => {
+  /** A new DATA_DIR, its database migrated already: the tests are about the key file, not a first start. */
+  const dataDir = async () => {
     const dir = mkdtempSync(join(tmpdir(), 'messaging-secrets-'))
     temps.push(dir)
+    await premigrate(dir)
     return dir
   }
 
@@ -240,7 +242,7 @@ describe('the service’s key', () => {
 
   beforeAll(async () => {
     if (usingPostgres()) {
-      const database = await createPostgresDatabase()
+      const database = await createMigratedPostgresDatabase()
       databaseUrl = database.url
       dropDatabase = database.drop
     }
@@ -253,7 +255,7 @@ describe('the service’s key', () => {
   }, 30_000)
 
   test('without SECRETS_KEY: generated once into DATA_DIR/secrets-key (0600), found again on the next start, never logged', async () => {
-    const dir = dataDir()
+    const dir = await dataDir()
     const file = join(dir, 'secrets-key')
     const first = await start({ DATA_DIR: dir })
     expect(statSync(file).mode & 0o777).toBe(0o600)
@@ -279,7 +281,7 @@ describe('the service’s key', () => {
   }, 240_000)
 
   test('with SECRETS_KEY: no key file is written, and the key is never logged', async () => {
-    const dir = dataDir()
+    const dir = await dataDir()
     const key = generateKey()
     const child = await start({ DATA_DIR: dir, SECRETS_KEY: encodeKey(key), SECRETS_KEY_PREVIOUS: encodeKey(generateKey()) })
     expect(await child.stop()).toBe(0)

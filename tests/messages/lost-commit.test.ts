@@ -8,10 +8,9 @@ import { afterAll, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import { createApp } from '../../src/app'
 import { buildDeps } from '../../src/server'
-import { openDatabase } from '../../src/db/client'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { testDatabase, usingPostgres } from '../helpers/db'
-import { startOutageProxy, startPgProxy } from '../helpers/pg-proxy'
+import { poolThroughProxy, startOutageProxy, startPgProxy } from '../helpers/pg-proxy'
 import { handoffRecovery } from '../../src/workers/handoff-recovery'
 import type { Provider } from '../../src/providers/provider'
 import type { Deps } from '../../src/deps'
@@ -27,13 +26,7 @@ afterAll(async () => {
 async function appLosingCommitOf(marker: string) {
   const db = await testDatabase()
   cleanups.push(() => db.drop())
-  const target = new URL(db.url!)
-  const proxy = await startPgProxy({ host: target.hostname, port: Number(target.port || 5432) }, marker)
-  cleanups.push(() => proxy.close())
-  const proxied = new URL(db.url!)
-  proxied.port = String(proxy.port)
-  const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
-  cleanups.push(() => database.close())
+  const { proxy, database } = await poolThroughProxy(db.url!, (target) => startPgProxy(target, marker), cleanups)
 
   const { deps } = buildDeps(readConfig({ ADMIN_TOKEN }), database)
   return { db, proxy, call: callerOf(deps) }
@@ -61,17 +54,7 @@ function callerOf(deps: Deps) {
 async function databaseWithOutages() {
   const db = await testDatabase()
   cleanups.push(() => db.drop())
-  const target = new URL(db.url!)
-  const open = async () => {
-    const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) })
-    cleanups.push(() => proxy.close())
-    const proxied = new URL(db.url!)
-    proxied.port = String(proxy.port)
-    const database = await openDatabase({ databaseUrl: proxied.toString(), poolMax: 4 })
-    cleanups.push(() => database.close())
-    return { database, proxy }
-  }
-  return { db, open }
+  return { db, open: () => poolThroughProxy(db.url!, startOutageProxy, cleanups) }
 }
 
 test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: each request charged once', async () => {
@@ -144,6 +127,40 @@ test.skipIf(!usingPostgres())(
     const [row] = await db.sql<{ balance: number; charges: number }[]>`
     select balance, (select count(*)::int from ledger where kind = 'charge') as charges from accounts where id = ${account.body.data.id}`
     expect(row).toEqual({ balance: 98, charges: 2 })
+  },
+  30_000,
+)
+
+test.skipIf(!usingPostgres())(
+  'an outage between the provider’s acceptance and its record: the answer waits for the record, and names the SID the books hold',
+  async () => {
+    // Answered before the record, a crash meanwhile would let recovery hand the message over again
+    // under another SID: the caller would hold a SID the books never have.
+    const { db, open } = await databaseWithOutages()
+    const { database, proxy } = await open()
+    let outage: Promise<void> | undefined
+    const provider: Provider = {
+      name: 'twilio',
+      async send() {
+        outage ??= proxy.outage(4_000) // every connection cut as the provider accepts
+        return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
+      },
+    }
+    const { deps } = buildDeps(readConfig({ ADMIN_TOKEN, PROVIDER_RECIPIENT_GAP_MS: '0' }), database, provider)
+    cleanups.push(() => deps.handoff.stop())
+    const call = callerOf(deps)
+    const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage-record', balance: 100 })
+    const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+
+    const started = Date.now()
+    const sent = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'accepted, then the outage' })
+    expect(sent.status).toBe(200)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(4_000)
+    // Read at once, directly (not through the proxy): the SID answered is the one recorded.
+    const [row] = await db.sql<{ sid: string | null; status: string }[]>`
+      select message_sid as sid, status from messages where account_id = ${account.body.data.id}`
+    expect(row).toEqual({ sid: sent.body.data.message_id, status: 'sent' })
+    await outage
   },
   30_000,
 )

@@ -202,6 +202,21 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/messages/bulk-crash.test.ts'],
   },
   {
+    name: 'handoff-answer-before-record',
+    breaks:
+      'an answer naming a SID the books may never hold: sent 2 s into an outage, before its record, which a crash then loses (recovery sends again)',
+    edits: [
+      {
+        file: HANDOFF,
+        find: "setTimeout(() => resolve('late'), RECORD_ANSWER_MS)",
+        replace: "setTimeout(() => resolve('late'), 2_000)",
+      },
+    ],
+    tests: ['tests/messages/lost-commit.test.ts'],
+    filter: 'acceptance and its record',
+    database: 'postgres',
+  },
+  {
     name: 'recovery-after-outage',
     breaks: 'a message handed over twice: after a database outage, recovery takes over a lease its live holder could not renew',
     edits: [{ file: RECOVERY, find: 'if (Date.now() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' }],
@@ -276,6 +291,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'died before charging',
   },
   {
+    name: 'idempotency-unstored-answer',
+    breaks: 'two answers to one Idempotency-Key: an answer that could not be stored goes out, and a repeat recovers the request otherwise',
+    edits: [
+      {
+        file: IDEMPOTENCY,
+        find: "      throw new ApiError(\n        'SERVICE_UNAVAILABLE',",
+        replace: "      return void new ApiError(\n        'SERVICE_UNAVAILABLE',",
+      },
+    ],
+    tests: ['tests/messages/idempotency-store.test.ts'],
+    filter: 'cannot be stored',
+    database: 'postgres',
+  },
+  {
     name: 'idempotency-conflict-unstored',
     breaks: "a bulk's key stuck on 409: the answer of a request whose messages were still handed over elsewhere is stored and replayed",
     edits: [{ file: IDEMPOTENCY, find: "error instanceof ApiError && error.code !== 'CONFLICT'", replace: 'error instanceof ApiError' }],
@@ -335,6 +364,15 @@ export const MUTATIONS: Mutation[] = [
     edits: [{ file: RECEIVER, find: 'parked.filter((p) => p.live)', replace: 'parked.filter(() => false)' }],
     tests: ['tests/status/parked-reports.test.ts'],
     filter: 'applies the parked ones first',
+  },
+  {
+    name: 'simulator-report-order',
+    breaks:
+      "an event lost: a read claimed while its delivered is another instance's applies first, and the delivered event is never written",
+    edits: [{ file: 'src/workers/simulator-reports.ts', find: 'and e.id not in (select id from batch)', replace: 'and false' }],
+    tests: ['tests/status/simulator-order.test.ts'],
+    filter: 'simulator report order',
+    database: 'postgres',
   },
   {
     name: 'status-forward-only',
@@ -749,6 +787,35 @@ export const MUTATIONS: Mutation[] = [
       },
     ],
     tests: ['tests/db/replica.test.ts'],
+    database: 'postgres',
+  },
+  {
+    name: 'campaign-recipient-once',
+    breaks: 'a campaign contact sent a second message when the first is in an earlier monthly partition',
+    edits: [{ file: 'src/modules/campaigns/engine.ts', find: 'from v join recipient using (contact_id)', replace: 'from v' }],
+    tests: ['tests/db/partitions.test.ts'],
+    filter: 'campaign run again',
+  },
+  {
+    name: 'inbound-key-once',
+    breaks: "a provider's repeat delivery of an inbound message stored again when the first copy is in another month",
+    edits: [
+      {
+        file: 'src/modules/inbound/service.ts',
+        find: 'insert into inbound_message_keys (provider, provider_message_id) values (${storedAs}, ${providerId})\n          on conflict do nothing\n          returning 1',
+        replace: 'select 1',
+      },
+    ],
+    tests: ['tests/db/partitions.test.ts'],
+    filter: 'repeat delivery of an inbound message',
+  },
+  {
+    name: 'charge-twin-same-month',
+    breaks:
+      "a charge's twin racing it (same request token, first run uncommitted) charged again: their created_at differ, so the month's unique index does not meet them",
+    edits: [{ file: LEDGER, find: "if (token[14] !== '7') return null", replace: 'return null' }],
+    tests: ['tests/db/partitions.test.ts'],
+    filter: 'twin racing it',
     database: 'postgres',
   },
 ]

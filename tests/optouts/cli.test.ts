@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { call, startChild, type Child } from '../helpers/child'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 
 const root = join(import.meta.dir, '..', '..')
 const dataDir = mkdtempSync(join(tmpdir(), 'cli-optouts-'))
@@ -19,10 +19,11 @@ let dropDb = async () => {}
 beforeAll(async () => {
   env = { DATA_DIR: dataDir, ADMIN_TOKEN }
   if (usingPostgres()) {
-    const db = await createPostgresDatabase()
+    const db = await createMigratedPostgresDatabase()
     env.DATABASE_URL = db.url
     dropDb = db.drop
   }
+  await premigrate(dataDir)
   child = await startChild(env)
 })
 afterAll(async () => {

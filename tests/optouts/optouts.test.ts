@@ -6,11 +6,11 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import twilioSdk from 'twilio'
-import { createHmac } from 'node:crypto'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, fourSenders, META_A, registerFakes, sendersEnv, TWILIO_B } from '../helpers/senders'
+import { metaMessagesBody, metaWebhookHeaders } from '../helpers/meta-webhook'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -45,31 +45,10 @@ function customer() {
 
 let wamids = 0
 function metaText(from: string, text: string, id = `wamid.OPTOUT${++wamids}`) {
-  const body = JSON.stringify({
-    object: 'whatsapp_business_account',
-    entry: [
-      {
-        id: '200000000000001',
-        changes: [
-          {
-            field: 'messages',
-            value: {
-              messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '6281100000001', phone_number_id: META_A.credentials.phone_number_id },
-              contacts: [{ profile: { name: 'Budi' }, wa_id: from }],
-              messages: [{ from, id, timestamp: String(Math.floor(Date.now() / 1000)), type: 'text', text: { body: text } }],
-            },
-          },
-        ],
-      },
-    ],
-  })
+  const body = metaMessagesBody(META_A.credentials.phone_number_id, from, [{ id, type: 'text', text: { body: text } }])
   return t.request('POST', '/provider/meta/webhook', {
     rawBody: body,
-    headers: {
-      'content-type': 'application/json',
-      'x-hub-signature-256': `sha256=${createHmac('sha256', META_A.credentials.app_secret).update(body, 'utf8').digest('hex')}`,
-    },
+    headers: metaWebhookHeaders(body, META_A.credentials.app_secret),
   })
 }
 
@@ -103,10 +82,7 @@ function metaPreference(from: string, value: 'stop' | 'resume', timestamp: numbe
   })
   return t.request('POST', '/provider/meta/webhook', {
     rawBody: body,
-    headers: {
-      'content-type': 'application/json',
-      'x-hub-signature-256': `sha256=${createHmac('sha256', META_A.credentials.app_secret).update(body, 'utf8').digest('hex')}`,
-    },
+    headers: metaWebhookHeaders(body, META_A.credentials.app_secret),
   })
 }
 
@@ -269,6 +245,26 @@ describe('refusals before charging', () => {
     expect(after.balance).toBe(after.ledgerSum)
     expect(twilio.requests.length - handed).toBe(2)
     expect(twilio.requests.slice(handed).some((r) => r.to === `whatsapp:${out.phone}`)).toBe(false)
+  })
+
+  test('single sends at the same moment share one check, each answered for its own account and phone: the opted-out ones refused uncharged', async () => {
+    const [out, free] = [customer(), customer()]
+    expect((await t.api('POST', '/opt-outs', accA.key, { phone: out.local })).status).toBe(201)
+    const [beforeA, beforeB] = [await money(t, accA.accountId), await money(t, accB.accountId)]
+    const sends = [
+      [accA, out],
+      [accB, out],
+      [accA, free],
+      [accB, free],
+      [accA, out],
+    ] as const
+    const answers = await Promise.all(
+      sends.map(([acc, c]) => t.api('POST', '/messages/send', acc.key, { to: c.local, body: 'same moment' })),
+    )
+    expect(answers.map((a) => a.body.code ?? a.status)).toEqual(['RECIPIENT_OPTED_OUT', 200, 200, 200, 'RECIPIENT_OPTED_OUT'])
+    const [afterA, afterB] = [await money(t, accA.accountId), await money(t, accB.accountId)]
+    expect([afterA.balance, afterB.balance]).toEqual([beforeA.balance - 10, beforeB.balance - 20])
+    expect([afterA.balance, afterB.balance]).toEqual([afterA.ledgerSum, afterB.ledgerSum])
   })
 })
 

@@ -4,10 +4,10 @@
 // button_reply / list_reply webhook) stored as an interactive inbound message with the chosen id.
 
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
-import { createHmac } from 'node:crypto'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { boundTemplate } from '../helpers/templates'
 import { fakeGraph } from '../helpers/fake-graph'
+import { metaMessagesBody, metaWebhookHeaders } from '../helpers/meta-webhook'
 
 const ACCESS_TOKEN = 'EAAGm0PX4ZCpsBArich_meta_token_0123456789'
 const PHONE_NUMBER_ID = '106540352242977'
@@ -213,32 +213,8 @@ describe('the fake Graph API refuses what Meta refuses', () => {
 
 describe('replies to buttons and lists', () => {
   function webhook(from: string, message: Record<string, unknown>) {
-    const body = JSON.stringify({
-      object: 'whatsapp_business_account',
-      entry: [
-        {
-          id: '200000000000001',
-          changes: [
-            {
-              field: 'messages',
-              value: {
-                messaging_product: 'whatsapp',
-                metadata: { display_phone_number: '6281100000001', phone_number_id: PHONE_NUMBER_ID },
-                contacts: [{ profile: { name: 'Budi' }, wa_id: from }],
-                messages: [{ from, timestamp: String(Math.floor(Date.now() / 1000)), ...message }],
-              },
-            },
-          ],
-        },
-      ],
-    })
-    return t.request('POST', '/provider/meta/webhook', {
-      rawBody: body,
-      headers: {
-        'content-type': 'application/json',
-        'x-hub-signature-256': `sha256=${createHmac('sha256', APP_SECRET).update(body, 'utf8').digest('hex')}`,
-      },
-    })
+    const body = metaMessagesBody(PHONE_NUMBER_ID, from, [message])
+    return t.request('POST', '/provider/meta/webhook', { rawBody: body, headers: metaWebhookHeaders(body, APP_SECRET) })
   }
 
   test('a tap on our button and on our list row: stored as interactive with the chosen id', async () => {

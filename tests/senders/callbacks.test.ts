@@ -7,7 +7,6 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import twilioSdk from 'twilio'
-import { createHmac } from 'node:crypto'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
@@ -23,6 +22,7 @@ import {
   TWILIO_A,
   TWILIO_B,
 } from '../helpers/senders'
+import { metaWebhookHeaders } from '../helpers/meta-webhook'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -105,10 +105,7 @@ function metaNotification(phoneIds: string[], sid: string, status: string) {
 function metaWebhook(body: string, secret: string) {
   return t.request('POST', '/provider/meta/webhook', {
     rawBody: body,
-    headers: {
-      'content-type': 'application/json',
-      'x-hub-signature-256': `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`,
-    },
+    headers: metaWebhookHeaders(body, secret),
   })
 }
 

@@ -8,6 +8,7 @@ import { createHmac } from 'node:crypto'
 import { createApp } from '../../src/app'
 import { testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
+import { metaSignature } from '../helpers/meta-webhook'
 
 const APP_SECRET = 'meta_app_secret_0123456789abcdef'
 const VERIFY_TOKEN = 'verify-me-please'
@@ -85,7 +86,7 @@ const notification = (...changes: unknown[][]) => ({
   entry: changes.map((c, i) => ({ id: `10229012934039${i}`, changes: c })),
 })
 
-const sign = (body: string, secret = APP_SECRET) => `sha256=${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`
+const sign = (body: string, secret = APP_SECRET) => metaSignature(body, secret)
 
 /** POSTs a raw body; signed with the app secret unless a signature (or null: no header) is given. */
 function post(body: string, options: { signature?: string | null; contentType?: string } = {}) {

@@ -4,7 +4,8 @@ import { until } from '../helpers/wait'
 
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ workers: true, env: { SIM_DELIVERED_MS: '100', SIM_READ_MS: '300', WEBHOOK_ALLOW_PRIVATE: 'true' } })
+  // Far enough apart that the first read after the send still finds it sent on a slow, busy machine.
+  t = await testApp({ workers: true, env: { SIM_DELIVERED_MS: '1000', SIM_READ_MS: '1500', WEBHOOK_ALLOW_PRIVATE: 'true' } })
 })
 afterAll(() => t.close())
 
@@ -42,6 +43,6 @@ test('simulator: a number ending in 8888 is accepted, then reported failed with 
   )
   expect(failed.body.data).toMatchObject({ status: 'failed', error_code: 63016, delivered_at: null })
   // a failed message is final: the simulator's leftovers and later reports change nothing
-  await Bun.sleep(400)
+  await Bun.sleep(900) // past the read it would have had
   expect((await t.api('GET', `/messages/${sent.body.data.message_id}`, key)).body.data.status).toBe('failed')
 })

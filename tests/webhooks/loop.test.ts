@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Webhook } from 'standardwebhooks'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { eventsCommitted } from '../../src/modules/webhooks/notify'
 import { createApp } from '../../src/app'
@@ -156,7 +156,8 @@ describe('graceful stop', () => {
   test('stopping the service finishes the attempt in flight and records it', async () => {
     rx.reset()
     const dataDir = mkdtempSync(join(tmpdir(), 'webhook-stop-'))
-    const pg = usingPostgres() ? await createPostgresDatabase() : undefined
+    const pg = usingPostgres() ? await createMigratedPostgresDatabase() : undefined
+    await premigrate(dataDir)
     const env: Record<string, string> = {
       PORT: '0',
       ADMIN_TOKEN,

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { call, startChild, type Child } from '../helpers/child'
 import { openDatabase } from '../../src/db/client'
@@ -45,10 +45,11 @@ afterAll(() => {
   tls.remove()
 })
 
-/** A fresh database for one test: a new PostgreSQL database, or an empty embedded data directory. */
+/** A fresh database for one test: a new PostgreSQL database, or a new embedded data directory (both migrated). */
 async function freshStore() {
   const dataDir = mkdtempSync(join(tmpdir(), 'webhook-proc-'))
-  const pg = usingPostgres() ? await createPostgresDatabase() : undefined
+  const pg = usingPostgres() ? await createMigratedPostgresDatabase() : undefined
+  await premigrate(dataDir)
   const env: Record<string, string> = {
     DATA_DIR: dataDir,
     WEBHOOK_ALLOW_PRIVATE: 'true',

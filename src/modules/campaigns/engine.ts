@@ -261,15 +261,24 @@ async function nextBatch(
             variables: (campaign.variables ?? []).map((name) => v[name as keyof typeof v] ?? ''),
           } satisfies StoredTemplate),
     )
+    // One message per (campaign, contact), across monthly partitions: campaign_recipients' key is
+    // taken in the same statement, and a contact already there gets no second message.
     const inserted = await tx<BatchMessage[]>`
+      with v as (
+        select * from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
+                             ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
+      ), recipient as (
+        insert into campaign_recipients (campaign_id, contact_id)
+        select ${campaignId}::bigint, contact_id from v
+        on conflict do nothing
+        returning contact_id
+      )
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
                             status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
              now() + make_interval(secs => ${lease.seconds}), now() + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}
-      from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
-                  ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
-      on conflict (campaign_id, contact_id) where campaign_id is not null do nothing
+      from v join recipient using (contact_id)
       returning id, phone, body, provider_template`
     await chargeRecorded(
       tx,

@@ -52,14 +52,13 @@ export async function requireOpenWindow(
 /**
  * POST /messages/bulk: every free-form entry whose window with its sender is closed fails (its result
  * set here) and leaves `valid`, uncharged; the rest go. One query per sender in the request.
- * `recovering`: whether this request already charged its entries (a repeat after its first run died):
- * then every entry charged goes on, whatever the windows say now.
+ * Only for a request's first run: a repeat whose first run charged (sendBulk's chargedAlready) goes
+ * on with the entries charged then, whatever the windows say now, and never comes here.
  */
 export async function dropClosedWindows(
   deps: Pick<Deps, 'sql' | 'config' | 'senders'>,
   valid: (NewMessage & { index: number })[],
   results: BulkEntry[],
-  recovering: () => Promise<boolean>,
 ): Promise<void> {
   const bySender = new Map<number | null, (NewMessage & { index: number })[]>()
   for (const m of valid.filter(freeForm)) {
@@ -81,7 +80,7 @@ export async function dropClosedWindows(
       closed.set(m.index, { to: m.phone, status: 'failed', code: error.code, error: error.message })
     }
   }
-  if (closed.size === 0 || (await recovering())) return
+  if (closed.size === 0) return
   for (const [index, result] of closed) results[index] = result
   valid.splice(0, valid.length, ...valid.filter((m) => !closed.has(m.index)))
 }

@@ -92,7 +92,7 @@ export async function storeInbound(
     }
     const providerId = noNul(message.id)!
     const id = await transaction(sql, async (tx) => {
-      const [known] = await tx`select 1 from inbound_messages where provider = ${storedAs} and provider_message_id = ${providerId}`
+      const [known] = await tx`select 1 from inbound_message_keys where provider = ${storedAs} and provider_message_id = ${providerId}`
       if (known) return null
       const { senderId, accountId } = await placeOf(tx, provider, message, phone, provider === null)
       const given = noNul(message.name)?.trim() || null
@@ -103,19 +103,26 @@ export async function storeInbound(
         contactId = await ensureContact(tx, accountId, phone, name)
       }
       const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : new Date()
-      const [row] = await tx<{ id: number }[]>`
+      // Once per provider message id, in whichever month: inbound_message_keys' key is taken in the same
+      // statement (a unique index of the monthly partitions would hold within one month only).
+      const [row] = await tx<Row[]>`
+        with key as (
+          insert into inbound_message_keys (provider, provider_message_id) values (${storedAs}, ${providerId})
+          on conflict do nothing
+          returning 1
+        )
         insert into inbound_messages
           (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at)
-        values (${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${given},
-                ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt})
-        on conflict (provider, provider_message_id) do nothing
-        returning id`
+        select ${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${given},
+               ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt}
+        from key
+        returning ${tx.unsafe(COLUMNS)}`
       // Its media to fetch and keep (the inbound-media worker), once.
       if (row) await queueMedia(tx, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
       if (row)
         await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
-      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, Number(row.id))
+      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row)
       return row ? Number(row.id) : null
     })
     ids.push(id)
@@ -123,10 +130,9 @@ export async function storeInbound(
   return ids
 }
 
-/** The `message.received` event of inbound message `id`: its public fields, as GET /inbound/{id} shows them. */
-async function receivedEvent(tx: Tx, tz: string, accountId: number, id: number): Promise<void> {
-  const [r] = await tx<Row[]>`select ${tx.unsafe(COLUMNS)} from inbound_messages where id = ${id}`
-  const v = view(r!, tz)
+/** The `message.received` event of inbound message row `r` (as its insert returned it): its public fields, as GET /inbound/{id} shows them. */
+async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Promise<void> {
+  const v = view(r, tz)
   await accountEvent(tx, tz, accountId, 'message.received', {
     id: v.id,
     phone: v.phone,

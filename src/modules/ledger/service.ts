@@ -117,6 +117,20 @@ export async function priceOf(
  * statement. Refused, with nothing changed, when the key's daily cap or the balance cannot take all
  * of them.
  */
+/**
+ * When a request token was made: a UUIDv7 (http/idempotency.ts makes them) carries its milliseconds in
+ * its first 48 bits; null for another kind. A charge's messages take it as created_at, so every run of
+ * one charge (a retry after a lost commit, a twin racing it) writes the same created_at and lands in
+ * the same month, where the unique (request_token, request_item, created_at) refuses the second: the
+ * guard holds across monthly partitions without an extra statement. (A lookup by token, global, finds
+ * an earlier run first; this catches the one still uncommitted.)
+ */
+export function tokenTime(token: string): string | null {
+  if (token[14] !== '7') return null
+  const ms = parseInt(token.slice(0, 8) + token.slice(9, 13), 16)
+  return Number.isFinite(ms) ? new Date(ms).toISOString() : null
+}
+
 export async function chargeAll(
   db: Db,
   tz: string,
@@ -173,10 +187,10 @@ export async function chargeAll(
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
-                            content)
+                            content, created_at)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
              debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds}),
-             now() + make_interval(secs => validity), sender_id, content::jsonb
+             now() + make_interval(secs => validity), sender_id, content::jsonb, coalesce(${tokenTime(requestToken)}::timestamptz, now())
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -228,9 +242,10 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
                            ${providerTemplates(requests.map((r) => r.message))}::text[],
                            ${requests.map((r) => r.message.validitySeconds)}::int[],
                            ${senderIds(requests.map((r) => r.message))}::bigint[],
-                           ${contents(requests.map((r) => r.message))}::text[])
+                           ${contents(requests.map((r) => r.message))}::text[],
+                           ${requests.map((r) => tokenTime(r.requestToken)) as string[]}::text[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, sender_id, content, ord)
+                             template_id, provider_template, validity, sender_id, content, created_at, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -278,10 +293,10 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
-                            content)
+                            content, created_at)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
              refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds),
-             now() + make_interval(secs => validity), sender_id, content::jsonb
+             now() + make_interval(secs => validity), sender_id, content::jsonb, coalesce(created_at::timestamptz, now())
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)

@@ -92,7 +92,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     valid = await chargedBefore(deps, requestToken, valid, results)
     limit = { fit: valid, refused: [], settle: async () => {}, settleAfter: (charge) => charge }
   } else {
-    await dropClosedWindows(deps, valid, results, () => chargedAlready(deps, requestToken))
+    await dropClosedWindows(deps, valid, results)
     // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
     limit = await holdMessagingLimit(deps, requestToken, valid)
     for (const { entry, error } of limit.refused)

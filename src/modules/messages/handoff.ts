@@ -18,6 +18,7 @@ import { Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
 import { log, errorKind } from '../../lib/log'
 import { isOutage, retrying } from '../../db/retry'
+import { GENERIC_PLAN } from '../../db/statement-functions'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import type { Sender, SenderDirectory } from '../senders/directory'
@@ -25,11 +26,14 @@ import { observeHandoff, observePaceWait } from '../../http/metrics/measures'
 
 /** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
 const BEATS_PER_LEASE = 5
+/**
+ * How long an answer waits for its hand-off outcome's record before the provider's answer goes without
+ * it (the record goes on): longer than an outage of a few seconds, as the Idempotency-Key store's.
+ */
+const RECORD_ANSWER_MS = 12_000
 /** The first wait after a throttle without Retry-After; it doubles with each throttle of the message, up to 16 s. */
 const THROTTLE_BACKOFF_MS = 1_000
 const MAX_THROTTLE_BACKOFF_MS = 16_000
-/** How long an answer waits for its outcome's record before it goes without it (the record goes on). */
-const RECORD_ANSWER_MS = 2_000
 
 /**
  * A message to hand over, with when its validity runs out (ms since the epoch, this process's clock)
@@ -218,7 +222,8 @@ export function createHandoff(
 
   /**
    * Hands one message over at the pace, through throttles, and records the outcome; null if the
-   * lease is someone else's. `firstWaitMs`: the first slot, when the caller reserved it already.
+   * lease is someone else's, or this holder could not record the outcome (see the end).
+   * `firstWaitMs`: the first slot, when the caller reserved it already.
    */
   async function handOver(
     message: Paced,
@@ -264,8 +269,12 @@ export function createHandoff(
           }
           // Its validity ran out while throttled: the throttle is its failure, refunded.
         }
-        // The answer waits for the outcome's record, but not for ever: past RECORD_ANSWER_MS it goes
-        // (the provider's answer is known), and the record goes on in the background, lease held.
+        // The answer waits for the outcome's record, through an outage of seconds too: an answer that
+        // went first names a SID the books may never hold if the process then dies (recovery hands the
+        // message over again, under another SID). Only a record still failing after RECORD_ANSWER_MS
+        // lets the provider's answer go without it (the write goes on, the lease held). A record this
+        // holder cannot make (it is stopping, or its lease was taken over) leaves the answer to the
+        // message's record, whoever makes it (null).
         const recorded = record(message, result).then(
           () => true,
           (error) => {
@@ -277,8 +286,10 @@ export function createHandoff(
           },
         )
         void recorded.finally(() => letGo(message.id))
-        await Promise.race([recorded, Bun.sleep(RECORD_ANSWER_MS)])
-        return result
+        let timer: Timer | undefined
+        const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), RECORD_ANSWER_MS)))
+        const answer = await Promise.race([recorded, late]).finally(() => clearTimeout(timer))
+        return answer === false ? null : result
       }
     } catch (error) {
       letGo(message.id)
@@ -374,8 +385,10 @@ export type Accepted = { id: number; sid: string; reports: ScheduledReport[] }
 export async function markSent(sql: Sql, accepted: Accepted[], timezone: string): Promise<{ ids: number[]; announced: number }> {
   if (accepted.length === 0) return { ids: [], announced: 0 }
   const reports = accepted.flatMap((a) => a.reports.map((r) => ({ sid: a.sid, ...r })))
+  // Behind a pooler it runs with its generic plan (GENERIC_PLAN, a comment): else PostgreSQL plans this
+  // UPDATE of a partitioned table at every run, which costs more than the run.
   const [row] = await sql<{ ids: number[]; announced: number }[]>`
-    with sent as (
+    ${sql.unsafe(GENERIC_PLAN)} with sent as (
       update messages m
       set status = 'sent', message_sid = v.sid, sent_at = now(), handoff_until = null
       from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
