@@ -4,7 +4,7 @@
 // `status = 'queued'` guard makes a second refund change nothing. Charged once, refunded once.
 // (PostgreSQL only: the embedded database has a single connection, which the proxy cannot share.)
 
-import { afterAll, expect, test } from 'bun:test'
+import { afterEach, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import { createApp } from '../../src/app'
 import { buildDeps } from '../../src/server'
@@ -16,10 +16,10 @@ import type { Provider } from '../../src/providers/provider'
 import type { Deps } from '../../src/deps'
 
 const cleanups: (() => Promise<void> | void)[] = []
-// A connection the proxy cut can keep postgres.js's end() waiting for its 5 s timeout: give the
-// cleanup of both apps the time for it.
-afterAll(async () => {
-  for (const c of cleanups.reverse()) await c()
+// A connection the proxy cut can keep postgres.js's end() waiting for its 5 s timeout. Each test's
+// apps are closed after it, with the time for that: all of them at the end once took over 30 s on CI.
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
 }, 30_000)
 
 /** The app on a fresh database behind a proxy that loses the COMMIT answer of the first statement containing `marker`. */
