@@ -36,7 +36,8 @@ const metaEnv = (apiBase: string): Record<string, string> => ({
 
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ env: { ...metaEnv(`${fakeUrl}/v21.0`), PROVIDER_TIMEOUT_MS: '500' } })
+  // 2 s: the fake shares the test's event loop (and the embedded database's), which a loaded machine can hold up.
+  t = await testApp({ env: { ...metaEnv(`${fakeUrl}/v21.0`), PROVIDER_TIMEOUT_MS: '2000' } })
 })
 afterAll(async () => {
   await t.close()
@@ -223,13 +224,13 @@ describe('Meta refuses or fails: 502, refunded', () => {
 
   test('no answer within PROVIDER_TIMEOUT_MS', async () => {
     fake.answer = async () => {
-      await Bun.sleep(1_500)
+      await Bun.sleep(3_000)
       return undefined
     }
     const { row } = await expectRefundedFailure()
     // The provider's own deadline and the hand-off's are the same setting: either may speak first.
     expect(row.error_code).toBeNull()
-    expect(row.error_message).toMatch(/did not answer within (500 ms|0.5 s)$/)
+    expect(row.error_message).toMatch(/did not answer within (2000 ms|2 s)$/)
     expect(fake.requests).toHaveLength(1)
   })
 
