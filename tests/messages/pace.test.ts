@@ -127,7 +127,9 @@ test("a recipient's gap (131056) is kept: three messages to one number go over 1
 }, 30_000)
 
 test('a single send the pace cannot take within SEND_WAIT_MS: 429 RATE_LIMITED with Retry-After, nothing charged', async () => {
-  t = await testApp({ env: metaEnv({ PROVIDER_MAX_PER_SECOND: '1', SEND_WAIT_MS: '300' }) })
+  // The second send's slot is about a second after the first's: 100 ms of waiting leaves 900 ms for the
+  // first send's round trip on a loaded machine before the second could fit.
+  t = await testApp({ env: metaEnv({ PROVIDER_MAX_PER_SECOND: '1', SEND_WAIT_MS: '100' }) })
   const { accountId, key } = await t.account(100)
   const first = await t.api('POST', '/messages/send', key, { to: '081240000001', body: 'first' })
   expect(first.status).toBe(200)
