@@ -48,7 +48,7 @@ async function refunds(app: TestApp, accountId: number): Promise<number> {
 test('a bulk at the pace: the provider never throttles, every entry is sent once, the pace shows in the time taken', async () => {
   // The pace under the provider's limit: its slots are exact, the timers that wait for them are not. At 6 a
   // second (5.88 with the pace's margin) eleven hand-offs span 1.7 s, so one handled up to ~700 ms late (a
-  // loaded machine; at 9 a second the slack was 110 ms) does not bring eleven into one of the fake's seconds.
+  // loaded machine; at 8 a second the slack was 275 ms) does not bring eleven into one of the fake's seconds.
   fake.limits.perSecond = 10
   t = await testApp({ env: metaEnv({ PROVIDER_MAX_PER_SECOND: '6' }) })
   const { accountId, key } = await t.account(1000)

@@ -11,7 +11,7 @@ import { usingPostgres } from '../helpers/db'
 import { reportStatus, type ReportTarget, type ReportedByTwilio } from '../helpers/reports'
 
 // Long enough that a loaded machine (the fake, PGlite and the app share one event loop) answers every
-// other number in time: at 300 ms a plain send once timed out on CI.
+// other number in time: at 300 ms a plain send timed out in a CI run with one core kept busy.
 const TIMEOUT_MS = 1_500
 /** Numbers ending in this are accepted by the fake Twilio only after the service stopped waiting. */
 const LATE_SUFFIX = '0999'
