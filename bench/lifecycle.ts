@@ -23,7 +23,9 @@
 // as the load has workers) runs bench/lifecycle.pgbench, the least SQL that writes a lifecycle's rows,
 // five transactions a lifecycle, on the HTTP phase's own database once its service has stopped.
 // Two instances (optional phase): two services through one PgBouncer in transaction mode
-// (tests/helpers/pgbouncer.ts, DATABASE_DIRECT_URL for LISTEN), the same workers spread over both.
+// (tests/helpers/pgbouncer.ts, DATABASE_DIRECT_URL for LISTEN), the same workers spread over both. And
+// the same two straight to PostgreSQL, each with half the pool (`x2direct`): what splitting the load
+// costs, apart from what the pooler costs.
 //
 //   BENCH_DB=embedded            the service on PGlite in a temporary DATA_DIR; the ceiling then runs on
 //                                PGlite opened in the bench process (one connection, as the service has)
@@ -32,7 +34,7 @@
 //   BENCH_LIFECYCLE_ROUNDS       rounds of (HTTP phase[s], ceiling), medians over them (default 1)
 //   BENCH_LIFECYCLE_DRAIN_SECONDS how long to wait for the last webhooks after the load (default 60)
 //   BENCH_LIFECYCLE_PHASES       the phases each round runs after the HTTP phase (default
-//                                pgbench,ceiling,pgbouncer; embedded: ceiling only)
+//                                pgbench,ceiling,x2direct,pgbouncer; embedded: ceiling only)
 //   BENCH_WEBHOOK_CA             how the services trust the receiver's CA: extra (default,
 //                                NODE_EXTRA_CA_CERTS) or file (WEBHOOK_CA_FILE, parsed on every delivery)
 //   BENCH_PGBENCH                pgbench's path (default /usr/bin/pgbench; missing: the phase is skipped)
@@ -138,8 +140,10 @@ type Variant = { label: string; root: string }
 type HttpPhase = {
   kind: 'http'
   variant: Variant
-  /** Service instances; more than one: through one PgBouncer. */
+  /** Service instances; more than one: through one PgBouncer, unless `direct`. */
   instances: number
+  /** Several instances straight to PostgreSQL, each with its share of the pool (no PgBouncer). */
+  direct: boolean
   /** Its database (PostgreSQL), where the pgbench phase then runs. */
   db: FreshDatabase | undefined
   /** Set when a pooled phase stalled (errors, webhooks missing): its figures are not a measurement. */
@@ -212,7 +216,7 @@ const cpuPerLifecycle = (cpu: CpuUse, perSecond: number) =>
 export const lifecycle: Benchmark = {
   name: 'lifecycle',
   summary:
-    'send over HTTP, delivered and read through signed Twilio callbacks, both changes as signed webhooks: lifecycles/s vs the database limit (pgbench), two instances through PgBouncer and the one-statement-per-step ceiling, read-to-webhook lag',
+    'send over HTTP, delivered and read through signed Twilio callbacks, both changes as signed webhooks: lifecycles/s vs the database limit (pgbench), two instances (direct, and through PgBouncer) and the one-statement-per-step ceiling, read-to-webhook lag',
   embedded: true,
   async run(ctx) {
     const accountsCount = Math.floor(envNumber('BENCH_LIFECYCLE_ACCOUNTS', 10, 1))
@@ -227,14 +231,14 @@ export const lifecycle: Benchmark = {
     const extra = new Set(
       ctx.embedded
         ? ['ceiling']
-        : (process.env.BENCH_LIFECYCLE_PHASES ?? 'pgbench,ceiling,pgbouncer')
+        : (process.env.BENCH_LIFECYCLE_PHASES ?? 'pgbench,ceiling,x2direct,pgbouncer')
             .split(',')
             .map((s) => s.trim())
             .filter(Boolean),
     )
     for (const name of extra)
-      if (!['pgbench', 'ceiling', 'pgbouncer'].includes(name))
-        throw new Error(`BENCH_LIFECYCLE_PHASES: expected pgbench, ceiling and/or pgbouncer, got "${name}"`)
+      if (!['pgbench', 'ceiling', 'x2direct', 'pgbouncer'].includes(name))
+        throw new Error(`BENCH_LIFECYCLE_PHASES: expected pgbench, ceiling, x2direct and/or pgbouncer, got "${name}"`)
     if (extra.has('pgbench') && !existsSync(pgbenchPath)) {
       console.log(`  (no pgbench at ${pgbenchPath}: the database's limit is not measured; BENCH_PGBENCH sets the path)`)
       extra.delete('pgbench')
@@ -266,12 +270,16 @@ export const lifecycle: Benchmark = {
 
     /**
      * One service (or `instances` services through one PgBouncer, sharing the workers: each request
-     * goes to the next instance round robin, as a load balancer without stickiness would send them).
+     * goes to the next instance round robin, as a load balancer without stickiness would send them;
+     * `direct`: those services straight to PostgreSQL).
      */
-    const httpPhase = async (variant: Variant, instances = 1): Promise<HttpPhase> => {
-      const db = ctx.embedded ? undefined : await ctx.freshDatabase(instances > 1 ? 'lifecycle_pgbouncer' : 'lifecycle')
-      // As many server sessions as one instance's pool: two instances share what one had.
-      const bouncer = db && instances > 1 ? await startPgbouncer(db.url, { poolSize: poolMax }) : undefined
+    const httpPhase = async (variant: Variant, instances = 1, direct = false): Promise<HttpPhase> => {
+      const db = ctx.embedded
+        ? undefined
+        : await ctx.freshDatabase(instances === 1 ? 'lifecycle' : direct ? 'lifecycle_x2direct' : 'lifecycle_pgbouncer')
+      // As many server sessions as one instance's pool: two instances share what one had (through the
+      // pooler, or each with its share of it).
+      const bouncer = db && instances > 1 && !direct ? await startPgbouncer(db.url, { poolSize: poolMax }) : undefined
       if (bouncer) ctx.onCleanup(() => bouncer.stop())
       const ports = Array.from({ length: instances }, () => freePort())
       const bases = ports.map((port) => `http://127.0.0.1:${port}`)
@@ -279,7 +287,7 @@ export const lifecycle: Benchmark = {
       const base = bases[0]!
       const serviceEnv = {
         PUBLIC_BASE_URL: base,
-        DB_POOL_MAX: String(poolMax),
+        DB_POOL_MAX: String(direct ? Math.ceil(poolMax / instances) : poolMax),
         LOG_LEVEL: 'warn',
         PROVIDER: 'twilio',
         TWILIO_ACCOUNT_SID: ACCOUNT_SID,
@@ -485,6 +493,7 @@ export const lifecycle: Benchmark = {
           kind: 'http',
           variant,
           instances,
+          direct,
           db,
           notMeasured:
             instances > 1 && (load.errors > 0 || missing > 0 || !consistent)
@@ -675,18 +684,20 @@ export const lifecycle: Benchmark = {
       let last: HttpPhase | undefined
       for (const variant of variants) phases.push((last = await httpPhase(variant)))
       if (extra.has('pgbench') && last?.db) phases.push(await pgbenchPhase(last.db))
+      if (extra.has('x2direct') && !ctx.embedded) phases.push(await httpPhase(variants[variants.length - 1]!, 2, true))
       if (extra.has('pgbouncer') && !ctx.embedded) phases.push(await httpPhase(variants[variants.length - 1]!, 2))
       if (extra.has('ceiling')) phases.push(await ceilingPhase())
     }
     const https = phases.filter((p): p is HttpPhase => p.kind === 'http')
     const singles = https.filter((p) => p.instances === 1)
-    const pooled = https.filter((p) => p.instances > 1)
+    const pooled = https.filter((p) => p.instances > 1 && !p.direct)
+    const directs = https.filter((p) => p.instances > 1 && p.direct)
     const ceilings = phases.filter((p): p is CeilingPhase => p.kind === 'ceiling')
     const pgbenches = phases.filter((p): p is PgbenchPhase => p.kind === 'pgbench')
     const label = (p: Phase) =>
       p.kind === 'http'
         ? p.instances > 1
-          ? `${p.variant.label} x${p.instances} (PgBouncer)`
+          ? `${p.variant.label} x${p.instances} (${p.direct ? 'direct' : 'PgBouncer'})`
           : `${p.variant.label} (HTTP)`
         : p.kind === 'pgbench'
           ? 'pgbench (SQL)'
@@ -766,7 +777,8 @@ export const lifecycle: Benchmark = {
         'phase per lifecycle (the rate depends on the share of the cores a phase got, this much less). pgbench: ' +
         "bench/lifecycle.pgbench, 5 transactions per lifecycle, prepared, on the HTTP phase's database. Ceiling: 5 statements " +
         'per lifecycle through postgres.js, no HTTP.' +
-        (pooled.length ? ' xN (PgBouncer): N services, DATABASE_URL through one PgBouncer (transaction mode), requests round robin.' : ''),
+        (pooled.length ? ' xN (PgBouncer): N services, DATABASE_URL through one PgBouncer (transaction mode), requests round robin.' : '') +
+        (directs.length ? ' xN (direct): the N services straight to PostgreSQL, each with 1/N of the pool, requests round robin.' : ''),
     )
     console.log(
       '  left out: TLS in front of the API (plain HTTP on loopback), network latency to Twilio and to the receiver (all on loopback), ' +
@@ -838,6 +850,16 @@ export const lifecycle: Benchmark = {
         `two instances through PgBouncer ${figure(metrics.pgbouncer_x2_per_second!, metrics.pgbouncer_x2_cpu_ms_per_lifecycle!, metrics.pgbouncer_x2_xacts_per_lifecycle!)} = ${metrics.ratio_pgbouncer_x2.toFixed(2)}x one`,
       )
     } else if (pooled.length) summary.push(`two instances through PgBouncer ${pooled[0]!.notMeasured}`)
+    // Two instances without the pooler: no target, it tells the split's cost from the pooler's.
+    const measuredDirect = directs.filter((p) => !p.notMeasured)
+    if (measuredDirect.length) {
+      metrics.direct_x2_per_second = median(measuredDirect.map((p) => p.perSecond))
+      metrics.direct_x2_cpu_ms_per_lifecycle = cpuOf(measuredDirect)
+      metrics.direct_x2_xacts_per_lifecycle = median(measuredDirect.map((p) => p.xactsPerLifecycle))
+      summary.push(
+        `two instances direct ${figure(metrics.direct_x2_per_second, metrics.direct_x2_cpu_ms_per_lifecycle, metrics.direct_x2_xacts_per_lifecycle)} = ${(metrics.direct_x2_per_second / rate).toFixed(2)}x one`,
+      )
+    } else if (directs.length) summary.push(`two instances direct ${directs[0]!.notMeasured}`)
     console.log(`  medians over ${rounds} round(s): ${summary.join('; ')}`)
     if (variants.length > 1)
       console.log(
