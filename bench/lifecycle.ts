@@ -676,8 +676,8 @@ export const lifecycle: Benchmark = {
       }
     }
 
-    // Each round: the HTTP phase(s), pgbench on the last one's database, two instances through
-    // PgBouncer, then the ceiling, so a burst of other load on the machine tends to hit them all;
+    // Each round: the HTTP phase(s), pgbench on the last one's database, two instances direct, two
+    // through PgBouncer, then the ceiling, so a burst of other load on the machine tends to hit them all;
     // with BENCH_COMPARE_ROOT, A and B alternate (ABAB... over the rounds).
     const phases: Phase[] = []
     for (let round = 0; round < rounds; round++) {
