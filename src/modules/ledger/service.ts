@@ -113,11 +113,6 @@ export async function priceOf(
 }
 
 /**
- * Charges the current price for every message and records them as queued under `lease`, in one
- * statement. Refused, with nothing changed, when the key's daily cap or the balance cannot take all
- * of them.
- */
-/**
  * When a request token was made: a UUIDv7 (http/idempotency.ts makes them) carries its milliseconds in
  * its first 48 bits; null for another kind. A charge's messages take it as created_at, so every run of
  * one charge (a retry after a lost commit, a twin racing it) writes the same created_at and lands in
@@ -131,6 +126,11 @@ export function tokenTime(token: string): string | null {
   return Number.isFinite(ms) ? new Date(ms).toISOString() : null
 }
 
+/**
+ * Charges the current price for every message and records them as queued under `lease`, in one
+ * statement. Refused, with nothing changed, when the key's daily cap or the balance cannot take all
+ * of them.
+ */
 export async function chargeAll(
   db: Db,
   tz: string,
