@@ -27,6 +27,7 @@ import inboundMedia from '../../sql/0026_inbound_media.sql' with { type: 'text' 
 import partitionedHistory from '../../sql/0027_partitioned_history.sql' with { type: 'text' }
 import simulatorReportOrder from '../../sql/0028_simulator_report_order.sql' with { type: 'text' }
 import statementFunctions from '../../sql/0029_statement_functions.sql' with { type: 'text' }
+import listTotalIndex from '../../sql/0030_list_total_index.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -59,4 +60,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 27, name: '0027_partitioned_history.sql', text: partitionedHistory },
   { version: 28, name: '0028_simulator_report_order.sql', text: simulatorReportOrder },
   { version: 29, name: '0029_statement_functions.sql', text: statementFunctions },
+  { version: 30, name: '0030_list_total_index.sql', text: listTotalIndex },
 ]
