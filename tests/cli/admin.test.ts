@@ -120,7 +120,7 @@ test('every command has its own help: usage, a description, and an example whose
   expect(group.code).toBe(0)
   for (const sub of ['create', 'list', 'activate', 'deactivate']) expect(group.out).toContain(`\n  key ${sub} `)
   expect(admin('help', 'key')).toEqual(group)
-})
+}, 240_000) // two processes a command, about 60 commands: over a minute with both CI runs on a slow 2-core machine
 
 test('a mistyped command, subcommand or flag: exit 2, naming it and the closest one, and nothing is done', () => {
   const cases: [string[], string][] = [

@@ -158,10 +158,19 @@ export function startPgProxy(
 }
 
 /** A plain TCP proxy in front of PostgreSQL that can play an outage: every connection cut, new ones refused. */
-export type OutageProxy = { port: number; outage(ms: number): Promise<void>; close(): void }
+export type OutageProxy = {
+  port: number
+  outage(ms: number): Promise<void>
+  /** An outage that lasts until `over()` holds (looked at every 20 ms), or `limitMs` at most. */
+  outageUntil(over: () => boolean, limitMs: number): Promise<void>
+  /** Connections turned away by outages so far. */
+  refused(): number
+  close(): void
+}
 
 export async function startOutageProxy(target: { host: string; port: number }): Promise<OutageProxy> {
   let downUntil = 0
+  let refused = 0
   // During an outage a connection is closed at once, as by a server that is not there.
   const { port, cutAll, close } = await listenRelay(
     target,
@@ -169,7 +178,11 @@ export async function startOutageProxy(target: { host: string; port: number }): 
       client.pipe(upstream)
       upstream.pipe(client)
     },
-    () => Date.now() < downUntil,
+    () => {
+      if (Date.now() >= downUntil) return false
+      refused++
+      return true
+    },
   )
   return {
     port,
@@ -178,6 +191,13 @@ export async function startOutageProxy(target: { host: string; port: number }): 
       cutAll()
       await Bun.sleep(ms)
     },
+    async outageUntil(over, limitMs) {
+      downUntil = Date.now() + limitMs
+      cutAll()
+      while (Date.now() < downUntil && !over()) await Bun.sleep(20)
+      downUntil = 0
+    },
+    refused: () => refused,
     close,
   }
 }

@@ -215,9 +215,10 @@ describe('Twilio unreachable or slow', () => {
   })
 
   test('no answer within the timeout: 502, refunded, and the request is not waited on', async () => {
+    // Late, it answers a refusal: an acceptance 2 s on would land in whichever test runs then.
     fake.answer = async () => {
       await Bun.sleep(2_000)
-      return undefined
+      return new Response(null, { status: 503 })
     }
     current = twilioAt(fakeUrl, 300)
     const started = performance.now()
