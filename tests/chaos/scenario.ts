@@ -230,8 +230,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const random = seeded(options.seed)
     const ops = planOps(random, ACCOUNTS, 100_000)
     const crashes = seeded(options.seed ^ 0x5eed)
-    const until = Date.now() + options.seconds * 1000
     let nextOp = 0
+    // The plan's first operation, a campaign, is set up before any crash or outage can abandon it
+    // halfway (a slow machine's setup outlasted the first kill, and the run handed no campaign over).
+    await client.run(ops[nextOp++]!, accounts)
+    const until = Date.now() + options.seconds * 1000
     let killerDone = false
     const clients = Array.from({ length: CLIENTS }, async () => {
       while (Date.now() < until || !killerDone) {

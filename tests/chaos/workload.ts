@@ -56,7 +56,7 @@ export type Op =
   | { kind: 'inbound'; account: number; action: CustomerAction; pick: number; repeat: number }
 
 export function planOps(random: Random, accounts: number, count: number): Op[] {
-  // A campaign first, before any crash can abandon its setup: every run hands campaign messages over.
+  // A campaign first, set up before the faults begin (scenario.ts): every run hands campaign messages over.
   // And a customer of the first account who writes STOP early, so every run has an opt-out racing its sends.
   const ops: Op[] = [{ kind: 'campaign', account: 0, contacts: 8 }]
   for (let i = 1; i < count; i++) {
