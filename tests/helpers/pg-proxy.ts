@@ -18,13 +18,14 @@ function listenRelay(
   target: { host: string; port: number },
   relay: (client: net.Socket, upstream: net.Socket) => void,
   refuse: () => boolean = () => false,
+  refuseWith: 'close' | 'reset' = 'close',
 ): Promise<{ port: number; cutAll(): void; close(): void }> {
   const sockets = new Set<net.Socket>()
   const cutAll = () => {
     for (const s of sockets) s.destroy()
   }
   const server = net.createServer((client) => {
-    if (refuse()) return void client.destroy()
+    if (refuse()) return void (refuseWith === 'reset' ? client.resetAndDestroy() : client.destroy())
     const upstream = net.connect(target.port, target.host)
     sockets.add(client).add(upstream)
     const end = () => {
@@ -168,10 +169,18 @@ export type OutageProxy = {
   close(): void
 }
 
-export async function startOutageProxy(target: { host: string; port: number }): Promise<OutageProxy> {
+/**
+ * `refuseWith`: how a new connection is turned away during an outage. `close` (a clean close, most of
+ * the time: a client that already wrote gets a reset): postgres.js then connects again at once, without
+ * an error. `reset`: always an error (ECONNRESET), as a database that is not there gives (ECONNREFUSED).
+ */
+export async function startOutageProxy(
+  target: { host: string; port: number },
+  refuseWith: 'close' | 'reset' = 'close',
+): Promise<OutageProxy> {
   let downUntil = 0
   let refused = 0
-  // During an outage a connection is closed at once, as by a server that is not there.
+  // During an outage a connection is turned away at once, as by a server that is not there.
   const { port, cutAll, close } = await listenRelay(
     target,
     (client, upstream) => {
@@ -183,6 +192,7 @@ export async function startOutageProxy(target: { host: string; port: number }): 
       refused++
       return true
     },
+    refuseWith,
   )
   return {
     port,
