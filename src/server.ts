@@ -164,23 +164,42 @@ function escaped(error: unknown, requestId: string): Response {
 const START_WAIT_MS = 30_000
 
 /**
+ * What the start saw of the database: when it last found it unreachable (0: never), said once. The
+ * client's tries to connect (db/client.ts, CONNECT_WAIT_SECONDS) and the migrations' failures both count.
+ */
+function startWatch() {
+  let unreachableAt = 0
+  let starting = true
+  return {
+    unreachable(error: unknown) {
+      if (!starting) return
+      if (unreachableAt === 0) log.warn('database unreachable; waiting for it', { error: errorKind(error), up_to_ms: START_WAIT_MS })
+      unreachableAt = Date.now()
+    },
+    /** The start is over: later outages are the workers' and requests' own. */
+    started() {
+      starting = false
+      return unreachableAt
+    },
+  }
+}
+
+/**
  * The migrations (the start's first statements), again while the database cannot be reached, for up to
  * START_WAIT_MS: a service started during a database outage, or before its database, waits for it.
- * Answers when it last found the database unreachable (0: never): hand-off recovery holds back for a
- * lease after that, as after any outage the process saw, because a lease that ran out during an outage
- * is no sign that its holder died.
+ * Hand-off recovery holds back for a lease after the start found the database unreachable, as after
+ * any outage the process saw, because a lease that ran out during an outage is no sign that its holder
+ * died.
  */
-async function migrateOnceReachable(database: Database): Promise<{ applied: string[]; unreachableAt: number }> {
+async function migrateOnceReachable(database: Database, watch: ReturnType<typeof startWatch>): Promise<{ applied: string[] }> {
   const giveUpAt = Date.now() + START_WAIT_MS
-  let unreachableAt = 0
   for (;;) {
     try {
       // Over the direct connection when there is one: migrations may need a session of their own.
-      return { ...(await migrate(database.direct ?? database.sql)), unreachableAt }
+      return await migrate(database.direct ?? database.sql)
     } catch (error) {
       if (!isOutage(error) || Date.now() > giveUpAt) throw error
-      if (unreachableAt === 0) log.warn('database unreachable; waiting for it', { error: errorKind(error), up_to_ms: START_WAIT_MS })
-      unreachableAt = Date.now()
+      watch.unreachable(error)
       await Bun.sleep(500)
     }
   }
@@ -188,12 +207,14 @@ async function migrateOnceReachable(database: Database): Promise<{ applied: stri
 
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token and secrets key there.
+  const watch = startWatch()
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     poolMax: config.dbPoolMax,
     pooler: config.databasePooler,
     directUrl: config.databaseDirectUrl,
+    onUnreachable: watch.unreachable,
   })
   let admin: ReturnType<typeof resolveAdminToken>
   let secretsKey: Uint8Array
@@ -201,8 +222,8 @@ export async function startService(config: Config): Promise<Running> {
   try {
     admin = resolveAdminToken(config)
     secretsKey = resolveSecretsKey(config)
-    const migrated = await migrateOnceReachable(database)
-    unreachableAt = migrated.unreachableAt
+    const migrated = await migrateOnceReachable(database, watch)
+    unreachableAt = watch.started()
     if (migrated.applied.length > 0) log.info('migrations applied', { migrations: migrated.applied })
   } catch (error) {
     await database.close()

@@ -76,6 +76,8 @@ export async function openDatabase(options: {
   statementFunctionsAfter?: number
   /** Embedded only: start from this snapshot instead of an empty database. */
   seed?: Blob
+  /** PostgreSQL: told of each try to connect that failed and is tried again (CONNECT_WAIT_SECONDS below). */
+  onUnreachable?: (error: unknown) => void
 }): Promise<Database> {
   if (options.databaseUrl) {
     const pooled = options.pooler === 'pgbouncer'
@@ -91,10 +93,15 @@ export async function openDatabase(options: {
       max: options.poolMax ?? 10,
       prepare: !pooled,
       ...(pooled ? { max_pipeline: 0, statements } : {}),
+      onconnect_retry: options.onUnreachable,
     })
     statements?.use(sql)
     // Its pool serves the migrations at start, then stays idle (LISTEN opens a connection of its own).
-    const direct = !pooled ? sql : options.directUrl ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60 }) : undefined
+    const direct = !pooled
+      ? sql
+      : options.directUrl
+        ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60, onconnect_retry: options.onUnreachable })
+        : undefined
     const safe = new URL(options.databaseUrl)
     safe.password = ''
     safe.username = ''
@@ -111,13 +118,28 @@ export async function openDatabase(options: {
   return openEmbedded(options.dataDir, options.seed)
 }
 
+/**
+ * How long a statement waits for a connection while PostgreSQL cannot be reached (refused, reset, or
+ * starting up): a restart or a short outage is waited through, and the statement, which never reached
+ * the server, then runs; a longer one fails it (503 SERVICE_UNAVAILABLE to a request).
+ */
+export const CONNECT_WAIT_SECONDS = 10
+
 function connect(
   url: string,
-  options: { max: number; prepare: boolean; idle_timeout?: number; max_pipeline?: number; statements?: StatementHooks },
+  options: {
+    max: number
+    prepare: boolean
+    idle_timeout?: number
+    max_pipeline?: number
+    statements?: StatementHooks
+    onconnect_retry?: (error: unknown) => void
+  },
 ): Sql {
   return postgres(url, {
-    // `statements` is the patched client's option (patches/postgres@3.4.9.patch); its types do not name it.
-    ...(options as postgres.Options<{}>),
+    // `statements`, `connect_wait` and `onconnect_retry` are the patched client's options
+    // (patches/postgres@3.4.9.patch); its types do not name them.
+    ...({ ...options, connect_wait: CONNECT_WAIT_SECONDS } as postgres.Options<{}>),
     types: TYPES,
     onnotice: () => {},
     // The metrics count the service's connections by it; PgBouncer passes it on to the server sessions.

@@ -5,14 +5,7 @@
 // The connection broke (the statement may or may not have committed), a deadlock or serialization
 // failure (nothing committed), the server shutting down, or the unique request token (a concurrent
 // twin of the charge committed first: running again finds it).
-const CONNECTION_CODES = new Set([
-  'CONNECTION_CLOSED',
-  'CONNECTION_DESTROYED',
-  'CONNECTION_ENDED',
-  'CONNECT_TIMEOUT',
-  'ECONNRESET',
-  'EPIPE',
-])
+const CONNECTION_CODES = new Set(['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED', 'ECONNRESET', 'EPIPE'])
 
 export function isTransient(error: unknown): boolean {
   if (!(error instanceof Error)) return false
@@ -32,7 +25,9 @@ export function isOutage(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   const code = (error as Error & { code?: string }).code
   if (code && CONNECTION_CODES.has(code)) return true
-  if (code === 'ECONNREFUSED') return true
+  // No connection within the client's wait (db/client.ts, CONNECT_WAIT_SECONDS): an outage, but not
+  // worth running again at once (the statement never reached the server, and waited already).
+  if (code === 'CONNECT_TIMEOUT' || code === 'ECONNREFUSED') return true
   return typeof code === 'string' && /^(08|57P)/.test(code)
 }
 

@@ -170,13 +170,13 @@ export type OutageProxy = {
 }
 
 /**
- * `refuseWith`: how a new connection is turned away during an outage. `close` (a clean close, most of
- * the time: a client that already wrote gets a reset): postgres.js then connects again at once, without
- * an error. `reset`: always an error (ECONNRESET), as a database that is not there gives (ECONNREFUSED).
+ * `refuseWith`: how a new connection is turned away during an outage. `reset`: an error (ECONNRESET),
+ * as a database that is not there gives (ECONNREFUSED). `close`: a clean close, as some TCP proxies
+ * without a server give; unpatched, postgres.js connected again for ever on it, without an error.
  */
 export async function startOutageProxy(
   target: { host: string; port: number },
-  refuseWith: 'close' | 'reset' = 'close',
+  refuseWith: 'close' | 'reset' = 'reset',
 ): Promise<OutageProxy> {
   let downUntil = 0
   let refused = 0

@@ -8,6 +8,7 @@ import { afterEach, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import { createApp } from '../../src/app'
 import { buildDeps } from '../../src/server'
+import { CONNECT_WAIT_SECONDS } from '../../src/db/client'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { testDatabase, usingPostgres } from '../helpers/db'
 import { poolThroughProxy, startOutageProxy, startPgProxy } from '../helpers/pg-proxy'
@@ -51,10 +52,10 @@ function callerOf(deps: Deps) {
  * A fresh database; `open` connects one instance's pool to it through a proxy of its own that plays
  * outages (so that two instances can meet outages of different lengths).
  */
-async function databaseWithOutages() {
+async function databaseWithOutages(refuseWith: 'reset' | 'close' = 'reset') {
   const db = await testDatabase()
   cleanups.push(() => db.drop())
-  return { db, open: () => poolThroughProxy(db.url!, startOutageProxy, cleanups) }
+  return { db, open: () => poolThroughProxy(db.url!, (target) => startOutageProxy(target, refuseWith), cleanups) }
 }
 
 test.skipIf(!usingPostgres())('a lost COMMIT answer of a group-commit charge: each request charged once', async () => {
@@ -113,8 +114,8 @@ test.skipIf(!usingPostgres())(
     const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage', balance: 100 })
     const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
 
-    // Every connection cut and new ones refused for 4 s: the send's statements wait for the database
-    // (postgres.js reconnects), and it is answered once it is back.
+    // Every connection cut and new ones refused for 4 s: the send's statements wait for a connection
+    // (CONNECT_WAIT_SECONDS), and it is answered once the database is back.
     const started = Date.now()
     const outage = proxy.outage(4_000)
     await Bun.sleep(100)
@@ -130,6 +131,38 @@ test.skipIf(!usingPostgres())(
   },
   30_000,
 )
+
+// Past the client's wait for a connection the request is answered 503, whether the connections were
+// refused with an error or with a clean close (on which postgres.js, unpatched, tried again for ever).
+for (const refuseWith of ['reset', 'close'] as const)
+  test.skipIf(!usingPostgres())(
+    `a send during an outage longer than the wait for a connection: 503 after it, nothing charged (refused with a ${refuseWith})`,
+    async () => {
+      const { db, open } = await databaseWithOutages(refuseWith)
+      const { database, proxy } = await open()
+      const call = callerOf(buildDeps(readConfig({ ADMIN_TOKEN }), database).deps)
+      const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'long outage', balance: 100 })
+      const key = (await call('POST', `/admin/v1/accounts/${account.body.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })).body.data.key
+
+      const outage = proxy.outage(CONNECT_WAIT_SECONDS * 1000 + 8_000)
+      await Bun.sleep(100)
+      const started = Date.now()
+      const during = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'in the outage' })
+      const waited = Date.now() - started
+      expect([during.status, during.body.code, during.retryAfter]).toEqual([503, 'SERVICE_UNAVAILABLE', '1'])
+      // It waited for a connection, once: not at once, and not again for each retry of the statement.
+      expect(waited).toBeGreaterThanOrEqual(CONNECT_WAIT_SECONDS * 1000 - 500)
+      expect(waited).toBeLessThan(CONNECT_WAIT_SECONDS * 1000 + 7_000)
+      expect(proxy.refused()).toBeGreaterThan(2)
+      await outage
+      const [row] = await db.sql<{ balance: number; charges: number }[]>`
+        select balance, (select count(*)::int from ledger where kind = 'charge') as charges from accounts where id = ${account.body.data.id}`
+      expect(row).toEqual({ balance: 100, charges: 0 })
+      const after = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'after the outage' })
+      expect(after.status).toBe(200)
+    },
+    60_000,
+  )
 
 test.skipIf(!usingPostgres())(
   'an outage between the provider’s acceptance and its record: the answer waits for the record, and names the SID the books hold',
