@@ -25,6 +25,9 @@ export function healthAnswers(status: string, ...errors: number[]): DocumentDeco
   return answers
 }
 
+/** How long /readyz waits for the database before it answers 503. */
+const READY_WAIT_MS = 2_000
+
 export const healthRoutes = (sql: Sql) =>
   new Elysia({ name: 'health', detail: kind('health') })
     .get('/healthz', () => ({ success: true, data: { status: 'ok' } }), {
@@ -33,11 +36,10 @@ export const healthRoutes = (sql: Sql) =>
     .get(
       '/readyz',
       async () => {
-        try {
-          if (await migrationsApplied(sql)) return { success: true, data: { status: 'ready' } }
-        } catch {
-          // fall through: database unreachable
-        }
+        // Not ready when the database does not answer within READY_WAIT_MS either: its statement would
+        // wait for a connection for longer (CONNECT_WAIT_SECONDS), past any probe's own timeout.
+        const applied = migrationsApplied(sql).catch(() => false)
+        if (await Promise.race([applied, Bun.sleep(READY_WAIT_MS).then(() => false)])) return { success: true, data: { status: 'ready' } }
         throw new ApiError('SERVICE_UNAVAILABLE', 'database not reachable or migrations not applied')
       },
       {

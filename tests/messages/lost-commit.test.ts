@@ -146,6 +146,11 @@ for (const refuseWith of ['reset', 'close'] as const)
 
       const outage = proxy.outage(CONNECT_WAIT_SECONDS * 1000 + 8_000)
       await Bun.sleep(100)
+      // Meanwhile /readyz says not ready within its own 2 s, not after the wait for a connection.
+      const probed = Date.now()
+      const ready = await call('GET', '/readyz', '')
+      expect([ready.status, ready.body.code]).toEqual([503, 'SERVICE_UNAVAILABLE'])
+      expect(Date.now() - probed).toBeLessThan(4_000)
       const started = Date.now()
       const during = await call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'in the outage' })
       const waited = Date.now() - started
