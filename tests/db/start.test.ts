@@ -41,3 +41,40 @@ for (const refuseWith of ['reset', 'close'] as const)
     },
     90_000,
   )
+
+// A database away for longer than the start waits (about 30 s): the start gives up with `cannot start`
+// and exit code 1, for a supervisor to start it again, also when connections are closed cleanly (on
+// which postgres.js, unpatched, tried again for ever and the start never ended). Both kinds at once.
+test.skipIf(!usingPostgres())(
+  'a start during a long outage gives up after about 30 s: cannot start, exit code 1 (connections refused with a reset and with a close)',
+  async () => {
+    const db = await createPostgresDatabase()
+    cleanups.push(db.drop)
+    const target = new URL(db.url)
+    const gaveUp = await Promise.all(
+      (['reset', 'close'] as const).map(async (refuseWith) => {
+        const proxy = await startOutageProxy({ host: target.hostname, port: Number(target.port || 5432) }, refuseWith)
+        cleanups.push(() => proxy.close())
+        void proxy.outage(80_000)
+        const through = new URL(db.url)
+        through.hostname = '127.0.0.1'
+        through.port = String(proxy.port)
+        const started = Date.now()
+        const failure = await startChild({ DATABASE_URL: through.toString() }, { readyMs: 75_000 }).then(
+          () => 'it served',
+          (error: Error) => error.message,
+        )
+        return { refuseWith, failure, seconds: (Date.now() - started) / 1000, refused: proxy.refused() }
+      }),
+    )
+    for (const { failure, seconds, refused } of gaveUp) {
+      expect(failure).toStartWith('service exited with 1: ')
+      expect(failure).toContain('database unreachable; waiting for it')
+      expect(failure).toContain('cannot start')
+      expect(seconds).toBeGreaterThanOrEqual(29)
+      expect(seconds).toBeLessThan(60)
+      expect(refused).toBeGreaterThan(10)
+    }
+  },
+  90_000,
+)
