@@ -18,6 +18,16 @@ export function isTransient(error: unknown): boolean {
 }
 
 /**
+ * Whether a statement found no connection: none could be opened within the client's wait (db/client.ts,
+ * CONNECT_WAIT_SECONDS), or one was refused. An outage, but not worth running again at once: the
+ * statement never reached the server, and waited already.
+ */
+export function isUnreachable(error: unknown): boolean {
+  const code = error instanceof Error ? (error as Error & { code?: string }).code : undefined
+  return code === 'CONNECT_TIMEOUT' || code === 'ECONNREFUSED'
+}
+
+/**
  * Whether an error says the database could not be reached (a broken or refused connection, the server
  * shutting down): an outage, not a statement's own failure.
  */
@@ -25,9 +35,7 @@ export function isOutage(error: unknown): boolean {
   if (!(error instanceof Error)) return false
   const code = (error as Error & { code?: string }).code
   if (code && CONNECTION_CODES.has(code)) return true
-  // No connection within the client's wait (db/client.ts, CONNECT_WAIT_SECONDS): an outage, but not
-  // worth running again at once (the statement never reached the server, and waited already).
-  if (code === 'CONNECT_TIMEOUT' || code === 'ECONNREFUSED') return true
+  if (isUnreachable(error)) return true
   return typeof code === 'string' && /^(08|57P)/.test(code)
 }
 

@@ -20,7 +20,7 @@ import type { Sql } from '../db/client'
 import { ApiError, badValue, ok } from './errors'
 import { sha256Hex } from '../lib/keys'
 import { log, errorKind } from '../lib/log'
-import { isOutage, isTransient, retrying } from '../db/retry'
+import { isOutage, isTransient, isUnreachable, retrying } from '../db/retry'
 
 const MAX_KEY_LENGTH = 255
 /** An Idempotency-Key replays its answer for 24 h; after that its row is only history (the retention worker deletes it). */
@@ -132,7 +132,8 @@ export async function withIdempotency<T>(
       () => sql`
         update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
         where account_id = ${accountId} and key = ${key} and state = 'running'`,
-      { attempts: STORE_ATTEMPTS, retryIf: (error) => isOutage(error) || isTransient(error) },
+      // Not after a wait for a connection that ran out (CONNECT_WAIT_SECONDS): that was the outage's share.
+      { attempts: STORE_ATTEMPTS, retryIf: (error) => !isUnreachable(error) && (isOutage(error) || isTransient(error)) },
     ).catch((error) => {
       log.warn('could not store idempotent answer', { error: errorKind(error) })
       throw new ApiError(

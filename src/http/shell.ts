@@ -189,7 +189,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
     if (status === 413) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, requestId)
     if (isOutage(error)) {
       // Not a fault of ours to report, and not the client's: the database is away for a moment.
-      log.warn('database unreachable', { request_id: requestId, method: request.method, path: loggedPath(path) })
+      log.warn('database unreachable', { request_id: requestId, method: request.method, path: loggedPath(path), error: errorKind(error) })
       return errorResponse(
         'SERVICE_UNAVAILABLE',
         'the database could not be reached; retry shortly (with the same Idempotency-Key, a send or bulk is never charged twice)',

@@ -3,7 +3,10 @@
 // nobody. Up to `parallel` writes run at once. Every caller's promise settles when the write
 // carrying its item has finished. A failed write of several items is retried item by item, so one
 // item the database rejects fails alone (the writes given to a Batcher must be safe to repeat:
-// atomic, or guarded so that a second run changes nothing).
+// atomic, or guarded so that a second run changes nothing). A write that found no connection fails
+// them all at once: alone, each would wait for one again (CONNECT_WAIT_SECONDS), one after another.
+
+import { isUnreachable } from '../db/retry'
 
 export class Batcher<I, O> {
   private queued: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = []
@@ -40,7 +43,7 @@ export class Batcher<I, O> {
       const out = await this.write(batch.map((b) => b.item))
       batch.forEach((b, i) => b.resolve(out[i]!))
     } catch (error) {
-      if (batch.length === 1) batch[0]!.reject(error)
+      if (batch.length === 1 || isUnreachable(error)) for (const b of batch) b.reject(error)
       else
         for (const b of batch) {
           await this.write([b.item]).then(
