@@ -2,6 +2,8 @@
 // and guarded so that a second run after a first that did commit changes nothing (request tokens on
 // charges, `status = 'queued'` on hand-off outcomes).
 
+import { isUnreachable } from '../lib/no-connection'
+
 // The connection broke (the statement may or may not have committed), a deadlock or serialization
 // failure (nothing committed), the server shutting down, or the unique request token (a concurrent
 // twin of the charge committed first: running again finds it).
@@ -15,16 +17,6 @@ export function isTransient(error: unknown): boolean {
   // messages_request_item(_part|_legacy) on a table converted from a plain one (db/partitions.ts).
   if (e.code === '23505') return /^messages_.*request_(token_request_)?item/.test(e.constraint_name ?? '')
   return typeof e.code === 'string' && /^(40|08|57P)/.test(e.code)
-}
-
-/**
- * Whether a statement found no connection: none could be opened within the client's wait (db/client.ts,
- * CONNECT_WAIT_SECONDS), or one was refused. An outage, but not worth running again at once: the
- * statement never reached the server, and waited already.
- */
-export function isUnreachable(error: unknown): boolean {
-  const code = error instanceof Error ? (error as Error & { code?: string }).code : undefined
-  return code === 'CONNECT_TIMEOUT' || code === 'ECONNREFUSED'
 }
 
 /**

@@ -20,7 +20,8 @@ import type { Sql } from '../db/client'
 import { ApiError, badValue, ok } from './errors'
 import { sha256Hex } from '../lib/keys'
 import { log, errorKind } from '../lib/log'
-import { isOutage, isTransient, isUnreachable, retrying } from '../db/retry'
+import { isOutage, isTransient, retrying } from '../db/retry'
+import { isUnreachable } from '../lib/no-connection'
 
 const MAX_KEY_LENGTH = 255
 /** An Idempotency-Key replays its answer for 24 h; after that its row is only history (the retention worker deletes it). */

@@ -6,7 +6,7 @@
 // atomic, or guarded so that a second run changes nothing). A write that found no connection fails
 // them all at once: alone, each would wait for one again (CONNECT_WAIT_SECONDS), one after another.
 
-import { isUnreachable } from '../db/retry'
+import { isUnreachable } from './no-connection'
 
 export class Batcher<I, O> {
   private queued: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = []

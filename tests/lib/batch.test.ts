@@ -27,3 +27,25 @@ test('a failed write of several items is retried one by one: only the bad item f
   expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled'])
   expect(writes).toEqual([[12, 13, 14], [12], [13], [14]])
 })
+
+test('a write that found no connection fails all its items at once: alone, each would wait for one again', async () => {
+  for (const code of ['CONNECT_TIMEOUT', 'ECONNREFUSED']) {
+    const writes: number[][] = []
+    const batcher = new Batcher<number, string>(async (items) => {
+      writes.push(items)
+      throw Object.assign(new Error('no connection'), { code })
+    })
+    const results = await Promise.allSettled([1, 2, 3].map((i) => batcher.add(i)))
+    expect(results.map((r) => r.status === 'rejected' && (r.reason as { code?: string }).code)).toEqual([code, code, code])
+    expect(writes).toEqual([[1, 2, 3]])
+  }
+  // A connection that broke midway is no such case: the items are tried alone, on fresh connections.
+  const writes: number[][] = []
+  const batcher = new Batcher<number, string>(async (items) => {
+    writes.push(items)
+    if (writes.length === 1) throw Object.assign(new Error('cut'), { code: 'CONNECTION_CLOSED' })
+    return items.map(String)
+  })
+  expect(await Promise.all([1, 2].map((i) => batcher.add(i)))).toEqual(['1', '2'])
+  expect(writes).toEqual([[1, 2], [1], [2]])
+})
