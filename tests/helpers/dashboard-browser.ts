@@ -74,6 +74,10 @@ export function dashboardInChromium(
     get url() {
       return url()
     },
+    /** The service's database: for a test that moves the simulator's clock (its reports' due times). */
+    get sql() {
+      return service!.database.sql
+    },
     /** The service's DATA_DIR: a place for a test's files too. */
     get dataDir() {
       return dataDir
