@@ -213,11 +213,16 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
         async () => (await text('#campaign-status')) === 'sent' && (await text('#count-sent')) === '30',
       )
       expect(await text('#count-read')).toBe('0')
-      // A mark in this very page: a reload would lose it.
+      // A mark in this very page: a reload would lose it. The page keeps polling its progress meanwhile.
       await page.evaluate('window.stillThisPage = true')
+      let polls = 0
+      const polled = (request: { url(): string }) => void (request.url().endsWith('/progress') && polls++)
+      page.on('request', polled)
+      await waitFor('the page to poll its progress twice', async () => polls >= 2)
       // The simulator's reads fall due now instead of in an hour.
       await web.sql`update simulator_reports set due_at = now() where status = 'read'`
       await waitFor('every message to be read', async () => (await text('#count-read')) === '30')
+      page.off('request', polled)
       expect(await page.evaluate('window.stillThisPage === true')).toBe(true)
       expect(await text('#campaign-status')).toBe('sent')
     })
