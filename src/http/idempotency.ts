@@ -129,10 +129,11 @@ export async function withIdempotency<T>(
   // first run that did commit leaves the key done, and the second changes nothing); still failing, the
   // request is answered 503 instead, the key stays running, and a repeat recovers the request.
   async function store(status: number, answer: unknown): Promise<void> {
-    await retrying(
-      () => sql`
+    const stored = await retrying(
+      () => sql<{ stored: number }[]>`
         update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
-        where account_id = ${accountId} and key = ${key} and state = 'running'`,
+        where account_id = ${accountId} and key = ${key} and state = 'running'
+        returning 1 as stored`,
       // Not after a wait for a connection that ran out (CONNECT_WAIT_SECONDS): that was the outage's share.
       { attempts: STORE_ATTEMPTS, retryIf: (error) => !isUnreachable(error) && (isOutage(error) || isTransient(error)) },
     ).catch((error) => {
@@ -145,5 +146,12 @@ export async function withIdempotency<T>(
         { 'retry-after': '1' },
       )
     })
+    if (stored.length > 0) return
+    // The key is done already: a repeat recovered the request while this run's store waited (an outage,
+    // a slow connection), or a first try did commit and only its answer was lost. The stored answer is
+    // the key's answer, this run's too: two answers to one key never differ.
+    const [done] = await sql<{ response_status: number; response_body: string }[]>`
+      select response_status, response_body from idempotency_keys where account_id = ${accountId} and key = ${key} and state = 'done'`
+    if (done) throw new ReplayedAnswer(done.response_status, done.response_body)
   }
 }

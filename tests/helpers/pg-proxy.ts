@@ -60,8 +60,10 @@ export function startPgProxy(
   /**
    * `before`: the marked statement never reaches the server: the connection is cut as soon as the
    * client sends its text (a statement that did not run, as in an outage that began just then).
+   * `hold`: nothing is cut; the first marked statement reaches the server only once `hold` settles (a
+   * statement held up, as by a slow network).
    */
-  options: { cutTimes?: number; chance?: () => boolean; before?: boolean } = {},
+  options: { cutTimes?: number; chance?: () => boolean; before?: boolean; hold?: Promise<void> } = {},
 ): Promise<PgProxy> {
   let cuts = 0
   const needles = (Array.isArray(marker) ? marker : [marker]).map((m) => Buffer.from(m))
@@ -73,6 +75,25 @@ export function startPgProxy(
         cuts++
         client.destroy()
         upstream.destroy()
+        return
+      }
+      upstream.write(chunk)
+    })
+    upstream.pipe(client)
+  }
+
+  let held = false
+  const holdFirst = (client: net.Socket, upstream: net.Socket) => {
+    let waiting: Buffer[] | null = null
+    client.on('data', (chunk: Buffer) => {
+      if (waiting) return void waiting.push(chunk)
+      if (!held && needles.some((needle) => chunk.includes(needle))) {
+        held = true
+        waiting = [chunk]
+        void options.hold!.then(() => {
+          for (const c of waiting!) upstream.write(c)
+          waiting = null
+        })
         return
       }
       upstream.write(chunk)
@@ -155,7 +176,11 @@ export function startPgProxy(
       if (forward.length > 0) client.write(Buffer.concat(forward))
     })
   }
-  return listenRelay(target, options.before ? cutBefore : relay).then(({ port, close }) => ({ port, cuts: () => cuts, close }))
+  return listenRelay(target, options.hold ? holdFirst : options.before ? cutBefore : relay).then(({ port, close }) => ({
+    port,
+    cuts: () => cuts,
+    close,
+  }))
 }
 
 /** A plain TCP proxy in front of PostgreSQL that can play an outage: every connection cut, new ones refused. */

@@ -13,6 +13,7 @@ import { buildDeps } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { testDatabase, usingPostgres } from '../helpers/db'
 import { poolThroughProxy, startPgProxy } from '../helpers/pg-proxy'
+import { until } from '../helpers/wait'
 
 const STORE = "update idempotency_keys set state = 'done'"
 
@@ -21,13 +22,16 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c()
 }, 30_000)
 
-/** The app on a fresh database behind a proxy that cuts the connection the first `cuts` times the store is sent. */
-async function appFailingStore(cuts: number) {
+/**
+ * The app on a fresh database behind a proxy that cuts the connection the first `cuts` times the store
+ * is sent, or, given `hold`, holds the first store back until `hold` settles.
+ */
+async function appFailingStore(cuts: number, hold?: Promise<void>) {
   const db = await testDatabase()
   cleanups.push(() => db.drop())
   const { proxy, database } = await poolThroughProxy(
     db.url!,
-    (target) => startPgProxy(target, STORE, { before: true, cutTimes: cuts }),
+    (target) => startPgProxy(target, STORE, hold ? { hold } : { before: true, cutTimes: cuts }),
     cleanups,
   )
   const app = createApp(buildDeps(readConfig({ ADMIN_TOKEN }), database).deps)
@@ -101,6 +105,35 @@ test.skipIf(!usingPostgres())(
     expect(JSON.parse(repeat.text)).toEqual(JSON.parse(first.text))
     const [row] = await db.sql<{ charged: number }[]>`select count(*)::int as charged from messages`
     expect(row!.charged).toBe(1)
+  },
+  60_000,
+)
+
+test.skipIf(!usingPostgres())(
+  'a repeat recovers the request while the first run waits to store its answer: the first run answers the stored answer too',
+  async () => {
+    let release!: () => void
+    const { db, bulk } = await appFailingStore(0, new Promise<void>((resolve) => (release = resolve)))
+    const first = bulk()
+    // Its message is handed over, and its answer waits for the store: a repeat now recovers the request.
+    await until(
+      async () => (await db.sql<{ n: number }[]>`select count(*)::int as n from messages where status <> 'queued'`)[0]!.n,
+      (n) => n === 1,
+      20_000,
+      "the first run's hand-off",
+    )
+    const repeat = await bulk()
+    expect(repeat.status).toBe(200)
+    expect(entries(repeat.text)).toEqual(['CONFLICT', 'sent'])
+    // The first run's store finds the key done: it answers what is stored, not its own answer.
+    release()
+    const answered = await first
+    expect(answered.status).toBe(200)
+    expect(answered.headers.get('idempotent-replayed')).toBe('true')
+    expect(JSON.parse(answered.text).data).toEqual(JSON.parse(repeat.text).data)
+    const [row] = await db.sql<{ charged: number; balance: number }[]>`
+      select (select count(*)::int from messages) as charged, (select balance from accounts limit 1) as balance`
+    expect(row).toEqual({ charged: 1, balance: 99 })
   },
   60_000,
 )

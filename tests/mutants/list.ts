@@ -305,6 +305,15 @@ export const MUTATIONS: Mutation[] = [
     database: 'postgres',
   },
   {
+    name: 'idempotency-store-found-done',
+    breaks:
+      'two answers to one Idempotency-Key: a run whose store finds the key done (recovered meanwhile by a repeat) gives its own answer',
+    edits: [{ file: IDEMPOTENCY, find: '    if (stored.length > 0) return\n', replace: '    return\n' }],
+    tests: ['tests/messages/idempotency-store.test.ts'],
+    filter: 'waits to store its answer',
+    database: 'postgres',
+  },
+  {
     name: 'idempotency-conflict-unstored',
     breaks: "a bulk's key stuck on 409: the answer of a request whose messages were still handed over elsewhere is stored and replayed",
     edits: [{ file: IDEMPOTENCY, find: "error instanceof ApiError && error.code !== 'CONFLICT'", replace: 'error instanceof ApiError' }],
