@@ -146,7 +146,8 @@ describe('rules across months', () => {
 
 describe('retention by whole months', () => {
   let db: TestDatabase
-  const now = new Date()
+  // Mid-month, whatever today is: on the 1st, last month is not yet a day old and would stay.
+  const now = new Date(monthStart(new Date()).getTime() + 14 * 86_400_000)
   const months = (n: number) => monthStart(now, n)
   beforeAll(async () => {
     // An installation partitioned four months ago: those months exist as partitions of their own.
@@ -157,7 +158,7 @@ describe('retention by whole months', () => {
   afterAll(() => db.drop(), 30_000)
 
   const retention = (config: { retentionWebhookDays: number; retentionHistoryMonths: number }) =>
-    deleteExpired({ sql: db.sql, config: config as Config })
+    deleteExpired({ sql: db.sql, config: config as Config }, { now })
 
   test('a month of finished webhook events goes with its attempts; a month with a pending event stays until none is', async () => {
     const [account] = await db.sql<{ id: number }[]>`insert into accounts (name, balance) values ('a', 0) returning id`
