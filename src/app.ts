@@ -46,7 +46,7 @@ import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { budgetsAdmin } from './modules/budgets/admin'
 import { backupsAdmin } from './modules/backups/admin'
-import { storeInbound } from './modules/inbound/service'
+import { simulatedSenderOf, storeInbound } from './modules/inbound/service'
 import { eventsCommitted } from './modules/webhooks/notify'
 import { optOutsApi } from './modules/optouts/api'
 import { optOutsAdmin } from './modules/optouts/admin'
@@ -95,7 +95,11 @@ export function createApp(deps: Deps) {
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(
       simulatorAdmin(deps, async (message) => {
-        const [id] = await storeInbound(deps.sql, null, [message], { timezone: deps.config.timezone, words: deps.config })
+        const sender = await simulatedSenderOf(deps.sql, message.to.number)
+        const [id] = await storeInbound(deps.sql, 'simulator', [{ ...message, sender }], {
+          timezone: deps.config.timezone,
+          words: deps.config,
+        })
         if (id != null) eventsCommitted(deps) // its message.received events
         return id ?? null
       }),

@@ -25,6 +25,7 @@ import { quickstart } from './quickstart'
 import { portfolioCommands, secretsCommands, senderCommands } from './senders'
 import { webhookCommands } from './webhook'
 import { optOutCommands } from './optouts'
+import { conversationCommands } from './conversations'
 import { backupCommands } from './backup'
 import { partitionCommands } from './partitions'
 
@@ -41,6 +42,7 @@ export const commands: Command[] = [
   ...senderCommands,
   ...portfolioCommands,
   ...optOutCommands,
+  ...conversationCommands,
   ...secretsCommands,
   ...simulatorCommands,
   ...backupCommands,

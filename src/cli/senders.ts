@@ -65,6 +65,7 @@ function describeSender(s: Sender): string {
     ...(s.identity ? [`  identity: ${cell(s.identity, Infinity)} (what its callbacks name it by)`] : []),
     `  credentials set: ${s.credentials_set.length ? `${s.credentials_set.join(', ')} (their values are never shown)` : 'none'}`,
     `  pace: ${paceLine(s)}`,
+    `  late failures: ${s.late_failures === 'refund' ? 'refunded' : 'kept charged'} (reported through its credentials after the provider accepted a message)`,
     `  messaging limit: ${useLine(s.budget)} (${s.portfolio === null ? 'its own tier' : `portfolio ${named(s.portfolio)}'s, shared`})`,
     `  accounts: ${accounts || `none yet (${program.admin} senders assign ACCOUNT_ID ${s.id})`}`,
     `  last check: ${s.last_check ? `${s.last_check.at}, ${checkLine(s.last_check)}` : 'never'}`,
@@ -182,6 +183,20 @@ async function readLines(names: string[], ctx: Context): Promise<string[]> {
   return values
 }
 
+const LATE_FAILURES_FLAG: Flag = {
+  value: 'refund|keep',
+  help: 'a late failure reported through its credentials: refund it, or keep it charged (default for Twilio and Meta: whoever holds the credentials can report one)',
+}
+
+/** --late-failures: refund or keep. */
+function lateFailures(ctx: Context, body: Record<string, unknown>) {
+  const value = ctx.flags['late-failures']
+  if (value === undefined) return
+  if (value !== 'refund' && value !== 'keep')
+    throw ctx.usage(`--late-failures: expected refund or keep, got ${JSON.stringify(value).slice(0, 40)}`)
+  body.late_failures = value
+}
+
 /** --rate and --gap: a value, or `default` (update only) for the provider's again. */
 function pace(ctx: Context, body: Record<string, unknown>, allowDefault: boolean) {
   if (ctx.flags.rate !== undefined) body.rate_per_second = allowDefault && ctx.flags.rate === 'default' ? null : ctx.decimal('rate')
@@ -247,12 +262,14 @@ export const senderCommands: Command[] = [
       gap: { value: 'MS', help: "least milliseconds between two messages to one recipient (default: the provider's)" },
       'messaging-limit': TIER_FLAG,
       portfolio: PORTFOLIO_FLAG,
+      'late-failures': LATE_FAILURES_FLAG,
       quiet: QUIET,
     },
     async run(ctx) {
       const body: Record<string, unknown> = { provider: ctx.flags.provider, name: ctx.flags.name, number: ctx.flags.number }
       pace(ctx, body, false)
       limitFlags(ctx, body)
+      lateFailures(ctx, body)
       const credentials = await credentialsOf(ctx)
       if (credentials) body.credentials = credentials
       const s = await ctx.api.call<Sender>('POST', '/admin/v1/senders', body)
@@ -286,6 +303,7 @@ export const senderCommands: Command[] = [
       gap: { value: 'MS|default', help: "least milliseconds between two messages to one recipient, or default (the provider's)" },
       'messaging-limit': TIER_FLAG,
       portfolio: PORTFOLIO_FLAG,
+      'late-failures': LATE_FAILURES_FLAG,
     },
     async run(ctx) {
       const path = senderPath(ctx)
@@ -293,10 +311,13 @@ export const senderCommands: Command[] = [
       if (typeof ctx.flags.name === 'string') body.name = ctx.flags.name
       pace(ctx, body, true)
       limitFlags(ctx, body)
+      lateFailures(ctx, body)
       const credentials = await credentialsOf(ctx)
       if (credentials) body.credentials = credentials
       if (Object.keys(body).length === 0) {
-        throw ctx.usage('senders update: nothing to change (give --name, --rate, --gap, --messaging-limit, --portfolio or --credential)')
+        throw ctx.usage(
+          'senders update: nothing to change (give --name, --rate, --gap, --messaging-limit, --portfolio, --late-failures or --credential)',
+        )
       }
       const s = await ctx.api.call<Sender>('PATCH', path, body)
       return { data: s, text: () => describeSender(s) }

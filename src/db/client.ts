@@ -19,6 +19,8 @@ export type Sql = postgres.Sql<{}>
 export type Tx = postgres.TransactionSql<{}>
 /** Either: for statements that may run alone or inside a caller's transaction. */
 export type Db = Sql | Tx
+/** A piece of SQL built with `sql\`...\`` for another statement to embed. */
+export type Fragment = postgres.PendingQuery<postgres.Row[]>
 /** `fn` in a transaction of its own, or in a savepoint of the caller's transaction (its rollback stays its own). */
 export function transaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   return ('savepoint' in db ? db.savepoint(fn) : db.begin(fn)) as Promise<T>

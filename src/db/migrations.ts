@@ -28,6 +28,7 @@ import partitionedHistory from '../../sql/0027_partitioned_history.sql' with { t
 import simulatorReportOrder from '../../sql/0028_simulator_report_order.sql' with { type: 'text' }
 import statementFunctions from '../../sql/0029_statement_functions.sql' with { type: 'text' }
 import listTotalIndex from '../../sql/0030_list_total_index.sql' with { type: 'text' }
+import callbackOwners from '../../sql/0031_callback_owners.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -61,4 +62,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 28, name: '0028_simulator_report_order.sql', text: simulatorReportOrder },
   { version: 29, name: '0029_statement_functions.sql', text: statementFunctions },
   { version: 30, name: '0030_list_total_index.sql', text: listTotalIndex },
+  { version: 31, name: '0031_callback_owners.sql', text: callbackOwners },
 ]

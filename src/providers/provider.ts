@@ -190,13 +190,20 @@ export type CallbackRequest = {
 }
 
 /**
- * What a callback's handler gets besides the request: the environment's settings (the deployment's
- * default sender) and `senders`, the settings of the stored senders its callbacks name by `identity`
- * (Twilio's AccountSid, Meta's phone_number_id; null: every stored sender of the provider), whose
- * secrets verify what they sent.
+ * Which sender a callback's part is about: a stored sender's id, or null for the deployment's default
+ * number (the environment's settings).
  */
-export type CallbackContext<S> = { settings: S; publicBaseUrl: string; senders(identity: string | null): Promise<S[]> }
+export type SenderRef = number | null
 
+/** A stored sender as its provider's callbacks see it: its id, its number, and its settings (whose secrets verify what it signs). */
+export type CallbackSender<S> = { id: number; number: string; settings: S }
+
+/**
+ * What a callback's handler gets besides the request: the environment's settings (the deployment's
+ * default sender) and `senders`, the stored senders of the provider its callbacks name by `identity`
+ * (Twilio's AccountSid, Meta's phone_number_id; null: every stored sender of the provider).
+ */
+export type CallbackContext<S> = { settings: S; publicBaseUrl: string; senders(identity: string | null): Promise<CallbackSender<S>[]> }
 /** A credential field of a stored sender, as the admin API, the command line and the dashboard take it. */
 export type SenderField = {
   meaning: string
@@ -265,6 +272,8 @@ export type InboundMessage = {
   raw: unknown
   /** The provider's own opt-out signal on this message (Twilio's OptOutType STOP/START), which modules/optouts honours. */
   consent?: { optedOut: boolean; detail: string } | null
+  /** The provider's id of the message it quotes (Meta's context.id, Twilio's OriginalRepliedMessageSid), else null. */
+  replyTo?: string | null
 }
 
 /**
@@ -284,25 +293,37 @@ export type ConsentSignal = {
   at: Date | null
 }
 
-/** A callback's answer when it carries inbound messages (or consent signals) besides (or instead of) status reports. */
-export type CallbackAnswer = { reports: StatusReport[]; inbound: InboundMessage[]; consent?: ConsentSignal[] }
+/**
+ * A status report of a callback, with the senders whose messages it may change: those the callback's
+ * verified signature speaks for (a report naming another sender's message changes nothing).
+ */
+export type SignedReport = StatusReport & { senders: SenderRef[] }
+/** An inbound message of a callback, with the sender it reached, which the verified signature speaks for. */
+export type SignedInbound = InboundMessage & { sender: SenderRef }
+/** A consent signal of a callback, with the sender it concerns, which the verified signature speaks for. */
+export type SignedConsent = ConsentSignal & { sender: SenderRef }
+
+/**
+ * A verified callback's content, each part with the sender(s) its signer owns (a part naming a number
+ * the signer does not own refuses the callback: 403). A status report's message is found by its SID
+ * only when the route applies it: one of another sender changes nothing then.
+ */
+export type CallbackAnswer = { reports: SignedReport[]; inbound: SignedInbound[]; consent?: SignedConsent[] }
 
 /**
  * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says
  * (reports for messages sent before a switch keep arriving). The handler verifies and parses; it
  * throws an ApiError to refuse (403 bad signature, 404 when its settings cannot verify anything,
- * 400/415 for a body it cannot read). It answers either status reports, which the route applies
- * through the forward-only state machine in one transaction and answers 200 `{changed}`, or a
- * Response of its own (a subscription handshake), or a CallbackAnswer: reports applied the same way,
- * and inbound messages stored by modules/inbound (`inbound`: how many were new).
+ * 400/415 for a body it cannot read). It answers either a Response of its own (a subscription
+ * handshake) or a CallbackAnswer: status reports, which the route applies through the forward-only
+ * state machine in one transaction and answers 200 `{changed}`, and inbound messages stored by
+ * modules/inbound (`inbound`: how many were new). Every part of the answer names the sender(s) it is
+ * about, which must be senders the verified signature speaks for.
  */
 export type Callback<S> = {
   method: 'GET' | 'POST'
   path: string
-  handle(
-    request: CallbackRequest,
-    context: CallbackContext<S>,
-  ): StatusReport[] | CallbackAnswer | Response | Promise<StatusReport[] | CallbackAnswer | Response>
+  handle(request: CallbackRequest, context: CallbackContext<S>): CallbackAnswer | Response | Promise<CallbackAnswer | Response>
   /**
    * Its answer once the route applied the reports and stored the inbound messages, when the provider
    * expects its own (Twilio's incoming-message webhook takes TWiML); else the route's `{changed, inbound}`.

@@ -36,6 +36,7 @@ const LATE = 'tests/status/late-failures.test.ts'
 const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
+const TENANTS = 'tests/senders/tenants.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
 const WINDOW = 'src/modules/inbound/enforce.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
@@ -533,8 +534,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/providers/twilio/callback.ts',
-        find: 'const environmentMay = environment.authToken && (stored.length === 0 || environment.accountSid === accountSid)',
-        replace: 'const environmentMay = environment.authToken',
+        find: "const environmentMay = environment.authToken !== '' && (stored.length === 0 || environment.accountSid === accountSid)",
+        replace: "const environmentMay = environment.authToken !== ''",
       },
     ],
     tests: [SENDER_CALLBACKS],
@@ -586,8 +587,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/providers/meta/webhook.ts',
-        find: 'const environmentMay = stored.length === 0 || environment.phoneNumberId === phoneId',
-        replace: 'const environmentMay = true',
+        find: 'return signer.defaultNumber && environment.phoneNumberId === phoneId ? null : undefined',
+        replace: 'return signer.defaultNumber ? null : undefined',
       },
     ],
     tests: [SENDER_CALLBACKS],
@@ -599,8 +600,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/providers/meta/webhook.ts',
-        find: 'const stored = phoneId ? await context.senders(phoneId) : []',
-        replace: 'const stored = await context.senders(null)',
+        find: 'const stored = signer.senders.find((s) => s.settings.phoneNumberId === phoneId)',
+        replace: 'const stored = signer.senders[0]',
       },
     ],
     tests: [SENDER_CALLBACKS],
@@ -826,5 +827,87 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/db/partitions.test.ts'],
     filter: 'twin racing it',
     database: 'postgres',
+  },
+  {
+    name: 'callback-report-owner',
+    breaks: "a status report signed with tenant B's own credentials changes (fails, refunds) a message another sender sent",
+    edits: [
+      { file: MACHINE, find: 'r.owners is null or coalesce(m.sender_id, 0) = any(r.owners::bigint[]) as owned', replace: 'true as owned' },
+    ],
+    tests: [TENANTS],
+    filter: 'status report signed with one tenant',
+  },
+  {
+    name: 'parked-report-owner',
+    breaks: 'a forged report parked before its SID was stored is applied later to the message another sender sent',
+    edits: [{ file: RECEIVER, find: 'senders: ownersOf(r.signer_senders),', replace: 'senders: undefined,' }],
+    tests: [TENANTS],
+    filter: 'parked before its SID',
+  },
+  {
+    name: 'meta-change-without-number',
+    breaks: "a Meta change naming no phone_number_id falls to the deployment's number: any app's secret opts out another tenant's customer",
+    edits: [
+      {
+        file: 'src/providers/meta/webhook.ts',
+        find: "if (typeof phoneId !== 'string' || phoneId === '') return undefined",
+        replace: "if (typeof phoneId !== 'string' || phoneId === '') return null",
+      },
+    ],
+    tests: [TENANTS],
+    filter: 'one without metadata',
+  },
+  {
+    name: 'twilio-inbound-number-owned',
+    breaks: "an inbound message signed with a stored sender's token lands on the deployment's number (another tenant's inbox and opt-outs)",
+    edits: [
+      {
+        file: 'src/providers/twilio/inbound.ts',
+        find: 'return signer.defaultNumber && withoutChannel(environmentFrom) === to ? null : undefined',
+        replace: 'return null',
+      },
+    ],
+    tests: [TENANTS],
+    filter: 'To the deployment.s number',
+  },
+  {
+    name: 'shared-number-first-holder',
+    breaks:
+      "on a shared number the latest account to send takes the conversation: one message steals another tenant's replies and opt-outs",
+    edits: [
+      {
+        file: 'src/modules/inbound/service.ts',
+        find: 'order by m.created_at, m.id limit 1',
+        replace: 'order by m.created_at desc, m.id desc limit 1',
+      },
+    ],
+    tests: [TENANTS],
+    filter: 'does not take the conversation',
+  },
+  {
+    name: 'quoted-reply-same-number',
+    breaks: "a reply on the shared number quoting a message of another number is given to that message's account",
+    edits: [
+      {
+        file: 'src/modules/inbound/service.ts',
+        find: 'where m.message_sid = ${replyTo} and m.sender_id is not distinct from ${senderId} and',
+        replace: 'where m.message_sid = ${replyTo} and',
+      },
+    ],
+    tests: [TENANTS],
+    filter: 'quoting a message of another number',
+  },
+  {
+    name: 'late-failure-sender-trust',
+    breaks: "a tenant holding its sender's credentials signs `failed` for its own delivered messages and is refunded",
+    edits: [
+      {
+        file: LEDGER,
+        find: "exists (select 1 from senders s where s.id = ${sql(m)}.sender_id and s.late_failures = 'refund')",
+        replace: 'true',
+      },
+    ],
+    tests: [TENANTS],
+    filter: 'keeps them charged by default',
   },
 ]

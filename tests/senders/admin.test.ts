@@ -120,6 +120,7 @@ describe('create', () => {
       portfolio: null,
       budget: { messaging_limit: null, used: 0, frees_at: null },
       last_check: null,
+      late_failures: 'keep',
       accounts: [],
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
     })
@@ -334,6 +335,7 @@ test('audit rows name every change and hold no credential value', async () => {
     provider: 'twilio',
     number: TWILIO_A.number,
     credentials_set: ['account_sid', 'auth_token'],
+    late_failures: 'keep',
   })
   const [all] = await t.db.sql<{ text: string }[]>`select coalesce(string_agg(detail::text, ' '), '') as text from audit_log`
   expectNoSecret(all!.text, ['wrong-twilio-token-5ecret-000000', 'EAAwrongMetaToken5ecret000000'])

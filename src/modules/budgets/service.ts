@@ -8,8 +8,7 @@ import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
 import { formatTimestamp } from '../../lib/time'
 import { MESSAGING_TIERS } from '../../lib/validate'
-import { audit } from '../users/service'
-import type { User } from '../../dashboard/session'
+import { audit, type Actor } from '../users/service'
 import type { Portfolio } from './model'
 
 /** A budget's window: a recipient counts once per rolling 24 hours. */
@@ -19,7 +18,6 @@ export const BUDGET_HOURS = 24
 export type Budget = { key: string; tier: number | null; label: string }
 /** A budget's use now: recipients counted in the last 24 hours, and when the oldest of them frees (null: none counted). */
 export type Usage = { used: number; freesAt: Date | null }
-type Actor = { user: User | null; address: string | null }
 
 /** The budget a sender (null: the deployment's default sender, whose tier is `defaultTier`) sends under. */
 export async function budgetOf(db: Db, senderId: number | null, defaultTier: number | null): Promise<Budget> {

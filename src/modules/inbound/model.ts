@@ -94,3 +94,47 @@ export const ConversationWindow = t.Object(
       'send through a sender whose provider enforces it is refused, 422 `WINDOW_CLOSED`',
   },
 )
+
+const senderChoice = t.Union([t.Integer({ minimum: 1 }), t.Literal('default'), t.Null()], {
+  description: "The number: a stored sender's id, or `default` (or null) for the deployment's number",
+  examples: ['default'],
+})
+
+export const ConversationHolderQuery = t.Object({
+  ...pageFields,
+  phone: phoneFilter,
+  account_id: t.Optional(QueryInteger('Only conversations this account holds')),
+  sender_id: t.Optional(
+    t.Union([QueryInteger("Only on this stored sender's number"), t.Literal('default')], {
+      description: "Only on this stored sender's number, or `default` for the deployment's number",
+    }),
+  ),
+})
+export type ConversationHolderQuery = typeof ConversationHolderQuery.static
+
+export const ConversationHolder = t.Object({
+  sender_id: t.Union([t.Integer(), t.Null()], { description: "The number: a stored sender, or null for the deployment's number" }),
+  phone: t.String({ description: "The customer's number", examples: ['+6281234567890'] }),
+  account_id: t.Integer({ description: 'The account its unquoted replies, opt-outs and message.received events belong to' }),
+  source: t.Union([t.Literal('first_message'), t.Literal('reply'), t.Literal('operator')], {
+    description:
+      'How it came to hold the conversation: its message was the first the phone received through the number (`first_message`), ' +
+      'the customer replied quoting its message (`reply`), or an operator moved it (`operator`)',
+  }),
+  updated_at: t.String({ description: 'When it last changed, YYYY-MM-DD HH:MM:SS' }),
+})
+
+export const MoveConversationBody = t.Object({
+  phone: t.String({ description: "The customer's number", examples: ['081234567890'] }),
+  sender_id: t.Optional(senderChoice),
+  account_id: t.Integer({ minimum: 1, description: 'The account that holds the conversation from now on' }),
+  move_messages: t.Optional(
+    t.Boolean({ description: 'Also move the messages the phone already sent to that number to the account (default false)' }),
+  ),
+})
+export type MoveConversationBody = typeof MoveConversationBody.static
+
+export const MovedConversation = t.Object({
+  ...ConversationHolder.properties,
+  messages_moved: t.Integer({ description: 'Inbound messages moved to the account (with move_messages)' }),
+})

@@ -22,7 +22,10 @@ import { checksWindow } from './enforce'
 import { listConversations, type ConversationSummary } from './inbox'
 import { openWindows } from './window'
 import { dashboardMediaPath, withMedia } from './media-view'
-import { conversation, inboundPhone, windowSenderOf, windowWith } from './service'
+import { conversation, windowSenderOf, windowWith } from './service'
+import { moveConversation, sharedConversation, type HolderSource } from './holders'
+import { accountName } from '../accounts/service'
+import { inboundPhone } from './phone'
 
 const PAGE = 50
 const preview = (text: string | null, type: string) => {
@@ -141,6 +144,9 @@ export function inboxPages(d: Dashboard) {
     const templates = await boundTemplates(d.sql, scope.accountId, sender.providerName)
     const chosen = templates.find((t) => String(t.id) === query.template)
     const [contact] = await d.sql<{ name: string }[]>`select name from contacts where account_id = ${scope.accountId} and phone = ${phone}`
+    // Operators see who holds the conversation on a number several accounts share, and may move it here.
+    const shared = scope.session.user.role === 'operator' ? await sharedConversation(d.sql, d.tz, senderId, phone) : null
+    const holderName = shared?.holder ? await accountName(d.sql, shared.holder.account_id) : null
     const path = `${scope.base}/inbox/${pathOf(phone)}`
     const fromQuery = fromText ? `from=${fromText}&` : ''
     const fromField = fromText ? <input type="hidden" name="from" value={fromText} /> : null
@@ -208,6 +214,16 @@ export function inboxPages(d: Dashboard) {
               Show its window
             </button>
           </form>
+        ) : null}
+        {shared?.shared ? (
+          <HolderCard
+            holder={shared.holder}
+            holderName={holderName}
+            here={scope.accountId}
+            action={`${path}/holder`}
+            fromField={fromField}
+            session={scope.session}
+          />
         ) : null}
         <p id="window-state" class={`card ${window.open ? 'window-open' : 'window-closed'}`} role="status">
           {window.open
@@ -320,6 +336,28 @@ export function inboxPages(d: Dashboard) {
     )
   }
 
+  /** An operator moves the phone's conversation on the page's sender to this account (with its received messages when ticked). */
+  async function moveHere(scope: Scope, phoneText: string, body: unknown, request: Request) {
+    const phone = phoneParam(phoneText)
+    if (!phone || scope.session.user.role !== 'operator') return notFound(scope.session)
+    const from = field(body, 'from') || undefined
+    const back = `${scope.base}/inbox/${pathOf(phone)}${from ? `?from=${encodeURIComponent(from)}` : ''}`
+    return orError(
+      async () => {
+        const senderId = await windowSenderOf(d.sql, scope.accountId, from)
+        const moved = await moveConversation(
+          d.sql,
+          d.tz,
+          { user: scope.session.user, address: d.addressOf(request) },
+          { phone, sender_id: senderId, account_id: scope.accountId, move_messages: field(body, 'move_messages') === 'on' },
+        )
+        const messages = moved.messages_moved > 0 ? ` with ${moved.messages_moved} received message(s)` : ''
+        return d.finish(scope.session, { to: back, notice: `The conversation now belongs to this account${messages}.` })
+      },
+      (message) => d.finish(scope.session, { to: back, error: `Not moved: ${message}` }),
+    )
+  }
+
   const app = pageRoutes()
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
@@ -336,8 +374,64 @@ export function inboxPages(d: Dashboard) {
         const scope = await changeScope(d, request, body, accountOf(params))
         return scope instanceof Response ? scope : reply(scope, params.phone, body, request)
       })
+      .post(`${prefix}/inbox/:phone/holder`, async ({ request, params, body }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        return scope instanceof Response ? scope : moveHere(scope, params.phone, body, request)
+      })
   }
   return app
+}
+
+const HOLDER_SOURCES: Record<HolderSource, string> = {
+  first_message: 'its message was the first this customer received through the number',
+  reply: 'the customer replied quoting its message',
+  operator: 'an operator moved the conversation there',
+}
+
+/** Who holds the conversation on a shared number, and the operator's form to move it to this account. */
+function HolderCard(props: {
+  holder: Awaited<ReturnType<typeof sharedConversation>>['holder']
+  holderName: string | null
+  here: number
+  action: string
+  fromField: Child
+  session: Scope['session']
+}) {
+  const { holder } = props
+  const heldHere = holder?.account_id === props.here
+  return (
+    <section class="card" aria-labelledby="holder-title" id="conversation-holder">
+      <h2 id="holder-title">Shared number</h2>
+      <p>
+        Several accounts send through this number. The customer's replies that quote no message, their STOP and START, and their
+        message.received events go to{' '}
+        {holder ? (
+          <>
+            <a href={`/dashboard/accounts/${holder.account_id}`}>
+              {heldHere ? 'this account' : (props.holderName ?? `account ${holder.account_id}`)}
+            </a>{' '}
+            ({HOLDER_SOURCES[holder.source]}, {holder.updated_at})
+          </>
+        ) : (
+          'the account whose message the customer received first through it (none has been decided yet)'
+        )}
+        . A reply quoting a message goes to that message's account.
+      </p>
+      {heldHere ? null : (
+        <form class="stack" method="post" action={props.action} aria-label="Move the conversation to this account">
+          <Csrf session={props.session} />
+          {props.fromField}
+          <label class="choice">
+            <input type="checkbox" name="move_messages" />
+            Also move the messages this customer already sent to the number
+          </label>
+          <button class="secondary" type="submit">
+            Move the conversation to this account
+          </button>
+        </form>
+      )}
+    </section>
+  )
 }
 
 /** A send's request token (a UUID) from the user and the form's nonce. */

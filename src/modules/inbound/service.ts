@@ -2,19 +2,18 @@
 // simulator), the account's list and one message, the admin list, and a contact's conversation both
 // ways with its 24-hour customer-service window.
 //
-// Which account an inbound message belongs to (the account rule): the account that last sent a
-// message to that phone through the sender it reached (messages.sender_id; null for the default
-// number); else, for a stored sender, the account that has it as its default, else the first account
-// it was given to; else (the default number, and nobody wrote to that phone through it) no account:
-// the message is stored and operators see it in GET /admin/v1/inbound.
+// Which account an inbound message belongs to: the conversation rule (accountOf), which no tenant can
+// steer into another's conversation by sending a message; operators see and move conversations
+// (conversation_holders, holders.ts).
 
-import { transaction, type Sql, type Tx } from '../../db/client'
+import { transaction, type Fragment, type Sql, type Tx } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { dateRange, page } from '../../http/values'
-import { normalizePhone } from '../../lib/phone'
 import { formatTimestamp } from '../../lib/time'
-import { MAX_NAME_CHARS, MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
-import type { ConsentSignal, InboundMessage } from '../../providers/provider'
+import { MAX_NAME_CHARS, pageOf } from '../../lib/validate'
+import { inboundPhone, requireInboundPhone } from './phone'
+import { holdConversation } from './holders'
+import type { SenderRef, SignedConsent, SignedInbound } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
 import { accountEvent } from '../webhooks/events'
 import { lastWritten, WINDOW_HOURS } from './window'
@@ -22,67 +21,80 @@ import { consentFromInbound, consentFromProvider, type OptOutWords } from '../op
 import { queueMedia } from './media'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
-/**
- * A customer's number as stored: an Indonesian number in its +62 form, any other as + and its digits
- * (customers write from anywhere); null when it has no digits to speak of.
- */
-export function inboundPhone(value: string): string | null {
-  const indonesian = normalizePhone(value)
-  if (indonesian) return indonesian
-  const digits = value.replace(/^whatsapp:/i, '').replace(/[\s\-.()]/g, '')
-  return /^\+?\d{6,15}$/.test(digits) ? `+${digits.replace(/^\+/, '')}` : null
-}
-
 // PostgreSQL's text and jsonb cannot hold NUL: a provider's text that carries one is stored without it.
 const noNul = (text: string | null) => (text === null ? null : text.replaceAll('\0', ''))
 const jsonOf = (value: unknown) => JSON.stringify(value ?? {}, (_key, v: unknown) => (typeof v === 'string' ? noNul(v) : v))
 
-/** A phone of a request (path or filter): 422 when it is not a number. */
-function requireInboundPhone(value: string, field: string): string {
-  const phone = value.length > MAX_PHONE_CHARS ? null : inboundPhone(value)
-  if (!phone) throw badValue(`${field}: not a valid phone number`)
-  return phone
-}
-
-/** Where a message was received: its stored sender (null: the default number) and its account (null: none). */
-async function placeOf(tx: Tx, provider: string | null, message: Pick<InboundMessage, 'to'>, phone: string, strict: boolean) {
-  let senderId: number | null = null
-  if (message.to.identity !== null || message.to.number !== null) {
-    // The callback's provider's sender with that identity and/or number; the simulator (provider null) names any sender by its number.
-    const [row] = await tx<{ id: number }[]>`
-      select id from senders
-      where (${provider}::text is null or provider = ${provider})
-        and (${message.to.number}::text is null or number = ${message.to.number})
-        and (${provider === null ? null : message.to.identity}::text is null or identity = ${message.to.identity})
-      order by id limit 1`
-    if (row) senderId = Number(row.id)
-    else if (strict) throw badValue(`sender: ${JSON.stringify(message.to.number ?? '').slice(0, 40)} is not a stored sender's number`)
-  }
-  const [last] = await tx<{ account_id: number }[]>`
-    select account_id from messages
-    where phone = ${phone} and sender_id is not distinct from ${senderId}
-    order by created_at desc limit 1`
-  if (last) return { senderId, accountId: Number(last.account_id) }
-  if (senderId === null) return { senderId, accountId: null }
-  const [assigned] = await tx<{ account_id: number }[]>`
-    select account_id from account_senders where sender_id = ${senderId} order by is_default desc, created_at, account_id limit 1`
-  return { senderId, accountId: assigned ? Number(assigned.account_id) : null }
+/**
+ * The stored sender whose number is `number` (any provider's), or null (the deployment's number) when
+ * no number is named: where the simulator's operator route writes in. 422 for a number that is no
+ * stored sender's. (Provider callbacks name their sender themselves, as their signature allows.)
+ */
+export async function simulatedSenderOf(sql: Sql, number: string | null): Promise<SenderRef> {
+  if (number === null) return null
+  const [row] = await sql<{ id: number }[]>`select id from senders where number = ${number} order by id limit 1`
+  if (!row) throw badValue(`sender: ${JSON.stringify(number).slice(0, 40)} is not a stored sender's number`)
+  return Number(row.id)
 }
 
 /**
- * Stores inbound messages of `provider` (null: the simulator, whose `to.number` names any stored
- * sender and must name one), each once by its provider message id: a repeat changes nothing. Each in
- * its own short transaction, with its `message.received` event when it belongs to an account (the
- * caller wakes the delivery worker after: eventsCommitted). The ids of those stored now (null for a
- * repeat or an unreadable number).
+ * Which account a message from `phone` to sender `senderId` (null: the deployment's number) belongs to:
+ * the conversation rule, documented in README ("A number several accounts share"). The accounts that may
+ * hold a conversation on a stored sender are those it is given to; on the deployment's number, any.
+ * 1. A reply quoting one of our messages sent through that number belongs to that message's account,
+ *    and moves the conversation there (the customer chose it).
+ * 2. Otherwise the conversation's holder (conversation_holders): the account of the first message sent
+ *    to that phone through that number, recorded when the first reply comes, moved only by a quoted
+ *    reply or an operator. Another account's later send never moves it, so no tenant can take another's
+ *    conversation, its opt-outs or its message.received events by sending one message.
+ * 3. Otherwise a stored sender's default account (else the first it was given to); on the deployment's
+ *    number, no account: operators see the message in GET /admin/v1/inbound and may assign it.
+ */
+async function accountOf(tx: Tx, senderId: SenderRef, phone: string, replyTo: string | null | undefined): Promise<number | null> {
+  const mayHold = (account: Fragment) =>
+    senderId === null
+      ? tx`true`
+      : tx`exists (select 1 from account_senders a where a.sender_id = ${senderId} and a.account_id = ${account})`
+  if (replyTo) {
+    const [quoted] = await tx<{ account_id: number }[]>`
+      select m.account_id from messages m
+      where m.message_sid = ${replyTo} and m.sender_id is not distinct from ${senderId} and ${mayHold(tx`m.account_id`)}`
+    if (quoted) {
+      await holdConversation(tx, senderId, phone, Number(quoted.account_id), 'reply')
+      return Number(quoted.account_id)
+    }
+  }
+  const [held] = await tx<{ account_id: number }[]>`
+    select h.account_id from conversation_holders h
+    where coalesce(h.sender_id, 0) = coalesce(${senderId}::bigint, 0) and h.phone = ${phone} and ${mayHold(tx`h.account_id`)}`
+  if (held) return Number(held.account_id)
+  const [first] = await tx<{ account_id: number }[]>`
+    select m.account_id from messages m
+    where m.phone = ${phone} and m.sender_id is not distinct from ${senderId} and ${mayHold(tx`m.account_id`)}
+    order by m.created_at, m.id limit 1`
+  if (first) {
+    await holdConversation(tx, senderId, phone, Number(first.account_id), 'first_message')
+    return Number(first.account_id)
+  }
+  if (senderId === null) return null
+  const [assigned] = await tx<{ account_id: number }[]>`
+    select account_id from account_senders where sender_id = ${senderId} order by is_default desc, created_at, account_id limit 1`
+  return assigned ? Number(assigned.account_id) : null
+}
+
+/**
+ * Stores inbound messages of `storedAs` (a provider's name, or `simulator`), each once by its provider
+ * message id: a repeat changes nothing. Each names the sender it reached, as the callback's signature
+ * allowed (or the simulator's route chose). Each in its own short transaction, with its
+ * `message.received` event when it belongs to an account (the caller wakes the delivery worker after:
+ * eventsCommitted). The ids of those stored now (null for a repeat or an unreadable number).
  */
 export async function storeInbound(
   sql: Sql,
-  provider: string | null,
-  messages: InboundMessage[],
-  options: { storedAs?: string; timezone: string; words?: OptOutWords },
+  storedAs: string,
+  messages: SignedInbound[],
+  options: { timezone: string; words?: OptOutWords },
 ): Promise<(number | null)[]> {
-  const storedAs = provider ?? options.storedAs ?? 'simulator'
   const ids: (number | null)[] = []
   for (const message of messages) {
     const phone = inboundPhone(message.from)
@@ -94,7 +106,8 @@ export async function storeInbound(
     const id = await transaction(sql, async (tx) => {
       const [known] = await tx`select 1 from inbound_message_keys where provider = ${storedAs} and provider_message_id = ${providerId}`
       if (known) return null
-      const { senderId, accountId } = await placeOf(tx, provider, message, phone, provider === null)
+      const senderId = message.sender
+      const accountId = await accountOf(tx, senderId, phone, message.replyTo)
       const given = noNul(message.name)?.trim() || null
       const name = (given ?? phone).slice(0, MAX_NAME_CHARS)
       let contactId: number | null = null
@@ -145,13 +158,13 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Pro
   })
 }
 
-/** A provider's consent signals without a message (Meta's user_preferences): each for the account the account rule names. */
-export async function storeConsent(sql: Sql, timezone: string, provider: string, signals: ConsentSignal[]): Promise<void> {
+/** A provider's consent signals without a message (Meta's user_preferences): each for the account the conversation rule names. */
+export async function storeConsent(sql: Sql, timezone: string, signals: SignedConsent[]): Promise<void> {
   for (const signal of signals) {
     const phone = inboundPhone(signal.from)
     if (!phone) continue
     await transaction(sql, async (tx) => {
-      const { accountId } = await placeOf(tx, provider, signal, phone, false)
+      const accountId = await accountOf(tx, signal.sender, phone, null)
       if (accountId !== null) await consentFromProvider(tx, timezone, accountId, phone, signal)
     })
   }

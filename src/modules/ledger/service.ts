@@ -36,8 +36,7 @@
 // run inside a caller's transaction that later rolls back (a database error) is counted anyway: the
 // counters are for rates and alerts, the ledger table is the record.
 
-import type postgres from 'postgres'
-import type { Db, Sql, Tx } from '../../db/client'
+import type { Db, Fragment, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
 import type { StoredTemplate } from '../messages/content'
@@ -79,7 +78,6 @@ export type Refused = { refused: 'balance' } | { refused: 'spend_cap'; cap: numb
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
-type Fragment = postgres.PendingQuery<postgres.Row[]>
 
 /**
  * CTEs recording a `balance.low` event for each account that this statement's debit took from at or
@@ -431,10 +429,15 @@ export async function refundFailed(db: Db, failures: Failure[], timezone: string
 
 /**
  * Whether message row `m` (read under its lock) is refunded when it fails now: it has not been
- * refunded, and it was charged under a price that refunds late failures. As SQL, for the state
- * machine's statement, which marks it `refunded_at` with the status change.
+ * refunded, it was charged under a price that refunds late failures, and it went through the default
+ * number or a stored sender whose late failures the operator trusts (`senders.late_failures`: a tenant
+ * holding its sender's credentials could sign `failed` for its own delivered messages). As SQL, for
+ * the state machine's statement, which marks it `refunded_at` with the status change.
  */
-export const refundsWhenFailing = (sql: Db, m: string): Fragment => sql`(${sql(m)}.refunded_at is null and ${sql(m)}.refund_late_failure)`
+export const refundsWhenFailing = (sql: Db, m: string): Fragment =>
+  sql`(${sql(m)}.refunded_at is null and ${sql(m)}.refund_late_failure) and ${trustedSender(sql, m)}`
+const trustedSender = (sql: Db, m: string): Fragment =>
+  sql`(${sql(m)}.sender_id is null or exists (select 1 from senders s where s.id = ${sql(m)}.sender_id and s.late_failures = 'refund'))`
 
 /**
  * The refunds of messages that the provider reported failed after accepting them, as CTEs of the

@@ -30,10 +30,10 @@ import {
   setSenderDisabled,
   unassignSender,
   updateSender,
-  type Actor,
   type SendersContext,
 } from './service'
 import { checkSender } from './check'
+import type { Actor } from '../users/service'
 
 const tags = ['Admin: senders']
 /** The admin token acts for nobody in particular: its audit rows name it. */

@@ -8,7 +8,7 @@ import type { Sql } from '../../db/client'
 import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError } from '../../http/errors'
-import { RICH_KINDS, type Pace, type Provider } from '../../providers/provider'
+import { RICH_KINDS, type CallbackSender, type Pace, type Provider } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
@@ -32,8 +32,8 @@ export type SenderDirectory = {
    * sender that is not the account's, SENDER_DISABLED for a disabled one: before anything is charged.
    */
   forSend(accountId: number, from: string | number | undefined, field?: string): Promise<Sender>
-  /** The settings of the stored senders of `provider` that its callbacks name by `identity` (null: all). */
-  callbackSettings(provider: string, identity: string | null): Promise<unknown[]>
+  /** The stored senders of `provider` that its callbacks name by `identity` (null: all), with their settings. */
+  callbackSenders(provider: string, identity: string | null): Promise<CallbackSender<unknown>[]>
   /** Forgets what this process read (a sender or an assignment changed here). */
   forget(): void
 }
@@ -61,8 +61,8 @@ export function createSenderDirectory(
   const stored = new Map<number, { sender: Sender; updatedAt: number; readAt: number }>()
   // The promise is kept, so the entries of one bulk request share one read.
   const accounts = new Map<number, { rows: Promise<AccountSenderRow[]>; readAt: number }>()
-  // The settings that verify callbacks naming an identity, by provider and identity.
-  const callbacks = new Map<string, { settings: Promise<unknown[]>; readAt: number }>()
+  // The senders (and settings) that verify callbacks naming an identity, by provider and identity.
+  const callbacks = new Map<string, { senders: Promise<CallbackSender<unknown>[]>; readAt: number }>()
 
   async function build(row: SenderRow): Promise<Sender> {
     const environment = (config.providers as Record<string, unknown>)[row.provider]
@@ -147,32 +147,33 @@ export function createSenderDirectory(
       }
       return get(chosen!.id)
     },
-    callbackSettings(provider, identity) {
+    callbackSenders(provider, identity) {
       // Kept a few seconds like the rest: a callback (there is one per status report) then costs no
       // query and no decryption, and callbacks that arrive together share one read and reach the
       // report receiver together (its group commit). The key comes from an unverified request, so the
       // map is bounded: past its bound it starts over.
       const key = JSON.stringify([provider, identity])
       const cached = callbacks.get(key)
-      if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.settings
-      const settings = (async () => {
+      if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.senders
+      const senders = (async () => {
         const rows =
           identity === null
-            ? await sql<SenderRow[]>`select * from senders where provider = ${provider}`
-            : await sql<SenderRow[]>`select * from senders where provider = ${provider} and identity = ${identity}`
+            ? await sql<SenderRow[]>`select * from senders where provider = ${provider} order by id`
+            : await sql<SenderRow[]>`select * from senders where provider = ${provider} and identity = ${identity} order by id`
         const environment = (config.providers as Record<string, unknown>)[provider]
-        const out: unknown[] = []
+        const out: CallbackSender<unknown>[] = []
         for (const row of rows) {
           // A credential that does not open (sealed under a key this process lacks) verifies nothing.
           const fields = await openFields(secrets, row).catch(() => null)
-          if (fields) out.push(supportOf(provider).settingsOf(fields, row.number, environment))
+          if (fields)
+            out.push({ id: Number(row.id), number: row.number, settings: supportOf(provider).settingsOf(fields, row.number, environment) })
         }
         return out
       })()
       if (callbacks.size >= MAX_CALLBACK_ENTRIES) callbacks.clear()
-      callbacks.set(key, { settings, readAt: performance.now() })
-      settings.catch(() => callbacks.delete(key))
-      return settings
+      callbacks.set(key, { senders, readAt: performance.now() })
+      senders.catch(() => callbacks.delete(key))
+      return senders
     },
     forget() {
       stored.clear()

@@ -165,3 +165,42 @@ export function LastCheck(props: { check: Sender['last_check'] }) {
     </>
   )
 }
+
+/** What a sender's late failures do, in words. */
+export const lateFailuresText = (value: Sender['late_failures']) =>
+  value === 'refund' ? 'refunded (the operator trusts its reports)' : "kept charged (its credentials may be a tenant's own)"
+
+/** The late-failures choice of a sender form: blank (creating) is the provider's default. */
+export function lateFailuresOf(body: unknown): Sender['late_failures'] | null {
+  const value = field(body, 'late_failures')
+  if (value === '') return null
+  if (value !== 'refund' && value !== 'keep') throw badValue('late_failures: refund or keep')
+  return value
+}
+
+/** Whether a late failure reported through the sender's credentials is refunded; `value` '' offers the provider's default. */
+export function LateFailuresChoice(props: { value: Sender['late_failures'] | '' }) {
+  const options: [string, string][] = [
+    ...(props.value === '' ? [['', "The provider's default (Twilio, Meta: keep charged; simulator: refund)"] as [string, string]] : []),
+    ['keep', 'Keep them charged (whoever holds its credentials can report a failure)'],
+    ['refund', "Refund them (its credentials are the operator's own)"],
+  ]
+  return (
+    <div class="field">
+      <label>
+        Late failures (messages reported failed after the provider accepted them)
+        <select name="late_failures" aria-describedby="late-failures-help">
+          {options.map(([value, label]) => (
+            <option value={value} selected={value === props.value}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </label>
+      <p class="hint" id="late-failures-help">
+        A tenant that brought its own Twilio subaccount or Meta app can sign a failure for its own delivered messages: refund them only for
+        credentials you hold yourself. The price's own choice applies as well.
+      </p>
+    </div>
+  )
+}

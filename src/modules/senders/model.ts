@@ -40,6 +40,14 @@ const portfolio = t.Union([t.String(), t.Null()], {
   examples: ['Toko Maju group'],
 })
 
+const lateFailures = t.Union([t.Literal('refund'), t.Literal('keep')], {
+  description:
+    "What a late failure (a message reported failed after the provider accepted it) reported through this sender's credentials does: " +
+    "`refund` it (when the price refunds late failures too), or `keep` it charged. Whoever holds the sender's credentials can sign such " +
+    'reports, so the default is `keep` for Twilio and Meta senders (a tenant may have brought its own), `refund` for the simulator',
+  examples: ['keep'],
+})
+
 export const CreateSenderBody = t.Object({
   provider: t.String({ description: 'twilio, meta or simulator', examples: ['twilio'] }),
   name: t.String({ description: 'The display name (the business name customers see)', examples: ['Toko Maju'] }),
@@ -49,6 +57,7 @@ export const CreateSenderBody = t.Object({
   recipient_gap_ms: t.Optional(gap),
   messaging_limit: t.Optional(ownTier),
   portfolio: t.Optional(portfolio),
+  late_failures: t.Optional(lateFailures),
 })
 export type CreateSenderBody = typeof CreateSenderBody.static
 
@@ -65,6 +74,7 @@ export const UpdateSenderBody = t.Object({
   ),
   messaging_limit: t.Optional(ownTier),
   portfolio: t.Optional(portfolio),
+  late_failures: t.Optional(lateFailures),
 })
 export type UpdateSenderBody = typeof UpdateSenderBody.static
 
@@ -101,6 +111,7 @@ export const Sender = t.Object({
   disabled: t.Boolean(),
   messaging_limit: t.Union([t.Integer(), t.Null()], { description: "Its own tier (null: unlimited); a portfolio's tier overrides it" }),
   portfolio: t.Union([t.String(), t.Null()], { description: 'The portfolio whose budget it shares, or null' }),
+  late_failures: lateFailures,
   budget: t.Object(BudgetUseFields, {
     description:
       "The budget it sends under (its portfolio's, else its own) and its use: the tier in force, recipients counted, when the oldest frees",

@@ -23,6 +23,9 @@ import {
   fieldsOf,
   gapOf,
   isProvider,
+  LateFailuresChoice,
+  lateFailuresOf,
+  lateFailuresText,
   providerLabel,
   rateOf,
   senderFormState,
@@ -30,17 +33,8 @@ import {
 import type { Sender, UpdateSenderBody } from './model'
 import { BudgetText } from '../budgets/pages'
 import { MESSAGING_TIERS } from '../../lib/validate'
-import {
-  createSender,
-  getSender,
-  listSenders,
-  recordCheck,
-  senderRow,
-  setSenderDisabled,
-  updateSender,
-  type Actor,
-  type SenderRow,
-} from './service'
+import { createSender, getSender, listSenders, recordCheck, senderRow, setSenderDisabled, updateSender, type SenderRow } from './service'
+import type { Actor } from '../users/service'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -191,6 +185,7 @@ export function senderPages(d: Dashboard) {
             inputmode="numeric"
             maxlength={10}
           />
+          <LateFailuresChoice value="" />
           <button type="submit">Create sender</button>
         </form>
         <script src={SENDERS_SCRIPT} defer></script>
@@ -238,6 +233,8 @@ export function senderPages(d: Dashboard) {
                 : `the tier of portfolio ${sender.portfolio}, shared with its other senders (its own tier, ${tierText(sender.messaging_limit)}, is not used)`}
             </span>
           </dd>
+          <dt>Late failures</dt>
+          <dd id="sender-late-failures">{lateFailuresText(sender.late_failures)}</dd>
           <dt>State</dt>
           <dd id="sender-state">{sender.disabled ? 'disabled: new sends through it are refused' : 'enabled'}</dd>
           <dt>Last check</dt>
@@ -299,6 +296,7 @@ export function senderPages(d: Dashboard) {
           <p class="muted" id="tier-help">
             Portfolios and their tiers: admin API <code>/admin/v1/portfolios</code> or <code>admin portfolios</code> on the command line.
           </p>
+          <LateFailuresChoice value={sender.late_failures} />
           {fieldsOf(sender.provider).length > 0 ? (
             <Credentials state={state} form="edit" provider={sender.provider} sender={sender} />
           ) : null}
@@ -342,6 +340,7 @@ export function senderPages(d: Dashboard) {
               credentials: credentialsOf(body, provider, false),
               rate_per_second: rateOf(body) ?? undefined,
               recipient_gap_ms: gapOf(body) ?? undefined,
+              late_failures: lateFailuresOf(body) ?? undefined,
             })
             return {
               to: `/dashboard/senders/${sender.id}`,
@@ -385,6 +384,8 @@ export function senderPages(d: Dashboard) {
           if (messagingLimit !== row.messaging_limit) change.messaging_limit = messagingLimit
           const portfolio = field(body, 'portfolio').trim()
           if (portfolio !== (sender.portfolio ?? '')) change.portfolio = portfolio === '' ? null : portfolio
+          const lateFailures = lateFailuresOf(body)
+          if (lateFailures !== null && lateFailures !== sender.late_failures) change.late_failures = lateFailures
           const credentials = credentialsOf(body, sender.provider, true)
           if (Object.keys(credentials).length > 0) change.credentials = credentials
           const to = `/dashboard/senders/${sender.id}`
@@ -397,6 +398,7 @@ export function senderPages(d: Dashboard) {
             change.recipient_gap_ms !== undefined ? 'its recipient gap' : null,
             change.messaging_limit !== undefined ? `its messaging limit (${tierText(change.messaging_limit)})` : null,
             change.portfolio !== undefined ? `its portfolio (${change.portfolio ?? 'none'})` : null,
+            change.late_failures !== undefined ? `its late failures (${lateFailuresText(change.late_failures)})` : null,
             change.credentials ? `its ${Object.keys(credentials).join(', ')}` : null,
           ].filter(Boolean)
           return d.finish(session, { to, notice: `Sender ${saved.name} saved: ${what.join(', ')} changed.` })

@@ -12,14 +12,11 @@ import { requireText } from '../../http/values'
 import { formatTimestamp } from '../../lib/time'
 import { anyProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import type { SenderCheck, SenderSupport } from '../../providers/provider'
-import { audit } from '../users/service'
-import type { User } from '../../dashboard/session'
+import { audit, type Actor } from '../users/service'
 import type { AccountSender, CreateSenderBody, Sender, UpdateSenderBody } from './model'
 import { portfolioIdOf, requireTier, senderBudgetUse } from '../budgets/service'
 
 export type SendersContext = { sql: Sql; secrets: SecretBox; config: Config }
-/** Who made a change, for the audit log: a dashboard user, or the admin token (user null). */
-export type Actor = { user: User | null; address: string | null }
 
 export type SenderRow = {
   id: number
@@ -33,12 +30,20 @@ export type SenderRow = {
   disabled_at: Date | null
   messaging_limit: number | null
   portfolio_id: number | null
+  late_failures: LateFailures
   checked_at: Date | null
   check_ok: boolean | null
   check_detail: string | null
   created_at: Date
   updated_at: Date
 }
+
+export type LateFailures = 'refund' | 'keep'
+/**
+ * Whether a new sender's late failures are refunded: not for a provider whose credentials a tenant may
+ * bring (it could sign `failed` for its own delivered messages); the simulator's reports are the service's own.
+ */
+const defaultLateFailures = (provider: string): LateFailures => (provider === 'simulator' ? 'refund' : 'keep')
 
 /** The context a sender's credentials are sealed with: they open for this sender only. */
 export const sealContext = (id: number) => `sender:${id}`
@@ -111,6 +116,7 @@ async function present(
     disabled: row.disabled_at !== null,
     messaging_limit: row.messaging_limit,
     portfolio: row.portfolio_id === null ? null : await portfolioName(ctx.sql, row.portfolio_id),
+    late_failures: row.late_failures,
     budget: await senderBudgetUse(ctx.sql, row.id, ctx.config.messagingLimit, tz),
     last_check: row.checked_at
       ? { at: formatTimestamp(row.checked_at, tz)!, ok: row.check_ok === true, detail: row.check_detail ?? '' }
@@ -173,9 +179,10 @@ export async function createSender(ctx: Omit<SendersContext, 'sql'> & { sql: Db 
     if (taken) throw new ApiError('CONFLICT', `a ${input.provider} sender with number ${number} exists already (sender ${taken.id})`)
     // The id is the sealing context, so the row comes first and its credentials right after, in one transaction.
     const [created] = await tx<{ id: number }[]>`
-      insert into senders (provider, name, number, identity, credentials, rate_per_second, recipient_gap_ms, messaging_limit, portfolio_id)
+      insert into senders (provider, name, number, identity, credentials, rate_per_second, recipient_gap_ms, messaging_limit, portfolio_id,
+                           late_failures)
       values (${input.provider}, ${name}, ${number}, ${identity}, '', ${input.rate_per_second ?? null}, ${input.recipient_gap_ms ?? null},
-              ${tier}, ${portfolioId})
+              ${tier}, ${portfolioId}, ${input.late_failures ?? defaultLateFailures(input.provider)})
       returning id`
     const sealed = await ctx.secrets.seal(JSON.stringify(fields), sealContext(created!.id))
     const [row] = await tx<SenderRow[]>`update senders set credentials = ${sealed} where id = ${created!.id} returning *`
@@ -183,7 +190,13 @@ export async function createSender(ctx: Omit<SendersContext, 'sql'> & { sql: Db 
       ...actor,
       accountId: null,
       action: 'sender created',
-      detail: { sender_id: created!.id, provider: input.provider, number, credentials_set: Object.keys(fields) },
+      detail: {
+        sender_id: created!.id,
+        provider: input.provider,
+        number,
+        credentials_set: Object.keys(fields),
+        late_failures: row!.late_failures,
+      },
     })
     return row!
   })
@@ -214,6 +227,7 @@ export async function updateSender(ctx: SendersContext, actor: Actor, id: number
         recipient_gap_ms = ${input.recipient_gap_ms === undefined ? row.recipient_gap_ms : input.recipient_gap_ms},
         messaging_limit = ${tier === undefined ? row.messaging_limit : tier},
         portfolio_id = ${portfolioId},
+        late_failures = ${input.late_failures ?? row.late_failures},
         updated_at = now()
       where id = ${id}`
     const changed = Object.keys(input).filter((k) => k !== 'credentials')

@@ -5,7 +5,9 @@
 // reports it gets back through the forward-only state machine in one transaction (shared with the
 // callbacks that arrive meanwhile: group commit), stores the inbound messages it gets back
 // (modules/inbound: once each), and answers 200 `{changed, inbound}` (or the provider's own answer,
-// e.g. a subscription handshake).
+// e.g. a subscription handshake). The provider names, for every part of a verified callback, the
+// sender(s) its signer owns (refusing a callback that names another's number); a status report for a
+// message another sender sent changes nothing and is logged as refused.
 
 import { t } from 'elysia'
 import { callbackRoutes } from '../../http/groups'
@@ -19,6 +21,7 @@ import { createReportReceiver } from './receiver'
 import { storeConsent, storeInbound } from '../inbound/service'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
+import { log } from '../../lib/log'
 
 const PROVIDER_ROUTES_PREFIX = '/provider/'
 
@@ -67,16 +70,16 @@ export function providerCallbacks(deps: Deps) {
         const answer = await callback.handle(received, {
           settings,
           publicBaseUrl: deps.config.publicBaseUrl,
-          senders: (identity) => deps.senders.callbackSettings(plugin.name, identity),
+          senders: (identity) => deps.senders.callbackSenders(plugin.name, identity),
         })
         if (answer instanceof Response) return answer
-        const { reports, inbound } = Array.isArray(answer) ? { reports: answer, inbound: [] } : answer
+        const { reports, inbound } = answer
         const stored =
           inbound.length > 0
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config })
             : []
-        if (!Array.isArray(answer) && answer.consent?.length) {
-          await storeConsent(deps.sql, deps.config.timezone, plugin.name, answer.consent)
+        if (answer.consent?.length) {
+          await storeConsent(deps.sql, deps.config.timezone, answer.consent)
           eventsCommitted(deps) // its contact.opted_out / contact.opted_in events
         }
         if (stored.some((id) => id !== null)) {
@@ -85,6 +88,10 @@ export function providerCallbacks(deps: Deps) {
           deps.wake('inbound-media')
         }
         const outcome = await receive(reports)
+        // Signed, but naming a message its signer's senders did not send: an attack with one tenant's own
+        // credentials, or a misconfigured webhook. The operator should hear of it; nothing changed.
+        for (const sid of outcome.refused)
+          log.warn('status report refused: a message of another sender', { provider: plugin.name, path, sid })
         if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')

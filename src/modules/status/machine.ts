@@ -1,18 +1,29 @@
 // The message state machine: forward only. sent → delivered → read; sent or delivered → failed;
 // skipping is allowed (sent → read). A report that repeats the current state or would move
-// backwards changes nothing and emits nothing. An accepted change, its timestamps, the refund of a
+// backwards changes nothing and emits nothing. A provider callback's report names the senders its
+// signer owns (SignedReport): it changes a message only when one of them sent it, and one that names
+// another sender's message changes nothing (refused, for the caller's log). An accepted change, its timestamps, the refund of a
 // failure (ledger/service.ts's lateFailureRefunds: once, since failed is final) and its message.status
 // event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
-import type { StatusReport } from '../../providers/provider'
+import type { SenderRef, StatusReport } from '../../providers/provider'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import { lateFailureRefunds, refundsWhenFailing } from '../ledger/service'
 import { balanceMoved } from '../../http/metrics/measures'
 
-/** Counts, and the SIDs that changed and those that got an event (each SID once per call). */
-export type StatusesOutcome = { changed: number; events: number; changedSids: string[]; eventSids: string[] }
+/**
+ * A report to apply: a provider callback's names the senders its verified signature speaks for
+ * (`senders`, null for the default number); one the service makes itself (the simulator's) has none.
+ */
+export type Report = StatusReport & { senders?: SenderRef[] }
+
+/**
+ * Counts, and the SIDs that changed, those that got an event, and those refused: a message of a sender
+ * the report's signer does not own (each SID once per call).
+ */
+export type StatusesOutcome = { changed: number; events: number; changedSids: string[]; eventSids: string[]; refusedSids: string[] }
 
 /**
  * Applies many reports in one statement; each message may appear only once (callers split repeats
@@ -25,22 +36,33 @@ export type StatusesOutcome = { changed: number; events: number; changedSids: st
 export async function applyStatuses(
   sql: Db,
   timezone: string,
-  reports: StatusReport[],
+  reports: Report[],
   options: { notify?: boolean } = {},
 ): Promise<StatusesOutcome> {
-  if (reports.length === 0) return { changed: 0, events: 0, changedSids: [], eventSids: [] }
+  if (reports.length === 0) return { changed: 0, events: 0, changedSids: [], eventSids: [], refusedSids: [] }
   const notify = options.notify
     ? sql`, (select count(pg_notify(${EVENTS_CHANNEL}, '')) from (select 1 from event limit 1) as any_event) as notified`
     : sql``
-  const [row] = await sql<{ changed_sids: string[]; event_sids: string[]; late_refunds: number; late_refunded: number }[]>`
+  // A report's owners as an array literal of sender ids, 0 for the default number (null: a report of
+  // the service's own, which any message takes).
+  const owners = reports.map((r) => (r.senders ? ownersLiteral(r.senders) : null))
+  const [row] = await sql<
+    { changed_sids: string[]; event_sids: string[]; refused_sids: string[]; late_refunds: number; late_refunded: number }[]
+  >`
     with input as (
       select * from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
                            ${reports.map((r) => r.errorCode ?? null) as number[]}::int[],
-                           ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[])
-        as r(sid, next, error_code, error_message)
-    ), target as (
-      select m.id, m.status, r.next, r.error_code, r.error_message, r.next = 'failed' and ${refundsWhenFailing(sql, 'm')} as refund
+                           ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[],
+                           ${owners as string[]}::text[])
+        as r(sid, next, error_code, error_message, owners)
+    ), found as (
+      select m.id, m.message_sid, r.owners is null or coalesce(m.sender_id, 0) = any(r.owners::bigint[]) as owned
       from messages m join input r on m.message_sid = r.sid
+    ), target as (
+      select m.id, m.status, r.next, r.error_code, r.error_message,
+             r.next = 'failed' and ${refundsWhenFailing(sql, 'm')} as refund
+      from messages m join input r on m.message_sid = r.sid
+      where m.id in (select id from found where owned)
       order by m.id -- one lock order for every batch: concurrent batches cannot deadlock
       for update of m
     ), changed as (
@@ -69,13 +91,20 @@ export async function applyStatuses(
       from changed c
     ), event as (${insertEvents(sql, 'changed_events')})
     select array(select message_sid from changed) as changed_sids,
+           array(select message_sid from found where not owned) as refused_sids,
            array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids,
            (select count(*)::int from late_refunds) as late_refunds, (select coalesce(sum(cost), 0)::bigint from late_refunds) as late_refunded
            ${notify}`
-  const { changed_sids: changedSids, event_sids: eventSids } = row!
+  const { changed_sids: changedSids, event_sids: eventSids, refused_sids: refusedSids } = row!
   balanceMoved('refund', row!.late_refunds, row!.late_refunded)
-  return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids }
+  return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids, refusedSids }
 }
+
+/** Senders as SQL keeps a signer's: an array literal of their ids, 0 for the default number (ids start at 1). */
+export const ownersLiteral = (senders: SenderRef[]): string => `{${senders.map((id) => id ?? 0).join(',')}}`
+
+/** The senders of such an array, as a report names them. */
+export const ownersOf = (ids: (number | string)[]): SenderRef[] => ids.map((id) => (Number(id) === 0 ? null : Number(id)))
 
 /** Splits reports into rounds in which each message appears once, keeping each message's order. */
 export function rounds<R extends StatusReport>(reports: R[]): R[][] {

@@ -7,11 +7,14 @@
 // Order: every report for one SID, whether parked or arriving, is handled under one transaction-scoped
 // advisory lock on that SID, and parked ones are applied oldest first before a newer one. So a
 // `delivered` parked before a `read` applies as sent → delivered → read, one event per change.
+//
+// Every report keeps the senders its callback's signer owns, parked or not: it changes a message only
+// when one of them sent it (status/machine.ts).
 
 import type { Sql } from '../../db/client'
 import { Batcher } from '../../lib/batch'
-import { applyStatuses, rounds } from './machine'
-import { type StatusReport } from '../../providers/provider'
+import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
+import type { SignedReport } from '../../providers/provider'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600
@@ -25,6 +28,8 @@ export type Received = {
   events: number
   /** How many were parked (their SID is not stored yet). */
   parked: number
+  /** The SIDs of these reports that named a message of a sender their signer does not own: nothing changed. */
+  refused: string[]
 }
 
 /**
@@ -34,11 +39,11 @@ export type Received = {
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
 export function createReportReceiver(sql: Sql, timezone: string, options: { notify?: boolean } = {}) {
-  const batcher = new Batcher<StatusReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options.notify), {
+  const batcher = new Batcher<SignedReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options.notify), {
     maxBatch: 200,
   })
-  return (reports: StatusReport[]): Promise<Received> =>
-    reports.length === 0 ? Promise.resolve({ changed: 0, events: 0, parked: 0 }) : batcher.add(reports)
+  return (reports: SignedReport[]): Promise<Received> =>
+    reports.length === 0 ? Promise.resolve({ changed: 0, events: 0, parked: 0, refused: [] }) : batcher.add(reports)
 }
 
 /**
@@ -48,8 +53,8 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { noti
  * deadlock. `notify`: NOTIFY other instances of new events with this commit (PostgreSQL), rather than
  * in a transaction of its own afterwards (NOTIFYs of one transaction are sent once).
  */
-async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusReport[][], notify = false): Promise<Received[]> {
-  const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0 }))
+async function receiveCallbacks(sql: Sql, timezone: string, callbacks: SignedReport[][], notify = false): Promise<Received[]> {
+  const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0, refused: [] }))
   const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
   if (reports.length === 0) return outcomes
   const sids = [...new Set(reports.map((r) => r.sid))]
@@ -70,19 +75,20 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusRep
       tx<Parked[]>`
         delete from parked_reports p
         where p.message_sid = any(${sids}::text[]) and exists (select 1 from messages m where m.message_sid = p.message_sid)
-        returning id, message_sid, status, error_code, error_message, expires_at > now() as live`,
+        returning id, message_sid, status, error_code, error_message, signer_senders, expires_at > now() as live`,
     ])
     const known = new Set(rows.filter((r) => r.known).map((r) => r.sid))
 
     const toPark = reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')
     if (toPark.length > 0) {
       await tx`
-        insert into parked_reports (message_sid, status, error_code, error_message, expires_at)
-        select sid, status, error_code, error_message, now() + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
+        insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, expires_at)
+        select sid, status, error_code, error_message, signer_senders::bigint[], now() + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
         from unnest(${toPark.map((r) => r.sid)}::text[], ${toPark.map((r) => r.status)}::text[],
                     ${toPark.map((r) => r.errorCode ?? null) as number[]}::int[],
-                    ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[]) with ordinality
-          as r(sid, status, error_code, error_message, n)
+                    ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[],
+                    ${toPark.map((r) => ownersLiteral(r.senders))}::text[]) with ordinality
+          as r(sid, status, error_code, error_message, signer_senders, n)
         order by n`
       for (const r of toPark) outcomes[r.from]!.parked++
     }
@@ -98,6 +104,7 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: StatusRep
       const outcome = await applyStatuses(tx, timezone, round, { notify })
       for (const sid of outcome.changedSids) outcomes[from.get(sid)!]!.changed++
       for (const sid of outcome.eventSids) outcomes[from.get(sid)!]!.events++
+      for (const sid of outcome.refusedSids) outcomes[from.get(sid)!]!.refused.push(sid)
     }
     return outcomes
   })
@@ -109,13 +116,20 @@ type Parked = {
   status: 'delivered' | 'read' | 'failed'
   error_code: number | null
   error_message: string | null
+  signer_senders: (number | string)[]
   live: boolean
 }
 
-const toReports = (rows: Parked[]): StatusReport[] =>
+const toReports = (rows: Parked[]): Report[] =>
   [...rows]
     .sort((a, b) => a.id - b.id)
-    .map((r) => ({ sid: r.message_sid, status: r.status, errorCode: r.error_code, errorMessage: r.error_message }))
+    .map((r) => ({
+      sid: r.message_sid,
+      status: r.status,
+      errorCode: r.error_code,
+      errorMessage: r.error_message,
+      senders: ownersOf(r.signer_senders),
+    }))
 
 /**
  * Applies up to `limit` unexpired parked reports whose SID is now stored, oldest first, in one
@@ -146,7 +160,7 @@ export async function applyParked(
         limit ${limit}
         for update skip locked
       )
-      returning id, message_sid, status, error_code, error_message, true as live`
+      returning id, message_sid, status, error_code, error_message, signer_senders, true as live`
     let events = 0
     for (const round of rounds(toReports(due))) events += (await applyStatuses(tx, timezone, round, options)).events
     return { applied: due.length, events }

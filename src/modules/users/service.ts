@@ -199,6 +199,9 @@ export async function listUsersWithAccounts(sql: Sql) {
     order by u.id`
 }
 
+/** Who made a change, for the audit log: a dashboard user, or the admin token (user null), and from where. */
+export type Actor = { user: User | null; address: string | null }
+
 /**
  * One entry of the audit log: who did what to which account, from where. The detail goes as text
  * cast to jsonb: a parameter typed jsonb would be JSON-encoded a second time (a jsonb string).

@@ -15,12 +15,9 @@
 // After the commit, the writer calls eventsCommitted (notify.ts) to wake the delivery worker and the
 // listeners at once.
 
-import type postgres from 'postgres'
-import type { Db } from '../../db/client'
+import type { Db, Fragment } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import type { EventType } from './model'
-
-type Fragment = postgres.PendingQuery<postgres.Row[]>
 
 /** A new event's `webhook-id`, as SQL: msg_ + 32 hex digits, the same on every attempt and replay. */
 export const newWebhookId = (sql: Db): Fragment => sql`'msg_' || replace(gen_random_uuid()::text, '-', '')`

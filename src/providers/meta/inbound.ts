@@ -87,68 +87,57 @@ function contentOf(item: Record<string, unknown>): { type: InboundType; text: st
   return { type: 'unsupported', text: null, content: { type: text(type) } }
 }
 
-/** Every inbound message of a notification, in the order Meta wrote them (items without an id or a sender are skipped). */
-export function inboundOf(notification: Record<string, unknown>): InboundMessage[] {
+/** The inbound messages of one `messages` change's value, in the order Meta wrote them (items without an id or a sender are skipped). */
+export function inboundOf(value: Record<string, unknown>): InboundMessage[] {
+  if (!Array.isArray(value.messages)) return []
+  const names = new Map<string, string>()
+  for (const contact of Array.isArray(value.contacts) ? value.contacts : []) {
+    const c = object(contact)
+    const name = text(object(c.profile).name)
+    if (typeof c.wa_id === 'string' && name) names.set(c.wa_id, name)
+  }
+  const phoneNumberId = text(object(value.metadata).phone_number_id)
   const out: InboundMessage[] = []
-  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
-    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
-    for (const change of entry.changes) {
-      if (!isObject(change) || change.field !== 'messages' || !isObject(change.value)) continue
-      const value = change.value
-      if (!Array.isArray(value.messages)) continue
-      const names = new Map<string, string>()
-      for (const contact of Array.isArray(value.contacts) ? value.contacts : []) {
-        const c = object(contact)
-        const name = text(object(c.profile).name)
-        if (typeof c.wa_id === 'string' && name) names.set(c.wa_id, name)
-      }
-      const phoneNumberId = text(object(value.metadata).phone_number_id)
-      for (const item of value.messages) {
-        if (!isObject(item)) continue
-        const id = text(item.id)?.trim()
-        const from = text(item.from)?.trim()
-        if (!id || !from) continue
-        out.push({
-          id,
-          from,
-          name: names.get(from) ?? null,
-          to: { identity: phoneNumberId, number: null },
-          sentAt: sentAtOf(item.timestamp),
-          ...contentOf(item),
-          raw: item,
-        })
-      }
-    }
+  for (const item of value.messages) {
+    if (!isObject(item)) continue
+    const id = text(item.id)?.trim()
+    const from = text(item.from)?.trim()
+    if (!id || !from) continue
+    out.push({
+      id,
+      from,
+      name: names.get(from) ?? null,
+      to: { identity: phoneNumberId, number: null },
+      sentAt: sentAtOf(item.timestamp),
+      ...contentOf(item),
+      raw: item,
+      // A reply quoting one of the business's messages (swiped, or a template's quick-reply button).
+      replyTo: text(object(item.context).id),
+    })
   }
   return out
 }
 
 /**
- * Meta's `user_preferences` changes: a user stopped (`stop`) or resumed (`resume`) marketing messages from
- * the number in WhatsApp's settings. Each becomes a consent signal; other categories are ignored.
+ * The consent signals of one `user_preferences` change's value: a user stopped (`stop`) or resumed
+ * (`resume`) marketing messages from the number in WhatsApp's settings; other categories are ignored.
  */
-export function consentOf(notification: Record<string, unknown>): ConsentSignal[] {
+export function consentOf(value: Record<string, unknown>): ConsentSignal[] {
+  const phoneNumberId = text(object(value.metadata).phone_number_id)
   const out: ConsentSignal[] = []
-  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
-    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
-    for (const change of entry.changes) {
-      if (!isObject(change) || change.field !== 'user_preferences' || !isObject(change.value)) continue
-      const phoneNumberId = text(object(change.value.metadata).phone_number_id)
-      for (const item of Array.isArray(change.value.user_preferences) ? change.value.user_preferences : []) {
-        const preference = object(item)
-        const from = text(preference.wa_id)?.trim()
-        if (!from || preference.category !== 'marketing_messages') continue
-        if (preference.value !== 'stop' && preference.value !== 'resume') continue
-        const seconds = typeof preference.timestamp === 'number' ? preference.timestamp : Number(text(preference.timestamp) ?? NaN)
-        out.push({
-          from,
-          to: { identity: phoneNumberId, number: null },
-          optedOut: preference.value === 'stop',
-          detail: `user_preferences=${preference.value}`,
-          at: Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : null,
-        })
-      }
-    }
+  for (const item of Array.isArray(value.user_preferences) ? value.user_preferences : []) {
+    const preference = object(item)
+    const from = text(preference.wa_id)?.trim()
+    if (!from || preference.category !== 'marketing_messages') continue
+    if (preference.value !== 'stop' && preference.value !== 'resume') continue
+    const seconds = typeof preference.timestamp === 'number' ? preference.timestamp : Number(text(preference.timestamp) ?? NaN)
+    out.push({
+      from,
+      to: { identity: phoneNumberId, number: null },
+      optedOut: preference.value === 'stop',
+      detail: `user_preferences=${preference.value}`,
+      at: Number.isFinite(seconds) && seconds > 0 ? new Date(seconds * 1000) : null,
+    })
   }
   return out
 }

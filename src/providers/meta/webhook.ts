@@ -1,15 +1,17 @@
 // Meta's webhooks at /provider/meta/webhook: the subscription handshake (GET) and the status
 // notifications (POST). A notification is signed by Meta in X-Hub-Signature-256 (`sha256=` + the hex
-// HMAC-SHA256 of the raw body, keyed with the app secret); it is verified, in constant time, before the
-// body is even parsed, so a request without a valid signature learns nothing and changes nothing.
-// One notification can carry many entries, each with many changes, each with many statuses: every
-// status of every `messages` change becomes a report, and the route applies them all in one
-// transaction; every inbound message (`messages[]`, inbound.ts) is handed to modules/inbound, which
-// stores it once. Changes of other fields are acknowledged and ignored.
+// HMAC-SHA256 of the raw body, keyed with the app secret); it is verified, in constant time, with each
+// candidate app secret before the body is even parsed, so a request without a valid signature learns
+// nothing and changes nothing. One notification can carry many entries, each with many changes, each
+// with many statuses: every status of every `messages` change becomes a report, and the route applies
+// them all in one transaction; every inbound message (`messages[]`, inbound.ts) is handed to
+// modules/inbound, which stores it once. Each change is applied only for the number it names, and only
+// when that number belongs to a sender whose app secret verified the body. Changes of other fields are
+// acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
-import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, StatusReport } from '../provider'
+import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
 import { consentOf, inboundOf } from './inbound'
 import type { MetaSettings } from './settings'
 
@@ -60,75 +62,58 @@ function reportOf(status: unknown): StatusReport | null {
   }
 }
 
-/** Every status report of a notification, in the order Meta wrote them. */
-export function reportsOf(notification: Record<string, unknown>): StatusReport[] {
+/** The status reports of one `messages` change's value, in the order Meta wrote them. */
+function reportsOf(value: Record<string, unknown>): StatusReport[] {
   const reports: StatusReport[] = []
-  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
-    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
-    for (const change of entry.changes) {
-      if (!isObject(change) || change.field !== 'messages' || !isObject(change.value)) continue
-      const statuses = change.value.statuses
-      if (!Array.isArray(statuses)) continue
-      for (const status of statuses) {
-        const report = reportOf(status)
-        if (report) reports.push(report)
-      }
-    }
+  for (const status of Array.isArray(value.statuses) ? value.statuses : []) {
+    const report = reportOf(status)
+    if (report) reports.push(report)
   }
   return reports
 }
 
 const isJson = (contentType: string | null) => contentType?.split(';')[0]!.trim().toLowerCase() === 'application/json'
 
-/** The body parsed once, for choosing the secrets and, once verified, for the reports; NOT_JSON when it is not JSON. */
-const NOT_JSON = Symbol('not JSON')
-function parsed(body: string): unknown {
-  try {
-    return JSON.parse(body)
-  } catch {
-    return NOT_JSON
-  }
-}
+/** What a verified app secret speaks for: the stored senders of that app, and the default number when it is META_APP_SECRET. */
+type Signer = { senders: CallbackSender<MetaSettings>[]; defaultNumber: boolean }
 
-/** The phone number ids a notification's changes name (metadata.phone_number_id), read only to choose the secrets to try. */
-function phoneNumberIdsOf(notification: unknown): string[] {
-  const ids = new Set<string>()
-  if (!isObject(notification) || !Array.isArray(notification.entry)) return []
-  for (const entry of notification.entry) {
-    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
-    for (const change of entry.changes) {
-      const id =
-        isObject(change) && isObject(change.value) && isObject(change.value.metadata) ? change.value.metadata.phone_number_id : null
-      if (typeof id === 'string' && id) ids.add(id)
-    }
+/**
+ * Who signed the raw body: every candidate app secret (META_APP_SECRET and each stored Meta sender's,
+ * each tried once) is checked over the bytes exactly as received, before anything is parsed. Senders of
+ * one app share its secret, so the signer is every sender whose secret verified; which of them a part
+ * of the notification is about comes from the number it names (ownerOf). 403 when none verifies.
+ */
+async function signerOf(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<Signer> {
+  const signature = request.headers.get('x-hub-signature-256')
+  const stored = await context.senders(null)
+  const verdicts = new Map<string, boolean>()
+  const verifies = (secret: string) => {
+    if (secret === '') return false
+    if (!verdicts.has(secret)) verdicts.set(secret, verifyMetaSignature(secret, request.rawBody, signature))
+    return verdicts.get(secret)!
   }
-  return [...ids]
+  const signer = { senders: stored.filter((s) => verifies(s.settings.appSecret)), defaultNumber: verifies(context.settings.appSecret) }
+  if (signer.senders.length === 0 && !signer.defaultNumber) {
+    throw new ApiError('FORBIDDEN', signature ? 'X-Hub-Signature-256 does not match' : 'X-Hub-Signature-256 header is missing')
+  }
+  return signer
 }
 
 /**
- * Whether the notification is signed by the app of every number it names: a stored sender's app
- * secret for its phone number id, or the environment's (META_APP_SECRET) for a number that is not a
- * stored sender's, or is the environment's own. Another sender's app secret never verifies a number.
+ * The sender a change is about, among those its signer owns: the stored sender whose phone number id
+ * the change's metadata names, or the default number for META_PHONE_NUMBER_ID; undefined when the change
+ * names no number, or one the signer does not own (it never falls to the default number).
  */
-async function verified(
-  request: CallbackRequest,
-  notification: unknown,
-  context: CallbackContext<MetaSettings>,
-  signature: string | null,
-): Promise<boolean> {
-  const environment = context.settings
-  const phoneIds = phoneNumberIdsOf(notification)
-  const secretsFor = async (phoneId: string | null): Promise<string[]> => {
-    const stored = phoneId ? await context.senders(phoneId) : []
-    const environmentMay = stored.length === 0 || environment.phoneNumberId === phoneId
-    return [...stored.map((s) => s.appSecret), ...(environmentMay ? [environment.appSecret] : [])].filter((s) => s !== '')
-  }
-  for (const phoneId of phoneIds.length > 0 ? phoneIds : [null]) {
-    const secrets = await secretsFor(phoneId)
-    if (!secrets.some((secret) => verifyMetaSignature(secret, request.rawBody, signature))) return false
-  }
-  return true
+function ownerOf(signer: Signer, value: Record<string, unknown>, environment: MetaSettings): SenderRef | undefined {
+  const phoneId = isObject(value.metadata) ? value.metadata.phone_number_id : undefined
+  if (typeof phoneId !== 'string' || phoneId === '') return undefined
+  const stored = signer.senders.find((s) => s.settings.phoneNumberId === phoneId)
+  if (stored) return stored.id
+  return signer.defaultNumber && environment.phoneNumberId === phoneId ? null : undefined
 }
+
+/** The fields whose changes are about one number (metadata.phone_number_id) and carry what the service applies. */
+const NUMBER_FIELDS = new Set(['messages', 'user_preferences'])
 
 async function receive(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<CallbackAnswer> {
   // Without an app secret (the environment's or a stored sender's) nothing can be verified, so the
@@ -137,23 +122,51 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   if (!context.settings.appSecret && (await context.senders(null)).length === 0) {
     throw new ApiError('NOT_FOUND', `no route for POST ${META_WEBHOOK_PATH}`)
   }
-  const signature = request.headers.get('x-hub-signature-256')
-  const notification = parsed(request.body)
-  if (!(await verified(request, notification, context, signature))) {
-    throw new ApiError('FORBIDDEN', signature ? 'X-Hub-Signature-256 does not match' : 'X-Hub-Signature-256 header is missing')
-  }
+  const signer = await signerOf(request, context)
   if (!isJson(request.headers.get('content-type'))) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
   }
-  if (notification === NOT_JSON) throw badShape('body is not valid JSON')
+  let notification: unknown
+  try {
+    notification = JSON.parse(request.body)
+  } catch {
+    throw badShape('body is not valid JSON')
+  }
   if (!isObject(notification)) throw badShape('body must be a JSON object')
-  return { reports: reportsOf(notification), inbound: inboundOf(notification), consent: consentOf(notification) }
+  // Every part must be about a number its signer owns: a change for another app's number, or naming
+  // none, refuses the whole notification (one signature never lends a change to another sender or to
+  // the default number; nothing of it is applied, so a misconfigured number loses nothing: Meta retries).
+  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [] }
+  for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
+    if (!isObject(entry) || !Array.isArray(entry.changes)) continue
+    for (const change of entry.changes) {
+      if (!isObject(change) || !NUMBER_FIELDS.has(change.field as string) || !isObject(change.value)) continue
+      const value = change.value
+      const owner = ownerOf(signer, value, context.settings)
+      if (owner === undefined) {
+        const named = isObject(value.metadata) && typeof value.metadata.phone_number_id === 'string' ? value.metadata.phone_number_id : null
+        throw new ApiError(
+          'FORBIDDEN',
+          named
+            ? `a ${change.field} change names phone_number_id ${named.slice(0, 40)}, which is not a number of the app that signed it`
+            : `a ${change.field} change names no metadata.phone_number_id`,
+        )
+      }
+      if (change.field === 'user_preferences') {
+        answer.consent.push(...consentOf(value).map((signal) => ({ ...signal, sender: owner })))
+        continue
+      }
+      answer.reports.push(...reportsOf(value).map((report) => ({ ...report, senders: [owner] })))
+      answer.inbound.push(...inboundOf(value).map((message) => ({ ...message, sender: owner })))
+    }
+  }
+  return answer
 }
 
 /** The subscription handshake: the challenge, as text, when the verify token matches; 403 otherwise. */
 async function handshake(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<Response> {
   // META_VERIFY_TOKEN, or a stored sender's own (its app's webhook may have its own verify token).
-  const tokens = [context.settings.verifyToken, ...(await context.senders(null)).map((s) => s.verifyToken)].filter((t) => t !== '')
+  const tokens = [context.settings.verifyToken, ...(await context.senders(null)).map((s) => s.settings.verifyToken)].filter((t) => t !== '')
   if (tokens.length === 0) throw new ApiError('NOT_FOUND', `no route for GET ${META_WEBHOOK_PATH}`)
   const query = request.url.searchParams
   const token = query.get('hub.verify_token')

@@ -4,7 +4,7 @@
 
 import { ApiError, badShape } from '../../http/errors'
 import { errorCodeOf, errorTextOf } from '../http'
-import type { Callback, CallbackContext, CallbackRequest, StatusReport } from '../provider'
+import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
 import type { TwilioSettings } from './settings'
 import { TWILIO_STATUS_PATH } from './send'
 import { verifyTwilioSignature } from './signature'
@@ -36,19 +36,46 @@ function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | 
 export const isForm = (contentType: string | null) =>
   contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
 
+/** Who signed a Twilio request: stored senders (all of one Twilio account), and whether the default number's token did. */
+export type TwilioSigner = { senders: CallbackSender<TwilioSettings>[]; defaultNumber: boolean }
+
 /**
- * The auth tokens that may have signed a request naming `accountSid`: its stored senders' (each
- * Twilio account or subaccount signs with its own token), and the environment's, unless the account
- * is a stored sender's and not the environment's own (another sender's token never verifies it).
+ * Who signed a request to `url` (PUBLIC_BASE_URL + the path Twilio was told to call) naming
+ * `AccountSid`: the stored senders of that Twilio account whose auth token verifies it (each account or
+ * subaccount signs with its own token, for every number it owns), and the deployment's default number
+ * when the environment's token verifies it, unless the account is a stored sender's and not the
+ * environment's own (another sender's token never verifies it). AccountSid only chooses which tokens to
+ * try: nothing else of the request is used before one verifies it. 403 when none does.
  */
-export async function tokensFor(accountSid: string | null, context: CallbackContext<TwilioSettings>): Promise<string[]> {
+export async function signerOf(
+  request: CallbackRequest,
+  url: string,
+  fields: URLSearchParams,
+  context: CallbackContext<TwilioSettings>,
+): Promise<TwilioSigner> {
+  const accountSid = fields.get('AccountSid')
+  const signature = request.headers.get('x-twilio-signature')
   const stored = accountSid ? await context.senders(accountSid) : []
   const environment = context.settings
-  const environmentMay = environment.authToken && (stored.length === 0 || environment.accountSid === accountSid)
-  return [...stored.map((s) => s.authToken), ...(environmentMay ? [environment.authToken] : [])].filter((t) => t !== '')
+  const environmentMay = environment.authToken !== '' && (stored.length === 0 || environment.accountSid === accountSid)
+  const verifies = (token: string) => token !== '' && verifyTwilioSignature(token, url, fields, signature)
+  const signer = {
+    senders: stored.filter((s) => verifies(s.settings.authToken)),
+    defaultNumber: environmentMay && verifies(environment.authToken),
+  }
+  if (signer.senders.length === 0 && !signer.defaultNumber) {
+    throw new ApiError('FORBIDDEN', signature ? 'X-Twilio-Signature does not match' : 'X-Twilio-Signature header is missing')
+  }
+  return signer
 }
 
-async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<StatusReport[]> {
+/** The senders a signer speaks for, as a report names them (null: the default number). */
+export const sendersOf = (signer: TwilioSigner): SenderRef[] => [
+  ...signer.senders.map((s) => s.id),
+  ...(signer.defaultNumber ? [null] : []),
+]
+
+async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<CallbackAnswer> {
   // Without an auth token (the environment's or a stored sender's) there is nothing to verify against,
   // so the endpoint does not exist. With one, it answers whatever PROVIDER says: after a switch away
   // from Twilio, the reports for messages Twilio still holds keep arriving and are still signed.
@@ -61,18 +88,14 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   const url = `${context.publicBaseUrl}${TWILIO_STATUS_PATH}`
   // A body that is not form-encoded has no fields Twilio could have signed.
   const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
-  const signature = request.headers.get('x-twilio-signature')
-  // AccountSid only chooses which tokens to try: nothing of the request is used before one verifies it.
-  const tokens = await tokensFor(fields.get('AccountSid'), context)
-  if (!tokens.some((token) => verifyTwilioSignature(token, url, fields, signature))) {
-    throw new ApiError('FORBIDDEN', signature ? 'X-Twilio-Signature does not match' : 'X-Twilio-Signature header is missing')
-  }
+  const signer = await signerOf(request, url, fields, context)
 
   const sid = (fields.get('MessageSid') ?? fields.get('SmsSid') ?? '').trim()
   if (!sid) throw badShape('MessageSid: is required')
   if (!fields.has('MessageStatus') && !fields.has('SmsStatus')) throw badShape('MessageStatus: is required')
   const report = reportFromTwilio(sid, fields)
-  return report ? [report] : []
+  // Applied only to a message one of the signer's senders sent (modules/status/machine.ts).
+  return { reports: report ? [{ ...report, senders: sendersOf(signer) }] : [], inbound: [] }
 }
 
 const FIELDS = {
@@ -101,7 +124,9 @@ export const twilioStatusCallback: Callback<TwilioSettings> = {
       'No API key: the `X-Twilio-Signature` header is verified with the auth token of the sender the `AccountSid` field names ' +
       '(a stored sender of that account, else `TWILIO_AUTH_TOKEN`) over `PUBLIC_BASE_URL` + ' +
       '`/provider/twilio/status` and every form field; a missing or wrong signature gets 403 `FORBIDDEN` and changes ' +
-      'nothing. A valid report goes through the forward-only state machine: a repeat or a backwards move changes ' +
+      'nothing. A report changes only a message sent through a sender whose token verified it (the stored senders of that ' +
+      "Twilio account, or the deployment's number for `TWILIO_AUTH_TOKEN`): one naming another sender's message changes nothing " +
+      '(200, `changed: false`, logged as refused). A valid report goes through the forward-only state machine: a repeat or a backwards move changes ' +
       'nothing and still gets 200. A report for a SID not stored yet (it can beat the recording of the send) gets 200 ' +
       'with `changed: false` and is kept for up to an hour, then applied in order once the SID is stored. ' +
       'Each accepted change emits one `message.status` event. The endpoint ' +

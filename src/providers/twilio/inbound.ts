@@ -1,15 +1,16 @@
 // Twilio's inbound messages (POST /provider/twilio/inbound): the number's "A message comes in" webhook
 // in the Twilio console (or its Messaging Service's). Twilio posts the message as form fields, signed
 // in X-Twilio-Signature over this URL (PUBLIC_BASE_URL + the path) with the auth token of the account
-// AccountSid names, exactly as the status callback (the same tokensFor). Verification comes first:
-// an unsigned or badly signed request learns nothing and stores nothing. The answer is our JSON
-// envelope (Twilio takes any 200 without TwiML as "no reply").
+// AccountSid names, exactly as the status callback (the same signerOf). Verification comes first:
+// an unsigned or badly signed request learns nothing and stores nothing. The number it reached (`To`)
+// must be one the signer owns: a message to another sender's number, or to the deployment's number
+// signed by a stored sender's token, is refused (403) and stores nothing. The answer is an empty TwiML
+// <Response> (no reply message).
 
 import { ApiError, badShape } from '../../http/errors'
-import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, InboundMessage, InboundType } from '../provider'
+import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, InboundMessage, InboundType, SenderRef } from '../provider'
 import type { TwilioSettings } from './settings'
-import { isForm, tokensFor } from './callback'
-import { verifyTwilioSignature } from './signature'
+import { isForm, signerOf, type TwilioSigner } from './callback'
 
 export const TWILIO_INBOUND_PATH = '/provider/twilio/inbound'
 
@@ -86,6 +87,17 @@ function consentOf(fields: URLSearchParams): InboundMessage['consent'] {
   return null
 }
 
+/**
+ * The sender a message to `to` reached, among those its signer owns: the signer's stored sender with
+ * that number, or the default number (TWILIO_FROM) when the environment's token signed; else undefined.
+ */
+function reached(signer: TwilioSigner, to: string | null, environmentFrom: string): SenderRef | undefined {
+  if (to === null) return undefined
+  const stored = signer.senders.find((s) => s.number === to)
+  if (stored) return stored.id
+  return signer.defaultNumber && withoutChannel(environmentFrom) === to ? null : undefined
+}
+
 async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<CallbackAnswer> {
   if (!context.settings.authToken && (await context.senders(null)).length === 0) {
     throw new ApiError('NOT_FOUND', `no route for POST ${TWILIO_INBOUND_PATH}`)
@@ -93,26 +105,28 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   // Twilio signs the URL set in its console: PUBLIC_BASE_URL + the path, whatever Host the request came with.
   const url = `${context.publicBaseUrl}${TWILIO_INBOUND_PATH}`
   const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
-  const signature = request.headers.get('x-twilio-signature')
-  const tokens = await tokensFor(fields.get('AccountSid'), context)
-  if (!tokens.some((token) => verifyTwilioSignature(token, url, fields, signature))) {
-    throw new ApiError('FORBIDDEN', signature ? 'X-Twilio-Signature does not match' : 'X-Twilio-Signature header is missing')
-  }
+  const signer = await signerOf(request, url, fields, context)
   const id = field(fields, 'MessageSid') ?? field(fields, 'SmsMessageSid') ?? field(fields, 'SmsSid')
   if (!id) throw badShape('MessageSid: is required')
   const from = withoutChannel(field(fields, 'From'))
   if (!from) throw badShape('From: is required')
+  const to = withoutChannel(field(fields, 'To'))
+  const sender = reached(signer, to, context.settings.from)
+  if (sender === undefined) {
+    throw new ApiError('FORBIDDEN', `To: ${(to ?? 'no number').slice(0, 40)} is not a number of the account that signed the request`)
+  }
   const message: InboundMessage = {
     id,
     from,
     name: field(fields, 'ProfileName'),
-    to: { identity: field(fields, 'AccountSid'), number: withoutChannel(field(fields, 'To')) },
+    to: { identity: field(fields, 'AccountSid'), number: to },
     sentAt: null,
     ...contentOf(fields),
     raw: Object.fromEntries(fields),
     consent: consentOf(fields),
+    replyTo: field(fields, 'OriginalRepliedMessageSid'),
   }
-  return { reports: [], inbound: [message] }
+  return { reports: [], inbound: [{ ...message, sender }] }
 }
 
 const FIELDS = {
@@ -125,8 +139,14 @@ const FIELDS = {
   From: { type: 'string', example: 'whatsapp:+6281234567890' },
   To: {
     type: 'string',
-    description: 'whatsapp:<number>: the stored Twilio sender with that number, else the default number',
+    description:
+      'whatsapp:<number>: the stored Twilio sender with that number (of the account that signed), or the default number (TWILIO_FROM, signed with TWILIO_AUTH_TOKEN); any other is refused',
     example: 'whatsapp:+14155238886',
+  },
+  OriginalRepliedMessageSid: {
+    type: 'string',
+    description:
+      "The SID of the message the customer replied to: on a number shared by several accounts, the reply belongs to that message's account",
   },
   Body: { type: 'string' },
   ProfileName: { type: 'string', description: "The customer's WhatsApp name: the name of a contact created for them" },
@@ -170,7 +190,8 @@ export const twilioInboundCallback: Callback<TwilioSettings> = {
       '403 `FORBIDDEN` and stores nothing. The message is stored once by `MessageSid` (a repeat changes nothing) as text, media ' +
       '(`NumMedia`, `MediaUrl0`, `MediaContentType0`: image, video, audio, else document), location (`Latitude`, `Longitude`), ' +
       "button (`ButtonText`, `ButtonPayload`: the button's id) or list reply (`ListId`, `ListTitle`: interactive, with the row's id), " +
-      'reached by the stored Twilio sender whose number is `To` (else the default number); ' +
+      'reached by the stored Twilio sender whose number is `To`, or the default number (`TWILIO_FROM`): the number must be one the ' +
+      "signing account owns, else 403 and nothing is stored (a stored sender's token never speaks for another's number or the default number); " +
       'a new message that is only a STOP/START word (OPT_OUT_WORDS, OPT_IN_WORDS), or carries `OptOutType` STOP/START, opts the customer ' +
       "out of (or back into) the account's messages (see `GET /api/v1/opt-outs`); " +
       'see `GET /api/v1/inbound`. The answer is 200 with an empty TwiML `<Response>` (no reply message), new or repeat.',

@@ -1,0 +1,24 @@
+// A customer's number as inbound messages store it: customers write from anywhere, not only from
+// Indonesian numbers.
+
+import { normalizePhone } from '../../lib/phone'
+import { badValue } from '../../http/errors'
+import { MAX_PHONE_CHARS } from '../../lib/validate'
+
+/**
+ * A customer's number as stored: an Indonesian number in its +62 form, any other as + and its digits
+ * (customers write from anywhere); null when it has no digits to speak of.
+ */
+export function inboundPhone(value: string): string | null {
+  const indonesian = normalizePhone(value)
+  if (indonesian) return indonesian
+  const digits = value.replace(/^whatsapp:/i, '').replace(/[\s\-.()]/g, '')
+  return /^\+?\d{6,15}$/.test(digits) ? `+${digits.replace(/^\+/, '')}` : null
+}
+
+/** A phone of a request (path or filter): 422 when it is not a number. */
+export function requireInboundPhone(value: string, field: string): string {
+  const phone = value.length > MAX_PHONE_CHARS ? null : inboundPhone(value)
+  if (!phone) throw badValue(`${field}: not a valid phone number`)
+  return phone
+}
