@@ -353,6 +353,30 @@ export const MUTATIONS: Mutation[] = [
     database: 'postgres',
   },
   {
+    name: 'charge-locked-balance-single',
+    breaks:
+      "a 500 for a paid send: a group-commit charge that waited for a top-up's lock builds its row from its older snapshot, and the balance check refuses it (23514)",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'set balance = s.account_balance - s.total',
+        replace: 'set balance = a.balance - s.total',
+      },
+    ],
+    tests: ['tests/messages/debit-race.test.ts'],
+    filter: 'single send from a balance of 0: 200, charged',
+    database: 'postgres',
+  },
+  {
+    name: 'charge-locked-balance-bulk',
+    breaks:
+      "a 500 for a paid bulk: its charge that waited for a top-up's lock builds its row from its older snapshot, and the balance check refuses it (23514)",
+    edits: [{ file: LEDGER, find: 'set balance = v.balance - v.cost', replace: 'set balance = accounts.balance - v.cost' }],
+    tests: ['tests/messages/debit-race.test.ts'],
+    filter: 'bulk of 2 from a balance of 1',
+    database: 'postgres',
+  },
+  {
     name: 'parked-report',
     breaks: 'a status lost: a report that arrives before its SID is stored is dropped instead of parked',
     edits: [

@@ -124,6 +124,17 @@ export function tokenTime(token: string): string | null {
   return Number.isFinite(ms) ? new Date(ms).toISOString() : null
 }
 
+// staleCandidate: why a charge statement computes the new balance from the balance its locking CTE
+// read, not from the row it updates. Under READ COMMITTED, PostgreSQL's UPDATE first builds the new row
+// from the version its snapshot sees, and checks accounts_balance_not_negative on that candidate before
+// it writes; only the write finds the row changed since, and then recomputes from the latest version
+// (EvalPlanQual). A top-up or a refund that committed while the statement waited for the account's row
+// lock is newer than its snapshot: `balance - cost` from that older version is below 0 whenever it is
+// the credit that pays, and the check raised 23514 (a 500) for a charge the locked balance did pay.
+// The locked balance is the latest (the lock is held until commit), so candidate and final row agree.
+// (A credit only adds, so its candidate is never below 0; chargeRecorded runs after lockForCharge's
+// statement, so its own snapshot sees the version it locked.)
+
 /**
  * Charges the current price for every message and records them as queued under `lease`, in one
  * statement. Refused, with nothing changed, when the key's daily cap or the balance cannot take all
@@ -162,7 +173,8 @@ export async function chargeAll(
                   when a.balance < a.cost * ${n} then 'balance' end as refused
       from account a left join spender s on true
     ), debit as (
-      update accounts set balance = accounts.balance - v.cost * ${n}
+      -- From the balance read under the lock (v.balance), never accounts.balance: see staleCandidate.
+      update accounts set balance = v.balance - v.cost * ${n}
       from verdict v
       where accounts.id = ${owner.accountId} and v.refused is null
       returning accounts.balance, v.cost, v.refund_late, v.balance as balance_before, accounts.low_balance_threshold
@@ -280,8 +292,9 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
       ) r
       where r.balance >= 0
     ), debit as (
-      update accounts a set balance = a.balance - s.total
-      from (select account_id, sum(cost) as total from accepted group by account_id) s
+      -- From the balance read under the lock (account_balance), never a.balance: see staleCandidate.
+      update accounts a set balance = s.account_balance - s.total
+      from (select account_id, account_balance, sum(cost) as total from accepted group by account_id, account_balance) s
       where a.id = s.account_id
       returning a.id as account_id, a.balance + s.total as balance_before, a.balance as balance_after, a.low_balance_threshold as threshold
     ), ${lowBalanceEvents(db, tz, 'debit')}, spend as (
