@@ -19,7 +19,17 @@ export type SecretBox = {
   needsRotation(sealed: string): boolean
 }
 
-export class SecretError extends Error {}
+/** Why a value does not open: not a sealed value, sealed under a key not held, or altered / sealed for another context. */
+export type SecretFailure = 'format' | 'key' | 'context'
+
+export class SecretError extends Error {
+  constructor(
+    message: string,
+    readonly failure: SecretFailure,
+  ) {
+    super(message)
+  }
+}
 
 export function keyIdOf(key: Uint8Array): string {
   return new Bun.CryptoHasher('sha256').update(key).digest('hex').slice(0, 8)
@@ -54,9 +64,9 @@ function parse(sealed: string): { keyId: string; iv: Uint8Array<ArrayBuffer>; da
   const iv = fromBase64url(ivPart)
   const data = fromBase64url(dataPart)
   if (version !== VERSION || keyId === undefined || !/^[0-9a-f]{8}$/.test(keyId) || rest.length > 0 || iv?.length !== IV_BYTES) {
-    throw new SecretError('not a sealed value (expected v1.<key id>.<iv>.<ciphertext>)')
+    throw new SecretError('not a sealed value (expected v1.<key id>.<iv>.<ciphertext>)', 'format')
   }
-  if (!data || data.length < TAG_BYTES) throw new SecretError('not a sealed value (its ciphertext is missing or too short)')
+  if (!data || data.length < TAG_BYTES) throw new SecretError('not a sealed value (its ciphertext is missing or too short)', 'format')
   return { keyId, iv, data }
 }
 
@@ -66,7 +76,7 @@ function importKey(key: Uint8Array): Promise<CryptoKey> {
 
 export function createSecretBox(keys: { current: Uint8Array; previous: Uint8Array[] }): SecretBox {
   for (const key of [keys.current, ...keys.previous]) {
-    if (key.length !== SECRET_KEY_BYTES) throw new SecretError(`a secrets key must be ${SECRET_KEY_BYTES} bytes`)
+    if (key.length !== SECRET_KEY_BYTES) throw new SecretError(`a secrets key must be ${SECRET_KEY_BYTES} bytes`, 'key')
   }
   const keyId = keyIdOf(keys.current)
   // Current first: a previous key equal to the current one changes nothing.
@@ -91,12 +101,15 @@ export function createSecretBox(keys: { current: Uint8Array; previous: Uint8Arra
     async open(sealed, context) {
       const { keyId: id, iv, data } = parse(sealed)
       const key = byId.get(id)
-      if (!key) throw new SecretError(`sealed under key ${id}, which is neither SECRETS_KEY nor one of SECRETS_KEY_PREVIOUS`)
+      if (!key) throw new SecretError(`sealed under key ${id}, which is neither SECRETS_KEY nor one of SECRETS_KEY_PREVIOUS`, 'key')
       let plain: ArrayBuffer
       try {
         plain = await crypto.subtle.decrypt({ name: 'AES-GCM', iv, additionalData: encoder.encode(context) }, await key, data)
       } catch {
-        throw new SecretError(`the value sealed under key ${id} does not open for ${context}: altered, or sealed for another place`)
+        throw new SecretError(
+          `the value sealed under key ${id} does not open for ${context}: altered, or sealed for another place`,
+          'context',
+        )
       }
       return new TextDecoder('utf-8', { fatal: true }).decode(plain)
     },

@@ -52,7 +52,13 @@ function listenRelay(
   })
 }
 
-export type PgProxy = { port: number; cuts(): number; close(): void }
+export type PgProxy = {
+  port: number
+  cuts(): number
+  /** `hold`: whether the marked statement has come (and waits for `hold`). */
+  held(): boolean
+  close(): void
+}
 
 export function startPgProxy(
   target: { host: string; port: number },
@@ -179,6 +185,7 @@ export function startPgProxy(
   return listenRelay(target, options.hold ? holdFirst : options.before ? cutBefore : relay).then(({ port, close }) => ({
     port,
     cuts: () => cuts,
+    held: () => held,
     close,
   }))
 }

@@ -44,6 +44,16 @@ const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
 const OPT_OUTS = 'tests/optouts/optouts.test.ts'
 const RICH = 'src/modules/messages/rich.ts'
+const OPT_OUT_SERVICE = 'src/modules/optouts/service.ts'
+const OPT_OUT_RACES = 'tests/optouts/races.test.ts'
+const SENDER_SERVICE = 'src/modules/senders/service.ts'
+
+// The opt-out's lock of its account's row (setOptOut), taken away.
+const optOutUnlocked: Edit = {
+  file: OPT_OUT_SERVICE,
+  find: 'select 1 from accounts where id = ${change.accountId} for no key update',
+  replace: 'select 1 from accounts where id = ${change.accountId}',
+}
 
 // The refund's guard: only a message still queued is marked failed and refunded (both places: the
 // accounts it locks and the messages it changes).
@@ -632,6 +642,31 @@ export const MUTATIONS: Mutation[] = [
     filter: 'other sender.s app secret',
   },
   {
+    name: 'rotation-compare-and-set',
+    breaks: "a sender's credentials changed while a rotation runs are overwritten by the rotation with what it read before",
+    edits: [
+      {
+        file: SENDER_SERVICE,
+        find: 'where id = ${row.id} and credentials = ${row.credentials} returning id',
+        replace: 'where id = ${row.id} returning id',
+      },
+    ],
+    tests: ['tests/senders/rotation-race.test.ts'],
+  },
+  {
+    name: 'seal-context-per-sender',
+    breaks:
+      "sender A's sealed credentials copied onto sender B's row open as B's: B's messages go out as A, A's app secret verifies B's callbacks",
+    edits: [
+      {
+        file: SENDER_SERVICE,
+        find: 'export const sealContext = (id: number) => `sender:${id}`',
+        replace: "export const sealContext = (_id: number) => 'sender'",
+      },
+    ],
+    tests: ['tests/senders/seal-context.test.ts'],
+  },
+  {
     name: 'balance-low-once',
     breaks: 'balance.low sent on every debit below the threshold, not once per crossing',
     edits: [
@@ -741,6 +776,33 @@ export const MUTATIONS: Mutation[] = [
       },
     ],
     tests: ['tests/optouts/campaign.test.ts'],
+  },
+  {
+    name: 'optout-account-lock',
+    breaks:
+      'two opt-outs of one phone at once both find it not opted out: the later to record it fails with 500 instead of finding it done',
+    edits: [optOutUnlocked],
+    tests: [OPT_OUT_RACES],
+    filter: 'two opt-outs of one phone at once',
+    database: 'postgres',
+  },
+  {
+    // A campaign batch locks its account FOR UPDATE, which the opt-out's foreign keys wait for too: the
+    // opt-out's own lock is what holds once the batch takes the account as a balance update does.
+    name: 'optout-account-lock-campaign',
+    breaks:
+      'an opt-out answered while a campaign batch that read the opt-outs before it is still to commit: the batch then charges and sends to the phone',
+    edits: [
+      optOutUnlocked,
+      {
+        file: LEDGER,
+        find: 'from accounts where id = ${accountId} for update`',
+        replace: 'from accounts where id = ${accountId} for no key update`',
+      },
+    ],
+    tests: [OPT_OUT_RACES],
+    filter: 'campaign batch to its phone is being charged',
+    database: 'postgres',
   },
   {
     name: 'rich-provider-kind',

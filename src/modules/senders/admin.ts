@@ -82,7 +82,10 @@ export const sendersAdmin = (deps: Deps) => {
       detail: {
         tags,
         summary: "Change a sender's name, pace or credentials",
-        description: 'Credential fields given replace those stored (the others stay); the provider and number never change.',
+        description:
+          'Credential fields given replace those stored (the others stay); the provider and number never change. Stored ' +
+          'credentials that do not open (sealed under a key the service no longer has, or not for this sender) are replaced ' +
+          'whole: give every required field.',
       },
     })
     .post(

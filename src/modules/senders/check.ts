@@ -2,11 +2,15 @@
 
 import type { Deps } from '../../deps'
 import type { SenderCheck } from '../../providers/provider'
-import { openFields, supportOf, type SenderRow } from './service'
+import { openFields, supportOf, whyNotOpen, type SenderRow } from './service'
 
 export async function checkSender(deps: Pick<Deps, 'secrets' | 'config'>, row: SenderRow): Promise<SenderCheck> {
-  const fields = await openFields(deps.secrets, row).catch(() => null)
-  if (!fields) return { ok: false, detail: "its credentials do not open with this service's SECRETS_KEY (see SECRETS_KEY_PREVIOUS)" }
+  let fields: Record<string, string>
+  try {
+    fields = await openFields(deps.secrets, row)
+  } catch (error) {
+    return { ok: false, detail: `its ${whyNotOpen(error)}` }
+  }
   const support = supportOf(row.provider)
   const environment = (deps.config.providers as Record<string, unknown>)[row.provider]
   return support.check(support.settingsOf(fields, row.number, environment), { timeoutMs: deps.config.providerTimeoutMs })

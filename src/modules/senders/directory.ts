@@ -12,7 +12,7 @@ import { RICH_KINDS, type CallbackSender, type Pace, type Provider } from '../..
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
-import { openFields, supportOf, type SenderRow } from './service'
+import { openFields, supportOf, whyNotOpen, type SenderRow } from './service'
 
 export type Sender = {
   /** null: the deployment's default sender (the environment's PROVIDER). */
@@ -66,7 +66,8 @@ export function createSenderDirectory(
 
   async function build(row: SenderRow): Promise<Sender> {
     const environment = (config.providers as Record<string, unknown>)[row.provider]
-    const fields = await openFields(secrets, row).catch(() => null)
+    let why = ''
+    const fields = await openFields(secrets, row).catch((error: unknown) => ((why = whyNotOpen(error)), null))
     const settings = supportOf(row.provider).settingsOf(fields ?? {}, row.number, environment)
     const own = paceOf(row.provider, settings as never)
     const pace: Pace = {
@@ -74,7 +75,8 @@ export function createSenderDirectory(
       recipientGapMs: row.recipient_gap_ms ?? own.recipientGapMs,
       source: row.rate_per_second !== null || row.recipient_gap_ms !== null ? 'the sender' : own.source,
     }
-    // Credentials that do not open (sealed under a key this process lacks) fail each hand-off, refunded, saying why.
+    // Credentials that do not open (sealed under a key this process lacks, or not for this sender) fail
+    // each hand-off, refunded, saying why.
     const provider: Provider = fields
       ? createProvider(row.provider, settings as never, {
           publicBaseUrl: config.publicBaseUrl,
@@ -89,7 +91,7 @@ export function createSenderDirectory(
           send: async () => ({
             ok: false,
             errorCode: null,
-            errorMessage: `sender ${row.id}'s credentials do not open with this service's SECRETS_KEY (see SECRETS_KEY_PREVIOUS)`,
+            errorMessage: `sender ${row.id}'s ${why}`,
           }),
         }
     // Each stored sender has its own pace, kept by its id: two numbers each get their full rate.

@@ -6,7 +6,7 @@
 
 import { transaction, type Db, type Sql } from '../../db/client'
 import type { Config } from '../../config'
-import type { SecretBox } from '../../lib/secrets'
+import { SecretError, type SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
 import { formatTimestamp } from '../../lib/time'
@@ -136,6 +136,17 @@ export async function openFields(secrets: SecretBox, row: Pick<SenderRow, 'id' |
   return JSON.parse(await secrets.open(row.credentials, sealContext(row.id))) as Record<string, string>
 }
 
+/**
+ * Why a sender's credentials did not open (openFields failed), for its hand-off and its check: sealed
+ * under a key this service lacks, or not sealed for this sender (altered, or copied from another
+ * sender's row, which the sealing context refuses). Names no value.
+ */
+export function whyNotOpen(error: unknown): string {
+  return error instanceof SecretError && error.failure === 'key'
+    ? "credentials do not open with this service's SECRETS_KEY (see SECRETS_KEY_PREVIOUS)"
+    : 'credentials do not open for it: altered, or sealed for another sender (copied from its row?); set them again'
+}
+
 async function accountsOf(db: Db, ids: number[]): Promise<Map<number, { account_id: number; default: boolean }[]>> {
   const rows = await db<{ sender_id: number; account_id: number; is_default: boolean }[]>`
     select sender_id, account_id, is_default from account_senders where sender_id = any(${ids}::bigint[]) order by account_id`
@@ -213,7 +224,9 @@ export async function updateSender(ctx: SendersContext, actor: Actor, id: number
     let sealed = row.credentials
     let identity = row.identity
     if (input.credentials !== undefined) {
-      const merged = { ...(await openFields(ctx.secrets, row)), ...input.credentials }
+      // Stored credentials that do not open (sealed under a key no longer held, or not for this sender)
+      // are replaced whole: the change must give every required field.
+      const merged = { ...(await openFields(ctx.secrets, row).catch(() => ({}))), ...input.credentials }
       const fields = requireFields(row.provider, merged)
       identity = supportOf(row.provider).identityOf(fields)
       sealed = await ctx.secrets.seal(JSON.stringify(fields), sealContext(id))
