@@ -15,10 +15,10 @@ const SENDER = {
   help: "the number: a stored sender's id, or default for the deployment's number (the default)",
 }
 
-/** --sender as the admin API takes it: a sender id, or `default`. */
-function senderOf(ctx: Context): number | 'default' {
+/** --sender: a sender id, or null for `default` (the deployment's number). */
+function senderOf(ctx: Context): number | null {
   const value = ctx.flags.sender
-  if (value === undefined || value === 'default') return 'default'
+  if (value === undefined || value === 'default') return null
   return ctx.integer('sender')
 }
 
@@ -51,7 +51,7 @@ export const conversationCommands: Command[] = [
       const query = new URLSearchParams()
       if (typeof ctx.flags.phone === 'string') query.set('phone', ctx.flags.phone)
       if (ctx.flags.account !== undefined) query.set('account_id', String(ctx.id('account')))
-      if (ctx.flags.sender !== undefined) query.set('sender_id', String(senderOf(ctx)))
+      if (ctx.flags.sender !== undefined) query.set('sender_id', String(senderOf(ctx) ?? 'default'))
       if (ctx.flags.limit !== undefined) query.set('limit', String(ctx.integer('limit')))
       if (ctx.flags.offset !== undefined) query.set('offset', String(ctx.integer('offset')))
       const page = await ctx.api.call<Page<Holder>>('GET', `/admin/v1/conversation-holders${query.size ? `?${query}` : ''}`)

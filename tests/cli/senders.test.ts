@@ -161,11 +161,12 @@ test('senders create (the auth token from standard input), list, show and check;
 
   // show: which credentials are set, never their values
   const shown = ok(await admin('senders', 'show', twilioId)).split('\n')
-  expect(shown.slice(0, 7)).toEqual([
+  expect(shown.slice(0, 8)).toEqual([
     `sender ${twilioId} "Toko Maju": twilio +6281255500001, active`,
     `  identity: ${SID} (what its callbacks name it by)`,
     '  credentials set: account_sid, auth_token (their values are never shown)',
     '  pace: 80 messages a second, 6,000 ms between two messages to one recipient',
+    '  late failures: kept charged (reported through its credentials after the provider accepted a message)',
     '  messaging limit: unlimited (its own tier)',
     `  accounts: none yet (bun run admin senders assign ACCOUNT_ID ${twilioId})`,
     '  last check: never',
@@ -235,7 +236,7 @@ test('mistakes: usage errors stop before the service (exit 2), refusals are the 
     [
       ['senders', 'update', twilioId],
       undefined,
-      'senders update: nothing to change (give --name, --rate, --gap, --messaging-limit, --portfolio or --credential)',
+      'senders update: nothing to change (give --name, --rate, --gap, --messaging-limit, --portfolio, --late-failures or --credential)',
     ],
     [['senders', 'show', 'x'], undefined, "SENDER_ID: expected an id (a positive integer), got 'x'"],
     [['sender', 'list'], undefined, "unknown command 'sender'; did you mean 'senders'?"],

@@ -949,7 +949,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/providers/twilio/inbound.ts',
-        find: 'return signer.defaultNumber && withoutChannel(environmentFrom) === to ? null : undefined',
+        find: "return signer.defaultNumber && (environmentFrom === '' || withoutChannel(environmentFrom) === to) ? null : undefined",
         replace: 'return null',
       },
     ],

@@ -329,7 +329,7 @@ describe('a number several accounts share', () => {
     expect((await envInbound(c.phone, 'first')).status).toBe(200)
     const moved = await t.admin('PUT', '/conversation-holders', {
       phone: c.local,
-      sender_id: 'default',
+      sender_id: null,
       account_id: shopT.accountId,
       move_messages: true,
     })

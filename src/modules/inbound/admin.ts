@@ -34,7 +34,7 @@ export const inboundAdmin = (deps: Deps) =>
       detail: {
         tags: ['Admin'],
         summary: 'Who holds the conversations on shared numbers',
-        description: `${SHARED_NUMBER_RULE} Newest change first; filters \`phone\`, \`account_id\`, \`sender_id\` (an id, or \`default\`).`,
+        description: `${SHARED_NUMBER_RULE} Newest change first; filters \`phone\`, \`account_id\`, \`sender_id\` (an id, or \`default\` for the deployment's number).`,
       },
     })
     .put(

@@ -95,9 +95,9 @@ export const ConversationWindow = t.Object(
   },
 )
 
-const senderChoice = t.Union([t.Integer({ minimum: 1 }), t.Literal('default'), t.Null()], {
-  description: "The number: a stored sender's id, or `default` (or null) for the deployment's number",
-  examples: ['default'],
+const senderChoice = t.Union([t.Integer({ minimum: 1 }), t.Null()], {
+  description: "The number: a stored sender's id, or null (the default) for the deployment's number",
+  examples: [null],
 })
 
 export const ConversationHolderQuery = t.Object({
@@ -105,8 +105,10 @@ export const ConversationHolderQuery = t.Object({
   phone: phoneFilter,
   account_id: t.Optional(QueryInteger('Only conversations this account holds')),
   sender_id: t.Optional(
-    t.Union([QueryInteger("Only on this stored sender's number"), t.Literal('default')], {
-      description: "Only on this stored sender's number, or `default` for the deployment's number",
+    t.String({
+      pattern: '^([1-9][0-9]{0,14}|default)$',
+      description: "Only on this stored sender's number (its id), or `default` for the deployment's number",
+      examples: ['default'],
     }),
   ),
 })

@@ -90,12 +90,14 @@ function consentOf(fields: URLSearchParams): InboundMessage['consent'] {
 /**
  * The sender a message to `to` reached, among those its signer owns: the signer's stored sender with
  * that number, or the default number (TWILIO_FROM) when the environment's token signed; else undefined.
+ * Without TWILIO_FROM (another PROVIDER) the environment's token, which only the operator holds, speaks
+ * for the default number whatever its `To`.
  */
 function reached(signer: TwilioSigner, to: string | null, environmentFrom: string): SenderRef | undefined {
   if (to === null) return undefined
   const stored = signer.senders.find((s) => s.number === to)
   if (stored) return stored.id
-  return signer.defaultNumber && withoutChannel(environmentFrom) === to ? null : undefined
+  return signer.defaultNumber && (environmentFrom === '' || withoutChannel(environmentFrom) === to) ? null : undefined
 }
 
 async function receive(request: CallbackRequest, context: CallbackContext<TwilioSettings>): Promise<CallbackAnswer> {
