@@ -8,6 +8,8 @@
 // stores it once. Changes of other fields are acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
+import { CALLBACK_JSON_BOUNDS } from '../../http/body'
+import { jsonBoundExceeded } from '../../lib/bounds'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, StatusReport } from '../provider'
 import { consentOf, inboundOf } from './inbound'
@@ -83,6 +85,9 @@ const isJson = (contentType: string | null) => contentType?.split(';')[0]!.trim(
 /** The body parsed once, for choosing the secrets and, once verified, for the reports; NOT_JSON when it is not JSON. */
 const NOT_JSON = Symbol('not JSON')
 function parsed(body: string): unknown {
+  // Past a bound nothing is built; the refusal naming it is thrown once the signature verified.
+  const exceeded = jsonBoundExceeded(body, CALLBACK_JSON_BOUNDS)
+  if (exceeded) return badShape(`body: ${exceeded}`)
   try {
     return JSON.parse(body)
   } catch {
@@ -146,6 +151,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
   }
   if (notification === NOT_JSON) throw badShape('body is not valid JSON')
+  if (notification instanceof ApiError) throw notification
   if (!isObject(notification)) throw badShape('body must be a JSON object')
   return { reports: reportsOf(notification), inbound: inboundOf(notification), consent: consentOf(notification) }
 }

@@ -3,6 +3,8 @@
 // request learns nothing (not even whether its body was well formed) and changes nothing.
 
 import { ApiError, badShape } from '../../http/errors'
+import { MAX_CALLBACK_FORM_FIELDS } from '../../http/body'
+import { formBoundExceeded } from '../../lib/bounds'
 import { errorCodeOf, errorTextOf } from '../http'
 import type { Callback, CallbackContext, CallbackRequest, StatusReport } from '../provider'
 import type { TwilioSettings } from './settings'
@@ -37,6 +39,18 @@ export const isForm = (contentType: string | null) =>
   contentType?.split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded'
 
 /**
+ * The request's form fields (none when it is not form-encoded: no field Twilio could have signed). The
+ * signature covers every field, so they are parsed before it is checked: more than
+ * MAX_CALLBACK_FORM_FIELDS is 400 first (Twilio sends a few dozen), so no body builds more.
+ */
+export function formFieldsOf(request: CallbackRequest): URLSearchParams {
+  if (!isForm(request.headers.get('content-type'))) return new URLSearchParams()
+  const exceeded = formBoundExceeded(request.body, MAX_CALLBACK_FORM_FIELDS)
+  if (exceeded) throw badShape(`body: ${exceeded}`)
+  return new URLSearchParams(request.body)
+}
+
+/**
  * The auth tokens that may have signed a request naming `accountSid`: its stored senders' (each
  * Twilio account or subaccount signs with its own token), and the environment's, unless the account
  * is a stored sender's and not the environment's own (another sender's token never verifies it).
@@ -59,8 +73,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   // Twilio signs the URL it was told to call (StatusCallback), which is built from PUBLIC_BASE_URL,
   // not whatever Host or scheme the request arrived with behind a proxy.
   const url = `${context.publicBaseUrl}${TWILIO_STATUS_PATH}`
-  // A body that is not form-encoded has no fields Twilio could have signed.
-  const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
+  const fields = formFieldsOf(request)
   const signature = request.headers.get('x-twilio-signature')
   // AccountSid only chooses which tokens to try: nothing of the request is used before one verifies it.
   const tokens = await tokensFor(fields.get('AccountSid'), context)

@@ -8,7 +8,7 @@
 import { ApiError, badShape } from '../../http/errors'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, InboundMessage, InboundType } from '../provider'
 import type { TwilioSettings } from './settings'
-import { isForm, tokensFor } from './callback'
+import { formFieldsOf, tokensFor } from './callback'
 import { verifyTwilioSignature } from './signature'
 
 export const TWILIO_INBOUND_PATH = '/provider/twilio/inbound'
@@ -92,7 +92,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   }
   // Twilio signs the URL set in its console: PUBLIC_BASE_URL + the path, whatever Host the request came with.
   const url = `${context.publicBaseUrl}${TWILIO_INBOUND_PATH}`
-  const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
+  const fields = formFieldsOf(request)
   const signature = request.headers.get('x-twilio-signature')
   const tokens = await tokensFor(fields.get('AccountSid'), context)
   if (!tokens.some((token) => verifyTwilioSignature(token, url, fields, signature))) {
