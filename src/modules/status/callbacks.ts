@@ -41,17 +41,28 @@ async function readRaw(request: Request): Promise<Uint8Array> {
   return bytes
 }
 
-// What the OpenAPI documents say of a callback's 413, and its description says of the body.
+// What the OpenAPI documents say of a callback's 413, and its description of the body's limits.
 const TooLarge = t.Object(ErrorEnvelope.properties, {
   description: `The body is over ${MAX_CALLBACK_BODY_BYTES} bytes (4 MiB, the cap of provider callbacks): refused before it is read whole`,
   examples: [
-    { success: false, error: `request body exceeds ${MAX_CALLBACK_BODY_BYTES} bytes`, code: 'PAYLOAD_TOO_LARGE', request_id: '0b6f2d1e-…' },
+    {
+      success: false,
+      error: `request body exceeds ${MAX_CALLBACK_BODY_BYTES} bytes`,
+      code: 'PAYLOAD_TOO_LARGE',
+      request_id: '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21',
+    },
   ],
 })
-const BODY_RULES =
-  `A body over ${MAX_CALLBACK_BODY_BYTES} bytes (4 MiB) is refused 413 \`PAYLOAD_TOO_LARGE\` before it is read whole (a larger ` +
-  `Content-Length before a byte is read); a JSON body deeper than ${CALLBACK_JSON_BOUNDS.depth} levels or with more than ` +
-  `${CALLBACK_JSON_BOUNDS.values} values, or a form with more than ${MAX_CALLBACK_FORM_FIELDS} fields, is 400 \`VALIDATION_ERROR\` naming the bound.`
+function bodyRules(detail: Record<string, unknown>): string {
+  const form = 'application/x-www-form-urlencoded' in ((detail.requestBody as { content?: object } | undefined)?.content ?? {})
+  const bound = form
+    ? `a form with more than ${MAX_CALLBACK_FORM_FIELDS} fields`
+    : `a JSON body nested deeper than ${CALLBACK_JSON_BOUNDS.depth} levels or with more than ${CALLBACK_JSON_BOUNDS.values} values`
+  return (
+    `A body over ${MAX_CALLBACK_BODY_BYTES} bytes (4 MiB) is refused 413 \`PAYLOAD_TOO_LARGE\` before it is read whole (a larger ` +
+    `Content-Length before a byte is read); ${bound} is 400 \`VALIDATION_ERROR\` naming the bound.`
+  )
+}
 
 /** A callback's error answers: its own statuses, and a POST's 413. */
 function errorsOfCallback(callback: Callback<unknown>): Record<number, typeof ErrorEnvelope> {
@@ -121,7 +132,7 @@ export function providerCallbacks(deps: Deps) {
         tags: ['Provider callbacks'],
         security: [],
         ...callback.detail,
-        ...(callback.method === 'POST' ? { description: `${callback.detail.description ?? ''} ${BODY_RULES}`.trim() } : {}),
+        ...(callback.method === 'POST' ? { description: `${callback.detail.description ?? ''} ${bodyRules(callback.detail)}`.trim() } : {}),
         ...(ownAnswers ? { responses: { ...(callback.detail.responses as object), ...documentedErrors(errors) } } : {}),
       }
       const response = ownAnswers ? undefined : { 200: envelopeOf(Answer), ...errors }
