@@ -3,6 +3,8 @@
 
 import { ApiError, badShape } from './errors'
 import { MAX_BODY_CHARS, MAX_BULK_MESSAGES, MAX_MEDIA_URL_CHARS, MAX_PHONE_CHARS } from '../lib/validate'
+import { jsonBoundExceeded, type JsonBounds } from '../lib/bounds'
+import type { RouteKind } from './routes'
 
 // The largest valid request is a full bulk: 1000 entries, each with a 40-character `to`, a
 // 4096-character `body` and a 2048-character `media_url`. Lengths count UTF-16 code units, and an
@@ -19,6 +21,23 @@ export const MAX_BODY_BYTES =
 // millions of objects from 35 MB of "[{},{},...": about 1 GB.
 export const MAX_JSON_DEPTH = 16
 export const MAX_JSON_VALUES = 10_000
+
+// Provider callbacks are read before anything authenticates them (their signature covers the body), so
+// their bodies are capped far lower: 4 MiB. Meta batches up to 1000 changes in one notification and
+// its Cloud API documents have put a payload at "up to 3MB" (the current ones state no maximum); a
+// batch of 1000 status or message changes is well under 1 MB. Twilio posts a few dozen form fields
+// (a few KB). A larger body is refused 413: by its declared length before a byte is read, a chunked
+// one as soon as it passes the cap; at most 4 MiB of a body is ever held.
+export const MAX_CALLBACK_BODY_BYTES = 4 * 1024 * 1024
+// Meta's notifications nest about 11 levels (entry, changes, value, statuses, errors, error_data) and
+// carry some 20-50 values per change: 1000 changes are at most about 50,000. JSON.parse builds at
+// most 100,000 objects (some 10 MB) from a body within these bounds, whatever it holds.
+export const CALLBACK_JSON_BOUNDS: JsonBounds = { depth: 32, values: 100_000 }
+// Twilio posts a few dozen fields (an inbound message with 10 media has about 50).
+export const MAX_CALLBACK_FORM_FIELDS = 1000
+
+/** The largest body a route of `kind` reads. */
+export const bodyLimitOf = (kind: RouteKind | undefined) => (kind === 'callback' ? MAX_CALLBACK_BODY_BYTES : MAX_BODY_BYTES)
 
 // Reading and parsing a body takes about 3.5 times its size at once (the bytes, the decoded text, the
 // objects): some 130 MB for the largest. Bodies over 1 MiB (a bulk of 1000 short messages is about
@@ -75,7 +94,7 @@ class Slots {
 }
 const largeBodies = new Slots(LARGE_BODY_SLOTS)
 
-export const tooLarge = () => new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`)
+export const tooLarge = (limit = MAX_BODY_BYTES) => new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`)
 
 // 408 says the server will not wait for the rest; `connection: close` ends what the client still sends.
 const tooSlow = () =>
@@ -196,7 +215,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 export function parseJson(bytes: Uint8Array): unknown {
   if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge()
   if (bytes.byteLength === 0) return null
-  checkStructure(bytes)
+  const exceeded = jsonBoundExceeded(bytes, { depth: MAX_JSON_DEPTH, values: MAX_JSON_VALUES })
+  if (exceeded) throw badShape(`body: ${exceeded}`)
   let text: string
   try {
     text = utf8.decode(bytes)
@@ -207,28 +227,5 @@ export function parseJson(bytes: Uint8Array): unknown {
     return JSON.parse(text)
   } catch {
     throw badShape('body is not valid JSON')
-  }
-}
-
-/**
- * Depth and number of values, counted on the bytes: brackets and commas outside strings. UTF-8
- * continuation bytes are never ASCII, so a byte-wise scan cannot be fooled by multi-byte characters.
- */
-function checkStructure(bytes: Uint8Array): void {
-  let depth = 0
-  let values = 1
-  for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i]
-    if (byte === 0x22) {
-      // skip the string: to the next quote not escaped by a backslash
-      for (i++; i < bytes.length && bytes[i] !== 0x22; i++) if (bytes[i] === 0x5c) i++
-    } else if (byte === 0x5b || byte === 0x7b) {
-      if (++depth > MAX_JSON_DEPTH) throw badShape(`body: nested deeper than ${MAX_JSON_DEPTH} levels`)
-      if (++values > MAX_JSON_VALUES) throw badShape(`body: more than ${MAX_JSON_VALUES} JSON values`)
-    } else if (byte === 0x5d || byte === 0x7d) {
-      depth--
-    } else if (byte === 0x2c) {
-      if (++values > MAX_JSON_VALUES) throw badShape(`body: more than ${MAX_JSON_VALUES} JSON values`)
-    }
   }
 }

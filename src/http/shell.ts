@@ -11,7 +11,7 @@ import { ApiError, apiErrorResponse, badShape, badValue, errorResponse } from '.
 import { authenticateRequest, rateLimitHeaders, rateLimitHeadersOf } from './auth'
 import { authenticateAdmin } from './admin-auth'
 import { ReplayedAnswer } from './idempotency'
-import { hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
+import { bodyLimitOf, hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
 import type { RouteKind, RouteTable } from './routes'
 import { describeValidation, nulField, unknownField, wrongContainer, type ValidationFailure } from './validation'
 import { log, errorKind } from '../lib/log'
@@ -78,10 +78,11 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
         if (config.requireHttps && routes.kindOfPath(path) !== 'health' && !isSecure(request, config)) {
           return errorResponse('HTTPS_REQUIRED', 'this service accepts HTTPS requests only', 403, id)
         }
+        // A declared length over the route's limit (a provider callback's is far lower) is refused
+        // before a byte of the body is read.
         const length = Number(request.headers.get('content-length') ?? 0)
-        if (length > MAX_BODY_BYTES) {
-          return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${MAX_BODY_BYTES} bytes`, 413, id)
-        }
+        const limit = bodyLimitOf(routes.kindOfPath(path))
+        if (length > limit) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`, 413, id)
         const allowed = routes.staticMethods(path)
         if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id, routes.kindOfPath(path))
       })

@@ -9,7 +9,14 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
-import { LARGE_BODY_BYTES, LARGE_BODY_READ_MS, LARGE_BODY_SLOTS, LARGE_BODY_WAIT_MS, MAX_BODY_BYTES } from '../../src/http/body'
+import {
+  LARGE_BODY_BYTES,
+  LARGE_BODY_READ_MS,
+  LARGE_BODY_SLOTS,
+  LARGE_BODY_WAIT_MS,
+  MAX_BODY_BYTES,
+  MAX_CALLBACK_BODY_BYTES,
+} from '../../src/http/body'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 
@@ -155,10 +162,12 @@ describe('bodies over the limit', () => {
           'X-Request-Id: big-1',
         ]),
       )
+      // A provider callback's limit is far lower (MAX_CALLBACK_BODY_BYTES): tests/http/callback-bodies.test.ts.
+      const limit = path.startsWith('/provider/') ? MAX_CALLBACK_BODY_BYTES : MAX_BODY_BYTES
       expect({ path, status: res.status, body: res.body, id: res.headers['x-request-id'] }).toEqual({
         path,
         status: 413,
-        body: { success: false, error: `request body exceeds ${MAX_BODY_BYTES} bytes`, code: 'PAYLOAD_TOO_LARGE', request_id: 'big-1' },
+        body: { success: false, error: `request body exceeds ${limit} bytes`, code: 'PAYLOAD_TOO_LARGE', request_id: 'big-1' },
         id: 'big-1',
       })
     }

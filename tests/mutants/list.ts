@@ -589,6 +589,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'B.s token',
   },
   {
+    name: 'callback-body-cap',
+    breaks:
+      'an unsigned provider callback read up to the API limit (35.5 MiB) before its signature is checked: four 35 MB bodies to each route take gigabytes and stall /healthz',
+    edits: [
+      {
+        file: 'src/http/body.ts',
+        find: 'export const MAX_CALLBACK_BODY_BYTES = 4 * 1024 * 1024',
+        replace: 'export const MAX_CALLBACK_BODY_BYTES = MAX_BODY_BYTES',
+      },
+    ],
+    tests: ['tests/http/callback-bodies.test.ts'],
+    filter: '35 MB',
+  },
+  {
     name: 'window-send',
     breaks: "a free-form send outside the customer's 24-hour window charged, then refused by the provider (131047, 63016)",
     edits: [{ file: WINDOW, find: 'if (last?.open || (await recovering())) return', replace: 'return' }],

@@ -13,9 +13,9 @@ import { t } from 'elysia'
 import { callbackRoutes } from '../../http/groups'
 import type { Deps } from '../../deps'
 import { ok } from '../../http/errors'
-import { MAX_BODY_BYTES, tooLarge } from '../../http/body'
+import { CALLBACK_JSON_BOUNDS, MAX_CALLBACK_BODY_BYTES, MAX_CALLBACK_FORM_FIELDS, tooLarge } from '../../http/body'
 import { readCapped } from '../../lib/stream'
-import { envelopeOf, errorsOf } from '../../http/openapi'
+import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { eventsCommitted, notifies } from '../webhooks/notify'
 import { createReportReceiver } from './receiver'
 import { storeConsent, storeInbound } from '../inbound/service'
@@ -34,17 +34,50 @@ const Answer = t.Object({
   ),
 })
 
-/** The body's bytes, refused (413) as soon as they pass MAX_BODY_BYTES. */
+/**
+ * The body's bytes, refused (413) as soon as they pass MAX_CALLBACK_BODY_BYTES: nothing has
+ * authenticated the sender yet. (A larger declared length was refused by the shell, unread.)
+ */
 async function readRaw(request: Request): Promise<Uint8Array> {
-  const bytes = await readCapped(request.body, MAX_BODY_BYTES)
-  if (bytes === null) throw tooLarge()
+  const bytes = await readCapped(request.body, MAX_CALLBACK_BODY_BYTES)
+  if (bytes === null) throw tooLarge(MAX_CALLBACK_BODY_BYTES)
   return bytes
 }
 
-/** An error answer as the OpenAPI document lists it, for callbacks that document their own answers. */
-function documentedErrors(statuses: number[]) {
+// What the OpenAPI documents say of a callback's 413, and its description of the body's limits.
+const TooLarge = t.Object(ErrorEnvelope.properties, {
+  description: `The body is over ${MAX_CALLBACK_BODY_BYTES} bytes (4 MiB, the cap of provider callbacks): refused before it is read whole`,
+  examples: [
+    {
+      success: false,
+      error: `request body exceeds ${MAX_CALLBACK_BODY_BYTES} bytes`,
+      code: 'PAYLOAD_TOO_LARGE',
+      request_id: '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21',
+    },
+  ],
+})
+function bodyRules(detail: Record<string, unknown>): string {
+  const form = 'application/x-www-form-urlencoded' in ((detail.requestBody as { content?: object } | undefined)?.content ?? {})
+  const bound = form
+    ? `a form with more than ${MAX_CALLBACK_FORM_FIELDS} fields`
+    : `a JSON body nested deeper than ${CALLBACK_JSON_BOUNDS.depth} levels or with more than ${CALLBACK_JSON_BOUNDS.values} values`
+  return (
+    `A body over ${MAX_CALLBACK_BODY_BYTES} bytes (4 MiB) is refused 413 \`PAYLOAD_TOO_LARGE\` before it is read whole (a larger ` +
+    `Content-Length before a byte is read); ${bound} is 400 \`VALIDATION_ERROR\` naming the bound.`
+  )
+}
+
+/** A callback's error answers: its own statuses, and a POST's 413. */
+function errorsOfCallback(callback: Callback<unknown>): Record<number, typeof ErrorEnvelope> {
+  const errors = errorsOf(...callback.errors)
+  if (callback.method === 'POST') errors[413] = TooLarge
+  return errors
+}
+
+/** Error answers as the OpenAPI document lists them, for callbacks that document their own answers. */
+function documentedErrors(errors: Record<number, typeof ErrorEnvelope>) {
   return Object.fromEntries(
-    Object.entries(errorsOf(...statuses)).map(([status, schema]) => [
+    Object.entries(errors).map(([status, schema]) => [
       status,
       { description: schema.description ?? 'Error', content: { 'application/json': { schema } } },
     ]),
@@ -101,13 +134,15 @@ export function providerCallbacks(deps: Deps) {
         return ok(inbound.length > 0 ? { changed, inbound: fresh } : { changed })
       }
       const ownAnswers = 'responses' in callback.detail
+      const errors = errorsOfCallback(callback)
       const detail = {
         tags: ['Provider callbacks'],
         security: [],
         ...callback.detail,
-        ...(ownAnswers ? { responses: { ...(callback.detail.responses as object), ...documentedErrors(callback.errors) } } : {}),
+        ...(callback.method === 'POST' ? { description: `${callback.detail.description ?? ''} ${bodyRules(callback.detail)}`.trim() } : {}),
+        ...(ownAnswers ? { responses: { ...(callback.detail.responses as object), ...documentedErrors(errors) } } : {}),
       }
-      const response = ownAnswers ? undefined : { 200: envelopeOf(Answer), ...errorsOf(...callback.errors) }
+      const response = ownAnswers ? undefined : { 200: envelopeOf(Answer), ...errors }
       if (callback.method === 'GET') app.get(path, handle, { response, detail })
       else {
         app.post(path, handle, {

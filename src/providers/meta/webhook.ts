@@ -10,6 +10,8 @@
 // acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
+import { CALLBACK_JSON_BOUNDS } from '../../http/body'
+import { jsonBoundExceeded } from '../../lib/bounds'
 import { errorCodeOf, errorTextOf, isObject } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
 import { consentOf, inboundOf } from './inbound'
@@ -126,6 +128,8 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   if (!isJson(request.headers.get('content-type'))) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json')
   }
+  const exceeded = jsonBoundExceeded(request.body, CALLBACK_JSON_BOUNDS)
+  if (exceeded) throw badShape(`body: ${exceeded}`)
   let notification: unknown
   try {
     notification = JSON.parse(request.body)

@@ -3,6 +3,8 @@
 // request learns nothing (not even whether its body was well formed) and changes nothing.
 
 import { ApiError, badShape } from '../../http/errors'
+import { MAX_CALLBACK_FORM_FIELDS } from '../../http/body'
+import { formBoundExceeded } from '../../lib/bounds'
 import { errorCodeOf, errorTextOf } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
 import type { TwilioSettings } from './settings'
@@ -38,6 +40,18 @@ export const isForm = (contentType: string | null) =>
 
 /** Who signed a Twilio request: stored senders (all of one Twilio account), and whether the default number's token did. */
 export type TwilioSigner = { senders: CallbackSender<TwilioSettings>[]; defaultNumber: boolean }
+
+/**
+ * The request's form fields (none when it is not form-encoded: no field Twilio could have signed). The
+ * signature covers every field, so they are parsed before it is checked: more than
+ * MAX_CALLBACK_FORM_FIELDS is 400 first (Twilio sends a few dozen), so no body builds more.
+ */
+export function formFieldsOf(request: CallbackRequest): URLSearchParams {
+  if (!isForm(request.headers.get('content-type'))) return new URLSearchParams()
+  const exceeded = formBoundExceeded(request.body, MAX_CALLBACK_FORM_FIELDS)
+  if (exceeded) throw badShape(`body: ${exceeded}`)
+  return new URLSearchParams(request.body)
+}
 
 /**
  * Who signed a request to `url` (PUBLIC_BASE_URL + the path Twilio was told to call) naming
@@ -86,8 +100,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   // Twilio signs the URL it was told to call (StatusCallback), which is built from PUBLIC_BASE_URL,
   // not whatever Host or scheme the request arrived with behind a proxy.
   const url = `${context.publicBaseUrl}${TWILIO_STATUS_PATH}`
-  // A body that is not form-encoded has no fields Twilio could have signed.
-  const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
+  const fields = formFieldsOf(request)
   const signer = await signerOf(request, url, fields, context)
 
   const sid = (fields.get('MessageSid') ?? fields.get('SmsSid') ?? '').trim()

@@ -10,7 +10,7 @@
 import { ApiError, badShape } from '../../http/errors'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, InboundMessage, InboundType, SenderRef } from '../provider'
 import type { TwilioSettings } from './settings'
-import { isForm, signerOf, type TwilioSigner } from './callback'
+import { formFieldsOf, signerOf, type TwilioSigner } from './callback'
 
 export const TWILIO_INBOUND_PATH = '/provider/twilio/inbound'
 
@@ -106,7 +106,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   }
   // Twilio signs the URL set in its console: PUBLIC_BASE_URL + the path, whatever Host the request came with.
   const url = `${context.publicBaseUrl}${TWILIO_INBOUND_PATH}`
-  const fields = isForm(request.headers.get('content-type')) ? new URLSearchParams(request.body) : new URLSearchParams()
+  const fields = formFieldsOf(request)
   const signer = await signerOf(request, url, fields, context)
   const id = field(fields, 'MessageSid') ?? field(fields, 'SmsMessageSid') ?? field(fields, 'SmsSid')
   if (!id) throw badShape('MessageSid: is required')
