@@ -20,7 +20,7 @@ import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/v
 import type { Sender } from '../senders/directory'
 import { dropClosedWindows } from '../inbound/enforce'
 import { holdMessagingLimit, type Held } from '../budgets/guard'
-import { optedOutAmong, optedOutError } from '../optouts/service'
+import { optedOutAmong, optedOutError, stoppedByOptOut } from '../optouts/service'
 import { normalizePhone } from '../../lib/phone'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
@@ -154,6 +154,16 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       } else if (outcome.ok) {
         sent++
         results[m.index] = { to: m.phone, status: 'sent', message_id: outcome.sid }
+      } else if (stoppedByOptOut(outcome)) {
+        // Its recipient opted out while it waited for its hand-off: not sent, refunded (handoff.ts).
+        refunded += charged.cost
+        results[m.index] = {
+          to: m.phone,
+          status: 'failed',
+          code: 'RECIPIENT_OPTED_OUT',
+          error: `${m.phone} opted out of this account's messages before this entry was handed to the provider: not sent, refunded`,
+          id: charged.ids[i]!,
+        }
       } else {
         refunded += charged.cost
         results[m.index] = {
