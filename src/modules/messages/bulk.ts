@@ -48,7 +48,8 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   }
 
   // A repeat of a request whose first run charged and died before answering (its Idempotency-Key
-  // recovers it) goes on with the entries charged then, whatever opt-outs, windows and budgets say now.
+  // recovers it) goes on with the entries charged then, whatever opt-outs, windows and budgets say now
+  // (an opt-out made since still stops an entry not handed over yet, at its hand-off).
   const repeat = await chargedAlready(deps, requestToken)
   const optedOut = repeat
     ? new Set<string>()
