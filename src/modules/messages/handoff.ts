@@ -11,21 +11,23 @@
 // token (a lease taken over meanwhile is not ours: skip the message) and, in the same statement, look
 // whether the recipient opted out of the account's messages since the charge; then call the provider at once.
 //
+// Bulk, campaign and recovery hand-offs share one bounded pool per sender (HANDOFF_CONCURRENCY). Outcomes are
+// written through a group-commit writer and retried for as long as the process lives.
+//
 // A STOP stops what has not been handed over yet: a message whose recipient opted out after its charge
 // is failed with OPTED_OUT_AT_HANDOFF (optouts/service.ts) and refunded, in one statement (refundFailed,
 // through the outcome writer), never handed over. The check runs after every wait (the pace's slot, a
-// throttle's Retry-After), right before each attempt. Its rule: an opt-out committed before the check's
-// statement began stops the message; one committed after it is too late for this message, whose
-// hand-off is decided and leaving, as for a STOP arriving while the provider's request is in flight.
-// A statement reads one snapshot and an opt-out's row becomes visible whole at its commit, so there is
-// no third case. No lock is needed: the account row lock an opt-out takes (`for no key update`) orders
-// it against charges (a campaign batch checks under it); waiting on it here would only move the moment
-// of the decision, not close the gap to the provider's call, which is outside any transaction. That gap
-// holds no wait but the process's own spacing (pace.ts's go(), which holds a hand-off only when late
-// timers bunched several), so a STOP that comes while a message waits seconds for its slot or for a
-// throttle's retry is always seen.
-// Bulk, campaign and recovery hand-offs share one bounded pool per sender (HANDOFF_CONCURRENCY). Outcomes are
-// written through a group-commit writer and retried for as long as the process lives.
+// throttle's Retry-After), right before each attempt: in the lease's renewal, or, for a single send's
+// first attempt (its lease surely its own, so not renewed), one read of opt_outs. Its rule: an opt-out
+// committed before the check's statement began stops the message; one committed after it is too late
+// for this message, whose hand-off is decided and leaving, as for a STOP arriving while the provider's
+// request is in flight. A statement reads one snapshot and an opt-out's row becomes visible whole at its
+// commit, so there is no third case. No lock is needed: the account row lock an opt-out takes (`for no
+// key update`) orders it against charges (a campaign batch checks under it); waiting on it here would
+// only move the moment of the decision, not close the gap to the provider's call, which is outside any
+// transaction. That gap holds no wait but the process's own spacing (pace.ts's go(), which holds a
+// hand-off only when late timers bunched several), so a STOP that comes while a message waits seconds
+// for its slot or for a throttle's retry is always seen.
 
 import type { Sql } from '../../db/client'
 import type { HandoffResult, OutgoingMessage, ScheduledReport } from '../../providers/provider'
