@@ -112,7 +112,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: 'if (!leaseSurelyOurs && !(await claimer.add({ id: message.id, token: lease.token }))) {',
+        find: "if (claim === 'lost') {",
         replace: 'if (false) {',
       },
     ],
@@ -125,8 +125,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: 'if (!leaseSurelyOurs && !(await claimer.add({ id: message.id, token: lease.token }))) {',
-        replace: 'if (!leaseSurelyOurs && !(await claimer.add({ id: message.id, token: lease.token })) && waitMs === 0) {',
+        find: "if (claim === 'lost') {",
+        replace: "if (claim === 'lost' && waitMs === 0) {",
       },
     ],
     tests: ['tests/messages/pace.test.ts'],
@@ -193,8 +193,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: 'handOver(message, lease, fresh ? firstWaitMs : null, { checkFirst: !fresh,',
-        replace: 'handOver(message, lease, firstWaitMs, { checkFirst: false,',
+        find: 'handOver(message, lease, fresh ? firstWaitMs : null, {\n        checkFirst: !fresh,',
+        replace: 'handOver(message, lease, firstWaitMs, {\n        checkFirst: false,',
       },
     ],
     tests: ['tests/messages/idempotency.test.ts'],
@@ -817,6 +817,14 @@ export const MUTATIONS: Mutation[] = [
     tests: [OPT_OUT_RACES],
     filter: 'campaign batch to its phone is being charged',
     database: 'postgres',
+  },
+  {
+    name: 'handoff-optout-check',
+    breaks:
+      'a message charged before its recipient opted out is handed over anyway once its pace slot or throttle retry comes, ' +
+      'instead of failing RECIPIENT_OPTED_OUT, refunded',
+    edits: [{ file: HANDOFF, find: "if (claim === 'opted_out') {", replace: 'if (false) {' }],
+    tests: ['tests/optouts/handoff.test.ts'],
   },
   {
     name: 'rich-provider-kind',

@@ -108,7 +108,10 @@ export const messagesApi = (deps: Deps) =>
             "API key was charged today past its daily spend cap (set by an operator; the service time zone's day; refunds give no " +
             'room back): nothing is charged. ' +
             "If the provider refuses or fails, the charge is refunded and the answer is 502 `BAD_GATEWAY` with the message's `id` " +
-            '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null).' +
+            '(it stays listed in `GET /messages` under that `id`, `failed`, `refunded: true`, with `message_sid` null). ' +
+            'A recipient who opts out while the charged message still waits for its hand-off (its slot at the pace, a retry after ' +
+            'a throttle) stops it: never handed over, refunded, answered 422 `RECIPIENT_OPTED_OUT` with its `id` (or, once answered ' +
+            '`queued`, a `failed` event whose `error_message` begins with `RECIPIENT_OPTED_OUT`).' +
             templateNote +
             richNote +
             idempotencyNote,
@@ -142,7 +145,8 @@ export const messagesApi = (deps: Deps) =>
             'messaging limit fail on their own, uncharged (`code: MESSAGING_LIMIT`, in request order: those that fit go). ' +
             'All valid entries are charged together (402 for the whole request if the balance cannot pay them all, ' +
             'or `SPEND_CAP_REACHED` if they would take what the API key was charged today past its daily spend cap), ' +
-            'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`). ' +
+            'then handed to the provider; every refused entry is refunded (`code: BAD_GATEWAY`), and so is an entry whose recipient ' +
+            'opts out before it is handed over (`code: RECIPIENT_OPTED_OUT`, with its `id`: never handed over). ' +
             '`results` keeps the request order; the answer waits for every outcome, up to BULK_WAIT_MS (30 s): entries still ' +
             'waiting then (the provider throttles them, or the pace is busy) are answered `queued` with their `id`, counted in ' +
             '`queued`, and their outcome comes as a `message.status` event with `previous_status: "queued"`.' +

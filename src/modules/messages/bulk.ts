@@ -20,7 +20,7 @@ import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/v
 import type { Sender } from '../senders/directory'
 import { dropClosedWindows } from '../inbound/enforce'
 import { holdMessagingLimit, type Held } from '../budgets/guard'
-import { optedOutAmong, optedOutError } from '../optouts/service'
+import { optedOutAmong, optedOutError, stoppedByOptOut } from '../optouts/service'
 import { normalizePhone } from '../../lib/phone'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
@@ -48,7 +48,8 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   }
 
   // A repeat of a request whose first run charged and died before answering (its Idempotency-Key
-  // recovers it) goes on with the entries charged then, whatever opt-outs, windows and budgets say now.
+  // recovers it) goes on with the entries charged then, whatever opt-outs, windows and budgets say now
+  // (an opt-out made since still stops an entry not handed over yet, at its hand-off).
   const repeat = await chargedAlready(deps, requestToken)
   const optedOut = repeat
     ? new Set<string>()
@@ -154,6 +155,16 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       } else if (outcome.ok) {
         sent++
         results[m.index] = { to: m.phone, status: 'sent', message_id: outcome.sid }
+      } else if (stoppedByOptOut(outcome)) {
+        // Its recipient opted out while it waited for its hand-off: not sent, refunded (handoff.ts).
+        refunded += charged.cost
+        results[m.index] = {
+          to: m.phone,
+          status: 'failed',
+          code: 'RECIPIENT_OPTED_OUT',
+          error: `${m.phone} opted out of this account's messages before this entry was handed to the provider: not sent, refunded`,
+          id: charged.ids[i]!,
+        }
       } else {
         refunded += charged.cost
         results[m.index] = {

@@ -8,9 +8,26 @@
 // doing (waiting for a slot, for the provider, for the database to come back to record an outcome), so
 // recovery (workers/handoff-recovery.ts) only ever takes over from a dead holder, and does so in seconds.
 // Each attempt goes: reserve a slot (pace.ts), wait for it, then renew the lease with the holder's
-// token (a lease taken over meanwhile is not ours: skip the message), then call the provider at once.
+// token (a lease taken over meanwhile is not ours: skip the message) and, in the same statement, look
+// whether the recipient opted out of the account's messages since the charge; then call the provider at once.
+//
 // Bulk, campaign and recovery hand-offs share one bounded pool per sender (HANDOFF_CONCURRENCY). Outcomes are
 // written through a group-commit writer and retried for as long as the process lives.
+//
+// A STOP stops what has not been handed over yet: a message whose recipient opted out after its charge
+// is failed with OPTED_OUT_AT_HANDOFF (optouts/service.ts) and refunded, in one statement (refundFailed,
+// through the outcome writer), never handed over. The check runs after every wait (the pace's slot, a
+// throttle's Retry-After), right before each attempt: in the lease's renewal, or, for a single send's
+// first attempt (its lease surely its own, so not renewed), one read of opt_outs. Its rule: an opt-out
+// committed before the check's statement began stops the message; one committed after it is too late
+// for this message, whose hand-off is decided and leaving, as for a STOP arriving while the provider's
+// request is in flight. A statement reads one snapshot and an opt-out's row becomes visible whole at its
+// commit, so there is no third case. No lock is needed: the account row lock an opt-out takes (`for no
+// key update`) orders it against charges (a campaign batch checks under it); waiting on it here would
+// only move the moment of the decision, not close the gap to the provider's call, which is outside any
+// transaction. That gap holds no wait but the process's own spacing (pace.ts's go(), which holds a
+// hand-off only when late timers bunched several), so a STOP that comes while a message waits seconds
+// for its slot or for a throttle's retry is always seen.
 
 import type { Sql } from '../../db/client'
 import type { HandoffResult, OutgoingMessage, ScheduledReport } from '../../providers/provider'
@@ -23,6 +40,7 @@ import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import type { Sender, SenderDirectory } from '../senders/directory'
 import { observeHandoff, observePaceWait } from '../../http/metrics/measures'
+import { isOptedOut, OPTED_OUT_AT_HANDOFF } from '../optouts/service'
 
 /** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
 const BEATS_PER_LEASE = 5
@@ -48,11 +66,11 @@ export type Handoff = {
   /** A new lease for messages about to be charged (or claimed by recovery). */
   lease(): Lease
   /**
-   * One message, not through the pool (a single send is already bounded by its HTTP request).
-   * `fresh`: the charge took the lease just now, with its slot reserved `firstWaitMs` ahead.
+   * One message of the account `accountId`, not through the pool (a single send is already bounded by
+   * its HTTP request). `fresh`: the charge took the lease just now, with its slot reserved `firstWaitMs` ahead.
    * `answerWithinMs`: how long after the provider's first throttle it answers `queued`.
    */
-  one(message: Paced, lease: Lease, fresh: boolean, firstWaitMs: number, answerWithinMs: number): Promise<Outcome>
+  one(message: Paced & { accountId: number }, lease: Lease, fresh: boolean, firstWaitMs: number, answerWithinMs: number): Promise<Outcome>
   /**
    * Many messages through the shared pool; resolves when every outcome is recorded, or at
    * `answerWithinMs`. `fresh` false: the charge was found, not made, so the lease may be someone else's.
@@ -70,6 +88,9 @@ export type Handoff = {
   /** Stops renewing (the process is stopping): its leases expire and recovery takes them over. */
   stop(): void
 }
+
+/** What renewing a lease before an attempt found: still ours, ours but its recipient opted out, or taken over. */
+type Claim = 'held' | 'opted_out' | 'lost'
 
 /** How long a message whose hand-off someone else holds is waited for, at most. */
 const OUTCOME_WAIT_POLL_MS = 250
@@ -160,15 +181,16 @@ export function createHandoff(
     }
   }
 
-  // Renews the lease of messages about to be attempted; answers which ones this holder still has.
-  const claimer = new Batcher<{ id: number; token: string }, boolean>(async (claims) => {
-    const rows = await sql<{ id: number }[]>`
+  // Renews the lease of messages about to be attempted; answers which ones this holder still has, and of
+  // those whether the recipient opted out of the account's messages (opt_outs' key: one index probe).
+  const claimer = new Batcher<{ id: number; token: string }, Claim>(async (claims) => {
+    const rows = await sql<{ id: number; opted_out: boolean }[]>`
       update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
-      returning m.id`
-    const heldNow = new Set(rows.map((r) => r.id))
-    return claims.map((c) => heldNow.has(c.id))
+      returning m.id, exists (select 1 from opt_outs o where o.account_id = m.account_id and o.phone = m.phone) as opted_out`
+    const heldNow = new Map(rows.map((r) => [r.id, r.opted_out]))
+    return claims.map((c) => (!heldNow.has(c.id) ? 'lost' : heldNow.get(c.id) ? 'opted_out' : 'held'))
   })
 
   // Every outcome, of single sends and of bulk and campaign batches alike, is recorded through one
@@ -229,11 +251,11 @@ export function createHandoff(
     message: Paced,
     lease: Lease,
     firstWaitMs: number | null,
-    options: { checkFirst: boolean; onThrottled?: () => void },
+    options: { checkFirst: boolean; onThrottled?: () => void; accountId?: number },
   ): Promise<HandoffResult | null> {
     // A charge found rather than made (a retried write, a repeated request) may be someone else's:
     // look before taking a slot for it.
-    if (options.checkFirst && !(await claimer.add({ id: message.id, token: lease.token }))) return null
+    if (options.checkFirst && (await claimer.add({ id: message.id, token: lease.token })) === 'lost') return null
     hold(message.id, lease.token)
     try {
       const { provider, pacer } = await retrying(() => senders.get(message.senderId))
@@ -243,16 +265,27 @@ export function createHandoff(
         const waitMs = reserved ? firstWaitMs : await slotFor(pacer, message.to)
         if (waitMs > 0) await Bun.sleep(waitMs)
         observePaceWait(provider.name, (performance.now() - pacing) / 1000)
-        // The lease is checked after the wait, right before the attempt: a message taken over while
-        // it waited is not ours to send. (A single send's first attempt skips it when its lease, taken
-        // by its charge just now, cannot have run out: its wait is bounded by SEND_WAIT_MS.)
-        const leaseSurelyOurs = reserved && waitMs < (leaseSeconds * 1000) / 2
-        if (!leaseSurelyOurs && !(await claimer.add({ id: message.id, token: lease.token }))) {
+        // The lease and the opt-out are checked after the wait, right before the attempt: a message
+        // taken over while it waited is not ours to send, one whose recipient opted out is not sent. (A
+        // single send's first attempt reads the opt-out alone when its lease, taken by its charge just
+        // now, cannot have run out: its wait is bounded by SEND_WAIT_MS.)
+        const leaseSurelyOurs = reserved && waitMs < (leaseSeconds * 1000) / 2 && options.accountId !== undefined
+        const claim: Claim = leaseSurelyOurs
+          ? (await retrying(() => isOptedOut(sql, options.accountId!, message.to)))
+            ? 'opted_out'
+            : 'held'
+          : await claimer.add({ id: message.id, token: lease.token })
+        if (claim === 'lost') {
           letGo(message.id)
           return null
         }
-        await pacer.go()
-        const result = await attempt(provider, message)
+        let result: HandoffResult
+        if (claim === 'opted_out') {
+          result = { ok: false, errorCode: null, errorMessage: OPTED_OUT_AT_HANDOFF }
+        } else {
+          await pacer.go()
+          result = await attempt(provider, message)
+        }
         if (!result.ok && result.throttle) {
           options.onThrottled?.()
           // The sender (or recipient) waits what the provider said, or one backoff step without it; this
@@ -312,9 +345,11 @@ export function createHandoff(
       // the provider throttles it, for `answerWithinMs` more at most.
       let throttled!: () => void
       const firstThrottle = new Promise<void>((resolve) => (throttled = resolve))
-      const work = handOver(message, lease, fresh ? firstWaitMs : null, { checkFirst: !fresh, onThrottled: throttled }).then(
-        (r) => r ?? waitForOutcome(sql, message.id),
-      )
+      const work = handOver(message, lease, fresh ? firstWaitMs : null, {
+        checkFirst: !fresh,
+        onThrottled: throttled,
+        accountId: message.accountId,
+      }).then((r) => r ?? waitForOutcome(sql, message.id))
       return within(work, answerWithinMs, firstThrottle)
     },
     async many(messages, lease, answerWithinMs = Infinity, fresh = true) {

@@ -327,11 +327,17 @@ export const BulkEntry = t.Union([
       description:
         'VALIDATION_ERROR, SENDER_DISABLED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED (a free-form entry outside the 24-hour window) or ' +
         'MESSAGING_LIMIT: not charged; CONFLICT: in the repeat of a request whose first run died after charging, an entry that ' +
-        'run refused (not charged); BAD_GATEWAY: refused by the provider, refunded',
+        'run refused (not charged); BAD_GATEWAY: refused by the provider, refunded; RECIPIENT_OPTED_OUT with an `id`: the ' +
+        'recipient opted out after the charge, before the hand-off: not sent, refunded',
       examples: ['VALIDATION_ERROR', 'WINDOW_CLOSED', 'BAD_GATEWAY'],
     }),
     error: t.String(),
-    id: t.Optional(Type.Integer({ description: 'BAD_GATEWAY only: the refused (and refunded) message, as `id` in GET /messages' })),
+    id: t.Optional(
+      Type.Integer({
+        description:
+          'BAD_GATEWAY, and RECIPIENT_OPTED_OUT after the charge, only: the refused (and refunded) message, as `id` in GET /messages',
+      }),
+    ),
   }),
   t.Object(
     {
@@ -379,7 +385,11 @@ export const Message = t.Object({
       "The provider's numeric error code when the message failed (with `error_message`, its text); otherwise null.",
     ),
   }),
-  error_message: t.Union([t.String(), t.Null()]),
+  error_message: t.Union([t.String(), t.Null()], {
+    description:
+      "The provider's error text when the message failed; a message stopped before its hand-off because its recipient opted out " +
+      '(refunded, `error_code` null) has a text that begins with `RECIPIENT_OPTED_OUT`',
+  }),
   campaign_id: t.Union([t.Integer(), t.Null()]),
   sender_id: t.Union([t.Integer(), t.Null()], {
     description: "Extension: the sender it went from (GET /api/v1/senders); null: the deployment's default sender",

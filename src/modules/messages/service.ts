@@ -9,7 +9,7 @@ import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import { requireOpenWindow } from '../inbound/enforce'
 import { holdMessagingLimit } from '../budgets/guard'
-import { refuseOptedOut } from '../optouts/service'
+import { optedOutAtHandoffError, refuseOptedOut, stoppedByOptOut } from '../optouts/service'
 import type { RichContent } from '../../providers/provider'
 import { renderText, requireSupported, richOf } from './rich'
 
@@ -90,7 +90,7 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   )
   const validUntilMs = Date.now() + validitySeconds * 1000
   let result = await deps.handoff.one(
-    { ...outgoing, validUntilMs, senderId: sender.id },
+    { ...outgoing, validUntilMs, senderId: sender.id, accountId: principal.accountId },
     lease,
     charged.fresh,
     slot.waitMs ?? 0,
@@ -106,6 +106,8 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   }
   if (!result.ok) {
     if (result.pending) throw new ApiError('CONFLICT', 'this message is still being handed to the provider; repeat the request later')
+    // Its recipient opted out while it waited for its hand-off: not sent, refunded (handoff.ts).
+    if (stoppedByOptOut(result)) throw optedOutAtHandoffError(to, id)
     // `id` is the message's id in GET /messages, where it stays listed as failed and refunded.
     throw new ApiError(
       'BAD_GATEWAY',

@@ -2,7 +2,9 @@
 // account's messages) and opt_out_events (the history: every change, when, how and by whom). Every
 // change goes through setOptOut, which says whether the state changed (where the contact.opted_out /
 // contact.opted_in events belong). Sends, bulk entries and campaign recipients that are opted out are
-// refused before anything is charged (RECIPIENT_OPTED_OUT; a campaign skips and counts them).
+// refused before anything is charged (RECIPIENT_OPTED_OUT; a campaign skips and counts them). A message
+// charged already is checked again right before it is handed over (messages/handoff.ts): one whose
+// recipient opted out meanwhile fails with OPTED_OUT_AT_HANDOFF and is refunded, never handed over.
 
 import { accountEvent } from '../webhooks/events'
 import { transaction, type Db, type Tx } from '../../db/client'
@@ -102,10 +104,12 @@ export async function optedOutAmong(db: Db, accountId: number, phones: string[])
 }
 
 // Concurrent single sends share one statement for their checks (a group read, as the key lookup's
-// group commit); a lone send waits for nobody. Under load this was a statement of its own per send,
-// the only one not shared. Inside a transaction (`db` a Tx) the check goes straight through.
+// group commit), the checks before their charges and those right before their hand-offs alike; a lone
+// send waits for nobody. Under load this was a statement of its own per send, the only one not
+// shared. Inside a transaction (`db` a Tx) the check goes straight through.
 const checks = new WeakMap<Db, Batcher<{ accountId: number; phone: string }, boolean>>()
-function isOptedOut(db: Db, accountId: number, phone: string): Promise<boolean> {
+/** Whether `phone` (normalised) is opted out of the account's messages now: one indexed read, shared. */
+export function isOptedOut(db: Db, accountId: number, phone: string): Promise<boolean> {
   if ('savepoint' in db) return optedOutAmong(db, accountId, [phone]).then((found) => found.has(phone))
   let batcher = checks.get(db)
   if (!batcher) {
@@ -127,6 +131,29 @@ export const optedOutError = (phone: string) =>
   new ApiError(
     'RECIPIENT_OPTED_OUT',
     `${phone} opted out of this account's messages (see GET /opt-outs); nothing was charged. It is sent to again once opted back in`,
+  )
+
+/**
+ * The stored error (`error_message`, `error_code` null) of a message charged and then stopped at its
+ * hand-off because its recipient opted out meanwhile: failed, refunded, never handed over. A single
+ * send answers it as 422 RECIPIENT_OPTED_OUT, a bulk entry fails with that code, and a message.status
+ * event carries this text; it begins with the code so that a receiver can match it.
+ */
+export const OPTED_OUT_AT_HANDOFF =
+  "RECIPIENT_OPTED_OUT: the recipient opted out of this account's messages before it was handed to the provider; refunded"
+
+/** Whether a hand-off's outcome is the stop of an opt-out (OPTED_OUT_AT_HANDOFF), not the provider's refusal. */
+export const stoppedByOptOut = (outcome: { ok: boolean; errorCode?: number | null; errorMessage?: string }): boolean =>
+  !outcome.ok && outcome.errorCode === null && outcome.errorMessage === OPTED_OUT_AT_HANDOFF
+
+/** The 422 of a message charged and then stopped at its hand-off by its recipient's opt-out (refunded). */
+export const optedOutAtHandoffError = (phone: string, id: number) =>
+  new ApiError(
+    'RECIPIENT_OPTED_OUT',
+    `${phone} opted out of this account's messages while this message waited to be handed to the provider: it was not sent, ` +
+      'and its charge was refunded',
+    undefined,
+    { id },
   )
 
 /**

@@ -78,12 +78,17 @@ export const MessageStatusEvent = t.Object(
       previous_status: t.Union([t.Literal('queued'), t.Literal('sent'), t.Literal('delivered')], {
         description:
           'The status before the change; `queued` (an extension) for the hand-off outcome of a message whose send or bulk entry ' +
-          'was answered `queued` (the provider throttled it): `sent` with its SID, or `failed` and refunded when its validity ran out',
+          'was answered `queued` (the provider throttled it): `sent` with its SID, or `failed` and refunded when its validity ran ' +
+          'out or its recipient opted out before it was handed over',
       }),
       error_code: t.Union([t.Integer(), t.Null()], {
         description: errorCodeDescription("The provider's numeric error code when `failed`; otherwise null."),
       }),
-      error_message: t.Union([t.String(), t.Null()], { description: "The provider's error text when `failed`; otherwise null" }),
+      error_message: t.Union([t.String(), t.Null()], {
+        description:
+          "The provider's error text when `failed`; otherwise null. A message stopped before its hand-off because its recipient " +
+          'opted out (never handed over, refunded, `error_code` null, `message_sid` null) has a text beginning with `RECIPIENT_OPTED_OUT`',
+      }),
       refunded: t.Optional(
         t.Boolean({
           description:
