@@ -827,4 +827,40 @@ export const MUTATIONS: Mutation[] = [
     filter: 'twin racing it',
     database: 'postgres',
   },
+  {
+    name: 'media-error-redaction',
+    breaks:
+      "Meta's media lookup refusal kept as Meta wrote it: the access token it quotes lands in inbound_media.error and the tenant's media_error",
+    edits: [{ file: 'src/providers/meta/media.ts', find: 'reason: providerText(reason, metaSecrets(settings))!', replace: 'reason' }],
+    tests: ['tests/providers/redaction.test.ts'],
+    filter: 'media lookup',
+  },
+  {
+    name: 'provider-text-secrets',
+    breaks:
+      "a provider's text keeps the credentials the service called it with: a Twilio auth token quoted in a refusal reaches the 502 answer, error_message and a sender's check",
+    edits: [
+      {
+        file: 'src/providers/http.ts',
+        find: 'for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.split(form).join(REDACTED)',
+        replace: 'void forms',
+      },
+    ],
+    tests: ['tests/providers/redaction.test.ts'],
+    filter: 'send refused|check',
+  },
+  {
+    name: 'provider-text-shapes',
+    breaks:
+      "a credential the service does not hold at that moment kept as it came: a Meta status webhook's error text quoting access_token=… reaches error_message and the message.status event",
+    edits: [
+      {
+        file: 'src/providers/http.ts',
+        find: 'for (const [shape, replace] of CREDENTIAL_SHAPES) out = out.replace(shape, replace)',
+        replace: 'void CREDENTIAL_SHAPES',
+      },
+    ],
+    tests: ['tests/providers/redaction.test.ts'],
+    filter: 'status callback',
+  },
 ]

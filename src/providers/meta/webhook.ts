@@ -8,7 +8,7 @@
 // stores it once. Changes of other fields are acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
-import { errorCodeOf, errorTextOf, isObject } from '../http'
+import { errorCodeOf, isObject, providerText } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, StatusReport } from '../provider'
 import { consentOf, inboundOf } from './inbound'
 import type { MetaSettings } from './settings'
@@ -52,7 +52,7 @@ function reportOf(status: unknown): StatusReport | null {
         sid,
         status: 'failed',
         errorCode: typeof error.code === 'number' ? errorCodeOf(error.code) : null,
-        errorMessage: errorTextOf(error.title) ?? errorTextOf(error.message) ?? 'failed',
+        errorMessage: providerText(error.title) ?? providerText(error.message) ?? 'failed',
       }
     }
     default:

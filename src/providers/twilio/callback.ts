@@ -3,7 +3,7 @@
 // request learns nothing (not even whether its body was well formed) and changes nothing.
 
 import { ApiError, badShape } from '../../http/errors'
-import { errorCodeOf, errorTextOf } from '../http'
+import { errorCodeOf, providerText } from '../http'
 import type { Callback, CallbackContext, CallbackRequest, StatusReport } from '../provider'
 import type { TwilioSettings } from './settings'
 import { TWILIO_STATUS_PATH } from './send'
@@ -11,9 +11,10 @@ import { verifyTwilioSignature } from './signature'
 
 /**
  * Our report for one of Twilio's `MessageStatus` values, or null when it changes nothing: `queued`,
- * `accepted`, `sending` (and `scheduled`, `canceled`, anything unknown) are not states of ours.
+ * `accepted`, `sending` (and `scheduled`, `canceled`, anything unknown) are not states of ours. Its
+ * error text is kept without the auth tokens that may have signed it (`tokens`).
  */
-function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | null {
+function reportFromTwilio(sid: string, fields: URLSearchParams, tokens: readonly string[]): StatusReport | null {
   const status = (fields.get('MessageStatus') ?? fields.get('SmsStatus') ?? '').trim().toLowerCase()
   switch (status) {
     case 'sent':
@@ -26,7 +27,7 @@ function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | 
         sid,
         status: 'failed',
         errorCode: errorCodeOf(fields.get('ErrorCode') ?? undefined),
-        errorMessage: errorTextOf(fields.get('ErrorMessage')) ?? status,
+        errorMessage: providerText(fields.get('ErrorMessage'), tokens) ?? status,
       }
     default:
       return null
@@ -71,7 +72,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   const sid = (fields.get('MessageSid') ?? fields.get('SmsSid') ?? '').trim()
   if (!sid) throw badShape('MessageSid: is required')
   if (!fields.has('MessageStatus') && !fields.has('SmsStatus')) throw badShape('MessageStatus: is required')
-  const report = reportFromTwilio(sid, fields)
+  const report = reportFromTwilio(sid, fields, tokens)
   return report ? [report] : []
 }
 
