@@ -245,20 +245,29 @@ describe.skipIf(usingPostgres())('embedded', () => {
   const repacked = (header: Record<string, unknown>, payload: Uint8Array) =>
     Buffer.concat([Buffer.from(`${JSON.stringify({ ...header, payload: checksum(payload) })}\n`), payload])
 
-  test('a backup repacked with a planted file, its checksum recomputed, is refused: it does not verify with the secrets key', async () => {
+  /** The backup's header, and its data directory unpacked into `dir`/tree by tar, as anyone can. */
+  const unpacked = (dir: string) => {
     const bytes = readFileSync(file)
     const newline = bytes.indexOf(10)
-    const header = JSON.parse(bytes.subarray(0, newline).toString())
-    const dir = temp('backup-repacked-')
     const tree = join(dir, 'tree')
     mkdirSync(tree)
     writeFileSync(join(dir, 'payload.tar.gz'), bytes.subarray(newline + 1))
     tar(dir, '-xzf', 'payload.tar.gz', '-C', tree)
+    return { header: JSON.parse(bytes.subarray(0, newline).toString()), tree }
+  }
+  /** `tree`'s entries (all of them, or `names`) packed again as a gzip'd ustar. */
+  const packed = (dir: string, tree: string, names = readdirSync(tree)) => {
+    tar(dir, '--format=ustar', '-czf', 'repacked.tar.gz', '-C', tree, ...names)
+    return readFileSync(join(dir, 'repacked.tar.gz'))
+  }
+
+  test('a backup repacked with a planted file, its checksum recomputed, is refused: it does not verify with the secrets key', async () => {
+    const dir = temp('backup-repacked-')
+    const { header, tree } = unpacked(dir)
     // Planted where a data directory has files (base/), so only the HMAC can tell.
     writeFileSync(join(tree, 'base', 'planted.sh'), '#!/bin/sh\necho planted\n')
-    tar(dir, '--format=ustar', '-czf', 'repacked.tar.gz', '-C', tree, ...readdirSync(tree))
     const forged = join(dir, 'forged.backup')
-    writeFileSync(forged, repacked(header, readFileSync(join(dir, 'repacked.tar.gz'))))
+    writeFileSync(forged, repacked(header, packed(dir, tree)))
     const target = keyedTarget(dir)
     const refused = await admin({ DATA_DIR: target }, 'restore', forged)
     expect({ code: refused.code, err: refused.err }).toEqual({
@@ -271,8 +280,8 @@ describe.skipIf(usingPostgres())('embedded', () => {
   }, 60_000)
 
   test('signed with the secrets key but not a PostgreSQL data directory: refused, nothing created', async () => {
-    const bytes = readFileSync(file)
-    const header = JSON.parse(bytes.subarray(0, bytes.indexOf(10)).toString())
+    const dir = temp('backup-not-pgdata-')
+    const { header, tree } = unpacked(dir)
     // The HMAC as the README documents it: HMAC-SHA256 of the header line without `hmac`, keyed by
     // HMAC-SHA256(secrets key, "messaging-api backup").
     const secretsKey = Buffer.from(readFileSync(join(dataDir, 'secrets-key'), 'utf8').trim(), 'base64')
@@ -283,7 +292,14 @@ describe.skipIf(usingPostgres())('embedded', () => {
       return Buffer.concat([Buffer.from(`${JSON.stringify({ ...fields, hmac })}\n`), payload])
     }
     const gz = (files: Record<string, string>) => new Bun.Archive(files, { compress: 'gzip' }).bytes()
-    const dir = temp('backup-not-pgdata-')
+    // The real data directory, and beside it at the top a file no data directory has (PGlite would open it all the same).
+    writeFileSync(join(tree, 'planted.sh'), '#!/bin/sh\necho planted\n')
+    const planted = packed(dir, tree)
+    const withoutVersion = packed(
+      dir,
+      tree,
+      readdirSync(tree).filter((name) => name !== 'PG_VERSION' && name !== 'planted.sh'),
+    )
     // A data directory with a symbolic link where pg_wal goes (real PostgreSQL allows one; a restore does not).
     const linked = join(dir, 'linked')
     mkdirSync(join(linked, 'base'), { recursive: true })
@@ -291,16 +307,8 @@ describe.skipIf(usingPostgres())('embedded', () => {
     symlinkSync('/tmp', join(linked, 'pg_wal'))
     tar(dir, '--format=ustar', '-czf', 'linked.tar.gz', '-C', linked, 'PG_VERSION', 'base', 'pg_wal')
     const cases: [string, Uint8Array, string][] = [
-      [
-        'unknown top-level',
-        await gz({ PG_VERSION: '17\n', 'base/1/1259': 'x', 'planted.sh': '#!/bin/sh\n' }),
-        'holds planted.sh, which is not part of a PostgreSQL data directory',
-      ],
-      [
-        'no PG_VERSION',
-        await gz({ 'base/1/1259': 'x', 'global/pg_control': 'y' }),
-        'has no PG_VERSION: it is not a PostgreSQL data directory',
-      ],
+      ['unknown top-level', planted, 'holds planted.sh, which is not part of a PostgreSQL data directory'],
+      ['no PG_VERSION', withoutVersion, 'has no PG_VERSION: it is not a PostgreSQL data directory'],
       ['escaping', await gz({ PG_VERSION: '17\n', '../escaped': 'x' }), 'holds a path outside its data directory (../escaped)'],
       ['link', readFileSync(join(dir, 'linked.tar.gz')), 'holds "pg_wal", a symbolic link: a data directory holds only folders and files'],
     ]

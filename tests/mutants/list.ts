@@ -863,4 +863,26 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/providers/redaction.test.ts'],
     filter: 'status callback',
   },
+  {
+    name: 'backup-hmac',
+    breaks:
+      'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',
+    edits: [
+      {
+        file: 'src/db/backup.ts',
+        find: 'const verifiedBy = authenticatingKey(header, keys)',
+        replace: 'const verifiedBy = authenticatingKey(header, keys) ?? keys[0]!',
+      },
+    ],
+    tests: ['tests/db/backup.test.ts'],
+    database: 'embedded',
+  },
+  {
+    name: 'backup-layout',
+    breaks:
+      'a backup holding a file no PostgreSQL data directory has (beside PG_VERSION, at the top) is restored with it into DATA_DIR/pgdata',
+    edits: [{ file: 'src/db/backup.ts', find: 'if (!placed) throw refuse', replace: 'if (false) throw refuse' }],
+    tests: ['tests/db/backup.test.ts'],
+    database: 'embedded',
+  },
 ]
