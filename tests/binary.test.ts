@@ -7,7 +7,7 @@
 // with only the binary sets up, operates and debugs webhooks with it.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
@@ -415,11 +415,13 @@ describe('compiled binary', () => {
       expect(backup).toMatchObject({ code: 0, stderr: '' })
       expect(backup.stdout).toStartWith(`backup written to ${file}: `)
       expect(await terminate(child)).toBe(0)
-      // Restore runs PGlite inside the binary: it opens the copy once before putting it in place.
+      // The secrets key first (restore verifies the file with it), then restore: it runs PGlite inside the
+      // binary, opening the copy once before putting it in place.
+      mkdirSync(join(dir, 'data'))
+      copyFileSync(join(runDir, 'data', 'secrets-key'), join(dir, 'data', 'secrets-key'))
       const restored = await runIn(dir, [join(runDir, BINARY), 'admin', 'restore', 'data.backup'], {})
       expect(restored).toMatchObject({ code: 0, stderr: '' })
       expect(restored.stdout).toContain(`start the service: ${BINARY}\n`)
-      copyFileSync(join(runDir, 'data', 'secrets-key'), join(dir, 'data', 'secrets-key'))
       const port = freePort()
       const fresh = spawnChild(
         [join(runDir, BINARY)],

@@ -54,7 +54,7 @@ const backup: Command = {
         [
           `backup written to ${file}: ${megabytes(bytes.byteLength)}, migration ${header.migration.name}, taken ${header.taken_at}`,
           `the database paused ${header.pause_ms} ms for it`,
-          `keep the secrets key beside it (fingerprint ${header.secrets_key_fingerprint}): DATA_DIR/secrets-key or SECRETS_KEY; it is not in the backup`,
+          `keep the secrets key with it (fingerprint ${header.secrets_key_fingerprint}): DATA_DIR/secrets-key or SECRETS_KEY; it is not in the backup, and restore needs it to verify the file`,
         ].join('\n'),
     }
   },
@@ -66,9 +66,11 @@ const restore: Command = {
   summary: 'restore a backup into DATA_DIR (the service stopped; --force replaces a database, kept aside)',
   details:
     'Runs here, not through the service: stop the service first (restore refuses while a process holds DATA_DIR). ' +
-    'The file is checked whole before anything changes, unpacked beside DATA_DIR/pgdata, opened once, then put in ' +
+    'Put the secrets key kept with the backup in DATA_DIR/secrets-key (or SECRETS_KEY) first: the file must verify ' +
+    'with it (an HMAC: a file changed or made without the key is refused). The file is checked whole, and must be a ' +
+    'PostgreSQL data directory, before anything changes; it is unpacked beside DATA_DIR/pgdata, opened once, then put in ' +
     'place. An existing database is refused unless --force, which moves it to DATA_DIR/pgdata.before-restore-<time>. ' +
-    'DATA_DIR/secrets-key and DATA_DIR/admin-token are left as they are: put the secrets key kept with the backup there.',
+    'DATA_DIR/secrets-key and DATA_DIR/admin-token are left as they are.',
   example: 'bun run admin restore messaging-2026-11-25.backup --force',
   flags: { force: { help: 'replace the database in DATA_DIR (moved aside, not deleted)' } },
   async run(ctx) {
@@ -81,16 +83,21 @@ const restore: Command = {
     const { restoreBackup, BackupError } = await import('../db/backup')
     let restored: Awaited<ReturnType<typeof restoreBackup>>
     try {
-      restored = await restoreBackup(ctx.args.FILE!, config.dataDir, { force: ctx.flags.force === true, secretsKey: config.secretsKey })
+      restored = await restoreBackup(ctx.args.FILE!, config.dataDir, {
+        force: ctx.flags.force === true,
+        secretsKey: config.secretsKey,
+        previousKeys: config.secretsKeysPrevious,
+      })
     } catch (error) {
       if (error instanceof BackupError) throw new CliError(error.message)
       throw error
     }
     const { header } = restored
     const key = {
-      same: 'the secrets key here is the one its credentials were sealed with',
-      different: `WARNING: the secrets key here is not the one in use when it was taken (fingerprint ${header.secrets_key_fingerprint}): put that key in DATA_DIR/secrets-key (or SECRETS_KEY) before starting, or sealed sender credentials cannot be opened`,
-      missing: `no secrets key here yet: put the one kept with the backup (fingerprint ${header.secrets_key_fingerprint}) in DATA_DIR/secrets-key (or SECRETS_KEY) before starting, or sealed sender credentials cannot be opened`,
+      same: 'verified with the secrets key here, the one its credentials were sealed with',
+      previous:
+        'verified with a key of SECRETS_KEY_PREVIOUS, the one its credentials were sealed with: they open; seal them again under SECRETS_KEY with `secrets rotate` once the service runs',
+      different: `WARNING: verified with DATA_DIR/secrets-key, but SECRETS_KEY is another key: set SECRETS_KEY to that key (fingerprint ${header.secrets_key_fingerprint}), or add it to SECRETS_KEY_PREVIOUS, before starting, or sealed sender credentials cannot be opened`,
     }[restored.secretsKey]
     return {
       data: { ...restored },

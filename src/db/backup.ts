@@ -6,12 +6,17 @@
 //   tail -n +2 FILE | tar -tz     the files
 // The header names the format and its version, the service version and migration that wrote it, when
 // it was taken, how long the database paused, a fingerprint of the secrets key in use (never the key),
-// and the payload's size and SHA-256: a truncated, altered or foreign file is refused before anything
-// changes. The tar (ustar, folders included: PostgreSQL needs its empty ones) is written here.
+// the payload's size and SHA-256, and an HMAC of all that keyed by the secrets key. The checksum finds
+// a truncated or damaged file (an accident); the HMAC finds a file anyone without the key made or
+// changed (tampering: a checksum anyone can recompute). Restore refuses both before anything changes,
+// and then anything that is not a PostgreSQL data directory: only folders and files, under the names a
+// data directory has at its top. The tar (ustar, folders included: PostgreSQL needs its empty ones) is
+// written and read here.
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
-import { gzip } from 'node:zlib'
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname, join, relative, resolve } from 'node:path'
+import { timingSafeEqual } from 'node:crypto'
+import { gunzipSync, gzip } from 'node:zlib'
 import { version } from '../../package.json'
 import type { Database } from './client'
 import { MIGRATIONS } from './migrations'
@@ -19,7 +24,7 @@ import { DataDirLockedError, lockDataDir } from './lock'
 import { decodeKey } from '../lib/secrets'
 
 export const BACKUP_FORMAT = 'messaging-api-backup'
-export const BACKUP_FORMAT_VERSION = 1
+export const BACKUP_FORMAT_VERSION = 2
 
 export type BackupHeader = {
   format: typeof BACKUP_FORMAT
@@ -35,6 +40,8 @@ export type BackupHeader = {
   secrets_key_fingerprint: string
   /** The gzip'd tar after the header line. */
   payload: { bytes: number; sha256: string }
+  /** HMAC-SHA256 (hex) of the header line without this field, keyed by backupKeyOf(the secrets key). */
+  hmac: string
 }
 
 /** A file that is no backup, or not a whole one, or cannot go into DATA_DIR: nothing was changed. */
@@ -42,6 +49,23 @@ export class BackupError extends Error {}
 
 export const keyFingerprint = (key: Uint8Array) => new Bun.CryptoHasher('sha256').update(key).digest('hex').slice(0, 16)
 const sha256 = (bytes: Uint8Array) => new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
+const hmacSha256 = (key: Uint8Array, data: string | Uint8Array) => new Bun.CryptoHasher('sha256', key).update(data).digest()
+
+/** The key of a backup's HMAC: derived from the secrets key (HMAC-SHA256 of "messaging-api backup"), so the key itself signs nothing. */
+export const backupKeyOf = (secretsKey: Uint8Array): Uint8Array => hmacSha256(secretsKey, 'messaging-api backup')
+
+/** The HMAC of a header (every field but `hmac`, as the JSON line it is written as) under `secretsKey`. */
+function headerMac(header: Omit<BackupHeader, 'hmac'>, secretsKey: Uint8Array): Buffer {
+  const { hmac: _, ...fields } = header as BackupHeader
+  return hmacSha256(backupKeyOf(secretsKey), JSON.stringify(fields))
+}
+
+/** The one of `keys` whose HMAC the header carries, or null: a file no key here made, or one changed since. */
+function authenticatingKey(header: BackupHeader, keys: Uint8Array[]): Uint8Array | null {
+  if (typeof header.hmac !== 'string' || !/^[0-9a-f]{64}$/.test(header.hmac)) return null
+  const claimed = Buffer.from(header.hmac, 'hex')
+  return keys.find((key) => timingSafeEqual(claimed, headerMac(header, key))) ?? null
+}
 
 /** The backup of a running embedded database: the file's bytes and its header. */
 export async function takeBackup(database: Database, secretsKey: Uint8Array): Promise<{ bytes: Uint8Array; header: BackupHeader }> {
@@ -54,7 +78,7 @@ export async function takeBackup(database: Database, secretsKey: Uint8Array): Pr
   // runs on this thread, so not one write reaches the files while they are read.
   const copy = await database.quiesced(readTree)
   const payload = await gzipped(tarOf(copy.value))
-  const header: BackupHeader = {
+  const fields: Omit<BackupHeader, 'hmac'> = {
     format: BACKUP_FORMAT,
     format_version: BACKUP_FORMAT_VERSION,
     service_version: version,
@@ -64,6 +88,7 @@ export async function takeBackup(database: Database, secretsKey: Uint8Array): Pr
     secrets_key_fingerprint: keyFingerprint(secretsKey),
     payload: { bytes: payload.byteLength, sha256: sha256(payload) },
   }
+  const header: BackupHeader = { ...fields, hmac: headerMac(fields, secretsKey).toString('hex') }
   const line = new TextEncoder().encode(`${JSON.stringify(header)}\n`)
   const bytes = new Uint8Array(line.byteLength + payload.byteLength)
   bytes.set(line)
@@ -138,6 +163,11 @@ export function readBackup(bytes: Uint8Array, name = 'the file'): { header: Back
     throw foreign
   }
   if (header?.format !== BACKUP_FORMAT) throw foreign
+  if (header.format_version === 1) {
+    throw new BackupError(
+      `${name} is a backup of format 1, from before backups were authenticated: this version restores format ${BACKUP_FORMAT_VERSION} only (take a new backup with it)`,
+    )
+  }
   if (header.format_version !== BACKUP_FORMAT_VERSION) {
     throw new BackupError(
       `${name} is a backup of format ${header.format_version}, written by messaging-api ${header.service_version}; this version (${version}) reads format ${BACKUP_FORMAT_VERSION}`,
@@ -166,20 +196,25 @@ export type Restored = {
   pgDir: string
   /** Where the database that was there before went (restore --force), or null. */
   aside: string | null
-  /** The secrets key DATA_DIR's service will use, against the one the backup's credentials were sealed with. */
-  secretsKey: 'same' | 'different' | 'missing'
+  /**
+   * The key that verified the file, against the one DATA_DIR's service will use: that key, one of
+   * SECRETS_KEY_PREVIOUS (its credentials open until rotated), or another (DATA_DIR/secrets-key while
+   * SECRETS_KEY is set to something else: they will not open).
+   */
+  secretsKey: 'same' | 'previous' | 'different'
 }
 
 /**
  * Restores the backup `file` into `dataDir`/pgdata. Refuses, changing nothing, when the file is no whole
- * backup, when a process holds DATA_DIR, or when pgdata already holds a database and `force` is not set
- * (with it, that database is moved aside, never deleted). The backup is unpacked beside pgdata, opened
- * once to prove it starts, and only then renamed into place.
+ * backup, when no secrets key here verifies its HMAC, when it is not a PostgreSQL data directory, when
+ * a process holds DATA_DIR, or when pgdata already holds a database and `force` is not set (with it,
+ * that database is moved aside, never deleted). The backup is unpacked beside pgdata, opened once to
+ * prove it starts, and only then renamed into place.
  */
 export async function restoreBackup(
   file: string,
   dataDir: string,
-  options: { force: boolean; secretsKey: Uint8Array | undefined },
+  options: { force: boolean; secretsKey: Uint8Array | undefined; previousKeys?: Uint8Array[] },
 ): Promise<Restored> {
   let bytes: Uint8Array
   try {
@@ -188,6 +223,26 @@ export async function restoreBackup(
     throw new BackupError(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`)
   }
   const { header, payload } = readBackup(bytes, file)
+
+  // The keys the operator holds here: SECRETS_KEY, else DATA_DIR/secrets-key (the one the service will
+  // use), the file's key too when SECRETS_KEY is set, and SECRETS_KEY_PREVIOUS.
+  const fileKey = keyFile(dataDir)
+  const current = options.secretsKey ?? fileKey
+  const previous = options.previousKeys ?? []
+  const keys = [current, fileKey, ...previous].filter((key): key is Uint8Array => key !== undefined)
+  if (keys.length === 0) {
+    throw new BackupError(
+      `${file} cannot be verified: there is no secrets key here. Put the one kept with the backup (fingerprint ${header.secrets_key_fingerprint}) in ${join(dataDir, 'secrets-key')} (or SECRETS_KEY), then restore; nothing restored`,
+    )
+  }
+  const verifiedBy = authenticatingKey(header, keys)
+  if (!verifiedBy) {
+    throw new BackupError(
+      `${file} does not verify with the secrets key here (fingerprint ${keyFingerprint(keys[0]!)}): it was changed after it was taken, or taken with another key (its header names ${header.secrets_key_fingerprint}); nothing restored`,
+    )
+  }
+  // Checked whole before DATA_DIR is touched: only a data directory's folders and files go in.
+  const entries = dataDirectoryEntries(payload, file)
 
   let lock: { release(): void }
   try {
@@ -208,13 +263,7 @@ export async function restoreBackup(
     }
     mkdirSync(staging, { recursive: true, mode: 0o700 })
     try {
-      const archive = new Bun.Archive(payload)
-      // A header's checksum proves the file whole, not harmless: nothing may land outside the staging folder.
-      for (const path of (await archive.files()).keys()) {
-        if (path.startsWith('/') || path.split('/').includes('..'))
-          throw new BackupError(`${file}: holds a path outside its data directory (${path}); nothing restored`)
-      }
-      await archive.extract(staging)
+      writeTree(staging, entries)
       await proveItOpens(staging, header)
     } catch (error) {
       rmSync(staging, { recursive: true, force: true })
@@ -226,9 +275,139 @@ export async function restoreBackup(
     if (aside) renameSync(pgDir, aside)
     else rmSync(pgDir, { recursive: true, force: true }) // an empty folder
     renameSync(staging, pgDir)
-    return { header, pgDir, aside, secretsKey: compareKey(dataDir, options.secretsKey, header) }
+    const same = (a: Uint8Array | undefined) => a !== undefined && keyFingerprint(a) === keyFingerprint(verifiedBy)
+    const secretsKey = same(current) ? 'same' : previous.some(same) ? 'previous' : 'different'
+    return { header, pgDir, aside, secretsKey }
   } finally {
     lock.release()
+  }
+}
+
+/** DATA_DIR/secrets-key's key (what the service generated or was given), or undefined. */
+function keyFile(dataDir: string): Uint8Array | undefined {
+  const file = join(dataDir, 'secrets-key')
+  return existsSync(file) ? decodeKey(readFileSync(file, 'utf8').trim()) : undefined
+}
+
+/**
+ * What a PostgreSQL data directory holds at its top: its folders, and its files (PG_VERSION, the
+ * configuration files initdb writes there, what the postmaster notes: PGlite's copy taken while it
+ * runs holds its postmaster.pid); see https://www.postgresql.org/docs/current/storage-file-layout.html.
+ */
+const DATA_DIR_FOLDERS = new Set([
+  'base',
+  'global',
+  'pg_commit_ts',
+  'pg_dynshmem',
+  'pg_logical',
+  'pg_multixact',
+  'pg_notify',
+  'pg_replslot',
+  'pg_serial',
+  'pg_snapshots',
+  'pg_stat',
+  'pg_stat_tmp',
+  'pg_subtrans',
+  'pg_tblspc',
+  'pg_twophase',
+  'pg_wal',
+  'pg_xact',
+])
+const DATA_DIR_FILES = new Set([
+  'PG_VERSION',
+  'postgresql.conf',
+  'postgresql.auto.conf',
+  'pg_hba.conf',
+  'pg_ident.conf',
+  'postmaster.opts',
+  'postmaster.pid',
+  'current_logfiles',
+])
+/** A name PostgreSQL gives a file or folder of its data directory (digits, letters, _ . -), not "." or "..". */
+const DATA_DIR_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$/
+/** What tar's other entry types are, to say what was refused. */
+const TAR_TYPES: Record<string, string> = {
+  '1': 'hard link',
+  '2': 'symbolic link',
+  '3': 'character device',
+  '4': 'block device',
+  '6': 'FIFO',
+  '7': 'contiguous file',
+  x: 'pax extended header',
+  g: 'pax global header',
+  L: 'GNU long name',
+  K: 'GNU long link name',
+}
+
+/**
+ * The folders and files of a backup's gzip'd tar, read whole before anything is written: a BackupError
+ * unless every entry is a folder or a regular file, named as a data directory names them, under a
+ * name a data directory has at its top, once, and PG_VERSION is there. Nothing can point or reach
+ * outside the folder it is written into: no links, no devices, no absolute path, no "..".
+ */
+function dataDirectoryEntries(payload: Uint8Array, file: string): Entry[] {
+  const refuse = (why: string) => new BackupError(`${file}: ${why}; nothing restored`)
+  let tar: Buffer
+  try {
+    tar = gunzipSync(payload)
+  } catch {
+    throw refuse("its content is not gzip'd")
+  }
+  const entries: Entry[] = []
+  const seen = new Set<string>()
+  for (let at = 0; ;) {
+    if (at + 512 > tar.byteLength) throw refuse('its tar ends before its end marker')
+    const block = tar.subarray(at, at + 512)
+    if (block.every((byte) => byte === 0)) break
+    const field = (from: number, width: number) => block.toString('utf8', from, from + width).replace(/\0[\s\S]*$/, '')
+    let sum = 0
+    for (let i = 0; i < 512; i++) sum += i >= 148 && i < 156 ? 32 : block[i]!
+    if (block.toString('latin1', 257, 262) !== 'ustar' || parseInt(field(148, 8).trim(), 8) !== sum) {
+      throw refuse(`its content is not a ustar archive (at byte ${at} of the tar)`)
+    }
+    const prefix = field(345, 155)
+    const raw = prefix ? `${prefix}/${field(0, 100)}` : field(0, 100)
+    const size = field(124, 12).trim()
+    if (!/^[0-7]{1,12}$/.test(size)) throw refuse(`its tar gives ${JSON.stringify(raw)} no size`)
+    const start = at + 512
+    const length = parseInt(size, 8)
+    at = start + Math.ceil(length / 512) * 512
+    if (at > tar.byteLength) throw refuse('its tar is cut short')
+
+    const type = String.fromCharCode(block[156]!)
+    const kind = type === '5' ? 'folder' : type === '0' || type === '\0' ? 'file' : null
+    if (!kind) {
+      throw refuse(
+        `holds ${JSON.stringify(raw)}, a ${TAR_TYPES[type] ?? `tar entry of type ${JSON.stringify(type)}`}: a data directory holds only folders and files`,
+      )
+    }
+    const path = kind === 'folder' ? raw.replace(/\/$/, '') : raw
+    const parts = path.split('/')
+    if (path.startsWith('/') || parts.includes('..')) throw refuse(`holds a path outside its data directory (${raw})`)
+    if (!parts.every((part) => DATA_DIR_NAME.test(part))) throw refuse(`holds ${JSON.stringify(raw)}, a name no data directory has`)
+    const top = parts[0]!
+    const placed = parts.length > 1 || kind === 'folder' ? DATA_DIR_FOLDERS.has(top) : DATA_DIR_FILES.has(top)
+    if (!placed) throw refuse(`holds ${path}, which is not part of a PostgreSQL data directory`)
+    if (seen.has(path)) throw refuse(`holds ${path} twice`)
+    seen.add(path)
+    entries.push({ path, data: kind === 'file' ? tar.subarray(start, start + length) : null })
+  }
+  if (!entries.some((entry) => entry.path === 'PG_VERSION' && entry.data !== null)) {
+    throw refuse('has no PG_VERSION: it is not a PostgreSQL data directory')
+  }
+  return entries
+}
+
+/** Writes checked entries under `root` (a folder this process just made): folders 0700, files 0600, never over anything. */
+function writeTree(root: string, entries: Entry[]): void {
+  for (const { path, data } of entries) {
+    const target = join(root, path)
+    if (data === null) {
+      mkdirSync(target, { recursive: true, mode: 0o700 })
+      continue
+    }
+    mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
+    writeFileSync(target, data, { mode: 0o600, flag: 'wx' })
   }
 }
 
@@ -245,14 +424,4 @@ async function proveItOpens(pgDir: string, header: BackupHeader): Promise<void> 
   } finally {
     await db.close()
   }
-}
-
-function compareKey(dataDir: string, configured: Uint8Array | undefined, header: BackupHeader): Restored['secretsKey'] {
-  let key = configured
-  if (!key) {
-    const file = join(dataDir, 'secrets-key')
-    key = existsSync(file) ? decodeKey(readFileSync(file, 'utf8').trim()) : undefined
-  }
-  if (!key) return 'missing'
-  return keyFingerprint(key) === header.secrets_key_fingerprint ? 'same' : 'different'
 }

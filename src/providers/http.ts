@@ -1,6 +1,7 @@
 // What the HTTP providers (Twilio, Meta) share: one bounded exchange with plain fetch, clean error
 // texts, and which refusals are throttling ("not now", retried) rather than failures. Nothing here
-// throws; nothing here ever lets a secret into an error message.
+// throws; nothing here ever lets a secret into an error message: every text a provider gave (or that
+// quotes one) goes through providerText, the one redaction, before it is kept, logged or shown.
 
 import type { HandoffResult, MediaOpened, Throttle } from './provider'
 import { readCapped } from '../lib/stream'
@@ -47,23 +48,72 @@ async function exchange(
 }
 
 /**
- * A failed hand-off whose text has every secret replaced, control characters flattened and its length
- * capped; with `throttle` (see throttleOf) it is "not now" rather than a failure, its code and text kept
- * for the day its validity runs out.
+ * A failed hand-off whose text went through `providerText` (every credential out, control characters
+ * flattened, length capped); with `throttle` (see throttleOf) it is "not now" rather than a failure, its
+ * code and text kept for the day its validity runs out.
  */
 export function failure(
-  secrets: string[],
+  secrets: readonly string[],
   errorCode: number | null,
   errorMessage: string,
   throttle: Throttle | null = null,
 ): HandoffResult & { ok: false } {
-  let out = errorMessage
-  for (const secret of secrets) {
-    if (secret) out = out.split(secret).join('[redacted]')
-  }
-  out = out.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim()
-  const text = out.length > MAX_ERROR_MESSAGE ? `${out.slice(0, MAX_ERROR_MESSAGE)}…` : out
+  const text = providerText(errorMessage, secrets) ?? ''
   return throttle ? { ok: false, errorCode, errorMessage: text, throttle } : { ok: false, errorCode, errorMessage: text }
+}
+
+const REDACTED = '[redacted]'
+
+/**
+ * What looks like a credential whoever's it is: the one redaction needs no list for the texts that
+ * arrive without the secrets at hand (a status callback's error text) and catches a credential in a
+ * form the list does not hold. Each keeps the label and drops the value.
+ */
+const CREDENTIAL_SHAPES: [RegExp, (match: string, ...groups: string[]) => string][] = [
+  // An Authorization header echoed (as text, a query or JSON): its value, scheme kept.
+  [/(\bauthorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic)\s+)?)(?!(?:bearer|basic)\s)[\w.~+/=%-]+/gi, (_, head) => `${head}${REDACTED}`],
+  // A bearer or basic credential anywhere (16 characters or more: "Basic authentication" is words).
+  [/\b(bearer|basic)(\s+)[\w.~+/=%-]{16,}/gi, (_, scheme, space) => `${scheme}${space}${REDACTED}`],
+  // Named credentials in a query string, a form or JSON: access_token=…, "app_secret": "…".
+  [
+    /\b(access_token|input_token|fb_exchange_token|client_secret|app_secret|appsecret_proof|auth_token|authtoken|verify_token)(["']?\s*[=:]\s*["']?)[\w.~+/=%-]+/gi,
+    (_, name, between) => `${name}${between}${REDACTED}`,
+  ],
+  // Twilio's AccountSid:AuthToken pair (Basic auth written out, or in a URL before its @).
+  [/\b(AC[0-9a-fA-F]{32}):[\w.~+=%-]+/g, (_, sid) => `${sid}:${REDACTED}`],
+  // A Meta access token: they start with EAA and run on for a hundred characters or more.
+  [/\bEAA[A-Za-z0-9]{20,}/g, () => REDACTED],
+]
+
+/**
+ * `text` with the credentials a provider was called with taken out: each of `secrets` as it is and
+ * URL-encoded (the longest first, so a token inside a longer credential goes with it), then anything
+ * shaped like a credential (CREDENTIAL_SHAPES). The one redaction of every provider text the service
+ * keeps, logs or shows: hand-off refusals, status callbacks' error texts, sender checks, media errors.
+ */
+function redact(text: string, secrets: readonly string[] = []): string {
+  const forms = new Set<string>()
+  for (const secret of secrets) {
+    if (!secret) continue
+    forms.add(secret)
+    forms.add(encodeURIComponent(secret))
+  }
+  let out = text
+  for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.split(form).join(REDACTED)
+  for (const [shape, replace] of CREDENTIAL_SHAPES) out = out.replace(shape, replace)
+  return out
+}
+
+/**
+ * A provider's text as the service keeps or shows it: control characters flattened, every credential
+ * out (`redact`, before the cap, so a cut never leaves half a secret), at most 500 characters; null
+ * when there is no text.
+ */
+export function providerText(value: unknown, secrets: readonly string[] = []): string | null {
+  if (typeof value !== 'string') return null
+  const text = redact(value.replace(/[\u0000-\u001f\u007f]+/g, ' '), secrets).trim()
+  if (!text) return null
+  return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE)}…` : text
 }
 
 /**
@@ -132,14 +182,6 @@ export function retryAfterMs(value: string | null, now = Date.now()): number | n
 export function errorCodeOf(value: unknown): number | null {
   const code = typeof value === 'string' && /^\d{1,10}$/.test(value.trim()) ? Number(value.trim()) : value
   return typeof code === 'number' && Number.isInteger(code) && code >= 0 && code <= MAX_ERROR_CODE ? code : null
-}
-
-/** A provider's error text as we store it, or null when there is none. */
-export function errorTextOf(value: unknown): string | null {
-  if (typeof value !== 'string') return null
-  const text = value.replace(/[\u0000-\u001f\u007f]+/g, ' ').trim()
-  if (!text) return null
-  return text.length > MAX_ERROR_MESSAGE ? `${text.slice(0, MAX_ERROR_MESSAGE)}…` : text
 }
 
 export function parseObject(text: string | null): Record<string, unknown> | null {

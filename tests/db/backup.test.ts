@@ -1,12 +1,16 @@
 // Backups of the embedded database, as an operator takes them: the service as a child process, the
 // command line through its real entry. A backup taken during a send load, restored into a fresh
-// DATA_DIR and started: every send acknowledged before the backup began is there, and balances equal
-// the ledger. Restore refuses while a service holds DATA_DIR, refuses a damaged or foreign file
-// (nothing changed), and replaces a database only with --force (the old one kept aside). On
+// DATA_DIR (its secrets key put there first) and started: every send acknowledged before the backup
+// began is there, and balances equal the ledger. Restore refuses while a service holds DATA_DIR,
+// refuses a damaged or foreign file, one without a secrets key to verify it, one repacked with a
+// planted file and its checksum recomputed (its HMAC does not verify), and a file signed with the key
+// that is not a PostgreSQL data directory (an unknown top-level entry, a link, no PG_VERSION, a path
+// outside): nothing changed. It replaces a database only with --force (the old one kept aside). On
 // PostgreSQL, backup and restore refuse and name pg_dump / pg_restore.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { createHmac } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
@@ -89,7 +93,7 @@ describe.skipIf(usingPostgres())('embedded', () => {
     expect(backup!.run).toMatchObject({ code: 0, err: '' })
     expect(sends.filter((s) => s.status !== 200)).toEqual([])
     const taken = JSON.parse(backup!.run.out)
-    expect([taken.format, taken.format_version]).toEqual(['messaging-api-backup', 1])
+    expect([taken.format, taken.format_version]).toEqual(['messaging-api-backup', 2])
     // The pause: the longest send that overlapped the backup, against the pause the service measured.
     const during = sends.filter((s) => s.started < backup!.ended && s.ended > backup!.started)
     const longest = Math.max(...during.map((s) => s.ended - s.started))
@@ -104,16 +108,22 @@ describe.skipIf(usingPostgres())('embedded', () => {
     const before = sends.filter((s) => s.ended < backup!.started)
     expect(before.length).toBeGreaterThanOrEqual(100)
 
-    // Restored into a fresh DATA_DIR with the command line (the service elsewhere keeps running).
+    // Restored into a fresh DATA_DIR with the command line (the service elsewhere keeps running). Without
+    // the secrets key there, the file cannot be verified: refused, nothing created.
     const fresh = join(temp('backup-b-'), 'data')
+    const keyless = await admin({ DATA_DIR: fresh }, 'restore', file)
+    expect(keyless.code).toBe(1)
+    expect(keyless.err).toStartWith(
+      `admin: ${file} cannot be verified: there is no secrets key here. Put the one kept with the backup (fingerprint ${taken.secrets_key_fingerprint}) in ${fresh}/secrets-key`,
+    )
+    expect(existsSync(fresh)).toBe(false)
+    // As the README says: the secrets key kept with the backup goes into the new DATA_DIR first.
+    mkdirSync(fresh, { recursive: true })
+    copyFileSync(join(dataDir, 'secrets-key'), join(fresh, 'secrets-key'))
     const restored = await admin({ DATA_DIR: fresh }, 'restore', file)
     expect(restored).toMatchObject({ code: 0, err: '' })
     expect(restored.out).toContain(`restored ${file} (taken ${taken.taken_at}, migration ${taken.migration.name}) into ${fresh}/pgdata`)
-    expect(restored.out).toContain(
-      `no secrets key here yet: put the one kept with the backup (fingerprint ${taken.secrets_key_fingerprint})`,
-    )
-    // As the README says: the secrets key kept beside the backup goes into the new DATA_DIR.
-    copyFileSync(join(dataDir, 'secrets-key'), join(fresh, 'secrets-key'))
+    expect(restored.out).toContain('verified with the secrets key here, the one its credentials were sealed with')
 
     const second = await startChild({ DATA_DIR: fresh })
     children.push(second)
@@ -148,7 +158,7 @@ describe.skipIf(usingPostgres())('embedded', () => {
     const aside = readdirSync(fresh).find((name) => name.startsWith('pgdata.before-restore-'))
     expect(aside).toBeDefined()
     expect(forced.out).toContain(`the database that was there is kept in ${fresh}/${aside}`)
-    expect(forced.out).toContain('the secrets key here is the one its credentials were sealed with')
+    expect(forced.out).toContain('verified with the secrets key here, the one its credentials were sealed with')
     // The one kept aside is the database that took the send after the restore; the restored one is the backup's.
     const third = await startChild({ DATA_DIR: fresh })
     children.push(third)
@@ -187,6 +197,11 @@ describe.skipIf(usingPostgres())('embedded', () => {
         'is damaged: its content does not match',
       ],
       ['foreign', Buffer.from('hello\nworld\n'), 'is not a messaging-api backup'],
+      [
+        'format 1',
+        Buffer.concat([Buffer.from(JSON.stringify({ ...header, format_version: 1 })), bytes.subarray(newline)]),
+        'is a backup of format 1, from before backups were authenticated',
+      ],
       ['empty', Buffer.alloc(0), 'is not a messaging-api backup'],
       [
         'newer',
@@ -200,26 +215,114 @@ describe.skipIf(usingPostgres())('embedded', () => {
     const missing = await admin({ DATA_DIR: target }, 'restore', join(dir, 'nothing-here.backup'))
     expect(missing).toMatchObject({ code: 1, err: `admin: cannot read ${join(dir, 'nothing-here.backup')}: ENOENT\n` })
     expect(existsSync(target)).toBe(false)
-    // A whole file (its checksum right) whose tar reaches outside the data directory.
-    const escaping = await new Bun.Archive({ PG_VERSION: '17\n', '../escaped': 'x' }, { compress: 'gzip' }).bytes()
-    const escapingHeader = {
-      ...header,
-      payload: { bytes: escaping.byteLength, sha256: new Bun.CryptoHasher('sha256').update(escaping).digest('hex') },
-    }
-    cases.push([
-      'escaping',
-      Buffer.concat([Buffer.from(`${JSON.stringify(escapingHeader)}\n`), escaping]),
-      ': holds a path outside its data directory (../escaped); nothing restored',
-    ])
     for (const [name, content, message] of cases) {
       const bad = join(dir, `${name}.backup`)
       writeFileSync(bad, content)
       const refused = await admin({ DATA_DIR: target }, 'restore', bad)
       expect({ name, code: refused.code }).toEqual({ name, code: 1 })
-      expect(refused.err).toStartWith(`admin: ${bad}${message.startsWith(':') ? '' : ' '}${message}`)
-      // Refused before DATA_DIR is touched; the escaping one once DATA_DIR is locked, and its staging folder is gone.
-      if (name === 'escaping') expect(readdirSync(target)).toEqual([])
-      else expect(existsSync(target)).toBe(false)
+      expect(refused.err).toStartWith(`admin: ${bad} ${message}`)
+      expect(existsSync(target)).toBe(false) // refused before DATA_DIR is touched
+    }
+  }, 60_000)
+
+  /** A target DATA_DIR holding the service's secrets key, as the README says to prepare one. */
+  const keyedTarget = (dir: string) => {
+    const target = join(dir, 'data')
+    mkdirSync(target)
+    copyFileSync(join(dataDir, 'secrets-key'), join(target, 'secrets-key'))
+    return target
+  }
+  const tar = (cwd: string, ...args: string[]) => {
+    const run = Bun.spawnSync(['tar', ...args], { cwd, stdout: 'pipe', stderr: 'pipe' })
+    expect({ tar: args.join(' '), code: run.exitCode, err: run.stderr.toString() }).toEqual({ tar: args.join(' '), code: 0, err: '' })
+  }
+  /** `payload`'s size and SHA-256, as a header names them. */
+  const checksum = (payload: Uint8Array) => ({
+    bytes: payload.byteLength,
+    sha256: new Bun.CryptoHasher('sha256').update(payload).digest('hex'),
+  })
+  /** A backup file of `header` and `payload`, its checksum recomputed: what anyone can do, key or not. */
+  const repacked = (header: Record<string, unknown>, payload: Uint8Array) =>
+    Buffer.concat([Buffer.from(`${JSON.stringify({ ...header, payload: checksum(payload) })}\n`), payload])
+
+  /** The backup's header, and its data directory unpacked into `dir`/tree by tar, as anyone can. */
+  const unpacked = (dir: string) => {
+    const bytes = readFileSync(file)
+    const newline = bytes.indexOf(10)
+    const tree = join(dir, 'tree')
+    mkdirSync(tree)
+    writeFileSync(join(dir, 'payload.tar.gz'), bytes.subarray(newline + 1))
+    tar(dir, '-xzf', 'payload.tar.gz', '-C', tree)
+    return { header: JSON.parse(bytes.subarray(0, newline).toString()), tree }
+  }
+  /** `tree`'s entries (all of them, or `names`) packed again as a gzip'd ustar. */
+  const packed = (dir: string, tree: string, names = readdirSync(tree)) => {
+    tar(dir, '--format=ustar', '-czf', 'repacked.tar.gz', '-C', tree, ...names)
+    return readFileSync(join(dir, 'repacked.tar.gz'))
+  }
+
+  test('a backup repacked with a planted file, its checksum recomputed, is refused: it does not verify with the secrets key', async () => {
+    const dir = temp('backup-repacked-')
+    const { header, tree } = unpacked(dir)
+    // Planted where a data directory has files (base/), so only the HMAC can tell.
+    writeFileSync(join(tree, 'base', 'planted.sh'), '#!/bin/sh\necho planted\n')
+    const forged = join(dir, 'forged.backup')
+    writeFileSync(forged, repacked(header, packed(dir, tree)))
+    const target = keyedTarget(dir)
+    const refused = await admin({ DATA_DIR: target }, 'restore', forged)
+    expect({ code: refused.code, err: refused.err }).toEqual({
+      code: 1,
+      err: expect.stringContaining(
+        `admin: ${forged} does not verify with the secrets key here (fingerprint ${header.secrets_key_fingerprint})`,
+      ),
+    })
+    expect(readdirSync(target)).toEqual(['secrets-key'])
+  }, 60_000)
+
+  test('signed with the secrets key but not a PostgreSQL data directory: refused, nothing created', async () => {
+    const dir = temp('backup-not-pgdata-')
+    const { header, tree } = unpacked(dir)
+    // The HMAC as the README documents it: HMAC-SHA256 of the header line without `hmac`, keyed by
+    // HMAC-SHA256(secrets key, "messaging-api backup").
+    const secretsKey = Buffer.from(readFileSync(join(dataDir, 'secrets-key'), 'utf8').trim(), 'base64')
+    const backupKey = createHmac('sha256', secretsKey).update('messaging-api backup').digest()
+    const signed = (payload: Uint8Array) => {
+      const { hmac: _, ...fields } = { ...header, payload: checksum(payload) }
+      const hmac = createHmac('sha256', backupKey).update(JSON.stringify(fields)).digest('hex')
+      return Buffer.concat([Buffer.from(`${JSON.stringify({ ...fields, hmac })}\n`), payload])
+    }
+    const gz = (files: Record<string, string>) => new Bun.Archive(files, { compress: 'gzip' }).bytes()
+    // The real data directory, and beside it at the top a file no data directory has (PGlite would open it all the same).
+    writeFileSync(join(tree, 'planted.sh'), '#!/bin/sh\necho planted\n')
+    const planted = packed(dir, tree)
+    const withoutVersion = packed(
+      dir,
+      tree,
+      readdirSync(tree).filter((name) => name !== 'PG_VERSION' && name !== 'planted.sh'),
+    )
+    // A data directory with a symbolic link where pg_wal goes (real PostgreSQL allows one; a restore does not).
+    const linked = join(dir, 'linked')
+    mkdirSync(join(linked, 'base'), { recursive: true })
+    writeFileSync(join(linked, 'PG_VERSION'), '17\n')
+    symlinkSync('/tmp', join(linked, 'pg_wal'))
+    tar(dir, '--format=ustar', '-czf', 'linked.tar.gz', '-C', linked, 'PG_VERSION', 'base', 'pg_wal')
+    const cases: [string, Uint8Array, string][] = [
+      ['unknown top-level', planted, 'holds planted.sh, which is not part of a PostgreSQL data directory'],
+      ['no PG_VERSION', withoutVersion, 'has no PG_VERSION: it is not a PostgreSQL data directory'],
+      ['escaping', await gz({ PG_VERSION: '17\n', '../escaped': 'x' }), 'holds a path outside its data directory (../escaped)'],
+      ['link', readFileSync(join(dir, 'linked.tar.gz')), 'holds "pg_wal", a symbolic link: a data directory holds only folders and files'],
+    ]
+    for (const [name, payload, message] of cases) {
+      const bad = join(dir, `${name.replaceAll(' ', '-')}.backup`)
+      writeFileSync(bad, signed(payload))
+      const target = keyedTarget(temp('backup-not-pgdata-target-'))
+      const refused = await admin({ DATA_DIR: target }, 'restore', bad)
+      expect({ name, code: refused.code, err: refused.err }).toEqual({
+        name,
+        code: 1,
+        err: `admin: ${bad}: ${message}; nothing restored\n`,
+      })
+      expect(readdirSync(target)).toEqual(['secrets-key'])
     }
   }, 60_000)
 })

@@ -69,6 +69,11 @@ export type FakeGraph = {
   /** The HTTP status of a throttling answer (default 400, as the Graph API answers its errors). */
   throttleStatus: number
   answer: GraphAnswer | null
+  /**
+   * Every error answer's message quotes the access token the request carried, as Meta's "Malformed
+   * access token EAA…" does, and its Authorization value. Default false.
+   */
+  echoCredentials: boolean
   /** A phone number's messaging limit: unique recipients it may reach (null: unlimited, the default). */
   messagingLimit: number | null
   /** The unique recipients each phone number id reached, as its messaging limit counts them. */
@@ -234,6 +239,7 @@ export function fakeGraph(): FakeGraph {
     retryAfter: true,
     throttleStatus: 400,
     answer: null,
+    echoCredentials: false,
     messagingLimit: null,
     recipients: new Map(),
     accepted: new Acceptances(),
@@ -295,6 +301,7 @@ export function fakeGraph(): FakeGraph {
       fake.retryAfter = true
       fake.throttleStatus = 400
       fake.answer = null
+      fake.echoCredentials = false
       fake.messagingLimit = null
       fake.recipients.clear()
       fake.accepted.clear()
@@ -415,6 +422,28 @@ export function fakeGraph(): FakeGraph {
     return Response.json({ messaging_product: 'whatsapp', contacts: [{ input: sent?.to, wa_id: sent?.to }], messages: [{ id }] })
   }
 
+  const withoutLength = (headers: Headers) => {
+    const copy = new Headers(headers)
+    copy.delete('content-length')
+    return copy
+  }
+
+  /** The answer, its error message quoting the request's token when echoCredentials is on. */
+  async function echoed(request: Request, response: Response): Promise<Response> {
+    if (!fake.echoCredentials || response.status < 400) return response
+    const answer = (await response
+      .clone()
+      .json()
+      .catch(() => null)) as { error?: Record<string, unknown> } | null
+    if (!answer?.error || typeof answer.error.message !== 'string') return response
+    const header = request.headers.get('authorization') ?? ''
+    const message = `${answer.error.message} (access token ${header.replace(/^Bearer /, '')}; Authorization: ${header})`
+    return Response.json(
+      { ...answer, error: { ...answer.error, message } },
+      { status: response.status, headers: withoutLength(response.headers) },
+    )
+  }
+
   const server = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',
@@ -441,7 +470,7 @@ export function fakeGraph(): FakeGraph {
         code: null,
       }
       fake.requests.push(record)
-      const response = await respond(request, sent, record)
+      const response = await echoed(request, await respond(request, sent, record))
       record.status = response.status
       if (response.status >= 400)
         record.code =

@@ -51,6 +51,12 @@ export type FakeTwilio = {
   /** The code of a rate answer: 20429 (default) or 63018. */
   rateCode: number
   answer: TwilioAnswer | null
+  /**
+   * Every error answer's message quotes the credentials the request carried (its Authorization value,
+   * that value decoded, and the auth token alone), as a misbehaving API or a proxy in front of it may.
+   * Default false.
+   */
+  echoCredentials: boolean
   /** A sender's messaging limit: unique recipients it may reach (null: unlimited, the default). */
   messagingLimit: number | null
   /** The unique recipients each sender (From or MessagingServiceSid) reached, as its messaging limit counts them. */
@@ -166,6 +172,7 @@ export function fakeTwilio(): FakeTwilio {
     retryAfter: true,
     rateCode: 20429,
     answer: null,
+    echoCredentials: false,
     messagingLimit: null,
     recipients: new Map(),
     accepted: new Acceptances(),
@@ -237,6 +244,7 @@ export function fakeTwilio(): FakeTwilio {
       fake.retryAfter = true
       fake.rateCode = 20429
       fake.answer = null
+      fake.echoCredentials = false
       fake.messagingLimit = null
       fake.recipients.clear()
       fake.accepted.clear()
@@ -354,6 +362,27 @@ export function fakeTwilio(): FakeTwilio {
     return Response.json({ sid, status: 'queued' }, { status: 201 })
   }
 
+  const withoutLength = (headers: Headers) => {
+    const copy = new Headers(headers)
+    copy.delete('content-length')
+    return copy
+  }
+
+  /** The answer, its error message quoting the request's credentials when echoCredentials is on. */
+  async function echoed(request: Request, response: Response): Promise<Response> {
+    if (!fake.echoCredentials || response.status < 400) return response
+    const answer = (await response
+      .clone()
+      .json()
+      .catch(() => null)) as Record<string, unknown> | null
+    if (!answer || typeof answer.message !== 'string') return response
+    const header = request.headers.get('authorization') ?? ''
+    const pair = Buffer.from(header.replace(/^Basic /, ''), 'base64').toString('utf8')
+    const token = pair.slice(pair.indexOf(':') + 1)
+    const message = `${answer.message} (Authorization: ${header}, that is ${pair}; token ${token})`
+    return Response.json({ ...answer, message }, { status: response.status, headers: withoutLength(response.headers) })
+  }
+
   const server = Bun.serve({
     port: 0,
     hostname: '127.0.0.1',
@@ -374,7 +403,7 @@ export function fakeTwilio(): FakeTwilio {
         code: null,
       }
       fake.requests.push(record)
-      const response = await respond(request, form, record)
+      const response = await echoed(request, await respond(request, form, record))
       record.status = response.status
       if (response.status >= 400)
         record.code =

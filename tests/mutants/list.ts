@@ -1018,4 +1018,62 @@ export const MUTATIONS: Mutation[] = [
     tests: [TENANTS],
     filter: 'keeps them charged by default',
   },
+  {
+    name: 'media-error-redaction',
+    breaks:
+      "Meta's media lookup refusal kept as Meta wrote it: the access token it quotes lands in inbound_media.error and the tenant's media_error",
+    edits: [{ file: 'src/providers/meta/media.ts', find: 'reason: providerText(reason, metaSecrets(settings))!', replace: 'reason' }],
+    tests: ['tests/providers/redaction.test.ts'],
+    filter: 'media lookup',
+  },
+  {
+    name: 'provider-text-secrets',
+    breaks:
+      "a provider's text keeps the credentials the service called it with: a Twilio auth token quoted in a refusal reaches the 502 answer, error_message and a sender's check",
+    edits: [
+      {
+        file: 'src/providers/http.ts',
+        find: 'for (const form of [...forms].sort((a, b) => b.length - a.length)) out = out.split(form).join(REDACTED)',
+        replace: 'void forms',
+      },
+    ],
+    tests: ['tests/providers/redaction.test.ts'],
+    filter: 'send refused|check',
+  },
+  {
+    name: 'provider-text-shapes',
+    breaks:
+      "a credential the service does not hold at that moment kept as it came: a Meta status webhook's error text quoting access_token=… reaches error_message and the message.status event",
+    edits: [
+      {
+        file: 'src/providers/http.ts',
+        find: 'for (const [shape, replace] of CREDENTIAL_SHAPES) out = out.replace(shape, replace)',
+        replace: 'void CREDENTIAL_SHAPES',
+      },
+    ],
+    tests: ['tests/providers/redaction.test.ts'],
+    filter: 'status callback',
+  },
+  {
+    name: 'backup-hmac',
+    breaks:
+      'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',
+    edits: [
+      {
+        file: 'src/db/backup.ts',
+        find: 'const verifiedBy = authenticatingKey(header, keys)',
+        replace: 'const verifiedBy = authenticatingKey(header, keys) ?? keys[0]!',
+      },
+    ],
+    tests: ['tests/db/backup.test.ts'],
+    database: 'embedded',
+  },
+  {
+    name: 'backup-layout',
+    breaks:
+      'a backup holding a file no PostgreSQL data directory has (beside PG_VERSION, at the top) is restored with it into DATA_DIR/pgdata',
+    edits: [{ file: 'src/db/backup.ts', find: 'if (!placed) throw refuse', replace: 'if (false) throw refuse' }],
+    tests: ['tests/db/backup.test.ts'],
+    database: 'embedded',
+  },
 ]

@@ -2,9 +2,9 @@
 // access token answers the media node ({url, mime_type, sha256, file_size, id}); its `url` (valid for
 // 5 minutes) is then downloaded with the same bearer token. Media ids of webhooks expire after 7 days.
 
-import { errorCodeOf, get, isObject, openMediaUrl, retryableStatus, THROTTLING_CODES } from '../http'
+import { errorCodeOf, get, isObject, openMediaUrl, providerText, retryableStatus, THROTTLING_CODES } from '../http'
 import type { MediaOpened, MediaRef } from '../provider'
-import type { MetaSettings } from './settings'
+import { metaSecrets, type MetaSettings } from './settings'
 
 const MEDIA_ID = /^[\w.-]{1,200}$/
 
@@ -30,12 +30,10 @@ export async function openMetaMedia(settings: MetaSettings, ref: MediaRef, signa
     const error = isObject(answer.error) ? answer.error : {}
     const code = errorCodeOf(error.code)
     const retry = retryableStatus(node.status) || (code !== null && THROTTLING_CODES.meta.has(code))
-    const text = typeof error.message === 'string' ? `: ${error.message.replace(/[\u0000-\u001f]+/g, ' ').slice(0, 200)}` : ''
-    return {
-      ok: false,
-      retry,
-      reason: `Meta refused the media lookup (HTTP ${node.status}${code === null ? '' : `, code ${code}`})${text}`,
-    }
+    // Meta's words may quote what it was given (the token among them): kept only through providerText.
+    const text = typeof error.message === 'string' ? `: ${error.message}` : ''
+    const reason = `Meta refused the media lookup (HTTP ${node.status}${code === null ? '' : `, code ${code}`})${text}`
+    return { ok: false, retry, reason: providerText(reason, metaSecrets(settings))! }
   }
   if (typeof answer.url !== 'string') return { ok: false, retry: false, reason: 'Meta answered the media lookup without a url' }
   const opened = await openMediaUrl('Meta', answer.url, authorization, signal)

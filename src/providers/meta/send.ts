@@ -7,7 +7,7 @@
 
 import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } from '../http'
 import { RICH_KINDS, type HandoffResult, type OutgoingMessage, type Provider, type RichContent, type Throttle } from '../provider'
-import type { MetaSettings } from './settings'
+import { metaSecrets, type MetaSettings } from './settings'
 import { openMetaMedia } from './media'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
@@ -92,7 +92,7 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
   const { timeoutMs } = context
   const endpoint = `${apiBase}/${encodeURIComponent(phoneNumberId)}/messages`
   const fail = (errorCode: number | null, errorMessage: string, throttle: Throttle | null = null) =>
-    failure([accessToken], errorCode, errorMessage, throttle)
+    failure(metaSecrets(settings), errorCode, errorMessage, throttle)
 
   return {
     name: 'meta',

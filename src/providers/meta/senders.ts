@@ -6,7 +6,7 @@
 
 import { failure, get } from '../http'
 import type { SenderSupport } from '../provider'
-import type { MetaSettings } from './settings'
+import { metaSecrets, type MetaSettings } from './settings'
 
 const DIGITS = { test: /^\d{1,30}$/, message: 'must be digits' }
 
@@ -31,7 +31,7 @@ export const metaSenders: SenderSupport<MetaSettings> = {
   }),
   identityOf: (fields) => fields.phone_number_id ?? '',
   async check(settings, { timeoutMs }) {
-    const secrets = [settings.accessToken]
+    const secrets = metaSecrets(settings)
     const url = `${settings.apiBase}/${encodeURIComponent(settings.phoneNumberId)}?fields=display_phone_number,verified_name,quality_rating`
     const answer = await get(url, { headers: { authorization: `Bearer ${settings.accessToken}`, accept: 'application/json' }, timeoutMs })
     if (!answer.ok)

@@ -19,6 +19,9 @@ export const META_VARIABLES = {
   META_API_BASE: { default: 'https://graph.facebook.com/v21.0', meaning: 'Graph API root, with its version' },
 } satisfies Record<string, ProviderVariable>
 
+/** Every secret of the settings: what no text the service keeps of Meta's may hold (providerText). */
+export const metaSecrets = (settings: MetaSettings): string[] => [settings.accessToken, settings.appSecret, settings.verifyToken]
+
 export function readMetaSettings(read: SettingsReader, selected: boolean): MetaSettings {
   const settings = {
     accessToken: read.text('META_ACCESS_TOKEN') ?? '',

@@ -12,10 +12,10 @@
 import { ApiError, badShape } from '../../http/errors'
 import { CALLBACK_JSON_BOUNDS } from '../../http/body'
 import { jsonBoundExceeded } from '../../lib/bounds'
-import { errorCodeOf, errorTextOf, isObject } from '../http'
+import { errorCodeOf, isObject, providerText } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
 import { consentOf, inboundOf } from './inbound'
-import type { MetaSettings } from './settings'
+import { metaSecrets, type MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'
 
@@ -41,7 +41,7 @@ function sameText(a: string, b: string): boolean {
 }
 
 /** Our report for one of Meta's statuses, or null when it is not one of ours (`deleted`, `warning`, malformed). */
-function reportOf(status: unknown): StatusReport | null {
+function reportOf(status: unknown, secrets: readonly string[]): StatusReport | null {
   if (!isObject(status) || typeof status.id !== 'string' || !status.id.trim()) return null
   const sid = status.id.trim()
   switch (status.status) {
@@ -56,7 +56,7 @@ function reportOf(status: unknown): StatusReport | null {
         sid,
         status: 'failed',
         errorCode: typeof error.code === 'number' ? errorCodeOf(error.code) : null,
-        errorMessage: errorTextOf(error.title) ?? errorTextOf(error.message) ?? 'failed',
+        errorMessage: providerText(error.title, secrets) ?? providerText(error.message, secrets) ?? 'failed',
       }
     }
     default:
@@ -65,10 +65,10 @@ function reportOf(status: unknown): StatusReport | null {
 }
 
 /** The status reports of one `messages` change's value, in the order Meta wrote them. */
-function reportsOf(value: Record<string, unknown>): StatusReport[] {
+function reportsOf(value: Record<string, unknown>, secrets: readonly string[]): StatusReport[] {
   const reports: StatusReport[] = []
   for (const status of Array.isArray(value.statuses) ? value.statuses : []) {
-    const report = reportOf(status)
+    const report = reportOf(status, secrets)
     if (report) reports.push(report)
   }
   return reports
@@ -141,6 +141,11 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   // none, refuses the whole notification (one signature never lends a change to another sender or to
   // the default number; nothing of it is applied, so a misconfigured number loses nothing: Meta retries).
   const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [] }
+  // No secret of the senders that signed stays in a text that is kept (an error's title, say).
+  const secrets = [
+    ...signer.senders.flatMap((s) => metaSecrets(s.settings)),
+    ...(signer.defaultNumber ? metaSecrets(context.settings) : []),
+  ]
   for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
     if (!isObject(entry) || !Array.isArray(entry.changes)) continue
     for (const change of entry.changes) {
@@ -160,7 +165,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
         answer.consent.push(...consentOf(value).map((signal) => ({ ...signal, sender: owner })))
         continue
       }
-      answer.reports.push(...reportsOf(value).map((report) => ({ ...report, senders: [owner] })))
+      answer.reports.push(...reportsOf(value, secrets).map((report) => ({ ...report, senders: [owner] })))
       answer.inbound.push(...inboundOf(value).map((message) => ({ ...message, sender: owner })))
     }
   }

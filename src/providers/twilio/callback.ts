@@ -5,17 +5,18 @@
 import { ApiError, badShape } from '../../http/errors'
 import { MAX_CALLBACK_FORM_FIELDS } from '../../http/body'
 import { formBoundExceeded } from '../../lib/bounds'
-import { errorCodeOf, errorTextOf } from '../http'
+import { errorCodeOf, providerText } from '../http'
 import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
-import type { TwilioSettings } from './settings'
+import { twilioSecrets, type TwilioSettings } from './settings'
 import { TWILIO_STATUS_PATH } from './send'
 import { verifyTwilioSignature } from './signature'
 
 /**
  * Our report for one of Twilio's `MessageStatus` values, or null when it changes nothing: `queued`,
- * `accepted`, `sending` (and `scheduled`, `canceled`, anything unknown) are not states of ours.
+ * `accepted`, `sending` (and `scheduled`, `canceled`, anything unknown) are not states of ours. Its
+ * error text is kept without the auth tokens that may have signed it (`tokens`).
  */
-function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | null {
+function reportFromTwilio(sid: string, fields: URLSearchParams, tokens: readonly string[]): StatusReport | null {
   const status = (fields.get('MessageStatus') ?? fields.get('SmsStatus') ?? '').trim().toLowerCase()
   switch (status) {
     case 'sent':
@@ -28,7 +29,7 @@ function reportFromTwilio(sid: string, fields: URLSearchParams): StatusReport | 
         sid,
         status: 'failed',
         errorCode: errorCodeOf(fields.get('ErrorCode') ?? undefined),
-        errorMessage: errorTextOf(fields.get('ErrorMessage')) ?? status,
+        errorMessage: providerText(fields.get('ErrorMessage'), tokens) ?? status,
       }
     default:
       return null
@@ -83,6 +84,12 @@ export async function signerOf(
   return signer
 }
 
+/** The secrets of the senders that signed: none may stay in a text of the request that is kept. */
+const signerSecrets = (signer: TwilioSigner, environment: TwilioSettings): string[] => [
+  ...signer.senders.flatMap((s) => twilioSecrets(s.settings)),
+  ...(signer.defaultNumber ? twilioSecrets(environment) : []),
+]
+
 /** The senders a signer speaks for, as a report names them (null: the default number). */
 export const sendersOf = (signer: TwilioSigner): SenderRef[] => [
   ...signer.senders.map((s) => s.id),
@@ -106,7 +113,8 @@ async function receive(request: CallbackRequest, context: CallbackContext<Twilio
   const sid = (fields.get('MessageSid') ?? fields.get('SmsSid') ?? '').trim()
   if (!sid) throw badShape('MessageSid: is required')
   if (!fields.has('MessageStatus') && !fields.has('SmsStatus')) throw badShape('MessageStatus: is required')
-  const report = reportFromTwilio(sid, fields)
+  // Its error text is kept without the secrets of the senders that signed it.
+  const report = reportFromTwilio(sid, fields, signerSecrets(signer, context.settings))
   // Applied only to a message one of the signer's senders sent (modules/status/machine.ts).
   return { reports: report ? [{ ...report, senders: sendersOf(signer) }] : [], inbound: [] }
 }

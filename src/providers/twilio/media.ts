@@ -6,7 +6,7 @@
 
 import { openMediaUrl } from '../http'
 import type { MediaOpened, MediaRef } from '../provider'
-import type { TwilioSettings } from './settings'
+import { twilioBasic, type TwilioSettings } from './settings'
 
 /** Whether `url` is on the Twilio API (TWILIO_API_BASE's origin, where Twilio's MediaUrls are). */
 const onTwilioApi = (url: URL, apiBase: string) => url.origin === new URL(apiBase).origin
@@ -22,6 +22,5 @@ export async function openTwilioMedia(settings: TwilioSettings, ref: MediaRef, s
   }
   if (!onTwilioApi(url, apiBase)) return { ok: false, retry: false, reason: 'the MediaUrl is not on the Twilio API (TWILIO_API_BASE)' }
   if (!accountSid || !authToken) return { ok: false, retry: false, reason: 'no Twilio credentials for the number the message reached' }
-  const credentials = Buffer.from(`${accountSid}:${authToken}`, 'utf8').toString('base64')
-  return openMediaUrl('Twilio', url.toString(), { authorization: `Basic ${credentials}` }, signal)
+  return openMediaUrl('Twilio', url.toString(), { authorization: `Basic ${twilioBasic(settings)}` }, signal)
 }

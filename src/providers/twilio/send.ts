@@ -8,7 +8,7 @@ import { errorCodeOf, failure, post, THROTTLING_CODES, throttleOf } from '../htt
 import { isObject } from '../http'
 import type { HandoffResult, OutgoingMessage, Provider, RichContent, RichKind, Throttle } from '../provider'
 import type { Sql } from '../../db/client'
-import type { TwilioSettings } from './settings'
+import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
 import { contentRequest, contentStore } from './content'
 import { openTwilioMedia } from './media'
 
@@ -42,13 +42,14 @@ export function twilioRichProblem(content: RichContent): string | null {
 }
 
 export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl: string; timeoutMs: number; sql?: Sql }): Provider {
-  const { accountSid, authToken, from, apiBase, contentApiBase } = settings
+  const { accountSid, from, apiBase, contentApiBase } = settings
   const { timeoutMs } = context
   const endpoint = `${apiBase}/2010-04-01/Accounts/${encodeURIComponent(accountSid)}/Messages.json`
-  const credentials = Buffer.from(`${accountSid}:${authToken}`, 'utf8').toString('base64')
+  const credentials = twilioBasic(settings)
+  const secrets = twilioSecrets(settings)
   const statusCallback = `${context.publicBaseUrl}${TWILIO_STATUS_PATH}`
   const fail = (errorCode: number | null, errorMessage: string, throttle: Throttle | null = null) =>
-    failure([authToken, credentials], errorCode, errorMessage, throttle)
+    failure(secrets, errorCode, errorMessage, throttle)
 
   const contents = context.sql ? contentStore(context.sql, accountSid) : null
   const headersOf = (type: string) => ({ authorization: `Basic ${credentials}`, 'content-type': type, accept: 'application/json' })

@@ -4,7 +4,7 @@
 
 import { failure, get } from '../http'
 import type { SenderSupport } from '../provider'
-import type { TwilioSettings } from './settings'
+import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
 
 export const twilioSenders: SenderSupport<TwilioSettings> = {
   fields: {
@@ -31,8 +31,8 @@ export const twilioSenders: SenderSupport<TwilioSettings> = {
   }),
   identityOf: (fields) => fields.account_sid ?? '',
   async check(settings, { timeoutMs }) {
-    const credentials = Buffer.from(`${settings.accountSid}:${settings.authToken}`, 'utf8').toString('base64')
-    const secrets = [settings.authToken, credentials]
+    const credentials = twilioBasic(settings)
+    const secrets = twilioSecrets(settings)
     const url = `${settings.apiBase}/2010-04-01/Accounts/${encodeURIComponent(settings.accountSid)}.json`
     const answer = await get(url, { headers: { authorization: `Basic ${credentials}`, accept: 'application/json' }, timeoutMs })
     if (!answer.ok)

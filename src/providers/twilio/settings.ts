@@ -18,6 +18,16 @@ export const TWILIO_VARIABLES = {
   },
 } satisfies Record<string, ProviderVariable>
 
+/** The Basic credentials of the account: base64 of AccountSid:AuthToken. */
+export const twilioBasic = (settings: Pick<TwilioSettings, 'accountSid' | 'authToken'>): string =>
+  Buffer.from(`${settings.accountSid}:${settings.authToken}`, 'utf8').toString('base64')
+
+/** Every secret of the settings, as sent: what no text the service keeps of Twilio's may hold (providerText). */
+export const twilioSecrets = (settings: Pick<TwilioSettings, 'accountSid' | 'authToken'>): string[] => [
+  settings.authToken,
+  twilioBasic(settings),
+]
+
 export function readTwilioSettings(read: SettingsReader, selected: boolean): TwilioSettings {
   const settings = {
     accountSid: read.text('TWILIO_ACCOUNT_SID') ?? '',
