@@ -9,9 +9,15 @@ import type { Handoff } from './modules/messages/handoff'
 import type { Charged, Refused, SingleCharge } from './modules/ledger/service'
 import type { SecretBox } from './lib/secrets'
 import type { SenderDirectory } from './modules/senders/directory'
+import type { Clock } from './lib/clock'
 
 export type Deps = {
   config: Config
+  /**
+   * Where every decision that depends on time asks the time and waits for it to pass (lib/clock.ts);
+   * SQL takes its now from it through db/now.ts. The system's clock in production, a test clock in tests.
+   */
+  clock: Clock
   sql: Sql
   /**
    * Where a list or export reads (DATABASE_READ_URL): `reads.read(callerOf(request))` is the replica when it

@@ -11,6 +11,8 @@ import { takeBackup } from './db/backup'
 import { isOutage } from './db/retry'
 import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
+import type { Provider } from './providers/provider'
+import { systemClock, type Clock } from './lib/clock'
 import { windowIsOpen } from './modules/inbound/window'
 import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
@@ -118,9 +120,9 @@ export function paceOfConfig(config: Config): Pace {
 export function buildDeps(
   config: Config,
   database: Database,
-  provider = providerOf(config, database.sql),
-  unreachableAt = 0,
+  options: { provider?: Provider; unreachableAt?: number; clock?: Clock } = {},
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
+  const { provider = providerOf(config, database.sql), unreachableAt = 0, clock = systemClock() } = options
   const loops = new Map<WorkerName, Loop>()
   instrumentPool(database.sql)
   const secretsKey = config.secretsKey ?? (processKey ??= generateKey())
@@ -138,6 +140,7 @@ export function buildDeps(
   })
   const deps: Deps = {
     config,
+    clock,
     sql: database.sql,
     reads: config.databaseReadUrl
       ? createReadRouter(database.sql, openReplica(config.databaseReadUrl, config.dbPoolMax))
@@ -229,7 +232,7 @@ export async function startService(config: Config): Promise<Running> {
     await database.close()
     throw error
   }
-  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token, secretsKey }, database, undefined, unreachableAt)
+  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token, secretsKey }, database, { unreachableAt })
   const app = createApp(deps)
   const routes = routesOf(app)
   let server: ReturnType<typeof Bun.serve>

@@ -7,6 +7,7 @@ import { startWorkers, WORKERS } from '../../src/workers'
 import type { Deps } from '../../src/deps'
 import type { Loop } from '../../src/workers/loop'
 import type { Provider } from '../../src/providers/provider'
+import type { Clock } from '../../src/lib/clock'
 import { testDatabase, type TestDatabase } from './db'
 import { type WorkerName } from '../../src/deps'
 import { TEST_TWILIO_AUTH_TOKEN } from './reports'
@@ -41,7 +42,14 @@ export type TestApp = {
 }
 
 export async function testApp(
-  options: { env?: Record<string, string>; provider?: Provider; workers?: boolean; databaseSettings?: Record<string, string> } = {},
+  options: {
+    env?: Record<string, string>
+    provider?: Provider
+    workers?: boolean
+    databaseSettings?: Record<string, string>
+    /** The clock the app runs on (a TestClock moves only when the test moves it); default: the system's. */
+    clock?: Clock
+  } = {},
 ): Promise<TestApp> {
   const db = await testDatabase({ settings: options.databaseSettings })
   // A Twilio auth token by default, so that every test app answers signed status callbacks
@@ -57,7 +65,7 @@ export async function testApp(
     PROVIDER_RECIPIENT_GAP_MS: '0',
     ...options.env,
   })
-  const built = buildDeps(config, db, options.provider)
+  const built = buildDeps(config, db, { provider: options.provider, clock: options.clock })
   const deps = built.deps
   if (options.workers) startWorkers(deps, built.loops)
   const app = createApp(deps)

@@ -191,7 +191,7 @@ test.skipIf(!usingPostgres())(
         return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
       },
     }
-    const { deps } = buildDeps(readConfig({ ADMIN_TOKEN, PROVIDER_RECIPIENT_GAP_MS: '0' }), database, provider)
+    const { deps } = buildDeps(readConfig({ ADMIN_TOKEN, PROVIDER_RECIPIENT_GAP_MS: '0' }), database, { provider })
     cleanups.push(() => deps.handoff.stop())
     const call = callerOf(deps)
     const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'outage-record', balance: 100 })
@@ -260,7 +260,7 @@ test.skipIf(!usingPostgres())(
     const config = readConfig({ ADMIN_TOKEN, HANDOFF_LEASE_SECONDS: '4', PROVIDER_RECIPIENT_GAP_MS: '0' })
     const instance = async () => {
       const { database, proxy } = await open()
-      const { deps } = buildDeps(config, database, provider)
+      const { deps } = buildDeps(config, database, { provider })
       cleanups.push(() => deps.handoff.stop())
       return { deps, proxy }
     }
