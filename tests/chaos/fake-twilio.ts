@@ -267,7 +267,10 @@ export function startFakeTwilio(
     forgedStatuses.push(forged)
     const answer = await postSigned(url, forger.token, params)
     forged.answer = answer.status
-    if (answer.status === 0) return // the run is over, or no instance answered for two minutes (a problem of its own)
+    if (answer.status === 0) {
+      if (!stopped) problems.push(`a status report for ${sid} [${tag}], forged with the own credentials of ${forger.sid}, never answered`)
+      return
+    }
     let changed: unknown
     try {
       changed = JSON.parse(answer.text)?.data?.changed
@@ -314,7 +317,9 @@ export function startFakeTwilio(
     const answer = await postSigned(`${base}/provider/twilio/inbound`, forger.token, params)
     forged.answer = answer.status
     forged.refused = answer.status === 403
-    if (answer.status !== 0 && !forged.refused)
+    if (answer.status === 0 && !stopped)
+      problems.push(`a message from ${from} to ${to}, forged with the own credentials of ${forger.sid}, never answered`)
+    else if (answer.status !== 0 && !forged.refused)
       problems.push(
         `a message from ${from} (${JSON.stringify(body)}) to ${to}, forged with the own credentials of ${forger.sid}, ` +
           `answered ${answer.status}, not 403`,
