@@ -16,9 +16,9 @@ for (const seed of [CI_SEED, SECOND_SEED]) {
     expect(report.violations).toEqual([])
     // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats,
     // throttles and their retries, slow answers outliving the lease, both senders (each with hand-offs
-    // accepted and throttles of its own), forged callbacks refused, customers writing in (STOP too) and
-    // messages inside and outside their windows; on PostgreSQL, lost COMMIT answers
-    // and database outages.
+    // accepted and throttles of its own), forged callbacks refused (with another's token or the
+    // forger's own), customers writing in (STOP too) and messages inside and outside their windows;
+    // on PostgreSQL, lost COMMIT answers and database outages.
     expect(report.kills).toBeGreaterThanOrEqual(MIN_KILLS)
     expect(report.stats['provider hand-offs']).toBeGreaterThan(50)
     expect(report.stats['messages failed']).toBeGreaterThan(0)
@@ -37,6 +37,10 @@ for (const seed of [CI_SEED, SECOND_SEED]) {
     }
     // Throttled at least once (above); not each sender: on a slow machine one may never reach its rate.
     expect(report.stats['forged status callbacks refused']).toBeGreaterThan(0)
+    // Forged with a tenant's own credentials (another sender's account and token): status reports for
+    // the victim's messages answered changed: false, messages in its customers' names refused.
+    expect(report.stats['own-secret status forgeries refused']).toBeGreaterThan(0)
+    expect(report.stats['own-secret inbound forgeries refused']).toBeGreaterThan(0)
     // Customers wrote in, some STOP, racing the sends: messages inside and outside their windows.
     expect(report.stats['inbound messages written']).toBeGreaterThan(5)
     expect(report.stats['message.received events']).toBeGreaterThan(0)

@@ -8,7 +8,16 @@
 // the seed, each sender's its own): past its sender's rate of the moment in the last second it answers
 // 429 with 20429 or 63018, with a Retry-After or without. Each message's status callbacks name its
 // account (AccountSid) and are signed with that account's token; a few forged ones (naming the
-// account, signed with another's token) must be refused.
+// account, signed with another's token) must be refused (403).
+//
+// Tenants' own credentials (issue 28): whoever holds one sender's account SID and token can sign
+// callbacks that verify. So the fake also forges, with a forger's OWN credentials (another sender's
+// account, or the deployment's), status reports for some accepted messages of a victim sender (`failed`
+// or `undelivered` with FORGED_ERROR_CODE, or `read`), which must be answered 200 `changed: false` and
+// change nothing; and, after some customers' messages, a STOP or a text in the customer's name
+// addressed to the victim sender's number (or the deployment's), which must be refused (403) and store
+// nothing. Every forgery is recorded, so the final checks can show that none changed a message, a
+// refund, a window or an opt-out (invariants.ts).
 //
 // Customers write too (issue 19): `customerWrites` posts a message from a customer's phone to a
 // sender's number to the service's incoming-message webhook, as Twilio does, signed with that
@@ -26,6 +35,8 @@ import { hashed } from '../helpers/random'
 /** The deployment's own Twilio account (TWILIO_*): every account of the run has senders, so none may use it. */
 export const AUTH_TOKEN = 'chaos-auth-token'
 export const ACCOUNT_SID = `AC${'c'.repeat(32)}`
+/** The deployment's number (TWILIO_FROM): nobody writes to it, and no message goes from it. */
+export const DEPLOYMENT_NUMBER = '+14155238886'
 
 /** A Twilio account the fake serves: a stored sender's credentials and number, and its rate. */
 export type TwilioAccount = { sid: string; token: string; number: string; rate: FakeRate }
@@ -69,6 +80,35 @@ export type Receipt = {
 
 /** Where the status callbacks of each SID went, as the service answered them, and the account they named. */
 export type Callback = { sid: string; status: string; answered: number; accountSid: string }
+
+/** A status report forged with another account's own credentials: its target and what the service answered. */
+export type ForgedStatus = {
+  sid: string
+  tag: string
+  status: string
+  /** The forger's AccountSid (whose own token signed it) and the victim's (whose message it names). */
+  signer: string
+  victim: string
+  /** The HTTP status of the answer, 0 while none came; refused: answered 200 `changed: false`, as it must be. */
+  answer: number
+  refused: boolean
+}
+
+/** A message forged in a customer's name, signed with an account's own credentials, addressed to another's number. */
+export type ForgedInbound = {
+  sid: string
+  /** The customer's number (E.164): one who wrote to the victim, or a stranger nobody ever writes from. */
+  phone: string
+  /** The index of the victim account (sender) whose customer it names. */
+  victim: number
+  /** The number it was addressed to (E.164): the victim's, or the deployment's. */
+  to: string
+  body: string
+  signer: string
+  /** The HTTP status of the answer, 0 while none came; refused: answered 403, as it must be. */
+  answer: number
+  refused: boolean
+}
 
 /** A message a customer wrote, as the fake posted it: `startedAt` when the customer wrote, `ackAt` when an instance answered 200. */
 export type Inbound = {
@@ -139,6 +179,15 @@ const SPELL_EVERY_MS = 8_000
 const BUSY_SPELL_MS = 4_000
 /** The share of accepted messages that also get a forged status callback (another account's token), which must be refused. */
 const FORGED_SHARE = 0.06
+/**
+ * The share of accepted messages that also get a status report forged with another account's own
+ * credentials (its AccountSid, signed with its token): answered 200 `changed: false`, applied to nothing.
+ */
+const OWN_FORGED_SHARE = 0.15
+/** The error code of the forged failures: no legit report uses it, so a message carrying it was changed by a forgery. */
+export const FORGED_ERROR_CODE = 30099
+/** The share of customers' messages followed by one forged in the customer's name with another account's credentials. */
+const FORGED_INBOUND_SHARE = 0.25
 
 const MESSAGES_PATH = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/
 
@@ -151,6 +200,8 @@ export function startFakeTwilio(
     accounts: TwilioAccount[]
     /** Other tokens (the deployment's), which must not verify any account's callbacks either. */
     strangers: string[]
+    /** The deployment's own account (TWILIO_*, its number TWILIO_FROM): a forger of its own, for what the senders own. */
+    deployment: { sid: string; token: string; number: string }
   },
 ) {
   const { serviceTimeoutMs, leaseMs, accounts } = options
@@ -166,6 +217,8 @@ export function startFakeTwilio(
   const callbacks: Callback[] = []
   const problems: string[] = []
   let forgedRefused = 0
+  const forgedStatuses: ForgedStatus[] = []
+  const forgedInbound: ForgedInbound[] = []
   let pending = 0
   let stopped = false
   const inbound: Inbound[] = []
@@ -173,8 +226,11 @@ export function startFakeTwilio(
   const windows = new Map<string, number>()
   const windowKey = (from: string, to: string) => `${from} ${to}`
 
-  /** Posts signed form fields to the service's URL until an instance answers; the status, 0 when none ever did. */
-  async function postSigned(url: string, token: string, params: Record<string, string>): Promise<number> {
+  /**
+   * Posts signed form fields to the service's URL until an instance answers; the status (0 when none
+   * ever did) and the answer's text.
+   */
+  async function postSigned(url: string, token: string, params: Record<string, string>): Promise<{ status: number; text: string }> {
     const deadline = Date.now() + 120_000
     while (!stopped && Date.now() < deadline) {
       const answer = await fetch(url, {
@@ -182,13 +238,92 @@ export function startFakeTwilio(
         headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': sign(token, url, params) },
         body: new URLSearchParams(params).toString(),
       }).then(
-        (r) => r.status,
-        () => 0,
+        async (r) => ({ status: r.status, text: await r.text().catch(() => '') }),
+        () => ({ status: 0, text: '' }),
       )
-      if (answer !== 0 && answer < 500) return answer
+      if (answer.status !== 0 && answer.status < 500) return answer
       await Bun.sleep(200) // no instance up right now (a kill), or one going down
     }
-    return 0
+    return { status: 0, text: '' }
+  }
+
+  /** The accounts that may forge for `victim` with credentials of their own: the other senders' and the deployment's. */
+  const forgersOf = (victim: TwilioAccount) => [...accounts.filter((a) => a !== victim), options.deployment]
+
+  /**
+   * A status report for `sid` (a message of `victim`), forged with another account's own credentials:
+   * its AccountSid and signed with its token, so the signature verifies. A failure with
+   * FORGED_ERROR_CODE, or `read`; the service must answer 200 `changed: false` (or park it, the same
+   * answer, and later refuse it): the signer's senders did not send the message.
+   */
+  async function forgeStatus(url: string, sid: string, tag: string, victim: TwilioAccount): Promise<void> {
+    const forgers = forgersOf(victim)
+    const forger = forgers[Math.floor(hashed(seed, tag, 'own-forger') * forgers.length)]!
+    const r = hashed(seed, tag, 'own-forged-status')
+    const status = r < 0.45 ? 'undelivered' : r < 0.7 ? 'failed' : 'read'
+    const params: Record<string, string> = { MessageSid: sid, MessageStatus: status, AccountSid: forger.sid }
+    if (status !== 'read') params.ErrorCode = String(FORGED_ERROR_CODE)
+    const forged: ForgedStatus = { sid, tag, status, signer: forger.sid, victim: victim.sid, answer: 0, refused: false }
+    forgedStatuses.push(forged)
+    const answer = await postSigned(url, forger.token, params)
+    forged.answer = answer.status
+    if (answer.status === 0) {
+      if (!stopped) problems.push(`a status report for ${sid} [${tag}], forged with the own credentials of ${forger.sid}, never answered`)
+      return
+    }
+    let changed: unknown
+    try {
+      changed = JSON.parse(answer.text)?.data?.changed
+    } catch {}
+    forged.refused = answer.status === 200 && changed === false
+    if (!forged.refused)
+      problems.push(
+        `a status report for ${sid} [${tag}] of ${victim.sid} (${status}), forged with the own credentials of ${forger.sid}, ` +
+          `answered ${answer.status} ${answer.text.slice(0, 200)}, not 200 changed: false`,
+      )
+  }
+
+  /**
+   * A message in the name of `phone` (a customer who wrote `written` to account `index`), forged with
+   * another account's own credentials (its AccountSid, signed with its token) and addressed to the
+   * victim's number, or to the deployment's number: a STOP (which would opt the customer out of the
+   * victim's account) or a text (which would open a window), sometimes from a stranger who never wrote.
+   * The service must refuse it (403): the number is not the signer's.
+   */
+  async function forgeInbound(base: string, index: number, phone: string, written: string): Promise<void> {
+    const victim = accounts[index]!
+    const key = [phone, written, index]
+    const forgers = forgersOf(victim)
+    const forger = forgers[Math.floor(hashed(seed, ...key, 'inbound-forger') * forgers.length)]!
+    // The deployment's own number is the deployment's to sign for: it forges only for the victim's number.
+    const to = forger !== options.deployment && hashed(seed, ...key, 'inbound-forged-to') < 0.3 ? options.deployment.number : victim.number
+    const stop = hashed(seed, ...key, 'inbound-forged-body') < 0.65
+    // A stranger: +62899… with the customer's last digits, a number no customer of the run writes from.
+    const from = !stop && hashed(seed, ...key, 'inbound-forged-from') < 0.5 ? `+62899${phone.slice(-8)}` : phone
+    const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
+    const body = stop ? 'STOP' : 'please cancel my order'
+    const forged: ForgedInbound = { sid, phone: from, victim: index, to, body, signer: forger.sid, answer: 0, refused: false }
+    forgedInbound.push(forged)
+    const params: Record<string, string> = {
+      MessageSid: sid,
+      SmsMessageSid: sid,
+      AccountSid: forger.sid,
+      From: `whatsapp:${from}`,
+      To: `whatsapp:${to}`,
+      Body: body,
+      ProfileName: `customer ${from.slice(-4)}`,
+      NumMedia: '0',
+    }
+    const answer = await postSigned(`${base}/provider/twilio/inbound`, forger.token, params)
+    forged.answer = answer.status
+    forged.refused = answer.status === 403
+    if (answer.status === 0 && !stopped)
+      problems.push(`a message from ${from} to ${to}, forged with the own credentials of ${forger.sid}, never answered`)
+    else if (answer.status !== 0 && !forged.refused)
+      problems.push(
+        `a message from ${from} (${JSON.stringify(body)}) to ${to}, forged with the own credentials of ${forger.sid}, ` +
+          `answered ${answer.status}, not 403`,
+      )
   }
 
   /**
@@ -221,13 +356,15 @@ export function startFakeTwilio(
     const url = `${base}/provider/twilio/inbound`
     for (let i = 0; i <= repeat; i++) {
       const answer = await postSigned(url, account.token, params)
-      if (answer !== 200) {
-        if (!stopped) problems.push(`inbound ${entry.sid} from ${phone} (${JSON.stringify(body)}) answered ${answer}, not 200`)
+      if (answer.status !== 200) {
+        if (!stopped) problems.push(`inbound ${entry.sid} from ${phone} (${JSON.stringify(body)}) answered ${answer.status}, not 200`)
         return entry
       }
       if (i === 0) entry.ackAt = Date.now()
       else entry.repeats++
     }
+    // Some customers' messages are followed by one forged in their name with another account's credentials.
+    if (hashed(seed, phone, body, index, 'forge-inbound') < FORGED_INBOUND_SHARE) track(forgeInbound(base, index, phone, body))
     return entry
   }
 
@@ -369,10 +506,16 @@ export function startFakeTwilio(
             const token = others[Math.floor(hashed(seed, tag, 'forger') * others.length)]!
             await report(callbackUrl, sid, account, 'undelivered', '30008', token)
           }
-          for (const r of reportsOf(seed, tag)) {
+          // Some get a report forged with another account's own credentials, before, among or after the legit ones.
+          const reports = reportsOf(seed, tag)
+          const forgeAt =
+            hashed(seed, tag, 'own-forge') < OWN_FORGED_SHARE ? Math.floor(hashed(seed, tag, 'own-forge-at') * (reports.length + 1)) : -1
+          for (const [k, r] of reports.entries()) {
+            if (k === forgeAt) await forgeStatus(callbackUrl, sid, tag, account)
             await Bun.sleep(20 + Math.floor(hashed(seed, tag, r.status) * 300))
             await report(callbackUrl, sid, account, r.status, r.errorCode)
           }
+          if (forgeAt === reports.length) await forgeStatus(callbackUrl, sid, tag, account)
         })(),
       )
       return Response.json({ sid, status: 'queued' }, { status: 201 })
@@ -418,6 +561,10 @@ export function startFakeTwilio(
     customerWrites,
     /** Forged status callbacks the service refused (403), as it must. */
     forgedRefused: () => forgedRefused,
+    /** Status reports forged with another account's own credentials, and what they were answered. */
+    forgedStatuses,
+    /** Messages forged in customers' names with another account's own credentials, and what they were answered. */
+    forgedInbound,
     /** Callbacks still being posted or waiting to be. */
     pending: () => pending,
     stop() {

@@ -4,8 +4,8 @@
 
 import type { Sql } from '../../src/db/client'
 import type { Received } from '../helpers/receiver'
-import type { Callback, Inbound, Receipt } from './fake-twilio'
-import { tagOf, THROTTLE_CODES } from './fake-twilio'
+import type { Callback, ForgedInbound, ForgedStatus, Inbound, Receipt } from './fake-twilio'
+import { FORGED_ERROR_CODE, tagOf, THROTTLE_CODES } from './fake-twilio'
 import { e164, isFinal, type Account, type Campaign, type Request } from './workload'
 
 type MessageRow = {
@@ -20,11 +20,21 @@ type MessageRow = {
   recoveries: number
   refunded: boolean
   refund_late_failure: boolean
+  /** Its sender refunds late failures (senders.late_failures = 'refund'), as the run's senders do. */
+  sender_refunds: boolean
   error_code: number | null
   announce_outcome: boolean
   sender_id: number | null
 }
-type LedgerRow = { id: number; account_id: number; kind: string; amount: number; balance_after: number; message_id: number | null }
+type LedgerRow = {
+  id: number
+  account_id: number
+  kind: string
+  amount: number
+  balance_after: number
+  message_id: number | null
+  note: string | null
+}
 type EventRow = {
   id: number
   webhook_id: string
@@ -55,6 +65,10 @@ export type Evidence = {
   senderOf: Map<string, number>
   /** What customers wrote, as the fake posted it. */
   inbound: Inbound[]
+  /** Status reports forged with another account's own credentials, for messages of a victim sender. */
+  forgedStatuses: ForgedStatus[]
+  /** Messages forged in customers' names with another account's own credentials. */
+  forgedInbound: ForgedInbound[]
 }
 
 const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
@@ -68,11 +82,12 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   const count = (name: string, n = 1) => (stats[name] = (stats[name] ?? 0) + n)
 
   const messages = await e.sql<MessageRow[]>`
-    select id, account_id, api_key_id, body, status, cost, message_sid, quarantined_at is not null as quarantined,
-           handoff_recoveries as recoveries, refunded_at is not null as refunded, refund_late_failure, error_code, announce_outcome,
-           sender_id
-    from messages order by id`
-  const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id from ledger order by id`
+    select m.id, m.account_id, m.api_key_id, m.body, m.status, m.cost, m.message_sid, m.quarantined_at is not null as quarantined,
+           m.handoff_recoveries as recoveries, m.refunded_at is not null as refunded, m.refund_late_failure, m.error_code,
+           m.announce_outcome, m.sender_id,
+           m.sender_id is null or exists (select 1 from senders s where s.id = m.sender_id and s.late_failures = 'refund') as sender_refunds
+    from messages m order by m.id`
+  const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id, note from ledger order by id`
   const accounts = await e.sql<{ id: number; balance: number }[]>`select id, balance from accounts order by id`
   const events = await e.sql<EventRow[]>`
     select id, webhook_id, message_id, status, payload::text as payload, attempts, last_error,
@@ -96,7 +111,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   // 2. Each message charged once, and handed over or refunded exactly once; none left queued. A failed
   //    message is refunded exactly what it was charged, once: at hand-off (no SID), or when the provider
   //    reported it failed after accepting it, unless it was charged under a price that keeps late
-  //    failures charged. (Until issue 17, late failures stayed charged.)
+  //    failures charged or its sender keeps them (issue 28). (Until issue 17, late failures stayed charged.)
   const chargesOf = new Map<number, LedgerRow[]>()
   const refundsOf = new Map<number, LedgerRow[]>()
   for (const row of ledger) {
@@ -115,7 +130,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     if (charges.length !== 1 || charges[0]!.amount !== -m.cost)
       fail(`message ${m.id} [${tag}]: charges ${JSON.stringify(charges.map((c) => c.amount))}, cost ${m.cost}`)
     const lateFailure = m.status === 'failed' && m.message_sid !== null
-    const refundDue = m.status === 'failed' && (m.message_sid === null || m.refund_late_failure)
+    const refundDue = m.status === 'failed' && (m.message_sid === null || (m.refund_late_failure && m.sender_refunds))
     if (
       refundDue !== (refunds.length === 1) ||
       refunds.length > 1 ||
@@ -126,7 +141,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
         `message ${m.id} [${tag}]: status ${m.status}, sid ${m.message_sid}, refunded ${m.refunded}, ` +
           `late failures refunded ${m.refund_late_failure}, refunds ${JSON.stringify(refunds.map((r) => r.amount))}`,
       )
-    if (lateFailure) count(m.refund_late_failure ? 'late failures refunded' : 'late failures kept charged')
+    if (lateFailure) count(m.refund_late_failure && m.sender_refunds ? 'late failures refunded' : 'late failures kept charged')
     if (m.status === 'queued') {
       if (m.quarantined && m.recoveries >= 3) count('quarantined')
       else fail(`message ${m.id} [${tag}] is still queued after the drain (recovered ${m.recoveries} times)`)
@@ -242,6 +257,33 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
         fail(`message ${m.id} [${tag}] of ${name}: a status callback naming account ${accountSid} was applied to it`)
   }
 
+  // 3d. Status reports forged with another account's own credentials (its AccountSid and token: the
+  //     signature verifies) changed nothing: no message carries their error code, none is failed or
+  //     refunded as a late failure unless a legit report said it failed, none is read unless a legit
+  //     report said so. (Rule 3b holds every message to its legit reports as a whole; these name the forgery.)
+  const bySid = new Map(messages.filter((m) => m.message_sid !== null).map((m) => [m.message_sid!, m]))
+  for (const m of messages)
+    if (m.error_code === FORGED_ERROR_CODE)
+      fail(`message ${m.id} [${tagOf(m.body)}] carries error ${FORGED_ERROR_CODE}, which only forged reports use`)
+  const forgedNotes = ledger.filter((r) => r.kind === 'refund' && r.note?.includes(`(error ${FORGED_ERROR_CODE})`))
+  for (const r of forgedNotes) fail(`ledger row ${r.id} refunds message ${r.message_id} for a forged failure (${r.note})`)
+  for (const f of e.forgedStatuses) {
+    count('own-secret status forgeries')
+    const m = bySid.get(f.sid)
+    if (!m) continue // its SID was never recorded (a crash after the acceptance): nothing to change
+    const legit = reportsOf.get(f.sid) ?? []
+    const what = `message ${m.id} [${f.tag}] of ${f.victim}`
+    if (f.status === 'read') {
+      if (m.status === 'read' && !legit.includes('read'))
+        fail(`${what} is read, yet only a report forged with the own credentials of ${f.signer} said so`)
+      continue
+    }
+    if (legit.includes('undelivered')) continue
+    if (m.status === 'failed') fail(`${what} is failed, yet only a report forged with the own credentials of ${f.signer} said so`)
+    if (refundsOf.has(m.id))
+      fail(`${what} was refunded after it was accepted, yet only a report forged with the own credentials of ${f.signer} said it failed`)
+  }
+
   // 4. Every accepted status change made exactly one event, in a chain from `sent`; every event reached the receiver.
   const webhookKeys = new Set(e.accounts.filter((a) => a.webhook).map((a) => a.keyId))
   const eventsOf = new Map<number, EventRow[]>()
@@ -353,6 +395,8 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
  *    to before it was asked for is not refused for the window; one through a sender the customer had
  *    not written to when it was answered is refused before charging (WINDOW_CLOSED, or the opt-out
  *    first). A campaign's contacts that had not written to its sender are skipped, uncharged.
+ *    Messages forged in customers' names with another account's own credentials stored nothing: no
+ *    window opened by one, and every opt-out change is a STOP or START a customer wrote (none a forgery's).
  */
 async function checkCustomers(
   e: Evidence,
@@ -365,7 +409,17 @@ async function checkCustomers(
   const stored = new Map<string, (typeof rows)[number][]>()
   for (const r of rows) stored.set(r.sid, [...(stored.get(r.sid) ?? []), r])
   const posted = new Map(e.inbound.map((i) => [i.sid, i]))
-  for (const sid of stored.keys()) if (!posted.has(sid)) fail(`inbound ${sid} is stored, yet no customer wrote it`)
+  const forged = new Map(e.forgedInbound.map((f) => [f.sid, f]))
+  for (const [sid, [row]] of stored) {
+    if (posted.has(sid)) continue
+    const f = forged.get(sid)
+    fail(
+      f
+        ? `inbound ${sid} from ${f.phone} (${JSON.stringify(f.body)}) to ${f.to}, forged with the own credentials of ${f.signer}, ` +
+            `is stored at sender ${row!.sender_id}, account ${row!.account_id}`
+        : `inbound ${sid} is stored, yet no customer wrote it`,
+    )
+  }
   /** Per account id and phone: when its STOPs and STARTs were taken (ackAt) and written (startedAt). */
   const consent = new Map<string, { word: 'STOP' | 'START'; startedAt: number; ackAt: number }[]>()
   for (const i of e.inbound) {
@@ -393,6 +447,46 @@ async function checkCustomers(
   for (const i of e.inbound) {
     const key = `${e.senders[i.sender]!.id} ${i.phone}`
     wrote.set(key, [...(wrote.get(key) ?? []), i])
+  }
+
+  // Forged messages opened no window: the window of (sender, phone) is its inbound messages, so a phone
+  // that never wrote to the number a forgery named has none there (nobody writes to the deployment's number).
+  for (const f of e.forgedInbound) {
+    count('own-secret inbound forgeries')
+    const sender = e.senders.find((s) => s.number === f.to)
+    if (sender && wrote.has(`${sender.id} ${f.phone}`)) continue // its window was opened by the customer
+    count("forged customers' windows")
+    if (rows.some((r) => r.phone === f.phone && r.sender_id === (sender?.id ?? null)))
+      fail(
+        `the window of ${f.phone} with ${sender ? `sender ${sender.id}` : `the deployment's number ${f.to}`} is open, ` +
+          `yet only a message forged with the own credentials of ${f.signer} was written there`,
+      )
+  }
+  // Every opt-out change is a customer's own STOP or START (nothing else opts out in the run): the
+  // inbound message it names is one a customer wrote with that word, from that phone, to that account.
+  const changesOf = await e.sql<
+    {
+      id: number
+      account_id: number
+      phone: string
+      opted_out: boolean
+      source: string
+      sid: string | null
+      inbound_account: number | null
+    }[]
+  >`
+    select o.id, o.account_id, o.phone, o.opted_out, o.source, i.provider_message_id as sid, i.account_id as inbound_account
+    from opt_out_events o left join inbound_messages i on i.id = o.inbound_message_id order by o.id`
+  for (const c of changesOf) {
+    const word = c.opted_out ? 'STOP' : 'START'
+    const written = c.sid === null ? undefined : posted.get(c.sid)
+    const f = c.sid === null ? undefined : forged.get(c.sid)
+    if (!written || written.body !== word || written.phone !== c.phone || Number(c.inbound_account) !== Number(c.account_id))
+      fail(
+        `opt-out change ${c.id} (account ${c.account_id}, ${c.phone}, ${word}, source ${c.source}) is not a ${word} a customer wrote` +
+          (f ? `: a message forged with the own credentials of ${f.signer}` : c.sid ? ` (inbound ${c.sid})` : ''),
+      )
+    else count("opt-out changes, each a customer's own word")
   }
 
   for (const request of e.requests) {

@@ -9,7 +9,11 @@
 // sends from one, the second from the other, the third from both, alternating `from`. The fake keeps
 // each sender's rate and busy spells apart (by From number), takes a message only with its sender's
 // own credentials and number, signs each message's status callbacks with its sender's token and
-// AccountSid, and forges a few with another account's token, which must be refused.
+// AccountSid, and forges a few with another account's token, which must be refused. It also forges
+// with a tenant's own credentials (another sender's account SID and token, or the deployment's): status
+// reports for a victim sender's messages (answered 200 `changed: false`, changing nothing) and
+// customers' STOPs and texts to the victim's number (refused); the checks show that no message,
+// refund, window or opt-out of the victim changed.
 // Customers write in meanwhile (issue 19): new ones, again, STOP and START, some posted twice, racing
 // the sends to them; the fake refuses a free-form message outside a customer's window (63016) and the
 // service must never hand one over; every inbound message is stored once, opt-outs and windows hold
@@ -37,7 +41,7 @@ import { createPostgresDatabase, premigrate, usingPostgres } from '../helpers/db
 import { startOutageProxy, startPgProxy, type OutageProxy, type PgProxy } from '../helpers/pg-proxy'
 import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
-import { ACCOUNT_SID, AUTH_TOKEN, SENDER_ACCOUNTS, startFakeTwilio, type TwilioAccount } from './fake-twilio'
+import { ACCOUNT_SID, AUTH_TOKEN, DEPLOYMENT_NUMBER, SENDER_ACCOUNTS, startFakeTwilio, type TwilioAccount } from './fake-twilio'
 import { checkInvariants } from './invariants'
 import { hashed, seeded } from '../helpers/random'
 import { createClient, isFinal, planOps, type Account, type SenderRef } from './workload'
@@ -119,6 +123,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       leaseMs: LEASE_SECONDS * 1000,
       accounts: twilioAccounts,
       strangers: [AUTH_TOKEN],
+      deployment: { sid: ACCOUNT_SID, token: AUTH_TOKEN, number: DEPLOYMENT_NUMBER },
     })
     cleanups.push(() => fake.stop())
 
@@ -134,7 +139,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       PROVIDER: 'twilio',
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,
       TWILIO_AUTH_TOKEN: AUTH_TOKEN,
-      TWILIO_FROM: 'whatsapp:+14155238886',
+      TWILIO_FROM: `whatsapp:${DEPLOYMENT_NUMBER}`,
       TWILIO_API_BASE: `http://127.0.0.1:${fake.port}`,
       PROVIDER_TIMEOUT_MS: String(PROVIDER_TIMEOUT_MS),
       HANDOFF_CONCURRENCY: '32',
@@ -193,6 +198,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         // Messages go to the customers who wrote in, many to each: Twilio's 6 s between two to one
         // recipient would queue most of them (tests/senders/pace.test.ts is about that gap).
         recipient_gap_ms: RECIPIENT_GAP_MS,
+        // The operator holds these credentials and trusts their late failures (a Twilio sender keeps them
+        // charged by default): a forged failure would then be a refund, which the checks look for.
+        late_failures: 'refund',
       })
       if (made?.status !== 201) throw new Error(`sender creation failed: ${JSON.stringify(made)}`)
       senders.push({ id: made.body.data.id, number: a.number, sid: a.sid, token: a.token })
@@ -316,6 +324,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         senders,
         senderOf: client.senderOf,
         inbound: fake.inbound,
+        forgedStatuses: fake.forgedStatuses,
+        forgedInbound: fake.forgedInbound,
       })
       violations.push(...checked.violations)
       if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)
@@ -333,6 +343,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           ),
           ...checked.stats,
           'forged status callbacks refused': fake.forgedRefused(),
+          'own-secret status forgeries refused': fake.forgedStatuses.filter((f) => f.refused).length,
+          'own-secret inbound forgeries refused': fake.forgedInbound.filter((f) => f.refused).length,
           'lost COMMIT answers': losing?.cuts() ?? 0,
           'database outages': outageCount,
         },
