@@ -94,10 +94,11 @@ function resolveSecretsKey(config: Config): Uint8Array {
 let processKey: Uint8Array | undefined
 
 /** The sender PROVIDER names, from its settings. */
-export const providerOf = (config: Config, sql: Database['sql']) =>
+export const providerOf = (config: Config, sql: Database['sql'], clock: Clock) =>
   createProvider(config.provider, config.providers[config.provider], {
     publicBaseUrl: config.publicBaseUrl,
     timeoutMs: config.providerTimeoutMs,
+    clock,
     sql,
     // The deployment's default number is the sender null.
     windowOpen: (phone) => windowIsOpen(sql, null, phone),
@@ -122,12 +123,13 @@ export function buildDeps(
   database: Database,
   options: { provider?: Provider; unreachableAt?: number; clock?: Clock } = {},
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
-  const { provider = providerOf(config, database.sql), unreachableAt = 0, clock = systemClock() } = options
+  const clock = options.clock ?? systemClock()
+  const { provider = providerOf(config, database.sql, clock), unreachableAt = 0 } = options
   const loops = new Map<WorkerName, Loop>()
   instrumentPool(database.sql)
   const secretsKey = config.secretsKey ?? (processKey ??= generateKey())
   const secrets = createSecretBox({ current: secretsKey, previous: config.secretsKeysPrevious })
-  const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) })
+  const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) }, clock)
   const handoff = createHandoff(database.sql, senders, {
     concurrency: config.handoffConcurrency,
     leaseSeconds: config.handoffLeaseSeconds,

@@ -3,6 +3,9 @@
 // charges, `status = 'queued'` on hand-off outcomes).
 
 import { isUnreachable } from '../lib/no-connection'
+import { systemClock, type Clock } from '../lib/clock'
+
+const SYSTEM = systemClock()
 
 // The connection broke (the statement may or may not have committed), a deadlock or serialization
 // failure (nothing committed), the server shutting down, or the unique request token (a concurrent
@@ -31,18 +34,18 @@ export function isOutage(error: unknown): boolean {
   return typeof code === 'string' && /^(08|57P)/.test(code)
 }
 
-/** Runs `run`, again after a failure `retryIf` accepts, up to `attempts` times with doubling waits. */
+/** Runs `run`, again after a failure `retryIf` accepts, up to `attempts` times with doubling waits (on `clock`, the system's by default). */
 export async function retrying<T>(
   run: () => Promise<T>,
-  options: { attempts?: number; firstWaitMs?: number; retryIf?: (error: unknown) => boolean } = {},
+  options: { attempts?: number; firstWaitMs?: number; retryIf?: (error: unknown) => boolean; clock?: Pick<Clock, 'sleep'> } = {},
 ): Promise<T> {
-  const { attempts = 3, firstWaitMs = 100, retryIf = isTransient } = options
+  const { attempts = 3, firstWaitMs = 100, retryIf = isTransient, clock = SYSTEM } = options
   for (let attempt = 1; ; attempt++) {
     try {
       return await run()
     } catch (error) {
       if (attempt >= attempts || !retryIf(error)) throw error
-      await Bun.sleep(firstWaitMs * 2 ** (attempt - 1))
+      await clock.sleep(firstWaitMs * 2 ** (attempt - 1))
     }
   }
 }

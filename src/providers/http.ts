@@ -3,6 +3,7 @@
 // throws; nothing here ever lets a secret into an error message: every text a provider gave (or that
 // quotes one) goes through providerText, the one redaction, before it is kept, logged or shown.
 
+import type { Clock } from '../lib/clock'
 import type { HandoffResult, MediaOpened, Throttle } from './provider'
 import { readCapped } from '../lib/stream'
 
@@ -17,25 +18,28 @@ export type Exchange =
   | { ok: true; status: number; headers: Headers; answer: Record<string, unknown> | null }
   | { ok: false; reason: 'timeout' | 'network'; hint: string }
 
+/** How long an exchange may take, on the clock the service runs on (a test clock's time passes only when the test moves it). */
+export type Deadline = { timeoutMs: number; clock: Pick<Clock, 'timeoutSignal'> }
+
 /**
  * POSTs `body` and reads the answer as a JSON object (null when it is not one, or too big). One signal
  * bounds the whole exchange, headers and body alike. Redirects are not followed (a 3xx is an answer).
  */
-export async function post(url: string, init: { headers: Record<string, string>; body: string; timeoutMs: number }): Promise<Exchange> {
+export async function post(url: string, init: { headers: Record<string, string>; body: string } & Deadline): Promise<Exchange> {
   return exchange(url, 'POST', init)
 }
 
 /** GETs `url` (a sender's check), as post does. */
-export async function get(url: string, init: { headers: Record<string, string>; timeoutMs: number }): Promise<Exchange> {
+export async function get(url: string, init: { headers: Record<string, string> } & Deadline): Promise<Exchange> {
   return exchange(url, 'GET', init)
 }
 
 async function exchange(
   url: string,
   method: 'GET' | 'POST',
-  init: { headers: Record<string, string>; body?: string; timeoutMs: number },
+  init: { headers: Record<string, string>; body?: string } & Deadline,
 ): Promise<Exchange> {
-  const signal = AbortSignal.timeout(init.timeoutMs)
+  const signal = init.clock.timeoutSignal(init.timeoutMs)
   try {
     const response = await fetch(url, { method, headers: init.headers, body: init.body, redirect: 'manual', signal })
     const bytes = await readCapped(response.body, MAX_ANSWER_BYTES)
@@ -152,7 +156,7 @@ export function throttleOf(
   status: number,
   errorCode: number | null,
   headers: Headers,
-  now = Date.now(),
+  now: number,
 ): Throttle | null {
   const after = retryAfterMs(headers.get('retry-after'), now)
   const coded = errorCode !== null ? codes.get(errorCode) : undefined
@@ -164,7 +168,7 @@ export function throttleOf(
  * A Retry-After header in milliseconds: delta-seconds ("120", fractions tolerated) or an HTTP date
  * (RFC 9110 §10.2.3); a date in the past is 0; capped at MAX_RETRY_AFTER_MS. null when absent or unreadable.
  */
-export function retryAfterMs(value: string | null, now = Date.now()): number | null {
+export function retryAfterMs(value: string | null, now: number): number | null {
   const raw = value?.trim()
   if (!raw) return null
   let ms: number

@@ -8,6 +8,7 @@
 // the status reports a provider makes are applied by modules/status.
 
 import type { Sql } from '../db/client'
+import type { Clock } from '../lib/clock'
 
 /** A status the provider reports for a message it accepted (the state machine applies it, forward only). */
 export type ReportedStatus = 'delivered' | 'read' | 'failed' | 'sent'
@@ -173,11 +174,17 @@ export type SettingsReader<Name extends string = string> = {
 }
 
 /**
- * What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS; `sql` for a
+ * What creating a sender takes besides its settings: `timeoutMs` is PROVIDER_TIMEOUT_MS, on `clock`; `sql` for a
  * provider that keeps state (the simulator); `windowOpen(phone)`: whether the customer wrote to this
  * sender within 24 hours (from the stored inbound messages), for a provider that plays WhatsApp's window.
  */
-export type ProviderContext = { publicBaseUrl: string; timeoutMs: number; sql: Sql; windowOpen(phone: string): Promise<boolean> }
+export type ProviderContext = {
+  publicBaseUrl: string
+  timeoutMs: number
+  clock: Clock
+  sql: Sql
+  windowOpen(phone: string): Promise<boolean>
+}
 
 /** A request to a provider callback route, with its body exactly as received. */
 export type CallbackRequest = {
@@ -230,7 +237,7 @@ export type SenderSupport<S> = {
   /** What the provider's callbacks name the sender by (it finds the secret that verifies them). */
   identityOf(fields: Record<string, string>): string
   /** One harmless call to the provider that proves the credentials. Never throws. */
-  check(settings: S, context: { timeoutMs: number }): Promise<SenderCheck>
+  check(settings: S, context: { timeoutMs: number; clock: Clock }): Promise<SenderCheck>
 }
 
 /** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */

@@ -34,5 +34,5 @@ export function startWorkers(deps: Deps, loops: Map<WorkerName, Loop>): void {
 export function startWorker(deps: Deps, worker: Worker): Loop {
   return 'start' in worker
     ? worker.start(deps)
-    : startLoop(worker.name, () => worker.runOnce(deps), { pollMs: worker.pollMs, minGapMs: worker.minGapMs })
+    : startLoop(worker.name, () => worker.runOnce(deps), { pollMs: worker.pollMs, minGapMs: worker.minGapMs, clock: deps.clock })
 }

@@ -3,41 +3,40 @@
 // Loops share nothing in memory with other instances: all coordination is row locks in PostgreSQL.
 
 import { log } from '../lib/log'
+import type { Clock } from '../lib/clock'
 
 export type Loop = { name: string; wake(): void; stop(): Promise<void> }
 
 export function startLoop(
   name: string,
   step: () => Promise<number>,
-  options: { pollMs: number; maxBackoffMs?: number; minGapMs?: number },
+  options: { pollMs: number; maxBackoffMs?: number; minGapMs?: number; clock: Clock },
 ): Loop {
+  const { clock } = options
   let stopped = false
   let wakeUp: (() => void) | undefined
   let woken = false
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (woken || stopped) {
-        woken = false
-        return resolve()
-      }
-      const timer = setTimeout(done, ms)
-      function done() {
-        clearTimeout(timer)
-        wakeUp = undefined
-        woken = false
-        resolve()
-      }
-      wakeUp = done
-    })
+  // A poll's sleep ends early on a wake-up (or a stop).
+  const sleep = async (ms: number) => {
+    if (woken || stopped) {
+      woken = false
+      return
+    }
+    const early = new AbortController()
+    wakeUp = () => early.abort()
+    await clock.sleep(ms, early.signal)
+    wakeUp = undefined
+    woken = false
+  }
 
   const running = (async () => {
     let failures = 0
     let lastStep = 0
     while (!stopped) {
       try {
-        const gap = lastStep + (options.minGapMs ?? 0) - Date.now()
-        if (gap > 0) await Bun.sleep(gap)
-        lastStep = Date.now()
+        const gap = lastStep + (options.minGapMs ?? 0) - clock.monotonic()
+        if (gap > 0) await clock.sleep(gap)
+        lastStep = clock.monotonic()
         const done = await step()
         failures = 0
         if (done > 0) continue

@@ -64,7 +64,7 @@ type Outcome = {
   finishedAt: number
 }
 
-type DeliveryDeps = Pick<Deps, 'sql' | 'config' | 'directSql'>
+type DeliveryDeps = Pick<Deps, 'sql' | 'config' | 'directSql' | 'clock'>
 
 async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
   const token = crypto.randomUUID()
@@ -353,7 +353,10 @@ class Pipeline {
  */
 export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?: number; pollMs?: number } = {}): Loop {
   const pipeline = new Pipeline(deps, webhookCa(deps.config.webhookCaFile), options.concurrency ?? CONCURRENCY)
-  const loop = startLoop(webhookDelivery.name, () => pipeline.step(), { pollMs: options.pollMs ?? WEBHOOK_DELIVERY_POLL_MS })
+  const loop = startLoop(webhookDelivery.name, () => pipeline.step(), {
+    pollMs: options.pollMs ?? WEBHOOK_DELIVERY_POLL_MS,
+    clock: deps.clock,
+  })
   pipeline.onUnblocked = () => loop.wake()
   let unlisten: (() => Promise<void>) | undefined
   let stopped = false

@@ -448,7 +448,7 @@ describe('the dashboard and the wake-up', () => {
   })
 
   test('storing a message with media wakes the worker: kept without waiting for its poll', async () => {
-    const loop = startLoop('inbound-media', () => t.runWorker('inbound-media'), { pollMs: 60_000 })
+    const loop = startLoop('inbound-media', () => t.runWorker('inbound-media'), { pollMs: 60_000, clock: t.deps.clock })
     t.loops.set('inbound-media', loop)
     try {
       await Bun.sleep(100) // its first step found nothing: it now sleeps for a minute unless woken

@@ -5,6 +5,7 @@
 // throttling (130429, 131056, 80007, any 429, with their Retry-After) rather than failures. Also its
 // settings, read at start.
 
+import { systemClock } from '../../src/lib/clock'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { ConfigError, readConfig } from '../../src/config'
 import { providerOf } from '../../src/server'
@@ -248,7 +249,7 @@ describe('Meta refuses or fails: 502, refunded', () => {
 
 describe('throttling answers through the provider interface: not failures, with their Retry-After', () => {
   const message = (id: number, to = '+6281234567890') => ({ id, to, body: `throttled ${id}`, mediaUrl: null })
-  const provider = () => providerOf(readConfig(metaEnv(fake.apiBase)), t.db.sql)
+  const provider = () => providerOf(readConfig(metaEnv(fake.apiBase)), t.db.sql, systemClock())
 
   test('130429 (sender), 131056 (recipient), 80007 (account): throttles, with Retry-After or without', async () => {
     const cases = [
@@ -353,7 +354,7 @@ describe('throttling answers through the provider interface: not failures, with 
 
 describe('templates through the provider interface', () => {
   test('an approved template goes as type "template" with its language and body parameters in order', async () => {
-    const provider = providerOf(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql)
+    const provider = providerOf(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql, systemClock())
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

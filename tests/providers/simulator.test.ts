@@ -3,6 +3,7 @@
 // held across instances on one database; numbers that are not WhatsApp users (…7777, 131026); reports
 // that come late and out of order (…6666). Through the provider interface, the API and the workers.
 
+import { systemClock } from '../../src/lib/clock'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { ConfigError, readConfig } from '../../src/config'
@@ -33,7 +34,7 @@ beforeEach(async () => {
 })
 
 /** A simulator with these settings, on this test's database (or the second instance's connection). */
-const simulator = (env: Record<string, string>, sql: postgres.Sql = t.db.sql) => providerOf(readConfig(env), sql)
+const simulator = (env: Record<string, string>, sql: postgres.Sql = t.db.sql) => providerOf(readConfig(env), sql, systemClock())
 const message = (id: number, to = '+6281234567890'): OutgoingMessage => ({ id, to, body: `message ${id}`, mediaUrl: null })
 const throttleOf = (r: HandoffResult) => (r.ok ? null : (r.throttle ?? null))
 

@@ -3,6 +3,7 @@
 // 502 with the charge refunded). Through the provider interface: which answers are throttling (429,
 // 20429, 63018, with their Retry-After) rather than failures.
 
+import { systemClock } from '../../src/lib/clock'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import type { Provider } from '../../src/providers/provider'
@@ -201,7 +202,7 @@ describe('Twilio unreachable or slow', () => {
   let u: TestApp
   /** The Twilio provider through the registry, as the service builds it. */
   const twilioAt = (apiBase: string, timeoutMs = 10_000) =>
-    providerOf(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql)
+    providerOf(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql, systemClock())
   beforeAll(async () => {
     u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
   })
@@ -250,7 +251,7 @@ describe('Twilio unreachable or slow', () => {
 
 describe('throttling answers through the provider interface: not failures, with their Retry-After', () => {
   const message = (id: number) => ({ id, to: '+6281234567890', body: `throttled ${id}`, mediaUrl: null })
-  const send = (id = 1) => providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql).send(message(id))
+  const send = (id = 1) => providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, systemClock()).send(message(id))
 
   test('20429 and 63018 (HTTP 429): throttles of the sender, code and text kept, with Retry-After in seconds or without', async () => {
     for (const [code, text] of [
@@ -334,7 +335,7 @@ describe('throttling answers through the provider interface: not failures, with 
     expect(fake.accepted.total).toBe(2)
     // After its Retry-After, the refused message goes through, once.
     await Bun.sleep(1_000)
-    const again = await providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql).send(message(results.indexOf(refused) + 1))
+    const again = await providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, systemClock()).send(message(results.indexOf(refused) + 1))
     expect(again.ok).toBe(true)
     expect(fake.accepted.duplicates()).toEqual([])
     expect(fake.accepted.total).toBe(3)
@@ -343,7 +344,7 @@ describe('throttling answers through the provider interface: not failures, with 
 
 describe('templates through the provider interface', () => {
   test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
-    const provider = providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql)
+    const provider = providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, systemClock())
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

@@ -255,6 +255,7 @@ async function providerOf(deps: Deps, medium: Claimed): Promise<Provider> {
   return createProvider(medium.provider as ProviderName, settings as never, {
     publicBaseUrl: deps.config.publicBaseUrl,
     timeoutMs: deps.config.providerTimeoutMs,
+    clock: deps.clock,
     sql: deps.sql,
     windowOpen: (phone) => windowIsOpen(deps.sql, null, phone),
   })

@@ -7,6 +7,7 @@
 import type { Sql } from '../../db/client'
 import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
+import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
 import { RICH_KINDS, type CallbackSender, type Pace, type Provider } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
@@ -50,6 +51,7 @@ export function createSenderDirectory(
   secrets: SecretBox,
   config: Config,
   defaultSender: { provider: Provider; pace: Pace },
+  clock: Clock,
 ): SenderDirectory {
   const fallback: Sender = {
     id: null,
@@ -81,6 +83,7 @@ export function createSenderDirectory(
       ? createProvider(row.provider, settings as never, {
           publicBaseUrl: config.publicBaseUrl,
           timeoutMs: config.providerTimeoutMs,
+          clock,
           sql,
           windowOpen: (phone) => windowIsOpen(sql, row.id, phone),
         })

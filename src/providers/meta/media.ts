@@ -2,20 +2,20 @@
 // access token answers the media node ({url, mime_type, sha256, file_size, id}); its `url` (valid for
 // 5 minutes) is then downloaded with the same bearer token. Media ids of webhooks expire after 7 days.
 
-import { errorCodeOf, get, isObject, openMediaUrl, providerText, retryableStatus, THROTTLING_CODES } from '../http'
+import { errorCodeOf, get, isObject, openMediaUrl, providerText, retryableStatus, THROTTLING_CODES, type Deadline } from '../http'
 import type { MediaOpened, MediaRef } from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
 
 const MEDIA_ID = /^[\w.-]{1,200}$/
 
-export async function openMetaMedia(settings: MetaSettings, ref: MediaRef, signal: AbortSignal, timeoutMs: number): Promise<MediaOpened> {
+export async function openMetaMedia(settings: MetaSettings, ref: MediaRef, signal: AbortSignal, deadline: Deadline): Promise<MediaOpened> {
   const { accessToken, apiBase } = settings
   if (!accessToken) return { ok: false, retry: false, reason: 'no Meta access token for the number the message reached' }
   if (!ref.id || !MEDIA_ID.test(ref.id)) return { ok: false, retry: false, reason: 'Meta gave no usable media id' }
   const authorization = { authorization: `Bearer ${accessToken}` }
   const node = await get(`${apiBase}/${encodeURIComponent(ref.id)}`, {
     headers: { ...authorization, accept: 'application/json' },
-    timeoutMs,
+    ...deadline,
   })
   if (!node.ok) {
     return {

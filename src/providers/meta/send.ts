@@ -1,3 +1,4 @@
+import type { Clock } from '../../lib/clock'
 // Sending through Meta's WhatsApp Cloud API: one JSON POST to {META_API_BASE}/{phone number id}/messages
 // per message, with the access token as bearer, plain fetch. The answer's messages[0].id (a `wamid.…`)
 // becomes the message's SID. A refusal (Meta's error object: its `code` becomes error_code), a
@@ -87,9 +88,9 @@ function fileNameOf(path: string): string {
   }
 }
 
-export function createMeta(settings: MetaSettings, context: { timeoutMs: number }): Provider {
+export function createMeta(settings: MetaSettings, context: { timeoutMs: number; clock: Clock }): Provider {
   const { accessToken, phoneNumberId, apiBase } = settings
-  const { timeoutMs } = context
+  const { timeoutMs, clock } = context
   const endpoint = `${apiBase}/${encodeURIComponent(phoneNumberId)}/messages`
   const fail = (errorCode: number | null, errorMessage: string, throttle: Throttle | null = null) =>
     failure(metaSecrets(settings), errorCode, errorMessage, throttle)
@@ -99,13 +100,14 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
     // WhatsApp's 24-hour window: Meta refuses a free-form message outside it (131047).
     enforcesWindow: true,
     rich: META_RICH,
-    openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, timeoutMs),
+    openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, { timeoutMs, clock }),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {
           headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json' },
           body: JSON.stringify(metaMessage(message)),
           timeoutMs,
+          clock,
         })
         if (!exchange.ok) {
           return exchange.reason === 'timeout'
@@ -119,7 +121,7 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number 
           const details = isObject(error.error_data) ? error.error_data.details : undefined
           const text = [error.message, details, `HTTP ${status}`].find((v): v is string => typeof v === 'string' && v.trim() !== '')!
           const code = typeof error.code === 'number' ? errorCodeOf(error.code) : null
-          return fail(code, text, throttleOf(THROTTLING_CODES.meta, status, code, headers))
+          return fail(code, text, throttleOf(THROTTLING_CODES.meta, status, code, headers, clock.now().getTime()))
         }
         const first = Array.isArray(answer?.messages) ? answer.messages[0] : undefined
         const id = isObject(first) ? first.id : undefined

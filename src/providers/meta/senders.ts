@@ -30,10 +30,14 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     apiBase: environment.apiBase,
   }),
   identityOf: (fields) => fields.phone_number_id ?? '',
-  async check(settings, { timeoutMs }) {
+  async check(settings, { timeoutMs, clock }) {
     const secrets = metaSecrets(settings)
     const url = `${settings.apiBase}/${encodeURIComponent(settings.phoneNumberId)}?fields=display_phone_number,verified_name,quality_rating`
-    const answer = await get(url, { headers: { authorization: `Bearer ${settings.accessToken}`, accept: 'application/json' }, timeoutMs })
+    const answer = await get(url, {
+      headers: { authorization: `Bearer ${settings.accessToken}`, accept: 'application/json' },
+      timeoutMs,
+      clock,
+    })
     if (!answer.ok)
       return {
         ok: false,

@@ -1,3 +1,4 @@
+import type { Clock } from '../../lib/clock'
 // Sending through Twilio: one form-encoded POST to the Messages resource per message, plain fetch, no
 // SDK. Every failure (error answer, redirect, answer without a SID, network error, timeout) comes back
 // as `{ ok: false }` with Twilio's error code when it gave one; a throttling answer (HTTP 429, 20429,
@@ -41,9 +42,12 @@ export function twilioRichProblem(content: RichContent): string | null {
   return null
 }
 
-export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl: string; timeoutMs: number; sql?: Sql }): Provider {
+export function createTwilio(
+  settings: TwilioSettings,
+  context: { publicBaseUrl: string; timeoutMs: number; clock: Clock; sql?: Sql },
+): Provider {
   const { accountSid, from, apiBase, contentApiBase } = settings
-  const { timeoutMs } = context
+  const { timeoutMs, clock } = context
   const endpoint = `${apiBase}/2010-04-01/Accounts/${encodeURIComponent(accountSid)}/Messages.json`
   const credentials = twilioBasic(settings)
   const secrets = twilioSecrets(settings)
@@ -65,6 +69,7 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
       headers: headersOf('application/json'),
       body: JSON.stringify(definition),
       timeoutMs,
+      clock,
     })
     if (!exchange.ok) {
       return exchange.reason === 'timeout'
@@ -78,7 +83,7 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
       return fail(
         code,
         `Twilio's Content API refused the template: ${message}`,
-        throttleOf(THROTTLING_CODES.twilio, status, code, exchange.headers),
+        throttleOf(THROTTLING_CODES.twilio, status, code, exchange.headers, clock.now().getTime()),
       )
     }
     const sid = isObject(answer) ? answer.sid : undefined
@@ -128,7 +133,12 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
       try {
         const form = await formOf(message)
         if (!(form instanceof URLSearchParams)) return form
-        const exchange = await post(endpoint, { headers: headersOf('application/x-www-form-urlencoded'), body: form.toString(), timeoutMs })
+        const exchange = await post(endpoint, {
+          headers: headersOf('application/x-www-form-urlencoded'),
+          body: form.toString(),
+          timeoutMs,
+          clock,
+        })
         if (!exchange.ok) {
           return exchange.reason === 'timeout'
             ? fail(null, `Twilio did not answer within ${timeoutMs} ms`)
@@ -139,7 +149,7 @@ export function createTwilio(settings: TwilioSettings, context: { publicBaseUrl:
           // {"code": 20429, "message": "Too Many Requests", "more_info": "https://www.twilio.com/docs/errors/20429", "status": 429}
           const errorMessage = typeof answer?.message === 'string' && answer.message.trim() ? answer.message : `HTTP ${status}`
           const code = typeof answer?.code === 'number' ? errorCodeOf(answer.code) : null
-          return fail(code, errorMessage, throttleOf(THROTTLING_CODES.twilio, status, code, headers))
+          return fail(code, errorMessage, throttleOf(THROTTLING_CODES.twilio, status, code, headers, clock.now().getTime()))
         }
         const sid = answer?.sid
         if (typeof sid !== 'string' || !SID.test(sid)) return fail(null, `Twilio answered HTTP ${status} without a valid message SID`)

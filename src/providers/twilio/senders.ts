@@ -30,11 +30,11 @@ export const twilioSenders: SenderSupport<TwilioSettings> = {
     contentApiBase: environment.contentApiBase,
   }),
   identityOf: (fields) => fields.account_sid ?? '',
-  async check(settings, { timeoutMs }) {
+  async check(settings, { timeoutMs, clock }) {
     const credentials = twilioBasic(settings)
     const secrets = twilioSecrets(settings)
     const url = `${settings.apiBase}/2010-04-01/Accounts/${encodeURIComponent(settings.accountSid)}.json`
-    const answer = await get(url, { headers: { authorization: `Basic ${credentials}`, accept: 'application/json' }, timeoutMs })
+    const answer = await get(url, { headers: { authorization: `Basic ${credentials}`, accept: 'application/json' }, timeoutMs, clock })
     if (!answer.ok)
       return {
         ok: false,
