@@ -25,6 +25,10 @@ type MessageRow = {
   error_code: number | null
   announce_outcome: boolean
   sender_id: number | null
+  /** Failed at hand-off because its recipient opted out after its charge (error_message RECIPIENT_OPTED_OUT: ...). */
+  stopped: boolean
+  /** Its account recorded an opt-out of its phone before it failed (what alone explains `stopped`). */
+  stop_before: boolean
 }
 type LedgerRow = {
   id: number
@@ -85,7 +89,10 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     select m.id, m.account_id, m.api_key_id, m.body, m.status, m.cost, m.message_sid, m.quarantined_at is not null as quarantined,
            m.handoff_recoveries as recoveries, m.refunded_at is not null as refunded, m.refund_late_failure, m.error_code,
            m.announce_outcome, m.sender_id,
-           m.sender_id is null or exists (select 1 from senders s where s.id = m.sender_id and s.late_failures = 'refund') as sender_refunds
+           m.sender_id is null or exists (select 1 from senders s where s.id = m.sender_id and s.late_failures = 'refund') as sender_refunds,
+           coalesce(m.error_message like 'RECIPIENT_OPTED_OUT%', false) as stopped,
+           exists (select 1 from opt_out_events o where o.account_id = m.account_id and o.phone = m.phone and o.opted_out
+                   and o.created_at <= coalesce(m.failed_at, now())) as stop_before
     from messages m order by m.id`
   const ledger = await e.sql<LedgerRow[]>`select id, account_id, kind, amount, balance_after, message_id, note from ledger order by id`
   const accounts = await e.sql<{ id: number; balance: number }[]>`select id, balance from accounts order by id`
@@ -188,13 +195,23 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
       if (r.answeredAt !== undefined && r.answeredAt - r.at > e.leaseMs && !crashBetween(r.at, r.answeredAt))
         count('slow answers past the lease')
     }
-    // Throttled last means still to be tried again: the drain ends only when nothing is left to try.
-    if (receipts.at(-1)!.answer === 'throttled' && !m.quarantined)
+    // Throttled last means still to be tried again (the drain ends only when nothing is left to try),
+    // unless its recipient's STOP stopped it before the next try (checked below).
+    if (receipts.at(-1)!.answer === 'throttled' && !m.quarantined && !m.stopped)
       fail(`message ${m.id} [${tag}]: its last hand-off was throttled, yet it is ${m.status} (error ${m.error_code})`)
   }
   for (const m of messages) {
     const tag = tagOf(m.body)
     if (m.message_sid !== null && !receiptsOf.has(tag)) fail(`message ${m.id} is sent but the provider never received it`)
+    // A STOP that came after its charge stops what was not handed over yet: failed, refunded, never sent.
+    if (m.stopped) {
+      if (m.status !== 'failed' || !m.refunded || m.message_sid !== null || !m.stop_before)
+        fail(
+          `message ${m.id} [${tag}] says its recipient opted out (${m.status}, refunded ${m.refunded}, opt-out before it ${m.stop_before})`,
+        )
+      else count('messages stopped at hand-off by a STOP, refunded')
+      continue
+    }
     if (m.status === 'failed' && m.message_sid === null && !receiptsOf.has(tag))
       fail(`message ${m.id} [${tag}] failed and was refunded, yet the provider never received it`)
     // The validity is 4 h: a throttle is never a failure within the run.

@@ -76,6 +76,7 @@ describe('rules across months', () => {
       content: { text: 'hello' },
       raw: {},
       media: [],
+      sender: null,
     }
     const [first] = await storeInbound(t.db.sql, 'twilio', [message as never], { timezone: 'UTC' })
     expect(first).toBeNumber()
