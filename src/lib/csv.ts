@@ -1,6 +1,7 @@
 // CSV as RFC 4180 writes it: comma-separated, fields in double quotes may hold commas, quotes ("")
 // and line breaks; CRLF or LF line ends; a leading byte-order mark is ignored. Each record comes
 // with the line it starts on (1 = the first line), so errors can name it. Blank lines are skipped.
+// Written with CRLF line ends, and one rule against formula injection for every export (csvField).
 
 export type CsvRecord = { line: number; fields: string[] }
 
@@ -50,3 +51,21 @@ export function parseCsv(text: string): CsvRecord[] | { error: string } {
   }
   return records
 }
+
+/**
+ * One CSV field as every export writes it: quoted when it holds a quote, comma or line break. Text a
+ * spreadsheet would run as a formula gets a leading ' (OWASP's CSV injection rule): one starting with
+ * = @ tab or carriage return, or with + or - unless it is a plain number or phone number (+6281234567890,
+ * -500 stay as they are, so an export imports again). Numbers are written as they are.
+ */
+export function csvField(value: string | number | null): string {
+  if (value === null) return ''
+  if (typeof value === 'number') return String(value)
+  const formula = /^[=@\t\r]/.test(value) || (/^[+-]/.test(value) && !/^[+-]\d[\d ().-]*$/.test(value))
+  const text = formula ? `'${value}` : value
+  return /[",\r\n]/.test(text) || formula ? `"${text.replaceAll('"', '""')}"` : text
+}
+
+/** A whole CSV text: a header row and the rows, each field through csvField, CRLF line ends. */
+export const csvText = (header: readonly string[], rows: (string | number | null)[][]): string =>
+  [header.join(','), ...rows.map((row) => row.map(csvField).join(','))].join('\r\n') + '\r\n'

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { dashboardUser, webClient } from '../helpers/web'
-import { csvField } from '../../src/modules/ledger/pages'
+import { csvField } from '../../src/lib/csv'
 import { lastDays } from '../../src/modules/accounts/overview-pages'
 
 let t: TestApp

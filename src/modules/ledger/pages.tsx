@@ -2,6 +2,7 @@
 // created_at filter, 50 a page, and the same rows as CSV. Members at /dashboard/ledger, operators
 // at /dashboard/accounts/:id/ledger.
 
+import { csvText } from '../../lib/csv'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { PagedTable } from '../../dashboard/components'
@@ -19,18 +20,6 @@ const PER_PAGE = 50
  */
 const authorOf = (row: { kind: string; created_by: string | null }) =>
   row.kind === 'topup' || row.kind === 'adjustment' ? (row.created_by ?? 'admin API or CLI') : null
-
-/**
- * One CSV field: quoted when it holds a quote, comma or line break; text that a spreadsheet would
- * read as a formula (starting with = + - @, or a tab or carriage return) gets a leading ' first.
- * Numbers are written as they are (a negative amount is a number, not a formula).
- */
-export function csvField(value: string | number | null): string {
-  if (value === null) return ''
-  if (typeof value === 'number') return String(value)
-  const text = /^[=+\-@\t\r]/.test(value) ? `'${value}` : value
-  return /[",\r\n]/.test(text) || text !== value ? `"${text.replace(/"/g, '""')}"` : text
-}
 
 export function ledgerPages(d: Dashboard) {
   const filterOf = (query: Record<string, unknown>) => ({ date_from: queryText(query, 'date_from'), date_to: queryText(query, 'date_to') })
@@ -119,11 +108,9 @@ export function ledgerPages(d: Dashboard) {
           { limit: Number.MAX_SAFE_INTEGER, offset: 0 },
           dateRange(filter, d.tz),
         )
-        const lines = [['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note', 'created_by'].join(',')]
-        for (const r of all.items) {
-          lines.push([r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note, authorOf(r)].map(csvField).join(','))
-        }
-        return new Response(lines.join('\r\n') + '\r\n', {
+        const header = ['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note', 'created_by']
+        const rows = all.items.map((r) => [r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note, authorOf(r)])
+        return new Response(csvText(header, rows), {
           headers: {
             ...PAGE_HEADERS,
             'content-type': 'text/csv; charset=utf-8',

@@ -13,7 +13,7 @@ import { page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
 import { formatTimestamp } from '../../lib/time'
 import { MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
-import { parseCsv } from '../../lib/csv'
+import { csvText, parseCsv } from '../../lib/csv'
 import type { User } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { Batcher } from '../../lib/batch'
@@ -336,16 +336,6 @@ const auditChange = (tx: Tx, accountId: number, by: OptOutActor, action: string,
 export const MAX_IMPORT_ROWS = 10_000
 export const CSV_COLUMNS = ['phone', 'opted_out_at', 'source', 'detail', 'by'] as const
 
-/**
- * A CSV field as written: quoted when it holds a comma, quote or line break. A text a spreadsheet would
- * run as a formula (= @, or + - not followed by a digit) gets a leading ' (a phone's + stays).
- */
-const csvField = (value: string | number | null) => {
-  let text = value === null ? '' : String(value)
-  if (/^(?:[=@\t\r]|[+-](?!\d))/.test(text)) text = `'${text}`
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text
-}
-
 /** Every opt-out of the account as CSV (phone, opted_out_at, source, detail, by), newest first. */
 export async function exportOptOuts(sql: Db, tz: string, accountId: number): Promise<{ csv: string; count: number }> {
   const rows = await sql<Row[]>`
@@ -353,9 +343,9 @@ export async function exportOptOuts(sql: Db, tz: string, accountId: number): Pro
     from opt_outs o join opt_out_events e on e.id = o.event_id where o.account_id = ${accountId} order by e.id desc`
   const lines = rows.map((r) => {
     const v = view(r, tz)
-    return [v.phone, v.opted_out_at, v.source, v.detail, v.by].map(csvField).join(',')
+    return [v.phone, v.opted_out_at, v.source, v.detail, v.by]
   })
-  return { csv: [CSV_COLUMNS.join(','), ...lines].join('\r\n') + '\r\n', count: rows.length }
+  return { csv: csvText(CSV_COLUMNS, lines), count: rows.length }
 }
 
 export type ImportReport = { accepted: number; duplicates: number; invalid: { line: number; error: string }[] }
