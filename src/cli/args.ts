@@ -1,8 +1,10 @@
 // The command line's grammar: `[global flags] <command words> [arguments] [flags]`. A command is one
 // word or a group and a subcommand; a flag is `--name value`, `--name=value`, a switch `--name`, or a
-// one-letter alias (`-q`); `--` ends the flags. Every word and flag is checked against the command
+// one-letter alias (`-q`); `--` ends the flags. node:util's parseArgs splits the arguments; this file
+// reads them against the command table. Every word and flag is checked against the command
 // table, and a typo is answered with the closest name.
 
+import { parseArgs } from 'node:util'
 import { GLOBAL_FLAGS, type Command, type Flag } from './command'
 import { program } from './program'
 
@@ -93,7 +95,31 @@ export function resolve(commands: Command[], words: string[]): { command?: Comma
   )
 }
 
-const isFlag = (token: string) => token.length > 1 && token.startsWith('-') && !/^-\d/.test(token)
+/**
+ * The command line split by node:util's parseArgs (strict off: which flags a command has, and which take
+ * a value, is known only once its words are read), as one item per argument: a word, a flag with its
+ * inline value (`--name=value`), or `--`. A negative number (`-5`) is a word, not a group of short flags.
+ */
+function tokensOf(argv: string[]) {
+  const items: (
+    { kind: 'word'; value: string } | { kind: 'flag'; raw: string; name: string; short: boolean; inline?: string } | { kind: 'end' }
+  )[] = []
+  const { tokens } = parseArgs({ args: argv, strict: false, allowPositionals: true, tokens: true })
+  let last = -1
+  for (const token of tokens) {
+    if (token.index === last) continue // a group of short flags (-qx) is one argument
+    last = token.index
+    const raw = argv[token.index]!
+    if (token.kind === 'option-terminator') items.push({ kind: 'end' })
+    else if (token.kind === 'positional' || /^-\d/.test(raw)) items.push({ kind: 'word', value: raw })
+    else {
+      const short = !raw.startsWith('--')
+      const [, name, inline] = /^--?([^=]*)(?:=(.*))?$/s.exec(raw)!
+      items.push({ kind: 'flag', raw, name: name!, short, inline })
+    }
+  }
+  return items
+}
 
 export function parse(commands: Command[], argv: string[]): Parsed {
   const globals: Globals = { json: false, url: undefined }
@@ -105,30 +131,31 @@ export function parse(commands: Command[], argv: string[]): Parsed {
   let found: ReturnType<typeof resolve> = { used: 0 }
   let flagsEnded = false
 
-  for (let i = 0; i < argv.length; i++) {
-    const token = argv[i]!
-    if (!flagsEnded && token === '--') {
+  const items = tokensOf(argv)
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
+    if (!flagsEnded && item.kind === 'end') {
       flagsEnded = true
       continue
     }
-    if (flagsEnded || !isFlag(token)) {
-      words.push(token)
+    if (flagsEnded || item.kind !== 'flag') {
+      words.push(item.kind === 'word' ? item.value : item.kind === 'flag' ? item.raw : '--')
       // Resolved as soon as the words name a command, so that its own flags can follow.
       if (!found.command && words[0] !== 'help') found = resolve(commands, words)
       continue
     }
     const own = found.command?.flags ?? {}
-    const [, dashes, rawName, inline] = /^(--?)([^=]*)(?:=(.*))?$/s.exec(token)!
-    const byShort = (table: Record<string, Flag>) => Object.keys(table).find((n) => table[n]!.short === rawName)
-    const name = dashes === '-' ? (byShort(own) ?? byShort(GLOBAL_FLAGS)) : rawName
+    const byShort = (table: Record<string, Flag>) => Object.keys(table).find((n) => table[n]!.short === item.name)
+    const name = item.short ? (byShort(own) ?? byShort(GLOBAL_FLAGS)) : item.name
     const spec = name === undefined ? undefined : (own[name] ?? GLOBAL_FLAGS[name])
-    if (name === undefined || spec === undefined) throw unknownFlag(commands, found, token)
+    if (name === undefined || spec === undefined) throw unknownFlag(commands, found, item.raw)
     let value: string | true = true
     if (spec.value !== undefined) {
-      const next = inline ?? argv[++i]
+      // The value is the next argument, whatever it looks like (`--note -x`), unless given inline.
+      const next = item.inline ?? (i + 1 < items.length ? rawOf(items[++i]!) : undefined)
       if (next === undefined) throw new UsageError(`flag --${name} needs a value (--${name} ${spec.value})`, hintFor(found))
       value = next
-    } else if (inline !== undefined) throw new UsageError(`flag --${name} takes no value`, hintFor(found))
+    } else if (item.inline !== undefined) throw new UsageError(`flag --${name} takes no value`, hintFor(found))
     if (name === 'json') globals.json = true
     else if (name === 'url') globals.url = value as string
     else if (name === 'help') help = true
@@ -155,6 +182,9 @@ export function parse(commands: Command[], argv: string[]): Parsed {
   }
   return { kind: 'run', command, args, flags, repeated, globals }
 }
+
+/** An item as it was typed. */
+const rawOf = (item: ReturnType<typeof tokensOf>[number]) => (item.kind === 'word' ? item.value : item.kind === 'flag' ? item.raw : '--')
 
 function positional(command: Command, given: string[]): Record<string, string | undefined> {
   const args: Record<string, string | undefined> = {}
