@@ -181,9 +181,9 @@ export function lateFailuresOf(body: unknown): Sender['late_failures'] | null {
 /** Whether a late failure reported through the sender's credentials is refunded; `value` '' offers the provider's default. */
 export function LateFailuresChoice(props: { value: Sender['late_failures'] | '' }) {
   const options: [string, string][] = [
-    ...(props.value === '' ? [['', "The provider's default (Twilio, Meta: keep charged; simulator: refund)"] as [string, string]] : []),
-    ['keep', 'Keep them charged (whoever holds its credentials can report a failure)'],
-    ['refund', "Refund them (its credentials are the operator's own)"],
+    ...(props.value === '' ? [['', "The provider's default"] as [string, string]] : []),
+    ['keep', 'Keep them charged'],
+    ['refund', 'Refund them'],
   ]
   return (
     <div class="field">
@@ -198,8 +198,9 @@ export function LateFailuresChoice(props: { value: Sender['late_failures'] | '' 
         </select>
       </label>
       <p class="hint" id="late-failures-help">
-        A tenant that brought its own Twilio subaccount or Meta app can sign a failure for its own delivered messages: refund them only for
-        credentials you hold yourself. The price's own choice applies as well.
+        Whoever holds the sender's credentials can report a failure for its own delivered messages, so refund them only for credentials you
+        hold yourself. The provider's default: kept charged for Twilio and Meta (a tenant may have brought its own), refunded for the
+        simulator. The price's own choice applies as well.
       </p>
     </div>
   )
