@@ -14,6 +14,7 @@ import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, ENV_TWILIO, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_A, TWILIO_B } from '../helpers/senders'
 import { metaWebhookHeaders } from '../helpers/meta-webhook'
+import { dashboardUser } from '../helpers/web'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -353,6 +354,40 @@ describe('a number several accounts share', () => {
     expect([refused.status, refused.body.code]).toEqual([422, 'VALIDATION_ERROR'])
     expect((await t.admin('PUT', '/conversation-holders', { phone: 'x', account_id: shopT.accountId })).status).toBe(422)
     expect((await t.admin('PUT', '/conversation-holders', { phone: c.local, account_id: 999_999 })).status).toBe(404)
+  })
+})
+
+describe("the operator's conversation page on a shared number", () => {
+  test('shows who holds the conversation and moves it to the account of the page; members see no such card', async () => {
+    const c = customer()
+    await send(shopD.key, c.local)
+    await send(shopT.key, c.local)
+    expect(
+      (await twilioInbound({ accountSid: ENV_TWILIO.sid, token: ENV_TWILIO.token, to: ENV_NUMBER, from: c.phone, body: 'halo' })).status,
+    ).toBe(200)
+    const operator = (await dashboardUser(t, 'tenants-operator@example.com', 'correct horse battery')).client
+    const page = `/dashboard/accounts/${shopT.accountId}/inbox/${c.phone.slice(1)}`
+    const before = await operator.get(page)
+    expect(before.status).toBe(200)
+    expect(before.text).toContain('<h2 id="holder-title">Shared number</h2>')
+    expect(before.text).toContain(`<a href="/dashboard/accounts/${shopD.accountId}">`)
+    expect(before.text).toContain('Move the conversation to this account')
+    const moved = await operator.post(`${page}/holder`, { _csrf: before.csrf!, move_messages: 'on' })
+    expect(moved.status).toBe(303)
+    expect((await storedFrom(c.phone)).map((r) => r.account_id)).toEqual([shopT.accountId])
+    const after = await operator.get(page)
+    expect(after.text).toContain('The conversation now belongs to this account with 1 received message(s).')
+    expect(after.text).not.toContain('Move the conversation to this account')
+    // Without the CSRF token nothing moves.
+    const dPage = `/dashboard/accounts/${shopD.accountId}/inbox/${c.phone.slice(1)}`
+    expect((await operator.post(`${dPage}/holder`, {})).status).toBe(403)
+    expect((await storedFrom(c.phone)).map((r) => r.account_id)).toEqual([shopT.accountId])
+    // A member's own conversation page shows no card, and cannot post one.
+    const member = (await dashboardUser(t, 'tenants-member@example.com', 'correct horse battery', shopT.accountId)).client
+    const own = await member.get(`/dashboard/inbox/${c.phone.slice(1)}`)
+    expect(own.status).toBe(200)
+    expect(own.text).not.toContain('Shared number')
+    expect((await member.post(`/dashboard/inbox/${c.phone.slice(1)}/holder`, { _csrf: own.csrf! })).status).toBe(404)
   })
 })
 
