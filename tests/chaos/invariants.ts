@@ -390,6 +390,12 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
           fail(
             `[${tag}] answered ${JSON.stringify(result)}; the database has it ${m.status} with SID ${m.message_sid}, refunds ${refundsOf.get(m.id)?.length ?? 0}`,
           )
+      } else if (m && answer.status === 422 && answer.body?.code === 'RECIPIENT_OPTED_OUT' && answer.body?.id === m.id) {
+        // Charged, then stopped at hand-off by its recipient's STOP: answered with the refused message's id
+        // (whether it was stopped rightly and refunded once is checked with the messages above).
+        if (!(m.stopped && m.status === 'failed' && m.message_sid === null))
+          fail(`[${tag}] answered 422 RECIPIENT_OPTED_OUT as message ${m.id}; the database has it ${m.status}, stopped ${m.stopped}`)
+        count('single sends stopped at hand-off')
       } else if (m) fail(`[${tag}] answered ${answer.status} ${answer.body?.code}, yet the database holds message ${m.id}`)
     })
   }
