@@ -162,7 +162,7 @@ describe('bodies over the limit', () => {
           'X-Request-Id: big-1',
         ]),
       )
-      // A provider callback's limit is far lower (MAX_CALLBACK_BODY_BYTES): tests/http/callback-bodies.test.ts.
+      // A provider callback's limit is far lower (MAX_CALLBACK_BODY_BYTES): tests/http/callback-bodies.outer.test.ts.
       const limit = path.startsWith('/provider/') ? MAX_CALLBACK_BODY_BYTES : MAX_BODY_BYTES
       expect({ path, status: res.status, body: res.body, id: res.headers['x-request-id'] }).toEqual({
         path,

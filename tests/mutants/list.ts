@@ -45,7 +45,7 @@ const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
 const OPT_OUTS = 'tests/optouts/optouts.test.ts'
 const RICH = 'src/modules/messages/rich.ts'
 const OPT_OUT_SERVICE = 'src/modules/optouts/service.ts'
-const OPT_OUT_RACES = 'tests/optouts/races.test.ts'
+const OPT_OUT_RACES = 'tests/optouts/races.outer.test.ts'
 const SENDER_SERVICE = 'src/modules/senders/service.ts'
 
 // The opt-out's lock of its account's row (setOptOut), taken away.
@@ -82,7 +82,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'refund-queued-lost-commit',
     breaks: 'a refund twice: the refund written again after its COMMIT answer was lost',
     edits: refundQueued,
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'refund',
     database: 'postgres',
   },
@@ -210,7 +210,7 @@ export const MUTATIONS: Mutation[] = [
         replace: "where false and status = 'queued' and handoff_until < now() - make_interval(",
       },
     ],
-    tests: ['tests/messages/bulk-crash.test.ts'],
+    tests: ['tests/messages/bulk-crash.outer.test.ts'],
   },
   {
     name: 'handoff-answer-before-record',
@@ -223,7 +223,7 @@ export const MUTATIONS: Mutation[] = [
         replace: "setTimeout(() => resolve('late'), 2_000)",
       },
     ],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'acceptance and its record',
     database: 'postgres',
   },
@@ -231,7 +231,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'recovery-after-outage',
     breaks: 'a message handed over twice: after a database outage, recovery takes over a lease its live holder could not renew',
     edits: [{ file: RECOVERY, find: 'if (Date.now() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' }],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'two leases',
     database: 'postgres',
   },
@@ -245,7 +245,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'void probing',
       },
     ],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'two leases',
     database: 'postgres',
   },
@@ -270,7 +270,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'single-charge-lookup',
     breaks: 'a single send charged twice (or failing) when its charge runs again with its request token',
     edits: [{ file: LEDGER, find: 'where m.request_token = any(', replace: 'where false and m.request_token = any(' }],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'group-commit charge',
     database: 'postgres',
   },
@@ -278,7 +278,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'bulk-charge-lookup',
     breaks: 'a bulk charged twice (or failing) when its charge runs again with its request token',
     edits: [{ file: LEDGER, find: 'where m.request_token = ${requestToken}', replace: 'where false' }],
-    tests: ['tests/messages/bulk-crash.test.ts'],
+    tests: ['tests/messages/bulk-crash.outer.test.ts'],
   },
   {
     name: 'idempotency-replay',
@@ -311,7 +311,7 @@ export const MUTATIONS: Mutation[] = [
         replace: "      return void new ApiError(\n        'SERVICE_UNAVAILABLE',",
       },
     ],
-    tests: ['tests/messages/idempotency-store.test.ts'],
+    tests: ['tests/messages/idempotency-store.outer.test.ts'],
     filter: 'cannot be stored',
     database: 'postgres',
   },
@@ -320,7 +320,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       'two answers to one Idempotency-Key: a run whose store finds the key done (recovered meanwhile by a repeat) gives its own answer',
     edits: [{ file: IDEMPOTENCY, find: '    if (stored.length > 0) return\n', replace: '    return\n' }],
-    tests: ['tests/messages/idempotency-store.test.ts'],
+    tests: ['tests/messages/idempotency-store.outer.test.ts'],
     filter: 'waits to store its answer',
     database: 'postgres',
   },
@@ -517,7 +517,7 @@ export const MUTATIONS: Mutation[] = [
         replace: '',
       },
     ],
-    tests: ['tests/db/lock.test.ts'],
+    tests: ['tests/db/lock.outer.test.ts'],
     filter: 'second process refuses',
     database: 'embedded',
   },
@@ -599,7 +599,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'export const MAX_CALLBACK_BODY_BYTES = MAX_BODY_BYTES',
       },
     ],
-    tests: ['tests/http/callback-bodies.test.ts'],
+    tests: ['tests/http/callback-bodies.outer.test.ts'],
     filter: '35 MB',
   },
   {
@@ -904,7 +904,7 @@ export const MUTATIONS: Mutation[] = [
         replace: '        if (row === undefined) return primary',
       },
     ],
-    tests: ['tests/db/replica.test.ts'],
+    tests: ['tests/db/replica.outer.test.ts'],
     database: 'postgres',
   },
   {
@@ -1065,7 +1065,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'const verifiedBy = authenticatingKey(header, keys) ?? keys[0]!',
       },
     ],
-    tests: ['tests/db/backup.test.ts'],
+    tests: ['tests/db/backup.outer.test.ts'],
     database: 'embedded',
   },
   {
@@ -1073,7 +1073,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       'a backup holding a file no PostgreSQL data directory has (beside PG_VERSION, at the top) is restored with it into DATA_DIR/pgdata',
     edits: [{ file: 'src/db/backup.ts', find: 'if (!placed) throw refuse', replace: 'if (false) throw refuse' }],
-    tests: ['tests/db/backup.test.ts'],
+    tests: ['tests/db/backup.outer.test.ts'],
     database: 'embedded',
   },
 ]
