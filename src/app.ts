@@ -69,7 +69,7 @@ export function createApp(deps: Deps) {
     })
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
-    .use(metricsRoutes(deps.config, deps.sql))
+    .use(metricsRoutes(deps.config, deps.sql, deps.clock))
     // The integrator's API
     .use(accountsApi(deps))
     .use(messagesApi(deps))

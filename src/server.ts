@@ -275,7 +275,7 @@ export async function startService(config: Config): Promise<Running> {
   }
   let metrics: ReturnType<typeof serveMetrics> | undefined
   try {
-    if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, config.metricsPort)
+    if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, deps.clock, config.metricsPort)
   } catch (error) {
     server.stop(true)
     await database.close()

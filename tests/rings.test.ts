@@ -24,7 +24,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/db/partitions.test.ts',
   'tests/docs/openapi.test.ts',
   'tests/http/date-filters.test.ts',
-  'tests/http/metrics.test.ts',
   'tests/http/server.test.ts',
   'tests/inbound/api.test.ts',
   'tests/inbound/media.test.ts',
