@@ -1,3 +1,4 @@
+// Outer ring (real time): the real server over raw TCP, with slow senders holding its large-body slots for seconds.
 // The real server, spoken to over raw TCP: a short or missing Host cannot shift the routed path, every
 // over-limit body gets the envelope (declared or chunked), an unauthenticated body is never waited
 // for, and large bodies are read a few at a time while small requests pass.
