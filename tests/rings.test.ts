@@ -42,7 +42,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/providers/twilio.test.ts',
   'tests/senders/campaigns-together.test.ts',
   'tests/senders/rotation-race.test.ts',
-  'tests/senders/secrets.test.ts',
   'tests/status/late-failures.test.ts',
   'tests/status/notify.test.ts',
   'tests/status/parked-reports.test.ts',
