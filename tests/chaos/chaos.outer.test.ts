@@ -1,6 +1,8 @@
 // Outer ring (real time): the randomized fault test kills real service processes and cuts real connections while customers send.
 // The randomized fault test with two fixed seeds (see scenario.ts): about a minute each, in both modes.
-// `bun run chaos --seed N --minutes M` runs it longer, over many seeds, and prints a failing seed.
+// `bun run chaos --seed N --minutes M` runs it longer, over many seeds, and prints a failing seed. A
+// failing run here prints its seed and the command that replays its plan (CHAOS_SEED=N runs that seed
+// alone here).
 
 import { expect, test } from 'bun:test'
 import { MIN_KILLS, runChaos } from './scenario'
@@ -9,11 +11,23 @@ export const CI_SEED = 20261123
 /** A second plan: another mix of operations, faults, fake rate and kill schedule. */
 export const SECOND_SEED = 20261125
 const FAULT_SECONDS = Number(process.env.CHAOS_SECONDS ?? 25)
+const SEEDS = process.env.CHAOS_SEED ? [Number(process.env.CHAOS_SEED)] : [CI_SEED, SECOND_SEED]
 
-for (const seed of [CI_SEED, SECOND_SEED]) {
+/** The commands that replay a seed's plan, in the mode it ran in (the database URL elided). */
+export function replayCommands(seed: number, seconds: number, mode: 'embedded' | 'postgres'): string[] {
+  const database = mode === 'postgres' ? 'DATABASE_URL=postgres://... ' : ''
+  return [
+    `${database}CHAOS_SEED=${seed} CHAOS_SECONDS=${seconds} bun test tests/chaos/chaos.outer.test.ts --timeout 60000`,
+    `${database}bun run chaos --seed ${seed} --minutes 0 --seconds ${seconds}`,
+  ]
+}
+
+for (const seed of SEEDS) {
   test(`seed ${seed}: crashes, provider faults, throttles and repeats leave every invariant holding`, async () => {
     const report = await runChaos({ seed, seconds: FAULT_SECONDS, log: (line) => console.log(`[chaos] ${line}`) })
     console.log(`[chaos] ${report.mode}, seed ${report.seed}: ${report.kills} kills in ${(report.ms / 1000).toFixed(1)} s`, report.stats)
+    // Before the checks: a failing run's output names its seed and the commands that replay its plan.
+    console.log(`[chaos] replay seed ${seed} (${report.mode}): ${replayCommands(seed, FAULT_SECONDS, report.mode).join('  or  ')}`)
     expect(report.violations).toEqual([])
     // The run must have exercised what it claims to: crashes, hand-offs, refunds, events, repeats,
     // throttles and their retries, slow answers outliving the lease, both senders (each with hand-offs
