@@ -13,7 +13,6 @@ import type { Worker } from '../../src/workers/worker'
 
 /** One step of a worker with the given deps (t.runWorker uses the test's own). */
 function step(worker: Worker, deps: Deps): Promise<number> {
-  if (!('runOnce' in worker)) throw new Error(`${worker.name} has no single step`)
   return worker.runOnce(deps)
 }
 
