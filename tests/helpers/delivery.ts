@@ -29,11 +29,11 @@ export function startDelivery(t: TestApp, config: Partial<Config> = {}, options:
  * once the one before it is recorded): every request made and every outcome recorded by then. The
  * number of attempts made.
  */
-export async function deliverAll(t: TestApp, config: Partial<Config> = {}): Promise<number> {
+export async function deliverAll(t: TestApp, config: Partial<Config> = {}, options: { concurrency?: number } = {}): Promise<number> {
   const deps: Deps = { ...t.deps, config: { ...t.config, ...config } }
   let attempts = 0
   for (;;) {
-    const n = await deliverDue(deps)
+    const n = await deliverDue(deps, options)
     if (n === 0) return attempts
     attempts += n
   }

@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Clock } from '../../src/lib/clock'
 
 export type TestTls = { dir: string; caFile: string; certFile: string; keyFile: string; remove(): void }
 
@@ -58,6 +59,7 @@ export type Received = {
   host: string | null
   headers: Record<string, string>
   body: string
+  /** When it arrived, in ms since the epoch on the receiver's clock. */
   at: number
 }
 
@@ -80,7 +82,8 @@ export type Receiver = {
   stop(): void
 }
 
-export function startReceiver(tls: TestTls | null): Receiver {
+/** `clock`: the time each request's `at` is read from (a test clock's, to compare with what the service stamps); the system's by default. */
+export function startReceiver(tls: TestTls | null, clock: Pick<Clock, 'now'> = { now: () => new Date() }): Receiver {
   // Who waits for a number of requests: told at each arrival, never polling.
   let waiting: { count: number; resolve: (requests: Received[]) => void }[] = []
   const arrived = (count: number) =>
@@ -122,7 +125,7 @@ export function startReceiver(tls: TestTls | null): Receiver {
         host: request.headers.get('host'),
         headers: Object.fromEntries(request.headers.entries()),
         body: await request.text(),
-        at: Date.now(),
+        at: clock.now().getTime(),
       }
       receiver.requests.push(received)
       const ready = waiting.filter((w) => receiver.requests.length >= w.count)
