@@ -3,10 +3,11 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from './helpers/app'
 import { errorEnvelope } from './helpers/envelope'
+import { TestClock } from '../src/lib/clock'
 
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'false' } })
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'false' }, clock: new TestClock() })
 }, 60_000)
 afterAll(() => t.close())
 
@@ -228,7 +229,7 @@ describe('GET and DELETE /webhook', () => {
 describe('WEBHOOK_ALLOW_PRIVATE=true', () => {
   let dev: TestApp
   beforeAll(async () => {
-    dev = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    dev = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, clock: new TestClock() })
   }, 60_000)
   afterAll(() => dev.close())
 

@@ -15,7 +15,7 @@ export const parkedReports: Worker = {
   // Outcomes are recorded many times a second under load, and almost never leave anything to apply.
   minGapMs: 50,
   async runOnce(deps) {
-    const outcome = await applyParked(deps.sql, deps.config.timezone, BATCH, { notify: notifies(deps) })
+    const outcome = await applyParked(deps.sql, deps.config.timezone, BATCH, { notify: notifies(deps), clock: deps.clock })
     if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
     return outcome.applied
   },

@@ -4,6 +4,7 @@
 // are applied in their order, whichever instances claim them.
 
 import type { Deps } from '../deps'
+import { nowOf } from '../db/now'
 import { applyStatuses, rounds } from '../modules/status/machine'
 import { eventsCommitted, notifies } from '../modules/webhooks/notify'
 import type { Worker } from './worker'
@@ -12,7 +13,7 @@ const BATCH = 500
 /** Reports fall due continuously; a short poll keeps their delay close to SIM_DELIVERED_MS/SIM_READ_MS. */
 const SIMULATOR_REPORTS_POLL_MS = 100
 
-async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ applied: number; events: number }> {
+async function applyDueReports(deps: Pick<Deps, 'sql' | 'config' | 'clock'>): Promise<{ applied: number; events: number }> {
   return deps.sql.begin(async (tx) => {
     type Report = {
       id: number
@@ -27,7 +28,7 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ ap
     // backwards, and the message's delivered event would never be written.
     const due = await tx<Report[]>`
       with batch as materialized (
-        select id, message_sid, due_at from simulator_reports where due_at <= now() order by due_at, id limit ${BATCH} for update skip locked
+        select id, message_sid, due_at from simulator_reports where due_at <= ${nowOf(tx, deps.clock)} order by due_at, id limit ${BATCH} for update skip locked
       )
       delete from simulator_reports
       where id in (
@@ -42,7 +43,8 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config'>): Promise<{ ap
     const ordered = [...due].sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || a.id - b.id)
     const reports = ordered.map((r) => ({ sid: r.message_sid, status: r.status, errorCode: r.error_code, errorMessage: r.error_message }))
     let events = 0
-    for (const round of rounds(reports)) events += (await applyStatuses(tx, deps.config.timezone, round, { notify: notifies(deps) })).events
+    for (const round of rounds(reports))
+      events += (await applyStatuses(tx, deps.config.timezone, round, { notify: notifies(deps), clock: deps.clock })).events
     return { applied: due.length, events }
   })
 }

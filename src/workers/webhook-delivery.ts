@@ -5,17 +5,22 @@
 // so instances never claim the same row, each claim stamped with a fresh lease_token and a 30 s
 // lease; attempts is counted at the claim, so an attempt cut short by a crash still counts.
 // The HTTP requests run outside any transaction. Each outcome (the attempt row and the event's new
-// state) is one statement guarded by `lease_token = <mine> and lease_until >= now()`: a worker whose
+// state) is one statement guarded by `lease_token = <mine> and lease_until >= <now>`: a worker whose
 // lease ran out records nothing, and the event is simply claimed again (at-least-once).
 //
 // The service runs a pipeline rather than claim-all/deliver-all/record-all cycles: it claims only
 // what it can start at once (up to CONCURRENCY requests in flight), records outcomes as they finish
 // (batched: whatever finished while the previous write ran goes in the next one), and claims again as
 // soon as half the slots are free. A receiver that times out then holds only its own slots, never a
-// whole batch. Tests drive this same pipeline (startWebhookDelivery), as the service does.
+// whole batch. Tests drive this same pipeline (startWebhookDelivery, or one step of it: runOnce).
+//
+// Time comes from deps.clock: due times, leases and the next attempt's time in SQL (db/now.ts), the
+// attempt's finish, the claims' gathering and the receiver's time limit.
 
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
+import { nowOf } from '../db/now'
+import type { Clock } from '../lib/clock'
 import { attemptDelivery, webhookCa, type AttemptResult } from '../modules/webhooks/sender'
 import { EVENTS_CHANNEL, listenerOf } from '../modules/webhooks/notify'
 import { log } from '../lib/log'
@@ -61,18 +66,20 @@ type Outcome = {
   /** The schedule's delay after this attempt (before jitter), or the receiver's Retry-After. */
   delay_s: number
   jitter: boolean
+  /** When the attempt ended, on the clock's monotonic scale. */
   finishedAt: number
 }
 
 type DeliveryDeps = Pick<Deps, 'sql' | 'config' | 'directSql' | 'clock'>
 
-async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
+async function claim(sql: Sql, clock: Clock, limit: number): Promise<Claimed[]> {
   const token = crypto.randomUUID()
+  const now = nowOf(sql, clock)
   const rows = await sql<Omit<Claimed, 'token'>[]>`
     with due as (
       select e.id from webhook_events e
-      where e.status = 'pending' and e.next_attempt_at <= now()
-        and (e.lease_until is null or e.lease_until < now())
+      where e.status = 'pending' and e.next_attempt_at <= ${now}
+        and (e.lease_until is null or e.lease_until < ${now})
         and not exists (
           select 1 from webhook_events p where p.message_id = e.message_id and p.status = 'pending' and p.id < e.id
         )
@@ -81,7 +88,7 @@ async function claim(sql: Sql, limit: number): Promise<Claimed[]> {
       for update skip locked
     ), claimed as (
       update webhook_events e
-      set attempts = e.attempts + 1, lease_token = ${token}, lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+      set attempts = e.attempts + 1, lease_token = ${token}, lease_until = ${now} + make_interval(secs => ${LEASE_SECONDS})
       from due
       where e.id = due.id
       returning e.id, e.webhook_id, e.payload, e.attempts, e.api_key_id
@@ -105,7 +112,7 @@ async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefi
       error: 'webhook registration removed',
       delay_s: 0,
       jitter: false,
-      finishedAt: Date.now(),
+      finishedAt: deps.clock.monotonic(),
     }
   }
   let result: AttemptResult
@@ -114,7 +121,7 @@ async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefi
     result = await attemptDelivery(
       { url: event.url, secret: event.signing_secret },
       { webhookId: event.webhook_id, payload: event.payload },
-      { allowPrivate: deps.config.webhookAllowPrivate, ca },
+      { allowPrivate: deps.config.webhookAllowPrivate, ca, clock: deps.clock },
     )
   } catch {
     result = { ok: false, statusCode: null, latencyMs: 0, error: 'internal error', retryAfterSeconds: null }
@@ -130,17 +137,18 @@ async function attempt(event: Claimed, deps: DeliveryDeps, ca: string[] | undefi
     error: result.error,
     delay_s: retryAfter ?? RETRY_DELAYS_S[Math.min(event.attempts, RETRY_DELAYS_S.length) - 1] ?? RETRY_DELAYS_S[0],
     jitter: retryAfter === null,
-    finishedAt: Date.now(),
+    finishedAt: deps.clock.monotonic(),
   }
 }
 
 /**
  * Records many outcomes in one statement. Each row applies only while its lease is still ours; the
  * attempt row is written with the event update or not at all. The next attempt is timed from the end
- * of the failed one (`finished_ago_ms`), in the database's clock.
+ * of the failed one (`finished_ago_ms`), in the clock's time.
  */
-async function record(sql: Sql, outcomes: Outcome[]): Promise<{ unblocked: boolean }> {
-  const now = Date.now()
+async function record(sql: Sql, clock: Clock, outcomes: Outcome[]): Promise<{ unblocked: boolean }> {
+  const finished = clock.monotonic()
+  const now = nowOf(sql, clock)
   const rows = outcomes.map((o) => ({
     id: o.id,
     token: o.token,
@@ -151,7 +159,7 @@ async function record(sql: Sql, outcomes: Outcome[]): Promise<{ unblocked: boole
     error: o.error,
     delay_s: o.delay_s,
     jitter: o.jitter,
-    finished_ago_ms: Math.max(0, now - o.finishedAt),
+    finished_ago_ms: Math.max(0, Math.round(finished - o.finishedAt)),
   }))
   const done = await sql<RecordedRow[]>`
     with o as (
@@ -164,17 +172,17 @@ async function record(sql: Sql, outcomes: Outcome[]): Promise<{ unblocked: boole
           when o.kind = 'delivered' then 'delivered'
           when o.kind = 'gone' or e.attempts >= ${MAX_ATTEMPTS} then 'failed'
           else 'pending' end,
-        delivered_at = case when o.kind = 'delivered' then now() end,
+        delivered_at = case when o.kind = 'delivered' then ${now} end,
         next_attempt_at = case
           when o.kind = 'retry' and e.attempts < ${MAX_ATTEMPTS} then
-            now() - make_interval(secs => o.finished_ago_ms / 1000.0)
+            ${now} - make_interval(secs => o.finished_ago_ms / 1000.0)
               + make_interval(secs => o.delay_s * case when o.jitter then 0.8 + random() * 0.4 else 1 end)
           else e.next_attempt_at end,
         last_error = case when o.kind = 'delivered' then null else o.error end,
         lease_token = null,
         lease_until = null
       from o
-      where e.id = o.id and e.lease_token = o.token and e.lease_until >= now() and e.status = 'pending'
+      where e.id = o.id and e.lease_token = o.token and e.lease_until >= ${now} and e.status = 'pending'
       returning e.id, e.status, e.attempts, e.message_id, e.api_key_id, e.webhook_id, e.next_attempt_at
     ), logged as (
       insert into webhook_attempts (event_id, attempt, url, status_code, latency_ms, error)
@@ -242,7 +250,10 @@ class Pipeline {
   private outcomes: Outcome[] = []
   private flushing: Promise<void> | undefined
   private capacityWaiter: (() => void) | undefined
-  private lastShortClaim = 0
+  // Monotonic time of the last short claim; none yet (a test clock's monotonic time starts at 0).
+  private lastShortClaim = Number.NEGATIVE_INFINITY
+  /** Events claimed and started, for runOnce's count. */
+  started = 0
   stopping = false
   onUnblocked: () => void = () => {}
 
@@ -260,13 +271,13 @@ class Pipeline {
       await new Promise<void>((resolve) => (this.capacityWaiter = resolve))
       return 1
     }
-    const gather = this.lastShortClaim + CLAIM_GATHER_MS - Date.now()
+    const gather = this.lastShortClaim + CLAIM_GATHER_MS - this.deps.clock.monotonic()
     if (gather > 0) {
-      await Bun.sleep(gather)
+      await this.deps.clock.sleep(gather)
       if (this.stopping) return 0
     }
     const free = this.concurrency - this.inFlight
-    const events = await claim(this.deps.sql, free)
+    const events = await claim(this.deps.sql, this.deps.clock, free)
     if (this.stopping) {
       // stop() came while claiming: give these back rather than start them.
       await release(this.deps.sql, events)
@@ -275,7 +286,7 @@ class Pipeline {
     for (const event of events) this.start(event)
     // A short claim means nothing else is due now: sleep until woken or the next poll.
     if (events.length < free) {
-      this.lastShortClaim = Date.now()
+      this.lastShortClaim = this.deps.clock.monotonic()
       return 0
     }
     return events.length
@@ -283,6 +294,7 @@ class Pipeline {
 
   private start(event: Claimed): void {
     this.inFlight++
+    this.started++
     const task = attempt(event, this.deps, this.ca)
       .then(
         (outcome) => {
@@ -313,7 +325,7 @@ class Pipeline {
         const batch = this.outcomes.splice(0, 1000)
         for (let attemptNo = 0; ; attemptNo++) {
           try {
-            const recorded = await record(this.deps.sql, batch)
+            const recorded = await record(this.deps.sql, this.deps.clock, batch)
             if (recorded.unblocked && !this.stopping) this.onUnblocked()
             break
           } catch (error) {
@@ -325,7 +337,7 @@ class Pipeline {
               })
               break
             }
-            await Bun.sleep(250 * 2 ** attemptNo)
+            await this.deps.clock.sleep(250 * 2 ** attemptNo)
           }
         }
       }
@@ -388,8 +400,21 @@ export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?
   }
 }
 
+/**
+ * One step of the pipeline, finished: claims what is due now (up to CONCURRENCY), attempts it and
+ * records every outcome before it resolves. The number of events attempted. An event a recorded
+ * outcome unblocks (the next one of its message) is left to the next step.
+ */
+export async function deliverDue(deps: DeliveryDeps, options: { concurrency?: number } = {}): Promise<number> {
+  const pipeline = new Pipeline(deps, webhookCa(deps.config.webhookCaFile), options.concurrency ?? CONCURRENCY)
+  await pipeline.step()
+  await pipeline.drain()
+  return pipeline.started
+}
+
 export const webhookDelivery: Worker = {
   name: 'webhook-delivery',
   pollMs: WEBHOOK_DELIVERY_POLL_MS,
   start: (deps) => startWebhookDelivery(deps),
+  runOnce: (deps) => deliverDue(deps),
 }

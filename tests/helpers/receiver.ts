@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Clock } from '../../src/lib/clock'
 
 export type TestTls = { dir: string; caFile: string; certFile: string; keyFile: string; remove(): void }
 
@@ -58,6 +59,7 @@ export type Received = {
   host: string | null
   headers: Record<string, string>
   body: string
+  /** When it arrived, in ms since the epoch on the receiver's clock. */
   at: number
 }
 
@@ -72,25 +74,40 @@ export type Receiver = {
   handler: Handler
   /** Waits until `count` requests have arrived (or `ms` passes) and returns them. */
   waitFor(count: number, ms?: number): Promise<Received[]>
+  /** Resolves with the requests once `count` have arrived: an event (each arrival), with no time limit of its own. */
+  arrived(count: number): Promise<Received[]>
   /** Requests whose webhook-id is `id`. */
   byId(id: string): Received[]
   reset(): void
   stop(): void
 }
 
-export function startReceiver(tls: TestTls | null): Receiver {
+/** `clock`: the time each request's `at` is read from (a test clock's, to compare with what the service stamps); the system's by default. */
+export function startReceiver(tls: TestTls | null, clock: Pick<Clock, 'now'> = { now: () => new Date() }): Receiver {
+  // Who waits for a number of requests: told at each arrival, never polling.
+  let waiting: { count: number; resolve: (requests: Received[]) => void }[] = []
+  const arrived = (count: number) =>
+    receiver.requests.length >= count
+      ? Promise.resolve(receiver.requests)
+      : new Promise<Received[]>((resolve) => waiting.push({ count, resolve }))
   const receiver: Receiver = {
     port: 0,
     url: (host = 'localhost', path = '/hook') => `${tls ? 'https' : 'http'}://${host}:${receiver.port}${path}`,
     requests: [],
     handler: () => new Response('ok'),
     async waitFor(count, ms = 10_000) {
-      const end = Date.now() + ms
-      while (receiver.requests.length < count && Date.now() < end) await Bun.sleep(10)
-      return receiver.requests
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<Received[]>((resolve) => (timer = setTimeout(() => resolve(receiver.requests), ms)))
+      try {
+        return await Promise.race([arrived(count), late])
+      } finally {
+        clearTimeout(timer)
+      }
     },
+    arrived,
     byId: (id) => receiver.requests.filter((r) => r.headers['webhook-id'] === id),
     reset() {
+      waiting = []
       receiver.requests = []
       receiver.handler = () => new Response('ok')
     },
@@ -108,9 +125,12 @@ export function startReceiver(tls: TestTls | null): Receiver {
         host: request.headers.get('host'),
         headers: Object.fromEntries(request.headers.entries()),
         body: await request.text(),
-        at: Date.now(),
+        at: clock.now().getTime(),
       }
       receiver.requests.push(received)
+      const ready = waiting.filter((w) => receiver.requests.length >= w.count)
+      waiting = waiting.filter((w) => receiver.requests.length < w.count)
+      for (const w of ready) w.resolve(receiver.requests)
       return receiver.handler(received)
     },
   })

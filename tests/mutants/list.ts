@@ -448,7 +448,11 @@ export const MUTATIONS: Mutation[] = [
     name: 'late-refund-marked',
     breaks: 'a late failure refunded but not marked refunded: the message and its event say it still cost its price',
     edits: [
-      { file: MACHINE, find: 'refunded_at = case when t.refund then now() else m.refunded_at end', replace: 'refunded_at = m.refunded_at' },
+      {
+        file: MACHINE,
+        find: 'refunded_at = case when t.refund then ${now} else m.refunded_at end',
+        replace: 'refunded_at = m.refunded_at',
+      },
     ],
     tests: [LATE],
     filter: 'delivered, then failed',
@@ -524,14 +528,14 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'webhook-record-lease',
     breaks: 'a delivery recorded by a worker whose lease ran out, over the attempt of the one that took it over',
-    edits: [{ file: DELIVERY, find: 'e.lease_token = o.token and e.lease_until >= now() and ', replace: '' }],
+    edits: [{ file: DELIVERY, find: 'e.lease_token = o.token and e.lease_until >= ${now} and ', replace: '' }],
     tests: ['tests/webhooks/delivery.test.ts'],
     filter: 'lease expired is not recorded',
   },
   {
     name: 'webhook-claim-lease',
     breaks: 'an event sent twice at once: a worker claims an event whose lease another worker holds',
-    edits: [{ file: DELIVERY, find: 'and (e.lease_until is null or e.lease_until < now())', replace: '' }],
+    edits: [{ file: DELIVERY, find: 'and (e.lease_until is null or e.lease_until < ${now})', replace: '' }],
     tests: ['tests/webhooks/delivery.test.ts'],
     filter: 'live lease is not claimed',
   },

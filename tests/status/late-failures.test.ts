@@ -2,20 +2,33 @@
 // exactly what it was charged, once, with the status change (its ledger row, `refunded` on the
 // message and in the webhook event), unless it was charged under a price that keeps late failures
 // charged. Messages are sent through the API to a local fake Twilio and reported to through signed
-// Twilio status callbacks; the price and its choice are set through the admin API.
+// Twilio status callbacks; the price and its choice are set through the admin API. On a test clock:
+// a hand-off times out when the test moves the clock past PROVIDER_TIMEOUT_MS.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
 import { reportStatus, type ReportTarget, type ReportedByTwilio } from '../helpers/reports'
+import { TestClock } from '../../src/lib/clock'
 
-// Long enough that a loaded machine (the fake, PGlite and the app share one event loop) answers every
-// other number in time: at 300 ms a plain send timed out in a CI run with one core kept busy.
+// The service's time limit for the provider's answer; it passes only when the test moves the clock.
 const TIMEOUT_MS = 1_500
-/** Numbers ending in this are accepted by the fake Twilio only after the service stopped waiting. */
+/** Numbers ending in this are accepted by the fake Twilio only after the service stopped waiting (the test lets it answer). */
 const LATE_SUFFIX = '0999'
-const LATE_MS = TIMEOUT_MS + 1_000
+const clock = new TestClock()
+
+/** The fake's late answer: `arrived` once the send reached it; it answers when `answer()` is called, `answered` then. */
+function lateAnswer() {
+  const signal = () => {
+    let resolve!: () => void
+    const promise = new Promise<void>((r) => (resolve = r))
+    return { promise, resolve }
+  }
+  const [arrived, answering, answered] = [signal(), signal(), signal()]
+  return { arrived, answering, answered }
+}
+let late = lateAnswer()
 
 const randomSid = () => `SM${Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString('hex')}`
 /** Every SID the fake gave, by the number it was given for (`+62...`). */
@@ -27,7 +40,11 @@ const fake = Bun.serve({
     const to = String((await request.formData()).get('To')).replace(/^whatsapp:/, '')
     const sid = randomSid()
     sidsGiven.set(to, [...(sidsGiven.get(to) ?? []), sid])
-    if (to.endsWith(LATE_SUFFIX)) await Bun.sleep(LATE_MS)
+    if (to.endsWith(LATE_SUFFIX)) {
+      late.arrived.resolve()
+      await late.answering.promise
+      late.answered.resolve()
+    }
     return Response.json({ sid, status: 'queued' }, { status: 201 })
   },
 })
@@ -45,6 +62,7 @@ beforeAll(async () => {
       PROVIDER_TIMEOUT_MS: String(TIMEOUT_MS),
       WEBHOOK_ALLOW_PRIVATE: 'true',
     },
+    clock,
   })
   instances = [t, ...Array.from({ length: 3 }, () => ({ app: createApp(t.deps), config: t.config }))]
 }, 60_000)
@@ -192,11 +210,16 @@ describe('a failure reported after the provider accepted the message', () => {
     const a = await account(1000, 300)
     const to = `+62812345${LATE_SUFFIX}`
     // The fake accepts it, but after the service stopped waiting: failed at hand-off, refunded, no SID.
-    const refused = await t.api('POST', '/messages/send', a.key, { to, body: 'halo' })
+    late = lateAnswer()
+    const sending = t.api('POST', '/messages/send', a.key, { to, body: 'halo' })
+    await late.arrived.promise
+    await clock.advance(TIMEOUT_MS)
+    const refused = await sending
     expect(refused.status).toBe(502)
     expect(await balance(a)).toBe(1000)
     // The provider had given it a SID; it reports that SID failed (and again, and through another instance).
-    await Bun.sleep(LATE_MS)
+    late.answering.resolve()
+    await late.answered.promise
     const [sid] = sidsGiven.get(to)!
     for (const via of instances.slice(0, 2)) expect((await report(sid!, 'failed', via)).changed).toBe(false)
     await t.runWorker('parked-reports')

@@ -7,6 +7,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
+import { TestClock } from '../../src/lib/clock'
 
 let t: TestApp | undefined
 afterEach(async () => {
@@ -17,7 +18,8 @@ afterEach(async () => {
 test.skipIf(!usingPostgres())(
   'a read waits while its delivered is claimed by another instance; then both apply in order (simulator report order)',
   async () => {
-    t = await testApp({ env: { SIM_DELIVERED_MS: '1', SIM_READ_MS: '2' } })
+    const clock = new TestClock()
+    t = await testApp({ env: { SIM_DELIVERED_MS: '1', SIM_READ_MS: '2' }, clock })
     const app = t
     const { key, keyId } = await app.account(10)
     await app.db
@@ -30,7 +32,9 @@ test.skipIf(!usingPostgres())(
         (r) => r.status,
       )
     expect(await reports()).toEqual(['delivered', 'read'])
-    await Bun.sleep(20) // both due
+    // Both due: the hand-off timed them by the database's now(), so the clock is brought up to the
+    // present (it never waits) and moved past the read's 2 ms.
+    await clock.advanceTo(Date.now() + 2)
 
     // Another instance claims the delivered report and has not applied it yet.
     const other = await app.db.sql.reserve()

@@ -1,13 +1,26 @@
+// The simulator's reports, applied by steps of its worker on a test clock.
+
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
-import { until } from '../helpers/wait'
+import { TestClock } from '../../src/lib/clock'
 
+const DELIVERED_MS = 1000
+const READ_MS = 1500
+const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  // Far enough apart that the first read after the send still finds it sent on a slow, busy machine.
-  t = await testApp({ workers: true, env: { SIM_DELIVERED_MS: '1000', SIM_READ_MS: '1500', WEBHOOK_ALLOW_PRIVATE: 'true' } })
+  t = await testApp({ env: { SIM_DELIVERED_MS: String(DELIVERED_MS), SIM_READ_MS: String(READ_MS), WEBHOOK_ALLOW_PRIVATE: 'true' }, clock })
 })
 afterAll(() => t.close())
+
+/**
+ * `ms` pass after a hand-off, and the worker steps. The hand-off times its reports by the database's
+ * now(): the clock is brought up to the present first (it never waits), then moved `ms` on.
+ */
+async function after(ms: number) {
+  await clock.advanceTo(Date.now() + ms)
+  await t.runWorker('simulator-reports')
+}
 
 test('simulator: sent → delivered → read, with one event per change', async () => {
   const { key, keyId } = await t.account(10)
@@ -17,10 +30,8 @@ test('simulator: sent → delivered → read, with one event per change', async 
   const sid = sent.body.data.message_id
   const first = await t.api('GET', `/messages/${sid}`, key)
   expect(first.body.data.status).toBe('sent')
-  const read = await until(
-    () => t.api('GET', `/messages/${sid}`, key),
-    (r) => r.body.data.status === 'read',
-  )
+  await after(READ_MS)
+  const read = await t.api('GET', `/messages/${sid}`, key)
   expect(read.body.data).toMatchObject({ status: 'read', delivered_at: expect.any(String), read_at: expect.any(String) })
   const events = await t.db.sql<{ payload: string }[]>`select payload from webhook_events where api_key_id = ${keyId} order by id`
   expect(events.map((e) => JSON.parse(e.payload).data)).toEqual([
@@ -37,12 +48,10 @@ test('simulator: a number ending in 8888 is accepted, then reported failed with 
   const { key } = await t.account(10)
   const sent = await t.api('POST', '/messages/send', key, { to: '081234568888', body: 'hi' })
   expect(sent.status).toBe(200)
-  const failed = await until(
-    () => t.api('GET', `/messages/${sent.body.data.message_id}`, key),
-    (r) => r.body.data.status === 'failed',
-  )
+  await after(DELIVERED_MS)
+  const failed = await t.api('GET', `/messages/${sent.body.data.message_id}`, key)
   expect(failed.body.data).toMatchObject({ status: 'failed', error_code: 63016, delivered_at: null })
   // a failed message is final: the simulator's leftovers and later reports change nothing
-  await Bun.sleep(900) // past the read it would have had
+  await after(READ_MS) // past the read it would have had
   expect((await t.api('GET', `/messages/${sent.body.data.message_id}`, key)).body.data.status).toBe('failed')
 })

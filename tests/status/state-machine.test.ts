@@ -1,6 +1,7 @@
 // The forward-only state machine on real message rows, reported to as a provider does (Twilio's signed
 // status callback through POST /provider/twilio/status): every (current, reported) pair, timestamps,
-// the finality of failed, and concurrent reports for one message.
+// the finality of failed, and concurrent reports for one message. On a test clock: the changes take
+// its time, and time passes between two reports when the test moves it.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createApp } from '../../src/app'
@@ -9,6 +10,7 @@ import { testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
 import { postStatusCallback, reportStatus, type ReportTarget } from '../helpers/reports'
 import { type ReportedStatus } from '../../src/providers/provider'
+import { TestClock } from '../../src/lib/clock'
 
 type State = 'sent' | 'delivered' | 'read' | 'failed'
 const STATES: State[] = ['sent', 'delivered', 'read', 'failed']
@@ -18,8 +20,9 @@ let t: TestApp
 let instances: ReportTarget[]
 let accountId: number
 let keyId: number
+const clock = new TestClock()
 beforeAll(async () => {
-  t = await testApp()
+  t = await testApp({ clock })
   instances = [t, ...Array.from({ length: 3 }, () => ({ app: createApp(t.deps), config: t.config }))]
   const created = await t.account(0)
   accountId = created.accountId
@@ -63,6 +66,8 @@ type Row = {
   error_message: string | null
 }
 
+const ago = (ms: number) => new Date(clock.now().getTime() - ms)
+
 /** A message row already in `state`, with the timestamps and error fields that state implies. */
 async function message(state: State, options: { webhook?: boolean } = {}): Promise<{ sid: string; id: number }> {
   const sid = randomSid()
@@ -72,10 +77,10 @@ async function message(state: State, options: { webhook?: boolean } = {}): Promi
     insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at, delivered_at, read_at, failed_at, error_code, error_message)
     values (
       ${accountId}, ${key}, ${sid}, '+6281234567890', 'halo', ${state}, 0,
-      now() - interval '3 minutes',
-      ${state === 'delivered' || state === 'read' ? new Date(Date.now() - 120_000) : null},
-      ${state === 'read' ? new Date(Date.now() - 60_000) : null},
-      ${state === 'failed' ? new Date(Date.now() - 60_000) : null},
+      ${ago(180_000)},
+      ${state === 'delivered' || state === 'read' ? ago(120_000) : null},
+      ${state === 'read' ? ago(60_000) : null},
+      ${state === 'failed' ? ago(60_000) : null},
       ${state === 'failed' ? 63016 : null},
       ${state === 'failed' ? 'original failure' : null}
     )
@@ -170,7 +175,7 @@ describe('timestamps', () => {
     const delivered = await row(m.sid)
     expect(delivered.delivered_at).toBeInstanceOf(Date)
     expect(delivered.read_at).toBeNull()
-    await Bun.sleep(15)
+    await clock.advance(15)
     expect(await apply(m.sid, 'delivered')).toEqual({ changed: false, events: 0 })
     expect(await row(m.sid)).toEqual(delivered)
 
@@ -178,7 +183,7 @@ describe('timestamps', () => {
     const read = await row(m.sid)
     expect(read.delivered_at).toEqual(delivered.delivered_at)
     expect(read.read_at!.getTime()).toBeGreaterThan(delivered.delivered_at!.getTime())
-    await Bun.sleep(15)
+    await clock.advance(15)
     for (const status of ['read', 'delivered', 'sent'] as const) {
       expect(await apply(m.sid, status)).toEqual({ changed: false, events: 0 })
     }
@@ -199,7 +204,7 @@ describe('failed is final', () => {
     const m = await message('sent')
     expect(await apply(m.sid, 'failed', 30008, 'undelivered')).toEqual({ changed: true, events: 1 })
     const failed = await row(m.sid)
-    await Bun.sleep(15)
+    await clock.advance(15)
     for (const status of ['sent', 'delivered', 'read', 'failed'] as const) {
       expect(await apply(m.sid, status, 30003, 'another failure')).toEqual({ changed: false, events: 0 })
     }
@@ -212,9 +217,14 @@ describe('failed is final', () => {
   // a text (Twilio's and Meta's default to the status), so only here can the report carry none.
   test('a failure without a code or text stores nulls', async () => {
     const m = await message('delivered')
-    const outcome = await applyStatuses(t.db.sql, t.config.timezone, [
-      { sid: m.sid, status: 'failed', errorCode: null, errorMessage: null },
-    ])
+    const outcome = await applyStatuses(
+      t.db.sql,
+      t.config.timezone,
+      [{ sid: m.sid, status: 'failed', errorCode: null, errorMessage: null }],
+      {
+        clock,
+      },
+    )
     expect({ changed: outcome.changed > 0, events: outcome.events }).toEqual({ changed: true, events: 1 })
     expect(await row(m.sid)).toMatchObject({ status: 'failed', error_code: null, error_message: null })
   })

@@ -9,6 +9,7 @@ import { testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { usingPostgres } from '../helpers/db'
 import { MAX_BODY_BYTES } from '../../src/http/body'
+import { TestClock } from '../../src/lib/clock'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -24,8 +25,11 @@ const fake = Bun.serve({
 })
 
 let t: TestApp
+// Time passes between two reports when the test moves it.
+const clock = new TestClock()
 beforeAll(async () => {
   t = await testApp({
+    clock,
     env: {
       PROVIDER: 'twilio',
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,
@@ -165,7 +169,7 @@ describe('accepted reports', () => {
     const m = await sent()
     await report(m.sid, 'delivered')
     const { delivered_at } = await row(m.sid)
-    await Bun.sleep(10)
+    await clock.advance(10)
     expect((await report(m.sid, 'read')).data.changed).toBe(true)
     const r = await row(m.sid)
     expect(r.status).toBe('read')
@@ -252,17 +256,28 @@ describe('accepted reports', () => {
     'on PostgreSQL, a change that wrote an event is announced by NOTIFY; no change announces nothing',
     async () => {
       const heard: string[] = []
-      const listener = await t.db.sql.listen('webhook_events', (payload) => heard.push(payload))
+      // Each NOTIFY heard is an event: a test awaits the next one instead of polling.
+      let next: (() => void) | undefined
+      const nextHeard = () => new Promise<void>((resolve) => (next = resolve))
+      const listener = await t.db.sql.listen('webhook_events', (payload) => {
+        heard.push(payload)
+        next?.()
+      })
       try {
         const post = poster(createApp({ ...t.deps, config: { ...t.config, databaseUrl: t.db.url } }))
         const m = await sent()
+        let heardOne = nextHeard()
         expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
-        const deadline = Date.now() + 5_000
-        while (heard.length === 0 && Date.now() < deadline) await Bun.sleep(10)
+        await heardOne
         expect(heard).toHaveLength(1)
         expect((await post(fields(m.sid, 'delivered'))).status).toBe(200)
-        await Bun.sleep(200)
-        expect(heard).toHaveLength(1)
+        // A change of another message, committed after it, announces itself: NOTIFYs arrive in commit
+        // order, so one from the repeat would have arrived first.
+        const other = await sent()
+        heardOne = nextHeard()
+        expect((await post(fields(other.sid, 'delivered'))).status).toBe(200)
+        await heardOne
+        expect(heard).toHaveLength(2)
       } finally {
         await listener.unlisten()
       }
@@ -286,12 +301,12 @@ describe('reports that change nothing get 200', () => {
     const m = await sent()
     await report(m.sid, 'delivered')
     const first = await row(m.sid)
-    await Bun.sleep(10)
+    await clock.advance(10)
     expect((await report(m.sid, 'delivered')).data.changed).toBe(false)
     expect(await row(m.sid)).toEqual(first)
     await report(m.sid, 'read')
     const read = await row(m.sid)
-    await Bun.sleep(10)
+    await clock.advance(10)
     expect((await report(m.sid, 'read')).data.changed).toBe(false)
     expect(await row(m.sid)).toEqual(read)
     expect(await statusEvents(m.messageId)).toHaveLength(2)

@@ -1,21 +1,24 @@
-// The admin API of deliveries: list a key's events, an event's attempts, replay one or many.
+// The admin API of deliveries: list a key's events, an event's attempts, replay one or many. On a
+// test clock: the delivery pipeline is stepped (deliverAll) and a retry comes due as the clock reaches it.
 
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, ADMIN_TOKEN, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { reportStatus } from '../helpers/reports'
-import { startDelivery, type Delivery } from '../helpers/delivery'
-import { until } from '../helpers/wait'
+import { deliverAll } from '../helpers/delivery'
 import { errorEnvelope } from '../helpers/envelope'
+import { TestClock } from '../../src/lib/clock'
+import { formatTimestamp } from '../../src/lib/time'
 
 let t: TestApp
 let tls: TestTls
 let rx: Receiver
+const clock = new TestClock()
 
 beforeAll(async () => {
   tls = makeTestTls()
-  rx = startReceiver(tls)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
+  rx = startReceiver(tls, clock)
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }, clock })
 }, 60_000)
 afterAll(async () => {
   await t.close()
@@ -23,23 +26,17 @@ afterAll(async () => {
   tls.remove()
 }, 30_000)
 
-// The service's delivery pipeline, started once a test's events are set up, stopped after it.
-let worker: Delivery | undefined
-const deliver = () => (worker = startDelivery(t))
-afterEach(async () => {
-  await worker?.stop()
-  worker = undefined
-}, 30_000)
+// The service's delivery pipeline, stepped until nothing is due once a test's events are set up.
+const deliver = () => deliverAll(t)
 
-/** Waits until every event of the key satisfies `done`, with its outcome recorded (no lease held). */
-const settled = (keyId: number, done: (e: { status: string; attempts: number }) => boolean, what: string) =>
-  until(
-    () => t.db.sql<{ status: string; attempts: number; lease_token: string | null }[]>`
-      select status, attempts, lease_token from webhook_events where api_key_id = ${keyId} order by id`,
-    (events) => events.length > 0 && events.every((e) => e.lease_token === null && done(e)),
-    20_000,
-    what,
-  )
+/** The key's events, every one satisfying `done` with its outcome recorded (no lease held). */
+async function settled(keyId: number, done: (e: { status: string; attempts: number }) => boolean, what: string) {
+  const events = await t.db.sql<{ status: string; attempts: number; lease_token: string | null }[]>`
+    select status, attempts, lease_token from webhook_events where api_key_id = ${keyId} order by id`
+  const unsettled = events.filter((e) => !(e.lease_token === null && done(e)))
+  if (events.length === 0 || unsettled.length > 0) throw new Error(`not settled: ${what}: ${JSON.stringify(unsettled)}`)
+  return events
+}
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/
 
 let phone = 7000
@@ -60,7 +57,7 @@ describe('GET /admin/v1/keys/{id}/deliveries', () => {
     rx.reset()
     const { keyId, sids } = await keyWithEvents(3)
     rx.handler = (r) => new Response(null, { status: r.body.includes(sids[1]!) ? 500 : 200 })
-    deliver()
+    await deliver()
     const outcomes = await settled(keyId, (e) => e.attempts === 1, 'the three attempts')
     expect(outcomes.map((e) => e.status)).toEqual(['delivered', 'pending', 'delivered'])
 
@@ -149,11 +146,13 @@ describe('attempts and replay', () => {
     rx.reset()
     const { keyId } = await keyWithEvents(1)
     rx.handler = (r) => new Response(null, { status: r.n === 1 ? 503 : 200 })
-    deliver()
+    await deliver()
     await settled(keyId, (e) => e.attempts === 1, 'the first attempt')
-    const [event] = await t.db.sql<{ id: number }[]>`select id from webhook_events where api_key_id = ${keyId}`
-    await t.db.sql`update webhook_events set next_attempt_at = now() where id = ${event!.id}`
-    worker!.wake()
+    const [event] = await t.db.sql<{ id: number; due: number }[]>`
+      select id, ceil(extract(epoch from next_attempt_at) * 1000)::float8 as due from webhook_events where api_key_id = ${keyId}`
+    // The retry's time (in whole milliseconds, rounded up) comes, and the pipeline steps.
+    await clock.advanceTo(event!.due)
+    await deliver()
     await settled(keyId, (e) => e.status === 'delivered', 'the retry')
     const attempts = await t.admin('GET', `/deliveries/${event!.id}/attempts`)
     expect(attempts.status).toBe(200)
@@ -192,7 +191,7 @@ describe('attempts and replay', () => {
     const { key, keyId } = await keyWithEvents(1)
     // Registration removed: the event fails without a request.
     await t.api('DELETE', '/webhook', key)
-    deliver()
+    await deliver()
     await settled(keyId, (e) => e.status === 'failed', 'the event to fail')
     const [event] = await t.db.sql<
       { id: number; webhook_id: string }[]
@@ -213,25 +212,21 @@ describe('attempts and replay', () => {
       last_error: null,
       next_attempt_at: expect.stringMatching(TIMESTAMP),
     })
-    // The replay wakes the running pipeline.
+    // The replay makes it due now: the next step sends it.
+    await deliver()
     await settled(keyId, (e) => e.status === 'delivered' && e.attempts === 1, 'the replayed delivery')
     expect(rx.requests.map((r) => r.headers['webhook-id'])).toEqual([event!.webhook_id])
 
     // A delivered event can be replayed too.
     expect((await t.admin('POST', `/deliveries/${event!.id}/replay`)).body.data).toMatchObject({ status: 'pending', delivered_at: null })
-    await until(
-      () => rx.byId(event!.webhook_id).length,
-      (n) => n === 2,
-      20_000,
-      'the second replay',
-    )
+    await deliver()
     await settled(keyId, (e) => e.status === 'delivered' && e.attempts === 1, 'the second replay to be recorded')
     expect(rx.byId(event!.webhook_id)).toHaveLength(2)
 
     expect((await t.admin('POST', '/deliveries/999999/replay')).status).toBe(404)
     // An attempt in flight (a live lease) is not reset under the worker.
     await t.db
-      .sql`update webhook_events set status = 'pending', lease_token = gen_random_uuid(), lease_until = now() + interval '30 seconds' where id = ${event!.id}`
+      .sql`update webhook_events set status = 'pending', lease_token = gen_random_uuid(), lease_until = ${clock.now()}::timestamptz + interval '30 seconds' where id = ${event!.id}`
     const busy = await t.admin('POST', `/deliveries/${event!.id}/replay`)
     expect(busy.status).toBe(409)
     expect(busy.body.code).toBe('CONFLICT')
@@ -240,15 +235,22 @@ describe('attempts and replay', () => {
 
   test("POST /admin/v1/keys/{id}/deliveries/replay replays the key's failed deliveries since a time", async () => {
     rx.reset()
-    const { key, keyId } = await keyWithEvents(3)
+    const { key, keyId, sids } = await keyWithEvents(1)
+    // The key's first event is older than `since`, a whole second after it; its two others come then.
+    const since = Math.ceil(clock.now().getTime() / 1000) * 1000 + 1000
+    await clock.advanceTo(since)
+    for (let i = 0; i < 2; i++) {
+      const sent = await t.api('POST', '/messages/send', key, { to: `08123456${phone++}`, body: 'hi' })
+      sids.push(sent.body.data.message_id)
+      await reportStatus(t, sent.body.data.message_id, 'delivered')
+    }
+    const sinceText = formatTimestamp(new Date(since), t.config.timezone)!
     const other = await keyWithEvents(1)
     await t.api('DELETE', '/webhook', key)
     await t.api('DELETE', '/webhook', other.key)
-    deliver()
+    await deliver()
     await settled(keyId, (e) => e.status === 'failed', "the key's events to fail")
     await settled(other.keyId, (e) => e.status === 'failed', "the other key's event to fail")
-    const events = await t.db.sql<{ id: number }[]>`select id from webhook_events where api_key_id = ${keyId} order by id`
-    await t.db.sql`update webhook_events set created_at = '2020-01-01 00:00:00+00' where id = ${events[0]!.id}`
 
     const bad = [
       [{}, 400],
@@ -261,18 +263,19 @@ describe('attempts and replay', () => {
       const answer = await t.admin('POST', `/keys/${keyId}/deliveries/replay`, body)
       expect([body, answer.status, answer.body.code]).toEqual([body, status, 'VALIDATION_ERROR'])
     }
-    expect((await t.admin('POST', '/keys/999999/deliveries/replay', { since: '2021-01-01 00:00:00' })).status).toBe(404)
+    expect((await t.admin('POST', '/keys/999999/deliveries/replay', { since: sinceText })).status).toBe(404)
 
     await t.api('POST', '/webhook', key, { url: rx.url() })
-    const replayed = await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: '2021-01-01 00:00:00' })
+    const replayed = await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: sinceText })
     expect(replayed.status).toBe(200)
     expect(replayed.body).toEqual({ success: true, data: { replayed: 2 } })
+    await deliver()
     const statuses = await settled(keyId, (e) => e.status !== 'pending', 'the replayed deliveries')
     expect(statuses.map((s) => s.status)).toEqual(['failed', 'delivered', 'delivered'])
     expect(rx.requests).toHaveLength(2)
     // The other key's failed event is untouched.
     expect((await t.admin('GET', `/keys/${other.keyId}/deliveries?status=failed`)).body.data.total).toBe(1)
     // Nothing left to replay.
-    expect((await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: '2021-01-01 00:00:00' })).body.data).toEqual({ replayed: 0 })
+    expect((await t.admin('POST', `/keys/${keyId}/deliveries/replay`, { since: sinceText })).body.data).toEqual({ replayed: 0 })
   })
 })

@@ -3,29 +3,31 @@
 // service runs: message.received when a customer writes (Twilio's inbound webhook signed with the
 // official package, and the simulator), balance.low once per crossing of the account's threshold
 // (single sends, bulk, concurrent sends). Replay and the delivery log show them with their type.
+// On a test clock: the delivery pipeline is stepped (deliverAll) once the events are written, so every
+// request has arrived when a step ends.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import twilioSdk from 'twilio'
 import { Webhook } from 'standardwebhooks'
-import { testApp, type TestApp } from '../helpers/app'
-import { startDelivery, type Delivery } from '../helpers/delivery'
+import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
+import { deliverAll } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Received, type Receiver, type TestTls } from '../helpers/receiver'
 import { TEST_TWILIO_AUTH_TOKEN } from '../helpers/reports'
-import { until } from '../helpers/wait'
+import { TestClock } from '../../src/lib/clock'
+import { createApp } from '../../src/app'
+import type { WorkerName } from '../../src/deps'
 
 let t: TestApp
 let tls: TestTls
 let rx: Receiver
-let delivery: Delivery
+const clock = new TestClock()
 
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
-  delivery = startDelivery(t)
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }, clock })
 }, 60_000)
 afterAll(async () => {
-  await delivery.stop()
   await t.close()
   rx.stop()
   tls.remove()
@@ -45,6 +47,16 @@ async function registered(path: string, events: string[] | undefined, accountId?
   const res = await t.api('POST', '/webhook', account.key, { url: rx.url('localhost', path), ...(events ? { events } : {}) })
   expect(res.status).toBe(200)
   return { ...account, secret: res.body.data.signing_secret as string }
+}
+
+/**
+ * Steps the delivery pipeline until nothing is due. Inbound messages, opt-outs and balance checks
+ * stamp their events with the database's now() (they do not take the clock): the clock is brought up
+ * to the present first (it never waits), so those are due as well.
+ */
+async function deliver() {
+  await clock.advanceTo(Date.now())
+  return deliverAll(t)
 }
 
 const at = (path: string) => rx.requests.filter((r) => r.path === path)
@@ -139,8 +151,7 @@ describe('message.received', () => {
     const sid = `SM${'e'.repeat(31)}1`
     expect((await twilioInbound(phone, sid, 'Sudah bayar')).status).toBe(200)
     expect((await twilioInbound(phone, sid, 'Sudah bayar')).status).toBe(200) // Twilio's repeat delivery
-    await rx.waitFor(1)
-    await Bun.sleep(300)
+    await deliver()
     expect(at('/received')).toHaveLength(1)
     const event = at('/received')[0]!
     const payload = verify(received.secret, event)
@@ -178,7 +189,8 @@ describe('message.received', () => {
       ButtonPayload: 'confirm-1042',
     })
     expect(answer.status).toBe(200)
-    const [event] = await rx.waitFor(1)
+    await deliver()
+    const [event] = rx.requests
     expect(verify(received.secret, event!).data).toMatchObject({
       phone,
       type: 'button',
@@ -191,14 +203,26 @@ describe('message.received', () => {
     const received = await registered('/sim', ['message.received'])
     const phone = customer()
     expect((await t.api('POST', '/messages/send', received.key, { to: phone, body: 'Halo' })).status).toBe(200)
-    const wrote = await t.admin('POST', '/simulator/inbound', { phone, body: 'Balas ya' })
+    // The same service, its wake-ups recorded: the commit wakes the delivery worker (no waiting for its poll).
+    const woken: WorkerName[] = []
+    const service = createApp({ ...t.deps, wake: (worker) => woken.push(worker) })
+    const wrote = await service.handle(
+      new Request('http://localhost/admin/v1/simulator/inbound', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ phone, body: 'Balas ya' }),
+      }),
+    )
     expect(wrote.status).toBe(200)
-    const [event] = await rx.waitFor(1, 900) // within the poll interval: woken by the commit
+    const inboundId = ((await wrote.json()) as { data: { inbound_id: number } }).data.inbound_id
+    expect(woken).toContain('webhook-delivery')
+    await deliver()
+    const [event] = rx.requests
     expect(event).toBeDefined()
     const payload = verify(received.secret, event!)
     expect(payload).toMatchObject({
       event: 'message.received',
-      data: { id: wrote.body.data.inbound_id, phone, type: 'text', text: 'Balas ya' },
+      data: { id: inboundId, phone, type: 'text', text: 'Balas ya' },
     })
     // A registration without message.status gets no status event of its own messages.
     expect((await eventsOf(received.keyId)).map((e) => e.event)).toEqual(['message.received'])
@@ -209,11 +233,9 @@ describe('message.received', () => {
     const phone = customer()
     await t.api('POST', '/messages/send', received.key, { to: phone, body: 'Halo' })
     await t.admin('POST', '/simulator/inbound', { phone, body: 'Sekali lagi' })
-    const [first] = await rx.waitFor(1)
-    const list = await until(
-      () => t.admin('GET', `/admin/v1/keys/${received.keyId}/deliveries`.replace('/admin/v1', '')),
-      (r) => r.body.data?.items?.[0]?.status === 'delivered',
-    )
+    await deliver()
+    const [first] = rx.requests
+    const list = await t.admin('GET', `/keys/${received.keyId}/deliveries`)
     expect(list.status).toBe(200)
     const item = list.body.data.items[0]
     expect(item).toMatchObject({
@@ -226,7 +248,8 @@ describe('message.received', () => {
     const replayed = await t.admin('POST', `/deliveries/${item.id}/replay`)
     expect(replayed.status).toBe(200)
     expect(replayed.body.data.event).toBe('message.received')
-    const [, again] = await rx.waitFor(2)
+    await deliver()
+    const [, again] = rx.requests
     expect(again!.headers['webhook-id']).toBe(first!.headers['webhook-id'])
     expect(again!.body).toBe(first!.body)
     verify(received.secret, again!)
@@ -255,7 +278,8 @@ describe('balance.low', () => {
     expect((await send(a.key)).status).toBe(200) // 5 → 4: crossed
     expect((await send(a.key)).status).toBe(200) // 4 → 3: already below
     expect(await lows(a.keyId)).toEqual([{ balance: 4, threshold: 5 }])
-    const [event] = await rx.waitFor(1)
+    await deliver()
+    const [event] = rx.requests
     expect(verify(a.secret, event!)).toMatchObject({ event: 'balance.low', data: { balance: 4, threshold: 5 } })
     expect(event!.body).toMatch(/^\{"event":"balance\.low","timestamp":"[\d :-]{19}","data":\{"balance":4,"threshold":5\}\}$/)
 
@@ -272,7 +296,7 @@ describe('balance.low', () => {
       { balance: 4, threshold: 5 },
       { balance: 4, threshold: 5 },
     ])
-    await rx.waitFor(2)
+    await deliver()
     expect(at('/low')).toHaveLength(2)
   })
 
@@ -306,15 +330,8 @@ describe('balance.low', () => {
     })
     const id = draft.body.data.campaign.id
     expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
-    await until(
-      async () => {
-        await t.runWorker('campaign-runner')
-        return (await t.api('GET', `/campaigns/${id}`, a.key)).body.data
-      },
-      (d) => d.campaign.status === 'sent',
-      20_000,
-      'the campaign to be sent',
-    )
+    // The runner's steps, until it has sent the campaign.
+    while ((await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign.status !== 'sent') await t.runWorker('campaign-runner')
     const [balance] = await t.db.sql<{ balance: number }[]>`select balance from accounts where id = ${a.accountId}`
     expect(Number(balance!.balance)).toBe(20)
     const events = await lows(a.keyId)
@@ -365,11 +382,7 @@ describe('contact.opted_out and contact.opted_in', () => {
     const stop = `SM${'c'.repeat(31)}1`
     expect((await twilioInbound(phone, stop, 'STOP')).status).toBe(200)
     expect((await twilioInbound(phone, stop, 'STOP')).status).toBe(200) // Twilio's repeat delivery
-    await until(
-      () => at('/consent').length,
-      (n) => n >= 1,
-    )
-    await Bun.sleep(300)
+    await deliver()
     expect(at('/consent')).toHaveLength(1)
     const out = verify(chosen.secret, at('/consent')[0]!)
     const stored = (await t.api('GET', '/inbound', chosen.key)).body.data.items.find((i: { phone: string }) => i.phone === phone)
@@ -382,10 +395,8 @@ describe('contact.opted_out and contact.opted_in', () => {
     expect((await t.api('POST', '/messages/send', chosen.key, { to: phone, body: 'Promo' })).body.code).toBe('RECIPIENT_OPTED_OUT')
 
     expect((await twilioInbound(phone, `SM${'c'.repeat(31)}2`, 'mulai')).status).toBe(200)
-    await until(
-      () => at('/consent').length,
-      (n) => n >= 2,
-    )
+    await deliver()
+    expect(at('/consent').length).toBeGreaterThanOrEqual(2)
     expect(verify(chosen.secret, at('/consent')[1]!)).toMatchObject({
       event: 'contact.opted_in',
       data: { phone, source: 'inbound', detail: 'MULAI' },
@@ -394,10 +405,7 @@ describe('contact.opted_out and contact.opted_in', () => {
     // By hand: an opt-out and its removal through the API.
     expect((await t.api('POST', '/opt-outs', chosen.key, { phone })).status).toBe(201)
     expect((await t.api('DELETE', `/opt-outs/${encodeURIComponent(phone)}`, chosen.key)).status).toBe(200)
-    await until(
-      () => at('/consent').length,
-      (n) => n >= 4,
-    )
+    await deliver()
     expect(at('/consent').map((r) => verify(chosen.secret, r).event)).toEqual([
       'contact.opted_out',
       'contact.opted_in',

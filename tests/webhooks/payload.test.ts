@@ -1,33 +1,29 @@
 // The bytes of a webhook body: compact JSON in the spec's field order (no spaces from the database's
 // JSON output), strings escaped as JSON.stringify does, a failure's `refunded` after the spec's fields;
 // test events the same. Events stored before
-// bodies were compact are still sent exactly as stored, and verify.
+// bodies were compact are still sent exactly as stored, and verify. On a test clock: the delivery
+// worker is stepped (deliverAll), each step ending when what it sent is recorded.
 
 import { afterAll, afterEach, beforeAll, expect, test } from 'bun:test'
 import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { startReceiver, type Receiver } from '../helpers/receiver'
-import { startDelivery, type Delivery } from '../helpers/delivery'
+import { deliverAll } from '../helpers/delivery'
 import { applyStatuses } from '../../src/modules/status/machine'
 import { reportStatus } from '../helpers/reports'
-import { until } from '../helpers/wait'
+import { TestClock } from '../../src/lib/clock'
 
 let t: TestApp
 let rx: Receiver
-let worker: Delivery | undefined
 beforeAll(async () => {
   rx = startReceiver(null)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' } })
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true' }, clock: new TestClock() })
 }, 60_000)
 afterAll(async () => {
   await t.close()
   rx.stop()
 }, 30_000)
-afterEach(async () => {
-  await worker?.stop()
-  worker = undefined
-  rx.reset()
-})
+afterEach(() => rx.reset())
 
 async function keyWithUrl() {
   const { key, keyId } = await t.account(100)
@@ -46,9 +42,9 @@ test('a status event: compact JSON in the spec order, byte for byte, with any te
   await reportStatus(t, sid, 'delivered')
   // The failure through the statement itself (applyStatuses, as the receiver runs it): providers turn
   // control characters in an error text into spaces, and this test pins how the statement escapes any text.
-  await applyStatuses(t.db.sql, t.config.timezone, [{ sid, status: 'failed', errorCode: 63016, errorMessage }])
-  worker = startDelivery(t)
-  const [first, second] = await rx.waitFor(2)
+  await applyStatuses(t.db.sql, t.config.timezone, [{ sid, status: 'failed', errorCode: 63016, errorMessage }], { clock: t.deps.clock })
+  expect(await deliverAll(t)).toBe(2)
+  const [first, second] = rx.requests
   const expected = (timestamp: string, data: Record<string, unknown>) =>
     JSON.stringify({ event: 'message.status', timestamp, data: { message_sid: sid, to: '+6281234567890', ...data } })
   expect(first!.body).toBe(
@@ -74,8 +70,8 @@ test('a failure says whether it was refunded, after error_message: false when it
   const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
   const sid: string = sent.body.data.message_id
   await reportStatus(t, sid, 'failed', { errorCode: 63016, errorMessage: 'Message failed' })
-  worker = startDelivery(t)
-  const [received] = await rx.waitFor(1)
+  expect(await deliverAll(t)).toBe(1)
+  const [received] = rx.requests
   const timestamp = TIMESTAMP.exec(received!.body)![1]!
   expect(received!.body).toBe(
     `{"event":"message.status","timestamp":"${timestamp}","data":{"message_sid":"${sid}","to":"+6281234567890","status":"failed",` +
@@ -93,8 +89,8 @@ test('a test event: the same shape, compact, with data.test last', async () => {
     webhook_id: expect.stringMatching(/^msg_[0-9a-f]{32}$/),
     url: rx.url('127.0.0.1'),
   })
-  worker = startDelivery(t)
-  const [received] = await rx.waitFor(1)
+  expect(await deliverAll(t)).toBe(1)
+  const [received] = rx.requests
   const timestamp = TIMESTAMP.exec(received!.body)![1]!
   expect(received!.body).toBe(
     `{"event":"message.status","timestamp":"${timestamp}","data":{"message_sid":"test","to":"test","status":"delivered",` +
@@ -114,25 +110,22 @@ test('a test event: the same shape, compact, with data.test last', async () => {
 
 test('an event stored before bodies were compact is sent exactly as stored, and verifies', async () => {
   const { keyId, secret } = await keyWithUrl()
-  // What the status machine stored until migration 0011: json_build_object's text, with its spaces.
+  // What the status machine stored until migration 0011: json_build_object's text, with its spaces
+  // (stored now on the test's clock, so due now).
   const [stored] = await t.db.sql<{ payload: string; webhook_id: string }[]>`
-    insert into webhook_events (webhook_id, api_key_id, message_id, payload)
-    values ('msg_' || md5(random()::text), ${keyId}, null, json_build_object(
+    insert into webhook_events (webhook_id, api_key_id, message_id, next_attempt_at, created_at, payload)
+    values ('msg_' || md5(random()::text), ${keyId}, null, ${t.deps.clock.now()}, ${t.deps.clock.now()}, json_build_object(
       'event', 'message.status', 'timestamp', '2025-01-31 10:00:00',
       'data', json_build_object('message_sid', 'SMold', 'to', '+6281234567890', 'status', 'delivered',
         'previous_status', 'sent', 'error_code', null, 'error_message', null))::text)
     returning payload, webhook_id`
   expect(stored!.payload).toContain('" : ')
-  worker = startDelivery(t)
-  const [received] = await rx.waitFor(1)
+  expect(await deliverAll(t)).toBe(1)
+  const [received] = rx.requests
   expect(received!.body).toBe(stored!.payload)
   expect(received!.headers['webhook-id']).toBe(stored!.webhook_id)
   expect(() => new Webhook(secret).verify(received!.body, received!.headers)).not.toThrow()
-  const delivered = await until(
-    () => t.admin('GET', `/keys/${keyId}/deliveries`),
-    (r) => r.body.data.items[0]?.status === 'delivered',
-    10_000,
-    'the delivery to be recorded',
-  )
+  const delivered = await t.admin('GET', `/keys/${keyId}/deliveries`)
+  expect(delivered.body.data.items[0]?.status).toBe('delivered')
   expect(delivered.body.data.items[0].payload.data.message_sid).toBe('SMold')
 })

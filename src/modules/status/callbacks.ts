@@ -86,7 +86,7 @@ function documentedErrors(errors: Record<number, typeof ErrorEnvelope>) {
 
 export function providerCallbacks(deps: Deps) {
   const app = callbackRoutes('provider-callbacks')
-  const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: notifies(deps) })
+  const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: notifies(deps), clock: deps.clock })
   for (const plugin of PROVIDERS.map(anyProvider)) {
     for (const callback of plugin.callbacks as Callback<unknown>[]) {
       const path = `${PROVIDER_ROUTES_PREFIX}${plugin.name}/${callback.path}`

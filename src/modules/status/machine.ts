@@ -9,7 +9,8 @@
 import type { Db } from '../../db/client'
 import type { SenderRef, StatusReport } from '../../providers/provider'
 import { EVENTS_CHANNEL } from '../webhooks/notify'
-import { insertEvents, statusPayload } from '../webhooks/events'
+import { insertEvents, statusPayload, type EventClock } from '../webhooks/events'
+import { nowOf } from '../../db/now'
 import { lateFailureRefunds, refundsWhenFailing } from '../ledger/service'
 import { balanceMoved } from '../../http/metrics/measures'
 
@@ -31,15 +32,18 @@ export type StatusesOutcome = { changed: number; events: number; changedSids: st
  * it fails (unless their price keeps late failures charged; their accounts locked in id order after
  * the messages), and writes one event per change for keys with a webhook or a listener (a failure's
  * says whether it was refunded). `notify` (PostgreSQL): when it wrote an event, the statement also
- * queues the NOTIFY that wakes other instances at commit.
+ * queues the NOTIFY that wakes other instances at commit. `clock`: the time of the changes and their
+ * events (deps.clock); without one, the database's now().
  */
 export async function applyStatuses(
   sql: Db,
   timezone: string,
   reports: Report[],
-  options: { notify?: boolean } = {},
+  options: { notify?: boolean; clock?: EventClock } = {},
 ): Promise<StatusesOutcome> {
   if (reports.length === 0) return { changed: 0, events: 0, changedSids: [], eventSids: [], refusedSids: [] }
+  const clock = options.clock ?? { sqlNow: () => null }
+  const now = nowOf(sql, clock)
   const notify = options.notify
     ? sql`, (select count(pg_notify(${EVENTS_CHANNEL}, '')) from (select 1 from event limit 1) as any_event) as notified`
     : sql``
@@ -68,12 +72,12 @@ export async function applyStatuses(
     ), changed as (
       update messages m set
         status = t.next,
-        delivered_at = case when t.next in ('delivered', 'read') then coalesce(m.delivered_at, now()) else m.delivered_at end,
-        read_at = case when t.next = 'read' then now() else m.read_at end,
-        failed_at = case when t.next = 'failed' then now() else m.failed_at end,
+        delivered_at = case when t.next in ('delivered', 'read') then coalesce(m.delivered_at, ${now}) else m.delivered_at end,
+        read_at = case when t.next = 'read' then ${now} else m.read_at end,
+        failed_at = case when t.next = 'failed' then ${now} else m.failed_at end,
         error_code = case when t.next = 'failed' then t.error_code else m.error_code end,
         error_message = case when t.next = 'failed' then t.error_message else m.error_message end,
-        refunded_at = case when t.refund then now() else m.refunded_at end
+        refunded_at = case when t.refund then ${now} else m.refunded_at end
       from target t
       where m.id = t.id
         and ((t.status = 'sent' and t.next in ('delivered', 'read', 'failed'))
@@ -87,9 +91,10 @@ export async function applyStatuses(
                timezone,
                sql`c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false,
                    case when c.status = 'failed' then c.refunded end`,
+               clock,
              )} as payload
       from changed c
-    ), event as (${insertEvents(sql, 'changed_events')})
+    ), event as (${insertEvents(sql, 'changed_events', { clock })})
     select array(select message_sid from changed) as changed_sids,
            array(select message_sid from found where not owned) as refused_sids,
            array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids,

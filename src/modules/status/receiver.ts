@@ -12,6 +12,8 @@
 // when one of them sent it (status/machine.ts).
 
 import type { Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { EventClock } from '../webhooks/events'
 import { Batcher } from '../../lib/batch'
 import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
 import type { SignedReport } from '../../providers/provider'
@@ -38,8 +40,8 @@ export type Received = {
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
-export function createReportReceiver(sql: Sql, timezone: string, options: { notify?: boolean } = {}) {
-  const batcher = new Batcher<SignedReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options.notify), {
+export function createReportReceiver(sql: Sql, timezone: string, options: { notify?: boolean; clock?: EventClock } = {}) {
+  const batcher = new Batcher<SignedReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options), {
     maxBatch: 200,
   })
   return (reports: SignedReport[]): Promise<Received> =>
@@ -51,9 +53,17 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { noti
  * Each report is applied (after any reports parked earlier for its SID) when its SID is stored, parked
  * otherwise; a `sent` report changes nothing and is never parked. The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
  * deadlock. `notify`: NOTIFY other instances of new events with this commit (PostgreSQL), rather than
- * in a transaction of its own afterwards (NOTIFYs of one transaction are sent once).
+ * in a transaction of its own afterwards (NOTIFYs of one transaction are sent once). `clock`: the time
+ * reports are parked, expire and are applied at (the database's now() without one).
  */
-async function receiveCallbacks(sql: Sql, timezone: string, callbacks: SignedReport[][], notify = false): Promise<Received[]> {
+async function receiveCallbacks(
+  sql: Sql,
+  timezone: string,
+  callbacks: SignedReport[][],
+  options: { notify?: boolean; clock?: EventClock },
+): Promise<Received[]> {
+  const clock = options.clock ?? { sqlNow: () => null }
+  const applying = { notify: options.notify ?? false, clock }
   const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0, refused: [] }))
   const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
   if (reports.length === 0) return outcomes
@@ -75,7 +85,7 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: SignedRep
       tx<Parked[]>`
         delete from parked_reports p
         where p.message_sid = any(${sids}::text[]) and exists (select 1 from messages m where m.message_sid = p.message_sid)
-        returning id, message_sid, status, error_code, error_message, signer_senders, expires_at > now() as live`,
+        returning id, message_sid, status, error_code, error_message, signer_senders, expires_at > ${nowOf(tx, clock)} as live`,
     ])
     const known = new Set(rows.filter((r) => r.known).map((r) => r.sid))
 
@@ -83,7 +93,7 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: SignedRep
     if (toPark.length > 0) {
       await tx`
         insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, expires_at)
-        select sid, status, error_code, error_message, signer_senders::bigint[], now() + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
+        select sid, status, error_code, error_message, signer_senders::bigint[], ${nowOf(tx, clock)} + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
         from unnest(${toPark.map((r) => r.sid)}::text[], ${toPark.map((r) => r.status)}::text[],
                     ${toPark.map((r) => r.errorCode ?? null) as number[]}::int[],
                     ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[],
@@ -96,12 +106,12 @@ async function receiveCallbacks(sql: Sql, timezone: string, callbacks: SignedRep
     // Events of parked reports are counted for the first callback (the caller only needs to know
     // that some were written).
     for (const round of rounds(toReports(parked.filter((p) => p.live)))) {
-      outcomes[0]!.events += (await applyStatuses(tx, timezone, round, { notify })).events
+      outcomes[0]!.events += (await applyStatuses(tx, timezone, round, applying)).events
     }
     // Within a round each SID appears once, so its changes and events belong to one callback.
     for (const round of rounds(reports.filter((r) => known.has(r.sid)))) {
       const from = new Map(round.map((r) => [r.sid, r.from]))
-      const outcome = await applyStatuses(tx, timezone, round, { notify })
+      const outcome = await applyStatuses(tx, timezone, round, applying)
       for (const sid of outcome.changedSids) outcomes[from.get(sid)!]!.changed++
       for (const sid of outcome.eventSids) outcomes[from.get(sid)!]!.events++
       for (const sid of outcome.refusedSids) outcomes[from.get(sid)!]!.refused.push(sid)
@@ -140,14 +150,15 @@ export async function applyParked(
   sql: Sql,
   timezone: string,
   limit: number,
-  options: { notify?: boolean } = {},
+  options: { notify?: boolean; clock?: EventClock } = {},
 ): Promise<{ applied: number; events: number }> {
+  const clock = options.clock ?? { sqlNow: () => null }
   // The worker is woken by every recorded hand-off and almost never finds anything: one statement
   // says so, instead of a transaction of three.
   const [found] = await sql<{ due: boolean }[]>`
     select exists (
       select 1 from parked_reports p
-      where p.expires_at > now() and exists (select 1 from messages m where m.message_sid = p.message_sid)
+      where p.expires_at > ${nowOf(sql, clock)} and exists (select 1 from messages m where m.message_sid = p.message_sid)
     ) as due`
   if (!found!.due) return { applied: 0, events: 0 }
   return sql.begin(async (tx) => {
@@ -155,7 +166,7 @@ export async function applyParked(
       delete from parked_reports
       where id in (
         select p.id from parked_reports p
-        where p.expires_at > now() and exists (select 1 from messages m where m.message_sid = p.message_sid)
+        where p.expires_at > ${nowOf(tx, clock)} and exists (select 1 from messages m where m.message_sid = p.message_sid)
         order by p.id
         limit ${limit}
         for update skip locked

@@ -51,7 +51,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/deliveries/:id/replay',
       async ({ params }) => {
-        const replayed = await replayDelivery(sql, tz, params.id)
+        const replayed = await replayDelivery(sql, deps.clock, tz, params.id)
         eventsCommitted(deps)
         return ok(replayed)
       },
@@ -71,7 +71,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/keys/:id/deliveries/replay',
       async ({ params, body }) => {
-        const replayed = await replayFailedSince(sql, tz, params.id, body.since)
+        const replayed = await replayFailedSince(sql, deps.clock, tz, params.id, body.since)
         if (replayed.replayed > 0) eventsCommitted(deps)
         return ok(replayed)
       },
@@ -93,7 +93,7 @@ export const webhooksAdmin = (deps: Deps) => {
       async ({ params, body, set }) => {
         await accountOfKey(sql, params.id)
         if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id))
-        const event = await sendTestEvent(sql, tz, params.id)
+        const event = await sendTestEvent(sql, tz, params.id, deps.clock)
         eventsCommitted(deps)
         set.status = 201
         return ok(event)

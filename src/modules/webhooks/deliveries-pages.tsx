@@ -72,7 +72,7 @@ export function failedDeliveryPages(d: Dashboard) {
       return orError(
         async () => {
           const delivery = await getDelivery(d.sql, d.tz, id)
-          await replayDelivery(d.sql, d.tz, id)
+          await replayDelivery(d.sql, d.deps.clock, d.tz, id)
           eventsCommitted(d.deps)
           await auditOf(session, request, server, {
             accountId: await accountOfKey(d.sql, delivery.api_key_id),

@@ -5,6 +5,8 @@
 // no URL while `admin webhook listen` ran) are not deliveries: none of these calls shows or replays them.
 
 import type { Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import { pageOf, type DateRange, type Page } from '../../lib/validate'
@@ -148,11 +150,12 @@ export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Pag
  * Sets one delivery pending and due now, whatever its status. An attempt in flight (a live lease) is
  * left to finish: 409, since resetting it under the worker would send it twice at once.
  */
-export async function replayDelivery(sql: Sql, tz: string, id: number) {
+export async function replayDelivery(sql: Sql, clock: Clock, tz: string, id: number) {
+  const now = nowOf(sql, clock)
   const [row] = await sql`
-    update webhook_events set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null,
+    update webhook_events set status = 'pending', attempts = 0, next_attempt_at = ${now}, last_error = null,
       delivered_at = null, lease_token = null, lease_until = null
-    where id = ${id} and status <> 'listen_only' and (lease_until is null or lease_until < now())
+    where id = ${id} and status <> 'listen_only' and (lease_until is null or lease_until < ${now})
     returning id`
   if (!row) {
     await deliveryRow(sql, id) // 404 when it does not exist
@@ -162,12 +165,12 @@ export async function replayDelivery(sql: Sql, tz: string, id: number) {
 }
 
 /** Replays every failed delivery of a key created at or after `since`. */
-export async function replayFailedSince(sql: Sql, tz: string, keyId: number, since: string) {
+export async function replayFailedSince(sql: Sql, clock: Clock, tz: string, keyId: number, since: string) {
   const from = requireTimestamp(since, 'since', tz)
   await requireKey(sql, keyId)
   const [row] = await sql<{ n: number }[]>`
     with replayed as (
-      update webhook_events set status = 'pending', attempts = 0, next_attempt_at = now(), last_error = null,
+      update webhook_events set status = 'pending', attempts = 0, next_attempt_at = ${nowOf(sql, clock)}, last_error = null,
         lease_token = null, lease_until = null
       where api_key_id = ${keyId} and status = 'failed' and created_at >= ${from}
       returning 1

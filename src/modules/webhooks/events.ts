@@ -16,8 +16,14 @@
 // listeners at once.
 
 import type { Db, Fragment } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
 import type { EventType } from './model'
+
+/** The clock an event's time comes from (its stamp, its first due time); none: the database's now(). */
+export type EventClock = Pick<Clock, 'sqlNow'>
+const DATABASE_NOW: EventClock = { sqlNow: () => null }
 
 /** A new event's `webhook-id`, as SQL: msg_ + 32 hex digits, the same on every attempt and replay. */
 export const newWebhookId = (sql: Db): Fragment => sql`'msg_' || replace(gen_random_uuid()::text, '-', '')`
@@ -28,8 +34,8 @@ export const newWebhookId = (sql: Db): Fragment => sql`'msg_' || replace(gen_ran
  * error_code, error_message, test, and optionally refunded (a boolean, shown after error_message;
  * null or left out: not shown).
  */
-export const statusPayload = (sql: Db, timezone: string, fields: Fragment): Fragment =>
-  sql`message_status_payload(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'), ${fields})`
+export const statusPayload = (sql: Db, timezone: string, fields: Fragment, clock: EventClock = DATABASE_NOW): Fragment =>
+  sql`message_status_payload(to_char(${nowOf(sql, clock)} at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'), ${fields})`
 
 /**
  * The part of a statement that records `message.status` events: `source` names a CTE of the same
@@ -38,13 +44,14 @@ export const statusPayload = (sql: Db, timezone: string, fields: Fragment): Frag
  * events, which go to every registration whatever it chose. Returns the rows written: `id`,
  * `webhook_id`, `api_key_id`, `message_id`, `status`.
  */
-export const insertEvents = (sql: Db, source: string, options: { test?: boolean } = {}): Fragment => sql`
-  insert into webhook_events (webhook_id, api_key_id, message_id, payload, status)
+export const insertEvents = (sql: Db, source: string, options: { test?: boolean; clock?: EventClock } = {}): Fragment => sql`
+  insert into webhook_events (webhook_id, api_key_id, message_id, payload, status, created_at, next_attempt_at)
   select ${newWebhookId(sql)}, s.api_key_id, s.message_id, s.payload,
-         case when w.api_key_id is null then 'listen_only' else 'pending' end
+         case when w.api_key_id is null then 'listen_only' else 'pending' end,
+         ${nowOf(sql, options.clock ?? DATABASE_NOW)}, ${nowOf(sql, options.clock ?? DATABASE_NOW)}
   from ${sql(source)} s
   left join webhook_endpoints w on w.api_key_id = s.api_key_id
-  left join webhook_listeners l on l.api_key_id = s.api_key_id and l.listening_until > now()
+  left join webhook_listeners l on l.api_key_id = s.api_key_id and l.listening_until > ${nowOf(sql, options.clock ?? DATABASE_NOW)}
   where (w.api_key_id is not null and (${options.test === true}::boolean or 'message.status' = any(w.events)))
      or (w.api_key_id is null and l.api_key_id is not null)
   order by s.ord
@@ -57,13 +64,13 @@ export const insertEvents = (sql: Db, source: string, options: { test?: boolean 
  * that type, its body the spec's envelope (event, timestamp, data) as compact JSON. Returns `id`,
  * `api_key_id`.
  */
-export const insertAccountEvents = (sql: Db, timezone: string, source: string): Fragment => sql`
-  insert into webhook_events (webhook_id, api_key_id, message_id, payload, status, event)
+export const insertAccountEvents = (sql: Db, timezone: string, source: string, clock: EventClock = DATABASE_NOW): Fragment => sql`
+  insert into webhook_events (webhook_id, api_key_id, message_id, payload, status, event, created_at, next_attempt_at)
   select ${newWebhookId(sql)}, k.id, null,
          '{"event":' || to_json(s.event::text)::text
-           || ',"timestamp":' || to_json(to_char(now() at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'))::text
+           || ',"timestamp":' || to_json(to_char(${nowOf(sql, clock)} at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'))::text
            || ',"data":' || s.data || '}',
-         'pending', s.event
+         'pending', s.event, ${nowOf(sql, clock)}, ${nowOf(sql, clock)}
   from ${sql(source)} s
   join api_keys k on k.account_id = s.account_id
   join webhook_endpoints w on w.api_key_id = k.id and s.event = any(w.events)
@@ -76,18 +83,25 @@ export const insertAccountEvents = (sql: Db, timezone: string, source: string): 
  * JSON.stringify writes it (its keys in their order). The number of deliveries recorded; the caller
  * calls eventsCommitted after its commit when it is not 0.
  */
-export async function accountEvent(tx: Db, timezone: string, accountId: number, type: EventType, data: object): Promise<number> {
+export async function accountEvent(
+  tx: Db,
+  timezone: string,
+  accountId: number,
+  type: EventType,
+  data: object,
+  clock: EventClock = DATABASE_NOW,
+): Promise<number> {
   const [row] = await tx<{ n: number }[]>`
     with source as (
       select ${accountId}::bigint as account_id, ${type}::text as event, ${JSON.stringify(data)}::text as data, 1 as ord
-    ), event as (${insertAccountEvents(tx, timezone, 'source')})
+    ), event as (${insertAccountEvents(tx, timezone, 'source', clock)})
     select count(*)::int as n from event`
   return row!.n
 }
 
 /** The test event's body (see sendTestEvent), as SQL: a `message.status` of no real message, marked test. */
-export const testPayload = (sql: Db, timezone: string): Fragment =>
-  statusPayload(sql, timezone, sql`'test', 'test', 'delivered', 'sent', null, null, true`)
+export const testPayload = (sql: Db, timezone: string, clock: EventClock = DATABASE_NOW): Fragment =>
+  statusPayload(sql, timezone, sql`'test', 'test', 'delivered', 'sent', null, null, true`, clock)
 
 /**
  * A test event through the normal outbox: signed and retried like any delivery, shaped as a
@@ -95,12 +109,12 @@ export const testPayload = (sql: Db, timezone: string): Fragment =>
  * where any event of the key goes (see the top of this file); 404 when the key has neither a URL nor a
  * listener. The caller wakes the delivery loop and the listeners (eventsCommitted).
  */
-export async function sendTestEvent(sql: Db, timezone: string, keyId: number) {
+export async function sendTestEvent(sql: Db, timezone: string, keyId: number, clock: EventClock = DATABASE_NOW) {
   const [row] = await sql<{ id: number; webhook_id: string; url: string | null }[]>`
     with source as (
-      select k.id as api_key_id, null::bigint as message_id, ${testPayload(sql, timezone)} as payload, 1 as ord
+      select k.id as api_key_id, null::bigint as message_id, ${testPayload(sql, timezone, clock)} as payload, 1 as ord
       from api_keys k where k.id = ${keyId}
-    ), event as (${insertEvents(sql, 'source', { test: true })})
+    ), event as (${insertEvents(sql, 'source', { test: true, clock })})
     select e.id, e.webhook_id, w.url from event e left join webhook_endpoints w on w.api_key_id = e.api_key_id`
   if (!row) throw new ApiError('NOT_FOUND', `API key ${keyId} has no webhook URL and no listener`)
   return row

@@ -323,7 +323,7 @@ export function webhookPages(d: Dashboard) {
   const test = keyChange(null, async (scope, key, ctx) => {
     const to = pageOf(scope, key.key_id)
     const answer = await d.once(scope.session, ctx.body, to, async (tx) => {
-      const event = await sendTestEvent(tx, d.tz, key.key_id)
+      const event = await sendTestEvent(tx, d.tz, key.key_id, d.deps.clock)
       await auditOf(tx, scope, ctx, 'webhook test sent', { key_id: key.key_id, delivery_id: event.id })
       return {
         to,
@@ -337,7 +337,7 @@ export function webhookPages(d: Dashboard) {
     () => 'replay',
     async (scope, key, ctx) => {
       const since = sinceOf(field(ctx.body, 'since'))
-      const { replayed } = await replayFailedSince(d.sql, d.tz, key.key_id, since)
+      const { replayed } = await replayFailedSince(d.sql, d.deps.clock, d.tz, key.key_id, since)
       if (replayed > 0) eventsCommitted(d.deps)
       await auditOf(d.sql, scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
       return d.finish(scope.session, {
@@ -362,7 +362,7 @@ export function webhookPages(d: Dashboard) {
     if (!delivery || !keys.some((k) => k.key_id === delivery.api_key_id)) return notFound(scope.session)
     return orError(
       async () => {
-        await replayDelivery(d.sql, d.tz, id)
+        await replayDelivery(d.sql, d.deps.clock, d.tz, id)
         eventsCommitted(d.deps)
         await auditOf(d.sql, scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
         return d.finish(scope.session, { to: pageOf(scope, delivery.api_key_id), notice: `Delivery ${id} will be sent again.` })

@@ -9,6 +9,7 @@ import { createHmac } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { rootCertificates } from 'node:tls'
 import { resolveWebhookHost, webhookSchemeProblem } from '../../lib/address'
+import { systemClock, type Clock } from '../../lib/clock'
 
 /** The receiver must answer within this (spec section 6): connection, request and response headers. */
 const DELIVERY_TIMEOUT_MS = 5_000
@@ -20,6 +21,8 @@ type DeliveryOptions = {
   /** Trusted CAs; undefined uses the runtime's default store. */
   ca: string[] | undefined
   timeoutMs?: number
+  /** The signature's timestamp and the time limit run on it; the system's by default. */
+  clock?: Clock
 }
 
 export type AttemptResult = {
@@ -102,8 +105,10 @@ export async function attemptDelivery(
   event: { webhookId: string; payload: string },
   options: DeliveryOptions,
 ): Promise<AttemptResult> {
-  const started = performance.now()
-  const elapsed = () => Math.round(performance.now() - started)
+  // The attempt's latency is recorded (the delivery log shows it): measured on the clock its time limit runs on.
+  const clock = options.clock ?? systemClock()
+  const started = clock.monotonic()
+  const elapsed = () => Math.round(clock.monotonic() - started)
   const timeoutMs = options.timeoutMs ?? DELIVERY_TIMEOUT_MS
   const fail = (error: string, statusCode: number | null = null, retryAfterSeconds: number | null = null): AttemptResult => ({
     ok: false,
@@ -125,7 +130,7 @@ export async function attemptDelivery(
   const resolved = await resolveWebhookHost(url.hostname, options.allowPrivate)
   if (!resolved.ok) return fail(resolved.detail)
 
-  const timestamp = Math.floor(Date.now() / 1000)
+  const timestamp = Math.floor(clock.now().getTime() / 1000)
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'user-agent': USER_AGENT,
@@ -133,7 +138,7 @@ export async function attemptDelivery(
     'webhook-timestamp': String(timestamp),
     'webhook-signature': signPayload(target.secret, event.webhookId, timestamp, event.payload),
   }
-  const signal = AbortSignal.timeout(timeoutMs)
+  const signal = clock.timeoutSignal(timeoutMs)
   const hostname = url.hostname.replace(/\.$/, '')
 
   let response: Response | undefined
@@ -174,7 +179,7 @@ export async function attemptDelivery(
   if (status >= 300 && status < 400) return result(`redirect (HTTP ${status}) not followed`)
   // RFC 9110 gives Retry-After a meaning on 429 (too many requests) and 503 (unavailable for a while).
   if (status === 429 || status === 503) {
-    const retryAfter = parseRetryAfter(response.headers.get('retry-after'))
+    const retryAfter = parseRetryAfter(response.headers.get('retry-after'), clock.now().getTime())
     return result(retryAfter === null ? `HTTP ${status}` : `HTTP ${status}, Retry-After ${retryAfter} s`, retryAfter)
   }
   return result(`HTTP ${status}`)
