@@ -14,6 +14,7 @@ import { chargeSingles, type SingleCharge } from '../../src/modules/ledger/servi
 import { retrying } from '../../src/db/retry'
 import { deleteExpired } from '../../src/workers/retention'
 import type { Config } from '../../src/config'
+import { TestClock } from '../../src/lib/clock'
 
 const monthStart = (date: Date, add = 0) => new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + add, 1))
 const monthName = (table: string, date: Date) => `${table}_p${date.getUTCFullYear()}_${String(date.getUTCMonth() + 1).padStart(2, '0')}`
@@ -159,7 +160,7 @@ describe('retention by whole months', () => {
   afterAll(() => db.drop(), 30_000)
 
   const retention = (config: { retentionWebhookDays: number; retentionHistoryMonths: number }) =>
-    deleteExpired({ sql: db.sql, config: config as Config }, { now })
+    deleteExpired({ sql: db.sql, config: config as Config, clock: new TestClock(now) })
 
   test('a month of finished webhook events goes with its attempts; a month with a pending event stays until none is', async () => {
     const [account] = await db.sql<{ id: number }[]>`insert into accounts (name, balance) values ('a', 0) returning id`
