@@ -278,10 +278,10 @@ async function nextBatch(
         returning contact_id
       )
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
-                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id)
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}
+             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now}
       from v join recipient using (contact_id)
       returning id, phone, body, provider_template`
     await chargeRecorded(
