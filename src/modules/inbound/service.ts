@@ -134,7 +134,7 @@ export async function storeInbound(
         from key
         returning ${tx.unsafe(COLUMNS)}`
       // Its media to fetch and keep (the inbound-media worker), once.
-      if (row) await queueMedia(tx, Number(row.id), message)
+      if (row) await queueMedia(tx, options.clock, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
       if (row)
         await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
