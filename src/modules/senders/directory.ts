@@ -104,23 +104,23 @@ export function createSenderDirectory(
   async function get(id: number | null): Promise<Sender> {
     if (id === null) return fallback
     const cached = stored.get(id)
-    if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.sender
+    if (cached && clock.monotonic() - cached.readAt < FRESH_MS) return cached.sender
     const [row] = await sql<SenderRow[]>`select * from senders where id = ${id}`
     if (!row) throw new Error(`sender ${id} is gone`)
     const updatedAt = row.updated_at.getTime()
     // Unchanged: the same sender (its pacer keeps this process's spacing), read again.
     const sender = cached && cached.updatedAt === updatedAt ? cached.sender : await build(row)
-    stored.set(id, { sender, updatedAt, readAt: performance.now() })
+    stored.set(id, { sender, updatedAt, readAt: clock.monotonic() })
     return sender
   }
 
   function sendersOf(accountId: number): Promise<AccountSenderRow[]> {
     const cached = accounts.get(accountId)
-    if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.rows
+    if (cached && clock.monotonic() - cached.readAt < FRESH_MS) return cached.rows
     const rows = sql<AccountSenderRow[]>`
       select s.id, s.number, a.is_default, s.disabled_at is not null as disabled
       from account_senders a join senders s on s.id = a.sender_id where a.account_id = ${accountId}`.then((r) => [...r])
-    accounts.set(accountId, { rows, readAt: performance.now() })
+    accounts.set(accountId, { rows, readAt: clock.monotonic() })
     rows.catch(() => accounts.delete(accountId))
     return rows
   }
@@ -159,7 +159,7 @@ export function createSenderDirectory(
       // map is bounded: past its bound it starts over.
       const key = JSON.stringify([provider, identity])
       const cached = callbacks.get(key)
-      if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.senders
+      if (cached && clock.monotonic() - cached.readAt < FRESH_MS) return cached.senders
       const senders = (async () => {
         const rows =
           identity === null
@@ -176,7 +176,7 @@ export function createSenderDirectory(
         return out
       })()
       if (callbacks.size >= MAX_CALLBACK_ENTRIES) callbacks.clear()
-      callbacks.set(key, { senders, readAt: performance.now() })
+      callbacks.set(key, { senders, readAt: clock.monotonic() })
       senders.catch(() => callbacks.delete(key))
       return senders
     },
