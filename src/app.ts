@@ -99,6 +99,7 @@ export function createApp(deps: Deps) {
         const [id] = await storeInbound(deps.sql, 'simulator', [{ ...message, sender }], {
           timezone: deps.config.timezone,
           words: deps.config,
+          clock: deps.clock,
         })
         if (id != null) eventsCommitted(deps) // its message.received events
         return id ?? null

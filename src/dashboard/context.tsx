@@ -80,10 +80,10 @@ export function dashboardContext(deps: Deps) {
   const sessionOf = (request: Request) => {
     let session = sessions.get(request)
     if (!session) {
-      session = loadSession(sql, cookieOf(request, SESSION_COOKIE)).then(async (found) => {
+      session = loadSession(sql, deps.clock, cookieOf(request, SESSION_COOKIE)).then(async (found) => {
         if (!found) return null
         identify(request, { auth: 'session', user_id: found.user.id, account_id: found.user.account_id ?? undefined })
-        if (request.method === 'GET') found.flashes = await takeFlashes(sql, found, new URL(request.url).pathname)
+        if (request.method === 'GET') found.flashes = await takeFlashes(sql, deps.clock, found, new URL(request.url).pathname)
         return found
       })
       sessions.set(request, session)
@@ -93,7 +93,7 @@ export function dashboardContext(deps: Deps) {
   /** The redirect of a change, leaving its flash (in the caller's transaction when `db` is one). */
   async function finish(session: Session, outcome: Outcome, db: Sql | Tx = sql): Promise<Response> {
     const { to, ...flash } = outcome
-    if (Object.keys(flash).length > 0) await leaveFlash(db, session, to.split('?')[0]!, flash)
+    if (Object.keys(flash).length > 0) await leaveFlash(db, deps.clock, session, to.split('?')[0]!, flash)
     return redirect(to)
   }
   return {

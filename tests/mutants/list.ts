@@ -864,7 +864,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/inbound/media.ts',
-        find: "where status = 'pending' and run_at <= now() and attempts < ${MEDIA_MAX_ATTEMPTS}",
+        find: "where status = 'pending' and run_at <= ${now} and attempts < ${MEDIA_MAX_ATTEMPTS}",
         replace: "where status = 'pending' and attempts < ${MEDIA_MAX_ATTEMPTS}",
       },
     ],

@@ -321,7 +321,7 @@ export function accountPages(d: Dashboard) {
       return orError(
         () =>
           d.once(session, body, back, async (tx) => {
-            const { user, token } = await createUser(tx, {
+            const { user, token } = await createUser(tx, d.deps.clock, {
               email: field(body, 'email'),
               role: 'member',
               accountId: id,

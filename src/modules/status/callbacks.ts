@@ -109,7 +109,7 @@ export function providerCallbacks(deps: Deps) {
         const { reports, inbound } = answer
         const stored =
           inbound.length > 0
-            ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config })
+            ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config, clock: deps.clock })
             : []
         if (answer.consent?.length) {
           await storeConsent(deps.sql, deps.config.timezone, answer.consent)
