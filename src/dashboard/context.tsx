@@ -90,6 +90,14 @@ export function dashboardContext(deps: Deps) {
     }
     return session
   }
+  /** A change: as view(), and it must come from the dashboard's own form. */
+  async function change(request: Request, body: unknown, role?: Role): Promise<Session | Response> {
+    const session = await sessionOf(request)
+    if (!session) return redirect('/dashboard/sign-in')
+    if (!sameOrigin(request) || !csrfTokenMatches(session.csrf, field(body, '_csrf'))) return refused()
+    if (role && session.user.role !== role) return notFound(session)
+    return session
+  }
   /** The redirect of a change, leaving its flash (in the caller's transaction when `db` is one). */
   async function finish(session: Session, outcome: Outcome, db: Sql | Tx = sql): Promise<Response> {
     const { to, ...flash } = outcome
@@ -138,13 +146,28 @@ export function dashboardContext(deps: Deps) {
     note: (form: unknown, name: string): string | null => valueOf(checkOptionalText(field(form, name), name, MAX_NOTE_CHARS)),
     /** An amount as the pages write it: "5,000 IDR". */
     money: (amount: number) => `${amount.toLocaleString('en')} ${config.currency}`,
-    /** A change: as view(), and it must come from the dashboard's own form. */
-    async change(request: Request, body: unknown, role?: Role): Promise<Session | Response> {
-      const session = await sessionOf(request)
-      if (!session) return redirect('/dashboard/sign-in')
-      if (!sameOrigin(request) || !csrfTokenMatches(session.csrf, field(body, '_csrf'))) return refused()
-      if (role && session.user.role !== role) return notFound(session)
-      return session
+    change,
+    /**
+     * The skeleton of a POST page: the guard of `change` (signed in, the dashboard's own form, `role`),
+     * then `run`, which answers with the redirect of its outcome (finish, once) or a page. A rule `run`
+     * breaks (an ApiError: a field's 422, a 404, a 409) answers `failed(message, status, session)`,
+     * usually the form again with what was typed and why; without `failed` it is thrown on.
+     */
+    async formAction(
+      request: Request,
+      body: unknown,
+      role: Role | undefined,
+      run: (session: Session) => Promise<Response>,
+      failed?: (message: string, status: number, session: Session) => Response | Promise<Response>,
+    ): Promise<Response> {
+      const session = await change(request, body, role)
+      if (session instanceof Response) return session
+      return failed
+        ? orError(
+            () => run(session),
+            (message, status) => failed(message, status, session),
+          )
+        : run(session)
     },
   }
 }
