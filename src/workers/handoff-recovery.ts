@@ -14,9 +14,9 @@
 import type { Deps } from '../deps'
 import { log } from '../lib/log'
 import { isOutage } from '../db/retry'
-import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
+import { outgoingOf } from '../modules/messages/content'
 import type { Worker } from './worker'
-import type { RichContent } from '../providers/provider'
+import type { RichContent, StoredTemplate } from '../providers/provider'
 
 const BATCH = 500
 export const MAX_RECOVERIES = 3

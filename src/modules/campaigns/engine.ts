@@ -16,9 +16,10 @@ import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
-import { outgoingOf, type StoredTemplate } from '../messages/content'
+import { outgoingOf } from '../messages/content'
+import type { StoredTemplate } from '../../providers/provider'
 import { segmentMatch } from '../templates/segments'
-import { checksWindow, closedWindowsOf } from '../inbound/enforce'
+import { checksWindow, closedWindowsOf } from '../messages/window'
 import { hasRoom, takeForCampaign } from '../budgets/guard'
 import { optedOutAmong } from '../optouts/service'
 
@@ -141,7 +142,7 @@ async function nextBatch(
   lease: Lease,
   validitySeconds: number,
   handingOver: boolean,
-  /** The sender is held to the 24-hour window (inbound/enforce.ts). */
+  /** The sender is held to the 24-hour window (messages/window.ts). */
   windowChecked: boolean,
   messagingLimit: number | null,
 ): Promise<Batch> {

@@ -39,8 +39,7 @@
 import type { Db, Fragment, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import { retrying } from '../../db/retry'
-import type { StoredTemplate } from '../messages/content'
-import type { RichContent } from '../../providers/provider'
+import type { RichContent, StoredTemplate } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
 import { balanceMoved } from '../../http/metrics/measures'
 

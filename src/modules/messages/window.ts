@@ -12,9 +12,9 @@ import type { Deps } from '../../deps'
 import { ApiError } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import type { NewMessage } from '../ledger/service'
-import type { BulkEntry } from '../messages/model'
+import type { BulkEntry } from './model'
 import type { Sender } from '../senders/directory'
-import { lastWritten, WINDOW_HOURS } from './window'
+import { lastWritten, WINDOW_HOURS } from '../inbound/window'
 
 /** Whether sends through `sender` are held to the window here. */
 export const checksWindow = (config: Pick<Config, 'windowCheck'>, sender: Pick<Sender, 'provider'>) =>
