@@ -139,7 +139,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: 'update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})\n      from unnest(${ids}::bigint[]',
+        find: 'update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})\n      from unnest(${ids}::bigint[]',
         replace: 'update messages m set handoff_until = m.handoff_until\n      from unnest(${ids}::bigint[]',
       },
     ],
@@ -149,14 +149,14 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'pace-slot-wait',
     breaks: "the provider's rate passed: hand-offs go as fast as the pool allows, and the provider throttles them",
-    edits: [{ file: HANDOFF, find: 'if (waitMs > 0) await Bun.sleep(waitMs)', replace: '' }],
+    edits: [{ file: HANDOFF, find: 'if (waitMs > 0) await clock.sleep(waitMs)', replace: '' }],
     tests: ['tests/messages/pace.test.ts'],
     filter: 'a bulk at the pace|share one pace',
   },
   {
     name: 'throttle-retried',
     breaks: 'a throttled message refunded as failed: a throttling answer ends the hand-off instead of waiting for Retry-After',
-    edits: [{ file: HANDOFF, find: 'if (Date.now() + retryAfterMs < message.validUntilMs) {', replace: 'if (false) {' }],
+    edits: [{ file: HANDOFF, find: 'if (clock.now().getTime() + retryAfterMs < message.validUntilMs) {', replace: 'if (false) {' }],
     tests: ['tests/messages/pace.test.ts'],
     filter: 'throttling answers',
   },
@@ -206,8 +206,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: RECOVERY,
-        find: "where status = 'queued' and handoff_until < now() - make_interval(",
-        replace: "where false and status = 'queued' and handoff_until < now() - make_interval(",
+        find: "where status = 'queued' and handoff_until < ${now} - make_interval(",
+        replace: "where false and status = 'queued' and handoff_until < ${now} - make_interval(",
       },
     ],
     tests: ['tests/messages/bulk-crash.outer.test.ts'],
@@ -219,8 +219,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: "setTimeout(() => resolve('late'), RECORD_ANSWER_MS)",
-        replace: "setTimeout(() => resolve('late'), 2_000)",
+        find: "clock.setTimeout(() => resolve('late'), RECORD_ANSWER_MS)",
+        replace: "clock.setTimeout(() => resolve('late'), 2_000)",
       },
     ],
     tests: ['tests/messages/lost-commit.outer.test.ts'],
@@ -230,7 +230,9 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'recovery-after-outage',
     breaks: 'a message handed over twice: after a database outage, recovery takes over a lease its live holder could not renew',
-    edits: [{ file: RECOVERY, find: 'if (Date.now() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' }],
+    edits: [
+      { file: RECOVERY, find: 'if (deps.clock.now().getTime() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' },
+    ],
     tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'two leases',
     database: 'postgres',
@@ -241,7 +243,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: RECOVERY,
-        find: 'if (Date.now() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, Date.now())',
+        find: 'if (deps.clock.monotonic() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, deps.clock.now().getTime())',
         replace: 'void probing',
       },
     ],

@@ -110,11 +110,11 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   } else {
     const lease = deps.handoff.lease()
     const charged = await limit.settleAfter(
-      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid)),
+      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock)),
     )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     cost = charged.cost
-    const chargedAt = Date.now()
+    const chargedAt = deps.clock.now().getTime()
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
         {

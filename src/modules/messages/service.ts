@@ -88,7 +88,7 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
     },
     sender.providerName,
   )
-  const validUntilMs = Date.now() + validitySeconds * 1000
+  const validUntilMs = deps.clock.now().getTime() + validitySeconds * 1000
   let result = await deps.handoff.one(
     { ...outgoing, validUntilMs, senderId: sender.id, accountId: principal.accountId },
     lease,

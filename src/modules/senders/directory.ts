@@ -58,7 +58,7 @@ export function createSenderDirectory(
     // Its provider's own name (a test's in-process provider may stand for another).
     providerName: defaultSender.provider.name as ProviderName,
     provider: defaultSender.provider,
-    pacer: createPacer(sql, config.provider, defaultSender.pace),
+    pacer: createPacer(sql, config.provider, defaultSender.pace, clock),
   }
   const stored = new Map<number, { sender: Sender; updatedAt: number; readAt: number }>()
   // The promise is kept, so the entries of one bulk request share one read.
@@ -98,7 +98,7 @@ export function createSenderDirectory(
           }),
         }
     // Each stored sender has its own pace, kept by its id: two numbers each get their full rate.
-    return { id: row.id, providerName: row.provider, provider, pacer: createPacer(sql, `sender:${row.id}`, pace) }
+    return { id: row.id, providerName: row.provider, provider, pacer: createPacer(sql, `sender:${row.id}`, pace, clock) }
   }
 
   async function get(id: number | null): Promise<Sender> {
