@@ -101,7 +101,7 @@ export const providerOf = (config: Config, sql: Database['sql'], clock: Clock) =
     clock,
     sql,
     // The deployment's default number is the sender null.
-    windowOpen: (phone) => windowIsOpen(sql, null, phone),
+    windowOpen: (phone) => windowIsOpen(sql, clock, null, phone),
   })
 
 /** The sender's pace: the provider's (its settings may change it), with PROVIDER_MAX_PER_SECOND and PROVIDER_RECIPIENT_GAP_MS over it. */

@@ -17,6 +17,7 @@ import type { Deps } from '../../deps'
 import type { Db, Tx } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
+import type { Clock } from '../../lib/clock'
 import { openWindows } from '../inbound/window'
 import { BUDGET_HOURS, budgetOf, usageOf, type Budget, type Usage } from './service'
 
@@ -104,7 +105,7 @@ function fullText(budget: Budget & { tier: number }, usage: Usage, tz: string): 
 const secondsUntil = (at: Date) => Math.max(1, Math.ceil((at.getTime() - Date.now()) / 1000))
 
 /** The business-initiated ones among `entries`, by budget (unlimited budgets left out). */
-async function byBudget<T extends Entry>(sql: Db, defaultTier: number | null, entries: T[]) {
+async function byBudget<T extends Entry>(sql: Db, clock: Clock, defaultTier: number | null, entries: T[]) {
   const out = new Map<string, { budget: Budget & { tier: number }; entries: T[] }>()
   const senders = [...new Set(entries.map((e) => e.senderId ?? null))]
   for (const senderId of senders) {
@@ -113,6 +114,7 @@ async function byBudget<T extends Entry>(sql: Db, defaultTier: number | null, en
     const own = entries.filter((e) => (e.senderId ?? null) === senderId)
     const open = await openWindows(
       sql,
+      clock,
       senderId,
       own.map((e) => e.phone),
     )
@@ -139,14 +141,14 @@ export type Held<T> = {
  * those past their budget are refused, the uses of the others held under `requestToken` until settled.
  */
 export async function holdMessagingLimit<T extends Entry>(
-  deps: Pick<Deps, 'sql' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'config' | 'clock'>,
   requestToken: string,
   entries: T[],
 ): Promise<Held<T>> {
   const refused: { entry: T; error: ApiError }[] = []
   const hold = { token: requestToken, seconds: Math.ceil(deps.config.sendWaitMs / 1000) + HOLD_MARGIN_SECONDS }
   let held = false
-  for (const { budget, entries: mine } of (await byBudget(deps.sql, deps.config.messagingLimit, entries)).values()) {
+  for (const { budget, entries: mine } of (await byBudget(deps.sql, deps.clock, deps.config.messagingLimit, entries)).values()) {
     if (mine.length === 0) continue
     held = true
     const { fits, usage } = await deps.sql.begin((tx) =>
@@ -197,13 +199,14 @@ export async function holdMessagingLimit<T extends Entry>(
  */
 export async function takeForCampaign(
   tx: Tx,
+  clock: Clock,
   config: { messagingLimit: number | null; timezone: string },
   senderId: number | null,
   phones: string[],
 ): Promise<{ fits: number; reason: string }> {
   const budget = await budgetOf(tx, senderId, config.messagingLimit)
   if (budget.tier === null) return { fits: phones.length, reason: '' }
-  const open = await openWindows(tx, senderId, phones)
+  const open = await openWindows(tx, clock, senderId, phones)
   const business = phones.filter((p) => !open.has(p))
   const { fits, usage } = await take(tx, budget as Budget & { tier: number }, business, null, true)
   const firstOut = business[fits.indexOf(false)]

@@ -207,7 +207,7 @@ async function nextBatch(
       fetched.map((c) => c.phone),
     )
     const reachable = fetched.filter((c) => !optedOut.has(c.phone))
-    const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null, campaign.sender_id, reachable)
+    const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null, campaign.sender_id, reachable, clock)
     const sendable = reachable.filter((c) => !closed.has(c.phone))
     /** Moves the cursor to `through`, counting the recipients skipped up to it (they are not met again). */
     const moveCursor = async (through: number) => {
@@ -241,6 +241,7 @@ async function nextBatch(
     // The messaging limit: the recipients that fit the sender's budget go (uses recorded with this charge).
     const limited = await takeForCampaign(
       tx,
+      clock,
       { messagingLimit, timezone: tz },
       campaign.sender_id,
       sendable.slice(0, affordable).map((c) => c.phone),

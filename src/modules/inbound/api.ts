@@ -128,7 +128,7 @@ export const inboundApi = (deps: Deps) => {
     .get(
       '/conversations/:phone',
       async ({ params, query, principal }) => {
-        const talk = await conversation(deps.sql, deps.config.timezone, principal.accountId, params.phone, query)
+        const talk = await conversation(deps.sql, deps.clock, deps.config.timezone, principal.accountId, params.phone, query)
         const inbound = await withMedia(
           deps.sql,
           deps.config.publicBaseUrl,

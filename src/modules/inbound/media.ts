@@ -261,7 +261,7 @@ async function providerOf(deps: Deps, medium: Claimed): Promise<Provider> {
     timeoutMs: deps.config.providerTimeoutMs,
     clock: deps.clock,
     sql: deps.sql,
-    windowOpen: (phone) => windowIsOpen(deps.sql, null, phone),
+    windowOpen: (phone) => windowIsOpen(deps.sql, deps.clock, null, phone),
   })
 }
 

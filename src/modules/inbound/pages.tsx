@@ -91,6 +91,7 @@ export function inboxPages(d: Dashboard) {
     const senderId = await windowSenderOf(d.sql, scope.accountId, undefined)
     const open = await openWindows(
       d.sql,
+      d.deps.clock,
       senderId,
       list.items.map((c) => c.phone),
     )
@@ -132,14 +133,14 @@ export function inboxPages(d: Dashboard) {
     const fromText = typeof query.from === 'string' && senders.some((s) => String(s.id) === query.from) ? query.from : undefined
     const senderId = await windowSenderOf(d.sql, scope.accountId, fromText)
     const sender = await d.deps.senders.get(senderId)
-    const head = await conversation(d.sql, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })
+    const head = await conversation(d.sql, d.deps.clock, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })
     if (head.total === 0) return notFound(scope.session)
     // The latest page by default; `offset` pages back.
     const offset = typeof query.offset === 'string' ? offsetOf(query.offset) : Math.max(0, head.total - PAGE)
-    const page = await conversation(d.sql, d.tz, scope.accountId, phone, { limit: PAGE, offset })
+    const page = await conversation(d.sql, d.deps.clock, d.tz, scope.accountId, phone, { limit: PAGE, offset })
     // Inbound media with their state (kept, being fetched, failed), linked through the dashboard.
     const thread = { ...page, items: await withMedia(d.sql, d.config.publicBaseUrl, page.items) }
-    const window = await windowWith(d.sql, d.tz, senderId, phone)
+    const window = await windowWith(d.sql, d.deps.clock, d.tz, senderId, phone)
     const enforced = checksWindow(d.config, sender)
     const templates = await boundTemplates(d.sql, scope.accountId, sender.providerName)
     const chosen = templates.find((t) => String(t.id) === query.template)
@@ -301,7 +302,7 @@ export function inboxPages(d: Dashboard) {
   async function reply(scope: Scope, phoneText: string, body: unknown, request: Request) {
     const phone = phoneParam(phoneText)
     // A reply answers one of the account's conversations: another phone is not this page's to write to.
-    if (!phone || (await conversation(d.sql, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })).total === 0) {
+    if (!phone || (await conversation(d.sql, d.deps.clock, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })).total === 0) {
       return notFound(scope.session)
     }
     const from = field(body, 'from') || undefined

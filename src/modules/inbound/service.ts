@@ -282,8 +282,8 @@ export async function windowSenderOf(sql: Sql, accountId: number, from: string |
 }
 
 /** The phone's 24-hour window with the sender: open until 24 hours after its latest message to that sender. */
-export async function windowWith(sql: Sql, tz: string, senderId: number | null, phone: string) {
-  const last = (await lastWritten(sql, senderId, [phone])).get(phone)
+export async function windowWith(sql: Sql, clock: Clock, tz: string, senderId: number | null, phone: string) {
+  const last = (await lastWritten(sql, clock, senderId, [phone])).get(phone)
   return {
     open: last?.open === true,
     until: last?.open ? formatTimestamp(new Date(last.at.getTime() + WINDOW_HOURS * 3_600_000), tz) : null,
@@ -293,7 +293,7 @@ export async function windowWith(sql: Sql, tz: string, senderId: number | null, 
 }
 
 /** GET /api/v1/conversations/{phone}: the account's messages to the phone and the phone's to the account, oldest first. */
-export async function conversation(sql: Sql, tz: string, accountId: number, phoneInput: string, query: ConversationQuery) {
+export async function conversation(sql: Sql, clock: Clock, tz: string, accountId: number, phoneInput: string, query: ConversationQuery) {
   const phone = requireInboundPhone(phoneInput, 'phone')
   const p = page(query)
   type Item = {
@@ -332,6 +332,6 @@ export async function conversation(sql: Sql, tz: string, accountId: number, phon
     media_url: r.media_url,
     content: r.content,
   }))
-  const window = await windowWith(sql, tz, await windowSenderOf(sql, accountId, query.from), phone)
+  const window = await windowWith(sql, clock, tz, await windowSenderOf(sql, accountId, query.from), phone)
   return { phone, window, ...pageOf(items, count!.n, p) }
 }

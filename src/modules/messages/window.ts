@@ -8,6 +8,7 @@
 
 import type { Config } from '../../config'
 import type { Db } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import type { Deps } from '../../deps'
 import { ApiError } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
@@ -38,13 +39,13 @@ function windowClosed(field: string, last: Date | undefined, tz: string, provide
  * its first run died), which goes on whatever the window says now.
  */
 export async function requireOpenWindow(
-  deps: Pick<Deps, 'sql' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'config' | 'clock'>,
   sender: Sender,
   message: Pick<NewMessage, 'phone' | 'providerTemplate'>,
   recovering: () => Promise<boolean>,
 ): Promise<void> {
   if (!checksWindow(deps.config, sender) || !freeForm(message)) return
-  const last = (await lastWritten(deps.sql, sender.id, [message.phone])).get(message.phone)
+  const last = (await lastWritten(deps.sql, deps.clock, sender.id, [message.phone])).get(message.phone)
   if (last?.open || (await recovering())) return
   throw windowClosed('to', last?.at, deps.config.timezone, sender.providerName)
 }
@@ -56,7 +57,7 @@ export async function requireOpenWindow(
  * on with the entries charged then, whatever the windows say now, and never comes here.
  */
 export async function dropClosedWindows(
-  deps: Pick<Deps, 'sql' | 'config' | 'senders'>,
+  deps: Pick<Deps, 'sql' | 'config' | 'senders' | 'clock'>,
   valid: (NewMessage & { index: number })[],
   results: BulkEntry[],
 ): Promise<void> {
@@ -71,6 +72,7 @@ export async function dropClosedWindows(
     if (!checksWindow(deps.config, sender)) continue
     const last = await lastWritten(
       deps.sql,
+      deps.clock,
       senderId,
       messages.map((m) => m.phone),
     )
@@ -95,9 +97,10 @@ export async function closedWindowsOf(
   checked: boolean,
   senderId: number | null,
   recipients: { phone: string }[],
+  clock: Clock,
 ): Promise<Set<string>> {
   if (!checked) return new Set()
   const phones = recipients.map((r) => r.phone)
-  const last = await lastWritten(tx, senderId, phones)
+  const last = await lastWritten(tx, clock, senderId, phones)
   return new Set(phones.filter((phone) => !last.get(phone)?.open))
 }

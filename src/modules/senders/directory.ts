@@ -85,7 +85,7 @@ export function createSenderDirectory(
           timeoutMs: config.providerTimeoutMs,
           clock,
           sql,
-          windowOpen: (phone) => windowIsOpen(sql, row.id, phone),
+          windowOpen: (phone) => windowIsOpen(sql, clock, row.id, phone),
         })
       : {
           name: row.provider,
