@@ -21,7 +21,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/db/partitions.test.ts',
   'tests/http/date-filters.test.ts',
   'tests/inbound/api.test.ts',
-  'tests/inbound/window.test.ts',
   'tests/messages/debit-race.test.ts',
   'tests/messages/guards.test.ts',
   'tests/messages/idempotency.test.ts',
