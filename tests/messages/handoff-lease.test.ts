@@ -7,7 +7,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../src/providers/provider'
-import { TestClock } from '../../src/lib/clock'
+import { TestClock, systemClock, type Clock } from '../../src/lib/clock'
 import { inFlight } from '../helpers/in-flight'
 
 let t: TestApp | undefined
@@ -20,7 +20,7 @@ afterEach(async () => {
  * A slow provider on the test clock that counts every hand-off per message and can refuse each first
  * attempt. `hang()`: from the `n`th attempt on, answers wait for `release()` too (hung, not slow).
  */
-function slowProvider(clock: TestClock, options: { answerMs: number; refuseFirst?: boolean }) {
+function slowProvider(clock: Clock, options: { answerMs: number; refuseFirst?: boolean }) {
   const attempts = new Map<number, number>()
   const accepted = new Map<number, number>()
   let inFlight = 0
@@ -247,30 +247,27 @@ test('a late acceptance from the holder that lost the lease: the message recover
 test('slow answers and a long pool queue outlive the lease under a live holder: its heartbeat keeps each message its own', async () => {
   // Leases of 2 s; each answer takes 2.5 s and the pool takes one at a time, so the last of three
   // waits 5 s for its turn. Recovery looks every 300 ms: it must find nothing to take over.
-  const clock = new TestClock()
-  const fake = slowProvider(clock, { answerMs: 2_500 })
+  // Still on the system clock: on a test clock, recovery's looks and the holder's heartbeat did not
+  // interleave as they do in time (the heartbeat-renews mutant survived); left for the follow-up.
+  const fake = slowProvider(systemClock(), { answerMs: 2_500 })
   t = await testApp({
     provider: fake.provider,
-    clock,
+    workers: true,
     env: { HANDOFF_LEASE_SECONDS: '2', HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '5000' },
   })
   const { accountId, key } = await t.account(100)
   const app = t
-  const looked: Promise<number>[] = []
-  const looking = clock.setInterval(() => looked.push(app.runWorker('handoff-recovery')), 300)
+  const looking = setInterval(() => app.deps.wake('handoff-recovery'), 300)
   try {
-    const [single, bulk] = await clock.run(
-      Promise.all([
-        t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
-        t.api('POST', '/messages/bulk', key, bulkOf(3)),
-      ]),
-    )
+    const [single, bulk] = await Promise.all([
+      t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
+      t.api('POST', '/messages/bulk', key, bulkOf(3)),
+    ])
     expect(single.status).toBe(200)
     expect(bulk.body.data).toMatchObject({ total: 3, sent: 3, failed: 0 })
   } finally {
-    clock.clearInterval(looking)
+    clearInterval(looking)
   }
-  await clock.run(Promise.all(looked))
   expect([...fake.attempts.values()]).toEqual([1, 1, 1, 1])
   const [row] = await t.db.sql<{ recovered: number }[]>`
     select count(*) filter (where handoff_recoveries > 0)::int as recovered from messages where account_id = ${accountId}`

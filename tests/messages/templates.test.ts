@@ -12,7 +12,8 @@ import type { HandoffResult, OutgoingMessage } from '../../src/providers/provide
 import { ADMIN_TOKEN, money, testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { boundTemplate, campaignMessages, runCampaign } from '../helpers/templates'
-import { until } from '../helpers/wait'
+import { inFlight } from '../helpers/in-flight'
+import { TestClock } from '../../src/lib/clock'
 
 let t: TestApp
 beforeAll(async () => {
@@ -347,15 +348,28 @@ test('a hand-off taken over by recovery sends the template the message recorded'
   const seen: OutgoingMessage[] = []
   let release!: () => void
   const hanging = new Promise<void>((resolve) => (release = resolve))
+  const first = Promise.withResolvers<void>()
   const provider = {
     name: 'twilio',
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       seen.push(message)
-      if (seen.length === 1) await hanging
+      if (seen.length === 1) {
+        first.resolve()
+        await hanging
+      }
       return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
     },
   }
-  const r = await testApp({ provider, workers: true, env: { HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '5000' } })
+  // On a test clock that passes the lease in one move: the hung hand-off's time-out and the bulk's wait
+  // are set past it, and time stands still while a statement runs.
+  const clock = new TestClock()
+  const flight = inFlight()
+  const r = await testApp({
+    provider,
+    clock,
+    wrapSql: flight.sql,
+    env: { HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '60000', BULK_WAIT_MS: '60000' },
+  })
   try {
     const a = await boundTemplate(r, 'Hi {{name}}', { twilio: { ref: `HX${'b'.repeat(32)}`, variables: ['name'] } })
     const answer = r.api('POST', '/messages/bulk', a.key, {
@@ -364,23 +378,17 @@ test('a hand-off taken over by recovery sends the template the message recorded'
         { to: '081250000002', template_id: a.templateId, variables: { name: 'Two' } },
       ],
     })
-    await until(
-      () => seen.length,
-      (n) => n === 1,
-      10_000,
-      'the first hand-off',
-    )
-    // The bulk's lease runs out while its first hand-off hangs: recovery takes both messages over.
-    await r.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
-    r.deps.wake('handoff-recovery')
-    await until(
-      async () => (await r.db.sql`select handoff_recoveries from messages where phone = '+6281250000002'`)[0]?.handoff_recoveries,
-      (n) => n === 1,
-      10_000,
-      'recovery to claim the second message',
-    )
+    await first.promise // the first hand-off
+    // The bulk's lease runs out while its first hand-off hangs (its holder cut off from renewing it):
+    // recovery takes both messages over.
+    r.deps.handoff.stop()
+    await clock.advance(2 * r.config.handoffLeaseSeconds * 1000 + 1_000)
+    const recovering = r.runWorker('handoff-recovery')
+    await flight.idle() // recovery's claim made; its hand-offs wait for the pool
+    const [claimed] = await r.db.sql`select handoff_recoveries from messages where phone = '+6281250000002'`
+    expect(claimed!.handoff_recoveries).toBe(1)
     release()
-    const done = await answer
+    const [done] = await clock.run(Promise.all([answer, recovering]), undefined, flight.idle)
     expect(done.body.data).toMatchObject({ sent: 2, failed: 0 })
     // Each reached the provider once, as the template, whoever handed it over.
     expect(seen.map((m) => [m.to, m.template])).toEqual([
