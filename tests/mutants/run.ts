@@ -8,6 +8,7 @@
 //   bun run mutants NAME...          only those
 //   bun run mutants --list           the table of mutations and their tests, as README shows it
 //   bun run mutants --no-baseline    skip the unmutated runs
+//   bun run mutants --help           this text
 //
 // Time: each test command is bounded (MUTANT_TIMEOUT_S, default 300 s). A test that hangs fails by
 // bun's own per-test timeout (60 s, as `bun run test`): that is a failure, so the mutant is killed.
@@ -168,6 +169,17 @@ function printTable(results: Result[]): void {
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2)
+  if (args.includes('--help') || args.includes('-h')) {
+    // The usage is the comment at the top of this file.
+    const top = readFileSync(new URL(import.meta.url), 'utf8').split('\n\nimport ')[0]!
+    console.log(top.replace(/^\/\/ ?/gm, ''))
+    return 0
+  }
+  const unknownFlags = args.filter((a) => a.startsWith('-') && !['--list', '--no-baseline'].includes(a))
+  if (unknownFlags.length > 0) {
+    console.error(`unknown option ${unknownFlags.join(', ')}; see bun run mutants --help`)
+    return 2
+  }
   if (args.includes('--list')) {
     console.log(markdownTable())
     return 0
