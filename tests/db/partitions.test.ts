@@ -29,7 +29,7 @@ const monthsAgo = (months: number) => {
 const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ clock, env: { SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' } })
+  t = await testApp({ clock, runOnClock: true, env: { SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' } })
 }, 60_000)
 afterAll(() => t.close(), 30_000)
 

@@ -7,7 +7,7 @@ import { startWorkers, WORKERS } from '../../src/workers'
 import type { Deps } from '../../src/deps'
 import type { Loop } from '../../src/workers/loop'
 import type { Provider } from '../../src/providers/provider'
-import type { Clock } from '../../src/lib/clock'
+import { TestClock, type Clock } from '../../src/lib/clock'
 import type { Sql } from '../../src/db/client'
 import { testDatabase, type TestDatabase } from './db'
 import { type WorkerName } from '../../src/deps'
@@ -52,6 +52,11 @@ export async function testApp(
     clock?: Clock
     /** Wraps the database client the app runs on (tests/helpers/in-flight.ts counts its statements). */
     wrapSql?: (sql: Sql) => Sql
+    /**
+     * With a TestClock: each request and worker step runs under `clock.run`, so the code sleeps as long
+     * as it wants (a pace slot, a recipient's gap, a retry's wait) and the clock moves to each sleep.
+     */
+    runOnClock?: boolean
   } = {},
 ): Promise<TestApp> {
   const db = await testDatabase({ settings: options.databaseSettings })
@@ -73,6 +78,8 @@ export async function testApp(
   const deps = built.deps
   if (options.workers) startWorkers(deps, built.loops)
   const app = createApp(deps)
+  const testClock = options.runOnClock && options.clock instanceof TestClock ? options.clock : undefined
+  const onClock = <T>(work: Promise<T>): Promise<T> => (testClock ? testClock.run(work) : work)
 
   async function request(
     method: string,
@@ -84,7 +91,7 @@ export async function testApp(
     let body: string | undefined = o.rawBody
     if (o.body !== undefined) body = JSON.stringify(o.body)
     if (body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json'
-    const response = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }))
+    const response = await onClock(app.handle(new Request(`http://localhost${path}`, { method, headers, body })))
     const text = await response.text()
     let parsed: unknown = text
     try {
@@ -103,7 +110,7 @@ export async function testApp(
     runWorker(name) {
       const worker = WORKERS.find((w) => w.name === name)
       if (!worker || !('runOnce' in worker)) throw new Error(`${name} has no single step`)
-      return worker.runOnce(deps)
+      return onClock(worker.runOnce(deps))
     },
     app,
     request,

@@ -39,7 +39,7 @@ describe('through app.handle', () => {
   }
 
   beforeAll(async () => {
-    t = await testApp({ clock, provider: held, env: { PROVIDER_TIMEOUT_MS: '30000', WEBHOOK_ALLOW_PRIVATE: 'true' } })
+    t = await testApp({ clock, runOnClock: true, provider: held, env: { PROVIDER_TIMEOUT_MS: '30000', WEBHOOK_ALLOW_PRIVATE: 'true' } })
   })
   afterAll(async () => {
     release()
@@ -134,7 +134,7 @@ test('a throttling answer: a throttled attempt, a throttle of its scope, and the
     },
   }
   const clock = new TestClock()
-  const t = await testApp({ clock, provider: throttling })
+  const t = await testApp({ clock, runOnClock: true, provider: throttling })
   try {
     const { key } = await t.account(100, { price: 10 })
     const before = await scrapeApp(t)

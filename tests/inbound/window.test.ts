@@ -40,7 +40,7 @@ let ids: Awaited<ReturnType<typeof fourSenders>>
 /** twilioA (its default), twilioB, metaA and metaB. */
 let acc: { accountId: number; key: string }
 beforeAll(async () => {
-  t = await testApp({ clock, env: sendersEnv(twilio, graph, { WINDOW_CHECK: 'provider' }) })
+  t = await testApp({ clock, runOnClock: true, env: sendersEnv(twilio, graph, { WINDOW_CHECK: 'provider' }) })
   ids = await fourSenders(t, { recipient_gap_ms: 0 })
   acc = await t.account(1000, { price: 10 })
   await assign(t, acc.accountId, ids.twilioA, true)
