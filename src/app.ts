@@ -29,7 +29,7 @@ import { campaignsAdmin } from './modules/campaigns/admin'
 import { campaignPages } from './modules/campaigns/pages'
 import { contactsApi } from './modules/contacts/api'
 import { contactPages } from './modules/contacts/pages'
-import { providerCallbacks } from './modules/status/callbacks'
+import { providerCallbacks } from './modules/inbound/callbacks'
 import { webhooksApi } from './modules/webhooks/api'
 import { webhooksAdmin } from './modules/webhooks/admin'
 import { webhookPages } from './modules/webhooks/pages'
@@ -69,7 +69,7 @@ export function createApp(deps: Deps) {
     })
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
-    .use(metricsRoutes(deps.config, deps.sql))
+    .use(metricsRoutes(deps.config, deps.sql, deps.clock))
     // The integrator's API
     .use(accountsApi(deps))
     .use(messagesApi(deps))
@@ -99,6 +99,7 @@ export function createApp(deps: Deps) {
         const [id] = await storeInbound(deps.sql, 'simulator', [{ ...message, sender }], {
           timezone: deps.config.timezone,
           words: deps.config,
+          clock: deps.clock,
         })
         if (id != null) eventsCommitted(deps) // its message.received events
         return id ?? null

@@ -130,7 +130,7 @@ export function buildDeps(
   const secretsKey = config.secretsKey ?? (processKey ??= generateKey())
   const secrets = createSecretBox({ current: secretsKey, previous: config.secretsKeysPrevious })
   const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) }, clock)
-  const handoff = createHandoff(database.sql, senders, {
+  const handoff = createHandoff(database.sql, senders, clock, {
     concurrency: config.handoffConcurrency,
     leaseSeconds: config.handoffLeaseSeconds,
     timeoutMs: config.providerTimeoutMs,
@@ -152,7 +152,7 @@ export function buildDeps(
     senders,
     handoff,
     secrets,
-    chargeOne: createSingleCharger(database.sql, config.timezone),
+    chargeOne: createSingleCharger(database.sql, config.timezone, clock),
     wake: (name) => loops.get(name)?.wake(),
     backup: database.quiesced ? () => takeBackup(database, secretsKey) : undefined,
   }
@@ -275,7 +275,7 @@ export async function startService(config: Config): Promise<Running> {
   }
   let metrics: ReturnType<typeof serveMetrics> | undefined
   try {
-    if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, config.metricsPort)
+    if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, deps.clock, config.metricsPort)
   } catch (error) {
     server.stop(true)
     await database.close()

@@ -71,6 +71,9 @@ export async function orError(fn: () => Promise<Response>, onError: (message: st
   }
 }
 
+/** What a POST page answers when its change broke a rule (an ApiError): usually the form again. */
+type Failed<T> = (message: string, status: number, found: T) => Response | Promise<Response>
+
 type Server = { requestIP(r: Request): { address: string } | null } | null
 
 export function dashboardContext(deps: Deps) {
@@ -80,20 +83,68 @@ export function dashboardContext(deps: Deps) {
   const sessionOf = (request: Request) => {
     let session = sessions.get(request)
     if (!session) {
-      session = loadSession(sql, cookieOf(request, SESSION_COOKIE)).then(async (found) => {
+      session = loadSession(sql, deps.clock, cookieOf(request, SESSION_COOKIE)).then(async (found) => {
         if (!found) return null
         identify(request, { auth: 'session', user_id: found.user.id, account_id: found.user.account_id ?? undefined })
-        if (request.method === 'GET') found.flashes = await takeFlashes(sql, found, new URL(request.url).pathname)
+        if (request.method === 'GET') found.flashes = await takeFlashes(sql, deps.clock, found, new URL(request.url).pathname)
         return found
       })
       sessions.set(request, session)
     }
     return session
   }
+  /** A change: as view(), and it must come from the dashboard's own form. */
+  async function change(request: Request, body: unknown, role?: Role): Promise<Session | Response> {
+    const session = await sessionOf(request)
+    if (!session) return redirect('/dashboard/sign-in')
+    if (!sameOrigin(request) || !csrfTokenMatches(session.csrf, field(body, '_csrf'))) return refused()
+    if (role && session.user.role !== role) return notFound(session)
+    return session
+  }
+  /**
+   * The skeleton of a POST page: the guard of `change` (signed in, the dashboard's own form, `role`),
+   * then `run`, which answers with the redirect of its outcome (finish, once) or a page. A rule `run`
+   * breaks (an ApiError: a field's 422, a 404, a 409) answers `failed(message, status, session)`,
+   * usually the form again with what was typed and why; without `failed` it is thrown on.
+   * Instead of a role, `target` finds what the change is about from the session (an account's scope,
+   * a template of it), or answers itself (404); `run` and `failed` then get what it found.
+   */
+  function formAction(
+    request: Request,
+    body: unknown,
+    role: Role | undefined,
+    run: (session: Session) => Promise<Response>,
+    failed?: Failed<Session>,
+  ): Promise<Response>
+  function formAction<T>(
+    request: Request,
+    body: unknown,
+    target: (session: Session) => Promise<T | Response>,
+    run: (found: T) => Promise<Response>,
+    failed?: Failed<T>,
+  ): Promise<Response>
+  async function formAction<T>(
+    request: Request,
+    body: unknown,
+    guard: Role | undefined | ((session: Session) => Promise<T | Response>),
+    run: (found: T | Session) => Promise<Response>,
+    failed?: Failed<T | Session>,
+  ): Promise<Response> {
+    const session = await change(request, body, typeof guard === 'function' ? undefined : guard)
+    if (session instanceof Response) return session
+    const found = typeof guard === 'function' ? await guard(session) : session
+    if (found instanceof Response) return found
+    return failed
+      ? orError(
+          () => run(found),
+          (message, status) => failed(message, status, found),
+        )
+      : run(found)
+  }
   /** The redirect of a change, leaving its flash (in the caller's transaction when `db` is one). */
   async function finish(session: Session, outcome: Outcome, db: Sql | Tx = sql): Promise<Response> {
     const { to, ...flash } = outcome
-    if (Object.keys(flash).length > 0) await leaveFlash(db, session, to.split('?')[0]!, flash)
+    if (Object.keys(flash).length > 0) await leaveFlash(db, deps.clock, session, to.split('?')[0]!, flash)
     return redirect(to)
   }
   return {
@@ -138,14 +189,8 @@ export function dashboardContext(deps: Deps) {
     note: (form: unknown, name: string): string | null => valueOf(checkOptionalText(field(form, name), name, MAX_NOTE_CHARS)),
     /** An amount as the pages write it: "5,000 IDR". */
     money: (amount: number) => `${amount.toLocaleString('en')} ${config.currency}`,
-    /** A change: as view(), and it must come from the dashboard's own form. */
-    async change(request: Request, body: unknown, role?: Role): Promise<Session | Response> {
-      const session = await sessionOf(request)
-      if (!session) return redirect('/dashboard/sign-in')
-      if (!sameOrigin(request) || !csrfTokenMatches(session.csrf, field(body, '_csrf'))) return refused()
-      if (role && session.user.role !== role) return notFound(session)
-      return session
-    },
+    change,
+    formAction,
   }
 }
 

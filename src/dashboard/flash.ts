@@ -7,6 +7,8 @@
 // left for; it is deleted as it is shown, with the session, or after FLASH_MINUTES.
 
 import type { Db, Sql } from '../db/client'
+import { nowOf } from '../db/now'
+import type { Clock } from '../lib/clock'
 import type { Flash, Session } from './session'
 
 const FLASH_MINUTES = 10
@@ -16,24 +18,25 @@ const encoder = new TextEncoder()
 const keyOf = (session: Session) => crypto.subtle.importKey('raw', session.flashKey, 'AES-GCM', false, ['encrypt', 'decrypt'])
 
 /** Leaves `flash` for the session's next visit of `path` (in the caller's transaction when `db` is one). */
-export async function leaveFlash(db: Db, session: Session, path: string, flash: Flash): Promise<void> {
+export async function leaveFlash(db: Db, clock: Clock, session: Session, path: string, flash: Flash): Promise<void> {
   const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES))
   const sealed = await crypto.subtle.encrypt(
     { name: 'AES-GCM', iv, additionalData: encoder.encode(path) },
     await keyOf(session),
     encoder.encode(JSON.stringify(flash)),
   )
-  await db`delete from dashboard_flashes where created_at < now() - make_interval(mins => ${FLASH_MINUTES})`
+  const now = nowOf(db, clock)
+  await db`delete from dashboard_flashes where created_at < ${now} - make_interval(mins => ${FLASH_MINUTES})`
   await db`
-    insert into dashboard_flashes (session_hash, path, sealed)
-    values (${session.tokenHash}, ${path}, ${Buffer.concat([iv, new Uint8Array(sealed)])})`
+    insert into dashboard_flashes (session_hash, path, sealed, created_at)
+    values (${session.tokenHash}, ${path}, ${Buffer.concat([iv, new Uint8Array(sealed)])}, ${now})`
 }
 
 /** The session's flashes for `path`, oldest first, deleted as they are read. */
-export async function takeFlashes(sql: Sql, session: Session, path: string): Promise<Flash[]> {
+export async function takeFlashes(sql: Sql, clock: Clock, session: Session, path: string): Promise<Flash[]> {
   const rows = await sql<{ id: number; sealed: Uint8Array; fresh: boolean }[]>`
     delete from dashboard_flashes where session_hash = ${session.tokenHash} and path = ${path}
-    returning id, sealed, created_at > now() - make_interval(mins => ${FLASH_MINUTES}) as fresh`
+    returning id, sealed, created_at > ${nowOf(sql, clock)} - make_interval(mins => ${FLASH_MINUTES}) as fresh`
   if (rows.length === 0) return []
   const key = await keyOf(session)
   const flashes: Flash[] = []

@@ -4,6 +4,8 @@
 // or Origin, and a per-session token in every form) and the headers every page carries.
 
 import type { Sql } from '../db/client'
+import { nowOf } from '../db/now'
+import type { Clock } from '../lib/clock'
 import { constantTimeEqual, randomBase62, sha256Hex } from '../lib/keys'
 
 export const SESSION_COOKIE = '__Host-session'
@@ -37,23 +39,27 @@ export type Session = {
   flashes: Flash[]
 }
 
-export async function startSession(sql: Sql, userId: number): Promise<{ token: string; csrf: string }> {
+export async function startSession(sql: Sql, clock: Clock, userId: number): Promise<{ token: string; csrf: string }> {
   const token = randomBase62(43)
   const csrf = randomBase62(32)
-  await sql`insert into sessions (token_hash, user_id, csrf_token) values (${sha256Hex(token)}, ${userId}, ${csrf})`
+  const now = nowOf(sql, clock)
+  await sql`
+    insert into sessions (token_hash, user_id, csrf_token, created_at, last_seen_at)
+    values (${sha256Hex(token)}, ${userId}, ${csrf}, ${now}, ${now})`
   return { token, csrf }
 }
 
 /** The session of a cookie value, renewed for another idle period; null if unknown, expired or its user deactivated. */
-export async function loadSession(sql: Sql, token: string | undefined): Promise<Session | null> {
+export async function loadSession(sql: Sql, clock: Clock, token: string | undefined): Promise<Session | null> {
   if (!token || token.length > 100) return null
   const tokenHash = sha256Hex(token)
+  const now = nowOf(sql, clock)
   const [row] = await sql<(User & { csrf_token: string })[]>`
-    update sessions s set last_seen_at = now()
+    update sessions s set last_seen_at = ${now}
     from users u
     where s.token_hash = ${tokenHash} and u.id = s.user_id and u.active
-      and s.last_seen_at > now() - make_interval(mins => ${IDLE_MINUTES})
-      and s.created_at > now() - make_interval(hours => ${ABSOLUTE_HOURS})
+      and s.last_seen_at > ${now} - make_interval(mins => ${IDLE_MINUTES})
+      and s.created_at > ${now} - make_interval(hours => ${ABSOLUTE_HOURS})
     returning u.id, u.email, u.role, u.account_id, u.active, s.csrf_token`
   if (!row) return null
   const { csrf_token, ...user } = row

@@ -29,6 +29,7 @@ import simulatorReportOrder from '../../sql/0028_simulator_report_order.sql' wit
 import statementFunctions from '../../sql/0029_statement_functions.sql' with { type: 'text' }
 import listTotalIndex from '../../sql/0030_list_total_index.sql' with { type: 'text' }
 import callbackOwners from '../../sql/0031_callback_owners.sql' with { type: 'text' }
+import paceClock from '../../sql/0032_pace_clock.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -63,4 +64,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 29, name: '0029_statement_functions.sql', text: statementFunctions },
   { version: 30, name: '0030_list_total_index.sql', text: listTotalIndex },
   { version: 31, name: '0031_callback_owners.sql', text: callbackOwners },
+  { version: 32, name: '0032_pace_clock.sql', text: paceClock },
 ]

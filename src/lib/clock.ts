@@ -189,9 +189,10 @@ export class TestClock implements Clock {
   /**
    * Lets `promise` run to its end while the code sleeps as long as it wants: each time it sleeps, time
    * moves to that sleep's end. Guards and intervals due on the way fire too. Fails when more than
-   * `limitMs` of clock time would pass.
+   * `limitMs` of clock time would pass. `idle`, when given, is awaited before each move: time stands
+   * still while it says work is in flight (a request to a fake provider, whose answer takes no clock time).
    */
-  async run<T>(promise: Promise<T>, limitMs = 24 * 3_600_000): Promise<T> {
+  async run<T>(promise: Promise<T>, limitMs = 24 * 3_600_000, idle?: () => Promise<void>): Promise<T> {
     let settled = false
     const done = promise.then(
       () => void (settled = true),
@@ -201,7 +202,12 @@ export class TestClock implements Clock {
     while (!settled) {
       await Promise.race([done, this.nextSleep()])
       if (settled) break
-      const sleep = this.#earliest(true)!
+      if (idle) {
+        await idle()
+        if (settled) break
+      }
+      const sleep = this.#earliest(true)
+      if (!sleep) continue
       if (sleep.at > deadline) throw new Error(`TestClock.run: still waiting after ${limitMs} ms of clock time`)
       await this.advanceTo(sleep.at)
     }

@@ -32,6 +32,14 @@ export type ProviderTemplate = {
 }
 
 /**
+ * What a message asked its provider to send instead of free-form text, as recorded
+ * (messages.provider_template) with the provider's name, so a hand-off recovered under another
+ * provider sends the rendered text instead. A contract below its users: templates render it, the
+ * ledger records it with the charge, messages send it.
+ */
+export type StoredTemplate = { provider: string } & ProviderTemplate
+
+/**
  * How a provider's approved templates are named, for binding account templates to them (admin API,
  * command line, dashboard). A provider without these rules sends free-form text only.
  */
@@ -146,7 +154,7 @@ export interface Provider {
   /**
    * It refuses free-form messages (not an approved template) to a customer who has not written to the
    * sender within 24 hours (WhatsApp's customer-service window): the service refuses them first, uncharged
-   * (modules/inbound/enforce.ts, WINDOW_CHECK).
+   * (modules/messages/window.ts, WINDOW_CHECK).
    */
   readonly enforcesWindow?: boolean
   /** The rich kinds it sends (none: text, media_url and templates only); others are refused with 422 before charging. */

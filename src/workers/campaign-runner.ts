@@ -18,15 +18,16 @@ export const campaignRunner: Worker = {
   name: 'campaign-runner',
   pollMs: CAMPAIGN_RUNNER_POLL_MS,
   async runOnce(deps) {
-    const startedAt = Date.now()
+    const { clock } = deps
+    const startedAt = clock.monotonic()
     const claimedHere: number[] = []
     const running = new Set<Promise<void>>()
     let sent = 0
     let failure: unknown = null
     let oneEnded: (() => void) | undefined
     for (;;) {
-      while (running.size < MAX_AT_ONCE && failure === null && Date.now() - startedAt < CLAIM_FOR_MS) {
-        const claimed = await claimCampaign(deps.sql, claimedHere)
+      while (running.size < MAX_AT_ONCE && failure === null && clock.monotonic() - startedAt < CLAIM_FOR_MS) {
+        const claimed = await claimCampaign(deps.sql, clock, claimedHere)
         if (!claimed) break
         claimedHere.push(claimed.id)
         const step: Promise<void> = sendClaimedCampaign(deps, claimed)
@@ -41,7 +42,14 @@ export const campaignRunner: Worker = {
         running.add(step)
       }
       if (running.size === 0) break
-      await Promise.race([new Promise<void>((resolve) => (oneEnded = resolve)), Bun.sleep(CAMPAIGN_RUNNER_POLL_MS)])
+      // A guard, not a sleep: the step waits for a campaign to end, or for the poll to claim one started meanwhile.
+      await new Promise<void>((resolve) => {
+        const poll = clock.setTimeout(resolve, CAMPAIGN_RUNNER_POLL_MS)
+        oneEnded = () => {
+          clock.clearTimeout(poll)
+          resolve()
+        }
+      })
     }
     if (failure !== null) throw failure
     return sent

@@ -14,9 +14,10 @@
 import type { Deps } from '../deps'
 import { log } from '../lib/log'
 import { isOutage } from '../db/retry'
-import { outgoingOf, type StoredTemplate } from '../modules/messages/content'
+import { nowOf } from '../db/now'
+import { outgoingOf } from '../modules/messages/content'
 import type { Worker } from './worker'
-import type { RichContent } from '../providers/provider'
+import type { RichContent, StoredTemplate } from '../providers/provider'
 
 const BATCH = 500
 export const MAX_RECOVERIES = 3
@@ -43,37 +44,38 @@ type Recovered = {
 }
 
 async function recoverHandoffs(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config' | 'clock'>,
 ): Promise<{ claimed: number; quarantined: number }> {
   const lease = deps.handoff.lease()
+  const now = nowOf(deps.sql, deps.clock)
   const rows = await deps.sql<Recovered[]>`
     with due as (
       select id from messages
-      where status = 'queued' and handoff_until < now() - make_interval(secs => ${deps.config.handoffLeaseSeconds})
+      where status = 'queued' and handoff_until < ${now} - make_interval(secs => ${deps.config.handoffLeaseSeconds})
       order by handoff_until
       limit ${BATCH}
       for update skip locked
     ), quarantined as (
-      update messages set handoff_until = null, handoff_token = null, quarantined_at = now()
+      update messages set handoff_until = null, handoff_token = null, quarantined_at = ${now}
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
       returning id, phone, body, media_url, provider_template, content, true as quarantined, 0::float8 as valid_ms, sender_id
     ), claimed as (
-      update messages set handoff_token = ${lease.token}, handoff_until = now() + make_interval(secs => ${lease.seconds}),
+      update messages set handoff_token = ${lease.token}, handoff_until = ${now} + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
       returning id, phone, body, media_url, provider_template, content, false as quarantined,
-        extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - now())
+        extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - ${now})
           * 1000 as valid_ms, sender_id
     )
     select * from claimed union all select * from quarantined`
   const claimed = rows.filter((m) => !m.quarantined)
   for (const m of rows) if (m.quarantined) log.warn('message quarantined: its hand-off outcome could not be recorded', { message_id: m.id })
   if (claimed.length > 0) {
-    const now = Date.now()
+    const claimedAt = deps.clock.now().getTime()
     const paced = await Promise.all(
       claimed.map(async (m) => {
         const sender = await deps.senders.get(m.sender_id)
-        return { ...outgoingOf(m, sender.providerName), validUntilMs: now + m.valid_ms, senderId: m.sender_id }
+        return { ...outgoingOf(m, sender.providerName), validUntilMs: claimedAt + m.valid_ms, senderId: m.sender_id }
       }),
     )
     await deps.handoff.many(paced, lease)
@@ -96,14 +98,14 @@ export const handoffRecovery: Worker = {
   async runOnce(deps) {
     try {
       // A probe first: a database that just came back after keeping it waiting is an outage seen too.
-      const probing = Date.now()
+      const probing = deps.clock.monotonic()
       await deps.sql`select 1`
-      if (Date.now() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, Date.now())
+      if (deps.clock.monotonic() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, deps.clock.now().getTime())
       const lastError = Math.max(lastOutageAt.get(deps.sql) ?? 0, deps.handoff.lastDatabaseErrorAt())
-      if (Date.now() - lastError < afterOutageMs(deps)) return 0
+      if (deps.clock.now().getTime() - lastError < afterOutageMs(deps)) return 0
       return (await recoverHandoffs(deps)).claimed
     } catch (error) {
-      if (isOutage(error)) lastOutageAt.set(deps.sql, Date.now())
+      if (isOutage(error)) lastOutageAt.set(deps.sql, deps.clock.now().getTime())
       throw error
     }
   },

@@ -14,8 +14,8 @@ export const inboundMedia: Worker = {
   name: 'inbound-media',
   pollMs: INBOUND_MEDIA_POLL_MS,
   async runOnce(deps) {
-    const claimed = await claimDue(deps.sql, BATCH)
-    await Promise.all(claimed.map(async (medium) => record(deps.sql, medium, await fetchMedium(deps, medium))))
+    const claimed = await claimDue(deps.sql, deps.clock, BATCH)
+    await Promise.all(claimed.map(async (medium) => record(deps.sql, deps.clock, medium, await fetchMedium(deps, medium))))
     return claimed.length
   },
 }

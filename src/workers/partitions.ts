@@ -11,11 +11,11 @@ import { log } from '../lib/log'
 
 const PARTITIONS_POLL_MS = 60 * 60_000
 
-async function convertOnce(deps: Pick<Deps, 'sql' | 'directSql' | 'config'>): Promise<number> {
+async function convertOnce(deps: Pick<Deps, 'sql' | 'directSql' | 'config' | 'clock'>): Promise<number> {
   const embedded = !deps.config.databaseUrl
   const onStep = (table: string, step: string) => log.info('partitioning history', { table, step })
   const run = async () => {
-    const converted = await convertHistory(deps.sql, { concurrently: !embedded, onStep })
+    const converted = await convertHistory(deps.sql, { concurrently: !embedded, onStep, now: deps.clock.now() })
     if (converted.length > 0 && (await plainTables(deps)) === 0) log.info('history partitioned', { tables: converted.join(',') })
     return converted.length
   }
@@ -46,7 +46,7 @@ export const partitions: Worker = {
   pollMs: PARTITIONS_POLL_MS,
   runOnce: async (deps) => {
     if ((await plainTables(deps)) > 0) await convertOnce(deps)
-    await ensurePartitions(deps.sql)
+    await ensurePartitions(deps.sql, deps.clock.now())
     return 0
   },
 }

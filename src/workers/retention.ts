@@ -13,6 +13,8 @@
 
 import type { Deps } from '../deps'
 import type { Sql } from '../db/client'
+import { nowOf } from '../db/now'
+import type { Clock } from '../lib/clock'
 import type { Worker } from './worker'
 import { IDEMPOTENCY_KEY_TTL_HOURS } from '../http/idempotency'
 import { detachOldHistory, dropFinishedWebhookMonths } from '../db/partitions'
@@ -30,12 +32,12 @@ type Deleted = {
   deleted: number
 }
 
-async function expiredIdempotencyKeys(sql: Sql, batch: number): Promise<number> {
+async function expiredIdempotencyKeys(sql: Sql, clock: Clock, batch: number): Promise<number> {
   const rows = await sql`
     delete from idempotency_keys
     where (account_id, key) in (
       select account_id, key from idempotency_keys
-      where created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})
+      where created_at < ${nowOf(sql, clock)} - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})
       order by created_at
       limit ${batch}
       for update skip locked
@@ -44,36 +46,39 @@ async function expiredIdempotencyKeys(sql: Sql, batch: number): Promise<number> 
   return rows.length
 }
 
-async function expiredParkedReports(sql: Sql, batch: number): Promise<number> {
+async function expiredParkedReports(sql: Sql, clock: Clock, batch: number): Promise<number> {
   const rows = await sql`
     delete from parked_reports
-    where id in (select id from parked_reports where expires_at < now() order by expires_at limit ${batch} for update skip locked)
+    where id in (select id from parked_reports where expires_at < ${nowOf(sql, clock)} order by expires_at limit ${batch} for update skip locked)
     returning 1`
   return rows.length
 }
 
 // A recipient whose next slot passed a minute ago waits for nothing: its row says no more than its
 // absence would. (pace_take locks the row it reads, so a row being used is skipped.)
-async function pastRecipientPaces(sql: Sql, batch: number): Promise<number> {
+async function pastRecipientPaces(sql: Sql, clock: Clock, batch: number): Promise<number> {
+  const now = nowOf(sql, clock)
   const rows = await sql`
     delete from recipient_paces
     where (sender, phone) in (
-      select sender, phone from recipient_paces where next_at < now() - interval '1 minute'
+      select sender, phone from recipient_paces where next_at < ${now} - interval '1 minute'
       order by next_at limit ${batch} for update skip locked
-    ) and next_at < now() - interval '1 minute'
+    ) and next_at < ${now} - interval '1 minute'
     returning 1`
   return rows.length
 }
 
 /** One batch of each kind of row, and every month due to go; `deleted` > 0 tells the loop to run again at once. */
-export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config'>, options: { batch?: number; now?: Date } = {}): Promise<Deleted> {
+export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config' | 'clock'>, options: { batch?: number } = {}): Promise<Deleted> {
   const batch = options.batch ?? BATCH
+  // Months go by the clock's date too, never the calendar's (a test's clock decides which months are due).
+  const now = deps.clock.now()
   const { retentionWebhookDays: days, retentionHistoryMonths: months } = deps.config
-  const idempotencyKeys = await expiredIdempotencyKeys(deps.sql, batch)
-  const parkedReports = await expiredParkedReports(deps.sql, batch)
-  const recipientPaces = await pastRecipientPaces(deps.sql, batch)
-  const webhookMonths = days > 0 ? (await dropFinishedWebhookMonths(deps.sql, days, options.now)).length : 0
-  const historyMonths = months > 0 ? (await detachOldHistory(deps.sql, months, options.now)).length : 0
+  const idempotencyKeys = await expiredIdempotencyKeys(deps.sql, deps.clock, batch)
+  const parkedReports = await expiredParkedReports(deps.sql, deps.clock, batch)
+  const recipientPaces = await pastRecipientPaces(deps.sql, deps.clock, batch)
+  const webhookMonths = days > 0 ? (await dropFinishedWebhookMonths(deps.sql, days, now)).length : 0
+  const historyMonths = months > 0 ? (await detachOldHistory(deps.sql, months, now)).length : 0
   return {
     idempotencyKeys,
     parkedReports,

@@ -1,10 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
-import { until } from '../helpers/wait'
+import { TestClock } from '../../src/lib/clock'
+import { drain } from '../helpers/worker-steps'
 
+// A minute behind the real time: what still stamps the database's own now() (a hand-off's sent_at)
+// comes after any time this clock reaches. The simulator reports at once: its reports are due as soon
+// as the hand-off records them, whichever clock stamps them.
+const clock = new TestClock(Math.floor(Date.now() / 1000) * 1000 - 60_000)
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ workers: true, env: { SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' } })
+  t = await testApp({ clock, env: { SIM_DELIVERED_MS: '0', SIM_READ_MS: '0' } })
 })
 afterAll(() => t.close())
 
@@ -40,6 +45,12 @@ async function draft(a: { key: string; templateId: number; segmentId: number }, 
   return res.body.data.campaign.id as number
 }
 
+/** The runner's steps (sending what is sending), then the simulator's reports. */
+async function sendAll() {
+  await drain(t, clock, 'campaign-runner')
+  await drain(t, clock, 'simulator-reports')
+}
+
 const stats = async (key: string, id: number) => (await t.api('GET', `/campaigns/${id}`, key)).body.data
 
 describe('campaign engine', () => {
@@ -50,10 +61,8 @@ describe('campaign engine', () => {
     expect(run.status).toBe(200)
     expect(['sending', 'sent']).toContain(run.body.data.campaign.status)
 
-    const finished = await until(
-      () => stats(a.key, id),
-      (d) => d.campaign.status === 'sent' && d.stats.read === 500,
-    )
+    await sendAll()
+    const finished = await stats(a.key, id)
     expect(finished.campaign.status).toBe('sent')
     expect(finished.stats).toEqual({ total: 500, sent: 500, delivered: 500, read: 500, failed: 0, window_closed: 0, opted_out: 0 })
 
@@ -81,10 +90,8 @@ describe('campaign engine', () => {
     const a = await setup(1200, 500, 10)
     const id = await draft(a)
     await t.admin('POST', `/campaigns/${id}/run`)
-    const paused = await until(
-      () => stats(a.key, id),
-      (d) => d.campaign.status === 'paused',
-    )
+    await sendAll()
+    const paused = await stats(a.key, id)
     expect(paused.campaign.status).toBe('paused')
     expect(paused.campaign.pause_reason).toMatch(/insufficient balance/)
     expect(paused.stats.sent).toBe(120)
@@ -95,10 +102,8 @@ describe('campaign engine', () => {
     await t.admin('POST', `/accounts/${a.accountId}/topups`, { amount: 5000 })
     const resumed = await t.admin('POST', `/campaigns/${id}/resume`)
     expect(resumed.status).toBe(200)
-    const done = await until(
-      () => stats(a.key, id),
-      (d) => d.campaign.status === 'sent',
-    )
+    await sendAll()
+    const done = await stats(a.key, id)
     expect(done.stats.total).toBe(500)
     expect(done.stats.sent).toBe(500)
     const [counts] = await t.db
@@ -110,19 +115,22 @@ describe('campaign engine', () => {
 
   test('a scheduled campaign starts at its time, not before', async () => {
     const a = await setup(1000, 5, 10)
-    const at = new Date(Date.now() + 2500)
+    const at = new Date(clock.now().getTime() + 2500)
     const when = at.toISOString().slice(0, 19).replace('T', ' ')
     const id = await draft(a, { schedule_at: when })
     const run = await t.admin('POST', `/campaigns/${id}/run`)
     expect(run.body.data.campaign.status).toBe('scheduled')
-    await Bun.sleep(1000)
+    await clock.advance(1000)
+    await t.runWorker('campaign-scheduler')
+    await sendAll()
     const before = await stats(a.key, id)
     expect(before.campaign.status).toBe('scheduled')
     expect(before.stats.sent).toBe(0)
-    const started = await until(
-      () => stats(a.key, id),
-      (d) => d.campaign.status === 'sent',
-    )
+    await clock.advanceTo(Math.floor(at.getTime() / 1000) * 1000)
+    await t.runWorker('campaign-scheduler')
+    await sendAll()
+    const started = await stats(a.key, id)
+    expect(started.campaign.status).toBe('sent')
     expect(started.stats.sent).toBe(5)
     const [first] = await t.db.sql<{ sent_at: Date }[]>`select min(sent_at) as sent_at from messages where campaign_id = ${id}`
     // schedule_at has second precision
@@ -133,10 +141,8 @@ describe('campaign engine', () => {
     const a = await setup(0, 3, 10)
     const id = await draft(a)
     await t.admin('POST', `/campaigns/${id}/run`)
-    await until(
-      () => stats(a.key, id),
-      (d) => d.campaign.status === 'paused',
-    )
+    await sendAll()
+    expect((await stats(a.key, id)).campaign.status).toBe('paused')
     const cancelled = await t.admin('POST', `/campaigns/${id}/cancel`)
     expect(cancelled.body.data.campaign.status).toBe('cancelled')
     expect((await t.admin('POST', `/campaigns/${id}/cancel`)).status).toBe(409)

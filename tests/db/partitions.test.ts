@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, money, type TestApp } from '../helpers/app'
 import { testDatabase, usingPostgres, type TestDatabase } from '../helpers/db'
-import { until } from '../helpers/wait'
+import { drain, stepWith } from '../helpers/worker-steps'
 import { migrate } from '../../src/db/migrate'
 import { MIGRATIONS } from '../../src/db/migrations'
 import { ensurePartitions, HISTORY_TABLES, listPartitions, MONTHS_AHEAD, partitionState } from '../../src/db/partitions'
@@ -14,13 +14,22 @@ import { chargeSingles, type SingleCharge } from '../../src/modules/ledger/servi
 import { retrying } from '../../src/db/retry'
 import { deleteExpired } from '../../src/workers/retention'
 import type { Config } from '../../src/config'
+import { TestClock } from '../../src/lib/clock'
 
 const monthStart = (date: Date, add = 0) => new Date(Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + add, 1))
 const monthName = (table: string, date: Date) => `${table}_p${date.getUTCFullYear()}_${String(date.getUTCMonth() + 1).padStart(2, '0')}`
 
+/** The months before this one: a copy of `clock` set back `months` (calendar months) from its time. */
+const monthsAgo = (months: number) => {
+  const at = clock.now()
+  at.setUTCMonth(at.getUTCMonth() - months)
+  return new TestClock(at)
+}
+
+const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ workers: true, env: { SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' } })
+  t = await testApp({ clock, env: { SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' } })
 }, 60_000)
 afterAll(() => t.close(), 30_000)
 
@@ -33,7 +42,7 @@ describe('a fresh install', () => {
       select c.relname as name, p.partstrat as strategy from pg_partitioned_table p join pg_class c on c.oid = p.partrelid
       where c.relname = any(${[...HISTORY_TABLES]}::text[]) order by 1`
     expect([...partitioned]).toEqual([...HISTORY_TABLES].sort().map((name) => ({ name, strategy: 'r' })))
-    const now = new Date()
+    const now = clock.now()
     for (const table of HISTORY_TABLES) {
       const names = (await listPartitions(t.db.sql, table)).map((p) => p.name)
       // Everything before this month in <table>_legacy (empty on a fresh install), then one per month.
@@ -54,7 +63,7 @@ describe('a fresh install', () => {
     const [{ id }] = (await t.db.sql<
       { id: number }[]
     >`select id from messages where message_sid = ${sent.body.data.message_id}`) as unknown as [{ id: number }]
-    const month = monthStart(new Date())
+    const month = monthStart(clock.now())
     expect(await partitionOf('messages', id)).toBe(monthName('messages', month))
     const [charge] = await t.db.sql<{ id: number }[]>`select id from ledger where message_id = ${id} and kind = 'charge'`
     expect(await partitionOf('ledger', charge!.id)).toBe(monthName('ledger', month))
@@ -78,12 +87,11 @@ describe('rules across months', () => {
       media: [],
       sender: null,
     }
-    const [first] = await storeInbound(t.db.sql, 'twilio', [message as never], { timezone: 'UTC' })
+    // The first copy came three months ago: the repeat would land in this month's partition.
+    const [first] = await storeInbound(t.db.sql, 'twilio', [message as never], { timezone: 'UTC', clock: monthsAgo(3) })
     expect(first).toBeNumber()
-    // The first copy moved to three months ago: the repeat would land in this month's partition.
-    await t.db.sql`update inbound_messages set created_at = now() - interval '3 months' where id = ${first!}`
     expect(await partitionOf('inbound_messages', first!)).toBe('inbound_messages_legacy')
-    expect(await storeInbound(t.db.sql, 'twilio', [message as never], { timezone: 'UTC' })).toEqual([null])
+    expect(await storeInbound(t.db.sql, 'twilio', [message as never], { timezone: 'UTC', clock })).toEqual([null])
     const [n] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from inbound_messages where provider_message_id = ${message.id}`
     expect(n!.n).toBe(1)
   })
@@ -132,12 +140,16 @@ describe('rules across months', () => {
     const id = draft.body.data.campaign.id as number
     expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
     const status = async () => (await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign.status as string
-    await until(status, (s) => s === 'sent', 20_000, 'the campaign to finish')
-    // Its messages moved to an earlier month, and the campaign made to start over from its first contact.
-    await t.db.sql`update messages set created_at = now() - interval '2 months' where campaign_id = ${id}`
+    // Sent two months ago (the runner's step on a clock of then): its messages are in an earlier month.
+    await stepWith({ ...t.deps, clock: monthsAgo(2) }, 'campaign-runner')
+    expect(await status()).toBe('sent')
+    const [earlier] = await t.db.sql<{ n: number }[]>`
+      select count(*)::int as n from messages where campaign_id = ${id} and created_at < ${monthStart(clock.now())}`
+    expect(earlier!.n).toBe(5)
+    // The campaign made to start over from its first contact, now.
     await t.db.sql`update campaigns set status = 'sending', cursor_contact_id = 0, finished_at = null where id = ${id}`
-    t.deps.wake('campaign-runner')
-    await until(status, (s) => s === 'sent', 20_000, 'the campaign to finish again')
+    await drain(t, clock, 'campaign-runner')
+    expect(await status()).toBe('sent')
     const [n] = await t.db.sql<{ n: number; contacts: number }[]>`
       select count(*)::int as n, count(distinct contact_id)::int as contacts from messages where campaign_id = ${id}`
     expect(n).toEqual({ n: 5, contacts: 5 })
@@ -159,7 +171,7 @@ describe('retention by whole months', () => {
   afterAll(() => db.drop(), 30_000)
 
   const retention = (config: { retentionWebhookDays: number; retentionHistoryMonths: number }) =>
-    deleteExpired({ sql: db.sql, config: config as Config }, { now })
+    deleteExpired({ sql: db.sql, config: config as Config, clock: new TestClock(now) })
 
   test('a month of finished webhook events goes with its attempts; a month with a pending event stays until none is', async () => {
     const [account] = await db.sql<{ id: number }[]>`insert into accounts (name, balance) values ('a', 0) returning id`

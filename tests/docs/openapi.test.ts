@@ -10,10 +10,12 @@ import { startDelivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { reportStatus } from '../helpers/reports'
 import { ERROR_STATUS } from '../../src/http/errors'
+import { TestClock } from '../../src/lib/clock'
 
 type Json = Record<string, any>
 
 let t: TestApp
+const clock = new TestClock()
 let tls: TestTls
 let rx: Receiver
 let api: Json
@@ -23,7 +25,7 @@ const PUBLIC_BASE_URL = 'https://messaging.acme.test'
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, PUBLIC_BASE_URL: PUBLIC_BASE_URL } })
+  t = await testApp({ clock, env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, PUBLIC_BASE_URL: PUBLIC_BASE_URL } })
   const [a, b] = [await t.request('GET', '/docs/json'), await t.request('GET', '/docs/admin/json')]
   expect([a.status, b.status]).toEqual([200, 200])
   api = a.body
@@ -269,7 +271,7 @@ describe('the headers of the answers, and 405', () => {
     }
   })
 
-  test('the busy 503 of an operation with a JSON body names Retry-After (the service sends it: tests/http/server.test.ts)', () => {
+  test('the busy 503 of an operation with a JSON body names Retry-After (the service sends it: tests/http/server.outer.test.ts)', () => {
     for (const doc of [api, admin]) {
       for (const { path, method, op } of operations(doc)) {
         const busy = op.responses['503']
@@ -436,9 +438,17 @@ describe('the message.status webhook', () => {
     }
     await reportStatus(t, sids[0]!, 'delivered')
     await reportStatus(t, sids[1]!, 'failed', { errorCode: 63016, errorMessage: 'undeliverable' })
+    // The deliveries arrive over real HTTPS: awaited as that event, while the worker sleeps on the clock.
+    const arrived = new Promise<void>((resolve) => {
+      rx.handler = () => {
+        if (rx.requests.length >= 2) resolve()
+        return new Response('ok')
+      }
+    })
     const delivery = startDelivery(t)
     try {
-      const received = await rx.waitFor(2)
+      await clock.run(arrived)
+      const received = rx.requests
       expect(received.length).toBe(2)
       for (const request of received) {
         for (const header of headers) {

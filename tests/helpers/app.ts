@@ -8,6 +8,7 @@ import type { Deps } from '../../src/deps'
 import type { Loop } from '../../src/workers/loop'
 import type { Provider } from '../../src/providers/provider'
 import type { Clock } from '../../src/lib/clock'
+import type { Sql } from '../../src/db/client'
 import { testDatabase, type TestDatabase } from './db'
 import { type WorkerName } from '../../src/deps'
 import { TEST_TWILIO_AUTH_TOKEN } from './reports'
@@ -49,6 +50,8 @@ export async function testApp(
     databaseSettings?: Record<string, string>
     /** The clock the app runs on (a TestClock moves only when the test moves it); default: the system's. */
     clock?: Clock
+    /** Wraps the database client the app runs on (tests/helpers/in-flight.ts counts its statements). */
+    wrapSql?: (sql: Sql) => Sql
   } = {},
 ): Promise<TestApp> {
   const db = await testDatabase({ settings: options.databaseSettings })
@@ -65,7 +68,8 @@ export async function testApp(
     PROVIDER_RECIPIENT_GAP_MS: '0',
     ...options.env,
   })
-  const built = buildDeps(config, db, { provider: options.provider, clock: options.clock })
+  const appDb = options.wrapSql ? { ...db, sql: options.wrapSql(db.sql) } : db
+  const built = buildDeps(config, appDb, { provider: options.provider, clock: options.clock })
   const deps = built.deps
   if (options.workers) startWorkers(deps, built.loops)
   const app = createApp(deps)

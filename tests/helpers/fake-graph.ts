@@ -63,6 +63,8 @@ export type FakeGraph = {
   /** The META_API_BASE to give the service: `${url}/v21.0`. */
   apiBase: string
   requests: FakeRequest[]
+  /** The fake's time for its limits and records (ms): performance.now(), or a test clock's monotonic(); reset restores it. */
+  now: () => number
   limits: FakeLimits
   /** Send Retry-After with throttling answers (default true). */
   retryAfter: boolean
@@ -235,6 +237,7 @@ export function fakeGraph(): FakeGraph {
     url: '',
     apiBase: '',
     requests: [],
+    now: () => performance.now(),
     limits: new FakeLimits(),
     retryAfter: true,
     throttleStatus: 400,
@@ -297,6 +300,7 @@ export function fakeGraph(): FakeGraph {
     },
     reset() {
       fake.requests = []
+      fake.now = () => performance.now()
       fake.limits.reset()
       fake.retryAfter = true
       fake.throttleStatus = 400
@@ -394,7 +398,7 @@ export function fakeGraph(): FakeGraph {
         '(#131047) Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number',
       )
     }
-    const breach = fake.limits.admit(String(sent?.to ?? ''), performance.now(), record.sender ?? '')
+    const breach = fake.limits.admit(String(sent?.to ?? ''), fake.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       return graphError(fake.throttleStatus, 130429, '(#130429) Rate limit hit', retryAfter(breach.waitMs, fake.retryAfter))
     }
@@ -456,7 +460,7 @@ export function fakeGraph(): FakeGraph {
         // not JSON: recorded as it came
       }
       const record: FakeRequest = {
-        at: performance.now(),
+        at: fake.now(),
         method: request.method,
         path: new URL(request.url).pathname,
         query: new URL(request.url).search.slice(1),

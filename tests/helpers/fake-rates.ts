@@ -4,7 +4,7 @@
 // count of how many times each message was accepted (a message is named by its text).
 
 export type FakeRequest = {
-  /** performance.now() when it arrived. */
+  /** When it arrived: performance.now(), or the time the test gave the fake (a test clock's). */
   at: number
   method: string
   path: string

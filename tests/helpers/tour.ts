@@ -1,7 +1,7 @@
 // A tour of every dashboard page: a running service (embedded database, or PostgreSQL with
 // DATABASE_URL) seeded through the admin API and the public API with a shop's realistic data, an
 // operator and a member signed in, each in a browser of their own, plus a browser signed in as
-// nobody, and the list of pages to visit. The accessibility test (tests/dashboard/look.test.ts) and
+// nobody, and the list of pages to visit. The accessibility test (tests/dashboard/look.outer.test.ts) and
 // the README's screenshots (tests/dashboard/screenshots.ts) both walk it.
 
 import type { Page } from 'playwright-core'

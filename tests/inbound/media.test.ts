@@ -14,6 +14,8 @@ import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_
 import { buildDeps } from '../../src/server'
 import { inboundMedia } from '../../src/workers/inbound-media'
 import { startLoop } from '../../src/workers/loop'
+import { TestClock } from '../../src/lib/clock'
+import { nowOf } from '../../src/db/now'
 import { dashboardMediaPath } from '../../src/modules/inbound/media-view'
 import { dashboardUser, webClient } from '../helpers/web'
 import { metaMessagesBody, metaWebhookHeaders } from '../helpers/meta-webhook'
@@ -25,12 +27,13 @@ registerFakes(twilio, graph)
 const MAX = 64 * 1024
 const INBOUND_URL = 'https://api.example.com/provider/twilio/inbound'
 
+const clock = new TestClock()
 let t: TestApp
 let ids: Awaited<ReturnType<typeof fourSenders>>
 let acc: { accountId: number; key: string }
 let other: { accountId: number; key: string }
 beforeAll(async () => {
-  t = await testApp({ env: sendersEnv(twilio, graph, { MEDIA_MAX_BYTES: String(MAX) }) })
+  t = await testApp({ clock, env: sendersEnv(twilio, graph, { MEDIA_MAX_BYTES: String(MAX) }) })
   ids = await fourSenders(t, { recipient_gap_ms: 0 })
   acc = await t.account(1000)
   other = await t.account(1000)
@@ -260,11 +263,14 @@ describe('Meta', () => {
     })
     // Backed off in SQL: not due yet; 30 s after the first failure, 2 min after the second.
     const [due] = await t.db.sql<{ seconds: number }[]>`
-      select extract(epoch from run_at - now())::int as seconds from inbound_media where inbound_message_id = ${flaky.id}`
+      select extract(epoch from run_at - ${nowOf(t.db.sql, clock)})::int as seconds from inbound_media where inbound_message_id = ${flaky.id}`
     expect(due!.seconds).toBeGreaterThan(20)
     expect(due!.seconds).toBeLessThanOrEqual(30)
-    for (const attempts of [2, 3]) {
-      await t.db.sql`update inbound_media set run_at = now() where inbound_message_id = ${flaky.id}`
+    for (const [attempts, backoff] of [
+      [2, 30_000],
+      [3, 120_000],
+    ] as const) {
+      await clock.advance(backoff)
       await drain()
       expect((await stored(flaky.id))[0]!.attempts).toBe(attempts)
     }
@@ -404,7 +410,7 @@ describe('Twilio refusals', () => {
 
 describe('several instances', () => {
   test('two instances working at once fetch each medium exactly once', async () => {
-    const second = buildDeps(t.deps.config, t.db).deps
+    const second = buildDeps(t.deps.config, t.db, { clock }).deps
     const media = Array.from({ length: 10 }, (_, i) =>
       graph.medium({ id: `media-race-${i}`, token: META_A.credentials.access_token, bytes: PNG, type: 'image/png' }),
     )
@@ -451,11 +457,13 @@ describe('the dashboard and the wake-up', () => {
     const loop = startLoop('inbound-media', () => t.runWorker('inbound-media'), { pollMs: 60_000, clock: t.deps.clock })
     t.loops.set('inbound-media', loop)
     try {
-      await Bun.sleep(100) // its first step found nothing: it now sleeps for a minute unless woken
+      await clock.nextSleep() // its first step found nothing: it now sleeps for a minute unless woken
+      // Its next sleep comes once the woken step and the one after it (finding nothing) are done; the
+      // clock stands still, so the minute's poll never comes: only the wake-up can run the step.
+      const idle = clock.nextSleep(true)
       graph.medium({ id: 'media-woken', token: META_A.credentials.access_token, bytes: JPEG, type: 'image/jpeg' })
       const { id } = await metaMedia('image', { id: 'media-woken', mime_type: 'image/jpeg' })
-      const until = Date.now() + 5_000
-      while (Date.now() < until && (await stored(id))[0]!.status === 'pending') await Bun.sleep(25)
+      await idle
       expect((await stored(id))[0]!.status).toBe('kept')
     } finally {
       t.loops.delete('inbound-media')

@@ -3,16 +3,25 @@ import { Batcher } from '../../src/lib/batch'
 
 test('items that arrive while a write runs go together into the next one', async () => {
   const writes: number[][] = []
+  // The first write runs until the test lets it end: the next items surely arrive while it runs.
+  let running!: () => void
+  const firstRunning = new Promise<void>((resolve) => (running = resolve))
+  let end!: () => void
+  const firstEnds = new Promise<void>((resolve) => (end = resolve))
   const batcher = new Batcher<number, number>(async (items) => {
     writes.push(items)
-    await Bun.sleep(20)
+    if (writes.length === 1) {
+      running()
+      await firstEnds
+    }
     return items.map((i) => i * 10)
   })
   const first = batcher.add(1)
-  await Bun.sleep(5) // the first write is running
-  const rest = await Promise.all([2, 3, 4].map((i) => batcher.add(i)))
+  await firstRunning
+  const rest = Promise.all([2, 3, 4].map((i) => batcher.add(i)))
+  end()
   expect(await first).toBe(10)
-  expect(rest).toEqual([20, 30, 40])
+  expect(await rest).toEqual([20, 30, 40])
   expect(writes).toEqual([[1], [2, 3, 4]])
 })
 

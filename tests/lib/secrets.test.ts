@@ -1,15 +1,10 @@
-// Secrets at rest: the sealing library (checked against node:crypto's own AES-GCM), its two variables, and
-// the key a service without SECRETS_KEY generates once into DATA_DIR/secrets-key and finds again.
+// Secrets at rest: the sealing library (checked against node:crypto's own AES-GCM) and its two variables.
+// The key a service without SECRETS_KEY generates into DATA_DIR/secrets-key: secrets-key.outer.test.ts.
 
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { createDecipheriv, createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { ConfigError, readConfig } from '../../src/config'
 import { createSecretBox, encodeKey, generateKey } from '../../src/lib/secrets'
-import { startChild, type Child } from '../helpers/child'
-import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { testApp } from '../helpers/app'
 
 const CONTEXT = 'sender:12:auth_token'
@@ -215,77 +210,3 @@ test('test apps get a box without any configuration, one key for every app of th
     await Promise.all([one.close(), two.close()])
   }
 }, 120_000)
-
-describe('the service’s key', () => {
-  const temps: string[] = []
-  const children: Child[] = []
-  let databaseUrl: string | undefined
-  let dropDatabase = async () => {}
-
-  /** A new DATA_DIR, its database migrated already: the tests are about the key file, not a first start. */
-  const dataDir = async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'messaging-secrets-'))
-    temps.push(dir)
-    await premigrate(dir)
-    return dir
-  }
-
-  /** The service as a child process; SECRETS_KEY unset unless given (whatever this test's own environment holds). */
-  async function start(env: Record<string, string>): Promise<Child> {
-    const child = await startChild(
-      { SECRETS_KEY: '', SECRETS_KEY_PREVIOUS: '', LOG_LEVEL: 'debug', ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}), ...env },
-      { readyMs: 90_000 },
-    )
-    children.push(child)
-    return child
-  }
-
-  beforeAll(async () => {
-    if (usingPostgres()) {
-      const database = await createMigratedPostgresDatabase()
-      databaseUrl = database.url
-      dropDatabase = database.drop
-    }
-  }, 30_000)
-
-  afterAll(async () => {
-    await Promise.all(children.map((child) => (child.proc.exitCode === null ? child.kill9() : undefined)))
-    await dropDatabase()
-    for (const dir of temps) rmSync(dir, { recursive: true, force: true })
-  }, 30_000)
-
-  test('without SECRETS_KEY: generated once into DATA_DIR/secrets-key (0600), found again on the next start, never logged', async () => {
-    const dir = await dataDir()
-    const file = join(dir, 'secrets-key')
-    const first = await start({ DATA_DIR: dir })
-    expect(statSync(file).mode & 0o777).toBe(0o600)
-    const content = readFileSync(file, 'utf8')
-    expect(content).toMatch(/^[A-Za-z0-9+/]{43}=\n$/)
-    expect(await first.stop()).toBe(0)
-
-    const second = await start({ DATA_DIR: dir })
-    expect(await second.stop()).toBe(0)
-    expect(readFileSync(file, 'utf8')).toBe(content)
-    expect(statSync(file).mode & 0o777).toBe(0o600)
-    const key = Buffer.from(content.trim(), 'base64')
-    for (const output of [first.output(), second.output()]) {
-      for (const secret of spellings(key)) expect(output).not.toContain(secret)
-    }
-
-    // A file that no longer holds a key stops the start, is left as it was, and is named, not shown.
-    writeFileSync(file, 'Zm9vYmFyYmF6-damaged\n')
-    const refused = await rejection(() => start({ DATA_DIR: dir }))
-    expect(refused).toContain(`cannot start: ${file} does not hold a 32-byte base64 key`)
-    expect(refused).not.toContain('Zm9vYmFyYmF6')
-    expect(readFileSync(file, 'utf8')).toBe('Zm9vYmFyYmF6-damaged\n')
-  }, 240_000)
-
-  test('with SECRETS_KEY: no key file is written, and the key is never logged', async () => {
-    const dir = await dataDir()
-    const key = generateKey()
-    const child = await start({ DATA_DIR: dir, SECRETS_KEY: encodeKey(key), SECRETS_KEY_PREVIOUS: encodeKey(generateKey()) })
-    expect(await child.stop()).toBe(0)
-    expect(existsSync(join(dir, 'secrets-key'))).toBe(false)
-    for (const secret of spellings(key)) expect(child.output()).not.toContain(secret)
-  }, 120_000)
-})

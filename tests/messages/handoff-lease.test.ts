@@ -1,12 +1,14 @@
 // Only the holder of a message's hand-off lease hands it over. A bulk that outlives its lease (here:
-// the lease is moved into the past mid-bulk, as if the provider had been slow for minutes) loses the
-// messages recovery takes over; each message still reaches the provider exactly once, is charged once,
-// and nothing the API refunded is ever delivered for free.
+// its holder stops renewing mid-bulk while the provider hangs, and the test clock passes the lease's
+// expiry, as if the provider had been slow for minutes) loses the messages recovery takes over; each
+// message still reaches the provider exactly once, is charged once, and nothing the API refunded is
+// ever delivered for free.
 
 import { afterEach, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
-import { until } from '../helpers/wait'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../src/providers/provider'
+import { TestClock } from '../../src/lib/clock'
+import { inFlight } from '../helpers/in-flight'
 
 let t: TestApp | undefined
 afterEach(async () => {
@@ -14,50 +16,81 @@ afterEach(async () => {
   t = undefined
 })
 
-/** A slow provider that counts every hand-off per message and can refuse each first attempt. */
-function slowProvider(options: { answerMs: number; refuseFirst?: boolean }) {
+/**
+ * A slow provider on the test clock that counts every hand-off per message and can refuse each first
+ * attempt. `hang()`: from the `n`th attempt on, answers wait for `release()` too (hung, not slow).
+ */
+function slowProvider(clock: TestClock, options: { answerMs: number; refuseFirst?: boolean }) {
   const attempts = new Map<number, number>()
   const accepted = new Map<number, number>()
   let inFlight = 0
+  let hangFrom = Infinity
+  const hung = Promise.withResolvers<void>()
+  const reached = Promise.withResolvers<void>()
   const provider: Provider = {
     name: 'twilio',
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       const n = (attempts.get(message.id) ?? 0) + 1
       attempts.set(message.id, n)
       inFlight++
-      await Bun.sleep(options.answerMs)
+      if (attempts.size >= hangFrom) {
+        reached.resolve()
+        await hung.promise
+      }
+      await clock.sleep(options.answerMs)
       inFlight--
       if (options.refuseFirst && n === 1) return { ok: false, errorCode: 30001, errorMessage: 'queue overflow' }
       accepted.set(message.id, (accepted.get(message.id) ?? 0) + 1)
       return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
     },
   }
-  return { provider, attempts, accepted, inFlight: () => inFlight }
+  return {
+    provider,
+    attempts,
+    accepted,
+    inFlight: () => inFlight,
+    /** Hangs every answer from the `n`th message's attempt on; resolves once that attempt is made. */
+    hang(n: number) {
+      hangFrom = n
+      return reached.promise
+    },
+    release: () => hung.resolve(),
+  }
 }
 
 const bulkOf = (n: number) => ({
   messages: Array.from({ length: n }, (_, i) => ({ to: `0812300${String(i).padStart(5, '0')}`, body: `lease ${i}` })),
 })
 
-async function expireLeasesAndRecover(app: TestApp) {
-  await app.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
-  app.deps.wake('handoff-recovery')
+/**
+ * A pool of 4; the provider hangs for longer than a lease, so neither its time-out nor the bulk's wait
+ * for its outcomes may end first (their defaults on a clock that passes a lease in one move would).
+ */
+const HUNG_BULK_ENV = { HANDOFF_CONCURRENCY: '4', PROVIDER_TIMEOUT_MS: '60000', BULK_WAIT_MS: '60000' }
+
+/**
+ * The holder stops renewing (cut off, as far as its leases go) and time passes its leases' expiry by a
+ * further lease's length: recovery takes over every message still queued (its step, started).
+ */
+async function expireLeasesAndRecover(app: TestApp, clock: TestClock): Promise<{ recovering: Promise<number> }> {
+  app.deps.handoff.stop()
+  await clock.advance(2 * app.config.handoffLeaseSeconds * 1000 + 1_000)
+  return { recovering: app.runWorker('handoff-recovery') }
 }
 
 test('a bulk that outlives its lease: every message handed over once, charged once', async () => {
-  const fake = slowProvider({ answerMs: 150 })
-  t = await testApp({ provider: fake.provider, workers: true, env: { HANDOFF_CONCURRENCY: '4', PROVIDER_TIMEOUT_MS: '2000' } })
+  const clock = new TestClock()
+  const fake = slowProvider(clock, { answerMs: 150 })
+  // Time stands still while a statement runs: waiters polling for outcomes do not outrun the work.
+  const flight = inFlight()
+  t = await testApp({ provider: fake.provider, clock, env: HUNG_BULK_ENV, wrapSql: flight.sql })
   const { accountId, key } = await t.account(1000)
 
   const answer = t.api('POST', '/messages/bulk', key, bulkOf(40))
-  await until(
-    () => fake.attempts.size,
-    (n) => n >= 8,
-    10_000,
-    'the bulk under way',
-  )
-  await expireLeasesAndRecover(t)
-  const { status, body } = await answer
+  await clock.run(fake.hang(8)) // the bulk under way, then its provider hangs
+  const { recovering } = await expireLeasesAndRecover(t, clock)
+  fake.release()
+  const [{ status, body }] = await clock.run(Promise.all([answer, recovering]), undefined, flight.idle)
   expect(status).toBe(200)
   expect(body.data.sent).toBe(40)
 
@@ -79,23 +112,23 @@ test('a bulk that outlives its lease: every message handed over once, charged on
 }, 60_000)
 
 test('a provider that refuses first attempts and accepts repeats: nothing refunded is delivered', async () => {
-  const fake = slowProvider({ answerMs: 100, refuseFirst: true })
-  t = await testApp({ provider: fake.provider, workers: true, env: { HANDOFF_CONCURRENCY: '4', PROVIDER_TIMEOUT_MS: '2000' } })
+  const clock = new TestClock()
+  const fake = slowProvider(clock, { answerMs: 100, refuseFirst: true })
+  // Time stands still while a statement runs: waiters polling for outcomes do not outrun the work.
+  const flight = inFlight()
+  t = await testApp({ provider: fake.provider, clock, env: HUNG_BULK_ENV, wrapSql: flight.sql })
   const { accountId, key } = await t.account(1000)
 
   const answer = t.api('POST', '/messages/bulk', key, bulkOf(30))
-  await until(
-    () => fake.attempts.size,
-    (n) => n >= 8,
-    10_000,
-    'the bulk under way',
-  )
-  await expireLeasesAndRecover(t)
-  const { status, body } = await answer
+  await clock.run(fake.hang(8)) // the bulk under way, then its provider hangs
+  const { recovering } = await expireLeasesAndRecover(t, clock)
+  fake.release()
+  const [{ status, body }] = await clock.run(Promise.all([answer, recovering]), undefined, flight.idle)
   expect(status).toBe(200)
   expect(body.data.failed).toBe(30)
   // Recovery must not find anything to hand over: every refusal was recorded and refunded.
-  await Bun.sleep(300)
+  await clock.advance(2 * t.config.handoffLeaseSeconds * 1000 + 1_000)
+  expect(await t.runWorker('handoff-recovery')).toBe(0)
   expect(fake.accepted.size).toBe(0)
   expect([...fake.attempts.values()].every((n) => n === 1)).toBe(true)
   const [row] = await t.db.sql<{ refunds: number }[]>`
@@ -142,17 +175,19 @@ test('a group-commit write that fails (a deadlock) charges each request once', a
 function heldFirstAttempt(first: HandoffResult, then: HandoffResult) {
   const attempts = new Map<number, number>()
   const gate = Promise.withResolvers<void>()
+  const attempted = Promise.withResolvers<void>()
   const provider: Provider = {
     name: 'twilio',
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       const n = (attempts.get(message.id) ?? 0) + 1
       attempts.set(message.id, n)
       if (n > 1) return then
+      attempted.resolve()
       await gate.promise
       return first
     },
   }
-  return { provider, attempts, release: () => gate.resolve() }
+  return { provider, attempts, attempted: attempted.promise, release: () => gate.resolve() }
 }
 
 const accepted = (): HandoffResult => ({ ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` })
@@ -160,17 +195,15 @@ const refused: HandoffResult = { ok: false, errorCode: 21610, errorMessage: 'ref
 
 /** The first attempt under way, then its lease expired and recovery's attempt recorded: the late outcome still to come. */
 async function takenOverMidAttempt(fake: ReturnType<typeof heldFirstAttempt>) {
-  t = await testApp({ provider: fake.provider, env: { PROVIDER_TIMEOUT_MS: '5000' } })
+  const clock = new TestClock()
+  // The first attempt answers after the takeover, a lease and more later: within the provider's time-out.
+  t = await testApp({ provider: fake.provider, clock, env: { PROVIDER_TIMEOUT_MS: '60000' } })
   const { accountId, key } = await t.account(100)
   const answer = t.api('POST', '/messages/send', key, { to: '081234567890', body: 'two holders' })
-  await until(
-    () => fake.attempts.size,
-    (n) => n === 1,
-    10_000,
-    'the first attempt',
-  )
-  await t.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued'`
-  expect(await t.runWorker('handoff-recovery')).toBe(1) // taken over, handed over again, its outcome recorded
+  await fake.attempted // the first attempt
+  // Its holder's request outlives the lease (its holder cut off from renewing it): taken over, handed
+  // over again, its outcome recorded.
+  expect(await (await expireLeasesAndRecover(t, clock)).recovering).toBe(1)
   const [message] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${accountId}`
   expect(fake.attempts.get(message!.id)).toBe(2)
   return { accountId, id: message!.id, answer }
@@ -214,25 +247,30 @@ test('a late acceptance from the holder that lost the lease: the message recover
 test('slow answers and a long pool queue outlive the lease under a live holder: its heartbeat keeps each message its own', async () => {
   // Leases of 2 s; each answer takes 2.5 s and the pool takes one at a time, so the last of three
   // waits 5 s for its turn. Recovery looks every 300 ms: it must find nothing to take over.
-  const fake = slowProvider({ answerMs: 2_500 })
+  const clock = new TestClock()
+  const fake = slowProvider(clock, { answerMs: 2_500 })
   t = await testApp({
     provider: fake.provider,
-    workers: true,
+    clock,
     env: { HANDOFF_LEASE_SECONDS: '2', HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '5000' },
   })
   const { accountId, key } = await t.account(100)
   const app = t
-  const looking = setInterval(() => app.deps.wake('handoff-recovery'), 300)
+  const looked: Promise<number>[] = []
+  const looking = clock.setInterval(() => looked.push(app.runWorker('handoff-recovery')), 300)
   try {
-    const [single, bulk] = await Promise.all([
-      t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
-      t.api('POST', '/messages/bulk', key, bulkOf(3)),
-    ])
+    const [single, bulk] = await clock.run(
+      Promise.all([
+        t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
+        t.api('POST', '/messages/bulk', key, bulkOf(3)),
+      ]),
+    )
     expect(single.status).toBe(200)
     expect(bulk.body.data).toMatchObject({ total: 3, sent: 3, failed: 0 })
   } finally {
-    clearInterval(looking)
+    clock.clearInterval(looking)
   }
+  await clock.run(Promise.all(looked))
   expect([...fake.attempts.values()]).toEqual([1, 1, 1, 1])
   const [row] = await t.db.sql<{ recovered: number }[]>`
     select count(*) filter (where handoff_recoveries > 0)::int as recovered from messages where account_id = ${accountId}`

@@ -4,9 +4,9 @@
 
 import { afterAll, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
-import { until } from '../helpers/wait'
 import { MAX_RECOVERIES } from '../../src/workers/handoff-recovery'
 import type { Provider } from '../../src/providers/provider'
+import { TestClock } from '../../src/lib/clock'
 
 let t: TestApp
 afterAll(() => t?.close())
@@ -20,7 +20,8 @@ test('an outcome that cannot be recorded: retried, recovered a few times, then q
       return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
     },
   }
-  t = await testApp({ provider, workers: true, env: { PROVIDER_TIMEOUT_MS: '500' } })
+  const clock = new TestClock()
+  t = await testApp({ provider, clock, env: { PROVIDER_TIMEOUT_MS: '500' } })
   const { accountId, key } = await t.account(100)
   await t.db.sql.unsafe(`
     create function refuse_poison() returns trigger language plpgsql as $$
@@ -31,27 +32,27 @@ test('an outcome that cannot be recorded: retried, recovered a few times, then q
     create trigger refuse_poison before update on messages for each row execute function refuse_poison();`)
 
   // The provider accepted it: the client is told so (after 12 s), though the outcome could not be recorded.
-  const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'poison' })
+  const answer = await clock.run(t.api('POST', '/messages/send', key, { to: '081234567890', body: 'poison' }))
   expect(answer.status).toBe(200)
   expect(attempts).toHaveLength(1)
 
-  // Time passes: each expired lease is taken over by recovery, until the message is quarantined.
-  await until(
-    async () => {
-      await t.db.sql`update messages set handoff_until = now() - interval '1 hour' where status = 'queued' and handoff_until is not null`
-      t.deps.wake('handoff-recovery')
-      await Bun.sleep(100)
-      const [row] = await t.db.sql<
-        { quarantined: boolean }[]
-      >`select quarantined_at is not null as quarantined from messages where body = 'poison'`
-      return row!.quarantined
-    },
-    (quarantined) => quarantined,
-    90_000,
-    'quarantine',
-  )
+  // Its holders stop renewing their leases (as holders that died do), and time passes: each expired
+  // lease is taken over by recovery (a step of it once the lease has been expired for a further lease's
+  // length), until the message is quarantined.
+  t.deps.handoff.stop()
+  const app = t
+  const expiredLease = () => clock.advance(2 * app.config.handoffLeaseSeconds * 1000 + 1_000)
+  const quarantined = async () =>
+    (await app.db.sql<{ quarantined: boolean }[]>`select quarantined_at is not null as quarantined from messages where body = 'poison'`)[0]!
+      .quarantined
+  for (let step = 0; step <= MAX_RECOVERIES && !(await quarantined()); step++) {
+    await expiredLease()
+    await clock.run(t.runWorker('handoff-recovery'))
+  }
+  expect(await quarantined()).toBe(true)
   expect(attempts).toHaveLength(1 + MAX_RECOVERIES)
-  await Bun.sleep(300)
+  await expiredLease()
+  await clock.run(t.runWorker('handoff-recovery'))
   expect(attempts).toHaveLength(1 + MAX_RECOVERIES) // and never again
 
   const listed = await t.admin('GET', '/quarantine')
@@ -71,4 +72,4 @@ test('an outcome that cannot be recorded: retried, recovered a few times, then q
   expect((await t.admin('POST', `/quarantine/${id}/settle`, { outcome: 'refund' })).status).toBe(404) // settled once
   expect((await t.admin('GET', '/quarantine')).body.data.total).toBe(0)
   expect(await money(t, accountId)).toEqual({ balance: 100, ledgerSum: 100 })
-}, 120_000) // each of its 1 + MAX_RECOVERIES hand-offs waits 12 s for a record that never comes (RECORD_ANSWER_MS)
+}, 120_000)

@@ -38,14 +38,14 @@ const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const TENANTS = 'tests/senders/tenants.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
-const WINDOW = 'src/modules/inbound/enforce.ts'
+const WINDOW = 'src/modules/messages/window.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
 const OPT_OUTS = 'tests/optouts/optouts.test.ts'
 const RICH = 'src/modules/messages/rich.ts'
 const OPT_OUT_SERVICE = 'src/modules/optouts/service.ts'
-const OPT_OUT_RACES = 'tests/optouts/races.test.ts'
+const OPT_OUT_RACES = 'tests/optouts/races.outer.test.ts'
 const SENDER_SERVICE = 'src/modules/senders/service.ts'
 
 // The opt-out's lock of its account's row (setOptOut), taken away.
@@ -82,7 +82,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'refund-queued-lost-commit',
     breaks: 'a refund twice: the refund written again after its COMMIT answer was lost',
     edits: refundQueued,
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'refund',
     database: 'postgres',
   },
@@ -139,7 +139,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: 'update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})\n      from unnest(${ids}::bigint[]',
+        find: 'update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})\n      from unnest(${ids}::bigint[]',
         replace: 'update messages m set handoff_until = m.handoff_until\n      from unnest(${ids}::bigint[]',
       },
     ],
@@ -149,14 +149,14 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'pace-slot-wait',
     breaks: "the provider's rate passed: hand-offs go as fast as the pool allows, and the provider throttles them",
-    edits: [{ file: HANDOFF, find: 'if (waitMs > 0) await Bun.sleep(waitMs)', replace: '' }],
+    edits: [{ file: HANDOFF, find: 'if (waitMs > 0) await clock.sleep(waitMs)', replace: '' }],
     tests: ['tests/messages/pace.test.ts'],
     filter: 'a bulk at the pace|share one pace',
   },
   {
     name: 'throttle-retried',
     breaks: 'a throttled message refunded as failed: a throttling answer ends the hand-off instead of waiting for Retry-After',
-    edits: [{ file: HANDOFF, find: 'if (Date.now() + retryAfterMs < message.validUntilMs) {', replace: 'if (false) {' }],
+    edits: [{ file: HANDOFF, find: 'if (clock.now().getTime() + retryAfterMs < message.validUntilMs) {', replace: 'if (false) {' }],
     tests: ['tests/messages/pace.test.ts'],
     filter: 'throttling answers',
   },
@@ -206,11 +206,11 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: RECOVERY,
-        find: "where status = 'queued' and handoff_until < now() - make_interval(",
-        replace: "where false and status = 'queued' and handoff_until < now() - make_interval(",
+        find: "where status = 'queued' and handoff_until < ${now} - make_interval(",
+        replace: "where false and status = 'queued' and handoff_until < ${now} - make_interval(",
       },
     ],
-    tests: ['tests/messages/bulk-crash.test.ts'],
+    tests: ['tests/messages/bulk-crash.outer.test.ts'],
   },
   {
     name: 'handoff-answer-before-record',
@@ -219,19 +219,21 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: HANDOFF,
-        find: "setTimeout(() => resolve('late'), RECORD_ANSWER_MS)",
-        replace: "setTimeout(() => resolve('late'), 2_000)",
+        find: "clock.setTimeout(() => resolve('late'), RECORD_ANSWER_MS)",
+        replace: "clock.setTimeout(() => resolve('late'), 2_000)",
       },
     ],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'acceptance and its record',
     database: 'postgres',
   },
   {
     name: 'recovery-after-outage',
     breaks: 'a message handed over twice: after a database outage, recovery takes over a lease its live holder could not renew',
-    edits: [{ file: RECOVERY, find: 'if (Date.now() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' }],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    edits: [
+      { file: RECOVERY, find: 'if (deps.clock.now().getTime() - lastError < afterOutageMs(deps)) return 0', replace: 'void lastError' },
+    ],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'two leases',
     database: 'postgres',
   },
@@ -241,11 +243,11 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: RECOVERY,
-        find: 'if (Date.now() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, Date.now())',
+        find: 'if (deps.clock.monotonic() - probing > SLOW_PROBE_MS) lastOutageAt.set(deps.sql, deps.clock.now().getTime())',
         replace: 'void probing',
       },
     ],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'two leases',
     database: 'postgres',
   },
@@ -270,7 +272,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'single-charge-lookup',
     breaks: 'a single send charged twice (or failing) when its charge runs again with its request token',
     edits: [{ file: LEDGER, find: 'where m.request_token = any(', replace: 'where false and m.request_token = any(' }],
-    tests: ['tests/messages/lost-commit.test.ts'],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
     filter: 'group-commit charge',
     database: 'postgres',
   },
@@ -278,7 +280,7 @@ export const MUTATIONS: Mutation[] = [
     name: 'bulk-charge-lookup',
     breaks: 'a bulk charged twice (or failing) when its charge runs again with its request token',
     edits: [{ file: LEDGER, find: 'where m.request_token = ${requestToken}', replace: 'where false' }],
-    tests: ['tests/messages/bulk-crash.test.ts'],
+    tests: ['tests/messages/bulk-crash.outer.test.ts'],
   },
   {
     name: 'idempotency-replay',
@@ -311,7 +313,7 @@ export const MUTATIONS: Mutation[] = [
         replace: "      return void new ApiError(\n        'SERVICE_UNAVAILABLE',",
       },
     ],
-    tests: ['tests/messages/idempotency-store.test.ts'],
+    tests: ['tests/messages/idempotency-store.outer.test.ts'],
     filter: 'cannot be stored',
     database: 'postgres',
   },
@@ -320,7 +322,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       'two answers to one Idempotency-Key: a run whose store finds the key done (recovered meanwhile by a repeat) gives its own answer',
     edits: [{ file: IDEMPOTENCY, find: '    if (stored.length > 0) return\n', replace: '    return\n' }],
-    tests: ['tests/messages/idempotency-store.test.ts'],
+    tests: ['tests/messages/idempotency-store.outer.test.ts'],
     filter: 'waits to store its answer',
     database: 'postgres',
   },
@@ -521,7 +523,7 @@ export const MUTATIONS: Mutation[] = [
         replace: '',
       },
     ],
-    tests: ['tests/db/lock.test.ts'],
+    tests: ['tests/db/lock.outer.test.ts'],
     filter: 'second process refuses',
     database: 'embedded',
   },
@@ -603,7 +605,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'export const MAX_CALLBACK_BODY_BYTES = MAX_BODY_BYTES',
       },
     ],
-    tests: ['tests/http/callback-bodies.test.ts'],
+    tests: ['tests/http/callback-bodies.outer.test.ts'],
     filter: '35 MB',
   },
   {
@@ -864,7 +866,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/inbound/media.ts',
-        find: "where status = 'pending' and run_at <= now() and attempts < ${MEDIA_MAX_ATTEMPTS}",
+        find: "where status = 'pending' and run_at <= ${now} and attempts < ${MEDIA_MAX_ATTEMPTS}",
         replace: "where status = 'pending' and attempts < ${MEDIA_MAX_ATTEMPTS}",
       },
     ],
@@ -908,7 +910,7 @@ export const MUTATIONS: Mutation[] = [
         replace: '        if (row === undefined) return primary',
       },
     ],
-    tests: ['tests/db/replica.test.ts'],
+    tests: ['tests/db/replica.outer.test.ts'],
     database: 'postgres',
   },
   {
@@ -1069,7 +1071,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'const verifiedBy = authenticatingKey(header, keys) ?? keys[0]!',
       },
     ],
-    tests: ['tests/db/backup.test.ts'],
+    tests: ['tests/db/backup.outer.test.ts'],
     database: 'embedded',
   },
   {
@@ -1077,7 +1079,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       'a backup holding a file no PostgreSQL data directory has (beside PG_VERSION, at the top) is restored with it into DATA_DIR/pgdata',
     edits: [{ file: 'src/db/backup.ts', find: 'if (!placed) throw refuse', replace: 'if (false) throw refuse' }],
-    tests: ['tests/db/backup.test.ts'],
+    tests: ['tests/db/backup.outer.test.ts'],
     database: 'embedded',
   },
 ]

@@ -14,6 +14,8 @@ import { usingPostgres } from '../helpers/db'
 import { buildDeps } from '../../src/server'
 import { createApp } from '../../src/app'
 import { encodeKey, generateKey, keyIdOf } from '../../src/lib/secrets'
+import { TestClock } from '../../src/lib/clock'
+import { FRESH_MS } from '../../src/modules/senders/directory'
 import type { Config } from '../../src/config'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { assign, fourSenders, META_A, META_B, registerFakes, SECRET_VALUES, sendersEnv, TWILIO_A, TWILIO_B } from '../helpers/senders'
@@ -26,11 +28,14 @@ const K1 = generateKey()
 const K2 = generateKey()
 const WRONG_TOKEN = 'EAAwrongTokenForTheDump5ecret0000'
 
+// Every instance runs on this clock; a send runs with clock.run, so that a pace's wait passes on it.
+const clock = new TestClock()
 let t: TestApp
 let ids: Awaited<ReturnType<typeof fourSenders>>
 let account: { accountId: number; key: string }
+const send = (body: unknown) => clock.run(t.api('POST', '/messages/send', account.key, body))
 beforeAll(async () => {
-  t = await testApp({ env: sendersEnv(twilio, graph, { SECRETS_KEY: encodeKey(K1) }) })
+  t = await testApp({ clock, env: sendersEnv(twilio, graph, { SECRETS_KEY: encodeKey(K1) }) })
   ids = await fourSenders(t, { recipient_gap_ms: 0 })
   account = await t.account(1000)
   for (const id of Object.values(ids)) await assign(t, account.accountId, id)
@@ -43,14 +48,16 @@ afterAll(async () => {
 
 /** Another instance on the same database, with its own keys (and nothing else changed). */
 function instance(keys: Pick<Config, 'secretsKey' | 'secretsKeysPrevious'>) {
-  const app = createApp(buildDeps({ ...t.config, ...keys }, t.db).deps)
+  const app = createApp(buildDeps({ ...t.config, ...keys }, t.db, { clock }).deps)
   return async (method: string, path: string, body?: unknown, key = ADMIN_TOKEN) => {
-    const response = await app.handle(
-      new Request(`http://localhost${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }),
+    const response = await clock.run(
+      app.handle(
+        new Request(`http://localhost${path}`, {
+          method,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }),
+      ),
     )
     return { status: response.status, body: (await response.json()) as any }
   }
@@ -89,14 +96,14 @@ describe('the database holds no credential in clear', () => {
     // Sends through every sender (their tokens went over the wire), a check with a wrong token, and a
     // refusal whose message repeats the token it was given (the service keeps the message, not the token).
     for (const from of Object.values(ids)) {
-      const answer = await t.api('POST', '/messages/send', account.key, { to: '081234567890', body: 'dump', from: String(from) })
+      const answer = await send({ to: '081234567890', body: 'dump', from: String(from) })
       expect(answer.status).toBe(200)
     }
     expect((await t.admin('PATCH', `/senders/${ids.metaB}`, { credentials: { access_token: WRONG_TOKEN } })).status).toBe(200)
     expect((await t.admin('POST', `/senders/${ids.metaB}/check`)).body.data.last_check.ok).toBe(false)
     graph.answer = (request) => graphError(401, 190, `Invalid OAuth access token - ${request.headers.get('authorization')}`)
     try {
-      const refused = await t.api('POST', '/messages/send', account.key, { to: '081234567890', body: 'echo', from: String(ids.metaB) })
+      const refused = await send({ to: '081234567890', body: 'echo', from: String(ids.metaB) })
       expect(refused.status).toBe(502)
       expect(refused.body.error).toContain('Invalid OAuth access token')
       expectNoCredential(JSON.stringify(refused.body), 'the answer')
@@ -152,7 +159,7 @@ describe('rotation', () => {
     expect(again.body.data).toEqual({ rotated: 0, current: 4, key_id: keyIdOf(K2) })
     // The only-K2 instance read the senders it could not open before: it reads them again within
     // the directory's freshness (2 s), and the rotation changed them.
-    await Bun.sleep(2_100)
+    await clock.advance(FRESH_MS)
     const [audit] = await t.db.sql<{ detail: unknown }[]>`
       select detail from audit_log where action = 'credentials rotated' order by id limit 1`
     expect(audit!.detail).toEqual({ rotated: 4, key_id: keyIdOf(K2) })

@@ -5,6 +5,7 @@
 // a statement_timeout, and a short cache shared by concurrent and repeated scrapes.
 
 import type { Sql } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import type { Family } from '../../lib/metrics'
 import { log, errorKind } from '../../lib/log'
 
@@ -27,12 +28,15 @@ type Connections = { state: string; n: number; lock_waits: number }[]
 
 const cache = new WeakMap<Sql, { at: number; families: Promise<Family[]> }>()
 
-/** The depths as metric families, read at most once per QUEUES_CACHE_MS per database. */
-export function queueFamilies(sql: Sql): Promise<Family[]> {
+/**
+ * The depths as metric families, read at most once per QUEUES_CACHE_MS (on the clock) per database. The
+ * ages are the rows' against the database's now(): measurements, like the read's duration, not decisions.
+ */
+export function queueFamilies(sql: Sql, clock: Pick<Clock, 'monotonic'>): Promise<Family[]> {
   const cached = cache.get(sql)
-  if (cached && performance.now() - cached.at < QUEUES_CACHE_MS) return cached.families
+  if (cached && clock.monotonic() - cached.at < QUEUES_CACHE_MS) return cached.families
   const families = read(sql)
-  cache.set(sql, { at: performance.now(), families })
+  cache.set(sql, { at: clock.monotonic(), families })
   return families
 }
 

@@ -6,6 +6,7 @@
 import { Elysia } from 'elysia'
 import type { Config } from '../../config'
 import type { Sql } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import { CONTENT_TYPE, exposition } from '../../lib/metrics'
 import { adminAuth } from '../admin-auth'
 import { kind } from '../routes'
@@ -15,8 +16,8 @@ import { queueFamilies } from './queues'
 export const METRICS_PATH = '/metrics'
 
 /** One scrape: every family, this process's first, then the database's. */
-export async function scrape(sql: Sql): Promise<Response> {
-  const body = exposition([...registry.families(), ...(await queueFamilies(sql))])
+export async function scrape(sql: Sql, clock: Clock): Promise<Response> {
+  const body = exposition([...registry.families(), ...(await queueFamilies(sql, clock))])
   return new Response(body, { headers: { 'content-type': CONTENT_TYPE, 'cache-control': 'no-store' } })
 }
 
@@ -29,8 +30,8 @@ messaging_handoffs_total{provider="simulator",outcome="refused"} 3
 messaging_webhook_events_pending 12
 `
 
-export const metricsRoutes = (config: Config, sql: Sql) =>
-  new Elysia({ name: 'metrics', detail: kind('admin') }).use(adminAuth(config)).get(METRICS_PATH, () => scrape(sql), {
+export const metricsRoutes = (config: Config, sql: Sql, clock: Clock) =>
+  new Elysia({ name: 'metrics', detail: kind('admin') }).use(adminAuth(config)).get(METRICS_PATH, () => scrape(sql, clock), {
     detail: {
       tags: ['Metrics'],
       summary: 'Metrics in the Prometheus text format',
@@ -53,7 +54,7 @@ export const metricsRoutes = (config: Config, sql: Sql) =>
   })
 
 /** The METRICS_PORT listener: GET /metrics without credentials, on loopback only. */
-export function serveMetrics(sql: Sql, port: number): { url: string; stop(): Promise<void> } {
+export function serveMetrics(sql: Sql, clock: Clock, port: number): { url: string; stop(): Promise<void> } {
   const server = Bun.serve({
     hostname: '127.0.0.1',
     port,
@@ -67,7 +68,7 @@ export function serveMetrics(sql: Sql, port: number): { url: string; stop(): Pro
       if (request.method !== 'GET') {
         return new Response('method not allowed\n', { status: 405, headers: { allow: 'GET', 'content-type': 'text/plain' } })
       }
-      return scrape(sql)
+      return scrape(sql, clock)
     },
   })
   return { url: `http://127.0.0.1:${server.port}${METRICS_PATH}`, stop: () => server.stop(true) }

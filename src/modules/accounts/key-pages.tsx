@@ -5,12 +5,12 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, notFound, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { MAX_NAME_CHARS, checkAmount } from '../../lib/validate'
 import { valueOf } from '../../http/values'
 import { audit } from '../users/service'
-import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from './scope'
+import { AccountLink, idParam, inScope, titleOf, viewScope, type Scope } from './scope'
 import { createKey, listKeys, setKeyActive, updateKey, type KeyView } from './keys'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
@@ -154,13 +154,14 @@ export function keyPages(d: Dashboard) {
         const scope = await viewScope(d, request, accountOf(params))
         return scope instanceof Response ? scope : keysPage(scope)
       })
-      .post(`${prefix}/keys`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const to = `${scope.base}/keys`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+      .post(`${prefix}/keys`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          (scope) => {
+            const to = `${scope.base}/keys`
+            return d.once(scope.session, body, to, async (tx) => {
               const key = await createKey(tx, d.tz, scope.accountId, { label: field(body, 'label') })
               await record(tx, scope, request, server, 'key created', { key_id: key.id, label: key.label })
               return {
@@ -172,26 +173,27 @@ export function keyPages(d: Dashboard) {
                   what: 'key',
                 },
               }
-            }),
-          (message, status) => keysPage(scope, { state: formState('key', body, ['label'], message), status }),
-        )
-      })
-      .post(`${prefix}/keys/:key/active`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const id = idParam(params.key)
-        const key = (await listKeys(d.sql, d.tz, scope.accountId)).items.find((k) => k.id === id)
-        if (!key) return notFound(scope.session)
-        const active = field(body, 'active') === 'true'
-        await setKeyActive(d.sql, d.tz, key.id, active)
-        await record(d.sql, scope, request, server, active ? 'key activated' : 'key deactivated', { key_id: key.id })
-        return d.finish(scope.session, {
-          to: `${scope.base}/keys`,
-          notice: active
-            ? `Key ${key.label} activated: requests with it are accepted again.`
-            : `Key ${key.label} deactivated: requests with it are refused from now on.`,
-        })
-      })
+            })
+          },
+          (message, status, scope) => keysPage(scope, { state: formState('key', body, ['label'], message), status }),
+        ),
+      )
+      .post(`${prefix}/keys/:key/active`, ({ request, body, params, server }) =>
+        d.formAction(request, body, inScope(d, request, accountOf(params)), async (scope) => {
+          const id = idParam(params.key)
+          const key = (await listKeys(d.sql, d.tz, scope.accountId)).items.find((k) => k.id === id)
+          if (!key) return notFound(scope.session)
+          const active = field(body, 'active') === 'true'
+          await setKeyActive(d.sql, d.tz, key.id, active)
+          await record(d.sql, scope, request, server, active ? 'key activated' : 'key deactivated', { key_id: key.id })
+          return d.finish(scope.session, {
+            to: `${scope.base}/keys`,
+            notice: active
+              ? `Key ${key.label} activated: requests with it are accepted again.`
+              : `Key ${key.label} deactivated: requests with it are refused from now on.`,
+          })
+        }),
+      )
   }
   // A key's limits: operators only (the member's path does not exist; scopeOf answers 404 to a member here).
   const keyOf = async (scope: Scope, param: string | undefined) =>
@@ -203,13 +205,17 @@ export function keyPages(d: Dashboard) {
       const key = await keyOf(scope, params.key)
       return key ? limitsPage(scope, key) : notFound(scope.session)
     })
-    .post('/accounts/:id/keys/:key/limits', async ({ request, body, params, server }) => {
-      const scope = await changeScope(d, request, body, params.id)
-      if (scope instanceof Response) return scope
-      const key = await keyOf(scope, params.key)
-      if (!key) return notFound(scope.session)
-      return orError(
-        async () => {
+    .post('/accounts/:id/keys/:key/limits', ({ request, body, params, server }) =>
+      d.formAction(
+        request,
+        body,
+        async (session) => {
+          const scope = await inScope(d, request, params.id)(session)
+          if (scope instanceof Response) return scope
+          const key = await keyOf(scope, params.key)
+          return key ? { scope, key } : notFound(session)
+        },
+        async ({ scope, key }) => {
           const changed = await updateKey(d.sql, d.tz, key.id, {
             rate_limit_per_minute: optionalNumber(body, 'rate_limit_per_minute', 'requests a minute'),
             daily_spend_cap: optionalNumber(body, 'daily_spend_cap', d.config.currency),
@@ -225,12 +231,12 @@ export function keyPages(d: Dashboard) {
             notice: `Key ${key.label}: ${rateOf(changed)}, spend cap ${capOf(changed)}.`,
           })
         },
-        (message, status) =>
+        (message, status, { scope, key }) =>
           limitsPage(scope, key, {
             state: formState('limits', body, ['rate_limit_per_minute', 'daily_spend_cap'], message),
             status,
           }),
-      )
-    })
+      ),
+    )
   return app
 }

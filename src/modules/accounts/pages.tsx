@@ -3,7 +3,7 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, notFound, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
@@ -233,17 +233,40 @@ export function accountPages(d: Dashboard) {
     return id === null ? notFound(session) : accountPage(session, id, options)
   }
 
+  /**
+   * A change of the account of the path (/accounts/:id/...): formAction for operators, 404 for an id or
+   * an account that is none, and the account's page again with the `problem` of a rule broken.
+   */
+  function accountChange(
+    request: Request,
+    body: unknown,
+    param: string,
+    run: (session: Session, id: number) => Promise<Response>,
+    problem: (message: string) => Pick<Options, 'state' | 'error'>,
+  ) {
+    const id = idParam(param)
+    return d.formAction(
+      request,
+      body,
+      OPERATOR,
+      (session) => (id === null ? Promise.resolve(notFound(session)) : run(session, id)),
+      (message, status, session) =>
+        status === 404 || id === null ? notFound(session) : accountPage(session, id, { ...problem(message), status }),
+    )
+  }
+
   return pageRoutes()
     .get('/accounts', async ({ request, query }) => {
       const session = await d.view(request, OPERATOR)
       if (session instanceof Response) return session
       return accountsPage(session, typeof query.q === 'string' ? query.q : '')
     })
-    .post('/accounts', async ({ request, body, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      return orError(
-        () =>
+    .post('/accounts', ({ request, body, server }) =>
+      d.formAction(
+        request,
+        body,
+        OPERATOR,
+        (session) =>
           d.once(session, body, '/dashboard/accounts', async (tx) => {
             const opening = field(body, 'balance').trim() === '' ? 0 : d.amount(body, 'balance')
             const account = await createAccount(tx, d.tz, { name: field(body, 'name'), balance: opening, createdBy: session.user.id })
@@ -257,40 +280,35 @@ export function accountPages(d: Dashboard) {
               notice: `Account ${account.name} created, with ${opening > 0 ? `an opening balance of ${d.money(opening)}` : 'a balance of 0'}.`,
             }
           }),
-        (message, status) => accountsPage(session, '', { state: formState('account', body, ACCOUNT_FIELDS, message), status }),
-      )
-    })
+        (message, status, session) => accountsPage(session, '', { state: formState('account', body, ACCOUNT_FIELDS, message), status }),
+      ),
+    )
     .get('/accounts/:id', async ({ request, params }) => {
       const session = await d.view(request, OPERATOR)
       return session instanceof Response ? session : pageOf(session, params.id)
     })
-    .post('/accounts/:id/topups', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const id = idParam(params.id)
-      if (id === null) return notFound(session)
-      const back = `/dashboard/accounts/${id}`
-      return orError(
-        () =>
-          d.once(session, body, back, async (tx) => {
+    .post('/accounts/:id/topups', ({ request, body, params, server }) =>
+      accountChange(
+        request,
+        body,
+        params.id,
+        (session, id) =>
+          d.once(session, body, `/dashboard/accounts/${id}`, async (tx) => {
             const amount = d.amount(body, 'amount')
             const note = d.note(body, 'note')
             const { wa_balance } = await changeBalance(tx, id, 'topup', amount, note, session.user.id)
             await auditOf(tx, session, request, server, { accountId: id, action: 'top-up', detail: { amount, note } })
-            return { to: back, notice: `Top-up of ${d.money(amount)} booked; balance ${d.money(wa_balance)}.` }
+            return { to: `/dashboard/accounts/${id}`, notice: `Top-up of ${d.money(amount)} booked; balance ${d.money(wa_balance)}.` }
           }),
-        (message, status) =>
-          status === 404 ? notFound(session) : accountPage(session, id, { state: formState('topup', body, TOPUP_FIELDS, message), status }),
-      )
-    })
-    .post('/accounts/:id/low-balance', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const id = idParam(params.id)
-      if (id === null) return notFound(session)
-      const back = `/dashboard/accounts/${id}`
-      return orError(
-        async () => {
+        (message) => ({ state: formState('topup', body, TOPUP_FIELDS, message) }),
+      ),
+    )
+    .post('/accounts/:id/low-balance', ({ request, body, params, server }) =>
+      accountChange(
+        request,
+        body,
+        params.id,
+        async (session, id) => {
           const typed = field(body, 'low_balance_threshold').trim()
           const threshold = typed === '' ? null : d.amount(body, 'low_balance_threshold')
           const previous = (await getAccount(d.sql, d.tz, id)).low_balance_threshold
@@ -301,48 +319,39 @@ export function accountPages(d: Dashboard) {
             detail: { low_balance_threshold: threshold, previous },
           })
           return d.finish(session, {
-            to: back,
+            to: `/dashboard/accounts/${id}`,
             notice:
               threshold === null ? 'No low-balance alert.' : `balance.low is sent when the balance falls below ${d.money(threshold)}.`,
           })
         },
-        (message, status) =>
-          status === 404
-            ? notFound(session)
-            : accountPage(session, id, { state: formState('low-balance', body, ['low_balance_threshold'], message), status }),
-      )
-    })
-    .post('/accounts/:id/invites', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const id = idParam(params.id)
-      if (id === null) return notFound(session)
-      const back = `/dashboard/accounts/${id}`
-      return orError(
-        () =>
-          d.once(session, body, back, async (tx) => {
-            const { user, token } = await createUser(tx, {
+        (message) => ({ state: formState('low-balance', body, ['low_balance_threshold'], message) }),
+      ),
+    )
+    .post('/accounts/:id/invites', ({ request, body, params, server }) =>
+      accountChange(
+        request,
+        body,
+        params.id,
+        (session, id) =>
+          d.once(session, body, `/dashboard/accounts/${id}`, async (tx) => {
+            const { user, token } = await createUser(tx, d.deps.clock, {
               email: field(body, 'email'),
               role: 'member',
               accountId: id,
               createdBy: session.user.id,
             })
             await auditOf(tx, session, request, server, { accountId: id, action: 'member invited', detail: { email: user.email } })
-            return { to: back, shown: shownLink(request, token, `Invitation for ${user.email}`, 'invite-link') }
+            return { to: `/dashboard/accounts/${id}`, shown: shownLink(request, token, `Invitation for ${user.email}`, 'invite-link') }
           }),
-        (message, status) =>
-          status === 404
-            ? notFound(session)
-            : accountPage(session, id, { state: formState('invite', body, INVITE_FIELDS, message), status }),
-      )
-    })
-    .post('/accounts/:id/price', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const id = idParam(params.id)
-      if (id === null) return notFound(session)
-      return orError(
-        async () => {
+        (message) => ({ state: formState('invite', body, INVITE_FIELDS, message) }),
+      ),
+    )
+    .post('/accounts/:id/price', ({ request, body, params, server }) =>
+      accountChange(
+        request,
+        body,
+        params.id,
+        async (session, id) => {
           const previous = await getPrice(d.sql, id)
           const price = await setPrice(d.sql, {
             cost_per_message: d.amount(body, 'cost_per_message'),
@@ -364,17 +373,15 @@ export function accountPages(d: Dashboard) {
             notice: priceNotice(d, "This account's own price is now", previous, price),
           })
         },
-        (message, status) =>
-          status === 404 ? notFound(session) : accountPage(session, id, { state: formState('price', body, PRICE_FIELDS, message), status }),
-      )
-    })
-    .post('/accounts/:id/price/clear', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const id = idParam(params.id)
-      if (id === null) return notFound(session)
-      return orError(
-        async () => {
+        (message) => ({ state: formState('price', body, PRICE_FIELDS, message) }),
+      ),
+    )
+    .post('/accounts/:id/price/clear', ({ request, body, params, server }) =>
+      accountChange(
+        request,
+        body,
+        params.id,
+        async (session, id) => {
           const previous = await getPrice(d.sql, id)
           const price = await clearPriceOverride(d.sql, id)
           await auditOf(d.sql, session, request, server, {
@@ -394,7 +401,7 @@ export function accountPages(d: Dashboard) {
               `late failures ${lateFailuresText(price.refund_late_failures)}.`,
           })
         },
-        (message, status) => (status === 404 ? notFound(session) : accountPage(session, id, { error: message, status })),
-      )
-    })
+        (message) => ({ error: message }),
+      ),
+    )
 }

@@ -4,7 +4,7 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormError, FormProblem, fieldProps, formState, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { badValue } from '../../http/errors'
@@ -115,11 +115,12 @@ export function pricePages(d: Dashboard) {
       const session = await d.view(request, OPERATOR)
       return session instanceof Response ? session : pricePage(session)
     })
-    .post('/price', async ({ request, body, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      return orError(
-        async () => {
+    .post('/price', ({ request, body, server }) =>
+      d.formAction(
+        request,
+        body,
+        OPERATOR,
+        async (session) => {
           const previous = await getPrice(d.sql, null)
           const price = await setPrice(d.sql, {
             cost_per_message: d.amount(body, 'cost_per_message'),
@@ -137,7 +138,7 @@ export function pricePages(d: Dashboard) {
           })
           return d.finish(session, { to: '/dashboard/price', notice: priceNotice(d, 'The global price is now', previous, price) })
         },
-        (message, status) => pricePage(session, { state: formState('price', body, PRICE_FIELDS, message), status }),
-      )
-    })
+        (message, status, session) => pricePage(session, { state: formState('price', body, PRICE_FIELDS, message), status }),
+      ),
+    )
 }

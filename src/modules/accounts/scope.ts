@@ -44,6 +44,12 @@ export async function changeScope(d: Dashboard, request: Request, body: unknown,
   return session instanceof Response ? session : scopeOf(d, request, session, accountParam)
 }
 
+/** A change (POST) through d.formAction: its target, the scope of the session's account or the URL's. */
+export const inScope =
+  (d: Dashboard, request: Request, accountParam: string | undefined) =>
+  (session: Session): Promise<Scope | Response> =>
+    scopeOf(d, request, session, accountParam)
+
 /** "Contacts" for a member, "Contacts · Toko Budi" for an operator looking at an account. */
 export const titleOf = (scope: Scope, title: string) => (scope.accountName === null ? title : `${title} · ${scope.accountName}`)
 

@@ -46,7 +46,7 @@ export const campaignsApi = (deps: Deps) => {
       async ({ body, principal, set }) => {
         set.status = 201
         const sender = await deps.senders.forSend(principal.accountId, body.from)
-        return ok({ campaign: await createCampaign(sql, tz, principal, body, sender.id) })
+        return ok({ campaign: await createCampaign(sql, deps.clock, tz, principal, body, sender.id) })
       },
       {
         body: CreateCampaignBody,

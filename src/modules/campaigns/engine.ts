@@ -11,12 +11,15 @@
 
 import type { Deps } from '../../deps'
 import type { Db, Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
-import { outgoingOf, type StoredTemplate } from '../messages/content'
+import { outgoingOf } from '../messages/content'
+import type { StoredTemplate } from '../../providers/provider'
 import { segmentMatch } from '../templates/segments'
-import { checksWindow, closedWindowsOf } from '../inbound/enforce'
+import { checksWindow, closedWindowsOf } from '../messages/window'
 import { hasRoom, takeForCampaign } from '../budgets/guard'
 import { optedOutAmong } from '../optouts/service'
 
@@ -32,7 +35,7 @@ async function lockCampaign(sql: Db, id: number): Promise<CampaignState> {
 }
 
 /** Moves a campaign to `sending`, fixing its recipients. `sql` must be the transaction holding its lock. */
-async function startSending(sql: Db, id: number): Promise<void> {
+async function startSending(sql: Db, clock: Clock, id: number): Promise<void> {
   await sql`
     with c as (select account_id, segment_id from campaigns where id = ${id}),
     s as (select tag from segments where id = (select segment_id from c)),
@@ -41,7 +44,7 @@ async function startSending(sql: Db, id: number): Promise<void> {
       from contacts c2 where c2.account_id = (select account_id from c)
         and ${segmentMatch(sql, sql`(select tag from s)`, 'c2')}
     )
-    update campaigns set status = 'sending', started_at = coalesce(started_at, now()), pause_reason = null,
+    update campaigns set status = 'sending', started_at = coalesce(started_at, ${nowOf(sql, clock)}), pause_reason = null,
       total_recipients = recipients.n, max_contact_id = recipients.max_id
     from recipients where campaigns.id = ${id}`
 }
@@ -51,10 +54,10 @@ export async function runCampaign(deps: Deps, id: number): Promise<void> {
   await deps.sql.begin(async (tx) => {
     const campaign = await lockCampaign(tx, id)
     if (campaign.status !== 'draft') throw new ApiError('CONFLICT', `campaign ${id} is ${campaign.status}; only a draft can be run`)
-    if (campaign.schedule_at && campaign.schedule_at.getTime() > Date.now()) {
+    if (campaign.schedule_at && campaign.schedule_at.getTime() > deps.clock.now().getTime()) {
       await tx`update campaigns set status = 'scheduled' where id = ${id}`
     } else {
-      await startSending(tx, id)
+      await startSending(tx, deps.clock, id)
     }
   })
   deps.wake('campaign-runner')
@@ -76,7 +79,7 @@ export async function cancelCampaign(deps: Deps, id: number): Promise<void> {
     if (campaign.status === 'sent' || campaign.status === 'cancelled') {
       throw new ApiError('CONFLICT', `campaign ${id} is already ${campaign.status}`)
     }
-    await tx`update campaigns set status = 'cancelled', finished_at = now(), lease_token = null, lease_until = null where id = ${id}`
+    await tx`update campaigns set status = 'cancelled', finished_at = ${nowOf(tx, deps.clock)}, lease_token = null, lease_until = null where id = ${id}`
   })
 }
 
@@ -103,15 +106,15 @@ export async function resumeLimitedCampaigns(sql: Sql, messagingLimit: number | 
 }
 
 /** Scheduler step: starts every scheduled campaign whose time has come. */
-export async function startDueCampaigns(sql: Sql): Promise<number> {
+export async function startDueCampaigns(sql: Sql, clock: Clock): Promise<number> {
   const due = await sql<{ id: number }[]>`
-    select id from campaigns where status = 'scheduled' and schedule_at <= now() order by schedule_at limit 100`
+    select id from campaigns where status = 'scheduled' and schedule_at <= ${nowOf(sql, clock)} order by schedule_at limit 100`
   let started = 0
   for (const { id } of due) {
     const ok = await sql.begin(async (tx) => {
       const [row] = await tx`select 1 from campaigns where id = ${id} and status = 'scheduled' for update skip locked`
       if (!row) return false
-      await startSending(tx, id)
+      await startSending(tx, clock, id)
       return true
     })
     if (ok) started++
@@ -131,6 +134,7 @@ type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean; settleFirs
  */
 async function nextBatch(
   sql: Sql,
+  clock: Clock,
   tz: string,
   provider: string,
   campaignId: number,
@@ -138,13 +142,14 @@ async function nextBatch(
   lease: Lease,
   validitySeconds: number,
   handingOver: boolean,
-  /** The sender is held to the 24-hour window (inbound/enforce.ts). */
+  /** The sender is held to the 24-hour window (messages/window.ts). */
   windowChecked: boolean,
   messagingLimit: number | null,
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   const settleFirst = { messages: [], lease, done: false, settleFirst: true }
   return sql.begin(async (tx) => {
+    const now = nowOf(tx, clock)
     const [campaign] = await tx<
       {
         account_id: number
@@ -167,7 +172,7 @@ async function nextBatch(
              coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled
       from campaigns c join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
         left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
-      where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > now()
+      where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > ${now}
       for update of c`
     if (!campaign || campaign.status !== 'sending') return stop
     if (campaign.sender_disabled) {
@@ -187,7 +192,7 @@ async function nextBatch(
       order by c.id limit ${CAMPAIGN_BATCH}`
     if (fetched.length === 0) {
       if (handingOver) return settleFirst
-      await tx`update campaigns set status = 'sent', finished_at = now(), lease_token = null, lease_until = null where id = ${campaignId}`
+      await tx`update campaigns set status = 'sent', finished_at = ${now}, lease_token = null, lease_until = null where id = ${campaignId}`
       return stop
     }
 
@@ -210,7 +215,7 @@ async function nextBatch(
       const closedSkipped = fetched.filter((c) => closed.has(c.phone) && c.id <= through).length
       await tx`
         update campaigns set cursor_contact_id = ${through}, opted_out = opted_out + ${optedOutSkipped},
-          window_closed = window_closed + ${closedSkipped}, lease_until = now() + make_interval(secs => ${lease.seconds})
+          window_closed = window_closed + ${closedSkipped}, lease_until = ${now} + make_interval(secs => ${lease.seconds})
         where id = ${campaignId}`
     }
     if (sendable.length === 0) {
@@ -274,10 +279,10 @@ async function nextBatch(
         returning contact_id
       )
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
-                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id)
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             now() + make_interval(secs => ${lease.seconds}), now() + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}
+             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now}
       from v join recipient using (contact_id)
       returning id, phone, body, provider_template`
     await chargeRecorded(
@@ -296,12 +301,13 @@ async function nextBatch(
 export type ClaimedCampaign = { id: number; lease_token: string; sender_id: number | null }
 
 /** Takes one sending campaign that nobody holds (its lease), but those in `excluding`; or null. */
-export async function claimCampaign(sql: Sql, excluding: number[] = []): Promise<ClaimedCampaign | null> {
+export async function claimCampaign(sql: Sql, clock: Clock, excluding: number[] = []): Promise<ClaimedCampaign | null> {
+  const now = nowOf(sql, clock)
   const [claimed] = await sql<ClaimedCampaign[]>`
-    update campaigns set lease_token = gen_random_uuid(), lease_until = now() + make_interval(secs => ${LEASE_SECONDS})
+    update campaigns set lease_token = gen_random_uuid(), lease_until = ${now} + make_interval(secs => ${LEASE_SECONDS})
     where id = (
       select id from campaigns
-      where status = 'sending' and (lease_until is null or lease_until < now()) and id <> all(${excluding}::bigint[])
+      where status = 'sending' and (lease_until is null or lease_until < ${now}) and id <> all(${excluding}::bigint[])
       order by id limit 1 for update skip locked
     )
     returning id, lease_token, sender_id`
@@ -310,17 +316,17 @@ export async function claimCampaign(sql: Sql, excluding: number[] = []): Promise
 
 /** Takes one sending campaign (lease) and sends batches until it stops or has had its turn. */
 export async function sendCampaignBatches(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config' | 'clock'>,
   options: { maxBatches?: number } = {},
 ): Promise<{ sent: number }> {
-  const claimed = await claimCampaign(deps.sql)
+  const claimed = await claimCampaign(deps.sql, deps.clock)
   if (!claimed) return { sent: 0 }
   return sendClaimedCampaign(deps, claimed, options)
 }
 
 /** Sends batches of a campaign this process claimed, until it stops or has had its turn. */
 export async function sendClaimedCampaign(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config' | 'clock'>,
   claimed: ClaimedCampaign,
   options: { maxBatches?: number } = {},
 ): Promise<{ sent: number }> {
@@ -339,6 +345,7 @@ export async function sendClaimedCampaign(
       const validity = deps.config.messageValiditySeconds
       const batch = await nextBatch(
         deps.sql,
+        deps.clock,
         deps.config.timezone,
         provider,
         claimed.id,
@@ -353,7 +360,7 @@ export async function sendClaimedCampaign(
         await Promise.allSettled(handingOver)
         continue
       }
-      const validUntilMs = Date.now() + validity * 1000
+      const validUntilMs = deps.clock.now().getTime() + validity * 1000
       for (const m of batch.messages) {
         waiting++
         const one = deps.handoff.many(

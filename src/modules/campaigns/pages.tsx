@@ -269,6 +269,7 @@ export function campaignPages(d: Dashboard) {
             return d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
               const campaign = await createCampaign(
                 tx,
+                d.deps.clock,
                 d.tz,
                 { accountId: scope.accountId, keyId: null },
                 {

@@ -5,6 +5,7 @@ import type { Db, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
+import type { Clock } from '../../lib/clock'
 import { pageOf, type Page } from '../../lib/validate'
 import { requireText } from '../../http/values'
 import { requireAccount } from '../accounts/service'
@@ -116,17 +117,18 @@ async function campaignDetail(sql: Sql, tz: string, id: number, accountId: numbe
   }
 }
 
-function optionalScheduleAt(value: string | undefined, tz: string): Date | null {
+function optionalScheduleAt(value: string | undefined, tz: string, now: Date): Date | null {
   if (value === undefined) return null
   const at = requireTimestamp(value, 'schedule_at', tz)
   // Second precision: the current second still counts as now, not the past.
-  if (at.getTime() < Math.floor(Date.now() / 1000) * 1000) throw badValue('schedule_at: must not be in the past')
+  if (at.getTime() < Math.floor(now.getTime() / 1000) * 1000) throw badValue('schedule_at: must not be in the past')
   return at
 }
 
 /** `keyId` null: created in the dashboard, by no API key. */
 export async function createCampaign(
   sql: Db,
+  clock: Pick<Clock, 'now'>,
   tz: string,
   principal: { accountId: number; keyId: number | null },
   input: CreateCampaignBody,
@@ -134,7 +136,7 @@ export async function createCampaign(
   senderId: number | null = null,
 ): Promise<Campaign> {
   const name = requireText(input.name, 'name')
-  const scheduleAt = optionalScheduleAt(input.schedule_at, tz)
+  const scheduleAt = optionalScheduleAt(input.schedule_at, tz, clock.now())
   const account = principal.accountId
   const [found] = await sql<{ template: boolean; segment: boolean }[]>`
     select

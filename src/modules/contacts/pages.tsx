@@ -5,9 +5,9 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
-import { AccountLink, changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { AccountLink, changeScope, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
 import { audit } from '../users/service'
@@ -299,13 +299,14 @@ export function contactPages(d: Dashboard) {
         if (scope instanceof Response) return scope
         return contactsPage(scope, { q: textParam(query, 'q'), page: textParam(query, 'page') })
       })
-      .post(`${prefix}/contacts`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const to = `${scope.base}/contacts`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+      .post(`${prefix}/contacts`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          (scope) => {
+            const to = `${scope.base}/contacts`
+            return d.once(scope.session, body, to, async (tx) => {
               const contact = await createContact(
                 tx,
                 d.tz,
@@ -326,10 +327,11 @@ export function contactPages(d: Dashboard) {
                 detail: { contact_id: contact.id, phone: contact.phone },
               })
               return { to, notice: `Contact ${contact.name} (${contact.phone}) added.` }
-            }),
-          (message, status) => contactsPage(scope, {}, { state: formState('contact', body, COLUMNS, message), status }),
-        )
-      })
+            })
+          },
+          (message, status, scope) => contactsPage(scope, {}, { state: formState('contact', body, COLUMNS, message), status }),
+        ),
+      )
       .get(`${prefix}/contacts/import`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope

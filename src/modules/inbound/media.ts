@@ -7,6 +7,8 @@
 import { windowIsOpen } from './window'
 import { createHash } from 'node:crypto'
 import type { Sql, Tx } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import type { Deps } from '../../deps'
 import type { InboundMessage, MediaRef, Provider } from '../../providers/provider'
 import { createProvider, type ProviderName } from '../../providers/registry'
@@ -91,7 +93,7 @@ const text = (value: unknown) => (typeof value === 'string' && value !== '' ? va
  * Queues the media of a new inbound message (storeInbound's transaction): one pending row per medium,
  * or none for a message without media. A medium the provider named by neither id nor URL is failed at once.
  */
-export async function queueMedia(tx: Tx, inboundId: number, message: InboundMessage): Promise<number> {
+export async function queueMedia(tx: Tx, clock: Clock, inboundId: number, message: InboundMessage): Promise<number> {
   if (!(KINDS as readonly string[]).includes(message.type)) return 0
   const content = message.content
   const several = Array.isArray(content.media) ? (content.media as Record<string, unknown>[]) : null
@@ -107,9 +109,9 @@ export async function queueMedia(tx: Tx, inboundId: number, message: InboundMess
   for (const m of media) {
     const named = m.id !== null || m.url !== null
     await tx`
-      insert into inbound_media (inbound_message_id, position, provider_media_id, provider_url, kind, declared_type, filename, status, error)
+      insert into inbound_media (inbound_message_id, position, provider_media_id, provider_url, kind, declared_type, filename, status, error, run_at)
       values (${inboundId}, ${m.position}, ${m.id}, ${m.url}, ${m.kind}, ${m.declared}, ${m.filename},
-              ${named ? 'pending' : 'failed'}, ${named ? null : 'the provider named no media id or URL'})
+              ${named ? 'pending' : 'failed'}, ${named ? null : 'the provider named no media id or URL'}, ${nowOf(tx, clock)})
       on conflict (inbound_message_id, position) do nothing`
   }
   return media.length
@@ -133,20 +135,21 @@ type Claimed = {
  * statement, so two workers of any instances never claim the same medium. Media tried
  * MEDIA_MAX_ATTEMPTS times whose last holder died are failed first.
  */
-export async function claimDue(sql: Sql, limit: number): Promise<Claimed[]> {
+export async function claimDue(sql: Sql, clock: Clock, limit: number): Promise<Claimed[]> {
+  const now = nowOf(sql, clock)
   await sql`
-    update inbound_media set status = 'failed', finished_at = now(),
+    update inbound_media set status = 'failed', finished_at = ${now},
            error = 'gave up after ' || attempts || ' attempts' || coalesce(': ' || error, '')
     where id in (
-      select id from inbound_media where status = 'pending' and run_at <= now() and attempts >= ${MEDIA_MAX_ATTEMPTS}
+      select id from inbound_media where status = 'pending' and run_at <= ${now} and attempts >= ${MEDIA_MAX_ATTEMPTS}
       for update skip locked)`
   const rows = await sql<Claimed[]>`
     update inbound_media m
-    set attempts = m.attempts + 1, run_at = now() + make_interval(secs => ${MEDIA_LEASE_SECONDS})
+    set attempts = m.attempts + 1, run_at = ${now} + make_interval(secs => ${MEDIA_LEASE_SECONDS})
     from inbound_messages i
     where m.id in (
       select id from inbound_media
-      where status = 'pending' and run_at <= now() and attempts < ${MEDIA_MAX_ATTEMPTS}
+      where status = 'pending' and run_at <= ${now} and attempts < ${MEDIA_MAX_ATTEMPTS}
       order by run_at, id limit ${limit}
       for update skip locked)
       and i.id = m.inbound_message_id
@@ -224,23 +227,24 @@ async function readUpTo(body: ReadableStream<Uint8Array> | null, limit: number):
 }
 
 /** Records a claim's outcome, unless the claim was lost (its lease ran out and another took the medium). */
-export async function record(sql: Sql, medium: Claimed, outcome: Outcome): Promise<void> {
+export async function record(sql: Sql, clock: Clock, medium: Claimed, outcome: Outcome): Promise<void> {
+  const now = nowOf(sql, clock)
   const mine = sql`id = ${medium.id} and status = 'pending' and attempts = ${medium.attempts}`
   if (outcome.kept) {
     await sql`
       update inbound_media
       set status = 'kept', mime_type = ${outcome.mimeType}, size = ${outcome.bytes.byteLength}, sha256 = ${outcome.sha256},
-          bytes = ${Buffer.from(outcome.bytes.buffer, outcome.bytes.byteOffset, outcome.bytes.byteLength)}, error = null, finished_at = now()
+          bytes = ${Buffer.from(outcome.bytes.buffer, outcome.bytes.byteOffset, outcome.bytes.byteLength)}, error = null, finished_at = ${now}
       where ${mine}`
   } else if (outcome.retry && medium.attempts < MEDIA_MAX_ATTEMPTS) {
     await sql`
       update inbound_media
       set error = ${outcome.reason},
-          run_at = now() + make_interval(secs => least(3600, ${RETRY_BASE_SECONDS} * power(4, attempts - 1)))
+          run_at = ${now} + make_interval(secs => least(3600, ${RETRY_BASE_SECONDS} * power(4, attempts - 1)))
       where ${mine}`
   } else {
     const reason = outcome.retry ? `gave up after ${medium.attempts} attempts: ${outcome.reason}` : outcome.reason
-    await sql`update inbound_media set status = 'failed', error = ${reason}, finished_at = now() where ${mine}`
+    await sql`update inbound_media set status = 'failed', error = ${reason}, finished_at = ${now} where ${mine}`
   }
 }
 

@@ -7,6 +7,8 @@
 // (conversation_holders, holders.ts).
 
 import { transaction, type Fragment, type Sql, type Tx } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
 import { dateRange, page } from '../../http/values'
 import { formatTimestamp } from '../../lib/time'
@@ -93,7 +95,7 @@ export async function storeInbound(
   sql: Sql,
   storedAs: string,
   messages: SignedInbound[],
-  options: { timezone: string; words?: OptOutWords },
+  options: { timezone: string; words?: OptOutWords; clock: Clock },
 ): Promise<(number | null)[]> {
   const ids: (number | null)[] = []
   for (const message of messages) {
@@ -115,7 +117,7 @@ export async function storeInbound(
         // Created as the provider names the person; an existing contact keeps its name.
         contactId = await ensureContact(tx, accountId, phone, name)
       }
-      const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : new Date()
+      const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : options.clock.now()
       // Once per provider message id, in whichever month: inbound_message_keys' key is taken in the same
       // statement (a unique index of the monthly partitions would hold within one month only).
       const [row] = await tx<Row[]>`
@@ -125,13 +127,14 @@ export async function storeInbound(
           returning 1
         )
         insert into inbound_messages
-          (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at)
+          (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at)
         select ${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${given},
-               ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt}
+               ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt},
+               ${nowOf(tx, options.clock)}
         from key
         returning ${tx.unsafe(COLUMNS)}`
       // Its media to fetch and keep (the inbound-media worker), once.
-      if (row) await queueMedia(tx, Number(row.id), message)
+      if (row) await queueMedia(tx, options.clock, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
       if (row)
         await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)

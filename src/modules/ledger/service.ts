@@ -38,9 +38,10 @@
 
 import type { Db, Fragment, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
+import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 import { retrying } from '../../db/retry'
-import type { StoredTemplate } from '../messages/content'
-import type { RichContent } from '../../providers/provider'
+import type { RichContent, StoredTemplate } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
 import { balanceMoved } from '../../http/metrics/measures'
 
@@ -93,7 +94,9 @@ const lowBalanceEvents = (db: Db, tz: string, source: string): Fragment => db`
   ), low_balance_events as (${insertAccountEvents(db, tz, 'low_balance')})`
 
 /** Today in the service's time zone `tz`, as a SQL date: the day a key's spend counts in. */
-const today = (db: Db, tz: string): Fragment => db`(now() at time zone ${tz})::date`
+const today = (db: Db, tz: string, clock: Pick<Clock, 'sqlNow'> = SYSTEM): Fragment => db`(${nowOf(db, clock)} at time zone ${tz})::date`
+/** The system's time: statements of callers that pass no clock take the database's now(). */
+const SYSTEM: Pick<Clock, 'sqlNow'> = { sqlNow: () => null }
 
 /**
  * The price of one message for an account now (the global price for null), whether it is the
@@ -147,7 +150,9 @@ export async function chargeAll(
   requestToken: string,
   lease: Lease,
   messages: NewMessage[],
+  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
 ): Promise<Charged | Refused> {
+  const now = nowOf(db, clock)
   const n = messages.length
   const rows = await db<
     { id: number; cost: number; balance: number; fresh: boolean; refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }[]
@@ -163,7 +168,7 @@ export async function chargeAll(
       for update
     ), spender as materialized (
       -- After the account (the condition reads it first), as every charge and updateKey take them.
-      select k.id, k.daily_spend_cap as cap, case when k.spend_day = ${today(db, tz)} then k.spent_today else 0 end as spent
+      select k.id, k.daily_spend_cap as cap, case when k.spend_day = ${today(db, tz, clock)} then k.spent_today else 0 end as spent
       from api_keys k
       where k.id = ${owner.keyId} and exists (select 1 from account)
       for no key update
@@ -182,7 +187,7 @@ export async function chargeAll(
       select ${owner.accountId}::bigint as account_id, balance_before, balance as balance_after, low_balance_threshold as threshold
       from debit
     ), ${lowBalanceEvents(db, tz, 'debit_moved')}, spend as (
-      update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + debit.cost * ${n}
+      update api_keys k set spend_day = ${today(db, tz, clock)}, spent_today = s.spent + debit.cost * ${n}
       from spender s, debit
       where k.id = s.id and s.cap is not null
     ), input as materialized (
@@ -199,8 +204,8 @@ export async function chargeAll(
                             refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
                             content, created_at)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
-             debit.refund_late, ${requestToken}, input.ord, ${lease.token}, now() + make_interval(secs => ${lease.seconds}),
-             now() + make_interval(secs => validity), sender_id, content::jsonb, coalesce(${tokenTime(requestToken)}::timestamptz, now())
+             debit.refund_late, ${requestToken}, input.ord, ${lease.token}, ${now} + make_interval(secs => ${lease.seconds}),
+             ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(${tokenTime(requestToken)}::timestamptz, ${now})
       from input, debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -238,7 +243,13 @@ export type SingleCharge = Owner & { requestToken: string; lease: Lease; message
  * cannot pay (with one price per account, the balance refuses a tail of the requests the caps let
  * through, so a request refused never makes room for a later one).
  */
-export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]): Promise<(Charged | Refused)[]> {
+export async function chargeSingles(
+  db: Db,
+  tz: string,
+  requests: SingleCharge[],
+  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
+): Promise<(Charged | Refused)[]> {
+  const now = nowOf(db, clock)
   const rows = await db<
     { ord: number; id: number; cost: number; balance: number; fresh: boolean; refused: 'spend_cap' | null; cap: number; spent: number }[]
   >`
@@ -275,7 +286,7 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
     ), spenders as materialized (
       -- Once every account is locked (the count reads all of locked before this scan starts): an
       -- account, then its key, as updateKey takes them.
-      select k.id, k.daily_spend_cap as cap, case when k.spend_day = ${today(db, tz)} then k.spent_today else 0 end as spent
+      select k.id, k.daily_spend_cap as cap, case when k.spend_day = ${today(db, tz, clock)} then k.spent_today else 0 end as spent
       from api_keys k
       where k.id in (select key_id from fresh) and (select count(*) from locked) > 0
       order by k.id
@@ -298,7 +309,7 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
       where a.id = s.account_id
       returning a.id as account_id, a.balance + s.total as balance_before, a.balance as balance_after, a.low_balance_threshold as threshold
     ), ${lowBalanceEvents(db, tz, 'debit')}, spend as (
-      update api_keys k set spend_day = ${today(db, tz)}, spent_today = s.spent + t.total
+      update api_keys k set spend_day = ${today(db, tz, clock)}, spent_today = s.spent + t.total
       from (select key_id, sum(cost) as total from accepted group by key_id) t join spenders s on s.id = t.key_id
       where k.id = t.key_id and s.cap is not null
     ), inserted as (
@@ -306,8 +317,8 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
                             refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
                             content, created_at)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
-             refund_late, request_token, 1, lease_token, now() + make_interval(secs => lease_seconds),
-             now() + make_interval(secs => validity), sender_id, content::jsonb, coalesce(created_at::timestamptz, now())
+             refund_late, request_token, 1, lease_token, ${now} + make_interval(secs => lease_seconds),
+             ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(created_at::timestamptz, ${now})
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id)
@@ -337,8 +348,8 @@ export async function chargeSingles(db: Db, tz: string, requests: SingleCharge[]
  * (a deadlock, a reset connection, a lost COMMIT answer) is retried, item by item by the Batcher;
  * the request tokens make each retry find a charge that did commit instead of making a second one.
  */
-export function createSingleCharger(sql: Sql, tz: string): (request: SingleCharge) => Promise<Charged | Refused> {
-  const batcher = new Batcher<SingleCharge, Charged | Refused>((requests) => retrying(() => chargeSingles(sql, tz, requests)))
+export function createSingleCharger(sql: Sql, tz: string, clock: Clock): (request: SingleCharge) => Promise<Charged | Refused> {
+  const batcher = new Batcher<SingleCharge, Charged | Refused>((requests) => retrying(() => chargeSingles(sql, tz, requests, clock)))
   return (request) => batcher.add(request)
 }
 

@@ -18,7 +18,7 @@ import { renderText, requireSupported, richOf } from './rich'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import type { Sender } from '../senders/directory'
-import { dropClosedWindows } from '../inbound/enforce'
+import { dropClosedWindows } from './window'
 import { holdMessagingLimit, type Held } from '../budgets/guard'
 import { optedOutAmong, optedOutError, stoppedByOptOut } from '../optouts/service'
 import { normalizePhone } from '../../lib/phone'
@@ -110,11 +110,11 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   } else {
     const lease = deps.handoff.lease()
     const charged = await limit.settleAfter(
-      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid)),
+      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock)),
     )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     cost = charged.cost
-    const chargedAt = Date.now()
+    const chargedAt = deps.clock.now().getTime()
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
         {

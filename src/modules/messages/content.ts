@@ -5,11 +5,8 @@
 // (`provider_template`), so a recovered hand-off sends the same.
 
 import { badShape } from '../../http/errors'
-import type { OutgoingMessage, RichContent } from '../../providers/provider'
+import type { OutgoingMessage, RichContent, StoredTemplate } from '../../providers/provider'
 import { requireRichShape, type RichFields } from './rich'
-
-/** What a message asked its provider to send instead of free-form text (messages.provider_template). */
-export type StoredTemplate = { provider: string; ref: string; language: string | null; variables: string[] }
 
 /** The fields of a send or of one bulk entry that say what it carries. */
 type ContentFields = RichFields

@@ -4,7 +4,7 @@
 // message's validity runs out, then failed and refunded with the provider's code.
 //
 // Only the holder of a message's hand-off lease hands it over. Leases are short (HANDOFF_LEASE_SECONDS,
-// 20 s by default) and a live holder renews every lease it holds every fifth of that, whatever it is
+// 15 s by default) and a live holder renews every lease it holds every fifth of that, whatever it is
 // doing (waiting for a slot, for the provider, for the database to come back to record an outcome), so
 // recovery (workers/handoff-recovery.ts) only ever takes over from a dead holder, and does so in seconds.
 // Each attempt goes: reserve a slot (pace.ts), wait for it, then renew the lease with the holder's
@@ -40,9 +40,11 @@ import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
 import type { Sender, SenderDirectory } from '../senders/directory'
 import { observeHandoff, observePaceWait } from '../../http/metrics/measures'
+import type { Clock, Timer } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 import { isOptedOut, OPTED_OUT_AT_HANDOFF } from '../optouts/service'
 
-/** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 20 s, so every 4 s). */
+/** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 15 s, so every 3 s). */
 const BEATS_PER_LEASE = 5
 /**
  * How long an answer waits for its hand-off outcome's record before the provider's answer goes without
@@ -54,7 +56,7 @@ const THROTTLE_BACKOFF_MS = 1_000
 const MAX_THROTTLE_BACKOFF_MS = 16_000
 
 /**
- * A message to hand over, with when its validity runs out (ms since the epoch, this process's clock)
+ * A message to hand over, with when its validity runs out (ms since the epoch, on Deps.clock)
  * and its sender (null: the deployment's default sender).
  */
 export type Paced = OutgoingMessage & { validUntilMs: number; senderId: number | null }
@@ -98,6 +100,7 @@ const OUTCOME_WAIT_POLL_MS = 250
 export function createHandoff(
   sql: Sql,
   senders: SenderDirectory,
+  clock: Clock,
   options: {
     concurrency: number
     /** How long a lease lasts without renewal (HANDOFF_LEASE_SECONDS). */
@@ -127,12 +130,12 @@ export function createHandoff(
 
   function hold(id: number, token: string): void {
     held.set(id, { token, lost: false })
-    heartbeat ??= setInterval(() => void renewHeld(), (leaseSeconds * 1000) / BEATS_PER_LEASE)
+    heartbeat ??= clock.setInterval(() => void renewHeld(), (leaseSeconds * 1000) / BEATS_PER_LEASE)
   }
   function letGo(id: number): void {
     held.delete(id)
     if (held.size === 0 && heartbeat) {
-      clearInterval(heartbeat)
+      clock.clearInterval(heartbeat)
       heartbeat = undefined
     }
   }
@@ -143,11 +146,11 @@ export function createHandoff(
     const ids = [...held.keys()]
     const tokens = ids.map((id) => held.get(id)!.token)
     const renewed = await sql<{ id: number }[]>`
-      update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})
+      update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})
       from unnest(${ids}::bigint[], ${tokens}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued'
       returning m.id`.catch((error) => {
-      if (isOutage(error)) lastErrorAt = Date.now()
+      if (isOutage(error)) lastErrorAt = clock.now().getTime()
       return null
     })
     if (!renewed) return
@@ -163,7 +166,7 @@ export function createHandoff(
   async function attempt(provider: Sender['provider'], message: OutgoingMessage): Promise<HandoffResult> {
     let timer: Timer | undefined
     const timeout = new Promise<HandoffResult>((resolve) => {
-      timer = setTimeout(
+      timer = clock.setTimeout(
         () => resolve({ ok: false, errorCode: null, errorMessage: `provider did not answer within ${options.timeoutMs / 1000} s` }),
         options.timeoutMs,
       )
@@ -177,7 +180,7 @@ export function createHandoff(
       observeHandoff(provider.name, result, (performance.now() - started) / 1000)
       return result
     } finally {
-      clearTimeout(timer)
+      clock.clearTimeout(timer)
     }
   }
 
@@ -185,7 +188,7 @@ export function createHandoff(
   // those whether the recipient opted out of the account's messages (opt_outs' key: one index probe).
   const claimer = new Batcher<{ id: number; token: string }, Claim>(async (claims) => {
     const rows = await sql<{ id: number; opted_out: boolean }[]>`
-      update messages m set handoff_until = now() + make_interval(secs => ${leaseSeconds})
+      update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
       returning m.id, exists (select 1 from opt_outs o where o.account_id = m.account_id and o.phone = m.phone) as opted_out`
@@ -202,7 +205,7 @@ export function createHandoff(
       if (r.ok) accepted.push({ id: message.id, sid: r.sid, reports: r.reports ?? [] })
       else failed.push({ id: message.id, errorCode: r.errorCode, errorMessage: r.errorMessage })
     }
-    const sent = await markSent(sql, accepted, options.timezone)
+    const sent = await markSent(sql, clock, accepted, options.timezone)
     const refunded = await refundFailed(sql, failed, options.timezone)
     if (accepted.length > 0) options.onSent?.()
     if (sent.announced + refunded.announced > 0) options.onEvents?.()
@@ -218,7 +221,7 @@ export function createHandoff(
       try {
         return await recorder.add([message, result])
       } catch (error) {
-        if (isOutage(error)) lastErrorAt = Date.now()
+        if (isOutage(error)) lastErrorAt = clock.now().getTime()
         // Stopped, taken over, or our own pool closed: nothing more this process can write.
         const closed = (error as { code?: string }).code === 'CONNECTION_ENDED'
         if (stopped || closed || held.get(message.id)?.lost) throw error
@@ -228,7 +231,7 @@ export function createHandoff(
             error: errorKind(error),
           })
         }
-        await Bun.sleep(Math.min(1_000, 50 * 2 ** failures))
+        await clock.sleep(Math.min(1_000, 50 * 2 ** failures))
       }
     }
   }
@@ -238,7 +241,7 @@ export function createHandoff(
     for (;;) {
       const take = await retrying(() => pacer.take(phone))
       if (take.slot) return take.waitMs
-      await Bun.sleep(take.waitMs)
+      await clock.sleep(take.waitMs)
     }
   }
 
@@ -263,7 +266,7 @@ export function createHandoff(
         const reserved = throttles === 0 && firstWaitMs !== null
         const pacing = performance.now()
         const waitMs = reserved ? firstWaitMs : await slotFor(pacer, message.to)
-        if (waitMs > 0) await Bun.sleep(waitMs)
+        if (waitMs > 0) await clock.sleep(waitMs)
         observePaceWait(provider.name, (performance.now() - pacing) / 1000)
         // The lease and the opt-out are checked after the wait, right before the attempt: a message
         // taken over while it waited is not ours to send, one whose recipient opted out is not sent. (A
@@ -293,11 +296,11 @@ export function createHandoff(
           const holdMs = result.throttle.retryAfterMs ?? THROTTLE_BACKOFF_MS
           const retryAfterMs = result.throttle.retryAfterMs ?? Math.min(MAX_THROTTLE_BACKOFF_MS, THROTTLE_BACKOFF_MS * 2 ** throttles)
           await pacer.throttled(result.throttle, message.to, holdMs).catch(() => {})
-          if (Date.now() + retryAfterMs < message.validUntilMs) {
+          if (clock.now().getTime() + retryAfterMs < message.validUntilMs) {
             // The pace holds the sender (or, with a recipient gap, the recipient) for `holdMs`; without a
             // gap the pace keeps no recipients, so a recipient's hold is this message's own wait.
             const heldByPace = result.throttle.scope !== 'recipient' || pacer.pace.recipientGapMs > 0
-            await Bun.sleep(retryAfterMs - (heldByPace ? holdMs : 0))
+            await clock.sleep(retryAfterMs - (heldByPace ? holdMs : 0))
             continue
           }
           // Its validity ran out while throttled: the throttle is its failure, refunded.
@@ -320,8 +323,8 @@ export function createHandoff(
         )
         void recorded.finally(() => letGo(message.id))
         let timer: Timer | undefined
-        const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), RECORD_ANSWER_MS)))
-        const answer = await Promise.race([recorded, late]).finally(() => clearTimeout(timer))
+        const late = new Promise<'late'>((resolve) => (timer = clock.setTimeout(() => resolve('late'), RECORD_ANSWER_MS)))
+        const answer = await Promise.race([recorded, late]).finally(() => clock.clearTimeout(timer))
         return answer === false ? null : result
       }
     } catch (error) {
@@ -334,8 +337,8 @@ export function createHandoff(
   function within(work: Promise<Outcome>, ms: number, after: Promise<void> = Promise.resolve()): Promise<Outcome> {
     if (!Number.isFinite(ms)) return work
     let timer: Timer | undefined
-    const late = after.then(() => new Promise<Outcome>((resolve) => (timer = setTimeout(() => resolve({ queued: true }), ms))))
-    return Promise.race([work, late]).finally(() => clearTimeout(timer))
+    const late = after.then(() => new Promise<Outcome>((resolve) => (timer = clock.setTimeout(() => resolve({ queued: true }), ms))))
+    return Promise.race([work, late]).finally(() => clock.clearTimeout(timer))
   }
 
   return {
@@ -349,7 +352,7 @@ export function createHandoff(
         checkFirst: !fresh,
         onThrottled: throttled,
         accountId: message.accountId,
-      }).then((r) => r ?? waitForOutcome(sql, message.id))
+      }).then((r) => r ?? waitForOutcome(sql, clock, message.id))
       return within(work, answerWithinMs, firstThrottle)
     },
     async many(messages, lease, answerWithinMs = Infinity, fresh = true) {
@@ -362,13 +365,13 @@ export function createHandoff(
           // A message this request does not hold is waited for outside the pool: its holder may need the slot.
           const work = poolOf(message.senderId)
             .run(() => handOver(message, lease, null, { checkFirst: !fresh }))
-            .then((r): Promise<Outcome> | Outcome => r ?? waitForOutcome(sql, message.id))
+            .then((r): Promise<Outcome> | Outcome => r ?? waitForOutcome(sql, clock, message.id))
           outcomes.set(message.id, await within(work, answerWithinMs))
         }),
       )
       return outcomes
     },
-    outcomeOf: (id) => waitForOutcome(sql, id),
+    outcomeOf: (id) => waitForOutcome(sql, clock, id),
     lastDatabaseErrorAt: () => lastErrorAt,
     async announce(ids) {
       if (ids.length === 0) return []
@@ -378,7 +381,7 @@ export function createHandoff(
     },
     stop() {
       stopped = true
-      if (heartbeat) clearInterval(heartbeat)
+      if (heartbeat) clock.clearInterval(heartbeat)
     },
   }
 }
@@ -388,8 +391,8 @@ export function createHandoff(
  * it was already done): waits until it is sent or failed. A message still queued when the wait ends
  * (or quarantined) is reported as not handed over by this request.
  */
-async function waitForOutcome(sql: Sql, id: number, maxWaitMs = 60_000): Promise<HandoffResult> {
-  const until = Date.now() + maxWaitMs
+async function waitForOutcome(sql: Sql, clock: Clock, id: number, maxWaitMs = 60_000): Promise<HandoffResult> {
+  const until = clock.now().getTime() + maxWaitMs
   for (;;) {
     const [row] = await sql<
       { status: string; message_sid: string | null; error_code: number | null; error_message: string | null; quarantined: boolean }[]
@@ -403,10 +406,10 @@ async function waitForOutcome(sql: Sql, id: number, maxWaitMs = 60_000): Promise
         ? { ok: true, sid: row.message_sid }
         : { ok: false, errorCode: row.error_code, errorMessage: row.error_message ?? 'failed' }
     }
-    if (!row || row.quarantined || Date.now() > until) {
+    if (!row || row.quarantined || clock.now().getTime() > until) {
       return { ok: false, errorCode: null, errorMessage: 'the hand-off is still in progress elsewhere', pending: true }
     }
-    await Bun.sleep(OUTCOME_WAIT_POLL_MS)
+    await clock.sleep(OUTCOME_WAIT_POLL_MS)
   }
 }
 
@@ -417,7 +420,12 @@ export type Accepted = { id: number; sid: string; reports: ScheduledReport[] }
  * one statement. Only messages still queued change, so a late second outcome is ignored. A message
  * that was answered `queued` gets its message.status event (queued → sent) in the same statement.
  */
-export async function markSent(sql: Sql, accepted: Accepted[], timezone: string): Promise<{ ids: number[]; announced: number }> {
+export async function markSent(
+  sql: Sql,
+  clock: Pick<Clock, 'sqlNow'>,
+  accepted: Accepted[],
+  timezone: string,
+): Promise<{ ids: number[]; announced: number }> {
   if (accepted.length === 0) return { ids: [], announced: 0 }
   const reports = accepted.flatMap((a) => a.reports.map((r) => ({ sid: a.sid, ...r })))
   // Behind a pooler it runs with its generic plan (GENERIC_PLAN, a comment): else PostgreSQL plans this
@@ -425,13 +433,13 @@ export async function markSent(sql: Sql, accepted: Accepted[], timezone: string)
   const [row] = await sql<{ ids: number[]; announced: number }[]>`
     ${sql.unsafe(GENERIC_PLAN)} with sent as (
       update messages m
-      set status = 'sent', message_sid = v.sid, sent_at = now(), handoff_until = null
+      set status = 'sent', message_sid = v.sid, sent_at = ${nowOf(sql, clock)}, handoff_until = null
       from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
       where m.id = v.id and m.status = 'queued'
       returning m.id, m.message_sid, m.api_key_id, m.phone, m.announce_outcome
     ), scheduled as (
       insert into simulator_reports (message_sid, status, error_code, error_message, due_at)
-      select r.sid, r.status, r.error_code, r.error_message, now() + make_interval(secs => r.after_ms / 1000.0)
+      select r.sid, r.status, r.error_code, r.error_message, ${nowOf(sql, clock)} + make_interval(secs => r.after_ms / 1000.0)
       from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
                   ${reports.map((r) => r.errorCode ?? null) as number[]}::int[], ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[],
                   ${reports.map((r) => r.afterMs)}::int[]) as r(sid, status, error_code, error_message, after_ms)

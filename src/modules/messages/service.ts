@@ -7,7 +7,7 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { loadTemplates, templateContent } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
-import { requireOpenWindow } from '../inbound/enforce'
+import { requireOpenWindow } from './window'
 import { holdMessagingLimit } from '../budgets/guard'
 import { optedOutAtHandoffError, refuseOptedOut, stoppedByOptOut } from '../optouts/service'
 import type { RichContent } from '../../providers/provider'
@@ -88,7 +88,7 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
     },
     sender.providerName,
   )
-  const validUntilMs = Date.now() + validitySeconds * 1000
+  const validUntilMs = deps.clock.now().getTime() + validitySeconds * 1000
   let result = await deps.handoff.one(
     { ...outgoing, validUntilMs, senderId: sender.id, accountId: principal.accountId },
     lease,

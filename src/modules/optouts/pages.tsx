@@ -6,9 +6,9 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
-import { AccountLink, changeScope, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { AccountLink, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { addOptOut, exportOptOuts, importOptOuts, listOptOuts, removeOptOut, type ImportReport } from './service'
 
 const PAGE_SIZE = 50
@@ -159,46 +159,53 @@ export function optOutPages(d: Dashboard) {
           },
         })
       })
-      .post(`${prefix}/opt-outs`, async ({ request, body, params }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const to = `${scope.base}/opt-outs`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+      .post(`${prefix}/opt-outs`, ({ request, body, params }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          (scope) => {
+            const to = `${scope.base}/opt-outs`
+            return d.once(scope.session, body, to, async (tx) => {
               const { optOut, created } = await addOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
               return { to, notice: created ? `${optOut.phone} is opted out.` : `${optOut.phone} was opted out already.` }
-            }),
-          (message, status) => optOutsPage(scope, {}, { state: formState('add', body, ['phone'], message), status }),
-        )
-      })
-      .post(`${prefix}/opt-outs/remove`, async ({ request, body, params }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const to = `${scope.base}/opt-outs`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+            })
+          },
+          (message, status, scope) => optOutsPage(scope, {}, { state: formState('add', body, ['phone'], message), status }),
+        ),
+      )
+      .post(`${prefix}/opt-outs/remove`, ({ request, body, params }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          (scope) => {
+            const to = `${scope.base}/opt-outs`
+            return d.once(scope.session, body, to, async (tx) => {
               const { phone } = await removeOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
               return { to, notice: `${phone} is opted back in: it may be sent to again.` }
-            }),
-          (message, status) => optOutsPage(scope, {}, { state: formState('add', body, ['phone'], message), status }),
-        )
-      })
-      .post(`${prefix}/opt-outs/import`, async ({ request, body, params }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const refuse = (message: string) => optOutsPage(scope, {}, { state: formState('import', body, ['csv'], message), status: 422 })
-        const text = await csvTextOf(body)
-        if (typeof text !== 'string') return refuse(text.error)
-        const to = `${scope.base}/opt-outs`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+            })
+          },
+          (message, status, scope) => optOutsPage(scope, {}, { state: formState('add', body, ['phone'], message), status }),
+        ),
+      )
+      .post(`${prefix}/opt-outs/import`, ({ request, body, params }) => {
+        const refuse = (scope: Scope, message: string) =>
+          optOutsPage(scope, {}, { state: formState('import', body, ['csv'], message), status: 422 })
+        return d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          async (scope) => {
+            const text = await csvTextOf(body)
+            if (typeof text !== 'string') return refuse(scope, text.error)
+            const to = `${scope.base}/opt-outs`
+            return d.once(scope.session, body, to, async (tx) => {
               const report = await importOptOuts(tx, d.tz, scope.accountId, text, 'dashboard', by(scope, request))
               return { to, report }
-            }),
-          (message) => refuse(message),
+            })
+          },
+          (message, _status, scope) => refuse(scope, message),
         )
       })
   }

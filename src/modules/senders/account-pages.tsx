@@ -5,7 +5,7 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, notFound, pageRoutes } from '../../dashboard/context'
 import { PagedTable } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
@@ -131,18 +131,19 @@ export function accountSenderPages(d: Dashboard) {
     param: string,
     fn: (actor: Actor, accountId: number) => Promise<string>,
   ): Promise<Response> {
-    const session = await d.change(request, body, OPERATOR)
-    if (session instanceof Response) return session
     const accountId = idParam(param)
-    if (accountId === null) return notFound(session)
+    if (accountId === null) return d.formAction(request, body, OPERATOR, async (session) => notFound(session))
     const to = `/dashboard/accounts/${accountId}`
-    return orError(
-      async () => {
+    return d.formAction(
+      request,
+      body,
+      OPERATOR,
+      async (session) => {
         const notice = await fn({ user: session.user, address: d.addressOf(request, server) }, accountId)
         d.deps.senders.forget()
         return d.finish(session, { to, notice })
       },
-      (error, status) =>
+      (error, status, session) =>
         status === 404 && error.startsWith(`account ${accountId} `) ? notFound(session) : d.finish(session, { to, error }),
     )
   }

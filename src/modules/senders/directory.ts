@@ -40,7 +40,7 @@ export type SenderDirectory = {
 }
 
 /** How long a process trusts what it read of a sender or of an account's senders (another instance's change shows within it). */
-const FRESH_MS = 2_000
+export const FRESH_MS = 2_000
 /** How many identities' callback settings a process keeps at most. */
 const MAX_CALLBACK_ENTRIES = 1_000
 
@@ -58,7 +58,7 @@ export function createSenderDirectory(
     // Its provider's own name (a test's in-process provider may stand for another).
     providerName: defaultSender.provider.name as ProviderName,
     provider: defaultSender.provider,
-    pacer: createPacer(sql, config.provider, defaultSender.pace),
+    pacer: createPacer(sql, config.provider, defaultSender.pace, clock),
   }
   const stored = new Map<number, { sender: Sender; updatedAt: number; readAt: number }>()
   // The promise is kept, so the entries of one bulk request share one read.
@@ -98,29 +98,29 @@ export function createSenderDirectory(
           }),
         }
     // Each stored sender has its own pace, kept by its id: two numbers each get their full rate.
-    return { id: row.id, providerName: row.provider, provider, pacer: createPacer(sql, `sender:${row.id}`, pace) }
+    return { id: row.id, providerName: row.provider, provider, pacer: createPacer(sql, `sender:${row.id}`, pace, clock) }
   }
 
   async function get(id: number | null): Promise<Sender> {
     if (id === null) return fallback
     const cached = stored.get(id)
-    if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.sender
+    if (cached && clock.monotonic() - cached.readAt < FRESH_MS) return cached.sender
     const [row] = await sql<SenderRow[]>`select * from senders where id = ${id}`
     if (!row) throw new Error(`sender ${id} is gone`)
     const updatedAt = row.updated_at.getTime()
     // Unchanged: the same sender (its pacer keeps this process's spacing), read again.
     const sender = cached && cached.updatedAt === updatedAt ? cached.sender : await build(row)
-    stored.set(id, { sender, updatedAt, readAt: performance.now() })
+    stored.set(id, { sender, updatedAt, readAt: clock.monotonic() })
     return sender
   }
 
   function sendersOf(accountId: number): Promise<AccountSenderRow[]> {
     const cached = accounts.get(accountId)
-    if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.rows
+    if (cached && clock.monotonic() - cached.readAt < FRESH_MS) return cached.rows
     const rows = sql<AccountSenderRow[]>`
       select s.id, s.number, a.is_default, s.disabled_at is not null as disabled
       from account_senders a join senders s on s.id = a.sender_id where a.account_id = ${accountId}`.then((r) => [...r])
-    accounts.set(accountId, { rows, readAt: performance.now() })
+    accounts.set(accountId, { rows, readAt: clock.monotonic() })
     rows.catch(() => accounts.delete(accountId))
     return rows
   }
@@ -159,7 +159,7 @@ export function createSenderDirectory(
       // map is bounded: past its bound it starts over.
       const key = JSON.stringify([provider, identity])
       const cached = callbacks.get(key)
-      if (cached && performance.now() - cached.readAt < FRESH_MS) return cached.senders
+      if (cached && clock.monotonic() - cached.readAt < FRESH_MS) return cached.senders
       const senders = (async () => {
         const rows =
           identity === null
@@ -176,7 +176,7 @@ export function createSenderDirectory(
         return out
       })()
       if (callbacks.size >= MAX_CALLBACK_ENTRIES) callbacks.clear()
-      callbacks.set(key, { senders, readAt: performance.now() })
+      callbacks.set(key, { senders, readAt: clock.monotonic() })
       senders.catch(() => callbacks.delete(key))
       return senders
     },

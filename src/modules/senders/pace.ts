@@ -1,10 +1,11 @@
-// The pace of one sender, shared by every instance on the database (sql/0018_pace.sql): slots are
+// The pace of one sender, shared by every instance on the database (sql/0018_pace.sql, 0032): slots are
 // reserved in one short statement each (concurrent reservations share it: a group commit) and waited
 // for outside any transaction. A throttling answer lowers the sender's rate, which climbs back by itself.
 
 import type { Sql } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import type { Pace, Throttle } from '../../providers/provider'
+import type { Clock } from '../../lib/clock'
 
 /**
  * The share of its rate the pace uses: its slots are exact, but the timers that wait for them fire
@@ -39,11 +40,11 @@ export type Pacer = {
   readonly pace: Pace
 }
 
-export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
+export function createPacer(sql: Sql, sender: string, pace: Pace, clock: Clock): Pacer {
   const ceiling = pace.perSecond * PACE_MARGIN
   const taker = new Batcher<string, Take>(async (phones) => {
     const rows = await sql<Take[]>`
-      select wait_ms as "waitMs", slot from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${phones}::text[], null)`
+      select wait_ms as "waitMs", slot from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${phones}::text[], null, ${clock.sqlNow()}::timestamptz)`
     return rows.map((r) => ({ waitMs: r.waitMs, slot: r.slot }))
   })
   // Single sends' slots, bounded: concurrent ones share a statement too (the sender's row is locked by
@@ -53,7 +54,7 @@ export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
     const maxWaitMs = Math.min(...items.map((i) => i.maxWaitMs))
     const rows = await sql<Take[]>`
       select wait_ms as "waitMs", slot
-      from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${items.map((i) => i.phone)}::text[], ${maxWaitMs})`
+      from pace_take(${sender}, ${ceiling}, ${pace.recipientGapMs}, ${items.map((i) => i.phone)}::text[], ${maxWaitMs}, ${clock.sqlNow()}::timestamptz)`
     return rows.map((r) => ({ waitMs: r.waitMs, slot: r.slot }))
   })
   // GCRA: `due` is when the next hand-off is due at the rate; one may go up to BURST steps early, so
@@ -67,24 +68,24 @@ export function createPacer(sql: Sql, sender: string, pace: Pace): Pacer {
     take: (phone) => taker.add(phone),
     go() {
       gate = gate.then(async () => {
-        const waitMs = due - BURST * stepMs - performance.now()
-        if (waitMs > 0) await Bun.sleep(waitMs)
-        due = Math.max(due, performance.now()) + stepMs
+        const waitMs = due - BURST * stepMs - clock.monotonic()
+        if (waitMs > 0) await clock.sleep(waitMs)
+        due = Math.max(due, clock.monotonic()) + stepMs
       })
       return gate
     },
     async takeWithin(phone, maxWaitMs) {
-      const until = Date.now() + maxWaitMs
+      const until = clock.now().getTime() + maxWaitMs
       for (;;) {
-        const row = await boundedTaker.add({ phone, maxWaitMs: Math.max(0, until - Date.now()) })
+        const row = await boundedTaker.add({ phone, maxWaitMs: Math.max(0, until - clock.now().getTime()) })
         if (row.slot) return { waitMs: row.waitMs }
         // Its recipient is within its gap: ask again when it is free, if that is within the bound.
-        if (Date.now() + row.waitMs > until) return { waitMs: null, wouldWaitMs: row.waitMs }
-        await Bun.sleep(row.waitMs)
+        if (clock.now().getTime() + row.waitMs > until) return { waitMs: null, wouldWaitMs: row.waitMs }
+        await clock.sleep(row.waitMs)
       }
     },
     async throttled(throttle, phone, retryAfterMs) {
-      await sql`select pace_throttled(${sender}, ${ceiling}, ${throttle.scope}, ${phone}, ${Math.round(retryAfterMs)})`
+      await sql`select pace_throttled(${sender}, ${ceiling}, ${throttle.scope}, ${phone}, ${Math.round(retryAfterMs)}, ${clock.sqlNow()}::timestamptz)`
     },
   }
 }

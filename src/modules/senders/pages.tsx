@@ -410,38 +410,38 @@ export function senderPages(d: Dashboard) {
           }),
       )
     })
-    .post('/senders/:sender/check', async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const found = await senderOf(params.sender)
-      if (!found) return notFound(session)
-      // The provider's call is made outside any transaction; its answer is recorded (and audited) after.
-      const check = await checkSender(d.deps, found.row)
-      const sender = await recordCheck(d.deps, actorOf(session, request, server), found.sender.id, check)
-      const to = backTo(body, sender.id)
-      const said = check.detail.replace(/\.$/, '')
-      return check.ok
-        ? d.finish(session, { to, notice: `Sender ${sender.name} checked: ok. ${said}.` })
-        : d.finish(session, { to, error: `Sender ${sender.name} checked: failed. ${said}.` })
-    })
+    .post('/senders/:sender/check', ({ request, body, params, server }) =>
+      d.formAction(request, body, OPERATOR, async (session) => {
+        const found = await senderOf(params.sender)
+        if (!found) return notFound(session)
+        // The provider's call is made outside any transaction; its answer is recorded (and audited) after.
+        const check = await checkSender(d.deps, found.row)
+        const sender = await recordCheck(d.deps, actorOf(session, request, server), found.sender.id, check)
+        const to = backTo(body, sender.id)
+        const said = check.detail.replace(/\.$/, '')
+        return check.ok
+          ? d.finish(session, { to, notice: `Sender ${sender.name} checked: ok. ${said}.` })
+          : d.finish(session, { to, error: `Sender ${sender.name} checked: failed. ${said}.` })
+      }),
+    )
   for (const [path, disabled] of [
     ['disable', true],
     ['enable', false],
   ] as const) {
-    app.post(`/senders/:sender/${path}`, async ({ request, body, params, server }) => {
-      const session = await d.change(request, body, OPERATOR)
-      if (session instanceof Response) return session
-      const found = await senderOf(params.sender)
-      if (!found) return notFound(session)
-      const sender = await setSenderDisabled(d.deps, actorOf(session, request, server), found.sender.id, disabled)
-      d.deps.senders.forget()
-      return d.finish(session, {
-        to: backTo(body, sender.id),
-        notice: disabled
-          ? `Sender ${sender.name} disabled: new sends through it are refused, and its running campaigns pause.`
-          : `Sender ${sender.name} enabled: it sends again.`,
-      })
-    })
+    app.post(`/senders/:sender/${path}`, ({ request, body, params, server }) =>
+      d.formAction(request, body, OPERATOR, async (session) => {
+        const found = await senderOf(params.sender)
+        if (!found) return notFound(session)
+        const sender = await setSenderDisabled(d.deps, actorOf(session, request, server), found.sender.id, disabled)
+        d.deps.senders.forget()
+        return d.finish(session, {
+          to: backTo(body, sender.id),
+          notice: disabled
+            ? `Sender ${sender.name} disabled: new sends through it are refused, and its running campaigns pause.`
+            : `Sender ${sender.name} enabled: it sends again.`,
+        })
+      }),
+    )
   }
   return app
 }

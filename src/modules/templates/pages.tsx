@@ -5,9 +5,10 @@
 
 import { h } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, counted, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, counted, field, notFound, respond, pageRoutes } from '../../dashboard/context'
+import type { Session } from '../../dashboard/session'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
-import { AccountLink, changeScope, idParam, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { AccountLink, idParam, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { MAX_BODY_CHARS, MAX_NAME_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
 import { PLACEHOLDERS } from '../../lib/template'
@@ -222,39 +223,53 @@ export function templatePages(d: Dashboard) {
     /** The template of the scope's account, or null (404). */
     const ownTemplate = (scope: Scope, id: number | null) =>
       id === null ? Promise.resolve(null) : getTemplate(d.sql, d.tz, id, scope.accountId).catch(() => null)
+    /**
+     * formAction's target for a change of one template: the scope and the template of the path, 404
+     * when it is not the account's (or, with `provider`, that provider has no approved templates).
+     */
+    const templateOf =
+      (request: Request, params: Record<string, string>, provider?: string) =>
+      async (session: Session): Promise<{ scope: Scope; template: Template } | Response> => {
+        const scope = await inScope(d, request, accountOf(params))(session)
+        if (scope instanceof Response) return scope
+        const template = await ownTemplate(scope, idParam(params.template))
+        if (!template || (provider !== undefined && !TEMPLATE_RULES.has(provider))) return notFound(session)
+        return { scope, template }
+      }
 
     app
       .get(`${prefix}/templates`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))
         return scope instanceof Response ? scope : templatesPage(scope)
       })
-      .post(`${prefix}/templates`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const to = `${scope.base}/templates`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+      .post(`${prefix}/templates`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          (scope) => {
+            const to = `${scope.base}/templates`
+            return d.once(scope.session, body, to, async (tx) => {
               const template = await createTemplate(tx, d.tz, scope.accountId, { name: field(body, 'name'), body: field(body, 'body') })
               await record(tx, scope, request, server, 'template created', { template_id: template.id, name: template.name })
               return { to, notice: `Template ${template.name} created.` }
-            }),
-          (message, status) => templatesPage(scope, { state: formState('template', body, TEMPLATE_FIELDS, message), status }),
-        )
-      })
+            })
+          },
+          (message, status, scope) => templatesPage(scope, { state: formState('template', body, TEMPLATE_FIELDS, message), status }),
+        ),
+      )
       .get(`${prefix}/templates/:template`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope
         const template = await ownTemplate(scope, idParam(params.template))
         return template ? editPage(scope, template) : notFound(scope.session)
       })
-      .post(`${prefix}/templates/:template`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const template = await ownTemplate(scope, idParam(params.template))
-        if (!template) return notFound(scope.session)
-        return orError(
-          async () => {
+      .post(`${prefix}/templates/:template`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          templateOf(request, params),
+          async ({ scope, template }) => {
             const saved = await updateTemplate(
               d.sql,
               d.tz,
@@ -265,30 +280,29 @@ export function templatePages(d: Dashboard) {
             await record(d.sql, scope, request, server, 'template changed', { template_id: template.id })
             return d.finish(scope.session, { to: `${scope.base}/templates`, notice: `Template ${saved.name} saved.` })
           },
-          (message, status) => editPage(scope, template, { state: formState('edit', body, TEMPLATE_FIELDS, message), status }),
-        )
-      })
-      .post(`${prefix}/templates/:template/delete`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const template = await ownTemplate(scope, idParam(params.template))
-        if (!template) return notFound(scope.session)
-        return orError(
-          async () => {
+          (message, status, { scope, template }) =>
+            editPage(scope, template, { state: formState('edit', body, TEMPLATE_FIELDS, message), status }),
+        ),
+      )
+      .post(`${prefix}/templates/:template/delete`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          templateOf(request, params),
+          async ({ scope, template }) => {
             await deleteTemplate(d.sql, template.id, scope.accountId)
             await record(d.sql, scope, request, server, 'template deleted', { template_id: template.id, name: template.name })
             return d.finish(scope.session, { to: `${scope.base}/templates`, notice: `Template ${template.name} deleted.` })
           },
-          (error, status) => templatesPage(scope, { error, status }),
-        )
-      })
-      .post(`${prefix}/templates/:template/bindings/:provider`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const template = await ownTemplate(scope, idParam(params.template))
-        if (!template || !TEMPLATE_RULES.has(params.provider)) return notFound(scope.session)
-        return orError(
-          async () => {
+          (error, status, { scope }) => templatesPage(scope, { error, status }),
+        ),
+      )
+      .post(`${prefix}/templates/:template/bindings/:provider`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          templateOf(request, params, params.provider),
+          async ({ scope, template }) => {
             const binding = await setBinding(
               d.sql,
               d.tz,
@@ -313,17 +327,16 @@ export function templatePages(d: Dashboard) {
               notice: `Template ${template.name} bound: ${bindingLine(binding)}.`,
             })
           },
-          (message, status) =>
+          (message, status, { scope, template }) =>
             editPage(scope, template, { state: formState(`binding-${params.provider}`, body, BINDING_FIELDS, message), status }),
-        )
-      })
-      .post(`${prefix}/templates/:template/bindings/:provider/delete`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const template = await ownTemplate(scope, idParam(params.template))
-        if (!template || !TEMPLATE_RULES.has(params.provider)) return notFound(scope.session)
-        return orError(
-          async () => {
+        ),
+      )
+      .post(`${prefix}/templates/:template/bindings/:provider/delete`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          templateOf(request, params, params.provider),
+          async ({ scope, template }) => {
             await deleteBinding(d.sql, template.id, params.provider, scope.accountId)
             await record(d.sql, scope, request, server, 'template unbound', { template_id: template.id, provider: params.provider })
             return d.finish(scope.session, {
@@ -331,40 +344,43 @@ export function templatePages(d: Dashboard) {
               notice: `The ${params.provider} binding of template ${template.name} is removed: it goes as free-form text there.`,
             })
           },
-          (error, status) => editPage(scope, template, { error, status }),
-        )
-      })
-      .post(`${prefix}/segments`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const to = `${scope.base}/templates`
-        return orError(
-          () =>
-            d.once(scope.session, body, to, async (tx) => {
+          (error, status, { scope, template }) => editPage(scope, template, { error, status }),
+        ),
+      )
+      .post(`${prefix}/segments`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          (scope) => {
+            const to = `${scope.base}/templates`
+            return d.once(scope.session, body, to, async (tx) => {
               const segment = await createSegment(tx, d.tz, scope.accountId, { name: field(body, 'name'), tag: field(body, 'tag') })
               await record(tx, scope, request, server, 'segment created', { segment_id: segment.id, name: segment.name, tag: segment.tag })
               return {
                 to,
                 notice: `Segment ${segment.name} created: ${counted(segment.contact_count, 'contact')} tagged ${segment.tag} now.`,
               }
-            }),
-          (message, status) => templatesPage(scope, { state: formState('segment', body, SEGMENT_FIELDS, message), status }),
-        )
-      })
-      .post(`${prefix}/segments/:segment/delete`, async ({ request, body, params, server }) => {
-        const scope = await changeScope(d, request, body, accountOf(params))
-        if (scope instanceof Response) return scope
-        const id = idParam(params.segment)
-        if (id === null) return notFound(scope.session)
-        return orError(
-          async () => {
+            })
+          },
+          (message, status, scope) => templatesPage(scope, { state: formState('segment', body, SEGMENT_FIELDS, message), status }),
+        ),
+      )
+      .post(`${prefix}/segments/:segment/delete`, ({ request, body, params, server }) =>
+        d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          async (scope) => {
+            const id = idParam(params.segment)
+            if (id === null) return notFound(scope.session)
             await deleteSegment(d.sql, id, scope.accountId)
             await record(d.sql, scope, request, server, 'segment deleted', { segment_id: id })
             return d.finish(scope.session, { to: `${scope.base}/templates`, notice: 'Segment deleted.' })
           },
-          (error, status) => (status === 404 ? notFound(scope.session) : templatesPage(scope, { error, status })),
-        )
-      })
+          (error, status, scope) => (status === 404 ? notFound(scope.session) : templatesPage(scope, { error, status })),
+        ),
+      )
   }
   return app
 }

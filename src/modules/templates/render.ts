@@ -7,7 +7,7 @@ import type { Db } from '../../db/client'
 import { badValue } from '../../http/errors'
 import { placeholdersOf, renderTemplate, type TemplateValues } from '../../lib/template'
 import { MAX_BODY_CHARS } from '../../lib/validate'
-import type { StoredTemplate } from '../messages/content'
+import type { StoredTemplate } from '../../providers/provider'
 
 /** A variable's name in an error: as typed when plain, quoted (and cut) otherwise. */
 const nameOf = (name: string) =>

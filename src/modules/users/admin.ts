@@ -19,7 +19,7 @@ export const usersAdmin = (deps: Deps) => {
   const { sql, config } = deps
   const linkOf = (token: string) => `${config.publicBaseUrl}/dashboard/link/${token}`
   const make = async (email: string, role: Role, accountId: number | null) => {
-    const { user, token } = await createUser(sql, { email, role, accountId, createdBy: null })
+    const { user, token } = await createUser(sql, deps.clock, { email, role, accountId, createdBy: null })
     await audit(sql, {
       user: null,
       address: null,
@@ -67,7 +67,7 @@ export const usersAdmin = (deps: Deps) => {
     .post(
       '/users/:id/link',
       async ({ params, set }) => {
-        const { user, kind, token } = await reissueLink(sql, params.id, null)
+        const { user, kind, token } = await reissueLink(sql, deps.clock, params.id, null)
         await audit(sql, {
           user: null,
           address: null,

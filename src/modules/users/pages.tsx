@@ -173,7 +173,7 @@ export function userPages(d: Dashboard) {
       return orError(
         () =>
           d.once(session, body, '/dashboard/users', async (tx) => {
-            const { user, token } = await createUser(tx, {
+            const { user, token } = await createUser(tx, d.deps.clock, {
               email: field(body, 'email'),
               role: 'operator',
               accountId: null,
@@ -197,7 +197,7 @@ export function userPages(d: Dashboard) {
       return orError(
         () =>
           d.once(session, body, '/dashboard/users', async (tx) => {
-            const { kind, token } = await reissueLink(tx, user.id, session.user.id)
+            const { kind, token } = await reissueLink(tx, d.deps.clock, user.id, session.user.id)
             await auditOf(tx, session, request, server, {
               accountId: user.account_id,
               action: kind === 'invite' ? 'invitation link made' : 'password reset link made',
@@ -218,7 +218,7 @@ export function userPages(d: Dashboard) {
         async () => {
           const active = field(body, 'active') === 'true'
           if (!active && user.id === session.user.id) throw badValue('you cannot deactivate yourself')
-          await setUserActive(d.sql, user.id, active)
+          await setUserActive(d.sql, d.deps.clock, user.id, active)
           await auditOf(d.sql, session, request, server, {
             accountId: user.account_id,
             action: active ? 'user reactivated' : 'user deactivated',

@@ -4,6 +4,8 @@
 // (Bun.password); sign-in failures are throttled per e-mail and per address.
 
 import { transaction, type Db, type Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
 import { randomBase62, sha256Hex } from '../../lib/keys'
 import { Semaphore } from '../../lib/limit'
@@ -49,6 +51,7 @@ const USER_COLUMNS = (sql: Db) => sql`id, email, role, account_id, active`
 /** A new user with a link to set the password. An e-mail already in use is 409. */
 export async function createUser(
   sql: Db,
+  clock: Clock,
   input: { email: string; role: Role; accountId: number | null; createdBy: number | null },
 ): Promise<{ user: User; token: string }> {
   const email = requireEmail(input.email)
@@ -62,18 +65,25 @@ export async function createUser(
       on conflict do nothing
       returning ${USER_COLUMNS(tx)}`
     if (!user) throw new ApiError('CONFLICT', `a user with the e-mail ${email} exists`)
-    const token = await createLink(tx, user.id, 'invite', input.createdBy)
+    const token = await createLink(tx, clock, user.id, 'invite', input.createdBy)
     return { user, token }
   })
 }
 
 /** A single-use link for `userId`; earlier unused links of the user stop working. Returns the token. */
-export async function createLink(db: Db, userId: number, kind: 'invite' | 'reset', createdBy: number | null): Promise<string> {
+export async function createLink(
+  db: Db,
+  clock: Clock,
+  userId: number,
+  kind: 'invite' | 'reset',
+  createdBy: number | null,
+): Promise<string> {
   const token = randomBase62(43) // ~256 bits
-  await db`update user_links set used_at = now() where user_id = ${userId} and used_at is null`
+  const now = nowOf(db, clock)
+  await db`update user_links set used_at = ${now} where user_id = ${userId} and used_at is null`
   await db`
-    insert into user_links (token_hash, user_id, kind, created_by, expires_at)
-    values (${sha256Hex(token)}, ${userId}, ${kind}, ${createdBy}, now() + make_interval(hours => ${LINK_HOURS}))`
+    insert into user_links (token_hash, user_id, kind, created_by, created_at, expires_at)
+    values (${sha256Hex(token)}, ${userId}, ${kind}, ${createdBy}, ${now}, ${now} + make_interval(hours => ${LINK_HOURS}))`
   return token
 }
 
@@ -84,6 +94,7 @@ export async function createLink(db: Db, userId: number, kind: 'invite' | 'reset
  */
 export async function reissueLink(
   sql: Db,
+  clock: Clock,
   userId: number,
   createdBy: number | null,
 ): Promise<{ user: User; kind: 'invite' | 'reset'; token: string }> {
@@ -95,7 +106,7 @@ export async function reissueLink(
     const { password_set, ...user } = row
     if (!user.active) throw new ApiError('CONFLICT', `user ${userId} is deactivated: reactivate them in the dashboard first`)
     const kind = password_set ? 'reset' : 'invite'
-    return { user, kind, token: await createLink(tx, userId, kind, createdBy) }
+    return { user, kind, token: await createLink(tx, clock, userId, kind, createdBy) }
   })
 }
 
@@ -114,11 +125,11 @@ export async function findUsers(sql: Sql, tz: string, filter: { email?: string }
 }
 
 /** The user a valid, unused, unexpired link belongs to; null otherwise. */
-export async function userOfLink(sql: Sql, token: string): Promise<(User & { kind: string }) | null> {
+export async function userOfLink(sql: Sql, clock: Clock, token: string): Promise<(User & { kind: string }) | null> {
   const [row] = await sql<(User & { kind: string })[]>`
     select u.id, u.email, u.role, u.account_id, u.active, l.kind
     from user_links l join users u on u.id = l.user_id
-    where l.token_hash = ${sha256Hex(token)} and l.used_at is null and l.expires_at > now() and u.active`
+    where l.token_hash = ${sha256Hex(token)} and l.used_at is null and l.expires_at > ${nowOf(sql, clock)} and u.active`
   return row ?? null
 }
 
@@ -126,13 +137,14 @@ export async function userOfLink(sql: Sql, token: string): Promise<(User & { kin
  * Sets the password through a link, once: the link is used up, and every session of the user ends
  * (a reset must lock out whoever knew the old password). Null if the link is not valid.
  */
-export async function setPasswordWithLink(sql: Sql, token: string, password: string): Promise<User | null> {
+export async function setPasswordWithLink(sql: Sql, clock: Clock, token: string, password: string): Promise<User | null> {
   requirePassword(password)
   const hash = await hashPassword(password)
   return sql.begin(async (tx) => {
+    const now = nowOf(tx, clock)
     const [link] = await tx<{ user_id: number }[]>`
-      update user_links set used_at = now()
-      where token_hash = ${sha256Hex(token)} and used_at is null and expires_at > now()
+      update user_links set used_at = ${now}
+      where token_hash = ${sha256Hex(token)} and used_at is null and expires_at > ${now}
       returning user_id`
     if (!link) return null
     const [user] = await tx<User[]>`
@@ -149,10 +161,10 @@ export type SignIn = { ok: true; user: User } | { ok: false; locked: boolean }
  * Checks an e-mail and password. Locked e-mails and addresses are refused without looking at the
  * password; unknown e-mails cost one verification like known ones, so timing tells nothing.
  */
-export async function signIn(sql: Sql, emailInput: string, password: string, address: string): Promise<SignIn> {
+export async function signIn(sql: Sql, clock: Clock, emailInput: string, password: string, address: string): Promise<SignIn> {
   const email = emailInput.trim().toLowerCase().slice(0, 254)
   const subjects = [`email:${email}`, `address:${address}`]
-  const [locked] = await sql`select 1 from sign_in_failures where subject = any(${subjects}) and locked_until > now()`
+  const [locked] = await sql`select 1 from sign_in_failures where subject = any(${subjects}) and locked_until > ${nowOf(sql, clock)}`
   const [user] = await sql<(User & { password_hash: string | null })[]>`
     select id, email, role, account_id, active, password_hash from users where lower(email) = ${email}`
   dummyHash ??= Bun.password.hash(randomBase62(20), { algorithm: 'argon2id' })
@@ -164,22 +176,23 @@ export async function signIn(sql: Sql, emailInput: string, password: string, add
     const { password_hash: _, ...rest } = user
     return { ok: true, user: rest }
   }
-  const nowLocked = await recordFailure(sql, subjects[0]!, EMAIL_FAILURES)
-  const addressLocked = await recordFailure(sql, subjects[1]!, ADDRESS_FAILURES)
+  const nowLocked = await recordFailure(sql, clock, subjects[0]!, EMAIL_FAILURES)
+  const addressLocked = await recordFailure(sql, clock, subjects[1]!, ADDRESS_FAILURES)
   return { ok: false, locked: nowLocked || addressLocked }
 }
 
 /** Counts a failure in the subject's window; locks it when the count reaches `limit`. */
-async function recordFailure(sql: Sql, subject: string, limit: number): Promise<boolean> {
+async function recordFailure(sql: Sql, clock: Clock, subject: string, limit: number): Promise<boolean> {
+  const now = nowOf(sql, clock)
   const [row] = await sql<{ locked: boolean }[]>`
-    insert into sign_in_failures as f (subject, failures) values (${subject}, 1)
+    insert into sign_in_failures as f (subject, failures, window_start) values (${subject}, 1, ${now})
     on conflict (subject) do update set
-      failures = case when f.window_start < now() - make_interval(mins => ${LOCK_MINUTES}) then 1 else f.failures + 1 end,
-      window_start = case when f.window_start < now() - make_interval(mins => ${LOCK_MINUTES}) then now() else f.window_start end
+      failures = case when f.window_start < ${now} - make_interval(mins => ${LOCK_MINUTES}) then 1 else f.failures + 1 end,
+      window_start = case when f.window_start < ${now} - make_interval(mins => ${LOCK_MINUTES}) then ${now} else f.window_start end
     returning failures >= ${limit} as locked`
   if (row!.locked) {
     await sql`
-      update sign_in_failures set locked_until = now() + make_interval(mins => ${LOCK_MINUTES}), failures = 0, window_start = now()
+      update sign_in_failures set locked_until = ${now} + make_interval(mins => ${LOCK_MINUTES}), failures = 0, window_start = ${now}
       where subject = ${subject}`
   }
   return row!.locked
@@ -231,13 +244,13 @@ export async function getUser(sql: Sql, id: number): Promise<User> {
 }
 
 /** Deactivates (every session ends at once, unused links stop working) or reactivates a user. */
-export async function setUserActive(sql: Sql, id: number, active: boolean): Promise<User> {
+export async function setUserActive(sql: Sql, clock: Clock, id: number, active: boolean): Promise<User> {
   return sql.begin(async (tx) => {
     const [user] = await tx<User[]>`update users set active = ${active} where id = ${id} returning ${USER_COLUMNS(tx)}`
     if (!user) throw new ApiError('NOT_FOUND', `user ${id} not found`)
     if (!active) {
       await tx`delete from sessions where user_id = ${id}`
-      await tx`update user_links set used_at = now() where user_id = ${id} and used_at is null`
+      await tx`update user_links set used_at = ${nowOf(tx, clock)} where user_id = ${id} and used_at is null`
     }
     return user
   })

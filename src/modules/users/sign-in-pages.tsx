@@ -70,19 +70,19 @@ export function signInPages(d: Dashboard) {
       const expected = cookieOf(request, SIGN_IN_COOKIE)
       if (!sameOrigin(request) || !expected || !csrfTokenMatches(expected, field(body, '_csrf'))) return refused()
       const email = field(body, 'email')
-      const result = await signIn(d.sql, email, field(body, 'password'), d.addressOf(request, server) ?? 'unknown')
+      const result = await signIn(d.sql, d.deps.clock, email, field(body, 'password'), d.addressOf(request, server) ?? 'unknown')
       if (!result.ok) {
         // The same answer for unknown e-mails, wrong passwords and locked ones, apart from the lock itself.
         return result.locked
           ? signInPage(request, { error: 'Too many failed sign-ins. Try again in 15 minutes.', status: 429, email })
           : signInPage(request, { error: 'E-mail or password is not right.', status: 401, email })
       }
-      const { token } = await startSession(d.sql, result.user.id)
+      const { token } = await startSession(d.sql, d.deps.clock, result.user.id)
       identify(request, { auth: 'session', user_id: result.user.id, account_id: result.user.account_id ?? undefined })
       return redirect('/dashboard', [sessionCookie(token), clearedCookie(SIGN_IN_COOKIE)])
     })
     .get('/link/:token', async ({ params }) => {
-      const user = await userOfLink(d.sql, params.token)
+      const user = await userOfLink(d.sql, d.deps.clock, params.token)
       if (!user)
         return respond(
           <Layout
@@ -115,13 +115,13 @@ export function signInPages(d: Dashboard) {
       if (password.length < MIN_PASSWORD_LENGTH) {
         return respond(<Layout title="Set your password" error={`The password must be at least ${MIN_PASSWORD_LENGTH} characters.`} />, 422)
       }
-      const user = await setPasswordWithLink(d.sql, params.token, password).catch((error) => {
+      const user = await setPasswordWithLink(d.sql, d.deps.clock, params.token, password).catch((error) => {
         if (error instanceof ApiError) return null
         throw error
       })
       if (!user) return respond(<Layout title="Link not valid" error="This link was used already or has expired." />, 404)
       await audit(d.sql, { user, address: d.addressOf(request), accountId: user.account_id, action: 'password set' })
-      const { token } = await startSession(d.sql, user.id)
+      const { token } = await startSession(d.sql, d.deps.clock, user.id)
       identify(request, { auth: 'session', user_id: user.id, account_id: user.account_id ?? undefined })
       return redirect('/dashboard', [sessionCookie(token)])
     })
