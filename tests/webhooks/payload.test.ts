@@ -36,7 +36,7 @@ const TIMESTAMP = /^\{"event":"message\.status","timestamp":"(\d{4}-\d{2}-\d{2} 
 
 test('a status event: compact JSON in the spec order, byte for byte, with any text escaped as JSON.stringify does', async () => {
   const { key, secret } = await keyWithUrl()
-  const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
+  const sent = await (t.deps.clock as TestClock).run(t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' }))
   const sid: string = sent.body.data.message_id
   const errorMessage = 'Undeliverable: "blocked" \\ by carrier – ünï 😀\n\ttab \u0001'
   await reportStatus(t, sid, 'delivered')
@@ -67,7 +67,7 @@ test('a failure says whether it was refunded, after error_message: false when it
   const [{ account_id }] = await t.db.sql<[{ account_id: number }]>`select account_id from api_keys where id = ${keyId}`
   const kept = await t.admin('PUT', '/price', { cost_per_message: 5, account_id, refund_late_failures: false })
   expect(kept.body.data.refund_late_failures).toBe(false)
-  const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
+  const sent = await (t.deps.clock as TestClock).run(t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' }))
   const sid: string = sent.body.data.message_id
   await reportStatus(t, sid, 'failed', { errorCode: 63016, errorMessage: 'Message failed' })
   expect(await deliverAll(t)).toBe(1)

@@ -92,8 +92,9 @@ async function receiveCallbacks(
     const toPark = reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')
     if (toPark.length > 0) {
       await tx`
-        insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, expires_at)
-        select sid, status, error_code, error_message, signer_senders::bigint[], ${nowOf(tx, clock)} + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
+        insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, received_at, expires_at)
+        select sid, status, error_code, error_message, signer_senders::bigint[], ${nowOf(tx, clock)},
+               ${nowOf(tx, clock)} + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
         from unnest(${toPark.map((r) => r.sid)}::text[], ${toPark.map((r) => r.status)}::text[],
                     ${toPark.map((r) => r.errorCode ?? null) as number[]}::int[],
                     ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[],
