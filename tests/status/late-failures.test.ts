@@ -54,6 +54,7 @@ let t: TestApp
 let instances: ReportTarget[]
 beforeAll(async () => {
   t = await testApp({
+    runOnClock: true,
     env: {
       PROVIDER: 'twilio',
       TWILIO_ACCOUNT_SID: `AC${'0'.repeat(32)}`,

@@ -29,6 +29,7 @@ let t: TestApp
 const clock = new TestClock()
 beforeAll(async () => {
   t = await testApp({
+    runOnClock: true,
     clock,
     env: {
       PROVIDER: 'twilio',

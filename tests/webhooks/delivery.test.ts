@@ -25,7 +25,7 @@ const clock = new TestClock()
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls, clock)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }, clock })
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }, clock, runOnClock: true })
 }, 60_000)
 afterAll(async () => {
   await t.close()
