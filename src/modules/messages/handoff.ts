@@ -264,10 +264,10 @@ export function createHandoff(
       const { provider, pacer } = await retrying(() => senders.get(message.senderId))
       for (let throttles = 0; ; throttles++) {
         const reserved = throttles === 0 && firstWaitMs !== null
-        const pacing = performance.now()
+        const pacing = clock.monotonic()
         const waitMs = reserved ? firstWaitMs : await slotFor(pacer, message.to)
         if (waitMs > 0) await clock.sleep(waitMs)
-        observePaceWait(provider.name, (performance.now() - pacing) / 1000)
+        observePaceWait(provider.name, (clock.monotonic() - pacing) / 1000)
         // The lease and the opt-out are checked after the wait, right before the attempt: a message
         // taken over while it waited is not ours to send, one whose recipient opted out is not sent. (A
         // single send's first attempt reads the opt-out alone when its lease, taken by its charge just
