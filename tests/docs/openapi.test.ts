@@ -25,7 +25,11 @@ const PUBLIC_BASE_URL = 'https://messaging.acme.test'
 beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
-  t = await testApp({ clock, runOnClock: true, env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, PUBLIC_BASE_URL: PUBLIC_BASE_URL } })
+  t = await testApp({
+    clock,
+    runOnClock: true,
+    env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, PUBLIC_BASE_URL: PUBLIC_BASE_URL },
+  })
   const [a, b] = [await t.request('GET', '/docs/json'), await t.request('GET', '/docs/admin/json')]
   expect([a.status, b.status]).toEqual([200, 200])
   api = a.body
