@@ -67,6 +67,12 @@ export type ChaosReport = {
 const ACCOUNTS = 3
 /** Kills every run makes, however slow the machine. */
 export const MIN_KILLS = 2
+/**
+ * The fault phase goes on until at least this many of the plan's operations were issued, whatever the
+ * machine's speed (a loaded machine answers slowly: 37 operations in 25 s handed over 30 messages, too
+ * few for the run to exercise what it claims), as it does until MIN_KILLS kills.
+ */
+export const MIN_OPERATIONS = 60
 const CLIENTS = 3
 /** Long enough for the fake's slow answers past the lease; its timeouts answer after it. */
 const PROVIDER_TIMEOUT_MS = 5_000
@@ -245,7 +251,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const until = Date.now() + options.seconds * 1000
     let killerDone = false
     const clients = Array.from({ length: CLIENTS }, async () => {
-      while (Date.now() < until || !killerDone) {
+      while (Date.now() < until || !killerDone || nextOp < MIN_OPERATIONS) {
         await client.run(ops[nextOp++]!, accounts)
         await Bun.sleep(50)
       }
