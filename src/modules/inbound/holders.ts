@@ -50,6 +50,9 @@ export async function listHolders(sql: Sql, tz: string, query: ConversationHolde
   const p = page(query)
   const phone = query.phone === undefined ? null : requireInboundPhone(query.phone, 'phone')
   const sender = senderOf(query.sender_id)
+  if (query.account_id !== undefined && (!Number.isSafeInteger(query.account_id) || query.account_id < 1)) {
+    throw badValue('account_id: an account id (a positive integer)')
+  }
   const where = sql`
     where (${phone}::text is null or phone = ${phone})
       and (${query.account_id ?? null}::bigint is null or account_id = ${query.account_id ?? null})
