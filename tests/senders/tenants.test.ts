@@ -316,7 +316,7 @@ describe('a number several accounts share', () => {
     // An account id no row can have is 422 naming the filter, not a database error (the fuzz test found a 500).
     const beyond = await t.admin('GET', '/conversation-holders?account_id=18446744073709551616')
     expect({ status: beyond.status, code: beyond.body.code }).toEqual({ status: 422, code: 'VALIDATION_ERROR' })
-    expect(beyond.body.message).toContain('account_id')
+    expect(beyond.body.error).toContain('account_id')
   })
 
   test("quoting a message of another number changes nothing: the quote must be of this number's messages", async () => {
