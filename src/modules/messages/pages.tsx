@@ -150,7 +150,7 @@ export function messagePages(d: Dashboard) {
     // What the message came from, by name (null: gone since, e.g. a deleted template).
     const template = message.template_id === null ? null : await getTemplate(d.sql, d.tz, message.template_id, accountId).catch(() => null)
     const campaign =
-      message.campaign_id === null ? null : await getCampaign(d.sql, d.tz, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
+      message.campaign_id === null ? null : await getCampaign(d.sql, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
     const [sender] = message.sender_id === null ? [] : await senderNames(d.sql, [message.sender_id])
     const charged = -ledger.filter((r) => r.kind === 'charge').reduce((sum, r) => sum + r.amount, 0)
     const refunded = ledger.filter((r) => r.kind === 'refund').reduce((sum, r) => sum + r.amount, 0)
