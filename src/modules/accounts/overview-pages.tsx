@@ -95,6 +95,7 @@ export function overviewPages(d: Dashboard) {
     const senders = await listAccountSenders(d.sql, accountId)
     const budgets = await senderBudgetUses(
       d.sql,
+      d.deps.clock,
       senders.map((s) => s.id),
       d.config.timezone,
     )

@@ -91,12 +91,12 @@ const LIMIT_PAUSE = 'MESSAGING_LIMIT%'
  * again. Only those: a campaign paused for another reason (balance, a disabled sender, an operator)
  * waits for its operator.
  */
-export async function resumeLimitedCampaigns(sql: Sql, messagingLimit: number | null): Promise<number> {
+export async function resumeLimitedCampaigns(sql: Sql, clock: Clock, messagingLimit: number | null): Promise<number> {
   const paused = await sql<{ id: number; sender_id: number | null }[]>`
     select id, sender_id from campaigns where status = 'paused' and pause_reason like ${LIMIT_PAUSE} order by id limit 100`
   let resumed = 0
   for (const c of paused) {
-    if (!(await hasRoom(sql, messagingLimit, c.sender_id))) continue
+    if (!(await hasRoom(sql, clock, messagingLimit, c.sender_id))) continue
     const [row] = await sql`
       update campaigns set status = 'sending', pause_reason = null
       where id = ${c.id} and status = 'paused' and pause_reason like ${LIMIT_PAUSE} returning id`
