@@ -23,7 +23,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/messages/debit-race.test.ts',
   'tests/messages/guards.test.ts',
   'tests/messages/handoff-lease.test.ts',
-  'tests/messages/idempotency.test.ts',
   'tests/messages/list.test.ts',
   'tests/messages/pace.test.ts',
   'tests/messages/spend-cap.test.ts',

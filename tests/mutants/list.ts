@@ -285,7 +285,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'idempotency-replay',
     breaks: 'a repeat charged again: every request with a used Idempotency-Key runs as a new one',
-    edits: [{ file: IDEMPOTENCY, find: 'where k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})', replace: '' }],
+    edits: [{ file: IDEMPOTENCY, find: 'where k.created_at < ${now} - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})', replace: '' }],
     tests: ['tests/messages/idempotency.test.ts'],
     filter: 'twice charges once',
   },
