@@ -112,8 +112,6 @@ export type Formatted<T> = 0 extends 1 & T
     ? string
     : T extends Map<infer K, infer V>
       ? Map<K, Formatted<V>>
-      : T extends readonly (infer U)[]
-        ? Formatted<U>[]
-        : T extends object
-          ? { [K in keyof T]: Formatted<T[K]> }
-          : T
+      : T extends object
+        ? { [K in keyof T]: Formatted<T[K]> } // arrays and tuples map element by element
+        : T

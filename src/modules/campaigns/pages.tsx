@@ -53,8 +53,8 @@ export function campaignPages(d: Dashboard) {
     const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
     const [list, templates, segments, senders] = await Promise.all([
       listCampaigns(await scope.read(), principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
-      listTemplates(d.sql, d.tz, scope.accountId, LIST),
-      listSegments(d.sql, d.tz, scope.accountId, LIST),
+      listTemplates(d.sql, scope.accountId, LIST),
+      listSegments(d.sql, scope.accountId, LIST),
       listAccountSenders(d.sql, scope.accountId),
     ])
     const details = formatTimes(await Promise.all(list.items.map((c) => getCampaign(d.sql, principalOf(scope), c.id))), d.tz)
@@ -156,8 +156,8 @@ export function campaignPages(d: Dashboard) {
     const c = detail.campaign
     const progress = progressOf(detail)
     const [templates, segments] = await Promise.all([
-      listTemplates(d.sql, d.tz, scope.accountId, LIST),
-      listSegments(d.sql, d.tz, scope.accountId, LIST),
+      listTemplates(d.sql, scope.accountId, LIST),
+      listSegments(d.sql, scope.accountId, LIST),
     ])
     const template = templates.items.find((t) => t.id === c.template_id)
     const segment = segments.items.find((s) => s.id === c.segment_id)

@@ -148,7 +148,7 @@ export function messagePages(d: Dashboard) {
       d.tz,
     )
     // What the message came from, by name (null: gone since, e.g. a deleted template).
-    const template = message.template_id === null ? null : await getTemplate(d.sql, d.tz, message.template_id, accountId).catch(() => null)
+    const template = message.template_id === null ? null : await getTemplate(d.sql, message.template_id, accountId).catch(() => null)
     const campaign =
       message.campaign_id === null ? null : await getCampaign(d.sql, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
     const [sender] = message.sender_id === null ? [] : await senderNames(d.sql, [message.sender_id])
