@@ -208,8 +208,8 @@ export async function chargeAll(
              ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(${tokenTime(requestToken)}::timestamptz, ${now})
       from input, debit
     ), ledger_rows as (
-      insert into ledger (account_id, kind, amount, balance_after, message_id)
-      select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id
+      insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
+      select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id, ${now}
       from input, debit
     )
     select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from input, debit
@@ -321,8 +321,8 @@ export async function chargeSingles(
              ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(created_at::timestamptz, ${now})
       from accepted
     ), ledger_rows as (
-      insert into ledger (account_id, kind, amount, balance_after, message_id)
-      select account_id, 'charge', -cost, balance, id from accepted
+      insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
+      select account_id, 'charge', -cost, balance, id, ${now} from accepted
     )
     select ord::int as ord, id, cost, balance, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from accepted
     union all
@@ -356,20 +356,21 @@ export function createSingleCharger(sql: Sql, tz: string, clock: Clock): (reques
 /**
  * The account row locked for a charge in the caller's transaction: its balance and price now, and
  * whether that price refunds late failures (the caller records both on the messages it charges);
- * then the key's row (`keyId`; null: none), and what the key may still be charged today under its
- * daily cap (`capRoom`; null: no cap).
+ * then the key's row (`keyId`; null: none), and what the key may still be charged today (by `clock`)
+ * under its daily cap (`capRoom`; null: no cap).
  */
 export async function lockForCharge(
   tx: Tx,
   tz: string,
   accountId: number,
   keyId: number | null,
+  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
 ): Promise<{ balance: number; cost: number; refundLateFailure: boolean; capRoom: number | null; cap: number | null }> {
   const [row] = await tx<{ balance: number; cost: number; refund_late: boolean }[]>`
     select balance, account_price(id) as cost, account_refunds_late_failures(id) as refund_late
     from accounts where id = ${accountId} for update`
   const [key] = await tx<{ cap: number | null; spent: number }[]>`
-    select daily_spend_cap as cap, case when spend_day = ${today(tx, tz)} then spent_today else 0 end as spent
+    select daily_spend_cap as cap, case when spend_day = ${today(tx, tz, clock)} then spent_today else 0 end as spent
     from api_keys where id = ${keyId} for no key update`
   const cap = key?.cap ?? null
   return {
@@ -384,9 +385,16 @@ export async function lockForCharge(
 /**
  * Charges `cost` for each of `messageIds`, messages the caller's transaction has just recorded (a
  * campaign batch, after lockForCharge said how many the balance and the key's cap pay for), and
- * counts them in the key's spend today when it has a cap.
+ * counts them in the key's spend today (by `clock`) when it has a cap.
  */
-export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: number, messageIds: number[]): Promise<void> {
+export async function chargeRecorded(
+  tx: Tx,
+  tz: string,
+  owner: Owner,
+  cost: number,
+  messageIds: number[],
+  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
+): Promise<void> {
   if (messageIds.length === 0) return
   const total = cost * messageIds.length
   await tx`
@@ -394,12 +402,12 @@ export async function chargeRecorded(tx: Tx, tz: string, owner: Owner, cost: num
       update accounts set balance = balance - ${total} where id = ${owner.accountId}
       returning id as account_id, balance, balance + ${total} as balance_before, balance as balance_after, low_balance_threshold as threshold
     ), ${lowBalanceEvents(tx, tz, 'debit')}, spend as (
-      update api_keys set spend_day = ${today(tx, tz)},
-                          spent_today = case when spend_day = ${today(tx, tz)} then spent_today else 0 end + ${total}
+      update api_keys set spend_day = ${today(tx, tz, clock)},
+                          spent_today = case when spend_day = ${today(tx, tz, clock)} then spent_today else 0 end + ${total}
       where id = ${owner.keyId} and daily_spend_cap is not null
     )
-    insert into ledger (account_id, kind, amount, balance_after, message_id)
-    select ${owner.accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id
+    insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
+    select ${owner.accountId}, 'charge', ${-cost}, debit.balance + ${cost} * (${messageIds.length} - v.ord), v.id, ${nowOf(tx, clock)}
     from debit, unnest(${messageIds}::bigint[]) with ordinality as v(id, ord)`
   balanceMoved('charge', messageIds.length, -total)
 }
