@@ -27,8 +27,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/optouts/handoff.test.ts',
   'tests/senders/campaigns-together.test.ts',
   'tests/senders/rotation-race.test.ts',
-  'tests/status/late-failures.test.ts',
-  'tests/status/parked-reports.test.ts',
   'tests/webhooks/admin.test.ts',
   'tests/webhooks/delivery.test.ts',
   'tests/webhooks/loop.test.ts',
