@@ -1,5 +1,7 @@
-// The delivery loop as the service runs it: woken by commits (not only the 1 s poll), one message's
-// events in order, and a graceful stop that finishes and records the attempts in flight.
+// Outer ring (real time): the service's workers running on the system clock end to end, and startService stopped with a delivery in flight.
+// The delivery loop as the service runs it: the running workers bring one message's events to the
+// receiver in order, and stopping the service finishes and records the attempt in flight. (Its
+// wake-ups by commit and NOTIFY, on a test clock: loop.test.ts.)
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -9,14 +11,9 @@ import { Webhook } from 'standardwebhooks'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { eventsCommitted } from '../../src/modules/webhooks/notify'
-import { createApp } from '../../src/app'
-import { reportStatus } from '../helpers/reports'
 import { readConfig } from '../../src/config'
 import { startService } from '../../src/server'
-import { startWebhookDelivery } from '../../src/workers/webhook-delivery'
 import { openDatabase } from '../../src/db/client'
-import { until } from '../helpers/wait'
 
 let tls: TestTls
 let rx: Receiver
@@ -51,105 +48,6 @@ describe('the running loop', () => {
       { message_sid: sid, to: '+6281234567890', status: 'read', previous_status: 'delivered', error_code: null, error_message: null },
     ])
   }, 30_000)
-})
-
-describe('waking up', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
-  }, 60_000)
-  afterAll(() => t.close(), 30_000)
-
-  // The loop here polls once a minute: every delivery within the test's few seconds was woken by the
-  // commit (in-process wake-up, and NOTIFY on PostgreSQL), not found by the poll.
-  test('a commit wakes the loop at once: no waiting for the poll', async () => {
-    rx.reset()
-    let loop: ReturnType<typeof startWebhookDelivery> | undefined
-    const deps = { ...t.deps, wake: () => loop?.wake() }
-    loop = startWebhookDelivery(deps, { pollMs: 60_000 })
-    // The app whose status callbacks commit the events: it wakes this loop after each commit.
-    const service = { app: createApp(deps), config: t.config }
-    try {
-      const { key, keyId } = await t.account(100)
-      await t.api('POST', '/webhook', key, { url: rx.url() })
-      await Bun.sleep(100) // the loop's first step found nothing and went to sleep
-      for (let i = 0; i < 5; i++) {
-        const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
-        // "sent" straight in SQL so the simulator has nothing scheduled for it
-        await t.db.sql`
-          insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
-          select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 1, now() from api_keys where id = ${keyId}`
-        const before = rx.requests.length
-        await reportStatus(service, sid, 'delivered')
-        const seen = await until(
-          () => rx.requests.length,
-          (n) => n > before,
-          20_000,
-        )
-        expect(seen).toBe(before + 1)
-      }
-      // the receiver answers before the worker records the outcome
-      const delivered = await until(
-        async () =>
-          (
-            await t.db.sql<
-              { n: number }[]
-            >`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
-          )[0]!.n,
-        (n) => n === 5,
-        20_000,
-      )
-      expect(delivered).toBe(5)
-    } finally {
-      await loop.stop()
-    }
-  }, 60_000)
-
-  // Commits that come while a NOTIFY is in flight share the next one; the last commit of a burst must
-  // still be followed by a NOTIFY sent after it, or another instance would wait for its poll.
-  test.skipIf(!usingPostgres())(
-    'a burst of commits: an instance woken only by NOTIFY delivers every event',
-    async () => {
-      rx.reset()
-      // "Another instance": its loop hears NOTIFY and nothing in-process; it polls once a minute.
-      const config = { ...t.config, databaseUrl: t.db.url } // the test's config names no database: NOTIFY and LISTEN need it
-      const other = startWebhookDelivery({ ...t.deps, config }, { pollMs: 60_000 })
-      try {
-        const committer = { ...t.deps, config, wake: () => {} }
-        const { key, keyId } = await t.account(100)
-        await t.api('POST', '/webhook', key, { url: rx.url() })
-        await Bun.sleep(100) // its first step found nothing and it went to sleep
-        const sids = Array.from({ length: 20 }, () => `SM${crypto.randomUUID().replaceAll('-', '')}`)
-        await t.db.sql`
-        insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
-        select account_id, id, sid, '+6281234567890', 'x', 'sent', 1, now()
-        from api_keys, unnest(${sids}::text[]) as sid where id = ${keyId}`
-        // The callbacks go to the test's app, whose commits carry no NOTIFY (its configuration names no
-        // database): each is followed by one sent after it, as other writers of events do.
-        await Promise.all(
-          sids.map(async (sid) => {
-            await reportStatus(t, sid, 'delivered')
-            eventsCommitted(committer)
-          }),
-        )
-        const delivered = await until(
-          async () =>
-            (
-              await t.db.sql<
-                { n: number }[]
-              >`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
-            )[0]!.n,
-          (n) => n === sids.length,
-          20_000,
-          'every event delivered',
-        )
-        expect(delivered).toBe(sids.length)
-      } finally {
-        await other.stop()
-      }
-    },
-    60_000,
-  )
 })
 
 describe('graceful stop', () => {
