@@ -196,7 +196,7 @@ async function nextBatch(
       return stop
     }
 
-    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock)
     // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
     // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
     // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
@@ -292,6 +292,7 @@ async function nextBatch(
       { accountId: campaign.account_id, keyId: campaign.api_key_id },
       account.cost,
       inserted.map((m) => m.id),
+      clock,
     )
     // The cursor passes the last contact charged, or every contact read when all the sendable ones were.
     await moveCursor(limited.fits === sendable.length ? fetched[fetched.length - 1]!.id : batch[batch.length - 1]!.id)
