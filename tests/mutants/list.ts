@@ -938,7 +938,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       "a charge's twin racing it (same request token, first run uncommitted) charged again: their created_at differ, so the month's unique index does not meet them",
     edits: [{ file: LEDGER, find: "if (token[14] !== '7') return null", replace: 'return null' }],
-    tests: ['tests/db/partitions.test.ts'],
+    tests: ['tests/db/charge-twin.outer.test.ts'],
     filter: 'twin racing it',
     database: 'postgres',
   },
