@@ -141,7 +141,7 @@ export function messagePages(d: Dashboard) {
       throw error
     })
     if (!message) return notFound(session)
-    const ledger = await messageLedger(d.sql, d.tz, accountId, message.id)
+    const ledger = formatTimes(await messageLedger(d.sql, accountId, message.id), d.tz)
     const deliveries = formatTimes(await listMessageDeliveries(d.sql, message.id), d.tz)
     const attempts = formatTimes(
       await Promise.all(deliveries.map((e) => listAttempts(d.sql, e.id, { limit: MAX_ATTEMPTS_SHOWN, offset: 0 }))),

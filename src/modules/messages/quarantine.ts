@@ -7,7 +7,6 @@ import type { Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf, type Page } from '../../lib/validate'
 import { refundFailed } from '../ledger/service'
 
@@ -22,17 +21,13 @@ type Row = {
   quarantined_at: Date
 }
 
-export async function listQuarantine(sql: Sql, tz: string, p: Page) {
+export async function listQuarantine(sql: Sql, p: Page) {
   const rows = await sql<Row[]>`
     select id, account_id, phone, body, cost, handoff_recoveries, created_at, quarantined_at from messages
     where quarantined_at is not null and status = 'queued'
     order by quarantined_at desc, id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from messages where quarantined_at is not null and status = 'queued'`
-  return pageOf(
-    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)!, quarantined_at: formatTimestamp(r.quarantined_at, tz)! })),
-    count!.n,
-    p,
-  )
+  return pageOf(rows, count!.n, p)
 }
 
 export async function settleQuarantined(sql: Sql, tz: string, id: number, outcome: string, clock: Pick<Clock, 'sqlNow'>) {
