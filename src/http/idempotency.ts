@@ -17,6 +17,7 @@
 // ended.
 
 import type { Sql } from '../db/client'
+import type { Clock } from '../lib/clock'
 import { ApiError, badValue, ok } from './errors'
 import { sha256Hex } from '../lib/keys'
 import { log, errorKind } from '../lib/log'
@@ -62,10 +63,12 @@ type Stored = {
 
 /**
  * Runs `handler` at most once per (account, key); a repeat throws ReplayedAnswer with the first answer.
- * `handler` gets the request token its charges must carry.
+ * `handler` gets the request token its charges must carry: a UUIDv7 of `clock`'s time, which its
+ * messages take as their created_at (ledger/service.ts, tokenTime).
  */
 export async function withIdempotency<T>(
   sql: Sql,
+  clock: Clock,
   accountId: number,
   key: string | null,
   endpoint: string,
@@ -74,13 +77,13 @@ export async function withIdempotency<T>(
   /** The HTTP status of a successful answer, stored for its replays (200 unless it says otherwise). */
   statusOf: (answer: T) => number = () => 200,
 ): Promise<ReturnType<typeof ok<T>>> {
-  if (key === null) return ok(await handler(Bun.randomUUIDv7()))
+  if (key === null) return ok(await handler(Bun.randomUUIDv7('hex', clock.now())))
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw badValue(`Idempotency-Key: must be 1 to ${MAX_KEY_LENGTH} characters`)
   const fingerprint = sha256Hex(`${endpoint}\n${canonical(body)}`)
 
   const claimed = await sql<{ request_token: string }[]>`
     insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state, request_token)
-    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7()})
+    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7('hex', clock.now())})
     on conflict (account_id, key) do update
       set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running', request_token = excluded.request_token,
           response_status = null, response_body = null, created_at = now(), completed_at = null
