@@ -64,11 +64,12 @@ type Stored = {
 
 /**
  * Runs `handler` at most once per (account, key); a repeat throws ReplayedAnswer with the first answer.
- * `handler` gets the request token its charges must carry.
+ * `handler` gets the request token its charges must carry: a UUIDv7 of `clock`'s time, which its
+ * messages take as their created_at (ledger/service.ts, tokenTime).
  */
 export async function withIdempotency<T>(
   sql: Sql,
-  clock: Pick<Clock, 'sqlNow' | 'sleep'>,
+  clock: Clock,
   accountId: number,
   key: string | null,
   endpoint: string,
@@ -77,14 +78,14 @@ export async function withIdempotency<T>(
   /** The HTTP status of a successful answer, stored for its replays (200 unless it says otherwise). */
   statusOf: (answer: T) => number = () => 200,
 ): Promise<ReturnType<typeof ok<T>>> {
-  if (key === null) return ok(await handler(Bun.randomUUIDv7()))
+  if (key === null) return ok(await handler(Bun.randomUUIDv7('hex', clock.now())))
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw badValue(`Idempotency-Key: must be 1 to ${MAX_KEY_LENGTH} characters`)
   const fingerprint = sha256Hex(`${endpoint}\n${canonical(body)}`)
 
   const now = nowOf(sql, clock)
   const claimed = await sql<{ request_token: string }[]>`
     insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state, request_token, created_at)
-    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7()}, ${now})
+    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7('hex', clock.now())}, ${now})
     on conflict (account_id, key) do update
       set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running', request_token = excluded.request_token,
           response_status = null, response_body = null, created_at = ${now}, completed_at = null

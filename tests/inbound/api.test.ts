@@ -2,15 +2,19 @@
 // integrator's and operator's routes: GET /inbound (filters, pagination), GET /inbound/{id},
 // GET /conversations/{phone} (both directions in time order, the 24-hour window), GET /admin/v1/inbound.
 // The account rule for the default number: the account that last wrote to the phone, else none.
+// Messages are placed in time by moving a test clock before each one arrives or is sent.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { TestClock } from '../../src/lib/clock'
 import { testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
 import { formatTimestamp } from '../../src/lib/time'
 
+const HOUR = 3_600_000
+const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp()
+  t = await testApp({ clock, runOnClock: true })
 }, 60_000)
 afterAll(() => t.close())
 
@@ -97,15 +101,19 @@ describe('GET /inbound and GET /inbound/{id}', () => {
     const other = phoneOf()
     const account = await accountWriting(phone)
     await t.api('POST', '/messages/send', account.key, { to: other, body: 'Halo' })
+    // Received at known times: 03:00, 04:00, 05:00 UTC of the next day, the other one at 06:00.
+    const base = new Date(Math.floor(clock.now().getTime() / (24 * HOUR) + 1) * 24 * HOUR + 3 * HOUR)
     const ids: number[] = []
-    for (const text of ['satu', 'dua', 'tiga']) ids.push((await writeIn(phone, text)).body.data.inbound_id)
-    ids.push((await writeIn(other, 'lain')).body.data.inbound_id)
-    // Received at known times: 10:00, 11:00, 12:00 of a day, the other one at 13:00.
-    const base = new Date('2026-03-01T03:00:00Z')
-    for (const [i, id] of ids.entries()) {
-      await t.db.sql`update inbound_messages set received_at = ${new Date(base.getTime() + i * 3_600_000)} where id = ${id}`
+    for (const [i, [to, text]] of [
+      [phone, 'satu'],
+      [phone, 'dua'],
+      [phone, 'tiga'],
+      [other, 'lain'],
+    ].entries()) {
+      await clock.advanceTo(base.getTime() + i * HOUR)
+      ids.push((await writeIn(to!, text)).body.data.inbound_id)
     }
-    const at = (hours: number) => encodeURIComponent(formatTimestamp(new Date(base.getTime() + hours * 3_600_000), t.config.timezone)!)
+    const at = (hours: number) => encodeURIComponent(formatTimestamp(new Date(base.getTime() + hours * HOUR), t.config.timezone)!)
 
     const all = await t.api('GET', '/inbound', account.key)
     expect(all.status).toBe(200)
@@ -158,14 +166,13 @@ describe('GET /inbound and GET /inbound/{id}', () => {
 describe('GET /conversations/{phone}', () => {
   test('both directions in time order, paginated; the window open until 24 hours after the latest inbound message', async () => {
     const phone = phoneOf()
+    // The outbound message, the customer's answer an hour later, the reply two hours after that.
     const account = await accountWriting(phone) // outbound 1
+    await clock.advance(HOUR)
     const inboundId = (await writeIn(phone, 'Kapan sampai?')).body.data.inbound_id
+    await clock.advance(2 * HOUR)
     const reply = await t.api('POST', '/messages/send', account.key, { to: phone, body: 'Besok pagi' })
     expect(reply.status).toBe(200)
-    // Spread the times apart, in the order they happened.
-    const [first] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${account.accountId} order by id limit 1`
-    await t.db.sql`update messages set created_at = now() - interval '3 hours' where id = ${first!.id}`
-    await t.db.sql`update inbound_messages set received_at = now() - interval '2 hours' where id = ${inboundId}`
 
     const answer = await t.api('GET', `/conversations/${encodeURIComponent(phone)}`, account.key)
     expect(answer.status).toBe(200)
@@ -195,8 +202,8 @@ describe('GET /conversations/{phone}', () => {
     const head = await t.api('GET', `/conversations/${encodeURIComponent(phone)}?limit=1`, account.key)
     expect(head.body.data).toMatchObject({ total: 3, has_more: true })
 
-    // 24 hours and a second later the window is closed.
-    await t.db.sql`update inbound_messages set received_at = now() - interval '24 hours 1 second' where id = ${inboundId}`
+    // 24 hours and a second after the customer wrote the window is closed.
+    await clock.advanceTo(expected!.until.getTime() + 1_000)
     const closed = await t.api('GET', `/conversations/${encodeURIComponent(phone)}`, account.key)
     expect(closed.body.data.window).toMatchObject({ open: false, until: null, sender_id: null })
   })

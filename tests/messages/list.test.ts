@@ -1,25 +1,31 @@
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { testApp, type TestApp } from '../helpers/app'
+// Messages are sent and reported at known times: the app runs on a test clock set to them.
 
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { TestClock } from '../../src/lib/clock'
+import { testApp, type TestApp } from '../helpers/app'
+import { reportStatus } from '../helpers/reports'
+
+const SENT_AT = Date.parse('2026-01-02T03:04:05Z')
+const DELIVERED_AT = Date.parse('2026-01-02T03:05:00Z')
 let t: TestApp
+const clock = new TestClock(SENT_AT)
 beforeAll(async () => {
-  t = await testApp()
+  t = await testApp({ clock, runOnClock: true })
 })
 afterAll(() => t.close())
 
 describe('GET /messages and GET /messages/{sid}', () => {
   test('lists newest first with offset counting records, totals, filters and the detail view', async () => {
-    const { accountId, key } = await t.account(100)
+    const { key } = await t.account(100)
     const sids: string[] = []
     for (let i = 0; i < 5; i++) {
       const res = await t.api('POST', '/messages/send', key, { to: `08123456789${i}`, body: `m${i}` })
       sids.push(res.body.data.message_id)
     }
     await t.api('POST', '/messages/send', key, { to: '081234569999', body: 'refused' })
-    // Same created_at for all: order must fall back to id, higher first.
-    await t.db
-      .sql`update messages set created_at = '2026-01-02 03:04:05+00', sent_at = '2026-01-02 03:04:05+00' where account_id = ${accountId} and status = 'sent'`
-    await t.db.sql`update messages set status = 'delivered', delivered_at = '2026-01-02 03:05:00+00' where message_sid = ${sids[1]!}`
+    // Same created_at for all (the clock stood still): order must fall back to id, higher first.
+    await clock.advanceTo(DELIVERED_AT)
+    expect(await reportStatus(t, sids[1]!, 'delivered')).toEqual({ changed: true })
 
     const all = await t.api('GET', '/messages', key)
     expect(all.status).toBe(200)
@@ -69,11 +75,16 @@ describe('GET /messages and GET /messages/{sid}', () => {
   })
 
   test('timestamps are written and read in TIMEZONE', async () => {
-    const jakarta = await (await import('../helpers/app')).testApp({ env: { TIMEZONE: 'Asia/Jakarta' } })
+    const jakarta = await (
+      await import('../helpers/app')
+    ).testApp({
+      clock: new TestClock(SENT_AT),
+      runOnClock: true,
+      env: { TIMEZONE: 'Asia/Jakarta' },
+    })
     try {
-      const { accountId, key } = await jakarta.account(10)
+      const { key } = await jakarta.account(10)
       const sent = await jakarta.api('POST', '/messages/send', key, { to: '081234567890', body: 'x' })
-      await jakarta.db.sql`update messages set sent_at = '2026-01-02 03:04:05+00' where account_id = ${accountId}`
       const one = await jakarta.api('GET', `/messages/${sent.body.data.message_id}`, key)
       expect(one.body.data.sent_at).toBe('2026-01-02 10:04:05')
       const hit = await jakarta.api('GET', `/messages?date_from=${encodeURIComponent('2026-01-02 10:04:05')}`, key)
