@@ -25,7 +25,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/messages/list.test.ts',
   'tests/messages/spend-cap.test.ts',
   'tests/messages/templates.test.ts',
-  'tests/optouts/handoff.test.ts',
   'tests/providers/meta.test.ts',
   'tests/providers/simulator.test.ts',
   'tests/providers/twilio.test.ts',
