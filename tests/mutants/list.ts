@@ -375,7 +375,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'set balance = a.balance - s.total',
       },
     ],
-    tests: ['tests/messages/debit-race.test.ts'],
+    tests: ['tests/messages/debit-race.outer.test.ts'],
     filter: 'single send from a balance of 0: 200, charged',
     database: 'postgres',
   },
@@ -384,7 +384,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       "a 500 for a paid bulk: its charge that waited for a top-up's lock builds its row from its older snapshot, and the balance check refuses it (23514)",
     edits: [{ file: LEDGER, find: 'set balance = v.balance - v.cost', replace: 'set balance = accounts.balance - v.cost' }],
-    tests: ['tests/messages/debit-race.test.ts'],
+    tests: ['tests/messages/debit-race.outer.test.ts'],
     filter: 'bulk of 2 from a balance of 1',
     database: 'postgres',
   },

@@ -112,7 +112,7 @@ export function providerCallbacks(deps: Deps) {
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config, clock: deps.clock })
             : []
         if (answer.consent?.length) {
-          await storeConsent(deps.sql, deps.config.timezone, answer.consent)
+          await storeConsent(deps.sql, deps.clock, deps.config.timezone, answer.consent)
           eventsCommitted(deps) // its contact.opted_out / contact.opted_in events
         }
         if (stored.some((id) => id !== null)) {

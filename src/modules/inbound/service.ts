@@ -137,7 +137,13 @@ export async function storeInbound(
       if (row) await queueMedia(tx, options.clock, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
       if (row)
-        await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
+        await consentFromInbound(
+          tx,
+          options.clock,
+          options.timezone,
+          { accountId, phone, inboundMessageId: Number(row.id), ...message },
+          options.words,
+        )
       if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row)
       return row ? Number(row.id) : null
     })
@@ -162,13 +168,13 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Pro
 }
 
 /** A provider's consent signals without a message (Meta's user_preferences): each for the account the conversation rule names. */
-export async function storeConsent(sql: Sql, timezone: string, signals: SignedConsent[]): Promise<void> {
+export async function storeConsent(sql: Sql, clock: Clock, timezone: string, signals: SignedConsent[]): Promise<void> {
   for (const signal of signals) {
     const phone = inboundPhone(signal.from)
     if (!phone) continue
     await transaction(sql, async (tx) => {
       const accountId = await accountOf(tx, signal.sender, phone, null)
-      if (accountId !== null) await consentFromProvider(tx, timezone, accountId, phone, signal)
+      if (accountId !== null) await consentFromProvider(tx, clock, timezone, accountId, phone, signal)
     })
   }
 }

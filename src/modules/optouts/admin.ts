@@ -47,7 +47,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs',
       async ({ params, body, set }) => {
         await requireAccount(deps.sql, params.id)
-        const { optOut, created } = await addOptOut(deps.sql, tz, params.id, body.phone, 'admin', ADMIN)
+        const { optOut, created } = await addOptOut(deps.sql, deps.clock, tz, params.id, body.phone, 'admin', ADMIN)
         set.status = created ? 201 : 200
         return ok({ ...formatTimes(optOut, tz), created })
       },
@@ -66,7 +66,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs/:phone',
       async ({ params }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await removeOptOut(deps.sql, deps.config.timezone, params.id, params.phone, 'admin', ADMIN))
+        return ok(await removeOptOut(deps.sql, deps.clock, deps.config.timezone, params.id, params.phone, 'admin', ADMIN))
       },
       {
         params: AccountOptOutParams,
@@ -78,7 +78,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs-csv',
       async ({ params, body }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await importOptOuts(deps.sql, deps.config.timezone, params.id, body.csv, 'admin', ADMIN))
+        return ok(await importOptOuts(deps.sql, deps.clock, deps.config.timezone, params.id, body.csv, 'admin', ADMIN))
       },
       {
         params: IdParams,

@@ -40,7 +40,7 @@ export const optOutsApi = (deps: Deps) =>
     .post(
       '/opt-outs',
       async ({ body, principal, set }) => {
-        const { optOut, created } = await addOptOut(deps.sql, deps.config.timezone, principal.accountId, body.phone, 'api', {
+        const { optOut, created } = await addOptOut(deps.sql, deps.clock, deps.config.timezone, principal.accountId, body.phone, 'api', {
           keyId: principal.keyId,
         })
         set.status = created ? 201 : 200
@@ -62,7 +62,11 @@ export const optOutsApi = (deps: Deps) =>
     .delete(
       '/opt-outs/:phone',
       async ({ params, principal }) =>
-        ok(await removeOptOut(deps.sql, deps.config.timezone, principal.accountId, params.phone, 'api', { keyId: principal.keyId })),
+        ok(
+          await removeOptOut(deps.sql, deps.clock, deps.config.timezone, principal.accountId, params.phone, 'api', {
+            keyId: principal.keyId,
+          }),
+        ),
       {
         params: OptOutPhoneParams,
         response: { 200: envelopeOf(OptOutRemoved), ...errorsOf(400, 401, 404, 422) },

@@ -178,7 +178,15 @@ export function optOutPages(d: Dashboard) {
           (scope) => {
             const to = `${scope.base}/opt-outs`
             return d.once(scope.session, body, to, async (tx) => {
-              const { optOut, created } = await addOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
+              const { optOut, created } = await addOptOut(
+                tx,
+                d.deps.clock,
+                d.tz,
+                scope.accountId,
+                field(body, 'phone'),
+                'dashboard',
+                by(scope, request),
+              )
               return { to, notice: created ? `${optOut.phone} is opted out.` : `${optOut.phone} was opted out already.` }
             })
           },
@@ -193,7 +201,15 @@ export function optOutPages(d: Dashboard) {
           (scope) => {
             const to = `${scope.base}/opt-outs`
             return d.once(scope.session, body, to, async (tx) => {
-              const { phone } = await removeOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
+              const { phone } = await removeOptOut(
+                tx,
+                d.deps.clock,
+                d.tz,
+                scope.accountId,
+                field(body, 'phone'),
+                'dashboard',
+                by(scope, request),
+              )
               return { to, notice: `${phone} is opted back in: it may be sent to again.` }
             })
           },
@@ -212,7 +228,7 @@ export function optOutPages(d: Dashboard) {
             if (typeof text !== 'string') return refuse(scope, text.error)
             const to = `${scope.base}/opt-outs`
             return d.once(scope.session, body, to, async (tx) => {
-              const report = await importOptOuts(tx, d.tz, scope.accountId, text, 'dashboard', by(scope, request))
+              const report = await importOptOuts(tx, d.deps.clock, d.tz, scope.accountId, text, 'dashboard', by(scope, request))
               return { to, report }
             })
           },

@@ -18,6 +18,8 @@ import type { User } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { Batcher } from '../../lib/batch'
 import type { OptOutListQuery } from './model'
+import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 
 export type OptOutSource = 'inbound' | 'provider' | 'api' | 'dashboard' | 'admin' | 'import'
 
@@ -25,6 +27,8 @@ export type OptOutSource = 'inbound' | 'provider' | 'api' | 'dashboard' | 'admin
 export type OptOutActor = { keyId?: number | null; user?: User | null; address?: string | null }
 
 export type OptOutChange = {
+  /** Whose time stamps the change (Deps.clock). */
+  clock: Pick<Clock, 'sqlNow'>
   /** The deployment's TIMEZONE, for the timestamp of its contact.opted_out / contact.opted_in event. */
   timezone: string
   accountId: number
@@ -71,10 +75,10 @@ export async function setOptOut(tx: Tx, change: OptOutChange): Promise<{ changed
     if (latest!.stale) return { changed: false }
   }
   const [event] = await tx<{ id: number }[]>`
-    insert into opt_out_events (account_id, phone, opted_out, source, detail, inbound_message_id, api_key_id, user_id, actor, happened_at)
+    insert into opt_out_events (account_id, phone, opted_out, source, detail, inbound_message_id, api_key_id, user_id, actor, created_at, happened_at)
     values (${change.accountId}, ${change.phone}, ${change.optedOut}, ${change.source}, ${change.detail ?? null},
             ${change.inboundMessageId ?? null}, ${change.by?.keyId || null}, ${change.by?.user?.id ?? null}, ${actorOf(change)},
-            coalesce(${change.at ?? null}::timestamptz, now()))
+            ${nowOf(tx, change.clock)}, coalesce(${change.at ?? null}::timestamptz, ${nowOf(tx, change.clock)}))
     returning id`
   if (change.optedOut) {
     await tx`insert into opt_outs (account_id, phone, event_id) values (${change.accountId}, ${change.phone}, ${event!.id})`
@@ -194,12 +198,13 @@ export type InboundConsent = {
 /** Called once by storeInbound for a newly stored message: opts its sender out (or back in) when it says so. */
 export async function consentFromInbound(
   tx: Tx,
+  clock: Pick<Clock, 'sqlNow'>,
   timezone: string,
   message: InboundConsent,
   words: OptOutWords = DEFAULT_WORDS,
 ): Promise<{ changed: boolean }> {
   if (message.accountId === null) return { changed: false }
-  const base = { timezone, accountId: message.accountId, phone: message.phone, inboundMessageId: message.inboundMessageId }
+  const base = { clock, timezone, accountId: message.accountId, phone: message.phone, inboundMessageId: message.inboundMessageId }
   if (message.consent) {
     return setOptOut(tx, { ...base, optedOut: message.consent.optedOut, source: 'provider', detail: message.consent.detail })
   }
@@ -216,12 +221,14 @@ export async function consentFromInbound(
  */
 export function consentFromProvider(
   tx: Tx,
+  clock: Pick<Clock, 'sqlNow'>,
   timezone: string,
   accountId: number,
   phone: string,
   signal: { optedOut: boolean; detail: string; at: Date | null },
 ): Promise<{ changed: boolean }> {
   return setOptOut(tx, {
+    clock,
     timezone,
     accountId,
     phone,
@@ -294,14 +301,19 @@ export async function optOutHistory(sql: Db, accountId: number, phone: string) {
 /** Where a change by hand comes from, for its event and audit row. */
 export type ManualSource = 'api' | 'dashboard' | 'admin'
 
-/**
- * Opts a phone out by hand (audited). Answers the opt-out and whether it is new (false: it was opted out already).
- * `tz` is the deployment's TIMEZONE for the timestamp of the contact.opted_out event written with it.
- */
-export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+/** Opts a phone out by hand (audited). Answers the opt-out and whether it is new (false: it was opted out already). */
+export async function addOptOut(
+  sql: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  tz: string,
+  accountId: number,
+  phoneInput: string,
+  source: ManualSource,
+  by: OptOutActor,
+) {
   const phone = requireOptOutPhone(phoneInput)
   const { changed } = await transaction(sql, async (tx) => {
-    const done = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: true, source, by })
+    const done = await setOptOut(tx, { clock, timezone: tz, accountId, phone, optedOut: true, source, by })
     if (done.changed) await auditChange(tx, accountId, by, 'opt-out added', { phone, source })
     return done
   })
@@ -310,10 +322,18 @@ export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInp
 }
 
 /** Opts a phone back in by hand (audited); 404 when it is not opted out. */
-export async function removeOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+export async function removeOptOut(
+  sql: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  tz: string,
+  accountId: number,
+  phoneInput: string,
+  source: ManualSource,
+  by: OptOutActor,
+) {
   const phone = requireOptOutPhone(phoneInput)
   await transaction(sql, async (tx) => {
-    const { changed } = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: false, source, by })
+    const { changed } = await setOptOut(tx, { clock, timezone: tz, accountId, phone, optedOut: false, source, by })
     if (!changed) throw new ApiError('NOT_FOUND', `${phone} is not opted out`)
     await auditChange(tx, accountId, by, 'opt-out removed', { phone, source })
   })
@@ -357,7 +377,15 @@ export type ImportReport = { accepted: number; duplicates: number; invalid: { li
  * repeated in the file, is a duplicate; a bad line is reported with its number and reason. One
  * transaction; audited as one import.
  */
-export async function importOptOuts(sql: Db, tz: string, accountId: number, text: string, source: ManualSource, by: OptOutActor) {
+export async function importOptOuts(
+  sql: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  tz: string,
+  accountId: number,
+  text: string,
+  source: ManualSource,
+  by: OptOutActor,
+) {
   const records = parseCsv(text)
   if ('error' in records) throw badValue(`csv: cannot be read: ${records.error}`)
   if (records.length === 0) throw badValue('csv: is empty: give a phone column (with a header row "phone"), one phone a line')
@@ -388,7 +416,16 @@ export async function importOptOuts(sql: Db, tz: string, accountId: number, text
   }
   await transaction(sql, async (tx) => {
     for (const { phone } of phones) {
-      const { changed } = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: true, source: 'import', detail: source, by })
+      const { changed } = await setOptOut(tx, {
+        clock,
+        timezone: tz,
+        accountId,
+        phone,
+        optedOut: true,
+        source: 'import',
+        detail: source,
+        by,
+      })
       if (changed) report.accepted++
       else report.duplicates++
     }
