@@ -92,7 +92,7 @@ export const webhooksAdmin = (deps: Deps) => {
       '/keys/:id/webhook/test',
       async ({ params, body, set }) => {
         await accountOfKey(sql, params.id)
-        if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id))
+        if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id, deps.clock))
         const event = await sendTestEvent(sql, tz, params.id, deps.clock)
         eventsCommitted(deps)
         set.status = 201

@@ -50,14 +50,9 @@ function sign(secret: string, webhookId: string, body: string, now: Date): Signe
 /**
  * The key's listen secret, made on its first use and kept. With `listening`, the key's events are
  * recorded from now until LISTEN_SECONDS from now (extended, never shortened: other listeners may run),
- * now being the clock's, as the events' writers read it (events.ts); none: the database's now().
+ * now being the clock's, as the events' writers read it (events.ts).
  */
-export async function listenSecret(
-  sql: Sql,
-  keyId: number,
-  listening: boolean,
-  clock: EventClock = { sqlNow: () => null },
-): Promise<string> {
+export async function listenSecret(sql: Sql, keyId: number, listening: boolean, clock: EventClock): Promise<string> {
   const [row] = await sql<{ signing_secret: string }[]>`
     insert into webhook_listeners (api_key_id, signing_secret, listening_until)
     values (${keyId}, ${newSigningSecret()}, ${nowOf(sql, clock)} + make_interval(secs => ${listening ? LISTEN_SECONDS : 0}))
@@ -82,12 +77,12 @@ async function signingKeys(sql: Sql, keyId: number) {
  * A test event (as sendTestEvent's) signed for the caller to send itself: nothing is recorded or
  * delivered. Signed with the registered URL's secret, or the listen secret when there is none.
  */
-export async function signedTestEvent(sql: Sql, timezone: string, keyId: number): Promise<SignedEvent> {
+export async function signedTestEvent(sql: Sql, timezone: string, keyId: number, clock: Clock): Promise<SignedEvent> {
   const keys = await signingKeys(sql, keyId)
-  const secret = keys?.registered ?? (await listenSecret(sql, keyId, false))
+  const secret = keys?.registered ?? (await listenSecret(sql, keyId, false, clock))
   const [row] = await sql<{ body: string; webhook_id: string }[]>`
-    select ${testPayload(sql, timezone)} as body, ${newWebhookId(sql)} as webhook_id`
-  return sign(secret, row!.webhook_id, row!.body, new Date())
+    select ${testPayload(sql, timezone, clock)} as body, ${newWebhookId(sql)} as webhook_id`
+  return sign(secret, row!.webhook_id, row!.body, clock.now())
 }
 
 /** The `ready` event: the registered URL, and the listen secret when events are signed with it. */
