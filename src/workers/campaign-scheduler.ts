@@ -12,7 +12,7 @@ export const campaignScheduler: Worker = {
   pollMs: CAMPAIGN_SCHEDULER_POLL_MS,
   async runOnce(deps) {
     const started = await startDueCampaigns(deps.sql, deps.clock)
-    const resumed = await resumeLimitedCampaigns(deps.sql, deps.config.messagingLimit)
+    const resumed = await resumeLimitedCampaigns(deps.sql, deps.clock, deps.config.messagingLimit)
     if (started + resumed > 0) deps.wake('campaign-runner')
     return 0
   },

@@ -2,15 +2,19 @@
 // 24-hour window with the sender is closed) uses its sender's budget, a recipient once per rolling 24
 // hours; past the tier, single sends are 429 MESSAGING_LIMIT and bulk entries fail, nothing charged; a
 // campaign sends what fits, pauses, and resumes by itself once uses age out. Uses already spent are
-// seeded in SQL (a tier is one of WhatsApp's: 250 is the smallest).
+// seeded in SQL (a tier is one of WhatsApp's: 250 is the smallest), at the test clock's time, which the
+// test moves to let uses and windows age.
 
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
+import { TestClock } from '../../src/lib/clock'
 import { money, testApp, type TestApp } from '../helpers/app'
 
 const PRICE = 10
+const HOUR = 3_600_000
+const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ env: { MESSAGING_LIMIT: '250' } })
+  t = await testApp({ clock, runOnClock: true, env: { MESSAGING_LIMIT: '250' } })
 })
 afterAll(() => t.close())
 beforeEach(async () => {
@@ -19,12 +23,12 @@ beforeEach(async () => {
 
 const phone = (i: number) => `+62812${String(i).padStart(8, '0')}`
 
-/** `n` recipients counted in `budget` `hoursAgo` hours ago (uses spent by earlier sends). */
+/** `n` recipients counted in `budget` `hoursAgo` hours ago on the clock (uses spent by earlier sends). */
 async function seedUses(budget: string, n: number, hoursAgo = 1, from = 900_000) {
   await t.db.sql`insert into messaging_budgets (budget) values (${budget}) on conflict do nothing`
   await t.db.sql`
     insert into messaging_uses (budget, phone, first_at)
-    select ${budget}, '+62812' || lpad((${from} + g)::text, 8, '0'), now() - make_interval(hours => ${hoursAgo})
+    select ${budget}, '+62812' || lpad((${from} + g)::text, 8, '0'), ${clock.now()}::timestamptz - make_interval(hours => ${hoursAgo})
     from generate_series(1, ${n}) g`
 }
 
@@ -35,7 +39,8 @@ const messagesOf = async (accountId: number) =>
 const used = async (budget: string) =>
   (
     await t.db.sql<{ n: number }[]>`
-      select count(distinct phone)::int as n from messaging_uses where budget = ${budget} and first_at > now() - interval '24 hours'`
+      select count(distinct phone)::int as n from messaging_uses
+      where budget = ${budget} and first_at > ${clock.now()}::timestamptz - interval '24 hours'`
   )[0]!.n
 
 describe('single sends', () => {
@@ -79,8 +84,10 @@ describe('single sends', () => {
     const answered = await send(a.key, phone(20))
     expect(answered.status).toBe(200)
     expect(await used('default')).toBe(250)
-    // Once the window closed (their message 25 hours old) the budget applies again.
-    await t.db.sql`update inbound_messages set received_at = now() - interval '25 hours' where phone = ${phone(20)}`
+    // Once the window closed (their message 25 hours old) the budget applies again: full again by then
+    // with other recipients' uses (those seeded above aged out with the window).
+    await clock.advance(25 * HOUR)
+    await seedUses('default', 250, 1, 800_000)
     expect((await send(a.key, phone(20))).status).toBe(429)
   })
 
@@ -109,9 +116,9 @@ describe('single sends', () => {
       insert into messages (account_id, phone, body, status, cost, request_token, request_item, valid_until)
       values (${a.accountId}, ${phone(51)}, 'x', 'sent', 0, gen_random_uuid(), 1, now()) returning request_token`
     await t.db.sql`
-      insert into messaging_uses (budget, phone, request_token, held_until) values
-        ('default', ${phone(50)}, gen_random_uuid(), now() - interval '1 second'),
-        ('default', ${phone(51)}, ${m!.request_token}, now() - interval '1 second')`
+      insert into messaging_uses (budget, phone, first_at, request_token, held_until) values
+        ('default', ${phone(50)}, ${clock.now()}, gen_random_uuid(), ${clock.now()}::timestamptz - interval '1 second'),
+        ('default', ${phone(51)}, ${clock.now()}, ${m!.request_token}, ${clock.now()}::timestamptz - interval '1 second')`
     expect(await used('default')).toBe(250)
     expect((await send(a.key, phone(52))).status).toBe(200)
     expect(await used('default')).toBe(250)
@@ -237,7 +244,8 @@ describe('campaigns', () => {
     const id = created.body.data.campaign.id
     // 246 counted 23 hours ago, and the campaign's fourth contact 1 hour ago: room for 3 new ones.
     await seedUses('default', 246, 23)
-    await t.db.sql`insert into messaging_uses (budget, phone, first_at) values ('default', ${phones[3]!}, now() - interval '1 hour')`
+    await t.db.sql`
+      insert into messaging_uses (budget, phone, first_at) values ('default', ${phones[3]!}, ${clock.now()}::timestamptz - interval '1 hour')`
     expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
     await t.runWorker('campaign-runner')
     const paused = (await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign
@@ -254,8 +262,8 @@ describe('campaigns', () => {
     // Nothing frees yet: the scheduler leaves it paused.
     await t.runWorker('campaign-scheduler')
     expect((await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign.status).toBe('paused')
-    // The 246 age out: it resumes by itself and finishes.
-    await t.db.sql`update messaging_uses set first_at = now() - interval '25 hours' where phone not in ${t.db.sql(phones)}`
+    // An hour later the 246 are 24 hours old and age out: it resumes by itself and finishes.
+    await clock.advance(HOUR)
     await t.runWorker('campaign-scheduler')
     expect((await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign.status).toBe('sending')
     await t.runWorker('campaign-runner')

@@ -1,27 +1,28 @@
 // A key's daily spend cap, enforced by the charge statements (ledger/service.ts): a send or a bulk
 // that would take what the key was charged today past its cap is 402 SPEND_CAP_REACHED with nothing
 // charged; up to the cap exactly passes; the day is the service time zone's; refunds give no room
-// back; a campaign created with the key pauses at the cap; concurrent sends through several
-// instances never charge past it. (Setting the cap and what a key was charged today, as operators
-// see them: tests/admin/key-limits.test.ts.)
+// back; a campaign created with the key pauses at the cap. The days pass on a test clock. (Setting the
+// cap and what a key was charged today, as operators see them: tests/admin/key-limits.test.ts;
+// concurrent sends through several instances: spend-cap-instances.outer.test.ts.)
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { ADMIN_TOKEN, money, testApp, type TestApp } from '../helpers/app'
-import { usingPostgres } from '../helpers/db'
-import { until } from '../helpers/wait'
-import { openDatabase, type Database } from '../../src/db/client'
-import { readConfig } from '../../src/config'
-import { buildDeps } from '../../src/server'
-import { createApp } from '../../src/app'
+import { TestClock } from '../../src/lib/clock'
+import { money, testApp, type TestApp } from '../helpers/app'
 
-// 14 hours ahead of UTC: its day is not UTC's for most of the day.
+// 14 hours ahead of UTC all year: its day is not UTC's for most of the day.
 const TZ = 'Pacific/Kiritimati'
+const TZ_OFFSET_MS = 14 * 3_600_000
+const DAY_MS = 24 * 3_600_000
 const PRICE = 100
+const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp({ env: { TIMEZONE: TZ } })
+  t = await testApp({ clock, runOnClock: true, env: { TIMEZONE: TZ } })
 })
 afterAll(() => t.close())
+
+/** Moves the clock to the next midnight in TZ: a new day for the caps. */
+const nextDay = () => clock.advanceTo((Math.floor((clock.now().getTime() + TZ_OFFSET_MS) / DAY_MS) + 1) * DAY_MS - TZ_OFFSET_MS)
 
 /** An account with `balance`, a key whose daily cap is `cap` messages at PRICE, and the key's id. */
 async function capped(cap: number, balance = 100 * PRICE) {
@@ -128,12 +129,12 @@ describe('sends and bulks', () => {
     expect((await bulk(a.key, 2)).status).toBe(200)
     expectCapRefusal(await send(a.key))
     // Midnight passes (in TZ): the key's count is yesterday's.
-    await t.db.sql`update api_keys set spend_day = spend_day - 1 where id = ${a.keyId}`
+    await nextDay()
     expect((await send(a.key)).status).toBe(200)
     const [key] = await t.db.sql<{ spent_today: number; today: boolean }[]>`
-      select spent_today, spend_day = (now() at time zone ${TZ})::date as today from api_keys where id = ${a.keyId}`
+      select spent_today, spend_day = (${clock.now()}::timestamptz at time zone ${TZ})::date as today from api_keys where id = ${a.keyId}`
     expect(key).toEqual({ spent_today: PRICE, today: true })
-    await t.db.sql`update api_keys set spend_day = spend_day - 1 where id = ${a.keyId}`
+    await nextDay()
     expect((await bulk(a.key, 2)).status).toBe(200)
     expectCapRefusal(await bulk(a.key, 1))
     expect(await money(t, a.accountId)).toEqual({ balance: 95 * PRICE, ledgerSum: 95 * PRICE })
@@ -181,7 +182,7 @@ describe('campaigns', () => {
     expectCapRefusal(await send(a.key)) // the campaign's messages count for the key's sends too
     expect(await money(t, a.accountId)).toEqual({ balance: 97 * PRICE, ledgerSum: 97 * PRICE })
 
-    await t.db.sql`update api_keys set spend_day = spend_day - 1 where id = ${a.keyId}`
+    await nextDay()
     expect((await t.admin('POST', `/campaigns/${id}/resume`)).status).toBe(200)
     await t.runWorker('campaign-runner')
     const done = (await t.admin('GET', `/campaigns/${id}`)).body.data
@@ -189,117 +190,4 @@ describe('campaigns', () => {
     expect(await charged()).toBe(5)
     expect(await money(t, a.accountId)).toEqual({ balance: 95 * PRICE, ledgerSum: 95 * PRICE })
   })
-})
-
-describe('across instances', () => {
-  const INSTANCES = 4
-  let others: { database: Database; app: ReturnType<typeof createApp> }[] = []
-  beforeAll(async () => {
-    // More instances on the same database: on PostgreSQL each has its own connections, so their
-    // charge statements run at once and meet at the account's and the key's row locks.
-    for (let i = 1; i < INSTANCES; i++) {
-      const database = t.db.url ? await openDatabase({ databaseUrl: t.db.url, poolMax: 5 }) : t.db
-      const config = readConfig({ ADMIN_TOKEN, TIMEZONE: TZ, SIM_DELIVERED_MS: '50', SIM_READ_MS: '100' })
-      others.push({ database, app: createApp(buildDeps(config, database).deps) })
-    }
-  })
-  afterAll(async () => {
-    for (const other of others) if (other.database !== t.db) await other.database.close()
-    others = []
-  })
-
-  /** Statements of this database waiting for a lock. */
-  const waiting = async () =>
-    (
-      await t.db.sql<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and cardinality(pg_blocking_pids(pid)) > 0`
-    )[0]!.n
-  const waitFor = (n: number, what: string) => until(waiting, (w) => w === n, 10_000, what)
-
-  /** A transaction of its own holding an account's row, as a charge in flight does. */
-  async function holding(accountId: number) {
-    const session = await t.db.sql.reserve()
-    await session`begin`
-    await session`select id from accounts where id = ${accountId} for update`
-    let held = true
-    return {
-      async release() {
-        if (!held) return
-        held = false
-        await session`commit`
-        session.release()
-      },
-    }
-  }
-
-  const sendOn = async (instance: number, key: string, i: number) => {
-    if (instance === 0) return send(key, `0812345${String(i).padStart(5, '0')}`)
-    const response = await others[instance - 1]!.app.handle(
-      new Request('http://localhost/api/v1/messages/send', {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ to: `0812345${String(i).padStart(5, '0')}`, body: 'hello' }),
-      }),
-    )
-    return { status: response.status, body: (await response.json()) as any }
-  }
-
-  test(`60 concurrent sends on one key with a cap of 10 messages: exactly 10 charged (${usingPostgres() ? `${INSTANCES} connection pools` : 'one embedded database'})`, async () => {
-    const a = await capped(10)
-    const answers = await Promise.all(Array.from({ length: 60 }, (_, i) => sendOn(i % INSTANCES, a.key, i)))
-    const statuses = answers.map((r) => r.status)
-    expect({ sent: statuses.filter((s) => s === 200).length, capped: statuses.filter((s) => s === 402).length }).toEqual({
-      sent: 10,
-      capped: 50,
-    })
-    expect(answers.filter((r) => r.status === 402).every((r) => r.body.code === 'SPEND_CAP_REACHED')).toBe(true)
-    expect(await messagesOf(a.accountId)).toBe(10)
-    expect(await money(t, a.accountId)).toEqual({ balance: 90 * PRICE, ledgerSum: 90 * PRICE })
-    expect(await spentToday(a.keyId)).toBe(10 * PRICE)
-    const [row] = await t.db.sql<{ spent_today: number }[]>`select spent_today from api_keys where id = ${a.keyId}`
-    expect(row!.spent_today).toBe(10 * PRICE)
-  })
-
-  // Each instance charges its single sends one statement at a time (group commit), so the test makes
-  // every instance's statement start before any of them commits: each instance's first statement
-  // waits for another account, held; meanwhile 15 sends per instance on the capped key queue behind
-  // it; released, each instance's next statement (its 15) waits for the capped account, held too;
-  // released, they run one after the other, each begun before the others' commits. Only the key's
-  // row lock gives each the key's count as the one before left it.
-  test.skipIf(!usingPostgres())(
-    'charge statements all begun before the first commits: each sees the count the one before left (key row lock)',
-    async () => {
-      const a = await capped(10)
-      const b = await t.account(100 * PRICE, { price: PRICE })
-      const first = await holding(b.accountId)
-      const second = await holding(a.accountId)
-      let sends: Promise<{ status: number; body: any }>[] = []
-      try {
-        const blockers = Array.from({ length: INSTANCES }, (_, i) => sendOn(i, b.key, i))
-        await waitFor(INSTANCES, "each instance's first charge waiting for the other account")
-        sends = Array.from({ length: 15 * INSTANCES }, (_, i) => sendOn(i % INSTANCES, a.key, i))
-        await until(
-          async () => (await t.db.sql<{ used: number }[]>`select used from api_key_windows where api_key_id = ${a.keyId}`)[0]?.used,
-          (used) => used === 15 * INSTANCES,
-          10_000,
-          'the sends on the capped key past their key lookup',
-        )
-        await Bun.sleep(300) // from the key lookup to the charge's queue: the body's rules, no database
-        await first.release()
-        expect((await Promise.all(blockers)).map((r) => r.status)).toEqual(Array(INSTANCES).fill(200))
-        await waitFor(INSTANCES, "each instance's charge of the capped key's sends waiting for its account")
-      } finally {
-        await first.release()
-        await second.release()
-      }
-      const statuses = (await Promise.all(sends)).map((r) => r.status)
-      expect({ sent: statuses.filter((s) => s === 200).length, capped: statuses.filter((s) => s === 402).length }).toEqual({
-        sent: 10,
-        capped: 50,
-      })
-      expect(await messagesOf(a.accountId)).toBe(10)
-      expect(await money(t, a.accountId)).toEqual({ balance: 90 * PRICE, ledgerSum: 90 * PRICE })
-      expect(await spentToday(a.keyId)).toBe(10 * PRICE)
-    },
-  )
 })

@@ -226,9 +226,11 @@ describe('send and bulk with template_id', () => {
 })
 
 describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour window', () => {
+  // On a test clock, which the window test moves past the 24 hours.
+  const clock = new TestClock()
   let s: TestApp
   beforeAll(async () => {
-    s = await testApp({ env: { SIM_REQUIRE_TEMPLATE: 'true' } })
+    s = await testApp({ clock, runOnClock: true, env: { SIM_REQUIRE_TEMPLATE: 'true' } })
   })
   afterAll(() => s.close())
 
@@ -290,7 +292,7 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
     })
     // A real inbound message to the default number (sender null), which the window is read from.
     const [row] = await s.db.sql<{ hours: number }[]>`
-      select round(extract(epoch from (received_at + interval '24 hours' - now())) / 3600)::int as hours
+      select round(extract(epoch from (received_at + interval '24 hours' - ${clock.now()}::timestamptz)) / 3600)::int as hours
       from inbound_messages where phone = '+6281240000010' and sender_id is null`
     expect(row!.hours).toBe(24)
     expect((await s.api('POST', '/messages/send', a.key, { to: '081240000010', body: 'Thanks for writing!' })).status).toBe(200)
@@ -310,7 +312,7 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
     expect(viaOther.status).toBe(200)
 
     // After 24 hours the window is closed again, until the number writes in anew.
-    await s.db.sql`update inbound_messages set received_at = now() - interval '24 hours 1 second' where phone = '+6281240000010'`
+    await clock.advance(24 * 3_600_000 + 1_000)
     expect((await s.api('POST', '/messages/send', a.key, { to: '081240000010', body: 'Still there?' })).status).toBe(502)
     expect((await s.admin('POST', '/simulator/inbound', { phone: '+6281240000010' })).status).toBe(200)
     expect((await s.api('POST', '/messages/send', a.key, { to: '081240000010', body: 'Welcome back' })).status).toBe(200)

@@ -18,6 +18,7 @@ import type { Db, Tx } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 import { openWindows } from '../inbound/window'
 import { BUDGET_HOURS, budgetOf, usageOf, type Budget, type Usage } from './service'
 
@@ -26,15 +27,15 @@ const HOLD_MARGIN_SECONDS = 60
 
 type Entry = { senderId?: number | null; phone: string }
 
-/** Locks a budget's row (the caller's transaction) and clears what no longer counts. */
-async function lockBudget(tx: Tx, key: string): Promise<void> {
+/** Locks a budget's row (the caller's transaction) and clears what no longer counts (by `clock`'s time). */
+async function lockBudget(tx: Tx, clock: Clock, key: string): Promise<void> {
   await tx`insert into messaging_budgets (budget) values (${key}) on conflict (budget) do nothing`
   await tx`select budget from messaging_budgets where budget = ${key} for update`
-  await tx`delete from messaging_uses where budget = ${key} and first_at <= now() - make_interval(hours => ${BUDGET_HOURS})`
+  await tx`delete from messaging_uses where budget = ${key} and first_at <= ${nowOf(tx, clock)} - make_interval(hours => ${BUDGET_HOURS})`
   // Held uses whose hold ran out: their request died between hold and settle. Kept if it charged its message.
   await tx`
     with expired as (
-      select id, request_token from messaging_uses where budget = ${key} and held_until is not null and held_until < now()
+      select id, request_token from messaging_uses where budget = ${key} and held_until is not null and held_until < ${nowOf(tx, clock)}
     ), kept as (
       update messaging_uses u set held_until = null
       from expired e where u.id = e.id and exists (select 1 from messages m where m.request_token = e.request_token)
@@ -51,16 +52,17 @@ async function lockBudget(tx: Tx, key: string): Promise<void> {
  */
 async function take(
   tx: Tx,
+  clock: Clock,
   budget: Budget & { tier: number },
   phones: string[],
   hold: { token: string; seconds: number } | null,
   prefix: boolean,
 ): Promise<{ fits: boolean[]; usage: Usage }> {
-  await lockBudget(tx, budget.key)
-  const usage = await usageOf(tx, budget.key)
+  await lockBudget(tx, clock, budget.key)
+  const usage = await usageOf(tx, clock, budget.key)
   const rows = await tx<{ phone: string; kept: boolean }[]>`
     select phone, bool_or(held_until is null) as kept from messaging_uses
-    where budget = ${budget.key} and phone = any(${phones}::text[]) and first_at > now() - make_interval(hours => ${BUDGET_HOURS})
+    where budget = ${budget.key} and phone = any(${phones}::text[]) and first_at > ${nowOf(tx, clock)} - make_interval(hours => ${BUDGET_HOURS})
     group by phone`
   const counted = new Map(rows.map((r) => [r.phone, r.kept]))
   let room = budget.tier - usage.used
@@ -83,18 +85,18 @@ async function take(
   })
   if (record.size > 0) {
     await tx`
-      insert into messaging_uses (budget, phone, request_token, held_until)
-      select ${budget.key}, phone, ${hold?.token ?? null}::uuid,
-             (${hold ? tx`now() + make_interval(secs => ${hold.seconds})` : null})::timestamptz
+      insert into messaging_uses (budget, phone, first_at, request_token, held_until)
+      select ${budget.key}, phone, ${nowOf(tx, clock)}, ${hold?.token ?? null}::uuid,
+             (${hold ? tx`${nowOf(tx, clock)} + make_interval(secs => ${hold.seconds})` : null})::timestamptz
       from unnest(${[...record]}::text[]) as phone`
   }
   return { fits, usage }
 }
 
-/** The words of a full budget: its tier, its use, and when it frees. */
-function fullText(budget: Budget & { tier: number }, usage: Usage, tz: string): string {
+/** The words of a full budget: its tier, its use, and when it frees (from `clock`'s now). */
+function fullText(budget: Budget & { tier: number }, usage: Usage, tz: string, clock: Clock): string {
   const frees = usage.freesAt
-    ? `the oldest frees at ${formatTimestamp(usage.freesAt, tz)} (in ${secondsUntil(usage.freesAt)} s)`
+    ? `the oldest frees at ${formatTimestamp(usage.freesAt, tz)} (in ${secondsUntil(usage.freesAt, clock)} s)`
     : 'it frees as its recipients age past 24 hours'
   return (
     `messaging limit reached: ${budget.label} budget of ${budget.tier} unique recipients of business-initiated messages per ` +
@@ -102,7 +104,7 @@ function fullText(budget: Budget & { tier: number }, usage: Usage, tz: string): 
   )
 }
 
-const secondsUntil = (at: Date) => Math.max(1, Math.ceil((at.getTime() - Date.now()) / 1000))
+const secondsUntil = (at: Date, clock: Clock) => Math.max(1, Math.ceil((at.getTime() - clock.now().getTime()) / 1000))
 
 /** The business-initiated ones among `entries`, by budget (unlimited budgets left out). */
 async function byBudget<T extends Entry>(sql: Db, clock: Clock, defaultTier: number | null, entries: T[]) {
@@ -154,6 +156,7 @@ export async function holdMessagingLimit<T extends Entry>(
     const { fits, usage } = await deps.sql.begin((tx) =>
       take(
         tx,
+        deps.clock,
         budget,
         mine.map((e) => e.phone),
         hold,
@@ -164,10 +167,10 @@ export async function holdMessagingLimit<T extends Entry>(
       if (fits[i]) return
       const error = new ApiError(
         'MESSAGING_LIMIT',
-        `${fullText(budget, usage, deps.config.timezone)}. Messages to customers who wrote within 24 hours do not count; nothing was charged`,
+        `${fullText(budget, usage, deps.config.timezone, deps.clock)}. Messages to customers who wrote within 24 hours do not count; nothing was charged`,
         undefined,
         {},
-        usage.freesAt ? { 'retry-after': String(secondsUntil(usage.freesAt)) } : {},
+        usage.freesAt ? { 'retry-after': String(secondsUntil(usage.freesAt, deps.clock)) } : {},
       )
       refused.push({ entry, error })
     })
@@ -208,18 +211,18 @@ export async function takeForCampaign(
   if (budget.tier === null) return { fits: phones.length, reason: '' }
   const open = await openWindows(tx, clock, senderId, phones)
   const business = phones.filter((p) => !open.has(p))
-  const { fits, usage } = await take(tx, budget as Budget & { tier: number }, business, null, true)
+  const { fits, usage } = await take(tx, clock, budget as Budget & { tier: number }, business, null, true)
   const firstOut = business[fits.indexOf(false)]
   const n = firstOut === undefined ? phones.length : phones.indexOf(firstOut)
   return {
     fits: n,
-    reason: `MESSAGING_LIMIT: ${fullText(budget as Budget & { tier: number }, usage, config.timezone)}. It resumes by itself once budget frees`,
+    reason: `MESSAGING_LIMIT: ${fullText(budget as Budget & { tier: number }, usage, config.timezone, clock)}. It resumes by itself once budget frees`,
   }
 }
 
-/** Whether a budget (of `senderId`) has room for one more recipient now: a limit-paused campaign may resume. */
-export async function hasRoom(sql: Db, defaultTier: number | null, senderId: number | null): Promise<boolean> {
+/** Whether a budget (of `senderId`) has room for one more recipient now (`clock`'s): a limit-paused campaign may resume. */
+export async function hasRoom(sql: Db, clock: Clock, defaultTier: number | null, senderId: number | null): Promise<boolean> {
   const budget = await budgetOf(sql, senderId, defaultTier)
   if (budget.tier === null) return true
-  return (await usageOf(sql, budget.key)).used < budget.tier
+  return (await usageOf(sql, clock, budget.key)).used < budget.tier
 }

@@ -7,6 +7,8 @@ import { transaction, type Db } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
 import { formatTimestamp } from '../../lib/time'
+import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 import { MESSAGING_TIERS } from '../../lib/validate'
 import { audit, type Actor } from '../users/service'
 import type { Portfolio } from './model'
@@ -31,13 +33,13 @@ export async function budgetOf(db: Db, senderId: number | null, defaultTier: num
     : { key: `portfolio:${row.portfolio_id}`, tier: row.tier, label: `portfolio ${JSON.stringify(row.portfolio)}'s` }
 }
 
-/** Unique recipients counted in `budget` in the last 24 hours; a phone counts from its latest use. */
-export async function usageOf(db: Db, budget: string): Promise<Usage> {
+/** Unique recipients counted in `budget` in the 24 hours before `clock`'s now; a phone counts from its latest use. */
+export async function usageOf(db: Db, clock: Clock, budget: string): Promise<Usage> {
   const [row] = await db<{ used: number; frees_at: Date | null }[]>`
     select count(*)::int as used, min(last) + make_interval(hours => ${BUDGET_HOURS}) as frees_at
     from (
       select max(first_at) as last from messaging_uses
-      where budget = ${budget} and first_at > now() - make_interval(hours => ${BUDGET_HOURS})
+      where budget = ${budget} and first_at > ${nowOf(db, clock)} - make_interval(hours => ${BUDGET_HOURS})
       group by phone
     ) p`
   return { used: row!.used, freesAt: row!.frees_at }
@@ -52,14 +54,20 @@ export const budgetUse = (budget: Budget, usage: Usage, tz: string) => ({
 export type BudgetUse = ReturnType<typeof budgetUse>
 
 /** A sender's budget and its use (null: the default sender). */
-export async function senderBudgetUse(db: Db, senderId: number | null, defaultTier: number | null, tz: string): Promise<BudgetUse> {
+export async function senderBudgetUse(
+  db: Db,
+  clock: Clock,
+  senderId: number | null,
+  defaultTier: number | null,
+  tz: string,
+): Promise<BudgetUse> {
   const budget = await budgetOf(db, senderId, defaultTier)
-  return budgetUse(budget, await usageOf(db, budget.key), tz)
+  return budgetUse(budget, await usageOf(db, clock, budget.key), tz)
 }
 
 /** The budget use of each of `senderIds` (stored senders), by id: what the dashboard lists. */
-export async function senderBudgetUses(db: Db, senderIds: number[], tz: string): Promise<Map<number, BudgetUse>> {
-  const uses = await Promise.all(senderIds.map(async (id) => [id, await senderBudgetUse(db, id, null, tz)] as const))
+export async function senderBudgetUses(db: Db, clock: Clock, senderIds: number[], tz: string): Promise<Map<number, BudgetUse>> {
+  const uses = await Promise.all(senderIds.map(async (id) => [id, await senderBudgetUse(db, clock, id, null, tz)] as const))
   return new Map(uses)
 }
 
@@ -82,13 +90,13 @@ export async function portfolioIdOf(db: Db, name: string | null, field: string):
 
 type PortfolioRow = { id: number; name: string; messaging_limit: number | null; senders: number[]; created_at: Date }
 
-async function present(db: Db, row: PortfolioRow, tz: string): Promise<Portfolio> {
+async function present(db: Db, clock: Clock, row: PortfolioRow, tz: string): Promise<Portfolio> {
   const budget: Budget = { key: `portfolio:${row.id}`, tier: row.messaging_limit, label: '' }
   return {
     id: row.id,
     name: row.name,
     senders: row.senders,
-    ...budgetUse(budget, await usageOf(db, budget.key), tz),
+    ...budgetUse(budget, await usageOf(db, clock, budget.key), tz),
     created_at: formatTimestamp(row.created_at, tz)!,
   }
 }
@@ -98,18 +106,19 @@ const portfolioRows = (db: Db, id: number | null) => db<PortfolioRow[]>`
          array(select s.id from senders s where s.portfolio_id = p.id order by s.id)::bigint[] as senders
   from portfolios p where ${id === null ? db`true` : db`p.id = ${id}`} order by p.id`
 
-export async function listPortfolios(db: Db, tz: string): Promise<Portfolio[]> {
-  return Promise.all((await portfolioRows(db, null)).map((r) => present(db, r, tz)))
+export async function listPortfolios(db: Db, clock: Clock, tz: string): Promise<Portfolio[]> {
+  return Promise.all((await portfolioRows(db, null)).map((r) => present(db, clock, r, tz)))
 }
 
-export async function getPortfolio(db: Db, id: number, tz: string): Promise<Portfolio> {
+export async function getPortfolio(db: Db, clock: Clock, id: number, tz: string): Promise<Portfolio> {
   const [row] = await portfolioRows(db, id)
   if (!row) throw new ApiError('NOT_FOUND', `portfolio ${id} not found`)
-  return present(db, row, tz)
+  return present(db, clock, row, tz)
 }
 
 export async function createPortfolio(
   db: Db,
+  clock: Clock,
   actor: Actor,
   input: { name: string; messaging_limit?: number | null },
   tz: string,
@@ -128,11 +137,12 @@ export async function createPortfolio(
     })
     return row!.id
   })
-  return getPortfolio(db, id, tz)
+  return getPortfolio(db, clock, id, tz)
 }
 
 export async function updatePortfolio(
   db: Db,
+  clock: Clock,
   actor: Actor,
   id: number,
   input: { name?: string; messaging_limit?: number | null },
@@ -148,9 +158,9 @@ export async function updatePortfolio(
       if (taken) throw new ApiError('CONFLICT', `a portfolio named ${JSON.stringify(name)} exists already (portfolio ${taken.id})`)
     }
     await tx`
-      update portfolios set name = ${name ?? row.name}, messaging_limit = ${tier === undefined ? row.messaging_limit : tier}, updated_at = now()
+      update portfolios set name = ${name ?? row.name}, messaging_limit = ${tier === undefined ? row.messaging_limit : tier}, updated_at = ${nowOf(tx, clock)}
       where id = ${id}`
     await audit(tx, { ...actor, accountId: null, action: 'portfolio changed', detail: { portfolio_id: id, changed: Object.keys(input) } })
   })
-  return getPortfolio(db, id, tz)
+  return getPortfolio(db, clock, id, tz)
 }

@@ -91,12 +91,12 @@ const LIMIT_PAUSE = 'MESSAGING_LIMIT%'
  * again. Only those: a campaign paused for another reason (balance, a disabled sender, an operator)
  * waits for its operator.
  */
-export async function resumeLimitedCampaigns(sql: Sql, messagingLimit: number | null): Promise<number> {
+export async function resumeLimitedCampaigns(sql: Sql, clock: Clock, messagingLimit: number | null): Promise<number> {
   const paused = await sql<{ id: number; sender_id: number | null }[]>`
     select id, sender_id from campaigns where status = 'paused' and pause_reason like ${LIMIT_PAUSE} order by id limit 100`
   let resumed = 0
   for (const c of paused) {
-    if (!(await hasRoom(sql, messagingLimit, c.sender_id))) continue
+    if (!(await hasRoom(sql, clock, messagingLimit, c.sender_id))) continue
     const [row] = await sql`
       update campaigns set status = 'sending', pause_reason = null
       where id = ${c.id} and status = 'paused' and pause_reason like ${LIMIT_PAUSE} returning id`
@@ -196,7 +196,7 @@ async function nextBatch(
       return stop
     }
 
-    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id)
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock)
     // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
     // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
     // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
@@ -292,6 +292,7 @@ async function nextBatch(
       { accountId: campaign.account_id, keyId: campaign.api_key_id },
       account.cost,
       inserted.map((m) => m.id),
+      clock,
     )
     // The cursor passes the last contact charged, or every contact read when all the sendable ones were.
     await moveCursor(limited.fits === sendable.length ? fetched[fetched.length - 1]!.id : batch[batch.length - 1]!.id)

@@ -24,7 +24,7 @@ export const messagesAdmin = (deps: Deps) =>
     })
     .post(
       '/quarantine/:id/settle',
-      async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome)),
+      async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome, deps.clock)),
       {
         params: IdParams,
         body: SettleBody,

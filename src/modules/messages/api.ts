@@ -65,6 +65,7 @@ export const messagesApi = (deps: Deps) =>
       async ({ body, principal, headers, set }) => {
         const answer = await withIdempotency(
           deps.sql,
+          deps.clock,
           principal.accountId,
           headers['idempotency-key'] ?? null,
           'send',
@@ -121,7 +122,7 @@ export const messagesApi = (deps: Deps) =>
     .post(
       '/messages/bulk',
       ({ body, principal, headers }) =>
-        withIdempotency(deps.sql, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, (token) =>
+        withIdempotency(deps.sql, deps.clock, principal.accountId, headers['idempotency-key'] ?? null, 'bulk', body, (token) =>
           sendBulk(deps, principal, body, token),
         ),
       {

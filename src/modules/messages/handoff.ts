@@ -206,7 +206,7 @@ export function createHandoff(
       else failed.push({ id: message.id, errorCode: r.errorCode, errorMessage: r.errorMessage })
     }
     const sent = await markSent(sql, clock, accepted, options.timezone)
-    const refunded = await refundFailed(sql, failed, options.timezone)
+    const refunded = await refundFailed(sql, failed, options.timezone, clock)
     if (accepted.length > 0) options.onSent?.()
     if (sent.announced + refunded.announced > 0) options.onEvents?.()
     return results.map(() => undefined)

@@ -19,7 +19,8 @@ import {
   OptOutListQuery,
   OptOutRemoved,
 } from './model'
-import { addOptOut, exportOptOuts, importOptOuts, listOptOuts, removeOptOut } from './service'
+import { addOptOut, exportOptOuts, importOptOuts, listOptOuts, optOutsCsv, removeOptOut } from './service'
+import { formatTimes } from '../../lib/time'
 import { OPT_OUT_RULE } from './api'
 
 const tags = ['Admin: opt-outs']
@@ -33,7 +34,7 @@ export const optOutsAdmin = (deps: Deps) => {
       async ({ params, query, request }) => {
         const sql = await readSql(deps, request)
         await requireAccount(sql, params.id)
-        return ok(await listOptOuts(sql, tz, params.id, query))
+        return ok(formatTimes(await listOptOuts(sql, params.id, query), tz))
       },
       {
         params: IdParams,
@@ -48,7 +49,7 @@ export const optOutsAdmin = (deps: Deps) => {
         await requireAccount(deps.sql, params.id)
         const { optOut, created } = await addOptOut(deps.sql, tz, params.id, body.phone, 'admin', ADMIN)
         set.status = created ? 201 : 200
-        return ok({ ...optOut, created })
+        return ok({ ...formatTimes(optOut, tz), created })
       },
       {
         params: IdParams,
@@ -99,7 +100,7 @@ export const optOutsAdmin = (deps: Deps) => {
       async ({ params, request }) => {
         const sql = await readSql(deps, request)
         await requireAccount(sql, params.id)
-        return ok(await exportOptOuts(sql, tz, params.id))
+        return ok(optOutsCsv(formatTimes(await exportOptOuts(sql, params.id), tz)))
       },
       {
         params: IdParams,

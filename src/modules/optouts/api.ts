@@ -8,6 +8,7 @@ import { listOf } from '../../http/models'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { OptOut, OptOutAdded, OptOutBody, OptOutListQuery, OptOutPhoneParams, OptOutRemoved } from './model'
 import { addOptOut, listOptOuts, removeOptOut } from './service'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Opt-outs']
 export const OPT_OUT_RULE =
@@ -22,7 +23,7 @@ export const optOutsApi = (deps: Deps) =>
     .get(
       '/opt-outs',
       async ({ query, principal, request }) =>
-        ok(await listOptOuts(await readSql(deps, request), deps.config.timezone, principal.accountId, query)),
+        ok(formatTimes(await listOptOuts(await readSql(deps, request), principal.accountId, query), deps.config.timezone)),
       {
         query: OptOutListQuery,
         response: { 200: envelopeOf(listOf(OptOut)), ...errorsOf(400, 401, 422) },
@@ -43,7 +44,7 @@ export const optOutsApi = (deps: Deps) =>
           keyId: principal.keyId,
         })
         set.status = created ? 201 : 200
-        return ok({ ...optOut, created })
+        return ok({ ...formatTimes(optOut, deps.config.timezone), created })
       },
       {
         body: OptOutBody,

@@ -11,7 +11,7 @@ import { transaction, type Db, type Tx } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
-import { formatTimestamp } from '../../lib/time'
+import type { Formatted } from '../../lib/time'
 import { MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import { csvText, parseCsv } from '../../lib/csv'
 import type { User } from '../../dashboard/session'
@@ -256,9 +256,9 @@ type Row = {
   actor: string
 }
 
-const view = (r: Row, tz: string) => ({
+const view = (r: Row) => ({
   phone: r.phone,
-  opted_out_at: formatTimestamp(r.created_at, tz)!,
+  opted_out_at: r.created_at,
   source: r.source,
   detail: r.detail,
   inbound_message_id: r.inbound_message_id === null ? null : Number(r.inbound_message_id),
@@ -267,7 +267,7 @@ const view = (r: Row, tz: string) => ({
 export type OptOutView = ReturnType<typeof view>
 
 /** The account's opted-out phones, newest first (`phone`: only that one). */
-export async function listOptOuts(sql: Db, tz: string, accountId: number, query: OptOutListQuery) {
+export async function listOptOuts(sql: Db, accountId: number, query: OptOutListQuery) {
   const p = page(query)
   const phone = query.phone === undefined ? null : requireOptOutPhone(query.phone)
   const where = sql`where o.account_id = ${accountId} and (${phone}::text is null or o.phone = ${phone})`
@@ -276,29 +276,28 @@ export async function listOptOuts(sql: Db, tz: string, accountId: number, query:
     from opt_outs o join opt_out_events e on e.id = o.event_id ${where}
     order by e.id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from opt_outs o ${where}`
-  return pageOf(
-    rows.map((r) => view(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(view), count!.n, p)
 }
 
 /** One phone's history in the account, newest first (at most 50 changes). */
-export async function optOutHistory(sql: Db, tz: string, accountId: number, phone: string) {
+export async function optOutHistory(sql: Db, accountId: number, phone: string) {
   const rows = await sql<(Row & { opted_out: boolean })[]>`
     select phone, created_at, source, detail, inbound_message_id, api_key_id, user_id, actor, opted_out
     from opt_out_events where account_id = ${accountId} and phone = ${phone} order by id desc limit 50`
   return rows.map((r) => ({
-    ...view(r, tz),
+    ...view(r),
     action: r.opted_out ? ('opted_out' as const) : ('opted_in' as const),
-    at: view(r, tz).opted_out_at,
+    at: r.created_at,
   }))
 }
 
 /** Where a change by hand comes from, for its event and audit row. */
 export type ManualSource = 'api' | 'dashboard' | 'admin'
 
-/** Opts a phone out by hand (audited). Answers the opt-out and whether it is new (false: it was opted out already). */
+/**
+ * Opts a phone out by hand (audited). Answers the opt-out and whether it is new (false: it was opted out already).
+ * `tz` is the deployment's TIMEZONE for the timestamp of the contact.opted_out event written with it.
+ */
 export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
   const phone = requireOptOutPhone(phoneInput)
   const { changed } = await transaction(sql, async (tx) => {
@@ -306,7 +305,7 @@ export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInp
     if (done.changed) await auditChange(tx, accountId, by, 'opt-out added', { phone, source })
     return done
   })
-  const [item] = (await listOptOuts(sql, tz, accountId, { phone })).items
+  const [item] = (await listOptOuts(sql, accountId, { phone })).items
   return { optOut: item!, created: changed }
 }
 
@@ -336,16 +335,18 @@ const auditChange = (tx: Tx, accountId: number, by: OptOutActor, action: string,
 export const MAX_IMPORT_ROWS = 10_000
 export const CSV_COLUMNS = ['phone', 'opted_out_at', 'source', 'detail', 'by'] as const
 
-/** Every opt-out of the account as CSV (phone, opted_out_at, source, detail, by), newest first. */
-export async function exportOptOuts(sql: Db, tz: string, accountId: number): Promise<{ csv: string; count: number }> {
+/** Every opt-out of the account, newest first (`optOutsCsv` writes them, formatted, as the export). */
+export async function exportOptOuts(sql: Db, accountId: number): Promise<OptOutView[]> {
   const rows = await sql<Row[]>`
     select o.phone, e.created_at, e.source, e.detail, e.inbound_message_id, e.api_key_id, e.user_id, e.actor
     from opt_outs o join opt_out_events e on e.id = o.event_id where o.account_id = ${accountId} order by e.id desc`
-  const lines = rows.map((r) => {
-    const v = view(r, tz)
-    return [v.phone, v.opted_out_at, v.source, v.detail, v.by]
-  })
-  return { csv: csvText(CSV_COLUMNS, lines), count: rows.length }
+  return rows.map(view)
+}
+
+/** The export as CSV (phone, opted_out_at, source, detail, by), its times formatted at the edge. */
+export function optOutsCsv(optOuts: Formatted<OptOutView>[]): { csv: string; count: number } {
+  const lines = optOuts.map((v) => [v.phone, v.opted_out_at, v.source, v.detail, v.by])
+  return { csv: csvText(CSV_COLUMNS, lines), count: optOuts.length }
 }
 
 export type ImportReport = { accepted: number; duplicates: number; invalid: { line: number; error: string }[] }

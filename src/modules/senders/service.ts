@@ -5,6 +5,7 @@
 // their values.
 
 import { transaction, type Db, type Sql } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import type { Config } from '../../config'
 import { SecretError, type SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
@@ -16,7 +17,7 @@ import { audit, type Actor } from '../users/service'
 import type { AccountSender, CreateSenderBody, Sender, UpdateSenderBody } from './model'
 import { portfolioIdOf, requireTier, senderBudgetUse } from '../budgets/service'
 
-export type SendersContext = { sql: Sql; secrets: SecretBox; config: Config }
+export type SendersContext = { sql: Sql; secrets: SecretBox; config: Config; clock: Clock }
 
 export type SenderRow = {
   id: number
@@ -95,7 +96,7 @@ function pace(config: Config, row: Pick<SenderRow, 'provider' | 'rate_per_second
 
 /** The sender as the admin API shows it: which credential fields are set, never a value. */
 async function present(
-  ctx: Pick<SendersContext, 'secrets' | 'config'> & { sql: Db },
+  ctx: Pick<SendersContext, 'secrets' | 'config' | 'clock'> & { sql: Db },
   row: SenderRow,
   accounts: { account_id: number; default: boolean }[],
 ): Promise<Sender> {
@@ -117,7 +118,7 @@ async function present(
     messaging_limit: row.messaging_limit,
     portfolio: row.portfolio_id === null ? null : await portfolioName(ctx.sql, row.portfolio_id),
     late_failures: row.late_failures,
-    budget: await senderBudgetUse(ctx.sql, row.id, ctx.config.messagingLimit, tz),
+    budget: await senderBudgetUse(ctx.sql, ctx.clock, row.id, ctx.config.messagingLimit, tz),
     last_check: row.checked_at
       ? { at: formatTimestamp(row.checked_at, tz)!, ok: row.check_ok === true, detail: row.check_detail ?? '' }
       : null,

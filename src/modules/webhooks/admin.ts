@@ -14,7 +14,8 @@ import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySi
 import { accountOfKey, getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from './listen'
 import { sendTestEvent } from './events'
-import { dateRange, page } from '../../http/values'
+import { dateRange, page, requireTimestamp } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin']
 
@@ -25,7 +26,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .get(
       '/keys/:id/deliveries',
       async ({ params, query, request }) =>
-        ok(await listDeliveries(await readSql(deps, request), tz, params.id, query.status, page(query), dateRange(query, tz))),
+        ok(formatTimes(await listDeliveries(await readSql(deps, request), params.id, query.status, page(query), dateRange(query, tz)), tz)),
       {
         params: IdParams,
         query: DeliveriesQuery,
@@ -37,12 +38,12 @@ export const webhooksAdmin = (deps: Deps) => {
         },
       },
     )
-    .get('/deliveries/:id', async ({ params }) => ok(await getDelivery(sql, tz, params.id)), {
+    .get('/deliveries/:id', async ({ params }) => ok(formatTimes(await getDelivery(sql, params.id), tz)), {
       params: IdParams,
       response: { 200: envelopeOf(Delivery), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One webhook delivery' },
     })
-    .get('/deliveries/:id/attempts', async ({ params, query }) => ok(await listAttempts(sql, tz, params.id, page(query))), {
+    .get('/deliveries/:id/attempts', async ({ params, query }) => ok(formatTimes(await listAttempts(sql, params.id, page(query)), tz)), {
       params: IdParams,
       query: PageQuery,
       response: { 200: envelopeOf(listOf(Attempt)), ...errorsOf(400, 401, 404, 422) },
@@ -51,9 +52,9 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/deliveries/:id/replay',
       async ({ params }) => {
-        const replayed = await replayDelivery(sql, deps.clock, tz, params.id)
+        const replayed = await replayDelivery(sql, deps.clock, params.id)
         eventsCommitted(deps)
-        return ok(replayed)
+        return ok(formatTimes(replayed, tz))
       },
       {
         params: IdParams,
@@ -71,7 +72,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/keys/:id/deliveries/replay',
       async ({ params, body }) => {
-        const replayed = await replayFailedSince(sql, deps.clock, tz, params.id, body.since)
+        const replayed = await replayFailedSince(sql, deps.clock, params.id, requireTimestamp(body.since, 'since', tz))
         if (replayed.replayed > 0) eventsCommitted(deps)
         return ok(replayed)
       },

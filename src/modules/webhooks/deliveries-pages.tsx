@@ -9,6 +9,7 @@ import { offsetOf, offsetPager, PagedTable, PAGE_SIZE } from '../../dashboard/co
 import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from './deliveries'
 import { eventsCommitted } from './notify'
 import { EventCell } from './event-cell'
+import { formatTimes } from '../../lib/time'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -22,7 +23,7 @@ export function failedDeliveryPages(d: Dashboard) {
   const OPERATOR = 'operator' as const
 
   async function deliveriesPage(session: Session, offset: number, options: { error?: string; status?: number } = {}) {
-    const list = await listFailedDeliveries(d.sql, d.tz, { limit: PAGE_SIZE, offset })
+    const list = formatTimes(await listFailedDeliveries(d.sql, { limit: PAGE_SIZE, offset }), d.tz)
     return respond(
       <Layout title="Failed deliveries" session={session} error={options.error}>
         <p class="muted">
@@ -71,8 +72,8 @@ export function failedDeliveryPages(d: Dashboard) {
       const id = Number(params.id)
       return orError(
         async () => {
-          const delivery = await getDelivery(d.sql, d.tz, id)
-          await replayDelivery(d.sql, d.deps.clock, d.tz, id)
+          const delivery = await getDelivery(d.sql, id)
+          await replayDelivery(d.sql, d.deps.clock, id)
           eventsCommitted(d.deps)
           await auditOf(session, request, server, {
             accountId: await accountOfKey(d.sql, delivery.api_key_id),

@@ -18,6 +18,8 @@ import { eventsCommitted } from './notify'
 import { sendTestEvent } from './events'
 import { DEFAULT_EVENTS, EVENT_TYPES, type EventType } from './model'
 import { EventCell } from './event-cell'
+import { formatTimes } from '../../lib/time'
+import { requireTimestamp } from '../../http/values'
 
 // Each delivery shows its attempts: fewer deliveries a page than the other lists.
 const PAGE_SIZE = 20
@@ -74,9 +76,11 @@ export function webhookPages(d: Dashboard) {
     const wanted = Number(typeof query.key === 'string' ? query.key : NaN)
     const selected = keys.find((k) => k.key_id === wanted) ?? keys.find((k) => k.url) ?? keys[0]
     const offset = offsetOf(query.offset)
-    const log = selected ? await listDeliveries(d.sql, d.tz, selected.key_id, undefined, { limit: PAGE_SIZE, offset }) : null
+    const log = selected ? formatTimes(await listDeliveries(d.sql, selected.key_id, undefined, { limit: PAGE_SIZE, offset }), d.tz) : null
     const attempts = log
-      ? await Promise.all(log.items.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: ATTEMPTS_SHOWN, offset: 0 })))
+      ? await Promise.all(
+          log.items.map((e) => listAttempts(d.sql, e.id, { limit: ATTEMPTS_SHOWN, offset: 0 }).then((a) => formatTimes(a, d.tz))),
+        )
       : []
     const pageLink = (keyId: number, at: number) => `${base}?key=${keyId}${at > 0 ? `&offset=${at}` : ''}`
     return respond(
@@ -337,7 +341,7 @@ export function webhookPages(d: Dashboard) {
     () => 'replay',
     async (scope, key, ctx) => {
       const since = sinceOf(field(ctx.body, 'since'))
-      const { replayed } = await replayFailedSince(d.sql, d.deps.clock, d.tz, key.key_id, since)
+      const { replayed } = await replayFailedSince(d.sql, d.deps.clock, key.key_id, requireTimestamp(since, 'since', d.tz))
       if (replayed > 0) eventsCommitted(d.deps)
       await auditOf(d.sql, scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
       return d.finish(scope.session, {
@@ -354,7 +358,7 @@ export function webhookPages(d: Dashboard) {
     if (scope instanceof Response) return scope
     const id = Number(ctx.params.delivery)
     if (!/^\d{1,15}$/.test(ctx.params.delivery!)) return notFound(scope.session)
-    const delivery = await getDelivery(d.sql, d.tz, id).catch((error) => {
+    const delivery = await getDelivery(d.sql, id).catch((error) => {
       if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
       throw error
     })
@@ -362,7 +366,7 @@ export function webhookPages(d: Dashboard) {
     if (!delivery || !keys.some((k) => k.key_id === delivery.api_key_id)) return notFound(scope.session)
     return orError(
       async () => {
-        await replayDelivery(d.sql, d.deps.clock, d.tz, id)
+        await replayDelivery(d.sql, d.deps.clock, id)
         eventsCommitted(d.deps)
         await auditOf(d.sql, scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
         return d.finish(scope.session, { to: pageOf(scope, delivery.api_key_id), notice: `Delivery ${id} will be sent again.` })

@@ -24,7 +24,7 @@ async function writeIn(deps: Deps, store: StoreSimulated, body: InboundBody) {
   const text = body.body === undefined ? WRITES_IN : requireMessageBody(body.body, 'body')
   const sender = body.sender?.trim() || null
   if (sender !== null && !/^\+?[\d\s\-.()]{3,40}$/.test(sender)) throw badValue("sender: a stored sender's number, e.g. +14155550101")
-  const receivedAt = new Date()
+  const receivedAt = deps.clock.now()
   const inboundId = await store({
     id: `SIM${crypto.randomUUID().replaceAll('-', '')}`,
     from: phone,

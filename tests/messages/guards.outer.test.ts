@@ -1,3 +1,4 @@
+// Outer ring (real time): real PostgreSQL sessions wait for each other's row locks, seen only by watching pg_stat_activity.
 // Guards of money that need two database sessions at once (PostgreSQL): statements that lock several
 // accounts lock them in id order, so a refund (at hand-off, or of a late failure with its status
 // change) and a charge of the same accounts cannot deadlock.
