@@ -93,7 +93,7 @@ export const webhooksAdmin = (deps: Deps) => {
       '/keys/:id/webhook/test',
       async ({ params, body, set }) => {
         await accountOfKey(sql, params.id)
-        if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id))
+        if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id, deps.clock))
         const event = await sendTestEvent(sql, tz, params.id, deps.clock)
         eventsCommitted(deps)
         set.status = 201
@@ -122,7 +122,7 @@ export const webhooksAdmin = (deps: Deps) => {
         await accountOfKey(sql, params.id)
         const last = request.headers.get('last-event-id')
         if (last !== null && !/^\d{1,15}$/.test(last.trim())) throw badShape('Last-Event-ID: must be an event id (a decimal integer)')
-        const ready = await startListening(sql, params.id)
+        const ready = await startListening(sql, deps.clock, params.id)
         const stream = listenStream(deps, params.id, ready, last === null ? null : Number(last.trim()), request.signal)
         return new Response(stream, {
           headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
