@@ -52,8 +52,10 @@ test("a fast sender's campaign started after a slow sender's goes at its own pac
 
   expect((await t.admin('POST', `/campaigns/${slow.campaignId}/run`)).status).toBe(200)
   // The runner's step: the slow campaign starts, its first message goes at once, the next ones wait
-  // for their slots (the clock stands still until the test moves it).
+  // for their slots (the clock stands still until the test moves it). Once one of them sleeps, what
+  // is still in flight is the first message's hand-off.
   const step = t.runWorker('campaign-runner')
+  await clock.nextSleep()
   await flight.idle()
   expect(await sentOf(slow.senderId)).toBeGreaterThanOrEqual(1)
   const started = clock.now().getTime()
