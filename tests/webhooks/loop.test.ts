@@ -9,7 +9,6 @@ import { Webhook } from 'standardwebhooks'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { eventsCommitted } from '../../src/modules/webhooks/notify'
 import { createApp } from '../../src/app'
 import { reportStatus } from '../helpers/reports'
 import { readConfig } from '../../src/config'
@@ -61,13 +60,13 @@ describe('waking up', () => {
   afterAll(() => t.close(), 30_000)
 
   // The loop here polls once a minute: every delivery within the test's few seconds was woken by the
-  // commit (in-process wake-up, and NOTIFY on PostgreSQL), not found by the poll.
+  // commit (the NOTIFY its statement sent, sql/0037), not found by the poll.
   test('a commit wakes the loop at once: no waiting for the poll', async () => {
     rx.reset()
     let loop: ReturnType<typeof startWebhookDelivery> | undefined
     const deps = { ...t.deps, wake: () => loop?.wake() }
     loop = startWebhookDelivery(deps, { pollMs: 60_000 })
-    // The app whose status callbacks commit the events: it wakes this loop after each commit.
+    // The app whose status callbacks commit the events: each commit wakes this loop.
     const service = { app: createApp(deps), config: t.config }
     try {
       const { key, keyId } = await t.account(100)
@@ -105,17 +104,15 @@ describe('waking up', () => {
     }
   }, 60_000)
 
-  // Commits that come while a NOTIFY is in flight share the next one; the last commit of a burst must
-  // still be followed by a NOTIFY sent after it, or another instance would wait for its poll.
+  // Every commit of a burst announces its own events (sql/0037): the last one's too, or another instance
+  // would wait for its poll.
   test.skipIf(!usingPostgres())(
     'a burst of commits: an instance woken only by NOTIFY delivers every event',
     async () => {
       rx.reset()
       // "Another instance": its loop hears NOTIFY and nothing in-process; it polls once a minute.
-      const config = { ...t.config, databaseUrl: t.db.url } // the test's config names no database: NOTIFY and LISTEN need it
-      const other = startWebhookDelivery({ ...t.deps, config }, { pollMs: 60_000 })
+      const other = startWebhookDelivery(t.deps, { pollMs: 60_000 })
       try {
-        const committer = { ...t.deps, config, wake: () => {} }
         const { key, keyId } = await t.account(100)
         await t.api('POST', '/webhook', key, { url: rx.url() })
         await Bun.sleep(100) // its first step found nothing and it went to sleep
@@ -124,14 +121,8 @@ describe('waking up', () => {
         insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
         select account_id, id, sid, '+6281234567890', 'x', 'sent', 1, now()
         from api_keys, unnest(${sids}::text[]) as sid where id = ${keyId}`
-        // The callbacks go to the test's app, whose commits carry no NOTIFY (its configuration names no
-        // database): each is followed by one sent after it, as other writers of events do.
-        await Promise.all(
-          sids.map(async (sid) => {
-            await reportStatus(t, sid, 'delivered')
-            eventsCommitted(committer)
-          }),
-        )
+        // The callbacks go to the test's app, whose commits carry their NOTIFY, as every writer's do.
+        await Promise.all(sids.map((sid) => reportStatus(t, sid, 'delivered')))
         const delivered = await until(
           async () =>
             (

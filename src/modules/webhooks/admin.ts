@@ -9,7 +9,6 @@ import { UNTIMED } from '../../http/routes'
 import { badShape, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf, PageQuery } from '../../http/models'
-import { eventsCommitted } from './notify'
 import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySinceBody, SignedEvent, TestEventBody } from './model'
 import { accountOfKey, getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from './listen'
@@ -51,9 +50,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/deliveries/:id/replay',
       async ({ params }) => {
-        const replayed = await replayDelivery(sql, deps.clock, tz, params.id)
-        eventsCommitted(deps)
-        return ok(replayed)
+        return ok(await replayDelivery(sql, deps.clock, tz, params.id))
       },
       {
         params: IdParams,
@@ -71,9 +68,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/keys/:id/deliveries/replay',
       async ({ params, body }) => {
-        const replayed = await replayFailedSince(sql, deps.clock, tz, params.id, body.since)
-        if (replayed.replayed > 0) eventsCommitted(deps)
-        return ok(replayed)
+        return ok(await replayFailedSince(sql, deps.clock, tz, params.id, body.since))
       },
       {
         params: IdParams,
@@ -94,7 +89,6 @@ export const webhooksAdmin = (deps: Deps) => {
         await accountOfKey(sql, params.id)
         if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id))
         const event = await sendTestEvent(sql, tz, params.id, deps.clock)
-        eventsCommitted(deps)
         set.status = 201
         return ok(event)
       },
