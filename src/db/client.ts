@@ -153,8 +153,9 @@ function connect(
   },
 ): Sql {
   return postgres(url, {
-    // `statements`, `connect_wait` and `onconnect_retry` are the patched client's options
-    // (patches/postgres@3.4.9.patch); its types do not name them.
+    // `statements`, `connect_wait` and `onconnect_retry` are the patched client's options, the project's
+    // additions that need the driver's internals (patches/postgres@3.4.9.patch, whose top says why each
+    // stays there); its types do not name them.
     ...({ ...options, connect_wait: CONNECT_WAIT_SECONDS } as postgres.Options<{}>),
     types: TYPES,
     onnotice: () => {},
