@@ -1,5 +1,5 @@
-// The delivery loop as the service runs it, on a test clock: woken by commits (in-process, and NOTIFY
-// from another instance on PostgreSQL), never by its poll. The clock moves only by the loop's own short
+// The delivery loop as the service runs it, on a test clock: woken by commits (the NOTIFY the statement
+// that wrote the events sent, sql/0037, heard from this instance or another), never by its poll. The clock moves only by the loop's own short
 // gathering pauses (see `loopClock`), never as far as its poll, so every delivery here was woken.
 // (The running service end to end and its graceful stop, on real time: loop.outer.test.ts.)
 
@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { eventsCommitted } from '../../src/modules/webhooks/notify'
 import { createApp } from '../../src/app'
 import { reportStatus } from '../helpers/reports'
 import { startWebhookDelivery } from '../../src/workers/webhook-delivery'
@@ -54,13 +53,13 @@ const deliveredCount = async (keyId: number) =>
 
 describe('waking up', () => {
   // The loop here polls once a minute, a time the clock never reaches: every delivery was woken by
-  // the commit (in-process wake-up, and NOTIFY on PostgreSQL), not found by the poll.
+  // the commit (the NOTIFY its statement sent, sql/0037), not found by the poll.
   test('a commit wakes the loop at once: no waiting for the poll', async () => {
     rx.reset()
     let loop: ReturnType<typeof startWebhookDelivery> | undefined
     const deps = { ...t.deps, clock: loopClock, wake: () => loop?.wake() }
     loop = startWebhookDelivery(deps, { pollMs: 60_000 })
-    // The app whose status callbacks commit the events: it wakes this loop after each commit.
+    // The app whose status callbacks commit the events: each commit wakes this loop.
     const service = { app: createApp(deps), config: t.config }
     const { key, keyId } = await t.account(100)
     try {
@@ -84,16 +83,14 @@ describe('waking up', () => {
     expect(await deliveredCount(keyId)).toBe(5)
   }, 60_000)
 
-  // Commits that come while a NOTIFY is in flight share the next one; the last commit of a burst must
-  // still be followed by a NOTIFY sent after it, or another instance would wait for its poll.
+  // Every commit of a burst announces its own events (sql/0037): the last one's too, or another instance
+  // would wait for its poll.
   test.skipIf(!usingPostgres())(
     'a burst of commits: an instance woken only by NOTIFY delivers every event',
     async () => {
       rx.reset()
       // "Another instance": its loop hears NOTIFY and nothing in-process; it polls once a minute.
-      const config = { ...t.config, databaseUrl: t.db.url } // the test's config names no database: NOTIFY and LISTEN need it
-      const other = startWebhookDelivery({ ...t.deps, clock: loopClock, config }, { pollMs: 60_000 })
-      const committer = { ...t.deps, config, wake: () => {} }
+      const other = startWebhookDelivery({ ...t.deps, clock: loopClock }, { pollMs: 60_000 })
       const { key, keyId } = await t.account(100)
       const sids = Array.from({ length: 20 }, () => `SM${crypto.randomUUID().replaceAll('-', '')}`)
       try {
@@ -103,14 +100,8 @@ describe('waking up', () => {
         insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
         select account_id, id, sid, '+6281234567890', 'x', 'sent', 1, now()
         from api_keys, unnest(${sids}::text[]) as sid where id = ${keyId}`
-        // The callbacks go to the test's app, whose commits carry no NOTIFY (its configuration names no
-        // database): each is followed by one sent after it, as other writers of events do.
-        await Promise.all(
-          sids.map(async (sid) => {
-            await reportStatus(t, sid, 'delivered')
-            eventsCommitted(committer)
-          }),
-        )
+        // The callbacks go to the test's app, whose commits carry their NOTIFY, as every writer's do.
+        await Promise.all(sids.map((sid) => reportStatus(t, sid, 'delivered')))
         await rx.arrived(sids.length)
       } finally {
         await other.stop()

@@ -88,8 +88,7 @@ async function accountOf(tx: Tx, senderId: SenderRef, phone: string, replyTo: st
  * Stores inbound messages of `storedAs` (a provider's name, or `simulator`), each once by its provider
  * message id: a repeat changes nothing. Each names the sender it reached, as the callback's signature
  * allowed (or the simulator's route chose). Each in its own short transaction, with its
- * `message.received` event when it belongs to an account (the caller wakes the delivery worker after:
- * eventsCommitted). The ids of those stored now (null for a repeat or an unreadable number).
+ * `message.received` event when it belongs to an account. The ids of those stored now (null for a repeat or an unreadable number).
  */
 export async function storeInbound(
   sql: Sql,

@@ -9,7 +9,6 @@ import { UNTIMED } from '../../http/routes'
 import { badShape, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf, PageQuery } from '../../http/models'
-import { eventsCommitted } from './notify'
 import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySinceBody, SignedEvent, TestEventBody } from './model'
 import { accountOfKey, getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from './listen'
@@ -53,7 +52,6 @@ export const webhooksAdmin = (deps: Deps) => {
       '/deliveries/:id/replay',
       async ({ params }) => {
         const replayed = await replayDelivery(sql, deps.clock, params.id)
-        eventsCommitted(deps)
         return ok(formatTimes(replayed, tz))
       },
       {
@@ -73,7 +71,6 @@ export const webhooksAdmin = (deps: Deps) => {
       '/keys/:id/deliveries/replay',
       async ({ params, body }) => {
         const replayed = await replayFailedSince(sql, deps.clock, params.id, requireTimestamp(body.since, 'since', tz))
-        if (replayed.replayed > 0) eventsCommitted(deps)
         return ok(replayed)
       },
       {
@@ -95,7 +92,6 @@ export const webhooksAdmin = (deps: Deps) => {
         await accountOfKey(sql, params.id)
         if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id, deps.clock))
         const event = await sendTestEvent(sql, tz, params.id, deps.clock)
-        eventsCommitted(deps)
         set.status = 201
         return ok(event)
       },

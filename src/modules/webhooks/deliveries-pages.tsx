@@ -7,7 +7,6 @@ import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { offsetOf, offsetPager, PagedTable, PAGE_SIZE } from '../../dashboard/components'
 import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from './deliveries'
-import { eventsCommitted } from './notify'
 import { EventCell } from './event-cell'
 import { formatTimes } from '../../lib/time'
 
@@ -74,7 +73,6 @@ export function failedDeliveryPages(d: Dashboard) {
         async () => {
           const delivery = await getDelivery(d.sql, id)
           await replayDelivery(d.sql, d.deps.clock, id)
-          eventsCommitted(d.deps)
           await auditOf(session, request, server, {
             accountId: await accountOfKey(d.sql, delivery.api_key_id),
             action: 'webhook delivery replayed',

@@ -5,7 +5,7 @@
 // Everything goes through the database, so it works with several instances on one PostgreSQL: a
 // listener row (webhook_listeners) tells every instance's state machine to record the key's events
 // even when it has no URL (status listen_only), and the stream follows the key's webhook_events rows
-// by id, woken in-process by eventsCommitted, by NOTIFY on PostgreSQL, and polling every second.
+// by id, woken by the NOTIFY of every commit that wrote events (./notify), and polling every second.
 //
 // Rows do not commit in id order when transactions run concurrently (a lower id can appear after a
 // higher one was read). So the stream keeps a floor below which everything has been sent, moves it
@@ -18,7 +18,7 @@ import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
 import { log } from '../../lib/log'
 import { newSigningSecret } from '../../lib/keys'
-import { EVENTS_CHANNEL, listenerOf, onEventsCommitted } from './notify'
+import { onEventsCommitted } from './notify'
 import { signPayload } from './sender'
 import { newWebhookId, testPayload, type EventClock } from './events'
 import type { ListenedEvent, ListenReady, SignedEvent } from './model'
@@ -122,7 +122,7 @@ export function endListenStreams(): void {
  * reconnects with its Last-Event-ID) or when the service stops.
  */
 export function listenStream(
-  deps: Pick<Deps, 'sql' | 'config' | 'directSql' | 'clock'>,
+  deps: Pick<Deps, 'sql' | 'config' | 'listen' | 'clock'>,
   keyId: number,
   ready: ListenReady,
   after: number | null,
@@ -160,14 +160,7 @@ export function listenStream(
       }
       openStreams.add(close)
       signal.addEventListener('abort', close)
-      const unsubscribe = onEventsCommitted(wake)
-      const listener = listenerOf(deps)
-      const listening = listener
-        ? listener.listen(EVENTS_CHANNEL, wake).then(
-            (l) => l.unlisten,
-            () => undefined,
-          )
-        : Promise.resolve(undefined)
+      const listening = onEventsCommitted(deps, wake)
 
       const run = async () => {
         write(`retry: 2000\nevent: ready\ndata: ${JSON.stringify(ready)}\n\n`)
@@ -220,8 +213,7 @@ export function listenStream(
           closed = true
           openStreams.delete(close)
           signal.removeEventListener('abort', close)
-          unsubscribe()
-          await (await listening)?.().catch(() => {})
+          await (await listening)().catch(() => {})
           try {
             controller.close()
           } catch {

@@ -14,7 +14,6 @@ import { MAX_MEDIA_URL_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
 import { deleteWebhook, listKeyWebhooks, registerWebhook, webhookSecret } from './service'
 import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
-import { eventsCommitted } from './notify'
 import { sendTestEvent } from './events'
 import { DEFAULT_EVENTS, EVENT_TYPES, type EventType } from './model'
 import { EventCell } from './event-cell'
@@ -334,7 +333,6 @@ export function webhookPages(d: Dashboard) {
         notice: `A test event for key ${key.label} is on its way${event.url ? ` to ${event.url}` : ''}: its delivery is listed below.`,
       }
     })
-    eventsCommitted(d.deps)
     return answer
   })
   const replayFailed = keyChange(
@@ -342,7 +340,6 @@ export function webhookPages(d: Dashboard) {
     async (scope, key, ctx) => {
       const since = sinceOf(field(ctx.body, 'since'))
       const { replayed } = await replayFailedSince(d.sql, d.deps.clock, key.key_id, requireTimestamp(since, 'since', d.tz))
-      if (replayed > 0) eventsCommitted(d.deps)
       await auditOf(d.sql, scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
       return d.finish(scope.session, {
         to: pageOf(scope, key.key_id),
@@ -367,7 +364,6 @@ export function webhookPages(d: Dashboard) {
     return orError(
       async () => {
         await replayDelivery(d.sql, d.deps.clock, id)
-        eventsCommitted(d.deps)
         await auditOf(d.sql, scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
         return d.finish(scope.session, { to: pageOf(scope, delivery.api_key_id), notice: `Delivery ${id} will be sent again.` })
       },
