@@ -61,7 +61,7 @@ export function createApp(deps: Deps) {
   const routes: RouteTable = new RouteTable((): RouteInfo[] => composed.routes)
   const composed = new Elysia()
     .state('routes', routes)
-    .use(httpShell({ config: deps.config, sql: deps.sql, routes, errorPages: dashboardErrorPages(deps) }))
+    .use(httpShell({ config: deps.config, sql: deps.sql, clock: deps.clock, routes, errorPages: dashboardErrorPages(deps) }))
     // After a change, before its answer leaves: the caller's next reads wait for the replica to replay it.
     .onAfterHandle({ as: 'global' }, async ({ request }) => {
       if (!READS.has(request.method)) await deps.reads.wrote(callerOf(request))

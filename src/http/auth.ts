@@ -15,6 +15,8 @@ import { ApiError } from './errors'
 import { identify } from './access-log'
 import { looksLikeApiKey, sha256Hex } from '../lib/keys'
 import { Batcher } from '../lib/batch'
+import type { Clock } from '../lib/clock'
+import { nowOf } from '../db/now'
 
 /** A key's request rate after this request: its limit per window, what is left, and seconds until the window resets. */
 export type RateState = { limit: number; remaining: number; reset: number }
@@ -44,19 +46,23 @@ type KeyRow = { id: number; account_id: number; rate_limit_per_minute: number | 
 
 // Concurrent requests share one statement that finds their keys and counts them (group commit); a
 // lone request waits for nobody. Rows are counted in key order, so two instances' statements never
-// wait for each other's rows in opposite orders.
-const lookups = new WeakMap<Sql, Batcher<string, KeyRow | undefined>>()
-function lookupKey(sql: Sql, hash: string): Promise<KeyRow | undefined> {
-  let batcher = lookups.get(sql)
+// wait for each other's rows in opposite orders. The windows are minutes of the clock's time: one
+// statement per client and clock.
+const lookups = new WeakMap<Sql, WeakMap<object, Batcher<string, KeyRow | undefined>>>()
+function lookupKey(sql: Sql, clock: Pick<Clock, 'sqlNow'>, hash: string): Promise<KeyRow | undefined> {
+  let byClock = lookups.get(sql)
+  if (!byClock) lookups.set(sql, (byClock = new WeakMap()))
+  let batcher = byClock.get(clock)
   if (!batcher) {
     batcher = new Batcher(async (hashes) => {
+      const now = nowOf(sql, clock)
       const rows = await sql<(Omit<KeyRow, 'position'> & { key_hash: string; used: number; counted: number })[]>`
         with input as (
           select key_hash, count(*)::int as n from unnest(${hashes}::text[]) as h(key_hash) group by key_hash
         ), found as (
           -- The minutes since the epoch, each key's starting at its own second (id % 60).
           select k.id, k.account_id, k.key_hash, k.rate_limit_per_minute, input.n,
-                 floor((extract(epoch from now()) - k.id % 60) / 60)::bigint as window_number
+                 floor((extract(epoch from ${now}) - k.id % 60) / 60)::bigint as window_number
           from api_keys k join input on input.key_hash = k.key_hash
           where k.key_hash = any(${hashes}::text[]) and k.active
         ), counted as (
@@ -69,7 +75,7 @@ function lookupKey(sql: Sql, hash: string): Promise<KeyRow | undefined> {
           returning api_key_id, window_number, used
         )
         select f.id, f.account_id, f.key_hash, f.rate_limit_per_minute, c.used, f.n as counted,
-               ceil((c.window_number + 1) * 60 + f.id % 60 - extract(epoch from now()))::int as reset
+               ceil((c.window_number + 1) * 60 + f.id % 60 - extract(epoch from ${now}))::int as reset
         from found f join counted c on c.api_key_id = f.id`
       const found = new Map(rows.map((r) => [r.key_hash, r]))
       // The requests of one key in this statement are its last `counted` of `used`, in arrival order.
@@ -83,7 +89,7 @@ function lookupKey(sql: Sql, hash: string): Promise<KeyRow | undefined> {
         return { id, account_id, rate_limit_per_minute, reset, position: row.used - row.counted + nth }
       })
     })
-    lookups.set(sql, batcher)
+    byClock.set(clock, batcher)
   }
   return batcher.add(hash)
 }
@@ -91,18 +97,19 @@ function lookupKey(sql: Sql, hash: string): Promise<KeyRow | undefined> {
 /** The key of an `Authorization` header, its account and its rate; `defaultRate` is the limit of a key without its own. */
 export async function authenticate(
   sql: Sql,
+  clock: Pick<Clock, 'now' | 'sqlNow'>,
   header: string | null | undefined,
   defaultRate: number,
 ): Promise<KeyFound & { limited: boolean }> {
   const key = bearerToken(header)
   if (!looksLikeApiKey(key)) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
   const hash = sha256Hex(key)
-  const row = await lookupKey(sql, hash)
+  const row = await lookupKey(sql, clock, hash)
   if (!row) throw new ApiError('AUTH_INVALID_KEY', 'API key is invalid or inactive')
-  const now = Date.now()
+  const now = clock.now().getTime()
   if ((lastUsedWritten.get(hash) ?? 0) < now - LAST_USED_EVERY_MS) {
     lastUsedWritten.set(hash, now)
-    sql`update api_keys set last_used_at = now() where id = ${row.id}`.catch(() => lastUsedWritten.delete(hash))
+    sql`update api_keys set last_used_at = ${nowOf(sql, clock)} where id = ${row.id}`.catch(() => lastUsedWritten.delete(hash))
   }
   const limit = row.rate_limit_per_minute ?? defaultRate
   return {
@@ -128,10 +135,15 @@ const rates = new WeakMap<Request, RateState>()
  * The request's key (looked up once per request), identified in the request log; a request beyond
  * its key's rate is refused here, with the headers that say when to come back.
  */
-export function authenticateRequest(sql: Sql, request: Request, defaultRate: number): Promise<KeyFound> {
+export function authenticateRequest(
+  sql: Sql,
+  clock: Pick<Clock, 'now' | 'sqlNow'>,
+  request: Request,
+  defaultRate: number,
+): Promise<KeyFound> {
   let principal = byRequest.get(request)
   if (!principal) {
-    principal = authenticate(sql, request.headers.get('authorization'), defaultRate).then(({ limited, ...found }) => {
+    principal = authenticate(sql, clock, request.headers.get('authorization'), defaultRate).then(({ limited, ...found }) => {
       identify(request, { auth: 'key', account_id: found.accountId, key_id: found.keyId })
       rates.set(request, found.rate)
       if (limited) {

@@ -5,6 +5,7 @@
 
 import { Elysia } from 'elysia'
 import type { Config } from '../config'
+import type { Clock } from '../lib/clock'
 import type { Sql } from '../db/client'
 import { isOutage } from '../db/retry'
 import { ApiError, apiErrorResponse, badShape, badValue, errorResponse } from './errors'
@@ -44,13 +45,14 @@ const isApi = (kind: RouteKind | undefined): kind is 'api' | 'admin' => kind ===
  */
 async function authenticateKind(
   sql: Sql,
+  clock: Clock,
   config: Config,
   request: Request,
   kind: RouteKind | undefined,
   set?: { headers: Record<string, unknown> },
 ): Promise<void> {
   if (kind === 'api') {
-    const principal = await authenticateRequest(sql, request, config.keyRateLimitPerMinute)
+    const principal = await authenticateRequest(sql, clock, request, config.keyRateLimitPerMinute)
     if (set) Object.assign(set.headers, rateLimitHeaders(principal.rate))
   } else if (kind === 'admin') {
     authenticateAdmin(config, request.headers.get('authorization'))
@@ -61,8 +63,8 @@ async function authenticateKind(
 /** Pages outside the API (the dashboard) answer their errors as pages, not as the API's envelope. */
 export type ErrorPages = { prefix: string; render(status: number, message: string, request: Request): Response | Promise<Response> }
 
-export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; errorPages?: ErrorPages }) {
-  const { config, sql, routes } = deps
+export function httpShell(deps: { config: Config; sql: Sql; clock: Clock; routes: RouteTable; errorPages?: ErrorPages }) {
+  const { config, sql, clock, routes } = deps
   return (
     new Elysia({ name: 'http-shell' })
       .onRequest(({ request, set }) => {
@@ -96,7 +98,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
           if (!request.headers.get('content-type')?.toLowerCase().startsWith('application/json')) return
         } else {
           // A bad key is 401 whatever the body, and an unauthenticated (or rate-limited) body is never read.
-          await authenticateKind(sql, config, request, kind, set)
+          await authenticateKind(sql, clock, config, request, kind, set)
           if (!hasBody(request)) return null
           requireJsonContentType(request.headers.get('content-type'))
         }
@@ -108,7 +110,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
       // authenticated yet (the key lookup is shared with the route's derive).
       .onTransform({ as: 'global' }, async ({ request, route, params, query, set }) => {
         const kind = routes.byRoute(request.method, route)?.kind
-        await authenticateKind(sql, config, request, kind, set)
+        await authenticateKind(sql, clock, config, request, kind, set)
         // Elysia keeps a parameter that does not decode (%FF) as its raw text; it is refused instead.
         const undecodable = undecodableParameter(request.url)
         if (undecodable !== null) throw badShape(`${undecodable}: not valid percent-encoded UTF-8`)
@@ -172,7 +174,7 @@ export function httpShell(deps: { config: Config; sql: Sql; routes: RouteTable; 
     if (own instanceof ApiError) return apiErrorResponse(own, requestId)
     if (code === 'PARSE' || code === 'VALIDATION') {
       // Authentication comes before validation: a bad key gets 401 whatever the body.
-      const authError = await authFailure(sql, config, request, routes.kindOfPath(paths.get(request) ?? path))
+      const authError = await authFailure(sql, clock, config, request, routes.kindOfPath(paths.get(request) ?? path))
       if (authError) return apiErrorResponse(authError, requestId)
       if (code === 'PARSE') return errorResponse('VALIDATION_ERROR', 'body is not valid JSON', 400, requestId)
       const { status, message } = describeValidation(error as ValidationFailure, parsedBodies.get(request))
@@ -251,9 +253,15 @@ function withRequestId(body: string, requestId: string): string {
   }
 }
 
-async function authFailure(sql: Sql, config: Config, request: Request, kind: RouteKind | undefined): Promise<ApiError | null> {
+async function authFailure(
+  sql: Sql,
+  clock: Clock,
+  config: Config,
+  request: Request,
+  kind: RouteKind | undefined,
+): Promise<ApiError | null> {
   try {
-    await authenticateKind(sql, config, request, kind)
+    await authenticateKind(sql, clock, config, request, kind)
     return null
   } catch (error) {
     if (error instanceof ApiError) return error

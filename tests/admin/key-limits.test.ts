@@ -50,7 +50,7 @@ describe('the admin API', () => {
     await messageAt(keyId, accountId, 100, `${localMidnight} - interval '1 second'`) // yesterday, there
     await messageAt(keyId, accountId, 1000, `${localMidnight}`) // the first instant of today, there
     expect((await t.admin('GET', `/keys/${keyId}`)).body.data.spent_today).toBe(7 + 7 + 1000)
-    expect(await spentToday(t.db.sql, TZ, keyId)).toBe(1014)
+    expect(await spentToday(t.db.sql, t.deps.clock, TZ, keyId)).toBe(1014)
     expect((await t.admin('GET', `/keys/${other.id}`)).body.data.spent_today).toBe(7)
     const listed = (await t.admin('GET', `/accounts/${accountId}/keys`)).body.data.items
     expect(listed.map((k: { id: number; spent_today: number }) => [k.id, k.spent_today])).toEqual([
@@ -61,7 +61,7 @@ describe('the admin API', () => {
     const [utc] = await t.db.sql<{ spent: number }[]>`
       select coalesce(sum(cost), 0)::bigint as spent from messages
       where api_key_id = ${keyId} and created_at >= date_trunc('day', now() at time zone 'UTC') at time zone 'UTC'`
-    expect(await spentToday(t.db.sql, 'UTC', keyId)).toBe(utc!.spent)
+    expect(await spentToday(t.db.sql, t.deps.clock, 'UTC', keyId)).toBe(utc!.spent)
   })
 
   test('PATCH sets a cap and a rate, each alone or together; null removes them; active is kept', async () => {

@@ -12,6 +12,8 @@ export type InFlight = {
   track(provider: Provider): void
   /** `sql`, counting every statement (and transaction) while it runs. */
   sql(sql: Sql): Sql
+  /** Runs `work`, counted while it runs (a test's own step that time must not pass). */
+  run<T>(work: () => PromiseLike<T>): Promise<T>
   /** Resolves once nothing tracked is running. */
   idle(): Promise<void>
 }
@@ -63,6 +65,7 @@ export function inFlight(): InFlight {
         },
       }) as Sql
     },
+    run: counted,
     async idle() {
       // What a finished piece resumes runs first (one turn), then anything still running is waited for.
       await settle()

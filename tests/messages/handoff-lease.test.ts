@@ -247,7 +247,7 @@ test('a late acceptance from the holder that lost the lease: the message recover
 test('slow answers and a long pool queue outlive the lease under a live holder: its heartbeat keeps each message its own', async () => {
   // Leases of 2 s; each answer takes 2.5 s and the pool takes one at a time, so the last of three
   // waits 5 s for its turn. Recovery looks every 300 ms: it must find nothing to take over. Time moves
-  // only while every statement is done (the heartbeat's renewals, recovery's looks), so the
+  // only while every statement is done (the heartbeat's renewals) and no look is under way, so the
   // heartbeat's beats and recovery's looks interleave as they do in time.
   const clock = new TestClock()
   const fake = slowProvider(clock, { answerMs: 2_500 })
@@ -267,7 +267,7 @@ test('slow answers and a long pool queue outlive the lease under a live holder: 
       await clock.sleep(300, done.signal)
       if (done.signal.aborted) return
       looks++
-      expect(await app.runWorker('handoff-recovery')).toBe(0)
+      expect(await flight.run(() => app.runWorker('handoff-recovery'))).toBe(0)
     }
   })()
   try {
