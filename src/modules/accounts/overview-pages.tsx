@@ -93,9 +93,11 @@ export function overviewPages(d: Dashboard) {
     const counts = await dailyStatusCounts(reads, d.tz, accountId, DAYS)
     const failures = formatTimes(await recentFailures(reads, accountId, 10), d.tz)
     const senders = await listAccountSenders(d.sql, accountId)
-    const budgets = await senderBudgetUses(
-      d.sql,
-      senders.map((s) => s.id),
+    const budgets = formatTimes(
+      await senderBudgetUses(
+        d.sql,
+        senders.map((s) => s.id),
+      ),
       d.config.timezone,
     )
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
