@@ -9,7 +9,7 @@ import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/c
 import { AccountLink, accountScope, type Scope } from './scope'
 import { getAccount } from './service'
 import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
-import { formatTimestamp } from '../../lib/time'
+import { formatTimes, formatTimestamp } from '../../lib/time'
 import { MemberSenders } from '../senders/account-pages'
 import { listAccountSenders } from '../senders/service'
 import { senderBudgetUses } from '../budgets/service'
@@ -91,12 +91,14 @@ export function overviewPages(d: Dashboard) {
     // The chart and the failures read the replica when it is current for this user; the balance above, the primary.
     const reads = await scope.read()
     const counts = await dailyStatusCounts(reads, d.tz, accountId, DAYS)
-    const failures = await recentFailures(reads, d.tz, accountId, 10)
+    const failures = formatTimes(await recentFailures(reads, accountId, 10), d.tz)
     const senders = await listAccountSenders(d.sql, accountId)
-    const budgets = await senderBudgetUses(
-      d.sql,
-      d.deps.clock,
-      senders.map((s) => s.id),
+    const budgets = formatTimes(
+      await senderBudgetUses(
+        d.sql,
+        d.deps.clock,
+        senders.map((s) => s.id),
+      ),
       d.config.timezone,
     )
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)

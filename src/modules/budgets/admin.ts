@@ -9,6 +9,7 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { CreatePortfolioBody, Portfolio, PortfolioParams, UpdatePortfolioBody } from './model'
 import { createPortfolio, getPortfolio, listPortfolios, updatePortfolio } from './service'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin: senders']
 const ADMIN = { user: null, address: null }
@@ -19,7 +20,7 @@ export const budgetsAdmin = (deps: Deps) =>
       '/portfolios',
       async ({ body, set }) => {
         set.status = 201
-        return ok(await createPortfolio(deps.sql, deps.clock, ADMIN, body, deps.config.timezone))
+        return ok(formatTimes(await createPortfolio(deps.sql, deps.clock, ADMIN, body), deps.config.timezone))
       },
       {
         body: CreatePortfolioBody,
@@ -34,19 +35,23 @@ export const budgetsAdmin = (deps: Deps) =>
         },
       },
     )
-    .get('/portfolios', async () => ok(await listPortfolios(deps.sql, deps.clock, deps.config.timezone)), {
+    .get('/portfolios', async () => ok(formatTimes(await listPortfolios(deps.sql, deps.clock), deps.config.timezone)), {
       response: { 200: envelopeOf(t.Array(Portfolio)), ...errorsOf(401) },
       detail: { tags, summary: 'Every portfolio with its senders and its budget use (recipients counted, when the oldest frees)' },
     })
-    .get('/portfolios/:id', async ({ params }) => ok(await getPortfolio(deps.sql, deps.clock, params.id, deps.config.timezone)), {
-      params: PortfolioParams,
-      response: { 200: envelopeOf(Portfolio), ...errorsOf(400, 401, 404) },
-      detail: { tags, summary: 'One portfolio' },
-    })
+    .get(
+      '/portfolios/:id',
+      async ({ params }) => ok(formatTimes(await getPortfolio(deps.sql, deps.clock, params.id), deps.config.timezone)),
+      {
+        params: PortfolioParams,
+        response: { 200: envelopeOf(Portfolio), ...errorsOf(400, 401, 404) },
+        detail: { tags, summary: 'One portfolio' },
+      },
+    )
     .patch(
       '/portfolios/:id',
       async ({ params, body }) => {
-        const portfolio = await updatePortfolio(deps.sql, deps.clock, ADMIN, params.id, body, deps.config.timezone)
+        const portfolio = formatTimes(await updatePortfolio(deps.sql, deps.clock, ADMIN, params.id, body), deps.config.timezone)
         deps.senders.forget()
         return ok(portfolio)
       },

@@ -4,9 +4,10 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import type { BudgetUse } from './service'
+import type { Formatted } from '../../lib/time'
 
 /** "17 / 250 in 24 h, oldest frees 2026-11-26 09:30:00", or "unlimited". */
-export function BudgetText(props: { use: BudgetUse }) {
+export function BudgetText(props: { use: Formatted<BudgetUse> }) {
   const { use } = props
   if (use.messaging_limit === null) return <span class="muted">unlimited</span>
   const full = use.used >= use.messaging_limit

@@ -6,12 +6,10 @@
 import { transaction, type Db } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
 import type { Clock } from '../../lib/clock'
 import { nowOf } from '../../db/now'
 import { MESSAGING_TIERS } from '../../lib/validate'
 import { audit, type Actor } from '../users/service'
-import type { Portfolio } from './model'
 
 /** A budget's window: a recipient counts once per rolling 24 hours. */
 export const BUDGET_HOURS = 24
@@ -46,28 +44,22 @@ export async function usageOf(db: Db, clock: Clock, budget: string): Promise<Usa
 }
 
 /** A budget's use as answers show it. */
-export const budgetUse = (budget: Budget, usage: Usage, tz: string) => ({
+export const budgetUse = (budget: Budget, usage: Usage) => ({
   messaging_limit: budget.tier,
   used: usage.used,
-  frees_at: formatTimestamp(usage.freesAt, tz),
+  frees_at: usage.freesAt,
 })
 export type BudgetUse = ReturnType<typeof budgetUse>
 
 /** A sender's budget and its use (null: the default sender). */
-export async function senderBudgetUse(
-  db: Db,
-  clock: Clock,
-  senderId: number | null,
-  defaultTier: number | null,
-  tz: string,
-): Promise<BudgetUse> {
+export async function senderBudgetUse(db: Db, clock: Clock, senderId: number | null, defaultTier: number | null): Promise<BudgetUse> {
   const budget = await budgetOf(db, senderId, defaultTier)
-  return budgetUse(budget, await usageOf(db, clock, budget.key), tz)
+  return budgetUse(budget, await usageOf(db, clock, budget.key))
 }
 
 /** The budget use of each of `senderIds` (stored senders), by id: what the dashboard lists. */
-export async function senderBudgetUses(db: Db, clock: Clock, senderIds: number[], tz: string): Promise<Map<number, BudgetUse>> {
-  const uses = await Promise.all(senderIds.map(async (id) => [id, await senderBudgetUse(db, clock, id, null, tz)] as const))
+export async function senderBudgetUses(db: Db, clock: Clock, senderIds: number[]): Promise<Map<number, BudgetUse>> {
+  const uses = await Promise.all(senderIds.map(async (id) => [id, await senderBudgetUse(db, clock, id, null)] as const))
   return new Map(uses)
 }
 
@@ -90,30 +82,32 @@ export async function portfolioIdOf(db: Db, name: string | null, field: string):
 
 type PortfolioRow = { id: number; name: string; messaging_limit: number | null; senders: number[]; created_at: Date }
 
-async function present(db: Db, clock: Clock, row: PortfolioRow, tz: string): Promise<Portfolio> {
+async function present(db: Db, clock: Clock, row: PortfolioRow) {
   const budget: Budget = { key: `portfolio:${row.id}`, tier: row.messaging_limit, label: '' }
   return {
     id: row.id,
     name: row.name,
     senders: row.senders,
-    ...budgetUse(budget, await usageOf(db, clock, budget.key), tz),
-    created_at: formatTimestamp(row.created_at, tz)!,
+    ...budgetUse(budget, await usageOf(db, clock, budget.key)),
+    created_at: row.created_at,
   }
 }
+
+type PortfolioView = Awaited<ReturnType<typeof present>>
 
 const portfolioRows = (db: Db, id: number | null) => db<PortfolioRow[]>`
   select p.id, p.name, p.messaging_limit, p.created_at,
          array(select s.id from senders s where s.portfolio_id = p.id order by s.id)::bigint[] as senders
   from portfolios p where ${id === null ? db`true` : db`p.id = ${id}`} order by p.id`
 
-export async function listPortfolios(db: Db, clock: Clock, tz: string): Promise<Portfolio[]> {
-  return Promise.all((await portfolioRows(db, null)).map((r) => present(db, clock, r, tz)))
+export async function listPortfolios(db: Db, clock: Clock): Promise<PortfolioView[]> {
+  return Promise.all((await portfolioRows(db, null)).map((r) => present(db, clock, r)))
 }
 
-export async function getPortfolio(db: Db, clock: Clock, id: number, tz: string): Promise<Portfolio> {
+export async function getPortfolio(db: Db, clock: Clock, id: number): Promise<PortfolioView> {
   const [row] = await portfolioRows(db, id)
   if (!row) throw new ApiError('NOT_FOUND', `portfolio ${id} not found`)
-  return present(db, clock, row, tz)
+  return present(db, clock, row)
 }
 
 export async function createPortfolio(
@@ -121,8 +115,7 @@ export async function createPortfolio(
   clock: Clock,
   actor: Actor,
   input: { name: string; messaging_limit?: number | null },
-  tz: string,
-): Promise<Portfolio> {
+): Promise<PortfolioView> {
   const name = requireText(input.name, 'name', 100)
   const tier = requireTier(input.messaging_limit ?? null, 'messaging_limit')
   const id = await transaction(db, async (tx) => {
@@ -137,7 +130,7 @@ export async function createPortfolio(
     })
     return row!.id
   })
-  return getPortfolio(db, clock, id, tz)
+  return getPortfolio(db, clock, id)
 }
 
 export async function updatePortfolio(
@@ -146,8 +139,7 @@ export async function updatePortfolio(
   actor: Actor,
   id: number,
   input: { name?: string; messaging_limit?: number | null },
-  tz: string,
-): Promise<Portfolio> {
+): Promise<PortfolioView> {
   const name = input.name === undefined ? undefined : requireText(input.name, 'name', 100)
   const tier = input.messaging_limit === undefined ? undefined : requireTier(input.messaging_limit, 'messaging_limit')
   await transaction(db, async (tx) => {
@@ -162,5 +154,5 @@ export async function updatePortfolio(
       where id = ${id}`
     await audit(tx, { ...actor, accountId: null, action: 'portfolio changed', detail: { portfolio_id: id, changed: Object.keys(input) } })
   })
-  return getPortfolio(db, clock, id, tz)
+  return getPortfolio(db, clock, id)
 }

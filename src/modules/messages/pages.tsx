@@ -136,10 +136,13 @@ export function messagePages(d: Dashboard) {
   async function messagePage(scope: Scope, idParam: string) {
     const { session, accountId, base } = scope
     if (!/^\d{1,15}$/.test(idParam)) return notFound(session)
-    const message = await getAccountMessage(d.sql, d.tz, accountId, Number(idParam)).catch((error) => {
-      if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
-      throw error
-    })
+    const message = await getAccountMessage(d.sql, accountId, Number(idParam)).then(
+      (found) => formatTimes(found, d.tz),
+      (error) => {
+        if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
+        throw error
+      },
+    )
     if (!message) return notFound(session)
     const ledger = formatTimes(await messageLedger(d.sql, accountId, message.id), d.tz)
     const deliveries = formatTimes(await listMessageDeliveries(d.sql, message.id), d.tz)

@@ -5,7 +5,7 @@ import type { Deps } from '../../deps'
 import type { ListStatements, Params, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp } from '../../lib/time'
+import { formatTimes } from '../../lib/time'
 import { MAX_PHONE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
@@ -36,7 +36,7 @@ type Row = {
   refunded_at: Date | null
 }
 
-const view = (r: Row, tz: string) => ({
+const view = (r: Row) => ({
   id: r.id,
   message_sid: r.message_sid,
   phone: r.phone,
@@ -52,10 +52,10 @@ const view = (r: Row, tz: string) => ({
   provider_template: r.provider_template,
   type: typeOf(r.content, r.template_id),
   content: contentView(r.content),
-  created_at: formatTimestamp(r.created_at, tz)!,
-  sent_at: formatTimestamp(r.sent_at, tz),
-  delivered_at: formatTimestamp(r.delivered_at, tz),
-  read_at: formatTimestamp(r.read_at, tz),
+  created_at: r.created_at,
+  sent_at: r.sent_at,
+  delivered_at: r.delivered_at,
+  read_at: r.read_at,
   // `cost` stays what was charged; a refunded message cost nothing in the end.
   refunded: r.refunded_at !== null,
 })
@@ -167,7 +167,7 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
     ? [{ n: p.offset + rows.length }]
     : ((await sql.unsafe(st.count.text, st.count.params, { prepare: st.prepare })) as unknown as { n: number }[])
   return pageOf(
-    rows.map((r) => view(r, tz)),
+    rows.map((r) => formatTimes(view(r), tz)),
     count!.n,
     p,
   )
@@ -179,23 +179,23 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
-  return view(row, deps.config.timezone)
+  return formatTimes(view(row), deps.config.timezone)
 }
 
 /**
  * One message of an account by its internal id (the dashboard's message page), with its failed and
  * refunded times and whether its price refunds a failure after acceptance.
  */
-export async function getAccountMessage(sql: Sql, tz: string, accountId: number, id: number) {
+export async function getAccountMessage(sql: Sql, accountId: number, id: number) {
   const [row] = await sql<(Row & { failed_at: Date | null; refund_late_failure: boolean })[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at, refund_late_failure
     from messages where id = ${id} and account_id = ${accountId} and (status <> 'queued' or announce_outcome)`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
   return {
-    ...view(row, tz),
-    failed_at: formatTimestamp(row.failed_at, tz),
-    refunded_at: formatTimestamp(row.refunded_at, tz),
+    ...view(row),
+    failed_at: row.failed_at,
+    refunded_at: row.refunded_at,
     refund_late_failure: row.refund_late_failure,
   }
 }
@@ -214,11 +214,11 @@ export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number,
 }
 
 /** The account's latest failed messages, newest first, with their error. */
-export async function recentFailures(sql: Sql, tz: string, accountId: number, limit = 10) {
+export async function recentFailures(sql: Sql, accountId: number, limit = 10) {
   const rows = await sql<Row[]>`
     select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`
-  return rows.map((r) => view(r, tz))
+  return rows.map(view)
 }

@@ -15,6 +15,7 @@ import { assignSender, listAccountSenders, senderNames, unassignSender, type Sen
 import type { Actor } from '../users/service'
 import { BudgetText } from '../budgets/pages'
 import type { BudgetUse } from '../budgets/service'
+import type { Formatted } from '../../lib/time'
 
 /** The sender of a message or campaign in words; null: the deployment's default sender. */
 export const senderLabel = (sender: Pick<SenderName, 'name' | 'number'> | undefined, id: number | null) =>
@@ -27,7 +28,7 @@ export const senderChoice = (s: Pick<AccountSender, 'name' | 'number' | 'provide
 const stateOf = (s: AccountSender) => (s.disabled ? <span class="status status-failed">disabled</span> : 'enabled')
 
 /** An account's senders as its members see them (the overview): nothing when it has none. */
-export function MemberSenders(props: { senders: AccountSender[]; budgets: Map<number, BudgetUse> }) {
+export function MemberSenders(props: { senders: AccountSender[]; budgets: Map<number, Formatted<BudgetUse>> }) {
   if (props.senders.length === 0) return null
   return (
     <section aria-labelledby="senders-title">

@@ -10,7 +10,7 @@ import type { Config } from '../../config'
 import { SecretError, type SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
+import { formatTimes, formatTimestamp } from '../../lib/time'
 import { anyProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import type { SenderCheck, SenderSupport } from '../../providers/provider'
 import { audit, type Actor } from '../users/service'
@@ -118,7 +118,7 @@ async function present(
     messaging_limit: row.messaging_limit,
     portfolio: row.portfolio_id === null ? null : await portfolioName(ctx.sql, row.portfolio_id),
     late_failures: row.late_failures,
-    budget: await senderBudgetUse(ctx.sql, ctx.clock, row.id, ctx.config.messagingLimit, tz),
+    budget: formatTimes(await senderBudgetUse(ctx.sql, ctx.clock, row.id, ctx.config.messagingLimit), tz),
     last_check: row.checked_at
       ? { at: formatTimestamp(row.checked_at, tz)!, ok: row.check_ok === true, detail: row.check_detail ?? '' }
       : null,
