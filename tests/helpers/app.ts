@@ -12,6 +12,11 @@ import type { Sql } from '../../src/db/client'
 import { testDatabase, type TestDatabase } from './db'
 import { type WorkerName } from '../../src/deps'
 import { TEST_TWILIO_AUTH_TOKEN } from './reports'
+import { setPasswordHashCostForTests } from '../../src/modules/users/service'
+
+// argon2id at 1 MiB and 1 pass instead of Bun's 64 MiB and 2: the dashboard's tests sign users in
+// hundreds of times, and each sign-in (known e-mail or not) verifies a hash. Same algorithm, same checks.
+setPasswordHashCostForTests({ memoryCost: 1024, timeCost: 1 })
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789'
 

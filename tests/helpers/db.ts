@@ -77,11 +77,19 @@ function alive(pid: number): boolean {
 
 // A fresh embedded database takes seconds (initdb, then the migrations); a snapshot of the first one,
 // migrated, starts every later one of this test process in a fraction of that.
+//
+// Most of what is left of a start is PGlite setting up its shared buffers: 128 MB by default (the
+// service's own), though a test database holds a few MB. The snapshot's postgresql.auto.conf asks for
+// TEST_SHARED_BUFFERS instead, which starts each test database in about half the CPU time (measured:
+// 2.2 s to 1.3 s a start); a query reads the same rows either way, from memory. (embeddedFiles puts the
+// default back for the services that tests start on a copy.)
+const TEST_SHARED_BUFFERS = '4MB'
 let migratedSeed: Promise<Blob> | undefined
 function embeddedSeed(): Promise<Blob> {
   migratedSeed ??= (async () => {
     const db = await openDatabase({})
     await migrate(db.sql)
+    await db.sql.unsafe(`alter system set shared_buffers = '${TEST_SHARED_BUFFERS}'`)
     const blob = await db.snapshot!()
     await db.close()
     return blob
@@ -99,6 +107,8 @@ function embeddedFiles(): Promise<string> {
     process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
     const db = await openDatabase({ dataDir: dir, seed: await embeddedSeed() })
     await migrate(db.sql)
+    // A service runs on what it would have on its own DATA_DIR: PostgreSQL's shared buffers.
+    await db.sql`alter system reset shared_buffers`
     await db.close()
     return join(dir, 'pgdata')
   })()
@@ -164,7 +174,8 @@ export async function testDatabase(
     seed,
     ...(pooled ? { pooler: 'pgbouncer' as const, statementFunctionsAfter: 1 } : {}),
   })
-  if (migrated) await migrate(db.sql)
+  // Nothing to migrate: a copy of the migrated seed or template (migrating it again only reads
+  // schema_migrations, some 100 statements: a fifth of a second on the embedded database).
   let closed = false
   return {
     ...db,

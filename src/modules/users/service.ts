@@ -26,9 +26,24 @@ export const ADDRESS_FAILURES = 50
 
 // argon2id takes tens of MB per hash: a flood of sign-ins waits here instead of exhausting memory.
 const hashing = new Semaphore(2)
-const hashPassword = (password: string) => hashing.run(() => Bun.password.hash(password, { algorithm: 'argon2id' }))
+// Bun's argon2id parameters (64 MiB, 2 passes) unless a test process lowered them; a hash carries its
+// own parameters, so verifying follows whichever made it.
+let hashCost: PasswordHashCost = {}
+const argon2id = (password: string) => Bun.password.hash(password, { algorithm: 'argon2id', ...hashCost })
+const hashPassword = (password: string) => hashing.run(() => argon2id(password))
 // Checked against when the e-mail is unknown, so both cases take one verification's time.
 let dummyHash: Promise<string> | undefined
+
+export type PasswordHashCost = { memoryCost?: number; timeCost?: number }
+/**
+ * For tests only (tests/helpers/app.ts): argon2id with cheaper parameters, the same algorithm and the
+ * same checks. The dashboard's tests sign in hundreds of times, each a 64 MiB hash at Bun's defaults;
+ * the service never calls this.
+ */
+export function setPasswordHashCostForTests(cost: PasswordHashCost): void {
+  hashCost = cost
+  dummyHash = undefined
+}
 
 export const MAX_EMAIL_CHARS = 254
 const EMAIL = /^[^\s@<>"']+@[^\s@<>"']+\.[^\s@<>"']+$/
@@ -162,7 +177,7 @@ export async function signIn(sql: Sql, clock: Clock, emailInput: string, passwor
   const [locked] = await sql`select 1 from sign_in_failures where subject = any(${subjects}) and locked_until > ${nowOf(sql, clock)}`
   const [user] = await sql<(User & { password_hash: string | null })[]>`
     select id, email, role, account_id, active, password_hash from users where lower(email) = ${email}`
-  dummyHash ??= Bun.password.hash(randomBase62(20), { algorithm: 'argon2id' })
+  dummyHash ??= argon2id(randomBase62(20))
   const hash = user?.active && user.password_hash ? user.password_hash : await dummyHash
   const valid = await hashing.run(() => Bun.password.verify(password.slice(0, MAX_PASSWORD_LENGTH), hash))
   if (locked) return { ok: false, locked: true }
