@@ -18,7 +18,6 @@ const NOT_YET_CONVERTED: string[] = [
   'tests/dashboard/messages.test.ts',
   'tests/dashboard/operator.test.ts',
   'tests/db/partitions.test.ts',
-  'tests/http/date-filters.test.ts',
   'tests/messages/debit-race.test.ts',
   'tests/messages/handoff-lease.test.ts',
   'tests/messages/idempotency.test.ts',

@@ -18,7 +18,7 @@ export const accountsAdmin = (deps: Deps) => {
       '/accounts',
       async ({ body, set }) => {
         set.status = 201
-        return ok(await admin.createAccount(sql, tz, body))
+        return ok(await admin.createAccount(sql, tz, body, deps.clock))
       },
       {
         body: m.CreateAccountBody,
