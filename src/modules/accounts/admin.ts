@@ -61,17 +61,17 @@ export const accountsAdmin = (deps: Deps) => {
         detail: { tags, summary: 'Create an API key (the key is shown only in this answer)' },
       },
     )
-    .get('/accounts/:id/keys', async ({ params }) => ok(await listKeys(sql, tz, params.id)), {
+    .get('/accounts/:id/keys', async ({ params }) => ok(await listKeys(sql, tz, params.id, deps.clock)), {
       params: m.IdParams,
       response: { 200: envelopeOf(m.listOf(m.ApiKey)), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: "An account's keys, without secrets" },
     })
-    .get('/keys/:id', async ({ params }) => ok(await getKey(sql, tz, params.id)), {
+    .get('/keys/:id', async ({ params }) => ok(await getKey(sql, tz, params.id, deps.clock)), {
       params: m.IdParams,
       response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One key, without its secret: its state, its limits and what it was charged today' },
     })
-    .patch('/keys/:id', async ({ params, body }) => ok(await updateKey(sql, tz, params.id, body)), {
+    .patch('/keys/:id', async ({ params, body }) => ok(await updateKey(sql, tz, params.id, body, deps.clock)), {
       params: m.IdParams,
       body: m.PatchKeyBody,
       response: { 200: envelopeOf(m.ApiKey), ...errorsOf(400, 401, 404, 422) },

@@ -28,7 +28,7 @@ export function keyPages(d: Dashboard) {
 
   async function keysPage(scope: Scope, options: { state?: FormState; status?: number } = {}) {
     const { session, base } = scope
-    const keys = await listKeys(d.sql, d.tz, scope.accountId)
+    const keys = await listKeys(d.sql, d.tz, scope.accountId, d.deps.clock)
     const { state } = options
     return respond(
       <Layout title={titleOf(scope, 'API keys')} session={session}>
@@ -181,10 +181,10 @@ export function keyPages(d: Dashboard) {
       .post(`${prefix}/keys/:key/active`, ({ request, body, params, server }) =>
         d.formAction(request, body, inScope(d, request, accountOf(params)), async (scope) => {
           const id = idParam(params.key)
-          const key = (await listKeys(d.sql, d.tz, scope.accountId)).items.find((k) => k.id === id)
+          const key = (await listKeys(d.sql, d.tz, scope.accountId, d.deps.clock)).items.find((k) => k.id === id)
           if (!key) return notFound(scope.session)
           const active = field(body, 'active') === 'true'
-          await setKeyActive(d.sql, d.tz, key.id, active)
+          await setKeyActive(d.sql, d.tz, key.id, active, d.deps.clock)
           await record(d.sql, scope, request, server, active ? 'key activated' : 'key deactivated', { key_id: key.id })
           return d.finish(scope.session, {
             to: `${scope.base}/keys`,
@@ -197,7 +197,7 @@ export function keyPages(d: Dashboard) {
   }
   // A key's limits: operators only (the member's path does not exist; scopeOf answers 404 to a member here).
   const keyOf = async (scope: Scope, param: string | undefined) =>
-    (await listKeys(d.sql, d.tz, scope.accountId)).items.find((k) => k.id === idParam(param))
+    (await listKeys(d.sql, d.tz, scope.accountId, d.deps.clock)).items.find((k) => k.id === idParam(param))
   app
     .get('/accounts/:id/keys/:key/limits', async ({ request, params }) => {
       const scope = await viewScope(d, request, params.id)
@@ -216,10 +216,16 @@ export function keyPages(d: Dashboard) {
           return key ? { scope, key } : notFound(session)
         },
         async ({ scope, key }) => {
-          const changed = await updateKey(d.sql, d.tz, key.id, {
-            rate_limit_per_minute: optionalNumber(body, 'rate_limit_per_minute', 'requests a minute'),
-            daily_spend_cap: optionalNumber(body, 'daily_spend_cap', d.config.currency),
-          })
+          const changed = await updateKey(
+            d.sql,
+            d.tz,
+            key.id,
+            {
+              rate_limit_per_minute: optionalNumber(body, 'rate_limit_per_minute', 'requests a minute'),
+              daily_spend_cap: optionalNumber(body, 'daily_spend_cap', d.config.currency),
+            },
+            d.deps.clock,
+          )
           await record(d.sql, scope, request, server, 'key limits set', {
             key_id: key.id,
             rate_limit_per_minute: changed.rate_limit_per_minute,

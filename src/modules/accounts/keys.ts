@@ -10,6 +10,8 @@ import { formatTimestamp } from '../../lib/time'
 import { checkRateLimit, checkSpendCap, pageOf } from '../../lib/validate'
 import { requireText, valueOf } from '../../http/values'
 import { requireAccount } from './service'
+import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 
 type KeyRow = {
   id: number
@@ -37,26 +39,33 @@ const keyView = (row: KeyRow, tz: string) => ({
 })
 export type KeyView = ReturnType<typeof keyView>
 
-/** The start of today in the service's time zone, in SQL. */
-const startOfToday = (sql: Db, tz: string) => sql`(date_trunc('day', now() at time zone ${tz}) at time zone ${tz})`
+type SqlClock = Pick<Clock, 'sqlNow'>
+/** The system's time (the database's now()): for callers that pass no clock. */
+const SYSTEM: SqlClock = { sqlNow: () => null }
+
+/** The start of today (by `clock`) in the service's time zone, in SQL. */
+const startOfToday = (sql: Db, tz: string, clock: SqlClock) =>
+  sql`(date_trunc('day', ${nowOf(sql, clock)} at time zone ${tz}) at time zone ${tz})`
 
 /**
  * What key `k` (a row of api_keys) was charged today, in the service's time zone: the cost of every
  * message it sent since midnight, refunded ones included (the cap bounds charges; see README). Read
  * through the account's messages by date (messages_account_newest).
  */
-const spentTodayOf = (sql: Db, tz: string) => sql`
+const spentTodayOf = (sql: Db, tz: string, clock: SqlClock) => sql`
   (select coalesce(sum(m.cost), 0) from messages m
-   where m.account_id = k.account_id and m.api_key_id = k.id and m.created_at >= ${startOfToday(sql, tz)})::bigint`
+   where m.account_id = k.account_id and m.api_key_id = k.id and m.created_at >= ${startOfToday(sql, tz, clock)})::bigint`
 
-const selectKeys = (sql: Db, tz: string) => sql`
+const selectKeys = (sql: Db, tz: string, clock: SqlClock) => sql`
   select k.id, k.account_id, k.label, k.prefix, k.active, k.last_used_at, k.created_at, k.rate_limit_per_minute,
-         k.daily_spend_cap, ${spentTodayOf(sql, tz)} as spent_today
+         k.daily_spend_cap, ${spentTodayOf(sql, tz, clock)} as spent_today
   from api_keys k`
 
 /** What a key was charged today (TIMEZONE), refunds not deducted; 404 for an unknown key. */
-export async function spentToday(sql: Db, tz: string, keyId: number): Promise<number> {
-  const [row] = await sql<{ spent_today: number }[]>`select ${spentTodayOf(sql, tz)} as spent_today from api_keys k where k.id = ${keyId}`
+export async function spentToday(sql: Db, tz: string, keyId: number, clock: SqlClock = SYSTEM): Promise<number> {
+  const [row] = await sql<
+    { spent_today: number }[]
+  >`select ${spentTodayOf(sql, tz, clock)} as spent_today from api_keys k where k.id = ${keyId}`
   if (!row) throw new ApiError('NOT_FOUND', `key ${keyId} not found`)
   return row.spent_today
 }
@@ -71,9 +80,9 @@ export async function createKey(sql: Db, tz: string, accountId: number, input: {
   return { ...keyView(row!, tz), key }
 }
 
-export async function listKeys(sql: Sql, tz: string, accountId: number) {
+export async function listKeys(sql: Sql, tz: string, accountId: number, clock: SqlClock) {
   await requireAccount(sql, accountId)
-  const rows = await sql<KeyRow[]>`${selectKeys(sql, tz)} where k.account_id = ${accountId} order by k.id`
+  const rows = await sql<KeyRow[]>`${selectKeys(sql, tz, clock)} where k.account_id = ${accountId} order by k.id`
   return pageOf(
     rows.map((r) => keyView(r, tz)),
     rows.length,
@@ -81,14 +90,14 @@ export async function listKeys(sql: Sql, tz: string, accountId: number) {
   )
 }
 
-export async function getKey(sql: Db, tz: string, keyId: number) {
-  const [row] = await sql<KeyRow[]>`${selectKeys(sql, tz)} where k.id = ${keyId}`
+export async function getKey(sql: Db, tz: string, keyId: number, clock: SqlClock) {
+  const [row] = await sql<KeyRow[]>`${selectKeys(sql, tz, clock)} where k.id = ${keyId}`
   if (!row) throw new ApiError('NOT_FOUND', `key ${keyId} not found`)
   return keyView(row, tz)
 }
 
-export async function setKeyActive(sql: Sql, tz: string, keyId: number, active: boolean) {
-  return updateKey(sql, tz, keyId, { active })
+export async function setKeyActive(sql: Sql, tz: string, keyId: number, active: boolean, clock: SqlClock) {
+  return updateKey(sql, tz, keyId, { active }, clock)
 }
 
 /** A change of a key: any of these; `null` limits go back to the default rate, or to no cap. */
@@ -99,7 +108,7 @@ export type KeyChange = { active?: boolean; rate_limit_per_minute?: number | nul
  * taken under the account's row lock, which every charge of the key holds too, so no charge can slip
  * between the sum and the cap (the charges count on from it: spend_day, spent_today).
  */
-export async function updateKey(sql: Sql, tz: string, keyId: number, change: KeyChange) {
+export async function updateKey(sql: Sql, tz: string, keyId: number, change: KeyChange, clock: SqlClock) {
   const given = (name: keyof KeyChange) => change[name] !== undefined
   if (!given('active') && !given('rate_limit_per_minute') && !given('daily_spend_cap')) {
     throw badShape('body: give at least one of active, rate_limit_per_minute, daily_spend_cap')
@@ -115,9 +124,9 @@ export async function updateKey(sql: Sql, tz: string, keyId: number, change: Key
         active = ${given('active') ? change.active! : tx`k.active`},
         rate_limit_per_minute = ${given('rate_limit_per_minute') ? rate : tx`k.rate_limit_per_minute`},
         daily_spend_cap = ${given('daily_spend_cap') ? cap : tx`k.daily_spend_cap`},
-        spend_day = ${given('daily_spend_cap') ? tx`(now() at time zone ${tz})::date` : tx`k.spend_day`},
-        spent_today = ${given('daily_spend_cap') ? spentTodayOf(tx, tz) : tx`k.spent_today`}
+        spend_day = ${given('daily_spend_cap') ? tx`(${nowOf(tx, clock)} at time zone ${tz})::date` : tx`k.spend_day`},
+        spent_today = ${given('daily_spend_cap') ? spentTodayOf(tx, tz, clock) : tx`k.spent_today`}
       where k.id = ${keyId}`
-    return getKey(tx, tz, keyId)
+    return getKey(tx, tz, keyId, clock)
   })
 }
