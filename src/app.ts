@@ -47,7 +47,6 @@ import { inboundAdmin } from './modules/inbound/admin'
 import { budgetsAdmin } from './modules/budgets/admin'
 import { backupsAdmin } from './modules/backups/admin'
 import { simulatedSenderOf, storeInbound } from './modules/inbound/service'
-import { eventsCommitted } from './modules/webhooks/notify'
 import { optOutsApi } from './modules/optouts/api'
 import { optOutsAdmin } from './modules/optouts/admin'
 import { optOutPages } from './modules/optouts/pages'
@@ -101,7 +100,6 @@ export function createApp(deps: Deps) {
           words: deps.config,
           clock: deps.clock,
         })
-        if (id != null) eventsCommitted(deps) // its message.received events
         return id ?? null
       }),
     )

@@ -2,7 +2,7 @@
 
 import type { Config } from './config'
 import type { BackupHeader } from './db/backup'
-import type { Sql } from './db/client'
+import type { Database, Sql } from './db/client'
 import type { ReadRouter } from './db/replica'
 import type { Provider } from './providers/provider'
 import type { Handoff } from './modules/messages/handoff'
@@ -34,8 +34,10 @@ export type Deps = {
   secrets: SecretBox
   /** Charges one message (group commit across concurrent single sends). */
   chargeOne: (request: SingleCharge) => Promise<Charged | Refused>
-  /** A client LISTEN runs on (Database.direct): undefined behind a pooler without DATABASE_DIRECT_URL, where workers poll. */
+  /** A client on a connection that keeps its session (Database.direct): undefined behind a pooler without DATABASE_DIRECT_URL and on the embedded database. */
   directSql?: Sql
+  /** Subscribes to a NOTIFY channel on the process's one LISTEN (Database.listen); undefined where none can be made: workers poll. */
+  listen?: Database['listen']
   /** Wakes the in-process worker loops after a commit that gave them work. */
   wake: (worker: WorkerName) => void
   /** The embedded database in a DATA_DIR only: a consistent backup file of it, taken while serving (db/backup.ts). */

@@ -17,7 +17,6 @@ import { windowIsOpen } from './modules/inbound/window'
 import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
 import { createSenderDirectory } from './modules/senders/directory'
-import { eventsCommitted } from './modules/webhooks/notify'
 import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
 import { startWorkers } from './workers'
@@ -138,7 +137,6 @@ export function buildDeps(
     unreachableAt,
     // A status report that beat its SID waits parked until the SID is recorded: apply it now.
     onSent: () => loops.get('parked-reports')?.wake(),
-    onEvents: () => eventsCommitted(deps),
   })
   const deps: Deps = {
     config,
@@ -148,6 +146,7 @@ export function buildDeps(
       ? createReadRouter(database.sql, openReplica(config.databaseReadUrl, config.dbPoolMax))
       : primaryOnly(database.sql),
     directSql: database.direct,
+    listen: database.listen,
     provider,
     senders,
     handoff,

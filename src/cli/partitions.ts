@@ -26,6 +26,7 @@ const partitions: Command = {
     const config = readConfig()
     const { openDatabase } = await import('../db/client')
     const { convertHistory, partitionState, ensurePartitions, CONVERSION_LOCK } = await import('../db/partitions')
+    const { systemClock } = await import('../lib/clock')
     let database: Awaited<ReturnType<typeof openDatabase>>
     try {
       database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 })
@@ -40,6 +41,7 @@ const partitions: Command = {
         const convert = async () => {
           await convertHistory(database.sql, {
             concurrently: database.mode === 'postgres',
+            clock: systemClock(),
             onStep: (table, step) => {
               steps.push(`${table}: ${step}`)
               if (!ctx.json) console.log(`${table}: ${step}`)

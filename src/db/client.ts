@@ -56,6 +56,14 @@ export type Database = {
    * how long statements waited (the checkpoint and `fn`), in ms.
    */
   quiesced?<T>(fn: (pgDir: string) => T | Promise<T>): Promise<{ value: T; pauseMs: number }>
+  /**
+   * Calls `fn` with the payload of every NOTIFY on `channel` committed by any session of the database
+   * (this process's own included) until the returned function is called. One LISTEN per channel serves
+   * every subscriber: on PostgreSQL on `direct`'s connection of its own (postgres.js' sql.listen); on the
+   * embedded database on its one session, whose notifications come back on `sql`'s connection. None
+   * behind a pooler without DATABASE_DIRECT_URL (a LISTEN there would hear nothing): callers poll.
+   */
+  listen?(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>
 }
 
 export const TYPES = {
@@ -110,6 +118,12 @@ export async function openDatabase(options: {
     return {
       sql,
       direct,
+      listen: direct
+        ? async (channel, fn) => {
+            const listening = await direct.listen(channel, fn)
+            return () => listening.unlisten()
+          }
+        : undefined,
       mode: 'postgres',
       describe: `PostgreSQL ${safe.host}${safe.pathname}${pooled ? ` through PgBouncer${direct ? ' (LISTEN direct)' : ''}` : ''}`,
       async close() {
@@ -139,8 +153,9 @@ function connect(
   },
 ): Sql {
   return postgres(url, {
-    // `statements`, `connect_wait` and `onconnect_retry` are the patched client's options
-    // (patches/postgres@3.4.9.patch); its types do not name them.
+    // `statements`, `connect_wait` and `onconnect_retry` are the patched client's options, the project's
+    // additions that need the driver's internals (patches/postgres@3.4.9.patch, whose top says why each
+    // stays there); its types do not name them.
     ...({ ...options, connect_wait: CONNECT_WAIT_SECONDS } as postgres.Options<{}>),
     types: TYPES,
     onnotice: () => {},
@@ -190,6 +205,7 @@ async function startEmbedded(dataDir: string | undefined, seed: Blob | undefined
   await server.start()
   const address = server.getServerConn() // "127.0.0.1:PORT"
   const port = Number(address.split(':').pop())
+  const notified = new Notifications()
   const sql = postgres({
     host: '127.0.0.1',
     port,
@@ -198,12 +214,18 @@ async function startEmbedded(dataDir: string | undefined, seed: Blob | undefined
     max: 1,
     types: TYPES,
     onnotice: () => {},
+    // The one session LISTENs (below); PGlite hands its notifications to whoever's statement is running,
+    // the socket, so they arrive on this connection. `onnotify` is the option postgres.js' own sql.listen
+    // gives its client; its types do not name it.
+    ...({ onnotify: (channel: string, payload: string) => notified.dispatch(channel, payload) } as postgres.Options<{}>),
     idle_timeout: 0,
   })
   return {
     sql,
     mode: 'embedded',
     describe: pgDir ? `embedded PGlite in ${pgDir}` : 'embedded PGlite in memory',
+    // LISTEN is the session's and PGlite has one session, kept while the socket's connection comes and goes.
+    listen: (channel, fn) => notified.add(channel, fn, () => sql.unsafe(`listen ${quoteIdent(channel)}`).then(() => {})),
     async close() {
       try {
         await sql.end({ timeout: 5 })
@@ -236,5 +258,31 @@ async function startEmbedded(dataDir: string | undefined, seed: Blob | undefined
           }
         }
       : undefined,
+  }
+}
+
+const quoteIdent = (name: string) => `"${name.replace(/"/g, '""')}"`
+
+/** The embedded database's subscribers by channel; a channel's LISTEN is sent once, on its first subscriber. */
+class Notifications {
+  private readonly channels = new Map<string, { listening: Promise<void>; subscribers: Set<(payload: string) => void> }>()
+
+  async add(channel: string, fn: (payload: string) => void, listen: () => Promise<void>): Promise<() => Promise<void>> {
+    let entry = this.channels.get(channel)
+    if (!entry) {
+      entry = { listening: listen(), subscribers: new Set() }
+      this.channels.set(channel, entry)
+      entry.listening.catch(() => this.channels.delete(channel))
+    }
+    await entry.listening
+    const subscribers = entry.subscribers
+    subscribers.add(fn)
+    return async () => {
+      subscribers.delete(fn)
+    }
+  }
+
+  dispatch(channel: string, payload: string): void {
+    for (const fn of this.channels.get(channel)?.subscribers ?? []) fn(payload)
   }
 }

@@ -20,6 +20,7 @@
 // Statements keep naming the parent: after the swap a prepared statement is planned again on it.
 
 import type { Db, Sql, Tx } from './client'
+import type { Clock } from '../lib/clock'
 
 export const HISTORY_TABLES = ['messages', 'ledger', 'webhook_events', 'webhook_attempts', 'inbound_messages'] as const
 export type HistoryTable = (typeof HISTORY_TABLES)[number]
@@ -31,6 +32,8 @@ const PARTITION_LOCK = 7_240_002
 export const CONVERSION_LOCK = 7_240_003
 /** How long the swap (and a drop or detach) waits for a lock before giving up until the next run. */
 const LOCK_TIMEOUT = '3s'
+/** The clock a conversion, a drop or a detach reads the date from and waits on between its tries. */
+type PartitionClock = Pick<Clock, 'now' | 'sleep'>
 /** A stored boundary closer than this is moved a month on (rows past it would be refused before the swap). */
 const BOUNDARY_MARGIN_DAYS = 7
 
@@ -172,7 +175,8 @@ export async function partitionState(db: Db): Promise<TableState[]> {
 export type ConvertOptions = {
   /** false on the embedded database (one session: CONCURRENTLY buys nothing there). */
   concurrently: boolean
-  now?: Date
+  /** The date (which months) and the waits between tries of a lock (the worker's deps.clock). */
+  clock: PartitionClock
   /** What each step did, for the log or the command line. */
   onStep?: (table: HistoryTable, step: string) => void
 }
@@ -192,7 +196,7 @@ export async function convertHistory(sql: Sql, options: ConvertOptions): Promise
 }
 
 async function convertTable(sql: Sql, table: HistoryTable, options: ConvertOptions): Promise<boolean> {
-  const now = options.now ?? new Date()
+  const now = options.clock.now()
   const say = (step: string) => options.onStep?.(table, step)
   // 1. The boundary, moved on (with its check) if it came too close while the conversion waited.
   let boundary = await storedBoundary(sql, table)
@@ -218,7 +222,7 @@ async function convertTable(sql: Sql, table: HistoryTable, options: ConvertOptio
   // 3. The check that lets the attach skip its scan: added without a scan, then validated (a scan
   // under a lock that lets writes go on).
   if ((await checkState(sql, table)) === 'none') {
-    await lockTimeout(sql, (tx) =>
+    await lockTimeout(sql, options.clock, (tx) =>
       tx.unsafe(
         `alter table ${ident(table)} add constraint ${ident(checkName(table))} check (created_at < ${literal(boundary!)}) not valid`,
       ),
@@ -231,7 +235,7 @@ async function convertTable(sql: Sql, table: HistoryTable, options: ConvertOptio
   }
   // 4. The swap.
   const started = performance.now()
-  const swapped = await lockTimeout(sql, async (tx) => {
+  const swapped = await lockTimeout(sql, options.clock, async (tx) => {
     await tx`select pg_advisory_xact_lock(${PARTITION_LOCK})`
     if (await isPartitioned(tx, table)) return false
     await tx.unsafe(`lock table ${ident(table)} in access exclusive mode`)
@@ -244,8 +248,8 @@ async function convertTable(sql: Sql, table: HistoryTable, options: ConvertOptio
   return swapped
 }
 
-/** `fn` in a transaction that waits at most LOCK_TIMEOUT for each lock; tried a few times (a second apart). */
-async function lockTimeout<T>(sql: Sql, fn: (tx: Db) => Promise<T>): Promise<T> {
+/** `fn` in a transaction that waits at most LOCK_TIMEOUT for each lock; tried a few times (a second apart, on `clock`). */
+async function lockTimeout<T>(sql: Sql, clock: Pick<Clock, 'sleep'>, fn: (tx: Db) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return (await sql.begin(async (tx) => {
@@ -254,7 +258,7 @@ async function lockTimeout<T>(sql: Sql, fn: (tx: Db) => Promise<T>): Promise<T> 
       })) as T
     } catch (error) {
       if ((error as { code?: string }).code !== '55P03' || attempt >= 5) throw error
-      await Bun.sleep(1000)
+      await clock.sleep(1000)
     }
   }
 }
@@ -347,13 +351,13 @@ export async function partitionEmptyTables(tx: Tx, now = new Date()): Promise<Hi
  * event left (an attempt is written after its event, so none of them belongs to an event kept).
  * Returns the partitions dropped.
  */
-export async function dropFinishedWebhookMonths(sql: Sql, days: number, now = new Date()): Promise<string[]> {
+export async function dropFinishedWebhookMonths(sql: Sql, days: number, clock: PartitionClock): Promise<string[]> {
   if (!(await isPartitioned(sql, 'webhook_events')) || !(await isPartitioned(sql, 'webhook_attempts'))) return []
   const dropped: string[] = []
-  const cutoff = new Date(now.getTime() - days * 86_400_000)
+  const cutoff = new Date(clock.now().getTime() - days * 86_400_000)
   for (const p of await listPartitions(sql, 'webhook_events')) {
     if (p.to > cutoff) break
-    const gone = await lockTimeout(sql, async (tx) => {
+    const gone = await lockTimeout(sql, clock, async (tx) => {
       await tx.unsafe(`lock table ${ident(p.name)} in access exclusive mode`)
       const [row] = await tx.unsafe<{ pending: boolean }[]>(
         `select exists (select 1 from ${ident(p.name)} where status = 'pending') as pending`,
@@ -369,7 +373,7 @@ export async function dropFinishedWebhookMonths(sql: Sql, days: number, now = ne
   const oldestEvent = events[0]
   for (const p of await listPartitions(sql, 'webhook_attempts')) {
     if (!oldestEvent || oldestEvent.from === null || p.to > oldestEvent.from) break
-    await lockTimeout(sql, (tx) => tx.unsafe(`drop table ${ident(p.name)}`))
+    await lockTimeout(sql, clock, (tx) => tx.unsafe(`drop table ${ident(p.name)}`))
     dropped.push(p.name)
   }
   return dropped
@@ -377,17 +381,17 @@ export async function dropFinishedWebhookMonths(sql: Sql, days: number, now = ne
 
 /**
  * Detaches (never drops) the months of messages, ledger and inbound messages that ended more than
- * `months` whole months before `now`'s: each becomes a table of its own, out of every query, for the
+ * `months` whole months before the clock's month: each becomes a table of its own, out of every query, for the
  * operator to archive (pg_dump -t) and drop. Returns the partitions detached.
  */
-export async function detachOldHistory(sql: Sql, months: number, now = new Date()): Promise<string[]> {
-  const cutoff = monthStart(now, -months)
+export async function detachOldHistory(sql: Sql, months: number, clock: PartitionClock): Promise<string[]> {
+  const cutoff = monthStart(clock.now(), -months)
   const detached: string[] = []
   for (const table of ['messages', 'ledger', 'inbound_messages'] as const) {
     if (!(await isPartitioned(sql, table))) continue
     for (const p of await listPartitions(sql, table)) {
       if (p.to > cutoff) break
-      await lockTimeout(sql, (tx) => tx.unsafe(`alter table ${ident(table)} detach partition ${ident(p.name)}`))
+      await lockTimeout(sql, clock, (tx) => tx.unsafe(`alter table ${ident(table)} detach partition ${ident(p.name)}`))
       detached.push(p.name)
     }
   }

@@ -18,6 +18,7 @@
 
 import type { Sql } from '../db/client'
 import type { Clock } from '../lib/clock'
+import { nowOf } from '../db/now'
 import { ApiError, badValue, ok } from './errors'
 import { sha256Hex } from '../lib/keys'
 import { log, errorKind } from '../lib/log'
@@ -81,19 +82,20 @@ export async function withIdempotency<T>(
   if (key.length === 0 || key.length > MAX_KEY_LENGTH) throw badValue(`Idempotency-Key: must be 1 to ${MAX_KEY_LENGTH} characters`)
   const fingerprint = sha256Hex(`${endpoint}\n${canonical(body)}`)
 
+  const now = nowOf(sql, clock)
   const claimed = await sql<{ request_token: string }[]>`
-    insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state, request_token)
-    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7('hex', clock.now())})
+    insert into idempotency_keys as k (account_id, key, endpoint, fingerprint, state, request_token, created_at)
+    values (${accountId}, ${key}, ${endpoint}, ${fingerprint}, 'running', ${Bun.randomUUIDv7('hex', clock.now())}, ${now})
     on conflict (account_id, key) do update
       set endpoint = excluded.endpoint, fingerprint = excluded.fingerprint, state = 'running', request_token = excluded.request_token,
-          response_status = null, response_body = null, created_at = now(), completed_at = null
-      where k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})
+          response_status = null, response_body = null, created_at = ${now}, completed_at = null
+      where k.created_at < ${now} - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})
     returning request_token`
   if (claimed.length > 0) return run(claimed[0]!.request_token)
 
   const [existing] = await sql<Stored[]>`
     select endpoint, fingerprint, state, response_status, response_body, request_token,
-           created_at < now() - make_interval(secs => ${STALE_AFTER_SECONDS}) as stale
+           created_at < ${nowOf(sql, clock)} - make_interval(secs => ${STALE_AFTER_SECONDS}) as stale
     from idempotency_keys where account_id = ${accountId} and key = ${key}`
   const inProgress = () => new ApiError('CONFLICT', 'a request with this Idempotency-Key is in progress')
   if (!existing) throw inProgress()
@@ -134,11 +136,11 @@ export async function withIdempotency<T>(
   async function store(status: number, answer: unknown): Promise<void> {
     const stored = await retrying(
       () => sql<{ stored: number }[]>`
-        update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = now()
+        update idempotency_keys set state = 'done', response_status = ${status}, response_body = ${JSON.stringify(answer)}, completed_at = ${nowOf(sql, clock)}
         where account_id = ${accountId} and key = ${key} and state = 'running'
         returning 1 as stored`,
       // Not after a wait for a connection that ran out (CONNECT_WAIT_SECONDS): that was the outage's share.
-      { attempts: STORE_ATTEMPTS, retryIf: (error) => !isUnreachable(error) && (isOutage(error) || isTransient(error)) },
+      { attempts: STORE_ATTEMPTS, clock, retryIf: (error) => !isUnreachable(error) && (isOutage(error) || isTransient(error)) },
     ).catch((error) => {
       log.warn('could not store idempotent answer', { error: errorKind(error) })
       throw new ApiError(

@@ -27,6 +27,9 @@ export const optionalMediaUrl = (value: string | undefined | null, field: string
 /** A required name or label: trimmed, not empty, at most `max` characters. */
 export const requireText = (value: string, field: string, max = 200): string => valueOf(checkText(value, field, max))
 export const requireTimestamp = (value: string, field: string, timeZone: string): Date => valueOf(checkTimestamp(value, field, timeZone))
+/** An optional timestamp field: undefined when not given. */
+export const optionalTimestamp = (value: string | undefined, field: string, timeZone: string): Date | undefined =>
+  value === undefined ? undefined : requireTimestamp(value, field, timeZone)
 /** `limit`/`offset` of a list (default 50 and 0). */
 export const page = (query: { limit?: number; offset?: number }, max = 200): Page => valueOf(checkPage(query, max))
 export const dateRange = (query: { date_from?: string; date_to?: string }, timeZone: string): DateRange =>

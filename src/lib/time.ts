@@ -85,3 +85,33 @@ function offsetAt(instant: number, timeZone: string): number {
   const shown = Date.UTC(p.year!, p.month! - 1, p.day!, p.hour!, p.minute!, p.second!)
   return shown - Math.floor(instant / 1000) * 1000
 }
+
+/**
+ * A service's answer as the edge shows it: every Date in it (in plain objects and arrays, at any depth)
+ * becomes `formatTimestamp` text in `timeZone`. Services return Dates; routes, pages, CSV and the CLI
+ * call this, so the time zone stays at the edge.
+ */
+export function formatTimes<T>(value: T, timeZone: string): Formatted<T> {
+  return formatAny(value, timeZone) as Formatted<T>
+}
+
+function formatAny(value: unknown, timeZone: string): unknown {
+  if (value instanceof Date) return formatTimestamp(value, timeZone)
+  if (Array.isArray(value)) return Array.from(value, (v) => formatAny(v, timeZone))
+  if (value instanceof Map) return new Map([...value].map(([k, v]) => [k, formatAny(v, timeZone)]))
+  if (value !== null && typeof value === 'object' && Object.getPrototypeOf(value) === Object.prototype) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, formatAny(v, timeZone)]))
+  }
+  return value
+}
+
+/** `T` with each Date shown as text (`formatTimes`); `any` (a parsed JSON payload) stays as it is. */
+export type Formatted<T> = 0 extends 1 & T
+  ? T
+  : T extends Date
+    ? string
+    : T extends Map<infer K, infer V>
+      ? Map<K, Formatted<V>>
+      : T extends object
+        ? { [K in keyof T]: Formatted<T[K]> } // arrays and tuples map element by element
+        : T

@@ -4,7 +4,6 @@
 
 import type { Worker } from './worker'
 import { applyParked } from '../modules/status/receiver'
-import { eventsCommitted, notifies } from '../modules/webhooks/notify'
 
 const PARKED_REPORTS_POLL_MS = 1_000
 const BATCH = 500
@@ -15,8 +14,7 @@ export const parkedReports: Worker = {
   // Outcomes are recorded many times a second under load, and almost never leave anything to apply.
   minGapMs: 50,
   async runOnce(deps) {
-    const outcome = await applyParked(deps.sql, deps.config.timezone, BATCH, { notify: notifies(deps), clock: deps.clock })
-    if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
+    const outcome = await applyParked(deps.sql, deps.config.timezone, BATCH, { clock: deps.clock })
     return outcome.applied
   },
 }

@@ -15,7 +15,7 @@ async function convertOnce(deps: Pick<Deps, 'sql' | 'directSql' | 'config' | 'cl
   const embedded = !deps.config.databaseUrl
   const onStep = (table: string, step: string) => log.info('partitioning history', { table, step })
   const run = async () => {
-    const converted = await convertHistory(deps.sql, { concurrently: !embedded, onStep, now: deps.clock.now() })
+    const converted = await convertHistory(deps.sql, { concurrently: !embedded, onStep, clock: deps.clock })
     if (converted.length > 0 && (await plainTables(deps)) === 0) log.info('history partitioned', { tables: converted.join(',') })
     return converted.length
   }

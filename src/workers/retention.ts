@@ -72,13 +72,12 @@ async function pastRecipientPaces(sql: Sql, clock: Clock, batch: number): Promis
 export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config' | 'clock'>, options: { batch?: number } = {}): Promise<Deleted> {
   const batch = options.batch ?? BATCH
   // Months go by the clock's date too, never the calendar's (a test's clock decides which months are due).
-  const now = deps.clock.now()
   const { retentionWebhookDays: days, retentionHistoryMonths: months } = deps.config
   const idempotencyKeys = await expiredIdempotencyKeys(deps.sql, deps.clock, batch)
   const parkedReports = await expiredParkedReports(deps.sql, deps.clock, batch)
   const recipientPaces = await pastRecipientPaces(deps.sql, deps.clock, batch)
-  const webhookMonths = days > 0 ? (await dropFinishedWebhookMonths(deps.sql, days, now)).length : 0
-  const historyMonths = months > 0 ? (await detachOldHistory(deps.sql, months, now)).length : 0
+  const webhookMonths = days > 0 ? (await dropFinishedWebhookMonths(deps.sql, days, deps.clock)).length : 0
+  const historyMonths = months > 0 ? (await detachOldHistory(deps.sql, months, deps.clock)).length : 0
   return {
     idempotencyKeys,
     parkedReports,

@@ -6,7 +6,6 @@
 import type { Deps } from '../deps'
 import { nowOf } from '../db/now'
 import { applyStatuses, rounds } from '../modules/status/machine'
-import { eventsCommitted, notifies } from '../modules/webhooks/notify'
 import type { Worker } from './worker'
 
 const BATCH = 500
@@ -43,8 +42,7 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config' | 'clock'>): Pr
     const ordered = [...due].sort((a, b) => a.due_at.getTime() - b.due_at.getTime() || a.id - b.id)
     const reports = ordered.map((r) => ({ sid: r.message_sid, status: r.status, errorCode: r.error_code, errorMessage: r.error_message }))
     let events = 0
-    for (const round of rounds(reports))
-      events += (await applyStatuses(tx, deps.config.timezone, round, { notify: notifies(deps), clock: deps.clock })).events
+    for (const round of rounds(reports)) events += (await applyStatuses(tx, deps.config.timezone, round, { clock: deps.clock })).events
     return { applied: due.length, events }
   })
 }
@@ -54,8 +52,7 @@ export const simulatorReports: Worker = {
   pollMs: SIMULATOR_REPORTS_POLL_MS,
   // Always on: a stored simulator sender may exist whatever PROVIDER says (an idle poll is one indexed read).
   async runOnce(deps) {
-    const { applied, events } = await applyDueReports(deps)
-    if (events > 0) eventsCommitted(deps, { notified: notifies(deps) })
+    const { applied } = await applyDueReports(deps)
     return applied
   },
 }

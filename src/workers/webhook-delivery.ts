@@ -22,7 +22,7 @@ import type { Sql } from '../db/client'
 import { nowOf } from '../db/now'
 import type { Clock } from '../lib/clock'
 import { attemptDelivery, webhookCa, type AttemptResult } from '../modules/webhooks/sender'
-import { EVENTS_CHANNEL, listenerOf } from '../modules/webhooks/notify'
+import { onEventsCommitted } from '../modules/webhooks/notify'
 import { log } from '../lib/log'
 import { startLoop, type Loop } from './loop'
 import { observeWebhookAttempt } from '../http/metrics/measures'
@@ -43,7 +43,7 @@ const WEBHOOK_DELIVERY_POLL_MS = 1000
  * long after it: the events committed meanwhile share one claim (a write transaction) instead of one
  * each. A full claim is followed at once, so a backlog is not slowed.
  */
-const CLAIM_GATHER_MS = 20
+export const CLAIM_GATHER_MS = 20
 
 type Claimed = {
   id: number
@@ -70,7 +70,7 @@ type Outcome = {
   finishedAt: number
 }
 
-type DeliveryDeps = Pick<Deps, 'sql' | 'config' | 'directSql' | 'clock'>
+type DeliveryDeps = Pick<Deps, 'sql' | 'config' | 'listen' | 'clock'>
 
 async function claim(sql: Sql, clock: Clock, limit: number): Promise<Claimed[]> {
   const token = crypto.randomUUID()
@@ -359,43 +359,36 @@ class Pipeline {
 }
 
 /**
- * Starts the delivery loop: woken in-process by eventsCommitted (deps.wake), on PostgreSQL also by
- * NOTIFY on `webhook_events` from any instance, and polling every second for retries coming due.
- * stop() finishes the attempts in flight and records them before it resolves.
+ * Starts the delivery loop: woken by the NOTIFY of every commit that wrote or replayed events, from this
+ * instance or any other on the database (modules/webhooks/notify.ts), and polling every second for
+ * retries coming due (and for everything where no LISTEN can be made). stop() finishes the attempts in
+ * flight and records them before it resolves.
  */
 export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?: number; pollMs?: number } = {}): Loop {
   const pipeline = new Pipeline(deps, webhookCa(deps.config.webhookCaFile), options.concurrency ?? CONCURRENCY)
-  const loop = startLoop(webhookDelivery.name, () => pipeline.step(), {
-    pollMs: options.pollMs ?? WEBHOOK_DELIVERY_POLL_MS,
-    clock: deps.clock,
-  })
+  const unlisten = onEventsCommitted(deps, () => loop.wake())
+  // Steps begin once the subscription holds: what was committed before it, the first step finds; what
+  // is committed after it wakes the loop.
+  const loop = startLoop(
+    webhookDelivery.name,
+    async () => {
+      await unlisten
+      return pipeline.step()
+    },
+    {
+      pollMs: options.pollMs ?? WEBHOOK_DELIVERY_POLL_MS,
+      clock: deps.clock,
+    },
+  )
   pipeline.onUnblocked = () => loop.wake()
-  let unlisten: (() => Promise<void>) | undefined
-  let stopped = false
-  const listener = listenerOf(deps)
-  const listening = listener
-    ? listener
-        .listen(EVENTS_CHANNEL, () => loop.wake())
-        .then(async (listener) => {
-          if (stopped) await listener.unlisten()
-          else unlisten = listener.unlisten
-        })
-        .catch((error) =>
-          log.warn('LISTEN webhook_events failed; polling only', {
-            error: error instanceof Error ? error.message.slice(0, 200) : 'unknown',
-          }),
-        )
-    : Promise.resolve()
   return {
     name: webhookDelivery.name,
     wake: () => loop.wake(),
     async stop() {
-      stopped = true
       pipeline.stopping = true
       await Promise.all([loop.stop(), pipeline.drain()])
       await pipeline.drain()
-      await listening
-      await unlisten?.().catch(() => {})
+      await (await unlisten)().catch(() => {})
     },
   }
 }

@@ -1,14 +1,18 @@
 // The messages, message, ledger (and its CSV) and overview pages through app.handle: who sees which
 // account, tampered ids, the filters and their errors, pagination, CSV quoting and formula
-// neutralising, and escaping of what API clients sent.
+// neutralising, and escaping of what API clients sent. On a test clock: the simulator's reports come
+// due as the test moves the clock, and its worker is stepped.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
+import { inFlight } from '../helpers/in-flight'
+import { TestClock } from '../../src/lib/clock'
 import { dashboardUser, webClient } from '../helpers/web'
 import { csvField } from '../../src/lib/csv'
 import { lastDays } from '../../src/modules/accounts/overview-pages'
 
 let t: TestApp
+const clock = new TestClock()
 const PASSWORD = 'correct horse battery'
 type Client = Awaited<ReturnType<typeof dashboardUser>>['client']
 let own: { accountId: number; key: string; keyId: number }
@@ -25,7 +29,7 @@ async function idOf(accountId: number, phone: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  t = await testApp()
+  t = await testApp({ clock, runOnClock: true })
   own = await t.account(100_000)
   other = await t.account(100_000)
   await t.db
@@ -46,9 +50,9 @@ beforeAll(async () => {
   })
   if (bulk.status !== 200) throw new Error(JSON.stringify(bulk.body))
   // The simulator's reports: delivered/failed after 50 ms, read after 100 ms.
-  await Bun.sleep(250)
+  await clock.advance(250)
   await t.runWorker('simulator-reports')
-  await Bun.sleep(150)
+  await clock.advance(150)
   await t.runWorker('simulator-reports')
   ids.script = await idOf(own.accountId, '+6281234567890')
   ids.failed = await idOf(own.accountId, '+6281234568888')
@@ -242,7 +246,7 @@ describe('messages', () => {
     )
     const sent = await t.api('POST', '/messages/send', kept.key, { to: '081234568888', body: 'kept charged' })
     expect(sent.status).toBe(200)
-    await Bun.sleep(100)
+    await clock.advance(100)
     await t.runWorker('simulator-reports')
     const id = await idOf(kept.accountId, '+6281234568888')
     const page = await operator.get(`/dashboard/accounts/${kept.accountId}/messages/${id}`)
@@ -350,28 +354,32 @@ describe('overview', () => {
 
 describe('a message answered queued (throttled by the provider)', () => {
   test('is listed with status queued, found by the queued filter, and shows queued on its page until its outcome', async () => {
-    // The simulator takes one message a second; the service's pace is far above it, so the second
-    // send is throttled (130429) and, with no wait allowed after a throttle, answered 202 queued.
-    const q = await testApp({ env: { SIM_RATE_PER_SECOND: '1', PROVIDER_MAX_PER_SECOND: '100', SEND_WAIT_MS: '0' } })
+    // The simulator takes one message a second; the service's pace is far above it, so a send in the
+    // same second as the one before is throttled (130429) and, with no wait allowed after a throttle,
+    // answered 202 queued. On a test clock: the queued message goes out about a second after its
+    // throttle, a time the clock does not reach here, so it stays queued while the pages are read.
+    const qClock = new TestClock()
+    const flight = inFlight()
+    const q = await testApp({
+      env: { SIM_RATE_PER_SECOND: '1', PROVIDER_MAX_PER_SECOND: '100', SEND_WAIT_MS: '0' },
+      clock: qClock,
+      wrapSql: flight.sql,
+    })
     try {
       const account = await q.account(100)
-      // Signed in first (hashing a password takes a while under load): the queued message goes out
-      // about a second after its throttle, and the pages must be read before that.
       const { client } = await dashboardUser(q, 'queued@example.com', PASSWORD, account.accountId)
-      // Two sends one after the other, started just after a second begins, reach the simulator within
-      // that second: the first goes, the second is throttled. (A slow machine could still put them in
-      // two seconds: then the pair is tried again with new numbers.)
-      let pair: { status: number; phone: string; answer: string | undefined }[] = []
-      for (let attempt = 0; attempt < 5 && !pair.some((p) => p.status === 202); attempt++) {
-        await Bun.sleep(1000 - (Date.now() % 1000) + 20)
-        pair = []
-        for (const to of [`08123450${attempt}01`, `08123450${attempt}02`]) {
-          const answer = await q.api('POST', '/messages/send', account.key, { to, body: 'hello' })
-          pair.push({ status: answer.status, phone: `+62${to.slice(1)}`, answer: answer.body.data?.status })
-        }
+      // Sends one after the other, 20 ms apart (the service's pace lets each go), each on the clock up
+      // to its answer (the clock stands still while a statement runs), until one is throttled: the
+      // simulator took the one before within the same second. (The first goes.)
+      const answers: { status: number; phone: string; answer: string | undefined }[] = []
+      for (let i = 0; i < 5 && !answers.some((a) => a.status === 202); i++) {
+        if (i > 0) await qClock.advance(20)
+        const to = `0812345000${10 + i}`
+        const answer = await qClock.run(q.api('POST', '/messages/send', account.key, { to, body: 'hello' }), undefined, flight.idle)
+        answers.push({ status: answer.status, phone: `+62${to.slice(1)}`, answer: answer.body.data?.status })
       }
-      const queued = pair.find((p) => p.status === 202)
-      const sent = pair.find((p) => p.status === 200)
+      const queued = answers.find((a) => a.status === 202)
+      const sent = answers.find((a) => a.status === 200)
       expect([queued?.answer, sent?.answer]).toEqual(['queued', 'sent'])
       const filtered = await client.get('/dashboard/messages?status=queued')
       expect(filtered.status).toBe(200)

@@ -1,25 +1,28 @@
 // The webhook page (members and operators) and the operator pages (price, users, failed deliveries,
 // audit log) through app.handle: guards, CSRF, each change and its audit row, escaping. Deliveries go
-// to a real local HTTPS receiver through the service's own delivery pipeline.
+// to a real local HTTPS receiver through the service's own delivery pipeline, on a test clock: the
+// pipeline is stepped (deliverAll) once a test's events are written, so each request has arrived and
+// each outcome is recorded when the step ends.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { startDelivery, type Delivery } from '../helpers/delivery'
-import { until } from '../helpers/wait'
+import { deliverAll } from '../helpers/delivery'
 import { dashboardUser, webClient } from '../helpers/web'
 import { reportStatus } from '../helpers/reports'
 import { signPayload } from '../../src/modules/webhooks/sender'
+import { TestClock } from '../../src/lib/clock'
 
 let t: TestApp
 let tls: TestTls
 let rx: Receiver
 const PASSWORD = 'correct horse battery'
+const clock = new TestClock()
 
 beforeAll(async () => {
   tls = makeTestTls()
-  rx = startReceiver(tls)
-  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
+  rx = startReceiver(tls, clock)
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }, clock, runOnClock: true })
 }, 60_000)
 afterAll(async () => {
   await t.close()
@@ -27,13 +30,9 @@ afterAll(async () => {
   tls.remove()
 }, 30_000)
 
-let worker: Delivery | undefined
-const deliver = () => (worker ??= startDelivery(t))
-afterEach(async () => {
-  await worker?.stop()
-  worker = undefined
-  rx.reset()
-}, 30_000)
+/** Steps the service's delivery pipeline until nothing is due: every request made and every outcome recorded. */
+const deliver = () => deliverAll(t)
+afterEach(() => rx.reset())
 
 let n = 0
 const email = (what: string) => `${what}-${++n}@example.com`
@@ -46,13 +45,13 @@ const actions = async (accountId: number | null) =>
 const events = (keyId: number) =>
   t.db.sql<{ id: number; status: string; attempts: number; lease_token: string | null; payload: string; webhook_id: string }[]>`
     select id, status, attempts, lease_token, payload, webhook_id from webhook_events where api_key_id = ${keyId} order by id`
-const settled = (keyId: number, done: (e: { status: string; attempts: number }) => boolean, what: string) =>
-  until(
-    () => events(keyId),
-    (rows) => rows.length > 0 && rows.every((e) => e.lease_token === null && done(e)),
-    20_000,
-    what,
-  )
+/** The key's events, every one satisfying `done` with its outcome recorded (no lease held). */
+async function settled(keyId: number, done: (e: { status: string; attempts: number }) => boolean, what: string) {
+  const rows = await events(keyId)
+  const unsettled = rows.filter((e) => !(e.lease_token === null && done(e)))
+  if (rows.length === 0 || unsettled.length > 0) throw new Error(`not settled: ${what}: ${JSON.stringify(unsettled)}`)
+  return rows
+}
 const operator = () => dashboardUser(t, email('op'), PASSWORD)
 /** A jsonb value as the driver returns it: an object, or its text (embedded mode). */
 const json = (value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value)
@@ -152,9 +151,9 @@ describe('webhook page', () => {
     expect((await member.client.get('/dashboard/webhook')).text).not.toContain(signing_secret)
 
     // A test event: through the outbox, signed, marked as a test.
-    deliver()
     expect((await member.client.post(`/dashboard/webhook/keys/${own.keyId}/test`, { _csrf: csrf })).status).toBe(303)
-    const [received] = await rx.waitFor(1)
+    await deliver()
+    const [received] = rx.requests
     expect(received!.path).toBe('/hook')
     const body = JSON.parse(received!.body)
     expect(body).toMatchObject({ event: 'message.status', data: { test: true, status: 'delivered' } })
@@ -216,7 +215,7 @@ describe('webhook page', () => {
     const otherSent = await t.api('POST', '/messages/send', other.key, { to: '081234567002', body: 'hi' })
     await reportStatus(t, otherSent.body.data.message_id, 'delivered')
     rx.handler = () => new Response('no', { status: 500 })
-    deliver()
+    await deliver()
     await settled(own.keyId, (e) => e.attempts === 1, 'the first attempt')
     await settled(other.keyId, (e) => e.attempts === 1, 'the other first attempt')
     // As after the last retry.
@@ -235,6 +234,7 @@ describe('webhook page', () => {
 
     rx.handler = () => new Response('ok')
     expect((await member.client.post(`/dashboard/webhook/deliveries/${event!.id}/replay`, { _csrf: csrf })).status).toBe(303)
+    await deliver()
     await settled(own.keyId, (e) => e.status === 'delivered', 'the replay')
     const replayed = rx.byId(event!.webhook_id)
     expect(replayed.length).toBe(2)
@@ -265,6 +265,7 @@ describe('webhook page', () => {
     })
     expect(ok.status).toBe(303)
     expect(ok.location).toBe(`/dashboard/accounts/${own.accountId}/webhook?key=${own.keyId}`)
+    await deliver()
     await settled(own.keyId, (e) => e.status === 'delivered', 'the replay of failed ones')
     expect(rx.byId(event!.webhook_id).length).toBe(3)
     expect((await events(other.keyId))[0]!.status).toBe('failed')

@@ -21,7 +21,8 @@
 // With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
 // as a failed status after accepting; refused at once here, which the service treats the same: refunded).
 
-import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
+import type { Clock } from '../../src/lib/clock'
+import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 import { metaMessagesBody, metaWebhookHeaders } from './meta-webhook'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
@@ -63,7 +64,7 @@ export type FakeGraph = {
   /** The META_API_BASE to give the service: `${url}/v21.0`. */
   apiBase: string
   requests: FakeRequest[]
-  /** The fake's time for its limits and records (ms): performance.now(), or a test clock's monotonic(); reset restores it. */
+  /** The fake's time for its limits and records (ms): fakeTime of the clock it was given; reset restores it. */
   now: () => number
   limits: FakeLimits
   /** Send Retry-After with throttling answers (default true). */
@@ -231,13 +232,15 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
   }
 }
 
-export function fakeGraph(): FakeGraph {
+/** `clock`: the test clock the fake keeps its limits by (the app's); without one, real time. */
+export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): FakeGraph {
+  const time = fakeTime(options.clock)
   let counter = 0
   const fake: FakeGraph = {
     url: '',
     apiBase: '',
     requests: [],
-    now: () => performance.now(),
+    now: time,
     limits: new FakeLimits(),
     retryAfter: true,
     throttleStatus: 400,
@@ -300,7 +303,7 @@ export function fakeGraph(): FakeGraph {
     },
     reset() {
       fake.requests = []
-      fake.now = () => performance.now()
+      fake.now = time
       fake.limits.reset()
       fake.retryAfter = true
       fake.throttleStatus = 400

@@ -1,10 +1,17 @@
 // What the fake providers (fake-graph.ts, fake-twilio.ts) share: the limits a real provider enforces
 // on each sender (at most `perSecond` messages accepted in any second; at least `recipientGapMs`
 // between two messages to one recipient), a record of every request with its time and answer, and a
-// count of how many times each message was accepted (a message is named by its text).
+// count of how many times each message was accepted (a message is named by its text). Their time is
+// a test clock's when the test gives them one (the one its app runs on): a rate's second and a
+// recipient's gap then pass only when the test moves the clock.
+
+import type { Clock } from '../../src/lib/clock'
+
+/** A fake's time (ms) for its limits and records: the test clock's monotonic() when given one, else performance.now(). */
+export const fakeTime = (clock?: Pick<Clock, 'monotonic'>): (() => number) => (clock ? () => clock.monotonic() : () => performance.now())
 
 export type FakeRequest = {
-  /** When it arrived: performance.now(), or the time the test gave the fake (a test clock's). */
+  /** When it arrived, by the fake's time (fakeTime). */
   at: number
   method: string
   path: string

@@ -23,7 +23,8 @@
 // failed status after accepting; refused at once here, which the service treats the same: refunded).
 
 import twilioSdk from 'twilio'
-import { Acceptances, FakeLimits, FakeWindows, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
+import type { Clock } from '../../src/lib/clock'
+import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 
 /** An account (or subaccount) the fake knows: its SID, auth token and, optionally, the numbers it may send from. */
 export type FakeTwilioAccount = {
@@ -163,7 +164,9 @@ function messageProblem(form: URLSearchParams, contents: Map<string, Record<stri
   return null
 }
 
-export function fakeTwilio(): FakeTwilio {
+/** `clock`: the test clock the fake keeps its limits by (the app's); without one, real time. */
+export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): FakeTwilio {
+  const now = fakeTime(options.clock)
   let counter = 0
   const fake: FakeTwilio = {
     url: '',
@@ -343,7 +346,7 @@ export function fakeTwilio(): FakeTwilio {
         'Failed to send freeform message because you are outside the allowed window. If you are using WhatsApp, please use a Message Template.',
       )
     }
-    const breach = fake.limits.admit(form.get('To') ?? '', performance.now(), record.sender ?? '')
+    const breach = fake.limits.admit(form.get('To') ?? '', now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       const message = fake.rateCode === 20429 ? 'Too Many Requests' : 'Rate limit exceeded for Channel'
       return twilioError(429, fake.rateCode, message, retryAfter(breach.waitMs, fake.retryAfter))
@@ -390,7 +393,7 @@ export function fakeTwilio(): FakeTwilio {
       const body = await request.clone().text()
       const form = new URLSearchParams(body)
       const record: FakeRequest = {
-        at: performance.now(),
+        at: now(),
         method: request.method,
         path: new URL(request.url).pathname,
         headers: request.headers,

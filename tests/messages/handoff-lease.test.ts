@@ -7,7 +7,7 @@
 import { afterEach, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
 import type { HandoffResult, OutgoingMessage, Provider } from '../../src/providers/provider'
-import { TestClock, systemClock, type Clock } from '../../src/lib/clock'
+import { TestClock, type Clock } from '../../src/lib/clock'
 import { inFlight } from '../helpers/in-flight'
 
 let t: TestApp | undefined
@@ -246,28 +246,46 @@ test('a late acceptance from the holder that lost the lease: the message recover
 
 test('slow answers and a long pool queue outlive the lease under a live holder: its heartbeat keeps each message its own', async () => {
   // Leases of 2 s; each answer takes 2.5 s and the pool takes one at a time, so the last of three
-  // waits 5 s for its turn. Recovery looks every 300 ms: it must find nothing to take over.
-  // Still on the system clock: on a test clock, recovery's looks and the holder's heartbeat did not
-  // interleave as they do in time (the heartbeat-renews mutant survived); left for the follow-up.
-  const fake = slowProvider(systemClock(), { answerMs: 2_500 })
+  // waits 5 s for its turn. Recovery looks every 300 ms: it must find nothing to take over. Time moves
+  // only while every statement is done (the heartbeat's renewals, recovery's looks), so the
+  // heartbeat's beats and recovery's looks interleave as they do in time.
+  const clock = new TestClock()
+  const fake = slowProvider(clock, { answerMs: 2_500 })
+  const flight = inFlight()
   t = await testApp({
     provider: fake.provider,
-    workers: true,
+    clock,
+    wrapSql: flight.sql,
     env: { HANDOFF_LEASE_SECONDS: '2', HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '5000' },
   })
   const { accountId, key } = await t.account(100)
   const app = t
-  const looking = setInterval(() => app.deps.wake('handoff-recovery'), 300)
+  const done = new AbortController()
+  let looks = 0
+  const looking = (async () => {
+    for (;;) {
+      await clock.sleep(300, done.signal)
+      if (done.signal.aborted) return
+      looks++
+      expect(await app.runWorker('handoff-recovery')).toBe(0)
+    }
+  })()
   try {
-    const [single, bulk] = await Promise.all([
-      t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
-      t.api('POST', '/messages/bulk', key, bulkOf(3)),
-    ])
+    const [single, bulk] = await clock.run(
+      Promise.all([
+        t.api('POST', '/messages/send', key, { to: '081230099999', body: 'slow single' }),
+        t.api('POST', '/messages/bulk', key, bulkOf(3)),
+      ]),
+      undefined,
+      flight.idle,
+    )
     expect(single.status).toBe(200)
     expect(bulk.body.data).toMatchObject({ total: 3, sent: 3, failed: 0 })
   } finally {
-    clearInterval(looking)
+    done.abort()
+    await looking
   }
+  expect(looks).toBeGreaterThan(20) // 7.5 s of looks, every 300 ms
   expect([...fake.attempts.values()]).toEqual([1, 1, 1, 1])
   const [row] = await t.db.sql<{ recovered: number }[]>`
     select count(*) filter (where handoff_recoveries > 0)::int as recovered from messages where account_id = ${accountId}`

@@ -1,11 +1,16 @@
+// Time moves on a test clock: a key's 24 hours and a dead request's 30 s pass by moving it, and the
+// requests held at the provider are waited for as events, never by polling.
+
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
-import { until } from '../helpers/wait'
 import type { Provider } from '../../src/providers/provider'
+import { TestClock } from '../../src/lib/clock'
+import { MAX_RECOVERIES } from '../../src/workers/handoff-recovery'
 
+const clock = new TestClock()
 let t: TestApp
 beforeAll(async () => {
-  t = await testApp()
+  t = await testApp({ clock, runOnClock: true })
 })
 afterAll(() => t.close())
 
@@ -88,7 +93,7 @@ test('an Idempotency-Key over 255 characters is 422; after 24 h a key can be use
   expect((await send(key, { to: '081234567890', body: 'x' }, 'k'.repeat(255))).status).toBe(200)
 
   await send(key, { to: '081234567890', body: 'day one' }, 'daily')
-  await t.db.sql`update idempotency_keys set created_at = now() - interval '25 hours' where account_id = ${accountId} and key = 'daily'`
+  await clock.advance(25 * 3_600_000)
   const reused = await send(key, { to: '081234567890', body: 'day two' }, 'daily')
   expect(reused.status).toBe(200)
   expect(reused.headers.get('idempotent-replayed')).toBeNull()
@@ -98,30 +103,26 @@ test('an Idempotency-Key over 255 characters is 422; after 24 h a key can be use
 test('a repeat while the first request is still handing its message over: 409 at once, then the first answer', async () => {
   // A provider that holds the first hand-off until released.
   const gate = Promise.withResolvers<void>()
+  const attempted = Promise.withResolvers<void>()
   let attempts = 0
   const provider: Provider = {
     name: 'twilio',
     async send() {
       attempts++
+      attempted.resolve()
       await gate.promise
       return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
     },
   }
-  const slow = await testApp({ provider })
+  // On a test clock that nobody moves: the repeat's answer takes no time at all (a repeat that waited
+  // for the first, or for time to pass, would never be answered).
+  const slow = await testApp({ provider, clock: new TestClock() })
   try {
     const { accountId, key } = await slow.account(1000, { price: 100 })
     const body = { to: '081234567890', body: 'slow' }
     const first = slow.api('POST', '/messages/send', key, body, { 'idempotency-key': 'slow-1' })
-    await until(
-      () => attempts,
-      (n) => n === 1,
-      10_000,
-      'the first hand-off',
-    )
-    const repeat = await Promise.race([
-      slow.api('POST', '/messages/send', key, body, { 'idempotency-key': 'slow-1' }),
-      Bun.sleep(3_000).then(() => ({ status: 'no answer within 3 s' })),
-    ])
+    await attempted.promise // the first hand-off
+    const repeat = await slow.api('POST', '/messages/send', key, body, { 'idempotency-key': 'slow-1' })
     expect(repeat).toMatchObject({ status: 409, body: { code: 'CONFLICT' } })
 
     gate.resolve()
@@ -142,16 +143,20 @@ test('a repeat while the first request is still handing its message over: 409 at
 test('a bulk answered 409 (a message still being handed over elsewhere) is not its stored answer: a later repeat answers how each ended', async () => {
   // One hand-off at a time; the provider holds the first until released.
   const gate = Promise.withResolvers<void>()
+  const attempted = Promise.withResolvers<void>()
   const attempts: string[] = []
   const provider: Provider = {
     name: 'twilio',
     async send(message) {
       attempts.push(message.to)
+      attempted.resolve()
       await gate.promise
       return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
     },
   }
-  const slow = await testApp({ provider, env: { HANDOFF_CONCURRENCY: '1' } })
+  // Leases of 2 s: the second message's runs out while the first is held (below).
+  const clock = new TestClock()
+  const slow = await testApp({ provider, clock, env: { HANDOFF_CONCURRENCY: '1', HANDOFF_LEASE_SECONDS: '2' } })
   try {
     const { accountId, key } = await slow.account(1000, { price: 100 })
     const body = {
@@ -162,27 +167,28 @@ test('a bulk answered 409 (a message still being handed over elsewhere) is not i
     }
     const bulk = () => slow.api('POST', '/messages/bulk', key, body, { 'idempotency-key': 'bulk-elsewhere' })
     const first = bulk()
-    await until(
-      () => attempts.length,
-      (n) => n === 1,
-      10_000,
-      'the first hand-off',
-    )
+    await attempted.promise // the first hand-off
     // Meanwhile the second message, still waiting for its turn, is taken from this request: another
-    // holder has it (here it ends in quarantine, where it waits for an operator).
+    // holder has it (a token not this request's, so its lease is not renewed) and has recovered it as
+    // often as recovery may, so once its lease has run out recovery quarantines it, where it waits for
+    // an operator. The first's lease, renewed by its live holder, stays this request's.
     const [second] = await slow.db.sql<{ id: number }[]>`
-      update messages set handoff_token = gen_random_uuid(), quarantined_at = now()
+      update messages set handoff_token = gen_random_uuid(), handoff_recoveries = ${MAX_RECOVERIES}
       where account_id = ${accountId} and body = 'second' returning id`
+    await clock.advance(2 * slow.config.handoffLeaseSeconds * 1000 + 1_000)
+    expect(await clock.run(slow.runWorker('handoff-recovery'))).toBe(0)
+    const [quarantined] = await slow.db.sql<{ id: number }[]>`select id from messages where quarantined_at is not null`
+    expect(quarantined).toEqual(second)
     gate.resolve()
-    const answered = await first
+    const answered = await clock.run(first)
     expect([answered.status, answered.body.code]).toEqual([409, 'CONFLICT'])
     // Still elsewhere: 409 again, computed anew (not a replay).
-    const again = await bulk()
+    const again = await clock.run(bulk())
     expect([again.status, again.body.code, again.headers.get('idempotent-replayed')]).toEqual([409, 'CONFLICT', null])
 
     // The operator settles it (it never went out: refunded); the repeat answers each entry's outcome.
     expect((await slow.admin('POST', `/quarantine/${second!.id}/settle`, { outcome: 'refund' })).status).toBe(200)
-    const settled = await bulk()
+    const settled = await clock.run(bulk())
     expect(settled.status).toBe(200)
     expect(settled.headers.get('idempotent-replayed')).toBeNull()
     expect(settled.body.data).toMatchObject({ total: 2, sent: 1, failed: 1, total_cost: 100, balance_after: 900 })
@@ -191,7 +197,7 @@ test('a bulk answered 409 (a message still being handed over elsewhere) is not i
       { to: '+6281234567891', status: 'failed', code: 'BAD_GATEWAY', id: second!.id },
     ])
     // That answer is the stored one from now on.
-    expect(await bulk()).toMatchObject({ status: 200, body: settled.body })
+    expect(await clock.run(bulk())).toMatchObject({ status: 200, body: settled.body })
     expect(attempts).toEqual(['+6281234567890'])
     expect(await money(slow, accountId)).toEqual({ balance: 900, ledgerSum: 900 })
   } finally {
@@ -207,11 +213,11 @@ test('recovery: a key whose request died before charging runs again once stale, 
   const { accountId, key } = await t.account(1000, { price: 100 })
   const body = { to: '081234567890', body: 'died before the charge' }
   await t.db.sql`
-    insert into idempotency_keys (account_id, key, endpoint, fingerprint, state, request_token)
-    select ${accountId}, 'dead-1', 'send', k.fingerprint, 'running', gen_random_uuid()
+    insert into idempotency_keys (account_id, key, endpoint, fingerprint, state, request_token, created_at)
+    select ${accountId}, 'dead-1', 'send', k.fingerprint, 'running', gen_random_uuid(), ${clock.now()}
     from (select ${await fingerprintOf(key, body)} as fingerprint) k`
   expect((await send(key, body, 'dead-1')).status).toBe(409) // it may still be running
-  await t.db.sql`update idempotency_keys set created_at = now() - interval '31 seconds' where key = 'dead-1'`
+  await clock.advance(31_000)
   const recovered = await send(key, body, 'dead-1')
   expect(recovered.status).toBe(200)
   expect(await send(key, body, 'dead-1')).toMatchObject({ status: 200, body: recovered.body })
@@ -226,11 +232,10 @@ test('recovery: a key whose request died after charging answers 409 while queued
   // Rewind to the moment of the crash: the answer not stored, the message charged and still queued.
   await t.db.sql`update idempotency_keys set state = 'running', response_status = null, response_body = null where key = 'dead-2'`
   const [message] = await t.db.sql<{ id: number; message_sid: string }[]>`
-    update messages set status = 'queued', handoff_until = now() + interval '1 minute'
-    where account_id = ${accountId} returning id, message_sid`
+    update messages set status = 'queued' where account_id = ${accountId} returning id, message_sid`
   expect((await send(key, body, 'dead-2')).status).toBe(409)
   // Recovery records the outcome (here: the same acceptance), and the repeat gets the final answer.
-  await t.db.sql`update messages set status = 'sent', handoff_until = null where id = ${message!.id}`
+  await t.db.sql`update messages set status = 'sent' where id = ${message!.id}`
   const recovered = await send(key, body, 'dead-2')
   expect(recovered.status).toBe(200)
   expect(recovered.body).toEqual(first.body)

@@ -221,17 +221,17 @@ test("a message still throttled when its validity runs out fails with the provid
 }, 30_000)
 
 test('a message taken over while it waits for its slot is not handed over by the waiter', async () => {
-  const app = (t = await pacedApp({ workers: true, env: metaEnv({ PROVIDER_MAX_PER_SECOND: '2' }) }))
+  // Leases of 3 s: the one the charge gave the last entry runs out soon after it is taken over.
+  const app = (t = await pacedApp({ workers: true, env: metaEnv({ PROVIDER_MAX_PER_SECOND: '2', HANDOFF_LEASE_SECONDS: '3' }) }))
   const { accountId, key } = await t.account(100)
   let firstHandoff!: () => void
   const first = new Promise<void>((resolve) => (firstHandoff = resolve))
   fake.answer = () => void firstHandoff()
   const answer = t.api('POST', '/messages/bulk', key, bulkOf(4, 'waiting'))
   await first
-  // The last entry's slot is 1.5 s away: another holder takes it over meanwhile, for 3 s.
-  await t.db.sql`
-    update messages set handoff_token = gen_random_uuid(), handoff_until = ${app.clock.now()}::timestamptz + interval '3 seconds'
-    where body = 'waiting 3'`
+  // The last entry's slot is 1.5 s away: another holder takes it over meanwhile (its token), with the
+  // lease the charge gave it (3 s): the waiter's heartbeat no longer renews it.
+  await t.db.sql`update messages set handoff_token = gen_random_uuid() where body = 'waiting 3'`
   await drive(app, app.clock.sleep(2_500))
   expect(fake.requests.map((r) => r.text)).toEqual(['waiting 0', 'waiting 1', 'waiting 2'])
   // Its new holder died (its lease runs out): recovery sends it, once.

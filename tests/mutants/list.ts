@@ -285,7 +285,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'idempotency-replay',
     breaks: 'a repeat charged again: every request with a used Idempotency-Key runs as a new one',
-    edits: [{ file: IDEMPOTENCY, find: 'where k.created_at < now() - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})', replace: '' }],
+    edits: [{ file: IDEMPOTENCY, find: 'where k.created_at < ${now} - make_interval(hours => ${IDEMPOTENCY_KEY_TTL_HOURS})', replace: '' }],
     tests: ['tests/messages/idempotency.test.ts'],
     filter: 'twice charges once',
   },
@@ -375,7 +375,7 @@ export const MUTATIONS: Mutation[] = [
         replace: 'set balance = a.balance - s.total',
       },
     ],
-    tests: ['tests/messages/debit-race.test.ts'],
+    tests: ['tests/messages/debit-race.outer.test.ts'],
     filter: 'single send from a balance of 0: 200, charged',
     database: 'postgres',
   },
@@ -384,7 +384,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       "a 500 for a paid bulk: its charge that waited for a top-up's lock builds its row from its older snapshot, and the balance check refuses it (23514)",
     edits: [{ file: LEDGER, find: 'set balance = v.balance - v.cost', replace: 'set balance = accounts.balance - v.cost' }],
-    tests: ['tests/messages/debit-race.test.ts'],
+    tests: ['tests/messages/debit-race.outer.test.ts'],
     filter: 'bulk of 2 from a balance of 1',
     database: 'postgres',
   },
@@ -938,7 +938,7 @@ export const MUTATIONS: Mutation[] = [
     breaks:
       "a charge's twin racing it (same request token, first run uncommitted) charged again: their created_at differ, so the month's unique index does not meet them",
     edits: [{ file: LEDGER, find: "if (token[14] !== '7') return null", replace: 'return null' }],
-    tests: ['tests/db/partitions.test.ts'],
+    tests: ['tests/db/charge-twin.outer.test.ts'],
     filter: 'twin racing it',
     database: 'postgres',
   },

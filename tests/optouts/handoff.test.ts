@@ -6,14 +6,15 @@
 // Senders are stored Meta numbers of the fake Graph API, each test's its own (its pace is its own); the
 // opt-outs come through the real signed inbound webhook (a customer writes STOP) or POST /opt-outs,
 // made while the message waits: from the fake's answer to the message before it (or to its throttled
-// attempt), so no test sleeps to let time pass.
+// attempt), or while a test clock stands still with the message asleep on its slot, so no test sleeps
+// to let time pass.
 
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeGraph, graphError } from '../helpers/fake-graph'
 import { assign, createSender } from '../helpers/senders'
-import { until } from '../helpers/wait'
 import { OPTED_OUT_AT_HANDOFF } from '../../src/modules/optouts/service'
+import { TestClock } from '../../src/lib/clock'
 
 const graph = fakeGraph()
 
@@ -95,34 +96,42 @@ const STOPPED = {
 }
 
 test('a single send waiting for its slot when the customer writes STOP: 422 RECIPIENT_OPTED_OUT, refunded, never handed over', async () => {
-  const a = await accountWithSender(0.25) // a slot every 4 s
-  const first = customer()
-  const second = customer()
-  expect((await t.api('POST', '/messages/send', a.key, { to: first.local, body: 'first' })).status).toBe(200)
-  // The second send's slot is 4 s after the first's: charged, it waits for it.
-  const answer = t.api('POST', '/messages/send', a.key, { to: second.local, body: 'second' })
-  const [charged] = await until(
-    () => t.db.sql<{ id: number }[]>`select id from messages where account_id = ${a.accountId} and phone = ${second.phone}`,
-    (rows) => rows.length === 1,
-    5_000,
-    'the second send charged',
-  )
-  // The customer writes STOP to the number, through Meta's signed webhook.
-  const stop = await graph.customerWrites({ phoneNumberId: a.phoneNumberId, from: second.wa, text: 'STOP' })
-  expect(stop.status).toBe(200)
-  expect((await t.api('GET', `/opt-outs?phone=${second.local}`, a.key)).body.data.items).toMatchObject([{ source: 'inbound' }])
+  // On a test clock: the second send, charged, sleeps on its slot until the test moves the clock.
+  const clock = new TestClock()
+  const u = await testApp({ env: env(), clock })
+  const callback = graph.callback
+  graph.callback = { publicBaseUrl: 'https://api.example.com', deliver: (r: Request) => u.app.handle(r) }
+  try {
+    const a = await accountWithSender(0.25, u) // a slot every 4 s
+    const first = customer()
+    const second = customer()
+    expect((await clock.run(u.api('POST', '/messages/send', a.key, { to: first.local, body: 'first' }))).status).toBe(200)
+    // The second send's slot is 4 s after the first's: charged, it waits for it.
+    const answer = u.api('POST', '/messages/send', a.key, { to: second.local, body: 'second' })
+    await clock.nextSleep(true)
+    const [charged] = await u.db.sql<
+      { id: number }[]
+    >`select id from messages where account_id = ${a.accountId} and phone = ${second.phone}`
+    // The customer writes STOP to the number, through Meta's signed webhook.
+    const stop = await graph.customerWrites({ phoneNumberId: a.phoneNumberId, from: second.wa, text: 'STOP' })
+    expect(stop.status).toBe(200)
+    expect((await u.api('GET', `/opt-outs?phone=${second.local}`, a.key)).body.data.items).toMatchObject([{ source: 'inbound' }])
 
-  const { status, body } = await answer
-  expect({ status, code: body.code, id: body.id }).toEqual({ status: 422, code: 'RECIPIENT_OPTED_OUT', id: charged!.id })
-  expect(body.error).toContain('refunded')
-  expect(handedTo(second)).toBe(0)
-  expect(await settled(charged!.id)).toEqual(STOPPED)
-  expect(await money(t, a.accountId)).toEqual({ balance: 99, ledgerSum: 99 }) // the first send's charge only
-  // Listed as failed, with the code in its error.
-  const listed = await t.api('GET', '/messages?status=failed', a.key)
-  expect(listed.body.data.items).toMatchObject([
-    { id: charged!.id, status: 'failed', message_sid: null, error_code: null, error_message: OPTED_OUT_AT_HANDOFF },
-  ])
+    const { status, body } = await clock.run(answer)
+    expect({ status, code: body.code, id: body.id }).toEqual({ status: 422, code: 'RECIPIENT_OPTED_OUT', id: charged!.id })
+    expect(body.error).toContain('refunded')
+    expect(handedTo(second)).toBe(0)
+    expect(await settled(charged!.id, u)).toEqual(STOPPED)
+    expect(await money(u, a.accountId)).toEqual({ balance: 99, ledgerSum: 99 }) // the first send's charge only
+    // Listed as failed, with the code in its error.
+    const listed = await u.api('GET', '/messages?status=failed', a.key)
+    expect(listed.body.data.items).toMatchObject([
+      { id: charged!.id, status: 'failed', message_sid: null, error_code: null, error_message: OPTED_OUT_AT_HANDOFF },
+    ])
+  } finally {
+    graph.callback = callback
+    await u.close()
+  }
 }, 30_000)
 
 test('a bulk entry waiting for its slot when its recipient is opted out: fails RECIPIENT_OPTED_OUT, refunded, never handed over', async () => {
@@ -189,24 +198,22 @@ test('a throttled single send whose recipient opts out before its retry: 422 REC
 
 test('a throttled bulk entry answered queued whose recipient opts out: failed RECIPIENT_OPTED_OUT, refunded, its event says so', async () => {
   // Answered within 300 ms (BULK_WAIT_MS): queued, its outcome announced by a message.status event.
-  const u = await testApp({ env: env({ BULK_WAIT_MS: '300' }) })
+  // On a test clock: the throttle's Retry-After passes as the hand-off sleeps on it.
+  const clock = new TestClock()
+  const u = await testApp({ env: env({ BULK_WAIT_MS: '300' }), clock })
   try {
     const a = await accountWithSender(undefined, u)
     expect((await u.api('POST', '/webhook', a.key, { url: 'http://127.0.0.1:9/hook' })).status).toBe(200)
     const c = customer()
     const optedOut = throttleAndOptOut(a, c, u)
-    const bulk = await u.api('POST', '/messages/bulk', a.key, { messages: [{ to: c.local, body: 'queued' }] })
+    const bulk = await clock.run(u.api('POST', '/messages/bulk', a.key, { messages: [{ to: c.local, body: 'queued' }] }))
     expect(await optedOut()).toBe(201)
     expect(bulk.status).toBe(200)
     const entry = bulk.body.data.results[0]
     expect(entry).toMatchObject({ status: 'queued' })
-    const row = await until(
-      () => settled(entry.id, u),
-      (r) => r.status !== 'queued',
-      10_000,
-      'the queued entry settled',
-    )
-    expect(row).toEqual(STOPPED)
+    // Its hand-off goes on: waited for as the service waits for an outcome.
+    await clock.run(u.deps.handoff.outcomeOf(entry.id))
+    expect(await settled(entry.id, u)).toEqual(STOPPED)
     const events = await u.db.sql<{ payload: string }[]>`select payload from webhook_events where message_id = ${entry.id}`
     expect(events.map((e) => JSON.parse(e.payload).data)).toEqual([
       {

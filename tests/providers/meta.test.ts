@@ -3,9 +3,10 @@
 // message_id, and every way the hand-off can fail (each one a 502 or a failed bulk entry, with the
 // charge refunded and Meta's error code kept). Through the provider interface: which answers are
 // throttling (130429, 131056, 80007, any 429, with their Retry-After) rather than failures. Also its
-// settings, read at start.
+// settings, read at start. The app, its provider's time limit and the fake's limits are on a test
+// clock: time passes only when the test moves it.
 
-import { systemClock } from '../../src/lib/clock'
+import { TestClock } from '../../src/lib/clock'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { ConfigError, readConfig } from '../../src/config'
 import { providerOf } from '../../src/server'
@@ -21,7 +22,8 @@ const APP_SECRET = 'meta_app_secret_0123456789abcdef'
 const VERIFY_TOKEN = 'verify-me-please'
 const API_PATH = `/v21.0/${PHONE_NUMBER_ID}/messages`
 
-const fake = fakeGraph()
+const clock = new TestClock()
+const fake = fakeGraph({ clock })
 const fakeUrl = fake.url
 /** A Graph API error answer, as Meta writes them. */
 const refused = (status: number, code: number, message: string) => () => graphError(status, code, message)
@@ -37,8 +39,8 @@ const metaEnv = (apiBase: string): Record<string, string> => ({
 
 let t: TestApp
 beforeAll(async () => {
-  // 2 s: the fake shares the test's event loop (and the embedded database's), which a loaded machine can hold up.
-  t = await testApp({ env: { ...metaEnv(`${fakeUrl}/v21.0`), PROVIDER_TIMEOUT_MS: '2000' } })
+  // Requests and worker steps run on the clock (a hand-off's pace slots are sleeps on it); PROVIDER_TIMEOUT_MS passes when the test moves it.
+  t = await testApp({ env: { ...metaEnv(`${fakeUrl}/v21.0`), PROVIDER_TIMEOUT_MS: '2000' }, clock, runOnClock: true })
 })
 afterAll(async () => {
   await t.close()
@@ -224,15 +226,25 @@ describe('Meta refuses or fails: 502, refunded', () => {
   })
 
   test('no answer within PROVIDER_TIMEOUT_MS', async () => {
+    // The fake holds the request (and accepts it, late, once the test lets it go) while the clock passes the limit.
+    let arrive!: () => void
+    let letGo!: () => void
+    const arrived = new Promise<void>((resolve) => (arrive = resolve))
+    const released = new Promise<void>((resolve) => (letGo = resolve))
     fake.answer = async () => {
-      await Bun.sleep(3_000)
+      arrive()
+      await released
       return undefined
     }
-    const { row } = await expectRefundedFailure()
+    const failing = expectRefundedFailure()
+    await arrived
+    await clock.advance(2_000)
+    const { row } = await failing
     // The provider's own deadline and the hand-off's are the same setting: either may speak first.
     expect(row.error_code).toBeNull()
     expect(row.error_message).toMatch(/did not answer within (2000 ms|2 s)$/)
     expect(fake.requests).toHaveLength(1)
+    letGo()
   })
 
   test('connection refused', async () => {
@@ -249,7 +261,7 @@ describe('Meta refuses or fails: 502, refunded', () => {
 
 describe('throttling answers through the provider interface: not failures, with their Retry-After', () => {
   const message = (id: number, to = '+6281234567890') => ({ id, to, body: `throttled ${id}`, mediaUrl: null })
-  const provider = () => providerOf(readConfig(metaEnv(fake.apiBase)), t.db.sql, systemClock())
+  const provider = () => providerOf(readConfig(metaEnv(fake.apiBase)), t.db.sql, clock)
 
   test('130429 (sender), 131056 (recipient), 80007 (account): throttles, with Retry-After or without', async () => {
     const cases = [
@@ -354,7 +366,7 @@ describe('throttling answers through the provider interface: not failures, with 
 
 describe('templates through the provider interface', () => {
   test('an approved template goes as type "template" with its language and body parameters in order', async () => {
-    const provider = providerOf(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql, systemClock())
+    const provider = providerOf(readConfig(metaEnv(`${fakeUrl}/v21.0`)), t.db.sql, clock)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

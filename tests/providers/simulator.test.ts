@@ -1,9 +1,10 @@
 // The simulator plays by WhatsApp's rules: a sender's rate (SIM_RATE_PER_SECOND, 130429 beyond it) and
 // a gap per recipient (SIM_RECIPIENT_GAP_MS, 131056 within it) answered as throttles with a Retry-After,
 // held across instances on one database; numbers that are not WhatsApp users (…7777, 131026); reports
-// that come late and out of order (…6666). Through the provider interface, the API and the workers.
+// that come late and out of order (…6666). Through the provider interface, the API and the worker's
+// steps, on a test clock: the rules count by its time, which moves only when the test moves it.
 
-import { systemClock } from '../../src/lib/clock'
+import { TestClock } from '../../src/lib/clock'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import postgres from 'postgres'
 import { ConfigError, readConfig } from '../../src/config'
@@ -12,13 +13,14 @@ import { paceOf } from '../../src/providers/registry'
 import { providerOf } from '../../src/server'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { usingPostgres } from '../helpers/db'
-import { until } from '../helpers/wait'
 
+const clock = new TestClock()
 let t: TestApp
 let other: postgres.Sql | undefined
 beforeAll(async () => {
   t = await testApp({
-    workers: true,
+    clock,
+    runOnClock: true,
     env: { SIM_DELIVERED_MS: '100', SIM_READ_MS: '150', SIM_LATE_MS: '800', WEBHOOK_ALLOW_PRIVATE: 'true' },
   })
   // A second instance's connection to the same database (the embedded one has a single connection).
@@ -33,25 +35,20 @@ beforeEach(async () => {
   await t.db.sql`delete from simulator_recipient_gap`
 })
 
-/** A simulator with these settings, on this test's database (or the second instance's connection). */
-const simulator = (env: Record<string, string>, sql: postgres.Sql = t.db.sql) => providerOf(readConfig(env), sql, systemClock())
+/** A simulator with these settings, on this test's database (or the second instance's connection), on the test's clock. */
+const simulator = (env: Record<string, string>, sql: postgres.Sql = t.db.sql) => providerOf(readConfig(env), sql, clock)
 const message = (id: number, to = '+6281234567890'): OutgoingMessage => ({ id, to, body: `message ${id}`, mediaUrl: null })
 const throttleOf = (r: HandoffResult) => (r.ok ? null : (r.throttle ?? null))
 
-/** Waits for the start of the next second, so that a burst falls within one second of the database's clock. */
-async function nextSecond() {
-  await Bun.sleep(1000 - (Date.now() % 1000) + 30)
+/** `ms` pass, and the simulator's reports due by then are applied (its worker's steps, until one finds none). */
+async function after(ms: number) {
+  await clock.advance(ms)
+  while ((await t.runWorker('simulator-reports')) > 0) {}
 }
-/** Runs `burst` at the start of a second until it falls within that second (a slow machine may need another go). */
-async function withinOneSecond<T>(burst: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    await t.db.sql`delete from simulator_sender_second`
-    await t.db.sql`delete from simulator_recipient_gap`
-    await nextSecond()
-    const second = Math.floor(Date.now() / 1000)
-    const result = await burst()
-    if (Math.floor(Date.now() / 1000) === second || attempt === 4) return result
-  }
+
+/** Moves the clock to the start of its next second (it stays there while a burst goes: the burst falls within that second). */
+async function nextSecond() {
+  await clock.advanceTo((Math.floor(clock.now().getTime() / 1000) + 1) * 1000)
 }
 
 describe('settings', () => {
@@ -107,9 +104,8 @@ describe('a rate per sender: 130429 beyond it, a throttle with Retry-After', () 
     const env = { SIM_RATE_PER_SECOND: '3' }
     const one = simulator(env)
     const two = simulator(env, other ?? t.db.sql)
-    const results = await withinOneSecond(() =>
-      Promise.all([1, 2, 3, 4, 5, 6].map((id) => (id % 2 ? one : two).send(message(id, `+62812000000${id}0`)))),
-    )
+    await nextSecond()
+    const results = await Promise.all([1, 2, 3, 4, 5, 6].map((id) => (id % 2 ? one : two).send(message(id, `+62812000000${id}0`))))
     expect(results.filter((r) => r.ok)).toHaveLength(3)
     const throttled = results.filter((r) => !r.ok)
     expect(throttled).toHaveLength(3)
@@ -123,14 +119,13 @@ describe('a rate per sender: 130429 beyond it, a throttle with Retry-After', () 
       expect(throttleOf(r)!.retryAfterMs).toBeWithin(1, 1001)
     }
     // After its Retry-After, a throttled message goes.
-    await Bun.sleep(throttleOf(throttled[0]!)!.retryAfterMs! + 20)
+    await clock.advance(throttleOf(throttled[0]!)!.retryAfterMs!)
     expect((await two.send(message(7))).ok).toBe(true)
   })
 })
 
 describe('a gap per recipient: 131056 within it, a throttle with Retry-After', () => {
   test('SIM_RECIPIENT_GAP_MS=1500: a second message to one number waits; another number does not', async () => {
-    // 1.5 s: the second message comes within the gap even when a loaded machine holds it up a while.
     const sender = simulator({ SIM_RECIPIENT_GAP_MS: '1500' })
     const second = simulator({ SIM_RECIPIENT_GAP_MS: '1500' }, other ?? t.db.sql)
     expect((await sender.send(message(1, '+6281200000001'))).ok).toBe(true)
@@ -145,30 +140,30 @@ describe('a gap per recipient: 131056 within it, a throttle with Retry-After', (
     })
     expect(throttleOf(again)!.retryAfterMs).toBeWithin(1, 1501)
     expect((await sender.send(message(3, '+6281200000002'))).ok).toBe(true)
-    await Bun.sleep(throttleOf(again)!.retryAfterMs! + 20)
+    await clock.advance(throttleOf(again)!.retryAfterMs!)
     expect((await second.send(message(2, '+6281200000001'))).ok).toBe(true)
   })
 
   test('both rules are taken together or not at all: a refusal by one leaves the other untouched', async () => {
     const sender = simulator({ SIM_RATE_PER_SECOND: '2', SIM_RECIPIENT_GAP_MS: '5000' })
-    const [first, sameNumber, otherNumber, overRate] = await withinOneSecond(async () => [
+    await nextSecond()
+    const [first, sameNumber, otherNumber, overRate] = [
       await sender.send(message(1, '+6281200000011')),
       // Refused by the gap: it does not use the second's other slot...
       await sender.send(message(2, '+6281200000011')),
       await sender.send(message(3, '+6281200000012')),
       // ...and refused by the rate, a number's gap does not start.
       await sender.send(message(4, '+6281200000013')),
-    ])
+    ]
     expect([first, sameNumber, otherNumber, overRate].map((r) => (r.ok ? 'sent' : r.errorCode))).toEqual(['sent', 131056, 'sent', 130429])
-    await Bun.sleep(throttleOf(overRate)!.retryAfterMs! + 20)
+    await clock.advance(throttleOf(overRate)!.retryAfterMs!)
     expect((await sender.send(message(4, '+6281200000013'))).ok).toBe(true)
   })
 
   test('numbers long free are forgotten as it goes', async () => {
-    // A gap long enough that 104 is not free yet when 105 goes, however slow the machine.
     const sender = simulator({ SIM_RECIPIENT_GAP_MS: '1000' })
     for (const id of [1, 2, 3]) expect((await sender.send(message(id, `+628120000010${id}`))).ok).toBe(true)
-    await Bun.sleep(1100)
+    await clock.advance(1100)
     expect((await sender.send(message(4, '+6281200000104'))).ok).toBe(true)
     expect((await sender.send(message(5, '+6281200000105'))).ok).toBe(true)
     const rows = await t.db.sql<{ phone: string }[]>`select phone from simulator_recipient_gap order by phone`
@@ -203,19 +198,16 @@ describe('numbers with a story', () => {
     expect(sent.status).toBe(200)
     const sid = sent.body.data.message_id
     // Not delivered at SIM_DELIVERED_MS, as other numbers are.
-    await Bun.sleep(300)
+    await after(300)
     expect((await t.api('GET', `/messages/${sid}`, key)).body.data.status).toBe('sent')
-    const read = await until(
-      () => t.api('GET', `/messages/${sid}`, key),
-      (r) => r.body.data.status === 'read',
-    )
+    await after(500) // SIM_LATE_MS
+    const read = await t.api('GET', `/messages/${sid}`, key)
+    expect(read.body.data.status).toBe('read')
     // Reaching `read` records the delivery too (read implies delivered).
     expect(read.body.data).toMatchObject({ status: 'read', delivered_at: read.body.data.read_at, read_at: expect.any(String) })
     // The late `delivered` (at SIM_LATE_MS + SIM_DELIVERED_MS) is applied and changes nothing.
-    await until(
-      () => t.db.sql`select 1 from simulator_reports where message_sid = ${sid}`,
-      (rows) => rows.length === 0,
-    )
+    await after(100)
+    expect(await t.db.sql`select 1 from simulator_reports where message_sid = ${sid}`).toHaveLength(0)
     expect((await t.api('GET', `/messages/${sid}`, key)).body.data).toEqual(read.body.data)
     const events = await t.db.sql<{ payload: string }[]>`select payload from webhook_events where api_key_id = ${keyId} order by id`
     expect(events.map((e) => JSON.parse(e.payload).data)).toEqual([

@@ -1,9 +1,10 @@
 // The Twilio provider against a local fake Twilio (a real HTTP server on loopback), driven through
 // POST /messages/send: what goes over the wire, and every way the hand-off can fail (each one a
 // 502 with the charge refunded). Through the provider interface: which answers are throttling (429,
-// 20429, 63018, with their Retry-After) rather than failures.
+// 20429, 63018, with their Retry-After) rather than failures. The provider's time limit and the fake's
+// limits are on a test clock: time passes only when the test moves it.
 
-import { systemClock } from '../../src/lib/clock'
+import { TestClock } from '../../src/lib/clock'
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'bun:test'
 import { readConfig } from '../../src/config'
 import type { Provider } from '../../src/providers/provider'
@@ -20,7 +21,8 @@ const FROM = 'whatsapp:+14155238886'
 const PUBLIC_BASE_URL = 'https://api.example.com'
 const MESSAGES_PATH = `/2010-04-01/Accounts/${ACCOUNT_SID}/Messages.json`
 
-const fake = fakeTwilio()
+const clock = new TestClock()
+const fake = fakeTwilio({ clock })
 const fakeUrl = fake.url
 const form = (r: FakeRequest) => new URLSearchParams(r.body)
 
@@ -202,10 +204,22 @@ describe('Twilio unreachable or slow', () => {
   let u: TestApp
   /** The Twilio provider through the registry, as the service builds it. */
   const twilioAt = (apiBase: string, timeoutMs = 10_000) =>
-    providerOf(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql, systemClock())
+    providerOf(readConfig({ ...twilioEnv(apiBase), PROVIDER_TIMEOUT_MS: String(timeoutMs) }), u.db.sql, clock)
   beforeAll(async () => {
-    u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) } })
+    u = await testApp({ provider: { name: 'twilio', send: (message) => current.send(message) }, clock, runOnClock: true })
   })
+
+  /**
+   * The fake holds its answer (a refusal, should it ever come) until `letGo`; `arrived` once the send
+   * reached it. Only the clock passing the time limit can end the provider's wait.
+   */
+  function heldAnswer(answer: () => Response) {
+    let arrive!: () => void
+    let letGo!: () => void
+    const arrived = new Promise<void>((resolve) => (arrive = resolve))
+    const released = new Promise<void>((resolve) => (letGo = resolve))
+    return { arrived, letGo, answer: async () => (arrive(), await released, answer()) }
+  }
   afterAll(() => u.close())
 
   test('connection refused: 502, refunded', async () => {
@@ -216,25 +230,33 @@ describe('Twilio unreachable or slow', () => {
   })
 
   test('no answer within the timeout: 502, refunded, and the request is not waited on', async () => {
-    // Late, it answers a refusal: an acceptance 2 s on would land in whichever test runs then.
-    fake.answer = async () => {
-      await Bun.sleep(2_000)
-      return new Response(null, { status: 503 })
-    }
+    // Late, it answers a refusal: an acceptance after the test would land in whichever test runs then.
+    const late = heldAnswer(() => new Response(null, { status: 503 }))
+    fake.answer = late.answer
     current = twilioAt(fakeUrl, 300)
-    const started = performance.now()
-    const { row } = await expectRefundedFailure(u)
-    expect(performance.now() - started).toBeLessThan(1_500)
+    const failing = expectRefundedFailure(u)
+    await late.arrived
+    const started = clock.monotonic()
+    await clock.advance(300)
+    // The failure is back while the fake still holds its answer.
+    const { row } = await failing
+    expect(clock.monotonic() - started).toBeLessThan(1_500)
     expect(row).toMatchObject({ error_code: null, error_message: 'Twilio did not answer within 300 ms' })
     expect(fake.requests).toHaveLength(1)
+    late.letGo()
   })
 
   test('headers in time but the body stalls past the timeout: 502, refunded', async () => {
+    let stalled!: () => void
+    let letGo!: () => void
+    const stalling = new Promise<void>((resolve) => (stalled = resolve))
+    const released = new Promise<void>((resolve) => (letGo = resolve))
     fake.answer = () => {
       const stream = new ReadableStream<Uint8Array>({
         async start(controller) {
           controller.enqueue(new TextEncoder().encode('{"sid":"SM0123456789abcdef'))
-          await Bun.sleep(2_000)
+          stalled()
+          await released
           controller.enqueue(new TextEncoder().encode('0123456789abcdef"}'))
           controller.close()
         },
@@ -242,16 +264,20 @@ describe('Twilio unreachable or slow', () => {
       return new Response(stream, { status: 201, headers: { 'content-type': 'application/json' } })
     }
     current = twilioAt(fakeUrl, 300)
-    const started = performance.now()
-    const { row } = await expectRefundedFailure(u)
-    expect(performance.now() - started).toBeLessThan(1_500)
+    const failing = expectRefundedFailure(u)
+    await stalling
+    const started = clock.monotonic()
+    await clock.advance(300)
+    const { row } = await failing
+    expect(clock.monotonic() - started).toBeLessThan(1_500)
     expect(row.error_message).toBe('Twilio did not answer within 300 ms')
+    letGo()
   })
 })
 
 describe('throttling answers through the provider interface: not failures, with their Retry-After', () => {
   const message = (id: number) => ({ id, to: '+6281234567890', body: `throttled ${id}`, mediaUrl: null })
-  const send = (id = 1) => providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, systemClock()).send(message(id))
+  const send = (id = 1) => providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, clock).send(message(id))
 
   test('20429 and 63018 (HTTP 429): throttles of the sender, code and text kept, with Retry-After in seconds or without', async () => {
     for (const [code, text] of [
@@ -280,7 +306,7 @@ describe('throttling answers through the provider interface: not failures, with 
 
   test('a bare HTTP 429 (no JSON) is a throttle; Retry-After as an HTTP date, in the past, unreadable or huge', async () => {
     const cases: [string | null, (ms: number | null) => void][] = [
-      [new Date(Date.now() + 5_000).toUTCString(), (ms) => expect(ms).toBeWithin(3_000, 5_001)],
+      [new Date(clock.now().getTime() + 5_000).toUTCString(), (ms) => expect(ms).toBeWithin(3_000, 5_001)],
       ['Thu, 01 Jan 2015 00:00:00 GMT', (ms) => expect(ms).toBe(0)],
       ['1.5', (ms) => expect(ms).toBe(1_500)],
       ['soon', (ms) => expect(ms).toBeNull()],
@@ -334,8 +360,8 @@ describe('throttling answers through the provider interface: not failures, with 
     expect(fake.requests.map((r) => r.status).sort()).toEqual([201, 201, 429])
     expect(fake.accepted.total).toBe(2)
     // After its Retry-After, the refused message goes through, once.
-    await Bun.sleep(1_000)
-    const again = await providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, systemClock()).send(message(results.indexOf(refused) + 1))
+    await clock.advance(1_000)
+    const again = await send(results.indexOf(refused) + 1)
     expect(again.ok).toBe(true)
     expect(fake.accepted.duplicates()).toEqual([])
     expect(fake.accepted.total).toBe(3)
@@ -344,7 +370,7 @@ describe('throttling answers through the provider interface: not failures, with 
 
 describe('templates through the provider interface', () => {
   test('an approved Content template goes as ContentSid and ContentVariables ({"1": …, "2": …}), without Body', async () => {
-    const provider = providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, systemClock())
+    const provider = providerOf(readConfig(twilioEnv(fakeUrl)), t.db.sql, clock)
     const result = await provider.send({
       id: 1,
       to: '+6281234567890',

@@ -2,17 +2,21 @@
 // senders run at the same time, each at its own sender's pace. A slow sender's campaign (2 messages a
 // second) holds its messages waiting for their slots; a fast sender's campaign started after it must
 // still go at once, not after it (one campaign at a time, or one hand-off pool shared by every sender,
-// each made it wait).
+// each made it wait). The runner's step runs on a test clock that moves only while nothing is in
+// flight (a statement, a hand-off): each pace slot is a sleep on it.
 
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
-import { until } from '../helpers/wait'
+import { inFlight } from '../helpers/in-flight'
+import { TestClock } from '../../src/lib/clock'
 
+const clock = new TestClock()
+const flight = inFlight()
 let t: TestApp
 
 beforeAll(async () => {
   // A small pool: the slow campaign's waiting messages fill it at once.
-  t = await testApp({ workers: true, env: { HANDOFF_CONCURRENCY: '4' } })
+  t = await testApp({ clock, wrapSql: flight.sql, env: { HANDOFF_CONCURRENCY: '4' } })
 })
 afterAll(() => t.close())
 
@@ -37,6 +41,8 @@ async function senderAccount(number: string, ratePerSecond: number, contacts: nu
 }
 
 const statusOf = async (id: number) => (await t.admin('GET', `/campaigns/${id}`)).body.data.campaign.status as string
+const finishedAt = async (id: number) =>
+  (await t.db.sql<{ at: Date }[]>`select finished_at as at from campaigns where id = ${id}`)[0]!.at.getTime()
 const sentOf = async (senderId: number) =>
   (await t.db.sql<{ n: number }[]>`select count(*)::int as n from messages where sender_id = ${senderId} and status <> 'queued'`)[0]!.n
 
@@ -45,21 +51,19 @@ test("a fast sender's campaign started after a slow sender's goes at its own pac
   const fast = await senderAccount('+6281100000202', 50, 60) // about 1.2 s at its pace
 
   expect((await t.admin('POST', `/campaigns/${slow.campaignId}/run`)).status).toBe(200)
-  await until(
-    () => sentOf(slow.senderId),
-    (n) => n >= 1,
-    10_000,
-    'the slow campaign to start',
-  )
-  const started = performance.now()
+  // The runner's step: the slow campaign starts, its first message goes at once, the next ones wait
+  // for their slots (the clock stands still until the test moves it). Once one of them sleeps, what
+  // is still in flight is the first message's hand-off.
+  const step = t.runWorker('campaign-runner')
+  await clock.nextSleep()
+  await flight.idle()
+  expect(await sentOf(slow.senderId)).toBeGreaterThanOrEqual(1)
+  const started = clock.now().getTime()
   expect((await t.admin('POST', `/campaigns/${fast.campaignId}/run`)).status).toBe(200)
-  await until(
-    () => statusOf(fast.campaignId),
-    (s) => s === 'sent',
-    20_000,
-    'the fast campaign to end',
-  )
-  const fastSeconds = (performance.now() - started) / 1000
+  // 8 s pass: the step claims the fast campaign at its next poll, and both go at their senders' paces.
+  await clock.run(clock.sleep(8_000), undefined, flight.idle)
+  expect(await statusOf(fast.campaignId)).toBe('sent')
+  const fastSeconds = ((await finishedAt(fast.campaignId)) - started) / 1000
 
   // The fast one ended while the slow one still sends: it never waited for it.
   expect(await statusOf(slow.campaignId)).toBe('sending')
@@ -67,11 +71,7 @@ test("a fast sender's campaign started after a slow sender's goes at its own pac
   expect(fastSeconds).toBeLessThan(8)
   expect(await sentOf(fast.senderId)).toBe(60)
 
-  await until(
-    () => statusOf(slow.campaignId),
-    (s) => s === 'sent',
-    30_000,
-    'the slow campaign to end',
-  )
+  await clock.run(step, undefined, flight.idle)
+  expect(await statusOf(slow.campaignId)).toBe('sent')
   expect(await sentOf(slow.senderId)).toBe(24)
 }, 60_000)

@@ -11,7 +11,6 @@ import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, fourSenders, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
-import { until } from '../helpers/wait'
 import { buildDeps } from '../../src/server'
 import { createApp } from '../../src/app'
 import { encodeKey, generateKey, keyIdOf } from '../../src/lib/secrets'
@@ -64,16 +63,18 @@ function instance(hold?: (deps: Deps) => void) {
 }
 
 test("a sender's credentials changed while a rotation runs keep the change: the rotation does not write back what it read", async () => {
-  // The rotating instance: its first seal (sender A's, the lowest id) waits until `resume`.
+  // The rotating instance: its first seal (sender A's, the lowest id) says so (`sealing`), then waits until `resume`.
   const resume = Promise.withResolvers<void>()
-  let sealing = false
+  const sealing = Promise.withResolvers<void>()
+  let sealed = false
   const rotating = instance((deps) => {
     const box = deps.secrets
     deps.secrets = {
       ...box,
       async seal(plain, context) {
-        if (!sealing) {
-          sealing = true
+        if (!sealed) {
+          sealed = true
+          sealing.resolve()
           await resume.promise
         }
         return box.seal(plain, context)
@@ -83,12 +84,11 @@ test("a sender's credentials changed while a rotation runs keep the change: the 
   const other = instance()
 
   const rotation = rotating('POST', '/admin/v1/secrets/rotate')
-  await until(
-    () => sealing,
-    (s) => s,
-    10_000,
-    "the rotation sealing sender A's credentials",
-  )
+  // The rotation sealing sender A's credentials (a rotation that ends first fails the test at once).
+  await Promise.race([
+    sealing.promise,
+    rotation.then((r) => Promise.reject(new Error(`the rotation ended (${r.status}) before sealing sender A's credentials`))),
+  ])
   // Meanwhile, A's auth token is changed (Twilio now takes only the new one) through another instance.
   twilio.account(TWILIO_A.credentials.account_sid, NEW_TOKEN, { friendlyName: 'Toko A', numbers: [TWILIO_A.number] })
   const changed = await other('PATCH', `/admin/v1/senders/${ids.twilioA}`, { credentials: { auth_token: NEW_TOKEN } })

@@ -235,12 +235,16 @@ describe('a failure reported after the provider accepted the message', () => {
 
   test('a message already refunded is never refunded again when it fails (the guard on refunded_at)', async () => {
     // No path of the service refunds a message that is still delivered today; this one is made so, to
-    // show that a failure refunds only a message not refunded yet, whatever refunded it first.
-    const a = await account(1000, 300)
-    const sid = await send(a)
-    const { id } = await message(a, sid)
+    // show that a failure refunds only a message not refunded yet, whatever refunded it first: stored
+    // straight in SQL (sent at a cost of 300, already marked refunded, at the clock's time) for an
+    // account holding 700, then reported delivered.
+    const a = await account(700, 300)
+    const sid = randomSid()
+    const [{ id }] = await t.db.sql<[{ id: number }]>`
+      insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at, refunded_at)
+      values (${a.accountId}, ${a.keyId}, ${sid}, '+6281234567890', 'halo', 'sent', 300, ${clock.now()}, ${clock.now()})
+      returning id`
     await report(sid, 'delivered')
-    await t.db.sql`update messages set refunded_at = now() where id = ${id}`
     expect((await report(sid, 'failed')).changed).toBe(true)
     expect(await balance(a)).toBe(700)
     expect(await refundsOf(a, id)).toEqual([])

@@ -1,11 +1,12 @@
-// On PostgreSQL, other instances hear of new message.status events by NOTIFY on `webhook_events`. The
-// status workers (the simulator's reports, parked reports) send it with their own commit; a service
-// without a database URL in its configuration (the embedded database) sends none. On a test clock,
-// each worker stepped; a NOTIFY is awaited as an event, never for a while.
+// Other instances, and this one's own delivery worker, hear of new message.status events by NOTIFY on
+// `webhook_events`, sent with the commit of the statement that wrote them (sql/0037): whatever the
+// service's configuration, on PostgreSQL and on the embedded database alike. The status workers (the
+// simulator's reports, parked reports) are stepped on a test clock; each step's commit is heard exactly
+// once (a NOTIFY is awaited as an event, never for a while).
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
-import { usingPostgres } from '../helpers/db'
+import { eventWakes, type EventWakes } from '../helpers/event-wakes'
 import { reportStatus } from '../helpers/reports'
 import { simulatorReports } from '../../src/workers/simulator-reports'
 import { parkedReports } from '../../src/workers/parked-reports'
@@ -13,33 +14,24 @@ import type { Deps } from '../../src/deps'
 import type { Worker } from '../../src/workers/worker'
 import { TestClock } from '../../src/lib/clock'
 
-/** The payload of the test's own NOTIFY, sent after a step's commit (the service's are empty). */
-const MARK = 'test-mark'
-
 /** One step of a worker with the given deps (t.runWorker uses the test's own). */
 function step(worker: Worker, deps: Deps): Promise<number> {
   return worker.runOnce(deps)
 }
 
-describe.skipIf(!usingPostgres())('NOTIFY from the status workers (PostgreSQL)', () => {
+describe('NOTIFY from the status workers', () => {
   let t: TestApp
   let onPostgres: Deps
-  const heard: string[] = []
-  let marked: (() => void) | undefined
-  let unlisten: () => Promise<void>
+  let wakes: EventWakes
   const clock = new TestClock()
   beforeAll(async () => {
     t = await testApp({ env: { SIM_DELIVERED_MS: '0', SIM_READ_MS: '86400000' }, clock })
-    // The tests' configuration names no database URL; a service on PostgreSQL has one.
+    // The tests' configuration names no database URL; a service on PostgreSQL has one. Both notify.
     onPostgres = { ...t.deps, config: { ...t.config, databaseUrl: t.db.url } }
-    const listener = await t.db.sql.listen('webhook_events', (payload) => {
-      if (payload === MARK) marked?.()
-      else heard.push(payload)
-    })
-    unlisten = () => listener.unlisten()
+    wakes = await eventWakes(t.db)
   }, 60_000)
   afterAll(async () => {
-    await unlisten()
+    await wakes.stop()
     await t.close()
   })
 
@@ -50,16 +42,11 @@ describe.skipIf(!usingPostgres())('NOTIFY from the status workers (PostgreSQL)',
     return { key, keyId }
   }
 
-  /** Runs one step of the worker with `deps`; the NOTIFYs it sent. */
+  /** Runs one step of the worker; the NOTIFYs its commit sent. */
   async function notifiesOf(step: () => Promise<number>) {
-    const before = heard.length
+    const before = await wakes.settled()
     expect(await step()).toBeGreaterThan(0)
-    // A NOTIFY of the test's own, sent after the step's commit: notifications arrive in commit order,
-    // so once it is heard, any of the step's has been.
-    const mark = new Promise<void>((resolve) => (marked = resolve))
-    await t.db.sql.notify('webhook_events', MARK)
-    await mark
-    return heard.length - before
+    return (await wakes.settled()) - before
   }
 
   test('the simulator reports worker', async () => {
@@ -69,8 +56,7 @@ describe.skipIf(!usingPostgres())('NOTIFY from the status workers (PostgreSQL)',
       // The simulator's report is due SIM_DELIVERED_MS (0) after the hand-off, which times it by the
       // database's now(): the clock is brought up to the present (it never waits).
       await clock.advanceTo(Date.now())
-      const heardNow = await notifiesOf(() => step(simulatorReports, deps))
-      expect(heardNow).toBe(deps === onPostgres ? 1 : 0)
+      expect(await notifiesOf(() => step(simulatorReports, deps))).toBe(1)
     }
   })
 
@@ -84,8 +70,7 @@ describe.skipIf(!usingPostgres())('NOTIFY from the status workers (PostgreSQL)',
       await t.db.sql`
         insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
         select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 100, now() from api_keys where id = ${keyId}`
-      const heardNow = await notifiesOf(() => step(parkedReports, deps))
-      expect(heardNow).toBe(deps === onPostgres ? 1 : 0)
+      expect(await notifiesOf(() => step(parkedReports, deps))).toBe(1)
       const events = await t.db.sql`select 1 from webhook_events e join messages m on m.id = e.message_id where m.message_sid = ${sid}`
       expect(events).toHaveLength(1)
     }

@@ -1,17 +1,18 @@
 // Status reports that arrive before the send has stored their SID. A fake Twilio posts its signed
 // status callback to the service (through app.handle, like Twilio would over HTTP) before it answers
-// the send, so the report finds no message; it is parked, and applied by the running service once the
-// send records the SID. Webhook events go to a real HTTPS receiver through the running delivery worker.
+// the send, so the report finds no message; it is parked, and applied by the parked-reports worker's
+// steps once the send records the SID. Webhook events go to a real HTTPS receiver through the delivery
+// worker's steps. On a test clock: a parked report expires when the test moves the clock past its hour.
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import twilio from 'twilio'
 import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { until } from '../helpers/wait'
 import { PARKED_REPORT_TTL_SECONDS } from '../../src/modules/status/receiver'
-import { parkedReports } from '../../src/workers/parked-reports'
-import { startWorker } from '../../src/workers'
+import { TestClock } from '../../src/lib/clock'
+import type { Sql } from '../../src/db/client'
+import type { WorkerName } from '../../src/deps'
 
 const ACCOUNT_SID = 'AC0123456789abcdef0123456789abcdef'
 const AUTH_TOKEN = 'tok_5ecret_auth_token_0123456789ab'
@@ -33,6 +34,21 @@ const fake = Bun.serve({
   },
 })
 
+/** Called when the app's code opens a transaction (the report receiver's, in the batch test). */
+let onBegin: () => void = () => {}
+const beginsObserved = (sql: Sql): Sql =>
+  new Proxy(sql, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver)
+      if (key !== 'begin' || typeof value !== 'function') return value
+      return (...args: unknown[]) => {
+        onBegin()
+        return (value as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
+
+const clock = new TestClock()
 let t: TestApp
 let tls: TestTls
 let rx: Receiver
@@ -40,7 +56,9 @@ beforeAll(async () => {
   tls = makeTestTls()
   rx = startReceiver(tls)
   t = await testApp({
-    workers: true,
+    clock,
+    runOnClock: true,
+    wrapSql: beginsObserved,
     env: {
       PROVIDER: 'twilio',
       TWILIO_ACCOUNT_SID: ACCOUNT_SID,
@@ -109,14 +127,9 @@ async function storeSid(keyId: number, sid: string) {
     select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 100, now() from api_keys where id = ${keyId}`
 }
 
-/** Runs `fn` with the parked-reports worker stopped, then starts it again as startWorkers does. */
-async function withoutParkedReportsWorker(fn: () => Promise<void>) {
-  await t.loops.get('parked-reports')!.stop()
-  try {
-    await fn()
-  } finally {
-    t.loops.set(parkedReports.name, startWorker(t.deps, parkedReports))
-  }
+/** Runs `name`'s steps until one finds nothing to do (a worker's loop, stepped by the test). */
+async function drain(name: WorkerName) {
+  while ((await t.runWorker(name)) > 0) {}
 }
 
 /** A report parked and applied for another message (of a key without webhook): the worker has run since. */
@@ -125,13 +138,8 @@ async function barrier() {
   const sid = randomSid()
   await callback(sid, 'delivered')
   await storeSid(keyId, sid)
-  t.deps.wake('parked-reports')
-  await until(
-    () => messageStatus(sid),
-    (s) => s === 'delivered',
-    10_000,
-    'the barrier report to be applied',
-  )
+  await drain('parked-reports')
+  expect(await messageStatus(sid)).toBe('delivered')
 }
 
 describe('a report that arrives before the send stored its SID', () => {
@@ -147,17 +155,13 @@ describe('a report that arrives before the send stored its SID', () => {
     const sid: string = sent.body.data.message_id
     expect(early).toEqual([{ status: 200, body: { success: true, data: { changed: false } }, parked: ['delivered'] }])
 
-    expect(
-      await until(
-        () => messageStatus(sid),
-        (s) => s === 'delivered',
-        10_000,
-        'the parked report to be applied',
-      ),
-    ).toBe('delivered')
+    await drain('parked-reports')
+    expect(await messageStatus(sid)).toBe('delivered')
     expect(await parkedFor(sid)).toEqual([])
     expect(await eventsOf(sid)).toEqual([['sent', 'delivered']])
-    const [request] = await rx.waitFor(1)
+    await drain('webhook-delivery')
+    expect(rx.requests).toHaveLength(1)
+    const [request] = rx.requests
     expect((new Webhook(secret).verify(request!.body, request!.headers) as any).data).toMatchObject({
       message_sid: sid,
       status: 'delivered',
@@ -166,6 +170,7 @@ describe('a report that arrives before the send stored its SID', () => {
     // Nothing applies it twice: once the worker has applied another report parked after it, the
     // message still has its one event and the receiver its one request.
     await barrier()
+    await drain('webhook-delivery')
     expect(await eventsOf(sid)).toEqual([['sent', 'delivered']])
     expect(rx.requests).toHaveLength(1)
   }, 30_000)
@@ -178,18 +183,14 @@ describe('a report that arrives before the send stored its SID', () => {
     }
     const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'halo' })
     const sid: string = sent.body.data.message_id
-    await until(
-      () => messageStatus(sid),
-      (s) => s === 'read',
-      10_000,
-      'both parked reports to be applied',
-    )
+    await drain('parked-reports')
+    expect(await messageStatus(sid)).toBe('read')
     expect(await eventsOf(sid)).toEqual([
       ['sent', 'delivered'],
       ['delivered', 'read'],
     ])
-    const requests = await rx.waitFor(2)
-    expect(requests.map((r) => (new Webhook(secret).verify(r.body, r.headers) as any).data.status)).toEqual(['delivered', 'read'])
+    await drain('webhook-delivery')
+    expect(rx.requests.map((r) => (new Webhook(secret).verify(r.body, r.headers) as any).data.status)).toEqual(['delivered', 'read'])
   }, 30_000)
 
   test('a later report for the SID applies the parked ones first (the receiver takes them, not the worker)', async () => {
@@ -197,12 +198,10 @@ describe('a report that arrives before the send stored its SID', () => {
     const sid = randomSid()
     expect((await callback(sid, 'delivered')).body).toEqual({ success: true, data: { changed: false } })
     expect(await parkedFor(sid)).toEqual(['delivered'])
-    // The worker polls every second: stopped, it cannot take the parked report between the SID's
+    // No worker runs but the steps the test takes: none takes the parked report between the SID's
     // store and the next report, so the receiver must apply it first.
-    await withoutParkedReportsWorker(async () => {
-      await storeSid(keyId, sid) // the send's late outcome
-      expect((await callback(sid, 'read')).status).toBe(200)
-    })
+    await storeSid(keyId, sid) // the send's late outcome
+    expect((await callback(sid, 'read')).status).toBe(200)
     expect(await messageStatus(sid)).toBe('read')
     expect(await eventsOf(sid)).toEqual([
       ['sent', 'delivered'],
@@ -217,13 +216,8 @@ describe('a report that arrives before the send stored its SID', () => {
     await callback(sid, 'read')
     await callback(sid, 'undelivered')
     await storeSid(keyId, sid)
-    t.deps.wake('parked-reports')
-    await until(
-      () => parkedFor(sid),
-      (p) => p.length === 0,
-      10_000,
-      'the parked reports to be taken',
-    )
+    await drain('parked-reports')
+    expect(await parkedFor(sid)).toEqual([])
     expect(await messageStatus(sid)).toBe('read')
     expect(await eventsOf(sid)).toEqual([['sent', 'read']])
   })
@@ -232,51 +226,6 @@ describe('a report that arrives before the send stored its SID', () => {
     const sid = randomSid()
     expect((await callback(sid, 'sent')).status).toBe(200)
     expect((await callback(sid, 'queued')).status).toBe(200)
-    expect(await parkedFor(sid)).toEqual([])
-  })
-
-  test(`a parked report expires after ${PARKED_REPORT_TTL_SECONDS} s: never applied, then deleted by retention`, async () => {
-    expect(PARKED_REPORT_TTL_SECONDS).toBe(3600)
-    const { keyId } = await keyWithWebhook()
-    const [late, inTime] = [randomSid(), randomSid()]
-    await callback(late, 'delivered')
-    await callback(inTime, 'delivered')
-    const [row] = await t.db.sql<{ ttl: number }[]>`
-      select extract(epoch from expires_at - received_at)::int as ttl from parked_reports where message_sid = ${late}`
-    expect(row!.ttl).toBe(PARKED_REPORT_TTL_SECONDS)
-    await t.db.sql`update parked_reports set expires_at = now() - interval '1 second' where message_sid = ${late}`
-    await storeSid(keyId, late)
-    await storeSid(keyId, inTime)
-    t.deps.wake('parked-reports')
-    // The one still in time is applied; the expired one, parked before it, is not.
-    await until(
-      () => messageStatus(inTime),
-      (s) => s === 'delivered',
-      10_000,
-      'the report in time to be applied',
-    )
-    expect(await messageStatus(late)).toBe('sent')
-    expect(await parkedFor(late)).toEqual(['delivered'])
-
-    t.deps.wake('retention')
-    await until(
-      () => parkedFor(late),
-      (p) => p.length === 0,
-      10_000,
-      'retention to drop the expired report',
-    )
-    expect(await messageStatus(late)).toBe('sent')
-    expect(await eventsOf(late)).toEqual([])
-  })
-
-  test('an expired parked report is dropped, not applied, when a later report for its SID arrives', async () => {
-    const { keyId } = await keyWithWebhook()
-    const sid = randomSid()
-    await callback(sid, 'delivered')
-    await t.db.sql`update parked_reports set expires_at = now() - interval '1 second' where message_sid = ${sid}`
-    await storeSid(keyId, sid)
-    await callback(sid, 'read')
-    expect(await eventsOf(sid)).toEqual([['sent', 'read']])
     expect(await parkedFor(sid)).toEqual([])
   })
 })
@@ -306,8 +255,10 @@ describe('reports that arrive together (callbacks group-committed in one transac
       await released
     })
     await held
+    const receiving = new Promise<void>((resolve) => (onBegin = resolve))
     const blocked = callback(blocker, 'delivered')
-    await Bun.sleep(300) // the blocker's callback reaches the receiver and waits there
+    await receiving // the blocker's callback is in the receiver's transaction, waiting there
+    onBegin = () => {}
     const together = [
       callback(twice!, 'delivered'),
       callback(backwards!, 'read'),
@@ -374,15 +325,11 @@ describe('reports that arrive together (callbacks group-committed in one transac
         ['delivered', 'read'],
       ])
     }
-    // Only this test's webhooks (events of earlier tests may still be arriving): 2 per message, each verified.
+    // Only this test's webhooks (the same steps deliver the events earlier tests left): 2 per message, each verified.
     const mine = new Set(sids)
     const ours = () => rx.requests.filter((r) => mine.has(JSON.parse(r.body).data.message_sid))
-    await until(
-      async () => ours().length,
-      (n) => n >= 2 * sids.length,
-      20_000,
-      'two webhooks per message',
-    )
+    await drain('webhook-delivery')
+    expect(ours()).toHaveLength(2 * sids.length)
     const arrived = new Map<string, string[]>()
     for (const r of ours()) {
       const data = (new Webhook(secret).verify(r.body, r.headers) as any).data
@@ -390,4 +337,45 @@ describe('reports that arrive together (callbacks group-committed in one transac
     }
     expect(sids.map((sid) => arrived.get(sid))).toEqual(sids.map(() => ['delivered', 'read']))
   }, 30_000)
+})
+
+// Last: these move the clock past a parked report's hour, and a webhook signed after that is dated
+// ahead of the real time its receiver checks signatures by.
+describe('expiry', () => {
+  test(`a parked report expires after ${PARKED_REPORT_TTL_SECONDS} s: never applied, then deleted by retention`, async () => {
+    expect(PARKED_REPORT_TTL_SECONDS).toBe(3600)
+    const { keyId } = await keyWithWebhook()
+    const [late, inTime] = [randomSid(), randomSid()]
+    await callback(late, 'delivered')
+    const [row] = await t.db.sql<{ ttl: number }[]>`
+      select extract(epoch from expires_at - received_at)::int as ttl from parked_reports where message_sid = ${late}`
+    expect(row!.ttl).toBe(PARKED_REPORT_TTL_SECONDS)
+    // A second later the other is parked; the first's hour then runs out while the second has a second left.
+    await clock.advance(1_000)
+    await callback(inTime, 'delivered')
+    await clock.advance(PARKED_REPORT_TTL_SECONDS * 1000 - 500)
+    await storeSid(keyId, late)
+    await storeSid(keyId, inTime)
+    await drain('parked-reports')
+    // The one still in time is applied; the expired one, parked before it, is not.
+    expect(await messageStatus(inTime)).toBe('delivered')
+    expect(await messageStatus(late)).toBe('sent')
+    expect(await parkedFor(late)).toEqual(['delivered'])
+
+    await t.runWorker('retention')
+    expect(await parkedFor(late)).toEqual([])
+    expect(await messageStatus(late)).toBe('sent')
+    expect(await eventsOf(late)).toEqual([])
+  })
+
+  test('an expired parked report is dropped, not applied, when a later report for its SID arrives', async () => {
+    const { keyId } = await keyWithWebhook()
+    const sid = randomSid()
+    await callback(sid, 'delivered')
+    await clock.advance(PARKED_REPORT_TTL_SECONDS * 1000 + 1_000) // past its hour
+    await storeSid(keyId, sid)
+    await callback(sid, 'read')
+    expect(await eventsOf(sid)).toEqual([['sent', 'read']])
+    expect(await parkedFor(sid)).toEqual([])
+  })
 })

@@ -224,13 +224,22 @@ describe('attempts and replay', () => {
     expect(rx.byId(event!.webhook_id)).toHaveLength(2)
 
     expect((await t.admin('POST', '/deliveries/999999/replay')).status).toBe(404)
-    // An attempt in flight (a live lease) is not reset under the worker.
-    await t.db
-      .sql`update webhook_events set status = 'pending', lease_token = gen_random_uuid(), lease_until = ${clock.now()}::timestamptz + interval '30 seconds' where id = ${event!.id}`
+    // An attempt in flight (a live lease) is not reset under the worker: a third replay, whose request
+    // the receiver holds while the replay is asked again.
+    expect((await t.admin('POST', `/deliveries/${event!.id}/replay`)).status).toBe(200)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    rx.handler = async () => {
+      await held
+      return new Response(null, { status: 200 })
+    }
+    const attempt = deliver()
+    await rx.arrived(3)
     const busy = await t.admin('POST', `/deliveries/${event!.id}/replay`)
     expect(busy.status).toBe(409)
     expect(busy.body.code).toBe('CONFLICT')
-    await t.db.sql`update webhook_events set status = 'failed', lease_token = null, lease_until = null where id = ${event!.id}`
+    release()
+    await attempt
   })
 
   test("POST /admin/v1/keys/{id}/deliveries/replay replays the key's failed deliveries since a time", async () => {

@@ -11,7 +11,7 @@ import { deliverAll, startDelivery, type Delivery } from '../helpers/delivery'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { reportStatus } from '../helpers/reports'
 import { deliverDue, LEASE_SECONDS, MAX_ATTEMPTS, RETRY_DELAYS_S } from '../../src/workers/webhook-delivery'
-import { TestClock } from '../../src/lib/clock'
+import { TestClock, type Clock } from '../../src/lib/clock'
 import { parseRetryAfter, signPayload } from '../../src/modules/webhooks/sender'
 import type { Config } from '../../src/config'
 import { type ReportedStatus } from '../../src/providers/provider'
@@ -36,8 +36,8 @@ afterEach(async () => {
   await Promise.all(workers.map((w) => w.stop()))
   workers = []
   rx.reset()
-  // Leftovers of one test must not be claimed by the next.
-  await t.db.sql`update webhook_events set status = 'failed', lease_token = null, lease_until = null where status = 'pending'`
+  // Leftovers of one test must not be claimed by the next: a failed event is never claimed, whatever its lease.
+  await t.db.sql`update webhook_events set status = 'failed' where status = 'pending'`
 }, 30_000)
 
 /** Steps the delivery pipeline until nothing is due: every outcome recorded. */
@@ -117,6 +117,28 @@ async function dueNow(eventId: number) {
   await clock.advanceTo(row!.at)
   await deliver()
 }
+
+/**
+ * The clock of a worker that hangs (its process stalled): it reads the test's time, but its own timers
+ * (an attempt's 5 s limit) never come due, so time passes its lease by while it waits.
+ */
+function hungClock(): Clock {
+  const stalled = new TestClock(clock.now()) // never moved
+  return {
+    now: () => clock.now(),
+    monotonic: () => clock.monotonic(),
+    sqlNow: () => clock.sqlNow(),
+    sleep: (ms, signal) => stalled.sleep(ms, signal),
+    setTimeout: (fn, ms) => stalled.setTimeout(fn, ms),
+    clearTimeout: (timer) => stalled.clearTimeout(timer),
+    setInterval: (fn, ms) => stalled.setInterval(fn, ms),
+    clearInterval: (timer) => stalled.clearInterval(timer),
+    timeoutSignal: (ms) => stalled.timeoutSignal(ms),
+  }
+}
+
+/** One step of another worker, one that hangs (hungClock): it resolves when that worker has recorded what it could. */
+const hungWorkerStep = () => deliverDue({ ...t.deps, clock: hungClock() })
 
 /** Seconds from the arrival of a request to the event's next due time. */
 const dueAfter = (event: EventRow, requestAt: number) => event.due_at_s - requestAt / 1000
@@ -417,12 +439,12 @@ describe('ordering and leases', () => {
     await report(await sendMessage(key), 'delivered')
     const [event] = await eventsOf(keyId)
     rx.handler = async (r) => {
-      // While this attempt is in flight, its lease runs out (as if the worker had hung for 30 s): it
-      // ends a second before the clock's now. Not by moving the clock, which would time the request out.
-      if (r.n === 1)
-        await t.db.sql`update webhook_events set lease_until = ${clock.now()}::timestamptz - interval '1 second' where id = ${event!.id}`
+      // While this attempt is in flight, its worker hangs past its lease: the time passes (its own
+      // time limit never fires), and its outcome comes a second after the lease ran out.
+      if (r.n === 1) await clock.advance(LEASE_SECONDS * 1000 + 1000)
       return new Response('ok')
     }
+    await hungWorkerStep()
     await deliver()
     const [after] = await settled(keyId, (e) => e.status === 'delivered', 'the second attempt')
     expect(after).toMatchObject({ status: 'delivered', attempts: 2 })
@@ -434,19 +456,27 @@ describe('ordering and leases', () => {
   test('a live lease is not claimed by another worker', async () => {
     const { key, keyId } = await keyWithWebhook()
     await report(await sendMessage(key), 'delivered')
-    const [event] = await eventsOf(keyId)
-    // Another worker's claim: its lease, LEASE_SECONDS from now.
-    await t.db.sql`
-      update webhook_events set lease_token = gen_random_uuid(), lease_until = ${clock.now()}::timestamptz + make_interval(secs => ${LEASE_SECONDS}),
-        attempts = 1 where id = ${event!.id}`
+    let release!: () => void
+    const held = new Promise<void>((resolve) => (release = resolve))
+    rx.handler = async (r) => {
+      if (r.n === 1) await held
+      return new Response('ok')
+    }
+    // Another worker's claim: its lease, LEASE_SECONDS from now; it hangs waiting for its answer.
+    const other = hungWorkerStep()
+    await rx.arrived(1)
     await barrier()
     expect((await eventsOf(keyId))[0]!.attempts).toBe(1)
-    expect(rx.requests).toHaveLength(0)
+    expect(rx.requests).toHaveLength(1) // the other worker's: this one sent nothing
     // Its worker never records an outcome: the lease runs out.
     await clock.advance(LEASE_SECONDS * 1000 + 1000)
     await deliver()
     const [after] = await settled(keyId, (e) => e.status === 'delivered', 'the delivery after the lease ran out')
     expect(after!.attempts).toBe(2)
+    // Its answer comes at last: too late to be recorded.
+    release()
+    await other
+    expect(await settled(keyId, (e) => e.status === 'delivered', 'the delivery, unchanged')).toMatchObject([{ attempts: 2 }])
   })
 
   test('stop finishes and records the attempt in flight, and claims nothing more', async () => {

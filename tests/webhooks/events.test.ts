@@ -15,7 +15,7 @@ import { makeTestTls, startReceiver, type Received, type Receiver, type TestTls 
 import { TEST_TWILIO_AUTH_TOKEN } from '../helpers/reports'
 import { TestClock } from '../../src/lib/clock'
 import { createApp } from '../../src/app'
-import type { WorkerName } from '../../src/deps'
+import { eventWakes } from '../helpers/event-wakes'
 
 let t: TestApp
 let tls: TestTls
@@ -203,9 +203,11 @@ describe('message.received', () => {
     const received = await registered('/sim', ['message.received'])
     const phone = customer()
     expect((await t.api('POST', '/messages/send', received.key, { to: phone, body: 'Halo' })).status).toBe(200)
-    // The same service, its wake-ups recorded: the commit wakes the delivery worker (no waiting for its poll).
-    const woken: WorkerName[] = []
-    const service = createApp({ ...t.deps, wake: (worker) => woken.push(worker) })
+    // The same service, its wake-ups heard: the commit wakes the delivery worker (no waiting for its poll)
+    // by the NOTIFY its statement sent (sql/0037), on the LISTEN the worker subscribes to.
+    const wakes = await eventWakes(t.db)
+    const before = await wakes.settled()
+    const service = createApp(t.deps)
     const wrote = await service.handle(
       new Request('http://localhost/admin/v1/simulator/inbound', {
         method: 'POST',
@@ -215,7 +217,8 @@ describe('message.received', () => {
     )
     expect(wrote.status).toBe(200)
     const inboundId = ((await wrote.json()) as { data: { inbound_id: number } }).data.inbound_id
-    expect(woken).toContain('webhook-delivery')
+    expect(await wakes.settled()).toBeGreaterThan(before)
+    await wakes.stop()
     await deliver()
     const [event] = rx.requests
     expect(event).toBeDefined()

@@ -1,78 +1,70 @@
-// The delivery loop as the service runs it: woken by commits (not only the 1 s poll), one message's
-// events in order, and a graceful stop that finishes and records the attempts in flight.
+// The delivery loop as the service runs it, on a test clock: woken by commits (the NOTIFY the statement
+// that wrote the events sent, sql/0037, heard from this instance or another), never by its poll. The clock moves only by the loop's own short
+// gathering pauses (see `loopClock`), never as far as its poll, so every delivery here was woken.
+// (The running service end to end and its graceful stop, on real time: loop.outer.test.ts.)
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { Webhook } from 'standardwebhooks'
-import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
-import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
+import { testApp, type TestApp } from '../helpers/app'
+import { usingPostgres } from '../helpers/db'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { eventsCommitted } from '../../src/modules/webhooks/notify'
 import { createApp } from '../../src/app'
 import { reportStatus } from '../helpers/reports'
-import { readConfig } from '../../src/config'
-import { startService } from '../../src/server'
 import { startWebhookDelivery } from '../../src/workers/webhook-delivery'
-import { openDatabase } from '../../src/db/client'
-import { until } from '../helpers/wait'
+import { TestClock, type Clock } from '../../src/lib/clock'
 
 let tls: TestTls
 let rx: Receiver
-beforeAll(() => {
+let t: TestApp
+const clock = new TestClock()
+beforeAll(async () => {
   tls = makeTestTls()
-  rx = startReceiver(tls)
-})
-afterAll(() => {
+  rx = startReceiver(tls, clock)
+  t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }, clock })
+}, 60_000)
+afterAll(async () => {
+  await t.close()
   rx.stop()
   tls.remove()
-})
+}, 30_000)
 
-describe('the running loop', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await testApp({
-      workers: true,
-      env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile, SIM_DELIVERED_MS: '50', SIM_READ_MS: '150' },
-    })
-  }, 60_000)
-  afterAll(() => t.close(), 30_000)
+/** The pipeline's pause before a claim that follows a short one (CLAIM_GATHER_MS of webhook-delivery.ts). */
+const GATHER_MS = 20
 
-  test('simulator reports reach the receiver in order (delivered, then read), signed', async () => {
-    rx.reset()
-    const { key } = await t.account(100)
-    const secret = (await t.api('POST', '/webhook', key, { url: rx.url() })).body.data.signing_secret
-    const sent = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'hi' })
-    const sid = sent.body.data.message_id
-    const requests = await rx.waitFor(2)
-    expect(requests.map((r) => (new Webhook(secret).verify(r.body, r.headers) as any).data)).toEqual([
-      { message_sid: sid, to: '+6281234567890', status: 'delivered', previous_status: 'sent', error_code: null, error_message: null },
-      { message_sid: sid, to: '+6281234567890', status: 'read', previous_status: 'delivered', error_code: null, error_message: null },
-    ])
-  }, 30_000)
-})
+/**
+ * The test clock as the loops here see it: a pause of at most GATHER_MS (the pipeline's gathering
+ * before a woken claim) moves the clock on by itself; a longer sleep (the minute's poll) waits for a
+ * time the clock never reaches. Every other question goes to the test clock.
+ */
+const loopClock: Clock = {
+  now: () => clock.now(),
+  monotonic: () => clock.monotonic(),
+  sqlNow: () => clock.sqlNow(),
+  sleep: (ms, signal) => (ms <= GATHER_MS ? clock.advance(Math.max(0, ms)) : clock.sleep(ms, signal)),
+  setTimeout: (fn, ms) => clock.setTimeout(fn, ms),
+  clearTimeout: (timer) => clock.clearTimeout(timer),
+  setInterval: (fn, ms) => clock.setInterval(fn, ms),
+  clearInterval: (timer) => clock.clearInterval(timer),
+  timeoutSignal: (ms) => clock.timeoutSignal(ms),
+}
+
+const deliveredCount = async (keyId: number) =>
+  (await t.db.sql<{ n: number }[]>`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`)[0]!
+    .n
 
 describe('waking up', () => {
-  let t: TestApp
-  beforeAll(async () => {
-    t = await testApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile } })
-  }, 60_000)
-  afterAll(() => t.close(), 30_000)
-
-  // The loop here polls once a minute: every delivery within the test's few seconds was woken by the
-  // commit (in-process wake-up, and NOTIFY on PostgreSQL), not found by the poll.
+  // The loop here polls once a minute, a time the clock never reaches: every delivery was woken by
+  // the commit (the NOTIFY its statement sent, sql/0037), not found by the poll.
   test('a commit wakes the loop at once: no waiting for the poll', async () => {
     rx.reset()
     let loop: ReturnType<typeof startWebhookDelivery> | undefined
-    const deps = { ...t.deps, wake: () => loop?.wake() }
+    const deps = { ...t.deps, clock: loopClock, wake: () => loop?.wake() }
     loop = startWebhookDelivery(deps, { pollMs: 60_000 })
-    // The app whose status callbacks commit the events: it wakes this loop after each commit.
+    // The app whose status callbacks commit the events: each commit wakes this loop.
     const service = { app: createApp(deps), config: t.config }
+    const { key, keyId } = await t.account(100)
     try {
-      const { key, keyId } = await t.account(100)
       await t.api('POST', '/webhook', key, { url: rx.url() })
-      await Bun.sleep(100) // the loop's first step found nothing and went to sleep
+      await clock.nextSleep() // the loop's first step found nothing and went to sleep
       for (let i = 0; i < 5; i++) {
         const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
         // "sent" straight in SQL so the simulator has nothing scheduled for it
@@ -81,132 +73,42 @@ describe('waking up', () => {
           select account_id, id, ${sid}, '+6281234567890', 'x', 'sent', 1, now() from api_keys where id = ${keyId}`
         const before = rx.requests.length
         await reportStatus(service, sid, 'delivered')
-        const seen = await until(
-          () => rx.requests.length,
-          (n) => n > before,
-          20_000,
-        )
+        const seen = (await rx.arrived(before + 1)).length
         expect(seen).toBe(before + 1)
       }
-      // the receiver answers before the worker records the outcome
-      const delivered = await until(
-        async () =>
-          (
-            await t.db.sql<
-              { n: number }[]
-            >`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
-          )[0]!.n,
-        (n) => n === 5,
-        20_000,
-      )
-      expect(delivered).toBe(5)
     } finally {
       await loop.stop()
     }
+    // The receiver answers before the worker records the outcome: stopped, the loop has recorded every one.
+    expect(await deliveredCount(keyId)).toBe(5)
   }, 60_000)
 
-  // Commits that come while a NOTIFY is in flight share the next one; the last commit of a burst must
-  // still be followed by a NOTIFY sent after it, or another instance would wait for its poll.
+  // Every commit of a burst announces its own events (sql/0037): the last one's too, or another instance
+  // would wait for its poll.
   test.skipIf(!usingPostgres())(
     'a burst of commits: an instance woken only by NOTIFY delivers every event',
     async () => {
       rx.reset()
       // "Another instance": its loop hears NOTIFY and nothing in-process; it polls once a minute.
-      const config = { ...t.config, databaseUrl: t.db.url } // the test's config names no database: NOTIFY and LISTEN need it
-      const other = startWebhookDelivery({ ...t.deps, config }, { pollMs: 60_000 })
+      const other = startWebhookDelivery({ ...t.deps, clock: loopClock }, { pollMs: 60_000 })
+      const { key, keyId } = await t.account(100)
+      const sids = Array.from({ length: 20 }, () => `SM${crypto.randomUUID().replaceAll('-', '')}`)
       try {
-        const committer = { ...t.deps, config, wake: () => {} }
-        const { key, keyId } = await t.account(100)
         await t.api('POST', '/webhook', key, { url: rx.url() })
-        await Bun.sleep(100) // its first step found nothing and it went to sleep
-        const sids = Array.from({ length: 20 }, () => `SM${crypto.randomUUID().replaceAll('-', '')}`)
+        await clock.nextSleep() // its first step found nothing and it went to sleep
         await t.db.sql`
         insert into messages (account_id, api_key_id, message_sid, phone, body, status, cost, sent_at)
         select account_id, id, sid, '+6281234567890', 'x', 'sent', 1, now()
         from api_keys, unnest(${sids}::text[]) as sid where id = ${keyId}`
-        // The callbacks go to the test's app, whose commits carry no NOTIFY (its configuration names no
-        // database): each is followed by one sent after it, as other writers of events do.
-        await Promise.all(
-          sids.map(async (sid) => {
-            await reportStatus(t, sid, 'delivered')
-            eventsCommitted(committer)
-          }),
-        )
-        const delivered = await until(
-          async () =>
-            (
-              await t.db.sql<
-                { n: number }[]
-              >`select count(*)::int as n from webhook_events where api_key_id = ${keyId} and status = 'delivered'`
-            )[0]!.n,
-          (n) => n === sids.length,
-          20_000,
-          'every event delivered',
-        )
-        expect(delivered).toBe(sids.length)
+        // The callbacks go to the test's app, whose commits carry their NOTIFY, as every writer's do.
+        await Promise.all(sids.map((sid) => reportStatus(t, sid, 'delivered')))
+        await rx.arrived(sids.length)
       } finally {
         await other.stop()
       }
+      // Stopped: every outcome recorded.
+      expect(await deliveredCount(keyId)).toBe(sids.length)
     },
     60_000,
   )
-})
-
-describe('graceful stop', () => {
-  test('stopping the service finishes the attempt in flight and records it', async () => {
-    rx.reset()
-    const dataDir = mkdtempSync(join(tmpdir(), 'webhook-stop-'))
-    const pg = usingPostgres() ? await createMigratedPostgresDatabase() : undefined
-    await premigrate(dataDir)
-    const env: Record<string, string> = {
-      PORT: '0',
-      ADMIN_TOKEN,
-      DATA_DIR: dataDir,
-      WEBHOOK_ALLOW_PRIVATE: 'true',
-      WEBHOOK_CA_FILE: tls.caFile,
-      SIM_DELIVERED_MS: '20',
-      SIM_READ_MS: '86400000',
-      LOG_LEVEL: 'error',
-    }
-    if (pg) env.DATABASE_URL = pg.url
-    const running = await startService(readConfig(env))
-    try {
-      const call = async (method: string, path: string, token: string, body?: unknown) => {
-        const response = await fetch(`${running.url}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        })
-        return (await response.json()) as any
-      }
-      const account = await call('POST', '/admin/v1/accounts', ADMIN_TOKEN, { name: 'stop', balance: 10 })
-      const key = await call('POST', `/admin/v1/accounts/${account.data.id}/keys`, ADMIN_TOKEN, { label: 'k' })
-      await call('POST', '/api/v1/webhook', key.data.key, { url: rx.url() })
-      let answered = false
-      rx.handler = async () => {
-        await Bun.sleep(1_000)
-        answered = true
-        return new Response('ok')
-      }
-      await call('POST', '/api/v1/messages/send', key.data.key, { to: '081234567890', body: 'hi' })
-      await rx.waitFor(1)
-      expect(rx.requests).toHaveLength(1)
-      expect(answered).toBe(false)
-      await running.stop()
-      expect(answered).toBe(true)
-    } finally {
-      await running.stop()
-    }
-    const db = await openDatabase({ databaseUrl: pg?.url, dataDir })
-    try {
-      const events = await db.sql`select status, attempts, lease_token from webhook_events`
-      expect([...events]).toEqual([{ status: 'delivered', attempts: 1, lease_token: null }])
-      const attempts = await db.sql`select attempt, status_code from webhook_attempts`
-      expect([...attempts]).toEqual([{ attempt: 1, status_code: 200 }])
-    } finally {
-      await db.close()
-      await pg?.drop()
-      rmSync(dataDir, { recursive: true, force: true })
-    }
-  }, 60_000)
 })

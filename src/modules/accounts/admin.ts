@@ -7,6 +7,7 @@ import * as m from './model'
 import * as admin from './service'
 import { createKey, getKey, listKeys, updateKey } from './keys'
 import { page } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin']
 
@@ -18,7 +19,7 @@ export const accountsAdmin = (deps: Deps) => {
       '/accounts',
       async ({ body, set }) => {
         set.status = 201
-        return ok(await admin.createAccount(sql, tz, body, deps.clock))
+        return ok(formatTimes(await admin.createAccount(sql, body, deps.clock), tz))
       },
       {
         body: m.CreateAccountBody,
@@ -26,17 +27,21 @@ export const accountsAdmin = (deps: Deps) => {
         detail: { tags, summary: 'Create an account' },
       },
     )
-    .get('/accounts', async ({ query, request }) => ok(await admin.listAccounts(await readSql(deps, request), tz, page(query))), {
-      query: m.PageQuery,
-      response: { 200: envelopeOf(m.listOf(m.Account)), ...errorsOf(400, 401, 422) },
-      detail: { tags, summary: 'List accounts, newest first' },
-    })
-    .get('/accounts/:id', async ({ params }) => ok(await admin.getAccount(sql, tz, params.id)), {
+    .get(
+      '/accounts',
+      async ({ query, request }) => ok(formatTimes(await admin.listAccounts(await readSql(deps, request), page(query)), tz)),
+      {
+        query: m.PageQuery,
+        response: { 200: envelopeOf(m.listOf(m.Account)), ...errorsOf(400, 401, 422) },
+        detail: { tags, summary: 'List accounts, newest first' },
+      },
+    )
+    .get('/accounts/:id', async ({ params }) => ok(formatTimes(await admin.getAccount(sql, params.id), tz)), {
       params: m.IdParams,
       response: { 200: envelopeOf(m.Account), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One account with its balance and price' },
     })
-    .patch('/accounts/:id', async ({ params, body }) => ok(await admin.updateAccount(sql, tz, params.id, body)), {
+    .patch('/accounts/:id', async ({ params, body }) => ok(formatTimes(await admin.updateAccount(sql, params.id, body), tz)), {
       params: m.IdParams,
       body: m.UpdateAccountBody,
       response: { 200: envelopeOf(m.Account), ...errorsOf(400, 401, 404, 422) },

@@ -86,7 +86,7 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
 export function overviewPages(d: Dashboard) {
   async function overviewPage(scope: Scope) {
     const { session, accountId, base } = scope
-    const account = await getAccount(d.sql, d.tz, accountId)
+    const account = await getAccount(d.sql, accountId)
     const days = lastDays(d.tz, DAYS)
     // The chart and the failures read the replica when it is current for this user; the balance above, the primary.
     const reads = await scope.read()

@@ -104,7 +104,7 @@ export function accountPages(d: Dashboard) {
   }
 
   async function accountPage(session: Session, id: number, options: Options = {}) {
-    const account = await getAccount(d.sql, d.tz, id).catch((error) => {
+    const account = await getAccount(d.sql, id).catch((error) => {
       if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
       throw error
     })
@@ -271,7 +271,6 @@ export function accountPages(d: Dashboard) {
             const opening = field(body, 'balance').trim() === '' ? 0 : d.amount(body, 'balance')
             const account = await createAccount(
               tx,
-              d.tz,
               { name: field(body, 'name'), balance: opening, createdBy: session.user.id },
               d.deps.clock,
             )
@@ -316,8 +315,8 @@ export function accountPages(d: Dashboard) {
         async (session, id) => {
           const typed = field(body, 'low_balance_threshold').trim()
           const threshold = typed === '' ? null : d.amount(body, 'low_balance_threshold')
-          const previous = (await getAccount(d.sql, d.tz, id)).low_balance_threshold
-          await updateAccount(d.sql, d.tz, id, { low_balance_threshold: threshold })
+          const previous = (await getAccount(d.sql, id)).low_balance_threshold
+          await updateAccount(d.sql, id, { low_balance_threshold: threshold })
           await auditOf(d.sql, session, request, server, {
             accountId: id,
             action: 'low-balance threshold set',

@@ -4,7 +4,6 @@
 import { transaction, type Db, type Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
 import { MAX_NOTE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { Balance } from './model'
 import type { Clock } from '../../lib/clock'
@@ -12,13 +11,13 @@ import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/s
 
 type AccountRow = { id: number; name: string; balance: number; cost: number; low_balance_threshold: number | null; created_at: Date }
 
-const accountView = (row: AccountRow, tz: string) => ({
+const accountView = (row: AccountRow) => ({
   id: row.id,
   name: row.name,
   wa_balance: row.balance,
   cost_per_message: row.cost,
   low_balance_threshold: row.low_balance_threshold === null ? null : Number(row.low_balance_threshold),
-  created_at: formatTimestamp(row.created_at, tz)!,
+  created_at: row.created_at,
 })
 
 export async function requireAccount(sql: Db, id: number): Promise<void> {
@@ -51,7 +50,6 @@ function requireThreshold(value: number | null): number | null {
 
 export async function createAccount(
   sql: Db,
-  tz: string,
   input: { name: string; balance?: number; low_balance_threshold?: number | null; createdBy?: number },
   /** The time of its opening balance's ledger row. */
   clock: Pick<Clock, 'sqlNow'>,
@@ -66,19 +64,19 @@ export async function createAccount(
     if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance', input.createdBy ?? null, clock)
     return account!.id
   })
-  return getAccount(sql, tz, id)
+  return getAccount(sql, id)
 }
 
 /**
  * Changes an account's settings: `low_balance_threshold` (null: no balance.low alert). Setting it does
  * not send an alert for a balance already below it: the next crossing does.
  */
-export async function updateAccount(sql: Db, tz: string, id: number, input: { low_balance_threshold?: number | null }) {
+export async function updateAccount(sql: Db, id: number, input: { low_balance_threshold?: number | null }) {
   if (input.low_balance_threshold === undefined) throw badValue('low_balance_threshold: required (a positive integer, or null)')
   const threshold = requireThreshold(input.low_balance_threshold)
   const [row] = await sql`update accounts set low_balance_threshold = ${threshold} where id = ${id} returning id`
   if (!row) throw new ApiError('NOT_FOUND', `account ${id} not found`)
-  return getAccount(sql, tz, id)
+  return getAccount(sql, id)
 }
 
 /** The newest 200 accounts whose name contains `term` (case-insensitive; every account for ''), with their balance. */
@@ -96,20 +94,16 @@ export async function accountName(sql: Sql, id: number): Promise<string | null> 
   return row?.name ?? null
 }
 
-export async function getAccount(sql: Db, tz: string, id: number) {
+export async function getAccount(sql: Db, id: number) {
   const [row] = await sql<AccountRow[]>`${accountQuery(sql)} where a.id = ${id}`
   if (!row) throw new ApiError('NOT_FOUND', `account ${id} not found`)
-  return accountView(row, tz)
+  return accountView(row)
 }
 
-export async function listAccounts(sql: Sql, tz: string, p: Page) {
+export async function listAccounts(sql: Sql, p: Page) {
   const rows = await sql<AccountRow[]>`${accountQuery(sql)} order by a.id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from accounts`
-  return pageOf(
-    rows.map((r) => accountView(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(accountView), count!.n, p)
 }
 
 /** A top-up (positive) or an adjustment (signed): the balance update and its ledger row in one statement. */

@@ -10,12 +10,13 @@ import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
 import { adminCampaignDetail, adminListCampaigns } from './service'
 import { CampaignDetail, CampaignList } from './model'
 import { page } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin: campaigns']
 
 export const campaignsAdmin = (deps: Deps) => {
   const tz = deps.config.timezone
-  const detail = (id: number) => adminCampaignDetail(deps.sql, tz, id)
+  const detail = async (id: number) => formatTimes(await adminCampaignDetail(deps.sql, id), tz)
   const answer = { params: IdParams, response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404, 409) } }
   return adminRoutes(deps.config)
     .get('/campaigns/:id', async ({ params }) => ok(await detail(params.id)), {
@@ -55,10 +56,14 @@ export const campaignsAdmin = (deps: Deps) => {
       },
       { ...answer, detail: { tags, summary: 'Cancel a campaign that has not finished (409 when sent or cancelled)' } },
     )
-    .get('/accounts/:id/campaigns', async ({ params, query }) => ok(await adminListCampaigns(deps.sql, tz, params.id, page(query))), {
-      params: IdParams,
-      query: PageQuery,
-      response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 404, 422) },
-      detail: { tags: ['Admin'], summary: "An account's campaigns, newest first" },
-    })
+    .get(
+      '/accounts/:id/campaigns',
+      async ({ params, query }) => ok(formatTimes(await adminListCampaigns(deps.sql, params.id, page(query)), tz)),
+      {
+        params: IdParams,
+        query: PageQuery,
+        response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 404, 422) },
+        detail: { tags: ['Admin'], summary: "An account's campaigns, newest first" },
+      },
+    )
 }

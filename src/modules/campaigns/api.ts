@@ -6,7 +6,8 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { Campaign, CampaignDetail, CampaignList, CampaignIdParams, CampaignsQuery, CreateCampaignBody } from './model'
 import { createCampaign, getCampaign, listCampaigns } from './service'
-import { page } from '../../http/values'
+import { optionalTimestamp, page } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Campaigns']
 
@@ -16,7 +17,8 @@ export const campaignsApi = (deps: Deps) => {
   return apiRoutes()
     .get(
       '/campaigns',
-      async ({ query, principal, request }) => ok(await listCampaigns(await readSql(deps, request), tz, principal, page(query))),
+      async ({ query, principal, request }) =>
+        ok(formatTimes(await listCampaigns(await readSql(deps, request), principal, page(query)), tz)),
       {
         query: CampaignsQuery,
         response: { 200: envelopeOf(CampaignList), ...errorsOf(400, 401, 422) },
@@ -28,7 +30,7 @@ export const campaignsApi = (deps: Deps) => {
         },
       },
     )
-    .get('/campaigns/:id', async ({ params, principal }) => ok(await getCampaign(sql, tz, principal, params.id)), {
+    .get('/campaigns/:id', async ({ params, principal }) => ok(formatTimes(await getCampaign(sql, principal, params.id), tz)), {
       params: CampaignIdParams,
       response: { 200: envelopeOf(CampaignDetail), ...errorsOf(400, 401, 404) },
       detail: {
@@ -46,7 +48,8 @@ export const campaignsApi = (deps: Deps) => {
       async ({ body, principal, set }) => {
         set.status = 201
         const sender = await deps.senders.forSend(principal.accountId, body.from)
-        return ok({ campaign: await createCampaign(sql, deps.clock, tz, principal, body, sender.id) })
+        const input = { ...body, schedule_at: optionalTimestamp(body.schedule_at, 'schedule_at', tz) }
+        return ok({ campaign: formatTimes(await createCampaign(sql, deps.clock, principal, input, sender.id), tz) })
       },
       {
         body: CreateCampaignBody,

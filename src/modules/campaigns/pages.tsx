@@ -15,6 +15,8 @@ import { audit } from '../users/service'
 import type { CampaignDetail } from './model'
 import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
 import { createCampaign, getCampaign, listCampaigns } from './service'
+import { formatTimes } from '../../lib/time'
+import { requireTimestamp } from '../../http/values'
 import { listTemplates } from '../templates/service'
 import { listSegments } from '../templates/segments'
 import { listAccountSenders, senderNames } from '../senders/service'
@@ -39,18 +41,23 @@ export function campaignPages(d: Dashboard) {
   const principalOf = (scope: Scope) => ({ accountId: scope.accountId, keyId: 0 })
   /** The campaign of the scope's account, or null (404). */
   const ownCampaign = (scope: Scope, id: number | null) =>
-    id === null ? Promise.resolve(null) : getCampaign(d.sql, d.tz, principalOf(scope), id).catch(() => null)
+    id === null
+      ? Promise.resolve(null)
+      : getCampaign(d.sql, principalOf(scope), id).then(
+          (detail) => formatTimes(detail, d.tz),
+          () => null,
+        )
 
   async function campaignsPage(scope: Scope, pageParam: string | undefined, options: { state?: FormState; status?: number } = {}) {
     const { session, base } = scope
     const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
     const [list, templates, segments, senders] = await Promise.all([
-      listCampaigns(await scope.read(), d.tz, principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
-      listTemplates(d.sql, d.tz, scope.accountId, LIST),
-      listSegments(d.sql, d.tz, scope.accountId, LIST),
+      listCampaigns(await scope.read(), principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
+      listTemplates(d.sql, scope.accountId, LIST),
+      listSegments(d.sql, scope.accountId, LIST),
       listAccountSenders(d.sql, scope.accountId),
     ])
-    const details = await Promise.all(list.items.map((c) => getCampaign(d.sql, d.tz, principalOf(scope), c.id)))
+    const details = formatTimes(await Promise.all(list.items.map((c) => getCampaign(d.sql, principalOf(scope), c.id))), d.tz)
     const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
     const { state } = options
     const template = fieldProps(state, 'campaign', 'template_id')
@@ -149,8 +156,8 @@ export function campaignPages(d: Dashboard) {
     const c = detail.campaign
     const progress = progressOf(detail)
     const [templates, segments] = await Promise.all([
-      listTemplates(d.sql, d.tz, scope.accountId, LIST),
-      listSegments(d.sql, d.tz, scope.accountId, LIST),
+      listTemplates(d.sql, scope.accountId, LIST),
+      listSegments(d.sql, scope.accountId, LIST),
     ])
     const template = templates.items.find((t) => t.id === c.template_id)
     const segment = segments.items.find((s) => s.id === c.segment_id)
@@ -267,19 +274,19 @@ export function campaignPages(d: Dashboard) {
             // foreign one is refused at its field), or the account's default without a choice.
             const sender = await d.deps.senders.forSend(scope.accountId, chosen === '' ? undefined : chosen, 'sender_id')
             return d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
-              const campaign = await createCampaign(
+              const created = await createCampaign(
                 tx,
                 d.deps.clock,
-                d.tz,
                 { accountId: scope.accountId, keyId: null },
                 {
                   name: field(body, 'name'),
                   template_id: Number(idParam(field(body, 'template_id')) ?? 0),
                   segment_id: Number(idParam(field(body, 'segment_id')) ?? 0),
-                  schedule_at: scheduleAt === '' ? undefined : scheduleAt,
+                  schedule_at: scheduleAt === '' ? undefined : requireTimestamp(scheduleAt, 'schedule_at', d.tz),
                 },
                 sender.id,
               )
+              const campaign = formatTimes(created, d.tz)
               await audit(tx, {
                 user: scope.session.user,
                 address: d.addressOf(request, server),

@@ -4,14 +4,12 @@
 import type { Db, Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp } from '../../lib/time'
 import type { Clock } from '../../lib/clock'
 import { pageOf, type Page } from '../../lib/validate'
 import { requireText } from '../../http/values'
 import { requireAccount } from '../accounts/service'
 import { segmentMatch } from '../templates/segments'
 import type { Campaign, CampaignDetail, CreateCampaignBody } from './model'
-import { requireTimestamp } from '../../http/values'
 
 /** An id that can be a row of ours: ids out of bigint range would fail in the database instead. */
 const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0
@@ -30,16 +28,18 @@ type CampaignRow = {
   pause_reason: string | null
 }
 
-const campaignView = (row: CampaignRow, tz: string): Campaign => ({
+const campaignView = (row: CampaignRow) => ({
   id: row.id,
   name: row.name,
   status: row.status,
   template_id: row.template_id,
   segment_id: row.segment_id,
   sender_id: row.sender_id,
-  schedule_at: formatTimestamp(row.schedule_at, tz),
-  created_at: formatTimestamp(row.created_at, tz)!,
+  schedule_at: row.schedule_at,
+  created_at: row.created_at,
 })
+
+type CampaignView = ReturnType<typeof campaignView>
 
 const CAMPAIGN_COLUMNS = [
   'id',
@@ -55,35 +55,31 @@ const CAMPAIGN_COLUMNS = [
   'pause_reason',
 ]
 
-export async function listCampaigns(sql: Sql, tz: string, principal: Principal, p: Page) {
+export async function listCampaigns(sql: Sql, principal: Principal, p: Page) {
   const [rows, [count]] = await Promise.all([
     sql<CampaignRow[]>`
       select ${sql(CAMPAIGN_COLUMNS)} from campaigns where account_id = ${principal.accountId}
       order by created_at desc, id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from campaigns where account_id = ${principal.accountId}`,
   ])
-  return pageOf(
-    rows.map((r) => campaignView(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(campaignView), count!.n, p)
 }
 
-export async function adminListCampaigns(sql: Sql, tz: string, accountId: number, p: Page) {
+export async function adminListCampaigns(sql: Sql, accountId: number, p: Page) {
   await requireAccount(sql, accountId)
-  return listCampaigns(sql, tz, { accountId, keyId: 0 }, p)
+  return listCampaigns(sql, { accountId, keyId: 0 }, p)
 }
 
-export async function getCampaign(sql: Sql, tz: string, principal: Principal, id: number): Promise<CampaignDetail> {
-  return campaignDetail(sql, tz, id, principal.accountId)
+export async function getCampaign(sql: Sql, principal: Principal, id: number) {
+  return campaignDetail(sql, id, principal.accountId)
 }
 
 /** The same answer for the admin API, whatever the account. */
-export async function adminCampaignDetail(sql: Sql, tz: string, id: number): Promise<CampaignDetail> {
-  return campaignDetail(sql, tz, id, null)
+export async function adminCampaignDetail(sql: Sql, id: number) {
+  return campaignDetail(sql, id, null)
 }
 
-async function campaignDetail(sql: Sql, tz: string, id: number, accountId: number | null): Promise<CampaignDetail> {
+async function campaignDetail(sql: Sql, id: number, accountId: number | null) {
   const notFound = new ApiError('NOT_FOUND', `campaign ${id} not found`)
   if (!isRowId(id)) throw notFound
   const [row] = await sql<CampaignRow[]>`
@@ -108,18 +104,17 @@ async function campaignDetail(sql: Sql, tz: string, id: number, accountId: numbe
     from m, c`
   return {
     campaign: {
-      ...campaignView(row, tz),
-      started_at: formatTimestamp(row.started_at, tz),
-      finished_at: formatTimestamp(row.finished_at, tz),
+      ...campaignView(row),
+      started_at: row.started_at,
+      finished_at: row.finished_at,
       pause_reason: row.pause_reason,
     },
     stats: stats!,
   }
 }
 
-function optionalScheduleAt(value: string | undefined, tz: string, now: Date): Date | null {
-  if (value === undefined) return null
-  const at = requireTimestamp(value, 'schedule_at', tz)
+function optionalScheduleAt(at: Date | undefined, now: Date): Date | null {
+  if (at === undefined) return null
   // Second precision: the current second still counts as now, not the past.
   if (at.getTime() < Math.floor(now.getTime() / 1000) * 1000) throw badValue('schedule_at: must not be in the past')
   return at
@@ -129,14 +124,14 @@ function optionalScheduleAt(value: string | undefined, tz: string, now: Date): D
 export async function createCampaign(
   sql: Db,
   clock: Pick<Clock, 'now'>,
-  tz: string,
   principal: { accountId: number; keyId: number | null },
-  input: CreateCampaignBody,
+  /** `schedule_at` as read at the edge (`YYYY-MM-DD HH:MM:SS` in the service time zone). */
+  input: Omit<CreateCampaignBody, 'schedule_at'> & { schedule_at?: Date },
   /** The sender `from` named (or the account's default), resolved by the caller; null: the deployment's. */
   senderId: number | null = null,
-): Promise<Campaign> {
+): Promise<CampaignView> {
   const name = requireText(input.name, 'name')
-  const scheduleAt = optionalScheduleAt(input.schedule_at, tz, clock.now())
+  const scheduleAt = optionalScheduleAt(input.schedule_at, clock.now())
   const account = principal.accountId
   const [found] = await sql<{ template: boolean; segment: boolean }[]>`
     select
@@ -149,5 +144,5 @@ export async function createCampaign(
     insert into campaigns (account_id, api_key_id, name, template_id, segment_id, schedule_at, sender_id)
     values (${account}, ${principal.keyId}, ${name}, ${input.template_id}, ${input.segment_id}, ${scheduleAt}, ${senderId})
     returning ${sql(CAMPAIGN_COLUMNS)}`
-  return campaignView(row!, tz)
+  return campaignView(row!)
 }

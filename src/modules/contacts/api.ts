@@ -5,6 +5,7 @@ import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { Contact, ContactList, ContactsQuery, CreateContactBody } from './model'
 import { createContact, listContacts } from './service'
+import { formatTimes } from '../../lib/time'
 import { page } from '../../http/values'
 
 const tags = ['Contacts']
@@ -16,7 +17,7 @@ export const contactsApi = (deps: Deps) => {
     .get(
       '/contacts',
       async ({ query, principal, request }) =>
-        ok(await listContacts(await readSql(deps, request), tz, principal, page(query), query.search)),
+        ok(formatTimes(await listContacts(await readSql(deps, request), principal, page(query), query.search), tz)),
       {
         query: ContactsQuery,
         response: { 200: envelopeOf(ContactList), ...errorsOf(400, 401, 422) },
@@ -34,7 +35,7 @@ export const contactsApi = (deps: Deps) => {
       '/contacts',
       async ({ body, principal, set }) => {
         set.status = 201
-        return ok(await createContact(sql, tz, principal, body))
+        return ok(formatTimes(await createContact(sql, principal, body), tz))
       },
       {
         body: CreateContactBody,

@@ -11,6 +11,7 @@ import { AccountLink, changeScope, inScope, titleOf, viewScope, type Scope } fro
 import { ApiError } from '../../http/errors'
 import { parseCsv } from '../../lib/csv'
 import { audit } from '../users/service'
+import { formatTimes } from '../../lib/time'
 import {
   MAX_EMAIL,
   MAX_SEARCH,
@@ -118,12 +119,14 @@ export function contactPages(d: Dashboard) {
         : undefined
     const list = search
       ? { items: [], total: 0 }
-      : await listContacts(
-          await scope.read(),
+      : formatTimes(
+          await listContacts(
+            await scope.read(),
+            { accountId: scope.accountId, keyId: 0 },
+            { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE },
+            term,
+          ),
           d.tz,
-          { accountId: scope.accountId, keyId: 0 },
-          { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE },
-          term,
         )
     const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
     const link = (n: number) => `${base}/contacts?${new URLSearchParams({ ...(term ? { q: term } : {}), page: String(n) })}`
@@ -309,7 +312,6 @@ export function contactPages(d: Dashboard) {
             return d.once(scope.session, body, to, async (tx) => {
               const contact = await createContact(
                 tx,
-                d.tz,
                 { accountId: scope.accountId, keyId: 0 },
                 {
                   name: field(body, 'name'),

@@ -3,9 +3,8 @@
 import { transaction, type Db, type ListStatements, type Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf, type Page } from '../../lib/validate'
-import type { Contact, CreateContactBody } from './model'
+import type { CreateContactBody } from './model'
 import { requirePhone } from '../../http/values'
 
 export const MAX_TEXT = 200
@@ -17,14 +16,14 @@ const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/
 
 type ContactRow = { id: number; name: string; phone: string; email: string | null; city: string | null; tags: string[]; created_at: Date }
 
-const contactView = (row: ContactRow, tz: string): Contact => ({
+const contactView = (row: ContactRow) => ({
   id: row.id,
   name: row.name,
   phone: row.phone,
   email: row.email,
   city: row.city,
   tags: row.tags,
-  created_at: formatTimestamp(row.created_at, tz)!,
+  created_at: row.created_at,
 })
 
 function requireText(value: string, field: string): string {
@@ -110,18 +109,14 @@ export function contactListStatements(accountId: number, search: string | undefi
   }
 }
 
-export async function listContacts(sql: Sql, tz: string, principal: Principal, p: Page, search: string | undefined) {
+export async function listContacts(sql: Sql, principal: Principal, p: Page, search: string | undefined) {
   const st = contactListStatements(principal.accountId, search, p)
   const rows = (await sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as ContactRow[]
   const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
   const [count] = known
     ? [{ n: p.offset + rows.length }]
     : ((await sql.unsafe(st.count.text, st.count.params, { prepare: st.prepare })) as unknown as { n: number }[])
-  return pageOf(
-    rows.map((r) => contactView(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(contactView), count!.n, p)
 }
 
 export type ContactValues = { name: string; phone: string; email: string | null; city: string | null; tags: string[] }
@@ -137,14 +132,14 @@ export function contactValues(input: CreateContactBody): ContactValues {
   }
 }
 
-export async function createContact(sql: Db, tz: string, principal: Principal, input: CreateContactBody): Promise<Contact> {
+export async function createContact(sql: Db, principal: Principal, input: CreateContactBody) {
   const { name, phone, email, city, tags } = contactValues(input)
   try {
     const [row] = await sql<ContactRow[]>`
       insert into contacts (account_id, name, phone, email, city, tags)
       values (${principal.accountId}, ${name}, ${phone}, ${email}, ${city}, ${sql.array(tags)}::text[])
       returning id, name, phone, email, city, tags, created_at`
-    return contactView(row!, tz)
+    return contactView(row!)
   } catch (error) {
     // The unique constraint decides, so two concurrent creates of one number cannot both win.
     const e = error as { code?: string; constraint_name?: string }

@@ -19,6 +19,8 @@ import { listAllInbound } from './service'
 import { listHolders, moveConversation } from './holders'
 import { withMedia } from './media-view'
 import { clientAddressOf } from '../../http/request'
+import { dateRange } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const SHARED_NUMBER_RULE =
   "On a number several accounts send through (the deployment's number, or a stored sender given to several accounts), a customer's " +
@@ -28,7 +30,7 @@ const SHARED_NUMBER_RULE =
 
 export const inboundAdmin = (deps: Deps) =>
   adminRoutes(deps.config)
-    .get('/conversation-holders', async ({ query }) => ok(await listHolders(deps.sql, deps.config.timezone, query)), {
+    .get('/conversation-holders', async ({ query }) => ok(formatTimes(await listHolders(deps.sql, query), deps.config.timezone)), {
       query: ConversationHolderQuery,
       response: { 200: envelopeOf(listOf(ConversationHolder)), ...errorsOf(400, 401, 422) },
       detail: {
@@ -41,11 +43,9 @@ export const inboundAdmin = (deps: Deps) =>
       '/conversation-holders',
       async ({ body, request }) =>
         ok(
-          await moveConversation(
-            deps.sql,
+          formatTimes(
+            await moveConversation(deps.sql, { user: null, address: clientAddressOf(request, deps.config.trustProxy) }, body),
             deps.config.timezone,
-            { user: null, address: clientAddressOf(request, deps.config.trustProxy) },
-            body,
           ),
         ),
       {
@@ -66,7 +66,8 @@ export const inboundAdmin = (deps: Deps) =>
       '/inbound',
       async ({ query, request }) => {
         const sql = await readSql(deps, request)
-        const list = await listAllInbound(sql, deps.config.timezone, query)
+        const tz = deps.config.timezone
+        const list = formatTimes(await listAllInbound(sql, query, dateRange(query, tz)), tz)
         return ok({ ...list, items: await withMedia(sql, deps.config.publicBaseUrl, list.items) })
       },
       {

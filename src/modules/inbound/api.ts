@@ -10,6 +10,8 @@ import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { ConversationItem, ConversationParams, ConversationQuery, ConversationWindow, InboundListQuery, InboundMessageView } from './model'
 import { conversation, getInbound, listInbound } from './service'
 import { serveMedium, withMedia } from './media-view'
+import { dateRange } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Inbound']
 const accountRule =
@@ -89,7 +91,8 @@ export const inboundApi = (deps: Deps) => {
       '/inbound',
       async ({ query, principal, request }) => {
         const sql = await readSql(deps, request)
-        const list = await listInbound(sql, deps.config.timezone, principal.accountId, query)
+        const tz = deps.config.timezone
+        const list = formatTimes(await listInbound(sql, principal.accountId, query, dateRange(query, tz)), tz)
         return ok({ ...list, items: await withMedia(sql, deps.config.publicBaseUrl, list.items) })
       },
       {
@@ -112,7 +115,7 @@ export const inboundApi = (deps: Deps) => {
     .get(
       '/inbound/:id',
       async ({ params, principal }) => {
-        const message = await getInbound(deps.sql, deps.config.timezone, principal.accountId, params.id)
+        const message = formatTimes(await getInbound(deps.sql, principal.accountId, params.id), deps.config.timezone)
         return ok((await withMedia(deps.sql, deps.config.publicBaseUrl, [message]))[0]!)
       },
       {
@@ -128,7 +131,7 @@ export const inboundApi = (deps: Deps) => {
     .get(
       '/conversations/:phone',
       async ({ params, query, principal }) => {
-        const talk = await conversation(deps.sql, deps.clock, deps.config.timezone, principal.accountId, params.phone, query)
+        const talk = formatTimes(await conversation(deps.sql, deps.clock, principal.accountId, params.phone, query), deps.config.timezone)
         const inbound = await withMedia(
           deps.sql,
           deps.config.publicBaseUrl,

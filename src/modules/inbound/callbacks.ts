@@ -16,7 +16,6 @@ import { ok } from '../../http/errors'
 import { CALLBACK_JSON_BOUNDS, MAX_CALLBACK_BODY_BYTES, MAX_CALLBACK_FORM_FIELDS, tooLarge } from '../../http/body'
 import { readCapped } from '../../lib/stream'
 import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
-import { eventsCommitted, notifies } from '../webhooks/notify'
 import { createReportReceiver } from '../status/receiver'
 import { storeConsent, storeInbound } from './service'
 import type { Callback, CallbackRequest } from '../../providers/provider'
@@ -86,7 +85,7 @@ function documentedErrors(errors: Record<number, typeof ErrorEnvelope>) {
 
 export function providerCallbacks(deps: Deps) {
   const app = callbackRoutes('provider-callbacks')
-  const receive = createReportReceiver(deps.sql, deps.config.timezone, { notify: notifies(deps), clock: deps.clock })
+  const receive = createReportReceiver(deps.sql, deps.config.timezone, { clock: deps.clock })
   for (const plugin of PROVIDERS.map(anyProvider)) {
     for (const callback of plugin.callbacks as Callback<unknown>[]) {
       const path = `${PROVIDER_ROUTES_PREFIX}${plugin.name}/${callback.path}`
@@ -111,21 +110,15 @@ export function providerCallbacks(deps: Deps) {
           inbound.length > 0
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config, clock: deps.clock })
             : []
-        if (answer.consent?.length) {
-          await storeConsent(deps.sql, deps.config.timezone, answer.consent)
-          eventsCommitted(deps) // its contact.opted_out / contact.opted_in events
-        }
-        if (stored.some((id) => id !== null)) {
-          // A new inbound message may have recorded message.received events, and media to fetch.
-          eventsCommitted(deps)
-          deps.wake('inbound-media')
-        }
+        if (answer.consent?.length) await storeConsent(deps.sql, deps.clock, deps.config.timezone, answer.consent)
+        // A new inbound message may have media to fetch. (Its message.received events, like every
+        // event, announce themselves at commit: modules/webhooks/notify.ts.)
+        if (stored.some((id) => id !== null)) deps.wake('inbound-media')
         const outcome = await receive(reports)
         // Signed, but naming a message its signer's senders did not send: an attack with one tenant's own
         // credentials, or a misconfigured webhook. The operator should hear of it; nothing changed.
         for (const sid of outcome.refused)
           log.warn('status report refused: a message of another sender', { provider: plugin.name, path, sid })
-        if (outcome.events > 0) eventsCommitted(deps, { notified: notifies(deps) })
         // The send may have stored a SID between the check and this commit: the worker looks at once.
         if (outcome.parked > 0) deps.wake('parked-reports')
         const changed = outcome.changed > 0

@@ -6,7 +6,6 @@
 import { transaction, type Db, type Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf } from '../../lib/validate'
 import type { SenderRef } from '../../providers/provider'
 import { ensureContact } from '../contacts/service'
@@ -27,12 +26,12 @@ export async function holdConversation(db: Db, senderId: SenderRef, phone: strin
 
 type Row = { sender_id: number | null; phone: string; account_id: number; source: HolderSource; updated_at: Date }
 
-const view = (r: Row, tz: string) => ({
+const view = (r: Row) => ({
   sender_id: r.sender_id === null ? null : Number(r.sender_id),
   phone: r.phone,
   account_id: Number(r.account_id),
   source: r.source,
-  updated_at: formatTimestamp(r.updated_at, tz)!,
+  updated_at: r.updated_at,
 })
 export type HolderView = ReturnType<typeof view>
 
@@ -46,7 +45,7 @@ function senderOf(value: number | string | null | undefined): SenderRef | undefi
 }
 
 /** GET /admin/v1/conversation-holders: newest change first, filtered by phone, account and number. */
-export async function listHolders(sql: Sql, tz: string, query: ConversationHolderQuery) {
+export async function listHolders(sql: Sql, query: ConversationHolderQuery) {
   const p = page(query)
   const phone = query.phone === undefined ? null : requireInboundPhone(query.phone, 'phone')
   const sender = senderOf(query.sender_id)
@@ -61,19 +60,15 @@ export async function listHolders(sql: Sql, tz: string, query: ConversationHolde
     select sender_id, phone, account_id, source, updated_at from conversation_holders ${where}
     order by updated_at desc, phone limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from conversation_holders ${where}`
-  return pageOf(
-    rows.map((r) => view(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(view), count!.n, p)
 }
 
 /** The holder of one conversation, or null when nobody holds it yet. */
-export async function holderOf(db: Db, tz: string, senderId: SenderRef, phone: string): Promise<HolderView | null> {
+export async function holderOf(db: Db, senderId: SenderRef, phone: string): Promise<HolderView | null> {
   const [row] = await db<Row[]>`
     select sender_id, phone, account_id, source, updated_at from conversation_holders
     where coalesce(sender_id, 0) = coalesce(${senderId}::bigint, 0) and phone = ${phone}`
-  return row ? view(row, tz) : null
+  return row ? view(row) : null
 }
 
 /**
@@ -82,7 +77,7 @@ export async function holderOf(db: Db, tz: string, senderId: SenderRef, phone: s
  * phone already sent to that number go to it too (with a contact made for them there). The account must
  * send through the number: any account for the deployment's number, one it is given to for a stored sender.
  */
-export async function moveConversation(sql: Sql, tz: string, actor: Actor, input: MoveConversationBody) {
+export async function moveConversation(sql: Sql, actor: Actor, input: MoveConversationBody) {
   const phone = requireInboundPhone(input.phone, 'phone')
   const senderId = senderOf(input.sender_id ?? null)!
   return transaction(sql, async (tx) => {
@@ -95,7 +90,7 @@ export async function moveConversation(sql: Sql, tz: string, actor: Actor, input
       if (!given)
         throw badValue(`account_id: account ${input.account_id} does not send through sender ${senderId}; give it the sender first`)
     }
-    const before = await holderOf(tx, tz, senderId, phone)
+    const before = await holderOf(tx, senderId, phone)
     await holdConversation(tx, senderId, phone, input.account_id, 'operator')
     let moved = 0
     if (input.move_messages) {
@@ -115,7 +110,7 @@ export async function moveConversation(sql: Sql, tz: string, actor: Actor, input
       action: 'conversation moved',
       detail: { phone, sender_id: senderId, from_account_id: before?.account_id ?? null, messages_moved: moved },
     })
-    return { ...(await holderOf(tx, tz, senderId, phone))!, messages_moved: moved }
+    return { ...(await holderOf(tx, senderId, phone))!, messages_moved: moved }
   })
 }
 
@@ -123,8 +118,8 @@ export async function moveConversation(sql: Sql, tz: string, actor: Actor, input
  * Whether a phone's conversation on a number is one several accounts may hold (the deployment's number,
  * or a stored sender given to more than one account), and who holds it: for the operator's inbox.
  */
-export async function sharedConversation(db: Db, tz: string, senderId: SenderRef, phone: string) {
+export async function sharedConversation(db: Db, senderId: SenderRef, phone: string) {
   const [given] =
     senderId === null ? [{ n: 2 }] : await db<{ n: number }[]>`select count(*)::int as n from account_senders where sender_id = ${senderId}`
-  return { shared: given!.n > 1, holder: await holderOf(db, tz, senderId, phone) }
+  return { shared: given!.n > 1, holder: await holderOf(db, senderId, phone) }
 }

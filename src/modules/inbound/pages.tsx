@@ -24,6 +24,7 @@ import { openWindows } from './window'
 import { dashboardMediaPath, withMedia } from './media-view'
 import { conversation, windowSenderOf, windowWith } from './service'
 import { moveConversation, sharedConversation, type HolderSource } from './holders'
+import { formatTimes, type Formatted } from '../../lib/time'
 import { accountName } from '../accounts/service'
 import { inboundPhone } from './phone'
 
@@ -36,7 +37,7 @@ const preview = (text: string | null, type: string) => {
 const phoneParam = (value: string) => (/^\+?\d{6,15}$/.test(value) ? inboundPhone(value) : null)
 const pathOf = (phone: string) => phone.replace(/^\+/, '')
 
-type Item = Awaited<ReturnType<typeof conversation>>['items'][number]
+type Item = Formatted<Awaited<ReturnType<typeof conversation>>['items'][number]>
 
 /** What an inbound message shows, by its type. */
 function inboundContent(item: Item): Child {
@@ -133,20 +134,20 @@ export function inboxPages(d: Dashboard) {
     const fromText = typeof query.from === 'string' && senders.some((s) => String(s.id) === query.from) ? query.from : undefined
     const senderId = await windowSenderOf(d.sql, scope.accountId, fromText)
     const sender = await d.deps.senders.get(senderId)
-    const head = await conversation(d.sql, d.deps.clock, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })
+    const head = await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: 1, offset: 0 })
     if (head.total === 0) return notFound(scope.session)
     // The latest page by default; `offset` pages back.
     const offset = typeof query.offset === 'string' ? offsetOf(query.offset) : Math.max(0, head.total - PAGE)
-    const page = await conversation(d.sql, d.deps.clock, d.tz, scope.accountId, phone, { limit: PAGE, offset })
+    const page = formatTimes(await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: PAGE, offset }), d.tz)
     // Inbound media with their state (kept, being fetched, failed), linked through the dashboard.
     const thread = { ...page, items: await withMedia(d.sql, d.config.publicBaseUrl, page.items) }
-    const window = await windowWith(d.sql, d.deps.clock, d.tz, senderId, phone)
+    const window = formatTimes(await windowWith(d.sql, d.deps.clock, senderId, phone), d.tz)
     const enforced = checksWindow(d.config, sender)
     const templates = await boundTemplates(d.sql, scope.accountId, sender.providerName)
     const chosen = templates.find((t) => String(t.id) === query.template)
     const [contact] = await d.sql<{ name: string }[]>`select name from contacts where account_id = ${scope.accountId} and phone = ${phone}`
     // Operators see who holds the conversation on a number several accounts share, and may move it here.
-    const shared = scope.session.user.role === 'operator' ? await sharedConversation(d.sql, d.tz, senderId, phone) : null
+    const shared = scope.session.user.role === 'operator' ? formatTimes(await sharedConversation(d.sql, senderId, phone), d.tz) : null
     const holderName = shared?.holder ? await accountName(d.sql, shared.holder.account_id) : null
     const path = `${scope.base}/inbox/${pathOf(phone)}`
     const fromQuery = fromText ? `from=${fromText}&` : ''
@@ -302,7 +303,7 @@ export function inboxPages(d: Dashboard) {
   async function reply(scope: Scope, phoneText: string, body: unknown, request: Request) {
     const phone = phoneParam(phoneText)
     // A reply answers one of the account's conversations: another phone is not this page's to write to.
-    if (!phone || (await conversation(d.sql, d.deps.clock, d.tz, scope.accountId, phone, { limit: 1, offset: 0 })).total === 0) {
+    if (!phone || (await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: 1, offset: 0 })).total === 0) {
       return notFound(scope.session)
     }
     const from = field(body, 'from') || undefined
@@ -348,7 +349,6 @@ export function inboxPages(d: Dashboard) {
         const senderId = await windowSenderOf(d.sql, scope.accountId, from)
         const moved = await moveConversation(
           d.sql,
-          d.tz,
           { user: scope.session.user, address: d.addressOf(request) },
           { phone, sender_id: senderId, account_id: scope.accountId, move_messages: field(body, 'move_messages') === 'on' },
         )
@@ -391,7 +391,7 @@ const HOLDER_SOURCES: Record<HolderSource, string> = {
 
 /** Who holds the conversation on a shared number, and the operator's form to move it to this account. */
 function HolderCard(props: {
-  holder: Awaited<ReturnType<typeof sharedConversation>>['holder']
+  holder: Formatted<Awaited<ReturnType<typeof sharedConversation>>['holder']>
   holderName: string | null
   here: number
   action: string

@@ -10,9 +10,9 @@ import { transaction, type Fragment, type Sql, type Tx } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
-import { dateRange, page } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
-import { MAX_NAME_CHARS, pageOf } from '../../lib/validate'
+import { page } from '../../http/values'
+import { formatTimes } from '../../lib/time'
+import { MAX_NAME_CHARS, pageOf, type DateRange } from '../../lib/validate'
 import { inboundPhone, requireInboundPhone } from './phone'
 import { holdConversation } from './holders'
 import type { SenderRef, SignedConsent, SignedInbound } from '../../providers/provider'
@@ -88,8 +88,7 @@ async function accountOf(tx: Tx, senderId: SenderRef, phone: string, replyTo: st
  * Stores inbound messages of `storedAs` (a provider's name, or `simulator`), each once by its provider
  * message id: a repeat changes nothing. Each names the sender it reached, as the callback's signature
  * allowed (or the simulator's route chose). Each in its own short transaction, with its
- * `message.received` event when it belongs to an account (the caller wakes the delivery worker after:
- * eventsCommitted). The ids of those stored now (null for a repeat or an unreadable number).
+ * `message.received` event when it belongs to an account. The ids of those stored now (null for a repeat or an unreadable number).
  */
 export async function storeInbound(
   sql: Sql,
@@ -137,7 +136,13 @@ export async function storeInbound(
       if (row) await queueMedia(tx, options.clock, Number(row.id), message)
       // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
       if (row)
-        await consentFromInbound(tx, options.timezone, { accountId, phone, inboundMessageId: Number(row.id), ...message }, options.words)
+        await consentFromInbound(
+          tx,
+          options.clock,
+          options.timezone,
+          { accountId, phone, inboundMessageId: Number(row.id), ...message },
+          options.words,
+        )
       if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row)
       return row ? Number(row.id) : null
     })
@@ -148,7 +153,7 @@ export async function storeInbound(
 
 /** The `message.received` event of inbound message row `r` (as its insert returned it): its public fields, as GET /inbound/{id} shows them. */
 async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Promise<void> {
-  const v = view(r, tz)
+  const v = formatTimes(view(r), tz)
   await accountEvent(tx, tz, accountId, 'message.received', {
     id: v.id,
     phone: v.phone,
@@ -162,13 +167,13 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Pro
 }
 
 /** A provider's consent signals without a message (Meta's user_preferences): each for the account the conversation rule names. */
-export async function storeConsent(sql: Sql, timezone: string, signals: SignedConsent[]): Promise<void> {
+export async function storeConsent(sql: Sql, clock: Clock, timezone: string, signals: SignedConsent[]): Promise<void> {
   for (const signal of signals) {
     const phone = inboundPhone(signal.from)
     if (!phone) continue
     await transaction(sql, async (tx) => {
       const accountId = await accountOf(tx, signal.sender, phone, null)
-      if (accountId !== null) await consentFromProvider(tx, timezone, accountId, phone, signal)
+      if (accountId !== null) await consentFromProvider(tx, clock, timezone, accountId, phone, signal)
     })
   }
 }
@@ -193,7 +198,7 @@ type Row = {
 const COLUMNS =
   'id, provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at'
 
-const view = (r: Row, tz: string) => ({
+const view = (r: Row) => ({
   id: Number(r.id),
   provider: r.provider,
   provider_message_id: r.provider_message_id,
@@ -206,20 +211,19 @@ const view = (r: Row, tz: string) => ({
   text: r.text,
   content: r.content,
   raw: r.raw,
-  received_at: formatTimestamp(r.received_at, tz)!,
-  created_at: formatTimestamp(r.created_at, tz)!,
+  received_at: r.received_at,
+  created_at: r.created_at,
 })
 export type InboundView = ReturnType<typeof view>
 
 /** A list of inbound messages, newest first: `account` (undefined: every account's, null: those without one). */
 async function list(
   sql: Sql,
-  tz: string,
   account: number | null | undefined,
-  query: { phone?: string; date_from?: string; date_to?: string; limit?: number; offset?: number },
+  query: { phone?: string; limit?: number; offset?: number },
+  { from, before }: DateRange,
 ) {
   const p = page(query)
-  const { from, before } = dateRange(query, tz)
   const phone = query.phone === undefined ? null : requireInboundPhone(query.phone, 'phone')
   const where = sql`
     where ${account === undefined ? sql`true` : account === null ? sql`account_id is null` : sql`account_id = ${account}`}
@@ -233,30 +237,26 @@ async function list(
   const [count] = known
     ? [{ n: p.offset + rows.length }]
     : await sql<{ n: number }[]>`select count(*)::int as n from inbound_messages ${where}`
-  return pageOf(
-    rows.map((r) => view(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(view), count!.n, p)
 }
 
-/** GET /api/v1/inbound: the account's inbound messages. */
-export const listInbound = (sql: Sql, tz: string, accountId: number, query: InboundListQuery) => list(sql, tz, accountId, query)
+/** GET /api/v1/inbound: the account's inbound messages (`range`: date_from/date_to, read at the edge). */
+export const listInbound = (sql: Sql, accountId: number, query: InboundListQuery, range: DateRange) => list(sql, accountId, query, range)
 
 /** GET /admin/v1/inbound: every account's, or one account's (`account_id`), or those without an account (`account_id=0`). */
-export function listAllInbound(sql: Sql, tz: string, query: AdminInboundListQuery) {
+export function listAllInbound(sql: Sql, query: AdminInboundListQuery, range: DateRange) {
   const account = query.account_id
   if (account !== undefined && (!Number.isSafeInteger(account) || account < 0)) {
     throw badValue('account_id: an account id, or 0 for messages without an account')
   }
-  return list(sql, tz, account === undefined ? undefined : account === 0 ? null : account, query)
+  return list(sql, account === undefined ? undefined : account === 0 ? null : account, query, range)
 }
 
 /** GET /api/v1/inbound/{id}: one of the account's; another account's is 404. */
-export async function getInbound(sql: Sql, tz: string, accountId: number, id: number) {
+export async function getInbound(sql: Sql, accountId: number, id: number) {
   const [row] = await sql<Row[]>`select ${sql.unsafe(COLUMNS)} from inbound_messages where id = ${id} and account_id = ${accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `inbound message ${id} not found`)
-  return view(row, tz)
+  return view(row)
 }
 
 /**
@@ -282,18 +282,18 @@ export async function windowSenderOf(sql: Sql, accountId: number, from: string |
 }
 
 /** The phone's 24-hour window with the sender: open until 24 hours after its latest message to that sender. */
-export async function windowWith(sql: Sql, clock: Clock, tz: string, senderId: number | null, phone: string) {
+export async function windowWith(sql: Sql, clock: Clock, senderId: number | null, phone: string) {
   const last = (await lastWritten(sql, clock, senderId, [phone])).get(phone)
   return {
     open: last?.open === true,
-    until: last?.open ? formatTimestamp(new Date(last.at.getTime() + WINDOW_HOURS * 3_600_000), tz) : null,
+    until: last?.open ? new Date(last.at.getTime() + WINDOW_HOURS * 3_600_000) : null,
     sender_id: senderId,
-    last_inbound_at: last ? formatTimestamp(last.at, tz) : null,
+    last_inbound_at: last ? last.at : null,
   }
 }
 
 /** GET /api/v1/conversations/{phone}: the account's messages to the phone and the phone's to the account, oldest first. */
-export async function conversation(sql: Sql, clock: Clock, tz: string, accountId: number, phoneInput: string, query: ConversationQuery) {
+export async function conversation(sql: Sql, clock: Clock, accountId: number, phoneInput: string, query: ConversationQuery) {
   const phone = requireInboundPhone(phoneInput, 'phone')
   const p = page(query)
   type Item = {
@@ -323,7 +323,7 @@ export async function conversation(sql: Sql, clock: Clock, tz: string, accountId
   const items = rows.map((r) => ({
     direction: r.direction,
     id: Number(r.id),
-    at: formatTimestamp(r.at, tz)!,
+    at: r.at,
     sender_id: r.sender_id === null ? null : Number(r.sender_id),
     type: r.type,
     text: r.text,
@@ -332,6 +332,6 @@ export async function conversation(sql: Sql, clock: Clock, tz: string, accountId
     media_url: r.media_url,
     content: r.content,
   }))
-  const window = await windowWith(sql, clock, tz, await windowSenderOf(sql, accountId, query.from), phone)
+  const window = await windowWith(sql, clock, await windowSenderOf(sql, accountId, query.from), phone)
   return { phone, window, ...pageOf(items, count!.n, p) }
 }

@@ -8,6 +8,7 @@ import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf } from '../../http/models'
 import { LedgerQuery, LedgerRow } from './model'
 import { listLedger } from './listing'
+import { formatTimes } from '../../lib/time'
 import { dateRange, page } from '../../http/values'
 
 const tags = ['Admin']
@@ -17,7 +18,7 @@ export const ledgerAdmin = (deps: Deps) => {
   return adminRoutes(deps.config).get(
     '/accounts/:id/ledger',
     async ({ params, query, request }) =>
-      ok(await listLedger(await readSql(deps, request), tz, params.id, page(query), dateRange(query, tz))),
+      ok(formatTimes(await listLedger(await readSql(deps, request), params.id, page(query), dateRange(query, tz)), tz)),
     {
       params: IdParams,
       query: LedgerQuery,

@@ -3,7 +3,6 @@
 
 import type { Sql } from '../../db/client'
 import { ApiError } from '../../http/errors'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf, type DateRange, type Page } from '../../lib/validate'
 
 type LedgerRowDb = {
@@ -18,7 +17,7 @@ type LedgerRowDb = {
   created_at: Date
 }
 
-export async function listLedger(sql: Sql, tz: string, accountId: number, p: Page, range: DateRange = { from: null, before: null }) {
+export async function listLedger(sql: Sql, accountId: number, p: Page, range: DateRange = { from: null, before: null }) {
   // The account's 404 asked here, not of accounts/service.ts: that module moves money through the ledger.
   const [account] = await sql`select 1 from accounts where id = ${accountId}`
   if (!account) throw new ApiError('NOT_FOUND', `account ${accountId} not found`)
@@ -32,18 +31,14 @@ export async function listLedger(sql: Sql, tz: string, accountId: number, p: Pag
     order by l.id desc`
   const [count] = await sql<{ n: number; sum: number }[]>`
     select count(*)::int as n from ledger where ${where()}`
-  return pageOf(
-    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
-    count!.n,
-    p,
-  )
+  return pageOf(rows, count!.n, p)
 }
 
 /** The ledger rows of one message of an account (its charge, and a refund if it had one), oldest first. */
-export async function messageLedger(sql: Sql, tz: string, accountId: number, messageId: number) {
+export async function messageLedger(sql: Sql, accountId: number, messageId: number): Promise<LedgerRowDb[]> {
   const rows = await sql<LedgerRowDb[]>`
     select l.id, l.kind, l.amount, l.balance_after, l.message_id, l.note, u.email as created_by, l.created_at
     from ledger l left join users u on u.id = l.created_by
     where l.message_id = ${messageId} and l.account_id = ${accountId} order by l.id`
-  return rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! }))
+  return rows
 }

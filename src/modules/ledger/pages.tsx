@@ -10,6 +10,7 @@ import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/co
 import { PAGE_HEADERS } from '../../dashboard/session'
 import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { listLedger } from './listing'
+import { formatTimes, type Formatted } from '../../lib/time'
 import { dateRange } from '../../http/values'
 
 const PER_PAGE = 50
@@ -29,7 +30,7 @@ export function ledgerPages(d: Dashboard) {
     const filter = filterOf(query)
     const pageNo = pageNumber(query)
     const path = `${base}/ledger`
-    const render = (list: Awaited<ReturnType<typeof listLedger>> | null, error?: string, status = 200) => {
+    const render = (list: Formatted<Awaited<ReturnType<typeof listLedger>>> | null, error?: string, status = 200) => {
       const pages = list ? Math.max(1, Math.ceil(list.total / PER_PAGE)) : 1
       const current = typeof pageNo === 'number' ? pageNo : 1
       return respond(
@@ -84,12 +85,9 @@ export function ledgerPages(d: Dashboard) {
     return orError(
       async () =>
         render(
-          await listLedger(
-            await scope.read(),
+          formatTimes(
+            await listLedger(await scope.read(), accountId, { limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE }, dateRange(filter, d.tz)),
             d.tz,
-            accountId,
-            { limit: PER_PAGE, offset: (pageNo - 1) * PER_PAGE },
-            dateRange(filter, d.tz),
           ),
         ),
       (message, status) => render(null, message, status),
@@ -101,12 +99,9 @@ export function ledgerPages(d: Dashboard) {
     const filter = filterOf(query)
     return orError(
       async () => {
-        const all = await listLedger(
-          await scope.read(),
+        const all = formatTimes(
+          await listLedger(await scope.read(), scope.accountId, { limit: Number.MAX_SAFE_INTEGER, offset: 0 }, dateRange(filter, d.tz)),
           d.tz,
-          scope.accountId,
-          { limit: Number.MAX_SAFE_INTEGER, offset: 0 },
-          dateRange(filter, d.tz),
         )
         const header = ['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note', 'created_by']
         const rows = all.items.map((r) => [r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note, authorOf(r)])

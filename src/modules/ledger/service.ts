@@ -85,16 +85,16 @@ type Owner = { accountId: number; keyId: number | null }
  * above its threshold to below it. `source` names a CTE of the statement with `account_id`,
  * `balance_before`, `balance_after` and `threshold` (read under the account's row lock).
  */
-const lowBalanceEvents = (db: Db, tz: string, source: string): Fragment => db`
+const lowBalanceEvents = (db: Db, tz: string, source: string, clock: Pick<Clock, 'sqlNow'>): Fragment => db`
   low_balance as (
     select account_id, 'balance.low' as event, account_id as ord,
            '{"balance":' || balance_after || ',"threshold":' || threshold || '}' as data
     from ${db(source)}
     where threshold is not null and balance_before >= threshold and balance_after < threshold
-  ), low_balance_events as (${insertAccountEvents(db, tz, 'low_balance')})`
+  ), low_balance_events as (${insertAccountEvents(db, tz, 'low_balance', clock)})`
 
 /** Today in the service's time zone `tz`, as a SQL date: the day a key's spend counts in. */
-const today = (db: Db, tz: string, clock: Pick<Clock, 'sqlNow'> = SYSTEM): Fragment => db`(${nowOf(db, clock)} at time zone ${tz})::date`
+const today = (db: Db, tz: string, clock: Pick<Clock, 'sqlNow'>): Fragment => db`(${nowOf(db, clock)} at time zone ${tz})::date`
 /** The system's time: statements of callers that pass no clock take the database's now(). */
 const SYSTEM: Pick<Clock, 'sqlNow'> = { sqlNow: () => null }
 
@@ -186,7 +186,7 @@ export async function chargeAll(
     ), debit_moved as (
       select ${owner.accountId}::bigint as account_id, balance_before, balance as balance_after, low_balance_threshold as threshold
       from debit
-    ), ${lowBalanceEvents(db, tz, 'debit_moved')}, spend as (
+    ), ${lowBalanceEvents(db, tz, 'debit_moved', clock)}, spend as (
       update api_keys k set spend_day = ${today(db, tz, clock)}, spent_today = s.spent + debit.cost * ${n}
       from spender s, debit
       where k.id = s.id and s.cap is not null
@@ -308,7 +308,7 @@ export async function chargeSingles(
       from (select account_id, account_balance, sum(cost) as total from accepted group by account_id, account_balance) s
       where a.id = s.account_id
       returning a.id as account_id, a.balance + s.total as balance_before, a.balance as balance_after, a.low_balance_threshold as threshold
-    ), ${lowBalanceEvents(db, tz, 'debit')}, spend as (
+    ), ${lowBalanceEvents(db, tz, 'debit', clock)}, spend as (
       update api_keys k set spend_day = ${today(db, tz, clock)}, spent_today = s.spent + t.total
       from (select key_id, sum(cost) as total from accepted group by key_id) t join spenders s on s.id = t.key_id
       where k.id = t.key_id and s.cap is not null
@@ -364,7 +364,7 @@ export async function lockForCharge(
   tz: string,
   accountId: number,
   keyId: number | null,
-  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
+  clock: Pick<Clock, 'sqlNow'>,
 ): Promise<{ balance: number; cost: number; refundLateFailure: boolean; capRoom: number | null; cap: number | null }> {
   const [row] = await tx<{ balance: number; cost: number; refund_late: boolean }[]>`
     select balance, account_price(id) as cost, account_refunds_late_failures(id) as refund_late
@@ -393,7 +393,7 @@ export async function chargeRecorded(
   owner: Owner,
   cost: number,
   messageIds: number[],
-  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
+  clock: Pick<Clock, 'sqlNow'>,
 ): Promise<void> {
   if (messageIds.length === 0) return
   const total = cost * messageIds.length
@@ -401,7 +401,7 @@ export async function chargeRecorded(
     with debit as (
       update accounts set balance = balance - ${total} where id = ${owner.accountId}
       returning id as account_id, balance, balance + ${total} as balance_before, balance as balance_after, low_balance_threshold as threshold
-    ), ${lowBalanceEvents(tx, tz, 'debit')}, spend as (
+    ), ${lowBalanceEvents(tx, tz, 'debit', clock)}, spend as (
       update api_keys set spend_day = ${today(tx, tz, clock)},
                           spent_today = case when spend_day = ${today(tx, tz, clock)} then spent_today else 0 end + ${total}
       where id = ${owner.keyId} and daily_spend_cap is not null
@@ -418,7 +418,12 @@ export type Failure = { id: number; errorCode: number | null; errorMessage: stri
  * Marks failed hand-offs `failed` and refunds exactly what each was charged, one ledger row per
  * message. Only messages still queued change, so a refund can never happen twice.
  */
-export async function refundFailed(db: Db, failures: Failure[], timezone: string): Promise<{ ids: number[]; announced: number }> {
+export async function refundFailed(
+  db: Db,
+  failures: Failure[],
+  timezone: string,
+  clock: Pick<Clock, 'sqlNow'>,
+): Promise<{ ids: number[]; announced: number }> {
   if (failures.length === 0) return { ids: [], announced: 0 }
   const [row] = await db<{ ids: number[]; announced: number; refunded: number }[]>`
     with locked as materialized (
@@ -428,7 +433,7 @@ export async function refundFailed(db: Db, failures: Failure[], timezone: string
       for update
     ), failed as (
       update messages m
-      set status = 'failed', failed_at = now(), refunded_at = now(), handoff_until = null,
+      set status = 'failed', failed_at = ${nowOf(db, clock)}, refunded_at = ${nowOf(db, clock)}, handoff_until = null,
           error_code = v.error_code, error_message = v.error_message
       from unnest(${failures.map((f) => f.id)}::bigint[], ${failures.map((f) => f.errorCode) as number[]}::int[],
                   ${failures.map((f) => f.errorMessage)}::text[]) as v(id, error_code, error_message)
@@ -450,9 +455,9 @@ export async function refundFailed(db: Db, failures: Failure[], timezone: string
     ), announced as (
       -- A message answered \`queued\` learns its outcome by its message.status event (queued → failed).
       select f.api_key_id, f.id as message_id, f.id as ord,
-             ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`)} as payload
+             ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`, clock)} as payload
       from failed f where f.announce_outcome
-    ), event as (${insertEvents(db, 'announced')})
+    ), event as (${insertEvents(db, 'announced', { clock })})
     select array(select id from failed) as ids, (select count(*)::int from event) as announced,
            (select coalesce(sum(cost), 0)::bigint from failed) as refunded`
   balanceMoved('refund', row!.ids.length, row!.refunded)

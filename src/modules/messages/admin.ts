@@ -8,11 +8,12 @@ import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf, PageQuery } from '../../http/models'
 import { QuarantinedMessage, SettleBody, Settled } from './model'
 import { listQuarantine, settleQuarantined } from './quarantine'
+import { formatTimes } from '../../lib/time'
 import { page } from '../../http/values'
 
 export const messagesAdmin = (deps: Deps) =>
   adminRoutes(deps.config)
-    .get('/quarantine', async ({ query }) => ok(await listQuarantine(deps.sql, deps.config.timezone, page(query))), {
+    .get('/quarantine', async ({ query }) => ok(formatTimes(await listQuarantine(deps.sql, page(query)), deps.config.timezone)), {
       query: PageQuery,
       response: { 200: envelopeOf(listOf(QuarantinedMessage)), ...errorsOf(400, 401, 422) },
       detail: {
@@ -24,7 +25,7 @@ export const messagesAdmin = (deps: Deps) =>
     })
     .post(
       '/quarantine/:id/settle',
-      async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome)),
+      async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome, deps.clock)),
       {
         params: IdParams,
         body: SettleBody,

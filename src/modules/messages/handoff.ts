@@ -110,7 +110,6 @@ export function createHandoff(
     /** When the process's start found the database unreachable (0: never): an outage seen, as below. */
     unreachableAt?: number
     onSent?: () => void
-    onEvents?: () => void
   },
 ): Handoff {
   const leaseSeconds = options.leaseSeconds
@@ -205,10 +204,9 @@ export function createHandoff(
       if (r.ok) accepted.push({ id: message.id, sid: r.sid, reports: r.reports ?? [] })
       else failed.push({ id: message.id, errorCode: r.errorCode, errorMessage: r.errorMessage })
     }
-    const sent = await markSent(sql, clock, accepted, options.timezone)
-    const refunded = await refundFailed(sql, failed, options.timezone)
+    await markSent(sql, clock, accepted, options.timezone)
+    await refundFailed(sql, failed, options.timezone, clock)
     if (accepted.length > 0) options.onSent?.()
-    if (sent.announced + refunded.announced > 0) options.onEvents?.()
     return results.map(() => undefined)
   })
 

@@ -15,6 +15,7 @@ import { getTemplate } from '../templates/service'
 import { getCampaign } from '../campaigns/service'
 import { listAccountSenders, senderNames } from '../senders/service'
 import { senderLabel } from '../senders/account-pages'
+import { formatTimes } from '../../lib/time'
 
 const PER_PAGE = 50
 const MAX_ATTEMPTS_SHOWN = 200
@@ -140,13 +141,16 @@ export function messagePages(d: Dashboard) {
       throw error
     })
     if (!message) return notFound(session)
-    const ledger = await messageLedger(d.sql, d.tz, accountId, message.id)
-    const deliveries = await listMessageDeliveries(d.sql, d.tz, message.id)
-    const attempts = await Promise.all(deliveries.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: MAX_ATTEMPTS_SHOWN, offset: 0 })))
+    const ledger = formatTimes(await messageLedger(d.sql, accountId, message.id), d.tz)
+    const deliveries = formatTimes(await listMessageDeliveries(d.sql, message.id), d.tz)
+    const attempts = formatTimes(
+      await Promise.all(deliveries.map((e) => listAttempts(d.sql, e.id, { limit: MAX_ATTEMPTS_SHOWN, offset: 0 }))),
+      d.tz,
+    )
     // What the message came from, by name (null: gone since, e.g. a deleted template).
-    const template = message.template_id === null ? null : await getTemplate(d.sql, d.tz, message.template_id, accountId).catch(() => null)
+    const template = message.template_id === null ? null : await getTemplate(d.sql, message.template_id, accountId).catch(() => null)
     const campaign =
-      message.campaign_id === null ? null : await getCampaign(d.sql, d.tz, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
+      message.campaign_id === null ? null : await getCampaign(d.sql, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
     const [sender] = message.sender_id === null ? [] : await senderNames(d.sql, [message.sender_id])
     const charged = -ledger.filter((r) => r.kind === 'charge').reduce((sum, r) => sum + r.amount, 0)
     const refunded = ledger.filter((r) => r.kind === 'refund').reduce((sum, r) => sum + r.amount, 0)

@@ -19,7 +19,8 @@ import {
   OptOutListQuery,
   OptOutRemoved,
 } from './model'
-import { addOptOut, exportOptOuts, importOptOuts, listOptOuts, removeOptOut } from './service'
+import { addOptOut, exportOptOuts, importOptOuts, listOptOuts, optOutsCsv, removeOptOut } from './service'
+import { formatTimes } from '../../lib/time'
 import { OPT_OUT_RULE } from './api'
 
 const tags = ['Admin: opt-outs']
@@ -33,7 +34,7 @@ export const optOutsAdmin = (deps: Deps) => {
       async ({ params, query, request }) => {
         const sql = await readSql(deps, request)
         await requireAccount(sql, params.id)
-        return ok(await listOptOuts(sql, tz, params.id, query))
+        return ok(formatTimes(await listOptOuts(sql, params.id, query), tz))
       },
       {
         params: IdParams,
@@ -46,9 +47,9 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs',
       async ({ params, body, set }) => {
         await requireAccount(deps.sql, params.id)
-        const { optOut, created } = await addOptOut(deps.sql, tz, params.id, body.phone, 'admin', ADMIN)
+        const { optOut, created } = await addOptOut(deps.sql, deps.clock, tz, params.id, body.phone, 'admin', ADMIN)
         set.status = created ? 201 : 200
-        return ok({ ...optOut, created })
+        return ok({ ...formatTimes(optOut, tz), created })
       },
       {
         params: IdParams,
@@ -65,7 +66,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs/:phone',
       async ({ params }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await removeOptOut(deps.sql, deps.config.timezone, params.id, params.phone, 'admin', ADMIN))
+        return ok(await removeOptOut(deps.sql, deps.clock, deps.config.timezone, params.id, params.phone, 'admin', ADMIN))
       },
       {
         params: AccountOptOutParams,
@@ -77,7 +78,7 @@ export const optOutsAdmin = (deps: Deps) => {
       '/accounts/:id/opt-outs-csv',
       async ({ params, body }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await importOptOuts(deps.sql, deps.config.timezone, params.id, body.csv, 'admin', ADMIN))
+        return ok(await importOptOuts(deps.sql, deps.clock, deps.config.timezone, params.id, body.csv, 'admin', ADMIN))
       },
       {
         params: IdParams,
@@ -99,7 +100,7 @@ export const optOutsAdmin = (deps: Deps) => {
       async ({ params, request }) => {
         const sql = await readSql(deps, request)
         await requireAccount(sql, params.id)
-        return ok(await exportOptOuts(sql, tz, params.id))
+        return ok(optOutsCsv(formatTimes(await exportOptOuts(sql, params.id), tz)))
       },
       {
         params: IdParams,

@@ -8,6 +8,7 @@ import { listOf } from '../../http/models'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { OptOut, OptOutAdded, OptOutBody, OptOutListQuery, OptOutPhoneParams, OptOutRemoved } from './model'
 import { addOptOut, listOptOuts, removeOptOut } from './service'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Opt-outs']
 export const OPT_OUT_RULE =
@@ -22,7 +23,7 @@ export const optOutsApi = (deps: Deps) =>
     .get(
       '/opt-outs',
       async ({ query, principal, request }) =>
-        ok(await listOptOuts(await readSql(deps, request), deps.config.timezone, principal.accountId, query)),
+        ok(formatTimes(await listOptOuts(await readSql(deps, request), principal.accountId, query), deps.config.timezone)),
       {
         query: OptOutListQuery,
         response: { 200: envelopeOf(listOf(OptOut)), ...errorsOf(400, 401, 422) },
@@ -39,11 +40,11 @@ export const optOutsApi = (deps: Deps) =>
     .post(
       '/opt-outs',
       async ({ body, principal, set }) => {
-        const { optOut, created } = await addOptOut(deps.sql, deps.config.timezone, principal.accountId, body.phone, 'api', {
+        const { optOut, created } = await addOptOut(deps.sql, deps.clock, deps.config.timezone, principal.accountId, body.phone, 'api', {
           keyId: principal.keyId,
         })
         set.status = created ? 201 : 200
-        return ok({ ...optOut, created })
+        return ok({ ...formatTimes(optOut, deps.config.timezone), created })
       },
       {
         body: OptOutBody,
@@ -61,7 +62,11 @@ export const optOutsApi = (deps: Deps) =>
     .delete(
       '/opt-outs/:phone',
       async ({ params, principal }) =>
-        ok(await removeOptOut(deps.sql, deps.config.timezone, principal.accountId, params.phone, 'api', { keyId: principal.keyId })),
+        ok(
+          await removeOptOut(deps.sql, deps.clock, deps.config.timezone, principal.accountId, params.phone, 'api', {
+            keyId: principal.keyId,
+          }),
+        ),
       {
         params: OptOutPhoneParams,
         response: { 200: envelopeOf(OptOutRemoved), ...errorsOf(400, 401, 404, 422) },

@@ -9,7 +9,17 @@ import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { AccountLink, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
-import { addOptOut, exportOptOuts, importOptOuts, listOptOuts, removeOptOut, type ImportReport } from './service'
+import {
+  addOptOut,
+  exportOptOuts,
+  importOptOuts,
+  listOptOuts,
+  optOutsCsv,
+  removeOptOut,
+  type ImportReport,
+  type OptOutView,
+} from './service'
+import { formatTimes, type Formatted } from '../../lib/time'
 
 const PAGE_SIZE = 50
 const MAX_IMPORT_BYTES = 2 * 1024 * 1024
@@ -37,13 +47,14 @@ export function optOutPages(d: Dashboard) {
     const phone = (query.phone ?? '').trim()
     const pageNumber = /^\d{1,6}$/.test(query.page ?? '') ? Math.max(1, Number(query.page)) : 1
     let search: FormState | undefined
-    let list: { items: Awaited<ReturnType<typeof listOptOuts>>['items']; total: number } = { items: [], total: 0 }
+    let list: { items: Formatted<OptOutView>[]; total: number } = { items: [], total: 0 }
     try {
-      list = await listOptOuts(await scope.read(), d.tz, scope.accountId, {
+      const found = await listOptOuts(await scope.read(), scope.accountId, {
         ...(phone ? { phone } : {}),
         limit: PAGE_SIZE,
         offset: (pageNumber - 1) * PAGE_SIZE,
       })
+      list = formatTimes(found, d.tz)
     } catch (error) {
       search = { form: 'search', values: { phone }, problem: { field: 'phone', message: (error as Error).message } }
     }
@@ -149,7 +160,7 @@ export function optOutPages(d: Dashboard) {
       .get(`${prefix}/opt-outs.csv`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope
-        const { csv } = await exportOptOuts(await scope.read(), d.tz, scope.accountId)
+        const { csv } = optOutsCsv(formatTimes(await exportOptOuts(await scope.read(), scope.accountId), d.tz))
         return new Response(csv, {
           headers: {
             'content-type': 'text/csv; charset=utf-8',
@@ -167,7 +178,15 @@ export function optOutPages(d: Dashboard) {
           (scope) => {
             const to = `${scope.base}/opt-outs`
             return d.once(scope.session, body, to, async (tx) => {
-              const { optOut, created } = await addOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
+              const { optOut, created } = await addOptOut(
+                tx,
+                d.deps.clock,
+                d.tz,
+                scope.accountId,
+                field(body, 'phone'),
+                'dashboard',
+                by(scope, request),
+              )
               return { to, notice: created ? `${optOut.phone} is opted out.` : `${optOut.phone} was opted out already.` }
             })
           },
@@ -182,7 +201,15 @@ export function optOutPages(d: Dashboard) {
           (scope) => {
             const to = `${scope.base}/opt-outs`
             return d.once(scope.session, body, to, async (tx) => {
-              const { phone } = await removeOptOut(tx, d.tz, scope.accountId, field(body, 'phone'), 'dashboard', by(scope, request))
+              const { phone } = await removeOptOut(
+                tx,
+                d.deps.clock,
+                d.tz,
+                scope.accountId,
+                field(body, 'phone'),
+                'dashboard',
+                by(scope, request),
+              )
               return { to, notice: `${phone} is opted back in: it may be sent to again.` }
             })
           },
@@ -201,7 +228,7 @@ export function optOutPages(d: Dashboard) {
             if (typeof text !== 'string') return refuse(scope, text.error)
             const to = `${scope.base}/opt-outs`
             return d.once(scope.session, body, to, async (tx) => {
-              const report = await importOptOuts(tx, d.tz, scope.accountId, text, 'dashboard', by(scope, request))
+              const report = await importOptOuts(tx, d.deps.clock, d.tz, scope.accountId, text, 'dashboard', by(scope, request))
               return { to, report }
             })
           },

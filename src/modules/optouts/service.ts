@@ -11,13 +11,15 @@ import { transaction, type Db, type Tx } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
-import { formatTimestamp } from '../../lib/time'
+import type { Formatted } from '../../lib/time'
 import { MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import { csvText, parseCsv } from '../../lib/csv'
 import type { User } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { Batcher } from '../../lib/batch'
 import type { OptOutListQuery } from './model'
+import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 
 export type OptOutSource = 'inbound' | 'provider' | 'api' | 'dashboard' | 'admin' | 'import'
 
@@ -25,6 +27,8 @@ export type OptOutSource = 'inbound' | 'provider' | 'api' | 'dashboard' | 'admin
 export type OptOutActor = { keyId?: number | null; user?: User | null; address?: string | null }
 
 export type OptOutChange = {
+  /** Whose time stamps the change (Deps.clock). */
+  clock: Pick<Clock, 'sqlNow'>
   /** The deployment's TIMEZONE, for the timestamp of its contact.opted_out / contact.opted_in event. */
   timezone: string
   accountId: number
@@ -71,10 +75,10 @@ export async function setOptOut(tx: Tx, change: OptOutChange): Promise<{ changed
     if (latest!.stale) return { changed: false }
   }
   const [event] = await tx<{ id: number }[]>`
-    insert into opt_out_events (account_id, phone, opted_out, source, detail, inbound_message_id, api_key_id, user_id, actor, happened_at)
+    insert into opt_out_events (account_id, phone, opted_out, source, detail, inbound_message_id, api_key_id, user_id, actor, created_at, happened_at)
     values (${change.accountId}, ${change.phone}, ${change.optedOut}, ${change.source}, ${change.detail ?? null},
             ${change.inboundMessageId ?? null}, ${change.by?.keyId || null}, ${change.by?.user?.id ?? null}, ${actorOf(change)},
-            coalesce(${change.at ?? null}::timestamptz, now()))
+            ${nowOf(tx, change.clock)}, coalesce(${change.at ?? null}::timestamptz, ${nowOf(tx, change.clock)}))
     returning id`
   if (change.optedOut) {
     await tx`insert into opt_outs (account_id, phone, event_id) values (${change.accountId}, ${change.phone}, ${event!.id})`
@@ -194,12 +198,13 @@ export type InboundConsent = {
 /** Called once by storeInbound for a newly stored message: opts its sender out (or back in) when it says so. */
 export async function consentFromInbound(
   tx: Tx,
+  clock: Pick<Clock, 'sqlNow'>,
   timezone: string,
   message: InboundConsent,
   words: OptOutWords = DEFAULT_WORDS,
 ): Promise<{ changed: boolean }> {
   if (message.accountId === null) return { changed: false }
-  const base = { timezone, accountId: message.accountId, phone: message.phone, inboundMessageId: message.inboundMessageId }
+  const base = { clock, timezone, accountId: message.accountId, phone: message.phone, inboundMessageId: message.inboundMessageId }
   if (message.consent) {
     return setOptOut(tx, { ...base, optedOut: message.consent.optedOut, source: 'provider', detail: message.consent.detail })
   }
@@ -216,12 +221,14 @@ export async function consentFromInbound(
  */
 export function consentFromProvider(
   tx: Tx,
+  clock: Pick<Clock, 'sqlNow'>,
   timezone: string,
   accountId: number,
   phone: string,
   signal: { optedOut: boolean; detail: string; at: Date | null },
 ): Promise<{ changed: boolean }> {
   return setOptOut(tx, {
+    clock,
     timezone,
     accountId,
     phone,
@@ -256,9 +263,9 @@ type Row = {
   actor: string
 }
 
-const view = (r: Row, tz: string) => ({
+const view = (r: Row) => ({
   phone: r.phone,
-  opted_out_at: formatTimestamp(r.created_at, tz)!,
+  opted_out_at: r.created_at,
   source: r.source,
   detail: r.detail,
   inbound_message_id: r.inbound_message_id === null ? null : Number(r.inbound_message_id),
@@ -267,7 +274,7 @@ const view = (r: Row, tz: string) => ({
 export type OptOutView = ReturnType<typeof view>
 
 /** The account's opted-out phones, newest first (`phone`: only that one). */
-export async function listOptOuts(sql: Db, tz: string, accountId: number, query: OptOutListQuery) {
+export async function listOptOuts(sql: Db, accountId: number, query: OptOutListQuery) {
   const p = page(query)
   const phone = query.phone === undefined ? null : requireOptOutPhone(query.phone)
   const where = sql`where o.account_id = ${accountId} and (${phone}::text is null or o.phone = ${phone})`
@@ -276,22 +283,18 @@ export async function listOptOuts(sql: Db, tz: string, accountId: number, query:
     from opt_outs o join opt_out_events e on e.id = o.event_id ${where}
     order by e.id desc limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from opt_outs o ${where}`
-  return pageOf(
-    rows.map((r) => view(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(view), count!.n, p)
 }
 
 /** One phone's history in the account, newest first (at most 50 changes). */
-export async function optOutHistory(sql: Db, tz: string, accountId: number, phone: string) {
+export async function optOutHistory(sql: Db, accountId: number, phone: string) {
   const rows = await sql<(Row & { opted_out: boolean })[]>`
     select phone, created_at, source, detail, inbound_message_id, api_key_id, user_id, actor, opted_out
     from opt_out_events where account_id = ${accountId} and phone = ${phone} order by id desc limit 50`
   return rows.map((r) => ({
-    ...view(r, tz),
+    ...view(r),
     action: r.opted_out ? ('opted_out' as const) : ('opted_in' as const),
-    at: view(r, tz).opted_out_at,
+    at: r.created_at,
   }))
 }
 
@@ -299,22 +302,38 @@ export async function optOutHistory(sql: Db, tz: string, accountId: number, phon
 export type ManualSource = 'api' | 'dashboard' | 'admin'
 
 /** Opts a phone out by hand (audited). Answers the opt-out and whether it is new (false: it was opted out already). */
-export async function addOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+export async function addOptOut(
+  sql: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  tz: string,
+  accountId: number,
+  phoneInput: string,
+  source: ManualSource,
+  by: OptOutActor,
+) {
   const phone = requireOptOutPhone(phoneInput)
   const { changed } = await transaction(sql, async (tx) => {
-    const done = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: true, source, by })
+    const done = await setOptOut(tx, { clock, timezone: tz, accountId, phone, optedOut: true, source, by })
     if (done.changed) await auditChange(tx, accountId, by, 'opt-out added', { phone, source })
     return done
   })
-  const [item] = (await listOptOuts(sql, tz, accountId, { phone })).items
+  const [item] = (await listOptOuts(sql, accountId, { phone })).items
   return { optOut: item!, created: changed }
 }
 
 /** Opts a phone back in by hand (audited); 404 when it is not opted out. */
-export async function removeOptOut(sql: Db, tz: string, accountId: number, phoneInput: string, source: ManualSource, by: OptOutActor) {
+export async function removeOptOut(
+  sql: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  tz: string,
+  accountId: number,
+  phoneInput: string,
+  source: ManualSource,
+  by: OptOutActor,
+) {
   const phone = requireOptOutPhone(phoneInput)
   await transaction(sql, async (tx) => {
-    const { changed } = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: false, source, by })
+    const { changed } = await setOptOut(tx, { clock, timezone: tz, accountId, phone, optedOut: false, source, by })
     if (!changed) throw new ApiError('NOT_FOUND', `${phone} is not opted out`)
     await auditChange(tx, accountId, by, 'opt-out removed', { phone, source })
   })
@@ -336,16 +355,18 @@ const auditChange = (tx: Tx, accountId: number, by: OptOutActor, action: string,
 export const MAX_IMPORT_ROWS = 10_000
 export const CSV_COLUMNS = ['phone', 'opted_out_at', 'source', 'detail', 'by'] as const
 
-/** Every opt-out of the account as CSV (phone, opted_out_at, source, detail, by), newest first. */
-export async function exportOptOuts(sql: Db, tz: string, accountId: number): Promise<{ csv: string; count: number }> {
+/** Every opt-out of the account, newest first (`optOutsCsv` writes them, formatted, as the export). */
+export async function exportOptOuts(sql: Db, accountId: number): Promise<OptOutView[]> {
   const rows = await sql<Row[]>`
     select o.phone, e.created_at, e.source, e.detail, e.inbound_message_id, e.api_key_id, e.user_id, e.actor
     from opt_outs o join opt_out_events e on e.id = o.event_id where o.account_id = ${accountId} order by e.id desc`
-  const lines = rows.map((r) => {
-    const v = view(r, tz)
-    return [v.phone, v.opted_out_at, v.source, v.detail, v.by]
-  })
-  return { csv: csvText(CSV_COLUMNS, lines), count: rows.length }
+  return rows.map(view)
+}
+
+/** The export as CSV (phone, opted_out_at, source, detail, by), its times formatted at the edge. */
+export function optOutsCsv(optOuts: Formatted<OptOutView>[]): { csv: string; count: number } {
+  const lines = optOuts.map((v) => [v.phone, v.opted_out_at, v.source, v.detail, v.by])
+  return { csv: csvText(CSV_COLUMNS, lines), count: optOuts.length }
 }
 
 export type ImportReport = { accepted: number; duplicates: number; invalid: { line: number; error: string }[] }
@@ -356,7 +377,15 @@ export type ImportReport = { accepted: number; duplicates: number; invalid: { li
  * repeated in the file, is a duplicate; a bad line is reported with its number and reason. One
  * transaction; audited as one import.
  */
-export async function importOptOuts(sql: Db, tz: string, accountId: number, text: string, source: ManualSource, by: OptOutActor) {
+export async function importOptOuts(
+  sql: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  tz: string,
+  accountId: number,
+  text: string,
+  source: ManualSource,
+  by: OptOutActor,
+) {
   const records = parseCsv(text)
   if ('error' in records) throw badValue(`csv: cannot be read: ${records.error}`)
   if (records.length === 0) throw badValue('csv: is empty: give a phone column (with a header row "phone"), one phone a line')
@@ -387,7 +416,16 @@ export async function importOptOuts(sql: Db, tz: string, accountId: number, text
   }
   await transaction(sql, async (tx) => {
     for (const { phone } of phones) {
-      const { changed } = await setOptOut(tx, { timezone: tz, accountId, phone, optedOut: true, source: 'import', detail: source, by })
+      const { changed } = await setOptOut(tx, {
+        clock,
+        timezone: tz,
+        accountId,
+        phone,
+        optedOut: true,
+        source: 'import',
+        detail: source,
+        by,
+      })
       if (changed) report.accepted++
       else report.duplicates++
     }

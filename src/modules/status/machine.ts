@@ -8,7 +8,6 @@
 
 import type { Db } from '../../db/client'
 import type { SenderRef, StatusReport } from '../../providers/provider'
-import { EVENTS_CHANNEL } from '../webhooks/notify'
 import { insertEvents, statusPayload, type EventClock } from '../webhooks/events'
 import { nowOf } from '../../db/now'
 import { lateFailureRefunds, refundsWhenFailing } from '../ledger/service'
@@ -31,22 +30,18 @@ export type StatusesOutcome = { changed: number; events: number; changedSids: st
  * into rounds, oldest first). Locks the messages, moves those whose move is forward, refunds those
  * it fails (unless their price keeps late failures charged; their accounts locked in id order after
  * the messages), and writes one event per change for keys with a webhook or a listener (a failure's
- * says whether it was refunded). `notify` (PostgreSQL): when it wrote an event, the statement also
- * queues the NOTIFY that wakes other instances at commit. `clock`: the time of the changes and their
+ * says whether it was refunded); its events announce themselves at commit (sql/0037). `clock`: the time of the changes and their
  * events (deps.clock); without one, the database's now().
  */
 export async function applyStatuses(
   sql: Db,
   timezone: string,
   reports: Report[],
-  options: { notify?: boolean; clock?: EventClock } = {},
+  options: { clock?: EventClock } = {},
 ): Promise<StatusesOutcome> {
   if (reports.length === 0) return { changed: 0, events: 0, changedSids: [], eventSids: [], refusedSids: [] }
   const clock = options.clock ?? { sqlNow: () => null }
   const now = nowOf(sql, clock)
-  const notify = options.notify
-    ? sql`, (select count(pg_notify(${EVENTS_CHANNEL}, '')) from (select 1 from event limit 1) as any_event) as notified`
-    : sql``
   // A report's owners as an array literal of sender ids, 0 for the default number (null: a report of
   // the service's own, which any message takes).
   const owners = reports.map((r) => (r.senders ? ownersLiteral(r.senders) : null))
@@ -98,8 +93,7 @@ export async function applyStatuses(
     select array(select message_sid from changed) as changed_sids,
            array(select message_sid from found where not owned) as refused_sids,
            array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids,
-           (select count(*)::int from late_refunds) as late_refunds, (select coalesce(sum(cost), 0)::bigint from late_refunds) as late_refunded
-           ${notify}`
+           (select count(*)::int from late_refunds) as late_refunds, (select coalesce(sum(cost), 0)::bigint from late_refunds) as late_refunded`
   const { changed_sids: changedSids, event_sids: eventSids, refused_sids: refusedSids } = row!
   balanceMoved('refund', row!.late_refunds, row!.late_refunded)
   return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids, refusedSids }

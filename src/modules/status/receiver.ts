@@ -40,7 +40,7 @@ export type Received = {
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
-export function createReportReceiver(sql: Sql, timezone: string, options: { notify?: boolean; clock?: EventClock } = {}) {
+export function createReportReceiver(sql: Sql, timezone: string, options: { clock?: EventClock } = {}) {
   const batcher = new Batcher<SignedReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options), {
     maxBatch: 200,
   })
@@ -52,18 +52,17 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { noti
  * The reports of several callbacks in one transaction, each callback's outcome counted on its own.
  * Each report is applied (after any reports parked earlier for its SID) when its SID is stored, parked
  * otherwise; a `sent` report changes nothing and is never parked. The SIDs' locks are taken in one order (by lock key), so two transactions with the same SIDs cannot
- * deadlock. `notify`: NOTIFY other instances of new events with this commit (PostgreSQL), rather than
- * in a transaction of its own afterwards (NOTIFYs of one transaction are sent once). `clock`: the time
+ * deadlock. `clock`: the time
  * reports are parked, expire and are applied at (the database's now() without one).
  */
 async function receiveCallbacks(
   sql: Sql,
   timezone: string,
   callbacks: SignedReport[][],
-  options: { notify?: boolean; clock?: EventClock },
+  options: { clock?: EventClock },
 ): Promise<Received[]> {
   const clock = options.clock ?? { sqlNow: () => null }
-  const applying = { notify: options.notify ?? false, clock }
+  const applying = { clock }
   const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0, refused: [] }))
   const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
   if (reports.length === 0) return outcomes
@@ -151,7 +150,7 @@ export async function applyParked(
   sql: Sql,
   timezone: string,
   limit: number,
-  options: { notify?: boolean; clock?: EventClock } = {},
+  options: { clock?: EventClock } = {},
 ): Promise<{ applied: number; events: number }> {
   const clock = options.clock ?? { sqlNow: () => null }
   // The worker is woken by every recorded hand-off and almost never finds anything: one statement

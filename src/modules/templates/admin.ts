@@ -12,6 +12,7 @@ import { Binding, BindingBody, CreateSegmentBody, CreateTemplateBody, Deleted, S
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
 import { createSegment, getSegment, listSegments } from './segments'
 import { page } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin']
 const BindingParams = t.Object({
@@ -27,7 +28,7 @@ export const templatesAdmin = (deps: Deps) => {
       '/accounts/:id/templates',
       async ({ params, body, set }) => {
         set.status = 201
-        return ok(await createTemplate(sql, tz, params.id, body))
+        return ok(formatTimes(await createTemplate(sql, params.id, body), tz))
       },
       {
         params: IdParams,
@@ -36,7 +37,7 @@ export const templatesAdmin = (deps: Deps) => {
         detail: { tags, summary: 'Create a message template ({{name}}-style placeholders from contact fields)' },
       },
     )
-    .get('/accounts/:id/templates', async ({ params, query }) => ok(await listTemplates(sql, tz, params.id, page(query))), {
+    .get('/accounts/:id/templates', async ({ params, query }) => ok(formatTimes(await listTemplates(sql, params.id, page(query)), tz)), {
       params: IdParams,
       query: PageQuery,
       response: { 200: envelopeOf(listOf(Template)), ...errorsOf(400, 401, 404, 422) },
@@ -46,7 +47,7 @@ export const templatesAdmin = (deps: Deps) => {
       '/accounts/:id/segments',
       async ({ params, body, set }) => {
         set.status = 201
-        return ok(await createSegment(sql, tz, params.id, body))
+        return ok(formatTimes(await createSegment(sql, params.id, body), tz))
       },
       {
         params: IdParams,
@@ -55,18 +56,18 @@ export const templatesAdmin = (deps: Deps) => {
         detail: { tags, summary: 'Create a segment: the contacts carrying one tag' },
       },
     )
-    .get('/accounts/:id/segments', async ({ params, query }) => ok(await listSegments(sql, tz, params.id, page(query))), {
+    .get('/accounts/:id/segments', async ({ params, query }) => ok(formatTimes(await listSegments(sql, params.id, page(query)), tz)), {
       params: IdParams,
       query: PageQuery,
       response: { 200: envelopeOf(listOf(Segment)), ...errorsOf(400, 401, 404, 422) },
       detail: { tags, summary: "An account's segments, newest first" },
     })
-    .get('/templates/:id', async ({ params }) => ok(await getTemplate(sql, tz, params.id)), {
+    .get('/templates/:id', async ({ params }) => ok(formatTimes(await getTemplate(sql, params.id), tz)), {
       params: IdParams,
       response: { 200: envelopeOf(Template), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One template' },
     })
-    .patch('/templates/:id', async ({ params, body }) => ok(await updateTemplate(sql, tz, params.id, body)), {
+    .patch('/templates/:id', async ({ params, body }) => ok(formatTimes(await updateTemplate(sql, params.id, body), tz)), {
       params: IdParams,
       body: UpdateTemplateBody,
       response: { 200: envelopeOf(Template), ...errorsOf(400, 401, 404, 409, 422) },
@@ -77,22 +78,26 @@ export const templatesAdmin = (deps: Deps) => {
       response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409) },
       detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
     })
-    .put('/templates/:id/bindings/:provider', async ({ params, body }) => ok(await setBinding(sql, tz, params.id, params.provider, body)), {
-      params: BindingParams,
-      body: BindingBody,
-      response: { 200: envelopeOf(Binding), ...errorsOf(400, 401, 404, 409, 422) },
-      detail: {
-        tags,
-        summary: "Bind a template to a provider's approved template",
-        description:
-          'Sets (or replaces) the binding of the template for one provider: `twilio` (a Content SID, no language), `meta` ' +
-          "(the template name and its language code) or `simulator` (any name). `variables` lists, in the provider template's " +
-          "order, the account template's placeholders that fill its variables; each must be one the template uses (422 otherwise). " +
-          'A template has at most one binding per provider. While bound for the provider in use, a campaign with this template ' +
-          "sends the approved template with each contact's values (and records the rendered text), and so does a send with " +
-          '`template_id`. 409 while a scheduled, sending or paused campaign uses the template; 422 for a provider that sends no templates.',
+    .put(
+      '/templates/:id/bindings/:provider',
+      async ({ params, body }) => ok(formatTimes(await setBinding(sql, params.id, params.provider, body), tz)),
+      {
+        params: BindingParams,
+        body: BindingBody,
+        response: { 200: envelopeOf(Binding), ...errorsOf(400, 401, 404, 409, 422) },
+        detail: {
+          tags,
+          summary: "Bind a template to a provider's approved template",
+          description:
+            'Sets (or replaces) the binding of the template for one provider: `twilio` (a Content SID, no language), `meta` ' +
+            "(the template name and its language code) or `simulator` (any name). `variables` lists, in the provider template's " +
+            "order, the account template's placeholders that fill its variables; each must be one the template uses (422 otherwise). " +
+            'A template has at most one binding per provider. While bound for the provider in use, a campaign with this template ' +
+            "sends the approved template with each contact's values (and records the rendered text), and so does a send with " +
+            '`template_id`. 409 while a scheduled, sending or paused campaign uses the template; 422 for a provider that sends no templates.',
+        },
       },
-    })
+    )
     .delete('/templates/:id/bindings/:provider', async ({ params }) => ok(await deleteBinding(sql, params.id, params.provider)), {
       params: BindingParams,
       response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409, 422) },
@@ -103,7 +108,7 @@ export const templatesAdmin = (deps: Deps) => {
           '404 when the template has no binding for that provider; 409 while a scheduled, sending or paused campaign uses the template.',
       },
     })
-    .get('/segments/:id', async ({ params }) => ok(await getSegment(sql, tz, params.id)), {
+    .get('/segments/:id', async ({ params }) => ok(formatTimes(await getSegment(sql, params.id), tz)), {
       params: IdParams,
       response: { 200: envelopeOf(Segment), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One segment with its current contact count' },

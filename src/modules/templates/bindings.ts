@@ -8,32 +8,32 @@
 import type { Db, Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { placeholdersOf } from '../../lib/template'
-import { formatTimestamp } from '../../lib/time'
 import { TEMPLATE_RULES } from '../../providers/registry'
 import type { TemplateRules } from '../../providers/provider'
-import { type Binding, type BindingBody } from './model'
+import { type BindingBody } from './model'
 
 const MAX_VARIABLES = 100
 // An ISO 639 language, optionally with a region: en, id, en_US, pt_BR, zh_CN (the codes Meta lists).
 const LANGUAGE = /^[a-z]{2,3}(_[A-Za-z0-9]{2,4})?$/
 
 type BindingRow = { template_id: number; provider: string; ref: string; language: string | null; variables: string[]; updated_at: Date }
-const bindingView = (r: BindingRow, tz: string): Binding => ({
+const bindingView = (r: BindingRow) => ({
   provider: r.provider,
   ref: r.ref,
   language: r.language,
   variables: r.variables,
-  updated_at: formatTimestamp(r.updated_at, tz)!,
+  updated_at: r.updated_at,
 })
+export type BindingView = ReturnType<typeof bindingView>
 
 /** The bindings of these templates, by template id (each list by provider name). */
-export async function bindingsOf(sql: Db, tz: string, templateIds: number[]): Promise<Map<number, Binding[]>> {
-  const out = new Map<number, Binding[]>(templateIds.map((id) => [id, []]))
+export async function bindingsOf(sql: Db, templateIds: number[]): Promise<Map<number, BindingView[]>> {
+  const out = new Map<number, BindingView[]>(templateIds.map((id) => [id, []]))
   if (templateIds.length === 0) return out
   const rows = await sql<BindingRow[]>`
     select template_id, provider, ref, language, variables, updated_at from template_bindings
     where template_id = any(${templateIds}::bigint[]) order by provider`
-  for (const r of rows) out.get(r.template_id)!.push(bindingView(r, tz))
+  for (const r of rows) out.get(r.template_id)!.push(bindingView(r))
   return out
 }
 
@@ -76,12 +76,11 @@ export function requireVariablesOf(body: string, variables: string[], templateId
 /** PUT /admin/v1/templates/{id}/bindings/{provider}: sets (or replaces) the template's binding for `provider`. */
 export async function setBinding(
   sql: Sql,
-  tz: string,
   templateId: number,
   provider: string,
   input: BindingBody,
   accountId?: number,
-): Promise<Binding> {
+): Promise<BindingView> {
   const rules = rulesOf(provider)
   const refError = rules.refError(input.ref)
   if (refError) throw badValue(`ref: ${refError}`)
@@ -102,7 +101,7 @@ export async function setBinding(
       on conflict (template_id, provider) do update
         set ref = excluded.ref, language = excluded.language, variables = excluded.variables, updated_at = now()
       returning template_id, provider, ref, language, variables, updated_at`
-    return bindingView(row!, tz)
+    return bindingView(row!)
   })
 }
 

@@ -17,6 +17,7 @@ import { TEMPLATE_RULES } from '../../providers/registry'
 import { type Binding, type Template } from './model'
 import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
 import { MAX_TAG, createSegment, deleteSegment, listSegments } from './segments'
+import { formatTimes } from '../../lib/time'
 
 const LIST = { limit: 200, offset: 0 }
 const placeholderHelp = `Placeholders: ${PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')}.`
@@ -34,16 +35,16 @@ const variableNames = (text: string) =>
     .split(/[\s,]+/)
     .map((v) => v.replace(/^\{\{\s*|\s*\}\}$/g, ''))
     .filter(Boolean)
-const bindingLine = (b: Binding) => `${b.provider}: ${b.ref}${b.language ? ` (${b.language})` : ''}`
+const bindingLine = (b: Pick<Binding, 'provider' | 'ref' | 'language'>) => `${b.provider}: ${b.ref}${b.language ? ` (${b.language})` : ''}`
 
 export function templatePages(d: Dashboard) {
   async function templatesPage(scope: Scope, options: { error?: string; status?: number; state?: FormState } = {}) {
     const { session, base } = scope
     const { state } = options
-    const [templates, segments] = await Promise.all([
-      listTemplates(d.sql, d.tz, scope.accountId, LIST),
-      listSegments(d.sql, d.tz, scope.accountId, LIST),
-    ])
+    const [templates, segments] = formatTimes(
+      await Promise.all([listTemplates(d.sql, scope.accountId, LIST), listSegments(d.sql, scope.accountId, LIST)]),
+      d.tz,
+    )
     return respond(
       <Layout title={titleOf(scope, 'Templates and segments')} session={session} error={options.error}>
         <AccountLink scope={scope} />
@@ -222,7 +223,12 @@ export function templatePages(d: Dashboard) {
     ) => audit(db, { user: scope.session.user, address: d.addressOf(request, server), accountId: scope.accountId, action, detail })
     /** The template of the scope's account, or null (404). */
     const ownTemplate = (scope: Scope, id: number | null) =>
-      id === null ? Promise.resolve(null) : getTemplate(d.sql, d.tz, id, scope.accountId).catch(() => null)
+      id === null
+        ? Promise.resolve(null)
+        : getTemplate(d.sql, id, scope.accountId).then(
+            (template) => formatTimes(template, d.tz),
+            () => null,
+          )
     /**
      * formAction's target for a change of one template: the scope and the template of the path, 404
      * when it is not the account's (or, with `provider`, that provider has no approved templates).
@@ -250,7 +256,7 @@ export function templatePages(d: Dashboard) {
           (scope) => {
             const to = `${scope.base}/templates`
             return d.once(scope.session, body, to, async (tx) => {
-              const template = await createTemplate(tx, d.tz, scope.accountId, { name: field(body, 'name'), body: field(body, 'body') })
+              const template = await createTemplate(tx, scope.accountId, { name: field(body, 'name'), body: field(body, 'body') })
               await record(tx, scope, request, server, 'template created', { template_id: template.id, name: template.name })
               return { to, notice: `Template ${template.name} created.` }
             })
@@ -272,7 +278,6 @@ export function templatePages(d: Dashboard) {
           async ({ scope, template }) => {
             const saved = await updateTemplate(
               d.sql,
-              d.tz,
               template.id,
               { name: field(body, 'name'), body: field(body, 'body') },
               scope.accountId,
@@ -305,7 +310,6 @@ export function templatePages(d: Dashboard) {
           async ({ scope, template }) => {
             const binding = await setBinding(
               d.sql,
-              d.tz,
               template.id,
               params.provider,
               {
@@ -355,7 +359,7 @@ export function templatePages(d: Dashboard) {
           (scope) => {
             const to = `${scope.base}/templates`
             return d.once(scope.session, body, to, async (tx) => {
-              const segment = await createSegment(tx, d.tz, scope.accountId, { name: field(body, 'name'), tag: field(body, 'tag') })
+              const segment = await createSegment(tx, scope.accountId, { name: field(body, 'name'), tag: field(body, 'tag') })
               await record(tx, scope, request, server, 'segment created', { segment_id: segment.id, name: segment.name, tag: segment.tag })
               return {
                 to,

@@ -4,11 +4,10 @@ import type postgres from 'postgres'
 import type { Db, Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf, type Page } from '../../lib/validate'
 import { requireAccount } from '../accounts/service'
 import { isRowId, ofAccount } from './service'
-import type { CreateSegmentBody, Segment } from './model'
+import type { CreateSegmentBody } from './model'
 
 export const MAX_TAG = 100
 
@@ -17,20 +16,19 @@ export const segmentMatch = (sql: Db, tag: string | postgres.PendingQuery<postgr
   sql`exists (select 1 from unnest(${sql(contact)}.tags) as t(tag) where lower(t.tag) = lower(${tag}))`
 
 type SegmentRow = { id: number; name: string; tag: string; created_at: Date; contact_count: number }
-const segmentView = (row: SegmentRow, tz: string): Segment => ({ ...row, created_at: formatTimestamp(row.created_at, tz)! })
 const contactCount = (sql: Db) => sql`(
   select count(*)::int from contacts ct where ct.account_id = s.account_id and ${segmentMatch(sql, sql`s.tag`, 'ct')}
 ) as contact_count`
 
-export async function getSegment(sql: Db, tz: string, id: number): Promise<Segment> {
+export async function getSegment(sql: Db, id: number): Promise<SegmentRow> {
   const [row] = isRowId(id)
     ? await sql<SegmentRow[]>`select s.id, s.name, s.tag, s.created_at, ${contactCount(sql)} from segments s where s.id = ${id}`
     : []
   if (!row) throw new ApiError('NOT_FOUND', `segment ${id} not found`)
-  return segmentView(row, tz)
+  return row
 }
 
-export async function createSegment(sql: Db, tz: string, accountId: number, input: CreateSegmentBody): Promise<Segment> {
+export async function createSegment(sql: Db, accountId: number, input: CreateSegmentBody) {
   const name = requireText(input.name, 'name')
   const tag = requireText(input.tag, 'tag', MAX_TAG)
   // Contact tags arrive comma-separated, so no contact can carry a tag with a comma.
@@ -39,10 +37,10 @@ export async function createSegment(sql: Db, tz: string, accountId: number, inpu
   const [row] = await sql<{ id: number }[]>`
     insert into segments (account_id, name, tag) values (${accountId}, ${name}, ${tag})
     returning id`
-  return getSegment(sql, tz, row!.id)
+  return getSegment(sql, row!.id)
 }
 
-export async function listSegments(sql: Sql, tz: string, accountId: number, p: Page) {
+export async function listSegments(sql: Sql, accountId: number, p: Page) {
   await requireAccount(sql, accountId)
   const [rows, [count]] = await Promise.all([
     sql<SegmentRow[]>`
@@ -50,11 +48,7 @@ export async function listSegments(sql: Sql, tz: string, accountId: number, p: P
       order by s.created_at desc, s.id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from segments where account_id = ${accountId}`,
   ])
-  return pageOf(
-    rows.map((r) => segmentView(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows, count!.n, p)
 }
 
 /** A segment is deleted only when no campaign refers to it. `accountId`: only a segment of that account (else 404). */

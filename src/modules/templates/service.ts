@@ -5,12 +5,11 @@
 import type { Db, Sql } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
-import { formatTimestamp } from '../../lib/time'
 import { MAX_BODY_CHARS, pageOf, type Page } from '../../lib/validate'
 import { PLACEHOLDERS, unknownPlaceholders } from '../../lib/template'
 import { requireAccount } from '../accounts/service'
-import { bindingsOf, requireBindingsFit, requireNotRunning } from './bindings'
-import type { CreateTemplateBody, Template } from './model'
+import { bindingsOf, requireBindingsFit, requireNotRunning, type BindingView } from './bindings'
+import type { CreateTemplateBody } from './model'
 
 /** An id that can be a row of ours: ids out of bigint range would fail in the database instead. */
 export const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0
@@ -25,22 +24,18 @@ function requireKnownPlaceholders(body: string): void {
 }
 
 type TemplateRow = { id: number; name: string; body: string; created_at: Date }
-const templateView = (row: TemplateRow, tz: string, bindings: Template['bindings']): Template => ({
-  ...row,
-  created_at: formatTimestamp(row.created_at, tz)!,
-  bindings,
-})
+const templateView = (row: TemplateRow, bindings: BindingView[]) => ({ ...row, bindings })
+type TemplateView = ReturnType<typeof templateView>
 /** Templates with their bindings (one more query for all of them). */
-async function withBindings(sql: Db, tz: string, rows: TemplateRow[]): Promise<Template[]> {
+async function withBindings(sql: Db, rows: TemplateRow[]): Promise<TemplateView[]> {
   const bindings = await bindingsOf(
     sql,
-    tz,
     rows.map((r) => r.id),
   )
-  return rows.map((r) => templateView(r, tz, bindings.get(r.id)!))
+  return rows.map((r) => templateView(r, bindings.get(r.id)!))
 }
 
-export async function createTemplate(sql: Db, tz: string, accountId: number, input: CreateTemplateBody): Promise<Template> {
+export async function createTemplate(sql: Db, accountId: number, input: CreateTemplateBody): Promise<TemplateView> {
   const name = requireText(input.name, 'name')
   if (input.body.trim().length === 0) throw badValue('body: must not be empty')
   if (input.body.length > MAX_BODY_CHARS) throw badValue(`body: must be at most ${MAX_BODY_CHARS} characters`)
@@ -49,10 +44,10 @@ export async function createTemplate(sql: Db, tz: string, accountId: number, inp
   const [row] = await sql<TemplateRow[]>`
     insert into templates (account_id, name, body) values (${accountId}, ${name}, ${input.body})
     returning id, name, body, created_at`
-  return templateView(row!, tz, [])
+  return templateView(row!, [])
 }
 
-export async function listTemplates(sql: Sql, tz: string, accountId: number, p: Page) {
+export async function listTemplates(sql: Sql, accountId: number, p: Page) {
   await requireAccount(sql, accountId)
   const [rows, [count]] = await Promise.all([
     sql<TemplateRow[]>`
@@ -60,17 +55,17 @@ export async function listTemplates(sql: Sql, tz: string, accountId: number, p: 
       order by created_at desc, id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from templates where account_id = ${accountId}`,
   ])
-  return pageOf(await withBindings(sql, tz, rows), count!.n, p)
+  return pageOf(await withBindings(sql, rows), count!.n, p)
 }
 
 export const ofAccount = (sql: Db, accountId: number | undefined) => (accountId === undefined ? sql`` : sql`and account_id = ${accountId}`)
 
-export async function getTemplate(sql: Sql, tz: string, id: number, accountId?: number): Promise<Template> {
+export async function getTemplate(sql: Sql, id: number, accountId?: number): Promise<TemplateView> {
   const [row] = isRowId(id)
     ? await sql<TemplateRow[]>`select id, name, body, created_at from templates where id = ${id} ${ofAccount(sql, accountId)}`
     : []
   if (!row) throw new ApiError('NOT_FOUND', `template ${id} not found`)
-  return (await withBindings(sql, tz, [row]))[0]!
+  return (await withBindings(sql, [row]))[0]!
 }
 
 /**
@@ -79,11 +74,10 @@ export async function getTemplate(sql: Sql, tz: string, id: number, accountId?: 
  */
 export async function updateTemplate(
   sql: Sql,
-  tz: string,
   id: number,
   input: { name?: string; body?: string },
   accountId?: number,
-): Promise<Template> {
+): Promise<TemplateView> {
   const name = input.name === undefined ? undefined : requireText(input.name, 'name')
   if (input.body !== undefined) {
     if (input.body.trim().length === 0) throw badValue('body: must not be empty')
@@ -100,7 +94,7 @@ export async function updateTemplate(
     const [updated] = await tx<TemplateRow[]>`
       update templates set name = coalesce(${name ?? null}, name), body = coalesce(${input.body ?? null}, body)
       where id = ${id} returning id, name, body, created_at`
-    return (await withBindings(tx, tz, [updated!]))[0]!
+    return (await withBindings(tx, [updated!]))[0]!
   })
 }
 

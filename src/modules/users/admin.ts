@@ -12,6 +12,7 @@ import { IdParams, listOf } from '../../http/models'
 import { page } from '../../http/values'
 import { CreatedUser, IssuedLink, User, UserBody, UserIdParams, UsersQuery } from './model'
 import { audit, createUser, findUsers, reissueLink, type Role } from './service'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin']
 
@@ -57,7 +58,8 @@ export const usersAdmin = (deps: Deps) => {
     )
     .get(
       '/users',
-      async ({ query, request }) => ok(await findUsers(await readSql(deps, request), config.timezone, { email: query.email }, page(query))),
+      async ({ query, request }) =>
+        ok(formatTimes(await findUsers(await readSql(deps, request), { email: query.email }, page(query)), config.timezone)),
       {
         query: UsersQuery,
         response: { 200: envelopeOf(listOf(User)), ...errorsOf(400, 401, 422) },

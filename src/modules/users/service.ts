@@ -9,7 +9,6 @@ import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
 import { randomBase62, sha256Hex } from '../../lib/keys'
 import { Semaphore } from '../../lib/limit'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf, type Page } from '../../lib/validate'
 
 import type { Role, User } from '../../dashboard/session'
@@ -111,17 +110,13 @@ export async function reissueLink(
 }
 
 /** The users for the admin API, oldest first; only the one with `email` (any case) when it is given. */
-export async function findUsers(sql: Sql, tz: string, filter: { email?: string }, p: Page) {
+export async function findUsers(sql: Sql, filter: { email?: string }, p: Page) {
   const where = filter.email === undefined ? sql`true` : sql`lower(email) = ${filter.email.trim().toLowerCase()}`
   const rows = await sql<(User & { password_set: boolean; created_at: Date })[]>`
     select ${USER_COLUMNS(sql)}, password_hash is not null as password_set, created_at
     from users where ${where} order by id limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from users where ${where}`
-  return pageOf(
-    rows.map((row) => ({ ...row, created_at: formatTimestamp(row.created_at, tz)! })),
-    count!.n,
-    p,
-  )
+  return pageOf(rows, count!.n, p)
 }
 
 /** The user a valid, unused, unexpired link belongs to; null otherwise. */

@@ -9,12 +9,12 @@ import { UNTIMED } from '../../http/routes'
 import { badShape, ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf, PageQuery } from '../../http/models'
-import { eventsCommitted } from './notify'
 import { Attempt, DeliveriesQuery, Delivery, QueuedTestEvent, Replayed, ReplaySinceBody, SignedEvent, TestEventBody } from './model'
 import { accountOfKey, getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
 import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from './listen'
 import { sendTestEvent } from './events'
-import { dateRange, page } from '../../http/values'
+import { dateRange, page, requireTimestamp } from '../../http/values'
+import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin']
 
@@ -25,7 +25,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .get(
       '/keys/:id/deliveries',
       async ({ params, query, request }) =>
-        ok(await listDeliveries(await readSql(deps, request), tz, params.id, query.status, page(query), dateRange(query, tz))),
+        ok(formatTimes(await listDeliveries(await readSql(deps, request), params.id, query.status, page(query), dateRange(query, tz)), tz)),
       {
         params: IdParams,
         query: DeliveriesQuery,
@@ -37,12 +37,12 @@ export const webhooksAdmin = (deps: Deps) => {
         },
       },
     )
-    .get('/deliveries/:id', async ({ params }) => ok(await getDelivery(sql, tz, params.id)), {
+    .get('/deliveries/:id', async ({ params }) => ok(formatTimes(await getDelivery(sql, params.id), tz)), {
       params: IdParams,
       response: { 200: envelopeOf(Delivery), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One webhook delivery' },
     })
-    .get('/deliveries/:id/attempts', async ({ params, query }) => ok(await listAttempts(sql, tz, params.id, page(query))), {
+    .get('/deliveries/:id/attempts', async ({ params, query }) => ok(formatTimes(await listAttempts(sql, params.id, page(query)), tz)), {
       params: IdParams,
       query: PageQuery,
       response: { 200: envelopeOf(listOf(Attempt)), ...errorsOf(400, 401, 404, 422) },
@@ -51,9 +51,8 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/deliveries/:id/replay',
       async ({ params }) => {
-        const replayed = await replayDelivery(sql, deps.clock, tz, params.id)
-        eventsCommitted(deps)
-        return ok(replayed)
+        const replayed = await replayDelivery(sql, deps.clock, params.id)
+        return ok(formatTimes(replayed, tz))
       },
       {
         params: IdParams,
@@ -71,8 +70,7 @@ export const webhooksAdmin = (deps: Deps) => {
     .post(
       '/keys/:id/deliveries/replay',
       async ({ params, body }) => {
-        const replayed = await replayFailedSince(sql, deps.clock, tz, params.id, body.since)
-        if (replayed.replayed > 0) eventsCommitted(deps)
+        const replayed = await replayFailedSince(sql, deps.clock, params.id, requireTimestamp(body.since, 'since', tz))
         return ok(replayed)
       },
       {
@@ -92,9 +90,8 @@ export const webhooksAdmin = (deps: Deps) => {
       '/keys/:id/webhook/test',
       async ({ params, body, set }) => {
         await accountOfKey(sql, params.id)
-        if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id))
+        if (body?.deliver === false) return ok(await signedTestEvent(sql, tz, params.id, deps.clock))
         const event = await sendTestEvent(sql, tz, params.id, deps.clock)
-        eventsCommitted(deps)
         set.status = 201
         return ok(event)
       },
@@ -121,7 +118,7 @@ export const webhooksAdmin = (deps: Deps) => {
         await accountOfKey(sql, params.id)
         const last = request.headers.get('last-event-id')
         if (last !== null && !/^\d{1,15}$/.test(last.trim())) throw badShape('Last-Event-ID: must be an event id (a decimal integer)')
-        const ready = await startListening(sql, params.id)
+        const ready = await startListening(sql, deps.clock, params.id)
         const stream = listenStream(deps, params.id, ready, last === null ? null : Number(last.trim()), request.signal)
         return new Response(stream, {
           headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },

@@ -7,8 +7,8 @@ import type { Session } from '../../dashboard/session'
 import { audit } from '../users/service'
 import { offsetOf, offsetPager, PagedTable, PAGE_SIZE } from '../../dashboard/components'
 import { accountOfKey, getDelivery, listFailedDeliveries, replayDelivery } from './deliveries'
-import { eventsCommitted } from './notify'
 import { EventCell } from './event-cell'
+import { formatTimes } from '../../lib/time'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -22,7 +22,7 @@ export function failedDeliveryPages(d: Dashboard) {
   const OPERATOR = 'operator' as const
 
   async function deliveriesPage(session: Session, offset: number, options: { error?: string; status?: number } = {}) {
-    const list = await listFailedDeliveries(d.sql, d.tz, { limit: PAGE_SIZE, offset })
+    const list = formatTimes(await listFailedDeliveries(d.sql, { limit: PAGE_SIZE, offset }), d.tz)
     return respond(
       <Layout title="Failed deliveries" session={session} error={options.error}>
         <p class="muted">
@@ -71,9 +71,8 @@ export function failedDeliveryPages(d: Dashboard) {
       const id = Number(params.id)
       return orError(
         async () => {
-          const delivery = await getDelivery(d.sql, d.tz, id)
-          await replayDelivery(d.sql, d.deps.clock, d.tz, id)
-          eventsCommitted(d.deps)
+          const delivery = await getDelivery(d.sql, id)
+          await replayDelivery(d.sql, d.deps.clock, id)
           await auditOf(session, request, server, {
             accountId: await accountOfKey(d.sql, delivery.api_key_id),
             action: 'webhook delivery replayed',

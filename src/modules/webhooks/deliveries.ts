@@ -8,9 +8,7 @@ import type { Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
-import { formatTimestamp } from '../../lib/time'
 import { pageOf, type DateRange, type Page } from '../../lib/validate'
-import { requireTimestamp } from '../../http/values'
 
 const STATUSES = ['pending', 'delivered', 'failed'] as const
 type DeliveryStatus = (typeof STATUSES)[number]
@@ -30,7 +28,7 @@ type DeliveryRow = {
   payload: string
 }
 
-const deliveryView = (row: DeliveryRow, tz: string) => ({
+const deliveryView = (row: DeliveryRow) => ({
   id: row.id,
   webhook_id: row.webhook_id,
   api_key_id: row.api_key_id,
@@ -38,10 +36,10 @@ const deliveryView = (row: DeliveryRow, tz: string) => ({
   message_sid: row.message_sid,
   status: row.status,
   attempts: row.attempts,
-  next_attempt_at: row.status === 'pending' ? formatTimestamp(row.next_attempt_at, tz) : null,
+  next_attempt_at: row.status === 'pending' ? row.next_attempt_at : null,
   last_error: row.last_error,
-  created_at: formatTimestamp(row.created_at, tz)!,
-  delivered_at: formatTimestamp(row.delivered_at, tz),
+  created_at: row.created_at,
+  delivered_at: row.delivered_at,
   payload: JSON.parse(row.payload),
 })
 
@@ -58,7 +56,6 @@ function requireStatus(value: string | undefined): DeliveryStatus | undefined {
 
 export async function listDeliveries(
   sql: Sql,
-  tz: string,
   keyId: number,
   statusFilter: string | undefined,
   p: Page,
@@ -89,22 +86,18 @@ export async function listDeliveries(
   const [count] = await sql<{ n: number }[]>`
     select count(*)::int as n from webhook_events c
     where c.api_key_id = ${keyId} and c.status = any(${statuses}::text[]) ${created('c')}`
-  return pageOf(
-    rows.map((r) => deliveryView(r, tz)),
-    count!.n,
-    p,
-  )
+  return pageOf(rows.map(deliveryView), count!.n, p)
 }
 
 /** Every webhook delivery (event) of one message, oldest first (the dashboard's message page). */
-export async function listMessageDeliveries(sql: Sql, tz: string, messageId: number) {
+export async function listMessageDeliveries(sql: Sql, messageId: number) {
   const rows = await sql<DeliveryRow[]>`
     select e.id, e.webhook_id, e.api_key_id, e.event, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload
     from webhook_events e join messages m on m.id = e.message_id
     where e.message_id = ${messageId} and e.status <> 'listen_only'
     order by e.id`
-  return rows.map((r) => deliveryView(r, tz))
+  return rows.map(deliveryView)
 }
 
 async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
@@ -117,8 +110,8 @@ async function deliveryRow(sql: Sql, id: number): Promise<DeliveryRow> {
   return row
 }
 
-export async function getDelivery(sql: Sql, tz: string, id: number) {
-  return deliveryView(await deliveryRow(sql, id), tz)
+export async function getDelivery(sql: Sql, id: number) {
+  return deliveryView(await deliveryRow(sql, id))
 }
 
 type AttemptRow = {
@@ -131,7 +124,7 @@ type AttemptRow = {
   created_at: Date
 }
 
-export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Page) {
+export async function listAttempts(sql: Sql, eventId: number, p: Page) {
   await deliveryRow(sql, eventId)
   const rows = await sql<AttemptRow[]>`
     select id, attempt, url, status_code, latency_ms, error, created_at from webhook_attempts
@@ -139,18 +132,14 @@ export async function listAttempts(sql: Sql, tz: string, eventId: number, p: Pag
     order by id desc
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_attempts where event_id = ${eventId}`
-  return pageOf(
-    rows.map((r) => ({ ...r, created_at: formatTimestamp(r.created_at, tz)! })),
-    count!.n,
-    p,
-  )
+  return pageOf(rows, count!.n, p)
 }
 
 /**
  * Sets one delivery pending and due now, whatever its status. An attempt in flight (a live lease) is
  * left to finish: 409, since resetting it under the worker would send it twice at once.
  */
-export async function replayDelivery(sql: Sql, clock: Clock, tz: string, id: number) {
+export async function replayDelivery(sql: Sql, clock: Clock, id: number) {
   const now = nowOf(sql, clock)
   const [row] = await sql`
     update webhook_events set status = 'pending', attempts = 0, next_attempt_at = ${now}, last_error = null,
@@ -161,12 +150,11 @@ export async function replayDelivery(sql: Sql, clock: Clock, tz: string, id: num
     await deliveryRow(sql, id) // 404 when it does not exist
     throw new ApiError('CONFLICT', `delivery ${id} is being attempted right now; replay it when the attempt has finished`)
   }
-  return getDelivery(sql, tz, id)
+  return getDelivery(sql, id)
 }
 
-/** Replays every failed delivery of a key created at or after `since`. */
-export async function replayFailedSince(sql: Sql, clock: Clock, tz: string, keyId: number, since: string) {
-  const from = requireTimestamp(since, 'since', tz)
+/** Replays every failed delivery of a key created at or after `from`. */
+export async function replayFailedSince(sql: Sql, clock: Clock, keyId: number, from: Date) {
   await requireKey(sql, keyId)
   const [row] = await sql<{ n: number }[]>`
     with replayed as (
@@ -180,7 +168,7 @@ export async function replayFailedSince(sql: Sql, clock: Clock, tz: string, keyI
 }
 
 /** Failed deliveries of every account, newest first, with their account and key (the operator's list). */
-export async function listFailedDeliveries(sql: Sql, tz: string, p: Page) {
+export async function listFailedDeliveries(sql: Sql, p: Page) {
   const rows = await sql<(DeliveryRow & { account_id: number; account_name: string; key_label: string })[]>`
     select e.id, e.webhook_id, e.api_key_id, e.event, m.message_sid, e.status, e.attempts, e.next_attempt_at, e.last_error,
            e.created_at, e.delivered_at, e.payload, k.account_id, a.name as account_name, k.label as key_label
@@ -193,7 +181,7 @@ export async function listFailedDeliveries(sql: Sql, tz: string, p: Page) {
     limit ${p.limit} offset ${p.offset}`
   const [count] = await sql<{ n: number }[]>`select count(*)::int as n from webhook_events where status = 'failed'`
   return pageOf(
-    rows.map((r) => ({ ...deliveryView(r, tz), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
+    rows.map((r) => ({ ...deliveryView(r), account_id: r.account_id, account_name: r.account_name, key_label: r.key_label })),
     count!.n,
     p,
   )

@@ -12,8 +12,8 @@
 // account: one row per key of the account whose registration chose that type. So does the shape of a
 // webhook-id.
 //
-// After the commit, the writer calls eventsCommitted (notify.ts) to wake the delivery worker and the
-// listeners at once.
+// The writer does nothing more: the table announces new events at the commit (sql/0037's trigger, a
+// NOTIFY that wakes the delivery worker and the listeners of every instance at once: notify.ts).
 
 import type { Db, Fragment } from '../../db/client'
 import { nowOf } from '../../db/now'
@@ -80,8 +80,7 @@ export const insertAccountEvents = (sql: Db, timezone: string, source: string, c
 /**
  * Records an account event inside the caller's transaction (so it commits with what caused it): one
  * delivery per key of the account whose registration chose `type`. `data` becomes the body's `data` as
- * JSON.stringify writes it (its keys in their order). The number of deliveries recorded; the caller
- * calls eventsCommitted after its commit when it is not 0.
+ * JSON.stringify writes it (its keys in their order). The number of deliveries recorded.
  */
 export async function accountEvent(
   tx: Db,
@@ -107,7 +106,7 @@ export const testPayload = (sql: Db, timezone: string, clock: EventClock = DATAB
  * A test event through the normal outbox: signed and retried like any delivery, shaped as a
  * `message.status` event of no real message, with `data.test: true` (and message_id null). It goes
  * where any event of the key goes (see the top of this file); 404 when the key has neither a URL nor a
- * listener. The caller wakes the delivery loop and the listeners (eventsCommitted).
+ * listener.
  */
 export async function sendTestEvent(sql: Db, timezone: string, keyId: number, clock: EventClock = DATABASE_NOW) {
   const [row] = await sql<{ id: number; webhook_id: string; url: string | null }[]>`

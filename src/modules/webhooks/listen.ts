@@ -5,7 +5,7 @@
 // Everything goes through the database, so it works with several instances on one PostgreSQL: a
 // listener row (webhook_listeners) tells every instance's state machine to record the key's events
 // even when it has no URL (status listen_only), and the stream follows the key's webhook_events rows
-// by id, woken in-process by eventsCommitted, by NOTIFY on PostgreSQL, and polling every second.
+// by id, woken by the NOTIFY of every commit that wrote events (./notify), and polling every second.
 //
 // Rows do not commit in id order when transactions run concurrently (a lower id can appear after a
 // higher one was read). So the stream keeps a floor below which everything has been sent, moves it
@@ -14,11 +14,13 @@
 
 import type { Deps } from '../../deps'
 import type { Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { log } from '../../lib/log'
 import { newSigningSecret } from '../../lib/keys'
-import { EVENTS_CHANNEL, listenerOf, onEventsCommitted } from './notify'
+import { onEventsCommitted } from './notify'
 import { signPayload } from './sender'
-import { newWebhookId, testPayload } from './events'
+import { newWebhookId, testPayload, type EventClock } from './events'
 import type { ListenedEvent, ListenReady, SignedEvent } from './model'
 
 /** Events are recorded for a listened key until this long after its last listener's last heartbeat. */
@@ -30,9 +32,9 @@ const KEEPALIVE_MS = 15_000
 const SETTLE_SECONDS = 10
 const PAGE = 200
 
-/** The body exactly as a delivery sends it, and the headers that go with it (signed now). */
-function sign(secret: string, webhookId: string, body: string): SignedEvent {
-  const timestamp = Math.floor(Date.now() / 1000)
+/** The body exactly as a delivery sends it, and the headers that go with it (signed `now`). */
+function sign(secret: string, webhookId: string, body: string, now: Date): SignedEvent {
+  const timestamp = Math.floor(now.getTime() / 1000)
   return {
     webhook_id: webhookId,
     headers: {
@@ -47,12 +49,13 @@ function sign(secret: string, webhookId: string, body: string): SignedEvent {
 
 /**
  * The key's listen secret, made on its first use and kept. With `listening`, the key's events are
- * recorded from now until LISTEN_SECONDS from now (extended, never shortened: other listeners may run).
+ * recorded from now until LISTEN_SECONDS from now (extended, never shortened: other listeners may run),
+ * now being the clock's, as the events' writers read it (events.ts).
  */
-export async function listenSecret(sql: Sql, keyId: number, listening: boolean): Promise<string> {
+export async function listenSecret(sql: Sql, keyId: number, listening: boolean, clock: EventClock): Promise<string> {
   const [row] = await sql<{ signing_secret: string }[]>`
     insert into webhook_listeners (api_key_id, signing_secret, listening_until)
-    values (${keyId}, ${newSigningSecret()}, now() + make_interval(secs => ${listening ? LISTEN_SECONDS : 0}))
+    values (${keyId}, ${newSigningSecret()}, ${nowOf(sql, clock)} + make_interval(secs => ${listening ? LISTEN_SECONDS : 0}))
     on conflict (api_key_id) do update
       set listening_until = greatest(webhook_listeners.listening_until, excluded.listening_until)
     returning signing_secret`
@@ -74,17 +77,17 @@ async function signingKeys(sql: Sql, keyId: number) {
  * A test event (as sendTestEvent's) signed for the caller to send itself: nothing is recorded or
  * delivered. Signed with the registered URL's secret, or the listen secret when there is none.
  */
-export async function signedTestEvent(sql: Sql, timezone: string, keyId: number): Promise<SignedEvent> {
+export async function signedTestEvent(sql: Sql, timezone: string, keyId: number, clock: Clock): Promise<SignedEvent> {
   const keys = await signingKeys(sql, keyId)
-  const secret = keys?.registered ?? (await listenSecret(sql, keyId, false))
+  const secret = keys?.registered ?? (await listenSecret(sql, keyId, false, clock))
   const [row] = await sql<{ body: string; webhook_id: string }[]>`
-    select ${testPayload(sql, timezone)} as body, ${newWebhookId(sql)} as webhook_id`
-  return sign(secret, row!.webhook_id, row!.body)
+    select ${testPayload(sql, timezone, clock)} as body, ${newWebhookId(sql)} as webhook_id`
+  return sign(secret, row!.webhook_id, row!.body, clock.now())
 }
 
 /** The `ready` event: the registered URL, and the listen secret when events are signed with it. */
-export async function startListening(sql: Sql, keyId: number): Promise<ListenReady> {
-  const listen = await listenSecret(sql, keyId, true)
+export async function startListening(sql: Sql, clock: Clock, keyId: number): Promise<ListenReady> {
+  const listen = await listenSecret(sql, keyId, true, clock)
   const keys = await signingKeys(sql, keyId)
   return { key_id: keyId, url: keys?.url ?? null, signing_secret: keys?.registered ? null : listen }
 }
@@ -92,9 +95,9 @@ export async function startListening(sql: Sql, keyId: number): Promise<ListenRea
 type EventRow = { id: number; webhook_id: string; event: string; payload: string; settled: boolean }
 
 /** The key's events above `after`, oldest first, one index range per status (webhook_events_by_key). */
-async function eventsAfter(sql: Sql, keyId: number, after: number): Promise<EventRow[]> {
+async function eventsAfter(sql: Sql, clock: Clock, keyId: number, after: number): Promise<EventRow[]> {
   return sql<EventRow[]>`
-    select e.id, e.webhook_id, e.event, e.payload, e.created_at < now() - make_interval(secs => ${SETTLE_SECONDS}) as settled
+    select e.id, e.webhook_id, e.event, e.payload, e.created_at < ${nowOf(sql, clock)} - make_interval(secs => ${SETTLE_SECONDS}) as settled
     from unnest(array['pending', 'delivered', 'failed', 'listen_only']) s(status)
     cross join lateral (
       select id, webhook_id, event, payload, created_at from webhook_events w
@@ -119,13 +122,13 @@ export function endListenStreams(): void {
  * reconnects with its Last-Event-ID) or when the service stops.
  */
 export function listenStream(
-  deps: Pick<Deps, 'sql' | 'config' | 'directSql'>,
+  deps: Pick<Deps, 'sql' | 'config' | 'listen' | 'clock'>,
   keyId: number,
   ready: ListenReady,
   after: number | null,
   signal: AbortSignal,
 ): ReadableStream<Uint8Array> {
-  const { sql } = deps
+  const { sql, clock } = deps
   const encoder = new TextEncoder()
   let closed = false
   let wakeUp: (() => void) | undefined
@@ -134,17 +137,14 @@ export function listenStream(
     woken = true
     wakeUp?.()
   }
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (woken || closed) return resolve()
-      const timer = setTimeout(done, ms)
-      function done() {
-        clearTimeout(timer)
-        wakeUp = undefined
-        resolve()
-      }
-      wakeUp = done
-    })
+  // A poll's sleep ends early on a wake-up (or the end of the stream).
+  const sleep = async (ms: number) => {
+    if (woken || closed) return
+    const early = new AbortController()
+    wakeUp = () => early.abort()
+    await clock.sleep(ms, early.signal)
+    wakeUp = undefined
+  }
   const close = () => {
     closed = true
     wakeUp?.()
@@ -152,38 +152,31 @@ export function listenStream(
 
   return new ReadableStream<Uint8Array>({
     start(controller) {
-      let lastWrite = Date.now()
+      let lastWrite = clock.monotonic()
       const write = (text: string) => {
         if (closed) return
         controller.enqueue(encoder.encode(text))
-        lastWrite = Date.now()
+        lastWrite = clock.monotonic()
       }
       openStreams.add(close)
       signal.addEventListener('abort', close)
-      const unsubscribe = onEventsCommitted(wake)
-      const listener = listenerOf(deps)
-      const listening = listener
-        ? listener.listen(EVENTS_CHANNEL, wake).then(
-            (l) => l.unlisten,
-            () => undefined,
-          )
-        : Promise.resolve(undefined)
+      const listening = onEventsCommitted(deps, wake)
 
       const run = async () => {
         write(`retry: 2000\nevent: ready\ndata: ${JSON.stringify(ready)}\n\n`)
         let floor = after ?? (await sql<{ id: number }[]>`select coalesce(max(id), 0)::bigint as id from webhook_events`)[0]!.id
         const sent = new Set<number>()
-        let lastBeat = Date.now()
+        let lastBeat = clock.monotonic()
         while (!closed) {
           woken = false
-          if (Date.now() - lastBeat >= HEARTBEAT_MS) {
-            await listenSecret(sql, keyId, true)
-            lastBeat = Date.now()
+          if (clock.monotonic() - lastBeat >= HEARTBEAT_MS) {
+            await listenSecret(sql, keyId, true, clock)
+            lastBeat = clock.monotonic()
           }
           let secret: string | null | undefined
           let moving = true
           for (let from = floor; !closed;) {
-            const rows = await eventsAfter(sql, keyId, from)
+            const rows = await eventsAfter(sql, clock, keyId, from)
             for (const row of rows) {
               if (!sent.has(row.id)) {
                 if (secret === undefined) {
@@ -191,7 +184,7 @@ export function listenStream(
                   secret = keys?.registered ?? keys?.listen ?? null
                 }
                 if (secret === null) return // the key is gone
-                const event: ListenedEvent = { id: row.id, ...sign(secret, row.webhook_id, row.payload) }
+                const event: ListenedEvent = { id: row.id, ...sign(secret, row.webhook_id, row.payload, clock.now()) }
                 write(`id: ${row.id}\nevent: ${row.event}\ndata: ${JSON.stringify(event)}\n\n`)
                 sent.add(row.id)
               }
@@ -203,8 +196,8 @@ export function listenStream(
             if (rows.length < PAGE) break
             from = rows[rows.length - 1]!.id
           }
-          if (Date.now() - lastWrite >= KEEPALIVE_MS) write(': keepalive\n\n')
-          await sleep(Math.min(POLL_MS, HEARTBEAT_MS - (Date.now() - lastBeat)))
+          if (clock.monotonic() - lastWrite >= KEEPALIVE_MS) write(': keepalive\n\n')
+          await sleep(Math.min(POLL_MS, HEARTBEAT_MS - (clock.monotonic() - lastBeat)))
         }
       }
 
@@ -220,8 +213,7 @@ export function listenStream(
           closed = true
           openStreams.delete(close)
           signal.removeEventListener('abort', close)
-          unsubscribe()
-          await (await listening)?.().catch(() => {})
+          await (await listening)().catch(() => {})
           try {
             controller.close()
           } catch {

@@ -1,59 +1,29 @@
-// After a commit that wrote webhook events: wake this process's delivery loop and its listen streams
-// (admin webhook listen) at once and, on a real PostgreSQL, every other instance's through NOTIFY
-// (PGlite has no cross-session NOTIFY; polling covers it). Status changes (provider callbacks, the
-// simulator's and parked reports) queue their NOTIFY in the statement that writes the events, so it is
-// sent by their own commit; other writers of events get one sent after theirs.
+// How the delivery worker and the listen streams (admin webhook listen) hear of new webhook events at
+// once instead of at their next poll. The writer does nothing: the table announces them (sql/0037, a
+// trigger on webhook_events), so the statement that writes an event, or replays one, queues a NOTIFY
+// on `webhook_events` that is delivered at its commit, once per transaction, to every session that
+// LISTENs: this instance's and every other instance's on the same database. Each subscriber here rides
+// on the process's one LISTEN (Database.listen). Without one (behind a pooler without
+// DATABASE_DIRECT_URL, or while the LISTEN cannot be made) the subscribers poll, as they always do too.
 
 import type { Deps } from '../../deps'
-import type { Sql } from '../../db/client'
+import { log } from '../../lib/log'
 
 export const EVENTS_CHANNEL = 'webhook_events'
 
-const inProcess = new Set<() => void>()
-
-/** Calls `wake` after every eventsCommitted of this process until the returned function is called. */
-export function onEventsCommitted(wake: () => void): () => void {
-  inProcess.add(wake)
-  return () => inProcess.delete(wake)
-}
-
-// A NOTIFY after the commit is a statement (and a transaction) of its own: under load, commits that come while one is in
-// flight share the next one. Each commit is still followed by a NOTIFY sent after it.
-const notifying = new WeakMap<Sql, { again: boolean }>()
-
-function notifyEvents(sql: Sql): void {
-  const inFlight = notifying.get(sql)
-  if (inFlight) {
-    inFlight.again = true
-    return
-  }
-  const state = { again: false }
-  notifying.set(sql, state)
-  void sql
-    .notify(EVENTS_CHANNEL, '')
-    .catch(() => {})
-    .finally(() => {
-      notifying.delete(sql)
-      if (state.again) notifyEvents(sql)
+/**
+ * Calls `wake` after every commit that wrote or replayed webhook events, from any instance, until the
+ * returned function is called. Resolves once the subscription holds (or could not be made: then it
+ * logs why and the caller's poll is all there is).
+ */
+export async function onEventsCommitted(deps: Pick<Deps, 'listen'>, wake: () => void): Promise<() => Promise<void>> {
+  if (!deps.listen) return async () => {}
+  try {
+    return await deps.listen(EVENTS_CHANNEL, () => wake())
+  } catch (error) {
+    log.warn('LISTEN webhook_events failed; polling only', {
+      error: error instanceof Error ? error.message.slice(0, 200) : 'unknown',
     })
-}
-
-/**
- * The client to LISTEN on, or undefined: the embedded database (nothing else to hear), or PostgreSQL
- * behind a pooler without DATABASE_DIRECT_URL (a LISTEN there would hear nothing: callers poll).
- */
-export const listenerOf = (deps: Pick<Deps, 'config' | 'directSql'>): Sql | undefined =>
-  deps.config.databaseUrl ? deps.directSql : undefined
-
-/**
- * Whether status changes announce themselves in their own commit (`applyStatuses(..., { notify })`):
- * on PostgreSQL, where other instances listen; PGlite has none to tell.
- */
-export const notifies = (deps: Pick<Deps, 'config'>): boolean => Boolean(deps.config.databaseUrl)
-
-/** `notified`: the commit carried its own NOTIFY (pg_notify in the transaction); only this process is woken. */
-export function eventsCommitted(deps: Pick<Deps, 'sql' | 'config' | 'wake'>, options: { notified?: boolean } = {}): void {
-  deps.wake('webhook-delivery')
-  for (const wake of inProcess) wake()
-  if (deps.config.databaseUrl && !options.notified) notifyEvents(deps.sql)
+    return async () => {}
+  }
 }

@@ -14,10 +14,11 @@ import { MAX_MEDIA_URL_CHARS } from '../../lib/validate'
 import { audit } from '../users/service'
 import { deleteWebhook, listKeyWebhooks, registerWebhook, webhookSecret } from './service'
 import { getDelivery, listAttempts, listDeliveries, replayDelivery, replayFailedSince } from './deliveries'
-import { eventsCommitted } from './notify'
 import { sendTestEvent } from './events'
 import { DEFAULT_EVENTS, EVENT_TYPES, type EventType } from './model'
 import { EventCell } from './event-cell'
+import { formatTimes } from '../../lib/time'
+import { requireTimestamp } from '../../http/values'
 
 // Each delivery shows its attempts: fewer deliveries a page than the other lists.
 const PAGE_SIZE = 20
@@ -74,9 +75,11 @@ export function webhookPages(d: Dashboard) {
     const wanted = Number(typeof query.key === 'string' ? query.key : NaN)
     const selected = keys.find((k) => k.key_id === wanted) ?? keys.find((k) => k.url) ?? keys[0]
     const offset = offsetOf(query.offset)
-    const log = selected ? await listDeliveries(d.sql, d.tz, selected.key_id, undefined, { limit: PAGE_SIZE, offset }) : null
+    const log = selected ? formatTimes(await listDeliveries(d.sql, selected.key_id, undefined, { limit: PAGE_SIZE, offset }), d.tz) : null
     const attempts = log
-      ? await Promise.all(log.items.map((e) => listAttempts(d.sql, d.tz, e.id, { limit: ATTEMPTS_SHOWN, offset: 0 })))
+      ? await Promise.all(
+          log.items.map((e) => listAttempts(d.sql, e.id, { limit: ATTEMPTS_SHOWN, offset: 0 }).then((a) => formatTimes(a, d.tz))),
+        )
       : []
     const pageLink = (keyId: number, at: number) => `${base}?key=${keyId}${at > 0 ? `&offset=${at}` : ''}`
     return respond(
@@ -330,15 +333,13 @@ export function webhookPages(d: Dashboard) {
         notice: `A test event for key ${key.label} is on its way${event.url ? ` to ${event.url}` : ''}: its delivery is listed below.`,
       }
     })
-    eventsCommitted(d.deps)
     return answer
   })
   const replayFailed = keyChange(
     () => 'replay',
     async (scope, key, ctx) => {
       const since = sinceOf(field(ctx.body, 'since'))
-      const { replayed } = await replayFailedSince(d.sql, d.deps.clock, d.tz, key.key_id, since)
-      if (replayed > 0) eventsCommitted(d.deps)
+      const { replayed } = await replayFailedSince(d.sql, d.deps.clock, key.key_id, requireTimestamp(since, 'since', d.tz))
       await auditOf(d.sql, scope, ctx, 'webhook deliveries replayed', { key_id: key.key_id, since, replayed })
       return d.finish(scope.session, {
         to: pageOf(scope, key.key_id),
@@ -354,7 +355,7 @@ export function webhookPages(d: Dashboard) {
     if (scope instanceof Response) return scope
     const id = Number(ctx.params.delivery)
     if (!/^\d{1,15}$/.test(ctx.params.delivery!)) return notFound(scope.session)
-    const delivery = await getDelivery(d.sql, d.tz, id).catch((error) => {
+    const delivery = await getDelivery(d.sql, id).catch((error) => {
       if (error instanceof ApiError && error.code === 'NOT_FOUND') return null
       throw error
     })
@@ -362,8 +363,7 @@ export function webhookPages(d: Dashboard) {
     if (!delivery || !keys.some((k) => k.key_id === delivery.api_key_id)) return notFound(scope.session)
     return orError(
       async () => {
-        await replayDelivery(d.sql, d.deps.clock, d.tz, id)
-        eventsCommitted(d.deps)
+        await replayDelivery(d.sql, d.deps.clock, id)
         await auditOf(d.sql, scope, ctx, 'webhook delivery replayed', { key_id: delivery.api_key_id, delivery_id: id })
         return d.finish(scope.session, { to: pageOf(scope, delivery.api_key_id), notice: `Delivery ${id} will be sent again.` })
       },

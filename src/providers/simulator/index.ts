@@ -122,7 +122,7 @@ export const simulator = defineProvider({
     recipientGapMs: delay(read, 'SIM_RECIPIENT_GAP_MS'),
     sender: 'simulator',
   }),
-  create: (settings, { sql, windowOpen }) => ({
+  create: (settings, { sql, clock, windowOpen }) => ({
     name: 'simulator',
     schedulesReports: true,
     enforcesWindow: settings.requireTemplate,
@@ -156,7 +156,7 @@ export const simulator = defineProvider({
           }
         }
       }
-      const throttled = await admit(sql, settings, message.to)
+      const throttled = await admit(sql, clock, settings, message.to)
       if (throttled) return throttled
       return { ok: true, sid: `SM${randomHex(16)}`, reports: reportsFor(message.to, settings) }
     },

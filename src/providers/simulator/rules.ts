@@ -1,10 +1,12 @@
 // The simulator's traffic rules, as WhatsApp's: a sender's rate (SIM_RATE_PER_SECOND: beyond it Meta's
 // 130429 "Rate limit hit") and a gap per recipient (SIM_RECIPIENT_GAP_MS: within it 131056, the pair
 // rate). Both are throttles: the message is not refused, it is to be tried again after `retryAfterMs`.
-// The counters live in the database (sql/0017_simulator_rules.sql), so the rules hold across every
-// instance on one PostgreSQL; one short statement per hand-off, and none when neither rule is set.
+// The counters live in the database (sql/0017_simulator_rules.sql, 0033), so the rules hold across every
+// instance on one PostgreSQL; one short statement per hand-off, and none when neither rule is set. The
+// time they count by is the clock's (the database's own in production).
 
 import type { Sql } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import type { HandoffResult } from '../provider'
 
 /** Meta's codes for a sender over its rate and for too many messages to one recipient. */
@@ -18,12 +20,17 @@ export const PAIR_RATE_CODE = 131056
 export type Rules = { ratePerSecond: number; recipientGapMs: number; sender: string }
 
 /** null when the message may go now (and it is counted), else the throttling answer. */
-export async function admit(sql: Sql, rules: Rules, to: string): Promise<(HandoffResult & { ok: false }) | null> {
+export async function admit(
+  sql: Sql,
+  clock: Pick<Clock, 'sqlNow'>,
+  rules: Rules,
+  to: string,
+): Promise<(HandoffResult & { ok: false }) | null> {
   if (rules.ratePerSecond === 0 && rules.recipientGapMs === 0) return null
   let answer: { refused: 'rate' | 'gap' | null; wait_ms: number } | undefined
   try {
     const rows = await sql<{ refused: 'rate' | 'gap' | null; wait_ms: number }[]>`
-      select refused, wait_ms from simulator_admit(${rules.sender}, ${rules.ratePerSecond}, ${to}, ${rules.recipientGapMs})`
+      select refused, wait_ms from simulator_admit(${rules.sender}, ${rules.ratePerSecond}, ${to}, ${rules.recipientGapMs}, ${clock.sqlNow()}::timestamptz)`
     answer = rows[0]
   } catch {
     return { ok: false, errorCode: null, errorMessage: 'simulator could not read its rate counters' }
