@@ -1,8 +1,10 @@
 // Date filters mean whole seconds: timestamps are stored finer than they are shown, so
 // `date_to=10:00:00` includes a row at 10:00:00.7, on every list that takes dates. Rows are placed
-// inside one second with SQL; the lists are read through the API.
+// inside one second by a test clock set to each instant before it is written (webhook deliveries,
+// which need a message event, inserted at them); the lists are read through the API.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { TestClock } from '../../src/lib/clock'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 
 // The same instants in two zones: UTC, and Jakarta (UTC+7, where 10:00:00 is 03:00:00 UTC).
@@ -20,18 +22,19 @@ for (const [zone, local, utc] of [
     const at = (i: number) => `${utc}:${offsets[i]}+00`
 
     beforeAll(async () => {
-      t = await testApp({ env: { TIMEZONE: zone } })
+      // The account (its opening top-up) and each message (its charge) at the instants above.
+      const clock = new TestClock(new Date(at(0)))
+      t = await testApp({ clock, runOnClock: true, env: { TIMEZONE: zone } })
       ;({ accountId, key, keyId } = await t.account(100))
       const sids: string[] = []
       for (let i = 0; i < 3; i++) {
+        await clock.advanceTo(new Date(at(i)))
         const sent = await t.api('POST', '/messages/send', key, { to: `0812345678${i}0`, body: `m${i}` })
         expect(sent.status).toBe(200)
         sids.push(sent.body.data.message_id)
       }
       for (let i = 0; i < 3; i++) {
-        const [message] = await t.db.sql<{ id: number }[]>`
-          update messages set sent_at = ${at(i)}::timestamptz, created_at = ${at(i)}::timestamptz
-          where message_sid = ${sids[i]!} returning id`
+        const [message] = await t.db.sql<{ id: number }[]>`select id from messages where message_sid = ${sids[i]!}`
         await t.db.sql`
           insert into webhook_events (webhook_id, api_key_id, message_id, payload, status, created_at)
           values (${`msg_test_${zone}_${i}`}, ${keyId}, ${message!.id}, ${JSON.stringify({
@@ -47,17 +50,10 @@ for (const [zone, local, utc] of [
             },
           })}, 'failed', ${at(i)}::timestamptz)`
       }
-      // The ledger: the opening top-up and the three charges, placed on the same three instants (the
-      // top-up with the first charge). The ledger refuses updates; the test steps around its trigger.
-      const rows = await t.db.sql<{ id: number }[]>`select id from ledger where account_id = ${accountId} order by id`
-      expect(rows.length).toBe(4)
-      await t.db.sql.begin(async (tx) => {
-        await tx`alter table ledger disable trigger ledger_append_only`
-        for (const [n, row] of rows.entries()) {
-          await tx`update ledger set created_at = ${at(Math.max(0, n - 1))}::timestamptz where id = ${row.id}`
-        }
-        await tx`alter table ledger enable trigger ledger_append_only`
-      })
+      // The ledger: the opening top-up and the three charges, on the same three instants (the top-up
+      // with the first charge).
+      const rows = await t.db.sql<{ at: Date }[]>`select created_at as at from ledger where account_id = ${accountId} order by id`
+      expect(rows.map((r) => r.at.toISOString())).toEqual([0, 0, 1, 2].map((i) => new Date(at(i)).toISOString()))
     }, 60_000)
     afterAll(() => t.close())
 

@@ -19,7 +19,7 @@ export const accountsAdmin = (deps: Deps) => {
       '/accounts',
       async ({ body, set }) => {
         set.status = 201
-        return ok(formatTimes(await admin.createAccount(sql, body), tz))
+        return ok(formatTimes(await admin.createAccount(sql, body, deps.clock), tz))
       },
       {
         body: m.CreateAccountBody,

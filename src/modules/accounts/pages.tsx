@@ -269,7 +269,11 @@ export function accountPages(d: Dashboard) {
         (session) =>
           d.once(session, body, '/dashboard/accounts', async (tx) => {
             const opening = field(body, 'balance').trim() === '' ? 0 : d.amount(body, 'balance')
-            const account = await createAccount(tx, { name: field(body, 'name'), balance: opening, createdBy: session.user.id })
+            const account = await createAccount(
+              tx,
+              { name: field(body, 'name'), balance: opening, createdBy: session.user.id },
+              d.deps.clock,
+            )
             await auditOf(tx, session, request, server, {
               accountId: account.id,
               action: 'account created',

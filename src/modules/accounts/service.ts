@@ -6,6 +6,7 @@ import { ApiError, badValue } from '../../http/errors'
 import { requireText } from '../../http/values'
 import { MAX_NOTE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { Balance } from './model'
+import type { Clock } from '../../lib/clock'
 import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/service'
 
 type AccountRow = { id: number; name: string; balance: number; cost: number; low_balance_threshold: number | null; created_at: Date }
@@ -50,6 +51,8 @@ function requireThreshold(value: number | null): number | null {
 export async function createAccount(
   sql: Db,
   input: { name: string; balance?: number; low_balance_threshold?: number | null; createdBy?: number },
+  /** The time of its opening balance's ledger row. */
+  clock: Pick<Clock, 'sqlNow'>,
 ) {
   const name = requireText(input.name, 'name')
   const balance = input.balance ?? 0
@@ -58,7 +61,7 @@ export async function createAccount(
   const id = await transaction(sql, async (tx) => {
     const [account] = await tx<{ id: number }[]>`
       insert into accounts (name, low_balance_threshold) values (${name}, ${threshold}) returning id`
-    if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance', input.createdBy ?? null)
+    if (balance > 0) await credit(tx, account!.id, 'topup', balance, 'opening balance', input.createdBy ?? null, clock)
     return account!.id
   })
   return getAccount(sql, id)

@@ -514,13 +514,14 @@ export async function credit(
   note: string | null,
   /** The dashboard user who made it; null for the admin API and the CLI. */
   createdBy: number | null = null,
+  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
 ): Promise<{ balance: number } | null> {
   const [row] = await db<{ balance: number }[]>`
     with credited as (
       update accounts set balance = balance + ${amount} where id = ${accountId} and balance + ${amount} >= 0 returning balance
     ), ledger_row as (
-      insert into ledger (account_id, kind, amount, balance_after, note, created_by)
-      select ${accountId}, ${kind}, ${amount}, balance, ${note}, ${createdBy} from credited
+      insert into ledger (account_id, kind, amount, balance_after, note, created_by, created_at)
+      select ${accountId}, ${kind}, ${amount}, balance, ${note}, ${createdBy}, ${nowOf(db, clock)} from credited
     )
     select balance from credited`
   if (row) balanceMoved(kind, 1, amount)
