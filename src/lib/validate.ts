@@ -4,7 +4,6 @@
 // page shows it at its field.
 
 import { normalizePhone } from './phone'
-import { readTimestamp } from './time'
 
 export const MAX_BODY_CHARS = 4096
 export const MAX_MEDIA_URL_CHARS = 2048
@@ -117,23 +116,6 @@ export const pageOf = <T>(items: T[], total: number, p: Page) => ({ items, total
  * `date_to=10:00:00` includes a row at 10:00:00.7.
  */
 export type DateRange = { from: Date | null; before: Date | null }
-
-export function checkDateRange(query: { date_from?: string; date_to?: string }, timeZone: string): Checked<DateRange> {
-  const from = query.date_from === undefined ? valid(null) : checkTimestamp(query.date_from, 'date_from', timeZone)
-  if (!from.ok) return from
-  const to = query.date_to === undefined ? valid(null) : checkTimestamp(query.date_to, 'date_to', timeZone)
-  if (!to.ok) return to
-  return valid({ from: from.value, before: to.value && new Date(to.value.getTime() + 1000) })
-}
-
-/** `YYYY-MM-DD HH:MM:SS` in the service time zone. */
-export function checkTimestamp(value: string, field: string, timeZone: string): Checked<Date> {
-  const date = readTimestamp(value, timeZone)
-  if (date === 'format') return problem(`${field}: must be a timestamp YYYY-MM-DD HH:MM:SS`)
-  if (date === 'year') return problem(`${field}: the year must be 1000 or later`)
-  if (date === 'gap') return problem(`${field}: ${value} does not exist in ${timeZone} (skipped by a daylight-saving change)`)
-  return valid(date)
-}
 
 /** WhatsApp's messaging-limit tiers: unique recipients of business-initiated messages per rolling 24 hours (beyond: unlimited). */
 export const MESSAGING_TIERS = [250, 2000, 10000, 100000] as const
