@@ -31,7 +31,7 @@ import listTotalIndex from '../../sql/0030_list_total_index.sql' with { type: 't
 import callbackOwners from '../../sql/0031_callback_owners.sql' with { type: 'text' }
 import paceClock from '../../sql/0032_pace_clock.sql' with { type: 'text' }
 import simulatorClock from '../../sql/0033_simulator_clock.sql' with { type: 'text' }
-import eventsNotify from '../../sql/0037_events_notify.sql' with { type: 'text' }
+import eventsNotify from '../../sql/0034_events_notify.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -68,5 +68,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 31, name: '0031_callback_owners.sql', text: callbackOwners },
   { version: 32, name: '0032_pace_clock.sql', text: paceClock },
   { version: 33, name: '0033_simulator_clock.sql', text: simulatorClock },
-  { version: 37, name: '0037_events_notify.sql', text: eventsNotify },
+  { version: 34, name: '0034_events_notify.sql', text: eventsNotify },
 ]

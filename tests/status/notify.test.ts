@@ -1,5 +1,5 @@
 // Other instances, and this one's own delivery worker, hear of new message.status events by NOTIFY on
-// `webhook_events`, sent with the commit of the statement that wrote them (sql/0037): whatever the
+// `webhook_events`, sent with the commit of the statement that wrote them (sql/0034): whatever the
 // service's configuration, on PostgreSQL and on the embedded database alike. The status workers (the
 // simulator's reports, parked reports) are stepped on a test clock; each step's commit is heard exactly
 // once (a NOTIFY is awaited as an event, never for a while).

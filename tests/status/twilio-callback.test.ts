@@ -242,7 +242,7 @@ describe('accepted reports', () => {
     expect(await events(m.messageId)).toEqual([])
   })
 
-  // The delivery loop wakes on the NOTIFY the event's statement sends at commit (sql/0037), heard here
+  // The delivery loop wakes on the NOTIFY the event's statement sends at commit (sql/0034), heard here
   // on the same LISTEN the loop subscribes to.
   test('an accepted change that wrote an event wakes the webhook delivery loop; no change wakes nothing', async () => {
     const wakes = await eventWakes(t.db)

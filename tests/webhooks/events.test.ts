@@ -204,7 +204,7 @@ describe('message.received', () => {
     const phone = customer()
     expect((await t.api('POST', '/messages/send', received.key, { to: phone, body: 'Halo' })).status).toBe(200)
     // The same service, its wake-ups heard: the commit wakes the delivery worker (no waiting for its poll)
-    // by the NOTIFY its statement sent (sql/0037), on the LISTEN the worker subscribes to.
+    // by the NOTIFY its statement sent (sql/0034), on the LISTEN the worker subscribes to.
     const wakes = await eventWakes(t.db)
     const before = await wakes.settled()
     const service = createApp(t.deps)

@@ -1,5 +1,5 @@
 // The delivery loop as the service runs it, on a test clock: woken by commits (the NOTIFY the statement
-// that wrote the events sent, sql/0037, heard from this instance or another), never by its poll. The clock moves only by the loop's own short
+// that wrote the events sent, sql/0034, heard from this instance or another), never by its poll. The clock moves only by the loop's own short
 // gathering pauses (see `loopClock`), never as far as its poll, so every delivery here was woken.
 // (The running service end to end and its graceful stop, on real time: loop.outer.test.ts.)
 
@@ -53,7 +53,7 @@ const deliveredCount = async (keyId: number) =>
 
 describe('waking up', () => {
   // The loop here polls once a minute, a time the clock never reaches: every delivery was woken by
-  // the commit (the NOTIFY its statement sent, sql/0037), not found by the poll.
+  // the commit (the NOTIFY its statement sent, sql/0034), not found by the poll.
   test('a commit wakes the loop at once: no waiting for the poll', async () => {
     rx.reset()
     let loop: ReturnType<typeof startWebhookDelivery> | undefined
@@ -83,7 +83,7 @@ describe('waking up', () => {
     expect(await deliveredCount(keyId)).toBe(5)
   }, 60_000)
 
-  // Every commit of a burst announces its own events (sql/0037): the last one's too, or another instance
+  // Every commit of a burst announces its own events (sql/0034): the last one's too, or another instance
   // would wait for its poll.
   test.skipIf(!usingPostgres())(
     'a burst of commits: an instance woken only by NOTIFY delivers every event',

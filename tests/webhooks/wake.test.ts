@@ -1,5 +1,5 @@
 // Every event wakes the delivery worker at its commit, whoever wrote it: the statement that writes an
-// event announces it (sql/0037, a NOTIFY on webhook_events). Writers that never woke the worker
+// event announces it (sql/0034, a NOTIFY on webhook_events). Writers that never woke the worker
 // themselves, an opt-out and a charge's balance.low, are delivered without waiting for the poll; and on
 // PostgreSQL, a commit of one instance wakes another instance's worker. On a test clock that never
 // moves, so the poll never comes: each request awaited arrives only if the loop was woken. (Before each

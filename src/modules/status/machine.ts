@@ -30,7 +30,7 @@ export type StatusesOutcome = { changed: number; events: number; changedSids: st
  * into rounds, oldest first). Locks the messages, moves those whose move is forward, refunds those
  * it fails (unless their price keeps late failures charged; their accounts locked in id order after
  * the messages), and writes one event per change for keys with a webhook or a listener (a failure's
- * says whether it was refunded); its events announce themselves at commit (sql/0037). `clock`: the time of the changes and their
+ * says whether it was refunded); its events announce themselves at commit (sql/0034). `clock`: the time of the changes and their
  * events (deps.clock); without one, the database's now().
  */
 export async function applyStatuses(

@@ -12,7 +12,7 @@
 // account: one row per key of the account whose registration chose that type. So does the shape of a
 // webhook-id.
 //
-// The writer does nothing more: the table announces new events at the commit (sql/0037's trigger, a
+// The writer does nothing more: the table announces new events at the commit (sql/0034's trigger, a
 // NOTIFY that wakes the delivery worker and the listeners of every instance at once: notify.ts).
 
 import type { Db, Fragment } from '../../db/client'

@@ -1,5 +1,5 @@
 // How the delivery worker and the listen streams (admin webhook listen) hear of new webhook events at
-// once instead of at their next poll. The writer does nothing: the table announces them (sql/0037, a
+// once instead of at their next poll. The writer does nothing: the table announces them (sql/0034, a
 // trigger on webhook_events), so the statement that writes an event, or replays one, queues a NOTIFY
 // on `webhook_events` that is delivered at its commit, once per transaction, to every session that
 // LISTENs: this instance's and every other instance's on the same database. Each subscriber here rides
