@@ -176,7 +176,7 @@ export function dashboardContext(deps: Deps) {
       const nonce = formTokenNonce(session, field(body, FORM_TOKEN))
       if (!nonce) return refused()
       const done = await sql.begin(async (tx) => {
-        if (!(await useFormToken(tx, nonce))) return null
+        if (!(await useFormToken(tx, deps.clock, nonce))) return null
         const outcome = await fn(tx)
         await finish(session, outcome, tx)
         return outcome

@@ -7,6 +7,8 @@
 // and with it the key of its tokens, so used nonces older than that can never come back and are deleted.
 
 import type { Tx } from '../db/client'
+import { nowOf } from '../db/now'
+import type { Clock } from '../lib/clock'
 import { constantTimeEqual, randomBase62 } from '../lib/keys'
 import { ABSOLUTE_HOURS, type Session } from './session'
 
@@ -28,11 +30,12 @@ export function formTokenNonce(session: Session, value: string): string | null {
 }
 
 /** Records the nonce's use in the caller's transaction: false when it was used already. */
-export async function useFormToken(tx: Tx, nonce: string): Promise<boolean> {
+export async function useFormToken(tx: Tx, clock: Pick<Clock, 'sqlNow'>, nonce: string): Promise<boolean> {
+  const now = nowOf(tx, clock)
   await tx`
     delete from form_tokens where nonce in (
-      select nonce from form_tokens where used_at < now() - make_interval(hours => ${ABSOLUTE_HOURS}) limit 100 for update skip locked
+      select nonce from form_tokens where used_at < ${now} - make_interval(hours => ${ABSOLUTE_HOURS}) limit 100 for update skip locked
     )`
-  const [row] = await tx`insert into form_tokens (nonce) values (${nonce}) on conflict do nothing returning 1`
+  const [row] = await tx`insert into form_tokens (nonce, used_at) values (${nonce}, ${now}) on conflict do nothing returning 1`
   return row !== undefined
 }

@@ -330,7 +330,7 @@ describe('overview', () => {
     expect(page.text).toContain('Price per message')
     expect(page.text).toContain('<svg class="chart" viewBox="0 0 720 220" role="img" aria-labelledby="chart-title">')
     expect(page.text).toContain('<title id="chart-title">Messages per day over the last 30 days by status: 55 in all</title>')
-    const today = lastDays(t.config.timezone, 1)[0]!
+    const today = lastDays(t.config.timezone, 1, clock.now())[0]!
     expect(page.text).toContain(`<title>${today}: 2 failed</title>`)
     expect(page.text).toContain('</span>failed: 2</li>')
     expect(page.text).toContain('</span>read: 53</li>')

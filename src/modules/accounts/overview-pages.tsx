@@ -17,7 +17,7 @@ import { senderBudgetUses } from '../budgets/service'
 const DAYS = 30
 
 /** The `days` calendar days up to today in `tz`, oldest first, as YYYY-MM-DD. */
-export function lastDays(tz: string, days: number, now = new Date()): string[] {
+export function lastDays(tz: string, days: number, now: Date): string[] {
   const today = formatTimestamp(now, tz)!.slice(0, 10)
   const base = Date.UTC(Number(today.slice(0, 4)), Number(today.slice(5, 7)) - 1, Number(today.slice(8, 10)))
   return Array.from({ length: days }, (_, i) => new Date(base - (days - 1 - i) * 86_400_000).toISOString().slice(0, 10))
@@ -87,10 +87,10 @@ export function overviewPages(d: Dashboard) {
   async function overviewPage(scope: Scope) {
     const { session, accountId, base } = scope
     const account = await getAccount(d.sql, accountId)
-    const days = lastDays(d.tz, DAYS)
+    const days = lastDays(d.tz, DAYS, d.deps.clock.now())
     // The chart and the failures read the replica when it is current for this user; the balance above, the primary.
     const reads = await scope.read()
-    const counts = await dailyStatusCounts(reads, d.tz, accountId, DAYS)
+    const counts = await dailyStatusCounts(reads, d.deps.clock, d.tz, accountId, DAYS)
     const failures = formatTimes(await recentFailures(reads, accountId, 10), d.tz)
     const senders = await listAccountSenders(d.sql, accountId)
     const budgets = formatTimes(

@@ -3,6 +3,8 @@
 
 import type { Deps } from '../../deps'
 import type { ListStatements, Params, Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { formatTimes } from '../../lib/time'
@@ -200,13 +202,13 @@ export async function getAccountMessage(sql: Sql, accountId: number, id: number)
   }
 }
 
-/** Messages created on each of the last `days` days (in `tz`, today included), by status: day → status → count. */
-export async function dailyStatusCounts(sql: Sql, tz: string, accountId: number, days = 30) {
+/** Messages created on each of the last `days` days (in `tz`, today by `clock` included), by status: day → status → count. */
+export async function dailyStatusCounts(sql: Sql, clock: Pick<Clock, 'sqlNow'>, tz: string, accountId: number, days = 30) {
   const rows = await sql<{ day: string; status: string; n: number }[]>`
     select to_char(created_at at time zone ${tz}, 'YYYY-MM-DD') as day, status, count(*)::int as n
     from messages
     where account_id = ${accountId} and status <> 'queued'
-      and created_at >= (date_trunc('day', now() at time zone ${tz}) - make_interval(days => ${days - 1})) at time zone ${tz}
+      and created_at >= (date_trunc('day', ${nowOf(sql, clock)} at time zone ${tz}) - make_interval(days => ${days - 1})) at time zone ${tz}
     group by 1, 2`
   const counts = new Map<string, Record<string, number>>()
   for (const r of rows) counts.set(r.day, { ...counts.get(r.day), [r.status]: r.n })
