@@ -6,6 +6,7 @@
 
 import type { Sql } from '../../db/client'
 import type { Clock } from '../../lib/clock'
+import { nowOf } from '../../db/now'
 import type { Family } from '../../lib/metrics'
 import { log, errorKind } from '../../lib/log'
 
@@ -30,34 +31,35 @@ const cache = new WeakMap<Sql, { at: number; families: Promise<Family[]> }>()
 
 /**
  * The depths as metric families, read at most once per QUEUES_CACHE_MS (on the clock) per database. The
- * ages are the rows' against the database's now(): measurements, like the read's duration, not decisions.
+ * ages are the rows' against the clock's time, the one their created_at and next_attempt_at were written by.
  */
-export function queueFamilies(sql: Sql, clock: Pick<Clock, 'monotonic'>): Promise<Family[]> {
+export function queueFamilies(sql: Sql, clock: Pick<Clock, 'monotonic' | 'sqlNow'>): Promise<Family[]> {
   const cached = cache.get(sql)
   if (cached && clock.monotonic() - cached.at < QUEUES_CACHE_MS) return cached.families
-  const families = read(sql)
+  const families = read(sql, clock)
   cache.set(sql, { at: clock.monotonic(), families })
   return families
 }
 
-async function read(sql: Sql): Promise<Family[]> {
+async function read(sql: Sql, clock: Pick<Clock, 'sqlNow'>): Promise<Family[]> {
   const started = performance.now()
   try {
     const { depths, connections } = await sql.begin(async (tx) => {
       await tx.unsafe(`set local statement_timeout = ${STATEMENT_TIMEOUT_MS}`)
       // Each count walks a partial index: messages_handoff_due, messages_quarantined, webhook_events_due,
       // campaigns_sending; parked reports live an hour at most.
+      const now = nowOf(tx, clock)
       const [depths] = await tx<Depths[]>`
         select
           (select count(*) from messages where handoff_until is not null)::float8 as handoffs_queued,
           (select count(*) from messages where quarantined_at is not null and status = 'queued')::float8 as handoffs_quarantined,
           e.pending::float8 as webhook_pending,
-          coalesce(extract(epoch from now() - e.oldest), 0)::float8 as webhook_oldest_age,
-          coalesce(extract(epoch from now() - e.due), 0)::float8 as webhook_due_lag,
+          coalesce(extract(epoch from ${now} - e.oldest), 0)::float8 as webhook_oldest_age,
+          coalesce(extract(epoch from ${now} - e.due), 0)::float8 as webhook_due_lag,
           (select count(*) from parked_reports)::float8 as parked_reports,
           (select count(*) from campaigns where status = 'sending')::float8 as campaigns_sending
         from (
-          select count(*) as pending, min(created_at) as oldest, min(next_attempt_at) filter (where next_attempt_at <= now()) as due
+          select count(*) as pending, min(created_at) as oldest, min(next_attempt_at) filter (where next_attempt_at <= ${now}) as due
           from webhook_events where status = 'pending'
         ) e`
       // The service's connections as PostgreSQL sees them (application_name, db/client.ts), every instance's.
