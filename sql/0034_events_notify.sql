@@ -28,6 +28,7 @@ create trigger webhook_events_inserted after insert on webhook_events
   referencing new table as added for each statement execute function webhook_events_inserted();
 
 -- An event made new again (a replay: pending, its attempts reset), due at once. The delivery worker's
--- own updates (claims count an attempt, outcomes) do not wake it.
+-- own updates (claims count an attempt, outcomes) do not wake it, except a stopping worker's release of
+-- a first attempt it never made (its attempts back to 0): that wakes the other instances, as it should.
 create trigger webhook_events_replayed after update of status, attempts, next_attempt_at on webhook_events
   for each row when (new.status = 'pending' and new.attempts = 0) execute function webhook_events_notify();
