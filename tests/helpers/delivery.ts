@@ -1,7 +1,7 @@
 // The webhook delivery pipeline exactly as the service runs it (startWebhookDelivery), on a test
-// app's database and reached by the app's own wake-ups (deps.wake after a commit that wrote events,
-// as the status callback and the replay routes do). Tests start it when their setup is done and wait
-// for outcomes with until(); stop() drains it like a shutdown. Tests on a test clock step it instead
+// app's database and woken as there (the NOTIFY of each commit that wrote or replayed events, sql/0034).
+// Outer-ring tests start it when their setup is done and wait for outcomes; stop() drains it like a
+// shutdown. Tests on a test clock step it instead
 // (deliverAll): each step claims what is due at the clock's time, and ends when its outcomes are recorded.
 
 import type { Config } from '../../src/config'
