@@ -6,6 +6,7 @@
 // DATA_DIR). The service's modules load only when it runs.
 
 import { readConfig } from '../config'
+import { systemClock } from '../lib/clock'
 import { CliError } from './client'
 import type { Command } from './command'
 
@@ -26,7 +27,6 @@ const partitions: Command = {
     const config = readConfig()
     const { openDatabase } = await import('../db/client')
     const { convertHistory, partitionState, ensurePartitions, CONVERSION_LOCK } = await import('../db/partitions')
-    const { systemClock } = await import('../lib/clock')
     let database: Awaited<ReturnType<typeof openDatabase>>
     try {
       database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, poolMax: 2 })
