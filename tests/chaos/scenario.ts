@@ -88,7 +88,7 @@ const OUTAGES = Number(process.env.CHAOS_DB_OUTAGES ?? 2)
  * Lost COMMIT answers (PostgreSQL mode only): each single send's charge, hand-off outcome and refund
  * statement loses its answer after committing with this chance, up to LOST_COMMITS times a run.
  */
-const LOST_COMMIT_MARKERS = ['request_item = 1', "set status = 'sent', message_sid = v.sid", 'refunded_at = now()']
+const LOST_COMMIT_MARKERS = ['request_item = 1', "set status = 'sent', message_sid = v.sid", 'refunded_at = coalesce(']
 const LOST_COMMIT_CHANCE = 0.03
 const LOST_COMMITS = 8
 /** Each sender's pace (its rate_per_second); the fake's own rate per sender is below it, so bursts are throttled. */
