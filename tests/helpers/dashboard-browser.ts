@@ -91,11 +91,16 @@ export function dashboardInChromium(
       }).then(async (r) => ((await r.json()) as any).data),
     /** The text of the page's first status message. */
     status: (page: Page) => page.getByRole('status').first().innerText(),
-    /** Does `act` (a form's submission) and waits for the page it leads to, the same URL or not. */
+    /**
+     * Does `act` (a form's submission) and waits for the page it leads to, the same URL or not, and its
+     * first rendering: Chromium moves the focus to an `autofocus` field then, after `load` (the HTML
+     * standard flushes autofocus candidates in the rendering update, before animation frame callbacks).
+     */
     async submitted(page: Page, act: () => Promise<void>) {
       const loaded = page.waitForEvent('load')
       await act()
       await loaded
+      await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))')
     },
     noViolations,
     person,
