@@ -236,11 +236,10 @@ describe('Twilio unreachable or slow', () => {
     current = twilioAt(fakeUrl, 300)
     const failing = expectRefundedFailure(u)
     await late.arrived
-    const started = clock.monotonic()
     await clock.advance(300)
-    // The failure is back while the fake still holds its answer.
+    // The failure is back while the fake still holds its answer (a request waited on would hang here:
+    // the fake lets its answer go only after this). The clock moved only the time limit's 300 ms.
     const { row } = await failing
-    expect(clock.monotonic() - started).toBeLessThan(1_500)
     expect(row).toMatchObject({ error_code: null, error_message: 'Twilio did not answer within 300 ms' })
     expect(fake.requests).toHaveLength(1)
     late.letGo()
@@ -266,10 +265,8 @@ describe('Twilio unreachable or slow', () => {
     current = twilioAt(fakeUrl, 300)
     const failing = expectRefundedFailure(u)
     await stalling
-    const started = clock.monotonic()
     await clock.advance(300)
     const { row } = await failing
-    expect(clock.monotonic() - started).toBeLessThan(1_500)
     expect(row.error_message).toBe('Twilio did not answer within 300 ms')
     letGo()
   })
