@@ -25,6 +25,9 @@ type MessageRow = {
   error_code: number | null
   announce_outcome: boolean
   sender_id: number | null
+  /** Its hand-off lease and validity, as ISO text (a message still queued after the drain names them). */
+  handoff_until: string | null
+  valid_until: string | null
   /** Failed at hand-off because its recipient opted out after its charge (error_message RECIPIENT_OPTED_OUT: ...). */
   stopped: boolean
   /** Its account recorded an opt-out of its phone before it failed (what alone explains `stopped`). */
@@ -88,7 +91,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   const messages = await e.sql<MessageRow[]>`
     select m.id, m.account_id, m.api_key_id, m.body, m.status, m.cost, m.message_sid, m.quarantined_at is not null as quarantined,
            m.handoff_recoveries as recoveries, m.refunded_at is not null as refunded, m.refund_late_failure, m.error_code,
-           m.announce_outcome, m.sender_id,
+           m.announce_outcome, m.sender_id, m.handoff_until::text, m.valid_until::text,
            m.sender_id is null or exists (select 1 from senders s where s.id = m.sender_id and s.late_failures = 'refund') as sender_refunds,
            coalesce(m.error_message like 'RECIPIENT_OPTED_OUT%', false) as stopped,
            exists (select 1 from opt_out_events o where o.account_id = m.account_id and o.phone = m.phone and o.opted_out
@@ -151,7 +154,11 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     if (lateFailure) count(m.refund_late_failure && m.sender_refunds ? 'late failures refunded' : 'late failures kept charged')
     if (m.status === 'queued') {
       if (m.quarantined && m.recoveries >= 3) count('quarantined')
-      else fail(`message ${m.id} [${tag}] is still queued after the drain (recovered ${m.recoveries} times)`)
+      else
+        fail(
+          `message ${m.id} [${tag}] is still queued after the drain (recovered ${m.recoveries} times, ` +
+            `lease until ${m.handoff_until}, valid until ${m.valid_until}, answered queued ${m.announce_outcome})`,
+        )
     }
     count(`messages ${m.status}`)
   }
