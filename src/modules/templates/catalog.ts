@@ -1,0 +1,239 @@
+// WhatsApp templates (issue 30): each belongs to one sender (sender_id null: the deployment's default
+// sender), with WhatsApp's own name, language, category and components, a status, a quality and the
+// history of their changes (sql/0035). This file owns the rows: reading them, which an account may use,
+// and every change of status, category or quality, recorded with who said so. Validating components,
+// sending, syncing and submitting are other files' (they call these).
+//
+// Which an account may use: the templates of its own senders, or, for an account without senders of its
+// own (it sends through the deployment's default sender), the deployment's (senders/directory.ts forSend).
+
+import type { Db, Sql } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
+import { pageOf, type Page } from '../../lib/validate'
+
+export const TEMPLATE_CATEGORIES = ['marketing', 'utility', 'authentication'] as const
+export type TemplateCategory = (typeof TEMPLATE_CATEGORIES)[number]
+
+/** Only `approved` sends. Meta's statuses beyond the first six are kept as Meta names them (lower case). */
+export const TEMPLATE_STATUSES = [
+  'draft',
+  'pending',
+  'approved',
+  'rejected',
+  'paused',
+  'disabled',
+  'in_appeal',
+  'pending_deletion',
+  'deleted',
+  'limit_exceeded',
+  'archived',
+  'locked',
+] as const
+export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number]
+
+export const TEMPLATE_QUALITIES = ['green', 'yellow', 'red', 'unknown'] as const
+export type TemplateQuality = (typeof TEMPLATE_QUALITIES)[number]
+
+/** Who said so: an operator's submission or edit, a sync, a provider's webhook, the simulator's approval. */
+export type ChangeSource = 'operator' | 'sync' | 'meta' | 'twilio' | 'simulator'
+
+export type WaTemplate = {
+  id: number
+  sender_id: number | null
+  provider: string
+  name: string
+  language: string
+  category: TemplateCategory
+  parameter_format: 'positional' | 'named'
+  /** The Cloud API's `components`, as given to or read from Meta (Twilio's are mapped onto them). */
+  components: Record<string, unknown>[]
+  status: TemplateStatus
+  reason: string | null
+  quality: TemplateQuality
+  provider_ref: string | null
+  created_at: Date
+  updated_at: Date
+}
+
+const COLUMNS =
+  'id, sender_id, provider, name, language, category, parameter_format, components, status, reason, quality, provider_ref, created_at, updated_at'
+
+const fromRow = (r: WaTemplate): WaTemplate => ({ ...r, id: Number(r.id), sender_id: r.sender_id === null ? null : Number(r.sender_id) })
+
+/**
+ * Meta's status word (webhooks' `event`, the list's `status`) as stored, or null for one that is not a
+ * status: REINSTATED is approved again; FLAGGED (quality fell, a pause may follow) is recorded as a
+ * `flagged` change and leaves the status as it is.
+ */
+export function statusOfMeta(word: string): TemplateStatus | null {
+  const w = word.trim().toLowerCase()
+  if (w === 'reinstated') return 'approved'
+  return (TEMPLATE_STATUSES as readonly string[]).includes(w) ? (w as TemplateStatus) : null
+}
+
+export type NewTemplate = {
+  senderId: number | null
+  provider: string
+  name: string
+  language: string
+  category: TemplateCategory
+  parameterFormat: 'positional' | 'named'
+  components: Record<string, unknown>[]
+  status?: TemplateStatus
+  quality?: TemplateQuality
+  reason?: string | null
+  providerRef?: string | null
+}
+
+/** Stores a template (its `created` change recorded); null when the sender already has one of that name and language. */
+export async function insertTemplate(
+  tx: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  t: NewTemplate,
+  source: ChangeSource,
+): Promise<WaTemplate | null> {
+  const now = nowOf(tx, clock)
+  const [row] = await tx<WaTemplate[]>`
+    insert into wa_templates (sender_id, provider, name, language, category, parameter_format, components, status, reason, quality,
+                              provider_ref, created_at, updated_at)
+    values (${t.senderId}, ${t.provider}, ${t.name}, ${t.language}, ${t.category}, ${t.parameterFormat}, ${tx.json(t.components as never)},
+            ${t.status ?? 'draft'}, ${t.reason ?? null}, ${t.quality ?? 'unknown'}, ${t.providerRef ?? null}, ${now}, ${now})
+    on conflict do nothing
+    returning ${tx.unsafe(COLUMNS)}`
+  if (!row) return null
+  await tx`
+    insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at)
+    values (${row.id}, 'created', null, ${row.status}, null, ${source}, ${now})`
+  return fromRow(row)
+}
+
+export async function getTemplateRow(sql: Db, id: number): Promise<WaTemplate | null> {
+  if (!Number.isSafeInteger(id) || id <= 0) return null
+  const [row] = await sql<WaTemplate[]>`select ${sql.unsafe(COLUMNS)} from wa_templates where id = ${id}`
+  return row ? fromRow(row) : null
+}
+
+/** The sender's template of that name and language (sender null: the deployment's), or null. */
+export async function findTemplate(sql: Db, senderId: number | null, name: string, language: string): Promise<WaTemplate | null> {
+  const [row] = await sql<WaTemplate[]>`
+    select ${sql.unsafe(COLUMNS)} from wa_templates
+    where coalesce(sender_id, 0) = ${senderId ?? 0} and name = ${name} and language = ${language}`
+  return row ? fromRow(row) : null
+}
+
+/** The condition "an account may use this template" over wa_templates aliased `t`. */
+const usableBy = (sql: Db, accountId: number) => sql`(
+  t.sender_id in (select sender_id from account_senders where account_id = ${accountId})
+  or (t.sender_id is null and not exists (select 1 from account_senders where account_id = ${accountId})))`
+
+/** The template if the account may use it, else null (another tenant's template is as unknown as a missing one). */
+export async function usableTemplate(sql: Db, accountId: number, id: number): Promise<WaTemplate | null> {
+  if (!Number.isSafeInteger(id) || id <= 0) return null
+  const [row] = await sql<WaTemplate[]>`
+    select ${sql.unsafe(COLUMNS.replaceAll(/(\w+)/g, 't.$1'))} from wa_templates t where t.id = ${id} and ${usableBy(sql, accountId)}`
+  return row ? fromRow(row) : null
+}
+
+export type TemplateFilter = { status?: TemplateStatus; name?: string; language?: string }
+
+/** The templates an account may use, newest first, in the spec's list shape. */
+export async function usableTemplates(sql: Sql, accountId: number, filter: TemplateFilter, p: Page) {
+  const where = sql`${usableBy(sql, accountId)}
+    ${filter.status ? sql`and t.status = ${filter.status}` : sql``}
+    ${filter.name ? sql`and t.name = ${filter.name}` : sql``}
+    ${filter.language ? sql`and t.language = ${filter.language}` : sql``}`
+  const [rows, [count]] = await Promise.all([
+    sql<WaTemplate[]>`
+      select ${sql.unsafe(COLUMNS.replaceAll(/(\w+)/g, 't.$1'))} from wa_templates t where ${where}
+      order by t.created_at desc, t.id desc limit ${p.limit} offset ${p.offset}`,
+    sql<{ n: number }[]>`select count(*)::int as n from wa_templates t where ${where}`,
+  ])
+  return pageOf(rows.map(fromRow), count!.n, p)
+}
+
+/** A sender's templates (null: the deployment's), by name and language, for the admin API and the sync. */
+export async function templatesOfSender(sql: Db, senderId: number | null): Promise<WaTemplate[]> {
+  const rows = await sql<WaTemplate[]>`
+    select ${sql.unsafe(COLUMNS)} from wa_templates where coalesce(sender_id, 0) = ${senderId ?? 0} order by name, language`
+  return rows.map(fromRow)
+}
+
+export type TemplateChange = {
+  status?: TemplateStatus
+  /** With a status: Meta's reason (a rejection's, a pause's); kept until the next status change. */
+  reason?: string | null
+  category?: TemplateCategory
+  quality?: TemplateQuality
+  /** Meta's FLAGGED: recorded, nothing else changes. */
+  flagged?: boolean
+  providerRef?: string
+}
+
+export type RecordedChange = {
+  field: 'status' | 'category' | 'quality' | 'flagged'
+  old: string | null
+  new: string | null
+  reason: string | null
+}
+
+/**
+ * Applies a change to template `id` under its row lock and records each field that really changed
+ * (a repeated webhook or sync changes nothing and records nothing). Returns the template as it now
+ * is and what changed, so the caller can announce it (`template.status_changed`) in the same
+ * transaction; null when there is no such template.
+ */
+export async function changeTemplate(
+  tx: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  id: number,
+  change: TemplateChange,
+  source: ChangeSource,
+): Promise<{ template: WaTemplate; changes: RecordedChange[] } | null> {
+  const [before] = await tx<WaTemplate[]>`select ${tx.unsafe(COLUMNS)} from wa_templates where id = ${id} for update`
+  if (!before) return null
+  const changes: RecordedChange[] = []
+  const reason = change.reason ?? null
+  if (change.status !== undefined && change.status !== before.status)
+    changes.push({ field: 'status', old: before.status, new: change.status, reason })
+  if (change.category !== undefined && change.category !== before.category)
+    changes.push({ field: 'category', old: before.category, new: change.category, reason })
+  if (change.quality !== undefined && change.quality !== before.quality)
+    changes.push({ field: 'quality', old: before.quality, new: change.quality, reason })
+  if (change.flagged) changes.push({ field: 'flagged', old: null, new: null, reason })
+  const refChanged = change.providerRef !== undefined && change.providerRef !== before.provider_ref
+  if (changes.length === 0 && !refChanged) return { template: fromRow(before), changes }
+  const now = nowOf(tx, clock)
+  const statusChanged = changes.some((c) => c.field === 'status')
+  const [after] = await tx<WaTemplate[]>`
+    update wa_templates set
+      status = ${statusChanged ? change.status! : before.status},
+      reason = ${statusChanged ? reason : before.reason},
+      category = ${change.category ?? before.category},
+      quality = ${change.quality ?? before.quality},
+      provider_ref = ${change.providerRef ?? before.provider_ref},
+      updated_at = ${now}
+    where id = ${id}
+    returning ${tx.unsafe(COLUMNS)}`
+  for (const c of changes) {
+    await tx`
+      insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at)
+      values (${id}, ${c.field}, ${c.old}, ${c.new}, ${c.reason}, ${source}, ${now})`
+  }
+  return { template: fromRow(after!), changes }
+}
+
+export type HistoryRow = {
+  field: string
+  old_value: string | null
+  new_value: string | null
+  reason: string | null
+  source: ChangeSource
+  happened_at: Date
+}
+
+/** A template's changes, oldest first. */
+export async function templateHistory(sql: Db, id: number): Promise<HistoryRow[]> {
+  return sql<HistoryRow[]>`
+    select field, old_value, new_value, reason, source, happened_at from wa_template_changes where template_id = ${id} order by id`
+}
