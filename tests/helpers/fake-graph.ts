@@ -56,6 +56,23 @@ export type FakeMedium = {
   chunked?: boolean
 }
 
+/**
+ * A template in a WhatsApp Business Account of the fake, as Meta's `message_templates` edge shows it
+ * (status and category in Meta's upper case). Sends from a phone number of that account are checked
+ * against its templates once the account has any (graphShapeError does the rest).
+ */
+export type FakeTemplate = {
+  id: string
+  name: string
+  language: string
+  category: 'MARKETING' | 'UTILITY' | 'AUTHENTICATION'
+  status: string
+  parameter_format?: 'POSITIONAL' | 'NAMED'
+  components: Record<string, any>[]
+  quality_score?: { score: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN' }
+  rejected_reason?: string
+}
+
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
 
 export type FakeGraph = {
@@ -92,6 +109,12 @@ export type FakeGraph = {
     token: string,
     fields?: Partial<Pick<FakePhoneNumber, 'display_phone_number' | 'verified_name' | 'quality_rating' | 'appSecret'>>,
   ): FakePhoneNumber
+  /** The WhatsApp Business Account of each phone number id (a sender's business_account_id), for its templates. */
+  accountOf: Map<string, string>
+  /** Each WhatsApp Business Account's templates, in creation order. */
+  templates: Map<string, FakeTemplate[]>
+  /** Adds a template to a WhatsApp Business Account (an id made up when none is given). */
+  template(waba: string, t: Omit<FakeTemplate, 'id'> & { id?: string }): FakeTemplate
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
   windows: FakeWindows
   /** Where customerWrites posts (the service's webhook); set by the test. */
@@ -251,6 +274,13 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     accepted: new Acceptances(),
     ids: [],
     phones: new Map(),
+    accountOf: new Map(),
+    templates: new Map(),
+    template(waba, t) {
+      const template = { ...t, id: t.id ?? String(1_000_000_000_000 + ++counter) }
+      fake.templates.set(waba, [...(fake.templates.get(waba) ?? []), template])
+      return template
+    },
     windows: new FakeWindows(),
     callback: null,
     async customerWrites(o) {
