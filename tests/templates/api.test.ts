@@ -188,3 +188,14 @@ describe('GET /api/v1/templates', () => {
     expect((await t.api('GET', '/templates?limit=500', a.key)).status).toBe(422)
   })
 })
+
+test("the integrator's OpenAPI document describes both routes with the parameters' model", async () => {
+  const api = (await t.request('GET', '/docs/json')).body
+  const list = api.paths['/api/v1/templates'].get
+  expect(list.parameters.map((p: any) => p.name).sort()).toEqual(['language', 'limit', 'name', 'offset', 'status'])
+  const item = list.responses['200'].content['application/json'].schema.properties.data.properties.items.items
+  expect(Object.keys(item.properties.parameters.properties).sort()).toEqual(['body', 'buttons', 'header'])
+  expect(item.properties.sender).toBeDefined()
+  const one = api.paths['/api/v1/templates/{id}'].get
+  expect(Object.keys(one.responses)).toEqual(expect.arrayContaining(['200', '401', '404']))
+})
