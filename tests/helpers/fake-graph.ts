@@ -15,6 +15,13 @@
 // sender's check reads). Limits are kept per phone number id, as Meta's throughput is. With no number
 // registered, any token goes (the provider tests' own checks).
 //
+// Templates: once a phone number's WhatsApp Business Account (`accountOf`) has templates (`templates`,
+// `template()`), a template message from it is checked as Meta does (templateRefusal): 132001 (no
+// approved template of that name in that language), 132015 (paused), 132016 (disabled), 132000 (a
+// component's parameter count differs), 131008 (a required parameter missing: a media header's, a
+// button's, a named one), in Meta's error shape (the title in `message`, the specifics in
+// `error_data.details`).
+//
 // Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
 // `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
 // X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).

@@ -44,7 +44,7 @@ let serial = 0
 /** A template stored for a sender (and, for Meta A, kept by the fake's WhatsApp Business Account as Meta shows it). */
 async function template(senderId: number | null, t0: Omit<NewTemplate, 'senderId' | 'provider' | 'name'> & { name?: string }) {
   const name = t0.name ?? `tpl_${++serial}_${Math.random().toString(36).slice(2, 8)}`
-  const provider = senderId === twilioA ? 'twilio' : 'meta'
+  const provider = senderId === twilioA ? 'twilio' : senderId === metaA || senderId === metaB ? 'meta' : 'simulator'
   const row = await t.db.sql.begin((tx) =>
     insertTemplate(tx, t.deps.clock, { status: 'approved', ...t0, name, senderId, provider }, 'sync'),
   )
@@ -156,6 +156,8 @@ describe('a WhatsApp template reaches Meta exactly as its reference writes it', 
       sender_id: metaA,
       provider_template: { provider: 'meta', ref: tpl.name, language: 'en_US', templateId: tpl.id, category: 'utility' },
     })
+    // What a recovered hand-off sends: the same components, kept with the message.
+    expect(row!.provider_template.components).toEqual(sentBody().template.components)
     const shown = await t.api('GET', `/messages/${answer.body.data.message_id}`, key)
     expect(shown.body.data.body).toBe(row!.body)
     expect(await money(t, accountId)).toEqual({ balance: 99, ledgerSum: 99 })
@@ -187,6 +189,58 @@ describe('a WhatsApp template reaches Meta exactly as its reference writes it', 
         },
         { type: 'button', sub_type: 'copy_code', index: '0', parameters: [{ type: 'coupon_code', coupon_code: 'SAVE10' }] },
       ],
+    })
+  })
+
+  test("an authentication template: the code fills the body and its code button (OTP or Meta's URL form)", async () => {
+    const { key } = await account()
+    for (const button of [
+      { type: 'OTP', otp_type: 'COPY_CODE', text: 'Copy code' },
+      { type: 'URL', text: 'Copy code', url: 'https://www.whatsapp.com/otp/code/?otp_type=COPY_CODE&code=otp{{1}}' },
+    ]) {
+      graph.reset()
+      const tpl = await template(metaA, {
+        language: 'en_US',
+        category: 'authentication',
+        parameterFormat: 'positional',
+        components: [
+          { type: 'BODY', text: '*{{1}}* is your verification code.', example: { body_text: [['123456']] } },
+          { type: 'BUTTONS', buttons: [button] },
+        ],
+      })
+      const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', template_id: tpl.id, variables: { '1': '482913' } })
+      expect({ type: button.type, status: answer.status, body: answer.body }).toMatchObject({ type: button.type, status: 200 })
+      expect(sentBody().template.components).toEqual([
+        { type: 'body', parameters: [{ type: 'text', text: '482913' }] },
+        { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '482913' }] },
+      ])
+      const long = await t.api('POST', '/messages/send', key, {
+        to: '081234567890',
+        template_id: tpl.id,
+        variables: { '1': '1234567890123456' },
+      })
+      expect({ status: long.status, error: long.body.error }).toEqual({
+        status: 422,
+        error: expect.stringContaining('variables.1 (the code of button 0): must be at most 15 characters'),
+      })
+    }
+  })
+
+  test('a simulator sender: the template goes, its text is what the message keeps', async () => {
+    const sim = await createSender(t, 'simulator', { number: '+6281100000077', credentials: {} }, { recipient_gap_ms: 0 })
+    const a = await t.account(10)
+    await assign(t, a.accountId, sim)
+    const tpl = await template(sim, { ...INVOICE, components: INVOICE.components.slice(1, 3) })
+    const answer = await t.api('POST', '/messages/send', a.key, {
+      to: '081234567890',
+      template_id: tpl.id,
+      variables: { '1': 'INV-7', '2': 'Rp 5', '3': 'Friday' },
+    })
+    expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200 })
+    const shown = await t.api('GET', `/messages/${answer.body.data.message_id}`, a.key)
+    expect(shown.body.data).toMatchObject({
+      body: 'Invoice INV-7 of Rp 5 is due on Friday.\n\nReply STOP to opt out',
+      provider_template: { provider: 'simulator', ref: tpl.name, language: 'en_US', variables: ['INV-7', 'Rp 5', 'Friday'] },
     })
   })
 

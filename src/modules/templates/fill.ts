@@ -164,14 +164,19 @@ export function fillTemplate(t: WaTemplate, input: FillInput, media: RichContent
   const buttonValues: string[] = []
   for (const b of p.buttons) {
     const n = (input.buttons ?? []).findIndex((x) => x.index === b.index)
-    const field = n >= 0 ? `${at}buttons[${n}].value` : `${at}buttons`
+    let field = `${at}buttons[${n}].value`
     let value = given.get(b.index)
-    if (value === undefined && b.otp_type && keys.length === 1) value = values[keys[0]!]
+    // An authentication template's code button (OTP, or the URL button Meta lists it as) takes the body's one code.
+    const otp = b.otp_type !== undefined || t.category === 'authentication'
+    if (value === undefined && otp && keys.length === 1) {
+      value = values[keys[0]!]
+      field = `${at}variables.${keys[0]} (the code of button ${b.index})`
+    }
     if (value === undefined) {
-      const kind = b.otp_type ? 'one-time code' : b.sub_type === 'url' ? "URL's {{1}} suffix" : 'coupon code'
+      const kind = otp ? 'one-time code' : b.sub_type === 'url' ? "URL's {{1}} suffix" : 'coupon code'
       throw badValue(`${at}buttons: button ${b.index} of ${what} needs its ${kind}: missing (give {"index": ${b.index}, "value": …})`)
     }
-    if (b.sub_type === 'copy_code' || b.otp_type) {
+    if (b.sub_type === 'copy_code' || otp) {
       textValue(value, field, FILL_LIMITS.code)
     } else {
       textValue(value, field, null)
