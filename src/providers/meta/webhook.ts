@@ -326,7 +326,7 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
     handle: (request, context) => receive(request, context),
     errors: [400, 403, 404, 415],
     detail: {
-      summary: "Meta's webhook notifications (message statuses and inbound messages)",
+      summary: "Meta's webhook notifications (message statuses, inbound messages, template changes)",
       description: describe([
         'Called by Meta (the WhatsApp Cloud API, `PROVIDER=meta`), not by API clients. No API key: `X-Hub-Signature-256`',
         '(`sha256=` + the hex HMAC-SHA256 of the raw body with the app secret of the sender each `metadata.phone_number_id`',
@@ -341,8 +341,18 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
         "`GET /api/v1/inbound`; one that is only a STOP/START word opts the customer out of (back into) the account's messages.",
         'A `user_preferences` change (`category: marketing_messages`, `value: stop|resume`: the user stopped or resumed',
         'marketing messages in WhatsApp) opts the `wa_id` out of the account the inbound rule names, or back in when the opt-out',
-        'was such a signal (source `provider`); see `GET /api/v1/opt-outs`. Other fields are ignored. Each accepted change emits one `message.status` event. The answer is',
-        '200 with `changed: true` when any message changed and, when it carried inbound messages, `inbound`: how many were new.',
+        'was such a signal (source `provider`); see `GET /api/v1/opt-outs`.',
+        'A template change (`message_template_status_update`: `event` APPROVED, REJECTED, PAUSED, DISABLED, REINSTATED (approved',
+        'again), FLAGGED (recorded, the status kept), IN_APPEAL, PENDING_DELETION, DELETED, LIMIT_EXCEEDED, ARCHIVED, LOCKED, PENDING,',
+        'with `reason`, `other_info`, `rejection_info`; `template_category_update`: only the completed form with `previous_category`',
+        'changes the category, the impending form with `correct_category` is kept in the history; `message_template_quality_update`:',
+        '`new_quality_score`) changes the template (by `message_template_id`, else name and language) of each sender whose',
+        '`business_account_id` is the entry’s `id` among those whose secret verified the body (the default number’s when',
+        '`META_BUSINESS_ACCOUNT_ID` is that id and `META_APP_SECRET` verified); an account of no sender that signed it changes nothing.',
+        'Each change is recorded once however often delivered and only if not older (`entry.time`) than the latest Meta gave for the',
+        'field, and emits one `template.status_changed` event. Other fields are ignored. Each accepted status change emits one',
+        '`message.status` event. The answer is 200 with `changed: true` when any message changed, `inbound` (when it carried',
+        'inbound messages): how many were new, and `templates` (when it carried template changes): how many changes were recorded.',
         'The endpoint answers whenever `META_APP_SECRET` is set or a Meta sender is',
         'stored; without either, 404 `NOT_FOUND`.',
       ]),
@@ -368,16 +378,39 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
                   items: {
                     type: 'object',
                     properties: {
-                      id: { type: 'string' },
+                      id: { type: 'string', description: 'The WhatsApp Business Account id (what a template change is about)' },
+                      time: { type: 'integer', description: "Unix seconds: Meta's time of the notification" },
                       changes: {
                         type: 'array',
                         items: {
                           type: 'object',
                           properties: {
-                            field: { type: 'string', example: 'messages' },
+                            field: {
+                              type: 'string',
+                              example: 'messages',
+                              description:
+                                '`messages`, `user_preferences`, `message_template_status_update`, `template_category_update`, ' +
+                                '`message_template_quality_update`; others are ignored',
+                            },
                             value: {
                               type: 'object',
                               properties: {
+                                event: { type: 'string', example: 'PAUSED', description: 'A template status change: Meta’s status word' },
+                                message_template_id: { type: 'integer', example: 1689556908129832 },
+                                message_template_name: { type: 'string', example: 'order_shipped' },
+                                message_template_language: { type: 'string', example: 'id' },
+                                reason: { type: ['string', 'null'], example: 'NONE' },
+                                previous_category: {
+                                  type: 'string',
+                                  example: 'UTILITY',
+                                  description: 'Only in a completed category change',
+                                },
+                                new_category: { type: 'string', example: 'MARKETING' },
+                                correct_category: {
+                                  type: 'string',
+                                  description: 'Only in an impending category change (nothing changes yet)',
+                                },
+                                new_quality_score: { type: 'string', enum: ['GREEN', 'YELLOW', 'RED', 'UNKNOWN'] },
                                 statuses: {
                                   type: 'array',
                                   items: {
