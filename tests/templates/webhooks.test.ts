@@ -7,11 +7,14 @@
 // `template.status_changed` event to the accounts that may use the template, in the same transaction.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, ENV_META, fourSenders, META_A, META_B, registerFakes, sendersEnv } from '../helpers/senders'
 import { metaWebhookHeaders } from '../helpers/meta-webhook'
+import { deliverAll } from '../helpers/delivery'
+import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
 import { TestClock } from '../../src/lib/clock'
 import { getTemplateRow, insertTemplate, templateHistory, type WaTemplate } from '../../src/modules/templates/catalog'
 
@@ -26,6 +29,8 @@ const WABA_A = META_A.credentials.business_account_id
 const WABA_B = META_B.credentials.business_account_id
 
 let t: TestApp
+let tls: TestTls
+let rx: Receiver
 let ids: Awaited<ReturnType<typeof fourSenders>>
 type Tenant = { accountId: number; key: string; keyId: number }
 /** Meta A's account (the victim of the forgeries). */
@@ -36,15 +41,23 @@ let shopB: Tenant
 let shopD: Tenant
 
 beforeAll(async () => {
-  t = await testApp({ env: sendersEnv(twilio, graph, { META_BUSINESS_ACCOUNT_ID: ENV_WABA }), clock })
+  tls = makeTestTls()
+  rx = startReceiver(tls)
+  t = await testApp({
+    env: sendersEnv(twilio, graph, { META_BUSINESS_ACCOUNT_ID: ENV_WABA, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_CA_FILE: tls.caFile }),
+    clock,
+  })
   ids = await fourSenders(t, { recipient_gap_ms: 0 })
   shopA = await t.account(10_000)
   shopB = await t.account(10_000)
   shopD = await t.account(10_000)
   await assign(t, shopA.accountId, ids.metaA, true)
   await assign(t, shopB.accountId, ids.metaB, true)
-  for (const shop of [shopA, shopB, shopD]) {
-    const registered = await t.api('POST', '/webhook', shop.key, { url: 'https://93.184.216.34/hook', events: ['template.status_changed'] })
+  for (const [i, shop] of [shopA, shopB, shopD].entries()) {
+    const registered = await t.api('POST', '/webhook', shop.key, {
+      url: rx.url('localhost', `/shop${i}`),
+      events: ['template.status_changed'],
+    })
     expect(registered.status).toBe(200)
     expect(registered.body.data.events).toEqual(['template.status_changed'])
   }
@@ -53,6 +66,8 @@ afterAll(async () => {
   await t.close()
   twilio.stop()
   graph.stop()
+  rx.stop()
+  tls.remove()
 })
 
 let refs = 900_000
@@ -327,7 +342,7 @@ describe('event choice', () => {
     const other = await t.admin('POST', `/accounts/${shopA.accountId}/keys`, { label: 'statuses only' })
     const key = other.body.data.key as string
     const keyId = other.body.data.id as number
-    expect((await t.api('POST', '/webhook', key, { url: 'https://93.184.216.34/other' })).body.data.events).toEqual(['message.status'])
+    expect((await t.api('POST', '/webhook', key, { url: rx.url('localhost', '/other') })).body.data.events).toEqual(['message.status'])
     const tpl = await template(ids.metaA, 'unchosen')
     expect(
       (await post(notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED')), META_A.credentials.app_secret))
@@ -335,5 +350,34 @@ describe('event choice', () => {
     ).toBe(1)
     expect((await eventsOf({ ...shopA, key, keyId }, tpl)).length).toBe(0)
     expect((await eventsOf(shopA, tpl)).length).toBe(1)
+  })
+})
+
+describe('delivery', () => {
+  test('delivered like every event: the spec envelope as compact JSON, Standard Webhooks signature, in the delivery log', async () => {
+    const created = await t.admin('POST', `/accounts/${shopA.accountId}/keys`, { label: 'receiver' })
+    const keyId = created.body.data.id as number
+    const registered = await t.api('POST', '/webhook', created.body.data.key, {
+      url: rx.url('localhost', '/templates'),
+      events: ['template.status_changed'],
+    })
+    expect(registered.status).toBe(200)
+    const tpl = await template(ids.metaA, 'delivered_change')
+    await post(
+      notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'DISABLED', { disable_info: { disable_date: metaTime() } })),
+      META_A.credentials.app_secret,
+    )
+    await deliverAll(t)
+    const [request, ...more] = rx.requests.filter((r) => r.path === '/templates')
+    expect(more).toEqual([])
+    const event = new Webhook(registered.body.data.signing_secret).verify(request!.body, request!.headers) as Record<string, unknown>
+    expect(event).toMatchObject({
+      event: 'template.status_changed',
+      data: { template_id: tpl.id, name: 'delivered_change', field: 'status', old: 'approved', new: 'disabled', reason: null },
+    })
+    expect(request!.body).toStartWith('{"event":"template.status_changed","timestamp":"')
+    const log = await t.admin('GET', `/keys/${keyId}/deliveries`)
+    expect(log.body.data.items).toHaveLength(1)
+    expect(log.body.data.items[0]).toMatchObject({ event: 'template.status_changed', status: 'delivered', message_sid: null })
   })
 })
