@@ -381,3 +381,52 @@ describe('delivery', () => {
     expect(log.body.data.items[0]).toMatchObject({ event: 'template.status_changed', status: 'delivered', message_sid: null })
   })
 })
+
+describe("the fake Graph API's template webhooks", () => {
+  test("Meta pauses, rates and reinstates a template of its own accord: the fake's store and the service agree", async () => {
+    graph.callback = { publicBaseUrl: 'https://api.example.com', deliver: (r: Request) => t.app.handle(r) }
+    graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+    const fakeTemplate = graph.template(WABA_A, {
+      name: 'order_ready',
+      language: 'id',
+      category: 'UTILITY',
+      status: 'APPROVED',
+      components: [{ type: 'BODY', text: 'Pesanan {{1}} siap diambil', example: { body_text: [['INV-1001']] } }],
+      quality_score: { score: 'GREEN' },
+    })
+    const stored = await insertTemplate(
+      t.db.sql,
+      clock,
+      {
+        senderId: ids.metaA,
+        provider: 'meta',
+        name: 'order_ready',
+        language: 'id',
+        category: 'utility',
+        parameterFormat: 'positional',
+        components: fakeTemplate.components,
+        status: 'approved',
+        quality: 'green',
+        providerRef: fakeTemplate.id,
+      },
+      'sync',
+    )
+    const change = async (o: Omit<Parameters<typeof graph.changeTemplate>[0], 'waba' | 'id'>) => {
+      const answer = await graph.changeTemplate({ waba: WABA_A, id: fakeTemplate.id, ...o })
+      expect(answer.status).toBe(200)
+      return ((await answer.json()) as { data: { templates: number } }).data.templates
+    }
+    expect(await change({ quality: 'RED', time: metaTime(300) })).toBe(1)
+    expect(await change({ status: 'PAUSED', reason: 'NONE', time: metaTime(301) })).toBe(1)
+    expect(await change({ impendingCategory: 'MARKETING', time: metaTime(302) })).toBe(0)
+    expect(await change({ status: 'REINSTATED', time: metaTime(303) })).toBe(1)
+    expect(fakeTemplate).toMatchObject({ status: 'APPROVED', category: 'UTILITY', quality_score: { score: 'RED' } })
+    expect(await row(stored!)).toMatchObject({ status: 'approved', category: 'utility', quality: 'red', reason: null })
+    expect(await history(stored!)).toEqual([
+      ['quality', 'green', 'red', 'meta'],
+      ['status', 'approved', 'paused', 'meta'],
+      ['category_notice', 'utility', 'marketing', 'meta'],
+      ['status', 'paused', 'approved', 'meta'],
+    ])
+  })
+})
