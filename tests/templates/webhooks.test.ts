@@ -236,8 +236,11 @@ describe('status', () => {
 describe('tenants: a change names the account its signer owns, or changes nothing', () => {
   test("signed with Meta B's own secret, naming Meta A's account: 200, nothing changes, nothing is announced", async () => {
     const tpl = await template(ids.metaA, 'forged_target')
+    // Meta B has a template of that name too: a notification about another account changes not even the signer's own.
+    const signers = await template(ids.metaB, 'forged_target')
     const forged = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'DISABLED'))
     expect(await post(forged, META_B.credentials.app_secret)).toEqual({ changed: false, templates: 0 })
+    expect((await row(signers)).status).toBe('approved')
     // The deployment's account, with a tenant's secret: nothing either.
     const deployment = await template(null, 'forged_deployment')
     const forgedDefault = notification(ENV_WABA, 'message_template_status_update', statusUpdate(deployment, 'DISABLED'))
