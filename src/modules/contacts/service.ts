@@ -34,6 +34,10 @@ type ContactRow = {
 }
 const COLUMNS = 'id, name, phone, email, city, tags, attributes, created_at'
 
+/** Attributes with their keys in order (jsonb keeps them shortest first). */
+const sortedAttributes = (attributes: Attributes): Attributes =>
+  Object.fromEntries(Object.entries(attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+
 const contactView = (row: ContactRow) => ({
   id: row.id,
   name: row.name,
@@ -41,7 +45,7 @@ const contactView = (row: ContactRow) => ({
   email: row.email,
   city: row.city,
   tags: row.tags,
-  attributes: row.attributes,
+  attributes: sortedAttributes(row.attributes),
   created_at: row.created_at,
 })
 
@@ -223,19 +227,32 @@ export async function getContact(sql: Db, accountId: number, id: number) {
 
 /**
  * Changes a contact's attributes as a JSON merge patch does: each key given is set, or removed by null
- * or ""; the others stay. Under the row's lock, so two concurrent changes both count.
+ * or ""; the others stay (with `replace`, the ones given are all it keeps: the dashboard's form). Under
+ * the row's lock, so two concurrent changes both count.
  */
-export async function changeContactAttributes(db: Db, accountId: number, id: number, change: Record<string, string | null>) {
+export async function changeContactAttributes(
+  db: Db,
+  accountId: number,
+  id: number,
+  change: Record<string, string | null>,
+  options: { replace?: boolean } = {},
+) {
   if (!isRowId(id)) throw contactNotFound(id)
   return transaction(db, async (tx) => {
     const [row] = await tx<{ attributes: Attributes }[]>`
       select attributes from contacts where id = ${id} and account_id = ${accountId} for update`
     if (!row) throw contactNotFound(id)
-    const attributes = attributeValues(change, row.attributes)
+    const attributes = attributeValues(change, options.replace ? {} : row.attributes)
     const [changed] = await tx<ContactRow[]>`
       update contacts set attributes = ${jsonOf(attributes)}::text::jsonb where id = ${id} returning ${tx.unsafe(COLUMNS)}`
     return contactView(changed!)
   })
+}
+
+/** Every contact of the account, oldest first (the dashboard's CSV export). */
+export async function exportContacts(sql: Db, accountId: number) {
+  const rows = await sql<ContactRow[]>`select ${sql.unsafe(COLUMNS)} from contacts where account_id = ${accountId} order by id`
+  return rows.map(contactView)
 }
 
 const duplicateOf = (phone: string) => `phone: a contact with ${phone} already exists`
