@@ -460,20 +460,28 @@ export async function submitTwilioTemplate(
 export type TemplateValues = { variables: Record<string, string>; buttons?: { index: number; value: string }[] }
 
 /**
- * The ContentVariables of a send of a template synced from Twilio (its components as templateOfContent
- * made them): the body's variables under their own numbers, and each button's value under the variable
- * its button carries (`twilio_variable`; an authentication template's code is `1`, which the body's
- * value fills already).
+ * The ContentVariables of a send of a Twilio template: the body's variables under their own numbers,
+ * and each button's value under its variable: the one it carries (`twilio_variable`, a template listed
+ * from Twilio), else, for a template kept as it was submitted, the number contentOfDefinition gave it
+ * (after the body's highest, in the buttons' order). An authentication template's code button takes
+ * no variable of its own (the body's `1` is the code).
  */
 export function twilioContentVariables(components: readonly unknown[], values: TemplateValues): Record<string, string> {
   const out: Record<string, string> = { ...values.variables }
-  const buttonsComponent = components.filter(isObject).find((c) => String(c.type ?? '').toUpperCase() === 'BUTTONS')
-  const buttons = (Array.isArray(buttonsComponent?.buttons) ? buttonsComponent.buttons : []).filter(isObject)
-  for (const given of values.buttons ?? []) {
-    const button = buttons[given.index]
-    const key = button ? (text(button.twilio_variable) ?? variablesIn(button.url)[0]) : undefined
-    if (key !== undefined) out[key] = given.value
-  }
+  const list = components.filter(isObject)
+  const body = list.find((c) => String(c.type ?? '').toUpperCase() === 'BODY')
+  let next = variablesIn(body?.text).reduce((n, k) => Math.max(n, Number(k) || 0), 0)
+  const buttonsComponent = list.find((c) => String(c.type ?? '').toUpperCase() === 'BUTTONS')
+  const buttons = (Array.isArray(buttonsComponent?.buttons) ? buttonsComponent.buttons : []) as unknown[]
+  buttons.forEach((b, index) => {
+    if (!isObject(b)) return
+    const type = String(b.type ?? '').toUpperCase()
+    const takes = (type === 'URL' && variablesIn(b.url).length > 0) || type === 'COPY_CODE'
+    if (!takes) return
+    const key = text(b.twilio_variable) ?? String(++next)
+    const given = values.buttons?.find((x) => x.index === index)
+    if (given) out[key] = given.value
+  })
   return out
 }
 
