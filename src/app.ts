@@ -36,6 +36,7 @@ import { webhookPages } from './modules/webhooks/pages'
 import { failedDeliveryPages } from './modules/webhooks/deliveries-pages'
 import { usersAdmin } from './modules/users/admin'
 import { sendersAdmin } from './modules/senders/admin'
+import { waTemplatesAdmin } from './modules/templates/wa-admin'
 import { sendersApi } from './modules/senders/api'
 import { senderPages } from './modules/senders/pages'
 import { accountSenderPages } from './modules/senders/account-pages'
@@ -87,6 +88,7 @@ export function createApp(deps: Deps) {
     .use(campaignsAdmin(deps))
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
+    .use(waTemplatesAdmin(deps))
     .use(inboundAdmin(deps))
     .use(budgetsAdmin(deps))
     .use(optOutsAdmin(deps))

@@ -32,6 +32,7 @@ import callbackOwners from '../../sql/0031_callback_owners.sql' with { type: 'te
 import paceClock from '../../sql/0032_pace_clock.sql' with { type: 'text' }
 import simulatorClock from '../../sql/0033_simulator_clock.sql' with { type: 'text' }
 import eventsNotify from '../../sql/0034_events_notify.sql' with { type: 'text' }
+import whatsappTemplates from '../../sql/0035_whatsapp_templates.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -69,4 +70,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 32, name: '0032_pace_clock.sql', text: paceClock },
   { version: 33, name: '0033_simulator_clock.sql', text: simulatorClock },
   { version: 34, name: '0034_events_notify.sql', text: eventsNotify },
+  { version: 35, name: '0035_whatsapp_templates.sql', text: whatsappTemplates },
 ]

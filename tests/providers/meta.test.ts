@@ -437,6 +437,7 @@ describe('settings', () => {
       appSecret: '',
       verifyToken: '',
       apiBase: 'https://graph.facebook.com/v21.0',
+      businessAccountId: '',
     })
   })
 

@@ -28,6 +28,7 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     appSecret: fields.app_secret ?? '',
     verifyToken: fields.verify_token ?? '',
     apiBase: environment.apiBase,
+    businessAccountId: fields.business_account_id ?? '',
   }),
   identityOf: (fields) => fields.phone_number_id ?? '',
   async check(settings, { timeoutMs, clock }) {

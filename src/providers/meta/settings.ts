@@ -3,7 +3,15 @@
 
 import type { ProviderVariable, SettingsReader } from '../provider'
 
-export type MetaSettings = { accessToken: string; phoneNumberId: string; appSecret: string; verifyToken: string; apiBase: string }
+export type MetaSettings = {
+  accessToken: string
+  phoneNumberId: string
+  appSecret: string
+  verifyToken: string
+  apiBase: string
+  /** The WhatsApp Business Account whose templates the sender has (empty: its templates are not synced). */
+  businessAccountId: string
+}
 
 export const META_VARIABLES = {
   META_ACCESS_TOKEN: { shown: 'unset', meaning: 'WhatsApp Cloud API access token (system user); required with PROVIDER=meta' },
@@ -15,6 +23,10 @@ export const META_VARIABLES = {
   META_VERIFY_TOKEN: {
     shown: 'unset',
     meaning: 'the verify token you give Meta for the webhook subscription handshake; required with PROVIDER=meta',
+  },
+  META_BUSINESS_ACCOUNT_ID: {
+    shown: 'unset',
+    meaning: "the default sender's WhatsApp Business Account id (digits): its templates sync and submit there",
   },
   META_API_BASE: { default: 'https://graph.facebook.com/v21.0', meaning: 'Graph API root, with its version' },
 } satisfies Record<string, ProviderVariable>
@@ -29,6 +41,7 @@ export function readMetaSettings(read: SettingsReader, selected: boolean): MetaS
     appSecret: read.text('META_APP_SECRET') ?? '',
     verifyToken: read.text('META_VERIFY_TOKEN') ?? '',
     apiBase: read.url('META_API_BASE', ['http:', 'https:'])!,
+    businessAccountId: read.text('META_BUSINESS_ACCOUNT_ID') ?? '',
   }
   if (selected) {
     if (!settings.accessToken) read.fail('META_ACCESS_TOKEN', 'required when PROVIDER=meta')
@@ -38,6 +51,9 @@ export function readMetaSettings(read: SettingsReader, selected: boolean): MetaS
   }
   if (settings.phoneNumberId && !/^\d{1,30}$/.test(settings.phoneNumberId)) {
     read.fail('META_PHONE_NUMBER_ID', `expected the phone number id (digits), got "${settings.phoneNumberId}"`)
+  }
+  if (settings.businessAccountId && !/^\d{1,30}$/.test(settings.businessAccountId)) {
+    read.fail('META_BUSINESS_ACCOUNT_ID', `expected the WhatsApp Business Account id (digits), got "${settings.businessAccountId}"`)
   }
   return settings
 }
