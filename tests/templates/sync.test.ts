@@ -131,7 +131,7 @@ describe('sync', () => {
     const third = await t.admin('POST', `/senders/${metaA}/templates/sync`)
     expect(third.body.data).toMatchObject({ listed: 205, created: 0, changed: 0, unchanged: 205, gone: 0 })
 
-    const one = await t.admin('GET', `/senders/${metaA}/templates/${seven.id}`)
+    const one = await t.admin('GET', `/whatsapp-templates/${seven.id}`)
     expect(one.status).toBe(200)
     expect(one.body.data).toMatchObject({ id: seven.id, status: 'paused' })
     expect(one.body.data.history.map((h: any) => [h.field, h.old, h.new, h.source])).toEqual([
@@ -253,7 +253,7 @@ describe('create and submit', () => {
       provider_ref: atMeta.id,
       components: definition.components,
     })
-    const one = await t.admin('GET', `/senders/${metaA}/templates/${created.body.data.id}`)
+    const one = await t.admin('GET', `/whatsapp-templates/${created.body.data.id}`)
     expect(one.body.data.history).toMatchObject([{ field: 'created', old: null, new: 'pending', source: 'operator' }])
 
     graph.reset()
@@ -265,7 +265,7 @@ describe('create and submit', () => {
     atMeta.status = 'APPROVED'
     const synced = await t.admin('POST', `/senders/${metaA}/templates/sync`)
     expect(synced.body.data.changed).toBe(1)
-    expect((await t.admin('GET', `/senders/${metaA}/templates/${created.body.data.id}`)).body.data.status).toBe('approved')
+    expect((await t.admin('GET', `/whatsapp-templates/${created.body.data.id}`)).body.data.status).toBe('approved')
   })
 
   test('a definition that breaks a rule is 422 naming the part, and never reaches Meta', async () => {
@@ -329,8 +329,9 @@ describe('create and submit', () => {
     expect(graph.requests).toHaveLength(0)
     const list = await t.admin('GET', `/senders/${simulator}/templates`)
     expect(list.body.data.map((x: any) => x.name)).toEqual(['order_code'])
-    // Another sender's template is not found under this one.
-    expect((await t.admin('GET', `/senders/${metaA}/templates/${created.body.data.id}`)).status).toBe(404)
+    expect((await t.admin('GET', `/whatsapp-templates/${created.body.data.id}`)).body.data.sender_id).toBe(simulator)
+    // An id that names no WhatsApp template.
+    expect((await t.admin('GET', '/whatsapp-templates/999999')).status).toBe(404)
   })
 })
 

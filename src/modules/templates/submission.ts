@@ -208,13 +208,10 @@ export async function senderTemplates(ctx: SubmissionContext, senderId: number):
   return templatesOfSender(ctx.sql, senderId === 0 ? null : senderId)
 }
 
-/** One of the sender's templates with its history; 404 when the sender has no such template. */
-export async function senderTemplate(ctx: SubmissionContext, senderId: number, templateId: number) {
-  if (senderId !== 0) await senderRow(ctx.sql, senderId)
+/** One WhatsApp template with its history; 404 when there is none of that id. */
+export async function waTemplate(ctx: SubmissionContext, templateId: number) {
   const template = await getTemplateRow(ctx.sql, templateId)
-  if (!template || (template.sender_id ?? 0) !== senderId) {
-    throw new ApiError('NOT_FOUND', `template ${templateId} of sender ${senderId} not found`)
-  }
+  if (!template) throw new ApiError('NOT_FOUND', `WhatsApp template ${templateId} not found`)
   return { template, history: await templateHistory(ctx.sql, templateId) }
 }
 

@@ -9,7 +9,7 @@ import { envelopeOf, errorsOf } from '../../http/openapi'
 import { DECIMAL, Id } from '../../http/models'
 import { formatTimes, formatTimestamp } from '../../lib/time'
 import type { HistoryRow, WaTemplate } from './catalog'
-import { createSenderTemplate, senderTemplate, senderTemplates, syncTemplates } from './submission'
+import { createSenderTemplate, senderTemplates, syncTemplates, waTemplate } from './submission'
 
 const tags = ['Admin: WhatsApp templates']
 
@@ -30,7 +30,6 @@ const SenderOrDefault = t
   .Encode((value) => String(value))
 
 const SenderTemplatesParams = t.Object({ id: SenderOrDefault })
-const SenderTemplateParams = t.Object({ id: SenderOrDefault, template_id: Id('template', 'Template id') })
 
 const nullableText = (description: string) => t.Union([t.String(), t.Null()], { description })
 
@@ -121,15 +120,20 @@ export const waTemplatesAdmin = (deps: Deps) => {
       detail: { tags, summary: "A sender's WhatsApp templates, by name and language (sender 0: the deployment's)" },
     })
     .get(
-      '/senders/:id/templates/:template_id',
+      '/whatsapp-templates/:id',
       async ({ params }) => {
-        const one = await senderTemplate(deps, params.id, params.template_id)
+        const one = await waTemplate(deps, params.id)
         return ok({ ...shown(one.template), history: history(one.history) })
       },
       {
-        params: SenderTemplateParams,
+        params: t.Object({ id: Id('template', 'WhatsApp template id') }),
         response: { 200: envelopeOf(OneTemplate), ...errorsOf(400, 401, 404) },
-        detail: { tags, summary: 'One WhatsApp template of the sender, with the history of its status, category and quality' },
+        detail: {
+          tags,
+          summary: "One WhatsApp template (any sender's), with the history of its status, category, quality and definition",
+          description:
+            "Its `sender_id` names its sender (0: the deployment's). An account template's id (the `{{name}}` kind) is 404 here.",
+        },
       },
     )
     .post(
