@@ -367,13 +367,22 @@ class Pipeline {
 export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?: number; pollMs?: number } = {}): Loop {
   const pipeline = new Pipeline(deps, webhookCa(deps.config.webhookCaFile), options.concurrency ?? CONCURRENCY)
   const unlisten = onEventsCommitted(deps, () => loop.wake())
+  // A stop never waits for a subscription still being made (its LISTEN connection waiting out a database
+  // outage): a step waiting for it ends, and the subscription is dropped when it comes.
+  let stopped = false
+  const subscription: { unsubscribe?: () => Promise<void> } = {}
+  const { promise: stopping, resolve: stop } = Promise.withResolvers<void>()
+  void unlisten.then((u) => {
+    if (stopped) void u().catch(() => {})
+    else subscription.unsubscribe = u
+  })
   // Steps begin once the subscription holds: what was committed before it, the first step finds; what
   // is committed after it wakes the loop.
   const loop = startLoop(
     webhookDelivery.name,
     async () => {
-      await unlisten
-      return pipeline.step()
+      await Promise.race([unlisten, stopping])
+      return stopped ? 0 : pipeline.step()
     },
     {
       pollMs: options.pollMs ?? WEBHOOK_DELIVERY_POLL_MS,
@@ -386,9 +395,11 @@ export function startWebhookDelivery(deps: DeliveryDeps, options: { concurrency?
     wake: () => loop.wake(),
     async stop() {
       pipeline.stopping = true
+      stopped = true
+      stop()
       await Promise.all([loop.stop(), pipeline.drain()])
       await pipeline.drain()
-      await (await unlisten)().catch(() => {})
+      await subscription.unsubscribe?.().catch(() => {})
     },
   }
 }
