@@ -273,8 +273,11 @@ describe('create and submit', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ ...invoiceDue(), name: 'Invoice Due' }, 'name:'],
       [{ ...invoiceDue(), category: 'PROMO' }, 'category:'],
-      [{ ...invoiceDue(), components: [{ type: 'FOOTER', text: 'x' }] }, 'components: must have exactly one BODY'],
-      [{ ...invoiceDue(), components: [{ type: 'BODY', text: 'Halo {{order_id}}' }] }, 'components[0].text: named parameters'],
+      [{ ...invoiceDue(), components: [{ type: 'FOOTER', text: 'x' }] }, 'components: must have a BODY'],
+      [
+        { ...invoiceDue(), components: [{ type: 'BODY', text: 'Halo {{order_id}}' }] },
+        'components[0].text: {{order_id}} is a named parameter',
+      ],
       [{ ...invoiceDue(), components: [{ type: 'BODY', text: 'x' }, { type: 'CAROUSEL_X' }] }, 'components[1].type:'],
     ]
     for (const [definition, part] of cases) {

@@ -31,7 +31,7 @@ import {
   type TemplateQuality,
   type WaTemplate,
 } from './catalog'
-import { checkDefinition } from './definition'
+import { definitionOf } from './components'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -222,7 +222,7 @@ export async function waTemplate(ctx: SubmissionContext, templateId: number) {
  * the status the provider answered (`pending`); a simulator sender's is stored `pending`.
  */
 export async function createSenderTemplate(ctx: SubmissionContext, senderId: number, body: Record<string, unknown>): Promise<WaTemplate> {
-  const definition = checkDefinition(body)
+  const definition = definitionOf(body)
   const sender = await templateSender(ctx, senderId)
   const support = waTemplatesOf(sender.provider)
   if (!support && sender.provider !== 'simulator') {
