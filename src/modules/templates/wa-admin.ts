@@ -66,7 +66,7 @@ const OneTemplate = t.Object({
   history: t.Array(HistoryModel, { description: 'Its changes, oldest first' }),
 })
 
-const SyncModel = t.Object({
+export const SyncModel = t.Object({
   sender_id: t.Integer(),
   provider: t.String(),
   listed: t.Integer({ description: 'Templates the provider listed' }),
