@@ -297,6 +297,15 @@ describe('create and submit', () => {
     expect(refused.body).toMatchObject({ code: 'BAD_GATEWAY', provider_code: 100 })
     expect(refused.body.error).toContain('Content in this language already exists')
 
+    // Meta's words may quote the request's token: the answer never does.
+    graph.echoCredentials = true
+    const echoed = await t.admin('POST', `/senders/${metaB}/templates`, invoiceDue('already_there'))
+    expect(echoed.status).toBe(502)
+    expect(echoed.body.error).toContain('Content in this language already exists')
+    expect(echoed.body.error).toContain('[redacted]')
+    for (const secret of SECRET_VALUES) expect(JSON.stringify(echoed.body)).not.toContain(secret)
+    graph.echoCredentials = false
+
     graph.creationLimit = 2
     expect((await t.admin('POST', `/senders/${metaB}/templates`, invoiceDue('limit_one'))).status).toBe(201)
     expect((await t.admin('POST', `/senders/${metaB}/templates`, invoiceDue('limit_two'))).status).toBe(201)
