@@ -24,6 +24,7 @@ import { messagePages } from './modules/messages/pages'
 import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
+import { templatesApi } from './modules/templates/api'
 import { campaignsApi } from './modules/campaigns/api'
 import { campaignsAdmin } from './modules/campaigns/admin'
 import { campaignPages } from './modules/campaigns/pages'
@@ -79,6 +80,7 @@ export function createApp(deps: Deps) {
     .use(sendersApi(deps))
     .use(inboundApi(deps))
     .use(optOutsApi(deps))
+    .use(templatesApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
