@@ -21,7 +21,7 @@ registerFakes(twilio, graph)
 let t: TestApp
 let twilioA: number
 beforeAll(async () => {
-  t = await testApp({ env: sendersEnv(twilio, graph, { TWILIO_CONTENT_API_BASE: twilio.url }) })
+  t = await testApp({ env: sendersEnv(twilio, graph) })
   twilioA = await createSender(t, 'twilio', TWILIO_A, { recipient_gap_ms: 0 })
 }, 60_000)
 afterAll(async () => {

@@ -20,32 +20,18 @@
 
 import type { Clock } from '../../lib/clock'
 import { errorCodeOf, failure, get, isObject, post } from '../http'
+import type { ListedTemplate, TemplateListing, TemplateSubmission, WaTemplateSupport } from '../provider'
 import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
 
-/** Content templates per page: a page with their types stays well under an answer's 64 KiB. */
-export const CONTENT_PAGE = 25
+/** Content templates per page (Twilio's default is 50, its maximum 1,000). */
+export const CONTENT_PAGE = 50
+/** A page of templates with their types may be far bigger than a message's answer. */
+const PAGE_BYTES = 4 * 1024 * 1024
 /** Pages read at most (WhatsApp allows 6,000 approved templates an account). */
 const MAX_PAGES = 400
 
 /** A template as listed, in the provider-neutral shape the sync takes (its words in Meta's upper case). */
-export type TwilioListedTemplate = {
-  /** The Content SID (HX…). */
-  ref: string
-  name: string
-  language: string
-  category: string
-  status: string
-  parameterFormat: string | null
-  components: Record<string, unknown>[]
-  quality: string | null
-  reason: string | null
-}
-
-export type TwilioTemplateListing = { ok: true; templates: TwilioListedTemplate[] } | { ok: false; detail: string }
-
-export type TwilioTemplateSubmission =
-  | { ok: true; ref: string; status: string; category: string | null }
-  | { ok: false; code: number | null; detail: string; throttled: boolean }
+export type TwilioListedTemplate = ListedTemplate
 
 type Context = { timeoutMs: number; clock: Pick<Clock, 'timeoutSignal'> }
 
@@ -259,13 +245,18 @@ function refusal(status: number, answer: Record<string, unknown> | null): { code
 }
 
 /** Every Content template of the sender's Twilio account with its WhatsApp approval, page after page. */
-export async function listTwilioTemplates(settings: TwilioSettings, context: Context): Promise<TwilioTemplateListing> {
+export async function listTwilioTemplates(settings: TwilioSettings, context: Context): Promise<TemplateListing> {
   const secrets = twilioSecrets(settings)
   const templates: TwilioListedTemplate[] = []
   const root = `${settings.contentApiBase}/v1/ContentAndApprovals`
   let query = new URLSearchParams({ PageSize: String(CONTENT_PAGE) })
   for (let page = 0; page < MAX_PAGES; page++) {
-    const answer = await get(`${root}?${query}`, { headers: headersOf(settings), timeoutMs: context.timeoutMs, clock: context.clock })
+    const answer = await get(`${root}?${query}`, {
+      headers: headersOf(settings),
+      timeoutMs: context.timeoutMs,
+      clock: context.clock,
+      maxBytes: PAGE_BYTES,
+    })
     if (!answer.ok) {
       const why =
         answer.reason === 'timeout' ? "Twilio's Content API did not answer in time" : `could not reach Twilio's Content API${answer.hint}`
@@ -400,7 +391,7 @@ export async function submitTwilioTemplate(
   settings: TwilioSettings,
   definition: Record<string, unknown>,
   context: Context,
-): Promise<TwilioTemplateSubmission> {
+): Promise<TemplateSubmission> {
   const secrets = twilioSecrets(settings)
   const mapped = contentOfDefinition(definition)
   if ('problem' in mapped) return { ok: false, code: null, detail: mapped.problem, throttled: false }
@@ -485,9 +476,13 @@ export function twilioContentVariables(components: readonly unknown[], values: T
   return out
 }
 
-export const twilioTemplates = {
-  /** A Twilio sender reaches its Content templates with its own account's credentials: always. */
-  unreachable: (_settings: TwilioSettings): string | null => null,
+export const twilioTemplates: WaTemplateSupport<TwilioSettings> = {
+  // A Twilio sender reaches its Content templates with its own account's credentials: always.
+  unreachable: () => null,
   list: listTwilioTemplates,
   submit: submitTwilioTemplate,
+  definitionProblem: (definition) => {
+    const mapped = contentOfDefinition(definition)
+    return 'problem' in mapped ? mapped.problem : null
+  },
 }
