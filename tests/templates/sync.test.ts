@@ -364,6 +364,11 @@ describe("the deployment's default Meta sender", () => {
       const answer = await without.admin('POST', '/senders/0/templates/sync')
       expect(answer.status).toBe(422)
       expect(answer.body.error).toContain('META_BUSINESS_ACCOUNT_ID')
+      // TEMPLATE_SYNC_MINUTES is 0 by default: the periodic sync does nothing.
+      graph.reset()
+      await createSender(without, 'meta', META_A)
+      expect(await without.runWorker('template-sync')).toBe(0)
+      expect(templateRequests()).toEqual([])
     } finally {
       await without.close()
     }
@@ -381,6 +386,42 @@ describe("the deployment's default Meta sender", () => {
       expect(created.body.data).toMatchObject({ sender_id: 0, status: 'pending' })
       const [row] = await app.db.sql`select sender_id from wa_templates where id = ${created.body.data.id}`
       expect(row).toEqual({ sender_id: null })
+    } finally {
+      await app.close()
+    }
+  }, 60_000)
+
+  test('TEMPLATE_SYNC_MINUTES: the periodic sync reads every Meta sender and the default one; one failing leaves the others synced', async () => {
+    const waba = '300000000000009'
+    const env = {
+      ...sendersEnv(twilio, graph),
+      PROVIDER: 'meta',
+      META_ACCESS_TOKEN: 'EAAenvMetaToken5ecretQQQQQQQQQQQQQQ',
+      META_BUSINESS_ACCOUNT_ID: waba,
+      TEMPLATE_SYNC_MINUTES: '5',
+    }
+    const app = await testApp({ env, clock })
+    try {
+      const a = await createSender(app, 'meta', META_A)
+      const b = await createSender(app, 'meta', META_B)
+      await createSender(app, 'simulator', { number: '+6281100000098', credentials: {} })
+      // B's business account is not B's number's any more: Meta refuses B's listing.
+      graph.accountOf.set(META_B.credentials.phone_number_id, '999999999999999')
+      graph.reset()
+      try {
+        expect(await app.runWorker('template-sync')).toBe(0)
+      } finally {
+        graph.accountOf.set(META_B.credentials.phone_number_id, WABA_B)
+      }
+      const asked = new Set(templateRequests().map((r) => r.path.split('/')[2]))
+      expect(asked).toEqual(new Set([waba, WABA_A, WABA_B]))
+      const counts = await app.db.sql<{ sender: number; n: number }[]>`
+        select coalesce(sender_id, 0)::int as sender, count(*)::int as n from wa_templates group by 1 order by 1`
+      expect([...counts]).toEqual([
+        { sender: 0, n: graph.templates.get(waba)!.length },
+        { sender: a, n: graph.templates.get(WABA_A)!.length },
+      ])
+      expect(counts.some((c) => c.sender === b)).toBe(false)
     } finally {
       await app.close()
     }
