@@ -204,7 +204,16 @@ describe('sync', () => {
     expect(sim.body.error).toContain('keeps its templates here only')
     const deployment = await t.admin('POST', '/senders/0/templates/sync')
     expect(deployment.status).toBe(422)
-    expect(deployment.body.error).toContain("the deployment's default sender (twilio)")
+    expect(deployment.body.error).toContain("the deployment's default sender (twilio): syncing templates from twilio is not supported yet")
+    const submit = await t.admin('POST', '/senders/0/templates', {
+      name: 'x',
+      language: 'id',
+      category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'x' }],
+    })
+    expect(submit.status).toBe(422)
+    expect(submit.body.error).toContain('submitting templates to twilio is not supported yet')
+    expect((await t.admin('GET', '/senders/0/templates')).body.data).toEqual([])
     expect((await t.admin('POST', '/senders/999999/templates/sync')).status).toBe(404)
     expect((await t.admin('GET', '/senders/999999/templates')).status).toBe(404)
   })
