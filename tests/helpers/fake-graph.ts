@@ -15,6 +15,13 @@
 // sender's check reads). Limits are kept per phone number id, as Meta's throughput is. With no number
 // registered, any token goes (the provider tests' own checks).
 //
+// Templates: once a phone number's WhatsApp Business Account (`accountOf`) has templates (`templates`,
+// `template()`), a template message from it is checked as Meta does (templateRefusal): 132001 (no
+// approved template of that name in that language), 132015 (paused), 132016 (disabled), 132000 (a
+// component's parameter count differs), 131008 (a required parameter missing: a media header's, a
+// button's, a named one), in Meta's error shape (the title in `message`, the specifics in
+// `error_data.details`).
+//
 // Templates: `GET /{waba-id}/message_templates` lists a WhatsApp Business Account's templates in
 // pages (`limit`, default 25 as Meta's; `after`, the cursor of the page before; `paging.next` while a
 // page follows; `fields` picks the fields, id always), and `POST` to it creates one (the definition's
@@ -33,7 +40,7 @@
 
 import type { Clock } from '../../src/lib/clock'
 import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
-import { metaMessagesBody, metaWebhookHeaders } from './meta-webhook'
+import { metaMessagesBody, metaTemplateBody, metaWebhookHeaders } from './meta-webhook'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -125,6 +132,26 @@ export type FakeGraph = {
   templates: Map<string, FakeTemplate[]>
   /** Adds a template to a WhatsApp Business Account (an id made up when none is given). */
   template(waba: string, t: Omit<FakeTemplate, 'id'> & { id?: string }): FakeTemplate
+  /**
+   * Meta changes a template of its own accord and says so: the template `id` of `waba` takes the change
+   * in the fake's store (its list shows it from now on) and the signed notification is posted to the
+   * service's webhook (`appSecret`: else that of a registered phone number of the account), Meta's
+   * `time` the fake's now unless given. `status`: Meta's event (APPROVED, PAUSED, FLAGGED, REINSTATED...;
+   * FLAGGED leaves the stored status, REINSTATED stores APPROVED); `category`: a completed change
+   * (`previous_category`), `impendingCategory`: Meta's notice that it will change (the store keeps the
+   * category); `quality`: the new score. The service's answer.
+   */
+  changeTemplate(o: {
+    waba: string
+    id: string
+    status?: string
+    reason?: string
+    category?: FakeTemplate['category']
+    impendingCategory?: FakeTemplate['category']
+    quality?: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN'
+    appSecret?: string
+    time?: number
+  }): Promise<Response>
   /** The status a created template starts with (default PENDING). */
   createdStatus: string
   /** Templates a business account may create per hour of the fake's time (default 100, as Meta's). */
@@ -197,6 +224,96 @@ const invalid = (details: string) =>
     { status: 400 },
   )
 
+/** A template refusal as Meta writes it: the title in `message`, the specifics in `error_data.details`. */
+const templateError = (code: number, title: string, details: string) =>
+  Response.json(
+    {
+      error: {
+        message: `(#${code}) ${title}`,
+        type: 'OAuthException',
+        code,
+        error_data: { messaging_product: 'whatsapp', details },
+        fbtrace_id: 'Az8or',
+      },
+    },
+    { status: 400 },
+  )
+
+/** The distinct `{{1}}` / `{{name}}` parameters of a template text, in order. */
+const placeholders = (text: unknown): string[] =>
+  typeof text === 'string' ? [...new Set([...text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map((m) => m[1]!))] : []
+
+/**
+ * What Meta refuses of a template message against the WhatsApp Business Account's templates, or null:
+ * 132001 (no template of that name in that language, or one not approved), 132015 (paused), 132016
+ * (disabled), 132000 (a component's parameter count differs from the template's), 131008 (a required
+ * parameter missing: a media header's, a button's, a named parameter).
+ */
+export function templateRefusal(templates: FakeTemplate[], sent: Record<string, any>): Response | null {
+  const name = String(sent.template?.name ?? '')
+  const code = String(sent.template?.language?.code ?? '')
+  const t = templates.find((x) => x.name === name && x.language === code)
+  const status = (t?.status ?? '').toUpperCase()
+  if (!t || !['APPROVED', 'PAUSED', 'DISABLED'].includes(status)) {
+    return templateError(132001, 'Template name does not exist in the translation', `template name (${name}) does not exist in ${code}`)
+  }
+  if (status === 'PAUSED') return templateError(132015, 'Template is Paused', `Template ${name} is paused due to low quality`)
+  if (status === 'DISABLED') return templateError(132016, 'Template is disabled', `Template ${name} is disabled due to low quality`)
+  const given: Record<string, any>[] = Array.isArray(sent.template.components) ? sent.template.components : []
+  const own = (type: string) => t.components.find((c) => String(c.type).toUpperCase() === type)
+  const sentOf = (type: string) => given.filter((c) => String(c.type).toLowerCase() === type)
+  const named = (t.parameter_format ?? 'POSITIONAL').toUpperCase() === 'NAMED'
+  // The header: a text with a parameter takes one text parameter; a media header its medium.
+  const header = own('HEADER')
+  const headerFormat = String(header?.format ?? 'TEXT').toUpperCase()
+  const headerGiven = sentOf('header')[0]?.parameters ?? []
+  if (header && headerFormat !== 'TEXT' && headerFormat !== 'LOCATION') {
+    if (headerGiven.length === 0) {
+      return templateError(131008, 'Required parameter is missing', `header: parameter of type ${headerFormat.toLowerCase()} is missing`)
+    }
+  } else {
+    const expected = placeholders(header?.text).length
+    if (headerGiven.length !== expected) {
+      return templateError(
+        132000,
+        'Number of parameters does not match the expected number of params',
+        `header: number of localizable_params (${headerGiven.length}) does not match the expected number of params (${expected})`,
+      )
+    }
+  }
+  const keys = placeholders(own('BODY')?.text)
+  const bodyGiven: Record<string, any>[] = sentOf('body')[0]?.parameters ?? []
+  if (bodyGiven.length !== keys.length) {
+    return templateError(
+      132000,
+      'Number of parameters does not match the expected number of params',
+      `body: number of localizable_params (${bodyGiven.length}) does not match the expected number of params (${keys.length})`,
+    )
+  }
+  if (named) {
+    const missingName = keys.find((k) => !bodyGiven.some((p) => p.parameter_name === k))
+    if (missingName !== undefined) {
+      return templateError(131008, 'Required parameter is missing', `body: parameter ${missingName} is missing`)
+    }
+  }
+  const buttons: Record<string, any>[] = own('BUTTONS')?.buttons ?? []
+  for (const [index, b] of buttons.entries()) {
+    const type = String(b.type).toUpperCase()
+    const takes = (type === 'URL' && placeholders(b.url).length > 0) || type === 'COPY_CODE' || type === 'OTP'
+    if (!takes) continue
+    const button = given.find((c) => String(c.type).toLowerCase() === 'button' && String(c.index) === String(index))
+    if (!button || !Array.isArray(button.parameters) || button.parameters.length === 0) {
+      const kind = type === 'URL' ? 'Url' : type === 'OTP' ? 'Url' : 'CopyCode'
+      return templateError(
+        131008,
+        'Required parameter is missing',
+        `buttons: Button at index ${index} of type ${kind} requires a parameter`,
+      )
+    }
+  }
+  return null
+}
+
 /**
  * What the Cloud API refuses of a message's shape (the documented limits of each type), or null: the
  * fake takes only what Meta would.
@@ -256,8 +373,12 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
       for (const c of sent.template.components ?? []) {
         if (c.type !== 'header') continue
         const p = c.parameters?.[0]
-        if (!p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string') {
-          return invalid('header parameter must be an image, video or document with a link')
+        if (
+          p?.type === 'text'
+            ? !isText(p.text, 60)
+            : !p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string'
+        ) {
+          return invalid('header parameter must be a text of 1 to 60 characters, or an image, video or document with a link')
         }
       }
       return null
@@ -296,6 +417,41 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       const template = { ...t, id: t.id ?? String(1_000_000_000_000 + ++counter) }
       fake.templates.set(waba, [...(fake.templates.get(waba) ?? []), template])
       return template
+    },
+    async changeTemplate(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before changeTemplate')
+      const template = fake.templates.get(o.waba)?.find((t) => t.id === o.id)
+      if (!template) throw new Error(`fake Graph: no template ${o.id} in ${o.waba}`)
+      const phone = [...fake.accountOf].find(([, waba]) => waba === o.waba)?.[0]
+      const secret = o.appSecret ?? (phone ? fake.phones.get(phone)?.appSecret : undefined)
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.waba}`)
+      let field: string
+      let value: Record<string, unknown>
+      if (o.status !== undefined) {
+        field = 'message_template_status_update'
+        value = { event: o.status, reason: o.reason ?? 'NONE', message_template_category: template.category }
+        if (o.status !== 'FLAGGED') template.status = o.status === 'REINSTATED' ? 'APPROVED' : o.status
+        if (o.status === 'REJECTED') template.rejected_reason = o.reason ?? 'NONE'
+      } else if (o.category !== undefined) {
+        field = 'template_category_update'
+        value = { previous_category: template.category, new_category: o.category }
+        template.category = o.category
+      } else if (o.impendingCategory !== undefined) {
+        field = 'template_category_update'
+        value = { correct_category: o.impendingCategory, new_category: template.category, category_update_timestamp: o.time ?? 0 }
+      } else if (o.quality !== undefined) {
+        field = 'message_template_quality_update'
+        value = { previous_quality_score: template.quality_score?.score ?? 'UNKNOWN', new_quality_score: o.quality }
+        template.quality_score = { score: o.quality }
+      } else throw new Error('fake Graph: changeTemplate needs a status, a category or a quality')
+      const body = metaTemplateBody(o.waba, field, template, value, o.time ?? Math.floor(fake.now() / 1000))
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: metaWebhookHeaders(body, secret),
+          body,
+        }),
+      )
     },
     createdStatus: 'PENDING',
     creationLimit: 100,
@@ -502,6 +658,12 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     if (own) return own
     const shape = sent ? graphShapeError(sent) : null
     if (shape) return shape
+    // A template message from a phone number whose WhatsApp Business Account has templates: checked against them.
+    const ownTemplates = fake.templates.get(fake.accountOf.get(record.sender ?? '') ?? '') ?? []
+    if (sent?.type === 'template' && ownTemplates.length > 0) {
+      const refused = templateRefusal(ownTemplates, sent)
+      if (refused) return refused
+    }
     if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', String(sent?.to ?? ''))) {
       return graphError(
         400,

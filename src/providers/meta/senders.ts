@@ -27,8 +27,8 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     phoneNumberId: fields.phone_number_id ?? '',
     appSecret: fields.app_secret ?? '',
     verifyToken: fields.verify_token ?? '',
-    apiBase: environment.apiBase,
     businessAccountId: fields.business_account_id ?? '',
+    apiBase: environment.apiBase,
   }),
   identityOf: (fields) => fields.phone_number_id ?? '',
   async check(settings, { timeoutMs, clock }) {

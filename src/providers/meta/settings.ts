@@ -1,5 +1,6 @@
 // Meta's WhatsApp Cloud API settings: the access token and sender number id for sending, the app
-// secret that signs webhooks, the verify token of the subscription handshake, and the Graph API root.
+// secret that signs webhooks, the verify token of the subscription handshake, the WhatsApp Business
+// Account the number belongs to (its templates and their webhooks), and the Graph API root.
 
 import type { ProviderVariable, SettingsReader } from '../provider'
 
@@ -8,9 +9,9 @@ export type MetaSettings = {
   phoneNumberId: string
   appSecret: string
   verifyToken: string
-  apiBase: string
-  /** The WhatsApp Business Account whose templates the sender has (empty: its templates are not synced). */
+  /** The WhatsApp Business Account id (digits), '' when not given: its template webhooks name it (entry.id). */
   businessAccountId: string
+  apiBase: string
 }
 
 export const META_VARIABLES = {
@@ -26,9 +27,12 @@ export const META_VARIABLES = {
   },
   META_BUSINESS_ACCOUNT_ID: {
     shown: 'unset',
-    meaning: "the default sender's WhatsApp Business Account id (digits): its templates sync and submit there",
+    meaning:
+      "the default number's WhatsApp Business Account id (digits): its templates sync and submit there, and its templates' webhooks apply to the deployment's templates",
   },
-  META_API_BASE: { default: 'https://graph.facebook.com/v21.0', meaning: 'Graph API root, with its version' },
+  // Graph API v27.0 (released 2026-11-04). Meta keeps a version about two years; moving on is this
+  // one variable (README, "Graph API versions").
+  META_API_BASE: { default: 'https://graph.facebook.com/v27.0', meaning: 'Graph API root, with its version' },
 } satisfies Record<string, ProviderVariable>
 
 /** Every secret of the settings: what no text the service keeps of Meta's may hold (providerText). */
@@ -40,8 +44,8 @@ export function readMetaSettings(read: SettingsReader, selected: boolean): MetaS
     phoneNumberId: read.text('META_PHONE_NUMBER_ID') ?? '',
     appSecret: read.text('META_APP_SECRET') ?? '',
     verifyToken: read.text('META_VERIFY_TOKEN') ?? '',
-    apiBase: read.url('META_API_BASE', ['http:', 'https:'])!,
     businessAccountId: read.text('META_BUSINESS_ACCOUNT_ID') ?? '',
+    apiBase: read.url('META_API_BASE', ['http:', 'https:'])!,
   }
   if (selected) {
     if (!settings.accessToken) read.fail('META_ACCESS_TOKEN', 'required when PROVIDER=meta')
