@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeGraph, type FakeGraph, type FakeTemplate } from '../helpers/fake-graph'
 import { fakeTwilio, type FakeTwilio } from '../helpers/fake-twilio'
-import { ENV_META, META_A, META_B, SECRET_VALUES, createSender, registerFakes, sendersEnv } from '../helpers/senders'
+import { ENV_META, META_A, META_B, SECRET_VALUES, assign, createSender, registerFakes, sendersEnv } from '../helpers/senders'
 import { TestClock } from '../../src/lib/clock'
 
 const WABA_A = META_A.credentials.business_account_id
@@ -29,7 +29,7 @@ beforeAll(async () => {
   registerFakes(twilio, graph)
   graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
   graph.accountOf.set(META_B.credentials.phone_number_id, WABA_B)
-  t = await testApp({ env: sendersEnv(twilio, graph), clock })
+  t = await testApp({ env: sendersEnv(twilio, graph, { WEBHOOK_ALLOW_PRIVATE: 'true' }), clock })
   metaA = await createSender(t, 'meta', META_A)
   metaB = await createSender(t, 'meta', META_B)
   simulator = await createSender(t, 'simulator', { number: '+6281100000099', credentials: {} })
@@ -118,6 +118,12 @@ describe('sync', () => {
       components: [body('Pesanan {{1}} nomor 7 sudah dikirim.')],
     })
 
+    // An account that sends through A, its key registered for the event.
+    const shop = await t.account(1000)
+    await assign(t, shop.accountId, metaA, true)
+    const registered = await t.api('POST', '/webhook', shop.key, { url: 'http://127.0.0.1:9/hook', events: ['template.status_changed'] })
+    expect(registered.status).toBe(200)
+
     // Meta pauses one, recategorises another, lowers a third's quality, edits a fourth and deletes a fifth.
     const store = graph.templates.get(WABA_A)!
     store[7]!.status = 'PAUSED'
@@ -130,6 +136,15 @@ describe('sync', () => {
     // Once more: nothing changes, nothing is recorded.
     const third = await t.admin('POST', `/senders/${metaA}/templates/sync`)
     expect(third.body.data).toMatchObject({ listed: 205, created: 0, changed: 0, unchanged: 205, gone: 0 })
+    // Each change of status, category or quality announced once to the account (a definition's edit is no such change).
+    const events = await t.db.sql<{ payload: string }[]>`
+      select payload from webhook_events where api_key_id = ${shop.keyId} and event = 'template.status_changed' order by id`
+    expect(events.map((e) => JSON.parse(e.payload).data).map((d: any) => [d.name, d.field, d.old, d.new])).toEqual([
+      ['order_update_007', 'status', 'approved', 'paused'],
+      ['order_update_008', 'category', 'utility', 'marketing'],
+      ['order_update_009', 'quality', 'green', 'yellow'],
+      ['order_update_011', 'status', 'approved', 'deleted'],
+    ])
 
     const one = await t.admin('GET', `/whatsapp-templates/${seven.id}`)
     expect(one.status).toBe(200)

@@ -32,6 +32,7 @@ import {
   type WaTemplate,
 } from './catalog'
 import { definitionOf } from './components'
+import { announceTemplateChanges } from './events'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -115,7 +116,8 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * Reads every template of the sender from its provider and brings the sender's templates here in line:
  * a new one is stored, a known one (same name and language) takes the provider's status, reason,
  * category, quality, id and definition (each real change recorded, source `sync`), and one no longer
- * listed becomes `deleted`. Nothing changes when the listing fails (502).
+ * listed becomes `deleted`. Each change of status, category or quality is announced
+ * (`template.status_changed`) in its transaction. Nothing changes when the listing fails (502).
  */
 export async function syncTemplates(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
   const sender = await templateSender(ctx, senderId)
@@ -140,15 +142,22 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
       continue
     }
     seen.add(`${listed.name}\u0000${listed.language}`)
-    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, sender, listed))
+    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed))
     result[outcome]++
   }
   for (const known of await templatesOfSender(ctx.sql, sender.id)) {
     if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
     if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
-    await transaction(ctx.sql, (tx) =>
-      changeTemplate(tx, ctx.clock, known.id, { status: 'deleted', reason: `no longer listed by ${sender.provider}` }, 'sync'),
-    )
+    await transaction(ctx.sql, async (tx) => {
+      const gone = await changeTemplate(
+        tx,
+        ctx.clock,
+        known.id,
+        { status: 'deleted', reason: `no longer listed by ${sender.provider}` },
+        'sync',
+      )
+      if (gone) await announceTemplateChanges(tx, ctx.config.timezone, gone.template, gone.changes, ctx.clock)
+    })
     result.gone++
   }
   return result
@@ -157,6 +166,7 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
 async function syncOne(
   tx: Parameters<typeof insertTemplate>[0],
   clock: Clock,
+  timezone: string,
   sender: TemplateSender,
   listed: ListedTemplate,
 ): Promise<'created' | 'changed' | 'unchanged'> {
@@ -186,7 +196,7 @@ async function syncOne(
     )
     // Created meanwhile (a submission, another sync): taken as known.
     if (inserted) return 'created'
-    return syncOne(tx, clock, sender, listed)
+    return syncOne(tx, clock, timezone, sender, listed)
   }
   const changed = await changeTemplate(
     tx,
@@ -195,6 +205,8 @@ async function syncOne(
     { status, reason: listed.reason, category, quality, providerRef: listed.ref },
     'sync',
   )
+  // Announced in this transaction, as a webhook's change is (template.status_changed).
+  await announceTemplateChanges(tx, timezone, changed!.template, changed!.changes, clock)
   const definitionChanged =
     !sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat
       ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
