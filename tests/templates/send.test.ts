@@ -13,6 +13,10 @@ import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph, type FakeTemplate } from '../helpers/fake-graph'
 import { assign, createSender, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
+import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
+import { metaMessage } from '../../src/providers/meta/send'
+import { TestClock } from '../../src/lib/clock'
+import { inFlight } from '../helpers/in-flight'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -457,3 +461,81 @@ describe("what Meta refuses itself, in Meta's error shape", () => {
     }
   })
 })
+
+test("a hand-off taken over by recovery sends the same template components, from the message's record", async () => {
+  // The deployment's default sender, a provider named like Meta whose first hand-off hangs until released.
+  const seen: OutgoingMessage[] = []
+  let release!: () => void
+  const hanging = new Promise<void>((resolve) => (release = resolve))
+  const first = Promise.withResolvers<void>()
+  const provider = {
+    name: 'meta',
+    async send(message: OutgoingMessage): Promise<HandoffResult> {
+      seen.push(message)
+      if (seen.length === 1) {
+        first.resolve()
+        await hanging
+      }
+      return { ok: true, sid: `wamid.${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  const clock = new TestClock()
+  const flight = inFlight()
+  const r = await testApp({
+    provider,
+    clock,
+    wrapSql: flight.sql,
+    env: { HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '60000', BULK_WAIT_MS: '60000' },
+  })
+  try {
+    const tpl = (await r.db.sql.begin((tx) =>
+      insertTemplate(tx, r.deps.clock, { ...INVOICE, name: 'invoice_due', senderId: null, provider: 'meta', status: 'approved' }, 'sync'),
+    ))!
+    const a = await r.account(100)
+    const entry = (to: string, invoice: string) => ({
+      to,
+      template_id: tpl.id,
+      variables: { '1': invoice, '2': 'Rp 1', '3': 'today' },
+      header: invoice,
+      buttons: [{ index: 0, value: invoice }],
+    })
+    const answer = r.api('POST', '/messages/bulk', a.key, { messages: [entry('081250000001', 'I-1'), entry('081250000002', 'I-2')] })
+    await first.promise
+    // The bulk's lease runs out while its first hand-off hangs: recovery takes the second over.
+    r.deps.handoff.stop()
+    await clock.advance(2 * r.config.handoffLeaseSeconds * 1000 + 1_000)
+    const recovering = r.runWorker('handoff-recovery')
+    await flight.idle() // recovery's claim made; its hand-off waits for the pool
+    const [claimed] = await r.db.sql`select handoff_recoveries from messages where phone = '+6281250000002'`
+    expect(claimed!.handoff_recoveries).toBe(1)
+    release()
+    const [done] = await clock.run(Promise.all([answer, recovering]), undefined, flight.idle)
+    expect(done.body.data).toMatchObject({ sent: 2, failed: 0 })
+    const components = (invoice: string) => [
+      { type: 'header', parameters: [{ type: 'text', text: invoice }] },
+      {
+        type: 'body',
+        parameters: [
+          { type: 'text', text: invoice },
+          { type: 'text', text: 'Rp 1' },
+          { type: 'text', text: 'today' },
+        ],
+      },
+      { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: invoice }] },
+    ]
+    expect(seen.map((m) => [m.to, metaMessage(m)])).toEqual(
+      ['I-1', 'I-2'].map((invoice, i) => [
+        `+628125000000${i + 1}`,
+        {
+          messaging_product: 'whatsapp',
+          to: `628125000000${i + 1}`,
+          type: 'template',
+          template: { name: 'invoice_due', language: { code: 'en_US' }, components: components(invoice) },
+        },
+      ]),
+    )
+  } finally {
+    release()
+    await r.close()
+  }
+}, 60_000)
