@@ -125,7 +125,9 @@ function describeEvent(body: string): Described {
         ? `${status.padEnd(9)} ${message_sid ?? ''}`
         : event === 'balance.low'
           ? `${event} balance ${text('balance')} < ${text('threshold')}`
-          : `${event} ${text('phone')}`
+          : event === 'template.status_changed'
+            ? `${event} ${text('name')} ${text('language')} ${text('field')} ${text('old')} -> ${text('new')}`
+            : `${event} ${text('phone')}`
     return { event, status, message_sid, test, subject: test ? 'test event' : subject }
   } catch {
     return { event: '?', status: '?', message_sid: null, test: false, subject: '?' }

@@ -8,9 +8,17 @@ import {
   ContactOptedOutEvent,
   MessageReceivedEvent,
   MessageStatusEvent,
+  TemplateStatusChangedEvent,
 } from '../modules/webhooks/model'
 
-export const WEBHOOK_SCHEMAS = { MessageStatusEvent, MessageReceivedEvent, BalanceLowEvent, ContactOptedOutEvent, ContactOptedInEvent }
+export const WEBHOOK_SCHEMAS = {
+  MessageStatusEvent,
+  MessageReceivedEvent,
+  BalanceLowEvent,
+  ContactOptedOutEvent,
+  ContactOptedInEvent,
+  TemplateStatusChangedEvent,
+}
 
 const VERIFY_AND_ANSWER = [
   'Verify the signature before trusting the body: `webhook-signature` is `v1,` + base64 HMAC-SHA256 of ' +
@@ -99,4 +107,18 @@ export const WEBHOOKS = {
     CHOSEN,
     'A contact of the account that had opted out opted back in (an inbound START word, or an operator or member).',
   ]),
+  'template.status_changed': webhook(
+    'templateStatusChangedEvent',
+    "A WhatsApp template's status, category or quality changed (an extension)",
+    'TemplateStatusChangedEvent',
+    [
+      CHOSEN +
+        ' Every account that may use the template gets it: the accounts its sender serves (the accounts without senders of ' +
+        "their own for a template of the service's own number).",
+      'One event per change, recorded with it: Meta’s webhook (a template approved, rejected, paused, disabled, reinstated, ' +
+        'recategorised, its quality changed, or FLAGGED: `field` `flagged`) or a sync that found it changed. A repeated or ' +
+        'out-of-date notification from Meta changes nothing and sends nothing. Only an `approved` template sends: from this ' +
+        'event on, a send with a template in another status is refused with 422 `TEMPLATE_NOT_APPROVED`, nothing charged.',
+    ],
+  ),
 }

@@ -329,11 +329,44 @@ export type SignedInbound = InboundMessage & { sender: SenderRef }
 export type SignedConsent = ConsentSignal & { sender: SenderRef }
 
 /**
+ * A provider's word about one of its senders' WhatsApp templates (Meta's template webhooks), in the
+ * provider's own terms (modules/templates maps them): which template (the provider's id, and its name
+ * and language), when the provider says it happened, and what it says:
+ * - `status`: Meta's `event` (APPROVED, REJECTED, PAUSED, FLAGGED, REINSTATED, ...) and its reason;
+ * - `category`: a completed change (`previous` set, `next` the category now) or an impending one
+ *   (`correct` set: the category it will get; `next` is still the current one, nothing changes yet);
+ * - `quality`: the new quality score (GREEN, YELLOW, RED, UNKNOWN).
+ */
+export type TemplateNotice = {
+  ref: string | null
+  name: string | null
+  language: string | null
+  /** The provider's time of the notification (Meta's entry `time`); null when it gives none. */
+  at: Date | null
+} & (
+  | { kind: 'status'; event: string; reason: string | null }
+  | { kind: 'category'; previous: string | null; next: string | null; correct: string | null; due: Date | null }
+  | { kind: 'quality'; score: string }
+)
+
+/**
+ * A template notice of a callback, with the senders it may change: those of the callback's signer
+ * whose WhatsApp Business Account the notification names (null: the deployment's default sender).
+ */
+export type SignedTemplateNotice = TemplateNotice & { senders: SenderRef[] }
+
+/**
  * A verified callback's content, each part with the sender(s) its signer owns (a part naming a number
  * the signer does not own refuses the callback: 403). A status report's message is found by its SID
- * only when the route applies it: one of another sender changes nothing then.
+ * only when the route applies it: one of another sender changes nothing then. A template notice
+ * changes only the templates of the senders it names (none: it changes nothing).
  */
-export type CallbackAnswer = { reports: SignedReport[]; inbound: SignedInbound[]; consent?: SignedConsent[] }
+export type CallbackAnswer = {
+  reports: SignedReport[]
+  inbound: SignedInbound[]
+  consent?: SignedConsent[]
+  templates?: SignedTemplateNotice[]
+}
 
 /**
  * A status-callback route of a provider, mounted at `/provider/<name>/<path>` whatever PROVIDER says

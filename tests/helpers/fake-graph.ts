@@ -30,7 +30,7 @@
 
 import type { Clock } from '../../src/lib/clock'
 import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
-import { metaMessagesBody, metaWebhookHeaders } from './meta-webhook'
+import { metaMessagesBody, metaTemplateBody, metaWebhookHeaders } from './meta-webhook'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -122,6 +122,26 @@ export type FakeGraph = {
   templates: Map<string, FakeTemplate[]>
   /** Adds a template to a WhatsApp Business Account (an id made up when none is given). */
   template(waba: string, t: Omit<FakeTemplate, 'id'> & { id?: string }): FakeTemplate
+  /**
+   * Meta changes a template of its own accord and says so: the template `id` of `waba` takes the change
+   * in the fake's store (its list shows it from now on) and the signed notification is posted to the
+   * service's webhook (`appSecret`: else that of a registered phone number of the account), Meta's
+   * `time` the fake's now unless given. `status`: Meta's event (APPROVED, PAUSED, FLAGGED, REINSTATED...;
+   * FLAGGED leaves the stored status, REINSTATED stores APPROVED); `category`: a completed change
+   * (`previous_category`), `impendingCategory`: Meta's notice that it will change (the store keeps the
+   * category); `quality`: the new score. The service's answer.
+   */
+  changeTemplate(o: {
+    waba: string
+    id: string
+    status?: string
+    reason?: string
+    category?: FakeTemplate['category']
+    impendingCategory?: FakeTemplate['category']
+    quality?: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN'
+    appSecret?: string
+    time?: number
+  }): Promise<Response>
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
   windows: FakeWindows
   /** Where customerWrites posts (the service's webhook); set by the test. */
@@ -381,6 +401,41 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       const template = { ...t, id: t.id ?? String(1_000_000_000_000 + ++counter) }
       fake.templates.set(waba, [...(fake.templates.get(waba) ?? []), template])
       return template
+    },
+    async changeTemplate(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before changeTemplate')
+      const template = fake.templates.get(o.waba)?.find((t) => t.id === o.id)
+      if (!template) throw new Error(`fake Graph: no template ${o.id} in ${o.waba}`)
+      const phone = [...fake.accountOf].find(([, waba]) => waba === o.waba)?.[0]
+      const secret = o.appSecret ?? (phone ? fake.phones.get(phone)?.appSecret : undefined)
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.waba}`)
+      let field: string
+      let value: Record<string, unknown>
+      if (o.status !== undefined) {
+        field = 'message_template_status_update'
+        value = { event: o.status, reason: o.reason ?? 'NONE', message_template_category: template.category }
+        if (o.status !== 'FLAGGED') template.status = o.status === 'REINSTATED' ? 'APPROVED' : o.status
+        if (o.status === 'REJECTED') template.rejected_reason = o.reason ?? 'NONE'
+      } else if (o.category !== undefined) {
+        field = 'template_category_update'
+        value = { previous_category: template.category, new_category: o.category }
+        template.category = o.category
+      } else if (o.impendingCategory !== undefined) {
+        field = 'template_category_update'
+        value = { correct_category: o.impendingCategory, new_category: template.category, category_update_timestamp: o.time ?? 0 }
+      } else if (o.quality !== undefined) {
+        field = 'message_template_quality_update'
+        value = { previous_quality_score: template.quality_score?.score ?? 'UNKNOWN', new_quality_score: o.quality }
+        template.quality_score = { score: o.quality }
+      } else throw new Error('fake Graph: changeTemplate needs a status, a category or a quality')
+      const body = metaTemplateBody(o.waba, field, template, value, o.time ?? Math.floor(fake.now() / 1000))
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: metaWebhookHeaders(body, secret),
+          body,
+        }),
+      )
     },
     windows: new FakeWindows(),
     callback: null,

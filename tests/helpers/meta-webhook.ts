@@ -1,5 +1,6 @@
 // Meta's signed webhooks, as the Cloud API sends them to /provider/meta/webhook: the raw JSON body and
-// its X-Hub-Signature-256 (HMAC-SHA256 of the exact bytes under the app secret).
+// its X-Hub-Signature-256 (HMAC-SHA256 of the exact bytes under the app secret); a customer's
+// messages, and a template's change of status, category or quality.
 
 import { createHmac } from 'node:crypto'
 
@@ -36,6 +37,41 @@ export function metaMessagesBody(
               metadata: { display_phone_number: options.displayPhoneNumber ?? '6281100000001', phone_number_id: phoneNumberId },
               contacts: [{ profile: { name: options.name ?? 'Budi' }, wa_id: from }],
               messages: messages.map((m) => ({ from, timestamp: String(Math.floor(Date.now() / 1000)), ...m })),
+            },
+          },
+        ],
+      },
+    ],
+  })
+}
+
+/**
+ * A notification of one template change of WhatsApp Business Account `waba`, as Meta sends it, as JSON
+ * text: `field` is `message_template_status_update`, `template_category_update` or
+ * `message_template_quality_update`; `value` carries what it says beside the template's id, name and
+ * language; `time` is Meta's time of the notification (Unix seconds).
+ */
+export function metaTemplateBody(
+  waba: string,
+  field: string,
+  template: { id: string; name: string; language: string },
+  value: Record<string, unknown>,
+  time: number,
+): string {
+  return JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: waba,
+        time,
+        changes: [
+          {
+            field,
+            value: {
+              ...value,
+              message_template_id: Number(template.id),
+              message_template_name: template.name,
+              message_template_language: template.language,
             },
           },
         ],

@@ -47,6 +47,9 @@ const RICH = 'src/modules/messages/rich.ts'
 const OPT_OUT_SERVICE = 'src/modules/optouts/service.ts'
 const OPT_OUT_RACES = 'tests/optouts/races.outer.test.ts'
 const SENDER_SERVICE = 'src/modules/senders/service.ts'
+const META_WEBHOOK = 'src/providers/meta/webhook.ts'
+const TEMPLATE_NOTICES = 'src/modules/templates/notices.ts'
+const TEMPLATE_WEBHOOKS = 'tests/templates/webhooks.test.ts'
 
 // The opt-out's lock of its account's row (setOptOut), taken away.
 const optOutUnlocked: Edit = {
@@ -1059,6 +1062,41 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/providers/redaction.test.ts'],
     filter: 'status callback',
+  },
+  {
+    name: 'template-account-owner',
+    breaks:
+      "a Meta template change naming a WhatsApp Business Account of none of its signer's senders changes the signer's templates of that name",
+    edits: [
+      {
+        file: META_WEBHOOK,
+        find: 'signer.senders.filter((s) => s.settings.businessAccountId === id)',
+        replace: 'signer.senders.filter(() => id !== null)',
+      },
+    ],
+    tests: [TEMPLATE_WEBHOOKS],
+    filter: 'tenants',
+  },
+  {
+    name: 'template-default-signer',
+    breaks: "a tenant's own app secret changes the deployment's templates (a change naming META_BUSINESS_ACCOUNT_ID)",
+    edits: [
+      {
+        file: META_WEBHOOK,
+        find: 'if (signer.defaultNumber && environment.businessAccountId === id) owners.push(null)',
+        replace: 'if (environment.businessAccountId === id) owners.push(null)',
+      },
+    ],
+    tests: [TEMPLATE_WEBHOOKS],
+    filter: 'tenants',
+  },
+  {
+    name: 'template-meta-order',
+    breaks:
+      "Meta's template notifications applied in the order they arrive: an older one delivered late undoes a newer one, a repeated FLAGGED is recorded twice",
+    edits: [{ file: TEMPLATE_NOTICES, find: 'if (notice.at && latest && (', replace: 'if (false && notice.at && latest && (' }],
+    tests: [TEMPLATE_WEBHOOKS],
+    filter: 'status|quality',
   },
   {
     name: 'backup-hmac',

@@ -428,16 +428,30 @@ describe('settings', () => {
     expect(configError({ ...full, PROVIDER: 'whatsapp' })).toBe('PROVIDER: expected one of simulator, twilio, meta, got "whatsapp"')
   })
 
-  test('META_API_BASE defaults to the Graph API v21.0; other providers need no META_* setting', () => {
+  test('META_API_BASE defaults to the Graph API v27.0; other providers need no META_* setting', () => {
     const { META_API_BASE: _, ...env } = metaEnv('')
-    expect(readConfig(env).providers.meta.apiBase).toBe('https://graph.facebook.com/v21.0')
+    expect(readConfig(env).providers.meta.apiBase).toBe('https://graph.facebook.com/v27.0')
     expect(readConfig({}).providers.meta).toEqual({
       accessToken: '',
       phoneNumberId: '',
       appSecret: '',
       verifyToken: '',
-      apiBase: 'https://graph.facebook.com/v21.0',
+      businessAccountId: '',
+      apiBase: 'https://graph.facebook.com/v27.0',
     })
+    // Another version (or a partner's root) is one variable away.
+    expect(readConfig({ ...env, META_API_BASE: 'https://graph.facebook.com/v28.0' }).providers.meta.apiBase).toBe(
+      'https://graph.facebook.com/v28.0',
+    )
+  })
+
+  test('META_BUSINESS_ACCOUNT_ID: digits, else one line naming it', () => {
+    expect(readConfig({ ...metaEnv(''), META_BUSINESS_ACCOUNT_ID: '200000000000009' }).providers.meta.businessAccountId).toBe(
+      '200000000000009',
+    )
+    expect(configError({ ...metaEnv(''), META_BUSINESS_ACCOUNT_ID: 'waba-1' })).toBe(
+      'META_BUSINESS_ACCOUNT_ID: expected the WhatsApp Business Account id (digits), got "waba-1"',
+    )
   })
 
   test('the service refuses to start without a META_* setting, with one line naming it', async () => {

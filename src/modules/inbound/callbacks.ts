@@ -7,7 +7,9 @@
 // (modules/inbound: once each), and answers 200 `{changed, inbound}` (or the provider's own answer,
 // e.g. a subscription handshake). The provider names, for every part of a verified callback, the
 // sender(s) its signer owns (refusing a callback that names another's number); a status report for a
-// message another sender sent changes nothing and is logged as refused.
+// message another sender sent changes nothing and is logged as refused. Template notices (Meta's
+// template webhooks) change the templates of the senders they name (modules/templates/notices.ts);
+// one naming none of its signer's senders changes nothing and is logged as refused.
 
 import { t } from 'elysia'
 import { callbackRoutes } from '../../http/groups'
@@ -18,6 +20,7 @@ import { readCapped } from '../../lib/stream'
 import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { createReportReceiver } from '../status/receiver'
 import { storeConsent, storeInbound } from './service'
+import { applyTemplateNotices } from '../templates/notices'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
 import { log } from '../../lib/log'
@@ -29,6 +32,13 @@ const Answer = t.Object({
   inbound: t.Optional(
     t.Integer({
       description: 'When the request carried inbound messages: how many were stored now (a repeat delivery is not counted again)',
+    }),
+  ),
+  templates: t.Optional(
+    t.Integer({
+      description:
+        "When the request carried template changes (Meta's template webhooks): how many changes of status, category or quality " +
+        'were recorded now (a repeat, a stale or an unowned change is not counted)',
     }),
   ),
 })
@@ -111,6 +121,15 @@ export function providerCallbacks(deps: Deps) {
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config, clock: deps.clock })
             : []
         if (answer.consent?.length) await storeConsent(deps.sql, deps.clock, deps.config.timezone, answer.consent)
+        const templates = answer.templates?.length
+          ? await applyTemplateNotices(
+              deps.sql,
+              { clock: deps.clock, timezone: deps.config.timezone, provider: plugin.name },
+              answer.templates,
+            )
+          : null
+        // Signed, but about an account none of its signer's senders is in: nothing changed.
+        if (templates?.refused) log.warn('template change refused: an account of no sender that signed it', { provider: plugin.name, path })
         // A new inbound message may have media to fetch. (Its message.received events, like every
         // event, announce themselves at commit: modules/webhooks/notify.ts.)
         if (stored.some((id) => id !== null)) deps.wake('inbound-media')
@@ -124,7 +143,11 @@ export function providerCallbacks(deps: Deps) {
         const changed = outcome.changed > 0
         const fresh = stored.filter((id) => id !== null).length
         if (callback.reply) return callback.reply({ changed, inbound: fresh })
-        return ok(inbound.length > 0 ? { changed, inbound: fresh } : { changed })
+        return ok({
+          changed,
+          ...(inbound.length > 0 ? { inbound: fresh } : {}),
+          ...(templates ? { templates: templates.changed } : {}),
+        })
       }
       const ownAnswers = 'responses' in callback.detail
       const errors = errorsOfCallback(callback)

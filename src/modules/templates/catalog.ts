@@ -189,6 +189,8 @@ export async function changeTemplate(
   id: number,
   change: TemplateChange,
   source: ChangeSource,
+  /** The provider's time of what said so (a webhook's), kept with each change: see newerProviderChanges. */
+  providerAt: Date | null = null,
 ): Promise<{ template: WaTemplate; changes: RecordedChange[] } | null> {
   const [before] = await tx<WaTemplate[]>`select ${tx.unsafe(COLUMNS)} from wa_templates where id = ${id} for update`
   if (!before) return null
@@ -217,10 +219,68 @@ export async function changeTemplate(
     returning ${tx.unsafe(COLUMNS)}`
   for (const c of changes) {
     await tx`
-      insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at)
-      values (${id}, ${c.field}, ${c.old}, ${c.new}, ${c.reason}, ${source}, ${now})`
+      insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at, provider_at)
+      values (${id}, ${c.field}, ${c.old}, ${c.new}, ${c.reason}, ${source}, ${now}, ${providerAt})`
   }
   return { template: fromRow(after!), changes }
+}
+
+/**
+ * The template a provider's notice is about among one sender's (null: the deployment's): the one with
+ * the provider's id, else the one of that name and language; null when the sender has none (not synced yet).
+ */
+export async function findProviderTemplate(
+  sql: Db,
+  senderId: number | null,
+  which: { ref: string | null; name: string | null; language: string | null },
+): Promise<WaTemplate | null> {
+  const [row] = await sql<WaTemplate[]>`
+    select ${sql.unsafe(COLUMNS)} from wa_templates
+    where coalesce(sender_id, 0) = ${senderId ?? 0}
+      and (${which.ref !== null}::boolean and provider_ref = ${which.ref ?? ''}
+           or ${which.name !== null && which.language !== null}::boolean and name = ${which.name ?? ''} and language = ${which.language ?? ''})
+    order by (provider_ref is not distinct from ${which.ref}) desc
+    limit 1`
+  return row ? fromRow(row) : null
+}
+
+/**
+ * Locks template `id` (its row, as changeTemplate does) and answers, per field, the latest provider
+ * time of the changes a provider's notices made (source `source`): a notice older than that for the
+ * same field is stale (delivered late or out of order) and must change nothing.
+ */
+export async function newerProviderChanges(tx: Db, id: number, source: ChangeSource): Promise<Map<string, Date>> {
+  await tx`select id from wa_templates where id = ${id} for update`
+  const rows = await tx<{ field: string; at: Date }[]>`
+    select field, max(provider_at) as at from wa_template_changes
+    where template_id = ${id} and source = ${source} and provider_at is not null
+    group by field`
+  return new Map(rows.map((r) => [r.field, new Date(r.at)]))
+}
+
+/**
+ * Records a provider's notice that changes nothing yet (Meta's impending category change: `new` is
+ * the category it will get), once per notice (a repeat with the same provider time records nothing).
+ * Whether it recorded it.
+ */
+export async function noteTemplate(
+  tx: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  id: number,
+  note: { field: 'category_notice'; old: string | null; new: string | null; reason: string | null },
+  source: ChangeSource,
+  providerAt: Date | null,
+): Promise<boolean> {
+  const now = nowOf(tx, clock)
+  const rows = await tx`
+    insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at, provider_at)
+    select ${id}, ${note.field}, ${note.old}, ${note.new}, ${note.reason}, ${source}, ${now}, ${providerAt}
+    where not exists (
+      select 1 from wa_template_changes
+      where template_id = ${id} and field = ${note.field} and source = ${source}
+        and new_value is not distinct from ${note.new} and provider_at is not distinct from ${providerAt})
+    returning id`
+  return rows.length > 0
 }
 
 export type HistoryRow = {

@@ -12,6 +12,8 @@ export function EventCell({ e }: { e: Shown }) {
       <code>{e.message_sid ?? ''}</code>
     ) : e.event === 'balance.low' ? (
       `balance ${String(data.balance ?? '')} below ${String(data.threshold ?? '')}`
+    ) : e.event === 'template.status_changed' ? (
+      `${String(data.name ?? '')} (${String(data.language ?? '')}) ${String(data.field ?? '')} ${String(data.old ?? '')} → ${String(data.new ?? '')}`
     ) : (
       String(data.phone ?? '')
     )

@@ -6,14 +6,22 @@ import { dateRangeFields, pageFields } from '../../http/models'
 import { errorCodeDescription } from '../../providers/error-codes'
 
 /** The events a registration can choose; message.status alone by default. */
-export const EVENT_TYPES = ['message.status', 'message.received', 'contact.opted_out', 'contact.opted_in', 'balance.low'] as const
+export const EVENT_TYPES = [
+  'message.status',
+  'message.received',
+  'contact.opted_out',
+  'contact.opted_in',
+  'balance.low',
+  'template.status_changed',
+] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 export const DEFAULT_EVENTS: EventType[] = ['message.status']
 
 const EVENTS_CHOICE =
   'The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` ' +
   '(a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), ' +
-  "`balance.low` (the account's balance fell below its low-balance threshold). A new registration without it receives " +
+  "`balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category " +
+  'or quality of a WhatsApp template the account may use changed). A new registration without it receives ' +
   '`["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.'
 
 export const RegisterWebhookBody = t.Object(
@@ -324,3 +332,47 @@ const contactData = t.Object(
 /** `contact.opted_out` / `contact.opted_in`: a contact of the account opted out (STOP) or back in (START). */
 export const ContactOptedOutEvent = t.Object({ event: t.Literal('contact.opted_out'), timestamp: eventTimestamp, data: contactData })
 export const ContactOptedInEvent = t.Object({ event: t.Literal('contact.opted_in'), timestamp: eventTimestamp, data: contactData })
+
+/** `template.status_changed`: the status, category or quality of a WhatsApp template the account may use changed. */
+export const TemplateStatusChangedEvent = t.Object(
+  {
+    event: t.Literal('template.status_changed'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      template_id: t.Integer({ description: 'The template (GET /api/v1/templates/{id}; the `template_id` of a send)' }),
+      name: t.String({ examples: ['order_shipped'] }),
+      language: t.String({ examples: ['id'] }),
+      sender_id: t.Union([t.Integer(), t.Null()], { description: "The sender it belongs to; null: the service's own number" }),
+      field: t.Union([t.Literal('status'), t.Literal('category'), t.Literal('quality'), t.Literal('flagged')], {
+        description:
+          'What changed: `status` (`draft`, `pending`, `approved`, `rejected`, `paused`, `disabled`, `in_appeal`, ' +
+          '`pending_deletion`, `deleted`, `limit_exceeded`, `archived`, `locked`; only `approved` sends), `category` ' +
+          '(`marketing`, `utility`, `authentication`), `quality` (`green`, `yellow`, `red`, `unknown`), or `flagged`: Meta warns ' +
+          'that the template is at risk of being paused or disabled (its status is unchanged; `old` and `new` are null)',
+      }),
+      old: t.Union([t.String(), t.Null()], { description: 'The value before' }),
+      new: t.Union([t.String(), t.Null()], { description: 'The value now' }),
+      reason: t.Union([t.String(), t.Null()], {
+        description: "Meta's reason when it gives one (a rejection's, a pause's: `INVALID_FORMAT`, `FIRST_PAUSE: ...`), else null",
+      }),
+    }),
+  },
+  {
+    examples: [
+      {
+        event: 'template.status_changed',
+        timestamp: '2026-11-21 10:15:02',
+        data: {
+          template_id: 57,
+          name: 'order_shipped',
+          language: 'id',
+          sender_id: 3,
+          field: 'status',
+          old: 'approved',
+          new: 'paused',
+          reason: 'FIRST_PAUSE: Your WhatsApp message template has been paused',
+        },
+      },
+    ],
+  },
+)

@@ -40,6 +40,7 @@ const EVENT_LABELS: Record<EventType, string> = {
   'contact.opted_out': 'a contact opted out',
   'contact.opted_in': 'a contact opted back in',
   'balance.low': "the account's balance fell below its low-balance threshold",
+  'template.status_changed': "a WhatsApp template's status, category or quality changed",
 }
 const eventField = (e: EventType) => `event_${e.replace('.', '_')}`
 const EVENT_FIELDS = EVENT_TYPES.map(eventField)

@@ -27,6 +27,7 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     phoneNumberId: fields.phone_number_id ?? '',
     appSecret: fields.app_secret ?? '',
     verifyToken: fields.verify_token ?? '',
+    businessAccountId: fields.business_account_id ?? '',
     apiBase: environment.apiBase,
   }),
   identityOf: (fields) => fields.phone_number_id ?? '',

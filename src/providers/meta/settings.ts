@@ -1,9 +1,18 @@
 // Meta's WhatsApp Cloud API settings: the access token and sender number id for sending, the app
-// secret that signs webhooks, the verify token of the subscription handshake, and the Graph API root.
+// secret that signs webhooks, the verify token of the subscription handshake, the WhatsApp Business
+// Account the number belongs to (its templates and their webhooks), and the Graph API root.
 
 import type { ProviderVariable, SettingsReader } from '../provider'
 
-export type MetaSettings = { accessToken: string; phoneNumberId: string; appSecret: string; verifyToken: string; apiBase: string }
+export type MetaSettings = {
+  accessToken: string
+  phoneNumberId: string
+  appSecret: string
+  verifyToken: string
+  /** The WhatsApp Business Account id (digits), '' when not given: its template webhooks name it (entry.id). */
+  businessAccountId: string
+  apiBase: string
+}
 
 export const META_VARIABLES = {
   META_ACCESS_TOKEN: { shown: 'unset', meaning: 'WhatsApp Cloud API access token (system user); required with PROVIDER=meta' },
@@ -16,7 +25,14 @@ export const META_VARIABLES = {
     shown: 'unset',
     meaning: 'the verify token you give Meta for the webhook subscription handshake; required with PROVIDER=meta',
   },
-  META_API_BASE: { default: 'https://graph.facebook.com/v21.0', meaning: 'Graph API root, with its version' },
+  META_BUSINESS_ACCOUNT_ID: {
+    shown: 'unset',
+    meaning:
+      "the default number's WhatsApp Business Account id (digits): its templates' webhooks (and their sync) apply to the deployment's templates",
+  },
+  // Graph API v27.0 (released 2026-11-04). Meta keeps a version about two years; moving on is this
+  // one variable (README, "Graph API versions").
+  META_API_BASE: { default: 'https://graph.facebook.com/v27.0', meaning: 'Graph API root, with its version' },
 } satisfies Record<string, ProviderVariable>
 
 /** Every secret of the settings: what no text the service keeps of Meta's may hold (providerText). */
@@ -28,6 +44,7 @@ export function readMetaSettings(read: SettingsReader, selected: boolean): MetaS
     phoneNumberId: read.text('META_PHONE_NUMBER_ID') ?? '',
     appSecret: read.text('META_APP_SECRET') ?? '',
     verifyToken: read.text('META_VERIFY_TOKEN') ?? '',
+    businessAccountId: read.text('META_BUSINESS_ACCOUNT_ID') ?? '',
     apiBase: read.url('META_API_BASE', ['http:', 'https:'])!,
   }
   if (selected) {
@@ -38,6 +55,9 @@ export function readMetaSettings(read: SettingsReader, selected: boolean): MetaS
   }
   if (settings.phoneNumberId && !/^\d{1,30}$/.test(settings.phoneNumberId)) {
     read.fail('META_PHONE_NUMBER_ID', `expected the phone number id (digits), got "${settings.phoneNumberId}"`)
+  }
+  if (settings.businessAccountId && !/^\d{1,30}$/.test(settings.businessAccountId)) {
+    read.fail('META_BUSINESS_ACCOUNT_ID', `expected the WhatsApp Business Account id (digits), got "${settings.businessAccountId}"`)
   }
   return settings
 }

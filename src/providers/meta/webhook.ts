@@ -6,14 +6,27 @@
 // with many statuses: every status of every `messages` change becomes a report, and the route applies
 // them all in one transaction; every inbound message (`messages[]`, inbound.ts) is handed to
 // modules/inbound, which stores it once. Each change is applied only for the number it names, and only
-// when that number belongs to a sender whose app secret verified the body. Changes of other fields are
-// acknowledged and ignored.
+// when that number belongs to a sender whose app secret verified the body. A template change
+// (`message_template_status_update`, `template_category_update`, `message_template_quality_update`)
+// is about the WhatsApp Business Account its entry names (`entry.id`): it goes to the senders of that
+// account among those whose secret verified the body (and to the default number when its
+// META_BUSINESS_ACCOUNT_ID is that account and META_APP_SECRET verified), and to none otherwise, so it
+// changes nothing. Changes of other fields are acknowledged and ignored.
 
 import { ApiError, badShape } from '../../http/errors'
 import { CALLBACK_JSON_BOUNDS } from '../../http/body'
 import { jsonBoundExceeded } from '../../lib/bounds'
 import { errorCodeOf, isObject, providerText } from '../http'
-import type { Callback, CallbackAnswer, CallbackContext, CallbackRequest, CallbackSender, SenderRef, StatusReport } from '../provider'
+import type {
+  Callback,
+  CallbackAnswer,
+  CallbackContext,
+  CallbackRequest,
+  CallbackSender,
+  SenderRef,
+  StatusReport,
+  TemplateNotice,
+} from '../provider'
 import { consentOf, inboundOf } from './inbound'
 import { metaSecrets, type MetaSettings } from './settings'
 
@@ -117,6 +130,84 @@ function ownerOf(signer: Signer, value: Record<string, unknown>, environment: Me
 /** The fields whose changes are about one number (metadata.phone_number_id) and carry what the service applies. */
 const NUMBER_FIELDS = new Set(['messages', 'user_preferences'])
 
+/** The fields whose changes are about a template of the WhatsApp Business Account the entry names. */
+const TEMPLATE_FIELDS = new Set(['message_template_status_update', 'template_category_update', 'message_template_quality_update'])
+
+/**
+ * The senders a template change is about: those of the signer whose WhatsApp Business Account is the
+ * entry's id (several numbers of one account each keep their own copy of its templates), and the
+ * default number when META_BUSINESS_ACCOUNT_ID names that account and META_APP_SECRET verified.
+ * Empty when the account is none of the signer's: the change then changes nothing.
+ */
+function accountOwners(signer: Signer, waba: unknown, environment: MetaSettings): SenderRef[] {
+  const id = typeof waba === 'number' ? String(waba) : waba
+  if (typeof id !== 'string' || id === '') return []
+  const owners: SenderRef[] = signer.senders.filter((s) => s.settings.businessAccountId === id).map((s) => s.id)
+  if (signer.defaultNumber && environment.businessAccountId === id) owners.push(null)
+  return owners
+}
+
+/** An id Meta writes as a number or a string, as text; null when absent. */
+const idText = (value: unknown): string | null =>
+  typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : typeof value === 'string' && value.trim() ? value.trim() : null
+
+/** A word Meta writes (an event, a category, a score), upper case; null when absent or not a word. */
+const word = (value: unknown): string | null =>
+  typeof value === 'string' && /^[A-Za-z_]{1,40}$/.test(value.trim()) ? value.trim().toUpperCase() : null
+
+/** Unix seconds as a date; null when absent or not a time. */
+const unixTime = (value: unknown): Date | null =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? new Date(Math.round(value) * 1000) : null
+
+/**
+ * Why Meta changed a status, as one line: its `reason` (unless NONE), the pause's or lock's
+ * `other_info` (title and description) and a rejection's `rejection_info`; null when it gives none.
+ */
+function reasonOf(value: Record<string, unknown>, secrets: readonly string[]): string | null {
+  const parts: (string | null)[] = []
+  const reason = providerText(value.reason, secrets)
+  if (reason && reason.toUpperCase() !== 'NONE') parts.push(reason)
+  if (isObject(value.other_info))
+    parts.push(providerText(value.other_info.title, secrets), providerText(value.other_info.description, secrets))
+  if (isObject(value.rejection_info))
+    parts.push(providerText(value.rejection_info.reason, secrets), providerText(value.rejection_info.recommendation, secrets))
+  const text = parts.filter((p): p is string => p !== null).join(': ')
+  return providerText(text, secrets)
+}
+
+/** What one template change says, or null when it says nothing the service understands (no event, no score). */
+function templateNoticeOf(
+  field: string,
+  value: Record<string, unknown>,
+  at: Date | null,
+  secrets: readonly string[],
+): TemplateNotice | null {
+  const which = {
+    ref: idText(value.message_template_id),
+    name: typeof value.message_template_name === 'string' ? value.message_template_name.slice(0, 512) : null,
+    language: typeof value.message_template_language === 'string' ? value.message_template_language.slice(0, 20) : null,
+    at,
+  }
+  if (which.ref === null && (which.name === null || which.language === null)) return null
+  if (field === 'message_template_status_update') {
+    const event = word(value.event)
+    return event ? { ...which, kind: 'status', event, reason: reasonOf(value, secrets) } : null
+  }
+  if (field === 'template_category_update') {
+    const notice = {
+      ...which,
+      kind: 'category' as const,
+      previous: word(value.previous_category),
+      next: word(value.new_category),
+      correct: word(value.correct_category),
+      due: unixTime(value.category_update_timestamp),
+    }
+    return notice.next !== null || notice.correct !== null ? notice : null
+  }
+  const score = word(value.new_quality_score)
+  return score ? { ...which, kind: 'quality', score } : null
+}
+
 async function receive(request: CallbackRequest, context: CallbackContext<MetaSettings>): Promise<CallbackAnswer> {
   // Without an app secret (the environment's or a stored sender's) nothing can be verified, so the
   // endpoint does not exist. With one, it answers whatever PROVIDER says: reports for messages sent
@@ -140,7 +231,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   // Every part must be about a number its signer owns: a change for another app's number, or naming
   // none, refuses the whole notification (one signature never lends a change to another sender or to
   // the default number; nothing of it is applied, so a misconfigured number loses nothing: Meta retries).
-  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [] }
+  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [], templates: [] }
   // No secret of the senders that signed stays in a text that is kept (an error's title, say).
   const secrets = [
     ...signer.senders.flatMap((s) => metaSecrets(s.settings)),
@@ -149,6 +240,13 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   for (const entry of Array.isArray(notification.entry) ? notification.entry : []) {
     if (!isObject(entry) || !Array.isArray(entry.changes)) continue
     for (const change of entry.changes) {
+      if (isObject(change) && TEMPLATE_FIELDS.has(change.field as string) && isObject(change.value)) {
+        // Signed, but about an account none of the signer's senders is in: it changes nothing (the
+        // route counts it; Meta is answered 200, as a retry would change nothing either).
+        const notice = templateNoticeOf(change.field as string, change.value, unixTime(entry.time), secrets)
+        if (notice) answer.templates.push({ ...notice, senders: accountOwners(signer, entry.id, context.settings) })
+        continue
+      }
       if (!isObject(change) || !NUMBER_FIELDS.has(change.field as string) || !isObject(change.value)) continue
       const value = change.value
       const owner = ownerOf(signer, value, context.settings)
@@ -228,7 +326,7 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
     handle: (request, context) => receive(request, context),
     errors: [400, 403, 404, 415],
     detail: {
-      summary: "Meta's webhook notifications (message statuses and inbound messages)",
+      summary: "Meta's webhook notifications (message statuses, inbound messages, template changes)",
       description: describe([
         'Called by Meta (the WhatsApp Cloud API, `PROVIDER=meta`), not by API clients. No API key: `X-Hub-Signature-256`',
         '(`sha256=` + the hex HMAC-SHA256 of the raw body with the app secret of the sender each `metadata.phone_number_id`',
@@ -243,8 +341,18 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
         "`GET /api/v1/inbound`; one that is only a STOP/START word opts the customer out of (back into) the account's messages.",
         'A `user_preferences` change (`category: marketing_messages`, `value: stop|resume`: the user stopped or resumed',
         'marketing messages in WhatsApp) opts the `wa_id` out of the account the inbound rule names, or back in when the opt-out',
-        'was such a signal (source `provider`); see `GET /api/v1/opt-outs`. Other fields are ignored. Each accepted change emits one `message.status` event. The answer is',
-        '200 with `changed: true` when any message changed and, when it carried inbound messages, `inbound`: how many were new.',
+        'was such a signal (source `provider`); see `GET /api/v1/opt-outs`.',
+        'A template change (`message_template_status_update`: `event` APPROVED, REJECTED, PAUSED, DISABLED, REINSTATED (approved',
+        'again), FLAGGED (recorded, the status kept), IN_APPEAL, PENDING_DELETION, DELETED, LIMIT_EXCEEDED, ARCHIVED, LOCKED, PENDING,',
+        'with `reason`, `other_info`, `rejection_info`; `template_category_update`: only the completed form with `previous_category`',
+        'changes the category, the impending form with `correct_category` is kept in the history; `message_template_quality_update`:',
+        '`new_quality_score`) changes the template (by `message_template_id`, else name and language) of each sender whose',
+        '`business_account_id` is the entry’s `id` among those whose secret verified the body (the default number’s when',
+        '`META_BUSINESS_ACCOUNT_ID` is that id and `META_APP_SECRET` verified); an account of no sender that signed it changes nothing.',
+        'Each change is recorded once however often delivered and only if not older (`entry.time`) than the latest Meta gave for the',
+        'field, and emits one `template.status_changed` event. Other fields are ignored. Each accepted status change emits one',
+        '`message.status` event. The answer is 200 with `changed: true` when any message changed, `inbound` (when it carried',
+        'inbound messages): how many were new, and `templates` (when it carried template changes): how many changes were recorded.',
         'The endpoint answers whenever `META_APP_SECRET` is set or a Meta sender is',
         'stored; without either, 404 `NOT_FOUND`.',
       ]),
@@ -270,16 +378,39 @@ export const metaWebhookCallbacks: Callback<MetaSettings>[] = [
                   items: {
                     type: 'object',
                     properties: {
-                      id: { type: 'string' },
+                      id: { type: 'string', description: 'The WhatsApp Business Account id (what a template change is about)' },
+                      time: { type: 'integer', description: "Unix seconds: Meta's time of the notification" },
                       changes: {
                         type: 'array',
                         items: {
                           type: 'object',
                           properties: {
-                            field: { type: 'string', example: 'messages' },
+                            field: {
+                              type: 'string',
+                              example: 'messages',
+                              description:
+                                '`messages`, `user_preferences`, `message_template_status_update`, `template_category_update`, ' +
+                                '`message_template_quality_update`; others are ignored',
+                            },
                             value: {
                               type: 'object',
                               properties: {
+                                event: { type: 'string', example: 'PAUSED', description: 'A template status change: Meta’s status word' },
+                                message_template_id: { type: 'integer', example: 1689556908129832 },
+                                message_template_name: { type: 'string', example: 'order_shipped' },
+                                message_template_language: { type: 'string', example: 'id' },
+                                reason: { type: ['string', 'null'], example: 'NONE' },
+                                previous_category: {
+                                  type: 'string',
+                                  example: 'UTILITY',
+                                  description: 'Only in a completed category change',
+                                },
+                                new_category: { type: 'string', example: 'MARKETING' },
+                                correct_category: {
+                                  type: 'string',
+                                  description: 'Only in an impending category change (nothing changes yet)',
+                                },
+                                new_quality_score: { type: 'string', enum: ['GREEN', 'YELLOW', 'RED', 'UNKNOWN'] },
                                 statuses: {
                                   type: 'array',
                                   items: {
