@@ -248,28 +248,40 @@ describe('a WhatsApp template reaches Meta exactly as its reference writes it', 
     })
   })
 
-  test("Twilio: the template's Content SID with its ContentVariables", async () => {
+  test("Twilio: the template's Content SID with its ContentVariables; from naming a sender that has the same template sends its own", async () => {
     const sid = `HX${'ab'.repeat(16)}`
-    const tpl = await template(twilioA, {
+    const definition = {
+      name: `order_ships_${Math.random().toString(36).slice(2, 8)}`,
       language: 'en',
-      category: 'utility',
-      parameterFormat: 'positional',
-      providerRef: sid,
+      category: 'utility' as const,
+      parameterFormat: 'positional' as const,
       components: [{ type: 'BODY', text: 'Order {{1}} ships on {{2}}', example: { body_text: [['1', 'Monday']] } }],
-    })
+    }
+    const tpl = await template(twilioA, { ...definition, providerRef: sid })
+    const onMeta = await template(metaA, definition)
     const { key } = await account()
-    const answer = await t.api('POST', '/messages/send', key, {
-      to: '081234567890',
-      template_id: tpl.id,
-      variables: { '1': 'A-1001', '2': 'Friday' },
-    })
-    expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200 })
-    expect(twilio.requests).toHaveLength(1)
-    const form = new URLSearchParams(twilio.requests[0]!.body)
-    expect([form.get('ContentSid'), JSON.parse(form.get('ContentVariables')!), form.has('Body')]).toEqual([
-      sid,
-      { '1': 'A-1001', '2': 'Friday' },
-      false,
+    const sends = [
+      { template_id: tpl.id, variables: { '1': 'A-1001', '2': 'Friday' } },
+      // Meta A's template of that name and language, sent from Twilio A: Twilio A's own goes.
+      { template_id: onMeta.id, from: TWILIO_A.number, variables: { '1': 'A-1002', '2': 'Monday' } },
+    ]
+    for (const send of sends) {
+      const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', ...send })
+      expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200 })
+      const [row] = await t.db.sql<
+        { template_id: number }[]
+      >`select template_id from messages where message_sid = ${answer.body.data.message_id}`
+      expect(Number(row!.template_id)).toBe(tpl.id)
+    }
+    expect(graph.requests).toHaveLength(0)
+    expect(
+      twilio.requests.map((r) => {
+        const form = new URLSearchParams(r.body)
+        return [form.get('ContentSid'), JSON.parse(form.get('ContentVariables')!), form.has('Body')]
+      }),
+    ).toEqual([
+      [sid, { '1': 'A-1001', '2': 'Friday' }, false],
+      [sid, { '1': 'A-1002', '2': 'Monday' }, false],
     ])
   })
 
@@ -325,8 +337,8 @@ describe('every foreseeable refusal: 422 naming it, nothing charged, nothing sen
       [
         'from another sender',
         { from: String(twilioA) },
-        'VALIDATION_ERROR',
-        `from: template ${tpl.id} (${tpl.name}) belongs to sender ${metaA}`,
+        'TEMPLATE_NOT_APPROVED',
+        `from: template ${tpl.id} (${tpl.name}, en_US) is approved for sender ${metaA}, and sender ${twilioA} has no template ${tpl.name} in en_US`,
       ],
       ['missing', { variables: { '1': 'INV-1', '2': 'Rp 1' } }, 'VALIDATION_ERROR', 'variables.3: missing'],
       ['unknown', { variables: { ...good.variables, '4': 'x' } }, 'VALIDATION_ERROR', 'variables.4: not a parameter of template'],
