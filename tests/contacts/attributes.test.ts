@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { errorEnvelope } from '../helpers/envelope'
-import { dashboardUser } from '../helpers/web'
+import { dashboardUser, webClient } from '../helpers/web'
 import { contactValue } from '../../src/modules/contacts/values'
 
 let t: TestApp
@@ -257,6 +257,28 @@ describe('in the dashboard', () => {
     expect(/id="imported">(\d+)</.exec(again.text)![1]).toBe('2')
     expect(await attributesOf(other.accountId, '+6281255550010')).toEqual({ order_id: 'INV-1', Due_Date: '5 December' })
     expect((await other.client.get(`/dashboard/accounts/${m.accountId}/contacts.csv`)).status).toBe(404)
+  })
+
+  test("an operator sees and changes an account's contact at its path; signed out, every new page leads to sign-in", async () => {
+    const { accountId, key } = await t.account()
+    const id = (await t.api('POST', '/contacts', key, { name: 'Citra', phone: phone(), attributes: { tier: 'gold' } })).body.data.id
+    const op = await dashboardUser(t, `attributes-op-${++members}@example.com`, 'correct horse battery')
+    const base = `/dashboard/accounts/${accountId}/contacts`
+    const page = await op.client.get(`${base}/${id}`)
+    expect(page.status).toBe(200)
+    expect(page.text).toContain('>tier = gold</textarea>')
+    const saved = await op.client.post(`${base}/${id}/attributes`, { _csrf: page.csrf!, attributes: 'tier = silver' })
+    expect(saved.location).toBe(`${base}/${id}`)
+    expect((await t.api('GET', `/contacts/${id}`, key)).body.data.attributes).toEqual({ tier: 'silver' })
+    expect((await op.client.get(`${base}.csv`)).text).toContain('attr:tier')
+    // A member of another account cannot take the operator's path.
+    const m = await member()
+    expect((await m.client.get(`${base}/${id}`)).status).toBe(404)
+
+    const anon = webClient(t)
+    for (const path of ['/dashboard/contacts/1', '/dashboard/contacts.csv', `${base}/${id}`, `${base}.csv`]) {
+      expect((await anon.get(path)).location).toBe('/dashboard/sign-in')
+    }
   })
 
   test("CSV import: a bad attribute column is the header's error; at most 50 attribute columns", async () => {
