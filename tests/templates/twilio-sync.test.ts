@@ -215,3 +215,25 @@ describe('create and submit', () => {
     expect((await t.admin('GET', `/senders/${twilioB}/templates`)).body.data.filter((x: any) => x.name === 'twice')).toHaveLength(0)
   })
 })
+
+describe('the periodic sync (TEMPLATE_SYNC_MINUTES)', () => {
+  test('reads every Twilio sender and the Twilio default, each from its own account', async () => {
+    const app = await testApp({ env: { ...sendersEnv(twilio, graph), TEMPLATE_SYNC_MINUTES: '5' } })
+    try {
+      const a = await createSender(app, 'twilio', TWILIO_A)
+      twilio.reset()
+      twilio.content(ENV_TWILIO.sid, text('periodic default', 'Halo {{1}}.'), { name: 'periodic_default', status: 'approved' })
+      twilio.content(A, text('periodic a', 'Halo {{1}} dari A.'), { name: 'periodic_a', status: 'approved' })
+      expect(await app.runWorker('template-sync')).toBe(0)
+      expect(new Set(contentRequests().map((r) => r.account))).toEqual(new Set([ENV_TWILIO.sid, A]))
+      const rows = await app.db.sql<{ sender: number; name: string }[]>`
+        select coalesce(sender_id, 0)::int as sender, name from wa_templates where name like 'periodic_%' order by name`
+      expect([...rows]).toEqual([
+        { sender: a, name: 'periodic_a' },
+        { sender: 0, name: 'periodic_default' },
+      ])
+    } finally {
+      await app.close()
+    }
+  }, 60_000)
+})
