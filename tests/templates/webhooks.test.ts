@@ -218,6 +218,13 @@ describe('status', () => {
     expect((await eventsOf(shopA, tpl)).map((e) => [e.data.field, e.data.old, e.data.new])).toEqual([['flagged', null, null]])
   })
 
+  test("without Meta's template id, the template is found by name and language", async () => {
+    const tpl = await template(ids.metaA, 'no_id_given')
+    const { message_template_id: _, ...value } = statusUpdate(tpl, 'PAUSED')
+    expect((await post(notification(WABA_A, 'message_template_status_update', value), META_A.credentials.app_secret)).templates).toBe(1)
+    expect((await row(tpl)).status).toBe('paused')
+  })
+
   test('a template the sender does not have yet (not synced) is acknowledged and changes nothing', async () => {
     const answer = await post(
       notification(WABA_A, 'message_template_status_update', {
