@@ -271,7 +271,7 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
   const body = operation.requestBody?.content?.['application/json']?.schema
   // SENDER_DISABLED where a sender can be named: a send's, a bulk entry's or a campaign's `from`.
   const namesSender = Boolean(body?.properties?.from ?? body?.properties?.messages?.items?.properties?.from)
-  // WINDOW_CLOSED, RECIPIENT_OPTED_OUT and MESSAGING_LIMIT where one message is sent (a bulk's entries carry them in their results).
+  // WINDOW_CLOSED, TEMPLATE_NOT_APPROVED, RECIPIENT_OPTED_OUT and MESSAGING_LIMIT where one message is sent (a bulk's entries carry them in their results).
   const sendsOne = Boolean(body?.properties?.to)
   for (const [status, response] of Object.entries(responses)) {
     const schema = response.content?.['application/json']?.schema
@@ -281,6 +281,7 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
         (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
         (code !== 'SENDER_DISABLED' || namesSender) &&
         (code !== 'WINDOW_CLOSED' || sendsOne) &&
+        (code !== 'TEMPLATE_NOT_APPROVED' || sendsOne) &&
         (code !== 'MESSAGING_LIMIT' || sendsOne) &&
         (code !== 'RECIPIENT_OPTED_OUT' || sendsOne) &&
         // MEDIA_PENDING only where an inbound medium is served, and its only 409 there.

@@ -101,7 +101,8 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
       'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; ' +
       "RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or " +
       "opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); " +
-      'WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id)',
+      'WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); ' +
+      "TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged",
   },
   429: {
     code: 'RATE_LIMITED',

@@ -27,6 +27,36 @@ export const ERROR_CODES: readonly ErrorCodeMeaning[] = [
     meaning: "outside the 24-hour window: more than 24 hours since the customer's last message; only an approved template can go",
   },
   {
+    code: 132001,
+    provider: 'Meta',
+    kind: 'final',
+    meaning: "template does not exist: no approved template of that name in that language in the sender's WhatsApp Business Account",
+  },
+  {
+    code: 132000,
+    provider: 'Meta',
+    kind: 'final',
+    meaning: 'number of parameters does not match: a template component was sent with more or fewer parameters than it has',
+  },
+  {
+    code: 131008,
+    provider: 'Meta',
+    kind: 'final',
+    meaning: "required parameter is missing: a template's header medium, button value or named parameter was not sent",
+  },
+  {
+    code: 132015,
+    provider: 'Meta',
+    kind: 'final',
+    meaning: 'template is paused: its quality fell; it cannot send until Meta reinstates it',
+  },
+  {
+    code: 132016,
+    provider: 'Meta',
+    kind: 'final',
+    meaning: 'template is disabled: paused too often for low quality, it can never send again',
+  },
+  {
     code: 131049,
     provider: 'Meta',
     kind: 'final',

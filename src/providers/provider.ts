@@ -29,6 +29,16 @@ export type ProviderTemplate = {
   language: string | null
   /** The variables' values in the provider template's order: Twilio `{{1}}`, `{{2}}`…, Meta's body parameters. */
   variables: string[]
+  /**
+   * A WhatsApp template (issue 30) for Meta: its `template.components` exactly as sent (header, body
+   * and button parameters, `parameter_name` for named ones); `variables` are then its body's values.
+   */
+  components?: Record<string, unknown>[]
+  /** A WhatsApp template for Twilio: its ContentVariables, by key (`"1"`, `"2"`… or the names). */
+  contentVariables?: Record<string, string>
+  /** A WhatsApp template's id (wa_templates) and category, as it was when the message was charged. */
+  templateId?: number
+  category?: string
 }
 
 /**

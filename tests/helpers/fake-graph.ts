@@ -15,6 +15,13 @@
 // sender's check reads). Limits are kept per phone number id, as Meta's throughput is. With no number
 // registered, any token goes (the provider tests' own checks).
 //
+// Templates: once a phone number's WhatsApp Business Account (`accountOf`) has templates (`templates`,
+// `template()`), a template message from it is checked as Meta does (templateRefusal): 132001 (no
+// approved template of that name in that language), 132015 (paused), 132016 (disabled), 132000 (a
+// component's parameter count differs), 131008 (a required parameter missing: a media header's, a
+// button's, a named one), in Meta's error shape (the title in `message`, the specifics in
+// `error_data.details`).
+//
 // Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
 // `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
 // X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
@@ -201,6 +208,96 @@ const invalid = (details: string) =>
     { status: 400 },
   )
 
+/** A template refusal as Meta writes it: the title in `message`, the specifics in `error_data.details`. */
+const templateError = (code: number, title: string, details: string) =>
+  Response.json(
+    {
+      error: {
+        message: `(#${code}) ${title}`,
+        type: 'OAuthException',
+        code,
+        error_data: { messaging_product: 'whatsapp', details },
+        fbtrace_id: 'Az8or',
+      },
+    },
+    { status: 400 },
+  )
+
+/** The distinct `{{1}}` / `{{name}}` parameters of a template text, in order. */
+const placeholders = (text: unknown): string[] =>
+  typeof text === 'string' ? [...new Set([...text.matchAll(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g)].map((m) => m[1]!))] : []
+
+/**
+ * What Meta refuses of a template message against the WhatsApp Business Account's templates, or null:
+ * 132001 (no template of that name in that language, or one not approved), 132015 (paused), 132016
+ * (disabled), 132000 (a component's parameter count differs from the template's), 131008 (a required
+ * parameter missing: a media header's, a button's, a named parameter).
+ */
+export function templateRefusal(templates: FakeTemplate[], sent: Record<string, any>): Response | null {
+  const name = String(sent.template?.name ?? '')
+  const code = String(sent.template?.language?.code ?? '')
+  const t = templates.find((x) => x.name === name && x.language === code)
+  const status = (t?.status ?? '').toUpperCase()
+  if (!t || !['APPROVED', 'PAUSED', 'DISABLED'].includes(status)) {
+    return templateError(132001, 'Template name does not exist in the translation', `template name (${name}) does not exist in ${code}`)
+  }
+  if (status === 'PAUSED') return templateError(132015, 'Template is Paused', `Template ${name} is paused due to low quality`)
+  if (status === 'DISABLED') return templateError(132016, 'Template is disabled', `Template ${name} is disabled due to low quality`)
+  const given: Record<string, any>[] = Array.isArray(sent.template.components) ? sent.template.components : []
+  const own = (type: string) => t.components.find((c) => String(c.type).toUpperCase() === type)
+  const sentOf = (type: string) => given.filter((c) => String(c.type).toLowerCase() === type)
+  const named = (t.parameter_format ?? 'POSITIONAL').toUpperCase() === 'NAMED'
+  // The header: a text with a parameter takes one text parameter; a media header its medium.
+  const header = own('HEADER')
+  const headerFormat = String(header?.format ?? 'TEXT').toUpperCase()
+  const headerGiven = sentOf('header')[0]?.parameters ?? []
+  if (header && headerFormat !== 'TEXT' && headerFormat !== 'LOCATION') {
+    if (headerGiven.length === 0) {
+      return templateError(131008, 'Required parameter is missing', `header: parameter of type ${headerFormat.toLowerCase()} is missing`)
+    }
+  } else {
+    const expected = placeholders(header?.text).length
+    if (headerGiven.length !== expected) {
+      return templateError(
+        132000,
+        'Number of parameters does not match the expected number of params',
+        `header: number of localizable_params (${headerGiven.length}) does not match the expected number of params (${expected})`,
+      )
+    }
+  }
+  const keys = placeholders(own('BODY')?.text)
+  const bodyGiven: Record<string, any>[] = sentOf('body')[0]?.parameters ?? []
+  if (bodyGiven.length !== keys.length) {
+    return templateError(
+      132000,
+      'Number of parameters does not match the expected number of params',
+      `body: number of localizable_params (${bodyGiven.length}) does not match the expected number of params (${keys.length})`,
+    )
+  }
+  if (named) {
+    const missingName = keys.find((k) => !bodyGiven.some((p) => p.parameter_name === k))
+    if (missingName !== undefined) {
+      return templateError(131008, 'Required parameter is missing', `body: parameter ${missingName} is missing`)
+    }
+  }
+  const buttons: Record<string, any>[] = own('BUTTONS')?.buttons ?? []
+  for (const [index, b] of buttons.entries()) {
+    const type = String(b.type).toUpperCase()
+    const takes = (type === 'URL' && placeholders(b.url).length > 0) || type === 'COPY_CODE' || type === 'OTP'
+    if (!takes) continue
+    const button = given.find((c) => String(c.type).toLowerCase() === 'button' && String(c.index) === String(index))
+    if (!button || !Array.isArray(button.parameters) || button.parameters.length === 0) {
+      const kind = type === 'URL' ? 'Url' : type === 'OTP' ? 'Url' : 'CopyCode'
+      return templateError(
+        131008,
+        'Required parameter is missing',
+        `buttons: Button at index ${index} of type ${kind} requires a parameter`,
+      )
+    }
+  }
+  return null
+}
+
 /**
  * What the Cloud API refuses of a message's shape (the documented limits of each type), or null: the
  * fake takes only what Meta would.
@@ -260,8 +357,12 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
       for (const c of sent.template.components ?? []) {
         if (c.type !== 'header') continue
         const p = c.parameters?.[0]
-        if (!p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string') {
-          return invalid('header parameter must be an image, video or document with a link')
+        if (
+          p?.type === 'text'
+            ? !isText(p.text, 60)
+            : !p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string'
+        ) {
+          return invalid('header parameter must be a text of 1 to 60 characters, or an image, video or document with a link')
         }
       }
       return null
@@ -479,6 +580,12 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     if (own) return own
     const shape = sent ? graphShapeError(sent) : null
     if (shape) return shape
+    // A template message from a phone number whose WhatsApp Business Account has templates: checked against them.
+    const ownTemplates = fake.templates.get(fake.accountOf.get(record.sender ?? '') ?? '') ?? []
+    if (sent?.type === 'template' && ownTemplates.length > 0) {
+      const refused = templateRefusal(ownTemplates, sent)
+      if (refused) return refused
+    }
     if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', String(sent?.to ?? ''))) {
       return graphError(
         400,

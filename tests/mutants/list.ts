@@ -1120,4 +1120,18 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/db/backup.outer.test.ts'],
     database: 'embedded',
   },
+  {
+    name: 'template-approved',
+    breaks: 'a WhatsApp template that is pending, rejected or paused charged, then refused by Meta (132001, 132015) and refunded',
+    edits: [{ file: 'src/modules/templates/fill.ts', find: "if (t.status === 'approved') return", replace: 'return' }],
+    tests: ['tests/templates/send.test.ts'],
+    filter: 'not approved, another sender',
+  },
+  {
+    name: 'template-button',
+    breaks: "a WhatsApp template's URL button sent without its value: charged, then refused by Meta (131008) and refunded",
+    edits: [{ file: 'src/modules/templates/fill.ts', find: 'if (value === undefined) {', replace: 'if (false) {' }],
+    tests: ['tests/templates/send.test.ts'],
+    filter: 'not approved, another sender|bulk: each entry',
+  },
 ]

@@ -13,7 +13,8 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { chargedAlready, refusal, requireHeaderBound, validityOf } from './service'
+import { chargedAlready, refusal, requireHeaderBound, requireNoWaFields, senderOfTemplate, validityOf, waTemplateMessage } from './service'
+import { usableTemplate, type WaTemplate } from '../templates/catalog'
 import { renderText, requireSupported, richOf } from './rich'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
@@ -33,12 +34,22 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   input.messages.forEach((entry, index) => requireContentShape(entry, `messages[${index}].`))
   // Each entry's sender (422 for one not the account's, SENDER_DISABLED for a disabled one: that entry
   // fails uncharged), and the request's templates with their bindings for each provider in use, one query each.
+  // A WhatsApp template (issue 30) goes from its own sender unless the entry's `from` names one.
+  const waTemplates = new Map<number, WaTemplate>()
+  for (const id of new Set(input.messages.flatMap((m) => (m.template_id === undefined ? [] : [m.template_id])))) {
+    const wa = await usableTemplate(deps.sql, principal.accountId, id)
+    if (wa) waTemplates.set(id, wa)
+  }
+  const waOf = (m: { template_id?: number }) => (m.template_id === undefined ? undefined : waTemplates.get(m.template_id))
   const senders = await Promise.all(
-    input.messages.map((m, index) =>
-      deps.senders.forSend(principal.accountId, m.from, `messages[${index}].from`).catch((error: unknown) => error),
-    ),
+    input.messages.map((m, index) => {
+      const wa = waOf(m)
+      return deps.senders
+        .forSend(principal.accountId, m.from ?? (wa ? senderOfTemplate(wa) : undefined), `messages[${index}].from`)
+        .catch((error: unknown) => error)
+    }),
   )
-  const templateIds = [...new Set(input.messages.flatMap((m) => (m.template_id === undefined ? [] : [m.template_id])))]
+  const templateIds = [...new Set(input.messages.flatMap((m) => (m.template_id === undefined || waOf(m) ? [] : [m.template_id])))]
   const templatesByProvider = new Map<string, Map<number, SendTemplate>>()
   for (const provider of new Set(senders.flatMap((s) => (s instanceof Error ? [] : [(s as Sender).providerName])))) {
     templatesByProvider.set(
@@ -71,8 +82,13 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
       const rich = richOf(entry, at)
       requireSupported(rich, (sender as Sender).provider, at)
-      if (entry.template_id !== undefined) {
+      const wa = waOf(entry)
+      if (wa) {
+        const filled = waTemplateMessage(wa, entry, rich, sender as Sender, at)
+        valid.push({ index, phone, mediaUrl: null, ...filled, validitySeconds, senderId, provider })
+      } else if (entry.template_id !== undefined) {
         const template = templatesByProvider.get(provider)!.get(entry.template_id)
+        if (template) requireNoWaFields(entry, at)
         const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
         requireHeaderBound(rich, content.providerTemplate, at)
         valid.push({ index, phone, mediaUrl: null, ...content, content: rich, validitySeconds, senderId, provider })

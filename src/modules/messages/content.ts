@@ -47,7 +47,7 @@ export function outgoingOf(
   const content = m.content ?? null
   // Recorded for another provider (PROVIDER changed before a recovered hand-off): its rendered text.
   if (t && t.provider === provider) {
-    const template = { ref: t.ref, language: t.language, variables: t.variables }
+    const { provider: _recorded, ...template } = t
     return { id: m.id, to: m.phone, body: m.body, template, content: content?.type === 'template' ? content : null }
   }
   if (content && content.type !== 'template') return { id: m.id, to: m.phone, body: m.body, mediaUrl: null, content }

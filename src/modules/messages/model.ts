@@ -11,7 +11,9 @@ const templateFields = {
       description:
         "Extension: instead of `body`, the id of one of the account's templates, filled with `variables`. When the template is " +
         "bound to an approved template of the provider in use, the provider is sent that template (WhatsApp's business-initiated " +
-        'messages); otherwise its rendered text. Charged like any message; the message records the rendered text as `body`',
+        'messages); otherwise its rendered text. Charged like any message; the message records the rendered text as `body`. ' +
+        'Or a WhatsApp template (GET /api/v1/templates): sent from its own sender (unless `from` names it), only when `approved` ' +
+        '(else 422 `TEMPLATE_NOT_APPROVED`), filled with `variables`, `header` and `buttons`; the 24-hour window does not apply',
       examples: [3],
     }),
   ),
@@ -21,7 +23,8 @@ const templateFields = {
       {
         additionalProperties: t.String(),
         description:
-          'With `template_id`: a value (string) for every placeholder the template uses (`name`, `phone`, `email`, `city`) and no other',
+          'With `template_id`: a value (string) for every placeholder the template uses (`name`, `phone`, `email`, `city`) and no other; ' +
+          'for a WhatsApp template, every body parameter by its key (`"1"`, `"2"`… or its name) and no other',
         examples: [{ name: 'Budi', city: 'Bandung' }],
       },
     ),
@@ -120,17 +123,45 @@ const richFields = {
     ),
   ),
   header: t.Optional(
-    t.Object(
+    t.Union(
+      [
+        t.String({ description: "A WhatsApp template's text header parameter (its `{{1}}` or `{{name}}`), up to 60 characters filled" }),
+        t.Object(
+          {
+            type: t.String({ description: '`image`, `video` or `document`', examples: ['image'] }),
+            link,
+            filename: t.Optional(t.String({ description: 'With `document` only' })),
+          },
+          { ...strict, description: 'Header media' },
+        ),
+      ],
       {
-        type: t.String({ description: '`image`, `video` or `document`', examples: ['image'] }),
-        link,
-        filename: t.Optional(t.String({ description: 'With `document` only' })),
-      },
-      {
-        ...strict,
         description:
-          "Extension, with `template_id` only: the media of the approved template's header (Meta: an image, video or document " +
-          "header parameter). The template must be bound to an approved template of the sender's provider",
+          "Extension, with `template_id` only: the approved template's header parameter: its media (an image, video or document " +
+          "header: an account template must be bound to an approved template of the sender's provider), or, for a WhatsApp " +
+          "template whose text header has a parameter, that parameter's text",
+      },
+    ),
+  ),
+  buttons: t.Optional(
+    t.Array(
+      t.Object(
+        {
+          index: t.Integer({ description: "The button's position among the template's buttons, 0 for the first", examples: [0] }),
+          value: t.String({
+            description:
+              "A URL button's `{{1}}` suffix (the URL filled at most 2000 characters), a copy-code button's coupon code or an " +
+              "authentication template's one-time code (at most 15 characters)",
+            examples: ['INV-1001'],
+          }),
+        },
+        strict,
+      ),
+      {
+        description:
+          'Extension, with a WhatsApp template only: the value of each button that takes one (a URL suffix, a coupon code, a ' +
+          "one-time code; an authentication template's code button takes the body's code when left out); missing or extra is 422",
+        examples: [[{ index: 0, value: 'INV-1001' }]],
       },
     ),
   ),
@@ -143,12 +174,20 @@ const richFields = {
 // body below is one set of fields with two schemas, the route's and the documented one (its `detail`).
 const contentRule = {
   oneOf: [
-    { title: 'Text', required: ['body'], properties: { body: {}, template_id: false, variables: false, header: false } },
+    { title: 'Text', required: ['body'], properties: { body: {}, template_id: false, variables: false, header: false, buttons: false } },
     { title: 'Template', required: ['template_id'], properties: { template_id: {}, body: false, media_url: false } },
     {
       title: 'Rich',
       required: ['type'],
-      properties: { type: { not: { const: 'text' } }, body: false, media_url: false, template_id: false, variables: false, header: false },
+      properties: {
+        type: { not: { const: 'text' } },
+        body: false,
+        media_url: false,
+        template_id: false,
+        variables: false,
+        header: false,
+        buttons: false,
+      },
     },
   ],
 }
@@ -325,7 +364,8 @@ export const BulkEntry = t.Union([
     status: t.Literal('failed'),
     code: t.String({
       description:
-        'VALIDATION_ERROR, SENDER_DISABLED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED (a free-form entry outside the 24-hour window) or ' +
+        'VALIDATION_ERROR, SENDER_DISABLED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED (a free-form entry outside the 24-hour window), ' +
+        'TEMPLATE_NOT_APPROVED (its WhatsApp template is not approved for its sender) or ' +
         'MESSAGING_LIMIT: not charged; CONFLICT: in the repeat of a request whose first run died after charging, an entry that ' +
         'run refused (not charged); BAD_GATEWAY: refused by the provider, refunded; RECIPIENT_OPTED_OUT with an `id`: the ' +
         'recipient opted out after the charge, before the hand-off: not sent, refunded',
@@ -407,9 +447,19 @@ export const Message = t.Object({
         }),
         language: t.Union([t.String(), t.Null()], { description: "Meta's language code; null for Twilio" }),
         variables: t.Array(t.String(), {
-          description: "The values sent, in the provider template's order",
+          description: "The values sent, in the provider template's order (a WhatsApp template's: its body's)",
           examples: [['Budi', 'Bandung']],
         }),
+        components: t.Optional(
+          t.Array(t.Object({}, { additionalProperties: true }), {
+            description: "A WhatsApp template sent through Meta: the Cloud API's `template.components` exactly as sent",
+          }),
+        ),
+        contentVariables: t.Optional(
+          t.Object({}, { additionalProperties: t.String(), description: 'A WhatsApp template sent through Twilio: its ContentVariables' }),
+        ),
+        templateId: t.Optional(t.Integer({ description: "A WhatsApp template's id" })),
+        category: t.Optional(t.String({ description: "A WhatsApp template's category when it was sent", examples: ['utility'] })),
       }),
       t.Null(),
     ],

@@ -57,7 +57,10 @@ export type RichFields = {
   sticker?: Media
   location?: { latitude: number; longitude: number; name?: string; address?: string }
   interactive?: Interactive
-  header?: { type: string; link: string; filename?: string }
+  /** A template's header: its media, or (a WhatsApp template's) its text parameter. */
+  header?: string | { type: string; link: string; filename?: string }
+  /** A WhatsApp template's button values. */
+  buttons?: { index: number; value: string }[]
   body?: string
   media_url?: string
   template_id?: number
@@ -96,6 +99,7 @@ export function requireRichShape(input: RichFields, at: string): void {
     }
   }
   if (input.header !== undefined && input.template_id === undefined) throw badShape(`${at}header: only with template_id`)
+  if (input.buttons !== undefined && input.template_id === undefined) throw badShape(`${at}buttons: only with template_id`)
   if (type === 'interactive') {
     const i = input.interactive!
     if (i.type === 'button') {
@@ -114,7 +118,7 @@ export function requireRichShape(input: RichFields, at: string): void {
       if (b.type !== 'reply') throw badShape(`${at}interactive.action.buttons[${n}].type: must be "reply"`)
     }
   }
-  if (input.header !== undefined && !['image', 'video', 'document'].includes(input.header.type)) {
+  if (typeof input.header === 'object' && !['image', 'video', 'document'].includes(input.header.type)) {
     throw badShape(`${at}header.type: must be image, video or document (got "${input.header.type}")`)
   }
 }
@@ -123,7 +127,8 @@ export function requireRichShape(input: RichFields, at: string): void {
 export function richOf(input: RichFields, at: string): RichContent | null {
   const type = input.type ?? 'text'
   if (input.template_id !== undefined) {
-    if (!input.header) return null
+    // A text header is a WhatsApp template's parameter (templates/fill.ts), not content.
+    if (!input.header || typeof input.header === 'string') return null
     const h = input.header
     const kind = h.type as 'image' | 'video' | 'document'
     const link = mediaLink(h.link, `${at}header.link`, kind)

@@ -12,6 +12,9 @@ import { holdMessagingLimit } from '../budgets/guard'
 import { optedOutAtHandoffError, refuseOptedOut, stoppedByOptOut } from '../optouts/service'
 import type { RichContent } from '../../providers/provider'
 import { renderText, requireSupported, richOf } from './rich'
+import { usableTemplate, type WaTemplate } from '../templates/catalog'
+import { fillTemplate, requireApproved, requireSenderOf, type FillInput } from '../templates/fill'
+import type { Sender } from '../senders/directory'
 
 /** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
 export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
@@ -24,12 +27,15 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   requireContentShape(input)
   const to = requirePhone(input.to, 'to')
   const validitySeconds = validityOf(input.validity_seconds, deps.config.messageValiditySeconds, 'validity_seconds')
-  const sender = await deps.senders.forSend(principal.accountId, input.from)
+  // A WhatsApp template (issue 30) goes from its own sender unless `from` names one.
+  const wa = input.template_id === undefined ? null : await usableTemplate(deps.sql, principal.accountId, input.template_id)
+  const sender = await deps.senders.forSend(principal.accountId, input.from ?? (wa ? senderOfTemplate(wa) : undefined))
   const rich = richOf(input, '')
   // A kind the sender's provider cannot send is refused here, before anything is charged.
   requireSupported(rich, sender.provider, '')
-  const message: NewMessage =
-    input.template_id !== undefined
+  const message: NewMessage = wa
+    ? { phone: to, mediaUrl: null, ...waTemplateMessage(wa, input, rich, sender, ''), validitySeconds, senderId: sender.id }
+    : input.template_id !== undefined
       ? {
           ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName, rich)),
           validitySeconds,
@@ -128,16 +134,38 @@ export function validityOf(given: number | undefined, fallback: number, field: s
   return given
 }
 
+/** The `from` of a WhatsApp template's own sender (undefined: the deployment's default sender). */
+export const senderOfTemplate = (t: WaTemplate): string | undefined => (t.sender_id === null ? undefined : String(t.sender_id))
+
+/**
+ * A WhatsApp template's message, refused before anything is charged (in this order): sent from another
+ * sender than its own (422), not approved (422 TEMPLATE_NOT_APPROVED), a parameter missing, unknown or
+ * past Meta's limits (422 naming it).
+ */
+export function waTemplateMessage(t: WaTemplate, input: FillInput, rich: RichContent | null, sender: Sender, at: string) {
+  requireSenderOf(t, sender.id, at)
+  requireApproved(t, at)
+  return fillTemplate(t, input, rich, sender.providerName, at)
+}
+
+/** The extension fields of a WhatsApp template only: an account template takes `variables` and header media alone. */
+export function requireNoWaFields(input: { header?: unknown; buttons?: unknown }, at: string): void {
+  if (typeof input.header === 'string')
+    throw badValue(`${at}header: a text header is for a WhatsApp template only (template_id names an account template)`)
+  if (input.buttons !== undefined) throw badValue(`${at}buttons: only with a WhatsApp template (template_id names an account template)`)
+}
+
 /** A send with `template_id`: the template (one query; a send with `body` makes none) rendered with `variables`. */
 async function fromTemplate(
   deps: Deps,
   principal: Sending,
   to: string,
-  input: { template_id: number; variables?: Record<string, string> },
+  input: { template_id: number; variables?: Record<string, string>; header?: unknown; buttons?: unknown },
   provider: string,
   header: RichContent | null,
 ) {
   const templates = await loadTemplates(deps.sql, principal.accountId, [input.template_id], provider)
+  if (templates.has(input.template_id)) requireNoWaFields(input, '')
   const content = templateContent(templates.get(input.template_id), input, provider)
   requireHeaderBound(header, content.providerTemplate, '')
   return { phone: to, mediaUrl: null, ...content, content: header }

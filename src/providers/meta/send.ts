@@ -22,6 +22,11 @@ export function metaMessage(message: OutgoingMessage): Record<string, unknown> {
   if (message.template) {
     const { ref, language, variables } = message.template
     const template: Record<string, unknown> = { name: ref, language: { code: language } }
+    // A WhatsApp template (issue 30): its components were built when it was charged, and go as they are.
+    if (message.template.components) {
+      if (message.template.components.length > 0) template.components = message.template.components
+      return { ...base, type: 'template', template }
+    }
     const components: Record<string, unknown>[] = []
     const header = message.content?.type === 'template' ? message.content.header : null
     if (header) {

@@ -100,7 +100,10 @@ export function createTwilio(
     const content = message.template ? null : (message.content ?? null)
     if (message.template) {
       form.set('ContentSid', message.template.ref)
-      form.set('ContentVariables', JSON.stringify(Object.fromEntries(message.template.variables.map((v, i) => [String(i + 1), v]))))
+      // A WhatsApp template (issue 30) carries its variables by key; a bound one by position.
+      const variables =
+        message.template.contentVariables ?? Object.fromEntries(message.template.variables.map((v, i) => [String(i + 1), v]))
+      form.set('ContentVariables', JSON.stringify(variables))
     } else if (content?.type === 'button' || content?.type === 'list') {
       const request = contentRequest(content)
       const sid = await contentSid(request.shape, request.definition)
