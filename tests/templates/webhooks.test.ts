@@ -174,6 +174,15 @@ describe('status', () => {
     expect((await eventsOf(shopA, tpl)).map((e) => e.data.new)).toEqual(['rejected'])
   })
 
+  test('deliveries at once (Meta retrying while the first is being answered) change once', async () => {
+    const tpl = await template(ids.metaA, 'racing_change')
+    const body = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED'))
+    const answers = await Promise.all(Array.from({ length: 5 }, () => post(body, META_A.credentials.app_secret)))
+    expect(answers.map((a) => a.templates).reduce((a, b) => a! + b!, 0)).toBe(1)
+    expect(await history(tpl)).toEqual([['status', 'approved', 'paused', 'meta']])
+    expect(await eventsOf(shopA, tpl)).toHaveLength(1)
+  })
+
   test("Meta's order, not the delivery's: an older notification delivered late changes nothing; REINSTATED is approved again", async () => {
     const tpl = await template(ids.metaA, 'payment_received')
     const paused = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED'), metaTime(20))
