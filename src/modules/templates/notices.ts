@@ -20,7 +20,6 @@ import type { Db, Sql } from '../../db/client'
 import type { Clock } from '../../lib/clock'
 import type { SignedTemplateNotice } from '../../providers/provider'
 import {
-  changeTemplate,
   findProviderTemplate,
   newerProviderChanges,
   noteTemplate,
@@ -32,7 +31,7 @@ import {
   type TemplateChange,
   type TemplateQuality,
 } from './catalog'
-import { announceTemplateChanges } from './events'
+import { changeAndAnnounce } from './events'
 
 const categoryOf = (word: string | null): TemplateCategory | null => {
   const w = word?.toLowerCase() ?? ''
@@ -104,10 +103,8 @@ async function applyOne(
   const latest = newer.get(fieldOf(change))
   // Older than what the provider already said of this field: stale. A FLAGGED of the same time: a repeat.
   if (notice.at && latest && (latest > notice.at || (change.flagged && latest.getTime() === notice.at.getTime()))) return 0
-  const result = await changeTemplate(tx, o.clock, templateId, change, o.source, notice.at)
-  if (!result || result.changes.length === 0) return 0
-  await announceTemplateChanges(tx, o.timezone, result.template, result.changes, o.clock)
-  return result.changes.length
+  const result = await changeAndAnnounce(tx, o, templateId, change, o.source, notice.at)
+  return result?.changes.length ?? 0
 }
 
 /**
