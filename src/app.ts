@@ -37,6 +37,7 @@ import { webhookPages } from './modules/webhooks/pages'
 import { failedDeliveryPages } from './modules/webhooks/deliveries-pages'
 import { usersAdmin } from './modules/users/admin'
 import { sendersAdmin } from './modules/senders/admin'
+import { waTemplatesAdmin } from './modules/templates/wa-admin'
 import { sendersApi } from './modules/senders/api'
 import { senderPages } from './modules/senders/pages'
 import { accountSenderPages } from './modules/senders/account-pages'
@@ -89,6 +90,7 @@ export function createApp(deps: Deps) {
     .use(campaignsAdmin(deps))
     .use(usersAdmin(deps))
     .use(sendersAdmin(deps))
+    .use(waTemplatesAdmin(deps))
     .use(inboundAdmin(deps))
     .use(budgetsAdmin(deps))
     .use(optOutsAdmin(deps))

@@ -30,6 +30,7 @@ describe('POST /contacts', () => {
         email: 'budi@example.com',
         city: 'Bandung',
         tags: ['vip', 'reseller', 'jakarta'],
+        attributes: {},
         created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
       },
     })

@@ -18,6 +18,7 @@ import { CliError } from './client'
 import { QUIET, type Command, type Context, type Flag } from './command'
 import { amount, cell, count, listing, type Column, type Page } from './format'
 import { program } from './program'
+import { senderTemplateList } from './wa-templates'
 
 type Account = typeof accounts.Account.static
 type Key = typeof accounts.ApiKey.static
@@ -424,11 +425,20 @@ export const campaignCommands: Command[] = [
   },
   {
     name: 'template list',
-    args: ['ACCOUNT_ID'],
-    summary: "an account's templates, newest first",
+    args: ['[ACCOUNT_ID]'],
+    summary: "an account's templates, newest first; with --sender, a sender's WhatsApp templates",
     example: 'bun run admin template list "$ACCOUNT_ID"',
-    flags: { ...PAGE_FLAGS, quiet: QUIET },
+    flags: {
+      ...PAGE_FLAGS,
+      quiet: QUIET,
+      sender: { value: 'SENDER_ID', help: "a sender's WhatsApp templates instead (0: the deployment's default sender)" },
+    },
     async run(ctx) {
+      if (ctx.flags.sender !== undefined) {
+        if (ctx.args.ACCOUNT_ID !== undefined) throw ctx.usage('template list: give ACCOUNT_ID or --sender, not both')
+        return senderTemplateList(ctx)
+      }
+      if (ctx.args.ACCOUNT_ID === undefined) throw ctx.usage('template list: give ACCOUNT_ID (or --sender SENDER_ID)')
       const page = await ctx.api.call<Page<Template>>('GET', `/admin/v1/accounts/${ctx.id('ACCOUNT_ID')}/templates${pageQuery(ctx)}`)
       const columns: Column<Template>[] = [
         { header: 'ID', value: (t) => String(t.id), right: true },

@@ -28,6 +28,7 @@ import { optOutCommands } from './optouts'
 import { conversationCommands } from './conversations'
 import { backupCommands } from './backup'
 import { partitionCommands } from './partitions'
+import { waTemplateCommands } from './wa-templates'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -36,6 +37,7 @@ export const commands: Command[] = [
   ...accountCommands,
   ...moneyCommands,
   ...campaignCommands,
+  ...waTemplateCommands,
   ...deliveryCommands,
   ...webhookCommands,
   ...quarantineCommands,

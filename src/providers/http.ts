@@ -25,24 +25,30 @@ export type Deadline = { timeoutMs: number; clock: Pick<Clock, 'timeoutSignal'> 
  * POSTs `body` and reads the answer as a JSON object (null when it is not one, or too big). One signal
  * bounds the whole exchange, headers and body alike. Redirects are not followed (a 3xx is an answer).
  */
-export async function post(url: string, init: { headers: Record<string, string>; body: string } & Deadline): Promise<Exchange> {
+export async function post(
+  url: string,
+  init: { headers: Record<string, string>; body: string; maxBytes?: number } & Deadline,
+): Promise<Exchange> {
   return exchange(url, 'POST', init)
 }
 
-/** GETs `url` (a sender's check), as post does. */
-export async function get(url: string, init: { headers: Record<string, string> } & Deadline): Promise<Exchange> {
+/**
+ * GETs `url` (a sender's check), as post does. `maxBytes`: a bigger cap than an answer's 64 KiB, for a
+ * listing (a page of templates with their components).
+ */
+export async function get(url: string, init: { headers: Record<string, string>; maxBytes?: number } & Deadline): Promise<Exchange> {
   return exchange(url, 'GET', init)
 }
 
 async function exchange(
   url: string,
   method: 'GET' | 'POST',
-  init: { headers: Record<string, string>; body?: string } & Deadline,
+  init: { headers: Record<string, string>; body?: string; maxBytes?: number } & Deadline,
 ): Promise<Exchange> {
   const signal = init.clock.timeoutSignal(init.timeoutMs)
   try {
     const response = await fetch(url, { method, headers: init.headers, body: init.body, redirect: 'manual', signal })
-    const bytes = await readCapped(response.body, MAX_ANSWER_BYTES)
+    const bytes = await readCapped(response.body, init.maxBytes ?? MAX_ANSWER_BYTES)
     const text = bytes === null ? null : new TextDecoder().decode(bytes)
     return { ok: true, status: response.status, headers: response.headers, answer: parseObject(text) }
   } catch (error) {

@@ -258,6 +258,43 @@ export type SenderSupport<S> = {
   check(settings: S, context: { timeoutMs: number; clock: Clock }): Promise<SenderCheck>
 }
 
+/**
+ * A WhatsApp template as the provider lists it (Meta's `message_templates` edge), its words as the
+ * provider writes them (Meta's upper case): the caller maps them onto the service's.
+ */
+export type ListedTemplate = {
+  /** The provider's own id (Meta's template id). */
+  ref: string
+  name: string
+  language: string
+  category: string
+  status: string
+  parameterFormat: string | null
+  components: Record<string, unknown>[]
+  /** Meta's quality_score.score, or null when none is given. */
+  quality: string | null
+  /** Meta's rejected_reason (null when none, or NONE). */
+  reason: string | null
+}
+
+/** Every template of a sender, or why not (no secret in it). */
+export type TemplateListing = { ok: true; templates: ListedTemplate[] } | { ok: false; detail: string }
+
+/** A submitted template: the provider's id, status and category; or its refusal, with its code (no secret in it). */
+export type TemplateSubmission =
+  | { ok: true; ref: string; status: string; category: string | null }
+  | { ok: false; code: number | null; detail: string; throttled: boolean }
+
+/** A provider's WhatsApp templates, with a sender's settings. Nothing here throws. */
+export type WaTemplateSupport<S> = {
+  /** Why these settings cannot reach their templates (no WhatsApp Business Account id), or null. */
+  unreachable(settings: S): string | null
+  /** Every template (every page). */
+  list(settings: S, context: { timeoutMs: number; clock: Clock }): Promise<TemplateListing>
+  /** Submits a template definition (the Cloud API's JSON, as given) for approval. */
+  submit(settings: S, definition: Record<string, unknown>, context: { timeoutMs: number; clock: Clock }): Promise<TemplateSubmission>
+}
+
 /** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */
 export type InboundType =
   | 'text'
@@ -409,6 +446,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   templates?: TemplateRules
   /** Its stored senders' credentials, identity and check. */
   senders: SenderSupport<S>
+  /** Its WhatsApp templates (issue 30): listing a sender's, submitting a new one; none: templates are kept here only. */
+  waTemplates?: WaTemplateSupport<S>
   /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */
   pace: Pace
   /** The pace its settings give, when they can change it (the simulator's SIM_RATE_PER_SECOND); read it with registry.ts's paceOf. */

@@ -2,7 +2,16 @@
 // one's settings and --help lists its variables. Adding a provider: its folder (providers/<name>/,
 // exporting a defineProvider(...)) and one entry in PROVIDERS.
 
-import type { Pace, Provider, ProviderContext, ProviderPlugin, ProviderVariable, SettingsReader, TemplateRules } from './provider'
+import type {
+  Pace,
+  Provider,
+  ProviderContext,
+  ProviderPlugin,
+  ProviderVariable,
+  SettingsReader,
+  TemplateRules,
+  WaTemplateSupport,
+} from './provider'
 import { simulator } from './simulator'
 import { twilio } from './twilio'
 import { meta } from './meta'
@@ -43,3 +52,9 @@ export function paceOf<N extends ProviderName>(name: N, settings: ProviderSettin
 export const TEMPLATE_RULES: ReadonlyMap<string, TemplateRules> = new Map(
   PROVIDERS.map(anyProvider).flatMap((p) => (p.templates ? [[p.name, p.templates] as const] : [])),
 )
+
+/** The WhatsApp templates of the provider `name` (listing, submitting), or null when it keeps none of its own. */
+export function waTemplatesOf(name: string): WaTemplateSupport<unknown> | null {
+  const plugin = PROVIDERS.map(anyProvider).find((p) => p.name === name)
+  return plugin?.waTemplates ?? null
+}

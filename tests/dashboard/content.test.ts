@@ -159,7 +159,7 @@ describe('contacts', () => {
     expect(first.text).toContain('Page 1 of 2')
     expect(first.text).toContain('href="/dashboard/contacts?page=2"')
     const second = await m.client.get('/dashboard/contacts?page=2')
-    expect((second.text.match(/<tr><td data-label="Name">Person/g) ?? []).length).toBe(5)
+    expect((second.text.match(/<tr><td data-label="Name"><a href="\/dashboard\/contacts\/\d+">Person/g) ?? []).length).toBe(5)
   })
 
   const CSV = [

@@ -22,6 +22,16 @@
 // button's, a named one), in Meta's error shape (the title in `message`, the specifics in
 // `error_data.details`).
 //
+// Templates: `GET /{waba-id}/message_templates` lists a WhatsApp Business Account's templates in
+// pages (`limit`, default 25 as Meta's; `after`, the cursor of the page before; `paging.next` while a
+// page follows; `fields` picks the fields, id always), and `POST` to it creates one (the definition's
+// name, language, category, parameter_format and components kept as given; status `createdStatus`,
+// PENDING by default): a name and language the account has already is refused (code 100), and past
+// `creationLimit` creations within an hour of the fake's time (Meta documents 100 an hour per business
+// account) it refuses with code 4 (Graph's "Application request limit reached"; Meta does not document
+// the exact answer of this limit, this is the fake's). With phone numbers registered, the token must be
+// that of a phone number of the account (`accountOf`), else 401 (190).
+//
 // Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
 // `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
 // X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
@@ -142,6 +152,12 @@ export type FakeGraph = {
     appSecret?: string
     time?: number
   }): Promise<Response>
+  /** The status a created template starts with (default PENDING). */
+  createdStatus: string
+  /** Templates a business account may create per hour of the fake's time (default 100, as Meta's). */
+  creationLimit: number
+  /** When each business account created its templates (the fake's time, ms), for creationLimit. */
+  creations: Map<string, number[]>
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
   windows: FakeWindows
   /** Where customerWrites posts (the service's webhook); set by the test. */
@@ -437,6 +453,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
         }),
       )
     },
+    createdStatus: 'PENDING',
+    creationLimit: 100,
+    creations: new Map(),
     windows: new FakeWindows(),
     callback: null,
     async customerWrites(o) {
@@ -500,6 +519,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       fake.accepted.clear()
       fake.ids = []
       fake.windows.reset()
+      fake.createdStatus = 'PENDING'
+      fake.creationLimit = 100
+      fake.creations.clear()
     },
     stop: () => server.stop(true),
   }
@@ -556,10 +578,66 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     })
   }
 
+  /** The business account's templates edge (list, create), as Meta answers it; null for any other request. */
+  function templatesAnswer(request: Request, url: URL, sent: Record<string, any> | null): Response | null {
+    const path = /^\/v[\d.]+\/([^/]+)\/message_templates$/.exec(url.pathname)
+    if (!path) return null
+    const waba = decodeURIComponent(path[1]!)
+    if (fake.phones.size > 0) {
+      const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
+      const phones = [...fake.phones.values()].filter((p) => fake.accountOf.get(p.id) === waba)
+      if (!phones.some((p) => p.token === token)) {
+        return [...fake.phones.values()].some((p) => p.token === token)
+          ? graphError(400, 100, `Unsupported request. Object with ID '${waba}' does not exist`)
+          : graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+      }
+    }
+    const all = fake.templates.get(waba) ?? []
+    if (request.method === 'GET') {
+      const limit = Math.max(1, Math.min(Number(url.searchParams.get('limit') ?? 25) || 25, 1000))
+      const after = url.searchParams.get('after')
+      const start = after ? Number(atob(after)) + 1 : 0
+      const page = all.slice(start, start + limit)
+      const asked = (url.searchParams.get('fields') ?? 'name,language,status,category,id').split(',')
+      const data = page.map((t) => Object.fromEntries(Object.entries(t).filter(([k]) => k === 'id' || asked.includes(k))))
+      const paging: Record<string, unknown> =
+        page.length > 0 ? { cursors: { before: btoa(String(start)), after: btoa(String(start + page.length - 1)) } } : {}
+      if (start + page.length < all.length) {
+        paging.next = `${fake.apiBase}/${waba}/message_templates?limit=${limit}&after=${btoa(String(start + page.length - 1))}`
+      }
+      return Response.json({ data, paging })
+    }
+    if (request.method !== 'POST') return graphError(400, 100, 'Unsupported request')
+    if (!sent || typeof sent.name !== 'string' || !/^[a-z0-9_]{1,512}$/.test(sent.name)) return missing('name')
+    if (typeof sent.language !== 'string' || !sent.language) return missing('language')
+    if (!['MARKETING', 'UTILITY', 'AUTHENTICATION'].includes(String(sent.category).toUpperCase())) return missing('category')
+    if (!Array.isArray(sent.components)) return missing('components')
+    if (all.some((t) => t.name === sent.name && t.language === sent.language)) {
+      return graphError(400, 100, 'Invalid parameter: Content in this language already exists')
+    }
+    const now = fake.now()
+    const recent = (fake.creations.get(waba) ?? []).filter((at) => now - at < 3_600_000)
+    if (recent.length >= fake.creationLimit) {
+      return graphError(400, 4, '(#4) Application request limit reached: message template creation limit (per hour) reached')
+    }
+    fake.creations.set(waba, [...recent, now])
+    const created = fake.template(waba, {
+      name: sent.name,
+      language: sent.language,
+      category: String(sent.category).toUpperCase() as FakeTemplate['category'],
+      status: fake.createdStatus,
+      parameter_format: sent.parameter_format === 'NAMED' ? 'NAMED' : 'POSITIONAL',
+      components: sent.components,
+    })
+    return Response.json({ id: created.id, status: created.status, category: created.category })
+  }
+
   async function respond(request: Request, sent: Record<string, any> | null, record: FakeRequest): Promise<Response> {
     const url = new URL(request.url)
     const media = mediaAnswer(request, url)
     if (media) return media
+    const templates = templatesAnswer(request, url, sent)
+    if (templates) return templates
     const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
     const messages = /^\/v[\d.]+\/([^/]+)\/messages$/.exec(url.pathname)
     const phoneId = decodeURIComponent((node ?? messages)?.[1] ?? '')

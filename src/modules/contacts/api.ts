@@ -3,8 +3,8 @@ import { readSql } from '../../http/reads'
 import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
-import { Contact, ContactList, ContactsQuery, CreateContactBody } from './model'
-import { createContact, listContacts } from './service'
+import { ChangeContactBody, Contact, ContactIdParams, ContactList, ContactsQuery, CreateContactBody } from './model'
+import { changeContactAttributes, createContact, getContact, listContacts } from './service'
 import { formatTimes } from '../../lib/time'
 import { page } from '../../http/values'
 
@@ -46,6 +46,33 @@ export const contactsApi = (deps: Deps) => {
           description:
             'The phone is normalised to `+62...`; a second contact with the same normalised phone in the account is ' +
             '409 `CONFLICT`. `tags` is a comma-separated string and comes back as an array.',
+        },
+      },
+    )
+    .get('/contacts/:id', async ({ params, principal }) => ok(formatTimes(await getContact(sql, principal.accountId, params.id), tz)), {
+      params: ContactIdParams,
+      response: { 200: envelopeOf(Contact), ...errorsOf(400, 401, 404) },
+      detail: {
+        tags,
+        summary: 'One contact, with its attributes',
+        description: "Another account's contact is 404 `NOT_FOUND`, like one that does not exist.",
+      },
+    })
+    .patch(
+      '/contacts/:id',
+      async ({ params, body, principal }) =>
+        ok(formatTimes(await changeContactAttributes(sql, principal.accountId, params.id, body.attributes), tz)),
+      {
+        params: ContactIdParams,
+        body: ChangeContactBody,
+        response: { 200: envelopeOf(Contact), ...errorsOf(400, 401, 404, 422) },
+        detail: {
+          tags,
+          summary: "Change a contact's attributes",
+          description:
+            '`attributes` is merged as a JSON merge patch (RFC 7396): `{"order_id": "INV-1002", "due_date": null}` sets ' +
+            '`order_id`, removes `due_date` and keeps every other attribute. The answer is the whole contact. A change ' +
+            'that would leave more than 50 attributes is 422 naming the first key over the limit, and changes nothing.',
         },
       },
     )

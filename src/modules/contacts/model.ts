@@ -1,6 +1,11 @@
 import { t } from 'elysia'
 import { Type } from '@sinclair/typebox'
-import { listOf, pageFields } from '../../http/models'
+import { Id, listOf, pageFields } from '../../http/models'
+
+const ATTRIBUTES_RULES =
+  'Keys are letters, digits and underscores, at most 64 characters (case counts: `order_id` and `Order_ID` are two keys); ' +
+  'values are text of at most 1,024 characters; at most 50 attributes a contact. A bad key or value is 422 naming it ' +
+  '(`attributes.order_id: must be at most 1024 characters`).'
 
 export const ContactsQuery = t.Object({
   ...pageFields,
@@ -28,10 +33,31 @@ export const CreateContactBody = t.Object(
         examples: ['vip, reseller'],
       }),
     ),
+    attributes: t.Optional(
+      t.Record(t.String(), t.String(), {
+        description: `The contact's own values, e.g. for a WhatsApp template's parameters. ${ATTRIBUTES_RULES} An empty value means none.`,
+        examples: [{ order_id: 'INV-1001', due_date: '5 December' }],
+      }),
+    ),
   },
   { additionalProperties: false },
 )
 export type CreateContactBody = typeof CreateContactBody.static
+
+export const ContactIdParams = t.Object({ id: Id('contact', 'Contact id') })
+
+export const ChangeContactBody = t.Object(
+  {
+    attributes: t.Record(t.String(), t.Union([t.String(), t.Null()]), {
+      description:
+        "Merged into the contact's attributes as a JSON merge patch: each key given is set to its value, or removed when " +
+        `the value is null or ""; keys not given stay as they are. ${ATTRIBUTES_RULES}`,
+      examples: [{ order_id: 'INV-1002', due_date: null }],
+    }),
+  },
+  { additionalProperties: false },
+)
+export type ChangeContactBody = typeof ChangeContactBody.static
 
 // Answers use TypeBox's own Integer: Elysia's t.Integer also admits numeric strings, which would show in the OpenAPI document.
 export const Contact = t.Object(
@@ -42,6 +68,7 @@ export const Contact = t.Object(
     email: t.Union([t.String(), t.Null()]),
     city: t.Union([t.String(), t.Null()]),
     tags: t.Array(t.String()),
+    attributes: t.Record(t.String(), t.String(), { description: "The contact's own values: key to text, `{}` when none" }),
     created_at: t.String({ description: 'YYYY-MM-DD HH:MM:SS in the service time zone' }),
   },
   {
@@ -53,6 +80,7 @@ export const Contact = t.Object(
         email: 'budi@example.com',
         city: 'Bandung',
         tags: ['vip', 'reseller'],
+        attributes: { order_id: 'INV-1001' },
         created_at: '2025-01-31 09:15:00',
       },
     ],

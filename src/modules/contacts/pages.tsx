@@ -1,15 +1,16 @@
 // Contacts: list with search and pages, add one, and import a CSV file (name, phone, email, city,
-// tags) that reports every bad row with its line and reason, then imports the valid rows or nothing,
-// as the user chose. A member's own account at /dashboard/contacts; an operator's view of any
-// account at /dashboard/accounts/:id/contacts.
+// tags, and a column `attr:KEY` per attribute) that reports every bad row with its line and reason,
+// then imports the valid rows or nothing, as the user chose; export them all in the same columns. A
+// contact's page shows it and changes its attributes (one `name = value` a line). A member's own
+// account at /dashboard/contacts; an operator's view of any account at /dashboard/accounts/:id/contacts.
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
-import { AccountLink, changeScope, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
-import { ApiError } from '../../http/errors'
-import { parseCsv } from '../../lib/csv'
+import { AccountLink, changeScope, idParam, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
+import { ApiError, badValue } from '../../http/errors'
+import { csvText, parseCsv } from '../../lib/csv'
 import { audit } from '../users/service'
 import { formatTimes } from '../../lib/time'
 import {
@@ -18,10 +19,18 @@ import {
   MAX_TAG,
   MAX_TAGS,
   MAX_TEXT,
+  MAX_ATTRIBUTES,
+  MAX_ATTRIBUTE_KEY,
+  MAX_ATTRIBUTE_VALUE,
+  attributeValues,
+  changeContactAttributes,
   contactValues,
   createContact,
+  exportContacts,
+  getContact,
   importContacts,
   listContacts,
+  type Attributes,
   type ContactValues,
 } from './service'
 
@@ -30,7 +39,44 @@ export const MAX_IMPORT_ROWS = 10_000
 export const MAX_IMPORT_BYTES = 2 * 1024 * 1024
 const COLUMNS = ['name', 'phone', 'email', 'city', 'tags'] as const
 type Column = (typeof COLUMNS)[number]
+/** A CSV column holding one attribute: `attr:order_id` (the prefix in any case, the key as written). */
+const ATTRIBUTE_COLUMN = /^attr:/i
+const CONTACT_FIELDS = [...COLUMNS, 'attributes'] as const
 const IMPORT_FIELDS = ['csv', 'mode'] as const
+const ATTRIBUTES_HELP = `one name = value a line; names are letters, digits and underscores (at most ${MAX_ATTRIBUTE_KEY}), at most ${MAX_ATTRIBUTES} attributes, each value at most ${MAX_ATTRIBUTE_VALUE.toLocaleString('en')} characters`
+
+/**
+ * The attributes of a form's text, one `name = value` a line (spaces around both trimmed, blank lines
+ * skipped, an empty value meaning none); a 422 (ApiError) naming the line otherwise. The rules of the
+ * names and values are the service's (attributeValues), checked when the contact is written.
+ */
+export function attributeLines(text: string): Record<string, string> {
+  const out = new Map<string, string>()
+  text.split(/\r\n|\r|\n/).forEach((line, i) => {
+    if (line.trim() === '') return
+    const at = line.indexOf('=')
+    if (at < 0) throw badValue(`attributes: line ${i + 1} has no "=": write one name = value a line`)
+    const key = line.slice(0, at).trim()
+    if (out.has(key)) throw badValue(`attributes: line ${i + 1}: ${key} is given twice`)
+    out.set(key, line.slice(at + 1).trim())
+  })
+  return Object.fromEntries(out)
+}
+
+/** Attributes as the form shows them: one `name = value` a line. */
+const attributesText = (attributes: Attributes) =>
+  Object.entries(attributes)
+    .map(([key, value]) => `${key} = ${value}`)
+    .join('\n')
+
+/** A service's message about one attribute (`attributes.order_id: ...`) as a form shows it, at its field. */
+const atAttributesField = (message: string) => message.replace(/^attributes\./, 'attributes: ')
+
+/** Attributes in a list's cell: each `name = value`, a long value cut (its page shows it whole). */
+const attributesCell = (attributes: Attributes) =>
+  Object.entries(attributes)
+    .map(([key, value]) => `${key} = ${value.length > 40 ? `${value.slice(0, 40)}…` : value}`)
+    .join('; ')
 
 /** A query parameter given once, as text (a repeated one is ignored). */
 const textParam = (query: unknown, name: string) => {
@@ -55,13 +101,31 @@ export function checkContactsCsv(text: string): Checked | { error: string } {
   if ('error' in records) return { error: `The CSV cannot be read: ${records.error}.` }
   const [header, ...data] = records
   if (!header) return { error: 'The CSV is empty: it needs a header row (name, phone, email, city, tags) and at least one row.' }
-  const names = header.fields.map((f) => f.trim().toLowerCase())
-  const unknown = names.filter((n) => !(COLUMNS as readonly string[]).includes(n))
+  // An attribute's column keeps its key as written (keys are case-sensitive); the others are read in any case.
+  const names = header.fields.map((f) => {
+    const name = f.trim()
+    return ATTRIBUTE_COLUMN.test(name) ? `attr:${name.slice(5).trim()}` : name.toLowerCase()
+  })
+  const attributeColumns = names.filter((n) => ATTRIBUTE_COLUMN.test(n))
+  const unknown = names.filter((n) => !(COLUMNS as readonly string[]).includes(n) && !ATTRIBUTE_COLUMN.test(n))
   if (unknown.length > 0) {
-    return { error: `Unknown column ${unknown.map((u) => `"${u}"`).join(', ')} in the header row: the columns are ${COLUMNS.join(', ')}.` }
+    return {
+      error: `Unknown column ${unknown.map((u) => `"${u}"`).join(', ')} in the header row: the columns are ${COLUMNS.join(', ')}, and attr:NAME for each attribute.`,
+    }
   }
   const repeated = names.find((n, i) => names.indexOf(n) !== i)
   if (repeated) return { error: `The column "${repeated}" appears twice in the header row.` }
+  if (attributeColumns.length > MAX_ATTRIBUTES) {
+    return { error: `The header row has ${attributeColumns.length} attribute columns; a contact has at most ${MAX_ATTRIBUTES} attributes.` }
+  }
+  for (const column of attributeColumns) {
+    try {
+      attributeValues({ [column.slice(5)]: 'x' })
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      return { error: `The column "${column}": ${error.message.replace(/^attributes\.[^:]*: /, '')}.` }
+    }
+  }
   for (const needed of ['name', 'phone']) {
     if (!names.includes(needed))
       return { error: `The header row has no "${needed}" column (the columns are ${COLUMNS.join(', ')}, in any order).` }
@@ -80,7 +144,7 @@ export function checkContactsCsv(text: string): Checked | { error: string } {
       bad.push({ line: record.line, reason: `${record.fields.length} fields, but the header row has ${names.length} columns` })
       continue
     }
-    const get = (column: Column) => {
+    const get = (column: Column | `attr:${string}`) => {
       const at = names.indexOf(column)
       return at < 0 ? undefined : (record.fields[at] ?? '')
     }
@@ -91,6 +155,7 @@ export function checkContactsCsv(text: string): Checked | { error: string } {
         email: get('email'),
         city: get('city'),
         tags: get('tags'),
+        attributes: Object.fromEntries(attributeColumns.map((column) => [column.slice(5), get(column as `attr:${string}`) ?? ''])),
       })
       const first = firstLineOf.get(values.phone)
       if (first !== undefined) {
@@ -153,16 +218,22 @@ export function contactPages(d: Dashboard) {
         </p>
         <PagedTable
           columns={[
-            { header: 'Name', cell: (c) => c.name },
+            { header: 'Name', cell: (c) => <a href={`${base}/contacts/${c.id}`}>{c.name}</a> },
             { header: 'Phone', cell: (c) => c.phone, class: 'nowrap' },
             { header: 'E-mail', cell: (c) => c.email ?? '', class: 'wrap' },
             { header: 'City', cell: (c) => c.city ?? '' },
             { header: 'Tags', cell: (c) => c.tags.join(', ') },
+            { header: 'Attributes', cell: (c) => attributesCell(c.attributes), class: 'wrap' },
             { header: 'Added', cell: (c) => c.created_at, class: 'nowrap', phone: false },
           ]}
           rows={list.items}
           pager={{ label: 'Pages of contacts', page: pageNumber, pages, href: link }}
         />
+        <p>
+          <a href={`${base}/contacts.csv`} download>
+            Export all contacts as CSV
+          </a>
+        </p>
         <h2>Add a contact</h2>
         <form class="stack card" method="post" action={`${base}/contacts`}>
           <Csrf session={session} />
@@ -180,6 +251,14 @@ export function contactPages(d: Dashboard) {
             maxlength={MAX_TAGS * (MAX_TAG + 2)}
             placeholder="vip, reseller"
           />
+          <Field
+            state={state}
+            form="contact"
+            name="attributes"
+            label={`Attributes (${ATTRIBUTES_HELP})`}
+            rows={3}
+            placeholder={'order_id = INV-1001\ndue_date = 5 December'}
+          />
           <button type="submit">Add contact</button>
         </form>
         <h2>Import from CSV</h2>
@@ -188,8 +267,9 @@ export function contactPages(d: Dashboard) {
           <FormToken session={session} />
           <FormProblem state={state} form="import" />
           <p class="muted">
-            A header row is required; the columns are name, phone, email, city and tags, in any order (name and phone are needed). At most{' '}
-            {MAX_IMPORT_ROWS.toLocaleString('en')} rows and 2 MB.
+            A header row is required; the columns are name, phone, email, city and tags, in any order (name and phone are needed), and
+            attr:NAME for each attribute (attr:order_id; an empty cell is none). At most {MAX_IMPORT_ROWS.toLocaleString('en')} rows and 2
+            MB. The export has these columns, so it imports again.
           </p>
           <label>
             CSV file
@@ -201,7 +281,7 @@ export function contactPages(d: Dashboard) {
             name="csv"
             label="Or paste the CSV text"
             rows={5}
-            placeholder={'name,phone,tags\nBudi,0812-3456-7890,vip'}
+            placeholder={'name,phone,tags,attr:order_id\nBudi,0812-3456-7890,vip,INV-1001'}
           />
           <fieldset>
             <legend>When some rows are bad</legend>
@@ -218,6 +298,62 @@ export function contactPages(d: Dashboard) {
         </form>
       </Layout>,
       search ? 422 : (options.status ?? 200),
+    )
+  }
+
+  /** A contact's page: its fields, and its attributes with the form that changes them. */
+  async function contactPage(scope: Scope, id: number, options: { state?: FormState; status?: number } = {}) {
+    const { session, base } = scope
+    const contact = formatTimes(await getContact(d.sql, scope.accountId, id), d.tz)
+    const entries = Object.entries(contact.attributes)
+    return respond(
+      <Layout title={titleOf(scope, `Contact ${contact.name}`)} session={session}>
+        <AccountLink scope={scope} />
+        <dl class="facts card">
+          <dt>Phone</dt>
+          <dd>{contact.phone}</dd>
+          <dt>E-mail</dt>
+          <dd>{contact.email ?? 'none'}</dd>
+          <dt>City</dt>
+          <dd>{contact.city ?? 'none'}</dd>
+          <dt>Tags</dt>
+          <dd>{contact.tags.length > 0 ? contact.tags.join(', ') : 'none'}</dd>
+          <dt>Added</dt>
+          <dd>{contact.created_at}</dd>
+        </dl>
+        <h2>Attributes</h2>
+        {entries.length === 0 ? (
+          <p class="muted" id="no-attributes">
+            No attributes yet.
+          </p>
+        ) : (
+          <PagedTable
+            columns={[
+              { header: 'Name', cell: ([key]) => key, class: 'nowrap' },
+              { header: 'Value', cell: ([, value]) => value, class: 'wrap' },
+            ]}
+            rows={entries}
+          />
+        )}
+        <form class="stack card" method="post" action={`${base}/contacts/${contact.id}/attributes`}>
+          <Csrf session={session} />
+          <FormProblem state={options.state} form="attributes" />
+          <Field
+            state={options.state}
+            form="attributes"
+            name="attributes"
+            label={`Attributes (${ATTRIBUTES_HELP}); saving replaces them all, a line removed or left without a value removes that attribute`}
+            rows={Math.min(20, Math.max(4, entries.length + 2))}
+            value={attributesText(contact.attributes)}
+            placeholder={'order_id = INV-1001\ndue_date = 5 December'}
+          />
+          <button type="submit">Save attributes</button>
+        </form>
+        <p>
+          <a href={`${base}/contacts`}>Back to the contacts</a>
+        </p>
+      </Layout>,
+      options.status ?? 200,
     )
   }
 
@@ -319,6 +455,7 @@ export function contactPages(d: Dashboard) {
                   email: field(body, 'email'),
                   city: field(body, 'city'),
                   tags: field(body, 'tags'),
+                  attributes: attributeLines(field(body, 'attributes')),
                 },
               )
               await audit(tx, {
@@ -331,9 +468,78 @@ export function contactPages(d: Dashboard) {
               return { to, notice: `Contact ${contact.name} (${contact.phone}) added.` }
             })
           },
-          (message, status, scope) => contactsPage(scope, {}, { state: formState('contact', body, COLUMNS, message), status }),
+          (message, status, scope) =>
+            contactsPage(scope, {}, { state: formState('contact', body, CONTACT_FIELDS, atAttributesField(message)), status }),
         ),
       )
+      .get(`${prefix}/contacts.csv`, async ({ request, params }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        if (scope instanceof Response) return scope
+        const contacts = await exportContacts(await scope.read(), scope.accountId)
+        const keys = [...new Set(contacts.flatMap((c) => Object.keys(c.attributes)))].sort()
+        const csv = csvText(
+          [...COLUMNS, ...keys.map((key) => `attr:${key}`)],
+          contacts.map((c) => [
+            c.name,
+            c.phone,
+            c.email,
+            c.city,
+            c.tags.join(', '),
+            ...keys.map((key) => (Object.hasOwn(c.attributes, key) ? c.attributes[key]! : null)),
+          ]),
+        )
+        return new Response(csv, {
+          headers: {
+            'content-type': 'text/csv; charset=utf-8',
+            'content-disposition': `attachment; filename="contacts-account-${scope.accountId}.csv"`,
+            'cache-control': 'no-store',
+            'x-content-type-options': 'nosniff',
+          },
+        })
+      })
+      .get(`${prefix}/contacts/:contact`, async ({ request, params }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        if (scope instanceof Response) return scope
+        const id = idParam(params.contact)
+        if (id === null) return notFound(scope.session)
+        return orError(
+          () => contactPage(scope, id),
+          () => notFound(scope.session),
+        )
+      })
+      .post(`${prefix}/contacts/:contact/attributes`, ({ request, body, params, server }) => {
+        const id = idParam(params.contact)
+        return d.formAction(
+          request,
+          body,
+          inScope(d, request, accountOf(params)),
+          async (scope) => {
+            if (id === null) return notFound(scope.session)
+            const contact = await d.sql.begin(async (tx) => {
+              const changed = await changeContactAttributes(tx, scope.accountId, id, attributeLines(field(body, 'attributes')), {
+                replace: true,
+              })
+              await audit(tx, {
+                user: scope.session.user,
+                address: d.addressOf(request, server),
+                accountId: scope.accountId,
+                action: 'contact attributes changed',
+                detail: { contact_id: changed.id, keys: Object.keys(changed.attributes) },
+              })
+              return changed
+            })
+            const n = Object.keys(contact.attributes).length
+            return d.finish(scope.session, {
+              to: `${scope.base}/contacts/${contact.id}`,
+              notice: `Attributes of ${contact.name} saved: ${n === 1 ? '1 attribute' : `${n} attributes`}.`,
+            })
+          },
+          (message, status, scope) =>
+            status === 404 || id === null
+              ? notFound(scope.session)
+              : contactPage(scope, id, { state: formState('attributes', body, ['attributes'], atAttributesField(message)), status }),
+        )
+      })
       .get(`${prefix}/contacts/import`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope

@@ -1,4 +1,5 @@
-// Contacts of an account: one per normalised phone, searchable by name, phone and e-mail.
+// Contacts of an account: one per normalised phone, searchable by name, phone and e-mail, each with
+// its own attributes (text to text: what an integrator keeps per customer for its templates).
 
 import { transaction, type Db, type ListStatements, type Sql } from '../../db/client'
 import type { Principal } from '../../http/auth'
@@ -12,9 +13,30 @@ export const MAX_EMAIL = 254
 export const MAX_TAGS = 50
 export const MAX_TAG = 100
 export const MAX_SEARCH = 200
+export const MAX_ATTRIBUTES = 50
+export const MAX_ATTRIBUTE_KEY = 64
+export const MAX_ATTRIBUTE_VALUE = 1024
 const EMAIL = /^[^\s@]+@[^\s@.]+(\.[^\s@.]+)+$/
+const ATTRIBUTE_KEY = /^[A-Za-z0-9_]+$/
 
-type ContactRow = { id: number; name: string; phone: string; email: string | null; city: string | null; tags: string[]; created_at: Date }
+/** A contact's own values: key (letters, digits, underscores) to text. */
+export type Attributes = Record<string, string>
+
+type ContactRow = {
+  id: number
+  name: string
+  phone: string
+  email: string | null
+  city: string | null
+  tags: string[]
+  attributes: Attributes
+  created_at: Date
+}
+const COLUMNS = 'id, name, phone, email, city, tags, attributes, created_at'
+
+/** Attributes with their keys in order (jsonb keeps them shortest first). */
+const sortedAttributes = (attributes: Attributes): Attributes =>
+  Object.fromEntries(Object.entries(attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
 
 const contactView = (row: ContactRow) => ({
   id: row.id,
@@ -23,8 +45,42 @@ const contactView = (row: ContactRow) => ({
   email: row.email,
   city: row.city,
   tags: row.tags,
+  attributes: sortedAttributes(row.attributes),
   created_at: row.created_at,
 })
+
+/** A key as a message names it: as it is when it is a key, else quoted (and cut when long). */
+const keyName = (key: string) =>
+  ATTRIBUTE_KEY.test(key) && key.length <= MAX_ATTRIBUTE_KEY
+    ? key
+    : JSON.stringify(key.length > MAX_ATTRIBUTE_KEY ? `${key.slice(0, MAX_ATTRIBUTE_KEY)}…` : key)
+
+/**
+ * Attributes checked, applied over `base` (none, or a contact's own for a change): a value of null or
+ * "" removes the key, any other replaces it. A 422 (ApiError) names the first bad key: `attributes.KEY: ...`.
+ * Built in a Map, so a key such as `__proto__` or `constructor` is a key like any other.
+ */
+export function attributeValues(input: Record<string, string | null> | undefined, base: Attributes = {}, field = 'attributes'): Attributes {
+  const out = new Map(Object.entries(base))
+  for (const [key, value] of Object.entries(input ?? {})) {
+    const at = `${field}.${keyName(key)}`
+    if (key === '') throw badValue(`${field}."": a key must not be empty`)
+    if (key.length > MAX_ATTRIBUTE_KEY) throw badValue(`${at}: a key must be at most ${MAX_ATTRIBUTE_KEY} characters`)
+    if (!ATTRIBUTE_KEY.test(key)) throw badValue(`${at}: a key is made of letters, digits and underscores`)
+    if (value === null || value === '') {
+      out.delete(key)
+      continue
+    }
+    if (typeof value !== 'string') throw badValue(`${at}: must be a string`)
+    if (value.length > MAX_ATTRIBUTE_VALUE) throw badValue(`${at}: must be at most ${MAX_ATTRIBUTE_VALUE} characters`)
+    if (value.includes('\0')) throw badValue(`${at}: must not contain the NUL character`)
+    out.set(key, value)
+    if (out.size > MAX_ATTRIBUTES) throw badValue(`${at}: a contact has at most ${MAX_ATTRIBUTES} attributes`)
+  }
+  return Object.fromEntries(out)
+}
+
+const jsonOf = (attributes: Attributes) => JSON.stringify(attributes)
 
 function requireText(value: string, field: string): string {
   const trimmed = value.trim()
@@ -100,7 +156,7 @@ export function contactListStatements(accountId: number, search: string | undefi
   const params = [accountId, ...cond.params]
   return {
     rows: {
-      text: `select id, name, phone, email, city, tags, created_at from contacts ${where}
+      text: `select ${COLUMNS} from contacts ${where}
      order by created_at desc, id desc limit $${n} offset $${n + 1}`,
       params: [...params, p.limit, p.offset],
     },
@@ -119,7 +175,14 @@ export async function listContacts(sql: Sql, principal: Principal, p: Page, sear
   return pageOf(rows.map(contactView), count!.n, p)
 }
 
-export type ContactValues = { name: string; phone: string; email: string | null; city: string | null; tags: string[] }
+export type ContactValues = {
+  name: string
+  phone: string
+  email: string | null
+  city: string | null
+  tags: string[]
+  attributes: Attributes
+}
 
 /** A contact's fields checked and normalised, or a 422 (ApiError) naming the first bad one. */
 export function contactValues(input: CreateContactBody): ContactValues {
@@ -129,16 +192,17 @@ export function contactValues(input: CreateContactBody): ContactValues {
     email: optionalEmail(input.email),
     city: optionalText(input.city, 'city'),
     tags: parseTags(input.tags),
+    attributes: attributeValues(input.attributes),
   }
 }
 
 export async function createContact(sql: Db, principal: Principal, input: CreateContactBody) {
-  const { name, phone, email, city, tags } = contactValues(input)
+  const { name, phone, email, city, tags, attributes } = contactValues(input)
   try {
     const [row] = await sql<ContactRow[]>`
-      insert into contacts (account_id, name, phone, email, city, tags)
-      values (${principal.accountId}, ${name}, ${phone}, ${email}, ${city}, ${sql.array(tags)}::text[])
-      returning id, name, phone, email, city, tags, created_at`
+      insert into contacts (account_id, name, phone, email, city, tags, attributes)
+      values (${principal.accountId}, ${name}, ${phone}, ${email}, ${city}, ${sql.array(tags)}::text[], ${jsonOf(attributes)}::text::jsonb)
+      returning ${sql.unsafe(COLUMNS)}`
     return contactView(row!)
   } catch (error) {
     // The unique constraint decides, so two concurrent creates of one number cannot both win.
@@ -148,6 +212,47 @@ export async function createContact(sql: Db, principal: Principal, input: Create
     }
     throw error
   }
+}
+
+const contactNotFound = (id: number) => new ApiError('NOT_FOUND', `contact ${id} not found`)
+const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0
+
+/** One contact of the account; another account's is 404 `NOT_FOUND`, like one that does not exist. */
+export async function getContact(sql: Db, accountId: number, id: number) {
+  if (!isRowId(id)) throw contactNotFound(id)
+  const [row] = await sql<ContactRow[]>`select ${sql.unsafe(COLUMNS)} from contacts where id = ${id} and account_id = ${accountId}`
+  if (!row) throw contactNotFound(id)
+  return contactView(row)
+}
+
+/**
+ * Changes a contact's attributes as a JSON merge patch does: each key given is set, or removed by null
+ * or ""; the others stay (with `replace`, the ones given are all it keeps: the dashboard's form). Under
+ * the row's lock, so two concurrent changes both count.
+ */
+export async function changeContactAttributes(
+  db: Db,
+  accountId: number,
+  id: number,
+  change: Record<string, string | null>,
+  options: { replace?: boolean } = {},
+) {
+  if (!isRowId(id)) throw contactNotFound(id)
+  return transaction(db, async (tx) => {
+    const [row] = await tx<{ attributes: Attributes }[]>`
+      select attributes from contacts where id = ${id} and account_id = ${accountId} for update`
+    if (!row) throw contactNotFound(id)
+    const attributes = attributeValues(change, options.replace ? {} : row.attributes)
+    const [changed] = await tx<ContactRow[]>`
+      update contacts set attributes = ${jsonOf(attributes)}::text::jsonb where id = ${id} returning ${tx.unsafe(COLUMNS)}`
+    return contactView(changed!)
+  })
+}
+
+/** Every contact of the account, oldest first (the dashboard's CSV export). */
+export async function exportContacts(sql: Db, accountId: number) {
+  const rows = await sql<ContactRow[]>`select ${sql.unsafe(COLUMNS)} from contacts where account_id = ${accountId} order by id`
+  return rows.map(contactView)
 }
 
 const duplicateOf = (phone: string) => `phone: a contact with ${phone} already exists`
@@ -183,12 +288,13 @@ export async function importContacts(
       const inserted = new Set(
         (
           await tx<{ phone: string }[]>`
-            insert into contacts (account_id, name, phone, email, city, tags)
+            insert into contacts (account_id, name, phone, email, city, tags, attributes)
             select ${accountId}, v.name, v.phone, v.email, v.city,
-              coalesce((select array_agg(t) from json_array_elements_text(v.tags::json) as t), '{}')
+              coalesce((select array_agg(t) from json_array_elements_text(v.tags::json) as t), '{}'), v.attributes::jsonb
             from unnest(${v.map((c) => c.name)}::text[], ${v.map((c) => c.phone)}::text[], ${v.map((c) => c.email) as string[]}::text[],
-                        ${v.map((c) => c.city) as string[]}::text[], ${v.map((c) => JSON.stringify(c.tags))}::text[])
-              as v(name, phone, email, city, tags)
+                        ${v.map((c) => c.city) as string[]}::text[], ${v.map((c) => JSON.stringify(c.tags))}::text[],
+                        ${v.map((c) => jsonOf(c.attributes))}::text[])
+              as v(name, phone, email, city, tags, attributes)
             on conflict (account_id, phone) do nothing
             returning phone`
         ).map((r) => r.phone),

@@ -297,3 +297,28 @@ export async function templateHistory(sql: Db, id: number): Promise<HistoryRow[]
   return sql<HistoryRow[]>`
     select field, old_value, new_value, reason, source, happened_at from wa_template_changes where template_id = ${id} order by id`
 }
+
+/**
+ * Replaces template `id`'s definition (its components and parameter format) with the provider's, as a
+ * sync reads it after an edit made at the provider; records a `components` change. False when nothing
+ * changed or there is no such template.
+ */
+export async function replaceDefinition(
+  tx: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  id: number,
+  components: Record<string, unknown>[],
+  parameterFormat: 'positional' | 'named',
+  source: ChangeSource,
+): Promise<boolean> {
+  const now = nowOf(tx, clock)
+  const [row] = await tx<{ id: number }[]>`
+    update wa_templates set components = ${tx.json(components as never)}, parameter_format = ${parameterFormat}, updated_at = ${now}
+    where id = ${id} and (components <> ${tx.json(components as never)} or parameter_format <> ${parameterFormat})
+    returning id`
+  if (!row) return false
+  await tx`
+    insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at)
+    values (${id}, 'components', null, null, null, ${source}, ${now})`
+  return true
+}

@@ -6,6 +6,7 @@ import { createMeta } from './send'
 import { META_VARIABLES, readMetaSettings } from './settings'
 import { metaWebhookCallbacks } from './webhook'
 import { metaSenders } from './senders'
+import { metaTemplates } from './templates'
 
 export { META_WEBHOOK_PATH, metaSignature } from './webhook'
 
@@ -16,6 +17,7 @@ export const meta = defineProvider({
   create: createMeta,
   callbacks: metaWebhookCallbacks,
   senders: metaSenders,
+  waTemplates: metaTemplates,
   // Meta's documented defaults: 80 messages/s per business phone number (1,000 after an upgrade) and
   // about one message every 6 s to one user (the pair rate; error 131056 beyond it).
   pace: {

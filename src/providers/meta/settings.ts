@@ -28,7 +28,7 @@ export const META_VARIABLES = {
   META_BUSINESS_ACCOUNT_ID: {
     shown: 'unset',
     meaning:
-      "the default number's WhatsApp Business Account id (digits): its templates' webhooks (and their sync) apply to the deployment's templates",
+      "the default number's WhatsApp Business Account id (digits): its templates sync and submit there, and its templates' webhooks apply to the deployment's templates",
   },
   // Graph API v27.0 (released 2026-11-04). Meta keeps a version about two years; moving on is this
   // one variable (README, "Graph API versions").

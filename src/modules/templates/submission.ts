@@ -1,0 +1,269 @@
+// A sender's WhatsApp templates in the admin API (issue 30): listing them, one with its history,
+// creating one (the Cloud API's template JSON as given: validated, submitted to the provider when the
+// sender's provider keeps templates of its own, then stored `pending`), and syncing them from the
+// provider (every template of the sender's WhatsApp Business Account, upserted by name and language:
+// a change of status, category or quality is recorded with source `sync`). Sender 0 is the
+// deployment's default sender (the environment's PROVIDER settings; a Meta default sender reaches its
+// templates with META_BUSINESS_ACCOUNT_ID). The rows are catalog.ts's; the provider's calls are its
+// plugin's (providers/<name>/templates.ts).
+
+import type { Sql } from '../../db/client'
+import { transaction } from '../../db/client'
+import type { Config } from '../../config'
+import type { Clock } from '../../lib/clock'
+import type { SecretBox } from '../../lib/secrets'
+import { ApiError, badValue } from '../../http/errors'
+import { waTemplatesOf } from '../../providers/registry'
+import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
+import { openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
+import {
+  changeTemplate,
+  findTemplate,
+  getTemplateRow,
+  insertTemplate,
+  replaceDefinition,
+  statusOfMeta,
+  templateHistory,
+  templatesOfSender,
+  TEMPLATE_CATEGORIES,
+  TEMPLATE_QUALITIES,
+  type TemplateCategory,
+  type TemplateQuality,
+  type WaTemplate,
+} from './catalog'
+import { definitionOf } from './components'
+
+export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
+
+/** A sender as its templates need it: its id (null: the deployment's), provider and settings. */
+export type TemplateSender = { id: number | null; provider: string; settings: unknown; label: string }
+
+/** The sender `id` of an admin path (0: the deployment's default sender), with its opened settings. */
+export async function templateSender(ctx: SubmissionContext, id: number): Promise<TemplateSender> {
+  const environments = ctx.config.providers as Record<string, unknown>
+  if (id === 0) {
+    return {
+      id: null,
+      provider: ctx.config.provider,
+      settings: environments[ctx.config.provider],
+      label: "the deployment's default sender",
+    }
+  }
+  const row = await senderRow(ctx.sql, id)
+  let fields: Record<string, string>
+  try {
+    fields = await openFields(ctx.secrets, row)
+  } catch (error) {
+    throw badValue(`sender ${id}'s ${whyNotOpen(error)}`)
+  }
+  const settings = supportOf(row.provider).settingsOf(fields, row.number, environments[row.provider])
+  return { id: row.id, provider: row.provider, settings, label: `sender ${row.id}` }
+}
+
+/** The provider's template support for the sender, or why its templates cannot be reached (422). */
+function reachable(sender: TemplateSender): WaTemplateSupport<unknown> {
+  const support = waTemplatesOf(sender.provider)
+  if (!support) {
+    throw badValue(
+      sender.provider === 'simulator'
+        ? `${sender.label} (simulator) keeps its templates here only: there is nothing to sync`
+        : `${sender.label} (${sender.provider}): syncing templates from ${sender.provider} is not supported yet`,
+    )
+  }
+  const why = support.unreachable(sender.settings)
+  if (why) throw badValue(`${sender.label} (${sender.provider}) cannot reach its templates: ${why}`)
+  return support
+}
+
+/** A category as stored, from the provider's word (MARKETING), or null for one the service does not know. */
+const categoryOf = (word: string): TemplateCategory | null => {
+  const w = word.trim().toLowerCase()
+  return (TEMPLATE_CATEGORIES as readonly string[]).includes(w) ? (w as TemplateCategory) : null
+}
+const qualityOf = (word: string | null): TemplateQuality | undefined => {
+  const w = word?.trim().toLowerCase()
+  return w && (TEMPLATE_QUALITIES as readonly string[]).includes(w) ? (w as TemplateQuality) : undefined
+}
+const formatOf = (word: string | null): 'positional' | 'named' => (word?.toUpperCase() === 'NAMED' ? 'named' : 'positional')
+
+export type SyncResult = {
+  sender_id: number
+  provider: string
+  /** Templates the provider listed. */
+  listed: number
+  /** New here. */
+  created: number
+  /** Known here, with a status, category, quality or definition that changed. */
+  changed: number
+  unchanged: number
+  /** Known here but no longer listed: now `deleted`. */
+  gone: number
+  /** Listed, not taken: why (a category or status the service does not know). */
+  skipped: { name: string; language: string; why: string }[]
+}
+
+/** Why a listed template cannot be stored, or null. */
+function unfit(t: ListedTemplate): string | null {
+  if (!categoryOf(t.category)) return `category "${t.category}" is not marketing, utility or authentication`
+  if (!statusOfMeta(t.status)) return `status "${t.status}" is not one the service knows`
+  return null
+}
+
+const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b)
+
+/**
+ * Reads every template of the sender from its provider and brings the sender's templates here in line:
+ * a new one is stored, a known one (same name and language) takes the provider's status, reason,
+ * category, quality, id and definition (each real change recorded, source `sync`), and one no longer
+ * listed becomes `deleted`. Nothing changes when the listing fails (502).
+ */
+export async function syncTemplates(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
+  const sender = await templateSender(ctx, senderId)
+  const support = reachable(sender)
+  const listing = await support.list(sender.settings, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
+  if (!listing.ok) throw new ApiError('BAD_GATEWAY', `${sender.provider} did not list the templates of ${sender.label}: ${listing.detail}`)
+  const result: SyncResult = {
+    sender_id: senderId,
+    provider: sender.provider,
+    listed: listing.templates.length,
+    created: 0,
+    changed: 0,
+    unchanged: 0,
+    gone: 0,
+    skipped: [],
+  }
+  const seen = new Set<string>()
+  for (const listed of listing.templates) {
+    const why = unfit(listed)
+    if (why) {
+      result.skipped.push({ name: listed.name, language: listed.language, why })
+      continue
+    }
+    seen.add(`${listed.name}\u0000${listed.language}`)
+    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, sender, listed))
+    result[outcome]++
+  }
+  for (const known of await templatesOfSender(ctx.sql, sender.id)) {
+    if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
+    if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
+    await transaction(ctx.sql, (tx) =>
+      changeTemplate(tx, ctx.clock, known.id, { status: 'deleted', reason: `no longer listed by ${sender.provider}` }, 'sync'),
+    )
+    result.gone++
+  }
+  return result
+}
+
+async function syncOne(
+  tx: Parameters<typeof insertTemplate>[0],
+  clock: Clock,
+  sender: TemplateSender,
+  listed: ListedTemplate,
+): Promise<'created' | 'changed' | 'unchanged'> {
+  const category = categoryOf(listed.category)!
+  const status = statusOfMeta(listed.status)!
+  const quality = qualityOf(listed.quality)
+  const parameterFormat = formatOf(listed.parameterFormat)
+  const known = await findTemplate(tx, sender.id, listed.name, listed.language)
+  if (!known) {
+    const inserted = await insertTemplate(
+      tx,
+      clock,
+      {
+        senderId: sender.id,
+        provider: sender.provider,
+        name: listed.name,
+        language: listed.language,
+        category,
+        parameterFormat,
+        components: listed.components,
+        status,
+        quality,
+        reason: listed.reason,
+        providerRef: listed.ref,
+      },
+      'sync',
+    )
+    // Created meanwhile (a submission, another sync): taken as known.
+    if (inserted) return 'created'
+    return syncOne(tx, clock, sender, listed)
+  }
+  const changed = await changeTemplate(
+    tx,
+    clock,
+    known.id,
+    { status, reason: listed.reason, category, quality, providerRef: listed.ref },
+    'sync',
+  )
+  const definitionChanged =
+    !sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat
+      ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
+      : false
+  return changed!.changes.length > 0 || definitionChanged ? 'changed' : 'unchanged'
+}
+
+/** The sender's templates (0: the deployment's), by name and language. */
+export async function senderTemplates(ctx: SubmissionContext, senderId: number): Promise<WaTemplate[]> {
+  if (senderId !== 0) await senderRow(ctx.sql, senderId)
+  return templatesOfSender(ctx.sql, senderId === 0 ? null : senderId)
+}
+
+/** One WhatsApp template with its history; 404 when there is none of that id. */
+export async function waTemplate(ctx: SubmissionContext, templateId: number) {
+  const template = await getTemplateRow(ctx.sql, templateId)
+  if (!template) throw new ApiError('NOT_FOUND', `WhatsApp template ${templateId} not found`)
+  return { template, history: await templateHistory(ctx.sql, templateId) }
+}
+
+/**
+ * Creates a template for the sender from the Cloud API's template JSON: checked (422 naming the part),
+ * 409 when the sender has one of that name and language, submitted to the provider when it keeps
+ * templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
+ * the status the provider answered (`pending`); a simulator sender's is stored `pending`.
+ */
+export async function createSenderTemplate(ctx: SubmissionContext, senderId: number, body: Record<string, unknown>): Promise<WaTemplate> {
+  const definition = definitionOf(body)
+  const sender = await templateSender(ctx, senderId)
+  const support = waTemplatesOf(sender.provider)
+  if (!support && sender.provider !== 'simulator') {
+    throw badValue(`${sender.label} (${sender.provider}): submitting templates to ${sender.provider} is not supported yet`)
+  }
+  if (await findTemplate(ctx.sql, sender.id, definition.name, definition.language)) {
+    throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
+  }
+  let submitted: { ref: string; status: string; category: string | null } | null = null
+  if (support) {
+    const why = support.unreachable(sender.settings)
+    if (why) throw badValue(`${sender.label} (${sender.provider}) cannot reach its templates: ${why}`)
+    const answer = await support.submit(sender.settings, body, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
+    if (!answer.ok) {
+      throw new ApiError(
+        answer.throttled ? 'SERVICE_UNAVAILABLE' : 'BAD_GATEWAY',
+        `${sender.provider} refused the template: ${answer.detail}`,
+        undefined,
+        { provider_code: answer.code },
+      )
+    }
+    submitted = answer
+  }
+  const inserted = await transaction(ctx.sql, (tx) =>
+    insertTemplate(
+      tx,
+      ctx.clock,
+      {
+        senderId: sender.id,
+        provider: sender.provider,
+        name: definition.name,
+        language: definition.language,
+        category: (submitted?.category && categoryOf(submitted.category)) || definition.category,
+        parameterFormat: definition.parameterFormat,
+        components: definition.components,
+        status: (submitted && statusOfMeta(submitted.status)) || 'pending',
+        providerRef: submitted?.ref ?? null,
+      },
+      'operator',
+    ),
+  )
+  if (!inserted) throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
+  return inserted
+}

@@ -1,0 +1,138 @@
+// A Meta sender's WhatsApp templates, in its WhatsApp Business Account (issue 30): listing them
+// (`GET {META_API_BASE}/{waba-id}/message_templates`, every page, following the `after` cursor while
+// the answer has a `paging.next`) and submitting a new one (`POST` to the same edge, the Cloud API's
+// template JSON as given; Meta answers its id, status and category). The access token goes as bearer,
+// never in a URL: the next page is asked for with the cursor, not by following Meta's `paging.next`
+// (which would carry the token). Nothing here throws; no answer carries a secret (providerText).
+
+import { errorCodeOf, failure, get, isObject, post } from '../http'
+import type { ListedTemplate, TemplateListing, TemplateSubmission, WaTemplateSupport } from '../provider'
+import { metaSecrets, type MetaSettings } from './settings'
+
+/** What the listing asks for of each template. */
+export const TEMPLATE_FIELDS = 'name,language,category,status,components,parameter_format,quality_score,rejected_reason,id'
+/** Templates per page (Meta's pages hold up to 100 or so; components make a page up to a few hundred KiB). */
+export const TEMPLATE_PAGE = 100
+/** Pages read at most: a WhatsApp Business Account holds up to 6,000 templates (names × languages). */
+const MAX_PAGES = 100
+/** A page of templates may be far bigger than a message's answer. */
+const PAGE_BYTES = 4 * 1024 * 1024
+
+const edge = (settings: MetaSettings) => `${settings.apiBase}/${encodeURIComponent(settings.businessAccountId)}/message_templates`
+
+const headersOf = (settings: MetaSettings) => ({ authorization: `Bearer ${settings.accessToken}`, accept: 'application/json' })
+
+/** Meta's error object of an answer: its code and message, or the HTTP status. */
+function refusal(status: number, answer: Record<string, unknown> | null): { code: number | null; text: string; subcode: number | null } {
+  const error = isObject(answer?.error) ? answer.error : {}
+  const data = isObject(error.error_data) ? error.error_data : {}
+  const message = typeof error.message === 'string' ? error.message : `HTTP ${status}`
+  const details = typeof data.details === 'string' && data.details !== message ? `: ${data.details}` : ''
+  const user = typeof error.error_user_msg === 'string' ? ` (${error.error_user_msg})` : ''
+  return { code: errorCodeOf(error.code), subcode: errorCodeOf(error.error_subcode), text: `${message}${details}${user}` }
+}
+
+const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v : null)
+
+/** One listed template in the provider-neutral shape, or null when it lacks what a template is. */
+function templateOf(item: unknown): ListedTemplate | null {
+  if (!isObject(item)) return null
+  const id = typeof item.id === 'number' ? String(item.id) : text(item.id)
+  const name = text(item.name)
+  const language = text(item.language)
+  if (!id || !name || !language) return null
+  const quality = isObject(item.quality_score) ? text(item.quality_score.score) : null
+  const reason = text(item.rejected_reason)
+  return {
+    ref: id,
+    name,
+    language,
+    category: text(item.category) ?? '',
+    status: text(item.status) ?? '',
+    parameterFormat: text(item.parameter_format),
+    components: Array.isArray(item.components) ? item.components.filter(isObject) : [],
+    quality,
+    reason: reason && reason.toUpperCase() !== 'NONE' ? reason : null,
+  }
+}
+
+/** Every template of the sender's WhatsApp Business Account, page after page. */
+export async function listMetaTemplates(
+  settings: MetaSettings,
+  context: { timeoutMs: number; clock: Parameters<typeof get>[1]['clock'] },
+): Promise<TemplateListing> {
+  const secrets = metaSecrets(settings)
+  const templates: ListedTemplate[] = []
+  let after: string | null = null
+  for (let page = 0; page < MAX_PAGES; page++) {
+    const query = new URLSearchParams({ fields: TEMPLATE_FIELDS, limit: String(TEMPLATE_PAGE) })
+    if (after) query.set('after', after)
+    const answer = await get(`${edge(settings)}?${query}`, {
+      headers: headersOf(settings),
+      timeoutMs: context.timeoutMs,
+      clock: context.clock,
+      maxBytes: PAGE_BYTES,
+    })
+    if (!answer.ok) {
+      const why = answer.reason === 'timeout' ? 'Meta did not answer in time' : `could not reach Meta${answer.hint}`
+      return { ok: false, detail: failure(secrets, null, why).errorMessage }
+    }
+    if (answer.status !== 200 || !answer.answer || !Array.isArray(answer.answer.data)) {
+      const { code, text } = refusal(answer.status, answer.answer)
+      const said = answer.status === 200 ? 'an answer without its templates (data)' : text
+      return { ok: false, detail: failure(secrets, code, `Meta answered HTTP ${answer.status}: ${said}`).errorMessage }
+    }
+    for (const item of answer.answer.data) {
+      const template = templateOf(item)
+      if (template) templates.push(template)
+    }
+    const paging = isObject(answer.answer.paging) ? answer.answer.paging : {}
+    const cursors = isObject(paging.cursors) ? paging.cursors : {}
+    const next = text(cursors.after)
+    // Meta gives `paging.next` only while a page follows; the cursor alone is there on the last page too.
+    if (!text(paging.next) || !next || next === after) return { ok: true, templates }
+    after = next
+  }
+  return { ok: false, detail: `more than ${MAX_PAGES} pages of ${TEMPLATE_PAGE} templates: not read` }
+}
+
+/** Submits a template to the sender's WhatsApp Business Account for approval. */
+export async function submitMetaTemplate(
+  settings: MetaSettings,
+  definition: Record<string, unknown>,
+  context: { timeoutMs: number; clock: Parameters<typeof post>[1]['clock'] },
+): Promise<TemplateSubmission> {
+  const secrets = metaSecrets(settings)
+  const answer = await post(edge(settings), {
+    headers: { ...headersOf(settings), 'content-type': 'application/json' },
+    body: JSON.stringify(definition),
+    timeoutMs: context.timeoutMs,
+    clock: context.clock,
+  })
+  if (!answer.ok) {
+    const why = answer.reason === 'timeout' ? 'Meta did not answer in time' : `could not reach Meta${answer.hint}`
+    return { ok: false, code: null, detail: failure(secrets, null, why).errorMessage, throttled: false }
+  }
+  const body = answer.answer
+  const id = body && (typeof body.id === 'number' ? String(body.id) : text(body.id))
+  if (answer.status === 200 && body && id) {
+    return { ok: true, ref: id, status: text(body.status) ?? 'PENDING', category: text(body.category) }
+  }
+  const { code, text: said } = refusal(answer.status, body)
+  return {
+    ok: false,
+    code,
+    detail: failure(secrets, code, `Meta answered HTTP ${answer.status}: ${said}`).errorMessage,
+    // Graph's "Application request limit reached" (4), or HTTP 429 whatever the code: try again later.
+    throttled: answer.status === 429 || code === 4,
+  }
+}
+
+export const metaTemplates: WaTemplateSupport<MetaSettings> = {
+  unreachable: (settings) =>
+    settings.businessAccountId
+      ? null
+      : "it has no WhatsApp Business Account id (a Meta sender's business_account_id; the default sender's META_BUSINESS_ACCOUNT_ID)",
+  list: listMetaTemplates,
+  submit: submitMetaTemplate,
+}
