@@ -449,3 +449,37 @@ describe("the fake Graph API's template webhooks", () => {
     ])
   })
 })
+
+describe('sync', () => {
+  // Last: a sync of Meta A's account marks every template of the sender it does not list as deleted.
+  test('a sync that finds a template changed (or gone) announces it like a webhook, with source sync', async () => {
+    graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+    const fakeTemplate = graph.template(WABA_A, {
+      name: 'synced_change',
+      language: 'id',
+      category: 'UTILITY',
+      status: 'APPROVED',
+      components: [{ type: 'BODY', text: 'Tagihan {{1}} jatuh tempo', example: { body_text: [['INV-1001']] } }],
+      quality_score: { score: 'GREEN' },
+    })
+    expect((await t.admin('POST', `/senders/${ids.metaA}/templates/sync`)).status).toBe(200)
+    const [synced] = await t.db.sql<{ id: number }[]>`
+      select id from wa_templates where sender_id = ${ids.metaA} and name = 'synced_change'`
+    const stored = (await getTemplateRow(t.db.sql, Number(synced!.id)))!
+    expect(await eventsOf(shopA, stored)).toEqual([])
+    fakeTemplate.status = 'PAUSED'
+    expect((await t.admin('POST', `/senders/${ids.metaA}/templates/sync`)).status).toBe(200)
+    expect((await row(stored)).status).toBe('paused')
+    expect(await history(stored)).toEqual([['status', 'approved', 'paused', 'sync']])
+    expect((await eventsOf(shopA, stored)).map((e) => [e.data.field, e.data.old, e.data.new])).toEqual([['status', 'approved', 'paused']])
+    expect(await eventsOf(shopB, stored)).toEqual([])
+    // A template the account no longer lists is deleted, and that is announced too.
+    const gone = (
+      await t.db.sql<{ id: number }[]>`
+      select id from wa_templates where sender_id = ${ids.metaA} and name = 'delivery_eta'`
+    )[0]!
+    const goneRow = (await getTemplateRow(t.db.sql, Number(gone.id)))!
+    expect(goneRow.status).toBe('deleted')
+    expect((await eventsOf(shopA, goneRow)).at(-1)!.data).toMatchObject({ field: 'status', new: 'deleted' })
+  })
+})

@@ -2,7 +2,8 @@
 // creating one (the Cloud API's template JSON as given: validated, submitted to the provider when the
 // sender's provider keeps templates of its own, then stored `pending`), and syncing them from the
 // provider (every template of the sender's WhatsApp Business Account, upserted by name and language:
-// a change of status, category or quality is recorded with source `sync`). Sender 0 is the
+// a change of status, category or quality is recorded with source `sync` and announced as
+// `template.status_changed`, events.ts). Sender 0 is the
 // deployment's default sender (the environment's PROVIDER settings; a Meta default sender reaches its
 // templates with META_BUSINESS_ACCOUNT_ID). The rows are catalog.ts's; the provider's calls are its
 // plugin's (providers/<name>/templates.ts).
@@ -17,7 +18,6 @@ import { waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
 import { openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
 import {
-  changeTemplate,
   findTemplate,
   getTemplateRow,
   insertTemplate,
@@ -32,6 +32,7 @@ import {
   type WaTemplate,
 } from './catalog'
 import { definitionOf } from './components'
+import { changeAndAnnounce } from './events'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -140,14 +141,20 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
       continue
     }
     seen.add(`${listed.name}\u0000${listed.language}`)
-    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, sender, listed))
+    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed))
     result[outcome]++
   }
   for (const known of await templatesOfSender(ctx.sql, sender.id)) {
     if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
     if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
     await transaction(ctx.sql, (tx) =>
-      changeTemplate(tx, ctx.clock, known.id, { status: 'deleted', reason: `no longer listed by ${sender.provider}` }, 'sync'),
+      changeAndAnnounce(
+        tx,
+        { clock: ctx.clock, timezone: ctx.config.timezone },
+        known.id,
+        { status: 'deleted', reason: `no longer listed by ${sender.provider}` },
+        'sync',
+      ),
     )
     result.gone++
   }
@@ -157,6 +164,7 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
 async function syncOne(
   tx: Parameters<typeof insertTemplate>[0],
   clock: Clock,
+  timezone: string,
   sender: TemplateSender,
   listed: ListedTemplate,
 ): Promise<'created' | 'changed' | 'unchanged'> {
@@ -186,11 +194,11 @@ async function syncOne(
     )
     // Created meanwhile (a submission, another sync): taken as known.
     if (inserted) return 'created'
-    return syncOne(tx, clock, sender, listed)
+    return syncOne(tx, clock, timezone, sender, listed)
   }
-  const changed = await changeTemplate(
+  const changed = await changeAndAnnounce(
     tx,
-    clock,
+    { clock, timezone },
     known.id,
     { status, reason: listed.reason, category, quality, providerRef: listed.ref },
     'sync',
