@@ -2,7 +2,8 @@
 // creating one (the Cloud API's template JSON as given: validated, submitted to the provider when the
 // sender's provider keeps templates of its own, then stored `pending`), and syncing them from the
 // provider (every template of the sender's WhatsApp Business Account, upserted by name and language:
-// a change of status, category or quality is recorded with source `sync`). Sender 0 is the
+// a change of status, category or quality is recorded with source `sync` and announced as
+// `template.status_changed`, events.ts). Sender 0 is the
 // deployment's default sender (the environment's PROVIDER settings; a Meta default sender reaches its
 // templates with META_BUSINESS_ACCOUNT_ID). The rows are catalog.ts's; the provider's calls are its
 // plugin's (providers/<name>/templates.ts).
@@ -17,7 +18,6 @@ import { PROVIDER_NAMES, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
 import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
 import {
-  changeTemplate,
   findTemplate,
   getTemplateRow,
   insertTemplate,
@@ -32,7 +32,7 @@ import {
   type WaTemplate,
 } from './catalog'
 import { definitionOf } from './components'
-import { announceTemplateChanges } from './events'
+import { changeAndAnnounce } from './events'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -148,16 +148,15 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
   for (const known of await templatesOfSender(ctx.sql, sender.id)) {
     if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
     if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
-    await transaction(ctx.sql, async (tx) => {
-      const gone = await changeTemplate(
+    await transaction(ctx.sql, (tx) =>
+      changeAndAnnounce(
         tx,
-        ctx.clock,
+        { clock: ctx.clock, timezone: ctx.config.timezone },
         known.id,
         { status: 'deleted', reason: `no longer listed by ${sender.provider}` },
         'sync',
-      )
-      if (gone) await announceTemplateChanges(tx, ctx.config.timezone, gone.template, gone.changes, ctx.clock)
-    })
+      ),
+    )
     result.gone++
   }
   return result
@@ -198,15 +197,14 @@ async function syncOne(
     if (inserted) return 'created'
     return syncOne(tx, clock, timezone, sender, listed)
   }
-  const changed = await changeTemplate(
+  // Announced in this transaction, as a webhook's change is (template.status_changed).
+  const changed = await changeAndAnnounce(
     tx,
-    clock,
+    { clock, timezone },
     known.id,
     { status, reason: listed.reason, category, quality, providerRef: listed.ref },
     'sync',
   )
-  // Announced in this transaction, as a webhook's change is (template.status_changed).
-  await announceTemplateChanges(tx, timezone, changed!.template, changed!.changes, clock)
   const definitionChanged =
     !sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat
       ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
