@@ -150,4 +150,30 @@ describe("a Twilio template's send fills every Content variable", () => {
     expect(JSON.parse(lastForm().get('ContentVariables')!)).toEqual({ '1': 'A-1001', '2': 'Friday', '3': 'A-1001' })
     expect(twilio.requests.at(-1)!.status).toBe(201)
   })
+
+  test("a media template: the Content template's own media, which the send does not name", async () => {
+    const sid = twilio.content(
+      TWILIO_A.credentials.account_sid,
+      {
+        friendly_name: 'receipt',
+        language: 'en',
+        variables: { '1': 'Ana' },
+        types: { 'twilio/media': { body: 'Thanks {{1}}, your receipt.', media: ['https://cdn.example.com/receipt.pdf'] } },
+      },
+      { name: 'receipt_doc', status: 'approved' },
+    )
+    const fromTwilio = await listed('receipt_doc')
+    const tpl = await store(fromTwilio.name, fromTwilio.components, fromTwilio.ref)
+    const { key } = await account()
+    expect((await t.api('GET', `/templates/${tpl.id}`, key)).body.data.parameters).toEqual({
+      body: [{ key: '1', example: 'Ana' }],
+      header: null,
+      buttons: [],
+    })
+    const answer = await t.api('POST', '/messages/send', key, { to: '081234567892', template_id: tpl.id, variables: { '1': 'Budi' } })
+    expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200 })
+    const form = lastForm()
+    expect([form.get('ContentSid'), JSON.parse(form.get('ContentVariables')!), form.has('MediaUrl')]).toEqual([sid, { '1': 'Budi' }, false])
+    expect(twilio.requests.at(-1)!.status).toBe(201)
+  })
 })

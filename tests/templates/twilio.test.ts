@@ -236,13 +236,20 @@ describe('listing: every page of ContentAndApprovals, mapped onto the Cloud API'
       type: 'HEADER',
       format: 'DOCUMENT',
       example: { header_handle: ['https://cdn.example.com/receipt.pdf'] },
+      twilio_media: 'https://cdn.example.com/receipt.pdf',
     })
-    expect(parametersOf(receipt).header).toEqual({ type: 'document', example: 'https://cdn.example.com/receipt.pdf' })
+    // The Content template's own media: a send names none.
+    expect(parametersOf(receipt)).toEqual({ body: [{ key: '1', example: 'Ana' }], header: null, buttons: [] })
 
     const offer = byName(templates, 'offer')
     expect(offer.category).toBe('MARKETING')
     expect(offer.components).toEqual([
-      { type: 'HEADER', format: 'IMAGE', example: { header_handle: ['https://cdn.example.com/offer.jpg'] } },
+      {
+        type: 'HEADER',
+        format: 'IMAGE',
+        example: { header_handle: ['https://cdn.example.com/offer.jpg'] },
+        twilio_media: 'https://cdn.example.com/offer.jpg',
+      },
       { type: 'BODY', text: 'Hello {{1}}, a gift for you', example: { body_text: [['Ana']] } },
       { type: 'FOOTER', text: 'Until Sunday' },
       {

@@ -146,7 +146,8 @@ export function componentsOfContent(
   const t = types[type] as Record<string, unknown>
   const components: Record<string, unknown>[] = []
   const media = Array.isArray(t.media) ? text(t.media[0]) : null
-  const header = media ? { type: 'HEADER', format: mediaFormat(media), example: { header_handle: [media] } } : null
+  // The media is the Content template's own (`twilio_media`): a send names none, unless its URL has a variable.
+  const header = media ? { type: 'HEADER', format: mediaFormat(media), example: { header_handle: [media] }, twilio_media: media } : null
   const buttons = (list: Record<string, unknown>[]) => (list.length > 0 ? [{ type: 'BUTTONS', buttons: list }] : [])
   switch (type) {
     case 'whatsapp/authentication': {
