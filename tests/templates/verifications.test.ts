@@ -106,7 +106,8 @@ describe('a verification', () => {
     await t.api('POST', '/webhook', key, { url: 'http://127.0.0.1:9/hooks', events: ['verification.approved'] })
     const to = newNumber()
     const answer = await start(key, to)
-    expect({ status: answer.status, body: answer.body }).toMatchObject({
+    const sid = answer.body.data?.message_sid
+    expect({ status: answer.status, body: structuredClone(answer.body) }).toMatchObject({
       status: 201,
       body: {
         success: true,
@@ -132,6 +133,16 @@ describe('a verification', () => {
     })
     expect(await money(t, accountId)).toEqual({ balance: 99, ledgerSum: 99 })
 
+    // Only a salted hash of the code is kept: the message it went in shows it masked.
+    const shown = await t.api('GET', `/messages/${sid}`, key)
+    expect({ status: shown.status, data: shown.body.data ?? shown.body }).toMatchObject({
+      status: 200,
+      data: {
+        body: `*${'*'.repeat(6)}* is your verification code.`,
+        provider_template: { provider: 'meta', ref: otp.name, variables: ['******'] },
+      },
+    })
+    expect(JSON.stringify(shown.body.data)).not.toContain(code)
     // Only a salted hash of the code is kept.
     const [row] = await t.db.sql<{ code_hash: string; code_salt: string }[]>`
       select code_hash, code_salt from verifications where id = ${answer.body.data.id}`
@@ -149,7 +160,7 @@ describe('a verification', () => {
     const events = await t.db.sql<{ payload: string }[]>`
       select payload from webhook_events where api_key_id = ${keyId} and event = 'verification.approved'`
     expect(events.map((e) => JSON.parse(e.payload).data)).toEqual([
-      { verification_id: answer.body.data.id, to: international(to), template_id: otp.id, message_sid: answer.body.data.message_sid },
+      { verification_id: answer.body.data.id, to: international(to), template_id: otp.id, message_sid: sid },
     ])
     expect((await t.api('GET', `/verifications/${answer.body.data.id}`, key)).body.data).toMatchObject({ status: 'approved' })
   })
