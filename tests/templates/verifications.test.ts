@@ -246,6 +246,15 @@ describe('limits and refusals', () => {
     expect((await start(key, to)).status).toBe(201)
   })
 
+  test('concurrent starts for one number cannot pass its limit together', async () => {
+    const { accountId, key } = await account()
+    const to = newNumber()
+    const answers = await Promise.all(Array.from({ length: 5 }, () => start(key, to)))
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 429, 429])
+    expect(sent()).toHaveLength(3)
+    expect(await money(t, accountId)).toEqual({ balance: 97, ledgerSum: 97 })
+  })
+
   test('no approved authentication template, or one that cannot carry a code: 422 naming template_id, nothing charged', async () => {
     const sim = await createSender(t, 'simulator', { number: '+6281100000088', credentials: {} }, { recipient_gap_ms: 0 })
     const bare = await t.account(10)
