@@ -14,9 +14,9 @@ import type { Config } from '../../config'
 import type { Clock } from '../../lib/clock'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
-import { waTemplatesOf } from '../../providers/registry'
+import { PROVIDER_NAMES, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
-import { openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
+import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
 import {
   findTemplate,
   getTemplateRow,
@@ -116,7 +116,8 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * Reads every template of the sender from its provider and brings the sender's templates here in line:
  * a new one is stored, a known one (same name and language) takes the provider's status, reason,
  * category, quality, id and definition (each real change recorded, source `sync`), and one no longer
- * listed becomes `deleted`. Nothing changes when the listing fails (502).
+ * listed becomes `deleted`. Each change of status, category or quality is announced
+ * (`template.status_changed`) in its transaction. Nothing changes when the listing fails (502).
  */
 export async function syncTemplates(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
   const sender = await templateSender(ctx, senderId)
@@ -196,6 +197,7 @@ async function syncOne(
     if (inserted) return 'created'
     return syncOne(tx, clock, timezone, sender, listed)
   }
+  // Announced in this transaction, as a webhook's change is (template.status_changed).
   const changed = await changeAndAnnounce(
     tx,
     { clock, timezone },
@@ -274,4 +276,33 @@ export async function createSenderTemplate(ctx: SubmissionContext, senderId: num
   )
   if (!inserted) throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
   return inserted
+}
+
+/**
+ * Syncs every sender whose provider keeps templates of its own (not disabled), and the deployment's
+ * default sender when it can reach its templates: the periodic sync (TEMPLATE_SYNC_MINUTES). One
+ * sender's failure (its provider unreachable, its credentials refused) is reported and the others go on.
+ */
+export async function syncEverySender(
+  ctx: SubmissionContext,
+  report: (senderId: number, why: string) => void,
+): Promise<{ synced: number; failed: number }> {
+  const providers = PROVIDER_NAMES.filter((name) => waTemplatesOf(name))
+  const ids = await activeSenderIds(ctx.sql, providers)
+  const own = waTemplatesOf(ctx.config.provider)
+  const environment = (ctx.config.providers as Record<string, unknown>)[ctx.config.provider]
+  if (own && !own.unreachable(environment)) ids.unshift(0)
+  let synced = 0
+  let failed = 0
+  for (const id of ids) {
+    try {
+      await syncTemplates(ctx, id)
+      synced++
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      failed++
+      report(id, error.message)
+    }
+  }
+  return { synced, failed }
 }
