@@ -103,7 +103,8 @@ const wrongOf = (code: string) => (code === '000000' ? '111111' : '000000')
 describe('a verification', () => {
   test('sends its code in the body and the code button of the approved authentication template, charged as one message', async () => {
     const { accountId, key, keyId } = await account()
-    await t.api('POST', '/webhook', key, { url: 'http://127.0.0.1:9/hooks', events: ['verification.approved'] })
+    const registered = await t.api('POST', '/webhook', key, { url: 'http://127.0.0.1:9/hooks', events: ['verification.approved'] })
+    expect({ status: registered.status, events: registered.body.data?.events }).toEqual({ status: 200, events: ['verification.approved'] })
     const to = newNumber()
     const answer = await start(key, to)
     const sid = answer.body.data?.message_sid
