@@ -139,7 +139,7 @@ export function TemplatePreview(props: { template: Pick<WaTemplate, 'components'
           ))}
         </ul>
       ) : null}
-      <figcaption class="muted small">Parameters are marked: a send fills them.</figcaption>
+      <figcaption class="small">Parameters are marked: a send fills them.</figcaption>
     </figure>
   )
 }
@@ -270,7 +270,7 @@ export function waTemplatePages(d: Dashboard) {
           <code>{'{{1}}'}</code>, <code>{'{{2}}'}</code>…; NAMED: <code>{'{{order_id}}'}</code>) and <code>components</code> (HEADER, BODY,
           FOOTER, BUTTONS, each with its example). It is checked, then submitted to the provider for approval; it sends once approved.
         </p>
-        <form class="stack card" method="post" action={`/dashboard/senders/${senderId}/templates`}>
+        <form class="stack card wa-definition" method="post" action={`/dashboard/senders/${senderId}/templates`}>
           <Csrf session={session} />
           <div class="field">
             <label>
