@@ -155,6 +155,9 @@ describe("a sender's templates", () => {
     expect(after).toContain('Templates synced: 2 templates listed by meta, 2 new, 0 changed, 0 unchanged, 0 gone.')
     expect(after).toContain('order_shipped')
     expect(after).toMatch(/promo_december[\s\S]*rejected<\/span><span class="muted"> \(PROMOTIONAL\)/)
+    const [audited] = await t.db.sql<{ action: string; detail: Record<string, unknown> }[]>`
+      select action, detail from audit_log where action = 'templates synced' and detail->>'sender_id' = ${String(meta)}`
+    expect(audited?.detail).toEqual({ sender_id: meta, listed: 2, created: 2, changed: 0, unchanged: 0, gone: 0, skipped: 0 })
 
     const id = Number(new RegExp(`/dashboard/senders/${meta}/templates/(\\d+)">order_shipped`).exec(after)![1])
     const one = await op.get(`/dashboard/senders/${meta}/templates/${id}`)
@@ -208,6 +211,11 @@ describe("a sender's templates", () => {
     const page = await op.follow(created)
     expect(page.text).toContain('Template pay_link (en_US) created: pending.')
     expect(page.text).toContain('<p class="wa-footer">Thank you</p>')
+    const audited = await t.db.sql<{ detail: Record<string, unknown> }[]>`
+      select detail from audit_log where action = 'template created' and detail->>'name' = 'pay_link'`
+    expect(audited.map((a) => a.detail)).toEqual([
+      { sender_id: simulator, template_id: expect.any(Number), name: 'pay_link', language: 'en_US', status: 'pending' },
+    ])
 
     const again = await op.post(`/dashboard/senders/${simulator}/templates`, { _csrf: form.csrf!, definition: JSON.stringify(good) })
     expect(again.status).toBe(409)

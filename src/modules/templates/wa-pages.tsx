@@ -16,6 +16,7 @@ import { formatTimestamp } from '../../lib/time'
 import { getTemplateRow, templateHistory, templatesOfSender, usableTemplates, usableTemplate, type WaTemplate } from './catalog'
 import { componentOf, parametersOf, type TemplateParameters } from './parameters'
 import { createSenderTemplate, syncTemplates } from './submission'
+import { audit } from '../users/service'
 
 const OPERATOR = 'operator' as const
 /** The longest template JSON the form takes (Meta's own limits keep a real one far below it). */
@@ -302,6 +303,14 @@ export function waTemplatePages(d: Dashboard) {
           const id = senderParam(params.sender)
           if (id === null) return notFound(session)
           const r = await syncTemplates(d.deps, id)
+          const { sender_id, listed, created, changed, unchanged, gone } = r
+          await audit(d.sql, {
+            user: session.user,
+            address: d.addressOf(request),
+            accountId: null,
+            action: 'templates synced',
+            detail: { sender_id, listed, created, changed, unchanged, gone, skipped: r.skipped.length },
+          })
           const skipped = r.skipped.length
             ? `; ${counted(r.skipped.length, 'skipped')} (${r.skipped.map((s) => `${s.name}: ${s.why}`).join('; ')})`
             : ''
@@ -352,6 +361,13 @@ export function waTemplatePages(d: Dashboard) {
             )
           }
           const created = await createSenderTemplate(d.deps, id, definition as Record<string, unknown>)
+          await audit(d.sql, {
+            user: session.user,
+            address: d.addressOf(request),
+            accountId: null,
+            action: 'template created',
+            detail: { sender_id: id, template_id: created.id, name: created.name, language: created.language, status: created.status },
+          })
           return d.finish(session, {
             to: `/dashboard/senders/${id}/templates/${created.id}`,
             notice: `Template ${created.name} (${created.language}) created: ${created.status}.`,
