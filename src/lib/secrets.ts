@@ -4,6 +4,8 @@
 // `v1.<keyId>.<iv>.<ciphertext and tag>`, base64url, keyId the first 8 hex characters of the key's SHA-256.
 // Errors name the key id or the context, never the plaintext or a key.
 
+import { timingSafeEqual } from 'node:crypto'
+
 export const SECRET_KEY_BYTES = 32
 
 const VERSION = 'v1'
@@ -17,6 +19,14 @@ export type SecretBox = {
   open(sealed: string, context: string): Promise<string>
   /** Sealed under a key other than the current one: open and seal it again. */
   needsRotation(sealed: string): boolean
+  /**
+   * A keyed digest of `plain` for `context` (HMAC-SHA-256 under a key derived from the current key):
+   * `<keyId>.<mac>`. What a short secret (a one-time code) is kept as: a copy of the database alone
+   * cannot try every code against it.
+   */
+  digest(plain: string, context: string): Promise<string>
+  /** Whether `plain` is what `digest` was made of, under whichever held key made it, compared in constant time. */
+  matchesDigest(plain: string, context: string, digest: string): Promise<boolean>
 }
 
 /** Why a value does not open: not a sealed value, sealed under a key not held, or altered / sealed for another context. */
@@ -86,9 +96,30 @@ export function createSecretBox(keys: { current: Uint8Array; previous: Uint8Arra
     if (!byId.has(id)) byId.set(id, importKey(key))
   }
   const encoder = new TextEncoder()
+  // The digests' keys: each secrets key's own, derived so a digest never uses the sealing key itself.
+  const macById = new Map<string, Promise<CryptoKey>>()
+  for (const key of [keys.current, ...keys.previous]) {
+    const id = keyIdOf(key)
+    if (!macById.has(id)) {
+      const derived = new Uint8Array(new Bun.CryptoHasher('sha256').update('messaging-api digest v1\0').update(key).digest())
+      macById.set(id, crypto.subtle.importKey('raw', derived, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']))
+    }
+  }
+  const mac = async (id: string, plain: string, context: string) =>
+    new Uint8Array(await crypto.subtle.sign('HMAC', await macById.get(id)!, encoder.encode(`${context}\0${plain}`)))
 
   return {
     keyId,
+    async digest(plain, context) {
+      return `${keyId}.${Buffer.from(await mac(keyId, plain, context)).toString('base64url')}`
+    },
+    async matchesDigest(plain, context, digest) {
+      const [id, encoded] = digest.split('.')
+      if (!id || !encoded || !macById.has(id)) return false
+      const expected = Buffer.from(encoded, 'base64url')
+      const given = await mac(id, plain, context)
+      return expected.length === given.length && timingSafeEqual(expected, given)
+    },
     async seal(plain, context) {
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES))
       const data = await crypto.subtle.encrypt(

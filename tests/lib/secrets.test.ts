@@ -210,3 +210,23 @@ test('test apps get a box without any configuration, one key for every app of th
     await Promise.all([one.close(), two.close()])
   }
 }, 120_000)
+
+describe('digests (what a one-time code is kept as)', () => {
+  test('match only the same text, context and a held key; a rotation keeps them checkable while the old key is held', async () => {
+    const [k1, k2] = [generateKey(), generateKey()]
+    const first = createSecretBox({ current: k1, previous: [] })
+    const digest = await first.digest('123456', 'verification:abc')
+    expect(digest).toMatch(new RegExp(`^${first.keyId}\\.[\\w-]{43}$`))
+    expect(await first.digest('123456', 'verification:abc')).toBe(digest)
+    expect(await first.matchesDigest('123456', 'verification:abc', digest)).toBe(true)
+    expect(await first.matchesDigest('123457', 'verification:abc', digest)).toBe(false)
+    expect(await first.matchesDigest('123456', 'verification:abd', digest)).toBe(false)
+    // Under another key the same text digests differently: the digest is not the text's hash alone.
+    expect(await createSecretBox({ current: k2, previous: [] }).digest('123456', 'verification:abc')).not.toBe(digest)
+    expect(await createSecretBox({ current: k2, previous: [k1] }).matchesDigest('123456', 'verification:abc', digest)).toBe(true)
+    expect(await createSecretBox({ current: k2, previous: [] }).matchesDigest('123456', 'verification:abc', digest)).toBe(false)
+    for (const malformed of ['', 'nodot', `${first.keyId}.`, `${first.keyId}.AAAA`]) {
+      expect(await first.matchesDigest('123456', 'verification:abc', malformed)).toBe(false)
+    }
+  })
+})

@@ -2,7 +2,7 @@
 // verification sends its code through the account's approved authentication template (body and code
 // button, as Meta's reference writes them), charged as one message; the check answers approved,
 // pending (a wrong code), expired (the clock moved past its lifetime, nothing slept) and
-// too_many_attempts; only a salted hash of the code is kept; the limits per number and per account
+// too_many_attempts; only a keyed digest of the code is kept; the limits per number and per account
 // answer 429 with Retry-After, nothing sent or charged; another account's verification is 404; the
 // first approval records one `verification.approved` event.
 
@@ -134,7 +134,7 @@ describe('a verification', () => {
     })
     expect(await money(t, accountId)).toEqual({ balance: 99, ledgerSum: 99 })
 
-    // Only a salted hash of the code is kept: the message it went in shows it masked.
+    // Only a keyed digest of the code is kept: the message it went in shows it masked.
     const shown = await t.api('GET', `/messages/${sid}`, key)
     expect({ status: shown.status, data: shown.body.data ?? shown.body }).toMatchObject({
       status: 200,
@@ -144,11 +144,18 @@ describe('a verification', () => {
       },
     })
     expect(JSON.stringify(shown.body.data)).not.toContain(code)
-    // Only a salted hash of the code is kept.
+    // Only a keyed digest of the code is kept (the secrets key's id, then the MAC): what the database
+    // holds is not a hash anyone can recompute from a guessed code without the key.
     const [row] = await t.db.sql<{ code_hash: string; code_salt: string }[]>`
       select code_hash, code_salt from verifications where id = ${answer.body.data.id}`
-    expect(row!.code_hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(row!.code_hash).toMatch(/^[0-9a-f]{8}\.[\w-]{43}$/)
     expect(`${row!.code_hash}${row!.code_salt}`).not.toContain(code)
+    const unkeyed = (text: string) => [
+      new Bun.CryptoHasher('sha256').update(text).digest('hex'),
+      new Bun.CryptoHasher('sha256').update(text).digest('base64url'),
+    ]
+    for (const guess of [...unkeyed(`${row!.code_salt}:${code}`), ...unkeyed(`verification:${row!.code_salt}\0${code}`), ...unkeyed(code)])
+      expect(row!.code_hash).not.toContain(guess)
 
     const checked = await check(key, answer.body.data.id, code)
     expect({ status: checked.status, data: checked.body.data }).toMatchObject({

@@ -39,7 +39,7 @@ export const verificationsApi = (deps: Deps) =>
             'approved authentication template: `template_id`, or the account’s first approved authentication template whose ' +
             'body takes one parameter (none: 422 naming the fix). The code fills the body and the template’s code button. It is ' +
             'a message like any other: charged at the current price, refused before the charge as a send is (402, 422, 429, ' +
-            'refunded and 502 when the provider refuses it). The service keeps only a salted hash of the code. At most ' +
+            'refunded and 502 when the provider refuses it). The service keeps only a keyed digest of the code (HMAC under its secrets key). At most ' +
             'VERIFY_PER_NUMBER (5) verifications per number and VERIFY_PER_ACCOUNT (1000) in all per VERIFY_WINDOW_SECONDS (600) ' +
             'per account: beyond them 429 `RATE_LIMITED` with `Retry-After`, nothing sent or charged (a verification whose send ' +
             'failed does not count).',

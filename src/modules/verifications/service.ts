@@ -1,14 +1,14 @@
 // One-time passwords (issue 30 §4): POST /api/v1/verifications makes a code and sends it through an
 // approved authentication template of the account, as a message like any other (messages/service.ts
 // sendOne: the same refusals, the same charge, the same hand-off; the template's code button gets the
-// same code there, fill.ts). Only a salted SHA-256 of the code is kept. POST /verifications/{id}/check
+// same code there, fill.ts). Only a keyed digest of the code is kept (HMAC-SHA-256 under the secrets key). POST /verifications/{id}/check
 // compares in constant time and answers `approved`, `pending` (a wrong code, attempts left), `expired`
 // or `too_many_attempts`; the first approval records a `verification.approved` event in its
 // transaction. An account may start only so many verifications per number and in all per window
 // (VERIFY_PER_NUMBER, VERIFY_PER_ACCOUNT, VERIFY_WINDOW_SECONDS): beyond them 429 with Retry-After,
 // nothing sent or charged. Time is the deps clock's (nowOf): tests move it, nothing sleeps.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { randomBytes } from 'node:crypto'
 import type { Deps } from '../../deps'
 import type { Db } from '../../db/client'
 import { nowOf } from '../../db/now'
@@ -66,13 +66,13 @@ export function newCode(length: number): string {
   return code
 }
 
-const hashOf = (salt: string, code: string) => createHash('sha256').update(`${salt}:${code}`).digest()
+// A code is kept only as a keyed digest (the secrets key's, lib/secrets.ts) with its own salt in the
+// context: a copy of the database alone cannot try the million codes of six digits against it.
+const contextOf = (salt: string) => `verification:${salt}`
 
-/** Whether `code` is the one whose hash the row keeps, compared in constant time. */
-function matches(row: Pick<Row, 'code_salt' | 'code_hash'>, code: string): boolean {
-  const expected = Buffer.from(row.code_hash, 'hex')
-  const given = hashOf(row.code_salt, code)
-  return expected.length === given.length && timingSafeEqual(expected, given)
+/** Whether `code` is the one whose digest the row keeps, compared in constant time. */
+function matches(secrets: Deps['secrets'], row: Pick<Row, 'code_salt' | 'code_hash'>, code: string): Promise<boolean> {
+  return secrets.matchesDigest(code, contextOf(row.code_salt), row.code_hash)
 }
 
 /** The one body parameter of an authentication template (its code), or why it cannot carry one. */
@@ -126,8 +126,10 @@ export async function verificationTemplate(sql: Db, accountId: number, templateI
 async function reserve(deps: Deps, principal: Sending, phone: string, template: WaTemplate, code: string) {
   const { perNumber, perAccount, windowSeconds, ttlSeconds, maxAttempts } = deps.config.verify
   const salt = randomBytes(16).toString('hex')
+  const digest = await deps.secrets.digest(code, contextOf(salt))
   return deps.sql.begin(async (tx) => {
-    await tx`select pg_advisory_xact_lock(${START_LOCK}, ${principal.accountId}::int)`
+    // Keyed by a hash of the id (any bigint), as the status receiver keys its SIDs' locks.
+    await tx`select pg_advisory_xact_lock(${START_LOCK}, hashtext(${String(principal.accountId)}))`
     const now = nowOf(tx, deps.clock)
     const [counts] = await tx<{ number: number; account: number; number_wait: number | null; account_wait: number | null }[]>`
       with recent as (
@@ -156,7 +158,7 @@ async function reserve(deps: Deps, principal: Sending, phone: string, template: 
     if (counts!.account >= perAccount) throw limited('this account has', perAccount, counts!.account_wait)
     const [row] = await tx<{ id: number; expires_at: Date }[]>`
       insert into verifications (account_id, api_key_id, phone, template_id, code_salt, code_hash, max_attempts, created_at, expires_at)
-      values (${principal.accountId}, ${principal.keyId}, ${phone}, ${template.id}, ${salt}, ${hashOf(salt, code).toString('hex')},
+      values (${principal.accountId}, ${principal.keyId}, ${phone}, ${template.id}, ${salt}, ${digest},
               ${maxAttempts}, ${now}, ${now} + make_interval(secs => ${ttlSeconds}))
       returning id, expires_at`
     return { id: Number(row!.id), expiresAt: row!.expires_at }
@@ -241,13 +243,16 @@ export async function checkVerification(
   return deps.sql.begin(async (tx) => {
     const row = await rowOf(tx, deps, accountId, id, true)
     if (row.status !== 'pending') {
-      return { ...view(row, row.status as VerificationStatus), valid: row.status === 'approved' && matches(row, code) }
+      return {
+        ...view(row, row.status as VerificationStatus),
+        valid: row.status === 'approved' && (await matches(deps.secrets, row, code)),
+      }
     }
     if (row.expired) {
       await tx`update verifications set status = 'expired' where id = ${row.id}`
       return { ...view(row, 'expired'), valid: false }
     }
-    if (matches(row, code)) {
+    if (await matches(deps.secrets, row, code)) {
       await tx`update verifications set status = 'approved', approved_at = ${nowOf(tx, deps.clock)} where id = ${row.id}`
       await accountEvent(
         tx,
