@@ -14,7 +14,7 @@ import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
 import type { CampaignDetail } from './model'
 import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
-import { createCampaign, getCampaign, listCampaigns } from './service'
+import { createCampaign, getCampaign, listCampaigns, templateSenderOf } from './service'
 import { formatTimes } from '../../lib/time'
 import { requireTimestamp } from '../../http/values'
 import { listTemplates } from '../templates/service'
@@ -272,7 +272,12 @@ export function campaignPages(d: Dashboard) {
           async () => {
             // Read before the form's transaction: the sender chosen among the account's (a disabled or
             // foreign one is refused at its field), or the account's default without a choice.
-            const sender = await d.deps.senders.forSend(scope.accountId, chosen === '' ? undefined : chosen, 'sender_id')
+            const templateId = Number(idParam(field(body, 'template_id')) ?? 0)
+            const sender = await d.deps.senders.forSend(
+              scope.accountId,
+              chosen === '' ? await templateSenderOf(d.deps.sql, scope.accountId, templateId) : chosen,
+              'sender_id',
+            )
             return d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
               const created = await createCampaign(
                 tx,
@@ -280,7 +285,7 @@ export function campaignPages(d: Dashboard) {
                 { accountId: scope.accountId, keyId: null },
                 {
                   name: field(body, 'name'),
-                  template_id: Number(idParam(field(body, 'template_id')) ?? 0),
+                  template_id: templateId,
                   segment_id: Number(idParam(field(body, 'segment_id')) ?? 0),
                   schedule_at: scheduleAt === '' ? undefined : requireTimestamp(scheduleAt, 'schedule_at', d.tz),
                 },
