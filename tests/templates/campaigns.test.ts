@@ -12,6 +12,7 @@ import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph, type FakeTemplate } from '../helpers/fake-graph'
 import { assign, createSender, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
 import { errorEnvelope } from '../helpers/envelope'
+import { dashboardUser } from '../helpers/web'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
 
 const twilio = fakeTwilio()
@@ -337,5 +338,68 @@ describe("the template's status", () => {
         .sort(),
     ).toEqual(['6281200000021', '6281200000022'])
     expect(await money(t, a.accountId)).toEqual({ balance: 980, ledgerSum: 980 })
+  })
+})
+
+describe('the dashboard', () => {
+  test('the campaign form shows a select per parameter; a missing attribute key is refused at the form; the page shows the mapping', async () => {
+    const { tpl } = await template(ORDER)
+    const a = await shop([{ name: 'Budi', phone: '081200000031', city: 'Solo', attributes: { order_id: 'D-1' } }])
+    const { client } = await dashboardUser(
+      t,
+      `h8-${Math.random().toString(36).slice(2, 8)}@example.com`,
+      'correct horse battery',
+      a.accountId,
+    )
+    const list = await client.get('/dashboard/campaigns')
+    expect(list.status).toBe(200)
+    expect(list.text).toContain(`${tpl.name} (en_US, approved)`)
+    const page = await client.get(`/dashboard/campaigns?wa_template=${tpl.id}`)
+    expect(page.status).toBe(200)
+    for (const label of [
+      'Header {{1}}',
+      'Body {{1}}',
+      'Body {{2}}',
+      'Body {{3}}',
+      'Button 1 (URL&#39;s {{1}})',
+      'Button 2 (coupon code)',
+    ]) {
+      expect(page.text).toContain(label)
+    }
+    expect(page.text).toContain('name="from:variables.2"')
+    expect(page.text).toContain(`<input type="hidden" name="template_id" value="${tpl.id}"`)
+
+    const form = {
+      _csrf: page.csrf!,
+      name: 'dash orders',
+      template_id: String(tpl.id),
+      segment_id: String(a.segmentId),
+      sender_id: String(metaA),
+      'from:header': 'attribute',
+      'value:header': 'order_id',
+      'from:variables.1': 'name',
+      'from:variables.2': 'attribute',
+      'value:variables.2': '',
+      'from:variables.3': 'city',
+      'from:buttons.0': 'attribute',
+      'value:buttons.0': 'order_id',
+      'from:buttons.1': 'constant',
+      'value:buttons.1': 'SALE10',
+    }
+    const refused = await client.post('/dashboard/campaigns', form)
+    expect(refused.status).toBe(422)
+    expect(refused.text).toContain('parameters.variables.2.attribute: must be 1 to 64 letters, digits or underscores')
+    expect(refused.text).toContain('name="value:buttons.1"')
+    expect(refused.text).toContain('value="SALE10"')
+
+    const created = await client.post('/dashboard/campaigns', { ...form, _csrf: refused.csrf!, 'value:variables.2': 'order_id' })
+    expect(created.status).toBe(303)
+    const id = Number(created.location!.split('/').pop())
+    const shown = await t.api('GET', `/campaigns/${id}`, a.key)
+    expect(shown.body.data.campaign).toMatchObject({ template_id: tpl.id, sender_id: metaA, parameters: ORDER_PARAMETERS })
+    const detail = await client.get(`/dashboard/campaigns/${id}`)
+    expect(detail.text).toContain('{{2}}: attribute order_id')
+    expect(detail.text).toContain('button 2: constant &quot;SALE10&quot;')
+    expect(detail.text).toContain('Skipped: value missing')
   })
 })

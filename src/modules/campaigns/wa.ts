@@ -141,3 +141,44 @@ export function fillForContact(
     throw e
   }
 }
+
+/** One parameter a campaign maps, as the dashboard's form shows it: its place in `parameters` and a label. */
+export type Slot = { group: 'variables' | 'header' | 'buttons'; key: string | null; label: string; example?: string }
+
+/** The parameters of the template a campaign must map, in order (what checkParameters asks for). */
+export function slotsOf(t: WaTemplate): Slot[] {
+  const p = parametersOf(t)
+  const slots: Slot[] = []
+  if (p.header?.type === 'text') slots.push({ group: 'header', key: null, label: `Header {{${p.header.key}}}`, example: p.header.example })
+  for (const b of p.body) slots.push({ group: 'variables', key: b.key, label: `Body {{${b.key}}}`, example: b.example })
+  for (const b of p.buttons) {
+    if (b.otp_type !== undefined || t.category === 'authentication') continue
+    const what = b.sub_type === 'url' ? "URL's {{1}}" : 'coupon code'
+    slots.push({ group: 'buttons', key: String(b.index), label: `Button ${b.index + 1} (${what})`, example: b.example })
+  }
+  return slots
+}
+
+/** The form's field names of a slot: its source's kind (`name`… `attribute`, `constant`) and its text. */
+export const slotFields = (s: Slot) => {
+  const id = s.key === null ? s.group : `${s.group}.${s.key}`
+  return { from: `from:${id}`, value: `value:${id}` }
+}
+
+/** The kinds a form's select offers: a contact field, an attribute (its key typed), a constant (its text typed). */
+export const SOURCE_KINDS = ['name', 'phone', 'email', 'city', 'attribute', 'constant'] as const
+
+/** The dashboard form's mapping (two fields per slot) as the API's `parameters`, for checkParameters to judge. */
+export function parametersFromForm(t: WaTemplate, read: (name: string) => string): CampaignParameters {
+  const out: { variables?: Record<string, SourceInput>; header?: SourceInput; buttons?: Record<string, SourceInput> } = {}
+  for (const s of slotsOf(t)) {
+    const names = slotFields(s)
+    const kind = read(names.from)
+    const value = read(names.value).trim()
+    const source: SourceInput =
+      kind === 'attribute' ? { attribute: value } : kind === 'constant' ? { constant: value } : { field: kind === '' ? 'name' : kind }
+    if (s.group === 'header') out.header = source
+    else (out[s.group] ??= {})[s.key!] = source
+  }
+  return out as CampaignParameters
+}
