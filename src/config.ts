@@ -81,6 +81,10 @@ export const VARIABLES = {
     meaning:
       'requests per minute an API key may make, across every instance (an operator can set a key its own); beyond it 429 RATE_LIMITED',
   },
+  TEMPLATE_SYNC_MINUTES: {
+    default: '0',
+    meaning: "minutes between two syncs of every sender's WhatsApp templates from its provider (Meta), by each instance; 0: only on demand",
+  },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per sender and instance' },
   HANDOFF_LEASE_SECONDS: {
     default: '15',
@@ -201,6 +205,8 @@ export type Config = {
   handoffConcurrency: number
   /** A hand-off lease's length; its holder renews it every fifth of it. */
   handoffLeaseSeconds: number
+  /** Minutes between two syncs of every sender's WhatsApp templates (0: only on demand). */
+  templateSyncMinutes: number
   /** The sender's rate (0: the provider's pace) and recipient gap (null: the provider's). */
   providerRecipientGapMs: number | null
   sendWaitMs: number
@@ -443,6 +449,7 @@ export function readConfig(env: Env = process.env): Config {
     keyRateLimitPerMinute: integer(env, 'KEY_RATE_LIMIT_PER_MINUTE', 1, MAX_RATE_LIMIT_PER_MINUTE),
     handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
     handoffLeaseSeconds: integer(env, 'HANDOFF_LEASE_SECONDS', 2, 3600),
+    templateSyncMinutes: integer(env, 'TEMPLATE_SYNC_MINUTES', 0, 1440),
     providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
     providerRecipientGapMs: recipientGap(optional(env, 'PROVIDER_RECIPIENT_GAP_MS')),
     sendWaitMs: integer(env, 'SEND_WAIT_MS', 0, 600_000),

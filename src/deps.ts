@@ -55,6 +55,7 @@ const WORKER_NAMES = [
   'retention',
   'inbound-media',
   'partitions',
+  'template-sync',
 ] as const
 
 /** A worker's name: `deps.wake('campain-runner')` is a type error, not a silent no-op. */

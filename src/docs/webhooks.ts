@@ -116,7 +116,8 @@ export const WEBHOOKS = {
         ' Every account that may use the template gets it: the accounts its sender serves (the accounts without senders of ' +
         "their own for a template of the service's own number).",
       'One event per change, recorded with it: Meta’s webhook (a template approved, rejected, paused, disabled, reinstated, ' +
-        'recategorised, its quality changed, or FLAGGED: `field` `flagged`) or a sync that found it changed. A repeated or ' +
+        'recategorised, its quality changed, or FLAGGED: `field` `flagged`) or a sync that found it changed or no longer listed ' +
+        '(`deleted`). A repeated or ' +
         'out-of-date notification from Meta changes nothing and sends nothing. Only an `approved` template sends: from this ' +
         'event on, a send with a template in another status is refused with 422 `TEMPLATE_NOT_APPROVED`, nothing charged.',
     ],

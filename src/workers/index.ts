@@ -12,6 +12,7 @@ import { parkedReports } from './parked-reports'
 import { retention } from './retention'
 import { inboundMedia } from './inbound-media'
 import { partitions } from './partitions'
+import { templateSync } from './template-sync'
 import { type WorkerName } from '../deps'
 
 export const WORKERS: Worker[] = [
@@ -24,6 +25,7 @@ export const WORKERS: Worker[] = [
   retention,
   inboundMedia,
   partitions,
+  templateSync,
 ]
 
 export function startWorkers(deps: Deps, loops: Map<WorkerName, Loop>): void {

@@ -13,6 +13,10 @@ import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph, type FakeTemplate } from '../helpers/fake-graph'
 import { assign, createSender, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
+import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
+import { metaMessage } from '../../src/providers/meta/send'
+import { TestClock } from '../../src/lib/clock'
+import { inFlight } from '../helpers/in-flight'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -244,28 +248,40 @@ describe('a WhatsApp template reaches Meta exactly as its reference writes it', 
     })
   })
 
-  test("Twilio: the template's Content SID with its ContentVariables", async () => {
+  test("Twilio: the template's Content SID with its ContentVariables; from naming a sender that has the same template sends its own", async () => {
     const sid = `HX${'ab'.repeat(16)}`
-    const tpl = await template(twilioA, {
+    const definition = {
+      name: `order_ships_${Math.random().toString(36).slice(2, 8)}`,
       language: 'en',
-      category: 'utility',
-      parameterFormat: 'positional',
-      providerRef: sid,
+      category: 'utility' as const,
+      parameterFormat: 'positional' as const,
       components: [{ type: 'BODY', text: 'Order {{1}} ships on {{2}}', example: { body_text: [['1', 'Monday']] } }],
-    })
+    }
+    const tpl = await template(twilioA, { ...definition, providerRef: sid })
+    const onMeta = await template(metaA, definition)
     const { key } = await account()
-    const answer = await t.api('POST', '/messages/send', key, {
-      to: '081234567890',
-      template_id: tpl.id,
-      variables: { '1': 'A-1001', '2': 'Friday' },
-    })
-    expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200 })
-    expect(twilio.requests).toHaveLength(1)
-    const form = new URLSearchParams(twilio.requests[0]!.body)
-    expect([form.get('ContentSid'), JSON.parse(form.get('ContentVariables')!), form.has('Body')]).toEqual([
-      sid,
-      { '1': 'A-1001', '2': 'Friday' },
-      false,
+    const sends = [
+      { template_id: tpl.id, variables: { '1': 'A-1001', '2': 'Friday' } },
+      // Meta A's template of that name and language, sent from Twilio A: Twilio A's own goes.
+      { template_id: onMeta.id, from: TWILIO_A.number, variables: { '1': 'A-1002', '2': 'Monday' } },
+    ]
+    for (const send of sends) {
+      const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', ...send })
+      expect({ status: answer.status, body: answer.body }).toMatchObject({ status: 200 })
+      const [row] = await t.db.sql<
+        { template_id: number }[]
+      >`select template_id from messages where message_sid = ${answer.body.data.message_id}`
+      expect(Number(row!.template_id)).toBe(tpl.id)
+    }
+    expect(graph.requests).toHaveLength(0)
+    expect(
+      twilio.requests.map((r) => {
+        const form = new URLSearchParams(r.body)
+        return [form.get('ContentSid'), JSON.parse(form.get('ContentVariables')!), form.has('Body')]
+      }),
+    ).toEqual([
+      [sid, { '1': 'A-1001', '2': 'Friday' }, false],
+      [sid, { '1': 'A-1002', '2': 'Monday' }, false],
     ])
   })
 
@@ -321,8 +337,8 @@ describe('every foreseeable refusal: 422 naming it, nothing charged, nothing sen
       [
         'from another sender',
         { from: String(twilioA) },
-        'VALIDATION_ERROR',
-        `from: template ${tpl.id} (${tpl.name}) belongs to sender ${metaA}`,
+        'TEMPLATE_NOT_APPROVED',
+        `from: template ${tpl.id} (${tpl.name}, en_US) is approved for sender ${metaA}, and sender ${twilioA} has no template ${tpl.name} in en_US`,
       ],
       ['missing', { variables: { '1': 'INV-1', '2': 'Rp 1' } }, 'VALIDATION_ERROR', 'variables.3: missing'],
       ['unknown', { variables: { ...good.variables, '4': 'x' } }, 'VALIDATION_ERROR', 'variables.4: not a parameter of template'],
@@ -457,3 +473,81 @@ describe("what Meta refuses itself, in Meta's error shape", () => {
     }
   })
 })
+
+test("a hand-off taken over by recovery sends the same template components, from the message's record", async () => {
+  // The deployment's default sender, a provider named like Meta whose first hand-off hangs until released.
+  const seen: OutgoingMessage[] = []
+  let release!: () => void
+  const hanging = new Promise<void>((resolve) => (release = resolve))
+  const first = Promise.withResolvers<void>()
+  const provider = {
+    name: 'meta',
+    async send(message: OutgoingMessage): Promise<HandoffResult> {
+      seen.push(message)
+      if (seen.length === 1) {
+        first.resolve()
+        await hanging
+      }
+      return { ok: true, sid: `wamid.${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  const clock = new TestClock()
+  const flight = inFlight()
+  const r = await testApp({
+    provider,
+    clock,
+    wrapSql: flight.sql,
+    env: { HANDOFF_CONCURRENCY: '1', PROVIDER_TIMEOUT_MS: '60000', BULK_WAIT_MS: '60000' },
+  })
+  try {
+    const tpl = (await r.db.sql.begin((tx) =>
+      insertTemplate(tx, r.deps.clock, { ...INVOICE, name: 'invoice_due', senderId: null, provider: 'meta', status: 'approved' }, 'sync'),
+    ))!
+    const a = await r.account(100)
+    const entry = (to: string, invoice: string) => ({
+      to,
+      template_id: tpl.id,
+      variables: { '1': invoice, '2': 'Rp 1', '3': 'today' },
+      header: invoice,
+      buttons: [{ index: 0, value: invoice }],
+    })
+    const answer = r.api('POST', '/messages/bulk', a.key, { messages: [entry('081250000001', 'I-1'), entry('081250000002', 'I-2')] })
+    await first.promise
+    // The bulk's lease runs out while its first hand-off hangs: recovery takes the second over.
+    r.deps.handoff.stop()
+    await clock.advance(2 * r.config.handoffLeaseSeconds * 1000 + 1_000)
+    const recovering = r.runWorker('handoff-recovery')
+    await flight.idle() // recovery's claim made; its hand-off waits for the pool
+    const [claimed] = await r.db.sql`select handoff_recoveries from messages where phone = '+6281250000002'`
+    expect(claimed!.handoff_recoveries).toBe(1)
+    release()
+    const [done] = await clock.run(Promise.all([answer, recovering]), undefined, flight.idle)
+    expect(done.body.data).toMatchObject({ sent: 2, failed: 0 })
+    const components = (invoice: string) => [
+      { type: 'header', parameters: [{ type: 'text', text: invoice }] },
+      {
+        type: 'body',
+        parameters: [
+          { type: 'text', text: invoice },
+          { type: 'text', text: 'Rp 1' },
+          { type: 'text', text: 'today' },
+        ],
+      },
+      { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: invoice }] },
+    ]
+    expect(seen.map((m) => [m.to, metaMessage(m)])).toEqual(
+      ['I-1', 'I-2'].map((invoice, i) => [
+        `+628125000000${i + 1}`,
+        {
+          messaging_product: 'whatsapp',
+          to: `628125000000${i + 1}`,
+          type: 'template',
+          template: { name: 'invoice_due', language: { code: 'en_US' }, components: components(invoice) },
+        },
+      ]),
+    )
+  } finally {
+    release()
+    await r.close()
+  }
+}, 60_000)

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeGraph, type FakeGraph, type FakeTemplate } from '../helpers/fake-graph'
 import { fakeTwilio, type FakeTwilio } from '../helpers/fake-twilio'
-import { ENV_META, META_A, META_B, SECRET_VALUES, createSender, registerFakes, sendersEnv } from '../helpers/senders'
+import { ENV_META, META_A, META_B, SECRET_VALUES, assign, createSender, registerFakes, sendersEnv } from '../helpers/senders'
 import { TestClock } from '../../src/lib/clock'
 
 const WABA_A = META_A.credentials.business_account_id
@@ -29,7 +29,7 @@ beforeAll(async () => {
   registerFakes(twilio, graph)
   graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
   graph.accountOf.set(META_B.credentials.phone_number_id, WABA_B)
-  t = await testApp({ env: sendersEnv(twilio, graph), clock })
+  t = await testApp({ env: sendersEnv(twilio, graph, { WEBHOOK_ALLOW_PRIVATE: 'true' }), clock })
   metaA = await createSender(t, 'meta', META_A)
   metaB = await createSender(t, 'meta', META_B)
   simulator = await createSender(t, 'simulator', { number: '+6281100000099', credentials: {} })
@@ -118,6 +118,12 @@ describe('sync', () => {
       components: [body('Pesanan {{1}} nomor 7 sudah dikirim.')],
     })
 
+    // An account that sends through A, its key registered for the event.
+    const shop = await t.account(1000)
+    await assign(t, shop.accountId, metaA, true)
+    const registered = await t.api('POST', '/webhook', shop.key, { url: 'http://127.0.0.1:9/hook', events: ['template.status_changed'] })
+    expect(registered.status).toBe(200)
+
     // Meta pauses one, recategorises another, lowers a third's quality, edits a fourth and deletes a fifth.
     const store = graph.templates.get(WABA_A)!
     store[7]!.status = 'PAUSED'
@@ -130,6 +136,15 @@ describe('sync', () => {
     // Once more: nothing changes, nothing is recorded.
     const third = await t.admin('POST', `/senders/${metaA}/templates/sync`)
     expect(third.body.data).toMatchObject({ listed: 205, created: 0, changed: 0, unchanged: 205, gone: 0 })
+    // Each change of status, category or quality announced once to the account (a definition's edit is no such change).
+    const events = await t.db.sql<{ payload: string }[]>`
+      select payload from webhook_events where api_key_id = ${shop.keyId} and event = 'template.status_changed' order by id`
+    expect(events.map((e) => JSON.parse(e.payload).data).map((d: any) => [d.name, d.field, d.old, d.new])).toEqual([
+      ['order_update_007', 'status', 'approved', 'paused'],
+      ['order_update_008', 'category', 'utility', 'marketing'],
+      ['order_update_009', 'quality', 'green', 'yellow'],
+      ['order_update_011', 'status', 'approved', 'deleted'],
+    ])
 
     const one = await t.admin('GET', `/whatsapp-templates/${seven.id}`)
     expect(one.status).toBe(200)
@@ -204,7 +219,16 @@ describe('sync', () => {
     expect(sim.body.error).toContain('keeps its templates here only')
     const deployment = await t.admin('POST', '/senders/0/templates/sync')
     expect(deployment.status).toBe(422)
-    expect(deployment.body.error).toContain("the deployment's default sender (twilio)")
+    expect(deployment.body.error).toContain("the deployment's default sender (twilio): syncing templates from twilio is not supported yet")
+    const submit = await t.admin('POST', '/senders/0/templates', {
+      name: 'x',
+      language: 'id',
+      category: 'UTILITY',
+      components: [{ type: 'BODY', text: 'x' }],
+    })
+    expect(submit.status).toBe(422)
+    expect(submit.body.error).toContain('submitting templates to twilio is not supported yet')
+    expect((await t.admin('GET', '/senders/0/templates')).body.data).toEqual([])
     expect((await t.admin('POST', '/senders/999999/templates/sync')).status).toBe(404)
     expect((await t.admin('GET', '/senders/999999/templates')).status).toBe(404)
   })
@@ -364,6 +388,11 @@ describe("the deployment's default Meta sender", () => {
       const answer = await without.admin('POST', '/senders/0/templates/sync')
       expect(answer.status).toBe(422)
       expect(answer.body.error).toContain('META_BUSINESS_ACCOUNT_ID')
+      // TEMPLATE_SYNC_MINUTES is 0 by default: the periodic sync does nothing.
+      graph.reset()
+      await createSender(without, 'meta', META_A)
+      expect(await without.runWorker('template-sync')).toBe(0)
+      expect(templateRequests()).toEqual([])
     } finally {
       await without.close()
     }
@@ -381,6 +410,42 @@ describe("the deployment's default Meta sender", () => {
       expect(created.body.data).toMatchObject({ sender_id: 0, status: 'pending' })
       const [row] = await app.db.sql`select sender_id from wa_templates where id = ${created.body.data.id}`
       expect(row).toEqual({ sender_id: null })
+    } finally {
+      await app.close()
+    }
+  }, 60_000)
+
+  test('TEMPLATE_SYNC_MINUTES: the periodic sync reads every Meta sender and the default one; one failing leaves the others synced', async () => {
+    const waba = '300000000000009'
+    const env = {
+      ...sendersEnv(twilio, graph),
+      PROVIDER: 'meta',
+      META_ACCESS_TOKEN: 'EAAenvMetaToken5ecretQQQQQQQQQQQQQQ',
+      META_BUSINESS_ACCOUNT_ID: waba,
+      TEMPLATE_SYNC_MINUTES: '5',
+    }
+    const app = await testApp({ env, clock })
+    try {
+      const a = await createSender(app, 'meta', META_A)
+      const b = await createSender(app, 'meta', META_B)
+      await createSender(app, 'simulator', { number: '+6281100000098', credentials: {} })
+      // B's business account is not B's number's any more: Meta refuses B's listing.
+      graph.accountOf.set(META_B.credentials.phone_number_id, '999999999999999')
+      graph.reset()
+      try {
+        expect(await app.runWorker('template-sync')).toBe(0)
+      } finally {
+        graph.accountOf.set(META_B.credentials.phone_number_id, WABA_B)
+      }
+      const asked = new Set(templateRequests().map((r) => r.path.split('/')[2]))
+      expect(asked).toEqual(new Set([waba, WABA_A, WABA_B]))
+      const counts = await app.db.sql<{ sender: number; n: number }[]>`
+        select coalesce(sender_id, 0)::int as sender, count(*)::int as n from wa_templates group by 1 order by 1`
+      expect([...counts]).toEqual([
+        { sender: 0, n: graph.templates.get(waba)!.length },
+        { sender: a, n: graph.templates.get(WABA_A)!.length },
+      ])
+      expect(counts.some((c) => c.sender === b)).toBe(false)
     } finally {
       await app.close()
     }

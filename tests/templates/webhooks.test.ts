@@ -8,7 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Webhook } from 'standardwebhooks'
-import { testApp, type TestApp } from '../helpers/app'
+import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, ENV_META, fourSenders, META_A, META_B, registerFakes, sendersEnv } from '../helpers/senders'
@@ -174,6 +174,15 @@ describe('status', () => {
     expect((await eventsOf(shopA, tpl)).map((e) => e.data.new)).toEqual(['rejected'])
   })
 
+  test('deliveries at once (Meta retrying while the first is being answered) change once', async () => {
+    const tpl = await template(ids.metaA, 'racing_change')
+    const body = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED'))
+    const answers = await Promise.all(Array.from({ length: 5 }, () => post(body, META_A.credentials.app_secret)))
+    expect(answers.map((a) => a.templates).reduce((a, b) => a! + b!, 0)).toBe(1)
+    expect(await history(tpl)).toEqual([['status', 'approved', 'paused', 'meta']])
+    expect(await eventsOf(shopA, tpl)).toHaveLength(1)
+  })
+
   test("Meta's order, not the delivery's: an older notification delivered late changes nothing; REINSTATED is approved again", async () => {
     const tpl = await template(ids.metaA, 'payment_received')
     const paused = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED'), metaTime(20))
@@ -216,6 +225,13 @@ describe('status', () => {
     expect((await row(tpl)).status).toBe('approved')
     expect(await history(tpl)).toEqual([['flagged', null, null, 'meta']])
     expect((await eventsOf(shopA, tpl)).map((e) => [e.data.field, e.data.old, e.data.new])).toEqual([['flagged', null, null]])
+  })
+
+  test("without Meta's template id, the template is found by name and language", async () => {
+    const tpl = await template(ids.metaA, 'no_id_given')
+    const { message_template_id: _, ...value } = statusUpdate(tpl, 'PAUSED')
+    expect((await post(notification(WABA_A, 'message_template_status_update', value), META_A.credentials.app_secret)).templates).toBe(1)
+    expect((await row(tpl)).status).toBe('paused')
   })
 
   test('a template the sender does not have yet (not synced) is acknowledged and changes nothing', async () => {
@@ -431,5 +447,83 @@ describe("the fake Graph API's template webhooks", () => {
       ['category_notice', 'utility', 'marketing', 'meta'],
       ['status', 'paused', 'approved', 'meta'],
     ])
+  })
+})
+
+describe('sends follow the status at once', () => {
+  test('from the webhook on, a paused template is refused before charging (nothing sent); reinstated, it sends again', async () => {
+    graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+    const tpl = await template(ids.metaA, 'shipping_update')
+    graph.template(WABA_A, {
+      id: tpl.provider_ref!,
+      name: tpl.name,
+      language: tpl.language,
+      category: 'UTILITY',
+      status: 'APPROVED',
+      components: tpl.components as Record<string, any>[],
+    })
+    const send = () =>
+      t.api('POST', '/messages/send', shopA.key, { to: '081234567001', template_id: tpl.id, variables: { '1': 'INV-1001' } })
+    const sends = () => graph.requests.filter((r) => r.path.endsWith('/messages')).length
+    const before = await money(t, shopA.accountId)
+    const sentBefore = sends()
+
+    await post(
+      notification(
+        WABA_A,
+        'message_template_status_update',
+        statusUpdate(tpl, 'PAUSED', { other_info: { title: 'FIRST_PAUSE', description: 'Low quality' } }),
+        metaTime(500),
+      ),
+      META_A.credentials.app_secret,
+    )
+    const refused = await send()
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 422, code: 'TEMPLATE_NOT_APPROVED' })
+    expect(refused.body.error).toContain('is paused (reason: FIRST_PAUSE: Low quality)')
+    expect(await money(t, shopA.accountId)).toEqual(before)
+    expect(sends()).toBe(sentBefore)
+
+    await post(
+      notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'REINSTATED'), metaTime(501)),
+      META_A.credentials.app_secret,
+    )
+    const sent = await send()
+    expect({ status: sent.status, body: sent.body }).toMatchObject({ status: 200, body: { data: { status: 'sent' } } })
+    expect(sends()).toBe(sentBefore + 1)
+    expect((await money(t, shopA.accountId)).balance).toBeLessThan(before.balance)
+  })
+})
+
+describe('sync', () => {
+  // Last: a sync of Meta A's account marks every template of the sender it does not list as deleted.
+  test('a sync that finds a template changed (or gone) announces it like a webhook, with source sync', async () => {
+    graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+    const fakeTemplate = graph.template(WABA_A, {
+      name: 'synced_change',
+      language: 'id',
+      category: 'UTILITY',
+      status: 'APPROVED',
+      components: [{ type: 'BODY', text: 'Tagihan {{1}} jatuh tempo', example: { body_text: [['INV-1001']] } }],
+      quality_score: { score: 'GREEN' },
+    })
+    expect((await t.admin('POST', `/senders/${ids.metaA}/templates/sync`)).status).toBe(200)
+    const [synced] = await t.db.sql<{ id: number }[]>`
+      select id from wa_templates where sender_id = ${ids.metaA} and name = 'synced_change'`
+    const stored = (await getTemplateRow(t.db.sql, Number(synced!.id)))!
+    expect(await eventsOf(shopA, stored)).toEqual([])
+    fakeTemplate.status = 'PAUSED'
+    expect((await t.admin('POST', `/senders/${ids.metaA}/templates/sync`)).status).toBe(200)
+    expect((await row(stored)).status).toBe('paused')
+    expect(await history(stored)).toEqual([['status', 'approved', 'paused', 'sync']])
+    expect((await eventsOf(shopA, stored)).map((e) => [e.data.field, e.data.old, e.data.new])).toEqual([['status', 'approved', 'paused']])
+    expect(await eventsOf(shopB, stored)).toEqual([])
+    // A template the account no longer lists is deleted, and that is announced too.
+    const gone = (
+      await t.db.sql<{ id: number }[]>`
+      select id from wa_templates where sender_id = ${ids.metaA} and name = 'delivery_eta'`
+    )[0]!
+    const goneRow = (await getTemplateRow(t.db.sql, Number(gone.id)))!
+    expect(goneRow.status).toBe('deleted')
+    expect((await eventsOf(shopA, goneRow)).at(-1)!.data).toMatchObject({ field: 'status', new: 'deleted' })
   })
 })

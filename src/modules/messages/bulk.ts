@@ -13,7 +13,16 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { chargedAlready, refusal, requireHeaderBound, requireNoWaFields, senderOfTemplate, validityOf, waTemplateMessage } from './service'
+import {
+  chargedAlready,
+  refusal,
+  requireHeaderBound,
+  requireNoWaFields,
+  senderOfTemplate,
+  templateForSender,
+  validityOf,
+  waTemplateMessage,
+} from './service'
 import { usableTemplate, type WaTemplate } from '../templates/catalog'
 import { renderText, requireSupported, richOf } from './rich'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
@@ -49,6 +58,18 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
         .catch((error: unknown) => error)
     }),
   )
+  // Each entry's WhatsApp template for its sender (the sender's own of that name and language when `from` names another).
+  const ownTemplates = new Map<string, WaTemplate>()
+  const entryTemplates: (WaTemplate | undefined)[] = []
+  for (const [index, m] of input.messages.entries()) {
+    const wa = waOf(m)
+    const sender = senders[index]
+    if (!wa || sender instanceof Error) continue
+    const senderId = (sender as Sender).id
+    const key = `${senderId ?? 0}:${wa.id}`
+    if (!ownTemplates.has(key)) ownTemplates.set(key, await templateForSender(deps.sql, wa, senderId))
+    entryTemplates[index] = ownTemplates.get(key)
+  }
   const templateIds = [...new Set(input.messages.flatMap((m) => (m.template_id === undefined || waOf(m) ? [] : [m.template_id])))]
   const templatesByProvider = new Map<string, Map<number, SendTemplate>>()
   for (const provider of new Set(senders.flatMap((s) => (s instanceof Error ? [] : [(s as Sender).providerName])))) {
@@ -82,7 +103,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
       const rich = richOf(entry, at)
       requireSupported(rich, (sender as Sender).provider, at)
-      const wa = waOf(entry)
+      const wa = entryTemplates[index]
       if (wa) {
         const filled = waTemplateMessage(wa, entry, rich, sender as Sender, at)
         valid.push({ index, phone, mediaUrl: null, ...filled, validitySeconds, senderId, provider })

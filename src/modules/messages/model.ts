@@ -295,6 +295,25 @@ export const SEND_EXAMPLES = {
     summary: 'An approved template with header media',
     value: { to: '081234567890', template_id: 3, header: { type: 'image', link: 'https://cdn.example.com/promo.jpg' } },
   },
+  whatsapp_template: {
+    summary: 'A WhatsApp template with body, header and URL button parameters',
+    value: {
+      to: '081234567890',
+      template_id: 41,
+      variables: { '1': 'INV-1001', '2': 'Rp 1.250.000', '3': '5 December' },
+      header: 'INV-1001',
+      buttons: [{ index: 0, value: 'INV-1001' }],
+    },
+  },
+  whatsapp_template_named: {
+    summary: 'A WhatsApp template with named parameters and a coupon code',
+    value: {
+      to: '081234567890',
+      template_id: 42,
+      variables: { first_name: 'Budi', order_id: 'A-1001' },
+      buttons: [{ index: 0, value: 'SAVE10' }],
+    },
+  },
 }
 
 export const SendResult = t.Object({

@@ -12,7 +12,8 @@ import { holdMessagingLimit } from '../budgets/guard'
 import { optedOutAtHandoffError, refuseOptedOut, stoppedByOptOut } from '../optouts/service'
 import type { RichContent } from '../../providers/provider'
 import { renderText, requireSupported, richOf } from './rich'
-import { usableTemplate, type WaTemplate } from '../templates/catalog'
+import { findTemplate, usableTemplate, type WaTemplate } from '../templates/catalog'
+import type { Db } from '../../db/client'
 import { fillTemplate, requireApproved, requireSenderOf, type FillInput } from '../templates/fill'
 import type { Sender } from '../senders/directory'
 
@@ -33,8 +34,9 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   const rich = richOf(input, '')
   // A kind the sender's provider cannot send is refused here, before anything is charged.
   requireSupported(rich, sender.provider, '')
-  const message: NewMessage = wa
-    ? { phone: to, mediaUrl: null, ...waTemplateMessage(wa, input, rich, sender, ''), validitySeconds, senderId: sender.id }
+  const own = wa && (await templateForSender(deps.sql, wa, sender.id))
+  const message: NewMessage = own
+    ? { phone: to, mediaUrl: null, ...waTemplateMessage(own, input, rich, sender, ''), validitySeconds, senderId: sender.id }
     : input.template_id !== undefined
       ? {
           ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName, rich)),
@@ -138,8 +140,18 @@ export function validityOf(given: number | undefined, fallback: number, field: s
 export const senderOfTemplate = (t: WaTemplate): string | undefined => (t.sender_id === null ? undefined : String(t.sender_id))
 
 /**
+ * The template a message from `senderId` sends for `t`: `t` itself when it is that sender's, else that
+ * sender's template of the same name and language when it has one (a template kept by several senders),
+ * else `t` (refused by waTemplateMessage: another sender's).
+ */
+export async function templateForSender(sql: Db, t: WaTemplate, senderId: number | null): Promise<WaTemplate> {
+  if ((t.sender_id ?? null) === (senderId ?? null)) return t
+  return (await findTemplate(sql, senderId, t.name, t.language)) ?? t
+}
+
+/**
  * A WhatsApp template's message, refused before anything is charged (in this order): sent from another
- * sender than its own (422), not approved (422 TEMPLATE_NOT_APPROVED), a parameter missing, unknown or
+ * sender than its own or not approved (422 TEMPLATE_NOT_APPROVED), a parameter missing, unknown or
  * past Meta's limits (422 naming it).
  */
 export function waTemplateMessage(t: WaTemplate, input: FillInput, rich: RichContent | null, sender: Sender, at: string) {

@@ -280,6 +280,13 @@ export async function senderRow(sql: Sql, id: number): Promise<SenderRow> {
   return rowOf(sql, id)
 }
 
+/** The ids of the senders of these providers that are not disabled, oldest first (the templates' periodic sync). */
+export async function activeSenderIds(sql: Sql, providers: readonly string[]): Promise<number[]> {
+  const rows = await sql<{ id: number }[]>`
+    select id from senders where provider = any(${providers as string[]}::text[]) and disabled_at is null order by id`
+  return rows.map((r) => Number(r.id))
+}
+
 /** Gives a sender to an account; its first sender (or `makeDefault`) becomes its default. */
 export async function assignSender(ctx: SendersContext, actor: Actor, accountId: number, senderId: number, makeDefault: boolean) {
   await ctx.sql.begin(async (tx) => {

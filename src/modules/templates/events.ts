@@ -5,8 +5,9 @@
 // such an account whose registration chose the event (webhooks/events.ts).
 
 import type { Db } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import { insertAccountEvents, type EventClock } from '../webhooks/events'
-import type { RecordedChange, WaTemplate } from './catalog'
+import { changeTemplate, type ChangeSource, type RecordedChange, type TemplateChange, type WaTemplate } from './catalog'
 
 export const TEMPLATE_EVENT = 'template.status_changed'
 
@@ -50,4 +51,22 @@ export async function announceTemplateChanges(
     ), event as (${insertAccountEvents(tx, timezone, 'source', clock)})
     select count(*)::int as n from event`
   return row!.n
+}
+
+/**
+ * catalog.changeTemplate, and each change it recorded announced in the same transaction: what every
+ * writer of a template's status, category or quality (a webhook, a sync) calls, so that none changes
+ * a template silently. Its answer is changeTemplate's.
+ */
+export async function changeAndAnnounce(
+  tx: Db,
+  o: { clock: Pick<Clock, 'sqlNow'>; timezone: string },
+  id: number,
+  change: TemplateChange,
+  source: ChangeSource,
+  providerAt: Date | null = null,
+): Promise<{ template: WaTemplate; changes: RecordedChange[] } | null> {
+  const result = await changeTemplate(tx, o.clock, id, change, source, providerAt)
+  if (result && result.changes.length > 0) await announceTemplateChanges(tx, o.timezone, result.template, result.changes, o.clock)
+  return result
 }

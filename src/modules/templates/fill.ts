@@ -56,15 +56,17 @@ export function requireApproved(t: WaTemplate, at = ''): void {
 }
 
 /**
- * 422 unless the template belongs to the message's sender (`senderId` null: the deployment's): a
- * template is approved for one WhatsApp Business Account, and another number cannot send it.
+ * 422 TEMPLATE_NOT_APPROVED unless the template belongs to the message's sender (`senderId` null: the
+ * deployment's): a template is approved for one WhatsApp Business Account, and another number cannot
+ * send it (the send found no template of that name and language of the sender `from` names).
  */
 export function requireSenderOf(t: WaTemplate, senderId: number | null, at = ''): void {
   if ((t.sender_id ?? null) === (senderId ?? null)) return
-  const own = t.sender_id === null ? "the deployment's default sender" : `sender ${t.sender_id}`
-  const from = senderId === null ? "the deployment's default sender" : `sender ${senderId}`
-  throw badValue(
-    `${at}from: template ${t.id} (${t.name}) belongs to ${own}, not ${from}; leave out from to send it from its own; nothing was charged`,
+  const name = (id: number | null) => (id === null ? "the deployment's default sender" : `sender ${id}`)
+  throw new ApiError(
+    'TEMPLATE_NOT_APPROVED',
+    `${at}from: template ${t.id} (${t.name}, ${t.language}) is approved for ${name(t.sender_id)}, and ${name(senderId)} has no ` +
+      `template ${t.name} in ${t.language}; leave out from to send it from its own sender; nothing was charged`,
   )
 }
 

@@ -20,7 +20,6 @@ import type { Db, Sql } from '../../db/client'
 import type { Clock } from '../../lib/clock'
 import type { SignedTemplateNotice } from '../../providers/provider'
 import {
-  changeTemplate,
   findProviderTemplate,
   newerProviderChanges,
   noteTemplate,
@@ -32,7 +31,7 @@ import {
   type TemplateChange,
   type TemplateQuality,
 } from './catalog'
-import { announceTemplateChanges } from './events'
+import { changeAndAnnounce } from './events'
 
 const categoryOf = (word: string | null): TemplateCategory | null => {
   const w = word?.toLowerCase() ?? ''
@@ -104,10 +103,8 @@ async function applyOne(
   const latest = newer.get(fieldOf(change))
   // Older than what the provider already said of this field: stale. A FLAGGED of the same time: a repeat.
   if (notice.at && latest && (latest > notice.at || (change.flagged && latest.getTime() === notice.at.getTime()))) return 0
-  const result = await changeTemplate(tx, o.clock, templateId, change, o.source, notice.at)
-  if (!result || result.changes.length === 0) return 0
-  await announceTemplateChanges(tx, o.timezone, result.template, result.changes, o.clock)
-  return result.changes.length
+  const result = await changeAndAnnounce(tx, o, templateId, change, o.source, notice.at)
+  return result?.changes.length ?? 0
 }
 
 /**
@@ -121,25 +118,26 @@ export async function applyTemplateNotices(
 ): Promise<NoticeOutcome> {
   const outcome: NoticeOutcome = { changed: 0, refused: 0, unknown: 0 }
   const source: ChangeSource = o.provider === 'twilio' ? 'twilio' : o.provider === 'simulator' ? 'simulator' : 'meta'
-  // Meta's order within one callback: oldest first (a notification may batch several entries).
-  const ordered = notices
-    .map((n, i) => ({ n, i }))
-    .sort((a, b) => (a.n.at?.getTime() ?? 0) - (b.n.at?.getTime() ?? 0) || a.i - b.i)
-    .map((x) => x.n)
   await sql.begin(async (tx) => {
-    for (const notice of ordered) {
+    // Which template of which sender each notice is about, found first; then applied template by
+    // template in id order (a callback locks its templates in the order every other callback does:
+    // no deadlock), each template's notices in Meta's order (oldest first, a notification may batch
+    // several entries), so the latest word is the one that stays.
+    const work: { notice: SignedTemplateNotice; templateId: number; i: number }[] = []
+    for (const [i, notice] of notices.entries()) {
       if (notice.senders.length === 0) {
         outcome.refused++
         continue
       }
       for (const sender of notice.senders) {
         const template = await findProviderTemplate(tx, sender, notice)
-        if (!template) {
-          outcome.unknown++
-          continue
-        }
-        outcome.changed += await applyOne(tx, { clock: o.clock, timezone: o.timezone, source }, notice, template.id)
+        if (template) work.push({ notice, templateId: template.id, i })
+        else outcome.unknown++
       }
+    }
+    work.sort((a, b) => a.templateId - b.templateId || (a.notice.at?.getTime() ?? 0) - (b.notice.at?.getTime() ?? 0) || a.i - b.i)
+    for (const { notice, templateId } of work) {
+      outcome.changed += await applyOne(tx, { clock: o.clock, timezone: o.timezone, source }, notice, templateId)
     }
   })
   return outcome

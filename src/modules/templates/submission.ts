@@ -2,7 +2,8 @@
 // creating one (the Cloud API's template JSON as given: validated, submitted to the provider when the
 // sender's provider keeps templates of its own, then stored `pending`), and syncing them from the
 // provider (every template of the sender's WhatsApp Business Account, upserted by name and language:
-// a change of status, category or quality is recorded with source `sync`). Sender 0 is the
+// a change of status, category or quality is recorded with source `sync` and announced as
+// `template.status_changed`, events.ts). Sender 0 is the
 // deployment's default sender (the environment's PROVIDER settings; a Meta default sender reaches its
 // templates with META_BUSINESS_ACCOUNT_ID). The rows are catalog.ts's; the provider's calls are its
 // plugin's (providers/<name>/templates.ts).
@@ -13,11 +14,10 @@ import type { Config } from '../../config'
 import type { Clock } from '../../lib/clock'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
-import { waTemplatesOf } from '../../providers/registry'
+import { PROVIDER_NAMES, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
-import { openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
+import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
 import {
-  changeTemplate,
   findTemplate,
   getTemplateRow,
   insertTemplate,
@@ -32,6 +32,7 @@ import {
   type WaTemplate,
 } from './catalog'
 import { definitionOf } from './components'
+import { changeAndAnnounce } from './events'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -115,7 +116,8 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * Reads every template of the sender from its provider and brings the sender's templates here in line:
  * a new one is stored, a known one (same name and language) takes the provider's status, reason,
  * category, quality, id and definition (each real change recorded, source `sync`), and one no longer
- * listed becomes `deleted`. Nothing changes when the listing fails (502).
+ * listed becomes `deleted`. Each change of status, category or quality is announced
+ * (`template.status_changed`) in its transaction. Nothing changes when the listing fails (502).
  */
 export async function syncTemplates(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
   const sender = await templateSender(ctx, senderId)
@@ -140,14 +142,20 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
       continue
     }
     seen.add(`${listed.name}\u0000${listed.language}`)
-    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, sender, listed))
+    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed))
     result[outcome]++
   }
   for (const known of await templatesOfSender(ctx.sql, sender.id)) {
     if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
     if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
     await transaction(ctx.sql, (tx) =>
-      changeTemplate(tx, ctx.clock, known.id, { status: 'deleted', reason: `no longer listed by ${sender.provider}` }, 'sync'),
+      changeAndAnnounce(
+        tx,
+        { clock: ctx.clock, timezone: ctx.config.timezone },
+        known.id,
+        { status: 'deleted', reason: `no longer listed by ${sender.provider}` },
+        'sync',
+      ),
     )
     result.gone++
   }
@@ -157,6 +165,7 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number): P
 async function syncOne(
   tx: Parameters<typeof insertTemplate>[0],
   clock: Clock,
+  timezone: string,
   sender: TemplateSender,
   listed: ListedTemplate,
 ): Promise<'created' | 'changed' | 'unchanged'> {
@@ -186,11 +195,12 @@ async function syncOne(
     )
     // Created meanwhile (a submission, another sync): taken as known.
     if (inserted) return 'created'
-    return syncOne(tx, clock, sender, listed)
+    return syncOne(tx, clock, timezone, sender, listed)
   }
-  const changed = await changeTemplate(
+  // Announced in this transaction, as a webhook's change is (template.status_changed).
+  const changed = await changeAndAnnounce(
     tx,
-    clock,
+    { clock, timezone },
     known.id,
     { status, reason: listed.reason, category, quality, providerRef: listed.ref },
     'sync',
@@ -266,4 +276,33 @@ export async function createSenderTemplate(ctx: SubmissionContext, senderId: num
   )
   if (!inserted) throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
   return inserted
+}
+
+/**
+ * Syncs every sender whose provider keeps templates of its own (not disabled), and the deployment's
+ * default sender when it can reach its templates: the periodic sync (TEMPLATE_SYNC_MINUTES). One
+ * sender's failure (its provider unreachable, its credentials refused) is reported and the others go on.
+ */
+export async function syncEverySender(
+  ctx: SubmissionContext,
+  report: (senderId: number, why: string) => void,
+): Promise<{ synced: number; failed: number }> {
+  const providers = PROVIDER_NAMES.filter((name) => waTemplatesOf(name))
+  const ids = await activeSenderIds(ctx.sql, providers)
+  const own = waTemplatesOf(ctx.config.provider)
+  const environment = (ctx.config.providers as Record<string, unknown>)[ctx.config.provider]
+  if (own && !own.unreachable(environment)) ids.unshift(0)
+  let synced = 0
+  let failed = 0
+  for (const id of ids) {
+    try {
+      await syncTemplates(ctx, id)
+      synced++
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error
+      failed++
+      report(id, error.message)
+    }
+  }
+  return { synced, failed }
 }

@@ -1,0 +1,32 @@
+// Syncs every sender's WhatsApp templates from its provider every TEMPLATE_SYNC_MINUTES (0, the
+// default: only on demand, POST /admin/v1/senders/{id}/templates/sync). Each instance syncs on its own:
+// a sync is idempotent (a second one finds nothing new and records nothing), so two instances cost
+// Meta's API two listings, never a double change.
+
+import type { Deps } from '../deps'
+import { log } from '../lib/log'
+import { syncEverySender } from '../modules/templates/submission'
+import { startLoop } from './loop'
+import type { Worker } from './worker'
+
+/** How often the loop looks when the periodic sync is off (it does nothing then). */
+const IDLE_POLL_MS = 60 * 60_000
+
+async function syncOnce(deps: Deps): Promise<number> {
+  if (deps.config.templateSyncMinutes === 0) return 0
+  const done = await syncEverySender(deps, (senderId, why) => log.warn('template sync failed', { sender_id: senderId, why }))
+  if (done.synced + done.failed > 0) log.info('templates synced', { senders: done.synced, failed: done.failed })
+  // Never again at once: the next sync is a poll away.
+  return 0
+}
+
+export const templateSync: Worker = {
+  name: 'template-sync',
+  pollMs: IDLE_POLL_MS,
+  start: (deps) =>
+    startLoop('template-sync', () => syncOnce(deps), {
+      pollMs: deps.config.templateSyncMinutes > 0 ? deps.config.templateSyncMinutes * 60_000 : IDLE_POLL_MS,
+      clock: deps.clock,
+    }),
+  runOnce: syncOnce,
+}
