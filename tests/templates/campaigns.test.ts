@@ -168,9 +168,11 @@ describe('the mapping is checked when the campaign is created', () => {
     }
     // Another sender than the template's own.
     const other = await create(ORDER_PARAMETERS, { from: String(twilioA) })
-    expect([other.status, other.body.error]).toEqual([
+    expect([other.status, other.body.code, other.body.error]).toEqual([
       422,
-      `from: template ${tpl.id} (${tpl.name}) belongs to sender ${metaA}, not sender ${twilioA}; leave out from to send it from its own; nothing was charged`,
+      'TEMPLATE_NOT_APPROVED',
+      `from: template ${tpl.id} (${tpl.name}, en_US) is approved for sender ${metaA}, and sender ${twilioA} has no template ` +
+        `${tpl.name} in en_US; leave out from to send it from its own sender; nothing was charged`,
     ])
     // A template of a sender the account does not have is no template of it.
     const b = await t.account(1_000)

@@ -9,7 +9,7 @@ import { pageOf, type Page } from '../../lib/validate'
 import { requireText } from '../../http/values'
 import { requireAccount } from '../accounts/service'
 import { segmentMatch } from '../templates/segments'
-import { usableTemplate } from '../templates/catalog'
+import { findTemplate, usableTemplate } from '../templates/catalog'
 import { requireSenderOf } from '../templates/fill'
 import type { Campaign, CampaignDetail, CreateCampaignBody } from './model'
 import { checkParameters, type CampaignParameters } from './wa'
@@ -156,7 +156,10 @@ export async function createCampaign(
       exists (select 1 from templates where id = ${isRowId(input.template_id) ? input.template_id : 0} and account_id = ${account}) as template,
       exists (select 1 from segments where id = ${isRowId(input.segment_id) ? input.segment_id : 0} and account_id = ${account}) as segment`
   // A WhatsApp template the account may use (issue 30): from its own sender, its parameters mapped.
-  const wa = found!.template || !isRowId(input.template_id) ? null : await usableTemplate(sql, account, input.template_id)
+  let wa = found!.template || !isRowId(input.template_id) ? null : await usableTemplate(sql, account, input.template_id)
+  // From another of the account's senders (the caller checked it is one): that sender's template of the same
+  // name and language when it has one, as a single send does (messages/service.ts templateForSender).
+  if (wa && (wa.sender_id ?? null) !== (senderId ?? null)) wa = (await findTemplate(sql, senderId, wa.name, wa.language)) ?? wa
   if (!found!.template && !wa) throw badValue(`template_id: template ${input.template_id} does not exist`)
   if (!found!.segment) throw badValue(`segment_id: segment ${input.segment_id} does not exist`)
   if (!wa && input.parameters !== undefined)
