@@ -174,6 +174,19 @@ describe('the mapping is checked when the campaign is created', () => {
       `from: template ${tpl.id} (${tpl.name}, en_US) is approved for sender ${metaA}, and sender ${twilioA} has no template ` +
         `${tpl.name} in en_US; leave out from to send it from its own sender; nothing was charged`,
     ])
+    // Another of the account's senders with a template of the same name and language: that one, as a single send.
+    const twin = await insertTemplate(
+      t.db.sql,
+      t.deps.clock,
+      { ...ORDER, status: 'approved', name: tpl.name, senderId: twilioA, provider: 'twilio', providerRef: `HX${'ab'.repeat(16)}` },
+      'sync',
+    )
+    const fromTwin = await create(ORDER_PARAMETERS, { from: String(twilioA) })
+    expect([fromTwin.status, fromTwin.body.data?.campaign?.template_id, fromTwin.body.data?.campaign?.sender_id]).toEqual([
+      201,
+      twin!.id,
+      twilioA,
+    ])
     // A template of a sender the account does not have is no template of it.
     const b = await t.account(1_000)
     await assign(t, b.accountId, metaB, true)
