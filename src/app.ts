@@ -24,7 +24,9 @@ import { messagePages } from './modules/messages/pages'
 import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
+import { waTemplatePages } from './modules/templates/wa-pages'
 import { templatesApi } from './modules/templates/api'
+import { verificationsApi } from './modules/verifications/api'
 import { campaignsApi } from './modules/campaigns/api'
 import { campaignsAdmin } from './modules/campaigns/admin'
 import { campaignPages } from './modules/campaigns/pages'
@@ -81,6 +83,7 @@ export function createApp(deps: Deps) {
     .use(inboundApi(deps))
     .use(optOutsApi(deps))
     .use(templatesApi(deps))
+    .use(verificationsApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
@@ -123,6 +126,7 @@ export function createApp(deps: Deps) {
           contactPages,
           optOutPages,
           templatePages,
+          waTemplatePages,
           campaignPages,
           messagePages,
           inboxPages,

@@ -36,6 +36,7 @@ import whatsappTemplates from '../../sql/0035_whatsapp_templates.sql' with { typ
 import templateChangesEvents from '../../sql/0038_template_changes_events.sql' with { type: 'text' }
 import contactAttributes from '../../sql/0039_contact_attributes.sql' with { type: 'text' }
 import campaignWaTemplates from '../../sql/0040_campaign_wa_templates.sql' with { type: 'text' }
+import verifications from '../../sql/0041_verifications.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -77,4 +78,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 38, name: '0038_template_changes_events.sql', text: templateChangesEvents },
   { version: 39, name: '0039_contact_attributes.sql', text: contactAttributes },
   { version: 40, name: '0040_campaign_wa_templates.sql', text: campaignWaTemplates },
+  { version: 41, name: '0041_verifications.sql', text: verifications },
 ]
