@@ -113,6 +113,7 @@ describe('POST /campaigns', () => {
           template_id: templateId,
           segment_id: segmentId,
           sender_id: null,
+          parameters: null,
           schedule_at: scheduleAt,
           created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
         },
@@ -256,7 +257,7 @@ describe('GET /campaigns/{id}', () => {
           finished_at: null,
           pause_reason: null,
         },
-        stats: { total: 9, sent: 6, delivered: 4, read: 1, failed: 2, window_closed: 0, opted_out: 0 },
+        stats: { total: 9, sent: 6, delivered: 4, read: 1, failed: 2, window_closed: 0, opted_out: 0, missing_values: 0 },
       },
     })
   })
@@ -265,7 +266,16 @@ describe('GET /campaigns/{id}', () => {
     const { key, templateId, segmentId } = await setup()
     const created = await t.api('POST', '/campaigns', key, { name: 'Empty', template_id: templateId, segment_id: segmentId })
     const res = await t.api('GET', `/campaigns/${created.body.data.campaign.id}`, key)
-    expect(res.body.data.stats).toEqual({ total: 0, sent: 0, delivered: 0, read: 0, failed: 0, window_closed: 0, opted_out: 0 })
+    expect(res.body.data.stats).toEqual({
+      total: 0,
+      sent: 0,
+      delivered: 0,
+      read: 0,
+      failed: 0,
+      window_closed: 0,
+      opted_out: 0,
+      missing_values: 0,
+    })
   })
 
   test("404 for unknown ids and another account's; 400 for a non-integer id", async () => {

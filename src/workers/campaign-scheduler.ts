@@ -1,7 +1,8 @@
 // Starts scheduled campaigns whose schedule_at has come, and resumes those paused by their sender's
-// messaging limit once it has room again; then wakes the runner.
+// messaging limit once it has room again, and those paused because their WhatsApp template was not
+// approved once it is approved again; then wakes the runner.
 
-import { resumeLimitedCampaigns, startDueCampaigns } from '../modules/campaigns/engine'
+import { resumeLimitedCampaigns, resumeTemplateCampaigns, startDueCampaigns } from '../modules/campaigns/engine'
 import type { Worker } from './worker'
 
 /** How late a scheduled campaign may start, at most. */
@@ -13,7 +14,8 @@ export const campaignScheduler: Worker = {
   async runOnce(deps) {
     const started = await startDueCampaigns(deps.sql, deps.clock)
     const resumed = await resumeLimitedCampaigns(deps.sql, deps.clock, deps.config.messagingLimit)
-    if (started + resumed > 0) deps.wake('campaign-runner')
+    const approved = await resumeTemplateCampaigns(deps.sql)
+    if (started + resumed + approved > 0) deps.wake('campaign-runner')
     return 0
   },
 }

@@ -64,7 +64,16 @@ describe('campaign engine', () => {
     await sendAll()
     const finished = await stats(a.key, id)
     expect(finished.campaign.status).toBe('sent')
-    expect(finished.stats).toEqual({ total: 500, sent: 500, delivered: 500, read: 500, failed: 0, window_closed: 0, opted_out: 0 })
+    expect(finished.stats).toEqual({
+      total: 500,
+      sent: 500,
+      delivered: 500,
+      read: 500,
+      failed: 0,
+      window_closed: 0,
+      opted_out: 0,
+      missing_values: 0,
+    })
 
     const perContact = await t.db.sql<{ n: number; contacts: number }[]>`
       select count(*)::int as n, count(distinct contact_id)::int as contacts from messages where campaign_id = ${id}`

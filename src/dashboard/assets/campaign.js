@@ -19,7 +19,7 @@
       })
       .then(function (p) {
         var s = p.stats
-        ;['total', 'sent', 'delivered', 'read', 'failed', 'window_closed', 'opted_out'].forEach(function (k) {
+        ;['total', 'sent', 'delivered', 'read', 'failed', 'window_closed', 'opted_out', 'missing_values'].forEach(function (k) {
           show(k, s[k])
         })
         show('pending', p.pending)

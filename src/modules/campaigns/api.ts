@@ -5,7 +5,7 @@ import { apiRoutes } from '../../http/groups'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { Campaign, CampaignDetail, CampaignList, CampaignIdParams, CampaignsQuery, CreateCampaignBody } from './model'
-import { createCampaign, getCampaign, listCampaigns } from './service'
+import { createCampaign, getCampaign, listCampaigns, templateSenderOf } from './service'
 import { optionalTimestamp, page } from '../../http/values'
 import { formatTimes } from '../../lib/time'
 
@@ -47,7 +47,11 @@ export const campaignsApi = (deps: Deps) => {
       '/campaigns',
       async ({ body, principal, set }) => {
         set.status = 201
-        const sender = await deps.senders.forSend(principal.accountId, body.from)
+        // A WhatsApp template goes from its own sender unless `from` names one.
+        const sender = await deps.senders.forSend(
+          principal.accountId,
+          body.from ?? (await templateSenderOf(sql, principal.accountId, body.template_id)),
+        )
         const input = { ...body, schedule_at: optionalTimestamp(body.schedule_at, 'schedule_at', tz) }
         return ok({ campaign: formatTimes(await createCampaign(sql, deps.clock, principal, input, sender.id), tz) })
       },
@@ -59,7 +63,11 @@ export const campaignsApi = (deps: Deps) => {
           summary: 'Create a campaign (draft)',
           description:
             'Creates a campaign in state `draft`; running it happens in the dashboard. `template_id` and `segment_id` ' +
-            'must name a template and a segment of the same account (422 otherwise); `schedule_at`, when given, must not be in the past.',
+            'must name a template and a segment of the same account (422 otherwise); `schedule_at`, when given, must not be in the past. ' +
+            "Extension: `template_id` may name a WhatsApp template the account may use (GET /templates): the campaign goes from the template's " +
+            'own sender (another `from` is 422) and `parameters` maps each of its parameters to a contact field, a contact attribute or a ' +
+            'constant (a parameter unmapped or unknown: 422 naming it). Before each batch is charged the template must be approved; ' +
+            'otherwise the campaign pauses (`pause_reason` starting `TEMPLATE_NOT_APPROVED`) and resumes by itself once it is approved again.',
         },
       },
     )

@@ -8,6 +8,10 @@
 // next day in TIMEZONE, or after the cap is raised). Campaigns without a key have no cap.
 // A template bound to an approved template of the provider in use is sent as that template, with
 // each contact's values in the bound order; every message records its rendered text either way.
+// A campaign of a WhatsApp template (issue 30) fills each recipient's parameters from its mapping
+// (wa.ts) with the send's own code; a recipient whose value is missing is skipped, uncharged, and
+// counted (missing_values). Before a batch is charged its template must be approved: otherwise the
+// campaign pauses (TEMPLATE_NOT_APPROVED...) and the scheduler resumes it once the template is approved.
 
 import type { Deps } from '../../deps'
 import type { Db, Sql } from '../../db/client'
@@ -22,6 +26,9 @@ import { segmentMatch } from '../templates/segments'
 import { checksWindow, closedWindowsOf } from '../messages/window'
 import { hasRoom, takeForCampaign } from '../budgets/guard'
 import { optedOutAmong } from '../optouts/service'
+import { getTemplateRow } from '../templates/catalog'
+import type { Attributes } from '../contacts/service'
+import { fillForContact, type CampaignParameters } from './wa'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -105,6 +112,23 @@ export async function resumeLimitedCampaigns(sql: Sql, clock: Clock, messagingLi
   return resumed
 }
 
+/** The pause reason of a campaign paused because its WhatsApp template is not approved (nextBatch writes it). */
+const TEMPLATE_PAUSE = 'TEMPLATE_NOT_APPROVED%'
+
+/**
+ * Scheduler step: resumes the campaigns paused because their WhatsApp template was not approved, once
+ * it is approved again (Meta's notice, a sync, an operator): the template's status is read here, so
+ * whichever path approved it, the campaign goes on.
+ */
+export async function resumeTemplateCampaigns(sql: Sql): Promise<number> {
+  const rows = await sql`
+    update campaigns c set status = 'sending', pause_reason = null
+    from wa_templates w
+    where w.id = c.wa_template_id and w.status = 'approved' and c.status = 'paused' and c.pause_reason like ${TEMPLATE_PAUSE}
+    returning c.id`
+  return rows.length
+}
+
 /** Scheduler step: starts every scheduled campaign whose time has come. */
 export async function startDueCampaigns(sql: Sql, clock: Clock): Promise<number> {
   const due = await sql<{ id: number }[]>`
@@ -158,7 +182,9 @@ async function nextBatch(
         cursor_contact_id: number
         max_contact_id: number
         template_id: number
-        body: string
+        body: string | null
+        wa_template_id: number | null
+        template_parameters: CampaignParameters | null
         tag: string
         ref: string | null
         language: string | null
@@ -167,10 +193,11 @@ async function nextBatch(
         sender_disabled: boolean
       }[]
     >`
-      select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id, c.template_id, t.body, s.tag,
+      select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id,
+             coalesce(c.template_id, c.wa_template_id) as template_id, t.body, c.wa_template_id, c.template_parameters, s.tag,
              b.ref, b.language, b.variables, c.sender_id,
              coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled
-      from campaigns c join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
+      from campaigns c left join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
         left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
       where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > ${now}
       for update of c`
@@ -184,9 +211,22 @@ async function nextBatch(
         where id = ${campaignId}`
       return stop
     }
+    // A WhatsApp template must be approved before anything more is charged; it resumes once it is again.
+    const wa = campaign.wa_template_id === null ? null : await getTemplateRow(tx, campaign.wa_template_id)
+    if (wa && wa.status !== 'approved') {
+      if (handingOver) return settleFirst
+      const why = wa.reason ? ` (reason: ${wa.reason})` : ''
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null,
+          pause_reason = ${`TEMPLATE_NOT_APPROVED: template ${wa.id} (${wa.name}, ${wa.language}) is ${wa.status}${why}; the campaign resumes by itself once it is approved again`}
+        where id = ${campaignId}`
+      return stop
+    }
 
-    const fetched = await tx<{ id: number; name: string; phone: string; email: string | null; city: string | null }[]>`
-      select c.id, c.name, c.phone, c.email, c.city from contacts c
+    const fetched = await tx<
+      { id: number; name: string; phone: string; email: string | null; city: string | null; attributes: Attributes }[]
+    >`
+      select c.id, c.name, c.phone, c.email, c.city, c.attributes from contacts c
       where c.account_id = ${campaign.account_id} and c.id > ${campaign.cursor_contact_id} and c.id <= ${campaign.max_contact_id}
         and ${segmentMatch(tx, campaign.tag)}
       order by c.id limit ${CAMPAIGN_BATCH}`
@@ -207,15 +247,20 @@ async function nextBatch(
       fetched.map((c) => c.phone),
     )
     const reachable = fetched.filter((c) => !optedOut.has(c.phone))
-    const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null, campaign.sender_id, reachable, clock)
-    const sendable = reachable.filter((c) => !closed.has(c.phone))
+    const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null && !wa, campaign.sender_id, reachable, clock)
+    // A WhatsApp template's values per recipient: one without a value (or with one WhatsApp refuses) is skipped.
+    const filled = new Map<number, ReturnType<typeof fillForContact>>()
+    if (wa) for (const c of reachable) filled.set(c.id, fillForContact(wa, campaign.template_parameters ?? {}, c, provider))
+    const missing = new Set(reachable.filter((c) => filled.has(c.id) && 'missing' in filled.get(c.id)!).map((c) => c.id))
+    const sendable = reachable.filter((c) => !closed.has(c.phone) && !missing.has(c.id))
     /** Moves the cursor to `through`, counting the recipients skipped up to it (they are not met again). */
     const moveCursor = async (through: number) => {
       const optedOutSkipped = fetched.filter((c) => optedOut.has(c.phone) && c.id <= through).length
       const closedSkipped = fetched.filter((c) => closed.has(c.phone) && c.id <= through).length
+      const missingSkipped = fetched.filter((c) => missing.has(c.id) && c.id <= through).length
       await tx`
         update campaigns set cursor_contact_id = ${through}, opted_out = opted_out + ${optedOutSkipped},
-          window_closed = window_closed + ${closedSkipped}, lease_until = ${now} + make_interval(secs => ${lease.seconds})
+          window_closed = window_closed + ${closedSkipped}, missing_values = missing_values + ${missingSkipped}, lease_until = ${now} + make_interval(secs => ${lease.seconds})
         where id = ${campaignId}`
     }
     if (sendable.length === 0) {
@@ -255,18 +300,24 @@ async function nextBatch(
     }
     const batch = sendable.slice(0, limited.fits)
     const values = batch.map((c) => ({ name: c.name, phone: c.phone, email: c.email, city: c.city }))
-    const bodies = values.map((v) => renderTemplate(campaign.body, v))
+    const waFilled = batch.map((c) => filled.get(c.id))
+    const bodies = values.map((v, i) => {
+      const f = waFilled[i]
+      return f && !('missing' in f) ? f.body : renderTemplate(campaign.body ?? '', v)
+    })
     // A missing value goes as an empty variable, as it renders empty in the text.
-    const templates = values.map((v) =>
-      campaign.ref === null
+    const templates = values.map((v, i) => {
+      const f = waFilled[i]
+      if (f && !('missing' in f)) return JSON.stringify(f.providerTemplate)
+      return campaign.ref === null
         ? null
         : JSON.stringify({
             provider,
             ref: campaign.ref,
             language: campaign.language,
             variables: (campaign.variables ?? []).map((name) => v[name as keyof typeof v] ?? ''),
-          } satisfies StoredTemplate),
-    )
+          } satisfies StoredTemplate)
+    })
     // One message per (campaign, contact), across monthly partitions: campaign_recipients' key is
     // taken in the same statement, and a contact already there gets no second message.
     const inserted = await tx<BatchMessage[]>`

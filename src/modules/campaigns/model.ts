@@ -5,6 +5,30 @@ import { Id, JsonId, listOf, PageQuery } from '../../http/models'
 const timestamp = (description: string) => t.String({ description: `${description}, YYYY-MM-DD HH:MM:SS in the service time zone` })
 const nullableTimestamp = (description: string) => t.Union([timestamp(description), t.Null()])
 
+const Source = t.Object(
+  {
+    field: t.Optional(t.String({ description: "A contact's field: name, phone, email or city" })),
+    attribute: t.Optional(t.String({ description: "One of the contact's own attributes, by its key" })),
+    constant: t.Optional(t.String({ description: 'The same text for every recipient' })),
+  },
+  { additionalProperties: false, description: 'Where the value comes from: exactly one of field, attribute or constant' },
+)
+
+const CampaignParametersInput = t.Object(
+  {
+    variables: t.Optional(t.Record(t.String(), Source, { description: 'The body\'s parameters by key ("1", "2"… or names)' })),
+    header: t.Optional(Source),
+    buttons: t.Optional(t.Record(t.String(), Source, { description: 'The buttons that take a value, by position ("0" for the first)' })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      "Extension, for a WhatsApp template only: where each of its parameters comes from, per recipient: every parameter the template's " +
+      '`parameters` lists (body, text header, URL or copy-code buttons) and no other, else 422 naming it',
+    examples: [{ variables: { '1': { field: 'name' }, '2': { attribute: 'order_id' } }, buttons: { '0': { constant: 'SALE' } } }],
+  },
+)
+
 const CampaignStatus = t.Union(
   [t.Literal('draft'), t.Literal('scheduled'), t.Literal('sending'), t.Literal('paused'), t.Literal('sent'), t.Literal('cancelled')],
   { description: 'draft on creation through the API; the other states come from running it in the dashboard' },
@@ -19,7 +43,13 @@ const jsonInteger = Type.Integer
 export const CreateCampaignBody = t.Object(
   {
     name: t.String({ description: 'Campaign name, 1 to 200 characters', examples: ['Ramadan promo'] }),
-    template_id: JsonId({ description: 'Id of a message template of the account', examples: [3] }),
+    template_id: JsonId({
+      description:
+        'Id of a message template of the account, or of a WhatsApp template it may use (GET /templates; the campaign then ' +
+        "goes from the template's own sender and needs `parameters`)",
+      examples: [3],
+    }),
+    parameters: t.Optional(CampaignParametersInput),
     segment_id: JsonId({ description: 'Id of a contact segment of the account', examples: [7] }),
     schedule_at: t.Optional(
       t.String({
@@ -49,6 +79,9 @@ const campaignFields = {
   sender_id: t.Union([jsonInteger(), t.Null()], {
     description: "Extension: the sender it goes from; null: the deployment's default sender",
   }),
+  parameters: t.Union([CampaignParametersInput, t.Null()], {
+    description: "Extension: where the WhatsApp template's parameters come from; null for an account template",
+  }),
   schedule_at: nullableTimestamp('Scheduled send time'),
   created_at: timestamp('Creation time'),
 }
@@ -62,6 +95,7 @@ export const Campaign = t.Object(campaignFields, {
       template_id: 3,
       segment_id: 7,
       sender_id: null,
+      parameters: null,
       schedule_at: '2025-03-01 09:00:00',
       created_at: '2025-02-20 14:02:11',
     },
@@ -77,7 +111,9 @@ export const CampaignDetail = t.Object({
     pause_reason: t.Union([t.String(), t.Null()], {
       description:
         "Why a paused campaign stopped (e.g. the balance ran out). One starting with `MESSAGING_LIMIT` stopped at its sender's messaging " +
-        'limit (unique recipients of business-initiated messages per rolling 24 hours) and resumes by itself once that frees',
+        'limit (unique recipients of business-initiated messages per rolling 24 hours) and resumes by itself once that frees; one ' +
+        'starting with `TEMPLATE_NOT_APPROVED` stopped because its WhatsApp template is no longer approved (paused, disabled, ' +
+        'rejected…) and resumes by itself once it is approved again',
     }),
   }),
   stats: t.Object(
@@ -94,8 +130,13 @@ export const CampaignDetail = t.Object({
       opted_out: jsonInteger({
         description: "Recipients skipped because they opted out of the account's messages (extension): never charged, no message",
       }),
+      missing_values: jsonInteger({
+        description:
+          "Recipients skipped, uncharged, because a WhatsApp template's parameter had no value for them (an attribute they lack, " +
+          'an e-mail not given) or one WhatsApp would refuse (extension)',
+      }),
     },
-    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2, opted_out: 1 }] },
+    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2, opted_out: 1, missing_values: 0 }] },
   ),
 })
 export type CampaignDetail = typeof CampaignDetail.static

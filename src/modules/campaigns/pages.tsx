@@ -14,13 +14,15 @@ import { PAGE_HEADERS } from '../../dashboard/session'
 import { audit } from '../users/service'
 import type { CampaignDetail } from './model'
 import { cancelCampaign, resumeCampaign, runCampaign } from './engine'
-import { createCampaign, getCampaign, listCampaigns } from './service'
+import { createCampaign, getCampaign, listCampaigns, templateSenderOf } from './service'
 import { formatTimes } from '../../lib/time'
 import { requireTimestamp } from '../../http/values'
 import { listTemplates } from '../templates/service'
 import { listSegments } from '../templates/segments'
 import { listAccountSenders, senderNames } from '../senders/service'
 import { senderChoice, senderLabel } from '../senders/account-pages'
+import { usableTemplate, usableTemplates, type WaTemplate } from '../templates/catalog'
+import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type SourceInput } from './wa'
 
 const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
 const PAGE_SIZE = 50
@@ -31,10 +33,35 @@ export const progressOf = (detail: CampaignDetail) => ({
   status: detail.campaign.status,
   pause_reason: detail.campaign.pause_reason,
   stats: detail.stats,
-  pending: Math.max(0, detail.stats.total - detail.stats.sent - detail.stats.failed - detail.stats.window_closed - detail.stats.opted_out),
+  pending: Math.max(
+    0,
+    detail.stats.total -
+      detail.stats.sent -
+      detail.stats.failed -
+      detail.stats.window_closed -
+      detail.stats.opted_out -
+      detail.stats.missing_values,
+  ),
 })
 
-const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'window_closed', 'opted_out', 'pending'] as const
+const COUNTS = ['total', 'sent', 'delivered', 'read', 'failed', 'window_closed', 'opted_out', 'missing_values', 'pending'] as const
+
+const SOURCE_LABELS: Record<(typeof SOURCE_KINDS)[number], string> = {
+  name: "Contact's name",
+  phone: "Contact's phone",
+  email: "Contact's e-mail",
+  city: "Contact's city",
+  attribute: 'Contact attribute (type its key)',
+  constant: 'Constant (type the text)',
+}
+
+/** Where one parameter comes from, in words (the campaign's page). */
+function sourceText(source: SourceInput | undefined): string {
+  if (!source) return ''
+  if (source.field !== undefined) return `contact's ${source.field}`
+  if (source.attribute !== undefined) return `attribute ${source.attribute}`
+  return `constant "${source.constant}"`
+}
 const CAMPAIGN_FIELDS = ['name', 'template_id', 'segment_id', 'sender_id', 'schedule_at'] as const
 
 export function campaignPages(d: Dashboard) {
@@ -48,22 +75,29 @@ export function campaignPages(d: Dashboard) {
           () => null,
         )
 
-  async function campaignsPage(scope: Scope, pageParam: string | undefined, options: { state?: FormState; status?: number } = {}) {
+  async function campaignsPage(
+    scope: Scope,
+    pageParam: string | undefined,
+    options: { state?: FormState; status?: number; wa?: WaTemplate | null } = {},
+  ) {
     const { session, base } = scope
     const pageNumber = /^\d{1,6}$/.test(pageParam ?? '') ? Math.max(1, Number(pageParam)) : 1
-    const [list, templates, segments, senders] = await Promise.all([
+    const [list, templates, segments, senders, waTemplates] = await Promise.all([
       listCampaigns(await scope.read(), principalOf(scope), { limit: PAGE_SIZE, offset: (pageNumber - 1) * PAGE_SIZE }),
       listTemplates(d.sql, scope.accountId, LIST),
       listSegments(d.sql, scope.accountId, LIST),
       listAccountSenders(d.sql, scope.accountId),
+      usableTemplates(d.sql, scope.accountId, {}, LIST),
     ])
+    // A WhatsApp template chosen (?wa_template=ID): the form maps each of its parameters.
+    const wa = options.wa ?? null
     const details = formatTimes(await Promise.all(list.items.map((c) => getCampaign(d.sql, principalOf(scope), c.id))), d.tz)
     const pages = Math.max(1, Math.ceil(list.total / PAGE_SIZE))
     const { state } = options
     const template = fieldProps(state, 'campaign', 'template_id')
     const segment = fieldProps(state, 'campaign', 'segment_id')
     const sender = fieldProps(state, 'campaign', 'sender_id')
-    const chosenSender = sender.typed || String(senders.find((s) => s.default)?.id ?? '')
+    const chosenSender = sender.typed || String((wa ? wa.sender_id : null) ?? senders.find((s) => s.default)?.id ?? '')
     return respond(
       <Layout title={titleOf(scope, 'Campaigns')} session={session}>
         <AccountLink scope={scope} />
@@ -84,7 +118,27 @@ export function campaignPages(d: Dashboard) {
           pager={{ label: 'Pages of campaigns', page: pageNumber, pages, href: (n) => `${base}/campaigns?page=${n}` }}
         />
         <h2>New campaign</h2>
-        {templates.items.length === 0 || segments.items.length === 0 ? (
+        {waTemplates.items.length > 0 && segments.items.length > 0 ? (
+          <form class="stack card" method="get" action={`${base}/campaigns`}>
+            <div class="field">
+              <label>
+                WhatsApp template (its parameters filled per contact)
+                <select id="campaign-wa-template" name="wa_template">
+                  <option value="">None: an account template</option>
+                  {waTemplates.items.map((t) => (
+                    <option value={String(t.id)} selected={wa?.id === t.id}>
+                      {`${t.name} (${t.language}, ${t.status})`}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            </div>
+            <button class="secondary" type="submit">
+              Choose template
+            </button>
+          </form>
+        ) : null}
+        {(templates.items.length === 0 && !wa) || segments.items.length === 0 ? (
           <p>
             A campaign needs a template and a segment: <a href={`${base}/templates`}>create them first</a>.
           </p>
@@ -94,19 +148,50 @@ export function campaignPages(d: Dashboard) {
             <FormToken session={session} />
             <FormProblem state={state} form="campaign" />
             <Field state={state} form="campaign" name="name" label="Name" required maxlength={MAX_NAME_CHARS} />
-            <div class="field">
-              <label>
-                Template
-                <select {...template.attributes} required>
-                  {templates.items.map((t) => (
-                    <option value={String(t.id)} selected={template.typed === String(t.id)}>
-                      {t.name}
-                    </option>
-                  ))}
-                </select>
-              </label>
-              <FormError state={state} form="campaign" name="template_id" />
-            </div>
+            {wa ? (
+              <fieldset>
+                <legend>{`WhatsApp template ${wa.name} (${wa.language}): where each parameter comes from`}</legend>
+                <input type="hidden" name="template_id" value={String(wa.id)} />
+                {slotsOf(wa).length === 0 ? <p>It has no parameters.</p> : null}
+                {slotsOf(wa).map((slot) => {
+                  const names = slotFields(slot)
+                  const from = fieldProps(state, 'campaign', names.from)
+                  const value = fieldProps(state, 'campaign', names.value)
+                  return (
+                    <div class="field">
+                      <label>
+                        {slot.label + (slot.example ? ` (e.g. ${slot.example})` : '')}
+                        <select {...from.attributes}>
+                          {SOURCE_KINDS.map((k) => (
+                            <option value={k} selected={from.typed === k}>
+                              {SOURCE_LABELS[k]}
+                            </option>
+                          ))}
+                        </select>
+                      </label>
+                      <label>
+                        {`${slot.label}: attribute key or constant text`}
+                        <input {...value.attributes} value={value.typed ?? ''} maxlength={1024} />
+                      </label>
+                    </div>
+                  )
+                })}
+              </fieldset>
+            ) : (
+              <div class="field">
+                <label>
+                  Template
+                  <select {...template.attributes} required>
+                    {templates.items.map((t) => (
+                      <option value={String(t.id)} selected={template.typed === String(t.id)}>
+                        {t.name}
+                      </option>
+                    ))}
+                  </select>
+                </label>
+                <FormError state={state} form="campaign" name="template_id" />
+              </div>
+            )}
             <div class="field">
               <label>
                 Segment
@@ -179,6 +264,22 @@ export function campaignPages(d: Dashboard) {
           <dd id="campaign-status">{c.status}</dd>
           <dt>Template</dt>
           <dd>{template ? <a href={`${base}/templates/${template.id}`}>{template.name}</a> : `#${c.template_id}`}</dd>
+          {c.parameters ? (
+            <>
+              <dt>Parameters</dt>
+              <dd>
+                <ul id="campaign-parameters">
+                  {c.parameters.header ? <li>{`header: ${sourceText(c.parameters.header)}`}</li> : null}
+                  {Object.entries(c.parameters.variables ?? {}).map(([k, v]) => (
+                    <li>{`{{${k}}}: ${sourceText(v)}`}</li>
+                  ))}
+                  {Object.entries(c.parameters.buttons ?? {}).map(([k, v]) => (
+                    <li>{`button ${Number(k) + 1}: ${sourceText(v)}`}</li>
+                  ))}
+                </ul>
+              </dd>
+            </>
+          ) : null}
           <dt>Segment</dt>
           <dd>{segment ? `${segment.name} (tag ${segment.tag})` : `#${c.segment_id}`}</dd>
           <dt>Sender</dt>
@@ -220,9 +321,11 @@ export function campaignPages(d: Dashboard) {
                 <div class="label">
                   {name === 'window_closed'
                     ? 'Skipped: window closed'
-                    : name === 'opted_out'
-                      ? 'Opted out'
-                      : name[0]!.toUpperCase() + name.slice(1)}
+                    : name === 'missing_values'
+                      ? 'Skipped: value missing'
+                      : name === 'opted_out'
+                        ? 'Opted out'
+                        : name[0]!.toUpperCase() + name.slice(1)}
                 </div>
               </div>
             ))}
@@ -261,7 +364,12 @@ export function campaignPages(d: Dashboard) {
     app
       .get(`${prefix}/campaigns`, async ({ request, params, query }) => {
         const scope = await viewScope(d, request, accountOf(params))
-        return scope instanceof Response ? scope : campaignsPage(scope, (query as { page?: string }).page)
+        if (scope instanceof Response) return scope
+        const q = query as { page?: string; wa_template?: string }
+        // A WhatsApp template the account may not use is as unknown as none (the form falls back to account templates).
+        const waId = idParam(q.wa_template ?? '')
+        const wa = waId === null ? null : await usableTemplate(d.sql, scope.accountId, waId)
+        return campaignsPage(scope, q.page, { wa })
       })
       .post(`${prefix}/campaigns`, async ({ request, body, params, server }) => {
         const scope = await changeScope(d, request, body, accountOf(params))
@@ -272,7 +380,13 @@ export function campaignPages(d: Dashboard) {
           async () => {
             // Read before the form's transaction: the sender chosen among the account's (a disabled or
             // foreign one is refused at its field), or the account's default without a choice.
-            const sender = await d.deps.senders.forSend(scope.accountId, chosen === '' ? undefined : chosen, 'sender_id')
+            const templateId = Number(idParam(field(body, 'template_id')) ?? 0)
+            const wa = await usableTemplate(d.deps.sql, scope.accountId, templateId)
+            const sender = await d.deps.senders.forSend(
+              scope.accountId,
+              chosen === '' ? await templateSenderOf(d.deps.sql, scope.accountId, templateId) : chosen,
+              'sender_id',
+            )
             return d.once(scope.session, body, `${scope.base}/campaigns`, async (tx) => {
               const created = await createCampaign(
                 tx,
@@ -280,7 +394,8 @@ export function campaignPages(d: Dashboard) {
                 { accountId: scope.accountId, keyId: null },
                 {
                   name: field(body, 'name'),
-                  template_id: Number(idParam(field(body, 'template_id')) ?? 0),
+                  template_id: templateId,
+                  ...(wa ? { parameters: parametersFromForm(wa, (name) => field(body, name)) } : {}),
                   segment_id: Number(idParam(field(body, 'segment_id')) ?? 0),
                   schedule_at: scheduleAt === '' ? undefined : requireTimestamp(scheduleAt, 'schedule_at', d.tz),
                 },
@@ -300,7 +415,15 @@ export function campaignPages(d: Dashboard) {
               }
             })
           },
-          (message, status) => campaignsPage(scope, undefined, { state: formState('campaign', body, CAMPAIGN_FIELDS, message), status }),
+          async (message, status) => {
+            const wa = await usableTemplate(d.sql, scope.accountId, Number(idParam(field(body, 'template_id')) ?? 0))
+            const names = wa ? slotsOf(wa).flatMap((s) => Object.values(slotFields(s))) : []
+            return campaignsPage(scope, undefined, {
+              state: formState('campaign', body, [...CAMPAIGN_FIELDS, ...names], message),
+              status,
+              wa,
+            })
+          },
         )
       })
       .get(`${prefix}/campaigns/:campaign`, async ({ request, params }) => {

@@ -9,7 +9,10 @@ import { pageOf, type Page } from '../../lib/validate'
 import { requireText } from '../../http/values'
 import { requireAccount } from '../accounts/service'
 import { segmentMatch } from '../templates/segments'
+import { findTemplate, usableTemplate } from '../templates/catalog'
+import { requireSenderOf } from '../templates/fill'
 import type { Campaign, CampaignDetail, CreateCampaignBody } from './model'
+import { checkParameters, type CampaignParameters } from './wa'
 
 /** An id that can be a row of ours: ids out of bigint range would fail in the database instead. */
 const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0
@@ -21,6 +24,7 @@ type CampaignRow = {
   template_id: number
   segment_id: number
   sender_id: number | null
+  parameters: CampaignParameters | null
   schedule_at: Date | null
   created_at: Date
   started_at: Date | null
@@ -35,17 +39,17 @@ const campaignView = (row: CampaignRow) => ({
   template_id: row.template_id,
   segment_id: row.segment_id,
   sender_id: row.sender_id,
+  parameters: row.parameters,
   schedule_at: row.schedule_at,
   created_at: row.created_at,
 })
 
 type CampaignView = ReturnType<typeof campaignView>
 
-const CAMPAIGN_COLUMNS = [
+const COLUMNS = [
   'id',
   'name',
   'status',
-  'template_id',
   'segment_id',
   'sender_id',
   'schedule_at',
@@ -54,11 +58,14 @@ const CAMPAIGN_COLUMNS = [
   'finished_at',
   'pause_reason',
 ]
+/** A campaign's columns; `template_id` names its account template or its WhatsApp template, whichever it has. */
+const campaignColumns = (sql: Sql | Db) =>
+  sql`${sql(COLUMNS)}, coalesce(template_id, wa_template_id) as template_id, template_parameters as parameters`
 
 export async function listCampaigns(sql: Sql, principal: Principal, p: Page) {
   const [rows, [count]] = await Promise.all([
     sql<CampaignRow[]>`
-      select ${sql(CAMPAIGN_COLUMNS)} from campaigns where account_id = ${principal.accountId}
+      select ${campaignColumns(sql)} from campaigns where account_id = ${principal.accountId}
       order by created_at desc, id desc limit ${p.limit} offset ${p.offset}`,
     sql<{ n: number }[]>`select count(*)::int as n from campaigns where account_id = ${principal.accountId}`,
   ])
@@ -83,7 +90,7 @@ async function campaignDetail(sql: Sql, id: number, accountId: number | null) {
   const notFound = new ApiError('NOT_FOUND', `campaign ${id} not found`)
   if (!isRowId(id)) throw notFound
   const [row] = await sql<CampaignRow[]>`
-    select ${sql(CAMPAIGN_COLUMNS)} from campaigns
+    select ${campaignColumns(sql)} from campaigns
     where id = ${id} ${accountId === null ? sql`` : sql`and account_id = ${accountId}`}`
   if (!row) throw notFound
   // Counted from the messages themselves, so the numbers follow every status report without a counter
@@ -96,11 +103,12 @@ async function campaignDetail(sql: Sql, id: number, accountId: number | null) {
         (count(*) filter (where status = 'read'))::int as read,
         (count(*) filter (where status = 'failed'))::int as failed
       from messages where campaign_id = ${id}
-    ), c as (select account_id, segment_id, total_recipients, window_closed, opted_out from campaigns where id = ${id})
+    ), c as (select account_id, segment_id, total_recipients, window_closed, opted_out, missing_values from campaigns where id = ${id})
     select greatest(m.n, coalesce(c.total_recipients, (
         select count(*)::int from contacts ct, segments s
         where s.id = c.segment_id and ct.account_id = c.account_id and ${segmentMatch(sql, sql`s.tag`, 'ct')}
-      ))) as total, m.sent, m.delivered, m.read, m.failed, c.window_closed, c.opted_out
+      ))) as total, m.sent, m.delivered, m.read, m.failed, c.window_closed, c.opted_out,
+      c.missing_values
     from m, c`
   return {
     campaign: {
@@ -120,6 +128,16 @@ function optionalScheduleAt(at: Date | undefined, now: Date): Date | null {
   return at
 }
 
+/**
+ * The `from` a campaign of `templateId` goes from when none is given: a WhatsApp template's own sender
+ * (undefined: the account's default, as for an account template or none found).
+ */
+export async function templateSenderOf(sql: Db, accountId: number, templateId: number): Promise<string | undefined> {
+  if (!isRowId(templateId)) return undefined
+  const wa = await usableTemplate(sql, accountId, templateId)
+  return wa?.sender_id == null ? undefined : String(wa.sender_id)
+}
+
 /** `keyId` null: created in the dashboard, by no API key. */
 export async function createCampaign(
   sql: Db,
@@ -137,12 +155,25 @@ export async function createCampaign(
     select
       exists (select 1 from templates where id = ${isRowId(input.template_id) ? input.template_id : 0} and account_id = ${account}) as template,
       exists (select 1 from segments where id = ${isRowId(input.segment_id) ? input.segment_id : 0} and account_id = ${account}) as segment`
-  if (!found!.template) throw badValue(`template_id: template ${input.template_id} does not exist`)
+  // A WhatsApp template the account may use (issue 30): from its own sender, its parameters mapped.
+  let wa = found!.template || !isRowId(input.template_id) ? null : await usableTemplate(sql, account, input.template_id)
+  // From another of the account's senders (the caller checked it is one): that sender's template of the same
+  // name and language when it has one, as a single send does (messages/service.ts templateForSender).
+  if (wa && (wa.sender_id ?? null) !== (senderId ?? null)) wa = (await findTemplate(sql, senderId, wa.name, wa.language)) ?? wa
+  if (!found!.template && !wa) throw badValue(`template_id: template ${input.template_id} does not exist`)
   if (!found!.segment) throw badValue(`segment_id: segment ${input.segment_id} does not exist`)
+  if (!wa && input.parameters !== undefined)
+    throw badValue(`parameters: only with a WhatsApp template (template ${input.template_id} is an account template)`)
+  let parameters: CampaignParameters | null = null
+  if (wa) {
+    requireSenderOf(wa, senderId)
+    parameters = checkParameters(wa, input.parameters)
+  }
   // Templates and segments in use are never deleted, and the composite foreign keys keep them in the account.
   const [row] = await sql<CampaignRow[]>`
-    insert into campaigns (account_id, api_key_id, name, template_id, segment_id, schedule_at, sender_id)
-    values (${account}, ${principal.keyId}, ${name}, ${input.template_id}, ${input.segment_id}, ${scheduleAt}, ${senderId})
-    returning ${sql(CAMPAIGN_COLUMNS)}`
+    insert into campaigns (account_id, api_key_id, name, template_id, wa_template_id, template_parameters, segment_id, schedule_at, sender_id)
+    values (${account}, ${principal.keyId}, ${name}, ${wa ? null : input.template_id}, ${wa ? wa.id : null},
+            ${parameters === null ? null : JSON.stringify(parameters)}::text::jsonb, ${input.segment_id}, ${scheduleAt}, ${senderId})
+    returning ${campaignColumns(sql)}`
   return campaignView(row!)
 }
