@@ -25,6 +25,7 @@ import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
 import { templatesApi } from './modules/templates/api'
+import { verificationsApi } from './modules/verifications/api'
 import { campaignsApi } from './modules/campaigns/api'
 import { campaignsAdmin } from './modules/campaigns/admin'
 import { campaignPages } from './modules/campaigns/pages'
@@ -81,6 +82,7 @@ export function createApp(deps: Deps) {
     .use(inboundApi(deps))
     .use(optOutsApi(deps))
     .use(templatesApi(deps))
+    .use(verificationsApi(deps))
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))

@@ -112,6 +112,18 @@ export const VARIABLES = {
     default: '30000',
     meaning: 'how long POST /messages/bulk waits for its outcomes; entries still waiting are answered queued, their outcome by webhook',
   },
+  VERIFY_CODE_LENGTH: { default: '6', meaning: 'digits of a verification code (POST /verifications): 4 to 10' },
+  VERIFY_TTL_SECONDS: { default: '600', meaning: 'how long a verification code can be checked (60 to 86400 s)' },
+  VERIFY_MAX_ATTEMPTS: { default: '5', meaning: 'wrong codes a verification takes before it ends too_many_attempts (1 to 20)' },
+  VERIFY_PER_NUMBER: {
+    default: '5',
+    meaning: 'verifications an account may start for one number per VERIFY_WINDOW_SECONDS (beyond it 429 RATE_LIMITED, nothing sent)',
+  },
+  VERIFY_PER_ACCOUNT: {
+    default: '1000',
+    meaning: 'verifications an account may start (all numbers) per VERIFY_WINDOW_SECONDS (beyond it 429 RATE_LIMITED, nothing sent)',
+  },
+  VERIFY_WINDOW_SECONDS: { default: '600', meaning: 'the window of VERIFY_PER_NUMBER and VERIFY_PER_ACCOUNT (60 to 86400 s)' },
   MESSAGE_VALIDITY_SECONDS: {
     default: '14400',
     meaning: 'how long a throttled message is tried again before it fails and is refunded (validity_seconds of a request overrides it)',
@@ -212,6 +224,8 @@ export type Config = {
   sendWaitMs: number
   bulkWaitMs: number
   messageValiditySeconds: number
+  /** One-time passwords (POST /verifications): code digits, lifetime, wrong codes allowed, starts per number / account per window. */
+  verify: { codeLength: number; ttlSeconds: number; maxAttempts: number; perNumber: number; perAccount: number; windowSeconds: number }
   providerMaxPerSecond: number
   providerTimeoutMs: number
   /** `provider`: free-form sends outside the 24-hour window are refused before charging where the provider enforces it. */
@@ -455,6 +469,14 @@ export function readConfig(env: Env = process.env): Config {
     sendWaitMs: integer(env, 'SEND_WAIT_MS', 0, 600_000),
     bulkWaitMs: integer(env, 'BULK_WAIT_MS', 0, 3_600_000),
     messageValiditySeconds: integer(env, 'MESSAGE_VALIDITY_SECONDS', 1, MAX_VALIDITY_SECONDS),
+    verify: {
+      codeLength: integer(env, 'VERIFY_CODE_LENGTH', 4, 10),
+      ttlSeconds: integer(env, 'VERIFY_TTL_SECONDS', 60, 86_400),
+      maxAttempts: integer(env, 'VERIFY_MAX_ATTEMPTS', 1, 20),
+      perNumber: integer(env, 'VERIFY_PER_NUMBER', 1, 1_000_000),
+      perAccount: integer(env, 'VERIFY_PER_ACCOUNT', 1, 100_000_000),
+      windowSeconds: integer(env, 'VERIFY_WINDOW_SECONDS', 60, 86_400),
+    },
     providerTimeoutMs: integer(env, 'PROVIDER_TIMEOUT_MS', 100, 60_000),
     windowCheck: oneOf(env, 'WINDOW_CHECK', ['provider', 'off'] as const),
     messagingLimit: tier(text(env, 'MESSAGING_LIMIT')),

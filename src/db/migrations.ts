@@ -35,6 +35,7 @@ import eventsNotify from '../../sql/0034_events_notify.sql' with { type: 'text' 
 import whatsappTemplates from '../../sql/0035_whatsapp_templates.sql' with { type: 'text' }
 import templateChangesEvents from '../../sql/0038_template_changes_events.sql' with { type: 'text' }
 import contactAttributes from '../../sql/0039_contact_attributes.sql' with { type: 'text' }
+import verifications from '../../sql/0041_verifications.sql' with { type: 'text' }
 import simulatorTemplateReviews from '../../sql/0042_simulator_template_reviews.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
@@ -76,5 +77,6 @@ export const MIGRATIONS: Migration[] = [
   { version: 35, name: '0035_whatsapp_templates.sql', text: whatsappTemplates },
   { version: 38, name: '0038_template_changes_events.sql', text: templateChangesEvents },
   { version: 39, name: '0039_contact_attributes.sql', text: contactAttributes },
+  { version: 41, name: '0041_verifications.sql', text: verifications },
   { version: 42, name: '0042_simulator_template_reviews.sql', text: simulatorTemplateReviews },
 ]

@@ -9,6 +9,7 @@ import {
   MessageReceivedEvent,
   MessageStatusEvent,
   TemplateStatusChangedEvent,
+  VerificationApprovedEvent,
 } from '../modules/webhooks/model'
 
 export const WEBHOOK_SCHEMAS = {
@@ -18,6 +19,7 @@ export const WEBHOOK_SCHEMAS = {
   ContactOptedOutEvent,
   ContactOptedInEvent,
   TemplateStatusChangedEvent,
+  VerificationApprovedEvent,
 }
 
 const VERIFY_AND_ANSWER = [
@@ -120,6 +122,16 @@ export const WEBHOOKS = {
         '(`deleted`). A repeated or ' +
         'out-of-date notification from Meta changes nothing and sends nothing. Only an `approved` template sends: from this ' +
         'event on, a send with a template in another status is refused with 422 `TEMPLATE_NOT_APPROVED`, nothing charged.',
+    ],
+  ),
+  'verification.approved': webhook(
+    'verificationApprovedEvent',
+    'A one-time code was checked right (an extension)',
+    'VerificationApprovedEvent',
+    [
+      CHOSEN,
+      'Sent once per verification, recorded with the approval: when `POST /verifications/{id}/check` answers `approved` for ' +
+        'the first time. A repeated check with the right code answers `approved` again and sends nothing.',
     ],
   ),
 }

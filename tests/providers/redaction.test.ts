@@ -142,6 +142,9 @@ describe('a send refused quoting the credentials', () => {
   })
 })
 
+/** A Meta access token of another app: no sender holds it, so only its shape can take it out. */
+const UNHELD_TOKEN = 'EAAJunheldOtherAppToken0123456789abcdefABCDEF'
+
 describe('a status callback quoting a token', () => {
   test('the failed message’s error_message and its message.status event hold none (Twilio signed by the token it quotes, Meta)', async () => {
     const sent = async (from: number) => {
@@ -185,7 +188,14 @@ describe('a status callback quoting a token', () => {
                     status: 'failed',
                     timestamp: String(Math.floor(Date.now() / 1000)),
                     recipient_id: '6281234567891',
-                    errors: [{ code: 131000, title: `Something went wrong: GET /media?access_token=${META_A.credentials.access_token}` }],
+                    // The sender's own token (held: taken out as it is) and one of another app's that
+                    // the service does not hold (taken out by its shape).
+                    errors: [
+                      {
+                        code: 131000,
+                        title: `Something went wrong: GET /media?access_token=${META_A.credentials.access_token} (also tried access_token=${UNHELD_TOKEN})`,
+                      },
+                    ],
                   },
                 ],
               },
@@ -207,7 +217,7 @@ describe('a status callback quoting a token', () => {
       order by m.id`
     expect(rows.map((r) => [r.sid, r.error_message])).toEqual([
       [twilioSid, `Unknown error for ${accountSid}:[redacted] (token [redacted])`],
-      [wamid, 'Something went wrong: GET /media?access_token=[redacted]'],
+      [wamid, 'Something went wrong: GET /media?access_token=[redacted] (also tried access_token=[redacted])'],
     ])
     for (const row of rows) {
       expect(JSON.parse(row.payload)).toMatchObject({

@@ -8,7 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { Webhook } from 'standardwebhooks'
-import { testApp, type TestApp } from '../helpers/app'
+import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, ENV_META, fourSenders, META_A, META_B, registerFakes, sendersEnv } from '../helpers/senders'
@@ -447,6 +447,50 @@ describe("the fake Graph API's template webhooks", () => {
       ['category_notice', 'utility', 'marketing', 'meta'],
       ['status', 'paused', 'approved', 'meta'],
     ])
+  })
+})
+
+describe('sends follow the status at once', () => {
+  test('from the webhook on, a paused template is refused before charging (nothing sent); reinstated, it sends again', async () => {
+    graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+    const tpl = await template(ids.metaA, 'shipping_update')
+    graph.template(WABA_A, {
+      id: tpl.provider_ref!,
+      name: tpl.name,
+      language: tpl.language,
+      category: 'UTILITY',
+      status: 'APPROVED',
+      components: tpl.components as Record<string, any>[],
+    })
+    const send = () =>
+      t.api('POST', '/messages/send', shopA.key, { to: '081234567001', template_id: tpl.id, variables: { '1': 'INV-1001' } })
+    const sends = () => graph.requests.filter((r) => r.path.endsWith('/messages')).length
+    const before = await money(t, shopA.accountId)
+    const sentBefore = sends()
+
+    await post(
+      notification(
+        WABA_A,
+        'message_template_status_update',
+        statusUpdate(tpl, 'PAUSED', { other_info: { title: 'FIRST_PAUSE', description: 'Low quality' } }),
+        metaTime(500),
+      ),
+      META_A.credentials.app_secret,
+    )
+    const refused = await send()
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 422, code: 'TEMPLATE_NOT_APPROVED' })
+    expect(refused.body.error).toContain('is paused (reason: FIRST_PAUSE: Low quality)')
+    expect(await money(t, shopA.accountId)).toEqual(before)
+    expect(sends()).toBe(sentBefore)
+
+    await post(
+      notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'REINSTATED'), metaTime(501)),
+      META_A.credentials.app_secret,
+    )
+    const sent = await send()
+    expect({ status: sent.status, body: sent.body }).toMatchObject({ status: 200, body: { data: { status: 'sent' } } })
+    expect(sends()).toBe(sentBefore + 1)
+    expect((await money(t, shopA.accountId)).balance).toBeLessThan(before.balance)
   })
 })
 

@@ -129,7 +129,12 @@ export function providerCallbacks(deps: Deps) {
             )
           : null
         // Signed, but about an account none of its signer's senders is in: nothing changed.
-        if (templates?.refused) log.warn('template change refused: an account of no sender that signed it', { provider: plugin.name, path })
+        if (templates?.refused)
+          log.warn('template change refused: an account of no sender that signed it', {
+            provider: plugin.name,
+            path,
+            refused: templates.refused,
+          })
         // A new inbound message may have media to fetch. (Its message.received events, like every
         // event, announce themselves at commit: modules/webhooks/notify.ts.)
         if (stored.some((id) => id !== null)) deps.wake('inbound-media')

@@ -13,6 +13,7 @@ export const EVENT_TYPES = [
   'contact.opted_in',
   'balance.low',
   'template.status_changed',
+  'verification.approved',
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 export const DEFAULT_EVENTS: EventType[] = ['message.status']
@@ -21,7 +22,8 @@ const EVENTS_CHOICE =
   'The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` ' +
   '(a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), ' +
   "`balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category " +
-  'or quality of a WhatsApp template the account may use changed). A new registration without it receives ' +
+  'or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was ' +
+  'checked right: POST /verifications/{id}/check). A new registration without it receives ' +
   '`["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.'
 
 export const RegisterWebhookBody = t.Object(
@@ -372,6 +374,29 @@ export const TemplateStatusChangedEvent = t.Object(
           new: 'paused',
           reason: 'FIRST_PAUSE: Your WhatsApp message template has been paused',
         },
+      },
+    ],
+  },
+)
+
+/** `verification.approved`: a one-time code of the account (POST /verifications) was checked right. */
+export const VerificationApprovedEvent = t.Object(
+  {
+    event: t.Literal('verification.approved'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      verification_id: t.Integer({ description: 'The verification (POST /verifications/{id}/check)' }),
+      to: t.String({ description: 'The number the code was sent to', examples: ['+6281234567890'] }),
+      template_id: t.Integer({ description: 'The authentication template it went with' }),
+      message_sid: t.Union([t.String(), t.Null()], { description: "The code's message (null: still queued when answered)" }),
+    }),
+  },
+  {
+    examples: [
+      {
+        event: 'verification.approved',
+        timestamp: '2026-12-02 05:40:12',
+        data: { verification_id: 12, to: '+6281234567890', template_id: 57, message_sid: 'wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEjQ' },
       },
     ],
   },

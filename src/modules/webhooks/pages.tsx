@@ -41,6 +41,7 @@ const EVENT_LABELS: Record<EventType, string> = {
   'contact.opted_in': 'a contact opted back in',
   'balance.low': "the account's balance fell below its low-balance threshold",
   'template.status_changed': "a WhatsApp template's status, category or quality changed",
+  'verification.approved': 'a one-time code was checked right',
 }
 const eventField = (e: EventType) => `event_${e.replace('.', '_')}`
 const EVENT_FIELDS = EVENT_TYPES.map(eventField)
