@@ -155,7 +155,8 @@ export const waTemplatesAdmin = (deps: Deps) => {
             'part), then for a Meta sender submitted as given to its WhatsApp Business Account (POST /{waba-id}/message_templates) and ' +
             "stored with Meta's answer (status `pending`, Meta's id and category); Meta's refusal is 502 `BAD_GATEWAY` with its words and " +
             "`provider_code` (503 when Meta asks to try later: its creation limit), and nothing is stored. A simulator sender's template " +
-            'is stored `pending`. 409 when the sender has a template of that name and language.',
+            'is stored `pending` and reviewed by the simulator as Meta would: `approved` SIM_TEMPLATE_APPROVAL_MS later, or `rejected` ' +
+            '(INVALID_FORMAT) when its name starts with `reject_`. 409 when the sender has a template of that name and language.',
         },
       },
     )
