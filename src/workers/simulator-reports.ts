@@ -52,7 +52,7 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config' | 'clock'>): Pr
 export const simulatorReports: Worker = {
   name: 'simulator-reports',
   pollMs: SIMULATOR_REPORTS_POLL_MS,
-  // Always on: a stored simulator sender may exist whatever PROVIDER says (an idle poll is one indexed read).
+  // Always on: a stored simulator sender may exist whatever PROVIDER says (an idle poll is two indexed reads).
   async runOnce(deps) {
     const { applied } = await applyDueReports(deps)
     const reviewed = await deps.sql.begin((tx) => applyDueReviews(tx, { clock: deps.clock, timezone: deps.config.timezone }))
