@@ -24,6 +24,7 @@ import { messagePages } from './modules/messages/pages'
 import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
+import { waTemplatePages } from './modules/templates/wa-pages'
 import { templatesApi } from './modules/templates/api'
 import { verificationsApi } from './modules/verifications/api'
 import { campaignsApi } from './modules/campaigns/api'
@@ -125,6 +126,7 @@ export function createApp(deps: Deps) {
           contactPages,
           optOutPages,
           templatePages,
+          waTemplatePages,
           campaignPages,
           messagePages,
           inboxPages,

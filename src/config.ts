@@ -83,7 +83,8 @@ export const VARIABLES = {
   },
   TEMPLATE_SYNC_MINUTES: {
     default: '0',
-    meaning: "minutes between two syncs of every sender's WhatsApp templates from its provider (Meta), by each instance; 0: only on demand",
+    meaning:
+      "minutes between two syncs of every sender's WhatsApp templates from its provider (Meta, Twilio), by each instance; 0: only on demand",
   },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per sender and instance' },
   HANDOFF_LEASE_SECONDS: {

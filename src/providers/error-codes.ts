@@ -116,6 +116,24 @@ export const ERROR_CODES: readonly ErrorCodeMeaning[] = [
     meaning: 'attempt to send to an unsubscribed recipient (it opted out, or blocked the sender)',
   },
   { code: 21211, provider: 'Twilio', kind: 'final', meaning: "invalid 'To' phone number" },
+  {
+    code: 21655,
+    provider: 'Twilio',
+    kind: 'final',
+    meaning: "the ContentSid is invalid: no Content template of that SID in the sender's Twilio account (deleted, or another account's)",
+  },
+  {
+    code: 63028,
+    provider: 'Twilio',
+    kind: 'final',
+    meaning: 'number of parameters does not match: ContentVariables does not fill every variable of the Content template',
+  },
+  {
+    code: 21656,
+    provider: 'Twilio',
+    kind: 'final',
+    meaning: 'the ContentVariables parameter is invalid: not JSON, or a variable empty or null',
+  },
   { code: 30008, provider: 'Twilio', kind: 'final', meaning: 'unknown error: delivery failed without a reason given' },
   { code: 20429, provider: 'Twilio', kind: 'throttle', meaning: "too many requests: the account's concurrency on Twilio's REST API" },
   {

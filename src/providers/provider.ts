@@ -299,6 +299,11 @@ export type WaTemplateSupport<S> = {
   list(settings: S, context: { timeoutMs: number; clock: Clock }): Promise<TemplateListing>
   /** Submits a template definition (the Cloud API's JSON, as given) for approval. */
   submit(settings: S, definition: Record<string, unknown>, context: { timeoutMs: number; clock: Clock }): Promise<TemplateSubmission>
+  /**
+   * What this provider cannot take of a valid Cloud API definition (Twilio: named parameters, a text
+   * header), naming the part; null when it takes it. Asked before submitting: a 422, nothing sent.
+   */
+  definitionProblem?(definition: Record<string, unknown>): string | null
 }
 
 /** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */

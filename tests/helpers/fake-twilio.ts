@@ -21,6 +21,16 @@
 // webhook's public URL), and opens the fake's own 24-hour window for that (sender number, customer).
 // With `windows.enforce` on, a free-form Body outside it is refused with 63016 (Twilio reports it as a
 // failed status after accepting; refused at once here, which the service treats the same: refunded).
+//
+// Content templates (issue 30): POST /v1/Content creates one under the account the credentials prove
+// (twilio/text, media, call-to-action, quick-reply, card, list-picker, whatsapp/authentication, with
+// the documented limits); `content(account, definition, approval?)` adds one as a test needs it.
+// POST /v1/Content/{sid}/ApprovalRequests/whatsapp asks WhatsApp's approval ({name, category}: answered
+// `received`; `approve(sid, status, reason?)` moves it on); GET /v1/ContentAndApprovals lists the
+// account's templates with their approval, `contentPageSize` a page at most (Twilio's PageSize and
+// PageToken, `meta.next_page_url`). Once an account has a template with an approval request, its sends
+// are checked against them as Twilio does: an unknown ContentSid is 21655, an approved template's
+// variable missing from ContentVariables 63028, an empty one 21656.
 
 import twilioSdk from 'twilio'
 import type { Clock } from '../../src/lib/clock'
@@ -39,6 +49,16 @@ export type FakeTwilioAccount = {
 
 /** A medium a customer sent through Twilio: under its account's Messages, redirecting to the fake's storage. */
 export type FakeTwilioMedium = { account: string; message: string; sid: string; bytes: Uint8Array; type: string }
+
+/** A Content template's WhatsApp approval, as ContentAndApprovals shows it (status in Twilio's lower case). */
+export type FakeApproval = {
+  name: string
+  category: string
+  status: string
+  rejection_reason: string
+  content_type: string
+  allow_category_change: boolean
+}
 
 export type TwilioAnswer = (request: Request, form: URLSearchParams) => Response | undefined | Promise<Response | undefined>
 
@@ -69,6 +89,16 @@ export type FakeTwilio = {
   accounts: Map<string, FakeTwilioAccount>
   /** Content templates created through its Content API (POST /v1/Content), by SID, as they were posted. */
   contents: Map<string, Record<string, any>>
+  /** The account each Content template belongs to (null: made with no account registered). */
+  contentAccounts: Map<string, string | null>
+  /** Each Content template's WhatsApp approval, once asked for. */
+  approvals: Map<string, FakeApproval>
+  /** Adds a Content template to an account (an approval: as if requested); its SID. */
+  content(account: string | null, definition: Record<string, any>, approval?: Partial<FakeApproval> & { name: string }): string
+  /** Moves a template's WhatsApp approval on (approved, rejected, paused, disabled…). */
+  approve(sid: string, status: string, reason?: string): void
+  /** Templates a ContentAndApprovals page holds at most (default 50, Twilio's default PageSize caps it too). */
+  contentPageSize: number
   /** Registers an account: from now on every request must carry a registered account's credentials. */
   account(sid: string, token: string, options?: { friendlyName?: string; status?: string; numbers?: string[] }): FakeTwilioAccount
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
@@ -106,13 +136,27 @@ const textOf = (form: URLSearchParams): string | null =>
 
 const fits = (v: unknown, max: number) => typeof v === 'string' && v.length > 0 && v.length <= max
 
-/** Why the Content API refuses a definition (the documented limits of twilio/quick-reply and twilio/list-picker), or null. */
+/** The first type of a definition whose WhatsApp approval it would ask for (the most complex it has). */
+const APPROVABLE = [
+  'whatsapp/authentication',
+  'twilio/card',
+  'twilio/call-to-action',
+  'twilio/quick-reply',
+  'twilio/media',
+  'twilio/text',
+] as const
+const KNOWN_TYPES = new Set<string>([...APPROVABLE, 'twilio/list-picker'])
+
+/** Why the Content API refuses a definition (the documented limits of each content type), or null. */
 function contentProblem(d: Record<string, any>): string | null {
   if (!fits(d.friendly_name, 1024) || !fits(d.language, 10)) return 'friendly_name and language are required'
   const types = d.types ?? {}
+  const names = Object.keys(types)
+  if (names.length === 0) return 'types: a content type is required'
+  const unknown = names.find((n) => !KNOWN_TYPES.has(n))
+  if (unknown) return `types: ${unknown} is not a content type`
   const quick = types['twilio/quick-reply']
   const list = types['twilio/list-picker']
-  if (!quick && !list) return 'types: a content type is required'
   if (quick) {
     if (!fits(quick.body, 1024) || !Array.isArray(quick.actions)) return 'twilio/quick-reply: body and actions are required'
     if (quick.actions.length < 1 || quick.actions.length > 10) return 'twilio/quick-reply: 1 to 10 actions'
@@ -126,6 +170,27 @@ function contentProblem(d: Record<string, any>): string | null {
       return 'twilio/list-picker: item (24), id (200) and description (72) are required'
     }
   }
+  const text = types['twilio/text']
+  if (text && !fits(text.body, 1600)) return 'twilio/text: body (1600) is required'
+  const media = types['twilio/media']
+  if (media && (!Array.isArray(media.media) || media.media.length !== 1 || !fits(media.media[0], 2000)))
+    return 'twilio/media: media (one URL) is required'
+  const cta = types['twilio/call-to-action']
+  if (cta) {
+    if (!fits(cta.body, 1024) || !Array.isArray(cta.actions)) return 'twilio/call-to-action: body and actions are required'
+    if (cta.actions.length < 1 || cta.actions.length > 3) return 'twilio/call-to-action: 1 to 3 actions'
+    if (cta.actions.some((a: any) => !['URL', 'PHONE_NUMBER', 'COPY_CODE', 'VOICE_CALL'].includes(a?.type)))
+      return 'twilio/call-to-action: action type URL, PHONE_NUMBER, COPY_CODE or VOICE_CALL'
+    if (cta.actions.some((a: any) => a.type !== 'COPY_CODE' && !fits(a?.title, 25))) return 'twilio/call-to-action: action title (25)'
+  }
+  const card = types['twilio/card']
+  if (card) {
+    if (!fits(card.title, 1024)) return 'twilio/card: title (1024) is required'
+    if (card.subtitle !== undefined && !fits(card.subtitle, 60)) return 'twilio/card: subtitle (60)'
+    if (card.actions !== undefined && (!Array.isArray(card.actions) || card.actions.length > 10)) return 'twilio/card: at most 10 actions'
+  }
+  const auth = types['whatsapp/authentication']
+  if (auth && (!Array.isArray(auth.actions) || auth.actions.length !== 1)) return 'whatsapp/authentication: one action is required'
   // Every placeholder needs a sample value.
   const placeholders = JSON.stringify(types).match(/\{\{(\d+)\}\}/g) ?? []
   if (placeholders.some((p) => !(p.slice(2, -2) in (d.variables ?? {}))))
@@ -133,12 +198,19 @@ function contentProblem(d: Record<string, any>): string | null {
   return null
 }
 
+/** The type WhatsApp would approve of a definition, or null (a list picker alone is not a template). */
+const approvableType = (d: Record<string, any>): string | null => APPROVABLE.find((t) => d.types?.[t]) ?? null
+
 /**
  * What the Messages resource refuses of a WhatsApp message's fields: a Content template it created
  * whose placeholders ContentVariables does not fill within their limits (21656), a PersistentAction
  * that is not a geo: URI (21658? Twilio answers 400), a MediaUrl that is not http(s) (21620).
  */
-function messageProblem(form: URLSearchParams, contents: Map<string, Record<string, any>>): Response | null {
+function messageProblem(
+  form: URLSearchParams,
+  contents: Map<string, Record<string, any>>,
+  strict: { known: (sid: string) => boolean; approved: (sid: string) => boolean } | null,
+): Response | null {
   const media = form.getAll('MediaUrl')
   if (media.some((u) => !/^https?:\/\//.test(u))) return twilioError(400, 21620, 'Invalid media URL(s)')
   const action = form.get('PersistentAction')
@@ -146,6 +218,7 @@ function messageProblem(form: URLSearchParams, contents: Map<string, Record<stri
     return twilioError(400, 21658, 'Invalid PersistentAction')
   }
   const sid = form.get('ContentSid')
+  if (sid && strict && !strict.known(sid)) return twilioError(400, 21655, 'The ContentSid is Invalid')
   const definition = sid ? contents.get(sid) : undefined
   if (!definition) return null
   let variables: Record<string, string>
@@ -153,6 +226,16 @@ function messageProblem(form: URLSearchParams, contents: Map<string, Record<stri
     variables = JSON.parse(form.get('ContentVariables') ?? '{}')
   } catch {
     return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+  }
+  if (strict?.approved(sid!)) {
+    // An approved WhatsApp template: every placeholder filled, none empty.
+    const keys = [...new Set((JSON.stringify(definition.types).match(/\{\{(\d+)\}\}/g) ?? []).map((p) => p.slice(2, -2)))]
+    if (keys.some((k) => !(k in variables))) {
+      return twilioError(400, 63028, 'Number of parameters provided does not match the expected number of parameters')
+    }
+    if (keys.some((k) => typeof variables[k] !== 'string' || variables[k]!.trim() === '')) {
+      return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+    }
   }
   // The template with its variables filled in must still keep within its type's limits.
   const filled = JSON.parse(
@@ -168,6 +251,9 @@ function messageProblem(form: URLSearchParams, contents: Map<string, Record<stri
 export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): FakeTwilio {
   const now = fakeTime(options.clock)
   let counter = 0
+  // Each Content template's place in creation order, which ContentAndApprovals lists by.
+  const created = new Map<string, number>()
+  let made = 0
   const fake: FakeTwilio = {
     url: '',
     requests: [],
@@ -219,6 +305,32 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       )
     },
     contents: new Map(),
+    contentAccounts: new Map(),
+    approvals: new Map(),
+    contentPageSize: 50,
+    content(account, definition, approval) {
+      const sid = `HX${(++counter).toString(16).padStart(32, '0')}`
+      fake.contents.set(sid, definition)
+      fake.contentAccounts.set(sid, account)
+      created.set(sid, ++made)
+      if (approval) {
+        fake.approvals.set(sid, {
+          category: 'UTILITY',
+          status: 'received',
+          rejection_reason: '',
+          content_type: approvableType(definition) ?? '',
+          allow_category_change: true,
+          ...approval,
+        })
+      }
+      return sid
+    },
+    approve(sid, status, reason = '') {
+      const approval = fake.approvals.get(sid)
+      if (!approval) throw new Error(`fake Twilio: no approval request for ${sid}`)
+      approval.status = status
+      approval.rejection_reason = reason
+    },
     media: new Map(),
     medium(medium) {
       const path = `/2010-04-01/Accounts/${medium.account}/Messages/${medium.message}/Media/${medium.sid}`
@@ -309,9 +421,25 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       }
       const problem = contentProblem(definition)
       if (problem) return twilioError(400, 20001, problem)
-      const sid = `HX${(++counter).toString(16).padStart(32, '0')}`
-      fake.contents.set(sid, definition)
+      const sid = fake.content(account?.sid ?? null, definition)
       return Response.json({ sid, account_sid: account?.sid ?? null, ...definition }, { status: 201 })
+    }
+    const approvalPath = /^\/v1\/Content\/([^/]+)\/ApprovalRequests\/whatsapp$/.exec(path)
+    if (approvalPath && request.method === 'POST') {
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      return approvalAnswer(decodeURIComponent(approvalPath[1]!), account?.sid ?? null, record.body)
+    }
+    if (path === '/v1/ContentAndApprovals' && request.method === 'GET') {
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      return listAnswer(new URL(request.url), account?.sid ?? null)
     }
     const accountPath = /^\/2010-04-01\/Accounts\/([^/]+)\.json$/.exec(path)
     const messagesPath = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(path)
@@ -333,7 +461,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     }
     const own = fake.answer ? await fake.answer(request, form) : undefined
     if (own) return own
-    const shape = messageProblem(form, fake.contents)
+    const shape = messageProblem(form, fake.contents, strictOf(account?.sid ?? null))
     if (shape) return shape
     const from = form.get('From')
     if (account && account.numbers.length > 0 && from !== null && !account.numbers.includes(from.replace(/^whatsapp:/, ''))) {
@@ -363,6 +491,105 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     fake.ids.push(sid)
     fake.accepted.add(record.text)
     return Response.json({ sid, status: 'queued' }, { status: 201 })
+  }
+
+  /** The account's Content templates (all of them with no account registered), in creation order. */
+  const contentsOf = (account: string | null) =>
+    [...fake.contents.keys()]
+      .filter((sid) => account === null || fake.contentAccounts.get(sid) === account)
+      .sort((a, b) => created.get(a)! - created.get(b)!)
+
+  /** How the account's sends are checked against its templates: once it has asked for an approval. */
+  function strictOf(account: string | null) {
+    const own = contentsOf(account)
+    if (!own.some((sid) => fake.approvals.has(sid))) return null
+    return {
+      known: (sid: string) => own.includes(sid),
+      approved: (sid: string) => fake.approvals.get(sid)?.status === 'approved',
+    }
+  }
+
+  /** POST /v1/Content/{sid}/ApprovalRequests/whatsapp: {name, category}; answered `received`. */
+  function approvalAnswer(sid: string, account: string | null, body: string): Response {
+    const definition = fake.contents.get(sid)
+    if (!definition || (account !== null && fake.contentAccounts.get(sid) !== account)) {
+      return twilioError(404, 20404, `The requested resource /v1/Content/${sid}/ApprovalRequests/whatsapp was not found`)
+    }
+    let asked: Record<string, any>
+    try {
+      asked = JSON.parse(body)
+    } catch {
+      return twilioError(400, 20001, 'Invalid JSON')
+    }
+    if (typeof asked?.name !== 'string' || !/^[a-z0-9_]{1,512}$/.test(asked.name)) {
+      return twilioError(400, 20001, 'name: lowercase letters, digits and underscores only')
+    }
+    if (!['UTILITY', 'MARKETING', 'AUTHENTICATION'].includes(asked.category)) {
+      return twilioError(400, 20001, 'category: UTILITY, MARKETING or AUTHENTICATION')
+    }
+    const type = approvableType(definition)
+    if (!type) return twilioError(400, 20001, 'This content type cannot be submitted for WhatsApp approval')
+    if (fake.approvals.has(sid)) return twilioError(409, 20409, 'An approval request for this content already exists')
+    const taken = contentsOf(account).some(
+      (other) => fake.approvals.get(other)?.name === asked.name && fake.contents.get(other)?.language === definition.language,
+    )
+    if (taken) return twilioError(409, 20409, `A WhatsApp template named ${asked.name} exists already in this language`)
+    const approval: FakeApproval = {
+      name: asked.name,
+      category: asked.category,
+      status: 'received',
+      rejection_reason: '',
+      content_type: type,
+      allow_category_change: asked.allow_category_change ?? true,
+    }
+    fake.approvals.set(sid, approval)
+    return Response.json(approval, { status: 201 })
+  }
+
+  /** GET /v1/ContentAndApprovals: the account's templates, PageSize a page, PageToken the place after the last one shown. */
+  function listAnswer(url: URL, account: string | null): Response {
+    const asked = Number(url.searchParams.get('PageSize') ?? 50)
+    const size = Math.max(1, Math.min(asked, 1000, fake.contentPageSize))
+    const page = Number(url.searchParams.get('Page') ?? 0)
+    const token = url.searchParams.get('PageToken')
+    const all = contentsOf(account)
+    const start = token ? all.findIndex((sid) => sid === token.replace(/^PT/, '')) + 1 : 0
+    const shown = all.slice(start, start + size)
+    const root = `${fake.url}/v1/ContentAndApprovals`
+    const more = start + size < all.length
+    const next = more ? `${root}?PageSize=${size}&Page=${page + 1}&PageToken=PT${shown.at(-1)}` : null
+    return Response.json({
+      contents: shown.map((sid) => {
+        const d = fake.contents.get(sid)!
+        return {
+          sid,
+          account_sid: fake.contentAccounts.get(sid),
+          friendly_name: d.friendly_name,
+          language: d.language,
+          variables: d.variables ?? {},
+          types: d.types,
+          approval_requests: fake.approvals.get(sid) ?? {
+            name: '',
+            category: '',
+            status: 'unsubmitted',
+            rejection_reason: '',
+            content_type: '',
+            allow_category_change: true,
+          },
+          date_created: '2026-12-01T00:00:00Z',
+          date_updated: '2026-12-01T00:00:00Z',
+        }
+      }),
+      meta: {
+        page,
+        page_size: size,
+        first_page_url: `${root}?PageSize=${size}&Page=0`,
+        previous_page_url: null,
+        url: `${root}?${url.searchParams}`,
+        next_page_url: next,
+        key: 'contents',
+      },
+    })
   }
 
   const withoutLength = (headers: Headers) => {

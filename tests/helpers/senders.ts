@@ -65,6 +65,7 @@ export function sendersEnv(twilio: FakeTwilio, graph: FakeGraph, env: Record<str
     TWILIO_AUTH_TOKEN: ENV_TWILIO.token,
     TWILIO_FROM: ENV_TWILIO.from,
     TWILIO_API_BASE: twilio.url,
+    TWILIO_CONTENT_API_BASE: twilio.url,
     META_API_BASE: graph.apiBase,
     META_PHONE_NUMBER_ID: ENV_META.phoneNumberId,
     META_APP_SECRET: ENV_META.appSecret,

@@ -150,6 +150,25 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
   await admin('POST', `/senders/${viaMeta.id}/disable`)
   await admin('PUT', `/accounts/${account.id}/senders/${own.id}`)
   await admin('PUT', `/accounts/${account.id}/senders/${viaTwilio.id}`)
+  // A WhatsApp template of the shop's own number, in the Cloud API's JSON (a simulator's is stored pending).
+  const waTemplate = await admin('POST', `/senders/${own.id}/templates`, {
+    name: 'order_shipped',
+    language: 'id',
+    category: 'UTILITY',
+    components: [
+      { type: 'HEADER', format: 'TEXT', text: 'Pesanan {{1}}', example: { header_text: ['INV-1001'] } },
+      {
+        type: 'BODY',
+        text: 'Halo {{1}}, pesanan {{2}} sudah dikirim lewat {{3}}. Terima kasih.',
+        example: { body_text: [['Budi', 'INV-1001', 'JNE']] },
+      },
+      { type: 'FOOTER', text: 'Toko Budi' },
+      {
+        type: 'BUTTONS',
+        buttons: [{ type: 'URL', text: 'Lacak paket', url: 'https://tokobudi.example/lacak/{{1}}', example: ['INV-1001'] }],
+      },
+    ],
+  })
 
   // Webhooks: the ERP's works; the web shop's fails, and its URL is removed while the delivery waits
   // for its retry, so the delivery gives up (a failed delivery for the operator's list).
@@ -251,6 +270,8 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop('contacts', 'member', '/dashboard/contacts'),
     stop('templates', 'member', '/dashboard/templates'),
     stop('template', 'member', `/dashboard/templates/${promo.id}`),
+    stop('wa-templates', 'member', '/dashboard/whatsapp-templates'),
+    stop('wa-template', 'member', `/dashboard/whatsapp-templates/${waTemplate.id}`),
     stop('campaigns', 'member', '/dashboard/campaigns'),
     stop('campaign', 'member', `/dashboard/campaigns/${campaign.id}`),
     stop('webhook', 'member', '/dashboard/webhook'),
@@ -275,6 +296,10 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop('price', 'operator', '/dashboard/price'),
     stop('senders', 'operator', '/dashboard/senders'),
     stop('sender', 'operator', `/dashboard/senders/${viaTwilio.id}`),
+    stop(null, 'operator', `/dashboard/senders/${own.id}`),
+    stop(null, 'operator', `/dashboard/senders/${own.id}/templates/${waTemplate.id}`),
+    stop('wa-template-new', 'operator', `/dashboard/senders/${own.id}/templates/new`),
+    stop(null, 'operator', `${a}/whatsapp-templates`),
     stop('users', 'operator', '/dashboard/users'),
     stop('deliveries', 'operator', '/dashboard/deliveries'),
     stop('audit', 'operator', '/dashboard/audit'),

@@ -213,21 +213,14 @@ describe('sync', () => {
     }
   })
 
-  test("a simulator sender's templates live here only; sender 0 (a Twilio default) is not synced; an unknown sender is 404", async () => {
+  test("a simulator sender's templates live here only; sender 0 (a Twilio default) syncs from Twilio; an unknown sender is 404", async () => {
     const sim = await t.admin('POST', `/senders/${simulator}/templates/sync`)
     expect(sim.status).toBe(422)
     expect(sim.body.error).toContain('keeps its templates here only')
+    // The deployment's Twilio account has no Content templates in the fake (tests/templates/twilio-sync.test.ts syncs some).
     const deployment = await t.admin('POST', '/senders/0/templates/sync')
-    expect(deployment.status).toBe(422)
-    expect(deployment.body.error).toContain("the deployment's default sender (twilio): syncing templates from twilio is not supported yet")
-    const submit = await t.admin('POST', '/senders/0/templates', {
-      name: 'x',
-      language: 'id',
-      category: 'UTILITY',
-      components: [{ type: 'BODY', text: 'x' }],
-    })
-    expect(submit.status).toBe(422)
-    expect(submit.body.error).toContain('submitting templates to twilio is not supported yet')
+    expect(deployment.status).toBe(200)
+    expect(deployment.body.data).toMatchObject({ sender_id: 0, provider: 'twilio', listed: 0 })
     expect((await t.admin('GET', '/senders/0/templates')).body.data).toEqual([])
     expect((await t.admin('POST', '/senders/999999/templates/sync')).status).toBe(404)
     expect((await t.admin('GET', '/senders/999999/templates')).status).toBe(404)

@@ -35,6 +35,7 @@ import { BudgetText } from '../budgets/pages'
 import { MESSAGING_TIERS } from '../../lib/validate'
 import { createSender, getSender, listSenders, recordCheck, senderRow, setSenderDisabled, updateSender, type SenderRow } from './service'
 import type { Actor } from '../users/service'
+import { SenderTemplates, senderTemplatesOf } from '../templates/wa-pages'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -196,6 +197,7 @@ export function senderPages(d: Dashboard) {
 
   async function senderPage(session: Session, sender: Sender, row: SenderRow, options: Options = {}) {
     const names = await accountNames([sender])
+    const templates = await senderTemplatesOf(d, sender.id)
     const { state } = options
     const own = defaultPace(sender.provider)
     return respond(
@@ -249,6 +251,7 @@ export function senderPages(d: Dashboard) {
           <dd>{sender.created_at}</dd>
         </dl>
         <Actions session={session} sender={sender} back="sender" />
+        <SenderTemplates session={session} senderId={sender.id} templates={templates} />
         <h2>Change</h2>
         <form class="stack card" method="post" action={`/dashboard/senders/${sender.id}`}>
           <Csrf session={session} />

@@ -12,6 +12,7 @@
 
 import { ApiError, badValue } from '../../http/errors'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
+import { twilioContentVariables } from '../../providers/twilio/templates'
 import type { WaTemplate } from './catalog'
 import { componentOf, parametersOf, type TemplateParameters } from './parameters'
 
@@ -220,10 +221,16 @@ export function fillTemplate(t: WaTemplate, input: FillInput, media: RichContent
     if (!t.provider_ref)
       throw badValue(`${at}template_id: ${what} has no Twilio Content SID yet (sync the sender's templates); nothing was charged`)
     // Twilio: the Content SID, its variables by the body's keys; a header's text and the buttons' values follow by number.
-    const contentVariables: Record<string, string> = Object.fromEntries(keys.map((key) => [key, values[key]!]))
-    let next = named ? 0 : keys.length
-    const extra = [...(headerParameter?.type === 'text' ? [String(headerParameter.text)] : []), ...buttonValues]
-    for (const value of extra) contentVariables[named ? `v${++next}` : String(++next)] = value
+    let contentVariables: Record<string, string> = Object.fromEntries(keys.map((key) => [key, values[key]!]))
+    if (!named && headerParameter?.type !== 'text') {
+      // The buttons' variables as Twilio numbers them (a listed template's own, a submitted one's as submitted).
+      const buttons = p.buttons.map((b, i) => ({ index: b.index, value: buttonValues[i]! }))
+      contentVariables = twilioContentVariables(components, { variables: contentVariables, buttons })
+    } else {
+      let next = named ? 0 : keys.length
+      const extra = [...(headerParameter?.type === 'text' ? [String(headerParameter.text)] : []), ...buttonValues]
+      for (const value of extra) contentVariables[named ? `v${++next}` : String(++next)] = value
+    }
     providerTemplate = { provider, ref: t.provider_ref, language: null, variables: bodyValues, contentVariables, ...common }
   } else {
     providerTemplate = { provider, ref: t.name, language: t.language, variables: bodyValues, ...common }

@@ -48,6 +48,10 @@ export function templatePages(d: Dashboard) {
     return respond(
       <Layout title={titleOf(scope, 'Templates and segments')} session={session} error={options.error}>
         <AccountLink scope={scope} />
+        <p>
+          <a href={`${base}/whatsapp-templates`}>WhatsApp templates</a>: the templates WhatsApp approved for this account's senders, with
+          the parameters a send fills.
+        </p>
         <h2>Templates</h2>
         <PagedTable
           columns={[

@@ -99,6 +99,8 @@ function headerParameter(header: Record<string, unknown> | undefined): HeaderPar
   const format = upper(header.format)
   const example = asObject(header.example)
   if (format === 'IMAGE' || format === 'VIDEO' || format === 'DOCUMENT') {
+    // A Twilio Content template's media is part of the template (providers/twilio/templates.ts): nothing to fill.
+    if (typeof header.twilio_media === 'string' && parameterKeys(header.twilio_media).length === 0) return null
     const handle = Array.isArray(example.header_handle) ? asString(example.header_handle[0]) : undefined
     return withExample({ type: format.toLowerCase() as 'image' | 'video' | 'document' }, handle)
   }

@@ -247,6 +247,8 @@ export async function createSenderTemplate(ctx: SubmissionContext, senderId: num
   if (support) {
     const why = support.unreachable(sender.settings)
     if (why) throw badValue(`${sender.label} (${sender.provider}) cannot reach its templates: ${why}`)
+    const problem = support.definitionProblem?.(body) ?? null
+    if (problem) throw badValue(`${problem} (${sender.label} is a ${sender.provider} sender)`)
     const answer = await support.submit(sender.settings, body, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
     if (!answer.ok) {
       throw new ApiError(

@@ -47,7 +47,9 @@ export const WaTemplateModel = t.Object({
   status: t.String({ description: "draft, pending, approved, rejected, paused, disabled, or another of Meta's", examples: ['pending'] }),
   reason: nullableText("The provider's reason for a rejection or a pause"),
   quality: t.String({ description: 'green, yellow, red or unknown', examples: ['unknown'] }),
-  provider_ref: nullableText("The provider's id of the template (Meta's template id); null until submitted or synced"),
+  provider_ref: nullableText(
+    "The provider's id of the template (Meta's template id, Twilio's Content SID); null until submitted or synced",
+  ),
   created_at: t.String(),
   updated_at: t.String(),
 })
@@ -154,9 +156,11 @@ export const waTemplatesAdmin = (deps: Deps) => {
             "The Cloud API's template JSON (`name`, `language`, `category`, `parameter_format`, `components`), checked (422 naming the " +
             'part), then for a Meta sender submitted as given to its WhatsApp Business Account (POST /{waba-id}/message_templates) and ' +
             "stored with Meta's answer (status `pending`, Meta's id and category); Meta's refusal is 502 `BAD_GATEWAY` with its words and " +
-            "`provider_code` (503 when Meta asks to try later: its creation limit), and nothing is stored. A simulator sender's template " +
-            'is stored `pending` and reviewed by the simulator as Meta would: `approved` SIM_TEMPLATE_APPROVAL_MS later, or `rejected` ' +
-            '(INVALID_FORMAT) when its name starts with `reject_`. 409 when the sender has a template of that name and language.',
+            "`provider_code` (503 when Meta asks to try later: its creation limit), and nothing is stored. A Twilio sender's is made a " +
+            "Content template (POST /v1/Content) and submitted for WhatsApp's approval (POST /v1/Content/{sid}/ApprovalRequests/whatsapp), " +
+            'stored `pending` with its Content SID; what a Content template cannot be (NAMED parameters, a text header) is 422. A simulator ' +
+            "sender's template is stored `pending` and reviewed by the simulator as Meta would: `approved` SIM_TEMPLATE_APPROVAL_MS later, " +
+            'or `rejected` (INVALID_FORMAT) when its name starts with `reject_`. 409 when the sender has a template of that name and language.',
         },
       },
     )
@@ -169,7 +173,9 @@ export const waTemplatesAdmin = (deps: Deps) => {
         description:
           "Meta: every template of the sender's WhatsApp Business Account (GET /{waba-id}/message_templates, every page), upserted by " +
           'name and language; each change of status, category or quality is recorded with source `sync`, and a template no longer ' +
-          "listed becomes `deleted`. The deployment's default sender (0) syncs when META_BUSINESS_ACCOUNT_ID is set. 422 for a sender " +
+          'listed becomes `deleted`. Twilio: every Content template of the account with its WhatsApp approval (GET ' +
+          "/v1/ContentAndApprovals, every page), mapped onto the Cloud API components. The deployment's default sender (0) syncs when " +
+          'it is a Twilio sender, or a Meta one with META_BUSINESS_ACCOUNT_ID set. 422 for a sender ' +
           'whose templates live here only (the simulator) or that cannot reach them; 502 when the provider does not list them (nothing changes).',
       },
     })

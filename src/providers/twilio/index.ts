@@ -7,6 +7,7 @@ import { twilioInboundCallback } from './inbound'
 import { createTwilio } from './send'
 import { readTwilioSettings, TWILIO_VARIABLES } from './settings'
 import { twilioSenders } from './senders'
+import { twilioTemplates } from './templates'
 
 export { TWILIO_STATUS_PATH } from './send'
 export { TWILIO_INBOUND_PATH } from './inbound'
@@ -18,6 +19,7 @@ export const twilio = defineProvider({
   create: createTwilio,
   callbacks: [twilioStatusCallback, twilioInboundCallback],
   senders: twilioSenders,
+  waTemplates: twilioTemplates,
   // Twilio's WhatsApp senders take 80 messages/s by default; WhatsApp's pair rate applies behind them.
   pace: {
     perSecond: 80,

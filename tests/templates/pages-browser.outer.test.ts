@@ -1,0 +1,149 @@
+// Outer ring (real time): it drives a real Chromium (playwright-core), whose pages run on real time.
+// WhatsApp templates in headless Chromium, at a desktop's width and a phone's (issue 30): an operator
+// syncs a Meta sender's templates from its business account (a local fake of the Graph API) with the
+// keyboard, opens one (its parameters, its WhatsApp-like preview, its history), creates one from the
+// Cloud API's JSON (a refusal shown at the field, keeping the focus there), and a member of an account
+// with that sender sees the templates it may use with their parameters. Each page passes axe-core.
+
+import { describe, expect, test } from 'bun:test'
+import { skipBrowserTests, step } from '../helpers/browser'
+import { dashboardInChromium } from '../helpers/dashboard-browser'
+import { fakeGraph, type FakeGraph } from '../helpers/fake-graph'
+import { META_A } from '../helpers/senders'
+
+const WABA = META_A.credentials.business_account_id
+
+describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
+  let graph: FakeGraph
+  const web = dashboardInChromium('dashboard-wa-templates-', (cleanup) => {
+    graph = fakeGraph()
+    cleanup(() => graph.stop())
+    graph.phone(META_A.credentials.phone_number_id, META_A.credentials.access_token, {
+      display_phone_number: '62 811-0000-0001',
+      verified_name: 'Warung A',
+      quality_rating: 'GREEN',
+      appSecret: META_A.credentials.app_secret,
+    })
+    graph.accountOf.set(META_A.credentials.phone_number_id, WABA)
+    graph.template(WABA, {
+      name: 'invoice_due',
+      language: 'id',
+      category: 'UTILITY',
+      status: 'APPROVED',
+      parameter_format: 'POSITIONAL',
+      components: [
+        { type: 'HEADER', format: 'TEXT', text: 'Tagihan {{1}}', example: { header_text: ['INV-1001'] } },
+        {
+          type: 'BODY',
+          text: 'Halo {{1}}, tagihan {{2}} sebesar {{3}} jatuh tempo {{4}}. Terima kasih.',
+          example: { body_text: [['Budi', 'INV-1001', 'Rp 1.250.000', '5 Desember']] },
+        },
+        { type: 'FOOTER', text: 'Balas STOP untuk berhenti' },
+        {
+          type: 'BUTTONS',
+          buttons: [
+            {
+              type: 'URL',
+              text: 'Bayar sekarang',
+              url: 'https://pay.example.com/i/{{1}}',
+              example: ['https://pay.example.com/i/INV-1001'],
+            },
+            { type: 'QUICK_REPLY', text: 'Sudah bayar' },
+          ],
+        },
+      ],
+      quality_score: { score: 'GREEN' },
+    })
+    graph.template(WABA, {
+      name: 'promo_akhir_tahun',
+      language: 'id',
+      category: 'MARKETING',
+      status: 'REJECTED',
+      rejected_reason: 'PROMOTIONAL',
+      parameter_format: 'NAMED',
+      components: [
+        {
+          type: 'BODY',
+          text: 'Diskon untuk {{first_name}} sampai akhir tahun!',
+          example: { body_text_named_params: [{ param_name: 'first_name', example: 'Budi' }] },
+        },
+      ],
+    })
+    return { META_API_BASE: graph.apiBase }
+  })
+  const { admin, status, submitted, noViolations, bothWidths, signIn } = web
+
+  test("an operator syncs, reads and creates a sender's templates; the account's member sees them with their parameters", async () => {
+    const base = web.url
+    const sender = await admin('POST', '/senders', { provider: 'meta', name: 'Warung A', ...META_A })
+    const account = await admin('POST', '/accounts', { name: 'Warung A', balance: 50_000 })
+    await admin('PUT', `/accounts/${account.id}/senders/${sender.id}`, { default: true })
+    const memberLink = (await admin('POST', `/accounts/${account.id}/members`, { email: 'warung@example.com' })).link
+    const op = await signIn((await admin('POST', '/operators', { email: 'templates-ops@example.com' })).link, '/dashboard/accounts')
+
+    await step(op, 'Sync templates with the keyboard, on the sender page', async () => {
+      await op.goto(`${base}/dashboard/senders/${sender.id}`)
+      expect(await op.getByText('No WhatsApp templates yet').isVisible()).toBe(true)
+      await op.getByRole('button', { name: 'Sync templates' }).focus()
+      await submitted(op, () => op.keyboard.press('Enter'))
+      expect(await status(op)).toBe('Templates synced: 2 templates listed by meta, 2 new, 0 changed, 0 unchanged, 0 gone.')
+      const rows = await op.locator('section[aria-labelledby="templates-title"] tbody tr').allInnerTexts()
+      expect(rows.length).toBe(2)
+      expect(rows[1]).toContain('rejected (PROMOTIONAL)')
+      await bothWidths(op, 'sender-wa-templates')
+    })
+
+    await step(op, "a template's page: parameters, preview, history", async () => {
+      await op.getByRole('link', { name: 'invoice_due' }).click()
+      await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
+      expect(await op.getByRole('heading', { level: 1 }).innerText()).toBe('WhatsApp template invoice_due')
+      const preview = op.getByRole('figure', { name: 'Preview of invoice_due' })
+      expect(await preview.locator('.wa-body').innerText()).toBe('Halo {{1}}, tagihan {{2}} sebesar {{3}} jatuh tempo {{4}}. Terima kasih.')
+      expect(await preview.locator('.wa-buttons li').count()).toBe(2)
+      expect(await op.locator('#template-status').innerText()).toBe('approved')
+      await bothWidths(op, 'wa-template')
+      await op.setViewportSize({ width: 375, height: 800 })
+      const box = await preview.boundingBox()
+      expect(box!.x + box!.width).toBeLessThanOrEqual(375)
+      await op.setViewportSize({ width: 1440, height: 900 })
+    })
+
+    await step(op, 'New template: a refusal at the field keeps the focus there; the corrected one is submitted to Meta', async () => {
+      await op.goto(`${base}/dashboard/senders/${sender.id}`)
+      await op.getByRole('link', { name: 'New template' }).click()
+      await op.waitForURL(`${base}/dashboard/senders/${sender.id}/templates/new`)
+      await noViolations(op)
+      const json = op.getByLabel('Template JSON')
+      const definition = JSON.parse(await json.inputValue())
+      definition.name = 'invoice_reminder'
+      definition.components[1].text = '{{1}}, invoice {{2}} is due.'
+      await json.fill(JSON.stringify(definition, null, 2))
+      await submitted(op, () => op.getByRole('button', { name: 'Create and submit template' }).click())
+      expect(await op.evaluate('document.activeElement.id')).toBe('template-definition')
+      expect(await json.getAttribute('aria-invalid')).toBe('true')
+      expect(await op.locator('#template-definition-error').innerText()).toStartWith('components[1].text: ')
+      await bothWidths(op, 'wa-template-new-error')
+      definition.components[1].text = 'Hello {{1}}, invoice {{2}} of {{3}} is due on {{4}}. Thank you.'
+      await json.fill(JSON.stringify(definition, null, 2))
+      await op.getByRole('button', { name: 'Create and submit template' }).click()
+      await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
+      expect(await status(op)).toBe('Template invoice_reminder (en_US) created: pending.')
+      expect(graph.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${WABA}/message_templates`)).length).toBe(1)
+    })
+
+    const member = await signIn(memberLink, '/dashboard')
+    await step(member, 'the member: the templates it may use with their parameters, each one with its preview', async () => {
+      await member.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Templates and segments' }).click()
+      await member.getByRole('link', { name: 'WhatsApp templates' }).click()
+      await member.waitForURL(`${base}/dashboard/whatsapp-templates`)
+      expect(await member.locator('tbody tr').count()).toBe(3)
+      expect(await member.getByText('variables.first_name').isVisible()).toBe(true)
+      expect(await member.getByRole('button', { name: 'Sync templates' }).count()).toBe(0)
+      await bothWidths(member, 'member-wa-templates')
+      await member.getByRole('link', { name: 'invoice_due' }).click()
+      await member.waitForURL(/\/dashboard\/whatsapp-templates\/\d+$/)
+      expect(await member.getByRole('figure', { name: 'Preview of invoice_due' }).isVisible()).toBe(true)
+      await bothWidths(member, 'member-wa-template')
+    })
+  }, 180_000)
+})
