@@ -37,6 +37,7 @@ import templateChangesEvents from '../../sql/0038_template_changes_events.sql' w
 import contactAttributes from '../../sql/0039_contact_attributes.sql' with { type: 'text' }
 import campaignWaTemplates from '../../sql/0040_campaign_wa_templates.sql' with { type: 'text' }
 import verifications from '../../sql/0041_verifications.sql' with { type: 'text' }
+import simulatorTemplateReviews from '../../sql/0042_simulator_template_reviews.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -79,4 +80,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 39, name: '0039_contact_attributes.sql', text: contactAttributes },
   { version: 40, name: '0040_campaign_wa_templates.sql', text: campaignWaTemplates },
   { version: 41, name: '0041_verifications.sql', text: verifications },
+  { version: 42, name: '0042_simulator_template_reviews.sql', text: simulatorTemplateReviews },
 ]

@@ -285,6 +285,12 @@ export type TemplateSubmission =
   | { ok: true; ref: string; status: string; category: string | null }
   | { ok: false; code: number | null; detail: string; throttled: boolean }
 
+/**
+ * A provider's own review of a template submitted to it when it keeps templates here only (the
+ * simulator plays Meta's): the status it will get, with Meta's reason for a rejection, and when.
+ */
+export type TemplateReview = { status: 'approved' | 'rejected'; reason: string | null; afterMs: number }
+
 /** A provider's WhatsApp templates, with a sender's settings. Nothing here throws. */
 export type WaTemplateSupport<S> = {
   /** Why these settings cannot reach their templates (no WhatsApp Business Account id), or null. */
@@ -453,6 +459,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   senders: SenderSupport<S>
   /** Its WhatsApp templates (issue 30): listing a sender's, submitting a new one; none: templates are kept here only. */
   waTemplates?: WaTemplateSupport<S>
+  /** Without waTemplates: its review of a template submitted to a sender of its (the simulator's approval or rejection). */
+  reviewsTemplates?(settings: S, definition: { name: string }): TemplateReview
   /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */
   pace: Pace
   /** The pace its settings give, when they can change it (the simulator's SIM_RATE_PER_SECOND); read it with registry.ts's paceOf. */

@@ -10,6 +10,7 @@ import type {
   ProviderVariable,
   SettingsReader,
   TemplateRules,
+  TemplateReview,
   WaTemplateSupport,
 } from './provider'
 import { simulator } from './simulator'
@@ -52,6 +53,12 @@ export function paceOf<N extends ProviderName>(name: N, settings: ProviderSettin
 export const TEMPLATE_RULES: ReadonlyMap<string, TemplateRules> = new Map(
   PROVIDERS.map(anyProvider).flatMap((p) => (p.templates ? [[p.name, p.templates] as const] : [])),
 )
+
+/** How the provider `name` reviews a template submitted to one of its senders (the simulator), or null when it does not. */
+export function templateReviewOf(name: string): ((settings: unknown, definition: { name: string }) => TemplateReview) | null {
+  const plugin = PROVIDERS.map(anyProvider).find((p) => p.name === name)
+  return plugin?.reviewsTemplates ? (settings, definition) => plugin.reviewsTemplates!(settings, definition) : null
+}
 
 /** The WhatsApp templates of the provider `name` (listing, submitting), or null when it keeps none of its own. */
 export function waTemplatesOf(name: string): WaTemplateSupport<unknown> | null {

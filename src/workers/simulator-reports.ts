@@ -1,11 +1,13 @@
 // Applies the due status reports a provider schedules itself (the simulator's: HandoffResult.reports,
 // recorded with the hand-off). Claiming a batch (delete ... skip locked) and applying it happen in one
 // transaction: a crash in between leaves the reports in place for the next run. One message's reports
-// are applied in their order, whichever instances claim them.
+// are applied in their order, whichever instances claim them. It applies the simulator's due reviews
+// of WhatsApp templates too (modules/templates/reviews.ts: approved or rejected, and announced).
 
 import type { Deps } from '../deps'
 import { nowOf } from '../db/now'
 import { applyStatuses, rounds } from '../modules/status/machine'
+import { applyDueReviews } from '../modules/templates/reviews'
 import type { Worker } from './worker'
 
 const BATCH = 500
@@ -50,9 +52,10 @@ async function applyDueReports(deps: Pick<Deps, 'sql' | 'config' | 'clock'>): Pr
 export const simulatorReports: Worker = {
   name: 'simulator-reports',
   pollMs: SIMULATOR_REPORTS_POLL_MS,
-  // Always on: a stored simulator sender may exist whatever PROVIDER says (an idle poll is one indexed read).
+  // Always on: a stored simulator sender may exist whatever PROVIDER says (an idle poll is two indexed reads).
   async runOnce(deps) {
     const { applied } = await applyDueReports(deps)
-    return applied
+    const reviewed = await deps.sql.begin((tx) => applyDueReviews(tx, { clock: deps.clock, timezone: deps.config.timezone }))
+    return applied + reviewed
   },
 }

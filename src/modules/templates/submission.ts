@@ -14,7 +14,7 @@ import type { Config } from '../../config'
 import type { Clock } from '../../lib/clock'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
-import { PROVIDER_NAMES, waTemplatesOf } from '../../providers/registry'
+import { PROVIDER_NAMES, templateReviewOf, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
 import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
 import {
@@ -33,6 +33,7 @@ import {
 } from './catalog'
 import { definitionOf } from './components'
 import { changeAndAnnounce } from './events'
+import { scheduleReview } from './reviews'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -229,7 +230,8 @@ export async function waTemplate(ctx: SubmissionContext, templateId: number) {
  * Creates a template for the sender from the Cloud API's template JSON: checked (422 naming the part),
  * 409 when the sender has one of that name and language, submitted to the provider when it keeps
  * templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
- * the status the provider answered (`pending`); a simulator sender's is stored `pending`.
+ * the status the provider answered (`pending`); a simulator sender's is stored `pending` with the
+ * simulator's review of it (reviews.ts: approved after SIM_TEMPLATE_APPROVAL_MS, or rejected).
  */
 export async function createSenderTemplate(ctx: SubmissionContext, senderId: number, body: Record<string, unknown>): Promise<WaTemplate> {
   const definition = definitionOf(body)
@@ -258,8 +260,9 @@ export async function createSenderTemplate(ctx: SubmissionContext, senderId: num
     }
     submitted = answer
   }
-  const inserted = await transaction(ctx.sql, (tx) =>
-    insertTemplate(
+  const review = support ? null : (templateReviewOf(sender.provider)?.(sender.settings, definition) ?? null)
+  const inserted = await transaction(ctx.sql, async (tx) => {
+    const row = await insertTemplate(
       tx,
       ctx.clock,
       {
@@ -274,8 +277,10 @@ export async function createSenderTemplate(ctx: SubmissionContext, senderId: num
         providerRef: submitted?.ref ?? null,
       },
       'operator',
-    ),
-  )
+    )
+    if (row && review) await scheduleReview(tx, ctx.clock, row.id, review)
+    return row
+  })
   if (!inserted) throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
   return inserted
 }

@@ -159,7 +159,8 @@ export const waTemplatesAdmin = (deps: Deps) => {
             "`provider_code` (503 when Meta asks to try later: its creation limit), and nothing is stored. A Twilio sender's is made a " +
             "Content template (POST /v1/Content) and submitted for WhatsApp's approval (POST /v1/Content/{sid}/ApprovalRequests/whatsapp), " +
             'stored `pending` with its Content SID; what a Content template cannot be (NAMED parameters, a text header) is 422. A simulator ' +
-            "sender's template is stored `pending`. 409 when the sender has a template of that name and language.",
+            "sender's template is stored `pending` and reviewed by the simulator as Meta would: `approved` SIM_TEMPLATE_APPROVAL_MS later, " +
+            'or `rejected` (INVALID_FORMAT) when its name starts with `reject_`. 409 when the sender has a template of that name and language.',
         },
       },
     )

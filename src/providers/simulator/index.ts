@@ -11,6 +11,11 @@
 // SIM_REQUIRE_TEMPLATE=true it refuses free-form messages to numbers outside their 24-hour window with
 // the sender (read from the stored inbound messages, as the service's own check reads it), as WhatsApp does, so business-initiated messages can be tried without WhatsApp. With
 // SIM_RATE_PER_SECOND or SIM_RECIPIENT_GAP_MS it throttles as WhatsApp does (rules.ts).
+//
+// It reviews WhatsApp templates as Meta does (issue 30): one submitted to a simulator sender is stored
+// `pending` and approved SIM_TEMPLATE_APPROVAL_MS later, or rejected (INVALID_FORMAT, one of Meta's
+// reasons) when its name starts with `reject_` (applied by the simulator-reports worker,
+// modules/templates/reviews.ts).
 
 import {
   defineProvider,
@@ -20,6 +25,7 @@ import {
   type Pace,
   type ScheduledReport,
   type SettingsReader,
+  type TemplateReview,
 } from '../provider'
 import { randomHex } from '../../lib/keys'
 import { admit } from './rules'
@@ -34,6 +40,9 @@ const SIMULATOR_FAILED_CODE = 63016
 const OUTSIDE_WINDOW_CODE = 63016
 const NOT_ON_WHATSAPP_CODE = 131026
 const MAX_DELAY_MS = 86_400_000
+/** A template whose name starts with this is rejected, with one of Meta's `rejected_reason` words. */
+const REJECT_PREFIX = 'reject_'
+const REJECTED_REASON = 'INVALID_FORMAT'
 const MAX_RATE_PER_SECOND = 100_000
 /**
  * Its pace without SIM_RATE_PER_SECOND or SIM_RECIPIENT_GAP_MS: an upgraded number's (1,000 messages/s)
@@ -48,6 +57,7 @@ type SimulatorSettings = {
   requireTemplate: boolean
   ratePerSecond: number
   recipientGapMs: number
+  templateApprovalMs: number
   /** Whose counters its rules keep (rules.ts): `simulator`, or a stored sender's `simulator:<number>`. */
   sender: string
 }
@@ -112,6 +122,12 @@ export const simulator = defineProvider({
       default: '10000',
       meaning: 'simulator: delay of the late reports of numbers ending in 6666 (`read`, then `delivered`, out of order)',
     },
+    SIM_TEMPLATE_APPROVAL_MS: {
+      default: '5000',
+      meaning:
+        "simulator: delay from a WhatsApp template's submission to its review: approved, or rejected (INVALID_FORMAT) " +
+        'when its name starts with reject_',
+    },
   },
   readSettings: (read): SimulatorSettings => ({
     deliveredMs: delay(read, 'SIM_DELIVERED_MS'),
@@ -120,6 +136,7 @@ export const simulator = defineProvider({
     requireTemplate: flag(read, 'SIM_REQUIRE_TEMPLATE'),
     ratePerSecond: integer(read, 'SIM_RATE_PER_SECOND', MAX_RATE_PER_SECOND),
     recipientGapMs: delay(read, 'SIM_RECIPIENT_GAP_MS'),
+    templateApprovalMs: delay(read, 'SIM_TEMPLATE_APPROVAL_MS'),
     sender: 'simulator',
   }),
   create: (settings, { sql, clock, windowOpen }) => ({
@@ -169,6 +186,11 @@ export const simulator = defineProvider({
     identityOf: () => '',
     check: async () => ({ ok: true, detail: 'the simulator takes every sender' }),
   },
+  // Meta's review played: approved after SIM_TEMPLATE_APPROVAL_MS, or rejected then when the name asks for it.
+  reviewsTemplates: (settings, definition): TemplateReview =>
+    definition.name.startsWith(REJECT_PREFIX)
+      ? { status: 'rejected', reason: REJECTED_REASON, afterMs: settings.templateApprovalMs }
+      : { status: 'approved', reason: null, afterMs: settings.templateApprovalMs },
   pace: DEFAULT_PACE,
   // Its rules, when set, are its pace: the hand-off keeps to what the simulator takes, as to a real provider's limits.
   paceFor: (settings): Pace =>
