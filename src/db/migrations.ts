@@ -33,11 +33,11 @@ import paceClock from '../../sql/0032_pace_clock.sql' with { type: 'text' }
 import simulatorClock from '../../sql/0033_simulator_clock.sql' with { type: 'text' }
 import eventsNotify from '../../sql/0034_events_notify.sql' with { type: 'text' }
 import whatsappTemplates from '../../sql/0035_whatsapp_templates.sql' with { type: 'text' }
-import templateChangesEvents from '../../sql/0038_template_changes_events.sql' with { type: 'text' }
-import contactAttributes from '../../sql/0039_contact_attributes.sql' with { type: 'text' }
-import campaignWaTemplates from '../../sql/0040_campaign_wa_templates.sql' with { type: 'text' }
-import verifications from '../../sql/0041_verifications.sql' with { type: 'text' }
-import simulatorTemplateReviews from '../../sql/0042_simulator_template_reviews.sql' with { type: 'text' }
+import templateChangesEvents from '../../sql/0036_template_changes_events.sql' with { type: 'text' }
+import contactAttributes from '../../sql/0037_contact_attributes.sql' with { type: 'text' }
+import campaignWaTemplates from '../../sql/0038_campaign_wa_templates.sql' with { type: 'text' }
+import verifications from '../../sql/0039_verifications.sql' with { type: 'text' }
+import simulatorTemplateReviews from '../../sql/0040_simulator_template_reviews.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -76,9 +76,9 @@ export const MIGRATIONS: Migration[] = [
   { version: 33, name: '0033_simulator_clock.sql', text: simulatorClock },
   { version: 34, name: '0034_events_notify.sql', text: eventsNotify },
   { version: 35, name: '0035_whatsapp_templates.sql', text: whatsappTemplates },
-  { version: 38, name: '0038_template_changes_events.sql', text: templateChangesEvents },
-  { version: 39, name: '0039_contact_attributes.sql', text: contactAttributes },
-  { version: 40, name: '0040_campaign_wa_templates.sql', text: campaignWaTemplates },
-  { version: 41, name: '0041_verifications.sql', text: verifications },
-  { version: 42, name: '0042_simulator_template_reviews.sql', text: simulatorTemplateReviews },
+  { version: 36, name: '0036_template_changes_events.sql', text: templateChangesEvents },
+  { version: 37, name: '0037_contact_attributes.sql', text: contactAttributes },
+  { version: 38, name: '0038_campaign_wa_templates.sql', text: campaignWaTemplates },
+  { version: 39, name: '0039_verifications.sql', text: verifications },
+  { version: 40, name: '0040_simulator_template_reviews.sql', text: simulatorTemplateReviews },
 ]

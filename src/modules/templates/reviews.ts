@@ -1,7 +1,7 @@
 // The simulator's review of a submitted WhatsApp template (issue 30 §5), as Meta's: a template
 // submitted to a sender whose provider reviews templates itself (the simulator: providers/provider.ts
 // reviewsTemplates) is stored `pending` with its review beside it, in the same transaction
-// (sql/0042): approved, or rejected with Meta's reason, due SIM_TEMPLATE_APPROVAL_MS later on the
+// (sql/0040): approved, or rejected with Meta's reason, due SIM_TEMPLATE_APPROVAL_MS later on the
 // service's clock. The simulator-reports worker applies due reviews: claimed with `delete ... skip
 // locked` and applied in one transaction (a crash leaves them for the next run; two instances never
 // apply one twice), each through changeAndAnnounce (source `simulator`), so `template.status_changed`
