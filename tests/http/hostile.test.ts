@@ -42,6 +42,8 @@ const HOSTILE_INTEGERS = [
 ]
 // (in a path, not the empty one: /campaigns/ is the list, another route)
 const HOSTILE_IDS = [...HOSTILE_INTEGERS.filter((v) => v !== ''), '0']
+/** Paths whose sender id 0 is a real one (the deployment's default sender, README "WhatsApp templates"). */
+const ZERO_IS_A_SENDER = /^\/admin\/v1\/senders\/:id\/templates/
 const HOSTILE_TIMESTAMPS = [
   '0999-01-01 00:00:00',
   '2026-02-30 00:00:00',
@@ -160,7 +162,13 @@ function hostile(route: Route, rng: Random, ids: { valid: string }, methodsFor: 
   const fill = (hostileParams: boolean) =>
     route.path.replace(/:(\w+)/g, (_, name: string) =>
       hostileParams
-        ? rng.pick(name.endsWith('sid') ? ['SM%00', 'x'.repeat(3000), '%FF%FE', 'SM' + '0'.repeat(32)] : HOSTILE_IDS)
+        ? rng.pick(
+            name.endsWith('sid')
+              ? ['SM%00', 'x'.repeat(3000), '%FF%FE', 'SM' + '0'.repeat(32)]
+              : ZERO_IS_A_SENDER.test(route.path)
+                ? HOSTILE_IDS.filter((v) => v !== '0')
+                : HOSTILE_IDS,
+          )
         : name.endsWith('sid')
           ? 'SMnotreal'
           : ids.valid,
