@@ -631,7 +631,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/campaigns/engine.ts',
-        find: 'await closedWindowsOf(tx, windowChecked && campaign.ref === null,',
+        find: 'await closedWindowsOf(tx, windowChecked && campaign.ref === null && !wa,',
         replace: 'await closedWindowsOf(tx, false,',
       },
     ],
