@@ -7,7 +7,11 @@
 
 import net from 'node:net'
 
-export type CountProxy = { url: string; counts(): { statements: number; roundTrips: number }; close(): void }
+export type Counts = { statements: number; roundTrips: number; byText: Map<string, number> }
+export type CountProxy = { url: string; counts(): Counts; close(): void }
+
+/** A statement's text as counted: its first words, whitespace collapsed. */
+const label = (text: string) => text.replace(/\s+/g, ' ').trim().slice(0, 90)
 
 export async function startCountProxy(databaseUrl: string): Promise<CountProxy> {
   const target = new URL(databaseUrl)
@@ -15,6 +19,7 @@ export async function startCountProxy(databaseUrl: string): Promise<CountProxy> 
   const port = Number(target.port || 5432)
   let statements = 0
   let roundTrips = 0
+  const byText = new Map<string, number>()
   const sockets = new Set<net.Socket>()
   const server = net.createServer((client) => {
     const upstream = net.connect(port, host)
@@ -31,6 +36,9 @@ export async function startCountProxy(databaseUrl: string): Promise<CountProxy> 
     // Client side: untyped startup messages (an SSLRequest or the startup itself), then typed ones.
     let buffer = Buffer.alloc(0)
     let started = false
+    // This connection's prepared statements by name ('' the unnamed one), and the statement of the last Bind.
+    const prepared = new Map<string, string>()
+    let bound = ''
     client.on('data', (chunk: Buffer) => {
       upstream.write(chunk)
       buffer = Buffer.concat([buffer, chunk])
@@ -49,6 +57,22 @@ export async function startCountProxy(databaseUrl: string): Promise<CountProxy> 
         const length = buffer.readInt32BE(1)
         if (buffer.length < 1 + length) return
         const type = String.fromCharCode(buffer[0]!)
+        const cstrings = (from: number, n: number) => {
+          const out: string[] = []
+          let at = from
+          for (let i = 0; i < n; i++) {
+            const end = buffer.indexOf(0, at)
+            out.push(buffer.toString('utf8', at, end))
+            at = end + 1
+          }
+          return out
+        }
+        if (type === 'P') {
+          const [name, text] = cstrings(5, 2)
+          prepared.set(name!, label(text!))
+        } else if (type === 'B') bound = prepared.get(cstrings(5, 2)[1]!) ?? '?'
+        const counted = type === 'E' ? bound : type === 'Q' ? label(cstrings(5, 1)[0]!) : null
+        if (counted !== null) byText.set(counted, (byText.get(counted) ?? 0) + 1)
         if (type === 'E' || type === 'Q') statements++
         if (type === 'S' || type === 'Q') roundTrips++
         buffer = buffer.subarray(1 + length)
@@ -61,7 +85,7 @@ export async function startCountProxy(databaseUrl: string): Promise<CountProxy> 
   proxied.port = String((server.address() as net.AddressInfo).port)
   return {
     url: proxied.toString(),
-    counts: () => ({ statements, roundTrips }),
+    counts: () => ({ statements, roundTrips, byText: new Map(byText) }),
     close() {
       for (const s of sockets) s.destroy()
       server.close()

@@ -189,7 +189,7 @@ async function countStatements(
   env: Record<string, string>,
   send: (url: string, seq: number) => Promise<void>,
   n: number,
-): Promise<{ statements: number; roundTrips: number }> {
+): Promise<{ statements: number; roundTrips: number; top: [string, number][] }> {
   const proxy = await startCountProxy(db.url)
   const service = await startServiceChild({ databaseUrl: proxy.url, env, onCleanup: ctx.onCleanup })
   try {
@@ -201,7 +201,12 @@ async function countStatements(
     await sleep(performance.now() - t0)
     const c2 = proxy.counts()
     const per = (k: 'statements' | 'roundTrips') => (c1[k] - c0[k] - (c2[k] - c1[k])) / n
-    return { statements: per('statements'), roundTrips: per('roundTrips') }
+    const of = (c: typeof c0, text: string) => c.byText.get(text) ?? 0
+    const top = [...c1.byText.keys()]
+      .map((text): [string, number] => [text, (of(c1, text) - of(c0, text) - (of(c2, text) - of(c1, text))) / n])
+      .filter(([, k]) => k >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+    return { statements: per('statements'), roundTrips: per('roundTrips'), top }
   } finally {
     await service.stop()
     proxy.close()
@@ -311,6 +316,10 @@ export const send: Benchmark = {
         },
         counted,
       )
+      console.log(
+        `  statements per send, ${shape === 'spread' ? `spread over ${ACCOUNTS} accounts` : 'one account'} (${counted} sends one after another):`,
+      )
+      for (const [text, k] of count.top) console.log(`    ${k.toFixed(2).padStart(5)}  ${text}`)
       phases.push({ path: 'http', shape, ...(await http(shape)), statementsPerSend: count.statements, roundTripsPerSend: count.roundTrips })
       phases.push({ path: 'ceiling', shape, ...(await ceiling(shape)), statementsPerSend: 1, roundTripsPerSend: 1 })
     }

@@ -209,6 +209,8 @@ export type Facts = {
   price: number
   /** The entry's budget (its sender's or its portfolio's), its tier (null: unlimited), its use now, and whether the phone counts already. */
   budget: string
+  /** How errors name the budget ("sender 3's", "portfolio \"Toko\"'s", "the default sender's"). */
+  label: string
   tier: number | null
   used: number
   counted: boolean
@@ -244,6 +246,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
       open: boolean
       price: number
       budget: string
+      label: string
       tier: number | null
       used: number | null
       counted: boolean | null
@@ -267,10 +270,12 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
              case when e.sender_id is null then 'default' when s.portfolio_id is null then 'sender:' || e.sender_id
                   else 'portfolio:' || s.portfolio_id end as budget,
              case when e.sender_id is null then ${defaultTier}::int when s.portfolio_id is null then s.messaging_limit
-                  else p.messaging_limit end as tier
+                  else p.messaging_limit end as tier,
+             case when e.sender_id is null then 'the default sender''s' when s.portfolio_id is null then 'sender ' || e.sender_id || '''s'
+                  else 'portfolio ' || to_json(p.name)::text || '''s' end as label
       from e left join senders s on s.id = e.sender_id left join portfolios p on p.id = s.portfolio_id
     )
-    select b.ord::int as ord, b.budget, b.tier, a.balance, a.price,
+    select b.ord::int as ord, b.budget, b.label, b.tier, a.balance, a.price,
            exists (select 1 from opt_outs o where o.account_id = b.account_id and o.phone = b.phone) as opted_out,
            w.at as last_at, coalesce(w.at > ${now} - make_interval(hours => ${WINDOW_HOURS}), false) as open,
            case when b.tier is not null then (
@@ -298,6 +303,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
       open: r.open,
       price: Number(r.price),
       budget: r.budget,
+      label: r.label,
       tier: r.tier,
       used: r.used ?? 0,
       counted: r.counted ?? false,
@@ -355,6 +361,19 @@ export function judge(config: Deps['config'], p: Prepared, f: Facts, at: string)
 
 /** Whether a message uses its sender's messaging limit: the recipient's window is closed (a business-initiated message). */
 export const businessInitiated = (f: Pick<Facts, 'open' | 'tier'>) => f.tier !== null && !f.open
+
+/** The business-initiated entries among `prepared` by budget, from their facts: what holdMessagingLimit would find again. */
+export function budgetGroups<T extends Prepared>(prepared: T[], facts: Facts[]) {
+  const groups = new Map<string, { budget: { key: string; tier: number; label: string }; entries: T[] }>()
+  prepared.forEach((p, i) => {
+    const f = facts[i]!
+    if (!businessInitiated(f)) return
+    const group = groups.get(f.budget) ?? { budget: { key: f.budget, tier: f.tier!, label: f.label }, entries: [] }
+    group.entries.push(p)
+    groups.set(f.budget, group)
+  })
+  return groups
+}
 
 /** The facts items of prepared entries. */
 export const itemsOf = (accountId: number, keyId: number | null, token: string | null, prepared: Prepared[]): FactsItem[] =>

@@ -16,7 +16,7 @@ import { outgoingOf, requireContentShape } from './content'
 import { refusal } from './service'
 import { holdMessagingLimit, NO_HOLD, type Held } from '../budgets/guard'
 import { stoppedByOptOut } from '../optouts/service'
-import { businessInitiated, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Prepared } from './admission'
+import { budgetGroups, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Facts, type Prepared } from './admission'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -50,18 +50,19 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     limit = { ...NO_HOLD, fit: valid }
   } else {
     const admitted: Prepared[] = []
-    const business: boolean[] = []
+    const admittedFacts: Facts[] = []
     valid.forEach((p, i) => {
       const refused = judge(deps.config, p, facts[i]!, `messages[${p.index}].`)
       // An opted-out entry is answered with its `to` as given, the others normalised (as before admission.ts).
       if (refused) return fail(p.index, refused.code === 'RECIPIENT_OPTED_OUT' ? input.messages[p.index]!.to : p.phone, refused)
       admitted.push(p)
-      business.push(businessInitiated(facts[i]!))
+      admittedFacts.push(facts[i]!)
     })
     valid = admitted
     // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
-    if (business.some(Boolean)) {
-      limit = await holdMessagingLimit(deps, requestToken, valid)
+    const groups = budgetGroups(valid, admittedFacts)
+    if (groups.size > 0) {
+      limit = await holdMessagingLimit(deps, requestToken, valid, groups)
       for (const { entry, error } of limit.refused) fail(entry.index, entry.phone, error)
       valid = limit.fit
     }

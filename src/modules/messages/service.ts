@@ -6,7 +6,7 @@ import { outgoingOf, requireContentShape } from './content'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { holdMessagingLimit, NO_HOLD } from '../budgets/guard'
 import { optedOutAtHandoffError, stoppedByOptOut } from '../optouts/service'
-import { businessInitiated, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Prepared } from './admission'
+import { budgetGroups, businessInitiated, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Prepared } from './admission'
 export { requireHeaderBound, requireNoWaFields, senderOfTemplate, templateForSender, validityOf, waTemplateMessage } from './admission'
 
 /** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
@@ -36,7 +36,7 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
 
   // The messaging limit: a business-initiated message past its sender's budget is refused (429), nothing charged.
   const limit =
-    !repeat && businessInitiated(facts!) ? await holdMessagingLimit(deps, requestToken, [{ senderId: sender.id, phone: to }]) : NO_HOLD
+    !repeat && businessInitiated(facts!) ? await holdMessagingLimit(deps, requestToken, [p], budgetGroups([p], [facts!])) : NO_HOLD
   if (limit.refused.length > 0) throw limit.refused[0]!.error
 
   // Its slot at the sender's pace first: a send the pace cannot take within SEND_WAIT_MS is refused
