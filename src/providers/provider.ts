@@ -47,7 +47,14 @@ export type ProviderTemplate = {
  * provider sends the rendered text instead. A contract below its users: templates render it, the
  * ledger records it with the charge, messages send it.
  */
-export type StoredTemplate = { provider: string } & ProviderTemplate
+export type StoredTemplate = { provider: string } & ProviderTemplate & {
+    /**
+     * A secret the message carries (a verification's one-time code, messages/redact.ts), sealed under the
+     * secrets key until the provider has it: everywhere else the row keeps (body, variables, components)
+     * it is masked, and only the hand-off (a recovered one too) opens it. Never shown, never sent.
+     */
+    sealedSecret?: string
+  }
 
 /**
  * How a provider's approved templates are named, for binding account templates to them (admin API,

@@ -1134,4 +1134,32 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/templates/send.test.ts'],
     filter: 'not approved, another sender|bulk: each entry',
   },
+  {
+    name: 'verification-code-masked',
+    breaks:
+      "a verification's one-time code kept readable on its message's row (body, variables) until the provider has it: GET /messages, pages and exports of a queued one show it",
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: 'const stored = secret === undefined ? message : await sealedMessage(deps.secrets, message, secret, requestToken)',
+        replace: 'const stored = message',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'queued verification',
+  },
+  {
+    name: 'verification-code-recovered',
+    breaks:
+      'a verification whose hand-off is recovered from the row sends the masked code (••••••) instead of the code: the customer cannot log in',
+    edits: [
+      {
+        file: RECOVERY,
+        find: 'outgoingOf(await openedMessage(deps.secrets, m), sender.providerName)',
+        replace: 'outgoingOf(m, sender.providerName)',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'queued verification',
+  },
 ]
