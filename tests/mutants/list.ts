@@ -1099,6 +1099,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'status|quality',
   },
   {
+    name: 'template-meta-order-unchanged',
+    breaks:
+      "a Meta template notification that changed nothing keeps no time: an older one delivered after it undoes Meta's newer word (APPROVED, then a late PAUSED, leaves it paused)",
+    edits: [
+      {
+        file: TEMPLATE_NOTICES,
+        find: "if (result && notice.at && field !== 'flagged'",
+        replace: "if (false && result && notice.at && field !== 'flagged'",
+      },
+    ],
+    tests: [TEMPLATE_WEBHOOKS],
+    filter: 'changed nothing still counts',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',
