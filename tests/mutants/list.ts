@@ -819,8 +819,8 @@ export const MUTATIONS: Mutation[] = [
       optOutUnlocked,
       {
         file: LEDGER,
-        find: 'from accounts where id = ${accountId} for update`',
-        replace: 'from accounts where id = ${accountId} for no key update`',
+        find: 'where id = ${accountId} for update of accounts`',
+        replace: 'where id = ${accountId} for no key update of accounts`',
       },
     ],
     tests: [OPT_OUT_RACES],

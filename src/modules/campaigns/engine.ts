@@ -236,7 +236,7 @@ async function nextBatch(
       return stop
     }
 
-    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock)
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock, campaign.template_id)
     // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
     // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
     // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
@@ -333,10 +333,11 @@ async function nextBatch(
         returning contact_id
       )
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template, content,
-                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at)
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at, category)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, v.content::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now}
+             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now},
+             ${account.category}
       from v join recipient using (contact_id)
       returning id, phone, body, provider_template, content`
     await chargeRecorded(
