@@ -38,7 +38,7 @@ const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const TENANTS = 'tests/senders/tenants.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
-const WINDOW = 'src/modules/messages/window.ts'
+const ADMISSION = 'src/modules/messages/admission.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
@@ -169,7 +169,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/messages/service.ts',
-        find: 'if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {',
+        find: 'if (slot.waitMs === null && !repeat) {',
         replace: 'if (false) {',
       },
     ],
@@ -614,14 +614,14 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'window-send',
     breaks: "a free-form send outside the customer's 24-hour window charged, then refused by the provider (131047, 63016)",
-    edits: [{ file: WINDOW, find: 'if (last?.open || (await recovering())) return', replace: 'return' }],
+    edits: [{ file: ADMISSION, find: 'if (checksWindow(config, p.sender) && freeForm(p) && !f.open)', replace: 'if (false)' }],
     tests: [WINDOW_TESTS],
     filter: 'outside the window: 422',
   },
   {
     name: 'window-bulk',
     breaks: 'a bulk entry outside its 24-hour window charged, then refused by the provider',
-    edits: [{ file: WINDOW, find: 'if (last.get(m.phone)?.open) continue', replace: 'continue' }],
+    edits: [{ file: ADMISSION, find: 'if (checksWindow(config, p.sender) && freeForm(p) && !f.open)', replace: 'if (false)' }],
     tests: [WINDOW_TESTS],
     filter: 'bulk: an entry outside',
   },
@@ -773,8 +773,8 @@ export const MUTATIONS: Mutation[] = [
     breaks: 'a send to a phone that opted out of the account is charged and handed over instead of refused with RECIPIENT_OPTED_OUT',
     edits: [
       {
-        file: 'src/modules/messages/service.ts',
-        find: '  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))\n',
+        file: ADMISSION,
+        find: '  if (f.optedOut) return optedOutError(p.phone)\n',
         replace: '',
       },
     ],
@@ -784,7 +784,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'opted-out-bulk-entry-refused',
     breaks: 'a bulk entry to a phone that opted out is charged and handed over instead of failing alone, uncharged',
-    edits: [{ file: 'src/modules/messages/bulk.ts', find: '      if (optedOut.has(phone)) throw optedOutError(phone)\n', replace: '' }],
+    edits: [{ file: ADMISSION, find: '  if (f.optedOut) return optedOutError(p.phone)\n', replace: '' }],
     tests: [OPT_OUTS],
     filter: 'bulk: the opted-out entry',
   },
@@ -859,7 +859,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'rich-header-bound',
     breaks: 'header media charged with a template that goes as plain text (its media silently dropped)',
-    edits: [{ file: 'src/modules/messages/service.ts', find: 'if (header && !bound) {', replace: 'if (false) {' }],
+    edits: [{ file: ADMISSION, find: 'if (header && !bound) {', replace: 'if (false) {' }],
     tests: ['tests/messages/rich.test.ts'],
     filter: 'not bound',
   },

@@ -138,6 +138,9 @@ export type Held<T> = {
   settleAfter<R>(charge: Promise<R>): Promise<R>
 }
 
+/** No hold: a send whose recipient uses no budget (an unlimited one, an open window) or a repeat. */
+export const NO_HOLD: Held<never> = { fit: [], refused: [], settle: async () => {}, settleAfter: (charge) => charge }
+
 /**
  * The messaging limit of a send's entries (single: one, bulk: its valid ones), before pace and charge:
  * those past their budget are refused, the uses of the others held under `requestToken` until settled.

@@ -204,6 +204,20 @@ const validityField = {
   ),
 }
 
+// The extension: the most this message may cost (issue 31).
+const maxPriceField = {
+  max_price: t.Optional(
+    t.Integer({
+      minimum: 0,
+      description:
+        "Extension: the most this message may cost, in the balance's units. When its category's price is above it, it is refused " +
+        "before anything is charged: 422 `PRICE_ABOVE_MAX` (a bulk entry fails alone with that code). The service's own cap, not Meta's " +
+        '"maximum price" for marketing messages (a bid in Meta\'s own auction, which this does not set)',
+      examples: [500],
+    }),
+  ),
+}
+
 // The extension: which of the account's senders it goes from.
 const fromField = {
   from: t.Optional(
@@ -230,6 +244,7 @@ const sendFields = {
   ...richFields,
   ...validityField,
   ...fromField,
+  ...maxPriceField,
 }
 
 export const SendBody = t.Object(sendFields, { additionalProperties: false })
@@ -356,6 +371,7 @@ const bulkBody = (entryRule: object) =>
             ...richFields,
             ...validityField,
             ...fromField,
+            ...maxPriceField,
           },
           { additionalProperties: false, ...entryRule },
         ),
@@ -384,7 +400,7 @@ export const BulkEntry = t.Union([
     code: t.String({
       description:
         'VALIDATION_ERROR, SENDER_DISABLED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED (a free-form entry outside the 24-hour window), ' +
-        'TEMPLATE_NOT_APPROVED (its WhatsApp template is not approved for its sender) or ' +
+        'TEMPLATE_NOT_APPROVED (its WhatsApp template is not approved for its sender), PRICE_ABOVE_MAX (its price is above its `max_price`) or ' +
         'MESSAGING_LIMIT: not charged; CONFLICT: in the repeat of a request whose first run died after charging, an entry that ' +
         'run refused (not charged); BAD_GATEWAY: refused by the provider, refunded; RECIPIENT_OPTED_OUT with an `id`: the ' +
         'recipient opted out after the charge, before the hand-off: not sent, refunded',
@@ -538,3 +554,40 @@ export const QuarantinedMessage = t.Object({
   created_at: t.String(),
   quarantined_at: t.String(),
 })
+
+/** POST /messages/quote: a bulk's body, or a send's. */
+export const QuoteBody = t.Union([BulkBody, SendBody])
+export type QuoteBody = typeof QuoteBody.static
+export const DocumentedQuoteBody = t.Union([DocumentedBulkBody, DocumentedSendBody])
+
+const CATEGORY = t.Union([t.Literal('marketing'), t.Literal('utility'), t.Literal('authentication'), t.Literal('service')], {
+  description: "The message's category, as WhatsApp prices it: its WhatsApp template's category, else `service` (free-form)",
+})
+export const QuoteResult = t.Object({
+  results: t.Array(
+    t.Object({
+      to: t.String({ description: 'Normalised, or as given when it could not be normalised' }),
+      would_send: t.Boolean({ description: 'Whether the send (or this bulk entry) made now would be charged and handed over' }),
+      code: t.Optional(
+        t.String({
+          description:
+            'When it would not: the code the send would answer (a bulk entry fail with): VALIDATION_ERROR, SENDER_DISABLED, ' +
+            'TEMPLATE_NOT_APPROVED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED, PRICE_ABOVE_MAX, MESSAGING_LIMIT, SPEND_CAP_REACHED',
+          examples: ['WINDOW_CLOSED'],
+        }),
+      ),
+      error: t.Optional(t.String({ description: 'Why, in words' })),
+      category: CATEGORY,
+      price: t.Integer({ description: "Its category's price for the account now" }),
+    }),
+  ),
+  would_send: t.Integer({ description: 'How many would go' }),
+  skipped: t.Integer({ description: 'How many would not' }),
+  total_cost: t.Integer({ description: 'What those that would go would cost together' }),
+  cost_by_category: t.Record(t.String(), t.Integer(), { description: 'total_cost by category' }),
+  wa_balance: t.Integer({ description: 'The balance now' }),
+  balance_covers: t.Boolean({
+    description: 'Whether the balance pays total_cost (a bulk whose valid entries it cannot pay is refused whole with 402)',
+  }),
+})
+export type QuoteResult = typeof QuoteResult.static
