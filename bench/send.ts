@@ -328,7 +328,19 @@ export const send: Benchmark = {
     const label = (p: Phase) => `${p.path.padEnd(7)} ${p.shape === 'spread' ? `spread (${ACCOUNTS} accounts)` : 'one account'}`
     console.log(
       table([
-        ['phase', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'stmts/send', 'round trips/send', 'xacts/send', 'rows written/send'],
+        [
+          'phase',
+          'msg/s',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'max ms',
+          'errors',
+          'stmts/send',
+          'round trips/send',
+          'xacts/send',
+          'rows written/send',
+        ],
         ...phases.map((p) => [
           label(p),
           fmtRate(p.load.perSecond),

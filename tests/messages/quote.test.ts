@@ -10,6 +10,7 @@ import { TestClock } from '../../src/lib/clock'
 import { insertTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
 import { testApp, type TestApp } from '../helpers/app'
 import { seeded } from '../helpers/random'
+import { dashboardUser } from '../helpers/web'
 
 const PRICE = 10
 const TIER = 250
@@ -220,5 +221,71 @@ describe('a bulk made right after the quote does what it said (property)', () =>
       expect({ ...context, did }).toEqual({ ...context, did: said })
       expect({ ...context, cost: bulk.body.data.total_cost }).toEqual({ ...context, cost: q.total_cost })
     }
+  })
+})
+
+describe("a campaign's max_price", () => {
+  test('a price above it pauses the campaign with PRICE_ABOVE_MAX, nothing charged; within it, it runs', async () => {
+    const a = await t.account(1000, { price: PRICE })
+    for (const i of [1, 2, 3]) {
+      expect((await t.api('POST', '/contacts', a.key, { name: `C${i}`, phone: phone(300 + i), tags: 'vip' })).status).toBe(201)
+      await wrote(a.accountId, phone(300 + i), 1)
+    }
+    const template = await t.admin('POST', `/accounts/${a.accountId}/templates`, { name: 'promo', body: 'Hi {{name}}' })
+    const segment = await t.admin('POST', `/accounts/${a.accountId}/segments`, { name: 'vips', tag: 'vip' })
+    const campaign = async (maxPrice: number) => {
+      const draft = await t.api('POST', '/campaigns', a.key, {
+        name: `capped ${maxPrice}`,
+        template_id: template.body.data.id,
+        segment_id: segment.body.data.id,
+        max_price: maxPrice,
+      })
+      expect(draft.status).toBe(201)
+      expect(draft.body.data.campaign.max_price).toBe(maxPrice)
+      const id: number = draft.body.data.campaign.id
+      expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
+      await t.runWorker('campaign-runner')
+      return (await t.admin('GET', `/campaigns/${id}`)).body.data.campaign
+    }
+    const before = await snapshot(a.accountId)
+    const capped = await campaign(PRICE - 1)
+    expect(capped.status).toBe('paused')
+    expect(capped.pause_reason).toStartWith('PRICE_ABOVE_MAX: its service messages cost 10, above its max_price of 9')
+    expect(await snapshot(a.accountId)).toEqual(before)
+    const within = await campaign(PRICE)
+    expect(within.status).toBe('sent')
+    expect((await snapshot(a.accountId)).balance).toBe(1000 - 3 * PRICE)
+  })
+})
+
+describe("the dashboard's campaign page", () => {
+  test('a draft shows its quote before Run: how many would go, how many skipped and why, the cost by category; nothing taken', async () => {
+    const a = await t.account(1000, { price: PRICE })
+    for (const i of [1, 2, 3, 4]) {
+      expect((await t.api('POST', '/contacts', a.key, { name: `D${i}`, phone: phone(400 + i), tags: 'dash' })).status).toBe(201)
+    }
+    await wrote(a.accountId, phone(401), 1)
+    await wrote(a.accountId, phone(402), 1)
+    expect((await t.api('POST', '/opt-outs', a.key, { phone: phone(403) })).status).toBe(201)
+    const template = await t.admin('POST', `/accounts/${a.accountId}/templates`, { name: 'dash', body: 'Hi {{name}}' })
+    const segment = await t.admin('POST', `/accounts/${a.accountId}/segments`, { name: 'dash', tag: 'dash' })
+    const draft = await t.api('POST', '/campaigns', a.key, {
+      name: 'quoted',
+      template_id: template.body.data.id,
+      segment_id: segment.body.data.id,
+    })
+    const id: number = draft.body.data.campaign.id
+    const user = await dashboardUser(t, `quote-${id}@example.com`, 'correct horse battery', a.accountId)
+    const before = await snapshot(a.accountId)
+    const page = await user.client.get(`/dashboard/campaigns/${id}`)
+    expect(page.status).toBe(200)
+    expect(page.text).toContain('id="campaign-quote"')
+    expect(page.text).toContain('2 would be sent, 2 skipped, of 4 recipients.')
+    expect(page.text).toContain('opted out (RECIPIENT_OPTED_OUT)')
+    expect(page.text).toContain('24-hour window closed (free-form) (WINDOW_CLOSED)')
+    expect(page.text).toMatch(/<td>service<\/td><td>20<\/td>/)
+    expect(page.text).toContain('<td id="quote-total">20</td>')
+    expect(page.text).toContain('covers it')
+    expect(await snapshot(a.accountId)).toEqual(before)
   })
 })

@@ -39,6 +39,7 @@ const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const TENANTS = 'tests/senders/tenants.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
 const ADMISSION = 'src/modules/messages/admission.ts'
+const QUOTE = 'tests/messages/quote.test.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
@@ -1189,5 +1190,76 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/templates/campaigns.test.ts'],
     filter: 'media header',
+  },
+  {
+    name: 'max-price-send',
+    breaks: 'a send or a bulk entry whose price is above its max_price charged and handed over instead of refused with PRICE_ABOVE_MAX',
+    edits: [{ file: ADMISSION, find: 'if (aboveMax(f.price, p.maxPrice)) return', replace: 'if (false) return' }],
+    tests: [QUOTE],
+    filter: 'max_price',
+  },
+  {
+    name: 'max-price-boundary',
+    breaks: 'a message that costs exactly its max_price refused, as if the cap were exclusive',
+    edits: [{ file: ADMISSION, find: 'maxPrice !== null && price > maxPrice', replace: 'maxPrice !== null && price >= maxPrice' }],
+    tests: [QUOTE],
+    filter: 'at the price it goes',
+  },
+  {
+    name: 'max-price-campaign',
+    breaks: "a campaign whose messages' price is above its max_price charges them instead of pausing with PRICE_ABOVE_MAX",
+    edits: [
+      { file: 'src/modules/campaigns/engine.ts', find: 'if (aboveMax(account.cost, campaign.max_price)) {', replace: 'if (false) {' },
+    ],
+    tests: [QUOTE],
+    filter: "campaign's max_price",
+  },
+  {
+    name: 'quote-takes-no-budget',
+    breaks: "a quote holds messaging-limit uses (as a send does before its charge): quoting uses the sender's budget",
+    edits: [
+      {
+        file: ADMISSION,
+        find: '    if (businessInitiated(f)) {\n      const budget',
+        replace:
+          "    if (businessInitiated(f) && (await (await import('../budgets/guard')).holdMessagingLimit(deps, crypto.randomUUID(), [p]))) {\n      const budget",
+      },
+    ],
+    tests: [QUOTE],
+    filter: 'nothing taken',
+  },
+  {
+    name: 'quote-takes-no-pace',
+    breaks: "a quote takes a slot at the sender's pace for each entry that would go: quoting delays real sends",
+    edits: [
+      {
+        file: ADMISSION,
+        find: '    results.push({ ...entry, would_send: true })',
+        replace: '    await p.sender.pacer.take(p.phone)\n    results.push({ ...entry, would_send: true })',
+      },
+    ],
+    tests: [QUOTE],
+    filter: 'nothing taken',
+  },
+  {
+    name: 'quote-charges-nothing',
+    breaks: 'a quote debits the balance (with its ledger row) for each entry that would go',
+    edits: [
+      {
+        file: ADMISSION,
+        find: '    results.push({ ...entry, would_send: true })',
+        replace:
+          "    await (await import('../ledger/service')).credit(deps.sql, accountId, 'adjustment', -f.price, 'quote')\n    results.push({ ...entry, would_send: true })",
+      },
+    ],
+    tests: [QUOTE],
+    filter: 'nothing taken',
+  },
+  {
+    name: 'quote-simulates-limit',
+    breaks: "a quote says every business-initiated entry would go, though the bulk's messaging limit refuses those past its room",
+    edits: [{ file: ADMISSION, find: '        budget.room--\n', replace: '' }],
+    tests: [QUOTE],
+    filter: 'nothing taken|property',
   },
 ]

@@ -334,6 +334,11 @@ export const priceAboveMax = (at: string, category: Category, price: number, max
       "(this is the service's own cap, not Meta's maximum price for marketing messages)",
   )
 
+/** A campaign's pause reason when its messages' price is above its max_price (it starts with the code). */
+export const priceCapPause = (category: Category, price: number, maxPrice: number) =>
+  `PRICE_ABOVE_MAX: its ${category} messages cost ${price}, above its max_price of ${maxPrice}; nothing more was charged. ` +
+  'Resume it once the price or the cap allows'
+
 /** Rule 6: whether a price passes a cap (null: none). */
 export const aboveMax = (price: number, maxPrice: number | null): boolean => maxPrice !== null && price > maxPrice
 
@@ -380,7 +385,17 @@ export async function quoteEntries(
   entries: EntryInput[],
   at: (index: number) => string,
 ): Promise<Quote> {
-  const prepared = await prepareEntries(deps, accountId, entries, at)
+  return quotePrepared(deps, accountId, keyId, await prepareEntries(deps, accountId, entries, at), at)
+}
+
+/** The quote of entries prepared already (rules 1 to 3 applied): a request's, or a campaign's recipients (campaigns/quote.ts). */
+export async function quotePrepared(
+  deps: Pick<Deps, 'sql' | 'config' | 'clock'>,
+  accountId: number,
+  keyId: number | null,
+  prepared: (Prepared | Refusal)[],
+  at: (index: number) => string,
+): Promise<Quote> {
   const ok = prepared.filter((p): p is Prepared => !isRefusal(p))
   // Refused entries are priced too (as service messages, or their WhatsApp template's category).
   const probe: FactsItem[] = [
