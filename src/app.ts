@@ -40,6 +40,7 @@ import { failedDeliveryPages } from './modules/webhooks/deliveries-pages'
 import { usersAdmin } from './modules/users/admin'
 import { sendersAdmin } from './modules/senders/admin'
 import { waTemplatesAdmin } from './modules/templates/wa-admin'
+import { syncWhenReady } from './modules/templates/submission'
 import { sendersApi } from './modules/senders/api'
 import { senderPages } from './modules/senders/pages'
 import { accountSenderPages } from './modules/senders/account-pages'
@@ -92,7 +93,7 @@ export function createApp(deps: Deps) {
     .use(templatesAdmin(deps))
     .use(campaignsAdmin(deps))
     .use(usersAdmin(deps))
-    .use(sendersAdmin(deps))
+    .use(sendersAdmin(deps, (id, trigger) => syncWhenReady(deps, id, trigger)))
     .use(waTemplatesAdmin(deps))
     .use(inboundAdmin(deps))
     .use(budgetsAdmin(deps))

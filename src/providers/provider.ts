@@ -47,7 +47,14 @@ export type ProviderTemplate = {
  * provider sends the rendered text instead. A contract below its users: templates render it, the
  * ledger records it with the charge, messages send it.
  */
-export type StoredTemplate = { provider: string } & ProviderTemplate
+export type StoredTemplate = { provider: string } & ProviderTemplate & {
+    /**
+     * A secret the message carries (a verification's one-time code, messages/redact.ts), sealed under the
+     * secrets key until the provider has it: everywhere else the row keeps (body, variables, components)
+     * it is masked, and only the hand-off (a recovered one too) opens it. Never shown, never sent.
+     */
+    sealedSecret?: string
+  }
 
 /**
  * How a provider's approved templates are named, for binding account templates to them (admin API,
@@ -285,6 +292,9 @@ export type TemplateSubmission =
   | { ok: true; ref: string; status: string; category: string | null }
   | { ok: false; code: number | null; detail: string; throttled: boolean }
 
+/** A provider's answer to an edit or a deletion of a template: done, or its refusal with its code (no secret in it). */
+export type TemplateChangeAnswer = { ok: true } | { ok: false; code: number | null; detail: string; throttled: boolean }
+
 /**
  * A provider's own review of a template submitted to it when it keeps templates here only (the
  * simulator plays Meta's): the status it will get, with Meta's reason for a rejection, and when.
@@ -304,6 +314,23 @@ export type WaTemplateSupport<S> = {
    * header), naming the part; null when it takes it. Asked before submitting: a 422, nothing sent.
    */
   definitionProblem?(definition: Record<string, unknown>): string | null
+  /**
+   * Edits a template at the provider (`ref`: its id there) with a new definition (the Cloud API's
+   * `components`, and `category` when it changes); absent where the provider edits none (Twilio: a
+   * Content template never changes, a new one is made instead).
+   */
+  edit?(
+    settings: S,
+    ref: string,
+    change: Record<string, unknown>,
+    context: { timeoutMs: number; clock: Clock },
+  ): Promise<TemplateChangeAnswer>
+  /** Deletes one template (its name, language and provider id) at the provider. */
+  remove(
+    settings: S,
+    template: { ref: string; name: string; language: string },
+    context: { timeoutMs: number; clock: Clock },
+  ): Promise<TemplateChangeAnswer>
 }
 
 /** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */

@@ -32,6 +32,15 @@
 // the exact answer of this limit, this is the fake's). With phone numbers registered, the token must be
 // that of a phone number of the account (`accountOf`), else 401 (190).
 //
+// Edits and deletions, with Meta's refusals: `POST /{template-id}` with `components` (and `category`)
+// edits a template of the account whose phone number's token it carries: only an APPROVED, REJECTED or
+// PAUSED one (else code 100), never an approved one's category (100), an approved one at most once in
+// 24 hours and ten times in 30 days of the fake's time (100, "edit limit"); the edited template is
+// PENDING (Meta reviews it again), answered `{success: true}`. `DELETE /{waba-id}/message_templates`
+// with `name` (and `hsm_id`: that template only, else every language of the name) deletes them (100
+// when none matches); a deleted name cannot be created again for 30 days (100). The refusals' exact
+// words are the fake's (Meta documents the rules, not every answer).
+//
 // Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
 // `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
 // X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
@@ -158,6 +167,10 @@ export type FakeGraph = {
   creationLimit: number
   /** When each business account created its templates (the fake's time, ms), for creationLimit. */
   creations: Map<string, number[]>
+  /** When each template was edited while approved (the fake's time, ms), for Meta's edit limits. */
+  edits: Map<string, number[]>
+  /** The names each business account deleted, with when (they cannot be created again for 30 days). */
+  deletedNames: Map<string, Map<string, number>>
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
   windows: FakeWindows
   /** Where customerWrites posts (the service's webhook); set by the test. */
@@ -456,6 +469,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     createdStatus: 'PENDING',
     creationLimit: 100,
     creations: new Map(),
+    edits: new Map(),
+    deletedNames: new Map(),
     windows: new FakeWindows(),
     callback: null,
     async customerWrites(o) {
@@ -522,6 +537,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       fake.createdStatus = 'PENDING'
       fake.creationLimit = 100
       fake.creations.clear()
+      fake.edits.clear()
+      fake.deletedNames.clear()
     },
     stop: () => server.stop(true),
   }
@@ -578,21 +595,94 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     })
   }
 
-  /** The business account's templates edge (list, create), as Meta answers it; null for any other request. */
+  /** Refuses a token that is not one of the business account's phone numbers' (none registered: any goes). */
+  function wabaRefusal(request: Request, waba: string, object: string): Response | null {
+    if (fake.phones.size === 0) return null
+    const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
+    const phones = [...fake.phones.values()].filter((p) => fake.accountOf.get(p.id) === waba)
+    if (phones.some((p) => p.token === token)) return null
+    return [...fake.phones.values()].some((p) => p.token === token)
+      ? graphError(400, 100, `Unsupported request. Object with ID '${object}' does not exist`)
+      : graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+  }
+
+  /** A refusal of a template change (code 100), its specifics in error_user_msg as Meta's template errors carry them. */
+  const changeRefusal = (details: string) =>
+    Response.json(
+      {
+        error: {
+          message: 'Invalid parameter',
+          type: 'OAuthException',
+          code: 100,
+          error_user_msg: details,
+          error_data: { messaging_product: 'whatsapp', details },
+          fbtrace_id: 'Az8or',
+        },
+      },
+      { status: 400 },
+    )
+
+  /** POST /{template-id}: an edit, as Meta takes it; null when the id is no template of the fake. */
+  function editAnswer(request: Request, url: URL, sent: Record<string, any> | null): Response | null {
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    if (!node || request.method !== 'POST') return null
+    const id = decodeURIComponent(node[1]!)
+    const found = [...fake.templates].find(([, list]) => list.some((t) => t.id === id))
+    if (!found) return null
+    const [waba, list] = found
+    const refused = wabaRefusal(request, waba, id)
+    if (refused) return refused
+    const template = list.find((t) => t.id === id)!
+    if (!['APPROVED', 'REJECTED', 'PAUSED'].includes(template.status)) {
+      return changeRefusal(
+        `Message templates can only be edited when their status is approved, rejected or paused (it is ${template.status})`,
+      )
+    }
+    if (!sent || !Array.isArray(sent.components)) return missing('components')
+    const category = sent.category === undefined ? template.category : String(sent.category).toUpperCase()
+    if (category !== template.category && template.status === 'APPROVED') {
+      return changeRefusal("The category of an approved message template can't be changed")
+    }
+    if (template.status === 'APPROVED') {
+      const now = fake.now()
+      const past = fake.edits.get(id) ?? []
+      const day = past.filter((at) => now - at < 86_400_000).length
+      const month = past.filter((at) => now - at < 30 * 86_400_000).length
+      if (day >= 1 || month >= 10) {
+        return changeRefusal('Edit limit reached: an approved message template can be edited once in 24 hours and 10 times in 30 days')
+      }
+      fake.edits.set(id, [...past, now])
+    }
+    template.components = sent.components
+    template.category = category as FakeTemplate['category']
+    template.status = 'PENDING'
+    delete template.rejected_reason
+    return Response.json({ success: true })
+  }
+
+  /** The business account's templates edge (list, create, delete), as Meta answers it; null for any other request. */
   function templatesAnswer(request: Request, url: URL, sent: Record<string, any> | null): Response | null {
     const path = /^\/v[\d.]+\/([^/]+)\/message_templates$/.exec(url.pathname)
     if (!path) return null
     const waba = decodeURIComponent(path[1]!)
-    if (fake.phones.size > 0) {
-      const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
-      const phones = [...fake.phones.values()].filter((p) => fake.accountOf.get(p.id) === waba)
-      if (!phones.some((p) => p.token === token)) {
-        return [...fake.phones.values()].some((p) => p.token === token)
-          ? graphError(400, 100, `Unsupported request. Object with ID '${waba}' does not exist`)
-          : graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
-      }
-    }
+    const refused = wabaRefusal(request, waba, waba)
+    if (refused) return refused
     const all = fake.templates.get(waba) ?? []
+    if (request.method === 'DELETE') {
+      const name = url.searchParams.get('name')
+      const hsm = url.searchParams.get('hsm_id')
+      if (!name) return missing('name')
+      const gone = all.filter((t) => t.name === name && (hsm === null || t.id === hsm))
+      if (gone.length === 0) return changeRefusal(`Message template ${name}${hsm ? ` (${hsm})` : ''} was not found`)
+      fake.templates.set(
+        waba,
+        all.filter((t) => !gone.includes(t)),
+      )
+      const names = fake.deletedNames.get(waba) ?? new Map<string, number>()
+      names.set(name, fake.now())
+      fake.deletedNames.set(waba, names)
+      return Response.json({ success: true })
+    }
     if (request.method === 'GET') {
       const limit = Math.max(1, Math.min(Number(url.searchParams.get('limit') ?? 25) || 25, 1000))
       const after = url.searchParams.get('after')
@@ -614,6 +704,10 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     if (!Array.isArray(sent.components)) return missing('components')
     if (all.some((t) => t.name === sent.name && t.language === sent.language)) {
       return graphError(400, 100, 'Invalid parameter: Content in this language already exists')
+    }
+    const deletedAt = fake.deletedNames.get(waba)?.get(sent.name)
+    if (deletedAt !== undefined && fake.now() - deletedAt < 30 * 86_400_000) {
+      return changeRefusal(`The name ${sent.name} was deleted less than 30 days ago: it cannot be used again yet`)
     }
     const now = fake.now()
     const recent = (fake.creations.get(waba) ?? []).filter((at) => now - at < 3_600_000)
@@ -638,6 +732,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     if (media) return media
     const templates = templatesAnswer(request, url, sent)
     if (templates) return templates
+    const edit = editAnswer(request, url, sent)
+    if (edit) return edit
     const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
     const messages = /^\/v[\d.]+\/([^/]+)\/messages$/.exec(url.pathname)
     const phoneId = decodeURIComponent((node ?? messages)?.[1] ?? '')

@@ -820,8 +820,8 @@ export const MUTATIONS: Mutation[] = [
       optOutUnlocked,
       {
         file: LEDGER,
-        find: 'from accounts where id = ${accountId} for update`',
-        replace: 'from accounts where id = ${accountId} for no key update`',
+        find: 'where id = ${accountId} for update of accounts`',
+        replace: 'where id = ${accountId} for no key update of accounts`',
       },
     ],
     tests: [OPT_OUT_RACES],
@@ -1100,6 +1100,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'status|quality',
   },
   {
+    name: 'template-meta-order-unchanged',
+    breaks:
+      "a Meta template notification that changed nothing keeps no time: an older one delivered after it undoes Meta's newer word (APPROVED, then a late PAUSED, leaves it paused)",
+    edits: [
+      {
+        file: TEMPLATE_NOTICES,
+        find: "if (result && notice.at && field !== 'flagged'",
+        replace: "if (false && result && notice.at && field !== 'flagged'",
+      },
+    ],
+    tests: [TEMPLATE_WEBHOOKS],
+    filter: 'changed nothing still counts',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',
@@ -1134,6 +1148,48 @@ export const MUTATIONS: Mutation[] = [
     edits: [{ file: 'src/modules/templates/fill.ts', find: 'if (value === undefined) {', replace: 'if (false) {' }],
     tests: ['tests/templates/send.test.ts'],
     filter: 'not approved, another sender|bulk: each entry',
+  },
+  {
+    name: 'verification-code-masked',
+    breaks:
+      "a verification's one-time code kept readable on its message's row (body, variables) until the provider has it: GET /messages, pages and exports of a queued one show it",
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: 'const stored = secret === undefined ? message : await sealedMessage(deps.secrets, message, secret, requestToken)',
+        replace: 'const stored = message',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'queued verification',
+  },
+  {
+    name: 'verification-code-recovered',
+    breaks:
+      'a verification whose hand-off is recovered from the row sends the masked code (••••••) instead of the code: the customer cannot log in',
+    edits: [
+      {
+        file: RECOVERY,
+        find: 'outgoingOf(await openedMessage(deps.secrets, m), sender.providerName)',
+        replace: 'outgoingOf(m, sender.providerName)',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'queued verification',
+  },
+  {
+    name: 'campaign-media-header',
+    breaks:
+      'a campaign of a template with an image header created without its link: every recipient skipped at run time instead of a 422 naming parameters.header when it is made',
+    edits: [
+      {
+        file: 'src/modules/campaigns/wa.ts',
+        find: "if (given.header === undefined)\n      throw badValue(\n        `${at}.header: missing (${what}'s header is a ${p.header.type}",
+        replace: "if (false)\n      throw badValue(\n        `${at}.header: missing (${what}'s header is a ${p.header.type}",
+      },
+    ],
+    tests: ['tests/templates/campaigns.test.ts'],
+    filter: 'media header',
   },
   {
     name: 'max-price-send',

@@ -41,7 +41,11 @@ const templateNote =
   'When the template is bound to an approved template of the provider in use (Twilio Content SID, Meta template), the provider is ' +
   'sent that template with the values in the bound order, which WhatsApp requires to start a conversation; otherwise the rendered ' +
   'text goes as free-form text. Charged like any message; the message records the rendered text as `body`, with `template_id` and ' +
-  '`provider_template`.'
+  '`provider_template`. A WhatsApp template (`GET /templates`) is checked before anything is charged: 422 `TEMPLATE_NOT_APPROVED` ' +
+  "when it is not approved (its status and Meta's reason named) or belongs to another sender than `from`'s; 422 `VALIDATION_ERROR` " +
+  "naming the parameter (`variables.2`, `header`, `buttons[0].value`) missing, unknown, empty or past WhatsApp's limits; 400 for " +
+  '`header` or `buttons` without `template_id`. A refusal by the provider all the same (Meta 132000, 132001, 132015, 131008…) is ' +
+  '502 `BAD_GATEWAY`, refunded. In a bulk each entry fails on its own with those codes (`results[].code`).'
 const richNote =
   ' **Extension, rich messages**: `type` (image, video, audio, document, sticker, location or interactive) with the object ' +
   'named after it, as the WhatsApp Cloud API names them (see the request schema and its examples): media with `link` and ' +

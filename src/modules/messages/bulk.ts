@@ -80,7 +80,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock)),
     )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
-    cost = charged.cost
+    const costs = charged.costs
     const chargedAt = deps.clock.now().getTime()
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
@@ -118,13 +118,15 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       const outcome = outcomes.get(charged.ids[i]!)!
       if ('queued' in outcome) {
         queued++
+        cost += costs[i]!
         results[m.index] = { to: m.phone, status: 'queued', id: charged.ids[i]! }
       } else if (outcome.ok) {
         sent++
+        cost += costs[i]!
         results[m.index] = { to: m.phone, status: 'sent', message_id: outcome.sid }
       } else if (stoppedByOptOut(outcome)) {
         // Its recipient opted out while it waited for its hand-off: not sent, refunded (handoff.ts).
-        refunded += charged.cost
+        refunded += costs[i]!
         results[m.index] = {
           to: m.phone,
           status: 'failed',
@@ -133,7 +135,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
           id: charged.ids[i]!,
         }
       } else {
-        refunded += charged.cost
+        refunded += costs[i]!
         results[m.index] = {
           to: m.phone,
           status: 'failed',
@@ -146,7 +148,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     balanceAfter = charged.balanceAfter + refunded
   }
   const counts = queued > 0 ? { sent, failed: n - sent - queued, queued } : { sent, failed: n - sent }
-  return { total: n, ...counts, total_cost: (sent + queued) * cost, balance_after: balanceAfter, results }
+  return { total: n, ...counts, total_cost: cost, balance_after: balanceAfter, results }
 }
 
 /**

@@ -47,7 +47,8 @@ export function outgoingOf(
   const content = m.content ?? null
   // Recorded for another provider (PROVIDER changed before a recovered hand-off): its rendered text.
   if (t && t.provider === provider) {
-    const { provider: _recorded, ...template } = t
+    // A sealed secret is opened before (redact.ts), never sent as it is.
+    const { provider: _recorded, sealedSecret: _sealed, ...template } = t
     return { id: m.id, to: m.phone, body: m.body, template, content: content?.type === 'template' ? content : null }
   }
   if (content && content.type !== 'template') return { id: m.id, to: m.phone, body: m.body, mediaUrl: null, content }

@@ -12,6 +12,7 @@ import { MAX_PHONE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { ListQuery } from './model'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
 import { contentView, typeOf } from './rich'
+import { shownTemplate } from './redact'
 import { dateRange, page } from '../../http/values'
 
 export const STATUSES = ['queued', 'sent', 'delivered', 'read', 'failed'] as const
@@ -51,7 +52,7 @@ const view = (r: Row) => ({
   campaign_id: r.campaign_id,
   sender_id: r.sender_id,
   template_id: r.template_id,
-  provider_template: r.provider_template,
+  provider_template: shownTemplate(r.provider_template),
   type: typeOf(r.content, r.template_id),
   content: contentView(r.content),
   created_at: r.created_at,

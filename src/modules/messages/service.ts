@@ -3,6 +3,7 @@ import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
 import type { NewMessage, Refused } from '../ledger/service'
 import { outgoingOf, requireContentShape } from './content'
+import { sealedMessage } from './redact'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { holdMessagingLimit, NO_HOLD } from '../budgets/guard'
 import { optedOutAtHandoffError, stoppedByOptOut } from '../optouts/service'
@@ -16,7 +17,14 @@ export type Sending = Pick<Principal, 'accountId'> & { keyId: number | null }
  * POST /messages/send (and the dashboard inbox's reply). `requestToken` identifies this request's charge: run again with the same token
  * (an Idempotency-Key recovery), it finds the charge and the outcome instead of making new ones.
  */
-export async function sendOne(deps: Deps, principal: Sending, input: SendBody, requestToken: string): Promise<SendResult | SendQueued> {
+export async function sendOne(
+  deps: Deps,
+  principal: Sending,
+  input: SendBody,
+  requestToken: string,
+  /** A secret among the values (a verification's code): masked in what the row keeps, sealed for a recovered hand-off (redact.ts). */
+  secret?: string,
+): Promise<SendResult | SendQueued> {
   requireContentShape(input)
   // The rules, in admission.ts' order: values, sender and template first (no statement of their own
   // beyond reading the sender and template named), then one read judges opt-out, window and price cap.
@@ -55,8 +63,10 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
     )
   }
   const lease = deps.handoff.lease()
+  // The row keeps a secret masked (and sealed); the hand-off below is given the message as filled.
+  const stored = secret === undefined ? message : await sealedMessage(deps.secrets, message, secret, requestToken)
   const charged = await limit.settleAfter(
-    deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message }),
+    deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message: stored }),
   )
   if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
   const id = charged.ids[0]!
