@@ -18,6 +18,8 @@ import { overviewPages } from './modules/accounts/overview-pages'
 import { pricePages } from './modules/accounts/price-pages'
 import { ledgerAdmin } from './modules/ledger/admin'
 import { ledgerPages } from './modules/ledger/pages'
+import { reconciliationAdmin } from './modules/reconciliation/admin'
+import { reconciliationPages } from './modules/reconciliation/pages'
 import { messagesApi } from './modules/messages/api'
 import { messagesAdmin } from './modules/messages/admin'
 import { messagePages } from './modules/messages/pages'
@@ -88,6 +90,7 @@ export function createApp(deps: Deps) {
     // The operator's API
     .use(accountsAdmin(deps))
     .use(ledgerAdmin(deps))
+    .use(reconciliationAdmin(deps))
     .use(messagesAdmin(deps))
     .use(webhooksAdmin(deps))
     .use(templatesAdmin(deps))
@@ -132,6 +135,7 @@ export function createApp(deps: Deps) {
           messagePages,
           inboxPages,
           ledgerPages,
+          reconciliationPages,
           webhookPages,
           failedDeliveryPages,
           userPages,

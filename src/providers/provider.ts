@@ -333,6 +333,42 @@ export type WaTemplateSupport<S> = {
   ): Promise<TemplateChangeAnswer>
 }
 
+/**
+ * One figure of the provider's own pricing analytics (Meta's `pricing_analytics` data points): how many
+ * messages it counted and what it charged for them in one time bucket, one pricing category and type.
+ * `cost` is in the provider's billing currency (not the service's CURRENCY): shown as the provider's.
+ */
+export type PricingPoint = {
+  /** The bucket's start and end (epoch seconds). */
+  start: number
+  end: number
+  /** The provider's category, as it writes it (MARKETING, UTILITY, AUTHENTICATION_INTERNATIONAL…). */
+  category: string
+  /** The provider's pricing type (REGULAR, FREE_CUSTOMER_SERVICE, FREE_ENTRY_POINT), '' when not given. */
+  type: string
+  volume: number
+  cost: number
+}
+
+/** The provider's pricing analytics of a period, or why not (no secret in it). */
+export type PricingAnalytics = { ok: true; points: PricingPoint[] } | { ok: false; detail: string }
+
+/** A provider's own account of what it charged a sender (issue 31's reconciliation). Nothing here throws. */
+export type PricingAnalyticsSupport<S> = {
+  /** Why these settings cannot reach the analytics (no WhatsApp Business Account id), or null. */
+  unreachable(settings: S): string | null
+  /**
+   * Every data point from `start` to `end` (epoch seconds), in half-hour buckets (so that days can be
+   * cut in any time zone), every page; `phone`: the sender's number (digits) to keep to, or null for
+   * the whole business account.
+   */
+  read(
+    settings: S,
+    period: { start: number; end: number; phone: string | null },
+    context: { timeoutMs: number; clock: Clock },
+  ): Promise<PricingAnalytics>
+}
+
 /** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */
 export type InboundType =
   | 'text'
@@ -486,6 +522,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   senders: SenderSupport<S>
   /** Its WhatsApp templates (issue 30): listing a sender's, submitting a new one; none: templates are kept here only. */
   waTemplates?: WaTemplateSupport<S>
+  /** Its own pricing analytics (Meta's `pricing_analytics`), for the reconciliation report; none: not reconciled. */
+  pricingAnalytics?: PricingAnalyticsSupport<S>
   /** Without waTemplates: its review of a template submitted to a sender of its (the simulator's approval or rejection). */
   reviewsTemplates?(settings: S, definition: { name: string }): TemplateReview
   /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */

@@ -47,6 +47,17 @@
 // With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
 // as a failed status after accepting; refused at once here, which the service treats the same: refunded).
 
+//
+// Pricing analytics: every message the fake accepts is kept as delivered (`delivered`: its wamid, phone
+// number id, business account, time by the clock it was given, else real time, and how Meta prices it:
+// a template's category with pricing type REGULAR, anything else SERVICE / FREE_CUSTOMER_SERVICE), and
+// `GET /{waba-id}?fields=pricing_analytics.start(S).end(E).granularity(G).phone_numbers([…]).dimensions([…])`
+// answers Meta's shape computed from them: `{pricing_analytics: {data: [{data_points: [{start, end,
+// pricing_category, pricing_type, volume, cost}]}], paging}}`, buckets of HALF_HOUR or DAILY (UTC),
+// `analyticsPage` points a page (`.after(cursor)`; `paging.next` while a page follows), cost at
+// `rates` (USD per message). A test makes Meta disagree by changing `delivered` (a message the service
+// never had; a category priced differently).
+
 import type { Clock } from '../../src/lib/clock'
 import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
 import { metaMessagesBody, metaTemplateBody, metaWebhookHeaders } from './meta-webhook'
@@ -97,6 +108,22 @@ export type FakeTemplate = {
   components: Record<string, any>[]
   quality_score?: { score: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN' }
   rejected_reason?: string
+}
+
+/** A message the fake delivered, as its pricing analytics count it. */
+export type FakeDelivery = {
+  id: string
+  phoneNumberId: string
+  /** The business account of its phone number ('' when none is set). */
+  waba: string
+  /** Its phone number's digits (display_phone_number), as phone_numbers filters by them. */
+  phone: string
+  /** When it was delivered (epoch ms). */
+  at: number
+  /** Meta's pricing category (MARKETING, UTILITY, AUTHENTICATION, SERVICE, or any other word of Meta's). */
+  category: string
+  /** Meta's pricing type (REGULAR, FREE_CUSTOMER_SERVICE, FREE_ENTRY_POINT). */
+  type: string
 }
 
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
@@ -186,10 +213,19 @@ export type FakeGraph = {
   medium(medium: FakeMedium): FakeMedium
   /** Requests for a medium's node and for its download, counted. */
   mediaRequests(id: string): { node: number; download: number }
-  /** Forgets requests, acceptances, limits, windows and the test's answer (not the phone numbers). */
+  /** Every message it delivered, as its pricing analytics count them (a test may add or change some). */
+  delivered: FakeDelivery[]
+  /** Meta's price per message of each category, in its billing currency (USD); free types cost 0. */
+  rates: Record<string, number>
+  /** Data points per page of pricing analytics (default 50). */
+  analyticsPage: number
+  /** Forgets requests, acceptances, limits, windows, deliveries and the test's answer (not the phone numbers). */
   reset(): void
   stop(): void
 }
+
+/** Meta's rates per delivered message in the fake's analytics (USD; Indonesia's, as the issue quotes them). */
+export const META_RATES: Record<string, number> = { MARKETING: 0.0411, UTILITY: 0.02, AUTHENTICATION: 0.0228, SERVICE: 0 }
 
 /** A Graph API error answer, as Meta writes them. */
 export function graphError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
@@ -406,8 +442,9 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
 }
 
 /** `clock`: the test clock the fake keeps its limits by (the app's); without one, real time. */
-export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): FakeGraph {
+export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<Pick<Clock, 'now'>> } = {}): FakeGraph {
   const time = fakeTime(options.clock)
+  const wallClock = () => (options.clock?.now ? options.clock.now().getTime() : Date.now())
   let counter = 0
   const fake: FakeGraph = {
     url: '',
@@ -499,6 +536,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
         }),
       )
     },
+    delivered: [],
+    rates: { ...META_RATES },
+    analyticsPage: 50,
     media: new Map(),
     medium(medium) {
       fake.media.set(medium.id, medium)
@@ -539,6 +579,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       fake.creations.clear()
       fake.edits.clear()
       fake.deletedNames.clear()
+      fake.delivered = []
+      fake.rates = { ...META_RATES }
+      fake.analyticsPage = 50
     },
     stop: () => server.stop(true),
   }
@@ -660,6 +703,60 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     return Response.json({ success: true })
   }
 
+  /**
+   * GET /{waba-id}?fields=pricing_analytics.…: Meta's pricing analytics of the business account, computed
+   * from what the fake delivered; null for any other request.
+   */
+  function analyticsAnswer(request: Request, url: URL): Response | null {
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    const fields = url.searchParams.get('fields') ?? ''
+    if (!node || request.method !== 'GET' || !fields.startsWith('pricing_analytics')) return null
+    const waba = decodeURIComponent(node[1]!)
+    if (![...fake.accountOf.values()].includes(waba)) {
+      return graphError(400, 100, `Unsupported get request. Object with ID '${waba}' does not exist`)
+    }
+    const refused = wabaRefusal(request, waba, waba)
+    if (refused) return refused
+    const params = new Map([...fields.matchAll(/\.(\w+)\(([^)]*)\)/g)].map((m) => [m[1]!, m[2]!]))
+    const start = Number(params.get('start'))
+    const end = Number(params.get('end'))
+    const granularity = params.get('granularity') ?? ''
+    if (!Number.isInteger(start) || !Number.isInteger(end) || !params.has('start') || !params.has('end')) return missing('start')
+    if (!['HALF_HOUR', 'DAILY', 'MONTHLY'].includes(granularity)) return missing('granularity')
+    const bucket = granularity === 'HALF_HOUR' ? 1800 : 86_400
+    const phones = params.has('phone_numbers') ? (JSON.parse(params.get('phone_numbers')!) as string[]) : []
+    const counted = new Map<string, { start: number; category: string; type: string; volume: number }>()
+    for (const d of fake.delivered) {
+      const at = Math.floor(d.at / 1000)
+      if (d.waba !== waba || at < start || at >= end) continue
+      if (phones.length > 0 && !phones.includes(d.phone)) continue
+      const from = at - (at % bucket)
+      const key = `${from} ${d.category} ${d.type}`
+      const c = counted.get(key) ?? { start: from, category: d.category, type: d.type, volume: 0 }
+      c.volume++
+      counted.set(key, c)
+    }
+    const points = [...counted.values()]
+      .sort((a, b) => a.start - b.start || a.category.localeCompare(b.category) || a.type.localeCompare(b.type))
+      .map((c) => ({
+        start: c.start,
+        end: c.start + bucket,
+        pricing_category: c.category,
+        pricing_type: c.type,
+        volume: c.volume,
+        cost: c.type === 'REGULAR' ? Math.round(c.volume * (fake.rates[c.category] ?? 0) * 1e6) / 1e6 : 0,
+      }))
+    if (points.length === 0) return Response.json({ id: waba })
+    const after = params.get('after')
+    const first = after ? Number(atob(after)) + 1 : 0
+    const page = points.slice(first, first + fake.analyticsPage)
+    const paging: Record<string, unknown> = {
+      cursors: { before: btoa(String(first)), after: btoa(String(first + page.length - 1)) },
+    }
+    if (first + page.length < points.length) paging.next = `${fake.apiBase}/${waba}?fields=${encodeURIComponent(fields)}`
+    return Response.json({ pricing_analytics: { data: [{ data_points: page }], paging }, id: waba })
+  }
+
   /** The business account's templates edge (list, create, delete), as Meta answers it; null for any other request. */
   function templatesAnswer(request: Request, url: URL, sent: Record<string, any> | null): Response | null {
     const path = /^\/v[\d.]+\/([^/]+)\/message_templates$/.exec(url.pathname)
@@ -730,6 +827,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     const url = new URL(request.url)
     const media = mediaAnswer(request, url)
     if (media) return media
+    const analytics = analyticsAnswer(request, url)
+    if (analytics) return analytics
     const templates = templatesAnswer(request, url, sent)
     if (templates) return templates
     const edit = editAnswer(request, url, sent)
@@ -792,6 +891,17 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     const id = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++counter).toString(16).padStart(8, '0')}A=`
     fake.ids.push(id)
     fake.accepted.add(record.text)
+    const waba = fake.accountOf.get(record.sender ?? '') ?? ''
+    const template = sent?.type === 'template' ? ownTemplates.find((t) => t.name === sent.template?.name) : undefined
+    fake.delivered.push({
+      id,
+      phoneNumberId: record.sender ?? '',
+      waba,
+      phone: (fake.phones.get(record.sender ?? '')?.display_phone_number ?? '').replace(/\D/g, ''),
+      at: wallClock(),
+      category: sent?.type === 'template' ? (template?.category ?? 'UTILITY') : 'SERVICE',
+      type: sent?.type === 'template' ? 'REGULAR' : 'FREE_CUSTOMER_SERVICE',
+    })
     return Response.json({ messaging_product: 'whatsapp', contacts: [{ input: sent?.to, wa_id: sent?.to }], messages: [{ id }] })
   }
 
