@@ -40,6 +40,7 @@ import verifications from '../../sql/0039_verifications.sql' with { type: 'text'
 import simulatorTemplateReviews from '../../sql/0040_simulator_template_reviews.sql' with { type: 'text' }
 import categoryPrices from '../../sql/0043_category_prices.sql' with { type: 'text' }
 import settlements from '../../sql/0044_settlements.sql' with { type: 'text' }
+import parkedPricing from '../../sql/0045_parked_pricing.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -85,4 +86,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 40, name: '0040_simulator_template_reviews.sql', text: simulatorTemplateReviews },
   { version: 43, name: '0043_category_prices.sql', text: categoryPrices },
   { version: 44, name: '0044_settlements.sql', text: settlements },
+  { version: 45, name: '0045_parked_pricing.sql', text: parkedPricing },
 ]
