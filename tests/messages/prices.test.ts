@@ -245,3 +245,54 @@ describe("settled on Meta's word", () => {
     expect(await balanced(a.accountId)).toBe(10_000 - 150)
   })
 })
+
+describe('usage by day and category', () => {
+  const today = () => new Intl.DateTimeFormat('en-CA', { timeZone: t.config.timezone }).format(new Date())
+
+  test("sums each day's messages per category at their final cost; another account's key sees only its own", async () => {
+    const a = await account()
+    const b = await account()
+    for (const kind of ['marketing', 'marketing', 'utility', 'service'] as const) await send(a.key, kind)
+    const settled = await send(a.key, 'utility')
+    await report(settled.message_id, 'delivered', metaPricing('authentication'))
+    // A message refunded (it failed after acceptance) cost nothing: left out.
+    const failed = await send(a.key, 'authentication')
+    await report(failed.message_id, 'failed')
+    await send(b.key, 'service')
+
+    const day = today()
+    const res = await t.api('GET', `/usage?date_from=${day}&date_to=${day}`, a.key)
+    expect(res.status).toBe(200)
+    expect(res.body.data).toMatchObject({ total: 4, has_more: false })
+    expect(res.body.data.items).toEqual([
+      { day, category: 'authentication', count: 1, cost: 120 },
+      { day, category: 'marketing', count: 2, cost: 600 },
+      { day, category: 'service', count: 1, cost: 100 },
+      { day, category: 'utility', count: 1, cost: 150 },
+    ])
+    // The items sum to what the account paid.
+    const paid = res.body.data.items.reduce((sum: number, i: any) => sum + i.cost, 0)
+    expect(paid).toBe(10_000 - (await balanced(a.accountId)))
+
+    const other = await t.api('GET', '/usage', b.key)
+    expect(other.body.data.items).toEqual([{ day, category: 'service', count: 1, cost: 100 }])
+    const paged = await t.api('GET', '/usage?limit=1&offset=1', a.key)
+    expect(paged.body.data).toMatchObject({ total: 4, limit: 1, offset: 1, has_more: true })
+    expect(paged.body.data.items).toEqual([{ day, category: 'marketing', count: 2, cost: 600 }])
+    expect((await t.api('GET', '/usage?date_to=2000-01-01', a.key)).body.data.items).toEqual([])
+  })
+
+  test('dates are checked: 422 naming the field', async () => {
+    const a = await account()
+    for (const [query, field] of [
+      ['date_from=2026-13-01', 'date_from'],
+      ['date_to=yesterday', 'date_to'],
+      ['date_from=2026-11-02&date_to=2026-11-01', 'date_to'],
+    ]) {
+      const res = await t.api('GET', `/usage?${query}`, a.key)
+      expect([res.status, res.body.code]).toEqual([422, 'VALIDATION_ERROR'])
+      expect(res.body.error).toStartWith(`${field}:`)
+    }
+    expect((await t.request('GET', '/api/v1/usage', { key: null })).status).toBe(401)
+  })
+})
