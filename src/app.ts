@@ -11,6 +11,7 @@ import { docsRoutes } from './docs/routes'
 import { DOCUMENTS } from './docs/documents'
 import { dashboardErrorPages, dashboardRoutes } from './dashboard/routes'
 import { accountsApi } from './modules/accounts/api'
+import { usageApi } from './modules/ledger/usage'
 import { accountsAdmin } from './modules/accounts/admin'
 import { accountPages } from './modules/accounts/pages'
 import { keyPages } from './modules/accounts/key-pages'
@@ -78,6 +79,7 @@ export function createApp(deps: Deps) {
     .use(metricsRoutes(deps.config, deps.sql, deps.clock))
     // The integrator's API
     .use(accountsApi(deps))
+    .use(usageApi(deps))
     .use(messagesApi(deps))
     .use(contactsApi(deps))
     .use(campaignsApi(deps))

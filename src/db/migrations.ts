@@ -42,6 +42,7 @@ import templateRightsAndSyncs from '../../sql/0041_template_rights_and_syncs.sql
 import categoryPrices from '../../sql/0043_category_prices.sql' with { type: 'text' }
 import settlements from '../../sql/0044_settlements.sql' with { type: 'text' }
 import campaignMaxPrice from '../../sql/0046_campaign_max_price.sql' with { type: 'text' }
+import parkedPricing from '../../sql/0045_parked_pricing.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -89,4 +90,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 43, name: '0043_category_prices.sql', text: categoryPrices },
   { version: 44, name: '0044_settlements.sql', text: settlements },
   { version: 46, name: '0046_campaign_max_price.sql', text: campaignMaxPrice },
+  { version: 45, name: '0045_parked_pricing.sql', text: parkedPricing },
 ]

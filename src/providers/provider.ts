@@ -19,7 +19,17 @@ export type StatusReport = {
   status: ReportedStatus
   errorCode?: number | null
   errorMessage?: string | null
+  /** How the provider priced the message, when it says (Meta's `pricing` on sent, delivered and read). */
+  pricing?: Pricing | null
 }
+
+/**
+ * A provider's word on how it priced a message, in its own terms (the ledger maps them onto the four
+ * categories): Meta's `pricing.category` (`marketing`, `utility`, `authentication`,
+ * `authentication_international`, `marketing_lite`, `service`, `referral_conversion`…), its `type`
+ * (`regular`, `free_customer_service`, `free_entry_point`) and the retiring `billable`.
+ */
+export type Pricing = { category: string | null; type: string | null; billable: boolean | null }
 
 /** A provider's approved template (bound to an account template): sent instead of a free-form body. */
 export type ProviderTemplate = {

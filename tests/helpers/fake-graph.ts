@@ -60,7 +60,7 @@
 
 import type { Clock } from '../../src/lib/clock'
 import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
-import { metaMessagesBody, metaTemplateBody, metaWebhookHeaders } from './meta-webhook'
+import { metaMessagesBody, metaPricing, metaStatusesBody, metaTemplateBody, metaWebhookHeaders, type MetaPricing } from './meta-webhook'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -207,6 +207,20 @@ export type FakeGraph = {
    * (`appSecret`: else the phone's registered one) and opens the fake's window; the service's answer.
    */
   customerWrites(o: { phoneNumberId: string; from: string; text: string; name?: string; appSecret?: string }): Promise<Response>
+  /** How it priced each message it accepted, by id: a template's category (regular), else service (free_customer_service). */
+  pricing: Map<string, MetaPricing>
+  /**
+   * Meta reports a message's status: posts the signed `statuses[]` notification to the service, with
+   * `pricing` as Meta gives it on sent, delivered and read (the fake's own for that message unless
+   * given; null: none), none on failed. The service's answer.
+   */
+  reportStatus(o: {
+    phoneNumberId: string
+    id: string
+    status: 'sent' | 'delivered' | 'read' | 'failed'
+    pricing?: MetaPricing | null
+    appSecret?: string
+  }): Promise<Response>
   /** The media it serves, by id. */
   media: Map<string, FakeMedium>
   /** Registers a medium (GET /{id} and its download URL). */
@@ -536,9 +550,27 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
         }),
       )
     },
+<<<<<<< HEAD
     delivered: [],
     rates: { ...META_RATES },
     analyticsPage: 50,
+=======
+    pricing: new Map(),
+    async reportStatus(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before reportStatus')
+      const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
+      const pricing = o.status === 'failed' ? null : o.pricing === undefined ? (fake.pricing.get(o.id) ?? null) : o.pricing
+      const body = metaStatusesBody(o.phoneNumberId, [{ id: o.id, status: o.status, pricing }])
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: metaWebhookHeaders(body, secret),
+          body,
+        }),
+      )
+    },
+>>>>>>> h31-prices
     media: new Map(),
     medium(medium) {
       fake.media.set(medium.id, medium)
@@ -573,6 +605,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
+      fake.pricing.clear()
       fake.windows.reset()
       fake.createdStatus = 'PENDING'
       fake.creationLimit = 100
@@ -890,6 +923,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     fake.recipients.set(record.sender ?? '', reached.add(to))
     const id = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++counter).toString(16).padStart(8, '0')}A=`
     fake.ids.push(id)
+    // Priced as Meta prices it: a template by its category, anything else a free service message (in the window).
+    const category = sent?.type === 'template' ? ownTemplates.find((t) => t.name === sent?.template?.name)?.category : undefined
+    fake.pricing.set(id, category ? metaPricing(category.toLowerCase()) : metaPricing('service', 'free_customer_service'))
     fake.accepted.add(record.text)
     const waba = fake.accountOf.get(record.sender ?? '') ?? ''
     const template = sent?.type === 'template' ? ownTemplates.find((t) => t.name === sent.template?.name) : undefined

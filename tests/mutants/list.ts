@@ -430,8 +430,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/status/machine.ts',
-        find: "(t.status = 'delivered' and t.next in ('read', 'failed'))",
-        replace: "(t.status = 'delivered' and t.next in ('delivered', 'read', 'failed'))",
+        find: "(m.status = 'delivered' and r.next in ('read', 'failed'))",
+        replace: "(m.status = 'delivered' and r.next in ('delivered', 'read', 'failed'))",
       },
     ],
     tests: ['tests/status/state-machine.test.ts'],
@@ -509,8 +509,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: LEDGER,
-        find: 'select id from accounts where id in (select account_id from late_refunds) order by id for update',
-        replace: 'select id from accounts where id in (select account_id from late_refunds) for update',
+        find: 'where id in (select account_id from ${sql(source)} where refund or diff <> 0)\n    order by id for update',
+        replace: 'where id in (select account_id from ${sql(source)} where refund or diff <> 0)\n    for update',
       },
     ],
     tests: ['tests/messages/guards.outer.test.ts'],

@@ -10,7 +10,7 @@
 //
 // A message whose final status is `failed` is refunded exactly what it was charged, once: a failed
 // hand-off by refundFailed; a failure the provider reports after accepting it (a late failure) by
-// lateFailureRefunds, inside the state machine's statement (status/machine.ts), unless its price keeps
+// statusMoney, inside the state machine's statement (status/machine.ts), unless its price keeps
 // late failures charged. A charge fixes on its messages both the price and that choice
 // (`refund_late_failure`, from the price's `refund_late_failures`, sql/0015): changing a price
 // changes neither for messages already charged.
@@ -41,7 +41,7 @@ import { Batcher } from '../../lib/batch'
 import type { Clock } from '../../lib/clock'
 import { nowOf } from '../../db/now'
 import { retrying } from '../../db/retry'
-import type { RichContent, StoredTemplate } from '../../providers/provider'
+import type { Pricing, RichContent, StoredTemplate } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
 import { balanceMoved } from '../../http/metrics/measures'
 
@@ -560,30 +560,105 @@ export const refundsWhenFailing = (sql: Db, m: string): Fragment =>
 const trustedSender = (sql: Db, m: string): Fragment =>
   sql`(${sql(m)}.sender_id is null or exists (select 1 from senders s where s.id = ${sql(m)}.sender_id and s.late_failures = 'refund'))`
 
+// Settlement on the provider's word (sql/0044). Meta's status webhooks say how it priced each message
+// (`pricing`). The category it reports, mapped onto the four (reportedCategory), or `service` when it
+// marks the message free, settles the message once: its cost becomes that category's price now for its
+// account (unless the account's price keeps charges: `settle: keep`), with one `settlement` ledger row,
+// in the state machine's statement, so the status change and its money commit together. The guard is
+// the message's settled_at, read under the message's row lock: a repeated, late or out-of-order report
+// finds it set and moves nothing. A downward difference is given back; an upward one takes what the
+// balance has after the statement's credits (never below 0), messages in id order, and what it could not
+// take stays on the message as `unsettled` (for the reconciliation). Accounts are locked in id order
+// after the messages, as the late failures' refunds always were (one lock for both: an account's row is
+// updated once per statement).
+
+/** Meta's pricing categories onto the four this service prices (README, "Prices per category"). */
+export const PROVIDER_CATEGORIES: Readonly<Record<string, Category>> = {
+  marketing: 'marketing',
+  marketing_lite: 'marketing',
+  utility: 'utility',
+  authentication: 'authentication',
+  authentication_international: 'authentication',
+  service: 'service',
+  referral_conversion: 'service',
+}
+
 /**
- * The refunds of messages that the provider reported failed after accepting them, as CTEs of the
- * state machine's statement, so each refund commits with its status change, once. `source` names a
- * CTE of that statement with `id`, `account_id`, `cost`, `error_code` and `refunded` of the messages
- * it changed (`refunded`: marked refunded by that change, see refundsWhenFailing). Locks their
- * accounts in id order, gives each back exactly what it was charged (its `cost`) with one ledger row
- * whose note says why. Writes nothing when none is refunded.
+ * The category a provider's pricing report settles a message to: `service` when it is free (a
+ * `free_*` type, or the retiring `billable: false`), else its category mapped onto the four; null
+ * when it says nothing this service can price (no report, an unknown category).
  */
-export const lateFailureRefunds = (sql: Db, source: string): Fragment => sql`
-  late_refunds as (
-    select id, account_id, cost, error_code from ${sql(source)} where refunded
-  ), late_refund_accounts as materialized (
-    select id from accounts where id in (select account_id from late_refunds) order by id for update
-  ), late_refund_credited as (
-    update accounts set balance = accounts.balance + s.total
-    from (select account_id, sum(cost)::bigint as total from late_refunds group by account_id) s
-    where accounts.id = s.account_id and accounts.id in (select id from late_refund_accounts)
-    returning accounts.id, accounts.balance - s.total as balance_before
-  ), late_refund_rows as (
-    insert into ledger (account_id, kind, amount, balance_after, message_id, note)
-    select r.account_id, 'refund', r.cost,
-           c.balance_before + sum(r.cost) over (partition by r.account_id order by r.id), r.id,
-           'the provider reported it failed after accepting it' || coalesce(' (error ' || r.error_code || ')', '')
-    from late_refunds r join late_refund_credited c on c.id = r.account_id
+export function reportedCategory(pricing: Pricing | null | undefined): Category | null {
+  if (!pricing) return null
+  if (pricing.type?.startsWith('free') || pricing.billable === false) return 'service'
+  return pricing.category ? (PROVIDER_CATEGORIES[pricing.category] ?? null) : null
+}
+
+/**
+ * As SQL, for the state machine's statement: the difference a settlement to `reported` makes to message
+ * row `m` (read under its lock; 0 when its account's price keeps charges or the category is the one
+ * charged).
+ */
+export const settlementDifference = (sql: Db, m: string, reported: Fragment): Fragment =>
+  sql`case when ${reported} is not null and ${reported} <> ${sql(m)}.category and account_settle(${sql(m)}.account_id) = 'provider'
+           then account_category_price(${sql(m)}.account_id, ${reported}) - ${sql(m)}.cost else 0 end`
+
+/**
+ * CTEs of the state machine's statement, before it updates the messages: the accounts of `source`'s
+ * money locked in id order (`status_money_accounts`), and what each upward settlement takes
+ * (`settle_takes`: id, taken). `source` names a CTE with `id`, `account_id`, `cost`, `refund` (a late
+ * failure refunded now) and `diff` (a settlement's difference, 0 for none) of the messages it locked.
+ */
+export const settlementTakes = (sql: Db, source: string): Fragment => sql`
+  status_money_accounts as materialized (
+    select id, balance from accounts
+    where id in (select account_id from ${sql(source)} where refund or diff <> 0)
+    order by id for update
+  ), status_credits as materialized (
+    select account_id, sum(case when refund then cost else -diff end)::bigint as total
+    from ${sql(source)} where refund or diff < 0 group by account_id
+  ), settle_takes as materialized (
+    -- Greedy in id order: the first upward differences take all they ask while the balance (after this
+    -- statement's credits) lasts, the one that meets its end takes the rest, the later ones nothing.
+    select u.id, u.account_id, u.diff,
+           least(a.balance + coalesce(c.total, 0), u.asked) - least(a.balance + coalesce(c.total, 0), u.asked - u.diff) as taken
+    from (select id, account_id, diff, sum(diff) over (partition by account_id order by id) as asked
+          from ${sql(source)} where diff > 0) u
+    join status_money_accounts a on a.id = u.account_id
+    left join status_credits c on c.account_id = u.account_id
+  )`
+
+/**
+ * CTEs of the state machine's statement, after it updated the messages: the money of `source` (as
+ * for settlementTakes) moved, one ledger row per message (credits first, then the takes, each in id
+ * order), and a `balance.low` event where a settlement crossed the threshold. Nothing when none moves.
+ */
+export const statusMoney = (sql: Db, source: string, tz: string, clock: Pick<Clock, 'sqlNow'>): Fragment => sql`
+  status_movements as materialized (
+    select id, account_id, 0 as phase, 'refund' as kind, cost as amount,
+           'the provider reported it failed after accepting it' || coalesce(' (error ' || error_code || ')', '') as note
+    from ${sql(source)} where refund
+    union all
+    select id, account_id, 0, 'settlement', -diff, 'settled to ' || reported || ', as the provider priced it'
+    from ${sql(source)} where diff < 0
+    union all
+    select k.id, k.account_id, 1, 'settlement', -k.taken,
+           'settled to ' || s.reported || ', as the provider priced it' ||
+           case when k.taken < k.diff then ' (' || (k.diff - k.taken) || ' not taken: the balance did not have it)' else '' end
+    from settle_takes k join ${sql(source)} s on s.id = k.id where k.taken > 0
+  ), status_moved as (
+    -- From the balance read under the lock (status_money_accounts), never accounts.balance: see staleCandidate.
+    update accounts set balance = a.balance + m.total
+    from (select account_id, sum(amount)::bigint as total from status_movements group by account_id) m
+      join status_money_accounts a on a.id = m.account_id
+    where accounts.id = m.account_id
+    returning accounts.id as account_id, a.balance as balance_before, accounts.balance as balance_after,
+              accounts.low_balance_threshold as threshold
+  ), ${lowBalanceEvents(sql, tz, 'status_moved', clock)}, status_ledger_rows as (
+    insert into ledger (account_id, kind, amount, balance_after, message_id, note, created_at)
+    select v.account_id, v.kind, v.amount,
+           a.balance + sum(v.amount) over (partition by v.account_id order by v.phase, v.id), v.id, v.note, ${nowOf(sql, clock)}
+    from status_movements v join status_money_accounts a on a.id = v.account_id
   )`
 
 /**

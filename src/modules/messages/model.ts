@@ -454,7 +454,16 @@ export const Message = t.Object({
   status: MessageStatus,
   body: t.String(),
   media_url: t.Union([t.String(), t.Null()]),
-  cost: t.Integer(),
+  cost: t.Integer({
+    description:
+      "What the message finally cost: its category's price when charged, settled to the price of the category Meta reported " +
+      '(extension; see `category`)',
+  }),
+  category: t.Union([t.Literal('marketing'), t.Literal('utility'), t.Literal('authentication'), t.Literal('service')], {
+    description:
+      "Extension: the WhatsApp pricing category it was charged for (its WhatsApp template's category, else `service`); once Meta's " +
+      'pricing report settled it, the category Meta reported',
+  }),
   error_code: t.Union([t.Integer(), t.Null()], {
     description: errorCodeDescription(
       "The provider's numeric error code when the message failed (with `error_message`, its text); otherwise null.",
