@@ -41,6 +41,7 @@ import simulatorTemplateReviews from '../../sql/0040_simulator_template_reviews.
 import templateRightsAndSyncs from '../../sql/0041_template_rights_and_syncs.sql' with { type: 'text' }
 import categoryPrices from '../../sql/0043_category_prices.sql' with { type: 'text' }
 import settlements from '../../sql/0044_settlements.sql' with { type: 'text' }
+import conversationManners from '../../sql/0049_conversation_manners.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -87,4 +88,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 41, name: '0041_template_rights_and_syncs.sql', text: templateRightsAndSyncs },
   { version: 43, name: '0043_category_prices.sql', text: categoryPrices },
   { version: 44, name: '0044_settlements.sql', text: settlements },
+  { version: 49, name: '0049_conversation_manners.sql', text: conversationManners },
 ]
