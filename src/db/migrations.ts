@@ -43,6 +43,7 @@ import categoryPrices from '../../sql/0043_category_prices.sql' with { type: 'te
 import settlements from '../../sql/0044_settlements.sql' with { type: 'text' }
 import campaignMaxPrice from '../../sql/0046_campaign_max_price.sql' with { type: 'text' }
 import parkedPricing from '../../sql/0045_parked_pricing.sql' with { type: 'text' }
+import conversationManners from '../../sql/0049_conversation_manners.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -91,4 +92,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 44, name: '0044_settlements.sql', text: settlements },
   { version: 46, name: '0046_campaign_max_price.sql', text: campaignMaxPrice },
   { version: 45, name: '0045_parked_pricing.sql', text: parkedPricing },
+  { version: 49, name: '0049_conversation_manners.sql', text: conversationManners },
 ]

@@ -100,6 +100,8 @@ export type RichContent =
   | { type: 'button'; body: string; buttons: ReplyButton[] }
   | { type: 'list'; body: string; button: string; sections: { title?: string; rows: ListRow[] }[] }
   | { type: 'template'; header: { type: 'image' | 'video' | 'document'; link: string; filename?: string } }
+  /** A reaction (issue 32) to a message of the conversation, by the provider's id of it; an empty emoji removes it. */
+  | { type: 'reaction'; message_id: string; emoji: string }
 
 /** What a provider can be asked to send beyond text and templates (`template_header`: a template's header media). */
 export type RichKind = Exclude<RichContent['type'], 'template'> | 'template_header'
@@ -115,6 +117,7 @@ export const RICH_KINDS: readonly RichKind[] = [
   'button',
   'list',
   'template_header',
+  'reaction',
 ]
 
 /**
@@ -122,7 +125,14 @@ export const RICH_KINDS: readonly RichKind[] = [
  * template (with header media in `content`). `body` is what the message records either way (for a
  * template its rendered text, for rich content a text rendering), shown in lists.
  */
-export type OutgoingMessage = { id: number; to: string; body: string; content?: RichContent | null } & (
+export type OutgoingMessage = {
+  id: number
+  to: string
+  body: string
+  content?: RichContent | null
+  /** The provider's id of the message this one answers, quoting it (issue 32: Meta's `context.message_id`). */
+  replyTo?: string | null
+} & (
   { mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null }
 )
 
@@ -172,6 +182,15 @@ export type MediaOpened =
   | { ok: true; response: Response; declaredType: string | null; declaredSize: number | null; sha256: string | null }
   | { ok: false; retry: boolean; reason: string }
 
+/**
+ * The answer of marking a customer's message read (issue 32): done, or the provider's refusal (its code
+ * and text, no secret in it), or that it cannot do what was asked (`unsupported`: the reason, a 422).
+ */
+export type ReadAnswer =
+  | { ok: true }
+  | { ok: false; unsupported?: false; code: number | null; detail: string }
+  | { ok: false; unsupported: true; detail: string }
+
 /** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {
   readonly name: string
@@ -193,6 +212,13 @@ export interface Provider {
    * checks and keeps it). Absent: the provider has no media to fetch (the simulator). Never throws.
    */
   openMedia?(ref: MediaRef, signal: AbortSignal): Promise<MediaOpened>
+  /**
+   * Marks a customer's message (`messageId`: the provider's id of it, from `phone`) read, with a typing
+   * indicator when `typing`. Absent: the provider has no read receipts. Never throws.
+   */
+  markRead?(read: { messageId: string; phone: string; typing: boolean }): Promise<ReadAnswer>
+  /** Why it cannot quote the message a send answers (`reply_to`), or absent when it can. */
+  readonly quoteProblem?: string
 }
 
 /** An environment variable of a provider, as `--help` and the README show it. */

@@ -66,6 +66,8 @@ export type NewMessage = {
    * one) at the moment of the charge, else `service` (the SQL function message_category).
    */
   category?: Category | null
+  /** The provider's id of the message it answers, quoting it (messages.reply_to, issue 32). */
+  replyTo?: string | null
 }
 
 /** WhatsApp's pricing categories: a message is charged the price of its category (sql/0043). */
@@ -82,6 +84,7 @@ const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? 
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
 const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
+const replyTos = (messages: NewMessage[]) => messages.map((m) => m.replyTo ?? null) as string[]
 const categories = (messages: NewMessage[]) => messages.map((m) => m.category ?? null) as string[]
 /**
  * `fresh`: this call made the charge; false when it found one made earlier with the same token.
@@ -265,20 +268,20 @@ export async function chargeAll(
       where k.id = s.id and s.cap is not null
     ), input as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity,
-             sender_id, content, ord
+             sender_id, content, reply_to, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
                   ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
                   ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[],
-                  ${senderIds(messages)}::bigint[], ${contents(messages)}::text[])
-           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, content, ord)
+                  ${senderIds(messages)}::bigint[], ${contents(messages)}::text[], ${replyTos(messages)}::text[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, content, reply_to, ord)
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             category, refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until,
-                            sender_id, content, created_at)
+                            sender_id, content, reply_to, created_at)
       select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', p.cost,
              p.category, debit.refund_late, ${requestToken}, input.ord, ${lease.token}, ${now} + make_interval(secs => ${lease.seconds}),
-             ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(${tokenTime(requestToken)}::timestamptz, ${now})
+             ${now} + make_interval(secs => validity), sender_id, content::jsonb, reply_to, coalesce(${tokenTime(requestToken)}::timestamptz, ${now})
       from input join priced p using (ord), debit
     ), charged as (
       -- The balance after each message: what stays once it and those before it are paid.
@@ -343,9 +346,10 @@ export async function chargeSingles(
                            ${senderIds(requests.map((r) => r.message))}::bigint[],
                            ${contents(requests.map((r) => r.message))}::text[],
                            ${requests.map((r) => tokenTime(r.requestToken)) as string[]}::text[],
-                           ${categories(requests.map((r) => r.message))}::text[])
+                           ${categories(requests.map((r) => r.message))}::text[],
+                           ${replyTos(requests.map((r) => r.message))}::text[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, sender_id, content, created_at, given_category, ord)
+                             template_id, provider_template, validity, sender_id, content, created_at, given_category, reply_to, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -396,10 +400,10 @@ export async function chargeSingles(
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
                             category, refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until,
-                            sender_id, content, created_at)
+                            sender_id, content, reply_to, created_at)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
              category, refund_late, request_token, 1, lease_token, ${now} + make_interval(secs => lease_seconds),
-             ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(created_at::timestamptz, ${now})
+             ${now} + make_interval(secs => validity), sender_id, content::jsonb, reply_to, coalesce(created_at::timestamptz, ${now})
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)

@@ -38,6 +38,7 @@ import { fillTemplate, requireApproved, requireSenderOf } from '../templates/fil
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import { optedOutError } from '../optouts/service'
 import { WINDOW_HOURS } from '../inbound/window'
+import { quotedMessage } from '../inbound/quotes'
 import { BUDGET_HOURS } from '../budgets/service'
 import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
 import { renderText, requireSupported, richOf, type RichFields } from './rich'
@@ -160,6 +161,16 @@ export async function prepareEntries(
       templateIds.length > 0 ? await loadTemplates(deps.sql, accountId, templateIds, provider) : new Map<number, SendTemplate>(),
     )
   }
+  // The messages entries quote or react to (issue 32), resolved to the provider's ids in the conversation.
+  const quoted = await Promise.all(
+    entries.map(async (entry, index) => {
+      const found = senders[index]
+      const ref = entry.reply_to ?? (entry.type === 'reaction' ? entry.reaction?.message_id?.trim() : undefined)
+      if (ref === undefined || found instanceof Error) return null
+      const phone = phoneOrNull(entry.to)
+      return phone === null ? null : await quotedMessage(deps.sql, accountId, (found as Sender).id, phone, ref)
+    }),
+  )
   return entries.map((entry, index): Prepared | Refusal => {
     const path = at(index)
     try {
@@ -170,10 +181,13 @@ export async function prepareEntries(
       const phone = requirePhone(entry.to, `${path}to`)
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${path}validity_seconds`)
       const maxPrice = maxPriceOf(entry.max_price, path)
-      const rich = richOf(entry, path)
+      let rich = richOf(entry, path)
       // A kind the sender's provider cannot send is refused here, before anything is charged.
       requireSupported(rich, sender.provider, path)
-      const base = { index, provider, sender, senderId, phone, validitySeconds, maxPrice }
+      if (rich?.type === 'reaction') rich = { ...rich, message_id: requireQuoted(quoted[index] ?? null, phone, `${path}reaction.message_id`) }
+      const replyTo = entry.reply_to === undefined ? null : requireQuoted(quoted[index] ?? null, phone, `${path}reply_to`)
+      if (replyTo !== null && sender.provider.quoteProblem) throw badValue(`${path}${sender.provider.quoteProblem}; nothing was charged`)
+      const base = { index, provider, sender, senderId, phone, validitySeconds, maxPrice, replyTo }
       const wa = entryTemplates[index]
       if (wa) {
         const filled = waTemplateMessage(wa, entry, rich, sender, path)
@@ -195,6 +209,26 @@ export async function prepareEntries(
       return { index, to: entry.to, error }
     }
   })
+}
+
+/** A phone as requirePhone reads it, or null (its own error comes from requirePhone in order). */
+function phoneOrNull(to: string): string | null {
+  try {
+    return requirePhone(to, 'to')
+  } catch {
+    return null
+  }
+}
+
+/** The quoted message's provider id, or 422: it is not a message of this conversation (nothing charged). */
+function requireQuoted(found: string | null, phone: string, field: string): string {
+  if (found === null) {
+    throw badValue(
+      `${field}: not a message of this account's conversation with ${phone} through this sender ` +
+        '(an inbound message id, or a provider message id of the conversation); nothing was charged',
+    )
+  }
+  return found
 }
 
 export const isRefusal = (p: Prepared | Refusal): p is Refusal => 'error' in p

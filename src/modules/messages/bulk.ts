@@ -91,6 +91,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
           media_url: m.mediaUrl,
           provider_template: m.providerTemplate ?? null,
           content: m.content ?? null,
+          reply_to: m.replyTo ?? null,
         },
         m.provider,
       ),

@@ -48,7 +48,8 @@ const richFields = {
       description:
         'Extension: what the message is: `text` (the default, with `body`), `image`, `video`, `audio`, `document`, `sticker`, ' +
         '`location` or `interactive` (reply buttons or a list), each with the object named after it, as the WhatsApp Cloud API names ' +
-        "them; not with `body`, `media_url` or `template_id`. A type the sender's provider cannot send is 422 before anything is charged",
+        "them; not with `body`, `media_url` or `template_id`. A type the sender's provider cannot send is 422 before anything is charged. " +
+        '`reaction` (with `reaction`) reacts to a message of the conversation with `to`',
       examples: ['image'],
     }),
   ),
@@ -120,6 +121,26 @@ const richFields = {
         ),
       },
       { ...strict, description: 'With `type: "interactive"`: reply buttons or a list, as the Cloud API names them' },
+    ),
+  ),
+  reaction: t.Optional(
+    t.Object(
+      {
+        message_id: t.String({
+          description:
+            "The message reacted to, in the account's conversation with `to` through the same sender: an inbound message's `id` " +
+            "(GET /inbound), or a provider's message id of the conversation (a `message_sid`, or an inbound message's " +
+            '`provider_message_id`). Another is 422, nothing charged',
+          examples: ['wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABIYFjNFQjBDMUQ2QjRGRTA2QjI4RjM0AA=='],
+        }),
+        emoji: t.String({ description: 'One emoji; an empty string removes the reaction', examples: ['👍'] }),
+      },
+      {
+        ...strict,
+        description:
+          'Extension, with `type: "reaction"` (Meta and the simulator; 422 through Twilio): charged and settled as a service message ' +
+          '(README: "Reading, replying and reacting")',
+      },
     ),
   ),
   header: t.Optional(
@@ -233,6 +254,15 @@ const fromField = {
 
 const sendFields = {
   to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
+  reply_to: t.Optional(
+    t.String({
+      description:
+        "Extension: the message this one answers, quoted above it in WhatsApp: an inbound message's `id` (GET /inbound) or a " +
+        "provider's message id of the account's conversation with `to` through the same sender. Another is 422, nothing charged; " +
+        "so is a sender whose provider cannot quote (Twilio). Not with `type: \"reaction\"`",
+      examples: ['42'],
+    }),
+  ),
   body: t.Optional(
     t.String({
       description: 'Message text, 1 to 4096 characters; required unless `template_id` is given',

@@ -79,6 +79,7 @@ export async function sendOne(
       media_url: message.mediaUrl,
       provider_template: message.providerTemplate ?? null,
       content: message.content ?? null,
+      reply_to: message.replyTo ?? null,
     },
     sender.providerName,
   )
