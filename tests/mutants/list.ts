@@ -1262,4 +1262,32 @@ export const MUTATIONS: Mutation[] = [
     tests: [QUOTE],
     filter: 'nothing taken|property',
   },
+  {
+    name: 'template-member-tenant',
+    breaks:
+      "a member of account A allowed to manage templates creates, edits and deletes them on account B's sender (the dashboard's my-senders paths)",
+    edits: [{ file: 'src/modules/templates/rights.ts', find: 'if (!own) throw notFound()', replace: 'if (false) throw notFound()' }],
+    tests: ['tests/templates/member-pages.test.ts'],
+    filter: 'attacker',
+  },
+  {
+    name: 'template-delete-stops',
+    breaks: 'a deleted WhatsApp template still sends (charged, then refused by Meta: 132001) and campaigns of it go on',
+    edits: [{ file: 'src/modules/templates/edits.ts', find: "{ status: 'deleted', reason: `deleted by", replace: '{ reason: `deleted by' }],
+    tests: ['tests/templates/edits.test.ts'],
+    filter: 'one language goes',
+  },
+  {
+    name: 'template-delete-language',
+    breaks: "deleting one language of a Meta template deletes every language of its name at Meta (Meta's DELETE by name alone)",
+    edits: [
+      {
+        file: 'src/providers/meta/templates.ts',
+        find: 'new URLSearchParams({ name: template.name, hsm_id: template.ref })',
+        replace: 'new URLSearchParams({ name: template.name })',
+      },
+    ],
+    tests: ['tests/templates/edits.test.ts'],
+    filter: 'one language goes',
+  },
 ]

@@ -118,6 +118,10 @@ export function senderPages(d: Dashboard) {
           its default one, unless a send names another. An account without senders sends from the service's own number ({d.config.provider}
           ).
         </p>
+        <p>
+          <a href="/dashboard/senders/0/templates">The default sender's WhatsApp templates</a>{' '}
+          <span class="muted">(the service's own number: sync them, create one)</span>
+        </p>
         <PagedTable
           columns={[
             {

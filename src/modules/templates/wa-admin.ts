@@ -63,7 +63,7 @@ const HistoryModel = t.Object({
   old: nullableText('The value before'),
   new: nullableText('The value after'),
   reason: nullableText("The provider's reason, when it gave one"),
-  source: t.String({ description: 'Who said so: operator, sync, meta, twilio or simulator' }),
+  source: t.String({ description: 'Who said so: operator, member, sync, meta, twilio or simulator' }),
   at: t.String({ description: 'When, YYYY-MM-DD HH:MM:SS' }),
 })
 

@@ -8,7 +8,7 @@
 
 import { h, Fragment, type Child } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, counted, field, notFound, redirect, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, counted, field, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { FormError, PagedTable, fieldProps, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { AccountLink, idParam, titleOf, viewScope } from '../accounts/scope'
@@ -17,7 +17,7 @@ import { getTemplateRow, templateHistory, templatesOfSender, usableTemplates, us
 import { componentOf, parametersOf, type TemplateParameters } from './parameters'
 import { createSenderTemplate, syncTemplates } from './submission'
 import { deleteTemplate, editTemplate } from './edits'
-import { membersMayChange, type TemplateActor } from './rights'
+import { membersMayChange, setMembersMayChange, type TemplateActor } from './rights'
 import type { LastSync } from './syncs'
 import { audit } from '../users/service'
 import { listAccountSenders } from '../senders/service'
@@ -214,6 +214,28 @@ export function SenderTemplates(props: {
         ) : null}
         {(props.create ?? true) ? <a href={`${base}/new`}>New template</a> : null}
       </div>
+    </section>
+  )
+}
+
+/** The operator's choice on an account's page: may its members create, edit and delete its own senders' templates? */
+export function TemplateRights(props: { session: Session; accountId: number; allowed: boolean }) {
+  const { session, accountId, allowed } = props
+  return (
+    <section aria-labelledby="template-rights-title">
+      <h2 id="template-rights-title">WhatsApp templates by members</h2>
+      <p id="template-rights">
+        {allowed
+          ? "This account's members may create, edit and delete WhatsApp templates for its own senders (from each sender's page on their overview)."
+          : "This account's members see its senders' WhatsApp templates; only the operator creates, edits and deletes them."}
+      </p>
+      <form method="post" action={`/dashboard/accounts/${accountId}/template-rights`}>
+        <Csrf session={session} />
+        <input type="hidden" name="allowed" value={allowed ? 'no' : 'yes'} />
+        <button class="secondary" type="submit">
+          {allowed ? 'Take back from members' : 'Let members manage templates'}
+        </button>
+      </form>
     </section>
   )
 }
@@ -463,12 +485,16 @@ export function waTemplatePages(d: Dashboard) {
     }
   }
 
-  /** A member's place: a sender of its own account only (another's, the default one: null, 404). */
-  const memberWhere = async (session: Session, request: Request, param: string): Promise<Where | null> => {
+  /**
+   * A member's place: to read, a sender of its own account only (another's, the default one: null, 404).
+   * A change (`change`) is let through to the service, whose guard (rights.ts requireMayChange) is the
+   * one that decides: the sender must be the member's account's own, and the operator must allow it.
+   */
+  const memberWhere = async (session: Session, request: Request, param: string, change = false): Promise<Where | null> => {
     const id = idParam(param)
     const accountId = session.user.account_id
     if (id === null || session.user.role !== 'member' || accountId === null) return null
-    if (!(await listAccountSenders(d.sql, accountId)).some((s) => s.id === id)) return null
+    if (!change && !(await listAccountSenders(d.sql, accountId)).some((s) => s.id === id)) return null
     return {
       session,
       actor: { kind: 'member', accountId, user: session.user, address: d.addressOf(request) },
@@ -480,6 +506,33 @@ export function waTemplatePages(d: Dashboard) {
   }
 
   const app = pageRoutes()
+    .post('/accounts/:id/template-rights', ({ request, body, params }) =>
+      d.formAction(request, body, OPERATOR, async (session) => {
+        const accountId = idParam(params.id)
+        if (accountId === null) return notFound(session)
+        const allowed = field(body, 'allowed') === 'yes'
+        const to = `/dashboard/accounts/${accountId}`
+        return orError(
+          async () => {
+            if (await setMembersMayChange(d.sql, d.deps.clock, accountId, allowed)) {
+              await audit(d.sql, {
+                user: session.user,
+                address: d.addressOf(request),
+                accountId,
+                action: allowed ? 'template rights granted' : 'template rights withdrawn',
+              })
+            }
+            return d.finish(session, {
+              to,
+              notice: allowed
+                ? "Members of this account may now create, edit and delete its own senders' WhatsApp templates."
+                : 'Members of this account may no longer create, edit or delete WhatsApp templates.',
+            })
+          },
+          () => notFound(session),
+        )
+      }),
+    )
     .post('/senders/:sender/templates/sync', ({ request, body, params }) =>
       d.formAction(
         request,
@@ -564,14 +617,11 @@ export function waTemplatePages(d: Dashboard) {
         </Layout>,
       )
     })
-  for (const [prefix, whereOf] of [
-    [
-      '/senders',
-      async (session: Session, request: Request, param: string) =>
-        session.user.role === 'operator' ? operatorWhere(session, request, param) : null,
-    ],
+  const places: [string, (session: Session, request: Request, param: string, change?: boolean) => Promise<Where | null>][] = [
+    ['/senders', async (session, request, param) => (session.user.role === 'operator' ? operatorWhere(session, request, param) : null)],
     ['/my-senders', memberWhere],
-  ] as const) {
+  ]
+  for (const [prefix, whereOf] of places) {
     /** The place of a request, or its answer (sign-in, 404). */
     const view = async (request: Request, param: string): Promise<Where | Response> => {
       const session = await d.view(request)
@@ -580,7 +630,7 @@ export function waTemplatePages(d: Dashboard) {
     }
     /** The place of a change where its actor may change templates, or 404. */
     const target = (request: Request, param: string) => async (session: Session) => {
-      const where = await whereOf(session, request, param)
+      const where = await whereOf(session, request, param, true)
       return where && where.mayChange ? where : notFound(session)
     }
     app
