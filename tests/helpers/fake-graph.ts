@@ -550,11 +550,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
         }),
       )
     },
-<<<<<<< HEAD
     delivered: [],
     rates: { ...META_RATES },
     analyticsPage: 50,
-=======
     pricing: new Map(),
     async reportStatus(o) {
       if (!fake.callback) throw new Error('fake Graph: set callback before reportStatus')
@@ -570,7 +568,6 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
         }),
       )
     },
->>>>>>> h31-prices
     media: new Map(),
     medium(medium) {
       fake.media.set(medium.id, medium)
