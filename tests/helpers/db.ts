@@ -64,7 +64,8 @@ function migrationsKey(): string {
   if (migrationsHash) return migrationsHash
   const hash = createHash('sha256')
   for (const dir of ['sql', 'src/db'])
-    for (const name of readdirSync(join(ROOT, dir)).sort()) hash.update(`${dir}/${name}\n`).update(readFileSync(join(ROOT, dir, name)))
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name)))
+      if (entry.isFile()) hash.update(`${dir}/${entry.name}\n`).update(readFileSync(join(ROOT, dir, entry.name)))
   migrationsHash = hash.digest('hex').slice(0, 12)
   return migrationsHash
 }
