@@ -153,6 +153,29 @@ describe('the quote', () => {
   })
 })
 
+describe('prices per category', () => {
+  test("each entry is quoted at its category's price, the bulk charges exactly that, and max_price holds against it", async () => {
+    const a = await t.account(1000, { price: PRICE })
+    const set = await t.admin('PUT', '/price', { account_id: a.accountId, cost_per_message: PRICE, prices: { utility: 25 } })
+    expect(set.status).toBe(200)
+    await wrote(a.accountId, phone(31), 1)
+    const messages = [
+      { to: phone(31), body: 'free-form, in the window' },
+      { to: phone(32), template_id: approved.id, variables: { '1': 'Budi' } },
+    ]
+    const q = (await t.api('POST', '/messages/quote', a.key, { messages })).body.data
+    expect(q.results.map((r: any) => [r.would_send, r.category, r.price])).toEqual([
+      [true, 'service', PRICE],
+      [true, 'utility', 25],
+    ])
+    expect(q).toMatchObject({ total_cost: PRICE + 25, cost_by_category: { service: PRICE, utility: 25 } })
+    const capped = await t.api('POST', '/messages/send', a.key, { ...messages[1], to: phone(33), max_price: 24 })
+    expect([capped.status, capped.body.code]).toEqual([422, 'PRICE_ABOVE_MAX'])
+    const bulk = await t.api('POST', '/messages/bulk', a.key, { messages })
+    expect(bulk.body.data).toMatchObject({ sent: 2, total_cost: PRICE + 25, balance_after: 1000 - PRICE - 25 })
+  })
+})
+
 describe('max_price', () => {
   test('a send whose price is above its max_price: 422 PRICE_ABOVE_MAX, nothing charged; at the price it goes', async () => {
     const a = await t.account(100, { price: PRICE })

@@ -30,7 +30,7 @@ import type { Clock } from '../../lib/clock'
 import { Batcher } from '../../lib/batch'
 import { nowOf } from '../../db/now'
 import { ApiError, badValue } from '../../http/errors'
-import type { NewMessage } from '../ledger/service'
+import { categoryPrice, type Category, type NewMessage } from '../ledger/service'
 import type { Sender } from '../senders/directory'
 import { findTemplate, usableTemplate, type WaTemplate } from '../templates/catalog'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
@@ -45,7 +45,7 @@ import { renderText, requireSupported, richOf, type RichFields } from './rich'
 import { checksWindow, freeForm, windowClosed } from './window'
 
 /** A message's category, as WhatsApp prices it: its template's category, else `service` (a free-form message). */
-export type Category = 'marketing' | 'utility' | 'authentication' | 'service'
+export type { Category }
 export const categoryOf = (wa: Pick<WaTemplate, 'category'> | null | undefined): Category => wa?.category ?? 'service'
 
 /** What a send or a bulk entry gives that admission reads (SendBody and a bulk entry both are). */
@@ -296,9 +296,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
                            ${items.map((i) => i.senderId) as number[]}::bigint[], ${items.map((i) => i.category)}::text[])
         with ordinality as e(account_id, key_id, token, phone, sender_id, category, ord)
     ), acct as materialized (
-      -- The price seam: account_price(account) is the one price today; the category's price (issue 31, §1)
-      -- replaces it here and in the charge statements together.
-      select a.id, a.balance, account_price(a.id) as price from accounts a where a.id in (select account_id from e)
+      select a.id, a.balance from accounts a where a.id in (select account_id from e)
     ), b as (
       select e.*,
              case when e.sender_id is null then 'default' when s.portfolio_id is null then 'sender:' || e.sender_id
@@ -309,7 +307,9 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
                   else 'portfolio ' || to_json(p.name)::text || '''s' end as label
       from e left join senders s on s.id = e.sender_id left join portfolios p on p.id = s.portfolio_id
     )
-    select b.ord::int as ord, b.budget, b.label, b.tier, a.balance, a.price,
+    select b.ord::int as ord, b.budget, b.label, b.tier, a.balance,
+           -- The price of the entry's category: the ledger's one price rule (sql/0043), as the charge resolves it.
+           ${categoryPrice(sql, sql`b.account_id`, sql`b.category`)} as price,
            exists (select 1 from opt_outs o where o.account_id = b.account_id and o.phone = b.phone) as opted_out,
            w.at as last_at, coalesce(w.at > ${now} - make_interval(hours => ${WINDOW_HOURS}), false) as open,
            case when b.tier is not null then (
