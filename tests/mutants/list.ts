@@ -51,6 +51,7 @@ const SENDER_SERVICE = 'src/modules/senders/service.ts'
 const META_WEBHOOK = 'src/providers/meta/webhook.ts'
 const TEMPLATE_NOTICES = 'src/modules/templates/notices.ts'
 const TEMPLATE_WEBHOOKS = 'tests/templates/webhooks.test.ts'
+const PRICES = 'tests/messages/prices.test.ts'
 
 // The opt-out's lock of its account's row (setOptOut), taken away.
 const optOutUnlocked: Edit = {
@@ -516,6 +517,58 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/messages/guards.outer.test.ts'],
     filter: 'late refund lock order',
     database: 'postgres',
+  },
+  {
+    name: 'settle-once',
+    breaks: "a settlement twice: a repeated or late pricing report moves a message's money again after it was settled",
+    edits: [
+      {
+        file: MACHINE,
+        find: "r.reported is not null and m.settled_at is null and m.status in ('sent', 'delivered', 'read') as settles",
+        replace: "r.reported is not null and m.status in ('sent', 'delivered', 'read') as settles",
+      },
+    ],
+    tests: [PRICES],
+    filter: 'once, however often',
+  },
+  {
+    name: 'settle-never-below-zero',
+    breaks: 'an upward settlement takes more than the balance has (the statement fails on balance >= 0 and the status is lost)',
+    edits: [
+      {
+        file: LEDGER,
+        find: 'least(a.balance + coalesce(c.total, 0), u.asked) - least(a.balance + coalesce(c.total, 0), u.asked - u.diff) as taken',
+        replace: 'u.diff as taken',
+      },
+    ],
+    tests: [PRICES],
+    filter: 'balance too small',
+  },
+  {
+    name: 'category-price',
+    breaks: "a single send of a template is charged cost_per_message instead of its category's price",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'cross join lateral (select account_category_price(f.account_id, f.category) as cost) p',
+        replace: 'cross join lateral (select account_price(f.account_id) as cost) p',
+      },
+    ],
+    tests: [PRICES],
+    filter: 'each category is charged its own price',
+  },
+  {
+    name: 'category-price-bulk',
+    breaks: "a bulk's template entries are charged cost_per_message instead of their category's price",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'select ord, category, account_category_price(${owner.accountId}, category) as cost',
+        replace: 'select ord, category, account_price(${owner.accountId}) as cost',
+      },
+    ],
+    tests: [PRICES],
+    filter: 'each category is charged its own price',
   },
   {
     name: 'data-dir-lock',
