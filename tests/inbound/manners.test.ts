@@ -10,7 +10,7 @@ import { TestClock } from '../../src/lib/clock'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
-import { assign, fourSenders, META_A, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
+import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
 
 const twilio = fakeTwilio()
 const graph = fakeGraph()
@@ -212,6 +212,35 @@ describe('reply_to on a send', () => {
     }
     expect(await books(acc.accountId)).toEqual(before)
     expect(graph.requests.length).toBe(requests)
+  })
+
+  test("on a number two accounts share: the other account's message in its own conversation is 422 for an attacker's real key", async () => {
+    // The attacker (acc) is given metaB too, the other tenant's default number, where that tenant holds a customer's conversation.
+    await assign(t, acc.accountId, ids.metaB)
+    const phone = customer()
+    const first = await t.api('POST', '/messages/send', other.key, { to: phone, body: 'Pesanan Anda', from: META_B.number })
+    expect(first.status).toBe(200)
+    expect((await graph.customerWrites({ phoneNumberId: META_B.credentials.phone_number_id, from: phone, text: 'Rahasia' })).status).toBe(
+      200,
+    )
+    const [theirs] = await t.db.sql<{ id: number; account_id: number; provider_message_id: string }[]>`
+      select id, account_id, provider_message_id from inbound_messages where phone = ${phone}`
+    expect(Number(theirs!.account_id)).toBe(other.accountId)
+    const before = await books(acc.accountId)
+    for (const ref of [String(theirs!.id), theirs!.provider_message_id, first.body.data.message_id]) {
+      const quoted = await t.api('POST', '/messages/send', acc.key, { to: phone, body: 'Hai', from: META_B.number, reply_to: ref })
+      expect(quoted.status).toBe(422)
+      const reacted = await t.api('POST', '/messages/send', acc.key, {
+        to: phone,
+        from: META_B.number,
+        type: 'reaction',
+        reaction: { message_id: ref, emoji: '👍' },
+      })
+      expect(reacted.status).toBe(422)
+    }
+    expect(await books(acc.accountId)).toEqual(before)
+    // Nor may the attacker mark it read.
+    expect((await t.api('POST', `/inbound/${theirs!.id}/read`, acc.key, { typing: true })).status).toBe(404)
   })
 
   test('through Twilio: 422 naming why, nothing charged; with a reaction: 400', async () => {
