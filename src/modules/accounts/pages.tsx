@@ -12,7 +12,17 @@ import { MAX_EMAIL_CHARS, audit, createUser, listUsers } from '../users/service'
 import { shownLink } from '../users/sign-in-pages'
 import { idParam } from './scope'
 import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice, updateAccount } from './service'
-import { LateFailuresChoice, PRICE_FIELDS, lateFailuresOf, lateFailuresText, priceNotice } from './price-pages'
+import {
+  CategoryPriceTable,
+  CategoryPrices,
+  LateFailuresChoice,
+  PRICE_FIELDS,
+  categoryPricesOf,
+  lateFailuresOf,
+  lateFailuresText,
+  priceNotice,
+  settleOf,
+} from './price-pages'
 import { AccountSenders } from '../senders/account-pages'
 import { TemplateRights } from '../templates/wa-pages'
 import { membersMayChange } from '../templates/rights'
@@ -157,6 +167,7 @@ export function accountPages(d: Dashboard) {
           <button type="submit">Top up</button>
         </form>
         <h2>Price</h2>
+        <CategoryPriceTable d={d} prices={price.prices} own={price.account_override ? price.own_prices : {}} />
         <form class="inline card" method="post" action={`/dashboard/accounts/${id}/price`}>
           <Csrf session={session} />
           <FormProblem state={state} form="price" />
@@ -167,6 +178,14 @@ export function accountPages(d: Dashboard) {
             label={`This account's price per message (${d.config.currency})`}
             inputmode="numeric"
             required
+          />
+          <CategoryPrices
+            d={d}
+            state={state}
+            form="price"
+            own={price.account_override ? price.own_prices : {}}
+            resolved={price.prices}
+            settle={price.settle}
           />
           <LateFailuresChoice state={state} form="price" current={price.refund_late_failures} />
           <button type="submit">Set own price</button>
@@ -365,6 +384,8 @@ export function accountPages(d: Dashboard) {
             cost_per_message: d.amount(body, 'cost_per_message'),
             account_id: id,
             refund_late_failures: lateFailuresOf(body),
+            prices: categoryPricesOf(d, body),
+            settle: settleOf(body),
           })
           await auditOf(d.sql, session, request, server, {
             accountId: id,
@@ -374,6 +395,9 @@ export function accountPages(d: Dashboard) {
               previous: previous.cost_per_message,
               refund_late_failures: price.refund_late_failures,
               previous_refund_late_failures: previous.refund_late_failures,
+              prices: price.own_prices,
+              previous_prices: previous.own_prices,
+              settle: price.settle,
             },
           })
           return d.finish(session, {
