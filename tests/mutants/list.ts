@@ -1113,6 +1113,24 @@ export const MUTATIONS: Mutation[] = [
     filter: 'changed nothing still counts',
   },
   {
+    name: 'template-charge-status',
+    breaks:
+      "a single send's WhatsApp template paused by Meta's webhook between the send's check and its charge is charged, handed to Meta and refused there (132015), refunded",
+    edits: [{ file: 'src/modules/ledger/service.ts', find: "and w.status <> 'approved'", replace: 'and false' }],
+    tests: ['tests/templates/status-race.test.ts'],
+    filter: 'between the check and the charge',
+  },
+  {
+    name: 'template-recovery-status',
+    breaks:
+      'a send whose first run charged a WhatsApp template, repeated with its Idempotency-Key after the template was paused, answers 422 "not approved, nothing was charged" for a message charged and sent',
+    edits: [
+      { file: 'src/modules/messages/service.ts', find: 'if (approvedNow) requireApproved(t, at)', replace: 'requireApproved(t, at)' },
+    ],
+    tests: ['tests/templates/status-race.test.ts'],
+    filter: 'first run charged',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',

@@ -75,7 +75,11 @@ export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh
  * A charge refused, nothing changed: the balance cannot pay, or it would take what the key was
  * charged today (`spentToday`) past its daily cap. The cap is checked first.
  */
-export type Refused = { refused: 'balance' } | { refused: 'spend_cap'; cap: number; spentToday: number }
+export type Refused =
+  | { refused: 'balance' }
+  | { refused: 'spend_cap'; cap: number; spentToday: number }
+  /** A single send's WhatsApp template is no longer approved (chargeSingles): its status now. */
+  | { refused: 'template'; status: string }
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
@@ -251,7 +255,17 @@ export async function chargeSingles(
 ): Promise<(Charged | Refused)[]> {
   const now = nowOf(db, clock)
   const rows = await db<
-    { ord: number; id: number; cost: number; balance: number; fresh: boolean; refused: 'spend_cap' | null; cap: number; spent: number }[]
+    {
+      ord: number
+      id: number
+      cost: number
+      balance: number
+      fresh: boolean
+      refused: 'spend_cap' | 'template' | null
+      cap: number
+      spent: number
+      status: string | null
+    }[]
   >`
     with input as (
       select * from unnest(${requests.map((r) => r.accountId)}::bigint[], ${requests.map((r) => r.keyId) as number[]}::bigint[],
@@ -275,8 +289,15 @@ export async function chargeSingles(
       join input i on i.request_token = m.request_token
       join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = any(${requests.map((r) => r.requestToken)}::uuid[]) and m.request_item = 1
+    ), unapproved as materialized (
+      -- A WhatsApp template (provider_template.templateId) read under this statement's snapshot: one that a
+      -- webhook paused, disabled or rejected after the send checked it (while it waited for its pace, say)
+      -- is refused here, uncharged, as the check would have refused it.
+      select i.ord, w.status from input i
+      join wa_templates w on w.id = (i.provider_template::jsonb->>'templateId')::bigint
+      where i.ord not in (select ord from existing) and w.status <> 'approved'
     ), fresh as (
-      select * from input where ord not in (select ord from existing)
+      select * from input where ord not in (select ord from existing) and ord not in (select ord from unapproved)
     ), locked as materialized (
       select a.id, a.balance, account_price(a.id) as cost, account_refunds_late_failures(a.id) as refund_late
       from accounts a
@@ -324,13 +345,16 @@ export async function chargeSingles(
       insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
       select account_id, 'charge', -cost, balance, id, ${now} from accepted
     )
-    select ord::int as ord, id, cost, balance, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from accepted
+    select ord::int as ord, id, cost, balance, true as fresh, null as refused, null::bigint as cap, null::bigint as spent,
+           null::text as status from accepted
     union all
-    select ord::int, id, cost, balance, false, null, null, null from existing
+    select ord::int, id, cost, balance, false, null, null, null, null from existing
+    union all
+    select ord::int, null, null, null, false, 'template', null, null, status from unapproved
     union all
     -- What the key was charged today includes this statement's charges before the refused request.
     select ord::int, null, null, null, false, 'spend_cap', cap,
-           (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint
+           (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint, null
     from capped c where over_cap`
   const byOrd = new Map(rows.map((r) => [r.ord, r]))
   const charged = rows.filter((r) => r.fresh)
@@ -338,7 +362,8 @@ export async function chargeSingles(
   return requests.map((_, i): Charged | Refused => {
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
-    if (row.refused !== null) return refusedOf(row)
+    if (row.refused === 'template') return { refused: 'template', status: row.status! }
+    if (row.refused === 'spend_cap') return { refused: 'spend_cap', cap: row.cap, spentToday: row.spent }
     return { ids: [row.id], cost: row.cost, balanceAfter: row.balance, fresh: row.fresh }
   })
 }

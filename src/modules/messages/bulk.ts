@@ -105,7 +105,8 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       requireSupported(rich, (sender as Sender).provider, at)
       const wa = entryTemplates[index]
       if (wa) {
-        const filled = waTemplateMessage(wa, entry, rich, sender as Sender, at)
+        // A repeat whose first run charged goes on with that charge, whatever the template's status is now.
+        const filled = waTemplateMessage(wa, entry, rich, sender as Sender, at, !repeat)
         valid.push({ index, phone, mediaUrl: null, ...filled, validitySeconds, senderId, provider })
       } else if (entry.template_id !== undefined) {
         const template = templatesByProvider.get(provider)!.get(entry.template_id)

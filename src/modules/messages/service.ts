@@ -35,8 +35,17 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   // A kind the sender's provider cannot send is refused here, before anything is charged.
   requireSupported(rich, sender.provider, '')
   const own = wa && (await templateForSender(deps.sql, wa, sender.id))
+  // A repeat whose first run charged (its Idempotency-Key recovers it) goes on with that charge,
+  // whatever the template's status is now: its answer says how that message ended, never "not approved".
+  const recovering = own ? await chargedAlready(deps, requestToken) : false
   const message: NewMessage = own
-    ? { phone: to, mediaUrl: null, ...waTemplateMessage(own, input, rich, sender, ''), validitySeconds, senderId: sender.id }
+    ? {
+        phone: to,
+        mediaUrl: null,
+        ...waTemplateMessage(own, input, rich, sender, '', !recovering),
+        validitySeconds,
+        senderId: sender.id,
+      }
     : input.template_id !== undefined
       ? {
           ...(await fromTemplate(deps, principal, to, input as SendBody & { template_id: number }, sender.providerName, rich)),
@@ -82,7 +91,7 @@ export async function sendOne(deps: Deps, principal: Sending, input: SendBody, r
   const charged = await limit.settleAfter(
     deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message }),
   )
-  if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
+  if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone, own)
   const id = charged.ids[0]!
 
   const outgoing = outgoingOf(
@@ -152,11 +161,19 @@ export async function templateForSender(sql: Db, t: WaTemplate, senderId: number
 /**
  * A WhatsApp template's message, refused before anything is charged (in this order): sent from another
  * sender than its own or not approved (422 TEMPLATE_NOT_APPROVED), a parameter missing, unknown or
- * past Meta's limits (422 naming it).
+ * past Meta's limits (422 naming it). `approvedNow` false: a repeat of a request whose first run
+ * charged it, which goes on whatever the template's status is now.
  */
-export function waTemplateMessage(t: WaTemplate, input: FillInput, rich: RichContent | null, sender: Sender, at: string) {
+export function waTemplateMessage(
+  t: WaTemplate,
+  input: FillInput,
+  rich: RichContent | null,
+  sender: Sender,
+  at: string,
+  approvedNow = true,
+) {
   requireSenderOf(t, sender.id, at)
-  requireApproved(t, at)
+  if (approvedNow) requireApproved(t, at)
   return fillTemplate(t, input, rich, sender.providerName, at)
 }
 
@@ -198,8 +215,16 @@ export function requireHeaderBound(header: RichContent | null, bound: unknown, a
  * what the key was charged today past its daily cap (the cap's own code, so that an integration
  * tells waiting for tomorrow from asking for a top-up).
  */
-export function refusal(refused: Refused, what: string, tz: string): ApiError {
+export function refusal(refused: Refused, what: string, tz: string, template?: WaTemplate | null): ApiError {
   if (refused.refused === 'balance') return new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${what}`)
+  if (refused.refused === 'template') {
+    // Its WhatsApp template stopped being approved between the check and the charge (a webhook in between).
+    const named = template ? `template ${template.id} (${template.name}, ${template.language})` : 'its WhatsApp template'
+    return new ApiError(
+      'TEMPLATE_NOT_APPROVED',
+      `template_id: ${named} is ${refused.status}, not approved, so it cannot be sent; nothing was charged`,
+    )
+  }
   return new ApiError(
     'SPEND_CAP_REACHED',
     `this API key's daily spend cap of ${refused.cap} would be passed by ${what}: it was charged ${refused.spentToday} today ` +
