@@ -1116,9 +1116,29 @@ export const MUTATIONS: Mutation[] = [
     name: 'template-charge-status',
     breaks:
       "a single send's WhatsApp template paused by Meta's webhook between the send's check and its charge is charged, handed to Meta and refused there (132015), refunded",
-    edits: [{ file: 'src/modules/ledger/service.ts', find: "and w.status <> 'approved'", replace: 'and false' }],
+    edits: [
+      {
+        file: 'src/modules/ledger/service.ts',
+        find: "where i.ord not in (select ord from existing) and w.status <> 'approved'",
+        replace: 'where i.ord not in (select ord from existing) and false',
+      },
+    ],
     tests: ['tests/templates/status-race.test.ts'],
     filter: 'between the check and the charge',
+  },
+  {
+    name: 'template-charge-status-bulk',
+    breaks:
+      "a bulk's entries of a WhatsApp template paused by Meta's webhook after the bulk's checks are charged, handed to Meta and refused there (132015), refunded",
+    edits: [
+      {
+        file: 'src/modules/ledger/service.ts',
+        find: "case when exists (select 1 from unapproved) then 'template'",
+        replace: "case when false then 'template'",
+      },
+    ],
+    tests: ['tests/templates/status-race.test.ts'],
+    filter: 'paused after the checks',
   },
   {
     name: 'template-recovery-status',

@@ -1,7 +1,8 @@
 // A WhatsApp template's status changing while a send is under way (issue 30; found by the fault test,
 // tests/chaos/templates.ts):
 // - Meta's webhook pausing the template lands between the send's check and its charge: the charge
-//   itself refuses it (422 TEMPLATE_NOT_APPROVED), nothing charged, nothing handed to Meta.
+//   itself refuses it (422 TEMPLATE_NOT_APPROVED), nothing charged, nothing handed to Meta. In a bulk,
+//   that template's entries fail uncharged and the others are charged and sent.
 // - A request whose first run charged and died before answering is repeated (its Idempotency-Key
 //   recovers it) after the template was paused: it answers how its message ended (sent), charged once,
 //   never "not approved, nothing was charged" for a message that was charged and sent. Bulk likewise.
@@ -143,4 +144,42 @@ test('a bulk whose first run charged, repeated after the template was paused: th
   expect({ status: repeated.status, body: repeated.body }).toEqual({ status: 200, body: first.body })
   expect(handedOver()).toBe(2)
   expect(await money(t, accountId)).toEqual({ balance: 80, ledgerSum: 80 })
+})
+
+test('a bulk: the entries of a template paused after the checks fail uncharged at the charge; the others are charged and sent', async () => {
+  const paused = await template()
+  const other = await template()
+  const { accountId, key } = await shop()
+  // Meta's webhook commits after the bulk read its templates, before it charges (here: while it looks up its senders).
+  const forSend = t.deps.senders.forSend
+  t.deps.senders.forSend = async (...args) => {
+    await paused.pause()
+    return forSend.apply(t.deps.senders, args)
+  }
+  let answer
+  try {
+    answer = await t.api('POST', '/messages/bulk', key, {
+      messages: [
+        { to: '081234567893', template_id: paused.tpl.id, variables: { '1': 'C-1' } },
+        { to: '081234567894', template_id: other.tpl.id, variables: { '1': 'C-2' } },
+        { to: '081234567895', template_id: paused.tpl.id, variables: { '1': 'C-3' } },
+      ],
+    })
+  } finally {
+    t.deps.senders.forSend = forSend
+  }
+  expect(answer.status).toBe(200)
+  const refused = {
+    status: 'failed',
+    code: 'TEMPLATE_NOT_APPROVED',
+    error: expect.stringContaining(`template ${paused.tpl.id} (${paused.tpl.name}, en_US) is paused, not approved`),
+  }
+  expect(answer.body.data.results).toEqual([
+    { to: '081234567893', ...refused },
+    { to: '+6281234567894', status: 'sent', message_id: expect.any(String) },
+    { to: '081234567895', ...refused },
+  ])
+  expect(answer.body.data).toMatchObject({ total: 3, sent: 1, failed: 2, total_cost: 10, balance_after: 90 })
+  expect(handedOver()).toBe(1)
+  expect(await money(t, accountId)).toEqual({ balance: 90, ledgerSum: 90 })
 })

@@ -68,6 +68,10 @@ const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId
 const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? null) as number[]
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
+/** The WhatsApp templates of a batch's messages (messages/content.ts: provider_template.templateId). */
+const waTemplateIds = (messages: NewMessage[]) => [
+  ...new Set(messages.flatMap((m) => (m.providerTemplate?.templateId === undefined ? [] : [m.providerTemplate.templateId]))),
+]
 const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
 /** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
 export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
@@ -78,7 +82,7 @@ export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh
 export type Refused =
   | { refused: 'balance' }
   | { refused: 'spend_cap'; cap: number; spentToday: number }
-  /** A single send's WhatsApp template is no longer approved (chargeSingles): its status now. */
+  /** A WhatsApp template of the messages is no longer approved (chargeSingles, chargeAll): its status now. */
   | { refused: 'template'; status: string }
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
@@ -159,12 +163,27 @@ export async function chargeAll(
   const now = nowOf(db, clock)
   const n = messages.length
   const rows = await db<
-    { id: number; cost: number; balance: number; fresh: boolean; refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }[]
+    {
+      id: number
+      cost: number
+      balance: number
+      fresh: boolean
+      refused: 'balance' | 'spend_cap' | 'template' | null
+      cap: number
+      spent: number
+      status: string | null
+    }[]
   >`
     with existing as materialized (
       select m.id, m.cost, l.balance_after as balance, m.request_item as ord
       from messages m join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = ${requestToken}
+    ), unapproved as materialized (
+      -- A WhatsApp template a webhook paused, disabled or rejected after the request checked it: the
+      -- statement charges nothing (the caller fails that template's entries and charges the rest).
+      select w.status from wa_templates w
+      where w.id = any(${waTemplateIds(messages)}::bigint[]) and w.status <> 'approved' and not exists (select 1 from existing)
+      limit 1
     ), account as materialized (
       select a.balance, account_price(a.id) as cost, account_refunds_late_failures(a.id) as refund_late
       from accounts a
@@ -178,7 +197,8 @@ export async function chargeAll(
       for no key update
     ), verdict as materialized (
       select a.*, s.cap, s.spent,
-             case when s.cap is not null and s.spent + a.cost * ${n} > s.cap then 'spend_cap'
+             case when exists (select 1 from unapproved) then 'template'
+                  when s.cap is not null and s.spent + a.cost * ${n} > s.cap then 'spend_cap'
                   when a.balance < a.cost * ${n} then 'balance' end as refused
       from account a left join spender s on true
     ), debit as (
@@ -216,14 +236,17 @@ export async function chargeAll(
       select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id, ${now}
       from input, debit
     )
-    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from input, debit
+    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent, null::text as status
+    from input, debit
     union all
-    select id, cost, balance, ord, false, null, null, null from existing
+    select id, cost, balance, ord, false, null, null, null, null from existing
     union all
-    select null, null, null, 0, false, refused, cap, spent from verdict where refused is not null
+    select null, null, null, 0, false, refused, cap, spent, (select status from unapproved) from verdict where refused is not null
     order by ord`
   const refusal = rows.find((r) => r.refused !== null)
-  if (refusal) return refusedOf(refusal)
+  if (refusal?.refused === 'template') return { refused: 'template', status: refusal.status! }
+  if (refusal?.refused === 'spend_cap') return { refused: 'spend_cap', cap: refusal.cap, spentToday: refusal.spent }
+  if (refusal) return { refused: 'balance' }
   // No row at all: no such account, refused as a short balance (as before caps).
   if (rows.length === 0) return { refused: 'balance' }
   if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows[0]!.cost * rows.length)
@@ -234,9 +257,6 @@ export async function chargeAll(
     fresh: rows[0]!.fresh,
   }
 }
-
-const refusedOf = (row: { refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }): Refused =>
-  row.refused === 'spend_cap' ? { refused: 'spend_cap', cap: row.cap, spentToday: row.spent } : { refused: 'balance' }
 
 export type SingleCharge = Owner & { requestToken: string; lease: Lease; message: NewMessage }
 
