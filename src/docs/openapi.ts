@@ -273,17 +273,22 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
   const namesSender = Boolean(body?.properties?.from ?? body?.properties?.messages?.items?.properties?.from)
   // WINDOW_CLOSED, TEMPLATE_NOT_APPROVED, RECIPIENT_OPTED_OUT and MESSAGING_LIMIT where one message is sent (a bulk's entries carry them in their results).
   const sendsOne = Boolean(body?.properties?.to)
+  // WINDOW_CLOSED only where that message may be free-form (a `body`): a template goes whatever the window (a verification's).
+  const freeForm = sendsOne && Boolean(body?.properties?.body)
   for (const [status, response] of Object.entries(responses)) {
     const schema = response.content?.['application/json']?.schema
     if (Number(status) < 400 || !schema?.properties?.code) continue
     const codes = codesOf(Number(status)).filter(
       (code) =>
         (code !== 'IDEMPOTENCY_KEY_REUSED' || idempotent) &&
-        (code !== 'SENDER_DISABLED' || namesSender) &&
-        (code !== 'WINDOW_CLOSED' || sendsOne) &&
+        // A message without `from` goes from a sender too (the template's own, the account's default), which may be disabled.
+        (code !== 'SENDER_DISABLED' || namesSender || sendsOne) &&
+        (code !== 'WINDOW_CLOSED' || freeForm) &&
         (code !== 'TEMPLATE_NOT_APPROVED' || sendsOne) &&
         (code !== 'MESSAGING_LIMIT' || sendsOne) &&
         (code !== 'RECIPIENT_OPTED_OUT' || sendsOne) &&
+        // PRICE_ABOVE_MAX where one message with a `max_price` is sent (a bulk entry fails with it; a campaign pauses).
+        (code !== 'PRICE_ABOVE_MAX' || (sendsOne && Boolean(body?.properties?.max_price))) &&
         // MEDIA_PENDING only where an inbound medium is served, and its only 409 there.
         (code !== 'MEDIA_PENDING' || /\/media(\/|$)/.test(route.path)) &&
         (code !== 'CONFLICT' || !/\/inbound\/:id\/media(\/|$)/.test(route.path)) &&

@@ -16,6 +16,7 @@ import { log } from '../lib/log'
 import { isOutage } from '../db/retry'
 import { nowOf } from '../db/now'
 import { outgoingOf } from '../modules/messages/content'
+import { openedMessage } from '../modules/messages/redact'
 import type { Worker } from './worker'
 import type { RichContent, StoredTemplate } from '../providers/provider'
 
@@ -37,14 +38,16 @@ type Recovered = {
   body: string
   media_url: string | null
   provider_template: StoredTemplate | null
+  request_token: string | null
   content: RichContent | null
+  reply_to: string | null
   quarantined: boolean
   valid_ms: number
   sender_id: number | null
 }
 
 async function recoverHandoffs(
-  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config' | 'clock'>,
+  deps: Pick<Deps, 'sql' | 'handoff' | 'senders' | 'config' | 'clock' | 'secrets'>,
 ): Promise<{ claimed: number; quarantined: number }> {
   const lease = deps.handoff.lease()
   const now = nowOf(deps.sql, deps.clock)
@@ -58,12 +61,12 @@ async function recoverHandoffs(
     ), quarantined as (
       update messages set handoff_until = null, handoff_token = null, quarantined_at = ${now}
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, content, true as quarantined, 0::float8 as valid_ms, sender_id
+      returning id, phone, body, media_url, provider_template, request_token, content, reply_to, true as quarantined, 0::float8 as valid_ms, sender_id
     ), claimed as (
       update messages set handoff_token = ${lease.token}, handoff_until = ${now} + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, content, false as quarantined,
+      returning id, phone, body, media_url, provider_template, request_token, content, reply_to, false as quarantined,
         extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - ${now})
           * 1000 as valid_ms, sender_id
     )
@@ -75,7 +78,12 @@ async function recoverHandoffs(
     const paced = await Promise.all(
       claimed.map(async (m) => {
         const sender = await deps.senders.get(m.sender_id)
-        return { ...outgoingOf(m, sender.providerName), validUntilMs: claimedAt + m.valid_ms, senderId: m.sender_id }
+        // A secret the row keeps sealed (a verification's code) is opened for the provider only.
+        return {
+          ...outgoingOf(await openedMessage(deps.secrets, m), sender.providerName),
+          validUntilMs: claimedAt + m.valid_ms,
+          senderId: m.sender_id,
+        }
       }),
     )
     await deps.handoff.many(paced, lease)

@@ -144,12 +144,33 @@ describe('both documents', () => {
       'RECIPIENT_OPTED_OUT',
       'WINDOW_CLOSED',
       'TEMPLATE_NOT_APPROVED',
+      'PRICE_ABOVE_MAX',
     ])
     // WINDOW_CLOSED only where one message is sent: a bulk's entries carry it in their results.
     expect(api.paths['/api/v1/messages/bulk'].post.responses['422'].content['application/json'].schema.properties.code.enum).not.toContain(
       'WINDOW_CLOSED',
     )
     expect(send['502'].content['application/json'].schema.properties.code.enum).toEqual(['BAD_GATEWAY'])
+    // A verification's start answers what a template send does (no free-form body: never WINDOW_CLOSED), and its own limits.
+    const codes = (responses: Record<string, Json>) =>
+      Object.fromEntries(
+        Object.entries(responses)
+          .filter(([status]) => Number(status) >= 400)
+          .map(([status, r]) => [status, r.content['application/json'].schema.properties.code.enum]),
+      )
+    const verify = api.paths['/api/v1/verifications'].post.responses
+    expect(codes(verify)).toMatchObject({
+      '402': ['INSUFFICIENT_BALANCE', 'SPEND_CAP_REACHED'],
+      '409': ['CONFLICT'],
+      '422': ['VALIDATION_ERROR', 'SENDER_DISABLED', 'RECIPIENT_OPTED_OUT', 'TEMPLATE_NOT_APPROVED'],
+      '429': ['RATE_LIMITED', 'MESSAGING_LIMIT'],
+      '502': ['BAD_GATEWAY'],
+    })
+    expect(Object.keys(verify['429'].headers)).toContain('Retry-After')
+    expect(verify['429'].description).toContain('VERIFY_PER_NUMBER')
+    const checkCodes = codes(api.paths['/api/v1/verifications/{id}/check'].post.responses)
+    expect(checkCodes).toMatchObject({ '404': ['NOT_FOUND'], '422': ['VALIDATION_ERROR'], '429': ['RATE_LIMITED'] })
+    expect(Object.keys(checkCodes)).not.toContain('402')
     // IDEMPOTENCY_KEY_REUSED only where an Idempotency-Key is taken.
     const contacts = api.paths['/api/v1/contacts'].post.responses
     expect(contacts['422'].content['application/json'].schema.properties.code.enum).toEqual(['VALIDATION_ERROR'])

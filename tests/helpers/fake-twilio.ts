@@ -25,6 +25,7 @@
 // Content templates (issue 30): POST /v1/Content creates one under the account the credentials prove
 // (twilio/text, media, call-to-action, quick-reply, card, list-picker, whatsapp/authentication, with
 // the documented limits); `content(account, definition, approval?)` adds one as a test needs it.
+// DELETE /v1/Content/{sid} deletes one (204; Twilio edits none: a changed template is a new one).
 // POST /v1/Content/{sid}/ApprovalRequests/whatsapp asks WhatsApp's approval ({name, category}: answered
 // `received`; `approve(sid, status, reason?)` moves it on); GET /v1/ContentAndApprovals lists the
 // account's templates with their approval, `contentPageSize` a page at most (Twilio's PageSize and
@@ -423,6 +424,23 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       if (problem) return twilioError(400, 20001, problem)
       const sid = fake.content(account?.sid ?? null, definition)
       return Response.json({ sid, account_sid: account?.sid ?? null, ...definition }, { status: 201 })
+    }
+    const contentPath = /^\/v1\/Content\/([^/]+)$/.exec(path)
+    if (contentPath && request.method === 'DELETE') {
+      // DELETE /v1/Content/{sid}: the template and its approval are gone (204); another account's or an unknown one is 404.
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      const sid = decodeURIComponent(contentPath[1]!)
+      if (!fake.contents.has(sid) || (account && fake.contentAccounts.get(sid) !== account.sid)) {
+        return twilioError(404, 20404, `The requested resource /v1/Content/${sid} was not found`)
+      }
+      fake.contents.delete(sid)
+      fake.contentAccounts.delete(sid)
+      fake.approvals.delete(sid)
+      return new Response(null, { status: 204 })
     }
     const approvalPath = /^\/v1\/Content\/([^/]+)\/ApprovalRequests\/whatsapp$/.exec(path)
     if (approvalPath && request.method === 'POST') {

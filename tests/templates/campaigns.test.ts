@@ -418,3 +418,109 @@ describe('the dashboard', () => {
     expect(detail.text).toContain('Skipped: value missing')
   })
 })
+
+describe('a media header', () => {
+  const PROMO = {
+    language: 'en_US',
+    category: 'marketing' as const,
+    parameterFormat: 'positional' as const,
+    components: [
+      { type: 'HEADER', format: 'IMAGE', example: { header_handle: ['4::aW1hZ2UvanBlZw==:ARb'] } },
+      { type: 'BODY', text: 'Hi {{1}}, our sale starts today.', example: { body_text: [['Budi']] } },
+    ],
+  }
+  const LINK = 'https://cdn.example.com/promo.jpg'
+
+  test("takes one link for the campaign, checked at creation; every recipient's message carries it to Meta as its reference shows", async () => {
+    const { tpl } = await template(PROMO)
+    const a = await shop([
+      { name: 'Budi', phone: '081200000041' },
+      { name: 'Sari', phone: '081200000042' },
+    ])
+    const create = (header: unknown) =>
+      t.api('POST', '/campaigns', a.key, {
+        name: 'promo',
+        template_id: tpl.id,
+        segment_id: a.segmentId,
+        parameters: { variables: { '1': { field: 'name' } }, ...(header === undefined ? {} : { header }) },
+      })
+    const what = `template ${tpl.id} (${tpl.name})`
+    const cases: [unknown, number, string][] = [
+      [undefined, 422, `parameters.header: missing (${what}'s header is a image: give {"type": "image", "link": "https://…"})`],
+      [{ type: 'video', link: LINK }, 422, `parameters.header.type: must be "image" (${what}'s header is one; got "video")`],
+      [{ type: 'image', link: 'ftp://cdn.example.com/x.jpg' }, 422, 'parameters.header.link: '],
+    ]
+    for (const [header, status, error] of cases) {
+      const res = await create(header)
+      expect({ header, status: res.status, code: res.body.code, error: String(res.body.error).slice(0, error.length) }).toEqual({
+        header,
+        status,
+        code: 'VALIDATION_ERROR',
+        error,
+      })
+    }
+    const source = await create({ constant: LINK })
+    expect([source.status, source.body.code]).toEqual([422, 'VALIDATION_ERROR'])
+    expect(await money(t, a.accountId)).toEqual({ balance: 1_000, ledgerSum: 1_000 })
+
+    const made = await create({ type: 'image', link: LINK })
+    expect(made.status).toBe(201)
+    expect(made.body.data.campaign.parameters).toEqual({ variables: { '1': { field: 'name' } }, header: { type: 'image', link: LINK } })
+    const id: number = made.body.data.campaign.id
+    expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
+    await t.runWorker('campaign-runner')
+    expect((await stats(id)).stats).toMatchObject({ total: 2, sent: 2, failed: 0, missing_values: 0 })
+    expect(await money(t, a.accountId)).toEqual({ balance: 1_000 - 20, ledgerSum: 1_000 - 20 })
+    const components = (name: string) => [
+      { type: 'header', parameters: [{ type: 'image', image: { link: LINK } }] },
+      { type: 'body', parameters: [{ type: 'text', text: name }] },
+    ]
+    expect(
+      sentBodies()
+        .map((b) => [b.to, b.template])
+        .sort((x, y) => String(x[0]).localeCompare(String(y[0]))),
+    ).toEqual([
+      ['6281200000041', { name: tpl.name, language: { code: 'en_US' }, components: components('Budi') }],
+      ['6281200000042', { name: tpl.name, language: { code: 'en_US' }, components: components('Sari') }],
+    ])
+    // The messages keep the media with them, as a single send's (a recovered hand-off sends the same).
+    const kept = await t.db.sql<{ content: unknown }[]>`select content from messages where campaign_id = ${id}`
+    expect(kept.map((m) => m.content)).toEqual([
+      { type: 'template', header: { type: 'image', link: LINK } },
+      { type: 'template', header: { type: 'image', link: LINK } },
+    ])
+  })
+
+  test('the dashboard form asks for its link; the campaign page shows it', async () => {
+    const { tpl } = await template(PROMO)
+    const a = await shop([{ name: 'Budi', phone: '081200000043' }])
+    const { client } = await dashboardUser(
+      t,
+      `h30-media-${Math.random().toString(36).slice(2, 8)}@example.com`,
+      'correct horse battery',
+      a.accountId,
+    )
+    const page = await client.get(`/dashboard/campaigns?wa_template=${tpl.id}`)
+    expect(page.text).toContain('Header image: its https link, the same for every recipient')
+    expect(page.text).toContain('name="value:header"')
+    expect(page.text).not.toContain('name="from:header"')
+    const form = {
+      _csrf: page.csrf!,
+      name: 'dash promo',
+      template_id: String(tpl.id),
+      segment_id: String(a.segmentId),
+      sender_id: String(metaA),
+      'from:variables.1': 'name',
+      'value:header': 'http://cdn.example.com/promo.jpg',
+    }
+    const refused = await client.post('/dashboard/campaigns', form)
+    expect(refused.status).toBe(422)
+    expect(refused.text).toContain('parameters.header.link: ')
+    expect(refused.text).toContain('value="http://cdn.example.com/promo.jpg"')
+    const created = await client.post('/dashboard/campaigns', { ...form, _csrf: refused.csrf!, 'value:header': LINK })
+    expect(created.status).toBe(303)
+    const id = Number(created.location!.split('/').pop())
+    expect((await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign.parameters.header).toEqual({ type: 'image', link: LINK })
+    expect((await client.get(`/dashboard/campaigns/${id}`)).text).toContain(`header: image ${LINK}`)
+  })
+})

@@ -13,6 +13,9 @@ import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { assign, createSender, META_A, registerFakes, sendersEnv } from '../helpers/senders'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
+import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
+import { inFlight } from '../helpers/in-flight'
+import { dashboardUser } from '../helpers/web'
 
 const clock = new TestClock()
 const twilio = fakeTwilio()
@@ -139,8 +142,8 @@ describe('a verification', () => {
     expect({ status: shown.status, data: shown.body.data ?? shown.body }).toMatchObject({
       status: 200,
       data: {
-        body: `*${'*'.repeat(6)}* is your verification code.`,
-        provider_template: { provider: 'meta', ref: otp.name, variables: ['******'] },
+        body: '*••••••* is your verification code.',
+        provider_template: { provider: 'meta', ref: otp.name, variables: ['••••••'] },
       },
     })
     expect(JSON.stringify(shown.body.data)).not.toContain(code)
@@ -301,3 +304,91 @@ describe('limits and refusals', () => {
     expect((await start(key, to)).status).toBe(201)
   })
 })
+
+test("a queued verification's code is never readable on its message: masked from the charge, sealed for a recovered hand-off only", async () => {
+  // The deployment's default sender, a provider named like Meta whose first hand-off hangs until released.
+  const seen: OutgoingMessage[] = []
+  let release!: () => void
+  const hanging = new Promise<void>((resolve) => (release = resolve))
+  const first = Promise.withResolvers<void>()
+  const provider = {
+    name: 'meta',
+    async send(message: OutgoingMessage): Promise<HandoffResult> {
+      seen.push(message)
+      if (seen.length === 1) {
+        first.resolve()
+        await hanging
+      }
+      return { ok: true, sid: `wamid.${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  const clock = new TestClock()
+  const flight = inFlight()
+  const r = await testApp({ provider, clock, wrapSql: flight.sql, env: { HANDOFF_CONCURRENCY: '2', PROVIDER_TIMEOUT_MS: '60000' } })
+  try {
+    const components = [AUTH_BODY, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'COPY_CODE', text: 'Copy code' }] }]
+    const name = 'otp_recovered'
+    await r.db.sql.begin((tx) =>
+      insertTemplate(
+        tx,
+        r.deps.clock,
+        {
+          name,
+          language: 'en_US',
+          category: 'authentication',
+          parameterFormat: 'positional',
+          components,
+          senderId: null,
+          provider: 'meta',
+          status: 'approved',
+        },
+        'sync',
+      ),
+    )
+    const a = await r.account(10)
+    const answer = r.api('POST', '/verifications', a.key, { to: '081250000071' })
+    await first.promise
+    const code = String((seen[0]!.template!.components![0] as any).parameters[0].text)
+    expect(code).toMatch(/^\d{6}$/)
+    // Charged and handed over, not yet taken: what the row keeps, what the account's API and dashboard show, has no code.
+    const [row] = await r.db.sql<{ id: number; body: string; provider_template: any }[]>`
+      select id, body, provider_template from messages where account_id = ${a.accountId}`
+    expect(row!.body).toBe('*••••••* is your verification code.')
+    expect(row!.provider_template).toMatchObject({
+      variables: ['••••••'],
+      components: [
+        { type: 'body', parameters: [{ type: 'text', text: '••••••' }] },
+        { type: 'button', sub_type: 'url', index: '0', parameters: [{ type: 'text', text: '••••••' }] },
+      ],
+      sealedSecret: expect.stringMatching(/^v1\./),
+    })
+    expect(JSON.stringify(row)).not.toContain(code)
+    // Its lease runs out while the hand-off hangs: recovery takes it over from the row and the provider gets the code.
+    r.deps.handoff.stop()
+    await clock.advance(2 * r.config.handoffLeaseSeconds * 1000 + 1_000)
+    expect(await clock.run(r.runWorker('handoff-recovery'), undefined, flight.idle)).toBe(1)
+    release()
+    await clock.run(answer, undefined, flight.idle)
+    expect(seen).toHaveLength(2)
+    expect(seen[1]!.template).toEqual(seen[0]!.template)
+    expect(seen[1]!.body).toBe(`*${code}* is your verification code.`)
+    // Sent: the sealed copy is gone, the mask stays.
+    const [after] = await r.db.sql<{ status: string; message_sid: string; body: string; provider_template: any }[]>`
+      select status, message_sid, body, provider_template from messages where id = ${row!.id}`
+    expect(after!.status).toBe('sent')
+    expect(after!.provider_template.sealedSecret).toBeUndefined()
+    expect(JSON.stringify(after)).not.toContain(code)
+    // The account's API and its dashboard page of the message show it masked.
+    const member = await dashboardUser(r, 'otp-member@example.com', 'a long enough password 1', a.accountId)
+    const page = await member.client.get(`/dashboard/messages/${row!.id}`)
+    const one = await r.api('GET', `/messages/${after!.message_sid}`, a.key)
+    expect(one.body.data).toMatchObject({ body: '*••••••* is your verification code.', provider_template: { variables: ['••••••'] } })
+    for (const shown of [JSON.stringify(one.body), JSON.stringify((await r.api('GET', '/messages', a.key)).body), page.text]) {
+      expect(shown).not.toContain(code)
+      expect(shown).not.toContain('sealedSecret')
+    }
+  } finally {
+    release()
+    await r.close()
+  }
+}, 60_000)

@@ -21,9 +21,10 @@ import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf } from '../messages/content'
-import type { StoredTemplate } from '../../providers/provider'
+import type { RichContent, StoredTemplate } from '../../providers/provider'
 import { segmentMatch } from '../templates/segments'
 import { checksWindow, closedWindowsOf } from '../messages/window'
+import { aboveMax, categoryOf, priceCapPause } from '../messages/admission'
 import { hasRoom, takeForCampaign } from '../budgets/guard'
 import { optedOutAmong } from '../optouts/service'
 import { getTemplateRow } from '../templates/catalog'
@@ -146,7 +147,7 @@ export async function startDueCampaigns(sql: Sql, clock: Clock): Promise<number>
   return started
 }
 
-type BatchMessage = { id: number; phone: string; body: string; provider_template: StoredTemplate | null }
+type BatchMessage = { id: number; phone: string; body: string; provider_template: StoredTemplate | null; content: RichContent | null }
 /** `settleFirst`: the campaign would end (or pause) now, but messages of it are still being handed over. */
 type Batch = { messages: BatchMessage[]; lease: Lease; done: boolean; settleFirst?: boolean }
 
@@ -191,11 +192,12 @@ async function nextBatch(
         variables: string[] | null
         sender_id: number | null
         sender_disabled: boolean
+        max_price: number | null
       }[]
     >`
       select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id,
              coalesce(c.template_id, c.wa_template_id) as template_id, t.body, c.wa_template_id, c.template_parameters, s.tag,
-             b.ref, b.language, b.variables, c.sender_id,
+             b.ref, b.language, b.variables, c.sender_id, c.max_price,
              coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled
       from campaigns c left join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
         left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
@@ -236,7 +238,17 @@ async function nextBatch(
       return stop
     }
 
-    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock)
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock, campaign.template_id)
+    // The price cap (messages/admission.ts, rule 6), under the account's lock: a price above the campaign's
+    // max_price (Meta recategorised its template, a price was raised) charges nothing more and pauses it.
+    if (aboveMax(account.cost, campaign.max_price)) {
+      if (handingOver) return settleFirst
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null,
+          pause_reason = ${priceCapPause(categoryOf(wa), account.cost, campaign.max_price!)}
+        where id = ${campaignId}`
+      return stop
+    }
     // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
     // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
     // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
@@ -318,25 +330,28 @@ async function nextBatch(
             variables: (campaign.variables ?? []).map((name) => v[name as keyof typeof v] ?? ''),
           } satisfies StoredTemplate)
     })
+    // A media header's media (the campaign's one link), kept with the message as a single send's is.
+    const contents = waFilled.map((f) => (f && !('missing' in f) && f.content ? JSON.stringify(f.content) : null))
     // One message per (campaign, contact), across monthly partitions: campaign_recipients' key is
     // taken in the same statement, and a contact already there gets no second message.
     const inserted = await tx<BatchMessage[]>`
       with v as (
         select * from unnest(${batch.map((c) => c.id)}::bigint[], ${batch.map((c) => c.phone)}::text[], ${bodies}::text[],
-                             ${templates as string[]}::text[]) as v(contact_id, phone, body, provider_template)
+                             ${templates as string[]}::text[], ${contents as string[]}::text[]) as v(contact_id, phone, body, provider_template, content)
       ), recipient as (
         insert into campaign_recipients (campaign_id, contact_id)
         select ${campaignId}::bigint, contact_id from v
         on conflict do nothing
         returning contact_id
       )
-      insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template,
-                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at)
+      insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template, content,
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at, category)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
-             v.provider_template::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now}
+             v.provider_template::jsonb, v.content::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
+             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now},
+             ${account.category}
       from v join recipient using (contact_id)
-      returning id, phone, body, provider_template`
+      returning id, phone, body, provider_template, content`
     await chargeRecorded(
       tx,
       tz,

@@ -14,17 +14,39 @@ const Source = t.Object(
   { additionalProperties: false, description: 'Where the value comes from: exactly one of field, attribute or constant' },
 )
 
+const HeaderMedia = t.Object(
+  {
+    type: t.Union([t.Literal('image'), t.Literal('video'), t.Literal('document')], {
+      description: "The template's header kind: image, video or document",
+    }),
+    link: t.String({
+      description: 'An https link to the media, the same for every recipient',
+      examples: ['https://cdn.example.com/promo.jpg'],
+    }),
+    filename: t.Optional(t.String({ description: "A document's file name, as the customer sees it" })),
+  },
+  {
+    additionalProperties: false,
+    description: "A media header's media (a template whose header is an image, video or document): one link for the whole campaign",
+  },
+)
+
 const CampaignParametersInput = t.Object(
   {
     variables: t.Optional(t.Record(t.String(), Source, { description: 'The body\'s parameters by key ("1", "2"… or names)' })),
-    header: t.Optional(Source),
+    header: t.Optional(
+      t.Union([Source, HeaderMedia], {
+        description: "A text header's parameter (a source), or a media header's media ({type, link}, the same for every recipient)",
+      }),
+    ),
     buttons: t.Optional(t.Record(t.String(), Source, { description: 'The buttons that take a value, by position ("0" for the first)' })),
   },
   {
     additionalProperties: false,
     description:
       "Extension, for a WhatsApp template only: where each of its parameters comes from, per recipient: every parameter the template's " +
-      '`parameters` lists (body, text header, URL or copy-code buttons) and no other, else 422 naming it',
+      '`parameters` lists (body, header, URL or copy-code buttons) and no other, else 422 naming it; a media header takes its ' +
+      'link once for the campaign',
     examples: [{ variables: { '1': { field: 'name' }, '2': { attribute: 'order_id' } }, buttons: { '0': { constant: 'SALE' } } }],
   },
 )
@@ -57,6 +79,16 @@ export const CreateCampaignBody = t.Object(
         examples: ['2025-03-01 09:00:00'],
       }),
     ),
+    max_price: t.Optional(
+      t.Integer({
+        minimum: 0,
+        description:
+          "Extension: the most each of its messages may cost. When its messages' price is above it (Meta recategorised its template, a " +
+          'price was raised), nothing more is charged and the campaign pauses with a reason that starts with `PRICE_ABOVE_MAX`; resume ' +
+          'it once the price or the cap allows. Not Meta\'s own "maximum price" for marketing messages',
+        examples: [500],
+      }),
+    ),
     from: t.Optional(
       t.String({
         description:
@@ -84,6 +116,7 @@ const campaignFields = {
   }),
   schedule_at: nullableTimestamp('Scheduled send time'),
   created_at: timestamp('Creation time'),
+  max_price: t.Optional(t.Union([jsonInteger(), t.Null()], { description: 'Extension: the most each message may cost; null: no cap' })),
 }
 
 export const Campaign = t.Object(campaignFields, {

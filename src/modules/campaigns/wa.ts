@@ -5,6 +5,8 @@
 // so a campaign's message reaches the provider exactly as a single send of the same values would.
 
 import { ApiError, badValue } from '../../http/errors'
+import type { RichContent } from '../../providers/provider'
+import { richOf, type RichFields } from '../messages/rich'
 import { contactValue, type ContactFields, type ValueSource } from '../contacts/values'
 import type { WaTemplate } from '../templates/catalog'
 import { fillTemplate, type FilledTemplate } from '../templates/fill'
@@ -13,11 +15,41 @@ import { parametersOf } from '../templates/parameters'
 /** Where a value comes from, as the API takes it (one of the three). */
 export type SourceInput = { field?: string; attribute?: string; constant?: string }
 
+/** A media header's media: one link for every recipient, as a send's `header` gives it. */
+export type HeaderMedia = { type: 'image' | 'video' | 'document'; link: string; filename?: string }
+
 /** A campaign's mapping, as given and as stored (campaigns.template_parameters). */
 export type CampaignParameters = {
   variables?: Record<string, ValueSource>
-  header?: ValueSource
+  /** A text header's source, or a media header's media (the same for every recipient). */
+  header?: ValueSource | HeaderMedia
   buttons?: Record<string, ValueSource>
+}
+
+const isMedia = (h: CampaignParameters['header']): h is HeaderMedia => h !== undefined && 'link' in h
+
+/**
+ * The media of a media header, checked as a send's `header` is (rich.ts: an https link, a file name
+ * for a document only), its type the template's: 422 naming `parameters.header`.
+ */
+function headerMedia(input: unknown, kind: HeaderMedia['type'], at: string, what: string): HeaderMedia {
+  const example = `{"type": "${kind}", "link": "https://…"}`
+  if (input === null || typeof input !== 'object' || Array.isArray(input))
+    throw badValue(`${at}: must be the header's ${kind}, ${example}, the same for every recipient`)
+  const given = input as Record<string, unknown>
+  for (const key of Object.keys(given)) {
+    if (!['type', 'link', 'filename'].includes(key))
+      throw badValue(
+        `${at}.${key}: ${what}'s header is a ${kind}: give ${example}, one link for every recipient (not a field, attribute or constant)`,
+      )
+  }
+  if (given.type !== kind)
+    throw badValue(`${at}.type: must be "${kind}" (${what}'s header is one; got ${JSON.stringify(given.type ?? null)})`)
+  if (typeof given.link !== 'string') throw badValue(`${at}.link: must be the ${kind}'s https link`)
+  if (given.filename !== undefined && typeof given.filename !== 'string') throw badValue(`${at}.filename: must be a string`)
+  const rich = richOf({ template_id: 0, header: given } as unknown as RichFields, 'parameters.')
+  if (rich?.type !== 'template') throw badValue(`${at}: must be ${example}`)
+  return rich.header as HeaderMedia
 }
 
 const FIELDS = ['name', 'phone', 'email', 'city'] as const
@@ -49,8 +81,9 @@ const list = (keys: string[]) => (keys.length > 0 ? keys.join(', ') : 'none')
 
 /**
  * The campaign's mapping for the template, checked: every parameter the template needs has a source
- * and no other is given (422 naming it). A media header is not filled per recipient yet (422). An
- * authentication template's code button takes the body's code, as a single send's does.
+ * and no other is given (422 naming it). A media header takes one link for every recipient
+ * (`{"type": "image", "link": …}`, checked as a send's). An authentication template's code button takes
+ * the body's code, as a single send's does.
  */
 export function checkParameters(t: WaTemplate, input: unknown): CampaignParameters {
   const at = 'parameters'
@@ -79,9 +112,11 @@ export function checkParameters(t: WaTemplate, input: unknown): CampaignParamete
   if (p.header === null) {
     if (given.header !== undefined) throw badValue(`${at}.header: ${what} has no header parameter`)
   } else if (p.header.type !== 'text') {
-    throw badValue(
-      `${at}.header: ${what} has a ${p.header.type} header, which a campaign cannot fill yet; send it with POST /messages/send or /messages/bulk`,
-    )
+    if (given.header === undefined)
+      throw badValue(
+        `${at}.header: missing (${what}'s header is a ${p.header.type}: give {"type": "${p.header.type}", "link": "https://…"})`,
+      )
+    out.header = headerMedia(given.header, p.header.type, `${at}.header`, what)
   } else {
     if (given.header === undefined) throw badValue(`${at}.header: missing (${what}'s header takes its {{${p.header.key}}})`)
     out.header = sourceOf(given.header, `${at}.header`)
@@ -123,8 +158,13 @@ export function fillForContact(
     if (value === undefined) return { missing: `variables.${key}` }
     variables[key] = value
   }
-  let header: string | undefined
-  if (mapping.header) {
+  let header: string | HeaderMedia | undefined
+  let media: RichContent | null = null
+  if (isMedia(mapping.header)) {
+    // A media header: the campaign's one link, as a send's header media.
+    header = mapping.header
+    media = { type: 'template', header: mapping.header }
+  } else if (mapping.header) {
     header = contactValue(contact, mapping.header)
     if (header === undefined) return { missing: 'header' }
   }
@@ -135,7 +175,7 @@ export function fillForContact(
     buttons.push({ index: Number(index), value })
   }
   try {
-    return fillTemplate(t, { variables, ...(header === undefined ? {} : { header }), buttons }, null, provider)
+    return fillTemplate(t, { variables, ...(header === undefined ? {} : { header }), buttons }, media, provider)
   } catch (e) {
     if (e instanceof ApiError) return { missing: e.message }
     throw e
@@ -143,13 +183,27 @@ export function fillForContact(
 }
 
 /** One parameter a campaign maps, as the dashboard's form shows it: its place in `parameters` and a label. */
-export type Slot = { group: 'variables' | 'header' | 'buttons'; key: string | null; label: string; example?: string }
+export type Slot = {
+  group: 'variables' | 'header' | 'buttons'
+  key: string | null
+  label: string
+  example?: string
+  /** A media header's kind: the slot is its one link (no source to choose). */
+  media?: HeaderMedia['type']
+}
 
 /** The parameters of the template a campaign must map, in order (what checkParameters asks for). */
 export function slotsOf(t: WaTemplate): Slot[] {
   const p = parametersOf(t)
   const slots: Slot[] = []
   if (p.header?.type === 'text') slots.push({ group: 'header', key: null, label: `Header {{${p.header.key}}}`, example: p.header.example })
+  else if (p.header)
+    slots.push({
+      group: 'header',
+      key: null,
+      label: `Header ${p.header.type}: its https link, the same for every recipient`,
+      media: p.header.type,
+    })
   for (const b of p.body) slots.push({ group: 'variables', key: b.key, label: `Body {{${b.key}}}`, example: b.example })
   for (const b of p.buttons) {
     if (b.otp_type !== undefined || t.category === 'authentication') continue
@@ -170,9 +224,13 @@ export const SOURCE_KINDS = ['name', 'phone', 'email', 'city', 'attribute', 'con
 
 /** The dashboard form's mapping (two fields per slot) as the API's `parameters`, for checkParameters to judge. */
 export function parametersFromForm(t: WaTemplate, read: (name: string) => string): CampaignParameters {
-  const out: { variables?: Record<string, SourceInput>; header?: SourceInput; buttons?: Record<string, SourceInput> } = {}
+  const out: { variables?: Record<string, SourceInput>; header?: SourceInput | HeaderMedia; buttons?: Record<string, SourceInput> } = {}
   for (const s of slotsOf(t)) {
     const names = slotFields(s)
+    if (s.media) {
+      out.header = { type: s.media, link: read(names.value).trim() }
+      continue
+    }
     const kind = read(names.from)
     const value = read(names.value).trim()
     const source: SourceInput =

@@ -431,7 +431,8 @@ export async function markSent(
   const [row] = await sql<{ ids: number[]; announced: number }[]>`
     ${sql.unsafe(GENERIC_PLAN)} with sent as (
       update messages m
-      set status = 'sent', message_sid = v.sid, sent_at = ${nowOf(sql, clock)}, handoff_until = null
+      set status = 'sent', message_sid = v.sid, sent_at = ${nowOf(sql, clock)}, handoff_until = null,
+        provider_template = m.provider_template - 'sealedSecret'
       from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
       where m.id = v.id and m.status = 'queued'
       returning m.id, m.message_sid, m.api_key_id, m.phone, m.announce_outcome

@@ -1,33 +1,68 @@
-// A secret a message carried (a one-time code, issue 30 §4), masked in what the service keeps of the
-// message once the provider has taken it: its `body` and its `provider_template` (the values of the
-// template's parameters). Until then a recovered hand-off needs them as they were; after it nothing
-// reads them but the account's own GET /messages, which must not show a code the service keeps only
-// as a hash.
+// A secret a message carries (a verification's one-time code, issue 30 §4) is never kept readable on
+// the message's row: from the moment the message is charged its `body` and every value of its
+// `provider_template` equal to the code show it masked (SECRET_MASK's dots, one per character), so GET
+// /messages, the message pages, the inbox, exports, logs and webhooks' payloads, which all read the row,
+// never show it. The provider must get the code: the hand-off is given the message as it was filled,
+// and the row keeps the code sealed (AES-GCM under the secrets key, bound to the request's token) in
+// provider_template.sealedSecret, so a hand-off recovered from the row (another process, after a
+// crash) opens it and sends the same. Once the provider has taken the message the sealed copy is dropped
+// (handoff.ts markSent, in the statement that records its SID).
 
-import type { Db } from '../../db/client'
+import type { SecretBox } from '../../lib/secrets'
+import type { NewMessage } from '../ledger/service'
+import type { StoredTemplate } from '../../providers/provider'
 
-/** Every string equal to `secret` in `value` replaced by `mask`. */
-function masked(value: unknown, secret: string, mask: string): unknown {
-  if (typeof value === 'string') return value === secret ? mask : value
-  if (Array.isArray(value)) return value.map((v) => masked(v, secret, mask))
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, masked(v, secret, mask)]))
+/** One mask character per character of the secret. */
+export const SECRET_MASK = '•'
+
+const maskOf = (secret: string) => SECRET_MASK.repeat(secret.length)
+// The token as the row's uuid column gives it back (lower case, no dashes), whatever form it was made in.
+const contextOf = (requestToken: string) => `message-secret:${requestToken.toLowerCase().replaceAll('-', '')}`
+
+/** Every string equal to `from` in `value` replaced by `to`. */
+function swapped(value: unknown, from: string, to: string): unknown {
+  if (typeof value === 'string') return value === from ? to : value
+  if (Array.isArray(value)) return value.map((v) => swapped(v, from, to))
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, swapped(v, from, to)]))
   return value
 }
 
 /**
- * Masks `secret` in the handed-over messages of a request (its token): each occurrence in the body,
- * each parameter value equal to it in provider_template. A message not handed over yet (no SID) keeps it.
+ * The message as its row keeps it: `secret` masked in its body and its template's values, and sealed
+ * (for `requestToken`'s row only) in its template's `sealedSecret`. A message without a template keeps
+ * nothing to open, so a secret can only go in a template's parameter.
  */
-export async function maskSentSecret(sql: Db, requestToken: string, secret: string): Promise<number> {
-  const mask = '*'.repeat(secret.length)
-  const rows = await sql<{ id: number; body: string; provider_template: unknown }[]>`
-    select id, body, provider_template from messages where request_token = ${requestToken} and message_sid is not null`
-  for (const row of rows) {
-    const stored = typeof row.provider_template === 'string' ? JSON.parse(row.provider_template) : row.provider_template
-    const template = stored === null ? null : masked(stored, secret, mask)
-    await sql`
-      update messages set body = ${row.body.split(secret).join(mask)}, provider_template = ${template === null ? null : sql.json(template as Parameters<typeof sql.json>[0])}
-      where id = ${row.id} and request_token = ${requestToken}`
+export async function sealedMessage(secrets: SecretBox, message: NewMessage, secret: string, requestToken: string): Promise<NewMessage> {
+  const template = message.providerTemplate
+  if (!template) throw new Error('a secret goes in a template parameter only')
+  const mask = maskOf(secret)
+  const sealedSecret = await secrets.seal(secret, contextOf(requestToken))
+  return {
+    ...message,
+    body: message.body.split(secret).join(mask),
+    providerTemplate: { ...(swapped(template, secret, mask) as StoredTemplate), sealedSecret },
   }
-  return rows.length
+}
+
+/**
+ * A row's message as its provider must get it (a recovered hand-off): its sealed secret opened and put
+ * back where it was masked. A row without one is returned as it is.
+ */
+export async function openedMessage<T extends { body: string; provider_template: StoredTemplate | null; request_token: string | null }>(
+  secrets: SecretBox,
+  row: T,
+): Promise<T> {
+  const template = row.provider_template
+  if (!template?.sealedSecret || !row.request_token) return row
+  const { sealedSecret, ...rest } = template
+  const secret = await secrets.open(sealedSecret, contextOf(row.request_token))
+  const mask = maskOf(secret)
+  return { ...row, body: row.body.split(mask).join(secret), provider_template: swapped(rest, mask, secret) as StoredTemplate }
+}
+
+/** A stored template as shown (API, pages): without its sealed secret. */
+export function shownTemplate(t: StoredTemplate | null): StoredTemplate | null {
+  if (!t || t.sealedSecret === undefined) return t
+  const { sealedSecret: _sealed, ...rest } = t
+  return rest
 }

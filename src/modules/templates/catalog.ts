@@ -35,8 +35,11 @@ export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number]
 export const TEMPLATE_QUALITIES = ['green', 'yellow', 'red', 'unknown'] as const
 export type TemplateQuality = (typeof TEMPLATE_QUALITIES)[number]
 
-/** Who said so: an operator's submission or edit, a sync, a provider's webhook, the simulator's approval. */
-export type ChangeSource = 'operator' | 'sync' | 'meta' | 'twilio' | 'simulator'
+/**
+ * Who said so: an operator's submission, edit or deletion (a member's, where the operator allows it:
+ * rights.ts), a sync, a provider's webhook, the simulator's approval.
+ */
+export type ChangeSource = 'operator' | 'member' | 'sync' | 'meta' | 'twilio' | 'simulator'
 
 export type WaTemplate = {
   id: number

@@ -11,7 +11,14 @@ import { envelopeOf, errorsOf } from '../../http/openapi'
 import { formatTimestamp } from '../../lib/time'
 import { SendRefused } from '../messages/model'
 import { checkVerification, getVerification, startVerification, type Verification } from './service'
-import { CheckedVerification, CheckVerificationBody, StartVerificationBody, VerificationView } from './model'
+import {
+  CheckedVerification,
+  CheckVerificationBody,
+  StartVerificationBody,
+  VerificationLimited,
+  VerificationPending,
+  VerificationView,
+} from './model'
 
 const tags = ['Verifications']
 
@@ -30,7 +37,13 @@ export const verificationsApi = (deps: Deps) =>
       },
       {
         body: StartVerificationBody,
-        response: { 201: envelopeOf(VerificationView), ...errorsOf(400, 401, 402, 409, 422, 429), 502: SendRefused },
+        response: {
+          201: envelopeOf(VerificationView),
+          ...errorsOf(400, 401, 402, 422),
+          409: VerificationPending,
+          429: VerificationLimited,
+          502: SendRefused,
+        },
         detail: {
           tags,
           summary: 'Send a one-time code (extension)',
@@ -38,8 +51,12 @@ export const verificationsApi = (deps: Deps) =>
             'Makes a code of VERIFY_CODE_LENGTH digits (6), valid for VERIFY_TTL_SECONDS (600), and sends it to `to` through an ' +
             'approved authentication template: `template_id`, or the account’s first approved authentication template whose ' +
             'body takes one parameter (none: 422 naming the fix). The code fills the body and the template’s code button. It is ' +
-            'a message like any other: charged at the current price, refused before the charge as a send is (402, 422, 429, ' +
-            'refunded and 502 when the provider refuses it). The service keeps only a keyed digest of the code (HMAC under its secrets key). At most ' +
+            'a message like any other: charged at the current price, refused before the charge as a send is: 402 ' +
+            '`INSUFFICIENT_BALANCE` or `SPEND_CAP_REACHED`; 422 `VALIDATION_ERROR` (`to`, `template_id` and the fix), ' +
+            "`TEMPLATE_NOT_APPROVED` (the template is not approved: its status named), `SENDER_DISABLED` (the template's sender is " +
+            "disabled) or `RECIPIENT_OPTED_OUT`; 429 `MESSAGING_LIMIT` or `RATE_LIMITED` (the sender's pace); and 502 " +
+            '`BAD_GATEWAY`, refunded, when the provider refuses it. The service keeps only a keyed digest of the code (HMAC under ' +
+            'its secrets key), and the message shows it masked (••••••). At most ' +
             'VERIFY_PER_NUMBER (5) verifications per number and VERIFY_PER_ACCOUNT (1000) in all per VERIFY_WINDOW_SECONDS (600) ' +
             'per account: beyond them 429 `RATE_LIMITED` with `Retry-After`, nothing sent or charged (a verification whose send ' +
             'failed does not count).',

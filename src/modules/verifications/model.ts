@@ -2,6 +2,7 @@
 
 import { t } from 'elysia'
 import { JsonId } from '../../http/models'
+import { ErrorEnvelope } from '../../http/openapi'
 
 export const StartVerificationBody = t.Object(
   {
@@ -43,4 +44,30 @@ export const VerificationView = t.Object(fields)
 export const CheckedVerification = t.Object({
   ...fields,
   valid: t.Boolean({ description: 'Whether this code was the right one' }),
+})
+
+/** The 429 of a start: its own limits, the sender's pace and messaging limit, the key's rate. */
+export const VerificationLimited = t.Object(ErrorEnvelope.properties, {
+  description:
+    '`RATE_LIMITED`: the account started VERIFY_PER_NUMBER verifications for this number, or VERIFY_PER_ACCOUNT in all, in the ' +
+    "last VERIFY_WINDOW_SECONDS (`Retry-After`: until the oldest counted leaves the window); or the sender's pace could not take " +
+    "the message within SEND_WAIT_MS; or the API key is over its rate. `MESSAGING_LIMIT`: the sender's messaging limit (unique " +
+    'recipients of business-initiated messages per rolling 24 hours) is used up, `Retry-After` until the oldest frees. Nothing was ' +
+    'sent or charged, and the verification does not count',
+  examples: [
+    {
+      success: false,
+      code: 'RATE_LIMITED',
+      error:
+        'this account has for +6281234567890 started 5 verifications in the last 600 s, its limit; nothing was sent or charged, retry in 412 s',
+      request_id: '0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21',
+    },
+  ],
+})
+
+/** The 409 of a start: its message was still being handed over when the answer was due. */
+export const VerificationPending = t.Object(ErrorEnvelope.properties, {
+  description:
+    "`CONFLICT`: the code's message was charged and is still being handed to the provider elsewhere (a hand-off taken over " +
+    'after a crash); its outcome is not known yet. Start a new verification later if the code does not arrive',
 })

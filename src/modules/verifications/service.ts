@@ -18,7 +18,6 @@ import { usableTemplate, usableTemplates, type WaTemplate } from '../templates/c
 import { requireApproved } from '../templates/fill'
 import { parametersOf } from '../templates/parameters'
 import { sendOne, type Sending } from '../messages/service'
-import { maskSentSecret } from '../messages/redact'
 import type { SendBody } from '../messages/model'
 import { accountEvent } from '../webhooks/events'
 
@@ -179,14 +178,12 @@ export async function startVerification(
   const send: SendBody = { to: phone, template_id: template.id, variables: { [codeKeyOf(template)]: code } }
   let sent: Awaited<ReturnType<typeof sendOne>>
   try {
-    sent = await sendOne(deps, principal, send, requestToken)
+    sent = await sendOne(deps, principal, send, requestToken, code)
   } catch (error) {
     // Not sent (refused before the charge, or by the provider and refunded): the verification does not count.
     await deps.sql`update verifications set status = 'failed' where id = ${id}`
     throw error
   }
-  // Handed over: the code is masked in what the message keeps (GET /messages shows ******); a queued one keeps it until sent.
-  if ('message_id' in sent) await maskSentSecret(deps.sql, requestToken, code)
   const messageSid = 'message_id' in sent ? sent.message_id : null
   const messageId = 'id' in sent ? sent.id : null
   await deps.sql`update verifications set message_sid = ${messageSid}, message_id = ${messageId} where id = ${id}`
