@@ -70,7 +70,7 @@ export type NewMessage = {
   replyTo?: string | null
 }
 
-/** WhatsApp's pricing categories: a message is charged the price of its category (sql/0043). */
+/** WhatsApp's pricing categories: a message is charged the price of its category (sql/0042). */
 export const CATEGORIES = ['marketing', 'utility', 'authentication', 'service'] as const
 export type Category = (typeof CATEGORIES)[number]
 /** The four prices of an account (or the global price), each resolved: its own, else `cost_per_message`. */
@@ -173,7 +173,7 @@ export async function priceOf(
 
 /**
  * The price of one message of `category` for an account now (the global price for null): the one
- * place a price is resolved (sql/0043's account_category_price), for the quote and the charges alike.
+ * place a price is resolved (sql/0042's account_category_price), for the quote and the charges alike.
  */
 export async function categoryPriceOf(db: Db, accountId: number | null, category: Category): Promise<number> {
   const [row] = await db<{ cost: number }[]>`select account_category_price(${accountId}, ${category}) as cost`
@@ -610,7 +610,7 @@ export const refundsWhenFailing = (sql: Db, m: string): Fragment =>
 const trustedSender = (sql: Db, m: string): Fragment =>
   sql`(${sql(m)}.sender_id is null or exists (select 1 from senders s where s.id = ${sql(m)}.sender_id and s.late_failures = 'refund'))`
 
-// Settlement on the provider's word (sql/0044). Meta's status webhooks say how it priced each message
+// Settlement on the provider's word (sql/0043). Meta's status webhooks say how it priced each message
 // (`pricing`). The category it reports, mapped onto the four (reportedCategory), or `service` when it
 // marks the message free, settles the message once: its cost becomes that category's price now for its
 // account (unless the account's price keeps charges: `settle: keep`), with one `settlement` ledger row,

@@ -336,7 +336,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
       from e left join senders s on s.id = e.sender_id left join portfolios p on p.id = s.portfolio_id
     )
     select b.ord::int as ord, b.budget, b.label, b.tier, a.balance,
-           -- The price of the entry's category: the ledger's one price rule (sql/0043), as the charge resolves it.
+           -- The price of the entry's category: the ledger's one price rule (sql/0042), as the charge resolves it.
            ${categoryPrice(sql, sql`b.account_id`, sql`b.category`)} as price,
            exists (select 1 from opt_outs o where o.account_id = b.account_id and o.phone = b.phone) as opted_out,
            w.at as last_at, coalesce(w.at > ${now} - make_interval(hours => ${WINDOW_HOURS}), false) as open,
