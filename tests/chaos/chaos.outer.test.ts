@@ -62,6 +62,11 @@ for (const seed of SEEDS) {
     expect(report.stats['messages inside the window']).toBeGreaterThan(20)
     expect(report.stats['refused for the window (WINDOW_CLOSED)']).toBeGreaterThan(0)
     expect(report.stats["customers' STOPs"]).toBeGreaterThan(0)
+    // WhatsApp templates sent while Meta changed them (templates.ts): messages charged and handed to
+    // Meta, status changes taken, and the campaign run while its template was paused.
+    expect(report.stats['template messages']).toBeGreaterThan(0)
+    expect(report.stats['template changes by Meta (status)']).toBeGreaterThan(0)
+    expect(report.stats['template campaigns run while their template was paused']).toBe(1)
     if (report.mode === 'postgres') {
       expect(report.stats['lost COMMIT answers']).toBeGreaterThan(0)
       expect(report.stats['database outages']).toBeGreaterThan(0)

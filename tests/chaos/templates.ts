@@ -127,7 +127,8 @@ export function createTemplateWorld(seed: number) {
           method: 'POST',
           headers: metaWebhookHeaders(body, META_SENDER.credentials.app_secret),
           body,
-          signal: AbortSignal.timeout(30_000),
+          // Never past the deadline: a held-back webhook waits for the one before it, which must not outlive the run's budget.
+          signal: AbortSignal.timeout(Math.max(1, Math.min(30_000, deadline - Date.now()))),
         })
         if (answer.status === 200) return Date.now()
       } catch {

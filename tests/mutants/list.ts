@@ -1167,6 +1167,48 @@ export const MUTATIONS: Mutation[] = [
     filter: 'changed nothing still counts',
   },
   {
+    name: 'template-charge-status',
+    breaks:
+      "a single send's WhatsApp template paused by Meta's webhook between the send's check and its charge is charged, handed to Meta and refused there (132015), refunded",
+    edits: [
+      {
+        file: 'src/modules/ledger/service.ts',
+        find: "where i.ord not in (select ord from existing) and w.status <> 'approved'",
+        replace: 'where i.ord not in (select ord from existing) and false',
+      },
+    ],
+    tests: ['tests/templates/status-race.test.ts'],
+    filter: 'between the check and the charge',
+  },
+  {
+    name: 'template-charge-status-bulk',
+    breaks:
+      "a bulk's entries of a WhatsApp template paused by Meta's webhook after the bulk's checks are charged, handed to Meta and refused there (132015), refunded",
+    edits: [
+      {
+        file: 'src/modules/ledger/service.ts',
+        find: "case when exists (select 1 from unapproved) then 'template'",
+        replace: "case when false then 'template'",
+      },
+    ],
+    tests: ['tests/templates/status-race.test.ts'],
+    filter: 'paused after the checks',
+  },
+  {
+    name: 'template-recovery-status',
+    breaks:
+      'a send whose first run charged a WhatsApp template, repeated with its Idempotency-Key after the template was paused, answers 422 "not approved, nothing was charged" for a message charged and sent',
+    edits: [
+      {
+        file: 'src/modules/messages/admission.ts',
+        find: '  requireSenderOf(t, sender.id, at)\n',
+        replace: '  requireSenderOf(t, sender.id, at)\n  requireApproved(t, at)\n',
+      },
+    ],
+    tests: ['tests/templates/status-race.test.ts'],
+    filter: 'first run charged',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',

@@ -83,6 +83,10 @@ const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId
 const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? null) as number[]
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
+/** The WhatsApp templates of a batch's messages (messages/content.ts: provider_template.templateId). */
+const waTemplateIds = (messages: NewMessage[]) => [
+  ...new Set(messages.flatMap((m) => (m.providerTemplate?.templateId === undefined ? [] : [m.providerTemplate.templateId]))),
+]
 const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
 const replyTos = (messages: NewMessage[]) => messages.map((m) => m.replyTo ?? null) as string[]
 const categories = (messages: NewMessage[]) => messages.map((m) => m.category ?? null) as string[]
@@ -95,7 +99,11 @@ export type Charged = { ids: number[]; cost: number; costs: number[]; balanceAft
  * A charge refused, nothing changed: the balance cannot pay, or it would take what the key was
  * charged today (`spentToday`) past its daily cap. The cap is checked first.
  */
-export type Refused = { refused: 'balance' } | { refused: 'spend_cap'; cap: number; spentToday: number }
+export type Refused =
+  | { refused: 'balance' }
+  | { refused: 'spend_cap'; cap: number; spentToday: number }
+  /** A WhatsApp template of the messages is no longer approved (chargeSingles, chargeAll): its status now. */
+  | { refused: 'template'; status: string }
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
@@ -225,12 +233,27 @@ export async function chargeAll(
 ): Promise<Charged | Refused> {
   const now = nowOf(db, clock)
   const rows = await db<
-    { id: number; cost: number; balance: number; fresh: boolean; refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }[]
+    {
+      id: number
+      cost: number
+      balance: number
+      fresh: boolean
+      refused: 'balance' | 'spend_cap' | 'template' | null
+      cap: number
+      spent: number
+      status: string | null
+    }[]
   >`
     with existing as materialized (
       select m.id, m.cost, l.balance_after as balance, m.request_item as ord
       from messages m join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = ${requestToken}
+    ), unapproved as materialized (
+      -- A WhatsApp template a webhook paused, disabled or rejected after the request checked it: the
+      -- statement charges nothing (the caller fails that template's entries and charges the rest).
+      select w.status from wa_templates w
+      where w.id = any(${waTemplateIds(messages)}::bigint[]) and w.status <> 'approved' and not exists (select 1 from existing)
+      limit 1
     ), priced as materialized (
       -- Each message's category (given, else its WhatsApp template's, else service) and that category's price.
       select ord, category, account_category_price(${owner.accountId}, category) as cost
@@ -249,7 +272,8 @@ export async function chargeAll(
       for no key update
     ), verdict as materialized (
       select a.*, s.cap, s.spent,
-             case when s.cap is not null and s.spent + a.cost > s.cap then 'spend_cap'
+             case when exists (select 1 from unapproved) then 'template'
+                  when s.cap is not null and s.spent + a.cost > s.cap then 'spend_cap'
                   when a.balance < a.cost then 'balance' end as refused
       from account a left join spender s on true
     ), debit as (
@@ -292,14 +316,17 @@ export async function chargeAll(
       select ${owner.accountId}, 'charge', -cost, balance, id, ${now}
       from charged
     )
-    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from charged
+    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent, null::text as status
+    from charged
     union all
-    select id, cost, balance, ord, false, null, null, null from existing
+    select id, cost, balance, ord, false, null, null, null, null from existing
     union all
-    select null, null, null, 0, false, refused, cap, spent from verdict where refused is not null
+    select null, null, null, 0, false, refused, cap, spent, (select status from unapproved) from verdict where refused is not null
     order by ord`
   const refusal = rows.find((r) => r.refused !== null)
-  if (refusal) return refusedOf(refusal)
+  if (refusal?.refused === 'template') return { refused: 'template', status: refusal.status! }
+  if (refusal?.refused === 'spend_cap') return { refused: 'spend_cap', cap: refusal.cap, spentToday: refusal.spent }
+  if (refusal) return { refused: 'balance' }
   // No row at all: no such account, refused as a short balance (as before caps).
   if (rows.length === 0) return { refused: 'balance' }
   if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows.reduce((sum, r) => sum + r.cost, 0))
@@ -311,9 +338,6 @@ export async function chargeAll(
     fresh: rows[0]!.fresh,
   }
 }
-
-const refusedOf = (row: { refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }): Refused =>
-  row.refused === 'spend_cap' ? { refused: 'spend_cap', cap: row.cap, spentToday: row.spent } : { refused: 'balance' }
 
 export type SingleCharge = Owner & { requestToken: string; lease: Lease; message: NewMessage }
 
@@ -332,7 +356,17 @@ export async function chargeSingles(
 ): Promise<(Charged | Refused)[]> {
   const now = nowOf(db, clock)
   const rows = await db<
-    { ord: number; id: number; cost: number; balance: number; fresh: boolean; refused: 'spend_cap' | null; cap: number; spent: number }[]
+    {
+      ord: number
+      id: number
+      cost: number
+      balance: number
+      fresh: boolean
+      refused: 'spend_cap' | 'template' | null
+      cap: number
+      spent: number
+      status: string | null
+    }[]
   >`
     with input as (
       select * from unnest(${requests.map((r) => r.accountId)}::bigint[], ${requests.map((r) => r.keyId) as number[]}::bigint[],
@@ -358,8 +392,16 @@ export async function chargeSingles(
       join input i on i.request_token = m.request_token
       join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = any(${requests.map((r) => r.requestToken)}::uuid[]) and m.request_item = 1
+    ), unapproved as materialized (
+      -- A WhatsApp template (provider_template.templateId) read under this statement's snapshot: one that a
+      -- webhook paused, disabled or rejected after the send checked it (while it waited for its pace, say)
+      -- is refused here, uncharged, as the check would have refused it.
+      select i.ord, w.status from input i
+      join wa_templates w on w.id = (i.provider_template::jsonb->>'templateId')::bigint
+      where i.ord not in (select ord from existing) and w.status <> 'approved'
     ), fresh as (
-      select *, coalesce(given_category, message_category(template_id)) as category from input where ord not in (select ord from existing)
+      select *, coalesce(given_category, message_category(template_id)) as category from input
+      where ord not in (select ord from existing) and ord not in (select ord from unapproved)
     ), locked as materialized (
       select a.id, a.balance, account_refunds_late_failures(a.id) as refund_late
       from accounts a
@@ -409,13 +451,16 @@ export async function chargeSingles(
       insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
       select account_id, 'charge', -cost, balance, id, ${now} from accepted
     )
-    select ord::int as ord, id, cost, balance, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from accepted
+    select ord::int as ord, id, cost, balance, true as fresh, null as refused, null::bigint as cap, null::bigint as spent,
+           null::text as status from accepted
     union all
-    select ord::int, id, cost, balance, false, null, null, null from existing
+    select ord::int, id, cost, balance, false, null, null, null, null from existing
+    union all
+    select ord::int, null, null, null, false, 'template', null, null, status from unapproved
     union all
     -- What the key was charged today includes this statement's charges before the refused request.
     select ord::int, null, null, null, false, 'spend_cap', cap,
-           (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint
+           (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint, null
     from capped c where over_cap`
   const byOrd = new Map(rows.map((r) => [r.ord, r]))
   const charged = rows.filter((r) => r.fresh)
@@ -423,7 +468,8 @@ export async function chargeSingles(
   return requests.map((_, i): Charged | Refused => {
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
-    if (row.refused !== null) return refusedOf(row)
+    if (row.refused === 'template') return { refused: 'template', status: row.status! }
+    if (row.refused === 'spend_cap') return { refused: 'spend_cap', cap: row.cap, spentToday: row.spent }
     return { ids: [row.id], cost: row.cost, costs: [row.cost], balanceAfter: row.balance, fresh: row.fresh }
   })
 }

@@ -58,6 +58,13 @@ export type Prepared = NewMessage & {
   sender: Sender
   category: Category
   maxPrice: number | null
+  /** Its `to` as given (a refused entry is answered with it; else its phone). */
+  givenTo?: string
+  /**
+   * Its WhatsApp template, whose status (rule 3) judge() checks with the facts: a repeat of a request
+   * whose first run charged it goes on whatever the status is now (a webhook may have paused it since).
+   */
+  waTemplate?: WaTemplate
 }
 
 /** An entry refused before the charge: its index and its error (the code a send answers, a bulk entry fails with). */
@@ -85,11 +92,31 @@ export async function templateForSender(sql: Db, t: WaTemplate, senderId: number
   return (await findTemplate(sql, senderId, t.name, t.language)) ?? t
 }
 
-/** Rules 2 and 3 for a WhatsApp template, then its values: the filled template. */
+/**
+ * Rule 2 for a WhatsApp template, then its values: the filled template. Its status (rule 3) is judged
+ * with the facts (notApproved, in judge), except that a template not approved answers that before
+ * its values' errors.
+ */
 export function waTemplateMessage(t: WaTemplate, input: EntryInput, rich: ReturnType<typeof richOf>, sender: Sender, at: string) {
   requireSenderOf(t, sender.id, at)
-  requireApproved(t, at)
-  return fillTemplate(t, input, rich, sender.providerName, at)
+  try {
+    return fillTemplate(t, input, rich, sender.providerName, at)
+  } catch (error) {
+    requireApproved(t, at)
+    throw error
+  }
+}
+
+/** Rule 3: the 422 TEMPLATE_NOT_APPROVED of an entry whose WhatsApp template is not approved now, else null. */
+export function notApproved(p: Pick<Prepared, 'waTemplate'>, at: string): ApiError | null {
+  if (!p.waTemplate || p.waTemplate.status === 'approved') return null
+  try {
+    requireApproved(p.waTemplate, at)
+  } catch (error) {
+    if (error instanceof ApiError) return error
+    throw error
+  }
+  return null
 }
 
 /** The extension fields of a WhatsApp template only: an account template takes `variables` and header media alone. */
@@ -184,14 +211,15 @@ export async function prepareEntries(
       let rich = richOf(entry, path)
       // A kind the sender's provider cannot send is refused here, before anything is charged.
       requireSupported(rich, sender.provider, path)
-      if (rich?.type === 'reaction') rich = { ...rich, message_id: requireQuoted(quoted[index] ?? null, phone, `${path}reaction.message_id`) }
+      if (rich?.type === 'reaction')
+        rich = { ...rich, message_id: requireQuoted(quoted[index] ?? null, phone, `${path}reaction.message_id`) }
       const replyTo = entry.reply_to === undefined ? null : requireQuoted(quoted[index] ?? null, phone, `${path}reply_to`)
       if (replyTo !== null && sender.provider.quoteProblem) throw badValue(`${path}${sender.provider.quoteProblem}; nothing was charged`)
-      const base = { index, provider, sender, senderId, phone, validitySeconds, maxPrice, replyTo }
+      const base = { index, provider, sender, senderId, phone, validitySeconds, maxPrice, replyTo, givenTo: entry.to }
       const wa = entryTemplates[index]
       if (wa) {
         const filled = waTemplateMessage(wa, entry, rich, sender, path)
-        return { ...base, mediaUrl: null, ...filled, category: categoryOf(wa) }
+        return { ...base, mediaUrl: null, ...filled, category: categoryOf(wa), waTemplate: wa }
       }
       if (entry.template_id !== undefined) {
         const template = templatesByProvider.get(provider)!.get(entry.template_id)
@@ -383,9 +411,12 @@ export const priceCapPause = (category: Category, price: number, maxPrice: numbe
 export const aboveMax = (price: number, maxPrice: number | null): boolean => maxPrice !== null && price > maxPrice
 
 /**
- * Rules 4 to 6 for one prepared entry and its facts: its refusal, or null. `at`: the entry's path in errors.
+ * Rules 3 (its WhatsApp template's status) to 6 for one prepared entry and its facts: its refusal, or
+ * null. `at`: the entry's path in errors. A repeat of a request that charged (`f.charged`) is not judged.
  */
 export function judge(config: Deps['config'], p: Prepared, f: Facts, at: string): ApiError | null {
+  const unapproved = notApproved(p, at)
+  if (unapproved) return unapproved
   if (f.optedOut) return optedOutError(p.phone)
   if (checksWindow(config, p.sender) && freeForm(p) && !f.open)
     return windowClosed(`${at}to`, f.lastAt, config.timezone, p.sender.providerName)
@@ -449,6 +480,11 @@ export async function quotePrepared(
   prepared: (Prepared | Refusal)[],
   at: (index: number) => string,
 ): Promise<Quote> {
+  // A WhatsApp template not approved is refused as in a send (the quote has no request to repeat).
+  prepared = prepared.map((p) => {
+    const refused = isRefusal(p) ? null : notApproved(p, at(p.index))
+    return refused ? { index: p.index, to: (p as Prepared).givenTo ?? (p as Prepared).phone, error: refused } : p
+  })
   const ok = prepared.filter((p): p is Prepared => !isRefusal(p))
   // Refused entries are priced too (as service messages, or their WhatsApp template's category).
   const probe: FactsItem[] = [

@@ -8,7 +8,7 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { MAX_BULK_MESSAGES } from '../../lib/validate'
-import { chargeAll, type NewMessage } from '../ledger/service'
+import { chargeAll, type Charged, type Lease, type NewMessage, type Refused } from '../ledger/service'
 import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
@@ -53,8 +53,10 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     const admittedFacts: Facts[] = []
     valid.forEach((p, i) => {
       const refused = judge(deps.config, p, facts[i]!, `messages[${p.index}].`)
-      // An opted-out entry is answered with its `to` as given, the others normalised (as before admission.ts).
-      if (refused) return fail(p.index, refused.code === 'RECIPIENT_OPTED_OUT' ? input.messages[p.index]!.to : p.phone, refused)
+      // An opted-out entry, or one of a template not approved, is answered with its `to` as given, the
+      // others normalised (as before admission.ts).
+      const given = refused?.code === 'RECIPIENT_OPTED_OUT' || refused?.code === 'TEMPLATE_NOT_APPROVED'
+      if (refused) return fail(p.index, given ? input.messages[p.index]!.to : p.phone, refused)
       admitted.push(p)
       admittedFacts.push(facts[i]!)
     })
@@ -68,17 +70,48 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     }
   }
 
+  /**
+   * The valid entries charged in one statement, which refuses them all when a WhatsApp template of
+   * theirs is no longer approved (a webhook paused it after the checks above): the entries of such a
+   * template then fail uncharged (TEMPLATE_NOT_APPROVED) and the others are charged. Null when none is left.
+   */
+  const chargeApproved = async (lease: Lease): Promise<Charged | Refused | null> => {
+    for (;;) {
+      const charged = await retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock))
+      if (!('refused' in charged) || charged.refused !== 'template') return charged
+      const ids = [...new Set(valid.flatMap((m) => (m.providerTemplate?.templateId === undefined ? [] : [m.providerTemplate.templateId])))]
+      const stopped = new Map(
+        (
+          await deps.sql<{ id: number; name: string; language: string; status: string }[]>`
+            select id, name, language, status from wa_templates where id = any(${ids}::bigint[]) and status <> 'approved'`
+        ).map((t) => [Number(t.id), t]),
+      )
+      valid = valid.filter((m) => {
+        const t = m.providerTemplate?.templateId === undefined ? undefined : stopped.get(m.providerTemplate.templateId)
+        if (!t) return true
+        results[m.index] = {
+          to: input.messages[m.index]!.to,
+          status: 'failed',
+          code: 'TEMPLATE_NOT_APPROVED',
+          error:
+            `messages[${m.index}].template_id: template ${t.id} (${t.name}, ${t.language}) is ${t.status}, not approved, ` +
+            'so it cannot be sent; nothing was charged',
+        }
+        return false
+      })
+      if (valid.length === 0) return null
+    }
+  }
+
   let sent = 0
   let queued = 0
   let cost = 0
   let balanceAfter: number
-  if (valid.length === 0) {
+  const lease = valid.length === 0 ? null : deps.handoff.lease()
+  const charged = lease === null ? null : await limit.settleAfter(chargeApproved(lease))
+  if (charged === null) {
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
   } else {
-    const lease = deps.handoff.lease()
-    const charged = await limit.settleAfter(
-      retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock)),
-    )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
     const costs = charged.costs
     const chargedAt = deps.clock.now().getTime()
@@ -99,7 +132,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       senderId: m.senderId ?? null,
     }))
     // A repeat of the request (the charge was found, not made) waits for the outcomes of whoever holds them.
-    const outcomes = await deps.handoff.many(messages, lease, deps.config.bulkWaitMs, charged.fresh)
+    const outcomes = await deps.handoff.many(messages, lease!, deps.config.bulkWaitMs, charged.fresh)
     // Entries still throttled when the answer is due are answered queued, their outcome announced by
     // webhook; one settled in between is answered with its outcome.
     const late = [...outcomes].filter(([, o]) => 'queued' in o).map(([id]) => id)

@@ -2,6 +2,7 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
 import type { NewMessage, Refused } from '../ledger/service'
+import type { WaTemplate } from '../templates/catalog'
 import { outgoingOf, requireContentShape } from './content'
 import { sealedMessage } from './redact'
 import type { SendBody, SendQueued, SendResult } from './model'
@@ -68,7 +69,7 @@ export async function sendOne(
   const charged = await limit.settleAfter(
     deps.chargeOne({ accountId: principal.accountId, keyId: principal.keyId, requestToken, lease, message: stored }),
   )
-  if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone)
+  if ('refused' in charged) throw refusal(charged, 'this message', deps.config.timezone, p.waTemplate)
   const id = charged.ids[0]!
 
   const outgoing = outgoingOf(
@@ -119,8 +120,16 @@ export async function sendOne(
  * what the key was charged today past its daily cap (the cap's own code, so that an integration
  * tells waiting for tomorrow from asking for a top-up).
  */
-export function refusal(refused: Refused, what: string, tz: string): ApiError {
+export function refusal(refused: Refused, what: string, tz: string, template?: WaTemplate | null): ApiError {
   if (refused.refused === 'balance') return new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${what}`)
+  if (refused.refused === 'template') {
+    // Its WhatsApp template stopped being approved between the check and the charge (a webhook in between).
+    const named = template ? `template ${template.id} (${template.name}, ${template.language})` : 'its WhatsApp template'
+    return new ApiError(
+      'TEMPLATE_NOT_APPROVED',
+      `template_id: ${named} is ${refused.status}, not approved, so it cannot be sent; nothing was charged`,
+    )
+  }
   return new ApiError(
     'SPEND_CAP_REACHED',
     `this API key's daily spend cap of ${refused.cap} would be passed by ${what}: it was charged ${refused.spentToday} today ` +
