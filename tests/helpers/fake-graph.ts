@@ -46,6 +46,13 @@
 // X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
 // With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
 // as a failed status after accepting; refused at once here, which the service treats the same: refunded).
+//
+// Manners (issue 32): `customerWrites` may quote a message (`context`, Meta's `context.id`/`context.from`)
+// or react to one (`reaction`). `POST /{phone-number-id}/messages` with `status: "read"` marks a message
+// read (`typing_indicator: {type: "text"}` optional; recorded in `reads`, answered `{success: true}`), and a
+// message may carry `context.message_id` or be `type: "reaction"` (`reaction.message_id`, `emoji`; empty
+// removes). A message id the fake never issued nor received is refused as Meta refuses a parameter's value
+// (131009, "Parameter value is not valid"; the details are the fake's words).
 
 //
 // Pricing analytics: every message the fake accepts is kept as delivered (`delivered`: its wamid, phone
@@ -206,7 +213,21 @@ export type FakeGraph = {
    * A customer writes to a phone number id: posts the signed `messages[]` notification to the service
    * (`appSecret`: else the phone's registered one) and opens the fake's window; the service's answer.
    */
-  customerWrites(o: { phoneNumberId: string; from: string; text: string; name?: string; appSecret?: string }): Promise<Response>
+  customerWrites(o: {
+    phoneNumberId: string
+    from: string
+    text: string
+    name?: string
+    appSecret?: string
+    /** The message it quotes (a swiped reply): Meta's `context.id`. */
+    context?: string
+    /** A reaction instead of text: to `message_id`, `emoji` (empty: removed). */
+    reaction?: { message_id: string; emoji: string }
+  }): Promise<Response>
+  /** The message ids customers wrote (customerWrites), as Meta knows them. */
+  customerIds: string[]
+  /** Every read receipt it took: the phone number id, the message and whether a typing indicator was asked. */
+  reads: { phoneNumberId: string; messageId: string; typing: boolean }[]
   /** How it priced each message it accepted, by id: a template's category (regular), else service (free_customer_service). */
   pricing: Map<string, MetaPricing>
   /**
@@ -446,11 +467,16 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
       }
       return null
     }
+    case 'reaction': {
+      if (typeof own.message_id !== 'string') return missing('reaction.message_id')
+      if (typeof own.emoji !== 'string') return missing('reaction.emoji')
+      return null
+    }
     default:
       return graphError(
         400,
         100,
-        `(#100) Param type must be one of {TEXT, IMAGE, VIDEO, AUDIO, DOCUMENT, STICKER, LOCATION, INTERACTIVE, TEMPLATE}`,
+        `(#100) Param type must be one of {TEXT, IMAGE, VIDEO, AUDIO, DOCUMENT, STICKER, LOCATION, INTERACTIVE, TEMPLATE, REACTION}`,
       )
   }
 }
@@ -474,6 +500,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
+    customerIds: [],
+    reads: [],
     phones: new Map(),
     accountOf: new Map(),
     templates: new Map(),
@@ -529,14 +557,16 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
       if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
       const from = o.from.replace(/\D/g, '')
+      const customerId = `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`
+      fake.customerIds.push(customerId)
       const body = metaMessagesBody(
         o.phoneNumberId,
         from,
         [
           {
-            id: `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`,
-            type: 'text',
-            text: { body: o.text },
+            id: customerId,
+            ...(o.reaction ? { type: 'reaction', reaction: o.reaction } : { type: 'text', text: { body: o.text } }),
+            ...(o.context ? { context: { from: o.phoneNumberId, id: o.context } } : {}),
           },
         ],
         { name: o.name ?? 'Customer', displayPhoneNumber: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000' },
@@ -603,6 +633,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       fake.accepted.clear()
       fake.ids = []
       fake.pricing.clear()
+      fake.customerIds = []
+      fake.reads = []
       fake.windows.reset()
       fake.createdStatus = 'PENDING'
       fake.creationLimit = 100
@@ -881,6 +913,22 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     }
     const own = fake.answer ? await fake.answer(request, sent) : undefined
     if (own) return own
+    // Manners (issue 32): a read receipt, a quoted message, a reaction name a message Meta knows.
+    const known = (id: unknown) => typeof id === 'string' && (fake.ids.includes(id) || fake.customerIds.includes(id))
+    const unknownMessage = (field: string) => invalid(`${field}: no message with this id in this phone number's conversations`)
+    if (sent?.status === 'read') {
+      if (sent.messaging_product !== 'whatsapp') return missing('messaging_product')
+      if (typeof sent.message_id !== 'string') return missing('message_id')
+      if (sent.typing_indicator !== undefined && sent.typing_indicator?.type !== 'text')
+        return invalid('typing_indicator.type must be text')
+      if (!known(sent.message_id)) return unknownMessage('message_id')
+      fake.reads.push({ phoneNumberId: phoneId, messageId: sent.message_id, typing: sent.typing_indicator !== undefined })
+      return Response.json({ success: true })
+    }
+    if (sent?.context !== undefined && !known(sent.context?.message_id)) return unknownMessage('context.message_id')
+    if (sent?.type === 'reaction' && typeof sent.reaction?.message_id === 'string' && !known(sent.reaction.message_id)) {
+      return unknownMessage('reaction.message_id')
+    }
     const shape = sent ? graphShapeError(sent) : null
     if (shape) return shape
     // A template message from a phone number whose WhatsApp Business Account has templates: checked against them.

@@ -1343,4 +1343,50 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/templates/edits.test.ts'],
     filter: 'one language goes',
   },
+  {
+    name: 'read-charges',
+    breaks: "marking a customer's message read (POST /inbound/{id}/read) takes money from the balance: a read receipt is never charged",
+    edits: [
+      {
+        file: 'src/modules/inbound/manners.ts',
+        find: '  const answer = await provider.markRead({ messageId: row.provider_message_id, phone: row.phone, typing })',
+        replace:
+          '  await deps.sql`update accounts set balance = balance - 1 where id = ${accountId}`\n' +
+          '  const answer = await provider.markRead({ messageId: row.provider_message_id, phone: row.phone, typing })',
+      },
+    ],
+    tests: ['tests/inbound/manners.test.ts'],
+    filter: 'never charged',
+  },
+  {
+    name: 'read-other-account',
+    breaks: "an API key marks another account's inbound message read (and shows a typing indicator to that tenant's customer)",
+    edits: [
+      {
+        file: 'src/modules/inbound/manners.ts',
+        find: 'select provider_message_id, sender_id, phone, type from inbound_messages where id = ${id} and account_id = ${accountId}`',
+        replace: 'select provider_message_id, sender_id, phone, type from inbound_messages where id = ${id}`',
+      },
+    ],
+    tests: ['tests/inbound/manners.test.ts'],
+    filter: 'attacker',
+  },
+  {
+    name: 'reply-to-other-account',
+    breaks: "a send quotes or reacts to another account's message on a number both share (reply_to, reaction.message_id)",
+    edits: [
+      {
+        file: 'src/modules/inbound/quotes.ts',
+        find: 'where account_id = ${accountId} and phone = ${phone} and sender_id is not distinct from ${senderId}\n      and (id = ${ourId}',
+        replace: 'where phone = ${phone} and sender_id is not distinct from ${senderId}\n      and (id = ${ourId}',
+      },
+      {
+        file: 'src/modules/inbound/quotes.ts',
+        find: 'where account_id = ${accountId} and phone = ${phone} and sender_id is not distinct from ${senderId}\n      and message_sid',
+        replace: 'where phone = ${phone} and sender_id is not distinct from ${senderId}\n      and message_sid',
+      },
+    ],
+    tests: ['tests/inbound/manners.test.ts'],
+    filter: 'share',
+  },
 ]

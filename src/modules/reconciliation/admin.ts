@@ -10,7 +10,7 @@ import { DECIMAL } from '../../http/models'
 import { formatTimes } from '../../lib/time'
 import { reconcile } from './service'
 
-const tags = ['Admin: prices']
+const tags = ['Admin']
 
 const SenderQuery = t
   .Transform(
