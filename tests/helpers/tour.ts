@@ -12,6 +12,7 @@ import { createMigratedPostgresDatabase, migratedDataDir, usingPostgres } from '
 import { openBrowser, type TestBrowser } from './browser'
 import { startReceiver, type Receiver } from './receiver'
 import { fakeTwilioAccount } from './fake-twilio-account'
+import { fakeGraph } from './fake-graph'
 
 export const PASSWORD = 'a long enough password'
 /** The widths every page is checked and shown at: a phone and a desktop. */
@@ -64,6 +65,9 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
   // Twilio's account resource, which a Twilio sender's check reads.
   const twilio = fakeTwilioAccount('Toko Budi (WhatsApp)')
   cleanups.push(() => twilio.stop())
+  // The Graph API, which the Meta sender's template sync lists (its business account has none).
+  const graph = fakeGraph()
+  cleanups.push(() => graph.stop())
   const env: Record<string, string> = {
     PORT: '0',
     HOST: '127.0.0.1',
@@ -73,6 +77,9 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     TIMEZONE: 'Asia/Jakarta',
     WEBHOOK_ALLOW_PRIVATE: 'true',
     TWILIO_API_BASE: twilio.url,
+    // Creating or checking a Twilio or Meta sender syncs its templates: from these fakes, never the Internet.
+    TWILIO_CONTENT_API_BASE: twilio.url,
+    META_API_BASE: graph.apiBase,
   }
   if (usingPostgres()) {
     const db = await createMigratedPostgresDatabase()
