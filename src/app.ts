@@ -19,6 +19,7 @@ import { overviewPages } from './modules/accounts/overview-pages'
 import { pricePages } from './modules/accounts/price-pages'
 import { ledgerAdmin } from './modules/ledger/admin'
 import { ledgerPages } from './modules/ledger/pages'
+import { usagePages } from './modules/ledger/usage-pages'
 import { reconciliationAdmin } from './modules/reconciliation/admin'
 import { reconciliationPages } from './modules/reconciliation/pages'
 import { messagesApi } from './modules/messages/api'
@@ -112,6 +113,7 @@ export function createApp(deps: Deps) {
           messagePages,
           inboxPages,
           ledgerPages,
+          usagePages,
           reconciliationPages,
           webhookPages,
           failedDeliveryPages,

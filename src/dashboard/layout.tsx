@@ -14,6 +14,7 @@ const MEMBER_PAGES = [
   ['/dashboard/messages', 'Messages'],
   ['/dashboard/inbox', 'Inbox'],
   ['/dashboard/ledger', 'Ledger'],
+  ['/dashboard/usage', 'Usage'],
   ['/dashboard/contacts', 'Contacts'],
   ['/dashboard/opt-outs', 'Opt-outs'],
   ['/dashboard/templates', 'Templates and segments'],

@@ -33,6 +33,7 @@ const ACCOUNT_PAGES = [
   ['overview', 'Overview'],
   ['messages', 'Messages'],
   ['ledger', 'Ledger'],
+  ['usage', 'Usage'],
   ['contacts', 'Contacts'],
   ['opt-outs', 'Opt-outs'],
   ['templates', 'Templates and segments'],
