@@ -174,7 +174,7 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
       await member.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Templates and segments' }).click()
       await member.getByRole('link', { name: 'WhatsApp templates' }).click()
       await member.waitForURL(`${base}/dashboard/whatsapp-templates`)
-      expect(await member.locator('tbody tr').count()).toBe(3)
+      expect(await member.locator('tbody tr').count()).toBe(4) // the two synced, the two created (fields, JSON)
       expect(await member.getByText('variables.first_name').isVisible()).toBe(true)
       expect(await member.getByRole('button', { name: 'Sync templates' }).count()).toBe(0)
       await bothWidths(member, 'member-wa-templates')
