@@ -4,6 +4,7 @@
 // Targets: the HTTP path reaches >= 60% of the ceiling's messages/s with a p99 <= 2x the ceiling's.
 
 import postgres from 'postgres'
+import { startCountProxy } from './count-proxy'
 import { normalizePhone } from '../src/lib/phone'
 import { randomHex, sha256Hex } from '../src/lib/keys'
 import {
@@ -44,7 +45,17 @@ const TARGET_RATE = 0.6
 const TARGET_P99 = 2
 
 type Shape = 'spread' | 'single'
-type Phase = { path: 'http' | 'ceiling'; shape: Shape; load: LoadResult; cpu: CpuUse; xactsPerSend: number; rowsPerSend: number }
+type Phase = {
+  path: 'http' | 'ceiling'
+  shape: Shape
+  load: LoadResult
+  cpu: CpuUse
+  xactsPerSend: number
+  rowsPerSend: number
+  /** Statements and round trips the service sends to the database per send (the counting phase; the ceiling: 1). */
+  statementsPerSend: number
+  roundTripsPerSend: number
+}
 
 /**
  * The ceiling: one send as ONE statement. It finds the key by its hash (a send must authenticate),
@@ -129,7 +140,7 @@ async function measure(
   monitor: postgres.Sql,
   db: FreshDatabase,
   start: () => Promise<{ pids: number[]; send: (seq: number) => Promise<unknown>; drain: () => Promise<void>; stop: () => Promise<void> }>,
-): Promise<Omit<Phase, 'path' | 'shape'>> {
+): Promise<Omit<Phase, 'path' | 'shape' | 'statementsPerSend' | 'roundTripsPerSend'>> {
   const database = db.name
   await vacuumAnalyze(db.url)
   const before = await databaseCounters(monitor, database)
@@ -164,6 +175,41 @@ async function measure(
     }
   } finally {
     await target.stop()
+  }
+}
+
+/**
+ * The statements and round trips of one send, as the service sends them: a service of its own behind a
+ * counting proxy (count-proxy.ts), `n` sends one after another after a warm-up, less what the service
+ * sends by itself (its workers' polls) over as long again with no send.
+ */
+async function countStatements(
+  ctx: BenchContext,
+  db: FreshDatabase,
+  env: Record<string, string>,
+  send: (url: string, seq: number) => Promise<void>,
+  n: number,
+): Promise<{ statements: number; roundTrips: number; top: [string, number][] }> {
+  const proxy = await startCountProxy(db.url)
+  const service = await startServiceChild({ databaseUrl: proxy.url, env, onCleanup: ctx.onCleanup })
+  try {
+    for (let seq = 0; seq < 20; seq++) await send(service.url, seq)
+    const c0 = proxy.counts()
+    const t0 = performance.now()
+    for (let seq = 0; seq < n; seq++) await send(service.url, seq)
+    const c1 = proxy.counts()
+    await sleep(performance.now() - t0)
+    const c2 = proxy.counts()
+    const per = (k: 'statements' | 'roundTrips') => (c1[k] - c0[k] - (c2[k] - c1[k])) / n
+    const of = (c: typeof c0, text: string) => c.byText.get(text) ?? 0
+    const top = [...c1.byText.keys()]
+      .map((text): [string, number] => [text, (of(c1, text) - of(c0, text) - (of(c2, text) - of(c1, text))) / n])
+      .filter(([, k]) => k >= 0.05)
+      .sort((a, b) => b[1] - a[1])
+    return { statements: per('statements'), roundTrips: per('roundTrips'), top }
+  } finally {
+    await service.stop()
+    proxy.close()
   }
 }
 
@@ -250,10 +296,32 @@ export const send: Benchmark = {
       })
 
     // Each HTTP phase right next to its ceiling, so a burst of other load on the machine hits both.
+    // Statements per send: counted apart, through a proxy, so the measured phases run as they always did.
+    const counted = Math.floor(envNumber('BENCH_SEND_COUNTED', 200, 1))
     const phases: Phase[] = []
     for (const shape of ['spread', 'single'] as const) {
-      phases.push({ path: 'http', shape, ...(await http(shape)) })
-      phases.push({ path: 'ceiling', shape, ...(await ceiling(shape)) })
+      const count = await countStatements(
+        ctx,
+        db,
+        serviceEnv,
+        async (base, seq) => {
+          const a = accounts[pick(shape, seq)]!
+          const res = await fetch(`${base}/api/v1/messages/send`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+            body,
+          })
+          if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`)
+          await res.arrayBuffer()
+        },
+        counted,
+      )
+      console.log(
+        `  statements per send, ${shape === 'spread' ? `spread over ${ACCOUNTS} accounts` : 'one account'} (${counted} sends one after another):`,
+      )
+      for (const [text, k] of count.top) console.log(`    ${k.toFixed(2).padStart(5)}  ${text}`)
+      phases.push({ path: 'http', shape, ...(await http(shape)), statementsPerSend: count.statements, roundTripsPerSend: count.roundTrips })
+      phases.push({ path: 'ceiling', shape, ...(await ceiling(shape)), statementsPerSend: 1, roundTripsPerSend: 1 })
     }
 
     // Every charge is in the ledger and every message was handed over (sent, or later delivered/read).
@@ -269,7 +337,19 @@ export const send: Benchmark = {
     const label = (p: Phase) => `${p.path.padEnd(7)} ${p.shape === 'spread' ? `spread (${ACCOUNTS} accounts)` : 'one account'}`
     console.log(
       table([
-        ['phase', 'msg/s', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'errors', 'xacts/send', 'rows written/send'],
+        [
+          'phase',
+          'msg/s',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'max ms',
+          'errors',
+          'stmts/send',
+          'round trips/send',
+          'xacts/send',
+          'rows written/send',
+        ],
         ...phases.map((p) => [
           label(p),
           fmtRate(p.load.perSecond),
@@ -278,6 +358,8 @@ export const send: Benchmark = {
           fmtMs(p.load.p99),
           fmtMs(p.load.max),
           String(p.load.errors),
+          p.statementsPerSend.toFixed(2),
+          p.roundTripsPerSend.toFixed(2),
           p.xactsPerSend.toFixed(2),
           p.rowsPerSend.toFixed(2),
         ]),
@@ -307,6 +389,8 @@ export const send: Benchmark = {
           [`${prefix}_p99_ms`]: p.load.p99,
           [`${prefix}_errors`]: p.load.errors,
           [`${prefix}_xacts_per_send`]: p.xactsPerSend,
+          [`${prefix}_statements_per_send`]: p.statementsPerSend,
+          [`${prefix}_round_trips_per_send`]: p.roundTripsPerSend,
           [`${prefix}_rows_per_send`]: p.rowsPerSend,
         })
       }

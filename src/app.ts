@@ -11,6 +11,7 @@ import { docsRoutes } from './docs/routes'
 import { DOCUMENTS } from './docs/documents'
 import { dashboardErrorPages, dashboardRoutes } from './dashboard/routes'
 import { accountsApi } from './modules/accounts/api'
+import { usageApi } from './modules/ledger/usage'
 import { accountsAdmin } from './modules/accounts/admin'
 import { accountPages } from './modules/accounts/pages'
 import { keyPages } from './modules/accounts/key-pages'
@@ -18,6 +19,8 @@ import { overviewPages } from './modules/accounts/overview-pages'
 import { pricePages } from './modules/accounts/price-pages'
 import { ledgerAdmin } from './modules/ledger/admin'
 import { ledgerPages } from './modules/ledger/pages'
+import { reconciliationAdmin } from './modules/reconciliation/admin'
+import { reconciliationPages } from './modules/reconciliation/pages'
 import { messagesApi } from './modules/messages/api'
 import { messagesAdmin } from './modules/messages/admin'
 import { messagePages } from './modules/messages/pages'
@@ -40,6 +43,7 @@ import { failedDeliveryPages } from './modules/webhooks/deliveries-pages'
 import { usersAdmin } from './modules/users/admin'
 import { sendersAdmin } from './modules/senders/admin'
 import { waTemplatesAdmin } from './modules/templates/wa-admin'
+import { syncWhenReady } from './modules/templates/submission'
 import { sendersApi } from './modules/senders/api'
 import { senderPages } from './modules/senders/pages'
 import { accountSenderPages } from './modules/senders/account-pages'
@@ -73,31 +77,8 @@ export function createApp(deps: Deps) {
     .use(docsRoutes({ routes, documents: DOCUMENTS, baseUrl: deps.config.publicBaseUrl }))
     .use(healthRoutes(deps.sql))
     .use(metricsRoutes(deps.config, deps.sql, deps.clock))
-    // The integrator's API
-    .use(accountsApi(deps))
-    .use(messagesApi(deps))
-    .use(contactsApi(deps))
-    .use(campaignsApi(deps))
-    .use(webhooksApi(deps))
-    .use(sendersApi(deps))
-    .use(inboundApi(deps))
-    .use(optOutsApi(deps))
-    .use(templatesApi(deps))
-    .use(verificationsApi(deps))
-    // The operator's API
-    .use(accountsAdmin(deps))
-    .use(ledgerAdmin(deps))
-    .use(messagesAdmin(deps))
-    .use(webhooksAdmin(deps))
-    .use(templatesAdmin(deps))
-    .use(campaignsAdmin(deps))
-    .use(usersAdmin(deps))
-    .use(sendersAdmin(deps))
-    .use(waTemplatesAdmin(deps))
-    .use(inboundAdmin(deps))
-    .use(budgetsAdmin(deps))
-    .use(optOutsAdmin(deps))
-    .use(backupsAdmin(deps))
+    .use(integratorApi(deps))
+    .use(operatorApi(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(
       simulatorAdmin(deps, async (message) => {
@@ -131,6 +112,7 @@ export function createApp(deps: Deps) {
           messagePages,
           inboxPages,
           ledgerPages,
+          reconciliationPages,
           webhookPages,
           failedDeliveryPages,
           userPages,
@@ -139,6 +121,41 @@ export function createApp(deps: Deps) {
       }),
     )
   return composed
+}
+
+/** The integrator's API (keys). Grouped apart from the app's chain, which is otherwise too deep for TypeScript's inference (TS2589). */
+function integratorApi(deps: Deps) {
+  return new Elysia()
+    .use(accountsApi(deps))
+    .use(usageApi(deps))
+    .use(messagesApi(deps))
+    .use(contactsApi(deps))
+    .use(campaignsApi(deps))
+    .use(webhooksApi(deps))
+    .use(sendersApi(deps))
+    .use(inboundApi(deps))
+    .use(optOutsApi(deps))
+    .use(templatesApi(deps))
+    .use(verificationsApi(deps))
+}
+
+/** The operator's API (the admin token). */
+function operatorApi(deps: Deps) {
+  return new Elysia()
+    .use(accountsAdmin(deps))
+    .use(ledgerAdmin(deps))
+    .use(reconciliationAdmin(deps))
+    .use(messagesAdmin(deps))
+    .use(webhooksAdmin(deps))
+    .use(templatesAdmin(deps))
+    .use(campaignsAdmin(deps))
+    .use(usersAdmin(deps))
+    .use(sendersAdmin(deps, (id, trigger) => syncWhenReady(deps, id, trigger)))
+    .use(waTemplatesAdmin(deps))
+    .use(inboundAdmin(deps))
+    .use(budgetsAdmin(deps))
+    .use(optOutsAdmin(deps))
+    .use(backupsAdmin(deps))
 }
 
 /** The route table of an app made by createApp. */

@@ -72,7 +72,11 @@ const priceLine = (p: Price) =>
   (p.account_id === null
     ? `price ${amount(p.cost_per_message)} a message, for every account without its own price`
     : `price ${amount(p.cost_per_message)} a message for account ${p.account_id} (${p.account_override ? 'its own price' : 'the global price'})`) +
-  `\nlate failures (failed after the provider accepted them): ${p.refund_late_failures ? 'refunded' : 'kept charged'}`
+  `\nlate failures (failed after the provider accepted them): ${p.refund_late_failures ? 'refunded' : 'kept charged'}` +
+  `\nby category: ${(['marketing', 'utility', 'authentication', 'service'] as const)
+    .map((c) => `${c} ${amount(p.prices[c])}${p.own_prices[c] === undefined ? ' (cost per message)' : ''}`)
+    .join(', ')}` +
+  `\nMeta's pricing reports: ${p.settle === 'provider' ? 'settle each message to the category Meta reports' : 'keep the charge as made'}`
 
 function describeLimits(k: Key): string {
   const rate = k.rate_limit_per_minute === null ? "the service's default" : `${amount(k.rate_limit_per_minute)} (its own)`
@@ -353,9 +357,17 @@ export const moneyCommands: Command[] = [
       'A message the provider accepted and later reported failed is refunded, unless its price keeps late failures charged ' +
       '(--late-failures charge). Both the price and that choice are fixed on each message when it is charged; without ' +
       "--late-failures the choice stays as it is (an account's new own price starts with the one it follows now).",
-    example: 'bun run admin price set 350 --late-failures refund',
+    example: 'bun run admin price set 350 --marketing 700 --utility 350 --late-failures refund',
     flags: {
       account: { value: 'ACCOUNT_ID', help: "set this account's own price instead of the global one" },
+      marketing: { value: 'AMOUNT|none', help: "the marketing category's own price (none: cost per message)" },
+      utility: { value: 'AMOUNT|none', help: "the utility category's own price (none: cost per message)" },
+      authentication: { value: 'AMOUNT|none', help: "the authentication category's own price (none: cost per message)" },
+      service: { value: 'AMOUNT|none', help: "the service category's own price (none: cost per message)" },
+      settle: {
+        value: 'provider|keep',
+        help: "Meta's pricing reports: settle each message to the category Meta reports, or keep the charge as made",
+      },
       'late-failures': {
         value: 'refund|charge',
         help: 'messages that fail after the provider accepted them: refund them, or keep them charged',
@@ -369,6 +381,18 @@ export const moneyCommands: Command[] = [
         if (late !== 'refund' && late !== 'charge')
           throw new UsageError(`--late-failures: expected refund or charge, got '${late}'`, `see: ${program.admin} price set --help`)
         body.refund_late_failures = late === 'refund'
+      }
+      const prices: Record<string, number | null> = {}
+      for (const category of ['marketing', 'utility', 'authentication', 'service'] as const) {
+        if (ctx.flags[category] === undefined) continue
+        prices[category] = ctx.flags[category] === 'none' ? null : ctx.integer(category)
+      }
+      if (Object.keys(prices).length > 0) body.prices = prices
+      const settle = ctx.flags.settle
+      if (settle !== undefined) {
+        if (settle !== 'provider' && settle !== 'keep')
+          throw new UsageError(`--settle: expected provider or keep, got '${settle}'`, `see: ${program.admin} price set --help`)
+        body.settle = settle
       }
       const price = await ctx.api.call<Price>('PUT', '/admin/v1/price', body)
       return { data: price, text: () => priceLine(price) }

@@ -29,6 +29,7 @@ import { conversationCommands } from './conversations'
 import { backupCommands } from './backup'
 import { partitionCommands } from './partitions'
 import { waTemplateCommands } from './wa-templates'
+import { reconcileCommands } from './reconcile'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -36,6 +37,7 @@ export const commands: Command[] = [
   ...userCommands,
   ...accountCommands,
   ...moneyCommands,
+  ...reconcileCommands,
   ...campaignCommands,
   ...waTemplateCommands,
   ...deliveryCommands,

@@ -1,7 +1,8 @@
 // A sender's WhatsApp templates from the command line (issue 30; see the README's "Creating,
 // submitting and syncing"): `template sync` brings them in line with the provider, `template submit`
-// creates one from the Cloud API's template JSON (a file, or - for standard input), and
-// `template list --sender` lists them. Sender 0 is the deployment's default sender.
+// creates one from the Cloud API's template JSON (a file, or - for standard input), `template edit`
+// changes one's components (and category) as the provider allows, `template delete` deletes one at its
+// provider and here, and `template list --sender` lists them. Sender 0 is the deployment's default sender.
 
 import { readFileSync } from 'node:fs'
 // The answers' types are the admin API's own models, imported as types only (see commands.ts).
@@ -54,7 +55,18 @@ const syncText = (r: SyncResult) =>
     ...r.skipped.map((s) => `  skipped ${cell(s.name, 60)} (${cell(s.language, 10)}): ${cell(s.why, Infinity)}`),
   ].join('\n')
 
-/** The definition of `template submit`: the JSON of FILE, or of standard input for -. */
+/** A WhatsApp template id of a command. */
+function templateOf(ctx: Context): number {
+  const raw = ctx.args.TEMPLATE_ID
+  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw) || Number(raw) === 0)
+    throw ctx.usage('TEMPLATE_ID: expected a WhatsApp template id')
+  return Number(raw)
+}
+
+const stored = (t: WaTemplate, what: string) =>
+  `WhatsApp template ${t.id} ${cell(t.name, Infinity)} (${cell(t.language, 10)}, ${t.category}) ${what}: ${t.status}`
+
+/** The definition of `template submit` and `template edit`: the JSON of FILE, or of standard input for -. */
 async function definitionOf(ctx: Context): Promise<unknown> {
   const file = ctx.args.FILE!
   let text: string
@@ -74,6 +86,33 @@ async function definitionOf(ctx: Context): Promise<unknown> {
 }
 
 export const waTemplateCommands: Command[] = [
+  {
+    name: 'template edit',
+    args: ['TEMPLATE_ID', 'FILE'],
+    summary: "edit a WhatsApp template's components (and category) from the Cloud API's JSON (FILE, or - for standard input)",
+    details:
+      'The JSON holds the new components (all of them) and, for a rejected or paused template, a new category; the name and language ' +
+      'never change. Meta edits approved, rejected and paused templates only (an approved one once a day, ten times a month) and ' +
+      'reviews the edit: the template is pending until then. Twilio edits none (exit 1: create a new template and delete this one).',
+    example: 'bun run admin template edit "$TEMPLATE_ID" invoice_due_edit.json',
+    async run(ctx) {
+      const t = await ctx.api.call<WaTemplate>('PATCH', `/admin/v1/whatsapp-templates/${templateOf(ctx)}`, await definitionOf(ctx))
+      return { data: t, text: () => stored(t, `edited, submitted to ${t.provider} again`) }
+    },
+  },
+  {
+    name: 'template delete',
+    args: ['TEMPLATE_ID'],
+    summary: 'delete a WhatsApp template at its provider, then here (it stops sending; campaigns of it pause)',
+    details:
+      'Meta: that language only (its name and id); Meta keeps the name from being used again for 30 days. Twilio: the Content ' +
+      'template. It stays listed as deleted, with its history.',
+    example: 'bun run admin template delete "$TEMPLATE_ID"',
+    async run(ctx) {
+      const t = await ctx.api.call<WaTemplate>('DELETE', `/admin/v1/whatsapp-templates/${templateOf(ctx)}`)
+      return { data: t, text: () => stored(t, `deleted at ${t.provider}`) }
+    },
+  },
   {
     name: 'template sync',
     args: ['SENDER_ID'],

@@ -23,6 +23,7 @@ const MEMBER_PAGES = [
 const OPERATOR_PAGES = [
   ['/dashboard/accounts', 'Accounts'],
   ['/dashboard/price', 'Price'],
+  ['/dashboard/reconciliation', 'Reconciliation'],
   ['/dashboard/senders', 'Senders'],
   ['/dashboard/users', 'Users'],
   ['/dashboard/deliveries', 'Failed deliveries'],

@@ -7,6 +7,7 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { lockDataDir } from './lock'
 import { statementFunctions, type StatementHooks } from './statement-functions'
+import { connectWait } from './connect-wait'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 // Embedded with the binary by `bun build --compile`; at development time these are the package's files.
@@ -103,14 +104,14 @@ export async function openDatabase(options: {
       max: options.poolMax ?? 10,
       prepare: !pooled,
       ...(pooled ? { max_pipeline: 0, statements } : {}),
-      onconnect_retry: options.onUnreachable,
+      onUnreachable: options.onUnreachable,
     })
     statements?.use(sql)
     // Its pool serves the migrations at start, then stays idle (LISTEN opens a connection of its own).
     const direct = !pooled
       ? sql
       : options.directUrl
-        ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60, onconnect_retry: options.onUnreachable })
+        ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60, onUnreachable: options.onUnreachable })
         : undefined
     const safe = new URL(options.databaseUrl)
     safe.password = ''
@@ -149,14 +150,21 @@ function connect(
     idle_timeout?: number
     max_pipeline?: number
     statements?: StatementHooks
-    onconnect_retry?: (error: unknown) => void
+    onUnreachable?: (error: unknown) => void
   },
 ): Sql {
+  const { onUnreachable, ...rest } = options
+  const target = new URL(url)
+  const connect_retry = connectWait({
+    seconds: CONNECT_WAIT_SECONDS,
+    address: { host: target.hostname, port: Number(target.port || 5432) },
+    onRetry: onUnreachable,
+  })
   return postgres(url, {
-    // `statements`, `connect_wait` and `onconnect_retry` are the patched client's options, the project's
-    // additions that need the driver's internals (patches/postgres@3.4.9.patch, whose top says why each
-    // stays there); its types do not name them.
-    ...({ ...options, connect_wait: CONNECT_WAIT_SECONDS } as postgres.Options<{}>),
+    // `statements` and `connect_retry` are the patched client's hooks (patches/postgres@3.4.9.patch,
+    // whose top says why each needs the driver); what they decide is here, in ./statement-functions and
+    // ./connect-wait. Its types do not name them.
+    ...({ ...rest, connect_retry } as postgres.Options<{}>),
     types: TYPES,
     onnotice: () => {},
     // The metrics count the service's connections by it; PgBouncer passes it on to the server sessions.

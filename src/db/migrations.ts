@@ -38,6 +38,12 @@ import contactAttributes from '../../sql/0037_contact_attributes.sql' with { typ
 import campaignWaTemplates from '../../sql/0038_campaign_wa_templates.sql' with { type: 'text' }
 import verifications from '../../sql/0039_verifications.sql' with { type: 'text' }
 import simulatorTemplateReviews from '../../sql/0040_simulator_template_reviews.sql' with { type: 'text' }
+import templateRightsAndSyncs from '../../sql/0041_template_rights_and_syncs.sql' with { type: 'text' }
+import categoryPrices from '../../sql/0043_category_prices.sql' with { type: 'text' }
+import settlements from '../../sql/0044_settlements.sql' with { type: 'text' }
+import campaignMaxPrice from '../../sql/0046_campaign_max_price.sql' with { type: 'text' }
+import parkedPricing from '../../sql/0045_parked_pricing.sql' with { type: 'text' }
+import conversationManners from '../../sql/0049_conversation_manners.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -81,4 +87,10 @@ export const MIGRATIONS: Migration[] = [
   { version: 38, name: '0038_campaign_wa_templates.sql', text: campaignWaTemplates },
   { version: 39, name: '0039_verifications.sql', text: verifications },
   { version: 40, name: '0040_simulator_template_reviews.sql', text: simulatorTemplateReviews },
+  { version: 41, name: '0041_template_rights_and_syncs.sql', text: templateRightsAndSyncs },
+  { version: 43, name: '0043_category_prices.sql', text: categoryPrices },
+  { version: 44, name: '0044_settlements.sql', text: settlements },
+  { version: 46, name: '0046_campaign_max_price.sql', text: campaignMaxPrice },
+  { version: 45, name: '0045_parked_pricing.sql', text: parkedPricing },
+  { version: 49, name: '0049_conversation_manners.sql', text: conversationManners },
 ]

@@ -40,9 +40,14 @@ export async function get(url: string, init: { headers: Record<string, string>; 
   return exchange(url, 'GET', init)
 }
 
+/** DELETEs `url` (a template at its provider), as post does. */
+export async function del(url: string, init: { headers: Record<string, string> } & Deadline): Promise<Exchange> {
+  return exchange(url, 'DELETE', init)
+}
+
 async function exchange(
   url: string,
-  method: 'GET' | 'POST',
+  method: 'GET' | 'POST' | 'DELETE',
   init: { headers: Record<string, string>; body?: string; maxBytes?: number } & Deadline,
 ): Promise<Exchange> {
   const signal = init.clock.timeoutSignal(init.timeoutMs)

@@ -19,7 +19,17 @@ export type StatusReport = {
   status: ReportedStatus
   errorCode?: number | null
   errorMessage?: string | null
+  /** How the provider priced the message, when it says (Meta's `pricing` on sent, delivered and read). */
+  pricing?: Pricing | null
 }
+
+/**
+ * A provider's word on how it priced a message, in its own terms (the ledger maps them onto the four
+ * categories): Meta's `pricing.category` (`marketing`, `utility`, `authentication`,
+ * `authentication_international`, `marketing_lite`, `service`, `referral_conversion`…), its `type`
+ * (`regular`, `free_customer_service`, `free_entry_point`) and the retiring `billable`.
+ */
+export type Pricing = { category: string | null; type: string | null; billable: boolean | null }
 
 /** A provider's approved template (bound to an account template): sent instead of a free-form body. */
 export type ProviderTemplate = {
@@ -90,6 +100,8 @@ export type RichContent =
   | { type: 'button'; body: string; buttons: ReplyButton[] }
   | { type: 'list'; body: string; button: string; sections: { title?: string; rows: ListRow[] }[] }
   | { type: 'template'; header: { type: 'image' | 'video' | 'document'; link: string; filename?: string } }
+  /** A reaction (issue 32) to a message of the conversation, by the provider's id of it; an empty emoji removes it. */
+  | { type: 'reaction'; message_id: string; emoji: string }
 
 /** What a provider can be asked to send beyond text and templates (`template_header`: a template's header media). */
 export type RichKind = Exclude<RichContent['type'], 'template'> | 'template_header'
@@ -105,6 +117,7 @@ export const RICH_KINDS: readonly RichKind[] = [
   'button',
   'list',
   'template_header',
+  'reaction',
 ]
 
 /**
@@ -112,7 +125,14 @@ export const RICH_KINDS: readonly RichKind[] = [
  * template (with header media in `content`). `body` is what the message records either way (for a
  * template its rendered text, for rich content a text rendering), shown in lists.
  */
-export type OutgoingMessage = { id: number; to: string; body: string; content?: RichContent | null } & (
+export type OutgoingMessage = {
+  id: number
+  to: string
+  body: string
+  content?: RichContent | null
+  /** The provider's id of the message this one answers, quoting it (issue 32: Meta's `context.message_id`). */
+  replyTo?: string | null
+} & (
   { mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null }
 )
 
@@ -162,6 +182,15 @@ export type MediaOpened =
   | { ok: true; response: Response; declaredType: string | null; declaredSize: number | null; sha256: string | null }
   | { ok: false; retry: boolean; reason: string }
 
+/**
+ * The answer of marking a customer's message read (issue 32): done, or the provider's refusal (its code
+ * and text, no secret in it), or that it cannot do what was asked (`unsupported`: the reason, a 422).
+ */
+export type ReadAnswer =
+  | { ok: true }
+  | { ok: false; unsupported?: false; code: number | null; detail: string }
+  | { ok: false; unsupported: true; detail: string }
+
 /** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {
   readonly name: string
@@ -183,6 +212,13 @@ export interface Provider {
    * checks and keeps it). Absent: the provider has no media to fetch (the simulator). Never throws.
    */
   openMedia?(ref: MediaRef, signal: AbortSignal): Promise<MediaOpened>
+  /**
+   * Marks a customer's message (`messageId`: the provider's id of it, from `phone`) read, with a typing
+   * indicator when `typing`. Absent: the provider has no read receipts. Never throws.
+   */
+  markRead?(read: { messageId: string; phone: string; typing: boolean }): Promise<ReadAnswer>
+  /** Why it cannot quote the message a send answers (`reply_to`), or absent when it can. */
+  readonly quoteProblem?: string
 }
 
 /** An environment variable of a provider, as `--help` and the README show it. */
@@ -292,6 +328,9 @@ export type TemplateSubmission =
   | { ok: true; ref: string; status: string; category: string | null }
   | { ok: false; code: number | null; detail: string; throttled: boolean }
 
+/** A provider's answer to an edit or a deletion of a template: done, or its refusal with its code (no secret in it). */
+export type TemplateChangeAnswer = { ok: true } | { ok: false; code: number | null; detail: string; throttled: boolean }
+
 /**
  * A provider's own review of a template submitted to it when it keeps templates here only (the
  * simulator plays Meta's): the status it will get, with Meta's reason for a rejection, and when.
@@ -311,6 +350,59 @@ export type WaTemplateSupport<S> = {
    * header), naming the part; null when it takes it. Asked before submitting: a 422, nothing sent.
    */
   definitionProblem?(definition: Record<string, unknown>): string | null
+  /**
+   * Edits a template at the provider (`ref`: its id there) with a new definition (the Cloud API's
+   * `components`, and `category` when it changes); absent where the provider edits none (Twilio: a
+   * Content template never changes, a new one is made instead).
+   */
+  edit?(
+    settings: S,
+    ref: string,
+    change: Record<string, unknown>,
+    context: { timeoutMs: number; clock: Clock },
+  ): Promise<TemplateChangeAnswer>
+  /** Deletes one template (its name, language and provider id) at the provider. */
+  remove(
+    settings: S,
+    template: { ref: string; name: string; language: string },
+    context: { timeoutMs: number; clock: Clock },
+  ): Promise<TemplateChangeAnswer>
+}
+
+/**
+ * One figure of the provider's own pricing analytics (Meta's `pricing_analytics` data points): how many
+ * messages it counted and what it charged for them in one time bucket, one pricing category and type.
+ * `cost` is in the provider's billing currency (not the service's CURRENCY): shown as the provider's.
+ */
+export type PricingPoint = {
+  /** The bucket's start and end (epoch seconds). */
+  start: number
+  end: number
+  /** The provider's category, as it writes it (MARKETING, UTILITY, AUTHENTICATION_INTERNATIONAL…). */
+  category: string
+  /** The provider's pricing type (REGULAR, FREE_CUSTOMER_SERVICE, FREE_ENTRY_POINT), '' when not given. */
+  type: string
+  volume: number
+  cost: number
+}
+
+/** The provider's pricing analytics of a period, or why not (no secret in it). */
+export type PricingAnalytics = { ok: true; points: PricingPoint[] } | { ok: false; detail: string }
+
+/** A provider's own account of what it charged a sender (issue 31's reconciliation). Nothing here throws. */
+export type PricingAnalyticsSupport<S> = {
+  /** Why these settings cannot reach the analytics (no WhatsApp Business Account id), or null. */
+  unreachable(settings: S): string | null
+  /**
+   * Every data point from `start` to `end` (epoch seconds), in half-hour buckets (so that days can be
+   * cut in any time zone), every page; `phone`: the sender's number (digits) to keep to, or null for
+   * the whole business account.
+   */
+  read(
+    settings: S,
+    period: { start: number; end: number; phone: string | null },
+    context: { timeoutMs: number; clock: Clock },
+  ): Promise<PricingAnalytics>
 }
 
 /** The kinds of inbound message the service tells apart; anything else is `unsupported` (its raw item is kept). */
@@ -466,6 +558,8 @@ export type ProviderPlugin<N extends string, S, V extends Record<string, Provide
   senders: SenderSupport<S>
   /** Its WhatsApp templates (issue 30): listing a sender's, submitting a new one; none: templates are kept here only. */
   waTemplates?: WaTemplateSupport<S>
+  /** Its own pricing analytics (Meta's `pricing_analytics`), for the reconciliation report; none: not reconciled. */
+  pricingAnalytics?: PricingAnalyticsSupport<S>
   /** Without waTemplates: its review of a template submitted to a sender of its (the simulator's approval or rejection). */
   reviewsTemplates?(settings: S, definition: { name: string }): TemplateReview
   /** Its default pace (a sender's rate and the gap per recipient), which the hand-off keeps to. */

@@ -12,6 +12,7 @@ import type {
   TemplateRules,
   TemplateReview,
   WaTemplateSupport,
+  PricingAnalyticsSupport,
 } from './provider'
 import { simulator } from './simulator'
 import { twilio } from './twilio'
@@ -64,4 +65,10 @@ export function templateReviewOf(name: string): ((settings: unknown, definition:
 export function waTemplatesOf(name: string): WaTemplateSupport<unknown> | null {
   const plugin = PROVIDERS.map(anyProvider).find((p) => p.name === name)
   return plugin?.waTemplates ?? null
+}
+
+/** The pricing analytics of the provider `name` (Meta's), or null when it has none. */
+export function pricingAnalyticsOf(name: string): PricingAnalyticsSupport<unknown> | null {
+  const plugin = PROVIDERS.map(anyProvider).find((p) => p.name === name)
+  return plugin?.pricingAnalytics ?? null
 }

@@ -40,6 +40,7 @@ type Recovered = {
   provider_template: StoredTemplate | null
   request_token: string | null
   content: RichContent | null
+  reply_to: string | null
   quarantined: boolean
   valid_ms: number
   sender_id: number | null
@@ -60,12 +61,12 @@ async function recoverHandoffs(
     ), quarantined as (
       update messages set handoff_until = null, handoff_token = null, quarantined_at = ${now}
       where id in (select id from due) and handoff_recoveries >= ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, request_token, content, true as quarantined, 0::float8 as valid_ms, sender_id
+      returning id, phone, body, media_url, provider_template, request_token, content, reply_to, true as quarantined, 0::float8 as valid_ms, sender_id
     ), claimed as (
       update messages set handoff_token = ${lease.token}, handoff_until = ${now} + make_interval(secs => ${lease.seconds}),
         handoff_recoveries = handoff_recoveries + 1
       where id in (select id from due) and handoff_recoveries < ${MAX_RECOVERIES}
-      returning id, phone, body, media_url, provider_template, request_token, content, false as quarantined,
+      returning id, phone, body, media_url, provider_template, request_token, content, reply_to, false as quarantined,
         extract(epoch from coalesce(valid_until, created_at + make_interval(secs => ${deps.config.messageValiditySeconds})) - ${now})
           * 1000 as valid_ms, sender_id
     )

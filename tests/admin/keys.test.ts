@@ -34,7 +34,17 @@ describe('API key lifecycle', () => {
 
     const balance = await t.api('GET', '/balance', key)
     expect(balance.status).toBe(200)
-    expect(balance.body).toEqual({ success: true, data: { wa_balance: 500, cost_per_message: 1, estimated_sends: 500, currency: 'IDR' } })
+    expect(balance.body).toEqual({
+      success: true,
+      data: {
+        wa_balance: 500,
+        cost_per_message: 1,
+        estimated_sends: 500,
+        currency: 'IDR',
+        // The four categories' prices (extension): nothing set, each is cost_per_message.
+        prices: { marketing: 1, utility: 1, authentication: 1, service: 1 },
+      },
+    })
 
     const off = await t.admin('PATCH', `/keys/${created.body.data.id}`, { active: false })
     expect(off.status).toBe(200)
@@ -120,7 +130,7 @@ describe('admin API', () => {
     const global = await price()
     expect(global.refund_late_failures).toBe(true)
     try {
-      expect(await put({ cost_per_message: global.cost_per_message, refund_late_failures: false })).toEqual({
+      expect(await put({ cost_per_message: global.cost_per_message, refund_late_failures: false })).toMatchObject({
         cost_per_message: global.cost_per_message,
         account_id: null,
         account_override: false,
@@ -129,7 +139,7 @@ describe('admin API', () => {
       // An account without its own price follows the global one.
       expect(await price(accountId)).toMatchObject({ account_override: false, refund_late_failures: false })
       // A new own price without the choice starts with the one the account followed; omitted later, it stays.
-      expect(await put({ cost_per_message: 300, account_id: accountId })).toEqual({
+      expect(await put({ cost_per_message: 300, account_id: accountId })).toMatchObject({
         cost_per_message: 300,
         account_id: accountId,
         account_override: true,

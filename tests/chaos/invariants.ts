@@ -6,6 +6,7 @@ import type { Sql } from '../../src/db/client'
 import type { Received } from '../helpers/receiver'
 import type { Callback, ForgedInbound, ForgedStatus, Inbound, Receipt } from './fake-twilio'
 import { FORGED_ERROR_CODE, tagOf, THROTTLE_CODES } from './fake-twilio'
+import type { TemplateEvidence } from './templates'
 import { e164, isFinal, type Account, type Campaign, type Request } from './workload'
 
 type MessageRow = {
@@ -76,6 +77,8 @@ export type Evidence = {
   forgedStatuses: ForgedStatus[]
   /** Messages forged in customers' names with another account's own credentials. */
   forgedInbound: ForgedInbound[]
+  /** The WhatsApp templates of the Meta sender and Meta's changes to them (templates.ts; rule 7). */
+  templates?: TemplateEvidence
 }
 
 const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
@@ -207,8 +210,11 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     if (receipts.at(-1)!.answer === 'throttled' && !m.quarantined && !m.stopped)
       fail(`message ${m.id} [${tag}]: its last hand-off was throttled, yet it is ${m.status} (error ${m.error_code})`)
   }
+  // The Meta sender's messages went to the fake Graph API, not the fake Twilio: rule 7 holds them to its requests.
+  const viaMeta = (m: MessageRow) => e.templates !== undefined && m.sender_id === e.templates.senderId
   for (const m of messages) {
     const tag = tagOf(m.body)
+    if (viaMeta(m)) continue
     if (m.message_sid !== null && !receiptsOf.has(tag)) fail(`message ${m.id} is sent but the provider never received it`)
     // A STOP that came after its charge stops what was not handed over yet: failed, refunded, never sent.
     if (m.stopped) {
@@ -257,6 +263,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     const asked = e.senderOf.get(tag)
     if (asked === undefined) fail(`message ${m.id} [${tag}]: no request named its sender`)
     else if (m.sender_id !== asked) fail(`message ${m.id} [${tag}] records sender ${m.sender_id}, its request named ${asked}`)
+    if (viaMeta(m)) continue
     const sender = m.sender_id === null ? undefined : senderById.get(m.sender_id)
     if (!sender) {
       fail(`message ${m.id} [${tag}] has sender ${m.sender_id}, not one of the run's`)
@@ -413,6 +420,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   count('provider hand-offs', e.receipts.length)
 
   await checkCustomers(e, byTag, fail, count)
+  if (e.templates) await checkTemplates(e, e.templates, byTag, refundsOf, fail, count)
   return { violations, stats }
 }
 
@@ -521,7 +529,7 @@ async function checkCustomers(
 
   for (const request of e.requests) {
     const answer = request.reference
-    if (!answer || request.answeredAt === undefined) continue
+    if (!answer || request.answeredAt === undefined || request.templates) continue
     const account = e.accounts[request.account]!
     request.recipients.forEach((to, i) => {
       const tag = request.tags[i]
@@ -587,6 +595,7 @@ async function checkCustomers(
     fail(`account ${first.id}: ${changes!.changes} opt-out changes, ${changes!.events} contact events`)
 
   for (const c of e.campaigns) {
+    if (c.template) continue
     c.tags.forEach((tag, i) => {
       const phone = e164(c.phones[i]!)
       const written = wrote.get(`${c.sender} ${phone}`) ?? []
@@ -596,4 +605,174 @@ async function checkCustomers(
       if (m) fail(`campaign ${c.id}'s [${tag}] to ${phone}, who never wrote to sender ${c.sender}, was charged as message ${m.id}`)
     })
   }
+}
+
+/** Within this of a webhook's answer or a charge's time, the two may have overlapped (clocks read apart). */
+const TEMPLATE_MARGIN_MS = 100
+
+/**
+ * 7. WhatsApp templates changed by Meta while they are sent (templates.ts):
+ *    - no message was charged for a template the service knew was not approved at charge time: Meta's
+ *      newest status (by its `time`) among the webhooks the service had taken (answered 200) before
+ *      the charge was paused or disabled, and no newer approval had been posted by then;
+ *    - a send asked for while the service knew so was refused before charging (TEMPLATE_NOT_APPROVED);
+ *    - a message Meta refused with 132015 (paused) or 132016 (disabled) after its hand-off failed and
+ *      was refunded (rule 2: exactly once), and Meta did refuse it so;
+ *    - Meta accepted each message at most once (but across a crash), every message sent has the id
+ *      Meta gave it, none refunded that Meta accepted (but for a crash) or that Meta never refused;
+ *    - each campaign of a template ends sent (its template ends approved), every contact with exactly
+ *      one message; while paused, the reason is its template's (TEMPLATE_NOT_APPROVED...);
+ *    - each template's final status, category and quality here are Meta's last word.
+ *    (Rule 1 holds every balance to its ledger, the template account's too.)
+ */
+async function checkTemplates(
+  e: Evidence,
+  t: TemplateEvidence,
+  byTag: Map<string, MessageRow>,
+  refundsOf: Map<number, LedgerRow[]>,
+  fail: (line: string) => void,
+  count: (name: string, n?: number) => void,
+) {
+  const statuses = t.notices.filter((n) => n.kind === 'status')
+  for (const n of t.notices) {
+    count(`template changes by Meta (${n.kind})`)
+    count(
+      `template webhooks posted ${n.delivery === 'now' ? 'at once' : n.delivery === 'late' ? 'late' : n.delivery === 'twice' ? 'twice' : 'out of order'}`,
+    )
+    if (n.ackAt === null) fail(`Meta's ${n.kind} ${n.value} of template ${n.templateId} (time ${n.metaTime}) was never taken (no 200)`)
+  }
+  /**
+   * Whether the service knew template `id` was not approved: by `knownBy`, it had taken a webhook
+   * saying so, newer (Meta's time) than every other status it had taken, and no newer approval was
+   * posted before `approvalBy`. The status it knew, or null.
+   */
+  const knewNotApproved = (id: number, knownBy: number, approvalBy: number): string | null => {
+    const taken = statuses.filter((n) => n.templateId === id && n.ackAt !== null && n.ackAt < knownBy)
+    if (taken.length === 0) return null // as synced: approved
+    const latest = taken.reduce((a, b) => (b.metaTime > a.metaTime ? b : a))
+    if (latest.status === 'APPROVED') return null
+    const approval = statuses.some(
+      (n) =>
+        n.templateId === id && n.status === 'APPROVED' && n.metaTime > latest.metaTime && n.postedAt !== null && n.postedAt < approvalBy,
+    )
+    return approval ? null : latest.status.toLowerCase()
+  }
+
+  const rows = await e.sql<
+    {
+      id: number
+      body: string
+      status: string
+      message_sid: string | null
+      error_code: number | null
+      refunded: boolean
+      template_id: number | null
+      campaign_id: number | null
+      contact_id: number | null
+      charged_at: number
+    }[]
+  >`
+    select m.id, m.body, m.status, m.message_sid, m.error_code, m.refunded_at is not null as refunded,
+           (m.provider_template->>'templateId')::bigint as template_id, m.campaign_id, m.contact_id,
+           (extract(epoch from l.created_at) * 1000)::float8 as charged_at
+    from messages m join ledger l on l.message_id = m.id and l.kind = 'charge'
+    where m.sender_id = ${t.senderId} order by m.id`
+  const handoffsOf = new Map<string, TemplateEvidence['handoffs']>()
+  for (const h of t.handoffs) handoffsOf.set(h.tag, [...(handoffsOf.get(h.tag) ?? []), h])
+  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
+  for (const m of rows) {
+    const tag = tagOf(m.body)
+    const what = `template message ${m.id} [${tag}]`
+    count('template messages')
+    if (m.template_id === null) {
+      fail(`${what} of the Meta sender names no WhatsApp template`)
+      continue
+    }
+    const known = knewNotApproved(
+      Number(m.template_id),
+      Number(m.charged_at) - TEMPLATE_MARGIN_MS,
+      Number(m.charged_at) + TEMPLATE_MARGIN_MS,
+    )
+    if (known)
+      fail(
+        `${what} was charged at ${new Date(Number(m.charged_at)).toISOString()} for template ${m.template_id}, which the service knew was ${known}`,
+      )
+    const handoffs = handoffsOf.get(tag) ?? []
+    const accepted = handoffs.filter((h) => h.status === 200)
+    for (let i = 1; i < accepted.length; i++)
+      if (!crashBetween(accepted[i - 1]!.at, accepted[i]!.at)) fail(`${what} accepted twice by Meta with no crash between`)
+    if (m.message_sid !== null) {
+      if (!t.wamids.has(m.message_sid) || accepted.length === 0)
+        fail(`${what} is ${m.status} as ${m.message_sid}, which Meta never gave it`)
+      else count('template messages accepted by Meta')
+    } else if (accepted.length > 0 && !crashBetween(accepted[0]!.at, Number.MAX_SAFE_INTEGER))
+      fail(`${what}: Meta accepted it, yet it was refunded (a free delivery)`)
+    if (m.status === 'failed' && m.message_sid === null) {
+      if (!handoffs.some((h) => h.status >= 400)) fail(`${what} failed and was refunded, yet Meta never refused it`)
+      if (!m.refunded || (refundsOf.get(m.id) ?? []).length !== 1) fail(`${what} failed at its hand-off but is not refunded once`)
+    }
+    if (m.error_code === 132015 || m.error_code === 132016) {
+      if (m.status !== 'failed' || m.message_sid !== null || !m.refunded)
+        fail(`${what}: refused by Meta with ${m.error_code}, yet ${m.status}, SID ${m.message_sid}, refunded ${m.refunded}`)
+      if (!handoffs.some((h) => h.code === m.error_code)) fail(`${what} records error ${m.error_code}, which Meta never answered it`)
+      count(`template messages refused by Meta after hand-off (${m.error_code}), refunded`)
+    }
+  }
+
+  // Sends asked for while the service knew the template was not approved: refused, nothing charged.
+  for (const request of e.requests) {
+    const answer = request.reference
+    if (!request.templates || !answer || request.answeredAt === undefined) continue
+    request.tags.forEach((tag, i) => {
+      if (tag === null) return
+      count('template send entries')
+      const entry = request.kind === 'send' ? answer.body : answer.status === 200 ? answer.body?.data?.results?.[i] : answer.body
+      if (entry?.code) count(`template send entries refused: ${entry.code}`)
+      const id = request.templates![i]!
+      const known = knewNotApproved(id, request.issuedAt, request.answeredAt!)
+      if (!known) return
+      const code: string | undefined =
+        request.kind === 'send' ? answer.body?.code : answer.status === 200 ? answer.body?.data?.results?.[i]?.code : answer.body?.code
+      const m = byTag.get(tag)
+      if (m) fail(`[${tag}] of template ${id}, asked for while the service knew it was ${known}, was charged as message ${m.id}`)
+      else if (code !== 'TEMPLATE_NOT_APPROVED' && code !== 'CONFLICT')
+        fail(`[${tag}] of template ${id}, asked for while the service knew it was ${known}, was refused with ${code}`)
+      else count('template sends refused before charging (TEMPLATE_NOT_APPROVED)')
+    })
+  }
+
+  // Campaigns: sent in the end, one message per contact, paused only for their template.
+  const campaignRows = await e.sql<{ id: number; status: string; pause_reason: string | null }[]>`
+    select id, status, pause_reason from campaigns where account_id = ${t.accountId} order by id`
+  for (const c of t.campaigns) {
+    const row = campaignRows.find((r) => r.id === c.id)
+    if (!row) {
+      fail(`template campaign ${c.id} is not in the database`)
+      continue
+    }
+    if (row.status !== 'sent') fail(`template campaign ${c.id} ends ${row.status} (${row.pause_reason}), its template approved`)
+    for (const tag of c.tags) if (!byTag.has(tag)) fail(`template campaign ${c.id}'s contact [${tag}] got no message`)
+    const perContact = new Map<number, number>()
+    for (const m of rows.filter((r) => r.campaign_id === c.id))
+      perContact.set(Number(m.contact_id), (perContact.get(Number(m.contact_id)) ?? 0) + 1)
+    for (const [contact, n] of perContact) if (n > 1) fail(`template campaign ${c.id}: contact ${contact} got ${n} messages`)
+    const seen = t.observed.get(c.id) ?? []
+    const paused = seen.filter((o) => o.status === 'paused')
+    for (const o of paused)
+      if (!o.reason?.startsWith('TEMPLATE_NOT_APPROVED'))
+        fail(`template campaign ${c.id} was paused at ${new Date(o.at).toISOString()} for another reason: ${o.reason}`)
+    if (paused.length > 0) count('template campaigns paused for their template, then sent')
+    if (c.pausedFirst) count('template campaigns run while their template was paused')
+  }
+
+  // Meta's last word per template is the catalog's.
+  const catalog = await e.sql<{ id: number; status: string; category: string; quality: string }[]>`
+    select id, status, category, quality from wa_templates where sender_id = ${t.senderId} order by id`
+  for (const [id, last] of t.final) {
+    const row = catalog.find((r) => Number(r.id) === id)
+    const here = row ? { status: row.status, category: row.category, quality: row.quality } : null
+    if (JSON.stringify(here) !== JSON.stringify(last))
+      fail(`template ${id}: the catalog ends ${JSON.stringify(here)}, Meta's last word is ${JSON.stringify(last)}`)
+  }
+  count('template hand-offs to Meta', t.handoffs.length)
 }

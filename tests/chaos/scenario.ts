@@ -43,6 +43,7 @@ import { makeTestTls, startReceiver } from '../helpers/receiver'
 import { startCluster } from './cluster'
 import { ACCOUNT_SID, AUTH_TOKEN, DEPLOYMENT_NUMBER, SENDER_ACCOUNTS, startFakeTwilio, type TwilioAccount } from './fake-twilio'
 import { checkInvariants } from './invariants'
+import { createTemplateWorld } from './templates'
 import { hashed, seeded } from '../helpers/random'
 import { createClient, isFinal, planOps, type Account, type SenderRef } from './workload'
 
@@ -138,6 +139,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       deployment: { sid: ACCOUNT_SID, token: AUTH_TOKEN, number: DEPLOYMENT_NUMBER },
     })
     cleanups.push(() => fake.stop())
+    // WhatsApp templates of a Meta sender, changed by Meta while they are sent (templates.ts).
+    const templates = createTemplateWorld(options.seed)
+    cleanups.push(() => templates.graph.stop())
 
     const dataDir = mkdtempSync(join(tmpdir(), 'chaos-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
@@ -167,6 +171,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       // Three clients and the drain's polling use one key per account, near the default 600 requests a
       // minute on a fast machine: the fault test is not about the rate (tests/http/rate-limit.test.ts is).
       KEY_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...templates.env,
     }
     let databaseUrl: string | undefined
     let proxy: OutageProxy | undefined
@@ -245,6 +250,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       accounts.push(account)
     }
     await client.call('PUT', '/admin/v1/price', { cost_per_message: 2 })
+    // The Meta sender, its templates synced, and an account that sends them (the last of `accounts`).
+    await templates.setup(client, accounts, cluster.url)
+    log(`set up after ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
     // The fault phase: clients work through the plan while the kill loop crashes instances.
     const random = seeded(options.seed)
@@ -292,8 +300,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         outageCount++
       }
     })()
-    await Promise.all([...clients, killer, outager])
+    const templateWork = templates.run(client, accounts, until, started + RUN_BUDGET_MS - 60_000)
+    await Promise.all([...clients, killer, outager, templateWork])
     log(`fault phase over: ${nextOp} operations, ${cluster.kills.length} kills`)
+    // Meta's last word: the campaigns' template approved, the webhooks held back posted (stale after newer).
+    await templates.finish(started + RUN_BUDGET_MS - 60_000)
+    log(`template webhooks all posted after ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
     // The drain: every idempotent request repeated until it has its final answer, then quiet.
     const idempotent = client.requests.filter((r) => r.idempotencyKey)
@@ -317,6 +329,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     )
     if (busy) violations.push(`not quiet ${((drainUntil - started) / 1000).toFixed(0)} s into the run: ${busy}`)
     log(`drained after ${((Date.now() - started) / 1000).toFixed(1)} s`)
+    await templates.stop()
     await cluster.stop()
     violations.push(...cluster.exits())
     violations.push(...fake.problems)
@@ -338,6 +351,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         inbound: fake.inbound,
         forgedStatuses: fake.forgedStatuses,
         forgedInbound: fake.forgedInbound,
+        templates: templates.evidence(),
       })
       violations.push(...checked.violations)
       if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)

@@ -28,6 +28,8 @@ export type Request = {
   tags: (string | null)[]
   /** Entry i's recipient (0812…) and the sender it names; null for an invalid entry. */
   recipients: ({ phone: string; sender: number } | null)[]
+  /** A send of WhatsApp templates (templates.ts): the template each entry named; exempt from the window rules. */
+  templates?: number[]
   /** When it was first asked for, and when it got its first final answer. */
   issuedAt: number
   answeredAt?: number
@@ -40,7 +42,16 @@ export type Request = {
 export type SenderRef = { id: number; number: string }
 /** `senders[0]` is the account's default. */
 export type Account = { id: number; key: string; keyId: number; webhook: boolean; senders: SenderRef[] }
-export type Campaign = { id: number; account: number; tags: string[]; sender: number; phones: string[]; ranAt: number }
+export type Campaign = {
+  id: number
+  account: number
+  tags: string[]
+  sender: number
+  phones: string[]
+  ranAt: number
+  /** A campaign of a WhatsApp template (templates.ts): exempt from the window rules. */
+  template?: boolean
+}
 
 /** What customers can do: write for the first time, write again, write STOP, or write START after a STOP. */
 export type CustomerAction = 'new' | 'again' | 'stop' | 'start'

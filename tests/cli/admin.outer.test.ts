@@ -328,15 +328,19 @@ test('operator create prints a one-time link that sets the password; a second op
 test('price set --late-failures: refund or keep late failures charged, shown by price set and price show', () => {
   const id = admin('account', 'create', 'Late Failures', '--quiet').out.trim()
   expect(admin('price', 'show', '--account', id).out).toMatch(
-    /^price [\d,]+ a message for account \d+ \(the global price\)\nlate failures \(failed after the provider accepted them\): refunded\n$/,
+    /^price [\d,]+ a message for account \d+ \(the global price\)\nlate failures \(failed after the provider accepted them\): refunded\nby category: /,
   )
   const kept = admin('price', 'set', '250', '--account', id, '--late-failures', 'charge')
   expect(kept).toEqual({
     code: 0,
-    out: `price 250 a message for account ${id} (its own price)\nlate failures (failed after the provider accepted them): kept charged\n`,
+    out:
+      `price 250 a message for account ${id} (its own price)\nlate failures (failed after the provider accepted them): kept charged\n` +
+      'by category: marketing 250 (cost per message), utility 250 (cost per message), authentication 250 (cost per message), ' +
+      'service 250 (cost per message)\n' +
+      "Meta's pricing reports: settle each message to the category Meta reports\n",
     err: '',
   })
-  expect(json(admin('price', 'show', '--account', id, '--json'))).toEqual({
+  expect(json(admin('price', 'show', '--account', id, '--json'))).toMatchObject({
     cost_per_message: 250,
     account_id: Number(id),
     account_override: true,
@@ -344,7 +348,13 @@ test('price set --late-failures: refund or keep late failures charged, shown by 
   })
   // Without the flag the choice stays; with it, it changes.
   expect(json(admin('price', 'set', '260', '--account', id, '--json')).refund_late_failures).toBe(false)
-  expect(admin('price', 'set', '260', '--account', id, '--late-failures', 'refund').out).toEndWith('): refunded\n')
+  expect(admin('price', 'set', '260', '--account', id, '--late-failures', 'refund').out).toContain('): refunded\n')
+  // Categories' own prices (none removes one) and the settlement choice.
+  const categories = json(
+    admin('price', 'set', '260', '--account', id, '--marketing', '700', '--utility', '300', '--settle', 'keep', '--json'),
+  )
+  expect(categories).toMatchObject({ prices: { marketing: 700, utility: 300, authentication: 260, service: 260 }, settle: 'keep' })
+  expect(json(admin('price', 'set', '260', '--account', id, '--marketing', 'none', '--json')).prices.marketing).toBe(260)
   const wrong = admin('price', 'set', '260', '--account', id, '--late-failures', 'maybe')
   expect(wrong).toEqual({
     code: 2,

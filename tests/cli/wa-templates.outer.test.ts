@@ -111,3 +111,20 @@ test('the errors: a definition the service refuses is exit 1 naming the part; a 
   expect(deployment.code).toBe(1)
   expect(deployment.err).toContain("the deployment's default sender (simulator) keeps its templates here only")
 }, 60_000)
+
+test('template edit (its new components, pending again at Meta) and template delete (at Meta, then here)', async () => {
+  const list = JSON.parse(ok(await admin(['template', 'list', '--sender', String(sender), '--json'])))
+  const shipped = list.find((t: any) => t.name === 'order_shipped')
+  expect(shipped.status).toBe('approved')
+  const components = [{ type: 'BODY', text: 'Pesanan {{1}} sudah kami kirim.', example: { body_text: [['A-1']] } }]
+  const edited = ok(await admin(['template', 'edit', String(shipped.id), '-'], JSON.stringify({ components })))
+  expect(edited).toBe(`WhatsApp template ${shipped.id} order_shipped (id, utility) edited, submitted to meta again: pending\n`)
+  expect(graph.templates.get(WABA)!.find((t) => t.name === 'order_shipped')!.components).toEqual(components)
+  const again = await admin(['template', 'edit', String(shipped.id), '-'], JSON.stringify({ components }))
+  expect(again.code).toBe(1)
+  expect(again.err).toContain('is pending: only an approved, rejected or paused template can be edited')
+  const deleted = ok(await admin(['template', 'delete', String(shipped.id)]))
+  expect(deleted).toBe(`WhatsApp template ${shipped.id} order_shipped (id, utility) deleted at meta: deleted\n`)
+  expect(graph.templates.get(WABA)!.some((t) => t.name === 'order_shipped')).toBe(false)
+  expect((await admin(['template', 'delete', 'x'])).code).toBe(2)
+}, 60_000)

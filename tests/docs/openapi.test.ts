@@ -144,6 +144,7 @@ describe('both documents', () => {
       'RECIPIENT_OPTED_OUT',
       'WINDOW_CLOSED',
       'TEMPLATE_NOT_APPROVED',
+      'PRICE_ABOVE_MAX',
     ])
     // WINDOW_CLOSED only where one message is sent: a bulk's entries carry it in their results.
     expect(api.paths['/api/v1/messages/bulk'].post.responses['422'].content['application/json'].schema.properties.code.enum).not.toContain(

@@ -1,7 +1,8 @@
 // A fresh database for one test file: a new PostgreSQL database when DATABASE_URL is set (dropped
 // afterwards), otherwise an in-memory embedded PGlite. Both migrated, never mocked.
 
-import { cpSync, mkdtempSync, rmSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import postgres from 'postgres'
@@ -38,32 +39,69 @@ export async function createPostgresDatabase(template?: string): Promise<{ url: 
   }
 }
 
-// Migrating a fresh PostgreSQL database takes about a second; a copy of a migrated one (`create
-// database ... template`) a fraction of that. One template per test process, named by its pid: the
-// first process to make one after it ended drops it (and .ci/run drops those left at the end).
+// Migrating a fresh database takes a second on PostgreSQL and seconds on the embedded one (initdb, then
+// the migrations); a copy of a migrated one (`create database ... template`, a PGlite snapshot) a fraction
+// of that. `bun test --parallel` runs every file in a fresh module registry (--isolate), so what a file
+// keeps in memory is gone for the next: the migrated database is built once for the whole run instead,
+// by tests/preload.ts (bunfig.toml) before any test file starts, outside every test's and hook's bound,
+// and shared by name across the run's files and workers:
+// - PostgreSQL: a template database, test_template_<run>_<migrations>;
+// - embedded: a snapshot file and a migrated DATA_DIR under the temporary directory, named alike.
+// <run> is the pid of the `bun test` process (the coordinator of --parallel workers), <migrations> a hash
+// of sql/ and src/db/ (what a migrated database is made of). The first to find one missing builds it
+// under a lock (an advisory lock on PostgreSQL, a lock file for the embedded files) while the others
+// wait for it; a build's leftovers whose run has ended are removed by the next build (and .ci/run drops
+// the templates at its end).
 const TEMPLATE_PREFIX = 'test_template_'
+const ROOT = join(import.meta.dir, '..', '..')
+
+/** The pid of this run's `bun test` process: a --parallel worker's parent, or this process. */
+const runPid = () => (process.env.BUN_TEST_WORKER_ID ? process.ppid : process.pid)
+
+let migrationsHash: string | undefined
+/** What a migrated database is made of: the migrations and the code that applies them. */
+function migrationsKey(): string {
+  if (migrationsHash) return migrationsHash
+  const hash = createHash('sha256')
+  for (const dir of ['sql', 'src/db'])
+    for (const entry of readdirSync(join(ROOT, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name)))
+      if (entry.isFile()) hash.update(`${dir}/${entry.name}\n`).update(readFileSync(join(ROOT, dir, entry.name)))
+  migrationsHash = hash.digest('hex').slice(0, 12)
+  return migrationsHash
+}
+
+/** This run's template database, built by the first process of the run to ask (tests/preload.ts). */
 let migratedTemplate: Promise<string> | undefined
 function postgresTemplate(): Promise<string> {
-  migratedTemplate ??= (async () => {
-    const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
-    try {
-      const left = await admin<{ datname: string }[]>`select datname from pg_database where datname like ${TEMPLATE_PREFIX + '%'}`
-      for (const { datname } of left) {
-        const pid = Number(datname.slice(TEMPLATE_PREFIX.length).split('_')[0])
-        if (pid !== process.pid && !alive(pid)) await admin.unsafe(`drop database if exists ${datname} with (force)`).catch(() => {})
-      }
-      const name = `${TEMPLATE_PREFIX}${process.pid}_${Math.random().toString(36).slice(2, 8)}`
-      await admin.unsafe(`create database ${name}`)
-      const db = await openDatabase({ databaseUrl: databaseUrl(name), poolMax: 1 })
-      await migrate(db.sql)
-      // A template must have no session while it is copied.
-      await db.close()
-      return name
-    } finally {
-      await admin.end()
-    }
-  })()
+  migratedTemplate ??= buildPostgresTemplate()
   return migratedTemplate
+}
+async function buildPostgresTemplate(): Promise<string> {
+  const name = `${TEMPLATE_PREFIX}${runPid()}_${migrationsKey()}`
+  const admin = postgres(process.env.DATABASE_URL!, { max: 1, onnotice: () => {} })
+  try {
+    // Session-scoped, on the one connection: a process that dies while building releases it.
+    await admin`select pg_advisory_lock(hashtext(${name}))`
+    const [found] = await admin`select 1 from pg_database where datname = ${name}`
+    if (found) return name
+    const left = await admin<{ datname: string }[]>`select datname from pg_database where datname like ${TEMPLATE_PREFIX + '%'}`
+    for (const { datname } of left) {
+      const pid = Number(datname.slice(TEMPLATE_PREFIX.length).split('_')[0])
+      if (pid !== runPid() && !alive(pid)) await admin.unsafe(`drop database if exists ${datname} with (force)`).catch(() => {})
+    }
+    // Built under another name and renamed when complete: a template is never seen half-migrated.
+    const building = `${name}_b${process.pid}`
+    await admin.unsafe(`drop database if exists ${building} with (force)`)
+    await admin.unsafe(`create database ${building}`)
+    const db = await openDatabase({ databaseUrl: databaseUrl(building), poolMax: 1 })
+    await migrate(db.sql)
+    // A template must have no session while it is copied.
+    await db.close()
+    await admin.unsafe(`alter database ${building} rename to ${name}`)
+    return name
+  } finally {
+    await admin.end()
+  }
 }
 
 function alive(pid: number): boolean {
@@ -75,44 +113,95 @@ function alive(pid: number): boolean {
   }
 }
 
-// A fresh embedded database takes seconds (initdb, then the migrations); a snapshot of the first one,
-// migrated, starts every later one of this test process in a fraction of that.
-//
+/**
+ * `path` made by `build(path under construction)` under `lock`, unless it exists: one process builds,
+ * the others wait for it. A lock left by a process that died is broken.
+ */
+async function builtOnce(path: string, build: (partial: string) => Promise<void>): Promise<void> {
+  const lock = `${path}.lock`
+  for (;;) {
+    if (existsSync(path)) return
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' })
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+      const holder = Number(readFileSync(lock, 'utf8'))
+      // Written but not yet filled (0), or held by a live process: wait for its build.
+      if (holder && !alive(holder)) rmSync(lock, { force: true })
+      else await Bun.sleep(50)
+      continue
+    }
+    try {
+      if (existsSync(path)) return
+      const partial = `${path}.b${process.pid}`
+      rmSync(partial, { recursive: true, force: true })
+      await build(partial)
+      renameSync(partial, path)
+      return
+    } finally {
+      rmSync(lock, { force: true })
+    }
+  }
+}
+
+/** The embedded files of runs that ended (theirs is the first number in the name). */
+function removeEndedRuns(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const match = /^test-(?:seed|migrated-data)-(\d+)-[0-9a-f]{12}/.exec(name)
+    if (match && Number(match[1]) !== runPid() && !alive(Number(match[1]))) rmSync(join(tmpdir(), name), { recursive: true, force: true })
+  }
+}
+
 // Most of what is left of a start is PGlite setting up its shared buffers: 128 MB by default (the
 // service's own), though a test database holds a few MB. The snapshot's postgresql.auto.conf asks for
 // TEST_SHARED_BUFFERS instead, which starts each test database in about half the CPU time (measured:
 // 2.2 s to 1.3 s a start); a query reads the same rows either way, from memory. (embeddedFiles puts the
 // default back for the services that tests start on a copy.)
 const TEST_SHARED_BUFFERS = '4MB'
-let migratedSeed: Promise<Blob> | undefined
-function embeddedSeed(): Promise<Blob> {
-  migratedSeed ??= (async () => {
+const seedPath = () => join(tmpdir(), `test-seed-${runPid()}-${migrationsKey()}.tar`)
+async function buildEmbeddedSeed(): Promise<void> {
+  await builtOnce(seedPath(), async (partial) => {
+    removeEndedRuns()
     const db = await openDatabase({})
     await migrate(db.sql)
     await db.sql.unsafe(`alter system set shared_buffers = '${TEST_SHARED_BUFFERS}'`)
     const blob = await db.snapshot!()
     await db.close()
-    return blob
-  })()
+    await Bun.write(partial, blob)
+  })
+}
+let migratedSeed: Promise<Blob> | undefined
+function embeddedSeed(): Promise<Blob> {
+  migratedSeed ??= buildEmbeddedSeed().then(async () => new Blob([await Bun.file(seedPath()).arrayBuffer()]))
   return migratedSeed
 }
 
 // A service on a fresh DATA_DIR (a child process, startService) would initialise and migrate its
-// embedded database first: seconds. A copy of the files of a migrated one, made once per test process
-// from the snapshot above, opens at once.
-let migratedFiles: Promise<string> | undefined
-function embeddedFiles(): Promise<string> {
-  migratedFiles ??= (async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'test-migrated-data-'))
-    process.on('exit', () => rmSync(dir, { recursive: true, force: true }))
-    const db = await openDatabase({ dataDir: dir, seed: await embeddedSeed() })
+// embedded database first: seconds. A copy of the files of a migrated one, made once per run from the
+// snapshot above, opens at once.
+async function embeddedFiles(): Promise<string> {
+  const dir = join(tmpdir(), `test-migrated-data-${runPid()}-${migrationsKey()}`)
+  await builtOnce(dir, async (partial) => {
+    const db = await openDatabase({ dataDir: partial, seed: await embeddedSeed() })
     await migrate(db.sql)
     // A service runs on what it would have on its own DATA_DIR: PostgreSQL's shared buffers.
     await db.sql`alter system reset shared_buffers`
     await db.close()
-    return join(dir, 'pgdata')
-  })()
-  return migratedFiles
+  })
+  return join(dir, 'pgdata')
+}
+
+/**
+ * Builds this run's migrated database (tests/preload.ts, before each test file): on PostgreSQL the
+ * template, on the embedded database the snapshot and the migrated files. The first file of the run
+ * builds them, every later one finds them.
+ */
+export async function prepareTestDatabases(): Promise<void> {
+  if (usingPostgres()) await postgresTemplate()
+  else {
+    await buildEmbeddedSeed()
+    await embeddedFiles()
+  }
 }
 
 /**

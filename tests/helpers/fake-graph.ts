@@ -32,15 +32,42 @@
 // the exact answer of this limit, this is the fake's). With phone numbers registered, the token must be
 // that of a phone number of the account (`accountOf`), else 401 (190).
 //
+// Edits and deletions, with Meta's refusals: `POST /{template-id}` with `components` (and `category`)
+// edits a template of the account whose phone number's token it carries: only an APPROVED, REJECTED or
+// PAUSED one (else code 100), never an approved one's category (100), an approved one at most once in
+// 24 hours and ten times in 30 days of the fake's time (100, "edit limit"); the edited template is
+// PENDING (Meta reviews it again), answered `{success: true}`. `DELETE /{waba-id}/message_templates`
+// with `name` (and `hsm_id`: that template only, else every language of the name) deletes them (100
+// when none matches); a deleted name cannot be created again for 30 days (100). The refusals' exact
+// words are the fake's (Meta documents the rules, not every answer).
+//
 // Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
 // `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
 // X-Hub-Signature-256), and opens the fake's own 24-hour window for that (phone number id, customer).
 // With `windows.enforce` on, a free-form message outside it is refused with 131047 (Meta reports it
 // as a failed status after accepting; refused at once here, which the service treats the same: refunded).
+//
+// Manners (issue 32): `customerWrites` may quote a message (`context`, Meta's `context.id`/`context.from`)
+// or react to one (`reaction`). `POST /{phone-number-id}/messages` with `status: "read"` marks a message
+// read (`typing_indicator: {type: "text"}` optional; recorded in `reads`, answered `{success: true}`), and a
+// message may carry `context.message_id` or be `type: "reaction"` (`reaction.message_id`, `emoji`; empty
+// removes). A message id the fake never issued nor received is refused as Meta refuses a parameter's value
+// (131009, "Parameter value is not valid"; the details are the fake's words).
+
+//
+// Pricing analytics: every message the fake accepts is kept as delivered (`delivered`: its wamid, phone
+// number id, business account, time by the clock it was given, else real time, and how Meta prices it:
+// a template's category with pricing type REGULAR, anything else SERVICE / FREE_CUSTOMER_SERVICE), and
+// `GET /{waba-id}?fields=pricing_analytics.start(S).end(E).granularity(G).phone_numbers([…]).dimensions([…])`
+// answers Meta's shape computed from them: `{pricing_analytics: {data: [{data_points: [{start, end,
+// pricing_category, pricing_type, volume, cost}]}], paging}}`, buckets of HALF_HOUR or DAILY (UTC),
+// `analyticsPage` points a page (`.after(cursor)`; `paging.next` while a page follows), cost at
+// `rates` (USD per message). A test makes Meta disagree by changing `delivered` (a message the service
+// never had; a category priced differently).
 
 import type { Clock } from '../../src/lib/clock'
 import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
-import { metaMessagesBody, metaTemplateBody, metaWebhookHeaders } from './meta-webhook'
+import { metaMessagesBody, metaPricing, metaStatusesBody, metaTemplateBody, metaWebhookHeaders, type MetaPricing } from './meta-webhook'
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -88,6 +115,22 @@ export type FakeTemplate = {
   components: Record<string, any>[]
   quality_score?: { score: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN' }
   rejected_reason?: string
+}
+
+/** A message the fake delivered, as its pricing analytics count it. */
+export type FakeDelivery = {
+  id: string
+  phoneNumberId: string
+  /** The business account of its phone number ('' when none is set). */
+  waba: string
+  /** Its phone number's digits (display_phone_number), as phone_numbers filters by them. */
+  phone: string
+  /** When it was delivered (epoch ms). */
+  at: number
+  /** Meta's pricing category (MARKETING, UTILITY, AUTHENTICATION, SERVICE, or any other word of Meta's). */
+  category: string
+  /** Meta's pricing type (REGULAR, FREE_CUSTOMER_SERVICE, FREE_ENTRY_POINT). */
+  type: string
 }
 
 export type GraphAnswer = (request: Request, sent: Record<string, any> | null) => Response | undefined | Promise<Response | undefined>
@@ -158,6 +201,10 @@ export type FakeGraph = {
   creationLimit: number
   /** When each business account created its templates (the fake's time, ms), for creationLimit. */
   creations: Map<string, number[]>
+  /** When each template was edited while approved (the fake's time, ms), for Meta's edit limits. */
+  edits: Map<string, number[]>
+  /** The names each business account deleted, with when (they cannot be created again for 30 days). */
+  deletedNames: Map<string, Map<string, number>>
   /** The 24-hour windows it keeps, and whether it enforces them (default off). */
   windows: FakeWindows
   /** Where customerWrites posts (the service's webhook); set by the test. */
@@ -166,17 +213,54 @@ export type FakeGraph = {
    * A customer writes to a phone number id: posts the signed `messages[]` notification to the service
    * (`appSecret`: else the phone's registered one) and opens the fake's window; the service's answer.
    */
-  customerWrites(o: { phoneNumberId: string; from: string; text: string; name?: string; appSecret?: string }): Promise<Response>
+  customerWrites(o: {
+    phoneNumberId: string
+    from: string
+    text: string
+    name?: string
+    appSecret?: string
+    /** The message it quotes (a swiped reply): Meta's `context.id`. */
+    context?: string
+    /** A reaction instead of text: to `message_id`, `emoji` (empty: removed). */
+    reaction?: { message_id: string; emoji: string }
+  }): Promise<Response>
+  /** The message ids customers wrote (customerWrites), as Meta knows them. */
+  customerIds: string[]
+  /** Every read receipt it took: the phone number id, the message and whether a typing indicator was asked. */
+  reads: { phoneNumberId: string; messageId: string; typing: boolean }[]
+  /** How it priced each message it accepted, by id: a template's category (regular), else service (free_customer_service). */
+  pricing: Map<string, MetaPricing>
+  /**
+   * Meta reports a message's status: posts the signed `statuses[]` notification to the service, with
+   * `pricing` as Meta gives it on sent, delivered and read (the fake's own for that message unless
+   * given; null: none), none on failed. The service's answer.
+   */
+  reportStatus(o: {
+    phoneNumberId: string
+    id: string
+    status: 'sent' | 'delivered' | 'read' | 'failed'
+    pricing?: MetaPricing | null
+    appSecret?: string
+  }): Promise<Response>
   /** The media it serves, by id. */
   media: Map<string, FakeMedium>
   /** Registers a medium (GET /{id} and its download URL). */
   medium(medium: FakeMedium): FakeMedium
   /** Requests for a medium's node and for its download, counted. */
   mediaRequests(id: string): { node: number; download: number }
-  /** Forgets requests, acceptances, limits, windows and the test's answer (not the phone numbers). */
+  /** Every message it delivered, as its pricing analytics count them (a test may add or change some). */
+  delivered: FakeDelivery[]
+  /** Meta's price per message of each category, in its billing currency (USD); free types cost 0. */
+  rates: Record<string, number>
+  /** Data points per page of pricing analytics (default 50). */
+  analyticsPage: number
+  /** Forgets requests, acceptances, limits, windows, deliveries and the test's answer (not the phone numbers). */
   reset(): void
   stop(): void
 }
+
+/** Meta's rates per delivered message in the fake's analytics (USD; Indonesia's, as the issue quotes them). */
+export const META_RATES: Record<string, number> = { MARKETING: 0.0411, UTILITY: 0.02, AUTHENTICATION: 0.0228, SERVICE: 0 }
 
 /** A Graph API error answer, as Meta writes them. */
 export function graphError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
@@ -383,18 +467,24 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
       }
       return null
     }
+    case 'reaction': {
+      if (typeof own.message_id !== 'string') return missing('reaction.message_id')
+      if (typeof own.emoji !== 'string') return missing('reaction.emoji')
+      return null
+    }
     default:
       return graphError(
         400,
         100,
-        `(#100) Param type must be one of {TEXT, IMAGE, VIDEO, AUDIO, DOCUMENT, STICKER, LOCATION, INTERACTIVE, TEMPLATE}`,
+        `(#100) Param type must be one of {TEXT, IMAGE, VIDEO, AUDIO, DOCUMENT, STICKER, LOCATION, INTERACTIVE, TEMPLATE, REACTION}`,
       )
   }
 }
 
 /** `clock`: the test clock the fake keeps its limits by (the app's); without one, real time. */
-export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): FakeGraph {
+export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<Pick<Clock, 'now'>> } = {}): FakeGraph {
   const time = fakeTime(options.clock)
+  const wallClock = () => (options.clock?.now ? options.clock.now().getTime() : Date.now())
   let counter = 0
   const fake: FakeGraph = {
     url: '',
@@ -410,6 +500,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
+    customerIds: [],
+    reads: [],
     phones: new Map(),
     accountOf: new Map(),
     templates: new Map(),
@@ -456,6 +548,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     createdStatus: 'PENDING',
     creationLimit: 100,
     creations: new Map(),
+    edits: new Map(),
+    deletedNames: new Map(),
     windows: new FakeWindows(),
     callback: null,
     async customerWrites(o) {
@@ -463,19 +557,39 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
       if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
       const from = o.from.replace(/\D/g, '')
+      const customerId = `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`
+      fake.customerIds.push(customerId)
       const body = metaMessagesBody(
         o.phoneNumberId,
         from,
         [
           {
-            id: `wamid.HBgNIN${(++counter).toString(16).padStart(8, '0')}${crypto.randomUUID().replaceAll('-', '')}`,
-            type: 'text',
-            text: { body: o.text },
+            id: customerId,
+            ...(o.reaction ? { type: 'reaction', reaction: o.reaction } : { type: 'text', text: { body: o.text } }),
+            ...(o.context ? { context: { from: o.phoneNumberId, id: o.context } } : {}),
           },
         ],
         { name: o.name ?? 'Customer', displayPhoneNumber: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000' },
       )
       fake.windows.wrote(o.phoneNumberId, from)
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: metaWebhookHeaders(body, secret),
+          body,
+        }),
+      )
+    },
+    delivered: [],
+    rates: { ...META_RATES },
+    analyticsPage: 50,
+    pricing: new Map(),
+    async reportStatus(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before reportStatus')
+      const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
+      const pricing = o.status === 'failed' ? null : o.pricing === undefined ? (fake.pricing.get(o.id) ?? null) : o.pricing
+      const body = metaStatusesBody(o.phoneNumberId, [{ id: o.id, status: o.status, pricing }])
       return fake.callback.deliver(
         new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
           method: 'POST',
@@ -518,10 +632,18 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
       fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
+      fake.pricing.clear()
+      fake.customerIds = []
+      fake.reads = []
       fake.windows.reset()
       fake.createdStatus = 'PENDING'
       fake.creationLimit = 100
       fake.creations.clear()
+      fake.edits.clear()
+      fake.deletedNames.clear()
+      fake.delivered = []
+      fake.rates = { ...META_RATES }
+      fake.analyticsPage = 50
     },
     stop: () => server.stop(true),
   }
@@ -578,21 +700,148 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     })
   }
 
-  /** The business account's templates edge (list, create), as Meta answers it; null for any other request. */
+  /** Refuses a token that is not one of the business account's phone numbers' (none registered: any goes). */
+  function wabaRefusal(request: Request, waba: string, object: string): Response | null {
+    if (fake.phones.size === 0) return null
+    const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
+    const phones = [...fake.phones.values()].filter((p) => fake.accountOf.get(p.id) === waba)
+    if (phones.some((p) => p.token === token)) return null
+    return [...fake.phones.values()].some((p) => p.token === token)
+      ? graphError(400, 100, `Unsupported request. Object with ID '${object}' does not exist`)
+      : graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
+  }
+
+  /** A refusal of a template change (code 100), its specifics in error_user_msg as Meta's template errors carry them. */
+  const changeRefusal = (details: string) =>
+    Response.json(
+      {
+        error: {
+          message: 'Invalid parameter',
+          type: 'OAuthException',
+          code: 100,
+          error_user_msg: details,
+          error_data: { messaging_product: 'whatsapp', details },
+          fbtrace_id: 'Az8or',
+        },
+      },
+      { status: 400 },
+    )
+
+  /** POST /{template-id}: an edit, as Meta takes it; null when the id is no template of the fake. */
+  function editAnswer(request: Request, url: URL, sent: Record<string, any> | null): Response | null {
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    if (!node || request.method !== 'POST') return null
+    const id = decodeURIComponent(node[1]!)
+    const found = [...fake.templates].find(([, list]) => list.some((t) => t.id === id))
+    if (!found) return null
+    const [waba, list] = found
+    const refused = wabaRefusal(request, waba, id)
+    if (refused) return refused
+    const template = list.find((t) => t.id === id)!
+    if (!['APPROVED', 'REJECTED', 'PAUSED'].includes(template.status)) {
+      return changeRefusal(
+        `Message templates can only be edited when their status is approved, rejected or paused (it is ${template.status})`,
+      )
+    }
+    if (!sent || !Array.isArray(sent.components)) return missing('components')
+    const category = sent.category === undefined ? template.category : String(sent.category).toUpperCase()
+    if (category !== template.category && template.status === 'APPROVED') {
+      return changeRefusal("The category of an approved message template can't be changed")
+    }
+    if (template.status === 'APPROVED') {
+      const now = fake.now()
+      const past = fake.edits.get(id) ?? []
+      const day = past.filter((at) => now - at < 86_400_000).length
+      const month = past.filter((at) => now - at < 30 * 86_400_000).length
+      if (day >= 1 || month >= 10) {
+        return changeRefusal('Edit limit reached: an approved message template can be edited once in 24 hours and 10 times in 30 days')
+      }
+      fake.edits.set(id, [...past, now])
+    }
+    template.components = sent.components
+    template.category = category as FakeTemplate['category']
+    template.status = 'PENDING'
+    delete template.rejected_reason
+    return Response.json({ success: true })
+  }
+
+  /**
+   * GET /{waba-id}?fields=pricing_analytics.…: Meta's pricing analytics of the business account, computed
+   * from what the fake delivered; null for any other request.
+   */
+  function analyticsAnswer(request: Request, url: URL): Response | null {
+    const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
+    const fields = url.searchParams.get('fields') ?? ''
+    if (!node || request.method !== 'GET' || !fields.startsWith('pricing_analytics')) return null
+    const waba = decodeURIComponent(node[1]!)
+    if (![...fake.accountOf.values()].includes(waba)) {
+      return graphError(400, 100, `Unsupported get request. Object with ID '${waba}' does not exist`)
+    }
+    const refused = wabaRefusal(request, waba, waba)
+    if (refused) return refused
+    const params = new Map([...fields.matchAll(/\.(\w+)\(([^)]*)\)/g)].map((m) => [m[1]!, m[2]!]))
+    const start = Number(params.get('start'))
+    const end = Number(params.get('end'))
+    const granularity = params.get('granularity') ?? ''
+    if (!Number.isInteger(start) || !Number.isInteger(end) || !params.has('start') || !params.has('end')) return missing('start')
+    if (!['HALF_HOUR', 'DAILY', 'MONTHLY'].includes(granularity)) return missing('granularity')
+    const bucket = granularity === 'HALF_HOUR' ? 1800 : 86_400
+    const phones = params.has('phone_numbers') ? (JSON.parse(params.get('phone_numbers')!) as string[]) : []
+    const counted = new Map<string, { start: number; category: string; type: string; volume: number }>()
+    for (const d of fake.delivered) {
+      const at = Math.floor(d.at / 1000)
+      if (d.waba !== waba || at < start || at >= end) continue
+      if (phones.length > 0 && !phones.includes(d.phone)) continue
+      const from = at - (at % bucket)
+      const key = `${from} ${d.category} ${d.type}`
+      const c = counted.get(key) ?? { start: from, category: d.category, type: d.type, volume: 0 }
+      c.volume++
+      counted.set(key, c)
+    }
+    const points = [...counted.values()]
+      .sort((a, b) => a.start - b.start || a.category.localeCompare(b.category) || a.type.localeCompare(b.type))
+      .map((c) => ({
+        start: c.start,
+        end: c.start + bucket,
+        pricing_category: c.category,
+        pricing_type: c.type,
+        volume: c.volume,
+        cost: c.type === 'REGULAR' ? Math.round(c.volume * (fake.rates[c.category] ?? 0) * 1e6) / 1e6 : 0,
+      }))
+    if (points.length === 0) return Response.json({ id: waba })
+    const after = params.get('after')
+    const first = after ? Number(atob(after)) + 1 : 0
+    const page = points.slice(first, first + fake.analyticsPage)
+    const paging: Record<string, unknown> = {
+      cursors: { before: btoa(String(first)), after: btoa(String(first + page.length - 1)) },
+    }
+    if (first + page.length < points.length) paging.next = `${fake.apiBase}/${waba}?fields=${encodeURIComponent(fields)}`
+    return Response.json({ pricing_analytics: { data: [{ data_points: page }], paging }, id: waba })
+  }
+
+  /** The business account's templates edge (list, create, delete), as Meta answers it; null for any other request. */
   function templatesAnswer(request: Request, url: URL, sent: Record<string, any> | null): Response | null {
     const path = /^\/v[\d.]+\/([^/]+)\/message_templates$/.exec(url.pathname)
     if (!path) return null
     const waba = decodeURIComponent(path[1]!)
-    if (fake.phones.size > 0) {
-      const token = (request.headers.get('authorization') ?? '').replace(/^Bearer /, '')
-      const phones = [...fake.phones.values()].filter((p) => fake.accountOf.get(p.id) === waba)
-      if (!phones.some((p) => p.token === token)) {
-        return [...fake.phones.values()].some((p) => p.token === token)
-          ? graphError(400, 100, `Unsupported request. Object with ID '${waba}' does not exist`)
-          : graphError(401, 190, 'Invalid OAuth access token - Cannot parse access token')
-      }
-    }
+    const refused = wabaRefusal(request, waba, waba)
+    if (refused) return refused
     const all = fake.templates.get(waba) ?? []
+    if (request.method === 'DELETE') {
+      const name = url.searchParams.get('name')
+      const hsm = url.searchParams.get('hsm_id')
+      if (!name) return missing('name')
+      const gone = all.filter((t) => t.name === name && (hsm === null || t.id === hsm))
+      if (gone.length === 0) return changeRefusal(`Message template ${name}${hsm ? ` (${hsm})` : ''} was not found`)
+      fake.templates.set(
+        waba,
+        all.filter((t) => !gone.includes(t)),
+      )
+      const names = fake.deletedNames.get(waba) ?? new Map<string, number>()
+      names.set(name, fake.now())
+      fake.deletedNames.set(waba, names)
+      return Response.json({ success: true })
+    }
     if (request.method === 'GET') {
       const limit = Math.max(1, Math.min(Number(url.searchParams.get('limit') ?? 25) || 25, 1000))
       const after = url.searchParams.get('after')
@@ -615,6 +864,10 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     if (all.some((t) => t.name === sent.name && t.language === sent.language)) {
       return graphError(400, 100, 'Invalid parameter: Content in this language already exists')
     }
+    const deletedAt = fake.deletedNames.get(waba)?.get(sent.name)
+    if (deletedAt !== undefined && fake.now() - deletedAt < 30 * 86_400_000) {
+      return changeRefusal(`The name ${sent.name} was deleted less than 30 days ago: it cannot be used again yet`)
+    }
     const now = fake.now()
     const recent = (fake.creations.get(waba) ?? []).filter((at) => now - at < 3_600_000)
     if (recent.length >= fake.creationLimit) {
@@ -636,8 +889,12 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     const url = new URL(request.url)
     const media = mediaAnswer(request, url)
     if (media) return media
+    const analytics = analyticsAnswer(request, url)
+    if (analytics) return analytics
     const templates = templatesAnswer(request, url, sent)
     if (templates) return templates
+    const edit = editAnswer(request, url, sent)
+    if (edit) return edit
     const node = /^\/v[\d.]+\/([^/]+)$/.exec(url.pathname)
     const messages = /^\/v[\d.]+\/([^/]+)\/messages$/.exec(url.pathname)
     const phoneId = decodeURIComponent((node ?? messages)?.[1] ?? '')
@@ -656,6 +913,22 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     }
     const own = fake.answer ? await fake.answer(request, sent) : undefined
     if (own) return own
+    // Manners (issue 32): a read receipt, a quoted message, a reaction name a message Meta knows.
+    const known = (id: unknown) => typeof id === 'string' && (fake.ids.includes(id) || fake.customerIds.includes(id))
+    const unknownMessage = (field: string) => invalid(`${field}: no message with this id in this phone number's conversations`)
+    if (sent?.status === 'read') {
+      if (sent.messaging_product !== 'whatsapp') return missing('messaging_product')
+      if (typeof sent.message_id !== 'string') return missing('message_id')
+      if (sent.typing_indicator !== undefined && sent.typing_indicator?.type !== 'text')
+        return invalid('typing_indicator.type must be text')
+      if (!known(sent.message_id)) return unknownMessage('message_id')
+      fake.reads.push({ phoneNumberId: phoneId, messageId: sent.message_id, typing: sent.typing_indicator !== undefined })
+      return Response.json({ success: true })
+    }
+    if (sent?.context !== undefined && !known(sent.context?.message_id)) return unknownMessage('context.message_id')
+    if (sent?.type === 'reaction' && typeof sent.reaction?.message_id === 'string' && !known(sent.reaction.message_id)) {
+      return unknownMessage('reaction.message_id')
+    }
     const shape = sent ? graphShapeError(sent) : null
     if (shape) return shape
     // A template message from a phone number whose WhatsApp Business Account has templates: checked against them.
@@ -695,7 +968,21 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> } = {}): F
     fake.recipients.set(record.sender ?? '', reached.add(to))
     const id = `wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEj${(++counter).toString(16).padStart(8, '0')}A=`
     fake.ids.push(id)
+    // Priced as Meta prices it: a template by its category, anything else a free service message (in the window).
+    const category = sent?.type === 'template' ? ownTemplates.find((t) => t.name === sent?.template?.name)?.category : undefined
+    fake.pricing.set(id, category ? metaPricing(category.toLowerCase()) : metaPricing('service', 'free_customer_service'))
     fake.accepted.add(record.text)
+    const waba = fake.accountOf.get(record.sender ?? '') ?? ''
+    const template = sent?.type === 'template' ? ownTemplates.find((t) => t.name === sent.template?.name) : undefined
+    fake.delivered.push({
+      id,
+      phoneNumberId: record.sender ?? '',
+      waba,
+      phone: (fake.phones.get(record.sender ?? '')?.display_phone_number ?? '').replace(/\D/g, ''),
+      at: wallClock(),
+      category: sent?.type === 'template' ? (template?.category ?? 'UTILITY') : 'SERVICE',
+      type: sent?.type === 'template' ? 'REGULAR' : 'FREE_CUSTOMER_SERVICE',
+    })
     return Response.json({ messaging_product: 'whatsapp', contacts: [{ input: sent?.to, wa_id: sent?.to }], messages: [{ id }] })
   }
 

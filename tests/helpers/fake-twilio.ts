@@ -25,6 +25,7 @@
 // Content templates (issue 30): POST /v1/Content creates one under the account the credentials prove
 // (twilio/text, media, call-to-action, quick-reply, card, list-picker, whatsapp/authentication, with
 // the documented limits); `content(account, definition, approval?)` adds one as a test needs it.
+// DELETE /v1/Content/{sid} deletes one (204; Twilio edits none: a changed template is a new one).
 // POST /v1/Content/{sid}/ApprovalRequests/whatsapp asks WhatsApp's approval ({name, category}: answered
 // `received`; `approve(sid, status, reason?)` moves it on); GET /v1/ContentAndApprovals lists the
 // account's templates with their approval, `contentPageSize` a page at most (Twilio's PageSize and
@@ -121,6 +122,13 @@ export type FakeTwilio = {
   /** Requests for a medium's MediaUrl and for its storage URL, counted. */
   mediaRequests(sid: string): { api: number; storage: number }
   /** Forgets requests, acceptances, limits, windows and the test's answer (not the accounts). */
+  /** The message SIDs customers wrote (customerWrites). */
+  customerSids: string[]
+  /**
+   * Typing indicators it took (issue 32: Twilio's Messaging v2 `POST /v2/Indicators/Typing.json`, public beta,
+   * which marks the message read too): the account and the message. An unknown messageId is 404 (20404, the fake's words).
+   */
+  typings: { account: string | null; messageId: string }[]
   reset(): void
   stop(): void
 }
@@ -257,6 +265,8 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
   const fake: FakeTwilio = {
     url: '',
     requests: [],
+    customerSids: [],
+    typings: [],
     limits: new FakeLimits(),
     retryAfter: true,
     rateCode: 20429,
@@ -274,6 +284,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       const token = o.authToken ?? fake.accounts.get(o.accountSid)?.token
       if (!token) throw new Error(`fake Twilio: no auth token for ${o.accountSid}`)
       const sid = `SM${crypto.randomUUID().replaceAll('-', '')}`
+      fake.customerSids.push(sid)
       const fields: Record<string, string> = {
         SmsMessageSid: sid,
         NumMedia: '0',
@@ -354,6 +365,8 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       return account
     },
     reset() {
+      fake.customerSids = []
+      fake.typings = []
       fake.requests = []
       fake.limits.reset()
       fake.retryAfter = true
@@ -406,6 +419,18 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     const media = mediaAnswer(request, new URL(request.url))
     if (media) return media
     const path = new URL(request.url).pathname
+    if (path === '/v2/Indicators/Typing.json' && request.method === 'POST') {
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      const messageId = form.get('messageId') ?? ''
+      if (form.get('channel') !== 'whatsapp') return twilioError(400, 20001, 'channel: must be whatsapp')
+      if (!fake.customerSids.includes(messageId)) return twilioError(404, 20404, `The message ${messageId} was not found`)
+      fake.typings.push({ account: account?.sid ?? null, messageId })
+      return Response.json({ success: true })
+    }
     if (path === '/v1/Content' && request.method === 'POST') {
       // The Content API (content.twilio.com): the account is the one the credentials prove.
       const account = authenticate(request, null)
@@ -423,6 +448,23 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       if (problem) return twilioError(400, 20001, problem)
       const sid = fake.content(account?.sid ?? null, definition)
       return Response.json({ sid, account_sid: account?.sid ?? null, ...definition }, { status: 201 })
+    }
+    const contentPath = /^\/v1\/Content\/([^/]+)$/.exec(path)
+    if (contentPath && request.method === 'DELETE') {
+      // DELETE /v1/Content/{sid}: the template and its approval are gone (204); another account's or an unknown one is 404.
+      const account = authenticate(request, null)
+      if (account instanceof Response) return account
+      record.account = account?.sid ?? null
+      const own = fake.answer ? await fake.answer(request, form) : undefined
+      if (own) return own
+      const sid = decodeURIComponent(contentPath[1]!)
+      if (!fake.contents.has(sid) || (account && fake.contentAccounts.get(sid) !== account.sid)) {
+        return twilioError(404, 20404, `The requested resource /v1/Content/${sid} was not found`)
+      }
+      fake.contents.delete(sid)
+      fake.contentAccounts.delete(sid)
+      fake.approvals.delete(sid)
+      return new Response(null, { status: 204 })
     }
     const approvalPath = /^\/v1\/Content\/([^/]+)\/ApprovalRequests\/whatsapp$/.exec(path)
     if (approvalPath && request.method === 'POST') {

@@ -79,3 +79,47 @@ export function metaTemplateBody(
     ],
   })
 }
+
+/**
+ * Meta's `pricing` of a status (per-message pricing, as since July 2025): the category it charged, the
+ * type (`regular`, `free_customer_service` inside the customer's window, `free_entry_point`) and the
+ * retiring `billable` (false exactly when the type is free).
+ */
+export type MetaPricing = { billable?: boolean; pricing_model: string; category: string; type?: string }
+export function metaPricing(category: string, type: 'regular' | 'free_customer_service' | 'free_entry_point' = 'regular'): MetaPricing {
+  return { billable: type === 'regular', pricing_model: 'PMP', category, type }
+}
+
+/**
+ * A notification of message statuses for `phoneNumberId`, as JSON text: each `{id, status, pricing}`
+ * (pricing null: none, as Meta's `failed` has), with the fields Meta sends around them.
+ */
+export function metaStatusesBody(
+  phoneNumberId: string,
+  statuses: { id: string; status: string; pricing?: MetaPricing | null; recipient?: string }[],
+): string {
+  return JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: '200000000000001',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '6281100000001', phone_number_id: phoneNumberId },
+              statuses: statuses.map((s) => ({
+                id: s.id,
+                status: s.status,
+                timestamp: String(Math.floor(Date.now() / 1000)),
+                recipient_id: s.recipient ?? '6281234567890',
+                ...(s.pricing ? { pricing: s.pricing } : {}),
+              })),
+            },
+          },
+        ],
+      },
+    ],
+  })
+}

@@ -38,7 +38,8 @@ const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const TENANTS = 'tests/senders/tenants.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
-const WINDOW = 'src/modules/messages/window.ts'
+const ADMISSION = 'src/modules/messages/admission.ts'
+const QUOTE = 'tests/messages/quote.test.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
@@ -50,6 +51,7 @@ const SENDER_SERVICE = 'src/modules/senders/service.ts'
 const META_WEBHOOK = 'src/providers/meta/webhook.ts'
 const TEMPLATE_NOTICES = 'src/modules/templates/notices.ts'
 const TEMPLATE_WEBHOOKS = 'tests/templates/webhooks.test.ts'
+const PRICES = 'tests/messages/prices.test.ts'
 
 // The opt-out's lock of its account's row (setOptOut), taken away.
 const optOutUnlocked: Edit = {
@@ -169,7 +171,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/messages/service.ts',
-        find: 'if (slot.waitMs === null && !(await chargedAlready(deps, requestToken))) {',
+        find: 'if (slot.waitMs === null && !repeat) {',
         replace: 'if (false) {',
       },
     ],
@@ -429,8 +431,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/status/machine.ts',
-        find: "(t.status = 'delivered' and t.next in ('read', 'failed'))",
-        replace: "(t.status = 'delivered' and t.next in ('delivered', 'read', 'failed'))",
+        find: "(m.status = 'delivered' and r.next in ('read', 'failed'))",
+        replace: "(m.status = 'delivered' and r.next in ('delivered', 'read', 'failed'))",
       },
     ],
     tests: ['tests/status/state-machine.test.ts'],
@@ -508,13 +510,65 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: LEDGER,
-        find: 'select id from accounts where id in (select account_id from late_refunds) order by id for update',
-        replace: 'select id from accounts where id in (select account_id from late_refunds) for update',
+        find: 'where id in (select account_id from ${sql(source)} where refund or diff <> 0)\n    order by id for update',
+        replace: 'where id in (select account_id from ${sql(source)} where refund or diff <> 0)\n    for update',
       },
     ],
     tests: ['tests/messages/guards.outer.test.ts'],
     filter: 'late refund lock order',
     database: 'postgres',
+  },
+  {
+    name: 'settle-once',
+    breaks: "a settlement twice: a repeated or late pricing report moves a message's money again after it was settled",
+    edits: [
+      {
+        file: MACHINE,
+        find: "r.reported is not null and m.settled_at is null and m.status in ('sent', 'delivered', 'read') as settles",
+        replace: "r.reported is not null and m.status in ('sent', 'delivered', 'read') as settles",
+      },
+    ],
+    tests: [PRICES],
+    filter: 'once, however often',
+  },
+  {
+    name: 'settle-never-below-zero',
+    breaks: 'an upward settlement takes more than the balance has (the statement fails on balance >= 0 and the status is lost)',
+    edits: [
+      {
+        file: LEDGER,
+        find: 'least(a.balance + coalesce(c.total, 0), u.asked) - least(a.balance + coalesce(c.total, 0), u.asked - u.diff) as taken',
+        replace: 'u.diff as taken',
+      },
+    ],
+    tests: [PRICES],
+    filter: 'balance too small',
+  },
+  {
+    name: 'category-price',
+    breaks: "a single send of a template is charged cost_per_message instead of its category's price",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'cross join lateral (select account_category_price(f.account_id, f.category) as cost) p',
+        replace: 'cross join lateral (select account_price(f.account_id) as cost) p',
+      },
+    ],
+    tests: [PRICES],
+    filter: 'each category is charged its own price',
+  },
+  {
+    name: 'category-price-bulk',
+    breaks: "a bulk's template entries are charged cost_per_message instead of their category's price",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'select ord, category, account_category_price(${owner.accountId}, category) as cost',
+        replace: 'select ord, category, account_price(${owner.accountId}) as cost',
+      },
+    ],
+    tests: [PRICES],
+    filter: 'each category is charged its own price',
   },
   {
     name: 'data-dir-lock',
@@ -614,14 +668,14 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'window-send',
     breaks: "a free-form send outside the customer's 24-hour window charged, then refused by the provider (131047, 63016)",
-    edits: [{ file: WINDOW, find: 'if (last?.open || (await recovering())) return', replace: 'return' }],
+    edits: [{ file: ADMISSION, find: 'if (checksWindow(config, p.sender) && freeForm(p) && !f.open)', replace: 'if (false)' }],
     tests: [WINDOW_TESTS],
     filter: 'outside the window: 422',
   },
   {
     name: 'window-bulk',
     breaks: 'a bulk entry outside its 24-hour window charged, then refused by the provider',
-    edits: [{ file: WINDOW, find: 'if (last.get(m.phone)?.open) continue', replace: 'continue' }],
+    edits: [{ file: ADMISSION, find: 'if (checksWindow(config, p.sender) && freeForm(p) && !f.open)', replace: 'if (false)' }],
     tests: [WINDOW_TESTS],
     filter: 'bulk: an entry outside',
   },
@@ -773,8 +827,8 @@ export const MUTATIONS: Mutation[] = [
     breaks: 'a send to a phone that opted out of the account is charged and handed over instead of refused with RECIPIENT_OPTED_OUT',
     edits: [
       {
-        file: 'src/modules/messages/service.ts',
-        find: '  await refuseOptedOut(deps.sql, principal.accountId, to, () => chargedAlready(deps, requestToken))\n',
+        file: ADMISSION,
+        find: '  if (f.optedOut) return optedOutError(p.phone)\n',
         replace: '',
       },
     ],
@@ -784,7 +838,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'opted-out-bulk-entry-refused',
     breaks: 'a bulk entry to a phone that opted out is charged and handed over instead of failing alone, uncharged',
-    edits: [{ file: 'src/modules/messages/bulk.ts', find: '      if (optedOut.has(phone)) throw optedOutError(phone)\n', replace: '' }],
+    edits: [{ file: ADMISSION, find: '  if (f.optedOut) return optedOutError(p.phone)\n', replace: '' }],
     tests: [OPT_OUTS],
     filter: 'bulk: the opted-out entry',
   },
@@ -819,8 +873,8 @@ export const MUTATIONS: Mutation[] = [
       optOutUnlocked,
       {
         file: LEDGER,
-        find: 'from accounts where id = ${accountId} for update`',
-        replace: 'from accounts where id = ${accountId} for no key update`',
+        find: 'where id = ${accountId} for update of accounts`',
+        replace: 'where id = ${accountId} for no key update of accounts`',
       },
     ],
     tests: [OPT_OUT_RACES],
@@ -859,7 +913,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'rich-header-bound',
     breaks: 'header media charged with a template that goes as plain text (its media silently dropped)',
-    edits: [{ file: 'src/modules/messages/service.ts', find: 'if (header && !bound) {', replace: 'if (false) {' }],
+    edits: [{ file: ADMISSION, find: 'if (header && !bound) {', replace: 'if (false) {' }],
     tests: ['tests/messages/rich.test.ts'],
     filter: 'not bound',
   },
@@ -1099,6 +1153,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'status|quality',
   },
   {
+    name: 'template-meta-order-unchanged',
+    breaks:
+      "a Meta template notification that changed nothing keeps no time: an older one delivered after it undoes Meta's newer word (APPROVED, then a late PAUSED, leaves it paused)",
+    edits: [
+      {
+        file: TEMPLATE_NOTICES,
+        find: "if (result && notice.at && field !== 'flagged'",
+        replace: "if (false && result && notice.at && field !== 'flagged'",
+      },
+    ],
+    tests: [TEMPLATE_WEBHOOKS],
+    filter: 'changed nothing still counts',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',
@@ -1175,5 +1243,150 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/templates/campaigns.test.ts'],
     filter: 'media header',
+  },
+  {
+    name: 'max-price-send',
+    breaks: 'a send or a bulk entry whose price is above its max_price charged and handed over instead of refused with PRICE_ABOVE_MAX',
+    edits: [{ file: ADMISSION, find: 'if (aboveMax(f.price, p.maxPrice)) return', replace: 'if (false) return' }],
+    tests: [QUOTE],
+    filter: 'max_price',
+  },
+  {
+    name: 'max-price-boundary',
+    breaks: 'a message that costs exactly its max_price refused, as if the cap were exclusive',
+    edits: [{ file: ADMISSION, find: 'maxPrice !== null && price > maxPrice', replace: 'maxPrice !== null && price >= maxPrice' }],
+    tests: [QUOTE],
+    filter: 'at the price it goes',
+  },
+  {
+    name: 'max-price-campaign',
+    breaks: "a campaign whose messages' price is above its max_price charges them instead of pausing with PRICE_ABOVE_MAX",
+    edits: [
+      { file: 'src/modules/campaigns/engine.ts', find: 'if (aboveMax(account.cost, campaign.max_price)) {', replace: 'if (false) {' },
+    ],
+    tests: [QUOTE],
+    filter: "campaign's max_price",
+  },
+  {
+    name: 'quote-takes-no-budget',
+    breaks: "a quote holds messaging-limit uses (as a send does before its charge): quoting uses the sender's budget",
+    edits: [
+      {
+        file: ADMISSION,
+        find: '    if (businessInitiated(f)) {\n      const budget',
+        replace:
+          "    if (businessInitiated(f) && (await (await import('../budgets/guard')).holdMessagingLimit(deps, crypto.randomUUID(), [p]))) {\n      const budget",
+      },
+    ],
+    tests: [QUOTE],
+    filter: 'nothing taken',
+  },
+  {
+    name: 'quote-takes-no-pace',
+    breaks: "a quote takes a slot at the sender's pace for each entry that would go: quoting delays real sends",
+    edits: [
+      {
+        file: ADMISSION,
+        find: '    results.push({ ...entry, would_send: true })',
+        replace: '    await p.sender.pacer.take(p.phone)\n    results.push({ ...entry, would_send: true })',
+      },
+    ],
+    tests: [QUOTE],
+    filter: 'nothing taken',
+  },
+  {
+    name: 'quote-charges-nothing',
+    breaks: 'a quote debits the balance (with its ledger row) for each entry that would go',
+    edits: [
+      {
+        file: ADMISSION,
+        find: '    results.push({ ...entry, would_send: true })',
+        replace:
+          "    await (await import('../ledger/service')).credit(deps.sql, accountId, 'adjustment', -f.price, 'quote')\n    results.push({ ...entry, would_send: true })",
+      },
+    ],
+    tests: [QUOTE],
+    filter: 'nothing taken',
+  },
+  {
+    name: 'quote-simulates-limit',
+    breaks: "a quote says every business-initiated entry would go, though the bulk's messaging limit refuses those past its room",
+    edits: [{ file: ADMISSION, find: '        budget.room--\n', replace: '' }],
+    tests: [QUOTE],
+    filter: 'nothing taken|property',
+  },
+  {
+    name: 'template-member-tenant',
+    breaks:
+      "a member of account A allowed to manage templates creates, edits and deletes them on account B's sender (the dashboard's my-senders paths)",
+    edits: [{ file: 'src/modules/templates/rights.ts', find: 'if (!own) throw notFound()', replace: 'if (false) throw notFound()' }],
+    tests: ['tests/templates/member-pages.test.ts'],
+    filter: 'attacker',
+  },
+  {
+    name: 'template-delete-stops',
+    breaks: 'a deleted WhatsApp template still sends (charged, then refused by Meta: 132001) and campaigns of it go on',
+    edits: [{ file: 'src/modules/templates/edits.ts', find: "{ status: 'deleted', reason: `deleted by", replace: '{ reason: `deleted by' }],
+    tests: ['tests/templates/edits.test.ts'],
+    filter: 'one language goes',
+  },
+  {
+    name: 'template-delete-language',
+    breaks: "deleting one language of a Meta template deletes every language of its name at Meta (Meta's DELETE by name alone)",
+    edits: [
+      {
+        file: 'src/providers/meta/templates.ts',
+        find: 'new URLSearchParams({ name: template.name, hsm_id: template.ref })',
+        replace: 'new URLSearchParams({ name: template.name })',
+      },
+    ],
+    tests: ['tests/templates/edits.test.ts'],
+    filter: 'one language goes',
+  },
+  {
+    name: 'read-charges',
+    breaks: "marking a customer's message read (POST /inbound/{id}/read) takes money from the balance: a read receipt is never charged",
+    edits: [
+      {
+        file: 'src/modules/inbound/manners.ts',
+        find: '  const answer = await provider.markRead({ messageId: row.provider_message_id, phone: row.phone, typing })',
+        replace:
+          '  await deps.sql`update accounts set balance = balance - 1 where id = ${accountId}`\n' +
+          '  const answer = await provider.markRead({ messageId: row.provider_message_id, phone: row.phone, typing })',
+      },
+    ],
+    tests: ['tests/inbound/manners.test.ts'],
+    filter: 'never charged',
+  },
+  {
+    name: 'read-other-account',
+    breaks: "an API key marks another account's inbound message read (and shows a typing indicator to that tenant's customer)",
+    edits: [
+      {
+        file: 'src/modules/inbound/manners.ts',
+        find: 'select provider_message_id, sender_id, phone, type from inbound_messages where id = ${id} and account_id = ${accountId}`',
+        replace: 'select provider_message_id, sender_id, phone, type from inbound_messages where id = ${id}`',
+      },
+    ],
+    tests: ['tests/inbound/manners.test.ts'],
+    filter: 'attacker',
+  },
+  {
+    name: 'reply-to-other-account',
+    breaks: "a send quotes or reacts to another account's message on a number both share (reply_to, reaction.message_id)",
+    edits: [
+      {
+        file: 'src/modules/inbound/quotes.ts',
+        find: 'where account_id = ${accountId} and phone = ${phone} and sender_id is not distinct from ${senderId}\n      and (id = ${ourId}',
+        replace: 'where phone = ${phone} and sender_id is not distinct from ${senderId}\n      and (id = ${ourId}',
+      },
+      {
+        file: 'src/modules/inbound/quotes.ts',
+        find: 'where account_id = ${accountId} and phone = ${phone} and sender_id is not distinct from ${senderId}\n      and message_sid',
+        replace: 'where phone = ${phone} and sender_id is not distinct from ${senderId}\n      and message_sid',
+      },
+    ],
+    tests: ['tests/inbound/manners.test.ts'],
+    filter: 'share',
   },
 ]

@@ -123,6 +123,8 @@ describe('create', () => {
       late_failures: 'keep',
       accounts: [],
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
+      // A Twilio sender's WhatsApp templates are synced when it is created (tests/templates/edits.test.ts).
+      templates_sync: { ok: true, detail: expect.stringMatching(/^\d+ listed by twilio, /) },
     })
     expectNoSecret(created.body)
     const meta = await t.admin('GET', `/senders/${ids.metaA}`)
@@ -188,6 +190,14 @@ describe('check', () => {
     expect(m.body.data.last_check).toMatchObject({ ok: true })
     expect(m.body.data.last_check.detail).toContain('Warung B')
     expect(m.body.data.last_check.detail).toContain('quality YELLOW')
+    // After a check that passes, the sender's WhatsApp templates are synced with the same credentials (the Content API, Meta's templates edge).
+    const syncs = [...twilio.requests, ...graph.requests].filter((r) => r.path.startsWith('/v1/') || r.path.endsWith('/message_templates'))
+    expect(syncs.map((r) => r.headers.get('authorization'))).toEqual([
+      basic(TWILIO_A.credentials.account_sid, TWILIO_A.credentials.auth_token),
+      `Bearer ${META_B.credentials.access_token}`,
+    ])
+    twilio.requests = twilio.requests.filter((r) => !syncs.includes(r))
+    graph.requests = graph.requests.filter((r) => !syncs.includes(r))
     expect(twilio.requests.map((r) => [r.method, r.path, r.headers.get('authorization'), r.account, r.status])).toEqual([
       [
         'GET',

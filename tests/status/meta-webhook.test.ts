@@ -103,12 +103,16 @@ type Row = {
   read_at: Date | null
   error_code: number | null
   error_message: string | null
+  settled_category: string | null
+  settled_at: Date | null
+  unsettled: number
   xmin: string
 }
 const row = async (sid: string) =>
   (
     await t.db.sql<Row[]>`
-    select status, delivered_at, read_at, error_code, error_message, xmin::text from messages where message_sid = ${sid}`
+    select status, delivered_at, read_at, error_code, error_message, settled_category, settled_at, unsettled, xmin::text
+    from messages where message_sid = ${sid}`
   )[0]!
 
 /** The message.status events of a SID, as [previous_status, status], in order. */
@@ -180,7 +184,8 @@ describe('status notifications', () => {
     const events = await t.db.sql<{ xmin: string }[]>`
       select e.xmin::text from webhook_events e join messages m on m.id = e.message_id where m.message_sid in ${t.db.sql([a.sid, b.sid])}`
     expect(new Set([ra.xmin, rb.xmin, ...events.map((e) => e.xmin)]).size).toBe(1)
-    expect(rc.xmin).not.toBe(ra.xmin)
+    // c's `sent` moved no status; its `pricing` (utility, at the same price as the service it was charged) settled it, once.
+    expect(rc).toMatchObject({ settled_category: 'utility', settled_at: expect.any(Date), unsettled: 0 })
   })
 
   test('out of order: read before delivered (across callbacks and within one): read, one event, the late delivered changes nothing', async () => {

@@ -81,12 +81,12 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
     const memberLink = (await admin('POST', `/accounts/${account.id}/members`, { email: 'warung@example.com' })).link
     const op = await signIn((await admin('POST', '/operators', { email: 'templates-ops@example.com' })).link, '/dashboard/accounts')
 
-    await step(op, 'Sync templates with the keyboard, on the sender page', async () => {
+    await step(op, 'Synced when the sender was created; Sync templates again with the keyboard, on the sender page', async () => {
       await op.goto(`${base}/dashboard/senders/${sender.id}`)
-      expect(await op.getByText('No WhatsApp templates yet').isVisible()).toBe(true)
+      expect(await op.locator('#last-sync').innerText()).toContain('(when it was created): 2 listed by meta, 2 new')
       await op.getByRole('button', { name: 'Sync templates' }).focus()
       await submitted(op, () => op.keyboard.press('Enter'))
-      expect(await status(op)).toBe('Templates synced: 2 templates listed by meta, 2 new, 0 changed, 0 unchanged, 0 gone.')
+      expect(await status(op)).toBe('Templates synced: 2 templates listed by meta, 0 new, 0 changed, 2 unchanged, 0 gone.')
       const rows = await op.locator('section[aria-labelledby="templates-title"] tbody tr').allInnerTexts()
       expect(rows.length).toBe(2)
       expect(rows[1]).toContain('rejected (PROMOTIONAL)')
@@ -169,7 +169,34 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
       },
     )
 
+    await step(op, "edit and delete a template (a confirmation page first); the default sender's page", async () => {
+      await op.getByText('Edit this template').click()
+      await bothWidths(op, 'wa-template-edit')
+      await op.getByRole('link', { name: 'Delete template invoice_reminder (en_US)' }).click()
+      await op.waitForURL(/\/templates\/\d+\/delete$/)
+      await bothWidths(op, 'wa-template-delete')
+      await op.getByRole('button', { name: 'Delete template invoice_reminder' }).click()
+      await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
+      expect(await op.locator('#template-status').innerText()).toContain('deleted')
+      expect(graph.requests.filter((r) => r.method === 'DELETE').length).toBe(1)
+      await op.goto(`${base}/dashboard/senders`)
+      await op.getByRole('link', { name: "The default sender's WhatsApp templates" }).click()
+      await op.waitForURL(`${base}/dashboard/senders/0/templates`)
+      expect(await op.getByRole('heading', { level: 1 }).innerText()).toBe("The default sender's WhatsApp templates")
+      await bothWidths(op, 'default-sender-wa-templates')
+      await op.goto(`${base}/dashboard/accounts/${account.id}`)
+      await submitted(op, () => op.getByRole('button', { name: 'Let members manage templates' }).click())
+      expect(await op.locator('#template-rights').innerText()).toContain('may create, edit and delete')
+    })
+
     const member = await signIn(memberLink, '/dashboard')
+    await step(member, "the member's sender page: its templates and, allowed, a new one", async () => {
+      await member.locator(`a[href="/dashboard/my-senders/${sender.id}"]`).click()
+      await member.waitForURL(`${base}/dashboard/my-senders/${sender.id}`)
+      expect(await member.getByRole('link', { name: 'New template' }).isVisible()).toBe(true)
+      await bothWidths(member, 'member-sender')
+      await member.goto(`${base}/dashboard`)
+    })
     await step(member, 'the member: the templates it may use with their parameters, each one with its preview', async () => {
       await member.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Templates and segments' }).click()
       await member.getByRole('link', { name: 'WhatsApp templates' }).click()

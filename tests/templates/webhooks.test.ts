@@ -215,6 +215,40 @@ describe('status', () => {
     ])
   })
 
+  test("a notification that changed nothing still counts in Meta's order: an older one delivered after it changes nothing", async () => {
+    // Meta paused the template at 10:01 and approved it again at 10:02; the approval arrives first, while
+    // the template is still approved here (it changes nothing), then the pause, late: it is older.
+    const tpl = await template(ids.metaA, 'noop_then_stale')
+    const pausedEarlier = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED'), metaTime(60))
+    const approved = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'APPROVED'), metaTime(70))
+    expect((await post(approved, META_A.credentials.app_secret)).templates).toBe(0)
+    expect((await post(pausedEarlier, META_A.credentials.app_secret)).templates).toBe(0)
+    expect((await row(tpl)).status).toBe('approved')
+    // Likewise a quality and a category said again, then an older change of them delivered late.
+    const green = notification(
+      WABA_A,
+      'message_template_quality_update',
+      { ...which(tpl), previous_quality_score: 'RED', new_quality_score: 'GREEN' },
+      metaTime(90),
+    )
+    const redEarlier = notification(
+      WABA_A,
+      'message_template_quality_update',
+      { ...which(tpl), previous_quality_score: 'GREEN', new_quality_score: 'RED' },
+      metaTime(80),
+    )
+    expect((await post(green, META_A.credentials.app_secret)).templates).toBe(0)
+    expect((await post(redEarlier, META_A.credentials.app_secret)).templates).toBe(0)
+    expect((await row(tpl)).quality).toBe('green')
+    // What changed nothing is not in the history, nor announced.
+    expect(await history(tpl)).toEqual([])
+    expect(await eventsOf(shopA, tpl)).toEqual([])
+    // A newer change still applies.
+    const pausedLater = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'PAUSED'), metaTime(100))
+    expect((await post(pausedLater, META_A.credentials.app_secret)).templates).toBe(1)
+    expect(await history(tpl)).toEqual([['status', 'approved', 'paused', 'meta']])
+  })
+
   test('FLAGGED is recorded once (a repeat records nothing) and leaves the status; an unknown word changes nothing', async () => {
     const tpl = await template(ids.metaA, 'flash_sale')
     const flagged = notification(WABA_A, 'message_template_status_update', statusUpdate(tpl, 'FLAGGED'))

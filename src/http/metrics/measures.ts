@@ -70,7 +70,7 @@ const webhookDuration = registry.histogram(
   PROVIDER_BUCKETS,
 )
 
-export type Movement = 'charge' | 'refund' | 'topup' | 'adjustment'
+export type Movement = 'charge' | 'refund' | 'topup' | 'adjustment' | 'settlement'
 const movements = registry.counter(
   'messaging_balance_movements_total',
   'Ledger rows written by this process, by kind (charge, refund, topup, adjustment)',
@@ -149,7 +149,7 @@ export function balanceMoved(kind: Movement, rows: number, amount: number): void
 
 // Series that exist from the start (at 0), so a rate over them is defined before the first event.
 for (const outcome of ['delivered', 'failed', 'no_endpoint'] as const) webhookAttempts.inc({ outcome }, 0)
-for (const kind of ['charge', 'refund', 'topup', 'adjustment'] as const) movements.inc({ kind }, 0)
+for (const kind of ['charge', 'refund', 'topup', 'adjustment', 'settlement'] as const) movements.inc({ kind }, 0)
 credits.inc({ kind: 'charge', direction: 'out' }, 0)
 credits.inc({ kind: 'refund', direction: 'in' }, 0)
 credits.inc({ kind: 'topup', direction: 'in' }, 0)

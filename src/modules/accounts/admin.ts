@@ -1,3 +1,4 @@
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { readSql } from '../../http/reads'
 import { adminRoutes } from '../../http/groups'
@@ -128,8 +129,20 @@ export const accountsAdmin = (deps: Deps) => {
         summary: "Set the global price, or one account's override (account_id)",
         description:
           'The price per message and, optionally, `refund_late_failures`: whether messages the provider accepted and later ' +
-          'reported `failed` are refunded (the default) or stay charged. Both are fixed on each message when it is charged.',
+          'reported `failed` are refunded (the default) or stay charged. Both are fixed on each message when it is charged. ' +
+          '`prices` (extension) gives the WhatsApp categories (`marketing`, `utility`, `authentication`, `service`) prices of their ' +
+          "own (null removes one); a category without one costs `cost_per_message`, and an account's own price is whole (its " +
+          "categories never fall back to the global price's). `settle`: whether Meta's pricing report settles a message to the " +
+          'category Meta reports (`provider`, the default) or keeps the charge (`keep`). Each change is kept (GET /price/history).',
       },
+    })
+    .get('/price/history', async ({ query }) => ok(formatTimes(await admin.getPriceHistory(sql, query.account_id ?? null), tz)), {
+      query: m.PriceQuery,
+      response: {
+        200: envelopeOf(t.Array(m.PriceChange)),
+        ...errorsOf(400, 401, 404),
+      },
+      detail: { tags, summary: "The history of the global price, or of one account's own price (account_id), newest first (50)" },
     })
     .get('/price', async ({ query }) => ok(await admin.getPrice(sql, query.account_id ?? null)), {
       query: m.PriceQuery,

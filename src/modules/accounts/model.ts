@@ -5,11 +5,27 @@ export { IdParams, listOf, PageQuery } from '../../http/models'
 
 const closed = { additionalProperties: false } as const
 
+/** The four categories' prices, each resolved (its own price, else `cost_per_message`). */
+export const CategoryPrices = t.Object(
+  {
+    marketing: t.Integer({ examples: [700] }),
+    utility: t.Integer({ examples: [350] }),
+    authentication: t.Integer({ examples: [300] }),
+    service: t.Integer({ examples: [350] }),
+  },
+  {
+    description:
+      "The price of one message of each WhatsApp category (extension): a WhatsApp template's message is charged its template's " +
+      'category, any other message `service`. A category without a price of its own costs `cost_per_message`.',
+  },
+)
+
 export const Balance = t.Object({
   wa_balance: t.Integer({ examples: [150000] }),
   cost_per_message: t.Integer({ examples: [350] }),
   estimated_sends: t.Integer({ examples: [428] }),
   currency: t.String({ examples: ['IDR'] }),
+  prices: CategoryPrices,
 })
 export type Balance = typeof Balance.static
 
@@ -93,6 +109,11 @@ const REFUND_LATE_FAILURES =
   'Whether a message the provider accepted and later reported `failed` is refunded (true, the default) or stays charged ' +
   '(false). Fixed on each message when it is charged, as its price is: a change applies to messages charged from then on.'
 
+const SETTLE =
+  "What Meta's pricing report does to a message charged under this price: `provider` (the default) settles it to the price of " +
+  'the category Meta reports (or the `service` price when Meta says it is free), once, with a ledger row; `keep` keeps the charge ' +
+  'as made (the reported category is still recorded). Read when the report comes.'
+
 export const PriceBody = t.Object(
   {
     cost_per_message: JsonInteger({ examples: [350] }),
@@ -100,6 +121,28 @@ export const PriceBody = t.Object(
     refund_late_failures: t.Optional(
       t.Boolean({
         description: `${REFUND_LATE_FAILURES} Omitted: unchanged (an account's new own price starts with the choice it follows now).`,
+      }),
+    ),
+    prices: t.Optional(
+      t.Object(
+        {
+          marketing: t.Optional(t.Union([JsonInteger(), t.Null()])),
+          utility: t.Optional(t.Union([JsonInteger(), t.Null()])),
+          authentication: t.Optional(t.Union([JsonInteger(), t.Null()])),
+          service: t.Optional(t.Union([JsonInteger(), t.Null()])),
+        },
+        {
+          ...closed,
+          description:
+            "Each category's own price (a positive integer), or null to remove it (the category costs `cost_per_message` again). " +
+            "A category omitted keeps what the price has; an account's new own price starts without any.",
+          examples: [{ marketing: 700, utility: 350, authentication: 300 }],
+        },
+      ),
+    ),
+    settle: t.Optional(
+      t.Union([t.Literal('provider'), t.Literal('keep')], {
+        description: `${SETTLE} Omitted: unchanged (an account's new own price starts with the choice it follows now).`,
       }),
     ),
   },
@@ -115,4 +158,26 @@ export const Price = t.Object({
   account_id: t.Union([t.Integer(), t.Null()]),
   account_override: t.Boolean(),
   refund_late_failures: t.Boolean({ description: REFUND_LATE_FAILURES }),
+  prices: CategoryPrices,
+  own_prices: t.Object(
+    {
+      marketing: t.Optional(t.Integer()),
+      utility: t.Optional(t.Integer()),
+      authentication: t.Optional(t.Integer()),
+      service: t.Optional(t.Integer()),
+    },
+    { description: 'The categories this price gives a price of their own (the others cost `cost_per_message`)' },
+  ),
+  settle: t.Union([t.Literal('provider'), t.Literal('keep')], { description: SETTLE }),
+})
+
+/** One change of a price, as kept (GET /admin/v1/price/history). */
+export const PriceChange = t.Object({
+  account_id: t.Union([t.Integer(), t.Null()]),
+  cost_per_message: t.Union([t.Integer(), t.Null()]),
+  prices: t.Record(t.String(), t.Integer(), { description: 'The categories given their own price by this change' }),
+  refund_late_failures: t.Union([t.Boolean(), t.Null()]),
+  settle: t.Union([t.String(), t.Null()]),
+  removed: t.Boolean({ description: "The account's own price was removed: it pays the global price again" }),
+  changed_at: t.String(),
 })

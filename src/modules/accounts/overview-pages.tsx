@@ -172,7 +172,7 @@ export function overviewPages(d: Dashboard) {
         <p>
           <a href={`${base}/messages?status=failed`}>All failed messages</a>
         </p>
-        <MemberSenders senders={senders} budgets={budgets} />
+        <MemberSenders senders={senders} budgets={budgets} link={scope.accountName === null} />
       </Layout>,
     )
   }

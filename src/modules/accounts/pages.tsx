@@ -14,6 +14,8 @@ import { idParam } from './scope'
 import { changeBalance, clearPriceOverride, createAccount, getAccount, getPrice, searchAccounts, setPrice, updateAccount } from './service'
 import { LateFailuresChoice, PRICE_FIELDS, lateFailuresOf, lateFailuresText, priceNotice } from './price-pages'
 import { AccountSenders } from '../senders/account-pages'
+import { TemplateRights } from '../templates/wa-pages'
+import { membersMayChange } from '../templates/rights'
 import { listAccountSenders, senderNames } from '../senders/service'
 
 /** An account's own pages, opened from its account page. */
@@ -112,6 +114,7 @@ export function accountPages(d: Dashboard) {
     const members = await listUsers(d.sql, id)
     const price = await getPrice(d.sql, id)
     const [senders, allSenders] = await Promise.all([listAccountSenders(d.sql, id), senderNames(d.sql)])
+    const templateRights = await membersMayChange(d.sql, id)
     const { state } = options
     return respond(
       <Layout title={account.name} session={session} error={options.error}>
@@ -195,6 +198,7 @@ export function accountPages(d: Dashboard) {
           the next one is sent after the balance is back at or above it.
         </p>
         <AccountSenders session={session} accountId={id} senders={senders} all={allSenders} />
+        <TemplateRights session={session} accountId={id} allowed={templateRights} />
         <h2>Members</h2>
         {members.length === 0 ? <p class="muted">No members yet.</p> : null}
         <ul>

@@ -7,7 +7,16 @@ import { requireText } from '../../http/values'
 import { MAX_NOTE_CHARS, pageOf, type Page } from '../../lib/validate'
 import type { Balance } from './model'
 import type { Clock } from '../../lib/clock'
-import { clearPrice, credit, priceOf, setPrice as writePrice } from '../ledger/service'
+import {
+  CATEGORIES,
+  clearPrice,
+  credit,
+  priceHistory,
+  priceOf,
+  setPrice as writePrice,
+  type Category,
+  type SettleMode,
+} from '../ledger/service'
 
 type AccountRow = { id: number; name: string; balance: number; cost: number; low_balance_threshold: number | null; created_at: Date }
 
@@ -32,11 +41,13 @@ const accountQuery = (sql: Db) => sql`
 export async function getBalance(sql: Sql, accountId: number, currency: string): Promise<Balance> {
   const [row] = await sql<{ balance: number; cost: number }[]>`
     select balance, account_price(id) as cost from accounts where id = ${accountId}`
+  const { prices } = await priceOf(sql, accountId)
   return {
     wa_balance: row!.balance,
     cost_per_message: row!.cost,
     estimated_sends: Math.floor(row!.balance / row!.cost),
     currency,
+    prices,
   }
 }
 
@@ -124,13 +135,39 @@ export async function changeBalance(
   return { wa_balance: row.balance }
 }
 
-/** Sets a price; `refund_late_failures` omitted keeps the choice in force (see ledger's setPrice). */
-export async function setPrice(sql: Sql, input: { cost_per_message: number; account_id?: number | null; refund_late_failures?: boolean }) {
+export type PriceInput = {
+  cost_per_message: number
+  account_id?: number | null
+  refund_late_failures?: boolean
+  prices?: Partial<Record<Category, number | null>>
+  settle?: SettleMode
+}
+
+/** Sets a price; parts omitted (`refund_late_failures`, a category, `settle`) keep what is in force (see ledger's setPrice). */
+export async function setPrice(sql: Sql, input: PriceInput) {
   if (input.cost_per_message < 1) throw badValue('cost_per_message: must be a positive integer')
+  for (const [category, value] of Object.entries(input.prices ?? {})) {
+    if (!(CATEGORIES as readonly string[]).includes(category))
+      throw badValue(`prices.${category}: not a category (${CATEGORIES.join(', ')})`)
+    if (value !== null && value !== undefined && (!Number.isSafeInteger(value) || value < 1))
+      throw badValue(`prices.${category}: must be a positive integer, or null to remove it`)
+  }
+  if (input.settle !== undefined && input.settle !== 'provider' && input.settle !== 'keep')
+    throw badValue('settle: must be provider or keep')
   const accountId = input.account_id ?? null
   if (accountId !== null) await requireAccount(sql, accountId)
-  await writePrice(sql, accountId, input.cost_per_message, input.refund_late_failures)
+  await writePrice(sql, accountId, input.cost_per_message, {
+    refundLateFailures: input.refund_late_failures,
+    prices: input.prices,
+    settle: input.settle,
+  })
   return getPrice(sql, accountId)
+}
+
+/** The history of the global price (null) or of one account's own price, newest first. */
+export async function getPriceHistory(sql: Sql, accountId: number | null) {
+  if (accountId !== null) await requireAccount(sql, accountId)
+  return priceHistory(sql, accountId)
 }
 
 export async function getPrice(sql: Sql, accountId: number | null) {
@@ -141,6 +178,9 @@ export async function getPrice(sql: Sql, accountId: number | null) {
     account_id: accountId,
     account_override: price.overridden,
     refund_late_failures: price.refundLateFailures,
+    prices: price.prices,
+    own_prices: price.own,
+    settle: price.settle,
   }
 }
 

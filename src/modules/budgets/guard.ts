@@ -138,6 +138,9 @@ export type Held<T> = {
   settleAfter<R>(charge: Promise<R>): Promise<R>
 }
 
+/** No hold: a send whose recipient uses no budget (an unlimited one, an open window) or a repeat. */
+export const NO_HOLD: Held<never> = { fit: [], refused: [], settle: async () => {}, settleAfter: (charge) => charge }
+
 /**
  * The messaging limit of a send's entries (single: one, bulk: its valid ones), before pace and charge:
  * those past their budget are refused, the uses of the others held under `requestToken` until settled.
@@ -146,11 +149,17 @@ export async function holdMessagingLimit<T extends Entry>(
   deps: Pick<Deps, 'sql' | 'config' | 'clock'>,
   requestToken: string,
   entries: T[],
+  /**
+   * The business-initiated entries by budget, when the caller read them already (messages/admission.ts's
+   * one read): no statement to find each sender's budget and the recipients' windows again.
+   */
+  known?: Map<string, { budget: Budget & { tier: number }; entries: T[] }>,
 ): Promise<Held<T>> {
   const refused: { entry: T; error: ApiError }[] = []
   const hold = { token: requestToken, seconds: Math.ceil(deps.config.sendWaitMs / 1000) + HOLD_MARGIN_SECONDS }
   let held = false
-  for (const { budget, entries: mine } of (await byBudget(deps.sql, deps.clock, deps.config.messagingLimit, entries)).values()) {
+  const groups = known ?? (await byBudget(deps.sql, deps.clock, deps.config.messagingLimit, entries))
+  for (const { budget, entries: mine } of groups.values()) {
     if (mine.length === 0) continue
     held = true
     const { fits, usage } = await deps.sql.begin((tx) =>

@@ -24,6 +24,7 @@ import { outgoingOf } from '../messages/content'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
 import { segmentMatch } from '../templates/segments'
 import { checksWindow, closedWindowsOf } from '../messages/window'
+import { aboveMax, categoryOf, priceCapPause } from '../messages/admission'
 import { hasRoom, takeForCampaign } from '../budgets/guard'
 import { optedOutAmong } from '../optouts/service'
 import { getTemplateRow } from '../templates/catalog'
@@ -191,11 +192,12 @@ async function nextBatch(
         variables: string[] | null
         sender_id: number | null
         sender_disabled: boolean
+        max_price: number | null
       }[]
     >`
       select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id,
              coalesce(c.template_id, c.wa_template_id) as template_id, t.body, c.wa_template_id, c.template_parameters, s.tag,
-             b.ref, b.language, b.variables, c.sender_id,
+             b.ref, b.language, b.variables, c.sender_id, c.max_price,
              coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled
       from campaigns c left join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
         left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
@@ -236,7 +238,17 @@ async function nextBatch(
       return stop
     }
 
-    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock)
+    const account = await lockForCharge(tx, tz, campaign.account_id, campaign.api_key_id, clock, campaign.template_id)
+    // The price cap (messages/admission.ts, rule 6), under the account's lock: a price above the campaign's
+    // max_price (Meta recategorised its template, a price was raised) charges nothing more and pauses it.
+    if (aboveMax(account.cost, campaign.max_price)) {
+      if (handingOver) return settleFirst
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null,
+          pause_reason = ${priceCapPause(categoryOf(wa), account.cost, campaign.max_price!)}
+        where id = ${campaignId}`
+      return stop
+    }
     // Skipped, uncharged, and counted: recipients who opted out (read under the account's lock, which an
     // opt-out takes too: one committed before this charge is seen, even while the campaign runs), then,
     // for a free-form campaign (its template not bound for the provider), those whose 24-hour window
@@ -333,10 +345,11 @@ async function nextBatch(
         returning contact_id
       )
       insert into messages (account_id, api_key_id, campaign_id, contact_id, phone, body, template_id, provider_template, content,
-                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at)
+                            status, cost, refund_late_failure, handoff_token, handoff_until, valid_until, sender_id, created_at, category)
       select ${campaign.account_id}, ${campaign.api_key_id}, ${campaignId}, v.contact_id, v.phone, v.body, ${campaign.template_id},
              v.provider_template::jsonb, v.content::jsonb, 'queued', ${account.cost}, ${account.refundLateFailure}, ${lease.token},
-             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now}
+             ${now} + make_interval(secs => ${lease.seconds}), ${now} + make_interval(secs => ${validitySeconds}), ${campaign.sender_id}, ${now},
+             ${account.category}
       from v join recipient using (contact_id)
       returning id, phone, body, provider_template, content`
     await chargeRecorded(

@@ -79,6 +79,16 @@ export const CreateCampaignBody = t.Object(
         examples: ['2025-03-01 09:00:00'],
       }),
     ),
+    max_price: t.Optional(
+      t.Integer({
+        minimum: 0,
+        description:
+          "Extension: the most each of its messages may cost. When its messages' price is above it (Meta recategorised its template, a " +
+          'price was raised), nothing more is charged and the campaign pauses with a reason that starts with `PRICE_ABOVE_MAX`; resume ' +
+          'it once the price or the cap allows. Not Meta\'s own "maximum price" for marketing messages',
+        examples: [500],
+      }),
+    ),
     from: t.Optional(
       t.String({
         description:
@@ -106,6 +116,7 @@ const campaignFields = {
   }),
   schedule_at: nullableTimestamp('Scheduled send time'),
   created_at: timestamp('Creation time'),
+  max_price: t.Optional(t.Union([jsonInteger(), t.Null()], { description: 'Extension: the most each message may cost; null: no cap' })),
 }
 
 export const Campaign = t.Object(campaignFields, {

@@ -23,6 +23,82 @@ import { listAccountSenders, senderNames } from '../senders/service'
 import { senderChoice, senderLabel } from '../senders/account-pages'
 import { usableTemplate, usableTemplates, type WaTemplate } from '../templates/catalog'
 import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type HeaderMedia, type SourceInput } from './wa'
+import { quoteCampaign, type CampaignQuote } from './quote'
+
+/** Why recipients would be skipped, in words. */
+const SKIPPED: Record<string, string> = {
+  RECIPIENT_OPTED_OUT: 'opted out',
+  WINDOW_CLOSED: '24-hour window closed (free-form)',
+  TEMPLATE_NOT_APPROVED: 'template not approved',
+  PRICE_ABOVE_MAX: 'price above its max_price',
+  MESSAGING_LIMIT: "past the sender's messaging limit",
+  SPEND_CAP_REACHED: "past the key's daily spend cap",
+  VALIDATION_ERROR: 'not a valid number',
+}
+
+/** A draft campaign's quote: how many would go, how many skipped and why, the cost by category. */
+function QuoteCard({ quote }: { quote: CampaignQuote }) {
+  const skipped = new Map<string, number>()
+  for (const r of quote.results) if (!r.would_send) skipped.set(r.code ?? 'other', (skipped.get(r.code ?? 'other') ?? 0) + 1)
+  const categories = Object.entries(quote.cost_by_category)
+  return (
+    <section class="card" id="campaign-quote" aria-labelledby="campaign-quote-title">
+      <h2 id="campaign-quote-title">If it ran now</h2>
+      <p>
+        {`${quote.would_send.toLocaleString('en')} would be sent, ${quote.skipped.toLocaleString('en')} skipped, of ` +
+          (quote.quoted < quote.recipients
+            ? `the first ${quote.quoted.toLocaleString('en')} of ${quote.recipients.toLocaleString('en')} recipients.`
+            : `${quote.recipients.toLocaleString('en')} recipients.`)}
+      </p>
+      {skipped.size > 0 ? (
+        <table id="quote-skipped">
+          <caption>Skipped, and why</caption>
+          <thead>
+            <tr>
+              <th scope="col">Reason</th>
+              <th scope="col">Recipients</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...skipped].map(([code, n]) => (
+              <tr>
+                <td>{`${SKIPPED[code] ?? code} (${code})`}</td>
+                <td>{n.toLocaleString('en')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : null}
+      <table id="quote-cost">
+        <caption>Cost by category</caption>
+        <thead>
+          <tr>
+            <th scope="col">Category</th>
+            <th scope="col">Cost</th>
+          </tr>
+        </thead>
+        <tbody>
+          {categories.map(([category, cost]) => (
+            <tr>
+              <td>{category}</td>
+              <td>{cost.toLocaleString('en')}</td>
+            </tr>
+          ))}
+          <tr>
+            <th scope="row">Total</th>
+            <td id="quote-total">{quote.total_cost.toLocaleString('en')}</td>
+          </tr>
+        </tbody>
+      </table>
+      <p>
+        {quote.balance_covers
+          ? `The balance (${quote.wa_balance.toLocaleString('en')}) covers it.`
+          : `The balance (${quote.wa_balance.toLocaleString('en')}) does not cover it: the campaign would pause when it runs out.`}{' '}
+        Nothing is charged or reserved by this preview; a campaign sends what its budget, cap and balance allow, then pauses.
+      </p>
+    </section>
+  )
+}
 
 const CAMPAIGN_SCRIPT = '/dashboard/assets/campaign.js'
 const PAGE_SIZE = 50
@@ -266,6 +342,8 @@ export function campaignPages(d: Dashboard) {
     const template = templates.items.find((t) => t.id === c.template_id)
     const segment = segments.items.find((s) => s.id === c.segment_id)
     const [sender] = c.sender_id === null ? [] : await senderNames(d.sql, [c.sender_id])
+    // Before Run: what it would do now (messages/admission.ts's rules), nothing taken.
+    const quote = c.status === 'draft' ? await quoteCampaign(d.deps, scope.accountId, c.id) : null
     const action = (path: string, label: string, secondary = false) => (
       <form method="post" action={`${base}/campaigns/${c.id}/${path}`}>
         <Csrf session={session} />
@@ -318,6 +396,7 @@ export function campaignPages(d: Dashboard) {
             </>
           ) : null}
         </dl>
+        {quote ? <QuoteCard quote={quote} /> : null}
         <div class="actions">
           {c.status === 'draft' ? action('run', future ? 'Run at its schedule' : 'Run now') : null}
           {c.status === 'paused' ? action('resume', 'Resume') : null}

@@ -18,6 +18,7 @@ import { checkParameters, type CampaignParameters } from './wa'
 const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0
 
 type CampaignRow = {
+  max_price: number | null
   id: number
   name: string
   status: Campaign['status']
@@ -42,6 +43,8 @@ const campaignView = (row: CampaignRow) => ({
   parameters: row.parameters,
   schedule_at: row.schedule_at,
   created_at: row.created_at,
+  // Extension (issue 31): shown when set.
+  ...(row.max_price === null || row.max_price === undefined ? {} : { max_price: Number(row.max_price) }),
 })
 
 type CampaignView = ReturnType<typeof campaignView>
@@ -57,6 +60,7 @@ const COLUMNS = [
   'started_at',
   'finished_at',
   'pause_reason',
+  'max_price',
 ]
 /** A campaign's columns; `template_id` names its account template or its WhatsApp template, whichever it has. */
 const campaignColumns = (sql: Sql | Db) =>
@@ -171,9 +175,11 @@ export async function createCampaign(
   }
   // Templates and segments in use are never deleted, and the composite foreign keys keep them in the account.
   const [row] = await sql<CampaignRow[]>`
-    insert into campaigns (account_id, api_key_id, name, template_id, wa_template_id, template_parameters, segment_id, schedule_at, sender_id)
+    insert into campaigns (account_id, api_key_id, name, template_id, wa_template_id, template_parameters, segment_id, schedule_at, sender_id,
+                           max_price)
     values (${account}, ${principal.keyId}, ${name}, ${wa ? null : input.template_id}, ${wa ? wa.id : null},
-            ${parameters === null ? null : JSON.stringify(parameters)}::text::jsonb, ${input.segment_id}, ${scheduleAt}, ${senderId})
+            ${parameters === null ? null : JSON.stringify(parameters)}::text::jsonb, ${input.segment_id}, ${scheduleAt}, ${senderId},
+            ${input.max_price ?? null})
     returning ${campaignColumns(sql)}`
   return campaignView(row!)
 }

@@ -7,7 +7,17 @@ import { apiRoutes } from '../../http/groups'
 import { ApiError, ok } from '../../http/errors'
 import { DECIMAL, IdParams, listFields, listOf } from '../../http/models'
 import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
-import { ConversationItem, ConversationParams, ConversationQuery, ConversationWindow, InboundListQuery, InboundMessageView } from './model'
+import {
+  AccountInboundMessageView,
+  ConversationItem,
+  ConversationParams,
+  ConversationQuery,
+  ConversationWindow,
+  InboundListQuery,
+  MarkedRead,
+  MarkReadBody,
+} from './model'
+import { markInboundRead, repliesOf, withManners, withOutboundReactions } from './manners'
 import { conversation, getInbound, listInbound } from './service'
 import { serveMedium, withMedia } from './media-view'
 import { dateRange } from '../../http/values'
@@ -25,6 +35,12 @@ const MEDIA_RULE =
   '`/media/{n}`), with `media_status` (`pending` while it is fetched, `kept`, `failed`), `media_size` and `media_sha256` (once kept), ' +
   "`media_error` (why it failed) and `mime_type` (once kept, the type checked); `media_id` stays the provider's id. Once a medium " +
   "is kept, the provider's URL no longer appears, in `raw` neither."
+
+const MANNERS_RULE =
+  '`reply_to` (extension) names the message it quotes (the provider\'s id, and our `id` and `direction` when the account has ' +
+  "that message); `reactions` each side's current reaction to it; `read_at` when the account marked it read " +
+  '(`POST /inbound/{id}/read`). An inbound reaction is an item of its own (`type: reaction`, `content.message_id`) and shows in ' +
+  "the `reactions` of the message it reacts to."
 
 const MEDIA_ROUTE =
   "The medium's bytes as received from the customer, byte for byte, with its `Content-Type`, `Content-Length`, `ETag` (its " +
@@ -93,11 +109,12 @@ export const inboundApi = (deps: Deps) => {
         const sql = await readSql(deps, request)
         const tz = deps.config.timezone
         const list = formatTimes(await listInbound(sql, principal.accountId, query, dateRange(query, tz)), tz)
-        return ok({ ...list, items: await withMedia(sql, deps.config.publicBaseUrl, list.items) })
+        const items = await withMedia(sql, deps.config.publicBaseUrl, list.items)
+        return ok({ ...list, items: await withManners(sql, principal.accountId, tz, items) })
       },
       {
         query: InboundListQuery,
-        response: { 200: envelopeOf(listOf(InboundMessageView)), ...errorsOf(400, 401, 422) },
+        response: { 200: envelopeOf(listOf(AccountInboundMessageView)), ...errorsOf(400, 401, 422) },
         detail: {
           tags,
           summary: 'List inbound messages (extension)',
@@ -108,6 +125,8 @@ export const inboundApi = (deps: Deps) => {
             'the service time zone (422 for a malformed one). ' +
             MEDIA_RULE +
             ' ' +
+            MANNERS_RULE +
+            ' ' +
             accountRule,
         },
       },
@@ -116,15 +135,38 @@ export const inboundApi = (deps: Deps) => {
       '/inbound/:id',
       async ({ params, principal }) => {
         const message = formatTimes(await getInbound(deps.sql, principal.accountId, params.id), deps.config.timezone)
-        return ok((await withMedia(deps.sql, deps.config.publicBaseUrl, [message]))[0]!)
+        const [withIt] = await withMedia(deps.sql, deps.config.publicBaseUrl, [message])
+        return ok((await withManners(deps.sql, principal.accountId, deps.config.timezone, [withIt!]))[0]!)
       },
       {
         params: IdParams,
-        response: { 200: envelopeOf(InboundMessageView), ...errorsOf(400, 401, 404) },
+        response: { 200: envelopeOf(AccountInboundMessageView), ...errorsOf(400, 401, 404) },
         detail: {
           tags,
           summary: 'One inbound message (extension)',
-          description: "By its `id`. Another account's, or an unknown id, is 404 `NOT_FOUND`.",
+          description: `By its \`id\`. ${MANNERS_RULE} Another account's, or an unknown id, is 404 \`NOT_FOUND\`.`,
+        },
+      },
+    )
+    .post(
+      '/inbound/:id/read',
+      async ({ params, body, principal }) =>
+        ok(await markInboundRead(deps, principal.accountId, params.id, body?.typing === true)),
+      {
+        params: IdParams,
+        body: t.Optional(MarkReadBody),
+        response: { 200: envelopeOf(MarkedRead), ...errorsOf(400, 401, 404, 415, 422, 502) },
+        detail: {
+          tags,
+          summary: "Mark a customer's message read, with a typing indicator (extension)",
+          description:
+            "Marks the account's inbound message read at the provider of the number it reached (the customer sees blue ticks on it " +
+            'and on the ones before it), and with `{"typing": true}` shows the customer a typing indicator until the reply or 25 ' +
+            "seconds: Meta's `status: read` with `typing_indicator`; Twilio's typing indicator (public beta), which marks read too " +
+            "and is its only way (through a Twilio sender `typing` must be true, else 422); the simulator records it. Never charged: " +
+            "the balance and the ledger do not move. The body is optional. Another account's message, or an unknown id, is 404 " +
+            "`NOT_FOUND`; the provider's refusal (an unknown or too old message) is 502 `BAD_GATEWAY` with its words. `read_at` " +
+            'then shows in GET /inbound.',
         },
       },
     )
@@ -138,7 +180,17 @@ export const inboundApi = (deps: Deps) => {
           talk.items.filter((i) => i.direction === 'inbound'),
         )
         const byId = new Map(inbound.map((i) => [i.id, i]))
-        return ok({ ...talk, items: talk.items.map((i) => (i.direction === 'inbound' ? byId.get(i.id)! : i)) })
+        const tz = deps.config.timezone
+        const items = await withOutboundReactions(
+          deps.sql,
+          principal.accountId,
+          tz,
+          talk.items.map((i) => (i.direction === 'inbound' ? byId.get(i.id)! : i)),
+        )
+        const replies = await repliesOf(deps.sql, principal.accountId, [
+          ...new Set(items.flatMap((i) => (i.reply_to ? [i.reply_to] : []))),
+        ])
+        return ok({ ...talk, items: items.map((i) => ({ ...i, reply_to: i.reply_to ? replies.get(i.reply_to)! : null })) })
       },
       {
         params: ConversationParams,

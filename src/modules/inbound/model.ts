@@ -63,6 +63,63 @@ export const InboundMessageView = t.Object({
   created_at: t.String({ description: 'When it was stored' }),
 })
 
+/** What a message quotes (issue 32): the provider's id, and ours when the account has that message. */
+export const ReplyTo = t.Union(
+  [
+    t.Object({
+      provider_message_id: t.String({ description: "The provider's id of the quoted message (Meta's `context.id`, Twilio's OriginalRepliedMessageSid)" }),
+      id: t.Union([t.Integer(), t.Null()], {
+        description: "Our id of it: GET /inbound's `id` (direction inbound) or GET /messages' `id` (outbound); null when the account has no such message",
+      }),
+      direction: t.Union([t.Literal('inbound'), t.Literal('outbound'), t.Null()]),
+    }),
+    t.Null(),
+  ],
+  { description: 'Extension: the message this one answers, quoting it; null when it quotes none' },
+)
+
+/** The reactions a message holds now (issue 32). */
+export const Reactions = t.Array(
+  t.Object({
+    emoji: t.String({ examples: ['👍'] }),
+    by: t.Union([t.Literal('customer'), t.Literal('business')], {
+      description: '`customer`: an inbound reaction; `business`: a reaction the account sent (type `reaction`)',
+    }),
+    at: t.Union([t.String(), t.Null()], { description: 'When it was made, YYYY-MM-DD HH:MM:SS' }),
+  }),
+  { description: "Extension: each side's current reaction to this message (a removed one is not listed)" },
+)
+
+/** An inbound message as the account's API shows it: with what it quotes, its reactions and when it was marked read. */
+export const AccountInboundMessageView = t.Object({
+  ...InboundMessageView.properties,
+  reply_to: ReplyTo,
+  reactions: Reactions,
+  read_at: t.Union([t.String(), t.Null()], {
+    description: 'Extension: when the account marked it read at the provider (POST /inbound/{id}/read, or the inbox); null: not yet',
+  }),
+})
+
+export const MarkReadBody = t.Object(
+  {
+    typing: t.Optional(
+      t.Boolean({
+        description:
+          "Also show the customer a typing indicator (up to 25 seconds, or until the reply). Default false. Twilio's only way to " +
+          'mark read is its typing indicator: through a Twilio sender `typing` must be true (else 422)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type MarkReadBody = typeof MarkReadBody.static
+
+export const MarkedRead = t.Object({
+  id: t.Integer(),
+  read_at: t.String({ description: 'When it was marked read, YYYY-MM-DD HH:MM:SS' }),
+  typing: t.Boolean({ description: 'Whether a typing indicator was asked for' }),
+})
+
 export const ConversationItem = t.Object({
   direction: t.Union([t.Literal('inbound'), t.Literal('outbound')]),
   id: t.Integer({ description: 'The id in GET /messages (outbound) or GET /inbound (inbound)' }),
@@ -76,6 +133,8 @@ export const ConversationItem = t.Object({
   message_sid: t.Union([t.String(), t.Null()], { description: "The provider's message id" }),
   media_url: t.Union([t.String(), t.Null()]),
   content: t.Union([t.Record(t.String(), t.Unknown()), t.Null()], { description: 'Inbound: its normalised content; outbound: null' }),
+  reply_to: ReplyTo,
+  reactions: Reactions,
 })
 
 export const ConversationWindow = t.Object(

@@ -21,6 +21,7 @@ import { accountEvent } from '../webhooks/events'
 import { lastWritten, WINDOW_HOURS } from './window'
 import { consentFromInbound, consentFromProvider, type OptOutWords } from '../optouts/service'
 import { queueMedia } from './media'
+import { repliesOf } from './manners'
 import type { ConversationQuery, InboundListQuery, AdminInboundListQuery } from './model'
 
 // PostgreSQL's text and jsonb cannot hold NUL: a provider's text that carries one is stored without it.
@@ -126,10 +127,11 @@ export async function storeInbound(
           returning 1
         )
         insert into inbound_messages
-          (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at)
+          (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at,
+           reply_to)
         select ${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${given},
                ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt},
-               ${nowOf(tx, options.clock)}
+               ${nowOf(tx, options.clock)}, ${noNul(message.replyTo?.trim() || null)}
         from key
         returning ${tx.unsafe(COLUMNS)}`
       // Its media to fetch and keep (the inbound-media worker), once.
@@ -143,7 +145,7 @@ export async function storeInbound(
           { accountId, phone, inboundMessageId: Number(row.id), ...message },
           options.words,
         )
-      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row)
+      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row, message.replyTo?.trim() || null)
       return row ? Number(row.id) : null
     })
     ids.push(id)
@@ -152,8 +154,10 @@ export async function storeInbound(
 }
 
 /** The `message.received` event of inbound message row `r` (as its insert returned it): its public fields, as GET /inbound/{id} shows them. */
-async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Promise<void> {
+async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row, replyTo: string | null): Promise<void> {
   const v = formatTimes(view(r), tz)
+  // What it quotes (issue 32): the provider's id, and ours when the account has that message.
+  const reply_to = replyTo === null ? null : (await repliesOf(tx, accountId, [replyTo])).get(replyTo)!
   await accountEvent(tx, tz, accountId, 'message.received', {
     id: v.id,
     phone: v.phone,
@@ -163,6 +167,7 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row): Pro
     content: v.content,
     sender_id: v.sender_id,
     received_at: v.received_at,
+    reply_to,
   })
 }
 
@@ -307,15 +312,16 @@ export async function conversation(sql: Sql, clock: Clock, accountId: number, ph
     message_sid: string | null
     media_url: string | null
     content: Record<string, unknown> | null
+    reply_to: string | null
   }
   // Both directions, by time (ties: outbound first, then id). Queued messages still being handed over
   // are not shown, as in GET /messages.
   const both = sql`
     select 'outbound' as direction, id, created_at as at, sender_id, coalesce(content->>'type', 'text') as type, body as text, status, message_sid, media_url,
-           null::jsonb as content
+           null::jsonb as content, reply_to
     from messages where account_id = ${accountId} and phone = ${phone} and (status <> 'queued' or announce_outcome)
     union all
-    select 'inbound', id, received_at, sender_id, type, text, null, provider_message_id, content->>'media_url', content
+    select 'inbound', id, received_at, sender_id, type, text, null, provider_message_id, content->>'media_url', content, reply_to
     from inbound_messages where account_id = ${accountId} and phone = ${phone}`
   const rows = await sql<Item[]>`
     select * from (${both}) c order by at, direction desc, id limit ${p.limit} offset ${p.offset}`
@@ -331,6 +337,7 @@ export async function conversation(sql: Sql, clock: Clock, accountId: number, ph
     message_sid: r.message_sid,
     media_url: r.media_url,
     content: r.content,
+    reply_to: r.reply_to,
   }))
   const window = await windowWith(sql, clock, await windowSenderOf(sql, accountId, query.from), phone)
   return { phone, window, ...pageOf(items, count!.n, p) }

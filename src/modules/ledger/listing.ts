@@ -7,7 +7,7 @@ import { pageOf, type DateRange, type Page } from '../../lib/validate'
 
 type LedgerRowDb = {
   id: number
-  kind: 'topup' | 'charge' | 'refund' | 'adjustment'
+  kind: 'topup' | 'charge' | 'refund' | 'adjustment' | 'settlement'
   amount: number
   balance_after: number
   message_id: number | null

@@ -10,7 +10,7 @@
 //
 // A message whose final status is `failed` is refunded exactly what it was charged, once: a failed
 // hand-off by refundFailed; a failure the provider reports after accepting it (a late failure) by
-// lateFailureRefunds, inside the state machine's statement (status/machine.ts), unless its price keeps
+// statusMoney, inside the state machine's statement (status/machine.ts), unless its price keeps
 // late failures charged. A charge fixes on its messages both the price and that choice
 // (`refund_late_failure`, from the price's `refund_late_failures`, sql/0015): changing a price
 // changes neither for messages already charged.
@@ -41,7 +41,7 @@ import { Batcher } from '../../lib/batch'
 import type { Clock } from '../../lib/clock'
 import { nowOf } from '../../db/now'
 import { retrying } from '../../db/retry'
-import type { RichContent, StoredTemplate } from '../../providers/provider'
+import type { Pricing, RichContent, StoredTemplate } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
 import { balanceMoved } from '../../http/metrics/measures'
 
@@ -61,7 +61,22 @@ export type NewMessage = {
   validitySeconds: number
   /** Its sender (null: the deployment's default sender). */
   senderId?: number | null
+  /**
+   * The category it is charged for; omitted: its WhatsApp template's category (`templateId` naming
+   * one) at the moment of the charge, else `service` (the SQL function message_category).
+   */
+  category?: Category | null
+  /** The provider's id of the message it answers, quoting it (messages.reply_to, issue 32). */
+  replyTo?: string | null
 }
+
+/** WhatsApp's pricing categories: a message is charged the price of its category (sql/0043). */
+export const CATEGORIES = ['marketing', 'utility', 'authentication', 'service'] as const
+export type Category = (typeof CATEGORIES)[number]
+/** The four prices of an account (or the global price), each resolved: its own, else `cost_per_message`. */
+export type CategoryPrices = Record<Category, number>
+/** What Meta's pricing report settles: to the price of the category it reports (`provider`), or not at all (`keep`). */
+export type SettleMode = 'provider' | 'keep'
 
 // Arrays of a batch's template columns (mostly nulls: free-form sends carry none).
 const templateIds = (messages: NewMessage[]) => messages.map((m) => m.templateId ?? null) as number[]
@@ -69,8 +84,13 @@ const senderIds = (messages: NewMessage[]) => messages.map((m) => m.senderId ?? 
 const providerTemplates = (messages: NewMessage[]) =>
   messages.map((m) => (m.providerTemplate ? JSON.stringify(m.providerTemplate) : null)) as string[]
 const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
-/** `fresh`: this call made the charge; false when it found one made earlier with the same token. */
-export type Charged = { ids: number[]; cost: number; balanceAfter: number; fresh: boolean }
+const replyTos = (messages: NewMessage[]) => messages.map((m) => m.replyTo ?? null) as string[]
+const categories = (messages: NewMessage[]) => messages.map((m) => m.category ?? null) as string[]
+/**
+ * `fresh`: this call made the charge; false when it found one made earlier with the same token.
+ * `costs`: each message's price, in order (its category's); `cost`: the first one's.
+ */
+export type Charged = { ids: number[]; cost: number; costs: number[]; balanceAfter: number; fresh: boolean }
 /**
  * A charge refused, nothing changed: the balance cannot pay, or it would take what the key was
  * charged today (`spentToday`) past its daily cap. The cap is checked first.
@@ -105,13 +125,64 @@ const SYSTEM: Pick<Clock, 'sqlNow'> = { sqlNow: () => null }
 export async function priceOf(
   db: Db,
   accountId: number | null,
-): Promise<{ cost: number; overridden: boolean; refundLateFailures: boolean }> {
-  const [row] = await db<{ cost: number; overridden: boolean; refund_late_failures: boolean }[]>`
+): Promise<{
+  cost: number
+  overridden: boolean
+  refundLateFailures: boolean
+  prices: CategoryPrices
+  /** The categories this price gives a price of their own (the others pay `cost`). */
+  own: Partial<CategoryPrices>
+  settle: SettleMode
+}> {
+  const [row] = await db<
+    (CategoryPrices & {
+      cost: number
+      overridden: boolean
+      refund_late_failures: boolean
+      settle: SettleMode
+      own: Partial<CategoryPrices>
+    })[]
+  >`
     select account_price(${accountId}) as cost,
            exists (select 1 from prices where account_id = ${accountId}) as overridden,
-           account_refunds_late_failures(${accountId}) as refund_late_failures`
-  return { cost: row!.cost, overridden: row!.overridden, refundLateFailures: row!.refund_late_failures }
+           account_refunds_late_failures(${accountId}) as refund_late_failures,
+           account_category_price(${accountId}, 'marketing') as marketing, account_category_price(${accountId}, 'utility') as utility,
+           account_category_price(${accountId}, 'authentication') as authentication,
+           account_category_price(${accountId}, 'service') as service, account_settle(${accountId}) as settle,
+           (select jsonb_strip_nulls(jsonb_build_object('marketing', p.marketing, 'utility', p.utility,
+                                                        'authentication', p.authentication, 'service', p.service))
+            from prices p where p.account_id = ${accountId} or p.account_id is null order by p.account_id is null limit 1) as own`
+  const r = row!
+  return {
+    cost: r.cost,
+    overridden: r.overridden,
+    refundLateFailures: r.refund_late_failures,
+    prices: { marketing: r.marketing, utility: r.utility, authentication: r.authentication, service: r.service },
+    own: r.own,
+    settle: r.settle,
+  }
 }
+
+/**
+ * The price of one message of `category` for an account now (the global price for null): the one
+ * place a price is resolved (sql/0043's account_category_price), for the quote and the charges alike.
+ */
+export async function categoryPriceOf(db: Db, accountId: number | null, category: Category): Promise<number> {
+  const [row] = await db<{ cost: number }[]>`select account_category_price(${accountId}, ${category}) as cost`
+  return row!.cost
+}
+
+/** The category each template id's message is charged for now (null: a message without a template): `service` unless a WhatsApp template's. */
+export async function categoriesOf(db: Db, templateIds: (number | null)[]): Promise<Category[]> {
+  if (templateIds.length === 0) return []
+  const rows = await db<{ category: Category }[]>`
+    select message_category(t) as category from unnest(${templateIds as number[]}::bigint[]) with ordinality as v(t, ord) order by ord`
+  return rows.map((r) => r.category)
+}
+
+/** As SQL: the price of a message of `category` (an expression) for account `account` (an expression). */
+export const categoryPrice = (db: Db, account: Fragment, category: Fragment): Fragment =>
+  db`account_category_price(${account}, ${category})`
 
 /**
  * When a request token was made: a UUIDv7 (http/idempotency.ts makes them) carries its milliseconds in
@@ -153,7 +224,6 @@ export async function chargeAll(
   clock: Pick<Clock, 'sqlNow'> = SYSTEM,
 ): Promise<Charged | Refused> {
   const now = nowOf(db, clock)
-  const n = messages.length
   const rows = await db<
     { id: number; cost: number; balance: number; fresh: boolean; refused: 'balance' | 'spend_cap' | null; cap: number; spent: number }[]
   >`
@@ -161,8 +231,13 @@ export async function chargeAll(
       select m.id, m.cost, l.balance_after as balance, m.request_item as ord
       from messages m join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = ${requestToken}
+    ), priced as materialized (
+      -- Each message's category (given, else its WhatsApp template's, else service) and that category's price.
+      select ord, category, account_category_price(${owner.accountId}, category) as cost
+      from (select coalesce(given, message_category(template_id)) as category, ord
+            from unnest(${categories(messages)}::text[], ${templateIds(messages)}::bigint[]) with ordinality as p(given, template_id, ord)) c
     ), account as materialized (
-      select a.balance, account_price(a.id) as cost, account_refunds_late_failures(a.id) as refund_late
+      select a.balance, (select sum(cost) from priced)::bigint as cost, account_refunds_late_failures(a.id) as refund_late
       from accounts a
       where a.id = ${owner.accountId} and not exists (select 1 from existing)
       for update
@@ -174,12 +249,13 @@ export async function chargeAll(
       for no key update
     ), verdict as materialized (
       select a.*, s.cap, s.spent,
-             case when s.cap is not null and s.spent + a.cost * ${n} > s.cap then 'spend_cap'
-                  when a.balance < a.cost * ${n} then 'balance' end as refused
+             case when s.cap is not null and s.spent + a.cost > s.cap then 'spend_cap'
+                  when a.balance < a.cost then 'balance' end as refused
       from account a left join spender s on true
     ), debit as (
       -- From the balance read under the lock (v.balance), never accounts.balance: see staleCandidate.
-      update accounts set balance = v.balance - v.cost * ${n}
+      -- v.cost: the whole charge (the sum of the messages' prices).
+      update accounts set balance = v.balance - v.cost
       from verdict v
       where accounts.id = ${owner.accountId} and v.refused is null
       returning accounts.balance, v.cost, v.refund_late, v.balance as balance_before, accounts.low_balance_threshold
@@ -187,32 +263,36 @@ export async function chargeAll(
       select ${owner.accountId}::bigint as account_id, balance_before, balance as balance_after, low_balance_threshold as threshold
       from debit
     ), ${lowBalanceEvents(db, tz, 'debit_moved', clock)}, spend as (
-      update api_keys k set spend_day = ${today(db, tz, clock)}, spent_today = s.spent + debit.cost * ${n}
+      update api_keys k set spend_day = ${today(db, tz, clock)}, spent_today = s.spent + debit.cost
       from spender s, debit
       where k.id = s.id and s.cap is not null
     ), input as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, phone, body, media_url, template_id, provider_template, validity,
-             sender_id, content, ord
+             sender_id, content, reply_to, ord
       from unnest(${messages.map((m) => m.phone)}::text[], ${messages.map((m) => m.body)}::text[],
                   ${messages.map((m) => m.mediaUrl) as string[]}::text[], ${templateIds(messages)}::bigint[],
                   ${providerTemplates(messages)}::text[], ${messages.map((m) => m.validitySeconds)}::int[],
-                  ${senderIds(messages)}::bigint[], ${contents(messages)}::text[])
-           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, content, ord)
+                  ${senderIds(messages)}::bigint[], ${contents(messages)}::text[], ${replyTos(messages)}::text[])
+           with ordinality as i(phone, body, media_url, template_id, provider_template, validity, sender_id, content, reply_to, ord)
       where exists (select 1 from debit)
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
-                            content, created_at)
-      select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', debit.cost,
-             debit.refund_late, ${requestToken}, input.ord, ${lease.token}, ${now} + make_interval(secs => ${lease.seconds}),
-             ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(${tokenTime(requestToken)}::timestamptz, ${now})
-      from input, debit
+                            category, refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until,
+                            sender_id, content, reply_to, created_at)
+      select input.id, ${owner.accountId}, ${owner.keyId}, phone, body, media_url, template_id, provider_template::jsonb, 'queued', p.cost,
+             p.category, debit.refund_late, ${requestToken}, input.ord, ${lease.token}, ${now} + make_interval(secs => ${lease.seconds}),
+             ${now} + make_interval(secs => validity), sender_id, content::jsonb, reply_to, coalesce(${tokenTime(requestToken)}::timestamptz, ${now})
+      from input join priced p using (ord), debit
+    ), charged as (
+      -- The balance after each message: what stays once it and those before it are paid.
+      select input.id, input.ord, p.cost, debit.balance + debit.cost - (sum(p.cost) over (order by input.ord))::bigint as balance
+      from input join priced p using (ord), debit
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
-      select ${owner.accountId}, 'charge', -debit.cost, debit.balance + debit.cost * (${n} - input.ord), input.id, ${now}
-      from input, debit
+      select ${owner.accountId}, 'charge', -cost, balance, id, ${now}
+      from charged
     )
-    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from input, debit
+    select id, cost, balance, ord, true as fresh, null as refused, null::bigint as cap, null::bigint as spent from charged
     union all
     select id, cost, balance, ord, false, null, null, null from existing
     union all
@@ -222,10 +302,11 @@ export async function chargeAll(
   if (refusal) return refusedOf(refusal)
   // No row at all: no such account, refused as a short balance (as before caps).
   if (rows.length === 0) return { refused: 'balance' }
-  if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows[0]!.cost * rows.length)
+  if (rows[0]!.fresh) balanceMoved('charge', rows.length, -rows.reduce((sum, r) => sum + r.cost, 0))
   return {
     ids: rows.map((r) => r.id),
     cost: rows[0]!.cost,
+    costs: rows.map((r) => r.cost),
     balanceAfter: Math.min(...rows.map((r) => r.balance)),
     fresh: rows[0]!.fresh,
   }
@@ -264,9 +345,11 @@ export async function chargeSingles(
                            ${requests.map((r) => r.message.validitySeconds)}::int[],
                            ${senderIds(requests.map((r) => r.message))}::bigint[],
                            ${contents(requests.map((r) => r.message))}::text[],
-                           ${requests.map((r) => tokenTime(r.requestToken)) as string[]}::text[])
+                           ${requests.map((r) => tokenTime(r.requestToken)) as string[]}::text[],
+                           ${categories(requests.map((r) => r.message))}::text[],
+                           ${replyTos(requests.map((r) => r.message))}::text[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, sender_id, content, created_at, ord)
+                             template_id, provider_template, validity, sender_id, content, created_at, given_category, reply_to, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -276,9 +359,9 @@ export async function chargeSingles(
       join ledger l on l.message_id = m.id and l.kind = 'charge'
       where m.request_token = any(${requests.map((r) => r.requestToken)}::uuid[]) and m.request_item = 1
     ), fresh as (
-      select * from input where ord not in (select ord from existing)
+      select *, coalesce(given_category, message_category(template_id)) as category from input where ord not in (select ord from existing)
     ), locked as materialized (
-      select a.id, a.balance, account_price(a.id) as cost, account_refunds_late_failures(a.id) as refund_late
+      select a.id, a.balance, account_refunds_late_failures(a.id) as refund_late
       from accounts a
       where a.id in (select account_id from fresh)
       order by a.id
@@ -292,13 +375,15 @@ export async function chargeSingles(
       order by k.id
       for no key update
     ), capped as materialized (
-      select f.*, l.cost, l.refund_late, l.balance as account_balance, s.cap, s.spent,
-             coalesce(s.spent + l.cost * row_number() over (partition by f.key_id order by f.ord) > s.cap, false) as over_cap
+      select f.*, p.cost, l.refund_late, l.balance as account_balance, s.cap, s.spent,
+             coalesce(s.spent + sum(p.cost) over (partition by f.key_id order by f.ord) > s.cap, false) as over_cap
       from fresh f join locked l on l.id = f.account_id left join spenders s on s.id = f.key_id
+        -- Its category's price, read once its account is locked.
+        cross join lateral (select account_category_price(f.account_id, f.category) as cost) p
     ), accepted as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, r.*
       from (
-        select c.*, c.account_balance - c.cost * row_number() over (partition by c.account_id order by c.ord) as balance
+        select c.*, c.account_balance - (sum(c.cost) over (partition by c.account_id order by c.ord))::bigint as balance
         from capped c where not c.over_cap
       ) r
       where r.balance >= 0
@@ -314,11 +399,11 @@ export async function chargeSingles(
       where k.id = t.key_id and s.cap is not null
     ), inserted as (
       insert into messages (id, account_id, api_key_id, phone, body, media_url, template_id, provider_template, status, cost,
-                            refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until, sender_id,
-                            content, created_at)
+                            category, refund_late_failure, request_token, request_item, handoff_token, handoff_until, valid_until,
+                            sender_id, content, reply_to, created_at)
       select id, account_id, key_id, phone, body, media_url, template_id, provider_template::jsonb, 'queued', cost,
-             refund_late, request_token, 1, lease_token, ${now} + make_interval(secs => lease_seconds),
-             ${now} + make_interval(secs => validity), sender_id, content::jsonb, coalesce(created_at::timestamptz, ${now})
+             category, refund_late, request_token, 1, lease_token, ${now} + make_interval(secs => lease_seconds),
+             ${now} + make_interval(secs => validity), sender_id, content::jsonb, reply_to, coalesce(created_at::timestamptz, ${now})
       from accepted
     ), ledger_rows as (
       insert into ledger (account_id, kind, amount, balance_after, message_id, created_at)
@@ -339,7 +424,7 @@ export async function chargeSingles(
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
     if (row.refused !== null) return refusedOf(row)
-    return { ids: [row.id], cost: row.cost, balanceAfter: row.balance, fresh: row.fresh }
+    return { ids: [row.id], cost: row.cost, costs: [row.cost], balanceAfter: row.balance, fresh: row.fresh }
   })
 }
 
@@ -365,10 +450,12 @@ export async function lockForCharge(
   accountId: number,
   keyId: number | null,
   clock: Pick<Clock, 'sqlNow'>,
-): Promise<{ balance: number; cost: number; refundLateFailure: boolean; capRoom: number | null; cap: number | null }> {
-  const [row] = await tx<{ balance: number; cost: number; refund_late: boolean }[]>`
-    select balance, account_price(id) as cost, account_refunds_late_failures(id) as refund_late
-    from accounts where id = ${accountId} for update`
+  /** The messages' template (a campaign's): their category is its WhatsApp template's, else `service`. */
+  templateId: number | null = null,
+): Promise<{ balance: number; cost: number; category: Category; refundLateFailure: boolean; capRoom: number | null; cap: number | null }> {
+  const [row] = await tx<{ balance: number; cost: number; category: Category; refund_late: boolean }[]>`
+    select balance, account_category_price(id, c.category) as cost, c.category, account_refunds_late_failures(id) as refund_late
+    from accounts, (select message_category(${templateId}) as category) c where id = ${accountId} for update of accounts`
   const [key] = await tx<{ cap: number | null; spent: number }[]>`
     select daily_spend_cap as cap, case when spend_day = ${today(tx, tz, clock)} then spent_today else 0 end as spent
     from api_keys where id = ${keyId} for no key update`
@@ -376,6 +463,7 @@ export async function lockForCharge(
   return {
     balance: row!.balance,
     cost: row!.cost,
+    category: row!.category,
     refundLateFailure: row!.refund_late,
     cap,
     capRoom: cap === null ? null : Math.max(0, cap - key!.spent),
@@ -476,30 +564,105 @@ export const refundsWhenFailing = (sql: Db, m: string): Fragment =>
 const trustedSender = (sql: Db, m: string): Fragment =>
   sql`(${sql(m)}.sender_id is null or exists (select 1 from senders s where s.id = ${sql(m)}.sender_id and s.late_failures = 'refund'))`
 
+// Settlement on the provider's word (sql/0044). Meta's status webhooks say how it priced each message
+// (`pricing`). The category it reports, mapped onto the four (reportedCategory), or `service` when it
+// marks the message free, settles the message once: its cost becomes that category's price now for its
+// account (unless the account's price keeps charges: `settle: keep`), with one `settlement` ledger row,
+// in the state machine's statement, so the status change and its money commit together. The guard is
+// the message's settled_at, read under the message's row lock: a repeated, late or out-of-order report
+// finds it set and moves nothing. A downward difference is given back; an upward one takes what the
+// balance has after the statement's credits (never below 0), messages in id order, and what it could not
+// take stays on the message as `unsettled` (for the reconciliation). Accounts are locked in id order
+// after the messages, as the late failures' refunds always were (one lock for both: an account's row is
+// updated once per statement).
+
+/** Meta's pricing categories onto the four this service prices (README, "Prices per category"). */
+export const PROVIDER_CATEGORIES: Readonly<Record<string, Category>> = {
+  marketing: 'marketing',
+  marketing_lite: 'marketing',
+  utility: 'utility',
+  authentication: 'authentication',
+  authentication_international: 'authentication',
+  service: 'service',
+  referral_conversion: 'service',
+}
+
 /**
- * The refunds of messages that the provider reported failed after accepting them, as CTEs of the
- * state machine's statement, so each refund commits with its status change, once. `source` names a
- * CTE of that statement with `id`, `account_id`, `cost`, `error_code` and `refunded` of the messages
- * it changed (`refunded`: marked refunded by that change, see refundsWhenFailing). Locks their
- * accounts in id order, gives each back exactly what it was charged (its `cost`) with one ledger row
- * whose note says why. Writes nothing when none is refunded.
+ * The category a provider's pricing report settles a message to: `service` when it is free (a
+ * `free_*` type, or the retiring `billable: false`), else its category mapped onto the four; null
+ * when it says nothing this service can price (no report, an unknown category).
  */
-export const lateFailureRefunds = (sql: Db, source: string): Fragment => sql`
-  late_refunds as (
-    select id, account_id, cost, error_code from ${sql(source)} where refunded
-  ), late_refund_accounts as materialized (
-    select id from accounts where id in (select account_id from late_refunds) order by id for update
-  ), late_refund_credited as (
-    update accounts set balance = accounts.balance + s.total
-    from (select account_id, sum(cost)::bigint as total from late_refunds group by account_id) s
-    where accounts.id = s.account_id and accounts.id in (select id from late_refund_accounts)
-    returning accounts.id, accounts.balance - s.total as balance_before
-  ), late_refund_rows as (
-    insert into ledger (account_id, kind, amount, balance_after, message_id, note)
-    select r.account_id, 'refund', r.cost,
-           c.balance_before + sum(r.cost) over (partition by r.account_id order by r.id), r.id,
-           'the provider reported it failed after accepting it' || coalesce(' (error ' || r.error_code || ')', '')
-    from late_refunds r join late_refund_credited c on c.id = r.account_id
+export function reportedCategory(pricing: Pricing | null | undefined): Category | null {
+  if (!pricing) return null
+  if (pricing.type?.startsWith('free') || pricing.billable === false) return 'service'
+  return pricing.category ? (PROVIDER_CATEGORIES[pricing.category] ?? null) : null
+}
+
+/**
+ * As SQL, for the state machine's statement: the difference a settlement to `reported` makes to message
+ * row `m` (read under its lock; 0 when its account's price keeps charges or the category is the one
+ * charged).
+ */
+export const settlementDifference = (sql: Db, m: string, reported: Fragment): Fragment =>
+  sql`case when ${reported} is not null and ${reported} <> ${sql(m)}.category and account_settle(${sql(m)}.account_id) = 'provider'
+           then account_category_price(${sql(m)}.account_id, ${reported}) - ${sql(m)}.cost else 0 end`
+
+/**
+ * CTEs of the state machine's statement, before it updates the messages: the accounts of `source`'s
+ * money locked in id order (`status_money_accounts`), and what each upward settlement takes
+ * (`settle_takes`: id, taken). `source` names a CTE with `id`, `account_id`, `cost`, `refund` (a late
+ * failure refunded now) and `diff` (a settlement's difference, 0 for none) of the messages it locked.
+ */
+export const settlementTakes = (sql: Db, source: string): Fragment => sql`
+  status_money_accounts as materialized (
+    select id, balance from accounts
+    where id in (select account_id from ${sql(source)} where refund or diff <> 0)
+    order by id for update
+  ), status_credits as materialized (
+    select account_id, sum(case when refund then cost else -diff end)::bigint as total
+    from ${sql(source)} where refund or diff < 0 group by account_id
+  ), settle_takes as materialized (
+    -- Greedy in id order: the first upward differences take all they ask while the balance (after this
+    -- statement's credits) lasts, the one that meets its end takes the rest, the later ones nothing.
+    select u.id, u.account_id, u.diff,
+           least(a.balance + coalesce(c.total, 0), u.asked) - least(a.balance + coalesce(c.total, 0), u.asked - u.diff) as taken
+    from (select id, account_id, diff, sum(diff) over (partition by account_id order by id) as asked
+          from ${sql(source)} where diff > 0) u
+    join status_money_accounts a on a.id = u.account_id
+    left join status_credits c on c.account_id = u.account_id
+  )`
+
+/**
+ * CTEs of the state machine's statement, after it updated the messages: the money of `source` (as
+ * for settlementTakes) moved, one ledger row per message (credits first, then the takes, each in id
+ * order), and a `balance.low` event where a settlement crossed the threshold. Nothing when none moves.
+ */
+export const statusMoney = (sql: Db, source: string, tz: string, clock: Pick<Clock, 'sqlNow'>): Fragment => sql`
+  status_movements as materialized (
+    select id, account_id, 0 as phase, 'refund' as kind, cost as amount,
+           'the provider reported it failed after accepting it' || coalesce(' (error ' || error_code || ')', '') as note
+    from ${sql(source)} where refund
+    union all
+    select id, account_id, 0, 'settlement', -diff, 'settled to ' || reported || ', as the provider priced it'
+    from ${sql(source)} where diff < 0
+    union all
+    select k.id, k.account_id, 1, 'settlement', -k.taken,
+           'settled to ' || s.reported || ', as the provider priced it' ||
+           case when k.taken < k.diff then ' (' || (k.diff - k.taken) || ' not taken: the balance did not have it)' else '' end
+    from settle_takes k join ${sql(source)} s on s.id = k.id where k.taken > 0
+  ), status_moved as (
+    -- From the balance read under the lock (status_money_accounts), never accounts.balance: see staleCandidate.
+    update accounts set balance = a.balance + m.total
+    from (select account_id, sum(amount)::bigint as total from status_movements group by account_id) m
+      join status_money_accounts a on a.id = m.account_id
+    where accounts.id = m.account_id
+    returning accounts.id as account_id, a.balance as balance_before, accounts.balance as balance_after,
+              accounts.low_balance_threshold as threshold
+  ), ${lowBalanceEvents(sql, tz, 'status_moved', clock)}, status_ledger_rows as (
+    insert into ledger (account_id, kind, amount, balance_after, message_id, note, created_at)
+    select v.account_id, v.kind, v.amount,
+           a.balance + sum(v.amount) over (partition by v.account_id order by v.phase, v.id), v.id, v.note, ${nowOf(sql, clock)}
+    from status_movements v join status_money_accounts a on a.id = v.account_id
   )`
 
 /**
@@ -528,29 +691,96 @@ export async function credit(
   return row ?? null
 }
 
+/** A price's optional parts: each omitted keeps what the price has (a new own price: none of its own, the account's choices now). */
+export type PriceOptions = {
+  refundLateFailures?: boolean
+  /** Each category's own price; null removes it (the category pays `cost_per_message` again). */
+  prices?: Partial<Record<Category, number | null>>
+  settle?: SettleMode
+}
+
 /**
- * Sets the global price (accountId null) or one account's own price, and whether it refunds late
- * failures. `refundLateFailures` undefined keeps the choice the account has now (for a new own
- * price: the global price's), so setting a price alone never changes it.
+ * Sets the global price (accountId null) or one account's own price: `cost_per_message`, each
+ * category's own price, whether it refunds late failures and whether Meta's pricing settles its
+ * messages. Parts omitted keep the choice the account has now (for a new own price: the global
+ * price's choices, and no category prices of its own), so setting a price alone never changes them.
+ * Every change is kept in price_changes, in the same statement.
  */
-export async function setPrice(db: Db, accountId: number | null, cost: number, refundLateFailures?: boolean): Promise<void> {
-  const refund = refundLateFailures ?? null
+export async function setPrice(
+  db: Db,
+  accountId: number | null,
+  cost: number,
+  options: PriceOptions = {},
+  clock: Pick<Clock, 'sqlNow'> = SYSTEM,
+): Promise<void> {
+  const refund = options.refundLateFailures ?? null
+  const settle = options.settle ?? null
+  const given = options.prices ?? {}
+  // Per category: whether it was given (a null given removes it), and its value.
+  const has = (c: Category) => c in given
+  const value = (c: Category) => given[c] ?? null
+  const now = nowOf(db, clock)
+  const part = (c: Category, current: Fragment) => db`case when ${has(c)}::boolean then ${value(c)}::bigint else ${current} end`
   if (accountId === null) {
     await db`
-      update prices set cost_per_message = ${cost}, refund_late_failures = coalesce(${refund}::boolean, refund_late_failures),
-                        updated_at = now()
-      where account_id is null`
+      with changed as (
+        update prices set cost_per_message = ${cost}, refund_late_failures = coalesce(${refund}::boolean, refund_late_failures),
+                          marketing = ${part('marketing', db`marketing`)}, utility = ${part('utility', db`utility`)},
+                          authentication = ${part('authentication', db`authentication`)}, service = ${part('service', db`service`)},
+                          settle = coalesce(${settle}::text, settle), updated_at = ${now}
+        where account_id is null
+        returning *
+      )
+      insert into price_changes (account_id, cost_per_message, marketing, utility, authentication, service, refund_late_failures, settle, changed_at)
+      select null, cost_per_message, marketing, utility, authentication, service, refund_late_failures, settle, ${now} from changed`
   } else {
     await db`
-      insert into prices (account_id, cost_per_message, refund_late_failures)
-      values (${accountId}, ${cost}, coalesce(${refund}::boolean, account_refunds_late_failures(${accountId})))
-      on conflict (account_id) where account_id is not null
-      do update set cost_per_message = excluded.cost_per_message,
-                    refund_late_failures = coalesce(${refund}::boolean, prices.refund_late_failures), updated_at = now()`
+      with changed as (
+        insert into prices (account_id, cost_per_message, refund_late_failures, marketing, utility, authentication, service, settle, updated_at)
+        values (${accountId}, ${cost}, coalesce(${refund}::boolean, account_refunds_late_failures(${accountId})),
+                ${value('marketing')}::bigint, ${value('utility')}::bigint, ${value('authentication')}::bigint, ${value('service')}::bigint,
+                coalesce(${settle}::text, account_settle(${accountId})), ${now})
+        on conflict (account_id) where account_id is not null
+        do update set cost_per_message = excluded.cost_per_message,
+                      refund_late_failures = coalesce(${refund}::boolean, prices.refund_late_failures),
+                      marketing = ${part('marketing', db`prices.marketing`)}, utility = ${part('utility', db`prices.utility`)},
+                      authentication = ${part('authentication', db`prices.authentication`)},
+                      service = ${part('service', db`prices.service`)},
+                      settle = coalesce(${settle}::text, prices.settle), updated_at = ${now}
+        returning *
+      )
+      insert into price_changes (account_id, cost_per_message, marketing, utility, authentication, service, refund_late_failures, settle, changed_at)
+      select account_id, cost_per_message, marketing, utility, authentication, service, refund_late_failures, settle, ${now} from changed`
   }
 }
 
-/** Removes an account's own price: it pays the global price again. */
-export async function clearPrice(db: Db, accountId: number): Promise<void> {
-  await db`delete from prices where account_id = ${accountId}`
+/** Removes an account's own price: it pays the global price again (kept in price_changes as `removed`). */
+export async function clearPrice(db: Db, accountId: number, clock: Pick<Clock, 'sqlNow'> = SYSTEM): Promise<void> {
+  await db`
+    with removed as (delete from prices where account_id = ${accountId} returning account_id)
+    insert into price_changes (account_id, removed, changed_at) select account_id, true, ${nowOf(db, clock)} from removed`
+}
+
+export type PriceChange = {
+  account_id: number | null
+  cost_per_message: number | null
+  prices: Partial<CategoryPrices>
+  refund_late_failures: boolean | null
+  settle: SettleMode | null
+  removed: boolean
+  changed_at: Date
+}
+
+/** The history of the global price (null) or of one account's own price, newest first (at most `limit`). */
+export async function priceHistory(db: Db, accountId: number | null, limit = 50): Promise<PriceChange[]> {
+  const rows = await db<(Omit<PriceChange, 'prices'> & Partial<Record<Category, number | null>>)[]>`
+    select account_id, cost_per_message, marketing, utility, authentication, service, refund_late_failures, settle, removed, changed_at
+    from price_changes where coalesce(account_id, 0) = ${accountId ?? 0}
+    order by id desc limit ${limit}`
+  return rows.map(({ marketing, utility, authentication, service, ...r }) => ({
+    ...r,
+    prices: Object.fromEntries(
+      Object.entries({ marketing, utility, authentication, service }).filter(([, v]) => v !== null && v !== undefined),
+    ) as Partial<CategoryPrices>,
+  }))
 }

@@ -3,7 +3,8 @@ import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
 import { UNTIMED } from '../../http/routes'
-import { ok } from '../../http/errors'
+import { badValue, ok } from '../../http/errors'
+import { MAX_BULK_MESSAGES } from '../../lib/validate'
 import { withIdempotency } from '../../http/idempotency'
 import { envelopeOf, errorsOf, jsonBody, SendLimited } from '../../http/openapi'
 import {
@@ -11,9 +12,12 @@ import {
   BulkBody,
   BulkResult,
   DocumentedBulkBody,
+  DocumentedQuoteBody,
   DocumentedSendBody,
   IdempotencyHeaders,
   ListQuery,
+  QuoteBody,
+  QuoteResult,
   Message,
   SEND_EXAMPLES,
   SendBody,
@@ -25,6 +29,8 @@ import { listOf } from '../../http/models'
 import { sendOne } from './service'
 import { sendBulk } from './bulk'
 import { getMessage, listMessages } from './queries'
+import { quoteEntries } from './admission'
+import { requireContentShape } from './content'
 
 const tags = ['Messages']
 const templateNote =
@@ -156,6 +162,36 @@ export const messagesApi = (deps: Deps) =>
             'waiting then (the provider throttles them, or the pace is busy) are answered `queued` with their `id`, counted in ' +
             '`queued`, and their outcome comes as a `message.status` event with `previous_status: "queued"`.' +
             idempotencyNote,
+        },
+      },
+    )
+    .post(
+      '/messages/quote',
+      async ({ body, principal }) => {
+        const single = !('messages' in body)
+        const entries = single ? [body] : body.messages
+        if (entries.length === 0) throw badValue('messages: must contain at least 1 message')
+        if (entries.length > MAX_BULK_MESSAGES)
+          throw badValue(`messages: must contain at most ${MAX_BULK_MESSAGES} messages (got ${entries.length})`)
+        entries.forEach((entry, index) => requireContentShape(entry, single ? '' : `messages[${index}].`))
+        return ok(await quoteEntries(deps, principal.accountId, principal.keyId, entries, (index) => (single ? '' : `messages[${index}].`)))
+      },
+      {
+        body: QuoteBody,
+        response: { 200: envelopeOf(QuoteResult), ...errorsOf(400, 401, 422) },
+        detail: {
+          requestBody: jsonBody(DocumentedQuoteBody, { ...BULK_EXAMPLES, ...SEND_EXAMPLES }),
+          tags,
+          summary: 'Quote a send or a bulk: what would go, and what it would cost',
+          description:
+            '**Extension.** Takes the body of `POST /messages/bulk` (`{messages: [...]}`) or of `POST /messages/send`, and answers for ' +
+            'each entry, in order, whether it would be sent now (`would_send`), the `code` it would fail with when not ' +
+            '(`VALIDATION_ERROR`, `SENDER_DISABLED`, `TEMPLATE_NOT_APPROVED`, `RECIPIENT_OPTED_OUT`, `WINDOW_CLOSED`, `PRICE_ABOVE_MAX`, ' +
+            '`MESSAGING_LIMIT`, `SPEND_CAP_REACHED`), its `category` and `price`; then `total_cost`, the cost by category and whether ' +
+            'the balance covers it. The rules are the ones the send and the bulk apply, in the same order (README, "Quote and ' +
+            'admission"). Nothing is charged, nothing handed over, no pace slot and no messaging-limit use is taken: a bulk made ' +
+            'right after with the same body does what the quote said, entry by entry, unless something changed in between ' +
+            "(an opt-out, a customer's message, a price). Shape errors are 400 and a list of more than 1000 entries 422, as for the bulk.",
         },
       },
     )

@@ -13,25 +13,10 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import {
-  chargedAlready,
-  refusal,
-  requireHeaderBound,
-  requireNoWaFields,
-  senderOfTemplate,
-  templateForSender,
-  validityOf,
-  waTemplateMessage,
-} from './service'
-import { usableTemplate, type WaTemplate } from '../templates/catalog'
-import { renderText, requireSupported, richOf } from './rich'
-import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
-import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
-import type { Sender } from '../senders/directory'
-import { dropClosedWindows } from './window'
-import { holdMessagingLimit, type Held } from '../budgets/guard'
-import { optedOutAmong, optedOutError, stoppedByOptOut } from '../optouts/service'
-import { normalizePhone } from '../../lib/phone'
+import { refusal } from './service'
+import { holdMessagingLimit, NO_HOLD, type Held } from '../budgets/guard'
+import { stoppedByOptOut } from '../optouts/service'
+import { budgetGroups, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Facts, type Prepared } from './admission'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -41,101 +26,46 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
 
   // Shape errors reject the whole request before anything else is looked at.
   input.messages.forEach((entry, index) => requireContentShape(entry, `messages[${index}].`))
-  // Each entry's sender (422 for one not the account's, SENDER_DISABLED for a disabled one: that entry
-  // fails uncharged), and the request's templates with their bindings for each provider in use, one query each.
-  // A WhatsApp template (issue 30) goes from its own sender unless the entry's `from` names one.
-  const waTemplates = new Map<number, WaTemplate>()
-  for (const id of new Set(input.messages.flatMap((m) => (m.template_id === undefined ? [] : [m.template_id])))) {
-    const wa = await usableTemplate(deps.sql, principal.accountId, id)
-    if (wa) waTemplates.set(id, wa)
+  // The rules, in admission.ts' order: each entry's values, sender and template (a refused entry fails
+  // uncharged: 422 rules, SENDER_DISABLED, TEMPLATE_NOT_APPROVED), then one read for opt-outs, windows
+  // and price caps of all of them, then the messaging limit of the rest.
+  const prepared = await prepareEntries(deps, principal.accountId, input.messages, (index) => `messages[${index}].`)
+  const results: BulkEntry[] = new Array(n)
+  const fail = (index: number, to: string, error: ApiError) => {
+    results[index] = { to, status: 'failed', code: error.code, error: error.message }
   }
-  const waOf = (m: { template_id?: number }) => (m.template_id === undefined ? undefined : waTemplates.get(m.template_id))
-  const senders = await Promise.all(
-    input.messages.map((m, index) => {
-      const wa = waOf(m)
-      return deps.senders
-        .forSend(principal.accountId, m.from ?? (wa ? senderOfTemplate(wa) : undefined), `messages[${index}].from`)
-        .catch((error: unknown) => error)
-    }),
-  )
-  // Each entry's WhatsApp template for its sender (the sender's own of that name and language when `from` names another).
-  const ownTemplates = new Map<string, WaTemplate>()
-  const entryTemplates: (WaTemplate | undefined)[] = []
-  for (const [index, m] of input.messages.entries()) {
-    const wa = waOf(m)
-    const sender = senders[index]
-    if (!wa || sender instanceof Error) continue
-    const senderId = (sender as Sender).id
-    const key = `${senderId ?? 0}:${wa.id}`
-    if (!ownTemplates.has(key)) ownTemplates.set(key, await templateForSender(deps.sql, wa, senderId))
-    entryTemplates[index] = ownTemplates.get(key)
+  let valid: Prepared[] = []
+  for (const p of prepared) {
+    if (isRefusal(p)) fail(p.index, p.to, p.error)
+    else valid.push(p)
   }
-  const templateIds = [...new Set(input.messages.flatMap((m) => (m.template_id === undefined || waOf(m) ? [] : [m.template_id])))]
-  const templatesByProvider = new Map<string, Map<number, SendTemplate>>()
-  for (const provider of new Set(senders.flatMap((s) => (s instanceof Error ? [] : [(s as Sender).providerName])))) {
-    templatesByProvider.set(
-      provider,
-      templateIds.length > 0 ? await loadTemplates(deps.sql, principal.accountId, templateIds, provider) : new Map<number, SendTemplate>(),
-    )
-  }
-
+  const facts = await readFacts(deps, itemsOf(principal.accountId, principal.keyId, requestToken, valid))
   // A repeat of a request whose first run charged and died before answering (its Idempotency-Key
   // recovers it) goes on with the entries charged then, whatever opt-outs, windows and budgets say now
   // (an opt-out made since still stops an entry not handed over yet, at its hand-off).
-  const repeat = await chargedAlready(deps, requestToken)
-  const optedOut = repeat
-    ? new Set<string>()
-    : await optedOutAmong(
-        deps.sql,
-        principal.accountId,
-        input.messages.map((m) => normalizePhone(m.to) ?? ''),
-      )
-  const results: BulkEntry[] = new Array(n)
-  let valid: (NewMessage & { index: number; provider: string })[] = []
-  input.messages.forEach((entry, index) => {
-    const at = `messages[${index}].`
-    try {
-      const sender = senders[index]
-      if (sender instanceof Error) throw sender
-      const { id: senderId, providerName: provider } = sender as Sender
-      const phone = requirePhone(entry.to, `${at}to`)
-      if (optedOut.has(phone)) throw optedOutError(phone)
-      const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${at}validity_seconds`)
-      const rich = richOf(entry, at)
-      requireSupported(rich, (sender as Sender).provider, at)
-      const wa = entryTemplates[index]
-      if (wa) {
-        const filled = waTemplateMessage(wa, entry, rich, sender as Sender, at)
-        valid.push({ index, phone, mediaUrl: null, ...filled, validitySeconds, senderId, provider })
-      } else if (entry.template_id !== undefined) {
-        const template = templatesByProvider.get(provider)!.get(entry.template_id)
-        if (template) requireNoWaFields(entry, at)
-        const content = templateContent(template, { ...entry, template_id: entry.template_id }, provider, at)
-        requireHeaderBound(rich, content.providerTemplate, at)
-        valid.push({ index, phone, mediaUrl: null, ...content, content: rich, validitySeconds, senderId, provider })
-      } else if (rich) {
-        valid.push({ index, phone, body: renderText(rich), mediaUrl: null, content: rich, validitySeconds, senderId, provider })
-      } else {
-        const body = requireMessageBody(entry.body!, `${at}body`)
-        const mediaUrl = optionalMediaUrl(entry.media_url, `${at}media_url`)
-        valid.push({ index, phone, body, mediaUrl, validitySeconds, senderId, provider })
-      }
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error
-      results[index] = { to: entry.to, status: 'failed', code: error.code, error: error.message }
-    }
-  })
-  let limit: Held<(typeof valid)[number]>
+  const repeat = facts[0]?.charged ?? false
+  let limit: Held<Prepared> = { ...NO_HOLD, fit: valid }
   if (repeat) {
     valid = await chargedBefore(deps, requestToken, valid, results)
-    limit = { fit: valid, refused: [], settle: async () => {}, settleAfter: (charge) => charge }
+    limit = { ...NO_HOLD, fit: valid }
   } else {
-    await dropClosedWindows(deps, valid, results)
+    const admitted: Prepared[] = []
+    const admittedFacts: Facts[] = []
+    valid.forEach((p, i) => {
+      const refused = judge(deps.config, p, facts[i]!, `messages[${p.index}].`)
+      // An opted-out entry is answered with its `to` as given, the others normalised (as before admission.ts).
+      if (refused) return fail(p.index, refused.code === 'RECIPIENT_OPTED_OUT' ? input.messages[p.index]!.to : p.phone, refused)
+      admitted.push(p)
+      admittedFacts.push(facts[i]!)
+    })
+    valid = admitted
     // The messaging limit: entries past their sender's budget fail uncharged (429's code), the rest go.
-    limit = await holdMessagingLimit(deps, requestToken, valid)
-    for (const { entry, error } of limit.refused)
-      results[entry.index] = { to: entry.phone, status: 'failed', code: error.code, error: error.message }
-    valid = limit.fit
+    const groups = budgetGroups(valid, admittedFacts)
+    if (groups.size > 0) {
+      limit = await holdMessagingLimit(deps, requestToken, valid, groups)
+      for (const { entry, error } of limit.refused) fail(entry.index, entry.phone, error)
+      valid = limit.fit
+    }
   }
 
   let sent = 0
@@ -150,7 +80,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock)),
     )
     if ('refused' in charged) throw refusal(charged, `${valid.length} messages`, deps.config.timezone)
-    cost = charged.cost
+    const costs = charged.costs
     const chargedAt = deps.clock.now().getTime()
     const messages = valid.map((m, i) => ({
       ...outgoingOf(
@@ -161,6 +91,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
           media_url: m.mediaUrl,
           provider_template: m.providerTemplate ?? null,
           content: m.content ?? null,
+          reply_to: m.replyTo ?? null,
         },
         m.provider,
       ),
@@ -188,13 +119,15 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
       const outcome = outcomes.get(charged.ids[i]!)!
       if ('queued' in outcome) {
         queued++
+        cost += costs[i]!
         results[m.index] = { to: m.phone, status: 'queued', id: charged.ids[i]! }
       } else if (outcome.ok) {
         sent++
+        cost += costs[i]!
         results[m.index] = { to: m.phone, status: 'sent', message_id: outcome.sid }
       } else if (stoppedByOptOut(outcome)) {
         // Its recipient opted out while it waited for its hand-off: not sent, refunded (handoff.ts).
-        refunded += charged.cost
+        refunded += costs[i]!
         results[m.index] = {
           to: m.phone,
           status: 'failed',
@@ -203,7 +136,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
           id: charged.ids[i]!,
         }
       } else {
-        refunded += charged.cost
+        refunded += costs[i]!
         results[m.index] = {
           to: m.phone,
           status: 'failed',
@@ -216,7 +149,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
     balanceAfter = charged.balanceAfter + refunded
   }
   const counts = queued > 0 ? { sent, failed: n - sent - queued, queued } : { sent, failed: n - sent }
-  return { total: n, ...counts, total_cost: (sent + queued) * cost, balance_after: balanceAfter, results }
+  return { total: n, ...counts, total_cost: cost, balance_after: balanceAfter, results }
 }
 
 /**

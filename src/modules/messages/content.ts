@@ -40,17 +40,20 @@ export function outgoingOf(
     media_url: string | null
     provider_template: StoredTemplate | null
     content?: RichContent | null
+    /** The provider's id of the message it answers (messages.reply_to). */
+    reply_to?: string | null
   },
   provider: string,
 ): OutgoingMessage {
   const t = m.provider_template
   const content = m.content ?? null
+  const replyTo = m.reply_to ?? null
   // Recorded for another provider (PROVIDER changed before a recovered hand-off): its rendered text.
   if (t && t.provider === provider) {
     // A sealed secret is opened before (redact.ts), never sent as it is.
     const { provider: _recorded, sealedSecret: _sealed, ...template } = t
-    return { id: m.id, to: m.phone, body: m.body, template, content: content?.type === 'template' ? content : null }
+    return { id: m.id, to: m.phone, body: m.body, template, content: content?.type === 'template' ? content : null, replyTo }
   }
-  if (content && content.type !== 'template') return { id: m.id, to: m.phone, body: m.body, mediaUrl: null, content }
-  return { id: m.id, to: m.phone, body: m.body, mediaUrl: m.media_url }
+  if (content && content.type !== 'template') return { id: m.id, to: m.phone, body: m.body, mediaUrl: null, content, replyTo }
+  return { id: m.id, to: m.phone, body: m.body, mediaUrl: m.media_url, replyTo }
 }

@@ -48,7 +48,8 @@ const richFields = {
       description:
         'Extension: what the message is: `text` (the default, with `body`), `image`, `video`, `audio`, `document`, `sticker`, ' +
         '`location` or `interactive` (reply buttons or a list), each with the object named after it, as the WhatsApp Cloud API names ' +
-        "them; not with `body`, `media_url` or `template_id`. A type the sender's provider cannot send is 422 before anything is charged",
+        "them; not with `body`, `media_url` or `template_id`. A type the sender's provider cannot send is 422 before anything is charged. " +
+        '`reaction` (with `reaction`) reacts to a message of the conversation with `to`',
       examples: ['image'],
     }),
   ),
@@ -120,6 +121,26 @@ const richFields = {
         ),
       },
       { ...strict, description: 'With `type: "interactive"`: reply buttons or a list, as the Cloud API names them' },
+    ),
+  ),
+  reaction: t.Optional(
+    t.Object(
+      {
+        message_id: t.String({
+          description:
+            "The message reacted to, in the account's conversation with `to` through the same sender: an inbound message's `id` " +
+            "(GET /inbound), or a provider's message id of the conversation (a `message_sid`, or an inbound message's " +
+            '`provider_message_id`). Another is 422, nothing charged',
+          examples: ['wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABIYFjNFQjBDMUQ2QjRGRTA2QjI4RjM0AA=='],
+        }),
+        emoji: t.String({ description: 'One emoji; an empty string removes the reaction', examples: ['👍'] }),
+      },
+      {
+        ...strict,
+        description:
+          'Extension, with `type: "reaction"` (Meta and the simulator; 422 through Twilio): charged and settled as a service message ' +
+          '(README: "Reading, replying and reacting")',
+      },
     ),
   ),
   header: t.Optional(
@@ -204,6 +225,20 @@ const validityField = {
   ),
 }
 
+// The extension: the most this message may cost (issue 31).
+const maxPriceField = {
+  max_price: t.Optional(
+    t.Integer({
+      minimum: 0,
+      description:
+        "Extension: the most this message may cost, in the balance's units. When its category's price is above it, it is refused " +
+        "before anything is charged: 422 `PRICE_ABOVE_MAX` (a bulk entry fails alone with that code). The service's own cap, not Meta's " +
+        '"maximum price" for marketing messages (a bid in Meta\'s own auction, which this does not set)',
+      examples: [500],
+    }),
+  ),
+}
+
 // The extension: which of the account's senders it goes from.
 const fromField = {
   from: t.Optional(
@@ -219,6 +254,15 @@ const fromField = {
 
 const sendFields = {
   to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
+  reply_to: t.Optional(
+    t.String({
+      description:
+        "Extension: the message this one answers, quoted above it in WhatsApp: an inbound message's `id` (GET /inbound) or a " +
+        "provider's message id of the account's conversation with `to` through the same sender. Another is 422, nothing charged; " +
+        "so is a sender whose provider cannot quote (Twilio). Not with `type: \"reaction\"`",
+      examples: ['42'],
+    }),
+  ),
   body: t.Optional(
     t.String({
       description: 'Message text, 1 to 4096 characters; required unless `template_id` is given',
@@ -230,6 +274,7 @@ const sendFields = {
   ...richFields,
   ...validityField,
   ...fromField,
+  ...maxPriceField,
 }
 
 export const SendBody = t.Object(sendFields, { additionalProperties: false })
@@ -356,6 +401,7 @@ const bulkBody = (entryRule: object) =>
             ...richFields,
             ...validityField,
             ...fromField,
+            ...maxPriceField,
           },
           { additionalProperties: false, ...entryRule },
         ),
@@ -384,7 +430,7 @@ export const BulkEntry = t.Union([
     code: t.String({
       description:
         'VALIDATION_ERROR, SENDER_DISABLED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED (a free-form entry outside the 24-hour window), ' +
-        'TEMPLATE_NOT_APPROVED (its WhatsApp template is not approved for its sender) or ' +
+        'TEMPLATE_NOT_APPROVED (its WhatsApp template is not approved for its sender), PRICE_ABOVE_MAX (its price is above its `max_price`) or ' +
         'MESSAGING_LIMIT: not charged; CONFLICT: in the repeat of a request whose first run died after charging, an entry that ' +
         'run refused (not charged); BAD_GATEWAY: refused by the provider, refunded; RECIPIENT_OPTED_OUT with an `id`: the ' +
         'recipient opted out after the charge, before the hand-off: not sent, refunded',
@@ -438,7 +484,16 @@ export const Message = t.Object({
   status: MessageStatus,
   body: t.String(),
   media_url: t.Union([t.String(), t.Null()]),
-  cost: t.Integer(),
+  cost: t.Integer({
+    description:
+      "What the message finally cost: its category's price when charged, settled to the price of the category Meta reported " +
+      '(extension; see `category`)',
+  }),
+  category: t.Union([t.Literal('marketing'), t.Literal('utility'), t.Literal('authentication'), t.Literal('service')], {
+    description:
+      "Extension: the WhatsApp pricing category it was charged for (its WhatsApp template's category, else `service`); once Meta's " +
+      'pricing report settled it, the category Meta reported',
+  }),
   error_code: t.Union([t.Integer(), t.Null()], {
     description: errorCodeDescription(
       "The provider's numeric error code when the message failed (with `error_message`, its text); otherwise null.",
@@ -538,3 +593,40 @@ export const QuarantinedMessage = t.Object({
   created_at: t.String(),
   quarantined_at: t.String(),
 })
+
+/** POST /messages/quote: a bulk's body, or a send's. */
+export const QuoteBody = t.Union([BulkBody, SendBody])
+export type QuoteBody = typeof QuoteBody.static
+export const DocumentedQuoteBody = t.Union([DocumentedBulkBody, DocumentedSendBody])
+
+const CATEGORY = t.Union([t.Literal('marketing'), t.Literal('utility'), t.Literal('authentication'), t.Literal('service')], {
+  description: "The message's category, as WhatsApp prices it: its WhatsApp template's category, else `service` (free-form)",
+})
+export const QuoteResult = t.Object({
+  results: t.Array(
+    t.Object({
+      to: t.String({ description: 'Normalised, or as given when it could not be normalised' }),
+      would_send: t.Boolean({ description: 'Whether the send (or this bulk entry) made now would be charged and handed over' }),
+      code: t.Optional(
+        t.String({
+          description:
+            'When it would not: the code the send would answer (a bulk entry fail with): VALIDATION_ERROR, SENDER_DISABLED, ' +
+            'TEMPLATE_NOT_APPROVED, RECIPIENT_OPTED_OUT, WINDOW_CLOSED, PRICE_ABOVE_MAX, MESSAGING_LIMIT, SPEND_CAP_REACHED',
+          examples: ['WINDOW_CLOSED'],
+        }),
+      ),
+      error: t.Optional(t.String({ description: 'Why, in words' })),
+      category: CATEGORY,
+      price: t.Integer({ description: "Its category's price for the account now" }),
+    }),
+  ),
+  would_send: t.Integer({ description: 'How many would go' }),
+  skipped: t.Integer({ description: 'How many would not' }),
+  total_cost: t.Integer({ description: 'What those that would go would cost together' }),
+  cost_by_category: t.Record(t.String(), t.Integer(), { description: 'total_cost by category' }),
+  wa_balance: t.Integer({ description: 'The balance now' }),
+  balance_covers: t.Boolean({
+    description: 'Whether the balance pays total_cost (a bulk whose valid entries it cannot pay is refused whole with 402)',
+  }),
+})
+export type QuoteResult = typeof QuoteResult.static

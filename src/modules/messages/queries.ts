@@ -25,6 +25,7 @@ type Row = {
   body: string
   media_url: string | null
   cost: number
+  category: string
   error_code: number | null
   error_message: string | null
   campaign_id: number | null
@@ -47,6 +48,7 @@ const view = (r: Row) => ({
   body: r.body,
   media_url: r.media_url,
   cost: r.cost,
+  category: r.category as 'marketing' | 'utility' | 'authentication' | 'service',
   error_code: r.error_code,
   error_message: r.error_message,
   campaign_id: r.campaign_id,
@@ -119,7 +121,7 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
       order by created_at desc, id desc
       limit $${n} offset $${n + 1}
     )
-    select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.error_code, m.error_message, m.campaign_id,
+    select m.id, m.message_sid, m.phone, m.status, m.body, m.media_url, m.cost, m.category, m.error_code, m.error_message, m.campaign_id,
            m.sender_id, m.template_id, m.provider_template, m.content,
            m.created_at, m.sent_at, m.delivered_at, m.read_at, m.refunded_at
     from page join messages m on m.id = page.id
@@ -178,7 +180,7 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
 
 export async function getMessage(deps: Deps, principal: Principal, sid: string) {
   const [row] = await deps.sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
+    select id, message_sid, phone, status, body, media_url, cost, category, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where message_sid = ${sid} and account_id = ${principal.accountId}`
   if (!row) throw new ApiError('NOT_FOUND', `message ${sid} not found`)
@@ -191,7 +193,7 @@ export async function getMessage(deps: Deps, principal: Principal, sid: string) 
  */
 export async function getAccountMessage(sql: Sql, accountId: number, id: number) {
   const [row] = await sql<(Row & { failed_at: Date | null; refund_late_failure: boolean })[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
+    select id, message_sid, phone, status, body, media_url, cost, category, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, failed_at, refunded_at, refund_late_failure
     from messages where id = ${id} and account_id = ${accountId} and (status <> 'queued' or announce_outcome)`
   if (!row) throw new ApiError('NOT_FOUND', `message ${id} not found`)
@@ -219,7 +221,7 @@ export async function dailyStatusCounts(sql: Sql, clock: Pick<Clock, 'sqlNow'>, 
 /** The account's latest failed messages, newest first, with their error. */
 export async function recentFailures(sql: Sql, accountId: number, limit = 10) {
   const rows = await sql<Row[]>`
-    select id, message_sid, phone, status, body, media_url, cost, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
+    select id, message_sid, phone, status, body, media_url, cost, category, error_code, error_message, campaign_id, sender_id, template_id, provider_template, content,
            created_at, sent_at, delivered_at, read_at, refunded_at
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`

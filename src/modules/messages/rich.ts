@@ -30,10 +30,22 @@ export const LIMITS = {
   caption: 1024,
   filename: 240,
   locationText: 1000,
+  messageRef: 256,
 } as const
 
+// One emoji: a pictograph (with its modifiers and joiners), a flag, or a keycap; at most 32 UTF-16 units.
+const EMOJI = /^(?:\p{Extended_Pictographic}|\p{Regional_Indicator}|[#*0-9]\uFE0F?\u20E3)[\p{Extended_Pictographic}\p{Emoji_Modifier}\p{Regional_Indicator}\uFE0F\u200D\u20E3]*$/u
+
+/** A reaction's emoji: one emoji, or empty (removes the reaction). */
+function emojiOf(value: string, field: string): string {
+  const emoji = value.trim()
+  if (emoji === '') return ''
+  if (emoji.length > 32 || !EMOJI.test(emoji)) throw badValue(`${field}: must be one emoji, or empty to remove the reaction`)
+  return emoji
+}
+
 /** The request's `type` values beyond the spec. */
-export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'interactive'] as const
+export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'sticker', 'location', 'interactive', 'reaction'] as const
 export type MessageType = (typeof MESSAGE_TYPES)[number]
 const MEDIA_KINDS: MediaKind[] = ['image', 'video', 'audio', 'document', 'sticker']
 
@@ -57,6 +69,10 @@ export type RichFields = {
   sticker?: Media
   location?: { latitude: number; longitude: number; name?: string; address?: string }
   interactive?: Interactive
+  /** A reaction (issue 32): the message reacted to (an inbound id of the conversation, or a provider's message id) and the emoji. */
+  reaction?: { message_id: string; emoji: string }
+  /** The message this one answers, quoting it (issue 32): an inbound id of the conversation, or a provider's message id. */
+  reply_to?: string
   /** A template's header: its media, or (a WhatsApp template's) its text parameter. */
   header?: string | { type: string; link: string; filename?: string }
   /** A WhatsApp template's button values. */
@@ -89,7 +105,7 @@ export function requireRichShape(input: RichFields, at: string): void {
   if (!(MESSAGE_TYPES as readonly string[]).includes(type)) {
     throw badShape(`${at}type: must be one of ${MESSAGE_TYPES.join(', ')} (got "${type}")`)
   }
-  for (const kind of [...MEDIA_KINDS, 'location', 'interactive'] as const) {
+  for (const kind of [...MEDIA_KINDS, 'location', 'interactive', 'reaction'] as const) {
     if (input[kind] !== undefined && kind !== type) throw badShape(`${at}${kind}: only with type "${kind}"`)
   }
   if (type !== 'text') {
@@ -98,6 +114,7 @@ export function requireRichShape(input: RichFields, at: string): void {
       if (input[field] !== undefined) throw badShape(`${at}${field}: not with type "${type}"`)
     }
   }
+  if (type === 'reaction' && input.reply_to !== undefined) throw badShape(`${at}reply_to: not with type "reaction" (a reaction names its message)`)
   if (input.header !== undefined && input.template_id === undefined) throw badShape(`${at}header: only with template_id`)
   if (input.buttons !== undefined && input.template_id === undefined) throw badShape(`${at}buttons: only with template_id`)
   if (type === 'interactive') {
@@ -137,6 +154,14 @@ export function richOf(input: RichFields, at: string): RichContent | null {
     return { type: 'template', header: { type: kind, link, ...(filename ? { filename } : {}) } }
   }
   if (type === 'text') return null
+  if (type === 'reaction') {
+    const r = input.reaction!
+    // Resolved to the provider's id of the message in the conversation before charging (admission.ts).
+    const target = r.message_id.trim()
+    if (target === '') throw badValue(`${at}reaction.message_id: must name the message reacted to`)
+    if (target.length > LIMITS.messageRef) throw badValue(`${at}reaction.message_id: must be at most ${LIMITS.messageRef} characters`)
+    return { type: 'reaction', message_id: target, emoji: emojiOf(r.emoji, `${at}reaction.emoji`) }
+  }
   if ((MEDIA_KINDS as string[]).includes(type)) return mediaOf(type as MediaKind, input[type as MediaKind]!, `${at}${type}.`)
   if (type === 'location') {
     const l = input.location!
@@ -237,6 +262,8 @@ export function renderText(content: RichContent): string {
       return content.body
     case 'template':
       return ''
+    case 'reaction':
+      return content.emoji ? `[reaction] ${content.emoji}` : '[reaction removed]'
   }
 }
 

@@ -28,7 +28,12 @@ export const senderChoice = (s: Pick<AccountSender, 'name' | 'number' | 'provide
 const stateOf = (s: AccountSender) => (s.disabled ? <span class="status status-failed">disabled</span> : 'enabled')
 
 /** An account's senders as its members see them (the overview): nothing when it has none. */
-export function MemberSenders(props: { senders: AccountSender[]; budgets: Map<number, Formatted<BudgetUse>> }) {
+export function MemberSenders(props: {
+  senders: AccountSender[]
+  budgets: Map<number, Formatted<BudgetUse>>
+  /** A member's own overview: each sender's name links to its page (its WhatsApp templates). */
+  link?: boolean
+}) {
   if (props.senders.length === 0) return null
   return (
     <section aria-labelledby="senders-title">
@@ -38,7 +43,7 @@ export function MemberSenders(props: { senders: AccountSender[]; budgets: Map<nu
       </p>
       <PagedTable
         columns={[
-          { header: 'Name', cell: (s) => s.name },
+          { header: 'Name', cell: (s) => (props.link ? <a href={`/dashboard/my-senders/${s.id}`}>{s.name}</a> : s.name) },
           { header: 'Number', cell: (s) => s.number, class: 'nowrap' },
           { header: 'Provider', cell: (s) => s.provider },
           { header: 'Id', cell: (s) => s.id, phone: false },

@@ -13,10 +13,12 @@ import {
   AccountSenderParams,
   AssignSenderBody,
   CreateSenderBody,
+  ReadySender,
   RotateResult,
   Sender,
   SenderParams,
   UpdateSenderBody,
+  type ReadySync,
 } from './model'
 import {
   assignSender,
@@ -39,7 +41,13 @@ const tags = ['Admin: senders']
 /** The admin token acts for nobody in particular: its audit rows name it. */
 const ADMIN: Actor = { user: null, address: null }
 
-export const sendersAdmin = (deps: Deps) => {
+/**
+ * What follows a sender's creation or check: the sync of its WhatsApp templates (app.ts gives it: the
+ * templates noun reads senders, so senders cannot import it). Never throws.
+ */
+export type SenderReady = (senderId: number, trigger: 'created' | 'checked') => Promise<ReadySync>
+
+export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) => {
   const ctx: SendersContext = deps
   // A change here is seen by this process's sends at once (other instances' within seconds).
   const changed = <T>(value: T): T => {
@@ -50,19 +58,22 @@ export const sendersAdmin = (deps: Deps) => {
     .post(
       '/senders',
       async ({ body, set }) => {
+        const sender = changed(await createSender(ctx, ADMIN, body))
         set.status = 201
-        return ok(changed(await createSender(ctx, ADMIN, body)))
+        return ok({ ...sender, templates_sync: await ready(sender.id, 'created') })
       },
       {
         body: CreateSenderBody,
-        response: { 201: envelopeOf(Sender), ...errorsOf(400, 401, 409, 422) },
+        response: { 201: envelopeOf(ReadySender), ...errorsOf(400, 401, 409, 422) },
         detail: {
           tags,
           summary: 'Create a sender: a provider, its credentials and a number',
           description:
             "The credentials are checked against the provider's fields (unknown or missing ones are 422), encrypted with " +
             'SECRETS_KEY (AES-256-GCM) and never shown again: answers list which fields are set. Nothing is sent to the provider ' +
-            '(POST /senders/{id}/check does one harmless call). 409 when the provider already has a sender with that number.',
+            "(POST /senders/{id}/check does one harmless call), except that a Meta or Twilio sender's WhatsApp templates are synced " +
+            'right after (`templates_sync`: its counts, or why it failed; a failed sync never fails the create). 409 when the ' +
+            'provider already has a sender with that number.',
         },
       },
     )
@@ -92,18 +103,21 @@ export const sendersAdmin = (deps: Deps) => {
       '/senders/:id/check',
       async ({ params }) => {
         const check = await checkSender(deps, await senderRow(deps.sql, params.id))
-        return ok(await recordCheck(ctx, ADMIN, params.id, check))
+        const sender = await recordCheck(ctx, ADMIN, params.id, check)
+        // Credentials the provider refused cannot list templates either: nothing to sync.
+        return ok({ ...sender, templates_sync: check.ok ? await ready(sender.id, 'checked') : null })
       },
       {
         params: SenderParams,
-        response: { 200: envelopeOf(Sender), ...errorsOf(400, 401, 404) },
+        response: { 200: envelopeOf(ReadySender), ...errorsOf(400, 401, 404) },
         detail: {
           tags,
           summary: 'Check the credentials with one harmless call to the provider',
           description:
             "Twilio: the account resource (GET /2010-04-01/Accounts/{sid}.json); Meta: the phone number's node " +
             '(display number, verified name, quality rating); the simulator takes any. The answer is kept as `last_check` ' +
-            '(`ok` and what the provider said, never a credential). A refusal is 200 with `last_check.ok` false.',
+            '(`ok` and what the provider said, never a credential). A refusal is 200 with `last_check.ok` false. When the check ' +
+            "passes, a Meta or Twilio sender's WhatsApp templates are synced (`templates_sync`; a failed sync never fails the check).",
         },
       },
     )

@@ -122,6 +122,28 @@ export const Sender = t.Object({
 })
 export type Sender = typeof Sender.static
 
+/** A sender's template sync when it was created or checked: how it went (null: its provider keeps no templates of its own). */
+export type ReadySync = { ok: boolean; detail: string } | null
+
+/** A created or checked sender, with the sync of its WhatsApp templates that followed. */
+export const ReadySender = t.Object({
+  ...Sender.properties,
+  templates_sync: t.Union(
+    [
+      t.Object({
+        ok: t.Boolean({ description: 'Whether the sync worked' }),
+        detail: t.String({ description: "Its counts, or why it failed (the provider's words, never a credential)" }),
+      }),
+      t.Null(),
+    ],
+    {
+      description:
+        "The sync of its WhatsApp templates that followed (a Meta or Twilio sender's; null for a simulator sender): a failed sync " +
+        'never fails the create or the check',
+    },
+  ),
+})
+
 export const RotateResult = t.Object({
   rotated: t.Integer({ description: 'Credentials sealed again under the current SECRETS_KEY' }),
   current: t.Integer({ description: 'Credentials already under it' }),

@@ -36,6 +36,8 @@ import { MESSAGING_TIERS } from '../../lib/validate'
 import { createSender, getSender, listSenders, recordCheck, senderRow, setSenderDisabled, updateSender, type SenderRow } from './service'
 import type { Actor } from '../users/service'
 import { SenderTemplates, senderTemplatesOf } from '../templates/wa-pages'
+import { syncWhenReady } from '../templates/submission'
+import { lastSync } from '../templates/syncs'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
@@ -115,6 +117,10 @@ export function senderPages(d: Dashboard) {
           A sender is a WhatsApp number with its provider's credentials. An account sends from the senders given to it on its account page:
           its default one, unless a send names another. An account without senders sends from the service's own number ({d.config.provider}
           ).
+        </p>
+        <p>
+          <a href="/dashboard/senders/0/templates">The default sender's WhatsApp templates</a>{' '}
+          <span class="muted">(the service's own number: sync them, create one)</span>
         </p>
         <PagedTable
           columns={[
@@ -198,6 +204,7 @@ export function senderPages(d: Dashboard) {
   async function senderPage(session: Session, sender: Sender, row: SenderRow, options: Options = {}) {
     const names = await accountNames([sender])
     const templates = await senderTemplatesOf(d, sender.id)
+    const synced = await lastSync(d.sql, sender.id)
     const { state } = options
     const own = defaultPace(sender.provider)
     return respond(
@@ -251,7 +258,7 @@ export function senderPages(d: Dashboard) {
           <dd>{sender.created_at}</dd>
         </dl>
         <Actions session={session} sender={sender} back="sender" />
-        <SenderTemplates session={session} senderId={sender.id} templates={templates} />
+        <SenderTemplates session={session} senderId={sender.id} templates={templates} lastSync={synced} />
         <h2>Change</h2>
         <form class="stack card" method="post" action={`/dashboard/senders/${sender.id}`}>
           <Csrf session={session} />
@@ -333,6 +340,7 @@ export function senderPages(d: Dashboard) {
       const session = await d.change(request, body, OPERATOR)
       if (session instanceof Response) return session
       const provider = field(body, 'provider')
+      let created: number | null = null
       const answer = await orError(
         () =>
           d.once(session, body, '/dashboard/senders', async (tx) => {
@@ -345,6 +353,7 @@ export function senderPages(d: Dashboard) {
               recipient_gap_ms: gapOf(body) ?? undefined,
               late_failures: lateFailuresOf(body) ?? undefined,
             })
+            created = sender.id
             return {
               to: `/dashboard/senders/${sender.id}`,
               notice:
@@ -359,6 +368,8 @@ export function senderPages(d: Dashboard) {
           }),
       )
       d.deps.senders.forget()
+      // Its WhatsApp templates are synced once it exists (committed): the outcome is shown on its page, never a failed create.
+      if (created !== null) await syncWhenReady(d.deps, created, 'created')
       return answer
     })
     .get('/senders/:sender', async ({ request, params }) => {
@@ -422,8 +433,11 @@ export function senderPages(d: Dashboard) {
         const sender = await recordCheck(d.deps, actorOf(session, request, server), found.sender.id, check)
         const to = backTo(body, sender.id)
         const said = check.detail.replace(/\.$/, '')
+        const synced = check.ok ? await syncWhenReady(d.deps, sender.id, 'checked') : null
+        const templates =
+          synced === null ? '' : synced.ok ? ` Templates synced: ${synced.detail}.` : ` Templates not synced: ${synced.detail}`
         return check.ok
-          ? d.finish(session, { to, notice: `Sender ${sender.name} checked: ok. ${said}.` })
+          ? d.finish(session, { to, notice: `Sender ${sender.name} checked: ok. ${said}.${templates}` })
           : d.finish(session, { to, error: `Sender ${sender.name} checked: failed. ${said}.` })
       }),
     )

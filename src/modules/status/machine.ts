@@ -3,14 +3,15 @@
 // backwards changes nothing and emits nothing. A provider callback's report names the senders its
 // signer owns (SignedReport): it changes a message only when one of them sent it, and one that names
 // another sender's message changes nothing (refused, for the caller's log). An accepted change, its timestamps, the refund of a
-// failure (ledger/service.ts's lateFailureRefunds: once, since failed is final) and its message.status
-// event (when the key has a webhook or a listener) are one statement, hence one transaction.
+// failure (ledger/service.ts's statusMoney: once, since failed is final), the settlement Meta's
+// `pricing` asks for (once: settled_at; a report that moves no status may still settle) and its
+// message.status event (when the key has a webhook or a listener) are one statement, hence one transaction.
 
 import type { Db } from '../../db/client'
 import type { SenderRef, StatusReport } from '../../providers/provider'
 import { insertEvents, statusPayload, type EventClock } from '../webhooks/events'
 import { nowOf } from '../../db/now'
-import { lateFailureRefunds, refundsWhenFailing } from '../ledger/service'
+import { refundsWhenFailing, reportedCategory, settlementDifference, settlementTakes, statusMoney } from '../ledger/service'
 import { balanceMoved } from '../../http/metrics/measures'
 
 /**
@@ -46,40 +47,62 @@ export async function applyStatuses(
   // the service's own, which any message takes).
   const owners = reports.map((r) => (r.senders ? ownersLiteral(r.senders) : null))
   const [row] = await sql<
-    { changed_sids: string[]; event_sids: string[]; refused_sids: string[]; late_refunds: number; late_refunded: number }[]
+    {
+      changed_sids: string[]
+      event_sids: string[]
+      refused_sids: string[]
+      late_refunds: number
+      late_refunded: number
+      settlements: number
+      settled: number
+    }[]
   >`
     with input as (
       select * from unnest(${reports.map((r) => r.sid)}::text[], ${reports.map((r) => r.status)}::text[],
                            ${reports.map((r) => r.errorCode ?? null) as number[]}::int[],
                            ${reports.map((r) => r.errorMessage ?? null) as string[]}::text[],
-                           ${owners as string[]}::text[])
-        as r(sid, next, error_code, error_message, owners)
+                           ${owners as string[]}::text[],
+                           ${reports.map((r) => (r.status === 'failed' ? null : reportedCategory(r.pricing))) as string[]}::text[])
+        as r(sid, next, error_code, error_message, owners, reported)
     ), found as (
       select m.id, m.message_sid, r.owners is null or coalesce(m.sender_id, 0) = any(r.owners::bigint[]) as owned
       from messages m join input r on m.message_sid = r.sid
-    ), target as (
-      select m.id, m.status, r.next, r.error_code, r.error_message,
-             r.next = 'failed' and ${refundsWhenFailing(sql, 'm')} as refund
+    ), locked as materialized (
+      select m.id, m.account_id, m.status, m.cost, r.next, r.error_code, r.error_message, r.reported,
+             ((m.status = 'sent' and r.next in ('delivered', 'read', 'failed'))
+               or (m.status = 'delivered' and r.next in ('read', 'failed'))) as moves,
+             r.next = 'failed' and ${refundsWhenFailing(sql, 'm')} as refunds,
+             -- Settled once: a report that prices a message not settled yet, still charged (never a failed one).
+             r.reported is not null and m.settled_at is null and m.status in ('sent', 'delivered', 'read') as settles,
+             ${settlementDifference(sql, 'm', sql`r.reported`)} as difference,
+             account_settle(m.account_id) = 'provider' as by_provider
       from messages m join input r on m.message_sid = r.sid
       where m.id in (select id from found where owned)
       order by m.id -- one lock order for every batch: concurrent batches cannot deadlock
       for update of m
-    ), changed as (
+    ), target as (
+      select id, account_id, status, cost, next, error_code, error_message, reported, moves, settles, by_provider,
+             moves and refunds as refund, case when settles then difference else 0 end as diff
+      from locked
+    ), ${settlementTakes(sql, 'target')}, changed as (
       update messages m set
-        status = t.next,
-        delivered_at = case when t.next in ('delivered', 'read') then coalesce(m.delivered_at, ${now}) else m.delivered_at end,
-        read_at = case when t.next = 'read' then ${now} else m.read_at end,
-        failed_at = case when t.next = 'failed' then ${now} else m.failed_at end,
-        error_code = case when t.next = 'failed' then t.error_code else m.error_code end,
-        error_message = case when t.next = 'failed' then t.error_message else m.error_message end,
-        refunded_at = case when t.refund then ${now} else m.refunded_at end
-      from target t
-      where m.id = t.id
-        and ((t.status = 'sent' and t.next in ('delivered', 'read', 'failed'))
-          or (t.status = 'delivered' and t.next in ('read', 'failed')))
+        status = case when t.moves then t.next else m.status end,
+        delivered_at = case when t.moves and t.next in ('delivered', 'read') then coalesce(m.delivered_at, ${now}) else m.delivered_at end,
+        read_at = case when t.moves and t.next = 'read' then ${now} else m.read_at end,
+        failed_at = case when t.moves and t.next = 'failed' then ${now} else m.failed_at end,
+        error_code = case when t.moves and t.next = 'failed' then t.error_code else m.error_code end,
+        error_message = case when t.moves and t.next = 'failed' then t.error_message else m.error_message end,
+        refunded_at = case when t.refund then ${now} else m.refunded_at end,
+        settled_at = case when t.settles then ${now} else m.settled_at end,
+        settled_category = case when t.settles then t.reported else m.settled_category end,
+        category = case when t.settles and t.by_provider then t.reported else m.category end,
+        cost = m.cost + case when t.diff < 0 then t.diff else coalesce(k.taken, 0) end,
+        unsettled = m.unsettled + case when t.diff > 0 then t.diff - coalesce(k.taken, 0) else 0 end
+      from target t left join settle_takes k on k.id = t.id
+      where m.id = t.id and (t.moves or t.settles)
       returning m.id, m.account_id, m.api_key_id, m.phone, m.message_sid, m.status, m.cost, m.error_code, m.error_message,
-                t.status as previous, t.refund as refunded
-    ), ${lateFailureRefunds(sql, 'changed')}, changed_events as (
+                t.status as previous, t.refund as refunded, t.moves
+    ), ${statusMoney(sql, 'target', timezone, clock)}, changed_events as (
       select c.api_key_id, c.id as message_id, c.id as ord,
              ${statusPayload(
                sql,
@@ -88,14 +111,18 @@ export async function applyStatuses(
                    case when c.status = 'failed' then c.refunded end`,
                clock,
              )} as payload
-      from changed c
+      from changed c where c.moves
     ), event as (${insertEvents(sql, 'changed_events', { clock })})
-    select array(select message_sid from changed) as changed_sids,
+    select array(select message_sid from changed where moves) as changed_sids,
            array(select message_sid from found where not owned) as refused_sids,
            array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids,
-           (select count(*)::int from late_refunds) as late_refunds, (select coalesce(sum(cost), 0)::bigint from late_refunds) as late_refunded`
+           (select count(*)::int from target where refund) as late_refunds,
+           (select coalesce(sum(cost), 0)::bigint from target where refund) as late_refunded,
+           (select count(*)::int from status_movements where kind = 'settlement') as settlements,
+           (select coalesce(sum(amount), 0)::bigint from status_movements where kind = 'settlement') as settled`
   const { changed_sids: changedSids, event_sids: eventSids, refused_sids: refusedSids } = row!
   balanceMoved('refund', row!.late_refunds, row!.late_refunded)
+  balanceMoved('settlement', row!.settlements, row!.settled)
   return { changed: changedSids.length, events: eventSids.length, changedSids, eventSids, refusedSids }
 }
 

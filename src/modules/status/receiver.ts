@@ -16,7 +16,7 @@ import { nowOf } from '../../db/now'
 import type { EventClock } from '../webhooks/events'
 import { Batcher } from '../../lib/batch'
 import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
-import type { SignedReport } from '../../providers/provider'
+import type { Pricing, SignedReport } from '../../providers/provider'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600
@@ -84,21 +84,22 @@ async function receiveCallbacks(
       tx<Parked[]>`
         delete from parked_reports p
         where p.message_sid = any(${sids}::text[]) and exists (select 1 from messages m where m.message_sid = p.message_sid)
-        returning id, message_sid, status, error_code, error_message, signer_senders, expires_at > ${nowOf(tx, clock)} as live`,
+        returning id, message_sid, status, error_code, error_message, signer_senders, pricing, expires_at > ${nowOf(tx, clock)} as live`,
     ])
     const known = new Set(rows.filter((r) => r.known).map((r) => r.sid))
 
     const toPark = reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')
     if (toPark.length > 0) {
       await tx`
-        insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, received_at, expires_at)
-        select sid, status, error_code, error_message, signer_senders::bigint[], ${nowOf(tx, clock)},
+        insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, pricing, received_at, expires_at)
+        select sid, status, error_code, error_message, signer_senders::bigint[], pricing::jsonb, ${nowOf(tx, clock)},
                ${nowOf(tx, clock)} + make_interval(secs => ${PARKED_REPORT_TTL_SECONDS})
         from unnest(${toPark.map((r) => r.sid)}::text[], ${toPark.map((r) => r.status)}::text[],
                     ${toPark.map((r) => r.errorCode ?? null) as number[]}::int[],
                     ${toPark.map((r) => r.errorMessage ?? null) as string[]}::text[],
-                    ${toPark.map((r) => ownersLiteral(r.senders))}::text[]) with ordinality
-          as r(sid, status, error_code, error_message, signer_senders, n)
+                    ${toPark.map((r) => ownersLiteral(r.senders))}::text[],
+                    ${toPark.map((r) => (r.pricing ? JSON.stringify(r.pricing) : null)) as string[]}::text[]) with ordinality
+          as r(sid, status, error_code, error_message, signer_senders, pricing, n)
         order by n`
       for (const r of toPark) outcomes[r.from]!.parked++
     }
@@ -127,6 +128,7 @@ type Parked = {
   error_code: number | null
   error_message: string | null
   signer_senders: (number | string)[]
+  pricing: Pricing | null
   live: boolean
 }
 
@@ -138,6 +140,7 @@ const toReports = (rows: Parked[]): Report[] =>
       status: r.status,
       errorCode: r.error_code,
       errorMessage: r.error_message,
+      pricing: r.pricing,
       senders: ownersOf(r.signer_senders),
     }))
 
@@ -171,7 +174,7 @@ export async function applyParked(
         limit ${limit}
         for update skip locked
       )
-      returning id, message_sid, status, error_code, error_message, signer_senders, true as live`
+      returning id, message_sid, status, error_code, error_message, signer_senders, pricing, true as live`
     let events = 0
     for (const round of rounds(toReports(due))) events += (await applyStatuses(tx, timezone, round, options)).events
     return { applied: due.length, events }

@@ -35,8 +35,11 @@ export type TemplateStatus = (typeof TEMPLATE_STATUSES)[number]
 export const TEMPLATE_QUALITIES = ['green', 'yellow', 'red', 'unknown'] as const
 export type TemplateQuality = (typeof TEMPLATE_QUALITIES)[number]
 
-/** Who said so: an operator's submission or edit, a sync, a provider's webhook, the simulator's approval. */
-export type ChangeSource = 'operator' | 'sync' | 'meta' | 'twilio' | 'simulator'
+/**
+ * Who said so: an operator's submission, edit or deletion (a member's, where the operator allows it:
+ * rights.ts), a sync, a provider's webhook, the simulator's approval.
+ */
+export type ChangeSource = 'operator' | 'member' | 'sync' | 'meta' | 'twilio' | 'simulator'
 
 export type WaTemplate = {
   id: number
@@ -283,6 +286,30 @@ export async function noteTemplate(
   return rows.length > 0
 }
 
+/**
+ * Records that a provider said, at `providerAt`, what template `id`'s `field` already is (its notice
+ * changed nothing): kept as a change of the field to the value it has, so that newerProviderChanges
+ * counts its time, and an older notice delivered after it changes nothing either (the history leaves
+ * it out). Nothing is recorded when a notice of that time or a newer one is already recorded.
+ */
+export async function noteProviderTime(
+  tx: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  id: number,
+  field: 'status' | 'category' | 'quality',
+  value: string,
+  source: ChangeSource,
+  providerAt: Date,
+): Promise<void> {
+  const now = nowOf(tx, clock)
+  await tx`
+    insert into wa_template_changes (template_id, field, old_value, new_value, reason, source, happened_at, provider_at)
+    select ${id}, ${field}, ${value}, ${value}, null, ${source}, ${now}, ${providerAt}
+    where not exists (
+      select 1 from wa_template_changes
+      where template_id = ${id} and field = ${field} and source = ${source} and provider_at >= ${providerAt})`
+}
+
 export type HistoryRow = {
   field: string
   old_value: string | null
@@ -292,10 +319,12 @@ export type HistoryRow = {
   happened_at: Date
 }
 
-/** A template's changes, oldest first. */
+/** A template's changes, oldest first (not a provider's word that changed nothing: noteProviderTime). */
 export async function templateHistory(sql: Db, id: number): Promise<HistoryRow[]> {
   return sql<HistoryRow[]>`
-    select field, old_value, new_value, reason, source, happened_at from wa_template_changes where template_id = ${id} order by id`
+    select field, old_value, new_value, reason, source, happened_at from wa_template_changes
+    where template_id = ${id} and not (field in ('status', 'category', 'quality') and old_value is not distinct from new_value)
+    order by id`
 }
 
 /**

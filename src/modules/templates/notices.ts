@@ -6,7 +6,10 @@
 // - Once however often delivered: a repeat changes nothing (changeTemplate records only real changes;
 //   a FLAGGED or an impending category notice is recorded once per notification time).
 // - In Meta's order, not the delivery's: each change keeps the notification's time (`provider_at`);
-//   a notice older than the latest one the provider already gave for that field changes nothing.
+//   a notice older than the latest one the provider already gave for that field changes nothing. A
+//   notice that changed nothing (the template already was so) keeps its time too (noteProviderTime):
+//   APPROVED at 10:02 taken while the template was still approved, then PAUSED of 10:01 delivered late,
+//   leaves it approved.
 // - Only what its signer owns: a notice naming no sender (an account none of the signer's senders is
 //   in) changes nothing; a template the sender does not have yet (not synced) is skipped.
 // - Status words: Meta's own, lower case (catalog.statusOfMeta); REINSTATED is approved again, FLAGGED
@@ -22,6 +25,7 @@ import type { SignedTemplateNotice } from '../../providers/provider'
 import {
   findProviderTemplate,
   newerProviderChanges,
+  noteProviderTime,
   noteTemplate,
   statusOfMeta,
   TEMPLATE_CATEGORIES,
@@ -104,6 +108,11 @@ async function applyOne(
   // Older than what the provider already said of this field: stale. A FLAGGED of the same time: a repeat.
   if (notice.at && latest && (latest > notice.at || (change.flagged && latest.getTime() === notice.at.getTime()))) return 0
   const result = await changeAndAnnounce(tx, o, templateId, change, o.source, notice.at)
+  // A word that changed nothing (the template already was so) still counts in Meta's order: an older
+  // notice delivered after it must not undo it.
+  const field = fieldOf(change)
+  if (result && notice.at && field !== 'flagged' && !result.changes.some((c) => c.field === field))
+    await noteProviderTime(tx, o.clock, templateId, field, result.template[field], o.source, notice.at)
   return result?.changes.length ?? 0
 }
 

@@ -34,6 +34,9 @@ import {
 import { definitionOf } from './components'
 import { changeAndAnnounce } from './events'
 import { scheduleReview } from './reviews'
+import { recordSync, type SyncTrigger } from './syncs'
+import { ADMIN_ACTOR, requireMayChange, sourceOf, type TemplateActor } from './rights'
+import { audit } from '../users/service'
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -120,7 +123,45 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * listed becomes `deleted`. Each change of status, category or quality is announced
  * (`template.status_changed`) in its transaction. Nothing changes when the listing fails (502).
  */
-export async function syncTemplates(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
+export async function syncTemplates(ctx: SubmissionContext, senderId: number, trigger: SyncTrigger = 'demand'): Promise<SyncResult> {
+  try {
+    const result = await syncOnce(ctx, senderId)
+    await recordSync(ctx.sql, ctx.clock, senderId, trigger, true, syncSummary(result))
+    return result
+  } catch (error) {
+    // A sender that does not exist has nothing to keep; any other refusal is its last sync's outcome.
+    if (error instanceof ApiError && error.code !== 'NOT_FOUND')
+      await recordSync(ctx.sql, ctx.clock, senderId, trigger, false, error.message)
+    throw error
+  }
+}
+
+/** A sync's counts in words. */
+export const syncSummary = (r: SyncResult) =>
+  `${r.listed} listed by ${r.provider}, ${r.created} new, ${r.changed} changed, ${r.unchanged} unchanged, ${r.gone} gone` +
+  (r.skipped.length ? `, ${r.skipped.length} skipped` : '')
+
+/**
+ * Syncs a sender's templates when it is created or its credentials checked, when its provider keeps
+ * templates of its own: the outcome (null: nothing to sync, a simulator sender), never an error, so the
+ * create or the check goes on whatever the provider answers.
+ */
+export async function syncWhenReady(
+  ctx: SubmissionContext,
+  senderId: number,
+  trigger: 'created' | 'checked',
+): Promise<{ ok: boolean; detail: string } | null> {
+  const row = await senderRow(ctx.sql, senderId)
+  if (!waTemplatesOf(row.provider)) return null
+  try {
+    return { ok: true, detail: syncSummary(await syncTemplates(ctx, senderId, trigger)) }
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error
+    return { ok: false, detail: error.message }
+  }
+}
+
+async function syncOnce(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
   const sender = await templateSender(ctx, senderId)
   const support = reachable(sender)
   const listing = await support.list(sender.settings, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
@@ -233,7 +274,14 @@ export async function waTemplate(ctx: SubmissionContext, templateId: number) {
  * the status the provider answered (`pending`); a simulator sender's is stored `pending` with the
  * simulator's review of it (reviews.ts: approved after SIM_TEMPLATE_APPROVAL_MS, or rejected).
  */
-export async function createSenderTemplate(ctx: SubmissionContext, senderId: number, body: Record<string, unknown>): Promise<WaTemplate> {
+export async function createSenderTemplate(
+  ctx: SubmissionContext,
+  senderId: number,
+  body: Record<string, unknown>,
+  actor: TemplateActor = ADMIN_ACTOR,
+): Promise<WaTemplate> {
+  // Who may, before anything is read or checked: a member learns nothing of a sender not its own.
+  await requireMayChange(ctx.sql, actor, senderId === 0 ? null : senderId)
   const definition = definitionOf(body)
   const sender = await templateSender(ctx, senderId)
   const support = waTemplatesOf(sender.provider)
@@ -276,9 +324,18 @@ export async function createSenderTemplate(ctx: SubmissionContext, senderId: num
         status: (submitted && statusOfMeta(submitted.status)) || 'pending',
         providerRef: submitted?.ref ?? null,
       },
-      'operator',
+      sourceOf(actor),
     )
     if (row && review) await scheduleReview(tx, ctx.clock, row.id, review)
+    if (row) {
+      await audit(tx, {
+        user: actor.user,
+        address: actor.address,
+        accountId: actor.kind === 'member' ? actor.accountId : null,
+        action: 'template created',
+        detail: { sender_id: senderId, template_id: row.id, name: row.name, language: row.language, status: row.status },
+      })
+    }
     return row
   })
   if (!inserted) throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
@@ -303,7 +360,7 @@ export async function syncEverySender(
   let failed = 0
   for (const id of ids) {
     try {
-      await syncTemplates(ctx, id)
+      await syncTemplates(ctx, id, 'periodic')
       synced++
     } catch (error) {
       if (!(error instanceof ApiError)) throw error

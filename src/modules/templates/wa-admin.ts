@@ -10,6 +10,10 @@ import { DECIMAL, Id } from '../../http/models'
 import { formatTimes, formatTimestamp } from '../../lib/time'
 import type { HistoryRow, WaTemplate } from './catalog'
 import { createSenderTemplate, senderTemplates, syncTemplates, waTemplate } from './submission'
+import { deleteTemplate, editTemplate } from './edits'
+import { ADMIN_ACTOR, memberRights, setMembersMayChange } from './rights'
+import { audit } from '../users/service'
+import { IdParams } from '../../http/models'
 
 const tags = ['Admin: WhatsApp templates']
 
@@ -59,7 +63,7 @@ const HistoryModel = t.Object({
   old: nullableText('The value before'),
   new: nullableText('The value after'),
   reason: nullableText("The provider's reason, when it gave one"),
-  source: t.String({ description: 'Who said so: operator, sync, meta, twilio or simulator' }),
+  source: t.String({ description: 'Who said so: operator, member, sync, meta, twilio or simulator' }),
   at: t.String({ description: 'When, YYYY-MM-DD HH:MM:SS' }),
 })
 
@@ -103,6 +107,40 @@ const DefinitionBody = t.Object(
   },
 )
 
+const EditBody = t.Object(
+  {
+    components: t.Array(t.Record(t.String(), t.Unknown()), {
+      description:
+        "The template's new components (the Cloud API's HEADER, BODY, FOOTER, BUTTONS): all of them, as Meta's edit replaces them",
+    }),
+    category: t.Optional(
+      t.String({ description: 'MARKETING, UTILITY or AUTHENTICATION: a rejected or paused template may change it, an approved one not' }),
+    ),
+    name: t.Optional(t.String({ description: "The template's own (a name never changes)" })),
+    language: t.Optional(t.String({ description: "The template's own (a language never changes)" })),
+    parameter_format: t.Optional(t.String({ description: "The template's own (an edit keeps it)" })),
+  },
+  {
+    additionalProperties: false,
+    description: "An edit in the Cloud API's JSON (POST /{template-id}): the new components, and the category where Meta allows it",
+    examples: [
+      {
+        components: [
+          { type: 'BODY', text: 'Tagihan {{1}} jatuh tempo {{2}}. Terima kasih.', example: { body_text: [['INV-1001', '5 Desember']] } },
+        ],
+      },
+    ],
+  },
+)
+
+const TemplateRights = t.Object({
+  account_id: t.Integer(),
+  members_create_templates: t.Boolean({
+    description:
+      "Whether the account's members may create, edit and delete WhatsApp templates for the account's own senders (default false)",
+  }),
+})
+
 export const waTemplatesAdmin = (deps: Deps) => {
   const tz = deps.config.timezone
   const shown = (template: WaTemplate) => formatTimes({ ...template, sender_id: template.sender_id ?? 0 }, tz)
@@ -115,6 +153,7 @@ export const waTemplatesAdmin = (deps: Deps) => {
       source: r.source,
       at: formatTimestamp(r.happened_at, tz)!,
     }))
+  const rightsOf = (accountId: number) => memberRights(deps.sql, accountId)
   return adminRoutes(deps.config)
     .get('/senders/:id/templates', async ({ params }) => ok((await senderTemplates(deps, params.id)).map(shown)), {
       params: SenderTemplatesParams,
@@ -161,6 +200,73 @@ export const waTemplatesAdmin = (deps: Deps) => {
             'stored `pending` with its Content SID; what a Content template cannot be (NAMED parameters, a text header) is 422. A simulator ' +
             "sender's template is stored `pending` and reviewed by the simulator as Meta would: `approved` SIM_TEMPLATE_APPROVAL_MS later, " +
             'or `rejected` (INVALID_FORMAT) when its name starts with `reject_`. 409 when the sender has a template of that name and language.',
+        },
+      },
+    )
+    .patch(
+      '/whatsapp-templates/:id',
+      async ({ params, body }) => ok(shown(await editTemplate(deps, ADMIN_ACTOR, params.id, body as Record<string, unknown>))),
+      {
+        params: t.Object({ id: Id('template', 'WhatsApp template id') }),
+        body: EditBody,
+        response: { 200: envelopeOf(WaTemplateModel), ...errorsOf(400, 401, 404, 409, 422, 502, 503) },
+        detail: {
+          tags,
+          summary: 'Edit a WhatsApp template (its components, and its category where Meta allows it)',
+          description:
+            'Meta: POST /{template-id} with the new `components` (and `category`), then the template is `pending` (Meta reviews the edit; ' +
+            'it does not send until approved again) and its history records the new definition (source `operator`). Meta edits only ' +
+            "approved, rejected and paused templates (409 otherwise, nothing sent), never an approved one's category (422), never a " +
+            "name or language (422), and an approved one at most once a day and ten times a month (Meta's refusal: 502 with its words and " +
+            '`provider_code`; 503 when it asks to try later). An edit that changes nothing is 422 and spends no edit. Twilio edits no ' +
+            'Content template: 422 (create a new template and delete this one). A simulator template is taken and reviewed again.',
+        },
+      },
+    )
+    .delete('/whatsapp-templates/:id', async ({ params }) => ok(shown(await deleteTemplate(deps, ADMIN_ACTOR, params.id))), {
+      params: t.Object({ id: Id('template', 'WhatsApp template id') }),
+      response: { 200: envelopeOf(WaTemplateModel), ...errorsOf(400, 401, 404, 422, 502, 503) },
+      detail: {
+        tags,
+        summary: 'Delete a WhatsApp template at its provider, then here',
+        description:
+          'Meta: DELETE /{waba-id}/message_templates?name=…&hsm_id=… (that language only; Meta keeps the name from being used again ' +
+          'for 30 days); Twilio: DELETE /v1/Content/{sid}; the simulator: here only. Then the template is `deleted` (kept, with its ' +
+          'history): a send of it is 422 `TEMPLATE_NOT_APPROVED` naming `deleted`, nothing charged, and a running campaign of it pauses ' +
+          "with that reason. The provider's refusal is 502 with its words, and nothing changes. Deleting a deleted template changes nothing.",
+      },
+    })
+    .get('/accounts/:id/template-rights', async ({ params }) => ok(await rightsOf(params.id)), {
+      params: IdParams,
+      response: { 200: envelopeOf(TemplateRights), ...errorsOf(400, 401, 404) },
+      detail: { tags, summary: "Whether an account's members may create, edit and delete its own senders' WhatsApp templates" },
+    })
+    .put(
+      '/accounts/:id/template-rights',
+      async ({ params, body }) => {
+        const changed = await setMembersMayChange(deps.sql, deps.clock, params.id, body.members_create_templates)
+        if (changed) {
+          await audit(deps.sql, {
+            user: null,
+            address: null,
+            accountId: params.id,
+            action: body.members_create_templates ? 'template rights granted' : 'template rights withdrawn',
+          })
+        }
+        return ok(await rightsOf(params.id))
+      },
+      {
+        params: IdParams,
+        body: t.Object({ members_create_templates: t.Boolean() }, { additionalProperties: false }),
+        response: { 200: envelopeOf(TemplateRights), ...errorsOf(400, 401, 404) },
+        detail: {
+          tags,
+          summary: "Let an account's members create, edit and delete its own senders' WhatsApp templates (or not)",
+          description:
+            "Off by default. With it on, a member of the account may, from the dashboard (the member's page of one of the account's " +
+            "senders, `/dashboard/my-senders/{id}`), create, submit, edit and delete that sender's templates: never the deployment's " +
+            "default sender's, never another account's sender's (not found). Each change is in the template's history (source " +
+            '`member`) and the audit log.',
         },
       },
     )

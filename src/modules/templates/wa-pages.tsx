@@ -8,7 +8,7 @@
 
 import { h, Fragment, type Child } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, counted, field, notFound, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, counted, field, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { FormError, FormProblem, PagedTable, fieldProps, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { AccountLink, idParam, titleOf, viewScope } from '../accounts/scope'
@@ -28,7 +28,11 @@ import {
   editorNames,
   fieldOfProblem,
 } from './editor'
+import { deleteTemplate, editTemplate } from './edits'
+import { membersMayChange, requireMayChange, setMembersMayChange, type TemplateActor } from './rights'
+import type { LastSync } from './syncs'
 import { audit } from '../users/service'
+import { listAccountSenders } from '../senders/service'
 
 const OPERATOR = 'operator' as const
 /** The longest template JSON the form takes (Meta's own limits keep a real one far below it). */
@@ -242,17 +246,51 @@ function EditorSelect(props: {
   )
 }
 
-/** The operator's part of a sender's page: its templates, the sync button and the way to a new one. */
-export function SenderTemplates(props: { session: Session; senderId: number; templates: WaTemplate[] }) {
+/** A sender's last template sync, in words (ok with its counts, or its error). */
+export function LastSyncText(props: { sync: LastSync | null; tz: string }) {
+  const { sync } = props
+  if (!sync) return <span class="muted">never synced</span>
+  const when = formatTimestamp(sync.synced_at, props.tz)
+  const why = { created: 'when it was created', checked: 'when it was checked', demand: 'on demand', periodic: 'periodic' }[sync.trigger]
+  return (
+    <span id="last-sync">
+      {sync.ok ? <span class="status">ok</span> : <span class="status status-failed">failed</span>} {when} ({why}): {sync.detail}
+    </span>
+  )
+}
+
+/**
+ * A sender's templates with the way to a new one: the operator's part of a sender's page (and the default
+ * sender's page), with the sync button; a member's sender page (`sync` false), its links under `base`.
+ */
+export function SenderTemplates(props: {
+  session: Session
+  senderId: number
+  templates: WaTemplate[]
+  lastSync?: LastSync | null
+  tz?: string
+  /** Where the sender's template pages are (default: the operator's). */
+  base?: string
+  /** The sync button (the operator's). */
+  sync?: boolean
+  /** The "New template" link (the operator's; a member's where allowed). */
+  create?: boolean
+}) {
   const { session, senderId, templates } = props
-  const base = `/dashboard/senders/${senderId}/templates`
+  const base = `${props.base ?? `/dashboard/senders/${senderId}`}/templates`
+  const sync = props.sync ?? true
   return (
     <section aria-labelledby="templates-title">
       <h2 id="templates-title">WhatsApp templates</h2>
       <p class="muted">
-        The approved templates this sender may start a conversation with: only <code>approved</code> sends. Sync reads them from the
-        provider (status, category and quality as it says now).
+        The approved templates this sender may start a conversation with: only <code>approved</code> sends.
+        {sync ? ' Sync reads them from the provider (status, category and quality as it says now).' : ''}
       </p>
+      {props.lastSync !== undefined ? (
+        <p>
+          Last sync: <LastSyncText sync={props.lastSync} tz={props.tz ?? 'UTC'} />
+        </p>
+      ) : null}
       <PagedTable
         columns={[
           { header: 'Template', cell: (t) => <a href={`${base}/${t.id}`}>{t.name}</a> },
@@ -262,28 +300,67 @@ export function SenderTemplates(props: { session: Session; senderId: number; tem
           { header: 'Quality', cell: (t) => t.quality },
         ]}
         rows={templates}
-        empty="No WhatsApp templates yet: sync them from the provider, or create one."
+        empty={sync ? 'No WhatsApp templates yet: sync them from the provider, or create one.' : 'No WhatsApp templates yet.'}
       />
       <div class="actions">
-        <form method="post" action={`${base}/sync`}>
-          <Csrf session={session} />
-          <button type="submit">Sync templates</button>
-        </form>
-        <a href={`${base}/new`}>New template</a>
+        {sync ? (
+          <form method="post" action={`${base}/sync`}>
+            <Csrf session={session} />
+            <button type="submit">Sync templates</button>
+          </form>
+        ) : null}
+        {(props.create ?? true) ? <a href={`${base}/new`}>New template</a> : null}
       </div>
     </section>
   )
+}
+
+/** The operator's choice on an account's page: may its members create, edit and delete its own senders' templates? */
+export function TemplateRights(props: { session: Session; accountId: number; allowed: boolean }) {
+  const { session, accountId, allowed } = props
+  return (
+    <section aria-labelledby="template-rights-title">
+      <h2 id="template-rights-title">WhatsApp templates by members</h2>
+      <p id="template-rights">
+        {allowed
+          ? "This account's members may create, edit and delete WhatsApp templates for its own senders (from each sender's page on their overview)."
+          : "This account's members see its senders' WhatsApp templates; only the operator creates, edits and deletes them."}
+      </p>
+      <form method="post" action={`/dashboard/accounts/${accountId}/template-rights`}>
+        <Csrf session={session} />
+        <input type="hidden" name="allowed" value={allowed ? 'no' : 'yes'} />
+        <button class="secondary" type="submit">
+          {allowed ? 'Take back from members' : 'Let members manage templates'}
+        </button>
+      </form>
+    </section>
+  )
+}
+
+/** Where a sender's template pages are and who acts there: the operator's (any sender, 0 the default one) or a member's own sender's. */
+type Where = {
+  session: Session
+  actor: TemplateActor
+  /** The sender's id in the path (0: the deployment's default sender). */
+  senderId: number
+  /** The sender's pages' root: `/dashboard/senders/{id}` (the operator's) or `/dashboard/my-senders/{id}` (a member's). */
+  base: string
+  /** The page listing the sender's templates. */
+  list: string
+  /** Whether this actor may create, edit and delete them here. */
+  mayChange: boolean
 }
 
 export function waTemplatePages(d: Dashboard) {
   const tz = d.tz
   const when = (date: Date) => formatTimestamp(date, tz)!
 
-  /** One template's page: facts, parameters, preview, components, history. */
+  /** One template's page: facts, parameters, preview, components, history; `actions`: edit and delete. */
   async function templatePage(
     session: Session,
     template: WaTemplate,
-    frame: { title: string; back: Child; history: boolean; before?: Child },
+    frame: { title: string; back: Child; history: boolean; before?: Child; actions?: Child },
+    status = 200,
   ) {
     const history = frame.history ? await templateHistory(d.sql, template.id) : []
     return respond(
@@ -328,6 +405,7 @@ export function waTemplatePages(d: Dashboard) {
             <TemplatePreview template={template} />
           </section>
         </div>
+        {frame.actions}
         {frame.history ? (
           <section aria-labelledby="history-title">
             <h2 id="history-title">History</h2>
@@ -350,20 +428,80 @@ export function waTemplatePages(d: Dashboard) {
           <pre class="pre wrap">{JSON.stringify(template.components, null, 2)}</pre>
         </details>
       </Layout>,
+      status,
+    )
+  }
+
+  /** The edit form and the way to delete, on a template's page where the actor may change it. */
+  function TemplateActions(props: { where: Where; template: WaTemplate; state?: FormState }) {
+    const { where, template, state } = props
+    if (!where.mayChange || template.status === 'deleted') return null
+    const { typed, attributes } = fieldProps(state, 'edit', 'definition')
+    const current = JSON.stringify({ category: template.category.toUpperCase(), components: template.components }, null, 2)
+    const url = `${where.base}/templates/${template.id}`
+    return (
+      <section aria-labelledby="change-title">
+        <h2 id="change-title">Edit or delete</h2>
+        <details open={state?.form === 'edit'}>
+          <summary>Edit this template</summary>
+          <p class="muted">
+            Its new <code>components</code> (and <code>category</code>, for a rejected or paused one) in the Cloud API's JSON; its name and
+            language never change. Meta takes edits of approved, rejected and paused templates (an approved one at most once a day, ten
+            times a month) and reviews it again: it is <code>pending</code> until then and does not send. Twilio edits none: create a new
+            template instead.
+          </p>
+          <form class="stack card wa-definition" method="post" action={`${url}/edit`}>
+            <Csrf session={where.session} />
+            <div class="field">
+              <label>
+                Template JSON (category and components)
+                <textarea {...attributes} rows={16} required maxlength={MAX_DEFINITION_CHARS} spellcheck="false" class="code">
+                  {typed ?? current}
+                </textarea>
+              </label>
+              <FormError state={state} form="edit" name="definition" />
+            </div>
+            <button type="submit">Save and submit the edit</button>
+          </form>
+        </details>
+        <p>
+          <a class="button secondary" href={`${url}/delete`} aria-label={`Delete template ${template.name} (${template.language})`}>
+            Delete template
+          </a>
+        </p>
+      </section>
+    )
+  }
+
+  /** A template's page for `where` (its sender's), or 404. */
+  async function senderTemplatePage(where: Where, templateId: number, state?: FormState, status = 200) {
+    const template = await getTemplateRow(d.sql, templateId)
+    if (!template || (template.sender_id ?? 0) !== where.senderId) return notFound(where.session)
+    return templatePage(
+      where.session,
+      template,
+      {
+        title: `WhatsApp template ${template.name}`,
+        back: <a href={where.list}>{where.senderId === 0 ? "The default sender's templates" : 'Back to the sender'}</a>,
+        history: true,
+        actions: <TemplateActions where={where} template={template} state={state} />,
+      },
+      status,
     )
   }
 
   /**
    * The "New template" page of a sender: the field-by-field editor with its preview (assets/
-   * template-editor.js updates it as the operator types; without script, "Preview" shows it), and the
+   * template-editor.js updates it as one types; without script, "Preview" shows it), and the
    * Cloud API's JSON as the advanced way. `editor`: the editor's form sent back (its values, its
    * problem at the field it names); `json`: the JSON form sent back.
    */
-  function newTemplatePage(session: Session, senderId: number, forms: { editor?: FormState; json?: FormState } = {}, status = 200) {
+  function newTemplatePage(where: Where, forms: { editor?: FormState; json?: FormState } = {}, status = 200) {
     const { editor, json } = forms
+    const { session } = where
     const form = 'template'
     const { typed, attributes } = fieldProps(json, form, 'definition')
-    const action = `/dashboard/senders/${senderId}/templates`
+    const action = `${where.base}/templates`
     const values = editor?.values ?? { ...EDITOR_START }
     const read = (name: string) => values[name] ?? ''
     const count = buttonCount(read)
@@ -371,7 +509,7 @@ export function waTemplatePages(d: Dashboard) {
     return respond(
       <Layout title="New WhatsApp template" session={session}>
         <p>
-          <a href={`/dashboard/senders/${senderId}`}>Back to the sender</a>
+          <a href={where.list}>{where.senderId === 0 ? "The default sender's templates" : 'Back to the sender'}</a>
         </p>
         <p class="muted">
           Fill in its parts: they make the Cloud API's template JSON, checked with Meta's rules, then submitted to the provider for
@@ -572,7 +710,7 @@ export function waTemplatePages(d: Dashboard) {
   }
 
   /** The editor's "Add a button", "Remove button n" and "Preview": the form again, with no template made. */
-  function editorStep(session: Session, senderId: number, body: unknown, step: string) {
+  function editorStep(where: Where, body: unknown, step: string) {
     const state = editorState(body, null)
     const count = Number(state.values.buttons)
     if (step === 'add' && count < MAX_BUTTONS) {
@@ -592,23 +730,125 @@ export function waTemplatePages(d: Dashboard) {
     }
     if (step === 'preview') {
       const checked = checkDefinition(definitionFromFields((name) => state.values[name] ?? ''))
-      if (!checked.ok) return newTemplatePage(session, senderId, { editor: editorState(body, checked.problem) }, 422)
+      if (!checked.ok) return newTemplatePage(where, { editor: editorState(body, checked.problem) }, 422)
     }
-    return newTemplatePage(session, senderId, { editor: state })
+    return newTemplatePage(where, { editor: state })
   }
 
-  /** A sender id of the path (0: the deployment's default sender), or null (404). */
-  const senderParam = (param: string) => idParam(param)
-  const belongs = (template: WaTemplate | null, senderId: number) => template !== null && (template.sender_id ?? 0) === senderId
+  /** The delete confirmation of a template. */
+  async function deletePage(where: Where, templateId: number) {
+    const template = await getTemplateRow(d.sql, templateId)
+    if (!template || (template.sender_id ?? 0) !== where.senderId || template.status === 'deleted') return notFound(where.session)
+    const url = `${where.base}/templates/${template.id}`
+    return respond(
+      <Layout title={`Delete WhatsApp template ${template.name}?`} session={where.session}>
+        <p>
+          <a href={url}>Back to the template</a>
+        </p>
+        <div class="card stack">
+          <p>
+            Template <strong>{template.name}</strong> ({template.language}, {template.status}) is deleted at {template.provider} first, then
+            here. From then on a send of it is refused (<code>TEMPLATE_NOT_APPROVED</code>) and a running campaign of it pauses. This cannot
+            be undone{template.provider === 'meta' ? ': Meta keeps its name from being used again for 30 days' : ''}.
+          </p>
+          <form method="post" action={`${url}/delete`}>
+            <Csrf session={where.session} />
+            <button class="danger" type="submit">
+              Delete template {template.name}
+            </button>
+          </form>
+        </div>
+      </Layout>,
+    )
+  }
+
+  /** The default sender's page: its templates, the sync button and the way to a new one. */
+  async function defaultSenderPage(session: Session) {
+    const templates = await templatesOfSender(d.sql, null)
+    return respond(
+      <Layout title="The default sender's WhatsApp templates" session={session}>
+        <p>
+          <a href="/dashboard/senders">All senders</a>
+        </p>
+        <p class="muted">
+          The deployment's default sender ({d.config.provider}, the environment's <code>PROVIDER</code> settings) is the number every
+          account without senders of its own sends from. Its templates sync from a Meta WhatsApp Business Account with{' '}
+          <code>META_BUSINESS_ACCOUNT_ID</code> set, or from a Twilio account's Content API; a simulator's live here only.
+        </p>
+        <SenderTemplates session={session} senderId={0} templates={templates} sync={d.config.provider !== 'simulator'} />
+      </Layout>,
+    )
+  }
+
+  /** The operator's place: any sender (0: the default one); null (404) for an id that is not one. */
+  const operatorWhere = (session: Session, request: Request, param: string): Where | null => {
+    const id = idParam(param)
+    if (id === null) return null
+    return {
+      session,
+      actor: { kind: 'operator', user: session.user, address: d.addressOf(request) },
+      senderId: id,
+      base: `/dashboard/senders/${id}`,
+      list: id === 0 ? '/dashboard/senders/0/templates' : `/dashboard/senders/${id}`,
+      mayChange: true,
+    }
+  }
+
+  /**
+   * A member's place: to read, a sender of its own account only (another's, the default one: null, 404).
+   * A change (`change`) is let through to the service, whose guard (rights.ts requireMayChange) is the
+   * one that decides: the sender must be the member's account's own, and the operator must allow it.
+   */
+  const memberWhere = async (session: Session, request: Request, param: string, change = false): Promise<Where | null> => {
+    const id = idParam(param)
+    const accountId = session.user.account_id
+    if (id === null || session.user.role !== 'member' || accountId === null) return null
+    if (!change && !(await listAccountSenders(d.sql, accountId)).some((s) => s.id === id)) return null
+    return {
+      session,
+      actor: { kind: 'member', accountId, user: session.user, address: d.addressOf(request) },
+      senderId: id,
+      base: `/dashboard/my-senders/${id}`,
+      list: `/dashboard/my-senders/${id}`,
+      mayChange: await membersMayChange(d.sql, accountId),
+    }
+  }
 
   const app = pageRoutes()
+    .post('/accounts/:id/template-rights', ({ request, body, params }) =>
+      d.formAction(request, body, OPERATOR, async (session) => {
+        const accountId = idParam(params.id)
+        if (accountId === null) return notFound(session)
+        const allowed = field(body, 'allowed') === 'yes'
+        const to = `/dashboard/accounts/${accountId}`
+        return orError(
+          async () => {
+            if (await setMembersMayChange(d.sql, d.deps.clock, accountId, allowed)) {
+              await audit(d.sql, {
+                user: session.user,
+                address: d.addressOf(request),
+                accountId,
+                action: allowed ? 'template rights granted' : 'template rights withdrawn',
+              })
+            }
+            return d.finish(session, {
+              to,
+              notice: allowed
+                ? "Members of this account may now create, edit and delete its own senders' WhatsApp templates."
+                : 'Members of this account may no longer create, edit or delete WhatsApp templates.',
+            })
+          },
+          () => notFound(session),
+        )
+      }),
+    )
     .post('/senders/:sender/templates/sync', ({ request, body, params }) =>
       d.formAction(
         request,
         body,
         OPERATOR,
         async (session) => {
-          const id = senderParam(params.sender)
+          const id = idParam(params.sender)
           if (id === null) return notFound(session)
           const r = await syncTemplates(d.deps, id)
           const { sender_id, listed, created, changed, unchanged, gone } = r
@@ -623,99 +863,185 @@ export function waTemplatePages(d: Dashboard) {
             ? `; ${counted(r.skipped.length, 'skipped')} (${r.skipped.map((s) => `${s.name}: ${s.why}`).join('; ')})`
             : ''
           return d.finish(session, {
-            to: id === 0 ? '/dashboard/senders' : `/dashboard/senders/${id}`,
+            to: id === 0 ? '/dashboard/senders/0/templates' : `/dashboard/senders/${id}`,
             notice:
               `Templates synced: ${counted(r.listed, 'template')} listed by ${r.provider}, ${r.created} new, ${r.changed} changed, ` +
               `${r.unchanged} unchanged, ${r.gone} gone${skipped}.`,
           })
         },
         (message, status, session) => {
-          const id = senderParam(params.sender)
+          const id = idParam(params.sender)
           if (status === 404 || id === null) return notFound(session)
           return d.finish(session, {
-            to: id === 0 ? '/dashboard/senders' : `/dashboard/senders/${id}`,
+            to: id === 0 ? '/dashboard/senders/0/templates' : `/dashboard/senders/${id}`,
             error: `Templates not synced: ${message}`,
           })
         },
       ),
     )
-    .get('/senders/:sender/templates/new', async ({ request, params }) => {
+    .get('/senders/:sender/templates', async ({ request, params }) => {
       const session = await d.view(request, OPERATOR)
       if (session instanceof Response) return session
-      const id = senderParam(params.sender)
-      return id === null || id === 0 ? notFound(session) : newTemplatePage(session, id)
+      const id = idParam(params.sender)
+      if (id === null) return notFound(session)
+      return id === 0 ? defaultSenderPage(session) : redirect(`/dashboard/senders/${id}`)
     })
-    .post('/senders/:sender/templates', ({ request, body, params }) =>
-      d.formAction(
-        request,
-        body,
-        OPERATOR,
-        async (session) => {
-          const id = senderParam(params.sender)
-          if (id === null || id === 0) return notFound(session)
-          const fields = field(body, 'mode') === 'fields'
-          let definition: unknown
-          if (fields) {
-            const step = field(body, 'do')
-            if (step !== '' && step !== 'create') return editorStep(session, id, body, step)
-            definition = definitionFromFields((name) => field(body, name))
-          } else {
-            const text = field(body, 'definition')
-            try {
-              definition = JSON.parse(text)
-            } catch {
-              return newTemplatePage(
-                session,
-                id,
-                { json: stateOf(text, 'definition: not JSON: paste the template as the Cloud API takes it') },
-                422,
-              )
-            }
-            if (definition === null || typeof definition !== 'object' || Array.isArray(definition)) {
-              return newTemplatePage(
-                session,
-                id,
-                { json: stateOf(text, 'definition: a JSON object with name, language, category and components') },
-                422,
-              )
-            }
-          }
-          const created = await createSenderTemplate(d.deps, id, definition as Record<string, unknown>)
-          await audit(d.sql, {
-            user: session.user,
-            address: d.addressOf(request),
-            accountId: null,
-            action: 'template created',
-            detail: { sender_id: id, template_id: created.id, name: created.name, language: created.language, status: created.status },
-          })
-          return d.finish(session, {
-            to: `/dashboard/senders/${id}/templates/${created.id}`,
-            notice: `Template ${created.name} (${created.language}) created: ${created.status}.`,
-          })
-        },
-        (message, status, session) => {
-          const id = senderParam(params.sender)
-          if (status === 404 || id === null) return notFound(session)
-          if (field(body, 'mode') === 'fields') return newTemplatePage(session, id, { editor: editorState(body, message) }, status)
-          return newTemplatePage(session, id, { json: stateOf(field(body, 'definition'), message) }, status)
-        },
-      ),
-    )
-    .get('/senders/:sender/templates/:template', async ({ request, params }) => {
-      const session = await d.view(request, OPERATOR)
+    .get('/my-senders/:sender', async ({ request, params }) => {
+      const session = await d.view(request)
       if (session instanceof Response) return session
-      const senderId = senderParam(params.sender)
-      const templateId = idParam(params.template)
-      if (senderId === null || templateId === null) return notFound(session)
-      const template = await getTemplateRow(d.sql, templateId)
-      if (!belongs(template, senderId)) return notFound(session)
-      return templatePage(session, template!, {
-        title: `WhatsApp template ${template!.name}`,
-        back:
-          senderId === 0 ? <a href="/dashboard/senders">All senders</a> : <a href={`/dashboard/senders/${senderId}`}>Back to the sender</a>,
-        history: true,
+      const where = await memberWhere(session, request, params.sender)
+      if (!where) return notFound(session)
+      const sender = (await listAccountSenders(d.sql, session.user.account_id!)).find((s) => s.id === where.senderId)!
+      const templates = await templatesOfSender(d.sql, where.senderId)
+      return respond(
+        <Layout title={`Sender ${sender.name}`} session={session}>
+          <p>
+            <a href="/dashboard">Overview</a>
+          </p>
+          <dl class="facts card">
+            <dt>Number</dt>
+            <dd>{sender.number}</dd>
+            <dt>Provider</dt>
+            <dd>{sender.provider}</dd>
+            <dt>Id</dt>
+            <dd>
+              <code>{sender.id}</code> <span class="muted">(a send's from)</span>
+            </dd>
+            <dt>State</dt>
+            <dd>{sender.disabled ? 'disabled' : 'enabled'}</dd>
+          </dl>
+          <SenderTemplates
+            session={session}
+            senderId={where.senderId}
+            templates={templates}
+            base={where.base}
+            sync={false}
+            create={where.mayChange}
+          />
+          {where.mayChange ? null : (
+            <p class="muted">
+              The service's operator creates, edits and deletes this sender's templates (or allows this account's members to).
+            </p>
+          )}
+        </Layout>,
+      )
+    })
+  const places: [string, (session: Session, request: Request, param: string, change?: boolean) => Promise<Where | null>][] = [
+    ['/senders', async (session, request, param) => (session.user.role === 'operator' ? operatorWhere(session, request, param) : null)],
+    ['/my-senders', memberWhere],
+  ]
+  for (const [prefix, whereOf] of places) {
+    /** The place of a request, or its answer (sign-in, 404). */
+    const view = async (request: Request, param: string): Promise<Where | Response> => {
+      const session = await d.view(request)
+      if (session instanceof Response) return session
+      return (await whereOf(session, request, param)) ?? notFound(session)
+    }
+    /** The place of a change where its actor may change templates, or 404. */
+    const target = (request: Request, param: string) => async (session: Session) => {
+      const where = await whereOf(session, request, param, true)
+      return where && where.mayChange ? where : notFound(session)
+    }
+    app
+      .get(`${prefix}/:sender/templates/new`, async ({ request, params }) => {
+        const where = await view(request, params.sender)
+        if (where instanceof Response) return where
+        return where.mayChange ? newTemplatePage(where) : notFound(where.session)
       })
-    })
+      .post(`${prefix}/:sender/templates`, ({ request, body, params }) =>
+        d.formAction(
+          request,
+          body,
+          target(request, params.sender),
+          async (where) => {
+            let definition: Record<string, unknown>
+            if (field(body, 'mode') === 'fields') {
+              const step = field(body, 'do')
+              if (step !== '' && step !== 'create') {
+                // A step makes nothing, but a member's is still its own sender's only (the create's guard, first).
+                await requireMayChange(d.sql, where.actor, where.senderId === 0 ? null : where.senderId)
+                return editorStep(where, body, step)
+              }
+              definition = definitionFromFields((name) => field(body, name))
+            } else {
+              const text = field(body, 'definition')
+              const parsed = parseObject(text)
+              if (typeof parsed === 'string') return newTemplatePage(where, { json: stateOf('template', text, parsed) }, 422)
+              definition = parsed
+            }
+            const created = await createSenderTemplate(d.deps, where.senderId, definition, where.actor)
+            return d.finish(where.session, {
+              to: `${where.base}/templates/${created.id}`,
+              notice: `Template ${created.name} (${created.language}) created: ${created.status}.`,
+            })
+          },
+          (message, status, where) => {
+            if (status === 404) return notFound(where.session)
+            if (field(body, 'mode') === 'fields') return newTemplatePage(where, { editor: editorState(body, message) }, status)
+            return newTemplatePage(where, { json: stateOf('template', field(body, 'definition'), message) }, status)
+          },
+        ),
+      )
+      .get(`${prefix}/:sender/templates/:template`, async ({ request, params }) => {
+        const where = await view(request, params.sender)
+        if (where instanceof Response) return where
+        const templateId = idParam(params.template)
+        return templateId === null ? notFound(where.session) : senderTemplatePage(where, templateId)
+      })
+      .post(`${prefix}/:sender/templates/:template/edit`, ({ request, body, params }) =>
+        d.formAction(
+          request,
+          body,
+          target(request, params.sender),
+          async (where) => {
+            const templateId = idParam(params.template)
+            const template = templateId === null ? null : await getTemplateRow(d.sql, templateId)
+            if (!template || (template.sender_id ?? 0) !== where.senderId) return notFound(where.session)
+            const text = field(body, 'definition')
+            const change = parseObject(text)
+            if (typeof change === 'string') return senderTemplatePage(where, template.id, stateOf('edit', text, change), 422)
+            const edited = await editTemplate(d.deps, where.actor, template.id, change)
+            return d.finish(where.session, {
+              to: `${where.base}/templates/${edited.id}`,
+              notice: `Template ${edited.name} (${edited.language}) edited: ${edited.status} until ${edited.provider} reviews it again.`,
+            })
+          },
+          (message, status, where) => {
+            const templateId = idParam(params.template)
+            if (status === 404 || templateId === null) return notFound(where.session)
+            return senderTemplatePage(where, templateId, stateOf('edit', field(body, 'definition'), message), status)
+          },
+        ),
+      )
+      .get(`${prefix}/:sender/templates/:template/delete`, async ({ request, params }) => {
+        const where = await view(request, params.sender)
+        if (where instanceof Response) return where
+        const templateId = idParam(params.template)
+        return templateId === null || !where.mayChange ? notFound(where.session) : deletePage(where, templateId)
+      })
+      .post(`${prefix}/:sender/templates/:template/delete`, ({ request, body, params }) =>
+        d.formAction(
+          request,
+          body,
+          target(request, params.sender),
+          async (where) => {
+            const templateId = idParam(params.template)
+            const template = templateId === null ? null : await getTemplateRow(d.sql, templateId)
+            if (!template || (template.sender_id ?? 0) !== where.senderId) return notFound(where.session)
+            const deleted = await deleteTemplate(d.deps, where.actor, template.id)
+            return d.finish(where.session, {
+              to: `${where.base}/templates/${deleted.id}`,
+              notice: `Template ${deleted.name} (${deleted.language}) deleted: it no longer sends, and campaigns of it pause.`,
+            })
+          },
+          (message, status, where) => {
+            const templateId = idParam(params.template)
+            if (status === 404 || templateId === null) return notFound(where.session)
+            return d.finish(where.session, { to: `${where.base}/templates/${templateId}`, error: `Template not deleted: ${message}` })
+          },
+        ),
+      )
+  }
   for (const prefix of ['', '/accounts/:id']) {
     const accountOf = (params: Record<string, string>) => (prefix ? params.id : undefined)
     app
@@ -763,9 +1089,23 @@ export function waTemplatePages(d: Dashboard) {
   return app
 }
 
-/** The "New template" form sent back: what was typed and the problem, shown at the JSON field. */
-function stateOf(text: string, message: string): FormState {
-  return { form: 'template', values: { definition: text }, problem: { field: 'definition', message } }
+/** A template form sent back: what was typed and the problem, shown at the JSON field. */
+function stateOf(form: 'template' | 'edit', text: string, message: string): FormState {
+  return { form, values: { definition: text }, problem: { field: 'definition', message } }
+}
+
+/** The JSON object of a form's definition, or the problem with it in words. */
+function parseObject(text: string): Record<string, unknown> | string {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return 'definition: not JSON: paste the template as the Cloud API takes it'
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return 'definition: a JSON object with name, language, category and components'
+  }
+  return value as Record<string, unknown>
 }
 
 /** The templates of a sender for its page (the sender page reads them through this). */

@@ -282,6 +282,19 @@ export const MessageReceivedEvent = t.Object(
       }),
       sender_id: t.Union([t.Integer(), t.Null()], { description: "The account's sender it reached; null: the service's own number" }),
       received_at: t.String({ description: "When the customer sent it (the provider's time), YYYY-MM-DD HH:MM:SS" }),
+      reply_to: t.Union(
+        [
+          t.Object({
+            provider_message_id: t.String({ description: "The provider's id of the quoted message" }),
+            id: t.Union([t.Integer(), t.Null()], { description: 'Our id of it (see `direction`); null when the account has no such message' }),
+            direction: t.Union([t.Literal('inbound'), t.Literal('outbound'), t.Null()], {
+              description: '`outbound`: GET /api/v1/messages `id`; `inbound`: GET /api/v1/inbound `id`',
+            }),
+          }),
+          t.Null(),
+        ],
+        { description: 'The message the customer answered, quoting it (swiped reply); null when none' },
+      ),
     }),
   },
   {
@@ -298,6 +311,7 @@ export const MessageReceivedEvent = t.Object(
           content: { kind: 'button_reply', id: 'confirm-1042', title: 'Yes, deliver', description: null },
           sender_id: 3,
           received_at: '2026-11-21 10:15:01',
+          reply_to: { provider_message_id: 'wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEjAwMDAwMDAxA=', id: 1042, direction: 'outbound' },
         },
       },
     ],

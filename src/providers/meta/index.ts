@@ -7,6 +7,7 @@ import { META_VARIABLES, readMetaSettings } from './settings'
 import { metaWebhookCallbacks } from './webhook'
 import { metaSenders } from './senders'
 import { metaTemplates } from './templates'
+import { metaPricingAnalytics } from './analytics'
 
 export { META_WEBHOOK_PATH, metaSignature } from './webhook'
 
@@ -18,6 +19,7 @@ export const meta = defineProvider({
   callbacks: metaWebhookCallbacks,
   senders: metaSenders,
   waTemplates: metaTemplates,
+  pricingAnalytics: metaPricingAnalytics,
   // Meta's documented defaults: 80 messages/s per business phone number (1,000 after an upgrade) and
   // about one message every 6 s to one user (the pair rate; error 131056 beyond it).
   pace: {

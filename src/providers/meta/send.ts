@@ -7,7 +7,15 @@ import type { Clock } from '../../lib/clock'
 // Nothing here throws, and no message ever carries the token.
 
 import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } from '../http'
-import { RICH_KINDS, type HandoffResult, type OutgoingMessage, type Provider, type RichContent, type Throttle } from '../provider'
+import {
+  RICH_KINDS,
+  type HandoffResult,
+  type OutgoingMessage,
+  type Provider,
+  type ReadAnswer,
+  type RichContent,
+  type Throttle,
+} from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
 import { openMetaMedia } from './media'
 
@@ -18,7 +26,12 @@ const IMAGE = /\.(jpe?g|png)$/i
 
 /** The Cloud API's request body for one message. `to` is E.164 without the `+`. */
 export function metaMessage(message: OutgoingMessage): Record<string, unknown> {
-  const base = { messaging_product: 'whatsapp', to: message.to.replace(/^\+/, '') }
+  const base = {
+    messaging_product: 'whatsapp',
+    to: message.to.replace(/^\+/, ''),
+    // A reply quoting the message it answers (issue 32): Meta's contextual reply.
+    ...(message.replyTo ? { context: { message_id: message.replyTo } } : {}),
+  }
   if (message.template) {
     const { ref, language, variables } = message.template
     const template: Record<string, unknown> = { name: ref, language: { code: language } }
@@ -72,6 +85,15 @@ function richMessage(content: RichContent): Record<string, unknown> {
   }
 }
 
+/** Meta's error object of an answer that is not 2xx: its code and the text that says most. */
+function metaError(status: number, answer: Record<string, any> | null): { code: number | null; text: string } {
+  // {"error": {"message": "(#131030) Recipient phone number not in allowed list", "type": "OAuthException", "code": 131030, ...}}
+  const error = isObject(answer?.error) ? answer.error : {}
+  const details = isObject(error.error_data) ? error.error_data.details : undefined
+  const text = [error.message, details, `HTTP ${status}`].find((v): v is string => typeof v === 'string' && v.trim() !== '')!
+  return { code: typeof error.code === 'number' ? errorCodeOf(error.code) : null, text }
+}
+
 /** What Meta sends: every rich kind the Cloud API has. */
 export const META_RICH = new Set(RICH_KINDS)
 
@@ -106,6 +128,39 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number;
     enforcesWindow: true,
     rich: META_RICH,
     openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, { timeoutMs, clock }),
+    // Read receipts and the typing indicator (issue 32): the same endpoint, `status: read`.
+    async markRead({ messageId, typing }): Promise<ReadAnswer> {
+      const refused = (code: number | null, detail: string): ReadAnswer => ({
+        ok: false,
+        code,
+        detail: fail(code, detail).errorMessage,
+      })
+      try {
+        const exchange = await post(endpoint, {
+          headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json' },
+          body: JSON.stringify({
+            messaging_product: 'whatsapp',
+            status: 'read',
+            message_id: messageId,
+            ...(typing ? { typing_indicator: { type: 'text' } } : {}),
+          }),
+          timeoutMs,
+          clock,
+        })
+        if (!exchange.ok) {
+          return exchange.reason === 'timeout'
+            ? refused(null, `Meta did not answer within ${timeoutMs} ms`)
+            : refused(null, `could not reach Meta${exchange.hint}`)
+        }
+        if (exchange.status < 200 || exchange.status > 299) {
+          const { code, text } = metaError(exchange.status, exchange.answer)
+          return refused(code, text)
+        }
+        return exchange.answer?.success === true ? { ok: true } : refused(null, `Meta answered HTTP ${exchange.status} without success`)
+      } catch {
+        return refused(null, 'Meta request failed')
+      }
+    },
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const exchange = await post(endpoint, {
@@ -121,11 +176,7 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number;
         }
         const { status, answer, headers } = exchange
         if (status < 200 || status > 299) {
-          // {"error": {"message": "(#131030) Recipient phone number not in allowed list", "type": "OAuthException", "code": 131030, ...}}
-          const error = isObject(answer?.error) ? answer.error : {}
-          const details = isObject(error.error_data) ? error.error_data.details : undefined
-          const text = [error.message, details, `HTTP ${status}`].find((v): v is string => typeof v === 'string' && v.trim() !== '')!
-          const code = typeof error.code === 'number' ? errorCodeOf(error.code) : null
+          const { code, text } = metaError(status, answer)
           return fail(code, text, throttleOf(THROTTLING_CODES.meta, status, code, headers, clock.now().getTime()))
         }
         const first = Array.isArray(answer?.messages) ? answer.messages[0] : undefined

@@ -5,8 +5,8 @@
 // never in a URL: the next page is asked for with the cursor, not by following Meta's `paging.next`
 // (which would carry the token). Nothing here throws; no answer carries a secret (providerText).
 
-import { errorCodeOf, failure, get, isObject, post } from '../http'
-import type { ListedTemplate, TemplateListing, TemplateSubmission, WaTemplateSupport } from '../provider'
+import { del, errorCodeOf, failure, get, isObject, post, type Exchange } from '../http'
+import type { ListedTemplate, TemplateChangeAnswer, TemplateListing, TemplateSubmission, WaTemplateSupport } from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
 
 /** What the listing asks for of each template. */
@@ -128,6 +128,63 @@ export async function submitMetaTemplate(
   }
 }
 
+/** Meta's answer to an edit or a deletion (`{success: true}`), or its refusal in the service's words. */
+function changeAnswer(settings: MetaSettings, answer: Exchange, what: string): TemplateChangeAnswer {
+  const secrets = metaSecrets(settings)
+  if (!answer.ok) {
+    const why = answer.reason === 'timeout' ? `Meta did not answer in time (${what})` : `could not reach Meta${answer.hint} (${what})`
+    return { ok: false, code: null, detail: failure(secrets, null, why).errorMessage, throttled: false }
+  }
+  if (answer.status === 200 && answer.answer?.success === true) return { ok: true }
+  const { code, text: said } = refusal(answer.status, answer.answer)
+  return {
+    ok: false,
+    code,
+    detail: failure(secrets, code, `Meta answered HTTP ${answer.status} (${what}): ${said}`).errorMessage,
+    throttled: answer.status === 429 || code === 4,
+  }
+}
+
+/**
+ * Edits a template: `POST {META_API_BASE}/{template-id}` with its new `components` (and `category`, for
+ * a rejected or paused one). Meta takes edits of approved, rejected and paused templates only, an
+ * approved one's at most once a day and ten times a month, never its name or language, and reviews it
+ * again (it is PENDING until then).
+ */
+export async function editMetaTemplate(
+  settings: MetaSettings,
+  ref: string,
+  change: Record<string, unknown>,
+  context: { timeoutMs: number; clock: Parameters<typeof post>[1]['clock'] },
+): Promise<TemplateChangeAnswer> {
+  const answer = await post(`${settings.apiBase}/${encodeURIComponent(ref)}`, {
+    headers: { ...headersOf(settings), 'content-type': 'application/json' },
+    body: JSON.stringify(change),
+    timeoutMs: context.timeoutMs,
+    clock: context.clock,
+  })
+  return changeAnswer(settings, answer, `editing template ${ref}`)
+}
+
+/**
+ * Deletes one template: `DELETE {META_API_BASE}/{waba-id}/message_templates?name=…&hsm_id=…`. With its
+ * id (`hsm_id`) Meta deletes that language only; by name alone it would delete every language of the
+ * name, so the id is always given. Meta keeps the name from being used again for 30 days.
+ */
+export async function removeMetaTemplate(
+  settings: MetaSettings,
+  template: { ref: string; name: string },
+  context: { timeoutMs: number; clock: Parameters<typeof post>[1]['clock'] },
+): Promise<TemplateChangeAnswer> {
+  const query = new URLSearchParams({ name: template.name, hsm_id: template.ref })
+  const answer = await del(`${edge(settings)}?${query}`, {
+    headers: headersOf(settings),
+    timeoutMs: context.timeoutMs,
+    clock: context.clock,
+  })
+  return changeAnswer(settings, answer, `deleting template ${template.ref}`)
+}
+
 export const metaTemplates: WaTemplateSupport<MetaSettings> = {
   unreachable: (settings) =>
     settings.businessAccountId
@@ -135,4 +192,6 @@ export const metaTemplates: WaTemplateSupport<MetaSettings> = {
       : "it has no WhatsApp Business Account id (a Meta sender's business_account_id; the default sender's META_BUSINESS_ACCOUNT_ID)",
   list: listMetaTemplates,
   submit: submitMetaTemplate,
+  edit: editMetaTemplate,
+  remove: removeMetaTemplate,
 }

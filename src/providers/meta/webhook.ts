@@ -25,6 +25,7 @@ import type {
   CallbackSender,
   SenderRef,
   StatusReport,
+  Pricing,
   TemplateNotice,
 } from '../provider'
 import { consentOf, inboundOf } from './inbound'
@@ -61,7 +62,7 @@ function reportOf(status: unknown, secrets: readonly string[]): StatusReport | n
     case 'sent':
     case 'delivered':
     case 'read':
-      return { sid, status: status.status }
+      return { sid, status: status.status, pricing: pricingOf(status.pricing) }
     case 'failed': {
       // "errors": [{"code": 131047, "title": "Re-engagement message", "message": "Re-engagement message", ...}]
       const error = Array.isArray(status.errors) && isObject(status.errors[0]) ? status.errors[0] : {}
@@ -75,6 +76,21 @@ function reportOf(status: unknown, secrets: readonly string[]): StatusReport | n
     default:
       return null
   }
+}
+
+/**
+ * Meta's `pricing` of a status, as given ({pricing_model, category, type, billable}); null when absent or
+ * not an object. Words are kept short and plain (at most 64 characters each): the ledger maps them.
+ */
+function pricingOf(pricing: unknown): Pricing | null {
+  if (!isObject(pricing)) return null
+  const word = (v: unknown) => (typeof v === 'string' && /^[a-z_]{1,64}$/.test(v) ? v : null)
+  const out = {
+    category: word(pricing.category),
+    type: word(pricing.type),
+    billable: typeof pricing.billable === 'boolean' ? pricing.billable : null,
+  }
+  return out.category === null && out.type === null && out.billable === null ? null : out
 }
 
 /** The status reports of one `messages` change's value, in the order Meta wrote them. */

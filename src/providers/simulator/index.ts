@@ -145,6 +145,8 @@ export const simulator = defineProvider({
     enforcesWindow: settings.requireTemplate,
     // It takes every rich kind (what it was asked to send is recorded on the message).
     rich: new Set(RICH_KINDS),
+    // Read receipts (issue 32): nothing to tell; the service records that it marked the message read.
+    markRead: async () => ({ ok: true }),
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       if (message.to.endsWith('9999')) {
         return { ok: false, errorCode: SIMULATOR_REFUSED_CODE, errorMessage: 'simulator refused the message (number ends in 9999)' }

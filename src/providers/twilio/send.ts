@@ -7,7 +7,7 @@ import type { Clock } from '../../lib/clock'
 
 import { errorCodeOf, failure, post, THROTTLING_CODES, throttleOf } from '../http'
 import { isObject } from '../http'
-import type { HandoffResult, OutgoingMessage, Provider, RichContent, RichKind, Throttle } from '../provider'
+import type { HandoffResult, OutgoingMessage, Provider, ReadAnswer, RichContent, RichKind, Throttle } from '../provider'
 import type { Sql } from '../../db/client'
 import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
 import { contentRequest, contentStore } from './content'
@@ -17,6 +17,17 @@ import { openTwilioMedia } from './media'
 export const TWILIO_STATUS_PATH = '/provider/twilio/status'
 
 const SID = /^[A-Z]{2}[0-9a-fA-F]{32}$/
+
+/**
+ * Where Twilio's typing indicator lives (Messaging API v2, public beta): messaging.twilio.com beside the
+ * real API root; a test's fake (any other TWILIO_API_BASE) serves it at its own root.
+ */
+export const twilioMessagingBase = (apiBase: string): string =>
+  apiBase === 'https://api.twilio.com' ? 'https://messaging.twilio.com' : apiBase
+
+/** Why a Twilio send cannot quote a message: its Messages resource takes no reply context. */
+export const TWILIO_QUOTE_PROBLEM =
+  "reply_to: Twilio's Messages API cannot quote a message (it takes no reply context); send without reply_to, or through a Meta sender"
 
 /** What Twilio sends: media through MediaUrl, locations as a geo: PersistentAction, buttons and lists as Content templates. */
 const TWILIO_RICH = new Set<RichKind>(['image', 'video', 'audio', 'document', 'sticker', 'location', 'button', 'list'])
@@ -114,7 +125,7 @@ export function createTwilio(
       const label = content.address ?? content.name
       form.set('Body', content.name ?? content.address ?? `${content.latitude},${content.longitude}`)
       form.set('PersistentAction', `geo:${content.latitude},${content.longitude}${label ? `|${label}` : ''}`)
-    } else if (content && content.type !== 'template') {
+    } else if (content && content.type !== 'template' && content.type !== 'reaction') {
       if ('caption' in content && content.caption) form.set('Body', content.caption)
       form.set('MediaUrl', content.link)
     } else {
@@ -132,6 +143,39 @@ export function createTwilio(
     rich: TWILIO_RICH,
     richProblem: twilioRichProblem,
     openMedia: (ref, signal) => openTwilioMedia(settings, ref, signal),
+    quoteProblem: TWILIO_QUOTE_PROBLEM,
+    // Twilio's typing indicator (public beta) marks the message read too; it has no read receipt without it.
+    async markRead({ messageId, typing }): Promise<ReadAnswer> {
+      if (!typing) {
+        return {
+          ok: false,
+          unsupported: true,
+          detail: 'typing: Twilio marks a message read only with its typing indicator; send {"typing": true}',
+        }
+      }
+      const refused = (code: number | null, detail: string): ReadAnswer => ({ ok: false, code, detail: fail(code, detail).errorMessage })
+      try {
+        const exchange = await post(`${twilioMessagingBase(settings.apiBase)}/v2/Indicators/Typing.json`, {
+          headers: headersOf('application/x-www-form-urlencoded'),
+          body: new URLSearchParams({ messageId, channel: 'whatsapp' }).toString(),
+          timeoutMs,
+          clock,
+        })
+        if (!exchange.ok) {
+          return exchange.reason === 'timeout'
+            ? refused(null, `Twilio did not answer within ${timeoutMs} ms`)
+            : refused(null, `could not reach Twilio${exchange.hint}`)
+        }
+        const { status, answer } = exchange
+        if (status < 200 || status > 299) {
+          const message = typeof answer?.message === 'string' && answer.message.trim() ? answer.message : `HTTP ${status}`
+          return refused(typeof answer?.code === 'number' ? errorCodeOf(answer.code) : null, message)
+        }
+        return answer?.success === true ? { ok: true } : refused(null, `Twilio answered HTTP ${status} without success`)
+      } catch {
+        return refused(null, 'Twilio request failed')
+      }
+    },
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         const form = await formOf(message)

@@ -19,8 +19,8 @@
 // here throws; no text kept carries a secret (failure/providerText).
 
 import type { Clock } from '../../lib/clock'
-import { errorCodeOf, failure, get, isObject, post } from '../http'
-import type { ListedTemplate, TemplateListing, TemplateSubmission, WaTemplateSupport } from '../provider'
+import { del, errorCodeOf, failure, get, isObject, post } from '../http'
+import type { ListedTemplate, TemplateChangeAnswer, TemplateListing, TemplateSubmission, WaTemplateSupport } from '../provider'
 import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
 
 /** Content templates per page (Twilio's default is 50, its maximum 1,000). */
@@ -477,11 +477,47 @@ export function twilioContentVariables(components: readonly unknown[], values: T
   return out
 }
 
+/**
+ * Deletes a Content template (`DELETE /v1/Content/{sid}`, answered 204): it and its WhatsApp approval
+ * are gone. Twilio edits none: a changed template is a new Content template, submitted again.
+ */
+export async function removeTwilioTemplate(
+  settings: TwilioSettings,
+  template: { ref: string },
+  context: Context,
+): Promise<TemplateChangeAnswer> {
+  const secrets = twilioSecrets(settings)
+  const what = `deleting Content template ${template.ref}`
+  if (!/^HX[0-9a-fA-F]{32}$/.test(template.ref))
+    return { ok: false, code: null, detail: `${template.ref} is not a Content SID`, throttled: false }
+  const answer = await del(`${settings.contentApiBase}/v1/Content/${template.ref}`, {
+    headers: headersOf(settings),
+    timeoutMs: context.timeoutMs,
+    clock: context.clock,
+  })
+  if (!answer.ok) {
+    const why =
+      answer.reason === 'timeout'
+        ? `Twilio's Content API did not answer in time (${what})`
+        : `could not reach Twilio's Content API${answer.hint} (${what})`
+    return { ok: false, code: null, detail: failure(secrets, null, why).errorMessage, throttled: false }
+  }
+  if (answer.status === 204 || answer.status === 200) return { ok: true }
+  const { code, said } = refusal(answer.status, answer.answer)
+  return {
+    ok: false,
+    code,
+    detail: failure(secrets, code, `Twilio answered HTTP ${answer.status} (${what}): ${said}`).errorMessage,
+    throttled: answer.status === 429 || code === 20429,
+  }
+}
+
 export const twilioTemplates: WaTemplateSupport<TwilioSettings> = {
   // A Twilio sender reaches its Content templates with its own account's credentials: always.
   unreachable: () => null,
   list: listTwilioTemplates,
   submit: submitTwilioTemplate,
+  remove: removeTwilioTemplate,
   definitionProblem: (definition) => {
     const mapped = contentOfDefinition(definition)
     return 'problem' in mapped ? mapped.problem : null
