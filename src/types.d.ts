@@ -44,3 +44,7 @@ declare module '*.png' {
   const path: string
   export default path
 }
+declare module '*/assets/template-editor.js' {
+  const text: string
+  export default text
+}

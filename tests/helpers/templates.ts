@@ -1,8 +1,71 @@
 // Approved templates through the public interfaces: an account with contacts, a template bound through
-// the admin API, and a campaign of it run to the end by the campaign worker.
+// the admin API, and a campaign of it run to the end by the campaign worker. And the setup the WhatsApp
+// template tests (tests/templates/*) share: the fake Twilio and Graph API with the senders' accounts,
+// the app on them, stopped after the file; and a provider whose first hand-off hangs until released.
 
-import { expect } from 'bun:test'
-import type { TestApp } from './app'
+import { afterAll, afterEach, expect } from 'bun:test'
+import { testApp, type TestApp } from './app'
+import { fakeGraph, type FakeGraph } from './fake-graph'
+import { fakeTwilio, type FakeTwilio } from './fake-twilio'
+import { META_A, registerFakes, sendersEnv } from './senders'
+import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
+
+/** Meta A's WhatsApp Business Account (its phone number belongs to it in the fake). */
+export const WABA_A = META_A.credentials.business_account_id
+
+/**
+ * The fakes of a templates test file: Twilio and the Graph API with the senders' accounts (Meta A's
+ * number in its business account), both reset after each test (`reset`: which) and stopped, with the
+ * app `start` made on them, after the file.
+ */
+export function templateFakes(o: { graph?: Parameters<typeof fakeGraph>[0]; reset?: 'both' | 'twilio' } = {}) {
+  const twilio: FakeTwilio = fakeTwilio()
+  const graph: FakeGraph = fakeGraph(o.graph)
+  registerFakes(twilio, graph)
+  graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+  let app: TestApp | undefined
+  afterAll(async () => {
+    await app?.close()
+    twilio.stop()
+    graph.stop()
+  })
+  afterEach(() => {
+    twilio.reset()
+    if (o.reset !== 'twilio') graph.reset()
+  })
+  return {
+    twilio,
+    graph,
+    /** The app on the fakes (the deployment's default sender is Twilio's), `env` added to the senders' settings. */
+    async start(options: Omit<Parameters<typeof testApp>[0] & {}, 'env'> & { env?: Record<string, string> } = {}): Promise<TestApp> {
+      app = await testApp({ ...options, env: sendersEnv(twilio, graph, options.env) })
+      return app
+    },
+  }
+}
+
+/**
+ * A provider named like Meta whose first hand-off hangs until `release()`: what it was handed is in
+ * `seen`, `first` resolves when the first hand-off is in. The others answer at once, accepted.
+ */
+export function hangingProvider() {
+  const seen: OutgoingMessage[] = []
+  let release!: () => void
+  const hanging = new Promise<void>((resolve) => (release = resolve))
+  const first = Promise.withResolvers<void>()
+  const provider = {
+    name: 'meta',
+    async send(message: OutgoingMessage): Promise<HandoffResult> {
+      seen.push(message)
+      if (seen.length === 1) {
+        first.resolve()
+        await hanging
+      }
+      return { ok: true, sid: `wamid.${crypto.randomUUID().replaceAll('-', '')}` }
+    },
+  }
+  return { provider, seen, first: first.promise, release }
+}
 
 export type BindingInput = { ref: string; language?: string; variables?: string[] }
 export type ContactInput = { name: string; phone: string; city?: string }

@@ -1366,6 +1366,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'attacker',
   },
   {
+    name: 'template-editor-step-tenant',
+    breaks:
+      "a member of account A allowed to manage templates gets the field editor's Preview, Add and Remove answered on account B's sender or the default sender (the create's guard skipped for a step)",
+    edits: [
+      {
+        file: 'src/modules/templates/wa-pages.tsx',
+        find: 'await requireMayChange(d.sql, where.actor, where.senderId === 0 ? null : where.senderId)',
+        replace: '',
+      },
+    ],
+    tests: ['tests/templates/member-pages.test.ts'],
+    filter: 'attacker',
+  },
+  {
     name: 'template-delete-stops',
     breaks: 'a deleted WhatsApp template still sends (charged, then refused by Meta: 132001) and campaigns of it go on',
     edits: [{ file: 'src/modules/templates/edits.ts', find: "{ status: 'deleted', reason: `deleted by", replace: '{ reason: `deleted by' }],

@@ -6,41 +6,29 @@
 // is charged, and its approval resumes it by itself (the scheduler's step). Old account templates in
 // campaigns are covered by tests/campaigns/*.
 
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import { money, testApp, type TestApp } from '../helpers/app'
-import { fakeTwilio } from '../helpers/fake-twilio'
-import { fakeGraph, type FakeTemplate } from '../helpers/fake-graph'
-import { assign, createSender, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
+import { beforeAll, describe, expect, test } from 'bun:test'
+import { money, type TestApp } from '../helpers/app'
+import { type FakeTemplate } from '../helpers/fake-graph'
+import { assign, createSender, META_A, META_B, TWILIO_A } from '../helpers/senders'
+import { templateFakes, WABA_A } from '../helpers/templates'
 import { errorEnvelope } from '../helpers/envelope'
 import { dashboardUser } from '../helpers/web'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
 
-const twilio = fakeTwilio()
-const graph = fakeGraph()
-registerFakes(twilio, graph)
-const WABA_A = META_A.credentials.business_account_id
-graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+const fakes = templateFakes()
+const { graph } = fakes
 
 let t: TestApp
 let metaA: number
 let metaB: number
 let twilioA: number
 beforeAll(async () => {
-  t = await testApp({ env: sendersEnv(twilio, graph) })
+  t = await fakes.start()
   metaA = await createSender(t, 'meta', META_A, { recipient_gap_ms: 0 })
   metaB = await createSender(t, 'meta', META_B, { recipient_gap_ms: 0 })
   twilioA = await createSender(t, 'twilio', TWILIO_A, { recipient_gap_ms: 0 })
   graph.callback = { publicBaseUrl: 'https://api.example.com', deliver: (r: Request) => t.app.handle(r) }
 }, 60_000)
-afterAll(async () => {
-  await t.close()
-  twilio.stop()
-  graph.stop()
-})
-afterEach(() => {
-  twilio.reset()
-  graph.reset()
-})
 
 let serial = 0
 /** A template of Meta A, approved, kept by the fake's WhatsApp Business Account as Meta shows it. */

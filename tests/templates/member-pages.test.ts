@@ -67,6 +67,21 @@ const NEW = (name: string) =>
     components: [{ type: 'BODY', text: 'Pesanan {{1}} dikirim.', example: { body_text: [['A-1']] } }],
   })
 
+/** The editor's fields (mode=fields) for the same kind of template as NEW; `step`: the editor's `do`. */
+const FIELDS = (name: string, step = 'create') => ({
+  mode: 'fields',
+  do: step,
+  name,
+  language: 'id',
+  category: 'UTILITY',
+  parameter_format: 'POSITIONAL',
+  header_format: '',
+  body_text: 'Pesanan {{1}} dikirim.',
+  body_examples: 'A-1',
+  footer_text: '',
+  buttons: '0',
+})
+
 const templateOf = async (senderId: number, name: string) => {
   const [row] = await t.db.sql<{ id: number; status: string }[]>`
     select id, status from wa_templates where sender_id = ${senderId} and name = ${name}`
@@ -91,6 +106,8 @@ describe("a member and its account's own senders", () => {
     expect((await member.get(`/dashboard/my-senders/${metaA}/templates/${own.id}/delete`)).status).toBe(404)
     for (const [path, form] of [
       [`/dashboard/my-senders/${metaA}/templates`, { definition: NEW('member_try') }],
+      [`/dashboard/my-senders/${metaA}/templates`, FIELDS('member_try')],
+      [`/dashboard/my-senders/${metaA}/templates`, FIELDS('member_try', 'preview')],
       [`/dashboard/my-senders/${metaA}/templates/${own.id}/edit`, { definition: '{"components":[]}' }],
       [`/dashboard/my-senders/${metaA}/templates/${own.id}/delete`, {}],
     ] as const) {
@@ -115,6 +132,12 @@ describe("a member and its account's own senders", () => {
     const member = (await dashboardUser(t, email('member'), PASSWORD, shopA.accountId)).client
     const form = await member.get(`/dashboard/my-senders/${metaA}/templates/new`)
     expect(form.status).toBe(200)
+    // The member's "New template" is the field editor with its preview, the JSON the advanced way, both to its sender.
+    expect(form.text).toContain('id="template-editor"')
+    expect(form.text).toContain('id="template-preview"')
+    expect(form.text).toContain('Advanced: the template as the Cloud API&#39;s JSON')
+    expect(form.text.match(new RegExp(`action="/dashboard/my-senders/${metaA}/templates"`, 'g'))?.length).toBe(2)
+    expect(form.text).toContain(`href="/dashboard/my-senders/${metaA}"`)
     graph.reset()
     const created = await member.post(`/dashboard/my-senders/${metaA}/templates`, { _csrf: form.csrf!, definition: NEW('member_made') })
     expect(created.status).toBe(303)
@@ -157,6 +180,30 @@ describe("a member and its account's own senders", () => {
       ['template edited', shopA.accountId],
       ['template deleted', shopA.accountId],
     ])
+
+    // Field by field too: Preview makes nothing; Create submits it to Meta, recorded as the member's.
+    graph.reset()
+    const previewed = await member.post(`/dashboard/my-senders/${metaA}/templates`, {
+      _csrf: form.csrf!,
+      ...FIELDS('member_fields', 'preview'),
+    })
+    expect(previewed.status).toBe(200)
+    expect(previewed.text).toContain('aria-label="Preview of member_fields"')
+    expect(await templateOf(metaA, 'member_fields')).toBeNull()
+    const refused = await member.post(`/dashboard/my-senders/${metaA}/templates`, {
+      _csrf: form.csrf!,
+      ...FIELDS('member_fields'),
+      body_examples: '',
+    })
+    expect(refused.status).toBe(422)
+    expect(refused.text).toContain('id="editor-body_examples-error"')
+    const byFields = await member.post(`/dashboard/my-senders/${metaA}/templates`, { _csrf: form.csrf!, ...FIELDS('member_fields') })
+    expect(byFields.status).toBe(303)
+    const fieldsMade = (await templateOf(metaA, 'member_fields'))!
+    expect(byFields.location).toBe(`/dashboard/my-senders/${metaA}/templates/${fieldsMade.id}`)
+    expect(changesToMeta().map((r) => [r.method, r.path])).toEqual([['POST', `/v21.0/${WABA_A}/message_templates`]])
+    const fieldsHistory = (await t.admin('GET', `/whatsapp-templates/${fieldsMade.id}`)).body.data.history
+    expect(fieldsHistory.map((h: any) => [h.field, h.source])).toEqual([['created', 'member']])
   })
 
   test("attacker: a member of A with the permission cannot touch B's sender or the default sender: 404, nothing stored or sent", async () => {
@@ -180,6 +227,10 @@ describe("a member and its account's own senders", () => {
     const edit = { definition: JSON.stringify({ components: [{ type: 'BODY', text: 'Hacked {{1}}.', example: { body_text: [['x']] } }] }) }
     for (const [path, form] of [
       [`/dashboard/my-senders/${metaB}/templates`, { definition: NEW('stolen') }],
+      [`/dashboard/my-senders/${metaB}/templates`, FIELDS('stolen_fields')],
+      [`/dashboard/my-senders/${metaB}/templates`, FIELDS('stolen_fields', 'preview')],
+      ['/dashboard/my-senders/0/templates', FIELDS('stolen_default_fields')],
+      [`/dashboard/senders/${metaB}/templates`, FIELDS('stolen_op_fields')],
       ['/dashboard/my-senders/0/templates', { definition: NEW('stolen_default') }],
       [`/dashboard/my-senders/${metaB}/templates/${victim.id}/edit`, edit],
       [`/dashboard/my-senders/${metaB}/templates/${victim.id}/delete`, {}],
@@ -243,6 +294,12 @@ describe('the operator', () => {
     expect(twilio.requests.map((r) => r.path)).toEqual(['/v1/ContentAndApprovals'])
     const form = await op.get('/dashboard/senders/0/templates/new')
     expect(form.status).toBe(200)
-    expect(form.text).toContain('action="/dashboard/senders/0/templates"')
+    // The field editor and the JSON form, both to the default sender; its Preview works there too.
+    expect(form.text).toContain('id="template-editor"')
+    expect(form.text.match(/action="\/dashboard\/senders\/0\/templates"/g)?.length).toBe(2)
+    expect(form.text).toContain('href="/dashboard/senders/0/templates"')
+    const previewed = await op.post('/dashboard/senders/0/templates', { _csrf: form.csrf!, ...FIELDS('default_fields', 'preview') })
+    expect(previewed.status).toBe(200)
+    expect(previewed.text).toContain('aria-label="Preview of default_fields"')
   })
 })

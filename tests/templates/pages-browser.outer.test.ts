@@ -108,28 +108,66 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
       await op.setViewportSize({ width: 1440, height: 900 })
     })
 
-    await step(op, 'New template: a refusal at the field keeps the focus there; the corrected one is submitted to Meta', async () => {
+    await step(op, 'New template, field by field: the preview follows the typing; a refusal is at its field; by keyboard', async () => {
       await op.goto(`${base}/dashboard/senders/${sender.id}`)
       await op.getByRole('link', { name: 'New template' }).click()
       await op.waitForURL(`${base}/dashboard/senders/${sender.id}/templates/new`)
       await noViolations(op)
-      const json = op.getByLabel('Template JSON')
-      const definition = JSON.parse(await json.inputValue())
-      definition.name = 'invoice_reminder'
-      definition.components[1].text = '{{1}}, invoice {{2}} is due.'
-      await json.fill(JSON.stringify(definition, null, 2))
-      await submitted(op, () => op.getByRole('button', { name: 'Create and submit template' }).click())
-      expect(await op.evaluate('document.activeElement.id')).toBe('template-definition')
-      expect(await json.getAttribute('aria-invalid')).toBe('true')
-      expect(await op.locator('#template-definition-error').innerText()).toStartWith('components[1].text: ')
+      const preview = op.locator('#template-preview')
+      await op.getByLabel('Name (lowercase letters, digits, underscores)').fill('order_ready')
+      await op.getByLabel('Body text').fill('Hi {{1}}, order {{2}} is ready.')
+      await op.getByLabel('Examples, one a line, in the order the parameters first appear').fill('Budi\nA-17')
+      await op.getByLabel('Footer text (optional, no parameters)').fill('Thanks for shopping')
+      // The live preview (the script) shows what was typed, parameters marked, at once.
+      expect(await preview.locator('.wa-body').innerText()).toBe('Hi {{1}}, order {{2}} is ready.')
+      expect(await preview.locator('.wa-body mark').count()).toBe(2)
+      expect(await preview.locator('.wa-footer').innerText()).toBe('Thanks for shopping')
+      expect(await op.getByRole('figure', { name: 'Preview of order_ready' }).isVisible()).toBe(true)
+      // A URL button shows only its own fields; the phone field is hidden until the kind asks for it.
+      expect(await op.getByLabel('Button 1 URL (URL buttons; {{1}} may end it)').isVisible()).toBe(true)
+      expect(await op.getByLabel('Button 1 phone number (+ and digits)').isVisible()).toBe(false)
+      await op.getByLabel('Button 1 kind').selectOption('PHONE_NUMBER')
+      expect(await op.getByLabel('Button 1 phone number (+ and digits)').isVisible()).toBe(true)
+      await op.getByLabel('Button 1 phone number (+ and digits)').fill('call us')
+      await op.getByLabel('Button 1 text').fill('Call us')
+      expect(await preview.locator('.wa-buttons li').allInnerTexts()).toEqual(['Call us'])
+      await bothWidths(op, 'wa-template-new-fields')
+      // Submitted by keyboard: the refusal is at the phone field, which has the focus.
+      await op.getByRole('button', { name: 'Create and submit template' }).focus()
+      await submitted(op, () => op.keyboard.press('Enter'))
+      expect(await op.evaluate('document.activeElement.id')).toBe('editor-button_phone_0')
+      expect(await op.locator('#editor-button_phone_0-error').innerText()).toStartWith('components[3].buttons[0].phone_number: ')
       await bothWidths(op, 'wa-template-new-error')
-      definition.components[1].text = 'Hello {{1}}, invoice {{2}} of {{3}} is due on {{4}}. Thank you.'
-      await json.fill(JSON.stringify(definition, null, 2))
-      await op.getByRole('button', { name: 'Create and submit template' }).click()
+      await op.getByLabel('Button 1 phone number (+ and digits)').fill('+6281234567890')
+      await submitted(op, () => op.getByRole('button', { name: 'Create and submit template' }).click())
       await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
-      expect(await status(op)).toBe('Template invoice_reminder (en_US) created: pending.')
-      expect(graph.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${WABA}/message_templates`)).length).toBe(1)
+      expect(await status(op)).toBe('Template order_ready (en_US) created: pending.')
     })
+
+    await step(
+      op,
+      'New template from JSON (advanced): a refusal at the field keeps the focus there; the corrected one is submitted to Meta',
+      async () => {
+        await op.goto(`${base}/dashboard/senders/${sender.id}/templates/new`)
+        await op.getByText("Advanced: the template as the Cloud API's JSON").click()
+        const json = op.getByLabel('Template JSON')
+        const definition = JSON.parse(await json.inputValue())
+        definition.name = 'invoice_reminder'
+        definition.components[1].text = '{{1}}, invoice {{2}} is due.'
+        await json.fill(JSON.stringify(definition, null, 2))
+        await submitted(op, () => op.getByRole('button', { name: 'Create and submit from JSON' }).click())
+        expect(await op.evaluate('document.activeElement.id')).toBe('template-definition')
+        expect(await json.getAttribute('aria-invalid')).toBe('true')
+        expect(await op.locator('#template-definition-error').innerText()).toStartWith('components[1].text: ')
+        await bothWidths(op, 'wa-template-new-json-error')
+        definition.components[1].text = 'Hello {{1}}, invoice {{2}} of {{3}} is due on {{4}}. Thank you.'
+        await json.fill(JSON.stringify(definition, null, 2))
+        await op.getByRole('button', { name: 'Create and submit from JSON' }).click()
+        await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
+        expect(await status(op)).toBe('Template invoice_reminder (en_US) created: pending.')
+        expect(graph.requests.filter((r) => r.method === 'POST' && r.path.endsWith(`/${WABA}/message_templates`)).length).toBe(2)
+      },
+    )
 
     await step(op, "edit and delete a template (a confirmation page first); the default sender's page", async () => {
       await op.getByText('Edit this template').click()
@@ -163,7 +201,7 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
       await member.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Templates and segments' }).click()
       await member.getByRole('link', { name: 'WhatsApp templates' }).click()
       await member.waitForURL(`${base}/dashboard/whatsapp-templates`)
-      expect(await member.locator('tbody tr').count()).toBe(3)
+      expect(await member.locator('tbody tr').count()).toBe(4) // the two synced, the two created (fields, JSON)
       expect(await member.getByText('variables.first_name').isVisible()).toBe(true)
       expect(await member.getByRole('button', { name: 'Sync templates' }).count()).toBe(0)
       await bothWidths(member, 'member-wa-templates')

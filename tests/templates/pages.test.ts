@@ -225,6 +225,174 @@ describe("a sender's templates", () => {
   })
 })
 
+describe('the field-by-field editor', () => {
+  /** The editor's fields for a template with every part: a text header, named body parameters, a footer, four buttons. */
+  const fields = (csrf: string, extra: Record<string, string> = {}) => ({
+    _csrf: csrf,
+    mode: 'fields',
+    name: 'order_ready',
+    language: 'id',
+    category: 'UTILITY',
+    parameter_format: 'NAMED',
+    header_format: 'TEXT',
+    header_text: 'Pesanan {{order_id}}',
+    header_example: 'A-17',
+    body_text: 'Halo {{first_name}}, pesanan {{order_id}} siap diambil.',
+    body_examples: 'Budi\nA-17',
+    footer_text: 'Balas STOP untuk berhenti',
+    buttons: '4',
+    button_type_0: 'URL',
+    button_text_0: 'Lacak',
+    button_url_0: 'https://track.example.com/{{1}}',
+    button_example_0: 'https://track.example.com/A-17',
+    button_type_1: 'PHONE_NUMBER',
+    button_text_1: 'Telepon',
+    button_phone_1: '+6281234567890',
+    button_type_2: 'COPY_CODE',
+    button_code_2: 'HEMAT10',
+    button_type_3: 'QUICK_REPLY',
+    button_text_3: 'Terima kasih',
+    ...extra,
+  })
+
+  test('makes the same Cloud API JSON as the textarea takes; a problem is shown at the field it names; Preview and buttons work without script', async () => {
+    const op = await operator()
+    const form = await op.get(`/dashboard/senders/${simulator}/templates/new`)
+    expect(form.text).toContain('id="editor-name"')
+    expect(form.text).toContain('Create and submit from JSON')
+    expect(form.text).toContain('<script src="/dashboard/assets/template-editor.js" defer></script>')
+    const path = `/dashboard/senders/${simulator}/templates`
+
+    // Each problem at its own field (aria-invalid, its message beside it), what was typed kept.
+    const cases: [Record<string, string>, string, RegExp][] = [
+      [{ name: 'Order Ready' }, 'name', /^name: only lowercase letters/],
+      [
+        { body_examples: 'Budi' },
+        'body_examples',
+        /^components\[1\]\.example\.body_text_named_params: must give an example of \{\{order_id\}\}/,
+      ],
+      [{ header_text: 'Pesanan {{1}}' }, 'header_text', /^components\[0\]\.text: \{\{1\}\} is positional but parameter_format is NAMED/],
+      [
+        { button_url_0: 'https://track.example.com/{{1}}/x' },
+        'button_url_0',
+        /^components\[3\]\.buttons\[0\]\.url: may have one parameter/,
+      ],
+      [{ button_phone_1: 'call me' }, 'button_phone_1', /^components\[3\]\.buttons\[1\]\.phone_number: /],
+      [{ button_code_2: 'WAY-TOO-LONG-CODE-1' }, 'button_code_2', /^components\[3\]\.buttons\[2\]\.example: must be at most 15/],
+      [{ footer_text: 'Balas {{1}}' }, 'footer_text', /^components\[2\]\.text: a footer has no parameters/],
+    ]
+    for (const [change, field, message] of cases) {
+      for (const step of ['create', 'preview']) {
+        const refused = await op.post(path, { ...fields(form.csrf!, change), do: step })
+        const shown = new RegExp(`<p class="field-error" id="editor-${field}-error">([^<]*)</p>`).exec(refused.text)?.[1]
+        expect({ field, step, status: refused.status, shown: message.test(shown ?? '') }).toEqual({ field, step, status: 422, shown: true })
+        expect(refused.text).toContain(`id="editor-${field}" name="${field}" aria-invalid="true"`)
+        for (const typed of Object.values(change)) expect(refused.text).toContain(typed.replaceAll('&', '&amp;'))
+      }
+    }
+    expect(await t.db.sql`select 1 from wa_templates where name = 'order_ready'`).toHaveLength(0)
+
+    // Preview without script: the server's bubble, from the fields.
+    const preview = await op.post(path, { ...fields(form.csrf!), do: 'preview' })
+    expect(preview.status).toBe(200)
+    expect(preview.text).toContain('aria-label="Preview of order_ready"')
+    expect(preview.text).toContain('<p class="wa-header">Pesanan <mark class="wa-param">{{order_id}}</mark></p>')
+    expect(preview.text).toContain('<p class="wa-footer">Balas STOP untuk berhenti</p>')
+
+    // A button added (a quick reply to fill), one removed (the next rows move up).
+    const added = await op.post(path, { ...fields(form.csrf!), do: 'add' })
+    expect(added.text).toContain('name="buttons" value="5"')
+    expect(added.text).toContain('id="editor-button_type_4"')
+    const removed = await op.post(path, { ...fields(form.csrf!), do: 'remove:1' })
+    expect(removed.text).toContain('name="buttons" value="3"')
+    expect(removed.text).toContain('name="button_code_1" value="HEMAT10"')
+    expect(removed.text).not.toContain('id="editor-button_type_3"')
+
+    // Created: stored as the JSON the Cloud API takes.
+    const created = await op.post(path, { ...fields(form.csrf!), do: 'create' })
+    expect(created.status).toBe(303)
+    const [row] = await t.db.sql<{ components: unknown; category: string; parameter_format: string; language: string }[]>`
+      select components, category, parameter_format, language from wa_templates where name = 'order_ready' and sender_id = ${simulator}`
+    expect(row).toEqual({
+      language: 'id',
+      category: 'utility',
+      parameter_format: 'named',
+      components: [
+        {
+          type: 'HEADER',
+          format: 'TEXT',
+          text: 'Pesanan {{order_id}}',
+          example: { header_text_named_params: [{ param_name: 'order_id', example: 'A-17' }] },
+        },
+        {
+          type: 'BODY',
+          text: 'Halo {{first_name}}, pesanan {{order_id}} siap diambil.',
+          example: {
+            body_text_named_params: [
+              { param_name: 'first_name', example: 'Budi' },
+              { param_name: 'order_id', example: 'A-17' },
+            ],
+          },
+        },
+        { type: 'FOOTER', text: 'Balas STOP untuk berhenti' },
+        {
+          type: 'BUTTONS',
+          buttons: [
+            { type: 'URL', text: 'Lacak', url: 'https://track.example.com/{{1}}', example: ['https://track.example.com/A-17'] },
+            { type: 'PHONE_NUMBER', text: 'Telepon', phone_number: '+6281234567890' },
+            { type: 'COPY_CODE', example: 'HEMAT10' },
+            { type: 'QUICK_REPLY', text: 'Terima kasih' },
+          ],
+        },
+      ],
+    })
+
+    // A media header and an authentication template's OTP button.
+    const media = await op.post(path, {
+      ...fields(form.csrf!, {
+        name: 'promo_image',
+        parameter_format: 'POSITIONAL',
+        header_format: 'IMAGE',
+        header_example: '4::aW1hZ2U=:ARb',
+      }),
+      body_text: 'Hai {{1}}, diskon hari ini.',
+      body_examples: 'Budi',
+      buttons: '0',
+      do: 'create',
+    })
+    expect(media.status).toBe(303)
+    const otp = await op.post(path, {
+      _csrf: form.csrf!,
+      mode: 'fields',
+      name: 'login_code',
+      language: 'en_US',
+      category: 'AUTHENTICATION',
+      parameter_format: 'POSITIONAL',
+      header_format: '',
+      body_text: '',
+      buttons: '1',
+      button_type_0: 'OTP',
+      button_otp_0: 'COPY_CODE',
+      button_text_0: 'Copy code',
+      do: 'create',
+    })
+    expect(otp.status).toBe(303)
+    const made = await t.db.sql<{ name: string; components: any }[]>`
+      select name, components from wa_templates where name in ('promo_image', 'login_code') order by name`
+    expect(made.map((m) => [m.name, m.components])).toEqual([
+      ['login_code', [{ type: 'BODY' }, { type: 'BUTTONS', buttons: [{ type: 'OTP', otp_type: 'COPY_CODE', text: 'Copy code' }] }]],
+      [
+        'promo_image',
+        [
+          { type: 'HEADER', format: 'IMAGE', example: { header_handle: ['4::aW1hZ2U=:ARb'] } },
+          { type: 'BODY', text: 'Hai {{1}}, diskon hari ini.', example: { body_text: [['Budi']] } },
+          { type: 'FOOTER', text: 'Balas STOP untuk berhenti' },
+        ],
+      ],
+    ])
+  })
+})
+
 describe("a member's templates", () => {
   test("the templates its account may use, with their parameters; another account's template is 404", async () => {
     const own = await t.account(0)

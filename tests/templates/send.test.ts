@@ -7,29 +7,25 @@
 // (its template paused there first) is refunded. The fake's own refusals (132001, 132000, 131008,
 // 132015, 132016) answer in Meta's error shape.
 
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
-import { fakeTwilio } from '../helpers/fake-twilio'
-import { fakeGraph, type FakeTemplate } from '../helpers/fake-graph'
-import { assign, createSender, META_A, META_B, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
+import { type FakeTemplate } from '../helpers/fake-graph'
+import { assign, createSender, META_A, META_B, TWILIO_A } from '../helpers/senders'
+import { hangingProvider, templateFakes, WABA_A } from '../helpers/templates'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
-import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
 import { metaMessage } from '../../src/providers/meta/send'
 import { TestClock } from '../../src/lib/clock'
 import { inFlight } from '../helpers/in-flight'
 
-const twilio = fakeTwilio()
-const graph = fakeGraph()
-registerFakes(twilio, graph)
-const WABA_A = META_A.credentials.business_account_id
-graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+const fakes = templateFakes()
+const { twilio, graph } = fakes
 
 let t: TestApp
 let metaA: number
 let metaB: number
 let twilioA: number
 beforeAll(async () => {
-  t = await testApp({ env: sendersEnv(twilio, graph) })
+  t = await fakes.start()
   metaA = await createSender(t, 'meta', META_A, { recipient_gap_ms: 0 })
   metaB = await createSender(t, 'meta', META_B, { recipient_gap_ms: 0 })
   twilioA = await createSender(t, 'twilio', TWILIO_A, { recipient_gap_ms: 0 })
@@ -37,15 +33,6 @@ beforeAll(async () => {
   twilio.reset()
   graph.reset()
 }, 60_000)
-afterAll(async () => {
-  await t.close()
-  twilio.stop()
-  graph.stop()
-})
-afterEach(() => {
-  twilio.reset()
-  graph.reset()
-})
 
 let serial = 0
 /** A template stored for a sender (and, for Meta A, kept by the fake's WhatsApp Business Account as Meta shows it). */
@@ -479,21 +466,7 @@ describe("what Meta refuses itself, in Meta's error shape", () => {
 
 test("a hand-off taken over by recovery sends the same template components, from the message's record", async () => {
   // The deployment's default sender, a provider named like Meta whose first hand-off hangs until released.
-  const seen: OutgoingMessage[] = []
-  let release!: () => void
-  const hanging = new Promise<void>((resolve) => (release = resolve))
-  const first = Promise.withResolvers<void>()
-  const provider = {
-    name: 'meta',
-    async send(message: OutgoingMessage): Promise<HandoffResult> {
-      seen.push(message)
-      if (seen.length === 1) {
-        first.resolve()
-        await hanging
-      }
-      return { ok: true, sid: `wamid.${crypto.randomUUID().replaceAll('-', '')}` }
-    },
-  }
+  const { provider, seen, first, release } = hangingProvider()
   const clock = new TestClock()
   const flight = inFlight()
   const r = await testApp({
@@ -515,7 +488,7 @@ test("a hand-off taken over by recovery sends the same template components, from
       buttons: [{ index: 0, value: invoice }],
     })
     const answer = r.api('POST', '/messages/bulk', a.key, { messages: [entry('081250000001', 'I-1'), entry('081250000002', 'I-2')] })
-    await first.promise
+    await first
     // The bulk's lease runs out while its first hand-off hangs: recovery takes the second over.
     r.deps.handoff.stop()
     await clock.advance(2 * r.config.handoffLeaseSeconds * 1000 + 1_000)

@@ -6,23 +6,18 @@
 // answer 429 with Retry-After, nothing sent or charged; another account's verification is 404; the
 // first approval records one `verification.approved` event.
 
-import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
+import { beforeAll, describe, expect, test } from 'bun:test'
 import { TestClock } from '../../src/lib/clock'
 import { money, testApp, type TestApp } from '../helpers/app'
-import { fakeTwilio } from '../helpers/fake-twilio'
-import { fakeGraph } from '../helpers/fake-graph'
-import { assign, createSender, META_A, registerFakes, sendersEnv } from '../helpers/senders'
+import { assign, createSender, META_A } from '../helpers/senders'
+import { hangingProvider, templateFakes, WABA_A } from '../helpers/templates'
 import { insertTemplate, type NewTemplate, type WaTemplate } from '../../src/modules/templates/catalog'
-import type { HandoffResult, OutgoingMessage } from '../../src/providers/provider'
 import { inFlight } from '../helpers/in-flight'
 import { dashboardUser } from '../helpers/web'
 
 const clock = new TestClock()
-const twilio = fakeTwilio()
-const graph = fakeGraph({ clock })
-registerFakes(twilio, graph)
-const WABA_A = META_A.credentials.business_account_id
-graph.accountOf.set(META_A.credentials.phone_number_id, WABA_A)
+const fakes = templateFakes({ graph: { clock } })
+const { graph } = fakes
 
 let t: TestApp
 let metaA: number
@@ -56,8 +51,8 @@ async function template(t0: Omit<NewTemplate, 'senderId' | 'provider' | 'name' |
 }
 
 beforeAll(async () => {
-  t = await testApp({
-    env: sendersEnv(twilio, graph, { VERIFY_PER_NUMBER: '3', VERIFY_PER_ACCOUNT: '5', WEBHOOK_ALLOW_PRIVATE: 'true' }),
+  t = await fakes.start({
+    env: { VERIFY_PER_NUMBER: '3', VERIFY_PER_ACCOUNT: '5', WEBHOOK_ALLOW_PRIVATE: 'true' },
     clock,
     runOnClock: true,
   })
@@ -72,15 +67,6 @@ beforeAll(async () => {
   })
   paused = await template({ category: 'authentication', status: 'paused', components: [AUTH_BODY] })
 }, 60_000)
-afterAll(async () => {
-  await t.close()
-  twilio.stop()
-  graph.stop()
-})
-afterEach(() => {
-  graph.reset()
-  twilio.reset()
-})
 
 /** An account with Meta A assigned (its templates), `balance` for its messages. */
 async function account(balance = 100) {
@@ -307,21 +293,7 @@ describe('limits and refusals', () => {
 
 test("a queued verification's code is never readable on its message: masked from the charge, sealed for a recovered hand-off only", async () => {
   // The deployment's default sender, a provider named like Meta whose first hand-off hangs until released.
-  const seen: OutgoingMessage[] = []
-  let release!: () => void
-  const hanging = new Promise<void>((resolve) => (release = resolve))
-  const first = Promise.withResolvers<void>()
-  const provider = {
-    name: 'meta',
-    async send(message: OutgoingMessage): Promise<HandoffResult> {
-      seen.push(message)
-      if (seen.length === 1) {
-        first.resolve()
-        await hanging
-      }
-      return { ok: true, sid: `wamid.${crypto.randomUUID().replaceAll('-', '')}` }
-    },
-  }
+  const { provider, seen, first, release } = hangingProvider()
   const clock = new TestClock()
   const flight = inFlight()
   const r = await testApp({ provider, clock, wrapSql: flight.sql, env: { HANDOFF_CONCURRENCY: '2', PROVIDER_TIMEOUT_MS: '60000' } })
@@ -347,7 +319,7 @@ test("a queued verification's code is never readable on its message: masked from
     )
     const a = await r.account(10)
     const answer = r.api('POST', '/verifications', a.key, { to: '081250000071' })
-    await first.promise
+    await first
     const code = String((seen[0]!.template!.components![0] as any).parameters[0].text)
     expect(code).toMatch(/^\d{6}$/)
     // Charged and handed over, not yet taken: what the row keeps, what the account's API and dashboard show, has no code.

@@ -9,15 +9,27 @@
 import { h, Fragment, type Child } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, counted, field, notFound, orError, redirect, respond, pageRoutes } from '../../dashboard/context'
-import { FormError, PagedTable, fieldProps, type FormState } from '../../dashboard/components'
+import { FormError, FormProblem, PagedTable, fieldProps, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { AccountLink, idParam, titleOf, viewScope } from '../accounts/scope'
 import { formatTimestamp } from '../../lib/time'
 import { getTemplateRow, templateHistory, templatesOfSender, usableTemplates, usableTemplate, type WaTemplate } from './catalog'
 import { componentOf, parametersOf, type TemplateParameters } from './parameters'
 import { createSenderTemplate, syncTemplates } from './submission'
+import { checkDefinition } from './components'
+import {
+  BUTTON_TYPES,
+  HEADER_FORMATS,
+  MAX_BUTTONS,
+  OTP_TYPES,
+  buttonCount,
+  buttonFields,
+  definitionFromFields,
+  editorNames,
+  fieldOfProblem,
+} from './editor'
 import { deleteTemplate, editTemplate } from './edits'
-import { membersMayChange, setMembersMayChange, type TemplateActor } from './rights'
+import { membersMayChange, requireMayChange, setMembersMayChange, type TemplateActor } from './rights'
 import type { LastSync } from './syncs'
 import { audit } from '../users/service'
 import { listAccountSenders } from '../senders/service'
@@ -146,6 +158,91 @@ export function TemplatePreview(props: { template: Pick<WaTemplate, 'components'
       ) : null}
       <figcaption class="small">Parameters are marked: a send fills them.</figcaption>
     </figure>
+  )
+}
+
+const EDITOR = 'editor'
+const EDITOR_SCRIPT = '/dashboard/assets/template-editor.js'
+
+/** What the editor starts with: the example's parts (a utility template with a text header, a body, a footer and a URL button). */
+const EDITOR_START: Record<string, string> = {
+  name: 'invoice_due',
+  language: 'en_US',
+  category: 'UTILITY',
+  parameter_format: 'POSITIONAL',
+  header_format: 'TEXT',
+  header_text: 'Invoice {{1}}',
+  header_example: 'INV-1001',
+  body_text: 'Hello {{1}}, invoice {{2}} of {{3}} is due on {{4}}. Thank you.',
+  body_examples: 'Budi\nINV-1001\nRp 1.250.000\n5 December',
+  footer_text: 'Reply STOP to opt out',
+  buttons: '1',
+  button_type_0: 'URL',
+  button_text_0: 'Pay now',
+  button_url_0: 'https://pay.example.com/i/{{1}}',
+  button_example_0: 'https://pay.example.com/i/INV-1001',
+}
+
+const BUTTON_LABELS: Record<(typeof BUTTON_TYPES)[number], string> = {
+  QUICK_REPLY: 'Quick reply',
+  URL: 'Visit a URL',
+  PHONE_NUMBER: 'Call a phone number',
+  COPY_CODE: 'Copy a code',
+  OTP: 'One-time password (authentication)',
+}
+
+/** A labelled input or textarea of the editor, with what was typed and its problem (aria-describedby), as Field does. */
+function EditorField(props: {
+  state: FormState | undefined
+  name: string
+  label: string
+  value: string
+  rows?: number
+  [a: string]: unknown
+}) {
+  const { state, name, label, value, rows, children: _, ...rest } = props
+  const { attributes } = fieldProps(state, EDITOR, name)
+  return (
+    <div class="field" data-field={name}>
+      <label>
+        {label}
+        {rows === undefined ? (
+          <input {...rest} {...attributes} value={value} />
+        ) : (
+          <textarea {...rest} {...attributes} rows={rows}>
+            {value}
+          </textarea>
+        )}
+      </label>
+      <FormError state={state} form={EDITOR} name={name} />
+    </div>
+  )
+}
+
+/** A labelled select of the editor. */
+function EditorSelect(props: {
+  state: FormState | undefined
+  name: string
+  label: string
+  value: string
+  options: readonly (readonly [string, string])[]
+}) {
+  const { state, name, label, value, options } = props
+  const { attributes } = fieldProps(state, EDITOR, name)
+  return (
+    <div class="field" data-field={name}>
+      <label>
+        {label}
+        <select {...attributes}>
+          {options.map(([v, text]) => (
+            <option value={v} selected={v === value}>
+              {text}
+            </option>
+          ))}
+        </select>
+      </label>
+      <FormError state={state} form={EDITOR} name={name} />
+    </div>
   )
 }
 
@@ -393,37 +490,249 @@ export function waTemplatePages(d: Dashboard) {
     )
   }
 
-  /** The "New template" page of a sender; `state`: the form sent back with its problem. */
-  function newTemplatePage(where: Where, state?: FormState, status = 200) {
+  /**
+   * The "New template" page of a sender: the field-by-field editor with its preview (assets/
+   * template-editor.js updates it as one types; without script, "Preview" shows it), and the
+   * Cloud API's JSON as the advanced way. `editor`: the editor's form sent back (its values, its
+   * problem at the field it names); `json`: the JSON form sent back.
+   */
+  function newTemplatePage(where: Where, forms: { editor?: FormState; json?: FormState } = {}, status = 200) {
+    const { editor, json } = forms
+    const { session } = where
     const form = 'template'
-    const { typed, attributes } = fieldProps(state, form, 'definition')
+    const { typed, attributes } = fieldProps(json, form, 'definition')
+    const action = `${where.base}/templates`
+    const values = editor?.values ?? { ...EDITOR_START }
+    const read = (name: string) => values[name] ?? ''
+    const count = buttonCount(read)
+    const definition = definitionFromFields(read)
     return respond(
-      <Layout title="New WhatsApp template" session={where.session}>
+      <Layout title="New WhatsApp template" session={session}>
         <p>
           <a href={where.list}>{where.senderId === 0 ? "The default sender's templates" : 'Back to the sender'}</a>
         </p>
         <p class="muted">
-          The template in the Cloud API's own JSON, as Meta documents it: <code>name</code> (lowercase letters, digits, underscores),{' '}
-          <code>language</code>, <code>category</code> (MARKETING, UTILITY or AUTHENTICATION), <code>parameter_format</code> (POSITIONAL:{' '}
-          <code>{'{{1}}'}</code>, <code>{'{{2}}'}</code>…; NAMED: <code>{'{{order_id}}'}</code>) and <code>components</code> (HEADER, BODY,
-          FOOTER, BUTTONS, each with its example). It is checked, then submitted to the provider for approval; it sends once approved.
+          Fill in its parts: they make the Cloud API's template JSON, checked with Meta's rules, then submitted to the provider for
+          approval; it sends once approved. Parameters are <code>{'{{1}}'}</code>, <code>{'{{2}}'}</code>… (positional) or{' '}
+          <code>{'{{order_id}}'}</code> (named), each with an example.
         </p>
-        <form class="stack card wa-definition" method="post" action={`${where.base}/templates`}>
-          <Csrf session={where.session} />
-          <div class="field">
-            <label>
-              Template JSON
-              <textarea {...attributes} rows={22} required maxlength={MAX_DEFINITION_CHARS} spellcheck="false" class="code">
-                {typed ?? EXAMPLE_DEFINITION}
-              </textarea>
-            </label>
-            <FormError state={state} form={form} name="definition" />
-          </div>
-          <button type="submit">Create and submit template</button>
-        </form>
+        <div class="wa-template">
+          <form class="stack card wa-editor" id="template-editor" method="post" action={action}>
+            <Csrf session={session} />
+            <input type="hidden" name="mode" value="fields" />
+            <input type="hidden" name="buttons" value={String(count)} />
+            <FormProblem state={editor} form={EDITOR} />
+            <EditorField state={editor} name="name" label="Name (lowercase letters, digits, underscores)" value={read('name')} required />
+            <EditorField state={editor} name="language" label="Language (en, en_US, id, pt_BR…)" value={read('language')} required />
+            <EditorSelect
+              state={editor}
+              name="category"
+              label="Category"
+              value={read('category')}
+              options={[
+                ['UTILITY', 'Utility'],
+                ['MARKETING', 'Marketing'],
+                ['AUTHENTICATION', 'Authentication'],
+              ]}
+            />
+            <EditorSelect
+              state={editor}
+              name="parameter_format"
+              label="Parameters"
+              value={read('parameter_format')}
+              options={[
+                ['POSITIONAL', 'Positional: {{1}}, {{2}}…'],
+                ['NAMED', 'Named: {{order_id}}'],
+              ]}
+            />
+            <fieldset>
+              <legend>Header</legend>
+              <EditorSelect
+                state={editor}
+                name="header_format"
+                label="Header kind"
+                value={read('header_format')}
+                options={HEADER_FORMATS.map((f) => [f, f === '' ? 'None' : f.charAt(0) + f.slice(1).toLowerCase()])}
+              />
+              <EditorField
+                state={editor}
+                name="header_text"
+                label="Header text (at most one parameter)"
+                value={read('header_text')}
+                maxlength={60}
+              />
+              <EditorField
+                state={editor}
+                name="header_example"
+                label="Header example: its parameter's, or the media's upload handle"
+                value={read('header_example')}
+              />
+            </fieldset>
+            <fieldset>
+              <legend>Body</legend>
+              <EditorField state={editor} name="body_text" label="Body text" value={read('body_text')} rows={4} maxlength={1024} />
+              <EditorField
+                state={editor}
+                name="body_examples"
+                label="Examples, one a line, in the order the parameters first appear"
+                value={read('body_examples')}
+                rows={3}
+              />
+            </fieldset>
+            <fieldset>
+              <legend>Footer</legend>
+              <EditorField
+                state={editor}
+                name="footer_text"
+                label="Footer text (optional, no parameters)"
+                value={read('footer_text')}
+                maxlength={60}
+              />
+            </fieldset>
+            <fieldset id="template-buttons">
+              <legend>Buttons</legend>
+              <FormError state={editor} form={EDITOR} name="buttons" />
+              {count === 0 ? <p class="muted">No buttons.</p> : null}
+              {Array.from({ length: count }, (_, i) => {
+                const f = buttonFields(i)
+                return (
+                  <fieldset class="wa-button-row">
+                    <legend>{`Button ${i + 1}`}</legend>
+                    <EditorSelect
+                      state={editor}
+                      name={f.type}
+                      label={`Button ${i + 1} kind`}
+                      value={read(f.type)}
+                      options={BUTTON_TYPES.map((b) => [b, BUTTON_LABELS[b]])}
+                    />
+                    <EditorField state={editor} name={f.text} label={`Button ${i + 1} text`} value={read(f.text)} maxlength={25} />
+                    <EditorField
+                      state={editor}
+                      name={f.url}
+                      label={`Button ${i + 1} URL (URL buttons; {{1}} may end it)`}
+                      value={read(f.url)}
+                      inputmode="url"
+                    />
+                    <EditorField
+                      state={editor}
+                      name={f.example}
+                      label={`Button ${i + 1} example: the full URL with {{1}} filled`}
+                      value={read(f.example)}
+                    />
+                    <EditorField
+                      state={editor}
+                      name={f.phone}
+                      label={`Button ${i + 1} phone number (+ and digits)`}
+                      value={read(f.phone)}
+                      inputmode="tel"
+                    />
+                    <EditorField
+                      state={editor}
+                      name={f.code}
+                      label={`Button ${i + 1} code to copy (example)`}
+                      value={read(f.code)}
+                      maxlength={15}
+                    />
+                    <EditorSelect
+                      state={editor}
+                      name={f.otp}
+                      label={`Button ${i + 1} one-time password kind`}
+                      value={read(f.otp)}
+                      options={OTP_TYPES.map((o) => [o, o])}
+                    />
+                    <button class="secondary" type="submit" name="do" value={`remove:${i}`} formnovalidate>
+                      {`Remove button ${i + 1}`}
+                    </button>
+                  </fieldset>
+                )
+              })}
+              {count < MAX_BUTTONS ? (
+                <button class="secondary" type="submit" name="do" value="add" formnovalidate>
+                  Add a button
+                </button>
+              ) : null}
+            </fieldset>
+            <div class="actions">
+              <button class="secondary" type="submit" name="do" value="preview" formnovalidate>
+                Preview
+              </button>
+              <button type="submit" name="do" value="create">
+                Create and submit template
+              </button>
+            </div>
+          </form>
+          <section aria-labelledby="preview-title">
+            <h2 id="preview-title">Preview</h2>
+            <div id="template-preview" aria-live="polite">
+              <TemplatePreview
+                template={{ name: asText(definition.name) || 'the new template', components: asList(definition.components) }}
+              />
+            </div>
+          </section>
+        </div>
+        <details open={json !== undefined}>
+          <summary>Advanced: the template as the Cloud API's JSON</summary>
+          <p class="muted">
+            The template in the Cloud API's own JSON, as Meta documents it: <code>name</code> (lowercase letters, digits, underscores),{' '}
+            <code>language</code>, <code>category</code> (MARKETING, UTILITY or AUTHENTICATION), <code>parameter_format</code> (POSITIONAL:{' '}
+            <code>{'{{1}}'}</code>, <code>{'{{2}}'}</code>…; NAMED: <code>{'{{order_id}}'}</code>) and <code>components</code> (HEADER,
+            BODY, FOOTER, BUTTONS, each with its example). It is checked as the fields are.
+          </p>
+          <form class="stack card wa-definition" method="post" action={action}>
+            <Csrf session={session} />
+            <div class="field">
+              <label>
+                Template JSON
+                <textarea {...attributes} rows={22} required maxlength={MAX_DEFINITION_CHARS} spellcheck="false" class="code">
+                  {typed ?? EXAMPLE_DEFINITION}
+                </textarea>
+              </label>
+              <FormError state={json} form={form} name="definition" />
+            </div>
+            <button type="submit">Create and submit from JSON</button>
+          </form>
+        </details>
+        <script src={EDITOR_SCRIPT} defer></script>
       </Layout>,
       status,
     )
+  }
+
+  /** The editor's form sent back: its values (after an added or removed button) and the problem at the field it names. */
+  function editorState(body: unknown, message: string | null): FormState {
+    const typed = (body ?? {}) as Record<string, unknown>
+    const read = (name: string) => (typeof typed[name] === 'string' ? (typed[name] as string) : '')
+    const count = buttonCount(read)
+    const values = Object.fromEntries(editorNames(count).map((n) => [n, read(n)]))
+    values.buttons = String(count)
+    const problem = message === null ? null : { field: fieldOfProblem(message, definitionFromFields(read)), message }
+    return { form: EDITOR, values, problem }
+  }
+
+  /** The editor's "Add a button", "Remove button n" and "Preview": the form again, with no template made. */
+  function editorStep(where: Where, body: unknown, step: string) {
+    const state = editorState(body, null)
+    const count = Number(state.values.buttons)
+    if (step === 'add' && count < MAX_BUTTONS) {
+      state.values.buttons = String(count + 1)
+      state.values[buttonFields(count).type] = 'QUICK_REPLY'
+    }
+    const removed = /^remove:(\d+)$/.exec(step)
+    if (removed && Number(removed[1]) < count) {
+      // The rows after it move up one.
+      for (let i = Number(removed[1]); i < count; i++) {
+        const here = buttonFields(i)
+        const next = buttonFields(i + 1)
+        for (const key of Object.keys(here) as (keyof typeof here)[]) state.values[here[key]] = state.values[next[key]] ?? ''
+      }
+      for (const name of Object.values(buttonFields(count - 1))) delete state.values[name]
+      state.values.buttons = String(count - 1)
+    }
+    if (step === 'preview') {
+      const checked = checkDefinition(definitionFromFields((name) => state.values[name] ?? ''))
+      if (!checked.ok) return newTemplatePage(where, { editor: editorState(body, checked.problem) }, 422)
+    }
+    return newTemplatePage(where, { editor: state })
   }
 
   /** The delete confirmation of a template. */
@@ -645,19 +954,32 @@ export function waTemplatePages(d: Dashboard) {
           body,
           target(request, params.sender),
           async (where) => {
-            const text = field(body, 'definition')
-            const definition = parseObject(text)
-            if (typeof definition === 'string') return newTemplatePage(where, stateOf('template', text, definition), 422)
+            let definition: Record<string, unknown>
+            if (field(body, 'mode') === 'fields') {
+              const step = field(body, 'do')
+              if (step !== '' && step !== 'create') {
+                // A step makes nothing, but a member's is still its own sender's only (the create's guard, first).
+                await requireMayChange(d.sql, where.actor, where.senderId === 0 ? null : where.senderId)
+                return editorStep(where, body, step)
+              }
+              definition = definitionFromFields((name) => field(body, name))
+            } else {
+              const text = field(body, 'definition')
+              const parsed = parseObject(text)
+              if (typeof parsed === 'string') return newTemplatePage(where, { json: stateOf('template', text, parsed) }, 422)
+              definition = parsed
+            }
             const created = await createSenderTemplate(d.deps, where.senderId, definition, where.actor)
             return d.finish(where.session, {
               to: `${where.base}/templates/${created.id}`,
               notice: `Template ${created.name} (${created.language}) created: ${created.status}.`,
             })
           },
-          (message, status, where) =>
-            status === 404
-              ? notFound(where.session)
-              : newTemplatePage(where, stateOf('template', field(body, 'definition'), message), status),
+          (message, status, where) => {
+            if (status === 404) return notFound(where.session)
+            if (field(body, 'mode') === 'fields') return newTemplatePage(where, { editor: editorState(body, message) }, status)
+            return newTemplatePage(where, { json: stateOf('template', field(body, 'definition'), message) }, status)
+          },
         ),
       )
       .get(`${prefix}/:sender/templates/:template`, async ({ request, params }) => {
