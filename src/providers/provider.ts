@@ -132,9 +132,7 @@ export type OutgoingMessage = {
   content?: RichContent | null
   /** The provider's id of the message this one answers, quoting it (issue 32: Meta's `context.message_id`). */
   replyTo?: string | null
-} & (
-  { mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null }
-)
+} & ({ mediaUrl: string | null; template?: undefined } | { template: ProviderTemplate; mediaUrl?: null })
 
 /** A status report the provider will make itself later (the simulator's), recorded with the hand-off. */
 export type ScheduledReport = {
@@ -187,9 +185,7 @@ export type MediaOpened =
  * and text, no secret in it), or that it cannot do what was asked (`unsupported`: the reason, a 422).
  */
 export type ReadAnswer =
-  | { ok: true }
-  | { ok: false; unsupported?: false; code: number | null; detail: string }
-  | { ok: false; unsupported: true; detail: string }
+  { ok: true } | { ok: false; unsupported?: false; code: number | null; detail: string } | { ok: false; unsupported: true; detail: string }
 
 /** The sender of the configured provider. `send` never throws: every failure is `{ ok: false }`. */
 export interface Provider {

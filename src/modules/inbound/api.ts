@@ -37,10 +37,10 @@ const MEDIA_RULE =
   "is kept, the provider's URL no longer appears, in `raw` neither."
 
 const MANNERS_RULE =
-  '`reply_to` (extension) names the message it quotes (the provider\'s id, and our `id` and `direction` when the account has ' +
+  "`reply_to` (extension) names the message it quotes (the provider's id, and our `id` and `direction` when the account has " +
   "that message); `reactions` each side's current reaction to it; `read_at` when the account marked it read " +
   '(`POST /inbound/{id}/read`). An inbound reaction is an item of its own (`type: reaction`, `content.message_id`) and shows in ' +
-  "the `reactions` of the message it reacts to."
+  'the `reactions` of the message it reacts to.'
 
 const MEDIA_ROUTE =
   "The medium's bytes as received from the customer, byte for byte, with its `Content-Type`, `Content-Length`, `ETag` (its " +
@@ -150,8 +150,7 @@ export const inboundApi = (deps: Deps) => {
     )
     .post(
       '/inbound/:id/read',
-      async ({ params, body, principal }) =>
-        ok(await markInboundRead(deps, principal.accountId, params.id, body?.typing === true)),
+      async ({ params, body, principal }) => ok(await markInboundRead(deps, principal.accountId, params.id, body?.typing === true)),
       {
         params: IdParams,
         body: t.Optional(MarkReadBody),
@@ -163,7 +162,7 @@ export const inboundApi = (deps: Deps) => {
             "Marks the account's inbound message read at the provider of the number it reached (the customer sees blue ticks on it " +
             'and on the ones before it), and with `{"typing": true}` shows the customer a typing indicator until the reply or 25 ' +
             "seconds: Meta's `status: read` with `typing_indicator`; Twilio's typing indicator (public beta), which marks read too " +
-            "and is its only way (through a Twilio sender `typing` must be true, else 422); the simulator records it. Never charged: " +
+            'and is its only way (through a Twilio sender `typing` must be true, else 422); the simulator records it. Never charged: ' +
             "the balance and the ledger do not move. The body is optional. Another account's message, or an unknown id, is 404 " +
             "`NOT_FOUND`; the provider's refusal (an unknown or too old message) is 502 `BAD_GATEWAY` with its words. `read_at` " +
             'then shows in GET /inbound.',
@@ -187,9 +186,7 @@ export const inboundApi = (deps: Deps) => {
           tz,
           talk.items.map((i) => (i.direction === 'inbound' ? byId.get(i.id)! : i)),
         )
-        const replies = await repliesOf(deps.sql, principal.accountId, [
-          ...new Set(items.flatMap((i) => (i.reply_to ? [i.reply_to] : []))),
-        ])
+        const replies = await repliesOf(deps.sql, principal.accountId, [...new Set(items.flatMap((i) => (i.reply_to ? [i.reply_to] : [])))])
         return ok({ ...talk, items: items.map((i) => ({ ...i, reply_to: i.reply_to ? replies.get(i.reply_to)! : null })) })
       },
       {

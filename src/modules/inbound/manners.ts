@@ -90,7 +90,12 @@ export async function withOutboundReactions<T extends { message_sid: string | nu
   tz: string,
   items: T[],
 ): Promise<(T & { reactions: ReactionView[] })[]> {
-  const reactions = await reactionsOf(sql, accountId, items.flatMap((i) => (i.message_sid ? [i.message_sid] : [])), tz)
+  const reactions = await reactionsOf(
+    sql,
+    accountId,
+    items.flatMap((i) => (i.message_sid ? [i.message_sid] : [])),
+    tz,
+  )
   return items.map((i) => ({ ...i, reactions: (i.message_sid && reactions.get(i.message_sid)) || [] }))
 }
 

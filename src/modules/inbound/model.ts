@@ -67,9 +67,12 @@ export const InboundMessageView = t.Object({
 export const ReplyTo = t.Union(
   [
     t.Object({
-      provider_message_id: t.String({ description: "The provider's id of the quoted message (Meta's `context.id`, Twilio's OriginalRepliedMessageSid)" }),
+      provider_message_id: t.String({
+        description: "The provider's id of the quoted message (Meta's `context.id`, Twilio's OriginalRepliedMessageSid)",
+      }),
       id: t.Union([t.Integer(), t.Null()], {
-        description: "Our id of it: GET /inbound's `id` (direction inbound) or GET /messages' `id` (outbound); null when the account has no such message",
+        description:
+          "Our id of it: GET /inbound's `id` (direction inbound) or GET /messages' `id` (outbound); null when the account has no such message",
       }),
       direction: t.Union([t.Literal('inbound'), t.Literal('outbound'), t.Null()]),
     }),

@@ -259,7 +259,7 @@ const sendFields = {
       description:
         "Extension: the message this one answers, quoted above it in WhatsApp: an inbound message's `id` (GET /inbound) or a " +
         "provider's message id of the account's conversation with `to` through the same sender. Another is 422, nothing charged; " +
-        "so is a sender whose provider cannot quote (Twilio). Not with `type: \"reaction\"`",
+        'so is a sender whose provider cannot quote (Twilio). Not with `type: "reaction"`',
       examples: ['42'],
     }),
   ),

@@ -34,7 +34,8 @@ export const LIMITS = {
 } as const
 
 // One emoji: a pictograph (with its modifiers and joiners), a flag, or a keycap; at most 32 UTF-16 units.
-const EMOJI = /^(?:\p{Extended_Pictographic}|\p{Regional_Indicator}|[#*0-9]\uFE0F?\u20E3)[\p{Extended_Pictographic}\p{Emoji_Modifier}\p{Regional_Indicator}\uFE0F\u200D\u20E3]*$/u
+const EMOJI =
+  /^(?:\p{Extended_Pictographic}|\p{Regional_Indicator}|[#*0-9]\uFE0F?\u20E3)[\p{Extended_Pictographic}\p{Emoji_Modifier}\p{Regional_Indicator}\uFE0F\u200D\u20E3]*$/u
 
 /** A reaction's emoji: one emoji, or empty (removes the reaction). */
 function emojiOf(value: string, field: string): string {
@@ -114,7 +115,8 @@ export function requireRichShape(input: RichFields, at: string): void {
       if (input[field] !== undefined) throw badShape(`${at}${field}: not with type "${type}"`)
     }
   }
-  if (type === 'reaction' && input.reply_to !== undefined) throw badShape(`${at}reply_to: not with type "reaction" (a reaction names its message)`)
+  if (type === 'reaction' && input.reply_to !== undefined)
+    throw badShape(`${at}reply_to: not with type "reaction" (a reaction names its message)`)
   if (input.header !== undefined && input.template_id === undefined) throw badShape(`${at}header: only with template_id`)
   if (input.buttons !== undefined && input.template_id === undefined) throw badShape(`${at}buttons: only with template_id`)
   if (type === 'interactive') {

@@ -286,7 +286,9 @@ export const MessageReceivedEvent = t.Object(
         [
           t.Object({
             provider_message_id: t.String({ description: "The provider's id of the quoted message" }),
-            id: t.Union([t.Integer(), t.Null()], { description: 'Our id of it (see `direction`); null when the account has no such message' }),
+            id: t.Union([t.Integer(), t.Null()], {
+              description: 'Our id of it (see `direction`); null when the account has no such message',
+            }),
             direction: t.Union([t.Literal('inbound'), t.Literal('outbound'), t.Null()], {
               description: '`outbound`: GET /api/v1/messages `id`; `inbound`: GET /api/v1/inbound `id`',
             }),
