@@ -26,7 +26,8 @@ describe.skipIf(skipBrowserTests())('senders in Chromium', () => {
       const spy = spyOn(console, method).mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(' ')))
       cleanup(() => spy.mockRestore())
     }
-    return { LOG_LEVEL: 'info', TWILIO_API_BASE: twilio.url }
+    // The template sync after a check lists the fake's Content templates (none), never Twilio's own.
+    return { LOG_LEVEL: 'info', TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url }
   })
   const { admin, status, submitted, noViolations, bothWidths, signIn } = web
 
@@ -82,7 +83,10 @@ describe.skipIf(skipBrowserTests())('senders in Chromium', () => {
       await op.getByRole('button', { name: 'Check sender Toko Kirim Jakarta' }).focus()
       await submitted(op, () => op.keyboard.press('Enter'))
       expect(op.url()).toBe(twilioUrl)
-      expect(await status(op)).toBe('Sender Toko Kirim Jakarta checked: ok. Twilio account "Toko Kirim" is active.')
+      expect(await status(op)).toBe(
+        'Sender Toko Kirim Jakarta checked: ok. Twilio account "Toko Kirim" is active. ' +
+          'Templates synced: 0 listed by twilio, 0 new, 0 changed, 0 unchanged, 0 gone.',
+      )
       expect(await op.locator('#last-check').innerText()).toStartWith('ok Twilio account "Toko Kirim" is active')
       expect(twilio.requests).toEqual([{ sid: SID, authorised: true }])
       await bothWidths(op, 'sender-checked')

@@ -36,7 +36,8 @@ async function createSender(op: Client, form: Record<string, string>): Promise<P
 beforeAll(async () => {
   twilio = fakeTwilioAccount()
   twilio.tokens.set(SID, TOKEN)
-  t = await testApp({ env: { TWILIO_API_BASE: twilio.url } })
+  // The template sync after a check lists the fake's Content templates (none), never Twilio's own.
+  t = await testApp({ env: { TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url } })
 })
 afterAll(async () => {
   await t.close()

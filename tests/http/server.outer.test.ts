@@ -110,7 +110,7 @@ describe('the Host header cannot shift the routed path', () => {
       expect({ host, status: balance.status, keys: Object.keys(balance.body.data ?? {}) }).toEqual({
         host,
         status: 200,
-        keys: ['wa_balance', 'cost_per_message', 'estimated_sends', 'currency'],
+        keys: ['wa_balance', 'cost_per_message', 'estimated_sends', 'currency', 'prices'],
       })
       const body = JSON.stringify({ to: '081234567890', body: `via host "${host}"` })
       const sent = await send(

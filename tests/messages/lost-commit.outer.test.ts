@@ -242,7 +242,8 @@ test.skipIf(!usingPostgres())(
 test.skipIf(!usingPostgres())(
   'an outage longer than two leases under a live holder: recovery on another instance waits for it, the message is handed over once',
   async () => {
-    // Leases of 4 s (renewed every 0.8 s). Both instances lose the database 0.3 s after the send: the
+    // Leases of 4 s (renewed every 0.8 s). Both instances lose the database once the provider has the
+    // message (not a fixed time after the send: its charge must not be the statement the outage cuts): the
     // other one for 8.2 s, the holder for 9.7 s. The holder's lease runs out at about 4.3 s and has been
     // expired for a lease's length when the other instance is back (8.5 s): only its hold-back after the
     // outage it saw (a lease, to 12.5 s) lets the holder, back at 10 s, renew it and record its outcome.
@@ -250,10 +251,12 @@ test.skipIf(!usingPostgres())(
     // One provider for both instances, counting attempts per message: it answers after 1 s, by when the
     // outage has begun, so the holder's outcome write waits for the database.
     const attempts = new Map<number, number>()
+    const handedOver = Promise.withResolvers<void>()
     const provider: Provider = {
       name: 'twilio',
       async send(message) {
         attempts.set(message.id, (attempts.get(message.id) ?? 0) + 1)
+        handedOver.resolve()
         await Bun.sleep(1_000)
         return { ok: true, sid: `SM${crypto.randomUUID().replaceAll('-', '')}` }
       },
@@ -283,7 +286,7 @@ test.skipIf(!usingPostgres())(
     })()
     try {
       const sending = call('POST', '/api/v1/messages/send', key, { to: '081234567890', body: 'through the outage' })
-      await Bun.sleep(300)
+      await handedOver.promise
       await Promise.all([holder.proxy.outage(9_700), other.proxy.outage(8_200)])
       const sent = await sending
       expect(sent.status).toBe(200)

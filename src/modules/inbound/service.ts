@@ -156,8 +156,9 @@ export async function storeInbound(
 /** The `message.received` event of inbound message row `r` (as its insert returned it): its public fields, as GET /inbound/{id} shows them. */
 async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row, replyTo: string | null): Promise<void> {
   const v = formatTimes(view(r), tz)
-  // What it quotes (issue 32): the provider's id, and ours when the account has that message.
-  const reply_to = replyTo === null ? null : (await repliesOf(tx, accountId, [replyTo])).get(replyTo)!
+  // What it quotes (issue 32): the provider's id, and ours when the account has that message. Only a
+  // message that quotes one carries it: the event of any other message is as it always was.
+  const quoted = replyTo === null ? {} : { reply_to: (await repliesOf(tx, accountId, [replyTo])).get(replyTo)! }
   await accountEvent(tx, tz, accountId, 'message.received', {
     id: v.id,
     phone: v.phone,
@@ -167,7 +168,7 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row, repl
     content: v.content,
     sender_id: v.sender_id,
     received_at: v.received_at,
-    reply_to,
+    ...quoted,
   })
 }
 

@@ -282,9 +282,9 @@ export const MessageReceivedEvent = t.Object(
       }),
       sender_id: t.Union([t.Integer(), t.Null()], { description: "The account's sender it reached; null: the service's own number" }),
       received_at: t.String({ description: "When the customer sent it (the provider's time), YYYY-MM-DD HH:MM:SS" }),
-      reply_to: t.Union(
-        [
-          t.Object({
+      reply_to: t.Optional(
+        t.Object(
+          {
             provider_message_id: t.String({ description: "The provider's id of the quoted message" }),
             id: t.Union([t.Integer(), t.Null()], {
               description: 'Our id of it (see `direction`); null when the account has no such message',
@@ -292,10 +292,9 @@ export const MessageReceivedEvent = t.Object(
             direction: t.Union([t.Literal('inbound'), t.Literal('outbound'), t.Null()], {
               description: '`outbound`: GET /api/v1/messages `id`; `inbound`: GET /api/v1/inbound `id`',
             }),
-          }),
-          t.Null(),
-        ],
-        { description: 'The message the customer answered, quoting it (swiped reply); null when none' },
+          },
+          { description: 'Extension: the message the customer answered, quoting it (swiped reply); present only when it quotes one' },
+        ),
       ),
     }),
   },
