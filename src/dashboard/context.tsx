@@ -48,6 +48,12 @@ export const counted = (n: number, one: string, many = `${one}s`) => `${n.toLoca
 
 export const respond = (html: Html, status = 200, headers: Record<string, string> = {}) =>
   new Response(documentOf(html), { status, headers: { ...PAGE_HEADERS, ...headers } })
+
+/** A CSV file to download (`filename`), with the pages' headers (no-store, nosniff). */
+export const csvDownload = (csv: string, filename: string) =>
+  new Response(csv, {
+    headers: { ...PAGE_HEADERS, 'content-type': 'text/csv; charset=utf-8', 'content-disposition': `attachment; filename="${filename}"` },
+  })
 export const redirect = (to: string, cookies: string[] = []) => {
   const headers = new Headers({ ...PAGE_HEADERS, location: to })
   for (const cookie of cookies) headers.append('set-cookie', cookie)

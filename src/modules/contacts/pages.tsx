@@ -6,7 +6,7 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, csvDownload, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { AccountLink, changeScope, idParam, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import { ApiError, badValue } from '../../http/errors'
@@ -488,14 +488,7 @@ export function contactPages(d: Dashboard) {
             ...keys.map((key) => (Object.hasOwn(c.attributes, key) ? c.attributes[key]! : null)),
           ]),
         )
-        return new Response(csv, {
-          headers: {
-            'content-type': 'text/csv; charset=utf-8',
-            'content-disposition': `attachment; filename="contacts-account-${scope.accountId}.csv"`,
-            'cache-control': 'no-store',
-            'x-content-type-options': 'nosniff',
-          },
-        })
+        return csvDownload(csv, `contacts-account-${scope.accountId}.csv`)
       })
       .get(`${prefix}/contacts/:contact`, async ({ request, params }) => {
         const scope = await viewScope(d, request, accountOf(params))

@@ -6,8 +6,7 @@ import { csvText } from '../../lib/csv'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { PagedTable } from '../../dashboard/components'
-import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
-import { PAGE_HEADERS } from '../../dashboard/session'
+import { type Dashboard, csvDownload, orError, respond, pageRoutes } from '../../dashboard/context'
 import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { listLedger } from './listing'
 import { formatTimes, type Formatted } from '../../lib/time'
@@ -105,13 +104,7 @@ export function ledgerPages(d: Dashboard) {
         )
         const header = ['id', 'created_at', 'kind', 'amount', 'balance_after', 'message_id', 'note', 'created_by']
         const rows = all.items.map((r) => [r.id, r.created_at, r.kind, r.amount, r.balance_after, r.message_id, r.note, authorOf(r)])
-        return new Response(csvText(header, rows), {
-          headers: {
-            ...PAGE_HEADERS,
-            'content-type': 'text/csv; charset=utf-8',
-            'content-disposition': `attachment; filename="ledger-account-${scope.accountId}.csv"`,
-          },
-        })
+        return csvDownload(csvText(header, rows), `ledger-account-${scope.accountId}.csv`)
       },
       // A bad filter: the ledger page with the same filter says what is wrong (422).
       () => ledgerPage(scope, query),

@@ -6,8 +6,7 @@
 import { csvText } from '../../lib/csv'
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
-import { type Dashboard, orError, respond, pageRoutes } from '../../dashboard/context'
-import { PAGE_HEADERS } from '../../dashboard/session'
+import { type Dashboard, csvDownload, orError, respond, pageRoutes } from '../../dashboard/context'
 import { AccountLink, accountScope, listHref, queryText, type Scope } from '../accounts/scope'
 import { CATEGORIES } from './service'
 import { allUsage, usageRange, type UsageRow } from './usage'
@@ -137,18 +136,12 @@ export function usagePages(d: Dashboard) {
     return orError(
       async () => {
         const rows = await allUsage(await scope.read(), scope.accountId, d.tz, usageRange(filter, d.tz))
-        return new Response(
+        return csvDownload(
           csvText(
             ['day', 'category', 'count', 'cost'],
             rows.map((r) => [r.day, r.category, r.count, Number(r.cost)]),
           ),
-          {
-            headers: {
-              ...PAGE_HEADERS,
-              'content-type': 'text/csv; charset=utf-8',
-              'content-disposition': `attachment; filename="usage-account-${scope.accountId}.csv"`,
-            },
-          },
+          `usage-account-${scope.accountId}.csv`,
         )
       },
       // A bad filter: the usage page with the same filter says what is wrong (422).

@@ -6,7 +6,7 @@
 
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
-import { type Dashboard, field, respond, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, csvDownload, field, respond, pageRoutes } from '../../dashboard/context'
 import { Field, FormProblem, FormToken, PagedTable, formState, type FormState } from '../../dashboard/components'
 import { AccountLink, inScope, titleOf, viewScope, type Scope } from '../accounts/scope'
 import {
@@ -161,14 +161,7 @@ export function optOutPages(d: Dashboard) {
         const scope = await viewScope(d, request, accountOf(params))
         if (scope instanceof Response) return scope
         const { csv } = optOutsCsv(formatTimes(await exportOptOuts(await scope.read(), scope.accountId), d.tz))
-        return new Response(csv, {
-          headers: {
-            'content-type': 'text/csv; charset=utf-8',
-            'content-disposition': `attachment; filename="opt-outs-account-${scope.accountId}.csv"`,
-            'cache-control': 'no-store',
-            'x-content-type-options': 'nosniff',
-          },
-        })
+        return csvDownload(csv, `opt-outs-account-${scope.accountId}.csv`)
       })
       .post(`${prefix}/opt-outs`, ({ request, body, params }) =>
         d.formAction(
