@@ -169,7 +169,7 @@ export function accountPages(d: Dashboard) {
         </form>
         <h2>Price</h2>
         <CategoryPriceTable d={d} prices={price.prices} own={price.account_override ? price.own_prices : {}} />
-        <form class="inline card" method="post" action={`/dashboard/accounts/${id}/price`}>
+        <form class="stack card" method="post" action={`/dashboard/accounts/${id}/price`}>
           <Csrf session={session} />
           <FormProblem state={state} form="price" />
           <Field

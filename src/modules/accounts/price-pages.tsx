@@ -189,7 +189,7 @@ export function pricePages(d: Dashboard) {
           </div>
         </div>
         <CategoryPriceTable d={d} prices={price.prices} own={price.own_prices} />
-        <form class="inline card" method="post" action="/dashboard/price">
+        <form class="stack card" method="post" action="/dashboard/price">
           <Csrf session={session} />
           <FormProblem state={options.state} form="price" />
           <Field
