@@ -10,6 +10,7 @@ import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeGraph, type FakeTemplate } from '../helpers/fake-graph'
 import { metaPricing } from '../helpers/meta-webhook'
 import { insertTemplate } from '../../src/modules/templates/catalog'
+import { META_A, assign, createSender } from '../helpers/senders'
 
 const APP_SECRET = 'meta_app_secret_prices_0123456789'
 const PHONE = '106540352242977'
@@ -243,6 +244,61 @@ describe("settled on Meta's word", () => {
     expect(row!.settled_category).toBe('marketing')
     expect((await settlements(a.accountId)).length).toBe(0)
     expect(await balanced(a.accountId)).toBe(10_000 - 150)
+  })
+})
+
+describe("a tenant's own sender cannot price its messages down", () => {
+  test('a free or cheaper category reported through a secret the tenant holds settles nothing down; once the operator trusts the sender, it does', async () => {
+    const { phone_number_id: phone, app_secret: secret, business_account_id: waba, access_token: token } = META_A.credentials
+    graph.phone(phone, token, { appSecret: secret })
+    graph.accountOf.set(phone, waba)
+    const a = await account()
+    // The tenant brought this Meta sender (its app secret): late failures and reports are not trusted with money (keep).
+    const senderId = await createSender(t, 'meta', META_A)
+    await assign(t, a.accountId, senderId, true)
+    const components = [{ type: 'BODY', text: 'Promo of the week' }]
+    const row = await t.db.sql.begin((tx) =>
+      insertTemplate(
+        tx,
+        t.deps.clock,
+        {
+          status: 'approved',
+          name: 'tenant_promo',
+          language: 'en_US',
+          category: 'marketing',
+          parameterFormat: 'positional',
+          components,
+          senderId,
+          provider: 'meta',
+        },
+        'sync',
+      ),
+    )
+    graph.template(waba, { name: 'tenant_promo', language: 'en_US', category: 'MARKETING', status: 'APPROVED', components })
+    const sendPromo = async () => {
+      const res = await t.api('POST', '/messages/send', a.key, { to: '081234567890', template_id: row!.id })
+      expect(res.status).toBe(200)
+      return res.body.data.message_id as string
+    }
+    const tenantReport = (id: string, pricing: ReturnType<typeof metaPricing>) =>
+      graph.reportStatus({ phoneNumberId: phone, id, status: 'delivered', pricing, appSecret: secret })
+
+    const free = await sendPromo()
+    expect((await tenantReport(free, metaPricing('marketing', 'free_customer_service'))).status).toBe(200)
+    const cheaper = await sendPromo()
+    await tenantReport(cheaper, metaPricing('utility'))
+    for (const id of [free, cheaper])
+      expect(await message(a.key, id)).toMatchObject({ status: 'delivered', category: 'marketing', cost: 300 })
+    expect((await settlements(a.accountId)).length).toBe(0)
+    expect(await balanced(a.accountId)).toBe(10_000 - 600)
+
+    // Once the operator trusts the sender's reports with money (late_failures: refund), Meta's word settles down.
+    expect((await t.admin('PATCH', `/senders/${senderId}`, { late_failures: 'refund' })).status).toBe(200)
+    const trusted = await sendPromo()
+    await tenantReport(trusted, metaPricing('utility'))
+    expect(await message(a.key, trusted)).toMatchObject({ category: 'utility', cost: 150 })
+    expect((await settlements(a.accountId)).map((s) => s.amount)).toEqual([150])
+    expect(await balanced(a.accountId)).toBe(10_000 - 750)
   })
 })
 

@@ -532,6 +532,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'once, however often',
   },
   {
+    name: 'settle-down-trusted',
+    breaks:
+      "a tenant holding its own Meta sender's app secret signs pricing reports that settle its messages down (free, a cheaper category): its charges shrink on its own word",
+    edits: [
+      {
+        file: LEDGER,
+        find: '>= ${sql(m)}.cost or ${trustedSender(sql, m)}))',
+        replace: '>= ${sql(m)}.cost or true))',
+      },
+    ],
+    tests: [PRICES],
+    filter: "tenant's own sender",
+  },
+  {
     name: 'settle-never-below-zero',
     breaks: 'an upward settlement takes more than the balance has (the statement fails on balance >= 0 and the status is lost)',
     edits: [

@@ -650,8 +650,19 @@ export function reportedCategory(pricing: Pricing | null | undefined): Category 
  * charged).
  */
 export const settlementDifference = (sql: Db, m: string, reported: Fragment): Fragment =>
-  sql`case when ${reported} is not null and ${reported} <> ${sql(m)}.category and account_settle(${sql(m)}.account_id) = 'provider'
+  sql`case when ${reported} is not null and ${reported} <> ${sql(m)}.category and ${settlesByProvider(sql, m, reported)}
            then account_category_price(${sql(m)}.account_id, ${reported}) - ${sql(m)}.cost else 0 end`
+
+/**
+ * Whether the provider's category settles message `m` (else the charge is kept and Meta's category only
+ * recorded): the account's price settles (`settle: provider`) and, when the settlement would give money
+ * back, the report came through a sender whose reports the operator trusts with money, as for late
+ * failures (trustedSender): a tenant holding its own sender's secret can sign a report of its own
+ * messages, and must not price them down by it.
+ */
+export const settlesByProvider = (sql: Db, m: string, reported: Fragment): Fragment =>
+  sql`(account_settle(${sql(m)}.account_id) = 'provider'
+       and (account_category_price(${sql(m)}.account_id, ${reported}) >= ${sql(m)}.cost or ${trustedSender(sql, m)}))`
 
 /**
  * CTEs of the state machine's statement, before it updates the messages: the accounts of `source`'s

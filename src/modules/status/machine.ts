@@ -11,7 +11,14 @@ import type { Db } from '../../db/client'
 import type { SenderRef, StatusReport } from '../../providers/provider'
 import { insertEvents, statusPayload, type EventClock } from '../webhooks/events'
 import { nowOf } from '../../db/now'
-import { refundsWhenFailing, reportedCategory, settlementDifference, settlementTakes, statusMoney } from '../ledger/service'
+import {
+  refundsWhenFailing,
+  reportedCategory,
+  settlementDifference,
+  settlementTakes,
+  settlesByProvider,
+  statusMoney,
+} from '../ledger/service'
 import { balanceMoved } from '../../http/metrics/measures'
 
 /**
@@ -75,7 +82,7 @@ export async function applyStatuses(
              -- Settled once: a report that prices a message not settled yet, still charged (never a failed one).
              r.reported is not null and m.settled_at is null and m.status in ('sent', 'delivered', 'read') as settles,
              ${settlementDifference(sql, 'm', sql`r.reported`)} as difference,
-             account_settle(m.account_id) = 'provider' as by_provider
+             r.reported is not null and ${settlesByProvider(sql, 'm', sql`r.reported`)} as by_provider
       from messages m join input r on m.message_sid = r.sid
       where m.id in (select id from found where owned)
       order by m.id -- one lock order for every batch: concurrent batches cannot deadlock
