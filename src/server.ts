@@ -22,7 +22,7 @@ import type { Loop } from './workers/loop'
 import { startWorkers } from './workers'
 import { randomBase62 } from './lib/keys'
 import { createSecretBox, decodeKey, encodeKey, generateKey } from './lib/secrets'
-import { log, errorKind } from './lib/log'
+import { log, errorKind, errorSite } from './lib/log'
 import { prepareRequest, rememberClientAddress } from './http/request'
 import { endListenStreams } from './modules/webhooks/listen'
 import { logRequest } from './http/access-log'
@@ -160,7 +160,7 @@ export function buildDeps(
 
 /** The answer to an error that escaped the app's own mapping (http/shell.ts), which should never happen. */
 function escaped(error: unknown, requestId: string): Response {
-  log.error('unhandled error', { request_id: requestId, error: errorKind(error) })
+  log.error('unhandled error', { request_id: requestId, error: errorKind(error), at: errorSite(error) })
   return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)
 }
 

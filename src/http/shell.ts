@@ -15,7 +15,7 @@ import { ReplayedAnswer } from './idempotency'
 import { bodyLimitOf, hasBody, MAX_BODY_BYTES, readJson, requireJsonContentType } from './body'
 import type { RouteKind, RouteTable } from './routes'
 import { describeValidation, nulField, unknownField, wrongContainer, type ValidationFailure } from './validation'
-import { log, errorKind } from '../lib/log'
+import { log, errorKind, errorSite } from '../lib/log'
 import { identify, loggedPath } from './access-log'
 
 export { MAX_BODY_BYTES } from './body'
@@ -158,6 +158,7 @@ export function httpShell(deps: { config: Config; sql: Sql; clock: Clock; routes
           method: request.method,
           path: loggedPath(path),
           error: error instanceof Error ? errorKind(error) : String(code),
+          at: errorSite(error),
         })
         return pages.render(500, `Something went wrong on our side (request id ${requestId}).`, request)
       }
@@ -206,6 +207,7 @@ export function httpShell(deps: { config: Config; sql: Sql; clock: Clock; routes
       method: request.method,
       path: loggedPath(path),
       error: error instanceof Error ? errorKind(error) : String(code),
+      at: errorSite(error),
       detail: config.logLevel === 'debug' && error instanceof Error ? error.message : undefined,
     })
     return errorResponse('INTERNAL_ERROR', `internal error (request id ${requestId})`, 500, requestId)

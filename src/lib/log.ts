@@ -53,3 +53,14 @@ export function errorKind(error: unknown): string {
   const code = (error as Error & { code?: unknown }).code
   return typeof code === 'string' && /^[A-Z0-9_]{1,40}$/.test(code) ? `${error.name}:${code}` : error.name
 }
+
+/**
+ * Where in the service's own code an error was thrown: the first frame of its stack inside `src/`, as
+ * `path:line` (e.g. `modules/messages/bulk.ts:111`), or undefined. One location, never the trace, so that
+ * an unexpected error's log line says where to look without carrying anything of the request.
+ */
+export function errorSite(error: unknown): string | undefined {
+  if (!(error instanceof Error) || typeof error.stack !== 'string') return undefined
+  const frame = /\/src\/([\w./-]+\.tsx?):(\d+)/.exec(error.stack)
+  return frame ? `${frame[1]}:${frame[2]}` : undefined
+}

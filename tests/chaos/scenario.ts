@@ -354,7 +354,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         templates: templates.evidence(),
       })
       violations.push(...checked.violations)
-      if (violations.length > 0) log(`service output (tail):\n${cluster.output().slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)
+      // The service never meets an error it did not expect: each such log line (its kind, where it was
+      // thrown, the request's path) is a finding of its own, named in the failure.
+      const output = cluster.output()
+      for (const line of output.split('\n').filter((l) => l.includes('unhandled error'))) violations.push(`service logged: ${line.trim()}`)
+      if (violations.length > 0) log(`service output (tail):\n${output.slice(-Number(process.env.CHAOS_LOG_TAIL ?? 4000))}`)
       return {
         seed: options.seed,
         mode: postgres ? 'postgres' : 'embedded',

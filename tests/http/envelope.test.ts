@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { MAX_BODY_BYTES } from '../../src/http/body'
 import { errorEnvelope } from '../helpers/envelope'
+import { answersInline } from '../helpers/openapi'
 
 let t: TestApp
 beforeAll(async () => {
@@ -38,14 +39,23 @@ test('an internal error is a 500 INTERNAL_ERROR that shows no internals', async 
   const { key, accountId } = await t.account(100)
   // Break the schema under the running app: the send's SQL now fails.
   await t.db.sql`alter table ledger rename to ledger_gone`
+  // Its log line says what kind of error it was and where in the service it was thrown, nothing more.
+  const logged: string[] = []
+  const write = console.error
+  console.error = (...args: unknown[]) => void logged.push(args.map(String).join(' '))
   try {
     const res = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'x' })
+    console.error = write
+    const line = logged.find((l) => l.includes('unhandled error'))
+    expect(line).toMatch(/ error=PostgresError:42P01 at=[\w/.-]+\.tsx?:\d+( |$)/)
+    expect(line).not.toMatch(/ledger_gone|relation|select |insert /i)
     expect(res.status).toBe(500)
     expect(res.body.code).toBe('INTERNAL_ERROR')
     expect(res.body.error).toContain(res.headers.get('x-request-id')!)
     expect(res.body.request_id).toBe(res.headers.get('x-request-id'))
     expect(JSON.stringify(res.body)).not.toMatch(/ledger|relation|select|insert|at /i)
   } finally {
+    console.error = write
     await t.db.sql`alter table ledger_gone rename to ledger`
   }
   const [row] = await t.db.sql`select balance from accounts where id = ${accountId}`
@@ -152,7 +162,10 @@ test('a CORS preflight gets a 405 that says why (server to server, no CORS), wit
 
 test('the OpenAPI document: request_id in every error, the refused send with its id, lists with has_more', async () => {
   // The integrator's document holds /api/v1, the operator's /admin/v1.
-  const docs = { api: (await t.request('GET', '/docs/json')).body, admin: (await t.request('GET', '/docs/admin/json')).body }
+  const docs = {
+    api: answersInline((await t.request('GET', '/docs/json')).body),
+    admin: answersInline((await t.request('GET', '/docs/admin/json')).body),
+  }
   const schemaOf = (path: string, method: string, status: number) =>
     docs[path.startsWith('/admin/') ? 'admin' : 'api'].paths[path][method].responses[String(status)].content['application/json'].schema
   for (const [path, method, status] of [
