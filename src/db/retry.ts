@@ -23,6 +23,15 @@ export function isTransient(error: unknown): boolean {
 }
 
 /**
+ * Whether the server rolled the transaction back for a conflict with another (a deadlock, 40P01, or a
+ * serialization failure, 40001): nothing of it committed, so running it again whole is always safe.
+ */
+export function isRolledBack(error: unknown): boolean {
+  const code = error instanceof Error ? (error as Error & { code?: string }).code : undefined
+  return typeof code === 'string' && /^40/.test(code)
+}
+
+/**
  * Whether an error says the database could not be reached (a broken or refused connection, the server
  * shutting down): an outage, not a statement's own failure.
  */

@@ -6,7 +6,7 @@ import type { Sql } from '../../src/db/client'
 import type { Received } from '../helpers/receiver'
 import type { Callback, ForgedInbound, ForgedStatus, Inbound, Receipt } from './fake-twilio'
 import { FORGED_ERROR_CODE, tagOf, THROTTLE_CODES } from './fake-twilio'
-import type { TemplateEvidence } from './templates'
+import { TEMPLATE_PRICES, type TemplateEvidence } from './templates'
 import { e164, isFinal, type Account, type Campaign, type Request } from './workload'
 
 type MessageRow = {
@@ -127,9 +127,10 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   //    failures charged or its sender keeps them (issue 28). (Until issue 17, late failures stayed charged.)
   const chargesOf = new Map<number, LedgerRow[]>()
   const refundsOf = new Map<number, LedgerRow[]>()
+  const settlementsOf = new Map<number, LedgerRow[]>()
   for (const row of ledger) {
     if (row.message_id === null) continue
-    const into = row.kind === 'charge' ? chargesOf : row.kind === 'refund' ? refundsOf : null
+    const into = row.kind === 'charge' ? chargesOf : row.kind === 'refund' ? refundsOf : row.kind === 'settlement' ? settlementsOf : null
     if (!into) continue
     into.set(row.message_id, [...(into.get(row.message_id) ?? []), row])
   }
@@ -140,8 +141,10 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     byTag.set(tag, m)
     const charges = chargesOf.get(m.id) ?? []
     const refunds = refundsOf.get(m.id) ?? []
-    if (charges.length !== 1 || charges[0]!.amount !== -m.cost)
-      fail(`message ${m.id} [${tag}]: charges ${JSON.stringify(charges.map((c) => c.amount))}, cost ${m.cost}`)
+    // Its cost is what it was charged, moved by its settlement if Meta's pricing settled it (rule 8).
+    const settled = (settlementsOf.get(m.id) ?? []).reduce((sum, r) => sum + r.amount, 0)
+    if (charges.length !== 1 || charges[0]!.amount + settled !== -m.cost)
+      fail(`message ${m.id} [${tag}]: charges ${JSON.stringify(charges.map((c) => c.amount))}, settled ${settled}, cost ${m.cost}`)
     const lateFailure = m.status === 'failed' && m.message_sid !== null
     const refundDue = m.status === 'failed' && (m.message_sid === null || (m.refund_late_failure && m.sender_refunds))
     if (
@@ -237,7 +240,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   const reportsOf = new Map<string, string[]>()
   for (const c of e.callbacks) reportsOf.set(c.sid, [...(reportsOf.get(c.sid) ?? []), c.status])
   for (const m of messages) {
-    if (m.message_sid === null) continue
+    if (m.message_sid === null || viaMeta(m)) continue // Meta's reports: rule 8
     let expected = 'sent'
     for (const report of reportsOf.get(m.message_sid) ?? []) {
       const status = STATUS_OF_REPORT[report]
@@ -421,6 +424,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
 
   await checkCustomers(e, byTag, fail, count)
   if (e.templates) await checkTemplates(e, e.templates, byTag, refundsOf, fail, count)
+  if (e.templates) await checkSettlements(e, e.templates, ledger, fail, count)
   return { violations, stats }
 }
 
@@ -775,4 +779,101 @@ async function checkTemplates(
       fail(`template ${id}: the catalog ends ${JSON.stringify(here)}, Meta's last word is ${JSON.stringify(last)}`)
   }
   count('template hand-offs to Meta', t.handoffs.length)
+}
+
+/**
+ * 8. Settlement on Meta's word (templates.ts, `reports`): Meta reported messages of the template account
+ *    priced, in order, out of order, repeated, failed after or before their `sent`, while instances died
+ *    and the database went away; some before the service had recorded the message's id (parked).
+ *    - each message has at most one settlement row, and its ledger rows sum to what it finally cost
+ *      (nothing once refunded);
+ *    - one whose priced report the service took (200) and that is still sent, delivered or read is settled,
+ *      to the category Meta reported (mapped onto the four; `free_*` types are `service`), and then costs
+ *      that category's price, less what the balance could not give (`unsettled`);
+ *    - none settled without such a report, none that failed before any priced report was taken;
+ *    - each ends at the furthest status of the reports the service took (a stale report moves nothing).
+ */
+async function checkSettlements(
+  e: Evidence,
+  t: TemplateEvidence,
+  ledger: LedgerRow[],
+  fail: (line: string) => void,
+  count: (name: string, n?: number) => void,
+) {
+  const byWamid = new Map(t.reports.map((r) => [r.wamid, r]))
+  const rows = await e.sql<
+    {
+      id: number
+      status: string
+      cost: number
+      unsettled: number
+      category: string
+      settled: boolean
+      settled_category: string | null
+      refunded: boolean
+      message_sid: string | null
+    }[]
+  >`
+    select id, status, cost, unsettled, category, settled_at is not null as settled, settled_category, refunded_at is not null as refunded, message_sid
+    from messages where sender_id = ${t.senderId} order by id`
+  for (const m of rows) {
+    const rows = ledger.filter((l) => l.message_id === m.id)
+    const settlements = rows.filter((l) => l.kind === 'settlement')
+    const what = `template message ${m.id} (${m.message_sid ?? 'no SID'})`
+    if (settlements.length > 1) fail(`${what} was settled ${settlements.length} times: ${JSON.stringify(settlements.map((l) => l.amount))}`)
+    const sum = rows.reduce((total, l) => total + l.amount, 0)
+    if (sum !== (m.refunded ? 0 : -m.cost)) fail(`${what}: its ledger rows sum to ${sum}, it costs ${m.cost} (refunded ${m.refunded})`)
+    const reports = m.message_sid === null ? undefined : byWamid.get(m.message_sid)
+    const pricedTaken = (reports?.posts ?? []).filter((p) => p.status !== 'failed' && p.ackAt !== null)
+    if (!reports || pricedTaken.length === 0) {
+      if (m.settled) fail(`${what} is settled (to ${m.settled_category}), yet no priced report of Meta's for it was taken`)
+      continue
+    }
+    count('template messages reported by Meta, priced')
+    const p = reports.pricing
+    const reported = p.type?.startsWith('free') ? 'service' : CATEGORY_OF[p.category]!
+    // Failed before any priced report was taken: nothing to settle (a failed message is never settled).
+    const failedAt = reports.posts.find((x) => x.status === 'failed')?.ackAt ?? null
+    const failedFirst = failedAt !== null && pricedTaken.every((x) => x.ackAt! > failedAt)
+    if (failedFirst) {
+      if (m.settled) fail(`${what} failed before Meta's priced report was taken, yet it was settled to ${m.settled_category}`)
+      else count('template messages failed before their priced report: not settled')
+    } else if (!m.settled) {
+      fail(
+        `${what}: Meta's report pricing it ${p.category}/${p.type} was taken, yet it is not settled (${m.status}, ${m.category}, cost ${m.cost})`,
+      )
+    } else {
+      const price = TEMPLATE_PRICES[reported as keyof typeof TEMPLATE_PRICES]
+      if (m.settled_category !== reported || m.category !== reported || m.cost + m.unsettled !== price)
+        fail(
+          `${what}: settled to ${m.settled_category} (category ${m.category}, cost ${m.cost}, unsettled ${m.unsettled}), ` +
+            `Meta priced it ${p.category}/${p.type}: ${reported} at ${price}`,
+        )
+      count(
+        settlements.length === 0
+          ? 'template messages settled to what they were charged'
+          : settlements[0]!.amount > 0
+            ? 'template messages settled down'
+            : 'template messages settled up',
+      )
+      if (m.unsettled > 0) count('template messages settled up beyond the balance (unsettled)')
+    }
+    // Its status: the furthest of the reports taken (sent, delivered, read; failed only from sent or delivered).
+    let expected = 'sent'
+    for (const post of [...reports.posts].filter((x) => x.ackAt !== null).sort((a, b) => a.ackAt! - b.ackAt!)) {
+      if (post.status === 'failed' ? expected !== 'read' : FORWARD[post.status]! > FORWARD[expected]! && expected !== 'failed')
+        expected = post.status
+    }
+    if (m.status !== expected) fail(`${what}: ${m.status}, Meta's reports taken for it say ${expected}`)
+  }
+}
+
+/** Meta's pricing categories onto the four (src/modules/ledger/service.ts's PROVIDER_CATEGORIES, as the README documents them). */
+const CATEGORY_OF: Record<string, string> = {
+  marketing: 'marketing',
+  marketing_lite: 'marketing',
+  utility: 'utility',
+  authentication: 'authentication',
+  authentication_international: 'authentication',
+  service: 'service',
 }

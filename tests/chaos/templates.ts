@@ -18,7 +18,7 @@
 // What the checks hold this against (invariants.ts, rule 7): `TemplateEvidence`.
 
 import { fakeGraph, type FakeGraph, type FakeTemplate } from '../helpers/fake-graph'
-import { metaTemplateBody, metaWebhookHeaders } from '../helpers/meta-webhook'
+import { metaPricing, metaStatusesBody, metaTemplateBody, metaWebhookHeaders, type MetaPricing } from '../helpers/meta-webhook'
 import { seeded, type Random } from '../helpers/random'
 import type { Account, Campaign, Client, Request } from './workload'
 
@@ -37,6 +37,10 @@ const LANGUAGE = 'en_US'
 const NAMES = ['chaos_order_shipped', 'chaos_invoice_due', 'chaos_payment_received']
 const BODY = (name: string) => `${name.replaceAll('_', ' ')}: order [{{1}}] is on its way`
 const MAX_CAMPAIGNS = 3
+/** The template account's prices per category (settled on Meta's pricing: settle `provider`). */
+export const TEMPLATE_PRICES = { marketing: 7, utility: 3, authentication: 5, service: 1 }
+/** Meta's pricing categories a report may carry (the two extra ones map onto marketing and authentication). */
+const REPORTED_CATEGORIES = ['marketing', 'utility', 'authentication', 'service', 'marketing_lite', 'authentication_international']
 
 /** One of Meta's changes to a template, and the fate of its webhook. */
 export type TemplateNotice = {
@@ -59,6 +63,14 @@ export type TemplateNotice = {
   delivery: 'now' | 'late' | 'twice' | 'held'
 }
 
+/**
+ * Meta's status reports of one message it accepted (its wamid), all priced alike (Meta's `pricing` on
+ * `sent`, `delivered` and `read`; none on `failed`), posted in a plan's order as the run goes on: in
+ * order, out of order, repeated, or failed after (or before) its `sent`. Each post is retried until
+ * the service answers 200 (ackAt), as Meta retries.
+ */
+export type PricedReports = { wamid: string; pricing: MetaPricing; posts: { status: string; ackAt: number | null }[] }
+
 /** A template send as the checks need it beside its Request: the template each entry named. */
 export type TemplateCampaign = Campaign & { templateId: number; pausedFirst: boolean }
 
@@ -76,6 +88,8 @@ export type TemplateEvidence = {
   campaigns: TemplateCampaign[]
   /** What GET /admin/v1/campaigns/{id} showed, polled while the run went on. */
   observed: Map<number, { at: number; status: string; reason: string | null }[]>
+  /** Meta's priced status reports, per message it accepted (rule 8). */
+  reports: PricedReports[]
 }
 
 export type TemplateWorld = ReturnType<typeof createTemplateWorld>
@@ -107,6 +121,8 @@ export function createTemplateWorld(seed: number) {
   const campaigns: TemplateCampaign[] = []
   const observed = new Map<number, { at: number; status: string; reason: string | null }[]>()
   const deliveries: Promise<void>[] = []
+  const reports = new Map<string, PricedReports>()
+  const reporting: Random = seeded(seed ^ 0x9e1c)
   /** Per template (fake id): Meta's last `time`, and webhooks held back until its next change is posted. */
   const lastTime = new Map<string, number>()
   const held = new Map<string, (() => void)[]>()
@@ -120,7 +136,7 @@ export function createTemplateWorld(seed: number) {
   let sequence = 0
 
   /** Posts a webhook until the service answers 200 (Meta retries), or `deadline`; when it was taken. */
-  async function post(body: string, deadline: number): Promise<number | null> {
+  async function postWebhook(body: string, deadline: number): Promise<number | null> {
     while (Date.now() < deadline) {
       try {
         const answer = await fetch(`${base}/provider/meta/webhook`, {
@@ -182,7 +198,7 @@ export function createTemplateWorld(seed: number) {
     const send = async (wait: number) => {
       if (wait > 0) await Bun.sleep(wait)
       notice.postedAt ??= Date.now()
-      const at = await post(body, deadline)
+      const at = await postWebhook(body, deadline)
       if (notice.ackAt === null && at !== null) notice.ackAt = at
     }
     // What this template's earlier changes held back goes after this one.
@@ -213,6 +229,44 @@ export function createTemplateWorld(seed: number) {
     if (r < 0.78) return change(t, 'category', t.category === 'UTILITY' ? 'MARKETING' : 'UTILITY', delivery, deadline)
     if (r < 0.86) return change(t, 'impending', t.category === 'UTILITY' ? 'MARKETING' : 'UTILITY', delivery, deadline)
     return change(t, 'quality', random.pick(['GREEN', 'YELLOW', 'RED']), delivery, deadline)
+  }
+
+  /**
+   * Meta reports on a message it accepted and not reported yet (maybe before the service recorded its
+   * id: the report is then parked): one pricing for all its reports, posted in one of the plans' orders.
+   */
+  function reportOne(deadline: number) {
+    const fresh = graph.ids.filter((id) => !reports.has(id))
+    if (fresh.length === 0) return
+    const wamid = reporting.pick(fresh)
+    const type = reporting.chance(0.8) ? 'regular' : reporting.pick(['free_customer_service', 'free_entry_point'] as const)
+    const pricing = metaPricing(reporting.pick(REPORTED_CATEGORIES), type)
+    const r = reporting.next()
+    const plan =
+      r < 0.45
+        ? ['sent', 'delivered']
+        : r < 0.6
+          ? ['delivered', 'sent']
+          : r < 0.75
+            ? ['sent', 'sent', 'read']
+            : r < 0.88
+              ? ['sent', 'failed']
+              : ['failed', 'sent']
+    const entry: PricedReports = { wamid, pricing, posts: [] }
+    reports.set(wamid, entry)
+    deliveries.push(
+      (async () => {
+        for (const status of plan) {
+          const post = { status, ackAt: null as number | null }
+          entry.posts.push(post)
+          const body = metaStatusesBody(META_SENDER.credentials.phone_number_id, [
+            { id: wamid, status, pricing: status === 'failed' ? null : pricing },
+          ])
+          post.ackAt = await postWebhook(body, deadline)
+          await Bun.sleep(reporting.int(0, 400))
+        }
+      })(),
+    )
   }
 
   /** A single send or a bulk of the templates, recorded in the client's requests (rule 5 and the drain's repeats). */
@@ -342,6 +396,13 @@ export function createTemplateWorld(seed: number) {
       }
       const acc = await client.call('POST', '/admin/v1/accounts', { name: 'chaos templates', balance: 3_000 })
       const key = await client.call('POST', `/admin/v1/accounts/${acc!.body.data.id}/keys`, { label: 'chaos templates' })
+      const priced = await client.call('PUT', '/admin/v1/price', {
+        account_id: acc!.body.data.id,
+        cost_per_message: TEMPLATE_PRICES.service,
+        prices: TEMPLATE_PRICES,
+        settle: 'provider',
+      })
+      if (priced?.status !== 200) throw new Error(`template account's prices not set: ${JSON.stringify(priced)}`)
       const assigned = await client.call('PUT', `/admin/v1/accounts/${acc!.body.data.id}/senders/${senderId}`, { default: true })
       if (assigned?.status !== 200) throw new Error(`meta sender assignment failed: ${JSON.stringify(assigned)}`)
       account = {
@@ -377,6 +438,15 @@ export function createTemplateWorld(seed: number) {
           })(),
         )
       }
+      // Meta's status reports of what it accepted, priced, on their own clock.
+      work.push(
+        (async () => {
+          while (Date.now() < until) {
+            await Bun.sleep(reporting.int(150, 400))
+            reportOne(deadline)
+          }
+        })(),
+      )
       while (Date.now() < until) {
         const r = random.next()
         if (r < 0.4) work.push(sendRequest(client, accounts, false))
@@ -448,6 +518,7 @@ export function createTemplateWorld(seed: number) {
         wamids: new Set(graph.ids),
         campaigns,
         observed,
+        reports: [...reports.values()],
       }
     },
   }

@@ -213,6 +213,45 @@ describe("settled on Meta's word", () => {
     expect(await balanced(a.accountId)).toBe(10_000 - 150)
   })
 
+  test('priced by its sent, then failed: settled once, then refunded what it finally cost', async () => {
+    const a = await account()
+    const up = await send(a.key, 'utility')
+    await report(up.message_id, 'sent', metaPricing('marketing_lite'))
+    await report(up.message_id, 'failed')
+    expect(await message(a.key, up.message_id)).toMatchObject({ status: 'failed', category: 'marketing', cost: 300, refunded: true })
+    const same = await send(a.key, 'marketing')
+    await report(same.message_id, 'sent', metaPricing('marketing_lite'))
+    await report(same.message_id, 'failed')
+    const [row] = await t.db.sql<
+      { settled: boolean }[]
+    >`select settled_at is not null as settled from messages where message_sid = ${same.message_id}`
+    expect(row!.settled).toBe(true)
+    expect((await settlements(a.accountId)).map((s) => s.amount)).toEqual([-150])
+    expect(await balanced(a.accountId)).toBe(10_000)
+  })
+
+  test('reports parked before the SID is stored (priced sent, then failed) apply in order once it is: settled, then refunded', async () => {
+    const a = await account()
+    const first = await send(a.key, 'utility')
+    // The fake's next message id: Meta reports on it before the send below has stored it.
+    const next = first.message_id.replace(
+      /j([0-9a-f]{8})A=$/,
+      (_, n: string) => `j${(parseInt(n, 16) + 1).toString(16).padStart(8, '0')}A=`,
+    )
+    await report(next, 'sent', metaPricing('marketing'))
+    await report(next, 'failed')
+    expect((await t.db.sql`select status from parked_reports where message_sid = ${next} order by id`).map((r) => r.status)).toEqual([
+      'sent',
+      'failed',
+    ])
+    const parked = await send(a.key, 'utility')
+    expect(parked.message_id).toBe(next)
+    await t.runWorker('parked-reports')
+    expect(await message(a.key, next)).toMatchObject({ status: 'failed', category: 'marketing', cost: 300, refunded: true })
+    expect((await settlements(a.accountId)).map((s) => s.amount)).toEqual([-150])
+    expect(await balanced(a.accountId)).toBe(10_000 - 150)
+  })
+
   test('a balance too small for the difference: it takes what there is (never below 0), the rest is recorded unsettled', async () => {
     const a = await account(200)
     const sent = await send(a.key, 'utility')

@@ -546,6 +546,20 @@ export const MUTATIONS: Mutation[] = [
     filter: "tenant's own sender",
   },
   {
+    name: 'settle-parked-sent',
+    breaks:
+      "Meta's priced `sent` that arrives before the message's SID is stored is dropped, not parked: its settlement is lost (found by the fault test)",
+    edits: [
+      {
+        file: 'src/modules/status/receiver.ts',
+        find: "(r.status !== 'sent' || reportedCategory(r.pricing) !== null)",
+        replace: "r.status !== 'sent'",
+      },
+    ],
+    tests: [PRICES],
+    filter: 'parked before the SID',
+  },
+  {
     name: 'settle-never-below-zero',
     breaks: 'an upward settlement takes more than the balance has (the statement fails on balance >= 0 and the status is lost)',
     edits: [

@@ -19,6 +19,7 @@ import { ApiError } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import type { Clock } from '../../lib/clock'
 import { nowOf } from '../../db/now'
+import { isRolledBack, retrying } from '../../db/retry'
 import { openWindows } from '../inbound/window'
 import { BUDGET_HOURS, budgetOf, usageOf, type Budget, type Usage } from './service'
 
@@ -187,14 +188,18 @@ export async function holdMessagingLimit<T extends Entry>(
   const out = new Set(refused.map((r) => r.entry))
   const settle = async () => {
     if (!held) return // nothing counted (unlimited, or every recipient inside its window): nothing to settle
-    await deps.sql`
+    // After the charge: a deadlock here must not fail a request whose messages are charged (safe to repeat).
+    await retrying(
+      () => deps.sql`
       with held as (
         select id, exists (select 1 from messages m where m.request_token = u.request_token) as charged
         from messaging_uses u where u.request_token = ${requestToken} and u.held_until is not null
       ), kept as (
         update messaging_uses set held_until = null where id in (select id from held where charged)
       )
-      delete from messaging_uses where id in (select id from held where not charged)`
+      delete from messaging_uses where id in (select id from held where not charged)`,
+      { retryIf: isRolledBack, clock: deps.clock },
+    )
   }
   return {
     fit: entries.filter((e) => !out.has(e)),

@@ -8,6 +8,7 @@
 
 import { transaction, type Fragment, type Sql, type Tx } from '../../db/client'
 import { nowOf } from '../../db/now'
+import { isRolledBack, retrying } from '../../db/retry'
 import type { Clock } from '../../lib/clock'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
@@ -105,22 +106,26 @@ export async function storeInbound(
       continue
     }
     const providerId = noNul(message.id)!
-    const id = await transaction(sql, async (tx) => {
-      const [known] = await tx`select 1 from inbound_message_keys where provider = ${storedAs} and provider_message_id = ${providerId}`
-      if (known) return null
-      const senderId = message.sender
-      const accountId = await accountOf(tx, senderId, phone, message.replyTo)
-      const given = noNul(message.name)?.trim() || null
-      const name = (given ?? phone).slice(0, MAX_NAME_CHARS)
-      let contactId: number | null = null
-      if (accountId !== null) {
-        // Created as the provider names the person; an existing contact keeps its name.
-        contactId = await ensureContact(tx, accountId, phone, name)
-      }
-      const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : options.clock.now()
-      // Once per provider message id, in whichever month: inbound_message_keys' key is taken in the same
-      // statement (a unique index of the monthly partitions would hold within one month only).
-      const [row] = await tx<Row[]>`
+    // Two deliveries of one customer's messages at once can deadlock (the fault test met it: a 500 to
+    // the provider); the loser was rolled back whole, and runs again.
+    const id = await retrying(
+      () =>
+        transaction(sql, async (tx) => {
+          const [known] = await tx`select 1 from inbound_message_keys where provider = ${storedAs} and provider_message_id = ${providerId}`
+          if (known) return null
+          const senderId = message.sender
+          const accountId = await accountOf(tx, senderId, phone, message.replyTo)
+          const given = noNul(message.name)?.trim() || null
+          const name = (given ?? phone).slice(0, MAX_NAME_CHARS)
+          let contactId: number | null = null
+          if (accountId !== null) {
+            // Created as the provider names the person; an existing contact keeps its name.
+            contactId = await ensureContact(tx, accountId, phone, name)
+          }
+          const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : options.clock.now()
+          // Once per provider message id, in whichever month: inbound_message_keys' key is taken in the same
+          // statement (a unique index of the monthly partitions would hold within one month only).
+          const [row] = await tx<Row[]>`
         with key as (
           insert into inbound_message_keys (provider, provider_message_id) values (${storedAs}, ${providerId})
           on conflict do nothing
@@ -134,20 +139,22 @@ export async function storeInbound(
                ${nowOf(tx, options.clock)}, ${noNul(message.replyTo?.trim() || null)}
         from key
         returning ${tx.unsafe(COLUMNS)}`
-      // Its media to fetch and keep (the inbound-media worker), once.
-      if (row) await queueMedia(tx, options.clock, Number(row.id), message)
-      // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
-      if (row)
-        await consentFromInbound(
-          tx,
-          options.clock,
-          options.timezone,
-          { accountId, phone, inboundMessageId: Number(row.id), ...message },
-          options.words,
-        )
-      if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row, message.replyTo?.trim() || null)
-      return row ? Number(row.id) : null
-    })
+          // Its media to fetch and keep (the inbound-media worker), once.
+          if (row) await queueMedia(tx, options.clock, Number(row.id), message)
+          // A STOP/START word or the provider's signal: once, with the message that said it (a repeat is no new row).
+          if (row)
+            await consentFromInbound(
+              tx,
+              options.clock,
+              options.timezone,
+              { accountId, phone, inboundMessageId: Number(row.id), ...message },
+              options.words,
+            )
+          if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row, message.replyTo?.trim() || null)
+          return row ? Number(row.id) : null
+        }),
+      { retryIf: isRolledBack, clock: options.clock, attempts: 5 },
+    )
     ids.push(id)
   }
   return ids
@@ -177,10 +184,14 @@ export async function storeConsent(sql: Sql, clock: Clock, timezone: string, sig
   for (const signal of signals) {
     const phone = inboundPhone(signal.from)
     if (!phone) continue
-    await transaction(sql, async (tx) => {
-      const accountId = await accountOf(tx, signal.sender, phone, null)
-      if (accountId !== null) await consentFromProvider(tx, clock, timezone, accountId, phone, signal)
-    })
+    await retrying(
+      () =>
+        transaction(sql, async (tx) => {
+          const accountId = await accountOf(tx, signal.sender, phone, null)
+          if (accountId !== null) await consentFromProvider(tx, clock, timezone, accountId, phone, signal)
+        }),
+      { retryIf: isRolledBack, clock, attempts: 5 },
+    )
   }
 }
 

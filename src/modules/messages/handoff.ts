@@ -34,7 +34,7 @@ import type { HandoffResult, OutgoingMessage, ScheduledReport } from '../../prov
 import { Semaphore } from '../../lib/limit'
 import { Batcher } from '../../lib/batch'
 import { log, errorKind } from '../../lib/log'
-import { isOutage, retrying } from '../../db/retry'
+import { isOutage, isRolledBack, retrying } from '../../db/retry'
 import { GENERIC_PLAN } from '../../db/statement-functions'
 import { refundFailed, type Failure, type Lease } from '../ledger/service'
 import { insertEvents, statusPayload } from '../webhooks/events'
@@ -185,12 +185,20 @@ export function createHandoff(
 
   // Renews the lease of messages about to be attempted; answers which ones this holder still has, and of
   // those whether the recipient opted out of the account's messages (opt_outs' key: one index probe).
+  // A batch of claims can deadlock with another instance's (or an outcome's record) over the same
+  // messages: rolled back whole, it runs again (a claim is safe to repeat).
   const claimer = new Batcher<{ id: number; token: string }, Claim>(async (claims) => {
-    const rows = await sql<{ id: number; opted_out: boolean }[]>`
+    const rows = await retrying(
+      () => sql<{ id: number; opted_out: boolean }[]>`
       update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
-      returning m.id, exists (select 1 from opt_outs o where o.account_id = m.account_id and o.phone = m.phone) as opted_out`
+      returning m.id, exists (select 1 from opt_outs o where o.account_id = m.account_id and o.phone = m.phone) as opted_out`,
+      {
+        retryIf: isRolledBack,
+        clock,
+      },
+    )
     const heldNow = new Map(rows.map((r) => [r.id, r.opted_out]))
     return claims.map((c) => (!heldNow.has(c.id) ? 'lost' : heldNow.get(c.id) ? 'opted_out' : 'held'))
   })
@@ -373,8 +381,11 @@ export function createHandoff(
     lastDatabaseErrorAt: () => lastErrorAt,
     async announce(ids) {
       if (ids.length === 0) return []
-      const rows = await sql<{ id: number }[]>`
-        update messages set announce_outcome = true where id = any(${ids}::bigint[]) and status = 'queued' returning id`
+      const rows = await retrying(
+        () => sql<{ id: number }[]>`
+          update messages set announce_outcome = true where id = any(${ids}::bigint[]) and status = 'queued' returning id`,
+        { retryIf: isRolledBack, clock },
+      )
       return rows.map((r) => r.id)
     },
     stop() {

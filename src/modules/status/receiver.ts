@@ -16,6 +16,7 @@ import { nowOf } from '../../db/now'
 import type { EventClock } from '../webhooks/events'
 import { Batcher } from '../../lib/batch'
 import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
+import { reportedCategory } from '../ledger/service'
 import type { Pricing, SignedReport } from '../../providers/provider'
 
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
@@ -88,7 +89,8 @@ async function receiveCallbacks(
     ])
     const known = new Set(rows.filter((r) => r.known).map((r) => r.sid))
 
-    const toPark = reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')
+    // A `sent` moves no status: parked only when it prices the message (Meta's), for its settlement.
+    const toPark = reports.filter((r) => !known.has(r.sid) && (r.status !== 'sent' || reportedCategory(r.pricing) !== null))
     if (toPark.length > 0) {
       await tx`
         insert into parked_reports (message_sid, status, error_code, error_message, signer_senders, pricing, received_at, expires_at)
@@ -124,7 +126,7 @@ async function receiveCallbacks(
 type Parked = {
   id: number
   message_sid: string
-  status: 'delivered' | 'read' | 'failed'
+  status: 'sent' | 'delivered' | 'read' | 'failed'
   error_code: number | null
   error_message: string | null
   signer_senders: (number | string)[]
