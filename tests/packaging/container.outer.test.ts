@@ -114,7 +114,8 @@ describe.skipIf(Boolean(reason))('container image', () => {
       if (done.code !== 0) await run(['umount', '--lazy', path], process.env, false)
     }
     if (dir) {
-      await run(['podman', 'system', 'reset', '--force'], podmanEnv, false)
+      // Not `podman system reset`: it would also remove the machine's network configuration, shared by all.
+      await run(['podman', 'rmi', '--all', '--force'], podmanEnv, false)
       await run(['rm', '-rf', '--one-file-system', dir], process.env, false)
     }
   }, 60_000)
