@@ -46,21 +46,24 @@ export function lazyApi(url: string | undefined): Api {
   }
 }
 
-function connect(url: string | undefined): Api {
-  const config = readConfig()
-  let base: string
-  let origin: string
+/** Where the service is: --url, or the HOST, PORT and TLS settings the service reads; and where that came from. */
+export function serviceRoot(url: string | undefined, config = readConfig()): { base: string; origin: string } {
   if (url !== undefined) {
     if (!/^https?:\/\/[^/]/.test(url)) throw new CliError(`--url ${url}: expected the service's root, like http://127.0.0.1:3000`)
-    base = url.replace(/\/+$/, '')
-    origin = 'from --url'
-  } else {
-    // A service listening on every interface is reached on loopback.
-    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-    base = `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`
-    const set = ['HOST', 'PORT'].filter((name) => process.env[name])
-    origin = set.length ? `from ${set.map((name) => `${name}=${process.env[name]}`).join(' ')}` : 'the default: HOST and PORT are unset'
+    return { base: url.replace(/\/+$/, ''), origin: 'from --url' }
   }
+  // A service listening on every interface is reached on loopback.
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+  const set = ['HOST', 'PORT'].filter((name) => process.env[name])
+  return {
+    base: `${config.tls ? 'https' : 'http'}://${host.includes(':') ? `[${host}]` : host}:${config.port}`,
+    origin: set.length ? `from ${set.map((name) => `${name}=${process.env[name]}`).join(' ')}` : 'the default: HOST and PORT are unset',
+  }
+}
+
+function connect(url: string | undefined): Api {
+  const config = readConfig()
+  const { base, origin } = serviceRoot(url, config)
   const tokenFile = join(config.dataDir, 'admin-token')
   const token = config.adminToken ?? (existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : undefined)
   if (!token) {

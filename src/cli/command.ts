@@ -37,6 +37,8 @@ export type Context = {
   api: Api
   /** --json was given (for a command that writes its own output). */
   json: boolean
+  /** --url as given (for a command that reaches the service without the admin API's token). */
+  url: string | undefined
   /** The argument as a positive integer id, or a usage error naming it. */
   id(name: string): number
   /** The argument or flag as an integer, or a usage error naming it. */

@@ -30,6 +30,7 @@ import { backupCommands } from './backup'
 import { partitionCommands } from './partitions'
 import { waTemplateCommands } from './wa-templates'
 import { reconcileCommands } from './reconcile'
+import { readyCommands } from './ready'
 
 /** Every command, in the order `help` lists them. */
 export const commands: Command[] = [
@@ -50,6 +51,7 @@ export const commands: Command[] = [
   ...secretsCommands,
   ...simulatorCommands,
   ...backupCommands,
+  ...readyCommands,
   ...partitionCommands,
 ]
 
@@ -76,6 +78,7 @@ function context(
     flags,
     api: lazyApi(globals.url),
     json: globals.json,
+    url: globals.url,
     values: (name) => repeated[name] ?? [],
     id: (name) => integer(name, /^[1-9]\d*$/, 'an id (a positive integer)'),
     integer: (name) => integer(name, /^-?\d+$/, 'an integer'),

@@ -178,6 +178,44 @@ test('the command line loads nothing of the service: the models give it types on
   ])
 })
 
+test('ready: exit 0 when /readyz answers 200, 1 when it answers otherwise or nothing answers; no admin token needed', async () => {
+  // No token anywhere: neither ADMIN_TOKEN nor a DATA_DIR holding one.
+  const noToken = { ADMIN_TOKEN: '', DATA_DIR: join(dataDir, 'nowhere') }
+  const port = new URL(child.url).port
+  expect(adminWith(noToken, 'ready')).toEqual({ code: 0, out: `ready: http://127.0.0.1:${port}/readyz answered 200\n`, err: '' })
+  const json = JSON.parse(adminWith(noToken, 'ready', '--json').out)
+  expect(json).toEqual({
+    url: `http://127.0.0.1:${port}/readyz`,
+    status: 200,
+    ready: true,
+    answer: { success: true, data: { status: 'ready' } },
+  })
+
+  const closed = adminWith({ ...noToken, PORT: String(freePort()) }, 'ready')
+  expect(closed.code).toBe(1)
+  expect(closed.err).toContain('connection refused')
+
+  // A service that answers, not ready (its database down): its answer is printed, exit 1.
+  const notReady = Bun.serve({
+    port: 0,
+    hostname: '127.0.0.1',
+    fetch: () => Response.json({ success: false, error: 'database unreachable', code: 'NOT_READY' }, { status: 503 }),
+  })
+  try {
+    // Not spawnSync: the server answers from this process's event loop.
+    const answered = Bun.spawn(['bun', join(root, 'src/cli/admin.ts'), 'ready', '--url', `http://127.0.0.1:${notReady.port}`], {
+      env: shellEnv(noToken),
+      stdout: 'pipe',
+    })
+    expect({ code: await answered.exited, out: await new Response(answered.stdout).text() }).toEqual({
+      code: 1,
+      out: `not ready: http://127.0.0.1:${notReady.port}/readyz answered HTTP 503: NOT_READY database unreachable\n`,
+    })
+  } finally {
+    notReady.stop(true)
+  }
+})
+
 test('--version prints the package version', () => {
   expect(admin('--version')).toEqual({ code: 0, out: `${version}\n`, err: '' })
 })
