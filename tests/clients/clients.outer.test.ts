@@ -126,6 +126,7 @@ describe('the client libraries against a running service', () => {
         stderr: 'pipe',
         env: {
           PATH: process.env.PATH ?? '',
+          PYTHONDONTWRITEBYTECODE: '1',
           MESSAGING_BASE_URL: running.url,
           MESSAGING_API_KEY: account.key,
           WEBHOOK_SECRET: delivery.secret,

@@ -48,7 +48,8 @@ describe('the client libraries and the OpenAPI document', () => {
   test("the TypeScript client's schema.d.ts is generated from the current document", async () => {
     const fresh = await typescriptTypes(document)
     // Not toBe: a 600 kB diff helps nobody; the fix is one command.
-    if (readFileSync(SCHEMA_FILE, 'utf8') !== fresh) throw new Error('clients/typescript/src/schema.d.ts is stale: run `bun clients/openapi.ts`')
+    if (readFileSync(SCHEMA_FILE, 'utf8') !== fresh)
+      throw new Error('clients/typescript/src/schema.d.ts is stale: run `bun clients/openapi.ts`')
   }, 60_000)
 
   for (const client of Object.keys(SOURCES) as (keyof typeof SOURCES)[]) {
@@ -62,7 +63,8 @@ describe('the client libraries and the OpenAPI document', () => {
   test('the parameters, fields and headers the clients rely on are in the document', () => {
     const names = (op: any, where: string) => (op.parameters ?? []).filter((p: any) => p.in === where).map((p: any) => p.name)
     // Idempotency-Key on send and bulk.
-    for (const path of ['/api/v1/messages/send', '/api/v1/messages/bulk']) expect(names(operation('POST', path), 'header')).toContain('idempotency-key')
+    for (const path of ['/api/v1/messages/send', '/api/v1/messages/bulk'])
+      expect(names(operation('POST', path), 'header')).toContain('idempotency-key')
     // The path parameters the clients fill.
     expect(names(operation('GET', '/api/v1/messages/{message_sid}'), 'path')).toEqual(['message_sid'])
     expect(names(operation('GET', '/api/v1/templates/{id}'), 'path')).toEqual(['id'])
