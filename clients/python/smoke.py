@@ -51,9 +51,9 @@ headers = {"Webhook-Id": env["WEBHOOK_ID"], "Webhook-Timestamp": env["WEBHOOK_TI
 body = env["WEBHOOK_BODY"]
 
 
-def refused(secret, text):
+def refused(secret, text, now=None):
     try:
-        verify_webhook(secret, headers, text)
+        verify_webhook(secret, headers, text, now=now)
         return False
     except WebhookVerificationError:
         return True
@@ -63,6 +63,7 @@ out["webhook"] = {
     "event": verify_webhook(env["WEBHOOK_SECRET"], headers, body.encode("utf-8"))["event"],
     "forged_body_refused": refused(env["WEBHOOK_SECRET"], body + " "),
     "other_secret_refused": refused("whsec_" + base64.b64encode(b"not the secret").decode(), body),
+    "stale_refused": refused(env["WEBHOOK_SECRET"], body, now=int(env["WEBHOOK_TIMESTAMP"]) + 301),
 }
 
 print(json.dumps(out))

@@ -168,8 +168,8 @@ describe('the client libraries against a running service', () => {
 
       expect(out.templates_total).toBe(0)
 
-      // The service's own signature verifies; a changed body or another secret is refused.
-      expect(out.webhook).toEqual({ event: 'message.status', forged_body_refused: true, other_secret_refused: true })
+      // The service's own signature verifies; a changed body, another secret or a delivery over 5 minutes old is refused.
+      expect(out.webhook).toEqual({ event: 'message.status', forged_body_refused: true, other_secret_refused: true, stale_refused: true })
     })
   }
 })

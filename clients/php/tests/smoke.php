@@ -62,9 +62,9 @@ $headers = [
     'Webhook-Signature' => getenv('WEBHOOK_SIGNATURE'),
 ];
 $body = getenv('WEBHOOK_BODY');
-$refused = function ($secret, $text) use ($headers) {
+$refused = function ($secret, $text, $now = null) use ($headers) {
     try {
-        Webhook::verify($secret, $headers, $text);
+        Webhook::verify($secret, $headers, $text, 300, $now);
         return false;
     } catch (WebhookVerificationError $e) {
         return true;
@@ -74,6 +74,7 @@ $out['webhook'] = [
     'event' => Webhook::verify(getenv('WEBHOOK_SECRET'), $headers, $body)['event'],
     'forged_body_refused' => $refused(getenv('WEBHOOK_SECRET'), $body . ' '),
     'other_secret_refused' => $refused('whsec_' . base64_encode('not the secret'), $body),
+    'stale_refused' => $refused(getenv('WEBHOOK_SECRET'), $body, (int) getenv('WEBHOOK_TIMESTAMP') + 301),
 ];
 
 echo json_encode($out, JSON_UNESCAPED_SLASHES), "\n";

@@ -59,6 +59,9 @@ out.webhook = {
   event: verifyWebhook(env('WEBHOOK_SECRET'), headers, body).event,
   forged_body_refused: forged(() => verifyWebhook(env('WEBHOOK_SECRET'), headers, `${body} `)),
   other_secret_refused: forged(() => verifyWebhook(`whsec_${Buffer.from('not the secret').toString('base64')}`, headers, body)),
+  stale_refused: forged(() =>
+    verifyWebhook(env('WEBHOOK_SECRET'), headers, body, { now: new Date((Number(headers['webhook-timestamp']) + 301) * 1000) }),
+  ),
 }
 
 console.log(JSON.stringify(out))
