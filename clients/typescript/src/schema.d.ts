@@ -1106,6 +1106,439 @@ export interface components {
                 };
             };
         };
+        /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
+        BadRequest: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "VALIDATION_ERROR";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
+        Unauthorized: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
+        Forbidden: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "HTTPS_REQUIRED";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
+        UnprocessableContent: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "VALIDATION_ERROR";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
+        TooManyRequests: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "RATE_LIMITED";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description Something failed on our side; the error names the request id to report */
+        InternalServerError: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "INTERNAL_ERROR";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
+        BadRequest2: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "VALIDATION_ERROR";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description The balance cannot pay (`INSUFFICIENT_BALANCE`), or the charge would take what the API key was charged today past its daily spend cap (`SPEND_CAP_REACHED`; checked first; the service time zone's day); nothing changed */
+        PaymentRequired: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "INSUFFICIENT_BALANCE" | "SPEND_CAP_REACHED";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
+        RequestTimeout: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "REQUEST_TIMEOUT";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description Duplicate, or the same Idempotency-Key still in flight */
+        Conflict: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "idempotent-replayed": components["headers"]["IdempotentReplayed"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "CONFLICT";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
+        ContentTooLarge: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "PAYLOAD_TOO_LARGE";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description The body is not application/json (UTF-8); nothing changed */
+        UnsupportedMediaType: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "UNSUPPORTED_MEDIA_TYPE";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
+        ServiceUnavailable: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "SERVICE_UNAVAILABLE";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description Unknown id (or another account's) */
+        NotFound: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "NOT_FOUND";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description MEDIA_PENDING: the medium is being fetched from the provider; `Retry-After` says when to ask again */
+        Conflict2: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "MEDIA_PENDING";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
+        /** @description The inbound message's medium could not be fetched or was refused (size, type, magic bytes): the reason is in `error` */
+        Gone: {
+            headers: {
+                "x-request-id": components["headers"]["RequestId"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                RateLimit: components["headers"]["RateLimit"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    /** @constant */
+                    success: false;
+                    /** @description Human-readable description naming the field */
+                    error: string;
+                    /**
+                     * @description Machine-readable error code
+                     * @enum {string}
+                     */
+                    code: "MEDIA_FAILED";
+                    /**
+                     * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                     * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                     */
+                    request_id: string;
+                };
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -1172,165 +1605,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1Usage: {
@@ -1393,165 +1673,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1MessagesSend: {
@@ -1861,221 +1988,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The balance cannot pay (`INSUFFICIENT_BALANCE`), or the charge would take what the API key was charged today past its daily spend cap (`SPEND_CAP_REACHED`; checked first; the service time zone's day); nothing changed */
-            402: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INSUFFICIENT_BALANCE" | "SPEND_CAP_REACHED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Duplicate, or the same Idempotency-Key still in flight */
-            409: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "CONFLICT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest2"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
@@ -2132,33 +2052,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            500: components["responses"]["InternalServerError"];
             /** @description Provider hand-off failed; the charge was refunded */
             502: {
                 headers: {
@@ -2189,34 +2083,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postApiV1MessagesBulk: {
@@ -2518,221 +2385,14 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The balance cannot pay (`INSUFFICIENT_BALANCE`), or the charge would take what the API key was charged today past its daily spend cap (`SPEND_CAP_REACHED`; checked first; the service time zone's day); nothing changed */
-            402: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INSUFFICIENT_BALANCE" | "SPEND_CAP_REACHED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Duplicate, or the same Idempotency-Key still in flight */
-            409: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "idempotent-replayed": components["headers"]["IdempotentReplayed"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "CONFLICT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest2"];
+            401: components["responses"]["Unauthorized"];
+            402: components["responses"]["PaymentRequired"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
@@ -2761,89 +2421,9 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postApiV1MessagesQuote: {
@@ -3372,274 +2952,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApiV1Messages: {
@@ -3806,165 +3128,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1MessagesByMessageSid: {
@@ -4113,192 +3282,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1Contacts: {
@@ -4355,165 +3345,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1Contacts: {
@@ -4612,110 +3449,10 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             /** @description Duplicate, or the same Idempotency-Key still in flight */
             409: {
                 headers: {
@@ -4743,170 +3480,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApiV1ContactsById: {
@@ -4968,192 +3547,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     patchApiV1ContactsById: {
@@ -5230,301 +3630,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApiV1Campaigns: {
@@ -5629,165 +3745,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1Campaigns: {
@@ -5993,164 +3956,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
@@ -6178,89 +3989,9 @@ export interface operations {
                     };
                 };
             };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApiV1CampaignsById: {
@@ -6391,192 +4122,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1Webhook: {
@@ -6616,192 +4168,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1Webhook: {
@@ -6864,274 +4237,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteApiV1Webhook: {
@@ -7162,192 +4277,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1Senders: {
@@ -7388,165 +4324,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1Inbound: {
@@ -7657,165 +4440,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1InboundById: {
@@ -7910,192 +4540,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1InboundByIdRead: {
@@ -8139,273 +4590,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
             /** @description Provider hand-off failed; the charge was refunded */
             502: {
                 headers: {
@@ -8433,34 +4627,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApiV1ConversationsByPhone: {
@@ -8558,192 +4725,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1InboundByIdMedia: {
@@ -8784,246 +4772,15 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description MEDIA_PENDING: the medium is being fetched from the provider; `Retry-After` says when to ask again */
-            409: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "MEDIA_PENDING";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The inbound message's medium could not be fetched or was refused (size, type, magic bytes): the reason is in `error` */
-            410: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "MEDIA_FAILED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict2"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1InboundByIdMediaByN: {
@@ -9066,246 +4823,15 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description MEDIA_PENDING: the medium is being fetched from the provider; `Retry-After` says when to ask again */
-            409: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "MEDIA_PENDING";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The inbound message's medium could not be fetched or was refused (size, type, magic bytes): the reason is in `error` */
-            410: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "MEDIA_FAILED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict2"];
+            410: components["responses"]["Gone"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1OptOuts: {
@@ -9377,165 +4903,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1OptOuts: {
@@ -9651,274 +5024,16 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     deleteApiV1OptOutsByPhone: {
@@ -9953,192 +5068,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1Templates: {
@@ -10281,165 +5217,12 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     getApiV1TemplatesById: {
@@ -10566,192 +5349,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     postApiV1Verifications: {
@@ -10812,58 +5416,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
             /** @description The balance cannot pay (`INSUFFICIENT_BALANCE`), or the charge would take what the API key was charged today past its daily spend cap (`SPEND_CAP_REACHED`; checked first; the service time zone's day); nothing changed */
             402: {
                 headers: {
@@ -10891,58 +5445,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
             /** @description `CONFLICT`: the code's message was charged and is still being handed to the provider elsewhere (a hand-off taken over after a crash); its outcome is not known yet. Start a new verification later if the code does not arrive */
             409: {
                 headers: {
@@ -10970,60 +5474,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
@@ -11079,33 +5531,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            500: components["responses"]["InternalServerError"];
             /** @description Provider hand-off failed; the charge was refunded */
             502: {
                 headers: {
@@ -11135,34 +5561,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     postApiV1VerificationsByIdCheck: {
@@ -11226,301 +5625,17 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A body over 1 MiB arrived too slowly once its turn came (10 s, plus 1 s for each MiB received); nothing changed, and the connection is closed */
-            408: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "REQUEST_TIMEOUT";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is over 37232064 bytes (a full bulk of maximal entries fits) */
-            413: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "PAYLOAD_TOO_LARGE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The body is not application/json (UTF-8); nothing changed */
-            415: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "UNSUPPORTED_MEDIA_TYPE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Busy: a large body waited too long for its turn, or the database is not ready or could not be reached for a moment (with an Idempotency-Key: the answer could not be recorded, so it was not given; the repeat with the same key gets it); retry after `Retry-After` */
-            503: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "SERVICE_UNAVAILABLE";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     getApiV1VerificationsById: {
@@ -11572,192 +5687,13 @@ export interface operations {
                     };
                 };
             };
-            /** @description Wrong shape: the body is not JSON, misses a required field, has an unknown field or a wrong JSON type; or a path or query parameter is not a decimal integer or not valid percent-encoded UTF-8 */
-            400: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description AUTH_MISSING_HEADER or AUTH_INVALID_KEY */
-            401: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "AUTH_MISSING_HEADER" | "AUTH_INVALID_KEY";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A plain-HTTP request while the service requires HTTPS (REQUIRE_HTTPS) */
-            403: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "HTTPS_REQUIRED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Unknown id (or another account's) */
-            404: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "NOT_FOUND";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
-            422: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "VALIDATION_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description The API key made more requests than its rate allows in this minute; nothing was done. `Retry-After` says when its window resets */
-            429: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "Retry-After": components["headers"]["RetryAfter"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "RATE_LIMITED";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
-            /** @description Something failed on our side; the error names the request id to report */
-            500: {
-                headers: {
-                    "x-request-id": components["headers"]["RequestId"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @constant */
-                        success: false;
-                        /** @description Human-readable description naming the field */
-                        error: string;
-                        /**
-                         * @description Machine-readable error code
-                         * @enum {string}
-                         */
-                        code: "INTERNAL_ERROR";
-                        /**
-                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
-                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
-                         */
-                        request_id: string;
-                    };
-                };
-            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
         };
     };
     messageStatusEvent: {
