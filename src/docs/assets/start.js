@@ -14,10 +14,18 @@
     layout: 'BaseLayout',
     docExpansion: 'list',
     defaultModelsExpandDepth: 0,
+    // Plain code for examples: the highlighter's dark theme has tokens below AA contrast (axe: color-contrast).
+    syntaxHighlight: { activated: false },
   })
-  // The servers' <select> comes without a label (axe: select-name, critical); it is named once drawn.
+  // Swagger UI's <select>s (the servers, an answer's examples, a media type) come without a label
+  // (axe: select-name, critical); each is named once drawn.
+  var NAMES = { servers: 'Server', 'examples-select-element': 'Example', 'content-type': 'Media type' }
   new MutationObserver(function () {
-    var servers = document.getElementById('servers')
-    if (servers && !servers.hasAttribute('aria-label')) servers.setAttribute('aria-label', 'Server')
+    var selects = root.querySelectorAll('select:not([aria-label])')
+    for (var i = 0; i < selects.length; i++) {
+      var select = selects[i]
+      var name = NAMES[select.id] || NAMES[select.className.split(' ')[0]] || 'Choose'
+      select.setAttribute('aria-label', name)
+    }
   }).observe(root, { childList: true, subtree: true })
 })()
