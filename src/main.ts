@@ -33,7 +33,12 @@ function help(): string {
     'usage: messaging-api [--help | --version]      (from source: bun src/main.ts [--help | --version])',
     '       messaging-api admin <command> [arguments] [options]',
     '',
-    'Without arguments it starts the service, configured only by the environment variables below.',
+    'Without arguments it starts the service, configured only by the environment variables below. It serves,',
+    'on http://HOST:PORT (127.0.0.1:3000 by default):',
+    '  /api/v1        the JSON API (an API key); /admin/v1 the admin API (the admin token)',
+    '  /dashboard     the web dashboard for operators and account members (messaging-api admin operator',
+    '                 create EMAIL makes the first operator, with a one-time link to sign in)',
+    '  /docs          the API reference (OpenAPI at /docs/json); /docs/admin the admin API and callbacks',
     '',
     "With admin, it is the operator's command line (from source: bun run admin): a client of the running",
     "service's admin API, which finds the service from --url, or from HOST and PORT, and the admin token in",
@@ -106,6 +111,8 @@ async function serve(): Promise<void> {
   if (config.logFormat === 'json') {
     log.info('listening', {
       url: running.url,
+      dashboard_url: `${running.url}/dashboard`,
+      docs_url: `${running.url}/docs`,
       database: running.database.describe,
       provider: config.provider,
       admin_token_source: running.adminTokenFile ?? 'ADMIN_TOKEN',
@@ -115,7 +122,8 @@ async function serve(): Promise<void> {
     console.log(
       [
         `messaging-api listening on ${running.url}`,
-        `  docs      ${running.url}/docs`,
+        `  dashboard ${running.url}/dashboard`,
+        `  docs      ${running.url}/docs (admin API: ${running.url}/docs/admin)`,
         `  database  ${running.database.describe}`,
         `  provider  ${config.provider}`,
         `  admin     token ${tokenWhere}`,

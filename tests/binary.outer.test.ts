@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import type { Subprocess } from 'bun'
 import { Webhook } from 'standardwebhooks'
 import { createPostgresDatabase, premigrate, usingPostgres } from './helpers/db'
+import { shBlock } from './helpers/docs'
 import { freePort } from './helpers/child'
 import { startReceiver } from './helpers/receiver'
 import { until } from './helpers/wait'
@@ -110,6 +111,9 @@ async function expectAnswers(cmd: string[], dir: string, admin: string): Promise
   expect(help).toMatchObject({ code: 0, stderr: '' })
   expect(help.stdout).toContain(`messaging-api ${version}`)
   expect(help.stdout).toContain('usage: messaging-api [--help | --version]')
+  // What a started service serves, the dashboard first among the pages a person opens.
+  expect(help.stdout).toMatch(/^ {2}\/dashboard +the web dashboard/m)
+  expect(help.stdout).toMatch(/^ {2}\/docs +the API reference/m)
   // The two modes, and every variable with its default, from the table the configuration reads.
   expect(help.stdout).toMatch(/embedded +DATABASE_URL unset: PGlite/)
   expect(help.stdout).toMatch(/PostgreSQL +DATABASE_URL=postgres:/)
@@ -259,6 +263,11 @@ describe('compiled binary', () => {
 
     expect(await terminate(child)).toBe(0)
     expect(child.output()).toContain('listening on http://127.0.0.1:')
+    // The banner names the dashboard and the API reference.
+    expect(child.output()).toContain(`  dashboard http://127.0.0.1:${child.port}/dashboard\n`)
+    expect(child.output()).toContain(
+      `  docs      http://127.0.0.1:${child.port}/docs (admin API: http://127.0.0.1:${child.port}/docs/admin)\n`,
+    )
     if (!databaseUrl) {
       // The embedded database lives in ./data of the working directory, and nothing else appeared.
       expect(existsSync(join(runDir, 'data', 'pgdata'))).toBe(true)
@@ -340,8 +349,7 @@ describe('compiled binary', () => {
       expect((await fetch(firstLink!)).status).toBe(200)
 
       // ...which the README's commands, as written, lose (eval keeps the export line) and make again.
-      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8')
-      const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(`${BINARY} admin quickstart`))!
+      const block = shBlock(`${BINARY} admin quickstart`, ['docs/operating/single-binary.md'])!
       const lines = block.trimEnd().split('\n')
       const listenLine = lines.find((line) => line.includes('webhook listen'))!
       const ran = await shell(`set -e\n${lines.filter((line) => line !== listenLine).join('\n')}\necho "vars $KEY $ACCOUNT_ID $KEY_ID"`)

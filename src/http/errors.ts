@@ -31,6 +31,37 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS
 
+/** What each code means and what to do about it, in a few words (docs/reference/error-codes.md is generated from it). */
+export const ERROR_MEANING: Record<ErrorCode, string> = {
+  VALIDATION_ERROR:
+    'the request has the wrong shape (400: not JSON, an unknown or missing field, a wrong type) or a value is not acceptable (422); `error` names the field',
+  AUTH_MISSING_HEADER: 'no credential: send `Authorization: Bearer <key>` (or `X-API-Key`; the admin token on the admin API)',
+  AUTH_INVALID_KEY: 'the key or token is unknown, deactivated or wrong',
+  INSUFFICIENT_BALANCE: 'the balance cannot pay the send or the whole bulk; nothing was charged: top up',
+  SPEND_CAP_REACHED: "the API key's daily spend cap leaves no room; nothing was charged: wait for the next day or raise the cap",
+  HTTPS_REQUIRED: 'plain HTTP under `REQUIRE_HTTPS=true`: call the https:// URL',
+  FORBIDDEN: "a provider callback's signature is missing or wrong, or the caller may not do this",
+  NOT_FOUND: 'no such record for this caller (another account’s records are not found either)',
+  METHOD_NOT_ALLOWED: 'the path exists with other methods, listed in `Allow`',
+  REQUEST_TIMEOUT: 'a large body arrived too slowly; nothing was done: send it again, faster or smaller',
+  CONFLICT: 'a request with the same `Idempotency-Key` is still running, or the record is in a state that refuses this',
+  MEDIA_PENDING: "an inbound message's media is still being fetched: ask again shortly",
+  MEDIA_FAILED: "an inbound message's media could not be fetched from the provider",
+  PAYLOAD_TOO_LARGE: 'the body is over the limit (37,232,064 bytes; a provider callback 4 MiB)',
+  UNSUPPORTED_MEDIA_TYPE: 'the body is not `Content-Type: application/json`',
+  IDEMPOTENCY_KEY_REUSED: 'the `Idempotency-Key` was used within 24 h with another body: use a new key',
+  SENDER_DISABLED: 'the sender the message would go from is disabled; nothing was charged',
+  RECIPIENT_OPTED_OUT: 'the recipient opted out of the account’s messages; nothing was charged (or the message was refunded)',
+  WINDOW_CLOSED: "a free-form message outside the customer's 24-hour window; nothing was charged: send an approved template",
+  TEMPLATE_NOT_APPROVED: "the WhatsApp template is not approved for the message's sender; nothing was charged",
+  PRICE_ABOVE_MAX: 'the message would cost more than its `max_price`; nothing was charged',
+  RATE_LIMITED: "the API key's request rate, or the sender's pace, is exceeded: retry after `Retry-After` seconds",
+  MESSAGING_LIMIT: "a business-initiated message past the sender's WhatsApp tier; nothing was charged: retry after `Retry-After`",
+  INTERNAL_ERROR: 'a fault of the service; the `request_id` names its line in the log',
+  BAD_GATEWAY: 'the provider refused or did not answer; the message was refunded',
+  SERVICE_UNAVAILABLE: 'the database cannot be reached, or a large body waited too long for its turn: retry after `Retry-After`',
+}
+
 export class ApiError extends Error {
   readonly status: number
   constructor(

@@ -151,4 +151,8 @@ export class Registry {
   families(): Family[] {
     return this.metrics.map((m) => m.family())
   }
+  /** Each metric's name, type, help and label names, for the generated reference (docs/reference/metrics.md). */
+  describe(): { name: string; type: Family['type']; help: string; labels: readonly string[] }[] {
+    return this.metrics.map((m) => ({ name: m.name, type: m.family().type, help: m.help, labels: m.labelNames }))
+  }
 }

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { version } from '../../package.json'
 import { freePort, startChild, type Child } from '../helpers/child'
+import { shBlock } from '../helpers/docs'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { until } from '../helpers/wait'
 
@@ -61,10 +62,9 @@ const json = (r: Run) => {
   return JSON.parse(r.out)
 }
 
-/** The README's ```sh block containing `marker`, pointed at this test's service. */
+/** The docs' ```sh block containing `marker` (README.md or docs/), pointed at this test's service. */
 function readmeBlock(marker: string): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(marker))
+  const block = shBlock(marker)
   expect(block).toBeDefined()
   return block!.replaceAll('http://127.0.0.1:3000', child.url).trimEnd()
 }
@@ -242,15 +242,17 @@ test('an unreachable service: the URL tried and how to point elsewhere, exit 1, 
   expect(wrong.err).toContain(`ADMIN_TOKEN is not the admin token of the service at ${child.url}`)
 })
 
-test("quickstart: the export line and the README's calls work; run again, the same account with a new working key", async () => {
+test('quickstart: the export line and the calls of the README and docs/start/quick-start.md work; run again, the same account with a new working key', async () => {
   const first = admin('quickstart')
   expect(first.code).toBe(0)
   const vars = exported(exportLine(first.out))
   expect(Object.keys(vars)).toEqual(['KEY', 'ACCOUNT_ID', 'KEY_ID'])
   expect(first.out).toContain(`account ${vars.ACCOUNT_ID} "Demo account" created: balance 100,000`)
 
-  // The calls it prints are the README's, with this service's URL; run as printed after the export line.
+  // The calls it prints are the README's and the quick start's (docs/start/quick-start.md), with this
+  // service's URL; run as printed after the export line.
   const readme = readmeBlock('/api/v1/balance -H')
+  expect(shBlock('/api/v1/balance -H', ['docs/start/quick-start.md'])).toBe(shBlock('/api/v1/balance -H', ['README.md']))
   expect(first.out).toContain(`\n${readme}\n`)
   const [balance, send, list] = commandsOf(readme).map((call) => JSON.parse(bash(`${exportLine(first.out)}\n${call}`).out))
   expect(balance).toMatchObject({ success: true, data: { wa_balance: 100_000 } })
@@ -293,6 +295,16 @@ test("quickstart: the export line and the README's calls work; run again, the sa
   const [accountId, key] = evaluated.out.trim().split(' ')
   expect(accountId).toBe(vars.ACCOUNT_ID)
   expect(key).toMatch(/^pm_\w+$/)
+
+  // The quick start's bulk of two and the messages already read, as written.
+  const bulkBlock = readmeBlock("'Idempotency-Key: order-1001'")
+  const [bulk, read] = commandsOf(bulkBlock).map((call) => JSON.parse(bash(`${exportLine(first.out)}\n${call}`).out))
+  expect(bulk).toMatchObject({ success: true })
+  expect(bulk.data.results.map((r: { to: string; status: string }) => [r.to, r.status])).toEqual([
+    ['+6281234567890', 'sent'],
+    ['+6281234567891', 'sent'],
+  ])
+  expect(read).toMatchObject({ success: true })
 })
 
 test("the README's command-line examples run as written, with the quickstart's variables", () => {

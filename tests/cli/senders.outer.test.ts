@@ -6,11 +6,12 @@
 // SECRETS_KEY; the README's senders examples run as written; and no command ever prints a credential.
 
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { decodeKey, encodeKey, generateKey, keyIdOf } from '../../src/lib/secrets'
 import { ADMIN_TOKEN } from '../helpers/app'
+import { shBlock } from '../helpers/docs'
 import { call, startChild, type Child } from '../helpers/child'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { fakeTwilio } from '../helpers/fake-twilio'
@@ -100,10 +101,9 @@ const ok = (r: Run) => {
 }
 const api = (method: string, path: string, key: string, body?: unknown) => call(child.url, method, path, body, key)
 
-/** The README's ```sh block containing `marker`, pointed at this test's service. */
+/** The docs' ```sh block containing `marker` (README.md or docs/), pointed at this test's service. */
 function readmeBlock(marker: string): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(marker))
+  const block = shBlock(marker)
   expect(block).toBeDefined()
   return block!.replaceAll('http://127.0.0.1:3000', child.url)
 }

@@ -4,9 +4,9 @@
 // errors, simulator inbound, and the README's approved-template example run as written.
 
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
+import { shBlock } from '../helpers/docs'
 import { startChild, type Child } from '../helpers/child'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -113,8 +113,7 @@ test("simulator inbound opens a number's window; a bad number is refused", () =>
 })
 
 test("the README's approved-template example runs as written: the template goes, free-form only after the number writes in", () => {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('simulator inbound 081234567890'))
+  const block = shBlock('simulator inbound 081234567890', ['docs/guides/templates.md'])
   expect(block).toBeDefined()
   const script = `set -e\neval "$(bun run admin quickstart | grep '^export')"\n${block!.replaceAll('http://127.0.0.1:3000', child.url)}`
   const ran = run(['bash', '-c', script])

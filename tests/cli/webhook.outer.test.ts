@@ -15,6 +15,7 @@ import { call, freePort, startChild, type Child } from '../helpers/child'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { startReceiver, type Received, type Receiver } from '../helpers/receiver'
 import { until } from '../helpers/wait'
+import { shBlock } from '../helpers/docs'
 
 const CLI = `${import.meta.dir}/../../src/cli/admin.ts`
 const dataDir = mkdtempSync(join(tmpdir(), 'cli-webhook-'))
@@ -456,4 +457,77 @@ describe.skipIf(!usingPostgres())('two instances on one PostgreSQL database', ()
       await other.stop()
     }
   }, 120_000)
+})
+
+describe('the webhook guides, as written', () => {
+  const ROOT = join(import.meta.dir, '..', '..')
+  /** The guide's block, its example URLs pointed at this test's service and receivers. */
+  const guide = (page: string, marker: string) =>
+    shBlock(marker, [page])!
+      .replaceAll('http://127.0.0.1:3000', service.url)
+      .replaceAll('http://localhost:8080/hook', local.url('localhost', '/hook'))
+      .replaceAll('https://crm.example.com/hooks/messages', registered.url('127.0.0.1', '/hooks/messages'))
+  const shellEnv = (vars: Record<string, string>) => ({ ...cliEnv(service), ...vars })
+
+  test("docs/start/webhooks-on-a-laptop.md: listen forwards the key's events signed with its listen secret; webhook test reaches both URLs", async () => {
+    const { key, keyId } = await account(service)
+    // `webhook listen`, as its block's first line, in its own process group so that Ctrl-C reaches bun run's child too.
+    const listenLine = guide('docs/start/webhooks-on-a-laptop.md', 'webhook listen "$KEY_ID" --forward-to')
+      .split('\n')
+      .find((line) => line.startsWith('bun run admin webhook listen'))!
+    const proc = Bun.spawn(['setsid', 'bash', '-c', `exec ${listenLine}`], {
+      cwd: ROOT,
+      env: shellEnv({ KEY_ID: String(keyId) }),
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    running.add(proc)
+    let out = ''
+    void (async () => {
+      for await (const chunk of proc.stdout as ReadableStream<Uint8Array>) out += new TextDecoder().decode(chunk)
+    })()
+    try {
+      await until(
+        () => out,
+        (text) => /^ {2}whsec_\S+$/m.test(text) || proc.exitCode !== null,
+        30_000,
+        'the listen command to be ready',
+      )
+      expect(out).toContain(`Ready: listening to the events of key ${keyId} at ${service.url}`)
+      expect(out).toContain(`Forwarding each event to ${local.url('localhost', '/hook')}`)
+      const listenSecret = /^ {2}(whsec_\S+)$/m.exec(out)![1]!
+      const sid = await send(service, key)
+      await local.waitFor(2, 20_000) // delivered, then read
+      expect(local.requests.map((r) => [r.path, verify(listenSecret, r).data.message_sid, verify(listenSecret, r).data.status])).toEqual([
+        ['/hook', sid, 'delivered'],
+        ['/hook', sid, 'read'],
+      ])
+    } finally {
+      process.kill(-proc.pid, 'SIGINT')
+      await proc.exited
+    }
+
+    // docs/guides/webhooks.md's registration with events (its URL: this test's receiver), then the laptop
+    // guide's two `webhook test` lines: the registered URL, then the local one.
+    const registration = guide('docs/guides/webhooks.md', '"events":["message.status","message.received","balance.low"]')
+    const registeredRun = Bun.spawnSync(['bash', '-c', registration], { cwd: ROOT, env: shellEnv({ KEY: key }), stdout: 'pipe' })
+    expect(JSON.parse(registeredRun.stdout.toString())).toMatchObject({
+      success: true,
+      data: { events: ['message.status', 'message.received', 'balance.low'] },
+    })
+    local.reset()
+    const tests = guide('docs/start/webhooks-on-a-laptop.md', 'webhook test "$KEY_ID"')
+    const proc2 = Bun.spawn(['bash', '-c', `set -e\n${tests}`], {
+      cwd: ROOT,
+      env: shellEnv({ KEY_ID: String(keyId) }),
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [testOut, testErr, code] = await Promise.all([new Response(proc2.stdout).text(), new Response(proc2.stderr).text(), proc2.exited])
+    expect(testErr.replace(/^\$ .*\n/gm, '')).toBe('')
+    expect(code).toBe(0)
+    expect(testOut).toMatch(/→ 200 \(\d+ ms\)[\s\S]*→ 200 \(\d+ ms\)/)
+    expect(registered.requests.map((r) => r.path)).toEqual(['/hooks/messages'])
+    expect(local.requests.map((r) => r.path)).toEqual(['/hook'])
+  }, 90_000)
 })

@@ -12,7 +12,7 @@ import { readConfig } from '../../src/config'
 import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN } from '../helpers/app'
 import { createMigratedPostgresDatabase, migratedDataDir, usingPostgres } from '../helpers/db'
-import { openBrowser, screenshot, SETUP_TIMEOUT_MS, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
+import { axeViolations, openBrowser, screenshot, SETUP_TIMEOUT_MS, skipBrowserTests, step, type TestBrowser } from '../helpers/browser'
 
 // `DOCS_SCREENSHOTS=docs bun run test tests/docs/browser.outer.test.ts` renews the README's screenshot.
 const SHOTS = process.env.DOCS_SCREENSHOTS ?? join(tmpdir(), 'docs-screenshots')
@@ -107,4 +107,24 @@ describe.skipIf(skipBrowserTests())('the API reference in Chromium, offline', ()
     expect(blocked).toEqual([])
     expect(problems).toEqual([])
   }, 60_000)
+
+  test('/docs and /docs/admin have no serious or critical axe violation, listed and with an operation open', async () => {
+    for (const [path, first] of [
+      ['/docs', '/api/v1/messages/send'],
+      ['/docs/admin', '/admin/v1/accounts'],
+    ] as const) {
+      await step(page, `open ${path}`, async () => {
+        await page.goto(`${service.url}${path}`)
+        await operation(first).first().waitFor({ timeout: 30_000 })
+      })
+      expect({ path, violations: await axeViolations(page) }).toEqual({ path, violations: [] })
+      await step(page, `open ${first}`, async () => {
+        await operation(first).first().click()
+        await page.locator('.opblock.is-open .responses-table').first().waitFor()
+      })
+      expect({ path, open: first, violations: await axeViolations(page) }).toEqual({ path, open: first, violations: [] })
+    }
+    expect(blocked).toEqual([])
+    expect(problems).toEqual([])
+  }, 120_000)
 })

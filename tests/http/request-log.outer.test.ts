@@ -152,10 +152,16 @@ describe.each(['text', 'json'] as const)('LOG_FORMAT=%s', (format) => {
 
     for (const secret of secrets) expect({ secret, found: output.includes(secret) }).toEqual({ secret, found: false })
     if (format === 'json') {
-      expect(events.find((e) => e.msg === 'listening')).toMatchObject({ url: child.url, provider: 'simulator' })
+      expect(events.find((e) => e.msg === 'listening')).toMatchObject({
+        url: child.url,
+        dashboard_url: `${child.url}/dashboard`,
+        docs_url: `${child.url}/docs`,
+        provider: 'simulator',
+      })
       expect(output).not.toContain('messaging-api listening on')
     } else {
       expect(output).toContain(`messaging-api listening on ${child.url}`)
+      expect(output).toContain(`  dashboard ${child.url}/dashboard\n`)
     }
   }, 120_000)
 })

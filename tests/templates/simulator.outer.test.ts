@@ -4,10 +4,11 @@
 // simulator's worker on its own, then sent (issue 30 §5).
 
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ADMIN_TOKEN } from '../helpers/app'
+import { shBlock } from '../helpers/docs'
 import { startChild, type Child } from '../helpers/child'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 
@@ -39,10 +40,9 @@ function bash(script: string) {
   return { code: done.exitCode, out: done.stdout.toString(), err: done.stderr.toString() }
 }
 
-/** The README's ```sh block containing `marker`, pointed at this test's service. */
+/** The docs' ```sh block containing `marker` (README.md or docs/), pointed at this test's service. */
 function readmeBlock(marker: string): string {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8')
-  const block = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes(marker))
+  const block = shBlock(marker)
   expect(block).toBeDefined()
   return block!.replaceAll('http://127.0.0.1:3000', child.url).trimEnd()
 }

@@ -77,6 +77,21 @@ async function read(sql: Sql, clock: Pick<Clock, 'sqlNow'>): Promise<Family[]> {
   }
 }
 
+/** The families a scrape reads from the database, with zero values: their names, help and labels (docs/reference/metrics.md). */
+export const queueFamiliesShape = (): Family[] => [
+  ...depthFamilies({
+    handoffs_queued: 0,
+    handoffs_quarantined: 0,
+    webhook_pending: 0,
+    webhook_oldest_age: 0,
+    webhook_due_lag: 0,
+    parked_reports: 0,
+    campaigns_sending: 0,
+  }),
+  ...connectionFamilies([]),
+  ...readFamilies(1, performance.now()),
+]
+
 const gauge = (name: string, help: string, value: number): Family => ({ name, help, type: 'gauge', samples: [{ labels: {}, value }] })
 
 function depthFamilies(d: Depths): Family[] {
