@@ -31,6 +31,8 @@ describe('POST /contacts', () => {
         city: 'Bandung',
         tags: ['vip', 'reseller', 'jakarta'],
         attributes: {},
+        // Extension (issue 32): a WhatsApp user id, when Meta named one in an inbound message.
+        user_id: null,
         created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/),
       },
     })

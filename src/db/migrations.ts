@@ -44,7 +44,8 @@ import settlements from '../../sql/0043_settlements.sql' with { type: 'text' }
 import parkedPricing from '../../sql/0044_parked_pricing.sql' with { type: 'text' }
 import campaignMaxPrice from '../../sql/0045_campaign_max_price.sql' with { type: 'text' }
 import conversationManners from '../../sql/0046_conversation_manners.sql' with { type: 'text' }
-import parkedPricedSent from '../../sql/0055_parked_priced_sent.sql' with { type: 'text' }
+import customerUserIds from '../../sql/0047_customer_user_ids.sql' with { type: 'text' }
+import parkedPricedSent from '../../sql/0048_parked_priced_sent.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -94,5 +95,6 @@ export const MIGRATIONS: Migration[] = [
   { version: 44, name: '0044_parked_pricing.sql', text: parkedPricing },
   { version: 45, name: '0045_campaign_max_price.sql', text: campaignMaxPrice },
   { version: 46, name: '0046_conversation_manners.sql', text: conversationManners },
-  { version: 55, name: '0055_parked_priced_sent.sql', text: parkedPricedSent },
+  { version: 47, name: '0047_customer_user_ids.sql', text: customerUserIds },
+  { version: 48, name: '0048_parked_priced_sent.sql', text: parkedPricedSent },
 ]

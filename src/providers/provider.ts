@@ -199,6 +199,11 @@ export interface Provider {
    * (modules/messages/window.ts, WINDOW_CHECK).
    */
   readonly enforcesWindow?: boolean
+  /**
+   * It reaches a customer by a WhatsApp business-scoped user id (`ID.1349…`, issue 32) as well as by a
+   * phone: a send's `to` may be one. Without it a user id is refused 422 before charging.
+   */
+  readonly userIds?: boolean
   /** The rich kinds it sends (none: text, media_url and templates only); others are refused with 422 before charging. */
   readonly rich?: ReadonlySet<RichKind>
   /** Why it cannot send this content although it sends its kind (a limit of its own, naming the field), or null. */
@@ -423,8 +428,10 @@ export type InboundType =
 export type InboundMessage = {
   /** The provider's message id (Meta's wamid, Twilio's SM/MM SID): a repeat delivery is recognised by it. */
   id: string
-  /** The customer's number as the provider gives it (`6281…`, `+6281…`). */
+  /** The customer's number as the provider gives it (`6281…`, `+6281…`); '' when it names the customer by user id only. */
   from: string
+  /** The customer's WhatsApp business-scoped user id (Meta's `from_user_id` / `contacts[].user_id`), else null. */
+  userId?: string | null
   /** The customer's name as the provider gives it (Meta's profile name, Twilio's ProfileName), else null. */
   name: string | null
   /** The number reached: what finds its stored sender (Meta: `identity` = phone_number_id; Twilio: `number`, E.164). */
@@ -450,8 +457,10 @@ export type InboundMessage = {
  * inbound rule names; a resume lifts only an opt-out a provider's signal made.
  */
 export type ConsentSignal = {
-  /** The customer's number as the provider gives it. */
+  /** The customer's number as the provider gives it ('' when it names the customer by user id only). */
   from: string
+  /** The customer's business-scoped user id, when the provider gives one. */
+  userId?: string | null
   /** The number reached, as for an inbound message. */
   to: { identity: string | null; number: string | null }
   optedOut: boolean
@@ -470,6 +479,22 @@ export type SignedReport = StatusReport & { senders: SenderRef[] }
 export type SignedInbound = InboundMessage & { sender: SenderRef }
 /** A consent signal of a callback, with the sender it concerns, which the verified signature speaks for. */
 export type SignedConsent = ConsentSignal & { sender: SenderRef }
+
+/** A customer as a provider names one: a phone, a business-scoped user id, or both. */
+export type CustomerIds = { phone: string | null; userId: string | null }
+
+/**
+ * A provider's word that a customer's ids changed (Meta's `user_changed_number` and `user_changed_user_id`
+ * system messages): what the customer was known by, and is now. modules/inbound follows it.
+ */
+export type IdentityChange = {
+  /** The number reached, as for an inbound message. */
+  to: { identity: string | null; number: string | null }
+  previous: CustomerIds
+  current: CustomerIds
+}
+/** An identity change of a callback, with the sender it reached, which the verified signature speaks for. */
+export type SignedIdentityChange = IdentityChange & { sender: SenderRef }
 
 /**
  * A provider's word about one of its senders' WhatsApp templates (Meta's template webhooks), in the
@@ -509,6 +534,7 @@ export type CallbackAnswer = {
   inbound: SignedInbound[]
   consent?: SignedConsent[]
   templates?: SignedTemplateNotice[]
+  identities?: SignedIdentityChange[]
 }
 
 /**

@@ -67,7 +67,18 @@
 
 import type { Clock } from '../../src/lib/clock'
 import { Acceptances, FakeLimits, FakeWindows, fakeTime, retryAfter, type FakeCallbackTarget, type FakeRequest } from './fake-rates'
-import { metaMessagesBody, metaPricing, metaStatusesBody, metaTemplateBody, metaWebhookHeaders, type MetaPricing } from './meta-webhook'
+import {
+  metaMessagesBody,
+  metaPricing,
+  metaStatusesBody,
+  metaSystemBody,
+  metaTemplateBody,
+  metaWebhookHeaders,
+  type MetaPricing,
+} from './meta-webhook'
+
+/** A business-scoped user id as Meta writes one (issue 32): two uppercase letters, a dot, up to 128 letters and digits (a parent id: one more part). */
+const FAKE_USER_ID = /^[A-Z]{2}\.(?:[A-Z]{2,8}\.)?[A-Za-z0-9]{1,128}$/
 
 /** A business phone number the fake knows: its id, the token that may use it, and its node's fields. */
 export type FakePhoneNumber = {
@@ -215,7 +226,10 @@ export type FakeGraph = {
    */
   customerWrites(o: {
     phoneNumberId: string
+    /** The customer's phone (digits); '' for a customer known only by a user id (a username hides the phone). */
     from: string
+    /** The customer's business-scoped user id (`ID.1349…`): sent as `from_user_id` and `contacts[].user_id` (issue 32). */
+    userId?: string
     text: string
     name?: string
     appSecret?: string
@@ -223,6 +237,19 @@ export type FakeGraph = {
     context?: string
     /** A reaction instead of text: to `message_id`, `emoji` (empty: removed). */
     reaction?: { message_id: string; emoji: string }
+  }): Promise<Response>
+  /**
+   * Meta says a customer's ids changed (issue 32): a `system` message (no `contacts[]`), `user_changed_number`
+   * (`from` the old phone, `system.wa_id` the new) or `user_changed_user_id` (`system.previous_user_id` →
+   * `system.user_id`), signed as customerWrites signs.
+   */
+  customerChanged(o: {
+    phoneNumberId: string
+    type: 'user_changed_number' | 'user_changed_user_id'
+    from?: string
+    waId?: string
+    previousUserId?: string
+    userId?: string
   }): Promise<Response>
   /** The message ids customers wrote (customerWrites), as Meta knows them. */
   customerIds: string[]
@@ -569,9 +596,39 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
             ...(o.context ? { context: { from: o.phoneNumberId, id: o.context } } : {}),
           },
         ],
-        { name: o.name ?? 'Customer', displayPhoneNumber: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000' },
+        {
+          name: o.name ?? 'Customer',
+          displayPhoneNumber: fake.phones.get(o.phoneNumberId)?.display_phone_number ?? '15550000000',
+          userId: o.userId,
+        },
       )
-      fake.windows.wrote(o.phoneNumberId, from)
+      // The window opens for each id Meta knows the customer by.
+      if (from) fake.windows.wrote(o.phoneNumberId, from)
+      if (o.userId) fake.windows.wrote(o.phoneNumberId, o.userId)
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: metaWebhookHeaders(body, secret),
+          body,
+        }),
+      )
+    },
+    async customerChanged(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before customerChanged')
+      const secret = fake.phones.get(o.phoneNumberId)?.appSecret
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
+      const body = metaSystemBody(o.phoneNumberId, {
+        ...(o.from ? { from: o.from } : {}),
+        id: `wamid.HBgNSYS${(++counter).toString(16).padStart(8, '0')}`,
+        type: 'system',
+        system: {
+          type: o.type,
+          body: o.type === 'user_changed_number' ? `User changed from ${o.from} to ${o.waId}` : 'User changed their user id',
+          ...(o.waId ? { wa_id: o.waId } : {}),
+          ...(o.userId ? { user_id: o.userId } : {}),
+          ...(o.previousUserId ? { previous_user_id: o.previousUserId } : {}),
+        },
+      })
       return fake.callback.deliver(
         new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
           method: 'POST',
@@ -929,6 +986,13 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     if (sent?.type === 'reaction' && typeof sent.reaction?.message_id === 'string' && !known(sent.reaction.message_id)) {
       return unknownMessage('reaction.message_id')
     }
+    // The customer: `to` (a phone's digits) or, for a user known by a business-scoped user id, `recipient`
+    // (issue 32), never both.
+    if (sent?.to !== undefined && sent?.recipient !== undefined) return invalid('to, recipient: give one of them, not both')
+    if (sent?.recipient !== undefined && !(typeof sent.recipient === 'string' && FAKE_USER_ID.test(sent.recipient))) {
+      return invalid('recipient: not a business-scoped user id (two letters, a dot, up to 128 letters and digits)')
+    }
+    if (sent && sent.to === undefined && sent.recipient === undefined) return missing('to')
     const shape = sent ? graphShapeError(sent) : null
     if (shape) return shape
     // A template message from a phone number whose WhatsApp Business Account has templates: checked against them.
@@ -937,14 +1001,15 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       const refused = templateRefusal(ownTemplates, sent)
       if (refused) return refused
     }
-    if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', String(sent?.to ?? ''))) {
+    const customer = String(sent?.to ?? sent?.recipient ?? '')
+    if (sent?.type !== 'template' && fake.windows.refuses(record.sender ?? '', customer)) {
       return graphError(
         400,
         131047,
         '(#131047) Re-engagement message: more than 24 hours have passed since the recipient last replied to the sender number',
       )
     }
-    const breach = fake.limits.admit(String(sent?.to ?? ''), fake.now(), record.sender ?? '')
+    const breach = fake.limits.admit(customer, fake.now(), record.sender ?? '')
     if (breach?.rule === 'rate') {
       return graphError(fake.throttleStatus, 130429, '(#130429) Rate limit hit', retryAfter(breach.waitMs, fake.retryAfter))
     }
@@ -957,7 +1022,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       )
     }
     const reached = fake.recipients.get(record.sender ?? '') ?? new Set<string>()
-    const to = String(sent?.to ?? '')
+    const to = customer
     if (fake.messagingLimit !== null && !reached.has(to) && reached.size >= fake.messagingLimit) {
       return graphError(
         400,
@@ -983,7 +1048,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       category: sent?.type === 'template' ? (template?.category ?? 'UTILITY') : 'SERVICE',
       type: sent?.type === 'template' ? 'REGULAR' : 'FREE_CUSTOMER_SERVICE',
     })
-    return Response.json({ messaging_product: 'whatsapp', contacts: [{ input: sent?.to, wa_id: sent?.to }], messages: [{ id }] })
+    const contact =
+      sent?.recipient !== undefined ? { input: sent.recipient, user_id: sent.recipient } : { input: sent?.to, wa_id: sent?.to }
+    return Response.json({ messaging_product: 'whatsapp', contacts: [contact], messages: [{ id }] })
   }
 
   const withoutLength = (headers: Headers) => {
@@ -1026,7 +1093,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
         query: new URL(request.url).search.slice(1),
         headers: request.headers,
         body,
-        to: typeof sent?.to === 'string' ? sent.to : null,
+        to: typeof sent?.to === 'string' ? sent.to : typeof sent?.recipient === 'string' ? sent.recipient : null,
         text: textOf(sent),
         account: null,
         sender: /^\/v[\d.]+\/([^/]+)\/messages$/.exec(new URL(request.url).pathname)?.[1] ?? null,

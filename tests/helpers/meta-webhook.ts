@@ -22,8 +22,11 @@ export function metaMessagesBody(
   phoneNumberId: string,
   from: string,
   messages: Record<string, unknown>[],
-  options: { name?: string; displayPhoneNumber?: string } = {},
+  options: { name?: string; displayPhoneNumber?: string; userId?: string } = {},
 ): string {
+  // A customer with a business-scoped user id (issue 32): `contacts[].user_id` and `from_user_id`, and no
+  // `wa_id` / `from` when the phone is hidden (`from` '').
+  const { userId } = options
   return JSON.stringify({
     object: 'whatsapp_business_account',
     entry: [
@@ -35,8 +38,37 @@ export function metaMessagesBody(
             value: {
               messaging_product: 'whatsapp',
               metadata: { display_phone_number: options.displayPhoneNumber ?? '6281100000001', phone_number_id: phoneNumberId },
-              contacts: [{ profile: { name: options.name ?? 'Budi' }, wa_id: from }],
-              messages: messages.map((m) => ({ from, timestamp: String(Math.floor(Date.now() / 1000)), ...m })),
+              contacts: [
+                { profile: { name: options.name ?? 'Budi' }, ...(from ? { wa_id: from } : {}), ...(userId ? { user_id: userId } : {}) },
+              ],
+              messages: messages.map((m) => ({
+                ...(from ? { from } : {}),
+                ...(userId ? { from_user_id: userId } : {}),
+                timestamp: String(Math.floor(Date.now() / 1000)),
+                ...m,
+              })),
+            },
+          },
+        ],
+      },
+    ],
+  })
+}
+
+/** A notification of one `system` message (a changed number or user id; no `contacts[]`, as Meta sends it), as JSON text. */
+export function metaSystemBody(phoneNumberId: string, message: Record<string, unknown>): string {
+  return JSON.stringify({
+    object: 'whatsapp_business_account',
+    entry: [
+      {
+        id: '200000000000001',
+        changes: [
+          {
+            field: 'messages',
+            value: {
+              messaging_product: 'whatsapp',
+              metadata: { display_phone_number: '6281100000001', phone_number_id: phoneNumberId },
+              messages: [{ timestamp: String(Math.floor(Date.now() / 1000)), ...message }],
             },
           },
         ],

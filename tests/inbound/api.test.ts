@@ -215,6 +215,9 @@ describe('GET /conversations/{phone}', () => {
     expect(answer.body.data.window).toEqual({ open: false, until: null, sender_id: null, last_inbound_at: null })
     expect(answer.body.data.items.map((i: { direction: string }) => i.direction)).toEqual(['outbound'])
     const bad = await t.api('GET', '/conversations/not-a-phone', account.key)
-    expect([bad.status, bad.body]).toEqual([422, errorEnvelope(bad.headers, 'VALIDATION_ERROR', 'phone: not a valid phone number')])
+    expect([bad.status, bad.body]).toEqual([
+      422,
+      errorEnvelope(bad.headers, 'VALIDATION_ERROR', 'phone: not a valid phone number nor a WhatsApp user id (ID.1349…)'),
+    ])
   })
 })

@@ -1473,4 +1473,54 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/inbound/manners.test.ts'],
     filter: 'share',
   },
+  {
+    name: 'optout-by-user-id',
+    breaks:
+      'a customer who wrote STOP by WhatsApp user id (a username hiding the phone) is sent to at the phone once Meta links the two: the opt-out stays on the user id',
+    edits: [{ file: 'src/modules/inbound/customers.ts', find: '    await rekeyOptOuts(tx, accounts, from, to)\n', replace: '' }],
+    tests: ['tests/inbound/user-ids.test.ts'],
+    filter: 'STOP by user id',
+  },
+  {
+    name: 'user-id-rekey-tenant',
+    breaks:
+      "a tenant's own signed Meta webhook naming another tenant's customer's user id with a phone of its choosing re-keys that customer's opt-outs and contact in every account",
+    edits: [
+      {
+        file: 'src/modules/inbound/customers.ts',
+        find: '  if (senderId === null) return null\n  const rows',
+        replace: '  if (senderId === null || true) return null\n  const rows',
+      },
+    ],
+    tests: ['tests/inbound/user-ids.test.ts'],
+    filter: "another tenant's key",
+  },
+  {
+    name: 'user-id-link-account',
+    breaks:
+      "an account's request by user id (a filter, a conversation, an opt-out) follows another tenant's link of that user id to a phone: its customer's messages vanish behind the planted phone",
+    edits: [
+      {
+        file: 'src/modules/customers/service.ts',
+        find: 'and (l.sender_key = 0 or exists',
+        replace: 'and (true or exists',
+      },
+    ],
+    tests: ['tests/inbound/user-ids.test.ts'],
+    filter: "another tenant's key",
+  },
+  {
+    name: 'user-id-link-sender',
+    breaks:
+      "a send by user id follows a link another tenant's signed webhook made on its own number: the account's message goes to the phone that tenant planted",
+    edits: [
+      {
+        file: 'src/modules/customers/service.ts',
+        find: 'select phone from customer_links where sender_key = ${senderKey(senderId)} and user_id = ${userId}`',
+        replace: 'select phone from customer_links where user_id = ${userId} order by updated_at desc limit 1`',
+      },
+    ],
+    tests: ['tests/inbound/user-ids.test.ts'],
+    filter: "another tenant's key",
+  },
 ]

@@ -26,7 +26,7 @@ export const contactsApi = (deps: Deps) => {
           summary: "List the account's contacts, newest first",
           description:
             '`data` is `{items, total, limit, offset, has_more}`: `offset` counts records, `total` counts every match. ' +
-            'Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail, ' +
+            'Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail (or is a WhatsApp user id), ' +
             'case-insensitive, anywhere in the value.',
         },
       },

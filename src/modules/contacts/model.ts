@@ -13,7 +13,8 @@ export const ContactsQuery = t.Object({
     t.String({
       description:
         'Case-insensitive substring of the name, phone or e-mail, at most 200 characters. A number written ' +
-        'in the 08xx form also matches its +62 form.',
+        'in the 08xx form also matches its +62 form. A WhatsApp business-scoped user id (`ID.13491208655302741918`) finds ' +
+        'the contact known by it.',
       examples: ['budi'],
     }),
   ),
@@ -64,11 +65,20 @@ export const Contact = t.Object(
   {
     id: Type.Integer(),
     name: t.String(),
-    phone: t.String({ description: 'Normalised, +62 international form' }),
+    phone: t.String({
+      description:
+        'Normalised, +62 international form (any country in + and digits for a contact made by an inbound message); a customer ' +
+        'known only by a WhatsApp business-scoped user id has the user id here until Meta names the phone',
+    }),
     email: t.Union([t.String(), t.Null()]),
     city: t.Union([t.String(), t.Null()]),
     tags: t.Array(t.String()),
     attributes: t.Record(t.String(), t.String(), { description: "The contact's own values: key to text, `{}` when none" }),
+    user_id: t.Union([t.String(), t.Null()], {
+      description:
+        "Extension (issue 32): the customer's WhatsApp business-scoped user id (`ID.` and up to 128 letters and digits) when Meta " +
+        'named one in an inbound message; null otherwise',
+    }),
     created_at: t.String({ description: 'YYYY-MM-DD HH:MM:SS in the service time zone' }),
   },
   {
@@ -81,6 +91,7 @@ export const Contact = t.Object(
         city: 'Bandung',
         tags: ['vip', 'reseller'],
         attributes: { order_id: 'INV-1001' },
+        user_id: null,
         created_at: '2025-01-31 09:15:00',
       },
     ],

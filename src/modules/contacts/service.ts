@@ -7,6 +7,7 @@ import { ApiError, badValue } from '../../http/errors'
 import { pageOf, type Page } from '../../lib/validate'
 import type { CreateContactBody } from './model'
 import { requirePhone } from '../../http/values'
+import { isUserId } from '../../lib/user-id'
 
 export const MAX_TEXT = 200
 export const MAX_EMAIL = 254
@@ -30,9 +31,10 @@ type ContactRow = {
   city: string | null
   tags: string[]
   attributes: Attributes
+  user_id: string | null
   created_at: Date
 }
-const COLUMNS = 'id, name, phone, email, city, tags, attributes, created_at'
+const COLUMNS = 'id, name, phone, email, city, tags, attributes, user_id, created_at'
 
 /** Attributes with their keys in order (jsonb keeps them shortest first). */
 const sortedAttributes = (attributes: Attributes): Attributes =>
@@ -46,6 +48,7 @@ const contactView = (row: ContactRow) => ({
   city: row.city,
   tags: row.tags,
   attributes: sortedAttributes(row.attributes),
+  user_id: row.user_id,
   created_at: row.created_at,
 })
 
@@ -134,6 +137,8 @@ function searchCondition(search: string | undefined): { text: string; params: st
   const substring = `%${escapeLike(term)}%`
   // A term without a whole trigram cannot use the trigram index (it would read all of it): scan instead.
   const column = term.replace(/[^\p{L}\p{N}]/gu, '').length < 3 ? "(search_text || '')" : 'search_text'
+  // A WhatsApp user id (issue 32): a contact known by one has it in user_id (and in phone until a phone is known).
+  if (isUserId(search!.trim())) return { text: `and (${column} like $2 or user_id = $3)`, params: [substring, search!.trim()] }
   if (!/^\+?[\d\s\-.()]+$/.test(term) || !/\d/.test(term)) {
     return { text: `and ${column} like $2`, params: [substring] }
   }
@@ -317,10 +322,23 @@ export async function importContacts(
  * The id of the account's contact with `phone`, created with `name` when missing (an inbound message
  * from a new number); an existing contact keeps its name.
  */
-export async function ensureContact(db: Db, accountId: number, phone: string, name: string): Promise<number> {
+export async function ensureContact(db: Db, accountId: number, phone: string, name: string, userId: string | null = null): Promise<number> {
   const [contact] = await db<{ id: number }[]>`
-    insert into contacts (account_id, name, phone) values (${accountId}, ${name.slice(0, MAX_TEXT)}, ${phone})
-    on conflict (account_id, phone) do update set phone = excluded.phone
+    insert into contacts (account_id, name, phone, user_id) values (${accountId}, ${name.slice(0, MAX_TEXT)}, ${phone}, ${userId})
+    on conflict (account_id, phone) do update set phone = excluded.phone, user_id = coalesce(excluded.user_id, contacts.user_id)
     returning id`
   return Number(contact!.id)
+}
+
+/**
+ * A customer's key changed (issue 32): in `accounts` (null: every account), a contact keyed `from` takes
+ * the key `to` unless the account has a contact keyed `to` already (then both stay); `userId`, when
+ * given, is the user id of the contact keyed `to` from now on.
+ */
+export async function rekeyContacts(tx: Db, accounts: number[] | null, from: string, to: string, userId: string | null): Promise<void> {
+  const scope = accounts === null ? tx`true` : tx`c.account_id = any(${accounts}::bigint[])`
+  await tx`
+    update contacts c set phone = ${to} where c.phone = ${from} and ${scope}
+      and not exists (select 1 from contacts k where k.account_id = c.account_id and k.phone = ${to})`
+  if (userId !== null) await tx`update contacts c set user_id = ${userId} where c.phone = ${to} and ${scope}`
 }

@@ -193,7 +193,21 @@ export const inboundApi = (deps: Deps) => {
         params: ConversationParams,
         query: ConversationQuery,
         response: {
-          200: envelopeOf(t.Object({ phone: t.String(), window: ConversationWindow, items: t.Array(ConversationItem), ...listFields })),
+          200: envelopeOf(
+            t.Object({
+              phone: t.String({
+                description:
+                  "The customer's key: the phone in + form, or the WhatsApp user id of a customer known only by one (a user id linked " +
+                  "to a phone through one of the account's numbers answers with the phone)",
+              }),
+              user_id: t.Union([t.String(), t.Null()], {
+                description: "Extension: the customer's WhatsApp business-scoped user id, when a provider named one; null otherwise",
+              }),
+              window: ConversationWindow,
+              items: t.Array(ConversationItem),
+              ...listFields,
+            }),
+          ),
           ...errorsOf(400, 401, 422),
         },
         detail: {

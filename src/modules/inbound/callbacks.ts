@@ -19,7 +19,7 @@ import { CALLBACK_JSON_BOUNDS, MAX_CALLBACK_BODY_BYTES, MAX_CALLBACK_FORM_FIELDS
 import { readCapped } from '../../lib/stream'
 import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { createReportReceiver } from '../status/receiver'
-import { storeConsent, storeInbound } from './service'
+import { storeConsent, storeIdentityChanges, storeInbound } from './service'
 import { applyTemplateNotices } from '../templates/notices'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
@@ -116,6 +116,8 @@ export function providerCallbacks(deps: Deps) {
         })
         if (answer instanceof Response) return answer
         const { reports, inbound } = answer
+        // A changed number or user id first: the messages of the same notification are stored under the new key.
+        if (answer.identities?.length) await storeIdentityChanges(deps.sql, answer.identities)
         const stored =
           inbound.length > 0
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config, clock: deps.clock })

@@ -24,6 +24,15 @@ export async function holdConversation(db: Db, senderId: SenderRef, phone: strin
     on conflict (coalesce(sender_id, 0), phone) do update set account_id = excluded.account_id, source = excluded.source, updated_at = now()`
 }
 
+/** A customer's key changed on a number (issue 32): its conversation is held under `to`, unless `to`'s is held already. */
+export async function rekeyHolder(db: Db, senderId: SenderRef, from: string, to: string): Promise<void> {
+  const number = db`coalesce(sender_id, 0) = coalesce(${senderId}::bigint, 0)`
+  await db`
+    delete from conversation_holders where ${number} and phone = ${from}
+      and exists (select 1 from conversation_holders k where coalesce(k.sender_id, 0) = coalesce(${senderId}::bigint, 0) and k.phone = ${to})`
+  await db`update conversation_holders set phone = ${to}, updated_at = now() where ${number} and phone = ${from}`
+}
+
 type Row = { sender_id: number | null; phone: string; account_id: number; source: HolderSource; updated_at: Date }
 
 const view = (r: Row) => ({

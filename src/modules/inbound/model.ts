@@ -4,7 +4,12 @@ import { t } from 'elysia'
 import { dateRangeFields, pageFields, QueryInteger } from '../../http/models'
 
 const phoneFilter = t.Optional(
-  t.String({ description: "Only this customer's messages: 08xx, 62xx, +62xx, or any number in + and digits", examples: ['081234567890'] }),
+  t.String({
+    description:
+      "Only this customer's messages: 08xx, 62xx, +62xx, any number in + and digits, or a WhatsApp business-scoped user id " +
+      "(`ID.13491208655302741918`; one linked to a phone finds the phone's)",
+    examples: ['081234567890'],
+  }),
 )
 
 export const InboundListQuery = t.Object({ ...pageFields, phone: phoneFilter, ...dateRangeFields('received_at') })
@@ -32,7 +37,12 @@ export const ConversationQuery = t.Object({
 export type ConversationQuery = typeof ConversationQuery.static
 
 export const ConversationParams = t.Object({
-  phone: t.String({ description: "The customer's number: 08xx, 62xx, +62xx, or any number in + and digits", examples: ['+6281234567890'] }),
+  phone: t.String({
+    description:
+      'The customer: 08xx, 62xx, +62xx, any number in + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; ' +
+      "one linked to a phone through one of the account's numbers finds the phone's conversation)",
+    examples: ['+6281234567890'],
+  }),
 })
 
 const INBOUND_TYPES = 'text, image, document, audio, video, sticker, location, contacts, interactive, button, reaction, unsupported'
@@ -47,7 +57,18 @@ export const InboundMessageView = t.Object({
   sender_id: t.Union([t.Integer(), t.Null()], { description: "The stored sender it reached; null: the deployment's default number" }),
   account_id: t.Union([t.Integer(), t.Null()], { description: 'The account it belongs to (see the account rule); null: none' }),
   contact_id: t.Union([t.Integer(), t.Null()], { description: "The account's contact with that phone (created when missing)" }),
-  phone: t.String({ description: "The customer's number", examples: ['+6281234567890'] }),
+  phone: t.String({
+    description:
+      "The customer's key: the number in + form, or, for a customer known only by a WhatsApp business-scoped user id (a username " +
+      'hides the number), the user id; once Meta names both together, the number',
+    examples: ['+6281234567890'],
+  }),
+  user_id: t.Union([t.String(), t.Null()], {
+    description:
+      "Extension (issue 32): the customer's WhatsApp business-scoped user id as the provider named it with this message " +
+      '(`ID.` and up to 128 letters and digits; Meta only), else null',
+    examples: ['ID.13491208655302741918'],
+  }),
   name: t.Union([t.String(), t.Null()], { description: 'The name the provider gave for the customer' }),
   type: t.String({ description: INBOUND_TYPES, examples: ['text'] }),
   text: t.Union([t.String(), t.Null()], { description: "What a list shows: the text, a caption, a reply's title, a reaction's emoji" }),

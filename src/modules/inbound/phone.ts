@@ -4,6 +4,7 @@
 import { normalizePhone } from '../../lib/phone'
 import { badValue } from '../../http/errors'
 import { MAX_PHONE_CHARS } from '../../lib/validate'
+import { isUserId } from '../../lib/user-id'
 
 /**
  * A customer's number as stored: an Indonesian number in its +62 form, any other as + and its digits
@@ -16,9 +17,10 @@ export function inboundPhone(value: string): string | null {
   return /^\+?\d{6,15}$/.test(digits) ? `+${digits.replace(/^\+/, '')}` : null
 }
 
-/** A phone of a request (path or filter): 422 when it is not a number. */
+/** A customer of a request (path or filter): a number, or a WhatsApp business-scoped user id (issue 32); 422 otherwise. */
 export function requireInboundPhone(value: string, field: string): string {
+  if (isUserId(value.trim())) return value.trim()
   const phone = value.length > MAX_PHONE_CHARS ? null : inboundPhone(value)
-  if (!phone) throw badValue(`${field}: not a valid phone number`)
+  if (!phone) throw badValue(`${field}: not a valid phone number nor a WhatsApp user id (ID.1349…)`)
   return phone
 }

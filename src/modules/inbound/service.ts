@@ -16,7 +16,10 @@ import { formatTimes } from '../../lib/time'
 import { MAX_NAME_CHARS, pageOf, type DateRange } from '../../lib/validate'
 import { inboundPhone, requireInboundPhone } from './phone'
 import { holdConversation } from './holders'
-import type { SenderRef, SignedConsent, SignedInbound } from '../../providers/provider'
+import type { SenderRef, SignedConsent, SignedIdentityChange, SignedInbound } from '../../providers/provider'
+import { isUserId } from '../../lib/user-id'
+import { customerKey, followIdentityChange, linkCustomer } from './customers'
+import { accountCustomerKey } from '../customers/service'
 import { ensureContact } from '../contacts/service'
 import { accountEvent } from '../webhooks/events'
 import { lastWritten, WINDOW_HOURS } from './window'
@@ -54,7 +57,13 @@ export async function simulatedSenderOf(sql: Sql, number: string | null): Promis
  * 3. Otherwise a stored sender's default account (else the first it was given to); on the deployment's
  *    number, no account: operators see the message in GET /admin/v1/inbound and may assign it.
  */
-async function accountOf(tx: Tx, senderId: SenderRef, phone: string, replyTo: string | null | undefined): Promise<number | null> {
+async function accountOf(
+  tx: Tx,
+  senderId: SenderRef,
+  phone: string,
+  replyTo: string | null | undefined,
+  userId: string | null = null,
+): Promise<number | null> {
   const mayHold = (account: Fragment) =>
     senderId === null
       ? tx`true`
@@ -74,7 +83,8 @@ async function accountOf(tx: Tx, senderId: SenderRef, phone: string, replyTo: st
   if (held) return Number(held.account_id)
   const [first] = await tx<{ account_id: number }[]>`
     select m.account_id from messages m
-    where m.phone = ${phone} and m.sender_id is not distinct from ${senderId} and ${mayHold(tx`m.account_id`)}
+    where m.phone = any(${userId === null ? [phone] : [phone, userId]}::text[]) and m.sender_id is not distinct from ${senderId}
+      and ${mayHold(tx`m.account_id`)}
     order by m.created_at, m.id limit 1`
   if (first) {
     await holdConversation(tx, senderId, phone, Number(first.account_id), 'first_message')
@@ -100,8 +110,10 @@ export async function storeInbound(
 ): Promise<(number | null)[]> {
   const ids: (number | null)[] = []
   for (const message of messages) {
-    const phone = inboundPhone(message.from)
-    if (!phone) {
+    // The customer: a phone, a business-scoped user id (issue 32), or both.
+    const userId = message.userId && isUserId(message.userId) ? message.userId : null
+    const fromPhone = inboundPhone(message.from)
+    if (!fromPhone && !userId) {
       ids.push(null)
       continue
     }
@@ -114,13 +126,16 @@ export async function storeInbound(
           const [known] = await tx`select 1 from inbound_message_keys where provider = ${storedAs} and provider_message_id = ${providerId}`
           if (known) return null
           const senderId = message.sender
-          const accountId = await accountOf(tx, senderId, phone, message.replyTo)
+          // Both ids together: the user id's rows take the phone as their key (customers.ts).
+          if (fromPhone && userId) await linkCustomer(tx, senderId, userId, fromPhone)
+          const phone = (await customerKey(tx, senderId, { phone: fromPhone, userId }))!
+          const accountId = await accountOf(tx, senderId, phone, message.replyTo, userId)
           const given = noNul(message.name)?.trim() || null
           const name = (given ?? phone).slice(0, MAX_NAME_CHARS)
           let contactId: number | null = null
           if (accountId !== null) {
             // Created as the provider names the person; an existing contact keeps its name.
-            contactId = await ensureContact(tx, accountId, phone, name)
+            contactId = await ensureContact(tx, accountId, phone, name, userId)
           }
           const receivedAt = message.sentAt && Number.isFinite(message.sentAt.getTime()) ? message.sentAt : options.clock.now()
           // Once per provider message id, in whichever month: inbound_message_keys' key is taken in the same
@@ -132,9 +147,9 @@ export async function storeInbound(
           returning 1
         )
         insert into inbound_messages
-          (provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at,
+          (provider, provider_message_id, sender_id, account_id, contact_id, phone, user_id, name, type, text, content, raw, received_at, created_at,
            reply_to)
-        select ${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${given},
+        select ${storedAs}, ${providerId}, ${senderId}, ${accountId}, ${contactId}, ${phone}, ${userId}, ${given},
                ${message.type}, ${noNul(message.text)}, ${jsonOf(message.content)}::text::jsonb, ${jsonOf(message.raw)}::text::jsonb, ${receivedAt},
                ${nowOf(tx, options.clock)}, ${noNul(message.replyTo?.trim() || null)}
         from key
@@ -169,6 +184,8 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row, repl
   await accountEvent(tx, tz, accountId, 'message.received', {
     id: v.id,
     phone: v.phone,
+    // Extension (issue 32): the customer's business-scoped user id, when the provider named one.
+    ...(v.user_id === null ? {} : { user_id: v.user_id }),
     name: v.name,
     type: v.type,
     text: v.text,
@@ -182,17 +199,22 @@ async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row, repl
 /** A provider's consent signals without a message (Meta's user_preferences): each for the account the conversation rule names. */
 export async function storeConsent(sql: Sql, clock: Clock, timezone: string, signals: SignedConsent[]): Promise<void> {
   for (const signal of signals) {
-    const phone = inboundPhone(signal.from)
-    if (!phone) continue
     await retrying(
       () =>
         transaction(sql, async (tx) => {
+          const phone = await customerKey(tx, signal.sender, { phone: signal.from, userId: signal.userId ?? null })
+          if (phone === null) return
           const accountId = await accountOf(tx, signal.sender, phone, null)
           if (accountId !== null) await consentFromProvider(tx, clock, timezone, accountId, phone, signal)
         }),
       { retryIf: isRolledBack, clock, attempts: 5 },
     )
   }
+}
+
+/** A provider's word that customers' ids changed (Meta's system messages): each followed in its own transaction. */
+export async function storeIdentityChanges(sql: Sql, changes: SignedIdentityChange[]): Promise<void> {
+  for (const change of changes) await transaction(sql, (tx) => followIdentityChange(tx, change))
 }
 
 type Row = {
@@ -203,6 +225,7 @@ type Row = {
   account_id: number | null
   contact_id: number | null
   phone: string
+  user_id: string | null
   name: string | null
   type: string
   text: string | null
@@ -213,7 +236,7 @@ type Row = {
 }
 
 const COLUMNS =
-  'id, provider, provider_message_id, sender_id, account_id, contact_id, phone, name, type, text, content, raw, received_at, created_at'
+  'id, provider, provider_message_id, sender_id, account_id, contact_id, phone, user_id, name, type, text, content, raw, received_at, created_at'
 
 const view = (r: Row) => ({
   id: Number(r.id),
@@ -223,6 +246,7 @@ const view = (r: Row) => ({
   account_id: r.account_id === null ? null : Number(r.account_id),
   contact_id: r.contact_id === null ? null : Number(r.contact_id),
   phone: r.phone,
+  user_id: r.user_id,
   name: r.name,
   type: r.type,
   text: r.text,
@@ -241,7 +265,9 @@ async function list(
   { from, before }: DateRange,
 ) {
   const p = page(query)
-  const phone = query.phone === undefined ? null : requireInboundPhone(query.phone, 'phone')
+  const named = query.phone === undefined ? null : requireInboundPhone(query.phone, 'phone')
+  // A user id linked to a phone finds the phone's messages (the account's links only; the operator's list takes it as given).
+  const phone = named !== null && typeof account === 'number' ? await accountCustomerKey(sql, account, named) : named
   const where = sql`
     where ${account === undefined ? sql`true` : account === null ? sql`account_id is null` : sql`account_id = ${account}`}
       and (${phone}::text is null or phone = ${phone})
@@ -311,7 +337,13 @@ export async function windowWith(sql: Sql, clock: Clock, senderId: number | null
 
 /** GET /api/v1/conversations/{phone}: the account's messages to the phone and the phone's to the account, oldest first. */
 export async function conversation(sql: Sql, clock: Clock, accountId: number, phoneInput: string, query: ConversationQuery) {
-  const phone = requireInboundPhone(phoneInput, 'phone')
+  const phone = await accountCustomerKey(sql, accountId, requireInboundPhone(phoneInput, 'phone'))
+  // The user ids the customer wrote with (issue 32): messages sent to one before its phone was known are theirs too.
+  const userIds = (
+    await sql<{ user_id: string }[]>`
+      select user_id from inbound_messages where account_id = ${accountId} and phone = ${phone} and user_id is not null
+      group by user_id order by max(received_at) desc`
+  ).map((r) => r.user_id)
   const p = page(query)
   type Item = {
     direction: 'inbound' | 'outbound'
@@ -331,7 +363,7 @@ export async function conversation(sql: Sql, clock: Clock, accountId: number, ph
   const both = sql`
     select 'outbound' as direction, id, created_at as at, sender_id, coalesce(content->>'type', 'text') as type, body as text, status, message_sid, media_url,
            null::jsonb as content, reply_to
-    from messages where account_id = ${accountId} and phone = ${phone} and (status <> 'queued' or announce_outcome)
+    from messages where account_id = ${accountId} and phone = any(${[phone, ...userIds]}::text[]) and (status <> 'queued' or announce_outcome)
     union all
     select 'inbound', id, received_at, sender_id, type, text, null, provider_message_id, content->>'media_url', content, reply_to
     from inbound_messages where account_id = ${accountId} and phone = ${phone}`
@@ -352,5 +384,5 @@ export async function conversation(sql: Sql, clock: Clock, accountId: number, ph
     reply_to: r.reply_to,
   }))
   const window = await windowWith(sql, clock, await windowSenderOf(sql, accountId, query.from), phone)
-  return { phone, window, ...pageOf(items, count!.n, p) }
+  return { phone, user_id: userIds[0] ?? null, window, ...pageOf(items, count!.n, p) }
 }

@@ -39,6 +39,8 @@ import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/v
 import { optedOutError } from '../optouts/service'
 import { WINDOW_HOURS } from '../inbound/window'
 import { quotedMessage } from '../inbound/quotes'
+import { linkedPhone } from '../customers/service'
+import { isUserId } from '../../lib/user-id'
 import { BUDGET_HOURS } from '../budgets/service'
 import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
 import { renderText, requireSupported, richOf, type RichFields } from './rich'
@@ -188,14 +190,22 @@ export async function prepareEntries(
       templateIds.length > 0 ? await loadTemplates(deps.sql, accountId, templateIds, provider) : new Map<number, SendTemplate>(),
     )
   }
+  // The customer each entry goes to: a phone, or a WhatsApp user id (issue 32).
+  const recipients = await Promise.all(
+    entries.map((entry, index) => {
+      const found = senders[index]
+      if (found instanceof Error) return found
+      return recipientOf(deps.sql, found as Sender, entry.to, `${at(index)}to`).catch((error: unknown) => error)
+    }),
+  )
   // The messages entries quote or react to (issue 32), resolved to the provider's ids in the conversation.
   const quoted = await Promise.all(
     entries.map(async (entry, index) => {
       const found = senders[index]
       const ref = entry.reply_to ?? (entry.type === 'reaction' ? entry.reaction?.message_id?.trim() : undefined)
-      if (ref === undefined || found instanceof Error) return null
-      const phone = phoneOrNull(entry.to)
-      return phone === null ? null : await quotedMessage(deps.sql, accountId, (found as Sender).id, phone, ref)
+      const phone = recipients[index]
+      if (ref === undefined || found instanceof Error || typeof phone !== 'string') return null
+      return await quotedMessage(deps.sql, accountId, (found as Sender).id, phone, ref)
     }),
   )
   return entries.map((entry, index): Prepared | Refusal => {
@@ -205,7 +215,9 @@ export async function prepareEntries(
       if (found instanceof Error) throw found
       const sender = found as Sender
       const { id: senderId, providerName: provider } = sender
-      const phone = requirePhone(entry.to, `${path}to`)
+      const recipient = recipients[index]
+      if (typeof recipient !== 'string') throw recipient
+      const phone = recipient
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${path}validity_seconds`)
       const maxPrice = maxPriceOf(entry.max_price, path)
       let rich = richOf(entry, path)
@@ -239,13 +251,21 @@ export async function prepareEntries(
   })
 }
 
-/** A phone as requirePhone reads it, or null (its own error comes from requirePhone in order). */
-function phoneOrNull(to: string): string | null {
-  try {
-    return requirePhone(to, 'to')
-  } catch {
-    return null
+/**
+ * The customer's key an entry's `to` names: a phone (requirePhone), or a WhatsApp business-scoped user id
+ * (issue 32) through a sender whose provider reaches one (Meta): the phone Meta linked it to on that
+ * sender, else the user id itself. Any other provider: 422 before anything is charged.
+ */
+async function recipientOf(db: Db, sender: Sender, to: string, field: string): Promise<string> {
+  const userId = to.trim()
+  if (!isUserId(userId)) return requirePhone(to, field)
+  if (!sender.provider.userIds) {
+    throw badValue(
+      `${field}: a WhatsApp user id reaches a customer only through a Meta sender, and this send goes through a ` +
+        `${sender.providerName} sender: send to the customer's phone, or choose a Meta sender with from; nothing was charged`,
+    )
   }
+  return (await linkedPhone(db, sender.id, userId)) ?? userId
 }
 
 /** The quoted message's provider id, or 422: it is not a message of this conversation (nothing charged). */

@@ -253,7 +253,14 @@ const fromField = {
 }
 
 const sendFields = {
-  to: t.String({ description: 'Destination in one of the forms 08xx, 62xx, +62xx', examples: ['081234567890'] }),
+  to: t.String({
+    description:
+      'Destination in one of the forms 08xx, 62xx, +62xx; or, through a Meta sender, a WhatsApp business-scoped user id ' +
+      '(`ID.13491208655302741918`: two uppercase letters, a dot, up to 128 letters and digits), for a customer who hides the phone ' +
+      "behind a username (sent as Meta's `recipient`; once Meta named the customer's phone with it, sent to the phone). A user id " +
+      'through a Twilio or simulator sender is 422 `VALIDATION_ERROR`, nothing charged',
+    examples: ['081234567890'],
+  }),
   reply_to: t.Optional(
     t.String({
       description:

@@ -8,13 +8,17 @@ const SOURCES = ['inbound', 'provider', 'api', 'dashboard', 'admin', 'import']
 export const OptOutListQuery = t.Object({
   ...pageFields,
   phone: t.Optional(
-    t.String({ description: 'Only this phone: 08xx, 62xx, +62xx, or any number in + and digits', examples: ['081234567890'] }),
+    t.String({
+      description:
+        'Only this phone: 08xx, 62xx, +62xx, any number in + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone on one of the numbers of the account means that phone)',
+      examples: ['081234567890'],
+    }),
   ),
 })
 export type OptOutListQuery = typeof OptOutListQuery.static
 
 export const OptOut = t.Object({
-  phone: t.String({ description: 'The opted-out number', examples: ['+6281234567890'] }),
+  phone: t.String({ description: 'The opted-out number, or the user id of a customer known only by one', examples: ['+6281234567890'] }),
   opted_out_at: t.String({ description: 'When, `YYYY-MM-DD HH:MM:SS`', examples: ['2026-11-25 10:15:00'] }),
   source: t.String({
     description:
@@ -35,7 +39,11 @@ export const OptOut = t.Object({
 })
 
 export const OptOutBody = t.Object({
-  phone: t.String({ description: 'The number to opt out: 08xx, 62xx, +62xx, or + and digits', examples: ['081234567890'] }),
+  phone: t.String({
+    description:
+      'The number to opt out: 08xx, 62xx, +62xx, + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone on one of the numbers of the account means that phone)',
+    examples: ['081234567890'],
+  }),
 })
 export type OptOutBody = typeof OptOutBody.static
 
@@ -45,7 +53,11 @@ export const OptOutAdded = t.Object({
 })
 
 export const OptOutPhoneParams = t.Object({
-  phone: t.String({ description: 'The opted-out number: 08xx, 62xx, +62xx, or + and digits', examples: ['+6281234567890'] }),
+  phone: t.String({
+    description:
+      'The opted-out number: 08xx, 62xx, +62xx, + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone on one of the numbers of the account means that phone)',
+    examples: ['+6281234567890'],
+  }),
 })
 export const AccountOptOutParams = t.Object({ id: Id('id', 'Account id'), phone: OptOutPhoneParams.properties.phone })
 

@@ -11,6 +11,8 @@ import { transaction, type Db, type Tx } from '../../db/client'
 import { ApiError, badValue } from '../../http/errors'
 import { page } from '../../http/values'
 import { normalizePhone } from '../../lib/phone'
+import { isUserId } from '../../lib/user-id'
+import { accountCustomerKey } from '../customers/service'
 import type { Formatted } from '../../lib/time'
 import { MAX_PHONE_CHARS, pageOf } from '../../lib/validate'
 import { csvText, parseCsv } from '../../lib/csv'
@@ -95,6 +97,20 @@ export async function setOptOut(tx: Tx, change: OptOutChange): Promise<{ changed
     inbound_message_id: change.inboundMessageId ?? null,
   })
   return { changed: true }
+}
+
+/**
+ * A customer's key changed (issue 32: a user id linked to a phone, a changed number or user id): the
+ * opt-outs of `from` in `accounts` (null: every account) become `to`'s, with their history. Where both
+ * are opted out, one opt-out remains. A STOP sent by user id so keeps the phone from being sent to.
+ */
+export async function rekeyOptOuts(tx: Tx, accounts: number[] | null, from: string, to: string): Promise<void> {
+  const scope = accounts === null ? tx`true` : tx`account_id = any(${accounts}::bigint[])`
+  await tx`
+    delete from opt_outs o where o.phone = ${from} and ${scope}
+      and exists (select 1 from opt_outs k where k.account_id = o.account_id and k.phone = ${to})`
+  await tx`update opt_outs set phone = ${to} where phone = ${from} and ${scope}`
+  await tx`update opt_out_events set phone = ${to} where phone = ${from} and ${scope}`
 }
 
 // ---- Refusals before charging ----
@@ -242,14 +258,20 @@ export function consentFromProvider(
 
 // ---- Management (API, admin API, dashboard, CSV) ----
 
-/** A phone of a request: an Indonesian number in its +62 form, any other as + and its digits; 422 otherwise. */
+/**
+ * A phone of a request: an Indonesian number in its +62 form, any other as + and its digits, or a WhatsApp
+ * business-scoped user id as it is (a customer known by one, issue 32); 422 otherwise.
+ */
 export function requireOptOutPhone(value: string, field = 'phone'): string {
   const trimmed = value.trim()
+  if (isUserId(trimmed)) return trimmed
   const indonesian = trimmed.length > MAX_PHONE_CHARS ? null : normalizePhone(trimmed)
   if (indonesian) return indonesian
   const digits = trimmed.replace(/^whatsapp:/i, '').replace(/[\s\-.()]/g, '')
   if (trimmed.length <= MAX_PHONE_CHARS && /^\+\d{6,15}$/.test(digits)) return digits
-  throw badValue(`${field}: not a valid phone number (08xx, 62xx, +62xx, or + and the digits of another country's number)`)
+  throw badValue(
+    `${field}: not a valid phone number (08xx, 62xx, +62xx, or + and the digits of another country's number) nor a WhatsApp user id (ID.1349…)`,
+  )
 }
 
 type Row = {
@@ -276,7 +298,7 @@ export type OptOutView = ReturnType<typeof view>
 /** The account's opted-out phones, newest first (`phone`: only that one). */
 export async function listOptOuts(sql: Db, accountId: number, query: OptOutListQuery) {
   const p = page(query)
-  const phone = query.phone === undefined ? null : requireOptOutPhone(query.phone)
+  const phone = query.phone === undefined ? null : await accountCustomerKey(sql, accountId, requireOptOutPhone(query.phone))
   const where = sql`where o.account_id = ${accountId} and (${phone}::text is null or o.phone = ${phone})`
   const rows = await sql<Row[]>`
     select o.phone, e.created_at, e.source, e.detail, e.inbound_message_id, e.api_key_id, e.user_id, e.actor
@@ -311,7 +333,8 @@ export async function addOptOut(
   source: ManualSource,
   by: OptOutActor,
 ) {
-  const phone = requireOptOutPhone(phoneInput)
+  // A WhatsApp user id linked to a phone on one of the account's numbers is the phone (issue 32).
+  const phone = await accountCustomerKey(sql, accountId, requireOptOutPhone(phoneInput))
   const { changed } = await transaction(sql, async (tx) => {
     const done = await setOptOut(tx, { clock, timezone: tz, accountId, phone, optedOut: true, source, by })
     if (done.changed) await auditChange(tx, accountId, by, 'opt-out added', { phone, source })
@@ -331,7 +354,8 @@ export async function removeOptOut(
   source: ManualSource,
   by: OptOutActor,
 ) {
-  const phone = requireOptOutPhone(phoneInput)
+  // A WhatsApp user id linked to a phone on one of the account's numbers is the phone (issue 32).
+  const phone = await accountCustomerKey(sql, accountId, requireOptOutPhone(phoneInput))
   await transaction(sql, async (tx) => {
     const { changed } = await setOptOut(tx, { clock, timezone: tz, accountId, phone, optedOut: false, source, by })
     if (!changed) throw new ApiError('NOT_FOUND', `${phone} is not opted out`)

@@ -18,17 +18,21 @@ import {
 } from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
 import { openMetaMedia } from './media'
+import { isUserId } from '../../lib/user-id'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
 const MESSAGE_ID = /^[\x21-\x7e]{1,256}$/
 // The image types WhatsApp shows as images; any other media goes as a document (a file with a name).
 const IMAGE = /\.(jpe?g|png)$/i
 
-/** The Cloud API's request body for one message. `to` is E.164 without the `+`. */
+/**
+ * The Cloud API's request body for one message. `to` is E.164 without the `+`; a customer known only by a
+ * business-scoped user id (issue 32) is named by `recipient` instead, without `to`.
+ */
 export function metaMessage(message: OutgoingMessage): Record<string, unknown> {
   const base = {
     messaging_product: 'whatsapp',
-    to: message.to.replace(/^\+/, ''),
+    ...(isUserId(message.to) ? { recipient: message.to } : { to: message.to.replace(/^\+/, '') }),
     // A reply quoting the message it answers (issue 32): Meta's contextual reply.
     ...(message.replyTo ? { context: { message_id: message.replyTo } } : {}),
   }
@@ -126,6 +130,8 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number;
     name: 'meta',
     // WhatsApp's 24-hour window: Meta refuses a free-form message outside it (131047).
     enforcesWindow: true,
+    // A customer known only by a business-scoped user id is sent to by it (issue 32).
+    userIds: true,
     rich: META_RICH,
     openMedia: (ref, signal) => openMetaMedia(settings, ref, signal, { timeoutMs, clock }),
     // Read receipts and the typing indicator (issue 32): the same endpoint, `status: read`.

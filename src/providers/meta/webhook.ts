@@ -28,7 +28,7 @@ import type {
   Pricing,
   TemplateNotice,
 } from '../provider'
-import { consentOf, inboundOf } from './inbound'
+import { consentOf, identityChangesOf, inboundOf } from './inbound'
 import { metaSecrets, type MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'
@@ -247,7 +247,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   // Every part must be about a number its signer owns: a change for another app's number, or naming
   // none, refuses the whole notification (one signature never lends a change to another sender or to
   // the default number; nothing of it is applied, so a misconfigured number loses nothing: Meta retries).
-  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [], templates: [] }
+  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [], templates: [], identities: [] }
   // No secret of the senders that signed stays in a text that is kept (an error's title, say).
   const secrets = [
     ...signer.senders.flatMap((s) => metaSecrets(s.settings)),
@@ -281,6 +281,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
       }
       answer.reports.push(...reportsOf(value, secrets).map((report) => ({ ...report, senders: [owner] })))
       answer.inbound.push(...inboundOf(value).map((message) => ({ ...message, sender: owner })))
+      answer.identities.push(...identityChangesOf(value).map((change) => ({ ...change, sender: owner })))
     }
   }
   return answer
