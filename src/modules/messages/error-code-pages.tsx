@@ -36,31 +36,29 @@ export function errorCodePages(d: Dashboard) {
           A failed message keeps the provider's error code and words. These are the codes messages most often end with: what each means, and
           what to do. A throttle is retried by the service and recorded only when the message's validity ran out.
         </p>
-        <div class="table-wrap">
-          <table id="error-codes">
-            <caption>Error codes, what they mean and what to do</caption>
-            <thead>
-              <tr>
-                <th scope="col">Code</th>
-                <th scope="col">Provider</th>
-                <th scope="col">Meaning</th>
-                <th scope="col">What to do</th>
+        <table id="error-codes" class="list">
+          <caption>Error codes, what they mean and what to do</caption>
+          <thead>
+            <tr>
+              <th scope="col">Code</th>
+              <th scope="col">Provider</th>
+              <th scope="col">Meaning</th>
+              <th scope="col">What to do</th>
+            </tr>
+          </thead>
+          <tbody>
+            {ERROR_CODES.map((c) => (
+              <tr id={`code-${c.code}`}>
+                <td data-label="Code">
+                  <a href={c.provider === 'Meta' ? META_ERRORS_SOURCE : `${TWILIO_ERRORS_SOURCE}/${c.code}`}>{String(c.code)}</a>
+                </td>
+                <td data-label="Provider">{c.kind === 'throttle' ? `${c.provider} (throttle)` : c.provider}</td>
+                <td data-label="Meaning">{c.meaning}</td>
+                <td data-label="What to do">{ERROR_CODE_ADVICE[c.code] ?? ''}</td>
               </tr>
-            </thead>
-            <tbody>
-              {ERROR_CODES.map((c) => (
-                <tr id={`code-${c.code}`}>
-                  <th scope="row">
-                    <a href={c.provider === 'Meta' ? META_ERRORS_SOURCE : `${TWILIO_ERRORS_SOURCE}/${c.code}`}>{String(c.code)}</a>
-                  </th>
-                  <td>{c.kind === 'throttle' ? `${c.provider} (throttle)` : c.provider}</td>
-                  <td>{c.meaning}</td>
-                  <td>{ERROR_CODE_ADVICE[c.code] ?? ''}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+          </tbody>
+        </table>
         <h2 id="other-codes">Other codes, and failures without one</h2>
         <p>
           Any other code is passed on as the provider gave it: look it up in <a href={META_ERRORS_SOURCE}>Meta's error codes</a> or{' '}
