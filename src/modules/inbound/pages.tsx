@@ -316,7 +316,7 @@ export function inboxPages(d: Dashboard) {
         ) : null}
         <p id="window-state" class={`card ${window.open ? 'window-open' : 'window-closed'}`} role="status">
           {window.open
-            ? `The 24-hour window is open until ${window.until}: free-form replies can go.`
+            ? `The 24-hour window is open until ${window.until}: ${optedOut ? 'but the customer opted out, so nothing can go (see Reply).' : 'free-form replies can go.'}`
             : `The 24-hour window is closed (${window.last_inbound_at ? `the customer last wrote at ${window.last_inbound_at}` : 'the customer has not written to this sender'}).`}
         </p>
         {thread.offset > 0 ? (
