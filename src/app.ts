@@ -25,6 +25,7 @@ import { reconciliationPages } from './modules/reconciliation/pages'
 import { messagesApi } from './modules/messages/api'
 import { messagesAdmin } from './modules/messages/admin'
 import { messagePages } from './modules/messages/pages'
+import { errorCodePages } from './modules/messages/error-code-pages'
 import { inboxPages } from './modules/inbound/pages'
 import { templatesAdmin } from './modules/templates/admin'
 import { templatePages } from './modules/templates/pages'
@@ -111,6 +112,7 @@ export function createApp(deps: Deps) {
           waTemplatePages,
           campaignPages,
           messagePages,
+          errorCodePages,
           inboxPages,
           ledgerPages,
           usagePages,

@@ -19,6 +19,10 @@ declare module '*/assets/campaign.js' {
   const text: string
   export default text
 }
+declare module '*/assets/inbox.js' {
+  const text: string
+  export default text
+}
 declare module '*/assets/copy.js' {
   const text: string
   export default text

@@ -14,6 +14,7 @@ import { kind } from '../http/routes'
 import css from './assets/style.css' with { type: 'text' }
 import copyScript from './assets/copy.js' with { type: 'text' }
 import campaignScript from './assets/campaign.js' with { type: 'text' }
+import inboxScript from './assets/inbox.js' with { type: 'text' }
 import sendersScript from './assets/senders.js' with { type: 'text' }
 import templateEditorScript from './assets/template-editor.js' with { type: 'text' }
 import favicon from './assets/favicon.svg' with { type: 'text' }
@@ -25,6 +26,7 @@ const ASSETS: Record<string, { text: string; type: string }> = {
   'style.css': { text: css, type: 'text/css' },
   'copy.js': { text: copyScript, type: 'text/javascript' },
   'campaign.js': { text: campaignScript, type: 'text/javascript' },
+  'inbox.js': { text: inboxScript, type: 'text/javascript' },
   'senders.js': { text: sendersScript, type: 'text/javascript' },
   'template-editor.js': { text: templateEditorScript, type: 'text/javascript' },
   'favicon.svg': { text: favicon, type: 'image/svg+xml' },

@@ -175,3 +175,33 @@ export function errorCodeDescription(lead: string): string {
       `The simulator: ${simulator}.`,
   ].join('\n')
 }
+
+/** What to do about each code of ERROR_CODES (the dashboard's error codes page; a test keeps one for every code). */
+export const ERROR_CODE_ADVICE: Readonly<Record<number, string>> = {
+  131026: 'Check the number with the customer; do not retry it as it is. It may take WhatsApp only after they update or accept the terms.',
+  131047: "Send an approved template; free-form replies can go again once the customer writes (the inbox's window).",
+  132001: "Check the template's name and language in its binding against the approved template of the sender's WhatsApp Business Account.",
+  132000: "Make the binding's variables match the approved template's parameters, then send again.",
+  131008: 'Give every parameter the approved template needs (its header medium, button values, each named parameter).',
+  132015: 'Use another approved template until Meta reinstates this one, and look at why its quality fell.',
+  132016: 'Submit a new template; this one can never send again.',
+  131049: 'Nothing to fix in the message: send fewer marketing messages to this customer, or try again later.',
+  131048: "Slow down: wait for the sender's messaging limit to reset, and look at whether customers block or report its messages.",
+  131031: "The operator must resolve the business account's lock in Meta's Business Manager; nothing sends until then.",
+  368: "The operator must review the policy violation in Meta's Business Manager; sends resume when the block ends.",
+  131042: "The operator must fix the payment method of the WhatsApp Business Account in Meta's Business Manager.",
+  130429: "Nothing to do: the service retries at the sender's pace. Recorded only when the message's validity ran out: send it again.",
+  131056: 'Space the messages to this customer; recorded only when the validity ran out: send it again later.',
+  80007: 'Nothing to do: the service retries. Recorded only when the validity ran out: send it again, or ask Meta for a higher limit.',
+  63016: "Send an approved template; free-form replies can go again once the customer writes (the inbox's window).",
+  63024: 'Check the number with the customer; it may take WhatsApp only after they update or accept the terms.',
+  63003: 'Check the number: it is not an active WhatsApp address.',
+  21610: 'The customer opted out or blocked the sender: do not send again unless they write START or agree again.',
+  21211: 'Correct the phone number (an Indonesian mobile number: 08…, 628… or +628…).',
+  21655: "Check the binding's Content SID against the sender's Twilio account (Content Template Builder).",
+  63028: "Make the binding's variables fill every variable of the Content template, then send again.",
+  21656: 'Give every template variable a value (none empty), then send again.',
+  30008: "Try again later; if it repeats for one number, check the number with the customer and Twilio's logs.",
+  20429: 'Nothing to do: the service retries. Recorded only when the validity ran out: send it again.',
+  63018: "Slow down: the sender's rate or messaging limit was passed; recorded only when the validity ran out.",
+}

@@ -91,4 +91,85 @@ describe.skipIf(skipBrowserTests())('the inbox in Chromium', () => {
     const balance = (await call('GET', '/api/v1/balance', undefined, key)).body.data.wa_balance
     expect(balance).toBe(1_000 - 4 * 10)
   }, 120_000)
+
+  test('an agent marks read on opening, quotes, sees a reaction and a new message arrive; STOP; the log and the overview', async () => {
+    const base = web.url
+    const account = await admin('POST', '/accounts', { name: 'Toko Manners', balance: 1_000 })
+    await admin('PUT', '/price', { cost_per_message: 10, account_id: account.id })
+    const key = (await admin('POST', `/accounts/${account.id}/keys`, { label: 'crm' })).key
+    const template = await admin('POST', `/accounts/${account.id}/templates`, { name: 'Ready', body: 'Halo {{name}}, pesanan Anda siap' })
+    await admin('PUT', `/templates/${template.id}/bindings/simulator`, { ref: 'order_ready', variables: ['name'] })
+    for (const [name, phone] of [
+      ['Dewi Lestari', '081277720001'],
+      ['Eko Prasetyo', '081277720002'],
+    ]) {
+      expect((await call('POST', '/api/v1/contacts', { name, phone }, key)).status).toBe(201)
+      const sent = await call('POST', '/api/v1/messages/send', { to: phone, template_id: template.id, variables: { name } }, key)
+      expect(sent.status).toBe(200)
+    }
+    await admin('POST', '/simulator/inbound', { phone: '081277720001', body: 'Bisa dikirim Sabtu?', name: 'Dewi Lestari' })
+    await admin('POST', '/simulator/inbound', { phone: '081277720002', body: 'STOP', name: 'Eko Prasetyo' })
+    const link = (await admin('POST', `/accounts/${account.id}/members`, { email: 'manners@example.com' })).link
+    const page = await signIn(link, '/dashboard')
+
+    await step(page, 'inbox settings: mark read on opening, by keyboard', async () => {
+      await page.goto(`${base}/dashboard/inbox`)
+      expect(await page.locator('#marks-read-help').innerText()).toContain('The customer sees read receipts')
+      await page.getByRole('checkbox', { name: 'Mark a conversation read when an agent opens it' }).check()
+      await web.submitted(page, () => page.getByRole('button', { name: 'Save inbox settings' }).click())
+      expect(await web.status(page)).toContain('Opening a conversation now marks')
+      await bothWidths(page, 'inbox-settings')
+    })
+
+    await step(page, 'opening marks read; a reply quoting the customer; the quote in the thread', async () => {
+      await page.getByRole('link', { name: 'Dewi Lestari (+6281277720001)' }).click()
+      await page.waitForURL(`${base}/dashboard/inbox/6281277720001`)
+      const [marked] = await web.sql<{ at: Date | null }[]>`
+        select read_marked_at as at from inbound_messages where phone = '+6281277720001'`
+      expect(marked!.at).not.toBeNull()
+      await page.getByRole('link', { name: 'Reply quoting this message' }).click()
+      expect(await page.locator('#reply-quote').innerText()).toBe('Quoting their message: Bisa dikirim Sabtu?')
+      await page.getByRole('textbox', { name: 'Your reply' }).fill('Bisa, Sabtu pagi.')
+      await web.submitted(page, () => page.getByRole('button', { name: 'Send reply' }).click())
+      expect(await web.status(page)).toBe('Reply sent; 10 IDR charged.')
+      const last = await page.locator('.thread li').last().innerText()
+      expect(last).toContain('Quoting their message: Bisa dikirim Sabtu?')
+      expect(last).toContain('Bisa, Sabtu pagi.')
+    })
+
+    await step(page, 'while open: a reaction and a new message appear, and the live region says so', async () => {
+      const [ours] = await web.sql<{ sid: string }[]>`select message_sid as sid from messages where body = 'Bisa, Sabtu pagi.'`
+      await web.sql`
+        insert into inbound_messages (provider, provider_message_id, account_id, phone, type, text, content, raw, received_at)
+        values ('simulator', 'browser-react-1', ${account.id}, '+6281277720001', 'reaction', '👍',
+                ${JSON.stringify({ emoji: '👍', message_id: ours!.sid })}::text::jsonb, '{}'::jsonb, now())`
+      await admin('POST', '/simulator/inbound', { phone: '081277720001', body: 'Terima kasih banyak!' })
+      await page.locator('#thread-news').filter({ hasText: 'new message' }).waitFor({ timeout: 20_000 })
+      expect(await page.locator('.thread').innerText()).toContain('Terima kasih banyak!')
+      expect(await page.locator('.thread li', { hasText: 'Bisa, Sabtu pagi.' }).last().innerText()).toContain('👍 from the customer')
+      await bothWidths(page, 'inbox-conversation-manners')
+    })
+
+    await step(page, 'a customer who wrote STOP: no reply box, and why', async () => {
+      await page.goto(`${base}/dashboard/inbox/6281277720002`)
+      expect(await page.locator('#opted-out-why').innerText()).toContain('This customer has opted out')
+      expect(await page.getByRole('textbox', { name: 'Your reply' }).count()).toBe(0)
+      await bothWidths(page, 'inbox-conversation-opted-out')
+    })
+
+    await step(page, 'the message log: search by name, CSV link, error codes; the overview', async () => {
+      await page.goto(`${base}/dashboard/messages`)
+      await page.getByRole('searchbox', { name: 'Name or text contains' }).fill('dewi')
+      await web.submitted(page, () => page.getByRole('button', { name: 'Filter' }).click())
+      const rows = await page.locator('tbody tr').allInnerTexts()
+      expect(rows.length).toBe(2)
+      expect(await page.getByRole('link', { name: 'Export CSV' }).getAttribute('href')).toBe('/dashboard/messages.csv?q=dewi')
+      await bothWidths(page, 'messages-search')
+      await page.goto(`${base}/dashboard/error-codes`)
+      await bothWidths(page, 'error-codes')
+      await page.goto(`${base}/dashboard`)
+      expect(await page.locator('#rates').innerText()).toContain('messages that went out')
+      await bothWidths(page, 'overview-rates')
+    })
+  }, 180_000)
 })

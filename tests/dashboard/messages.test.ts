@@ -335,7 +335,7 @@ describe('overview', () => {
     expect(page.text).toContain('</span>failed: 2</li>')
     expect(page.text).toContain('</span>read: 53</li>')
     expect(page.text).toContain(`href="/dashboard/messages/${ids.failed}">+6281234568888</a>`)
-    expect(page.text).toContain('63016 simulated delivery failure')
+    expect(page.text).toContain('>63016</a> simulated delivery failure')
     expect(page.text).not.toMatch(/<script(?![^>]*\ssrc=)/) // no inline script
     const others = await otherMember.get('/dashboard')
     expect(others.text).toContain('No failed messages.')

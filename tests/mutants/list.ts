@@ -1523,4 +1523,31 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/inbound/user-ids.test.ts'],
     filter: "another tenant's key",
   },
+  {
+    name: 'inbox-thread-other-account',
+    breaks:
+      "a member polls another account's conversation with a phone it has none with (the open page's thread, GET .../inbox/:phone/thread)",
+    edits: [
+      {
+        file: 'src/modules/inbound/pages.tsx',
+        find: 'if (head.total === 0) return notFound(scope.session)\n    await markOpenedConversation',
+        replace: 'await markOpenedConversation',
+      },
+    ],
+    tests: ['tests/dashboard/inbox-manners.test.ts'],
+    filter: 'attacker',
+  },
+  {
+    name: 'inbox-marks-read-unasked',
+    breaks: 'opening a conversation in the inbox sends read receipts to the customer though the account never chose so (off by default)',
+    edits: [
+      {
+        file: 'src/modules/inbound/manners.ts',
+        find: '  if (!(await inboxMarksRead(deps.sql, accountId))) return false\n',
+        replace: '',
+      },
+    ],
+    tests: ['tests/dashboard/inbox-manners.test.ts'],
+    filter: 'off by default',
+  },
 ]

@@ -8,7 +8,10 @@ import { PagedTable } from '../../dashboard/components'
 import { type Dashboard, redirect, respond, pageRoutes } from '../../dashboard/context'
 import { AccountLink, accountScope, type Scope } from './scope'
 import { getAccount } from './service'
-import { STATUSES, dailyStatusCounts, recentFailures } from '../messages/queries'
+import { STATUSES, dailyStatusCounts, failuresByCode, recentFailures } from '../messages/queries'
+import { ErrorText } from '../messages/error-code-pages'
+import { ERROR_CODES } from '../../providers/error-codes'
+import { allUsage, usageRange } from '../ledger/usage'
 import { formatTimes, formatTimestamp } from '../../lib/time'
 import { MemberSenders } from '../senders/account-pages'
 import { listAccountSenders } from '../senders/service'
@@ -83,6 +86,58 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
   return raw(svg)
 }
 
+/**
+ * What the account paid each day: one bar a day (the same frame as statusChart), from the usage by day
+ * (refunded messages cost nothing). Built from numbers and the server's own day strings, so it may go
+ * out through raw(); its title says the total and the dearest day for screen readers.
+ */
+export function costChart(days: string[], costs: Map<string, number>, currency: string): Html {
+  const W = 720
+  const H = 220
+  const left = 60
+  const right = 8
+  const top = 22
+  const bottom = 34
+  const plotW = W - left - right
+  const plotH = H - top - bottom
+  const values = days.map((day) => costs.get(day) ?? 0)
+  const max = niceMax(Math.max(0, ...values))
+  const slot = plotW / days.length
+  const barW = Math.max(2, slot * 0.7)
+  const y = (n: number) => top + plotH - (n / max) * plotH
+  const all = values.reduce((a, b) => a + b, 0)
+  const dearest = values.indexOf(Math.max(...values))
+  const label =
+    `Cost per day over the last ${days.length} days: ${all.toLocaleString('en')} ${currency} in all` +
+    (all > 0 ? `, the most on ${days[dearest]} (${values[dearest]!.toLocaleString('en')} ${currency})` : '')
+  let svg = `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="cost-chart-title"><title id="cost-chart-title">${escapeHtml(label)}</title>`
+  for (const tick of [0, max / 2, max]) {
+    if (tick !== Math.round(tick)) continue
+    svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"/>`
+    svg += `<text class="axis" x="${left - 8}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${tickText(tick)}</text>`
+  }
+  days.forEach((day, i) => {
+    const n = values[i]!
+    const x = left + i * slot + (slot - barW) / 2
+    if (n > 0) {
+      svg += `<rect class="cost-bar" x="${x.toFixed(1)}" y="${y(n).toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(0) - y(n)).toFixed(1)}"><title>${escapeHtml(`${day}: ${n.toLocaleString('en')} ${currency}`)}</title></rect>`
+    }
+    const back = days.length - 1 - i
+    if (back % 7 === 0) {
+      const today = back === 0
+      const at = today ? W - right : left + i * slot + slot / 2
+      svg += `<text class="axis${back % 14 === 0 ? '' : ' minor'}" x="${at.toFixed(1)}" y="${H - 6}" text-anchor="${today ? 'end' : 'middle'}">${escapeHtml(day)}</text>`
+    }
+  })
+  svg += `<line class="baseline" x1="${left}" x2="${W - right}" y1="${top + plotH}" y2="${top + plotH}"/></svg>`
+  return raw(svg)
+}
+
+/** "87.5%" of `part` in `whole`, or a dash when there is nothing to count. */
+const rate = (part: number, whole: number) => (whole === 0 ? '—' : `${((part / whole) * 100).toFixed(1).replace(/\.0$/, '')}%`)
+
+const MEANINGS = new Map(ERROR_CODES.map((c) => [c.code, c.meaning]))
+
 export function overviewPages(d: Dashboard) {
   async function overviewPage(scope: Scope) {
     const { session, accountId, base } = scope
@@ -102,6 +157,15 @@ export function overviewPages(d: Dashboard) {
       d.config.timezone,
     )
     const sums = STATUSES.map((s) => [s, days.reduce((sum, day) => sum + (counts.get(day)?.[s] ?? 0), 0)] as const)
+    const total = Object.fromEntries(sums) as Record<(typeof STATUSES)[number], number>
+    // Rates of the messages that went out (queued ones are still on their way): delivered counts those read too.
+    const out = total.sent + total.delivered + total.read + total.failed
+    const reached = total.delivered + total.read
+    const byCode = await failuresByCode(reads, d.deps.clock, d.tz, accountId, DAYS)
+    const costs = new Map<string, number>()
+    for (const r of await allUsage(reads, accountId, d.tz, usageRange({ date_from: days[0] }, d.tz))) {
+      costs.set(r.day, (costs.get(r.day) ?? 0) + Number(r.cost))
+    }
     return respond(
       <Layout title={base === '/dashboard' ? 'Overview' : `${account.name}: overview`} session={session}>
         {scope.accountName === null ? (
@@ -156,6 +220,45 @@ export function overviewPages(d: Dashboard) {
             </ul>
           </figcaption>
         </figure>
+        <h2>Delivery and read rates</h2>
+        <div class="stats" id="rates">
+          <div class="card stat">
+            <div class="value">{rate(reached, out)}</div>
+            <div class="label">{`Delivered: ${reached.toLocaleString('en')} of ${out.toLocaleString('en')} messages that went out`}</div>
+          </div>
+          <div class="card stat">
+            <div class="value">{rate(total.read, reached)}</div>
+            <div class="label">{`Read: ${total.read.toLocaleString('en')} of the ${reached.toLocaleString('en')} delivered`}</div>
+          </div>
+          <div class="card stat">
+            <div class="value">{rate(total.failed, out)}</div>
+            <div class="label">{`Failed: ${total.failed.toLocaleString('en')} of ${out.toLocaleString('en')}`}</div>
+          </div>
+        </div>
+        <h2>Cost per day</h2>
+        <figure class="card chart-card">
+          {costChart(days, costs, d.config.currency)}
+          <figcaption>
+            {`${d.money([...costs.values()].reduce((a, b) => a + b, 0))} in the last ${DAYS} days; refunded messages cost nothing. `}
+            <a href={`${base}/usage?date_from=${days[0]}`}>The usage page</a> has each day's figures by category.
+          </figcaption>
+        </figure>
+        <h2>Errors by code</h2>
+        <PagedTable
+          columns={[
+            { header: 'Code', cell: (r) => (r.code === null ? 'none given' : <ErrorText code={r.code} message={null} />) },
+            { header: 'Messages', cell: (r) => r.count.toLocaleString('en'), class: 'num' },
+            {
+              header: 'Meaning',
+              cell: (r) =>
+                r.code === null
+                  ? "the service's own: no answer in time, or an opt-out before the hand-off"
+                  : (MEANINGS.get(r.code) ?? "the provider's code"),
+            },
+          ]}
+          rows={byCode}
+          empty={`No failed messages in the last ${DAYS} days.`}
+        />
         <h2>Recent failures</h2>
         <PagedTable
           columns={[
@@ -163,7 +266,8 @@ export function overviewPages(d: Dashboard) {
             { header: 'To', cell: (m) => <a href={`${base}/messages/${m.id}`}>{m.phone}</a>, class: 'nowrap' },
             {
               header: 'Error',
-              cell: (m) => [m.error_code, m.error_message].filter((x) => x !== null && x !== '').join(' ') || 'no error given',
+              cell: (m) =>
+                m.error_code === null && !m.error_message ? 'no error given' : <ErrorText code={m.error_code} message={m.error_message} />,
             },
           ]}
           rows={failures}

@@ -32,6 +32,7 @@ import { listAccountSenders, senderNames } from '../senders/service'
 const ACCOUNT_PAGES = [
   ['overview', 'Overview'],
   ['messages', 'Messages'],
+  ['inbox', 'Inbox'],
   ['ledger', 'Ledger'],
   ['usage', 'Usage'],
   ['contacts', 'Contacts'],

@@ -168,3 +168,25 @@ export async function markOpenedConversation(
     return false
   }
 }
+
+/** What a quoted message said, for the inbox: its side and its text (or its type), among the account's messages. */
+export type QuotedPreview = { direction: 'inbound' | 'outbound'; text: string }
+
+/** The quoted messages of `refs` (provider ids) with what they said; refs of no message of the account are left out. */
+export async function quotedPreviews(sql: Db, accountId: number, refs: string[]): Promise<Map<string, QuotedPreview>> {
+  if (refs.length === 0) return new Map()
+  const rows = await sql<{ pid: string; direction: 'inbound' | 'outbound'; text: string }[]>`
+    select provider_message_id as pid, 'inbound' as direction, coalesce(text, '[' || type || ']') as text from inbound_messages
+    where account_id = ${accountId} and provider_message_id = any(${refs}::text[])
+    union all
+    select message_sid, 'outbound', body from messages where account_id = ${accountId} and message_sid = any(${refs}::text[])`
+  return new Map(rows.map((r) => [r.pid, { direction: r.direction, text: r.text }]))
+}
+
+/** The customer's message the inbox's reply box quotes: one of the account's inbound messages from `phone` (by our id), or null. */
+export async function inboundToQuote(sql: Db, accountId: number, phone: string, id: number): Promise<{ id: number; text: string } | null> {
+  const [row] = await sql<{ id: number; text: string }[]>`
+    select id, coalesce(text, '[' || type || ']') as text from inbound_messages
+    where id = ${id} and account_id = ${accountId} and phone = ${phone} and type <> 'reaction'`
+  return row ? { id: Number(row.id), text: row.text } : null
+}

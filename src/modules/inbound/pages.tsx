@@ -27,8 +27,14 @@ import { moveConversation, sharedConversation, type HolderSource } from './holde
 import { formatTimes, type Formatted } from '../../lib/time'
 import { accountName } from '../accounts/service'
 import { inboundPhone } from './phone'
+import { inboundToQuote, markOpenedConversation, quotedPreviews, reactionsOf, setInboxMarksRead, inboxMarksRead } from './manners'
+import { isOptedOut } from '../optouts/service'
+import { PAGE_HEADERS } from '../../dashboard/session'
 
 const PAGE = 50
+const INBOX_SCRIPT = '/dashboard/assets/inbox.js'
+/** How often an open conversation asks for what is new (assets/inbox.js). */
+const POLL_MS = 5_000
 const preview = (text: string | null, type: string) => {
   const shown = text ?? `[${type}]`
   return shown.length > 80 ? `${shown.slice(0, 80)}…` : shown
@@ -97,6 +103,7 @@ export function inboxPages(d: Dashboard) {
       list.items.map((c) => c.phone),
     )
     const path = `${scope.base}/inbox`
+    const marksRead = await inboxMarksRead(d.sql, scope.accountId)
     const badge = (c: ConversationSummary) =>
       open.has(c.phone) ? <span class="badge badge-open">window open</span> : <span class="badge">window closed</span>
     return respond(
@@ -123,8 +130,77 @@ export function inboxPages(d: Dashboard) {
           empty="No conversations yet: messages sent and received show here."
           pager={offsetPager('Pages of conversations', offset, list.total, (o) => `${path}?offset=${o}`, PAGE)}
         />
+        <h2 id="inbox-settings">Inbox settings</h2>
+        <form class="stack card" method="post" action={`${path}/settings`} aria-labelledby="inbox-settings">
+          <Csrf session={scope.session} />
+          <label class="choice">
+            <input type="checkbox" name="marks_read" checked={marksRead} aria-describedby="marks-read-help" />
+            Mark a conversation read when an agent opens it
+          </label>
+          <p id="marks-read-help" class="muted small">
+            The customer sees read receipts (blue ticks) for their messages once one of you opens the conversation. Off by default.
+          </p>
+          <button class="secondary" type="submit">
+            Save inbox settings
+          </button>
+        </form>
       </Layout>,
     )
+  }
+
+  /**
+   * One page of the conversation as the inbox shows it: media linked through the dashboard, what a message
+   * quotes, the reactions it holds, and (when `quoteHref` is given) a link that quotes a customer's message
+   * in the reply box. The open page polls GET .../thread for the latest page (assets/inbox.js).
+   */
+  async function threadOf(scope: Scope, phone: string, offset: number, quoteHref: ((id: number) => string) | null) {
+    const page = formatTimes(await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: PAGE, offset }), d.tz)
+    const items = await withMedia(d.sql, d.config.publicBaseUrl, page.items)
+    const pids = items.flatMap((m) => (m.message_sid ? [m.message_sid] : []))
+    const reactions = await reactionsOf(d.sql, scope.accountId, pids, d.tz)
+    const quotes = await quotedPreviews(d.sql, scope.accountId, [...new Set(items.flatMap((m) => (m.reply_to ? [m.reply_to] : [])))])
+    const list = (
+      <ol id="thread" class="thread" aria-label="Messages, oldest first">
+        {items.map((m) => {
+          const quote = m.reply_to ? quotes.get(m.reply_to) : undefined
+          const held = (m.message_sid && reactions.get(m.message_sid)) || []
+          return (
+            <li class={`bubble ${m.direction}`} id={`${m.direction}-${m.id}`}>
+              <div class="muted small">
+                {m.direction === 'inbound' ? 'They wrote' : 'Sent'} · <span class="nowrap">{m.at}</span>
+                {m.status ? (
+                  <>
+                    {' · '}
+                    <span class={`status status-${m.status}`}>{m.status}</span>
+                  </>
+                ) : null}
+              </div>
+              {m.reply_to ? (
+                <blockquote class="quote small">
+                  {quote
+                    ? `${quote.direction === 'inbound' ? 'Quoting their message' : 'Quoting your message'}: ${preview(quote.text, 'text')}`
+                    : 'Quoting a message not shown here'}
+                </blockquote>
+              ) : null}
+              <div class="message-body">{m.direction === 'inbound' ? inboundContent(m) : m.text}</div>
+              {held.length > 0 ? (
+                <div class="reactions small">
+                  {held.map((r) => (
+                    <span class="reaction">{`${r.emoji} ${r.by === 'customer' ? 'from the customer' : 'from you'}`}</span>
+                  ))}
+                </div>
+              ) : null}
+              {quoteHref && m.direction === 'inbound' && m.type !== 'reaction' ? (
+                <a class="small" href={quoteHref(m.id)}>
+                  Reply quoting this message
+                </a>
+              ) : null}
+            </li>
+          )
+        })}
+      </ol>
+    )
+    return { ...page, items, list }
   }
 
   async function conversationPage(scope: Scope, phoneText: string, query: Record<string, unknown>) {
@@ -136,21 +212,29 @@ export function inboxPages(d: Dashboard) {
     const sender = await d.deps.senders.get(senderId)
     const head = await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: 1, offset: 0 })
     if (head.total === 0) return notFound(scope.session)
+    // Opened: the customer's messages are marked read at the provider when the account chose so (manners.ts).
+    await markOpenedConversation(d.deps, scope.accountId, phone)
     // The latest page by default; `offset` pages back.
-    const offset = typeof query.offset === 'string' ? offsetOf(query.offset) : Math.max(0, head.total - PAGE)
-    const page = formatTimes(await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: PAGE, offset }), d.tz)
-    // Inbound media with their state (kept, being fetched, failed), linked through the dashboard.
-    const thread = { ...page, items: await withMedia(d.sql, d.config.publicBaseUrl, page.items) }
+    const latest = typeof query.offset !== 'string'
+    const offset = latest ? Math.max(0, head.total - PAGE) : offsetOf(query.offset)
     const window = formatTimes(await windowWith(d.sql, d.deps.clock, senderId, phone), d.tz)
     const enforced = checksWindow(d.config, sender)
+    const optedOut = await isOptedOut(d.sql, scope.accountId, phone)
+    const freeForm = !optedOut && (window.open || !enforced)
+    const path = `${scope.base}/inbox/${pathOf(phone)}`
+    const fromQuery = fromText ? `from=${fromText}&` : ''
+    const thread = await threadOf(scope, phone, offset, freeForm ? (id) => `${path}?${fromQuery}reply_to=${id}#reply-title` : null)
+    const quoting =
+      freeForm && typeof query.reply_to === 'string' && /^\d{1,15}$/.test(query.reply_to)
+        ? await inboundToQuote(d.sql, scope.accountId, phone, Number(query.reply_to))
+        : null
     const templates = await boundTemplates(d.sql, scope.accountId, sender.providerName)
     const chosen = templates.find((t) => String(t.id) === query.template)
-    const [contact] = await d.sql<{ name: string }[]>`select name from contacts where account_id = ${scope.accountId} and phone = ${phone}`
+    const [contact] = await d.sql<{ name: string; email: string | null; city: string | null }[]>`
+      select name, email, city from contacts where account_id = ${scope.accountId} and phone = ${phone}`
     // Operators see who holds the conversation on a number several accounts share, and may move it here.
     const shared = scope.session.user.role === 'operator' ? formatTimes(await sharedConversation(d.sql, senderId, phone), d.tz) : null
     const holderName = shared?.holder ? await accountName(d.sql, shared.holder.account_id) : null
-    const path = `${scope.base}/inbox/${pathOf(phone)}`
-    const fromQuery = fromText ? `from=${fromText}&` : ''
     const fromField = fromText ? <input type="hidden" name="from" value={fromText} /> : null
     const templateForm = (
       <form class="stack card" method="get" action={path} aria-label="Choose a template">
@@ -170,6 +254,8 @@ export function inboxPages(d: Dashboard) {
         </button>
       </form>
     )
+    // Each placeholder starts with the contact's value; one left empty is refused (the browser says so first: required).
+    const known: Record<string, string> = { name: contact?.name ?? '', phone, email: contact?.email ?? '', city: contact?.city ?? '' }
     const templateSend = chosen ? (
       <form class="stack card" method="post" action={`${path}/reply`} aria-label={`Send the template ${chosen.name}`}>
         <Csrf session={scope.session} />
@@ -180,7 +266,8 @@ export function inboxPages(d: Dashboard) {
         {placeholdersOf(chosen.body).map((name) => (
           <label>
             {`Value of {{${name}}}`}
-            <input name={`var_${name}`} value={name === 'name' ? (contact?.name ?? '') : name === 'phone' ? phone : ''} maxlength={1000} />
+            <input name={`var_${name}`} value={known[name] ?? ''} maxlength={1000} required />
+            {known[name] ? null : <span class="muted small">{`The contact has no ${name}: type the value to send.`}</span>}
           </label>
         ))}
         <button type="submit">Send template</button>
@@ -229,7 +316,7 @@ export function inboxPages(d: Dashboard) {
         ) : null}
         <p id="window-state" class={`card ${window.open ? 'window-open' : 'window-closed'}`} role="status">
           {window.open
-            ? `The 24-hour window is open until ${window.until}: free-form replies can go.`
+            ? `The 24-hour window is open until ${window.until}: ${optedOut ? 'but the customer opted out, so nothing can go (see Reply).' : 'free-form replies can go.'}`
             : `The 24-hour window is closed (${window.last_inbound_at ? `the customer last wrote at ${window.last_inbound_at}` : 'the customer has not written to this sender'}).`}
         </p>
         {thread.offset > 0 ? (
@@ -237,35 +324,50 @@ export function inboxPages(d: Dashboard) {
             <a href={`${path}?${fromQuery}offset=${Math.max(0, thread.offset - PAGE)}`}>Earlier messages</a>
           </p>
         ) : null}
-        <ol class="thread" aria-label="Messages, oldest first">
-          {thread.items.map((m) => (
-            <li class={`bubble ${m.direction}`}>
-              <div class="muted small">
-                {m.direction === 'inbound' ? 'They wrote' : 'Sent'} · <span class="nowrap">{m.at}</span>
-                {m.status ? (
-                  <>
-                    {' · '}
-                    <span class={`status status-${m.status}`}>{m.status}</span>
-                  </>
-                ) : null}
-              </div>
-              <div class="message-body">{m.direction === 'inbound' ? inboundContent(m) : m.text}</div>
-            </li>
-          ))}
-        </ol>
+        {thread.list}
+        {latest ? (
+          // The latest page keeps itself current (assets/inbox.js): new messages and statuses appear, and the
+          // live region says how many arrived; without script the link loads the page again.
+          <p
+            class="small"
+            id="thread-live"
+            data-thread-url={`${path}/thread${fromText ? `?from=${fromText}` : ''}`}
+            data-poll-ms={String(POLL_MS)}
+          >
+            <span id="thread-news" role="status" aria-live="polite"></span>{' '}
+            <a href={`${path}${fromText ? `?from=${fromText}` : ''}`}>Check for new messages</a>
+          </p>
+        ) : null}
         {thread.offset + thread.items.length < thread.total ? (
           <p>
             <a href={`${path}?${fromQuery}offset=${thread.offset + PAGE}`}>Later messages</a>
           </p>
         ) : null}
         <h2 id="reply-title">Reply</h2>
-        {window.open || !enforced ? (
+        {optedOut ? (
+          <p id="opted-out-why" class="card window-closed">
+            This customer has opted out (they wrote STOP, or the account recorded their opt-out): every message to them is refused,
+            free-form or template, and nothing is charged. Messages can go again once they write START, or once the opt-out is removed on
+            the <a href={`${scope.base}/opt-outs`}>Opt-outs</a> page with their consent.
+          </p>
+        ) : freeForm ? (
           <>
             {!window.open ? <p class="muted">This sender's provider does not hold to the window: free-form replies go.</p> : null}
             <form class="stack card" method="post" action={`${path}/reply`} aria-labelledby="reply-title">
               <Csrf session={scope.session} />
               <FormToken session={scope.session} />
               {fromField}
+              {quoting ? (
+                <>
+                  <input type="hidden" name="reply_to" value={String(quoting.id)} />
+                  <blockquote id="reply-quote" class="quote">
+                    {`Quoting their message: ${preview(quoting.text, 'text')}`}
+                  </blockquote>
+                  <a class="small" href={`${path}${fromText ? `?from=${fromText}` : ''}#reply-title`}>
+                    Reply without quoting
+                  </a>
+                </>
+              ) : null}
               <label>
                 Your reply
                 <textarea name="body" rows={3} maxlength={4096} required></textarea>
@@ -296,8 +398,32 @@ export function inboxPages(d: Dashboard) {
             )}
           </>
         )}
+        {latest ? <script src={INBOX_SCRIPT} defer></script> : null}
       </Layout>,
     )
+  }
+
+  /** The latest page of the thread alone (the open page's poll): the same list the page shows, or 404. */
+  async function threadFragment(scope: Scope, phoneText: string, query: Record<string, unknown>) {
+    const phone = phoneParam(phoneText)
+    if (!phone) return notFound(scope.session)
+    const head = await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: 1, offset: 0 })
+    if (head.total === 0) return notFound(scope.session)
+    await markOpenedConversation(d.deps, scope.accountId, phone)
+    const fromText = typeof query.from === 'string' && /^\d{1,15}$/.test(query.from) ? query.from : undefined
+    const senderId = await windowSenderOf(d.sql, scope.accountId, fromText).catch(() => windowSenderOf(d.sql, scope.accountId, undefined))
+    const window = await windowWith(d.sql, d.deps.clock, senderId, phone)
+    const freeForm =
+      !(await isOptedOut(d.sql, scope.accountId, phone)) && (window.open || !checksWindow(d.config, await d.deps.senders.get(senderId)))
+    const path = `${scope.base}/inbox/${pathOf(phone)}`
+    const fromQuery = fromText ? `from=${fromText}&` : ''
+    const thread = await threadOf(
+      scope,
+      phone,
+      Math.max(0, head.total - PAGE),
+      freeForm ? (id) => `${path}?${fromQuery}reply_to=${id}#reply-title` : null,
+    )
+    return new Response(thread.list.value, { headers: PAGE_HEADERS })
   }
 
   async function reply(scope: Scope, phoneText: string, body: unknown, request: Request) {
@@ -318,9 +444,18 @@ export function inboxPages(d: Dashboard) {
         .filter(([k, v]) => k.startsWith('var_') && typeof v === 'string')
         .map(([k, v]) => [k.slice(4), v as string]),
     )
+    // A template whose placeholder would go empty ("Hi , your order…") is not sent: the agent is told which to fill.
+    const empty = Object.entries(variables).find(([, v]) => v.trim() === '')
+    if (templateId && empty) {
+      return d.finish(scope.session, {
+        to: `${back}${back.includes('?') ? '&' : '?'}template=${encodeURIComponent(templateId)}`,
+        error: `Not sent: {{${empty[0]}}} has no value, and the message would go with a gap. Type its value and send again; nothing was charged.`,
+      })
+    }
+    const replyTo = field(body, 'reply_to')
     const input = templateId
       ? { to: phone, template_id: /^\d{1,15}$/.test(templateId) ? Number(templateId) : 0, variables, from }
-      : { to: phone, body: field(body, 'body'), from }
+      : { to: phone, body: field(body, 'body'), from, ...(replyTo ? { reply_to: replyTo } : {}) }
     return orError(
       async () => {
         const sent = await sendOne(d.deps, { accountId: scope.accountId, keyId: null }, input, requestToken)
@@ -329,13 +464,30 @@ export function inboxPages(d: Dashboard) {
           address: d.addressOf(request),
           accountId: scope.accountId,
           action: 'inbox reply sent',
-          detail: { phone, template_id: input.template_id ?? null, cost: sent.cost },
+          detail: { phone, template_id: 'template_id' in input ? input.template_id : null, reply_to: replyTo || null, cost: sent.cost },
         })
         const what = 'message_id' in sent ? 'Reply sent' : 'Reply queued (the provider is busy; it goes shortly)'
         return d.finish(scope.session, { to: back, notice: `${what}; ${d.money(sent.cost)} charged.` })
       },
       (message) => d.finish(scope.session, { to: back, error: `Not sent: ${message}` }),
     )
+  }
+
+  /** The account's inbox settings: whether opening a conversation marks the customer's messages read (off by default). */
+  async function saveSettings(scope: Scope, body: unknown, request: Request) {
+    const on = field(body, 'marks_read') === 'on'
+    await setInboxMarksRead(d.sql, scope.accountId, on)
+    await audit(d.sql, {
+      user: scope.session.user,
+      address: d.addressOf(request),
+      accountId: scope.accountId,
+      action: 'inbox settings changed',
+      detail: { marks_read: on },
+    })
+    const notice = on
+      ? "Opening a conversation now marks the customer's messages read: they see read receipts."
+      : 'Opening a conversation no longer marks messages read.'
+    return d.finish(scope.session, { to: `${scope.base}/inbox`, notice })
   }
 
   /** An operator moves the phone's conversation on the page's sender to this account (with its received messages when ticked). */
@@ -370,6 +522,14 @@ export function inboxPages(d: Dashboard) {
       .get(`${prefix}/inbox/:phone`, async ({ request, params, query }) => {
         const scope = await viewScope(d, request, accountOf(params))
         return scope instanceof Response ? scope : conversationPage(scope, params.phone, query)
+      })
+      .get(`${prefix}/inbox/:phone/thread`, async ({ request, params, query }) => {
+        const scope = await viewScope(d, request, accountOf(params))
+        return scope instanceof Response ? scope : threadFragment(scope, params.phone, query)
+      })
+      .post(`${prefix}/inbox/settings`, async ({ request, params, body }) => {
+        const scope = await changeScope(d, request, body, accountOf(params))
+        return scope instanceof Response ? scope : saveSettings(scope, body, request)
       })
       .post(`${prefix}/inbox/:phone/reply`, async ({ request, params, body }) => {
         const scope = await changeScope(d, request, body, accountOf(params))

@@ -5,10 +5,12 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Layout } from '../../dashboard/layout'
 import { PagedTable } from '../../dashboard/components'
-import { type Dashboard, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
+import { type Dashboard, csvDownload, notFound, orError, respond, counted, pageRoutes } from '../../dashboard/context'
 import { AccountLink, accountScope, listHref, pageNumber, queryText, type Scope } from '../accounts/scope'
 import { ApiError } from '../../http/errors'
-import { STATUSES, getAccountMessage, listAccountMessages } from './queries'
+import { MAX_EXPORT_ROWS, MAX_SEARCH_CHARS, STATUSES, exportAccountMessages, getAccountMessage, listAccountMessages } from './queries'
+import { ErrorText } from './error-code-pages'
+import { csvText } from '../../lib/csv'
 import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
 import { messageLedger } from '../ledger/listing'
 import { getTemplate } from '../templates/service'
@@ -22,16 +24,24 @@ const MAX_ATTEMPTS_SHOWN = 200
 
 const preview = (body: string) => (body.length > 80 ? `${body.slice(0, 80)}…` : body)
 
+/** The list's filter from the query (text, blank left out), as the page, its links and its CSV share it. */
+const filterOf = (query: Record<string, unknown>) => ({
+  status: queryText(query, 'status'),
+  date_from: queryText(query, 'date_from'),
+  date_to: queryText(query, 'date_to'),
+  q: queryText(query, 'q'),
+  phone: queryText(query, 'phone'),
+  sender_id: queryText(query, 'sender_id'),
+})
+const listQuery = (filter: ReturnType<typeof filterOf>) => ({
+  ...filter,
+  sender_id: filter.sender_id === undefined ? undefined : Number(filter.sender_id),
+})
+
 export function messagePages(d: Dashboard) {
   async function listPage(scope: Scope, query: Record<string, unknown>) {
     const { session, accountId, base } = scope
-    const filter = {
-      status: queryText(query, 'status'),
-      date_from: queryText(query, 'date_from'),
-      date_to: queryText(query, 'date_to'),
-      phone: queryText(query, 'phone'),
-      sender_id: queryText(query, 'sender_id'),
-    }
+    const filter = filterOf(query)
     const pageNo = pageNumber(query)
     const path = `${base}/messages`
     // The sender filter and column only for an account with senders of its own (0: the service's own number).
@@ -73,6 +83,10 @@ export function messagePages(d: Dashboard) {
               </label>
             ) : null}
             <label>
+              Name or text contains
+              <input type="search" name="q" value={filter.q ?? ''} maxlength={MAX_SEARCH_CHARS} />
+            </label>
+            <label>
               Phone contains
               <input type="search" name="phone" value={filter.phone ?? ''} inputmode="tel" maxlength={40} />
             </label>
@@ -85,6 +99,13 @@ export function messagePages(d: Dashboard) {
               <input name="date_to" value={filter.date_to ?? ''} placeholder="YYYY-MM-DD HH:MM:SS" maxlength={19} />
             </label>
             <button type="submit">Filter</button>
+            <a
+              class="button-link"
+              href={listHref(`${path}.csv`, filter)}
+              title={`The newest ${MAX_EXPORT_ROWS.toLocaleString('en')} that match`}
+            >
+              Export CSV
+            </a>
           </form>
           {list ? (
             <>
@@ -107,7 +128,10 @@ export function messagePages(d: Dashboard) {
                       ]
                     : []),
                   { header: 'Cost', cell: (m) => m.cost.toLocaleString('en'), class: 'num' },
-                  { header: 'Error', cell: (m) => (m.error_code !== null ? `${m.error_code} ${m.error_message ?? ''}` : '') },
+                  {
+                    header: 'Error',
+                    cell: (m) => (m.status === 'failed' ? <ErrorText code={m.error_code} message={m.error_message} /> : ''),
+                  },
                 ]}
                 rows={list.items}
                 pager={{ label: 'Pages of messages', page: current, pages, href: (n) => listHref(path, { ...filter, page: n }) }}
@@ -123,13 +147,39 @@ export function messagePages(d: Dashboard) {
       async () =>
         render(
           await listAccountMessages({ ...d.deps, sql: await scope.read() }, accountId, {
-            ...filter,
-            sender_id: filter.sender_id === undefined ? undefined : Number(filter.sender_id),
+            ...listQuery(filter),
             limit: PER_PAGE,
             offset: (pageNo - 1) * PER_PAGE,
           }),
         ),
       (message, status) => render(null, message, status),
+    )
+  }
+
+  /** The list's filter as CSV: the newest MAX_EXPORT_ROWS messages that match (a bad filter: the list page says why, 422). */
+  async function listCsv(scope: Scope, query: Record<string, unknown>) {
+    const filter = filterOf(query)
+    return orError(
+      async () => {
+        const { items } = await exportAccountMessages({ ...d.deps, sql: await scope.read() }, scope.accountId, listQuery(filter))
+        const header = ['id', 'created_at', 'phone', 'status', 'type', 'body', 'cost', 'category', 'error_code', 'error_message']
+        const times = ['sent_at', 'delivered_at', 'read_at', 'message_sid'] as const
+        const rows = items.map((m) => [
+          m.id,
+          m.created_at,
+          m.phone,
+          m.status,
+          m.type,
+          m.body,
+          m.cost,
+          m.category,
+          m.error_code ?? '',
+          m.error_message ?? '',
+          ...times.map((k) => m[k] ?? ''),
+        ])
+        return csvDownload(csvText([...header, ...times], rows), `messages-account-${scope.accountId}.csv`)
+      },
+      () => listPage(scope, query),
     )
   }
 
@@ -252,6 +302,11 @@ export function messagePages(d: Dashboard) {
             </li>
           ))}
         </ol>
+        {message.status === 'failed' && message.error_code !== null ? (
+          <p id="error-meaning">
+            What error <ErrorText code={message.error_code} message={null} /> means, and what to do about it.
+          </p>
+        ) : null}
         <h2>Ledger</h2>
         <PagedTable
           columns={[
@@ -308,6 +363,14 @@ export function messagePages(d: Dashboard) {
     .get('/messages', async ({ request, query }) => {
       const scope = await accountScope(d, request)
       return scope instanceof Response ? scope : listPage(scope, query)
+    })
+    .get('/messages.csv', async ({ request, query }) => {
+      const scope = await accountScope(d, request)
+      return scope instanceof Response ? scope : listCsv(scope, query)
+    })
+    .get('/accounts/:id/messages.csv', async ({ request, params, query }) => {
+      const scope = await accountScope(d, request, params.id)
+      return scope instanceof Response ? scope : listCsv(scope, query)
     })
     .get('/messages/:messageId', async ({ request, params }) => {
       const scope = await accountScope(d, request)

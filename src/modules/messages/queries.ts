@@ -69,7 +69,15 @@ const view = (r: Row) => ({
  * What a list is filtered by, already validated (`before` exclusive, see dateRange). `phone`: digits
  * only, the dashboard's search (the API has none).
  */
-export type MessageFilter = { status?: string; from: Date | null; before: Date | null; phone?: string; senderId?: number }
+export type MessageFilter = {
+  status?: string
+  from: Date | null
+  before: Date | null
+  phone?: string
+  senderId?: number
+  /** The dashboard's search: the message's text or its contact's name contains it (case-insensitive). */
+  text?: string
+}
 
 /**
  * The two statements of GET /messages: the page, id-first (the candidates come from an index, with a
@@ -112,6 +120,12 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
       where += ` and (phone like $${params.length - 1} or phone like $${params.length})`
     } else where += ` and phone like $${params.length}`
   }
+  if (filter.text) {
+    // LIKE's own characters taken literally; the contact is the account's own (same account, same phone).
+    params.push(`%${filter.text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`)
+    const t = `$${params.length}`
+    where += ` and (body ilike ${t} or exists (select 1 from contacts c where c.account_id = $1 and c.phone = messages.phone and c.name ilike ${t}))`
+  }
   const n = params.length + 1
   return {
     rows: {
@@ -135,7 +149,7 @@ export function listStatements(accountId: number, filter: MessageFilter, p: Page
 
 export async function listMessages(deps: Deps, principal: Principal, query: ListQuery) {
   // The API has no phone search: a `phone` parameter that got through is ignored, as before.
-  return listAccountMessages(deps, principal.accountId, { ...query, phone: undefined })
+  return listAccountMessages(deps, principal.accountId, { ...query, phone: undefined, q: undefined })
 }
 
 /**
@@ -151,11 +165,14 @@ export function phoneSearch(value: string | undefined): string | undefined {
   return text.replace(/\D/g, '')
 }
 
-/** GET /messages of one account; the dashboard adds `phone` (see phoneSearch). */
-export async function listAccountMessages(deps: Deps, accountId: number, query: ListQuery & { phone?: string }) {
-  const { sql } = deps
-  const tz = deps.config.timezone
-  const p = page(query)
+/** The dashboard's list query: the API's, with `phone` (see phoneSearch) and `q` (a contact's name or the text). */
+export type AccountListQuery = ListQuery & { phone?: string; q?: string }
+
+/** The longest `q` the dashboard's search takes. */
+export const MAX_SEARCH_CHARS = 100
+
+/** A list query's filter, validated (422 naming the field). */
+function filterOf(query: AccountListQuery, tz: string): MessageFilter {
   if (query.status !== undefined && !(STATUSES as readonly string[]).includes(query.status)) {
     throw badValue(`status: must be one of ${STATUSES.join(', ')}`)
   }
@@ -164,7 +181,30 @@ export async function listAccountMessages(deps: Deps, accountId: number, query: 
   if (query.sender_id !== undefined && (!Number.isSafeInteger(query.sender_id) || query.sender_id < 0)) {
     throw badValue("sender_id: a sender id, or 0 for the deployment's default sender")
   }
-  const st = listStatements(accountId, { status: query.status, from, before, phone, senderId: query.sender_id }, p)
+  const text = query.q?.trim() || undefined
+  if (text !== undefined && text.length > MAX_SEARCH_CHARS) throw badValue(`q: at most ${MAX_SEARCH_CHARS} characters`)
+  return { status: query.status, from, before, phone, senderId: query.sender_id, text }
+}
+
+/** The most rows the dashboard's CSV of messages holds (the newest that match). */
+export const MAX_EXPORT_ROWS = 10_000
+
+/** The dashboard's CSV: the newest MAX_EXPORT_ROWS messages that match, newest first, formatted; `more` when some were left out. */
+export async function exportAccountMessages(deps: Deps, accountId: number, query: AccountListQuery) {
+  const st = listStatements(accountId, filterOf(query, deps.config.timezone), { limit: MAX_EXPORT_ROWS + 1, offset: 0 })
+  const rows = (await deps.sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as Row[]
+  return {
+    items: rows.slice(0, MAX_EXPORT_ROWS).map((r) => formatTimes(view(r), deps.config.timezone)),
+    more: rows.length > MAX_EXPORT_ROWS,
+  }
+}
+
+/** GET /messages of one account; the dashboard adds `phone` and `q`. */
+export async function listAccountMessages(deps: Deps, accountId: number, query: AccountListQuery) {
+  const { sql } = deps
+  const tz = deps.config.timezone
+  const p = page(query)
+  const st = listStatements(accountId, filterOf(query, tz), p)
   const rows = (await sql.unsafe(st.rows.text, st.rows.params, { prepare: st.prepare })) as unknown as Row[]
   // A page that is not full ends the list: the total is known without counting.
   const known = rows.length < p.limit && (rows.length > 0 || p.offset === 0)
@@ -226,4 +266,17 @@ export async function recentFailures(sql: Sql, accountId: number, limit = 10) {
     from messages where account_id = ${accountId} and status = 'failed'
     order by created_at desc, id desc limit ${limit}`
   return rows.map(view)
+}
+
+/** The account's failed messages of the last `days` days (in `tz`) by error code (null: none given), most first. */
+export async function failuresByCode(sql: Sql, clock: Pick<Clock, 'sqlNow'>, tz: string, accountId: number, days = 30) {
+  const rows = await sql<{ code: number | null; n: number }[]>`
+    select error_code as code, count(*)::int as n
+    from messages
+    where account_id = ${accountId} and status = 'failed'
+      and created_at >= (date_trunc('day', ${nowOf(sql, clock)} at time zone ${tz}) - make_interval(days => ${days - 1})) at time zone ${tz}
+    group by 1
+    order by 2 desc, 1 nulls last
+    limit 20`
+  return rows.map((r) => ({ code: r.code === null ? null : Number(r.code), count: r.n }))
 }
