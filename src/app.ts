@@ -38,6 +38,8 @@ import { campaignPages } from './modules/campaigns/pages'
 import { contactsApi } from './modules/contacts/api'
 import { contactPages } from './modules/contacts/pages'
 import { providerCallbacks } from './modules/inbound/callbacks'
+import { mediaApi } from './modules/media/api'
+import { mediaLinks } from './modules/media/links'
 import { webhooksApi } from './modules/webhooks/api'
 import { webhooksAdmin } from './modules/webhooks/admin'
 import { webhookPages } from './modules/webhooks/pages'
@@ -95,6 +97,8 @@ export function createApp(deps: Deps) {
     )
     // The providers' status callbacks
     .use(providerCallbacks(deps))
+    // Signed links to uploaded files, for providers that fetch media by URL
+    .use(mediaLinks(deps))
     // The dashboard
     .use(
       dashboardRoutes(deps, {
@@ -141,6 +145,7 @@ function integratorApi(deps: Deps) {
     .use(optOutsApi(deps))
     .use(templatesApi(deps))
     .use(verificationsApi(deps))
+    .use(mediaApi(deps))
 }
 
 /** The operator's API (the admin token). */

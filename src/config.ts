@@ -151,6 +151,12 @@ export const VARIABLES = {
     default: '30',
     meaning: 'days to keep delivered and finally failed webhook events with their attempts; 0: forever',
   },
+  RETENTION_MEDIA_DAYS: {
+    default: '30',
+    meaning:
+      'days a file uploaded through POST /api/v1/media is kept after its upload or its last send (never while a queued message ' +
+      'names it); 0: forever',
+  },
   RETENTION_HISTORY_MONTHS: {
     default: '0',
     meaning:
@@ -237,6 +243,8 @@ export type Config = {
   /** Days a delivered or failed webhook event and its attempts are kept; 0 keeps them forever. */
   retentionWebhookDays: number
   retentionHistoryMonths: number
+  /** RETENTION_MEDIA_DAYS: uploaded files kept this long after their last use (0: forever). */
+  retentionMediaDays: number
   /** OPT_OUT_WORDS / OPT_IN_WORDS, upper case. */
   optOutWords: string[]
   optInWords: string[]
@@ -484,6 +492,7 @@ export function readConfig(env: Env = process.env): Config {
     dbPoolMax: integer(env, 'DB_POOL_MAX', 1, 200),
     retentionWebhookDays: integer(env, 'RETENTION_WEBHOOK_DAYS', 0, 36_500),
     retentionHistoryMonths: integer(env, 'RETENTION_HISTORY_MONTHS', 0, 1200),
+    retentionMediaDays: integer(env, 'RETENTION_MEDIA_DAYS', 0, 36_500),
     ...words(env),
     mediaMaxBytes: integer(env, 'MEDIA_MAX_BYTES', 1024, 104_857_600),
     metricsPort: metricsPort(optional(env, 'METRICS_PORT'), port),

@@ -11,12 +11,13 @@ import { takeBackup } from './db/backup'
 import { isOutage } from './db/retry'
 import { createApp, routesOf } from './app'
 import { createProvider, paceOf } from './providers/registry'
-import type { Provider } from './providers/provider'
+import type { MediaStore, Provider } from './providers/provider'
 import { systemClock, type Clock } from './lib/clock'
 import { windowIsOpen } from './modules/inbound/window'
 import type { Pace } from './providers/provider'
 import { createHandoff } from './modules/messages/handoff'
 import { createSenderDirectory } from './modules/senders/directory'
+import { mediaStore } from './modules/media/service'
 import { createSingleCharger } from './modules/ledger/service'
 import type { Loop } from './workers/loop'
 import { startWorkers } from './workers'
@@ -93,7 +94,7 @@ function resolveSecretsKey(config: Config): Uint8Array {
 let processKey: Uint8Array | undefined
 
 /** The sender PROVIDER names, from its settings. */
-export const providerOf = (config: Config, sql: Database['sql'], clock: Clock) =>
+export const providerOf = (config: Config, sql: Database['sql'], clock: Clock, media?: MediaStore) =>
   createProvider(config.provider, config.providers[config.provider], {
     publicBaseUrl: config.publicBaseUrl,
     timeoutMs: config.providerTimeoutMs,
@@ -101,6 +102,7 @@ export const providerOf = (config: Config, sql: Database['sql'], clock: Clock) =
     sql,
     // The deployment's default number is the sender null.
     windowOpen: (phone) => windowIsOpen(sql, clock, null, phone),
+    media,
   })
 
 /** The sender's pace: the provider's (its settings may change it), with PROVIDER_MAX_PER_SECOND and PROVIDER_RECIPIENT_GAP_MS over it. */
@@ -123,12 +125,13 @@ export function buildDeps(
   options: { provider?: Provider; unreachableAt?: number; clock?: Clock } = {},
 ): { deps: Deps; loops: Map<WorkerName, Loop> } {
   const clock = options.clock ?? systemClock()
-  const { provider = providerOf(config, database.sql, clock), unreachableAt = 0 } = options
-  const loops = new Map<WorkerName, Loop>()
-  instrumentPool(database.sql)
   const secretsKey = config.secretsKey ?? (processKey ??= generateKey())
   const secrets = createSecretBox({ current: secretsKey, previous: config.secretsKeysPrevious })
-  const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) }, clock)
+  const media = mediaStore(database.sql, clock, secrets, config.publicBaseUrl)
+  const { provider = providerOf(config, database.sql, clock, media), unreachableAt = 0 } = options
+  const loops = new Map<WorkerName, Loop>()
+  instrumentPool(database.sql)
+  const senders = createSenderDirectory(database.sql, secrets, config, { provider, pace: paceOfConfig(config) }, clock, media)
   const handoff = createHandoff(database.sql, senders, clock, {
     concurrency: config.handoffConcurrency,
     leaseSeconds: config.handoffLeaseSeconds,

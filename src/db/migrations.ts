@@ -46,6 +46,7 @@ import campaignMaxPrice from '../../sql/0045_campaign_max_price.sql' with { type
 import conversationManners from '../../sql/0046_conversation_manners.sql' with { type: 'text' }
 import customerUserIds from '../../sql/0047_customer_user_ids.sql' with { type: 'text' }
 import parkedPricedSent from '../../sql/0048_parked_priced_sent.sql' with { type: 'text' }
+import mediaUploads from '../../sql/0049_media_uploads.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -97,4 +98,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 46, name: '0046_conversation_manners.sql', text: conversationManners },
   { version: 47, name: '0047_customer_user_ids.sql', text: customerUserIds },
   { version: 48, name: '0048_parked_priced_sent.sql', text: parkedPricedSent },
+  { version: 49, name: '0049_media_uploads.sql', text: mediaUploads },
 ]

@@ -60,6 +60,10 @@ export const DOCUMENTS: DocumentsOptions = {
       description:
         "Phones opted out of the account's messages (extension): STOP words, the provider's signal, or by hand; sends to them are 422 `RECIPIENT_OPTED_OUT`",
     },
+    {
+      name: 'Media',
+      description: 'Files uploaded to send without a public link (extension): a send names one by `media_id` instead of `link`',
+    },
     { name: 'Admin', description: 'Operator API, the dashboard backend (Authorization: Bearer ADMIN_TOKEN)' },
     { name: 'Admin: campaigns', description: 'Running campaigns (Authorization: Bearer ADMIN_TOKEN)' },
     {

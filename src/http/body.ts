@@ -135,32 +135,46 @@ export const hasBody = (request: Request) => request.body !== null && request.he
 
 /** Reads and parses a JSON body; an empty body is null. */
 export async function readJson(request: Request): Promise<unknown> {
+  if (request.headers.get('content-length') === null && !request.body) return null
+  return parseJson(await readBody(request, MAX_BODY_BYTES))
+}
+
+/**
+ * A body's bytes, at most `limit` (413 by its declared length before a byte is read, or as soon as it
+ * passes it), bodies over LARGE_BODY_BYTES a few at a time and in time (see above). An upload
+ * (modules/media) reads its file through it too.
+ */
+export async function readBody(request: Request, limit: number): Promise<Uint8Array> {
   const declared = request.headers.get('content-length')
   if (declared !== null) {
     const length = Number(declared)
-    if (length > MAX_BODY_BYTES) throw tooLarge()
-    if (length <= LARGE_BODY_BYTES) return parseJson(new Uint8Array(await request.arrayBuffer()))
-    return largeBodies.run(() => readRest(request.body!.getReader(), [], 0))
+    if (length > limit) throw tooLarge(limit)
+    if (length <= LARGE_BODY_BYTES) return new Uint8Array(await request.arrayBuffer())
+    return largeBodies.run(() => readRest(request.body!.getReader(), [], 0, limit))
   }
-  if (!request.body) return null
+  if (!request.body) return new Uint8Array()
   // Unknown length (chunked): the first MiB without a slot, the rest (if any) in one.
   const reader = request.body.getReader()
   const chunks: Uint8Array[] = []
-  const head = await readChunks(reader, chunks, LARGE_BODY_BYTES)
-  if (head.done) return parseJson(concat(chunks, head.total))
-  return largeBodies.run(() => readRest(reader, chunks, head.total))
+  const head = await readChunks(reader, chunks, Math.min(LARGE_BODY_BYTES, limit))
+  if (head.done) return concat(chunks, head.total, limit)
+  if (head.total > limit) {
+    await reader.cancel().catch(() => {})
+    throw tooLarge(limit)
+  }
+  return largeBodies.run(() => readRest(reader, chunks, head.total, limit))
 }
 
 type Reader = { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> }
 
-/** In a large body's slot: the rest of the body, in time (see LARGE_BODY_READ_MS), parsed. */
-async function readRest(reader: Reader, chunks: Uint8Array[], total: number): Promise<unknown> {
-  const rest = await readChunks(reader, chunks, MAX_BODY_BYTES, total, performance.now())
+/** In a large body's slot: the rest of the body, in time (see LARGE_BODY_READ_MS), at most `limit` bytes in all. */
+async function readRest(reader: Reader, chunks: Uint8Array[], total: number, limit: number): Promise<Uint8Array> {
+  const rest = await readChunks(reader, chunks, limit, total, performance.now())
   if (!rest.done) {
     await reader.cancel().catch(() => {})
-    throw tooLarge()
+    throw tooLarge(limit)
   }
-  return parseJson(concat(chunks, rest.total))
+  return concat(chunks, rest.total, limit)
 }
 
 /**
@@ -198,8 +212,8 @@ async function readBefore(reader: Reader, deadline: number) {
   }
 }
 
-function concat(chunks: Uint8Array[], total: number): Uint8Array {
-  if (total > MAX_BODY_BYTES) throw tooLarge()
+function concat(chunks: Uint8Array[], total: number, limit: number): Uint8Array {
+  if (total > limit) throw tooLarge(limit)
   if (chunks.length === 1) return chunks[0]!
   const out = new Uint8Array(total)
   let at = 0

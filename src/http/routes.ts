@@ -21,6 +21,7 @@ export type RouteKind = 'api' | 'admin' | 'callback' | 'page' | 'docs' | 'health
 // them out.
 const KIND = 'x-route-kind'
 const UNTIMED_FLAG = 'x-route-untimed'
+const RAW_BODY = 'x-route-raw-body'
 
 /** The `detail` that declares the kind of a group's routes: `new Elysia({ prefix, detail: kind('api') })`. */
 export const kind = (value: RouteKind) => ({ [KIND]: value }) as Record<string, unknown>
@@ -31,9 +32,15 @@ export const kind = (value: RouteKind) => ({ [KIND]: value }) as Record<string, 
  */
 export const UNTIMED = { [UNTIMED_FLAG]: true } as Record<string, unknown>
 
+/**
+ * In an API route's `detail`: it reads its own body, of any Content-Type, up to `limit` bytes (an
+ * upload, modules/media): the shell authenticates it and leaves the body to the route's `parse`.
+ */
+export const rawBody = (limit: number) => ({ [RAW_BODY]: limit }) as Record<string, unknown>
+
 /** A route's own extensions taken out of its `detail`, for the OpenAPI documents. */
 export function withoutDeclarations(detail: Record<string, unknown>): Record<string, unknown> {
-  const { [KIND]: _kind, [UNTIMED_FLAG]: _untimed, ...rest } = detail
+  const { [KIND]: _kind, [UNTIMED_FLAG]: _untimed, [RAW_BODY]: _raw, ...rest } = detail
   return rest
 }
 
@@ -49,6 +56,8 @@ export type Route = {
   path: string
   kind: RouteKind
   untimed: boolean
+  /** The most bytes of body it reads itself (rawBody), or null: the shell's body rules apply. */
+  rawBodyLimit: number | null
   body: TSchema | null
   hooks: NonNullable<RouteInfo['hooks']>
 }
@@ -83,6 +92,7 @@ export class RouteTable {
         path: info.path,
         kind: kindOf(info),
         untimed: info.hooks?.detail?.[UNTIMED_FLAG] === true,
+        rawBodyLimit: typeof info.hooks?.detail?.[RAW_BODY] === 'number' ? (info.hooks.detail[RAW_BODY] as number) : null,
         body: (info.hooks?.body as TSchema | undefined) ?? null,
         hooks: info.hooks ?? {},
       }
@@ -133,6 +143,11 @@ export class RouteTable {
   /** The kind of the routes at `path` (any method), if a route matches it. */
   kindOfPath(path: string): RouteKind | undefined {
     return this.matching(path)[0]?.kind
+  }
+
+  /** The body limit of a route that reads its own body (rawBody) at `path`, if one does. */
+  rawBodyLimitOfPath(path: string): number | null {
+    return this.matching(path).find((r) => r.rawBodyLimit !== null)?.rawBodyLimit ?? null
   }
 
   /** Methods that some route answers for `path`. */

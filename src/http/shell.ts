@@ -83,14 +83,15 @@ export function httpShell(deps: { config: Config; sql: Sql; clock: Clock; routes
         // A declared length over the route's limit (a provider callback's is far lower) is refused
         // before a byte of the body is read.
         const length = Number(request.headers.get('content-length') ?? 0)
-        const limit = bodyLimitOf(routes.kindOfPath(path))
+        const limit = routes.rawBodyLimitOfPath(path) ?? bodyLimitOf(routes.kindOfPath(path))
         if (length > limit) return errorResponse('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`, 413, id)
         const allowed = routes.staticMethods(path)
         if (allowed && !allowed.has(request.method)) return methodNotAllowed(request, path, [...allowed], id, routes.kindOfPath(path))
       })
       // Runs for every route that can take a body, before Elysia reads it.
       .onParse({ as: 'global' }, async ({ request, route, set }) => {
-        const kind = routes.byRoute(request.method, route)?.kind
+        const declared = routes.byRoute(request.method, route)
+        const kind = declared?.kind
         if (!isApi(kind)) {
           // Provider callbacks read their bodies themselves: their signatures cover the raw bytes.
           if (kind === 'callback') return
@@ -99,6 +100,8 @@ export function httpShell(deps: { config: Config; sql: Sql; clock: Clock; routes
         } else {
           // A bad key is 401 whatever the body, and an unauthenticated (or rate-limited) body is never read.
           await authenticateKind(sql, clock, config, request, kind, set)
+          // An upload reads its own body (its `parse`), whatever its type, once authenticated.
+          if (declared?.rawBodyLimit != null) return
           if (!hasBody(request)) return null
           requireJsonContentType(request.headers.get('content-type'))
         }

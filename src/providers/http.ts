@@ -27,7 +27,8 @@ export type Deadline = { timeoutMs: number; clock: Pick<Clock, 'timeoutSignal'> 
  */
 export async function post(
   url: string,
-  init: { headers: Record<string, string>; body: string; maxBytes?: number } & Deadline,
+  // FormData: a multipart upload (Meta's media), its Content-Type with the boundary set by fetch.
+  init: { headers: Record<string, string>; body: string | FormData; maxBytes?: number } & Deadline,
 ): Promise<Exchange> {
   return exchange(url, 'POST', init)
 }
@@ -48,7 +49,7 @@ export async function del(url: string, init: { headers: Record<string, string> }
 async function exchange(
   url: string,
   method: 'GET' | 'POST' | 'DELETE',
-  init: { headers: Record<string, string>; body?: string; maxBytes?: number } & Deadline,
+  init: { headers: Record<string, string>; body?: string | FormData; maxBytes?: number } & Deadline,
 ): Promise<Exchange> {
   const signal = init.clock.timeoutSignal(init.timeoutMs)
   try {

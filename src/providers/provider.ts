@@ -88,14 +88,39 @@ export type ReplyButton = { id: string; title: string }
 export type ListRow = { id: string; title: string; description?: string }
 
 /**
+ * Where a medium of a message is: a public https `link` WhatsApp fetches, or a file uploaded to this
+ * service (`media_id`, POST /api/v1/media: issue 32), which each provider sends its own way (MediaStore).
+ */
+export type MediaSource = { link: string; media_id?: undefined } | { media_id: string; link?: undefined }
+
+/** A file uploaded to this service, as a provider gets it to upload it itself. */
+export type StoredFile = { bytes: Uint8Array; type: string; filename: string | null }
+
+/**
+ * The files uploaded to this service (modules/media), as providers send them (`media_id`): a provider
+ * that takes uploads (Meta) uploads the file once and keeps its own id of it for its lifetime; one that
+ * fetches links (Twilio) gets a signed link to this service that expires. Each use counts as the file's use.
+ */
+export type MediaStore = {
+  /** The file; null when it is gone (its retention passed). */
+  file(id: string): Promise<StoredFile | null>
+  /** A signed link to the file on this service (GET /media/{id}?expires=&sig=), valid for a while. */
+  link(id: string): Promise<string>
+  /** The provider's own id of the file for `scope` (Meta: the phone number id it was uploaded to), while it is valid. */
+  kept(id: string, scope: string): Promise<string | null>
+  /** Keeps the provider's id of the file for `scope`, valid for `lifetimeMs` from now. */
+  keep(id: string, scope: string, providerId: string, lifetimeMs: number): Promise<void>
+}
+
+/**
  * A rich message (an extension of the spec's `body`/`media_url`), as the API takes it and
  * messages.content stores it: `type` and one object named after it, as the Cloud API names them.
  * A template's header media is `{type: 'template', header}` beside its provider template.
  */
 export type RichContent =
-  | { type: 'image' | 'video'; link: string; caption?: string }
-  | { type: 'audio' | 'sticker'; link: string }
-  | { type: 'document'; link: string; caption?: string; filename?: string }
+  | ({ type: 'image' | 'video'; caption?: string } & MediaSource)
+  | ({ type: 'audio' | 'sticker' } & MediaSource)
+  | ({ type: 'document'; caption?: string; filename?: string } & MediaSource)
   | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
   | { type: 'button'; body: string; buttons: ReplyButton[] }
   | { type: 'list'; body: string; button: string; sections: { title?: string; rows: ListRow[] }[] }
@@ -246,6 +271,8 @@ export type ProviderContext = {
   clock: Clock
   sql: Sql
   windowOpen(phone: string): Promise<boolean>
+  /** The files uploaded to this service, for messages that name one by `media_id` (absent: such a message fails, refunded). */
+  media?: MediaStore
 }
 
 /** A request to a provider callback route, with its body exactly as received. */

@@ -1,5 +1,5 @@
 // Removes what has outlived its use, so tables do not grow forever. Rows: expired Idempotency-Keys,
-// parked status reports past their expiry, and recipients' pace rows whose gap has long passed (one
+// parked status reports past their expiry, uploaded files unused for RETENTION_MEDIA_DAYS, and recipients' pace rows whose gap has long passed (one
 // row per number ever messaged otherwise: a row absent is a recipient free to receive). Applied
 // simulator reports need nothing here: the simulator worker deletes each report as it applies it.
 // Every delete is one short statement of at most BATCH rows (`for update skip locked`, so it never
@@ -18,6 +18,7 @@ import type { Clock } from '../lib/clock'
 import type { Worker } from './worker'
 import { IDEMPOTENCY_KEY_TTL_HOURS } from '../http/idempotency'
 import { detachOldHistory, dropFinishedWebhookMonths } from '../db/partitions'
+import { deleteUnusedMedia } from '../modules/media/service'
 
 const RETENTION_POLL_MS = 10 * 60_000
 export const BATCH = 1000
@@ -26,6 +27,8 @@ type Deleted = {
   idempotencyKeys: number
   parkedReports: number
   recipientPaces: number
+  /** Uploaded files past RETENTION_MEDIA_DAYS since their last use. */
+  media: number
   /** Partitions dropped (webhook events and attempts) or detached (messages, ledger, inbound messages). */
   webhookMonths: number
   historyMonths: number
@@ -76,16 +79,18 @@ export async function deleteExpired(deps: Pick<Deps, 'sql' | 'config' | 'clock'>
   const idempotencyKeys = await expiredIdempotencyKeys(deps.sql, deps.clock, batch)
   const parkedReports = await expiredParkedReports(deps.sql, deps.clock, batch)
   const recipientPaces = await pastRecipientPaces(deps.sql, deps.clock, batch)
+  const media = await deleteUnusedMedia(deps.sql, deps.clock, deps.config.retentionMediaDays, batch)
   const webhookMonths = days > 0 ? (await dropFinishedWebhookMonths(deps.sql, days, deps.clock)).length : 0
   const historyMonths = months > 0 ? (await detachOldHistory(deps.sql, months, deps.clock)).length : 0
   return {
     idempotencyKeys,
     parkedReports,
     recipientPaces,
+    media,
     webhookMonths,
     historyMonths,
     // Rows only: every month due went in this step, nothing is left for another at once.
-    deleted: idempotencyKeys + parkedReports + recipientPaces,
+    deleted: idempotencyKeys + parkedReports + recipientPaces + media,
   }
 }
 

@@ -55,6 +55,13 @@
 // (131009, "Parameter value is not valid"; the details are the fake's words).
 
 //
+// Media uploads (issue 32): `POST /{phone-number-id}/media`, multipart with `messaging_product=whatsapp`,
+// `file` and `type`, with that number's token, is kept in `uploads` and answered `{id}` as Meta does (a
+// missing part is code 100). A media message may then name it by `id` instead of `link`: only the number
+// it was uploaded to may send it, and only for 30 days of the fake's clock (Meta keeps an upload 30 days);
+// another number's, an expired or an unknown id is refused with 131053 ("Media upload error"; the
+// details are the fake's words).
+//
 // Pricing analytics: every message the fake accepts is kept as delivered (`delivered`: its wamid, phone
 // number id, business account, time by the clock it was given, else real time, and how Meta prices it:
 // a template's category with pricing type REGULAR, anything else SERVICE / FREE_CUSTOMER_SERVICE), and
@@ -127,6 +134,12 @@ export type FakeTemplate = {
   quality_score?: { score: 'GREEN' | 'YELLOW' | 'RED' | 'UNKNOWN' }
   rejected_reason?: string
 }
+
+/** A file uploaded to the fake: the phone number id it was uploaded to, its part, and when (wall clock, ms). */
+export type FakeUpload = { phoneNumberId: string; type: string; bytes: Uint8Array; filename: string; at: number }
+
+/** How long Meta keeps an uploaded medium: 30 days. */
+export const META_UPLOAD_DAYS = 30
 
 /** A message the fake delivered, as its pricing analytics count it. */
 export type FakeDelivery = {
@@ -269,6 +282,8 @@ export type FakeGraph = {
     pricing?: MetaPricing | null
     appSecret?: string
   }): Promise<Response>
+  /** The files uploaded to it (POST /{phone-number-id}/media), by the id it answered. */
+  uploads: Map<string, FakeUpload>
   /** The media it serves, by id. */
   media: Map<string, FakeMedium>
   /** Registers a medium (GET /{id} and its download URL). */
@@ -529,6 +544,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     ids: [],
     customerIds: [],
     reads: [],
+    uploads: new Map(),
     phones: new Map(),
     accountOf: new Map(),
     templates: new Map(),
@@ -689,6 +705,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
+      fake.uploads.clear()
       fake.pricing.clear()
       fake.customerIds = []
       fake.reads = []
@@ -942,10 +959,51 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     return Response.json({ id: created.id, status: created.status, category: created.category })
   }
 
+  /** POST /{phone-number-id}/media: a multipart upload, kept and answered `{id}`; null for any other request. */
+  async function uploadAnswer(request: Request, url: URL): Promise<Response | null> {
+    const path = /^\/v[\d.]+\/([^/]+)\/media$/.exec(url.pathname)
+    if (!path || request.method !== 'POST') return null
+    const phoneNumberId = decodeURIComponent(path[1]!)
+    const phone = authenticate(request, phoneNumberId)
+    if (phone instanceof Response) return phone
+    let form: Awaited<ReturnType<Request['formData']>>
+    try {
+      form = await request.formData()
+    } catch {
+      return missing('file')
+    }
+    if (form.get('messaging_product') !== 'whatsapp') return missing('messaging_product')
+    const file = form.get('file')
+    if (!(file instanceof Blob)) return missing('file')
+    const type = form.get('type')
+    if (typeof type !== 'string' || type === '') return missing('type')
+    const id = String(2_000_000_000_000_000 + ++counter)
+    fake.uploads.set(id, {
+      phoneNumberId,
+      type,
+      bytes: new Uint8Array(await file.arrayBuffer()),
+      filename: file instanceof File ? file.name : '',
+      at: wallClock(),
+    })
+    return Response.json({ id })
+  }
+
+  /** A media message naming an upload by id that this number may not send (another's, expired, unknown), as Meta refuses it; else null. */
+  function uploadRefusal(sent: Record<string, any> | null, phoneNumberId: string): Response | null {
+    const id = sent?.[sent?.type ?? '']?.id
+    if (typeof id !== 'string') return null
+    const upload = fake.uploads.get(id)
+    const fresh = upload && wallClock() - upload.at < META_UPLOAD_DAYS * 86_400_000
+    if (upload && upload.phoneNumberId === phoneNumberId && fresh) return null
+    return templateError(131053, 'Media upload error', `media id ${id}: not an upload of this phone number within 30 days`)
+  }
+
   async function respond(request: Request, sent: Record<string, any> | null, record: FakeRequest): Promise<Response> {
     const url = new URL(request.url)
     const media = mediaAnswer(request, url)
     if (media) return media
+    const upload = await uploadAnswer(request, url)
+    if (upload) return upload
     const analytics = analyticsAnswer(request, url)
     if (analytics) return analytics
     const templates = templatesAnswer(request, url, sent)
@@ -995,6 +1053,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     if (sent && sent.to === undefined && sent.recipient === undefined) return missing('to')
     const shape = sent ? graphShapeError(sent) : null
     if (shape) return shape
+    const badUpload = uploadRefusal(sent, phoneId)
+    if (badUpload) return badUpload
     // A template message from a phone number whose WhatsApp Business Account has templates: checked against them.
     const ownTemplates = fake.templates.get(fake.accountOf.get(record.sender ?? '') ?? '') ?? []
     if (sent?.type === 'template' && ownTemplates.length > 0) {

@@ -22,6 +22,12 @@
 // With `windows.enforce` on, a free-form Body outside it is refused with 63016 (Twilio reports it as a
 // failed status after accepting; refused at once here, which the service treats the same: refunded).
 //
+// Media by URL (issue 32): a message's MediaUrl on the service itself (`callback.publicBaseUrl`, a signed
+// link to an uploaded file) is fetched as Twilio fetches it, without credentials, and recorded in
+// `fetched`; an answer other than 200 with a Content-Type is refused with 63019 ("Media failed to
+// download"; Twilio reports it as a failed status after accepting, refused at once here, which the
+// service treats the same: refunded). Other MediaUrls are not fetched (the fake has no internet).
+//
 // Content templates (issue 30): POST /v1/Content creates one under the account the credentials prove
 // (twilio/text, media, call-to-action, quick-reply, card, list-picker, whatsapp/authentication, with
 // the documented limits); `content(account, definition, approval?)` adds one as a test needs it.
@@ -111,6 +117,8 @@ export type FakeTwilio = {
    * posts the signed form to the service and opens the fake's window; the service's answer.
    */
   customerWrites(o: { accountSid: string; to: string; from: string; text: string; name?: string; authToken?: string }): Promise<Response>
+  /** The MediaUrls on the service it fetched for messages: the URL, the answer's status, Content-Type and bytes. */
+  fetched: { url: string; status: number; type: string | null; bytes: Uint8Array }[]
   /** The media it serves, by their MediaUrl's path. */
   media: Map<string, FakeTwilioMedium>
   /**
@@ -266,6 +274,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     url: '',
     requests: [],
     customerSids: [],
+    fetched: [],
     typings: [],
     limits: new FakeLimits(),
     retryAfter: true,
@@ -366,6 +375,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     },
     reset() {
       fake.customerSids = []
+      fake.fetched = []
       fake.typings = []
       fake.requests = []
       fake.limits.reset()
@@ -505,6 +515,14 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     if (own) return own
     const shape = messageProblem(form, fake.contents, strictOf(account?.sid ?? null))
     if (shape) return shape
+    for (const mediaUrl of form.getAll('MediaUrl')) {
+      if (!fake.callback || !mediaUrl.startsWith(`${fake.callback.publicBaseUrl}/`)) continue
+      const got = await fake.callback.deliver(new Request(mediaUrl))
+      const bytes = new Uint8Array(await got.arrayBuffer())
+      const type = got.headers.get('content-type')
+      fake.fetched.push({ url: mediaUrl, status: got.status, type, bytes })
+      if (got.status !== 200 || !type) return twilioError(400, 63019, 'Media failed to download')
+    }
     const from = form.get('From')
     if (account && account.numbers.length > 0 && from !== null && !account.numbers.includes(from.replace(/^whatsapp:/, ''))) {
       return twilioError(400, 63007, 'Twilio could not find a Channel with the specified From address')

@@ -560,6 +560,20 @@ export const MUTATIONS: Mutation[] = [
     filter: 'parked before the SID',
   },
   {
+    name: 'media-id-tenant',
+    breaks:
+      "a send names another account's uploaded file by its media_id and sends it: one tenant's files (an invoice) reach another's customers",
+    edits: [
+      {
+        file: 'src/modules/media/service.ts',
+        find: 'from media where account_id = ${accountId} and id = any(${wanted}::text[])',
+        replace: 'from media where id = any(${wanted}::text[])',
+      },
+    ],
+    tests: ['tests/media/upload.test.ts'],
+    filter: "another tenant's media_id",
+  },
+  {
     name: 'settle-never-below-zero',
     breaks: 'an upward settlement takes more than the balance has (the statement fails on balance >= 0 and the status is lost)',
     edits: [

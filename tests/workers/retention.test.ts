@@ -55,6 +55,7 @@ describe('idempotency keys', () => {
       idempotencyKeys: BATCH,
       parkedReports: 0,
       recipientPaces: 0,
+      media: 0,
       webhookMonths: 0,
       historyMonths: 0,
       deleted: BATCH,

@@ -50,7 +50,7 @@ const OLE = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]
 const isoMedia = (b: Uint8Array) => startsWith(b, ascii('ftyp'), 4)
 
 /** The first bytes each type must start with (its magic number); types without one are not checked (text, mpeg, aac). */
-const MAGIC: Record<string, (bytes: Uint8Array) => boolean> = {
+export const MAGIC: Record<string, (bytes: Uint8Array) => boolean> = {
   'image/jpeg': (b) => startsWith(b, [0xff, 0xd8, 0xff]),
   'image/png': (b) => startsWith(b, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
   'image/webp': (b) => startsWith(b, ascii('RIFF')) && startsWith(b, ascii('WEBP'), 8),
@@ -75,7 +75,7 @@ export function essenceOf(type: string | null | undefined): string | null {
   return ALIASES[essence] ?? essence
 }
 /** Types that say nothing of the content: the provider's declared type stands in for them. */
-const GENERIC = new Set(['application/octet-stream', 'binary/octet-stream', 'application/binary'])
+export const GENERIC = new Set(['application/octet-stream', 'binary/octet-stream', 'application/binary'])
 
 /** The kind of a medium of its own type (Twilio's several media each have their own). */
 const kindOfType = (type: string | null): MediaKind => {

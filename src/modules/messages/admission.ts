@@ -44,6 +44,8 @@ import { isUserId } from '../../lib/user-id'
 import { BUDGET_HOURS } from '../budgets/service'
 import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
 import { renderText, requireSupported, richOf, type RichFields } from './rich'
+import { accountMedia } from '../media/service'
+import type { RichContent } from '../../providers/provider'
 import { checksWindow, freeForm, windowClosed } from './window'
 
 /** A message's category, as WhatsApp prices it: its template's category, else `service` (a free-form message). */
@@ -208,6 +210,12 @@ export async function prepareEntries(
       return await quotedMessage(deps.sql, accountId, (found as Sender).id, phone, ref)
     }),
   )
+  // Files uploaded here that entries send by `media_id` (issue 32): the account's own only, one read.
+  const mediaIds = entries.flatMap((e) => {
+    const media = (e as Record<string, unknown>)[e.type ?? 'text'] as { media_id?: unknown } | undefined
+    return typeof media?.media_id === 'string' ? [media.media_id.trim()] : []
+  })
+  const files = mediaIds.length > 0 ? await accountMedia(deps.sql, accountId, mediaIds) : new Map()
   return entries.map((entry, index): Prepared | Refusal => {
     const path = at(index)
     try {
@@ -223,6 +231,7 @@ export async function prepareEntries(
       let rich = richOf(entry, path)
       // A kind the sender's provider cannot send is refused here, before anything is charged.
       requireSupported(rich, sender.provider, path)
+      if (rich && 'media_id' in rich && rich.media_id !== undefined) rich = withUploadedFile(rich, files, path)
       if (rich?.type === 'reaction')
         rich = { ...rich, message_id: requireQuoted(quoted[index] ?? null, phone, `${path}reaction.message_id`) }
       const replyTo = entry.reply_to === undefined ? null : requireQuoted(quoted[index] ?? null, phone, `${path}reply_to`)
@@ -249,6 +258,32 @@ export async function prepareEntries(
       return { index, to: entry.to, error }
     }
   })
+}
+
+/**
+ * A message's file uploaded here (`media_id`): the account's own (404 for another's or an unknown one,
+ * nothing charged), of the message's kind (422); a document without a name takes the file's.
+ */
+function withUploadedFile(
+  rich: RichContent & { media_id: string },
+  files: Map<string, { kind: string; type: string; filename: string | null }>,
+  path: string,
+): RichContent {
+  const field = `${path}${rich.type}.media_id`
+  const file = files.get(rich.media_id)
+  if (!file) {
+    throw new ApiError(
+      'NOT_FOUND',
+      `${field}: no file ${rich.media_id.slice(0, 40)} in this account (POST /api/v1/media uploads one); nothing was charged`,
+    )
+  }
+  if (file.kind !== rich.type) {
+    throw badValue(
+      `${field}: file ${rich.media_id} is ${file.kind === 'image' ? 'an' : 'a'} ${file.kind} (${file.type}), not ${rich.type === 'image' ? 'an' : 'a'} ${rich.type}; nothing was charged`,
+    )
+  }
+  if (rich.type === 'document' && rich.filename === undefined && file.filename) return { ...rich, filename: file.filename }
+  return rich
 }
 
 /**

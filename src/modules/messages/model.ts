@@ -33,15 +33,31 @@ const templateFields = {
 
 // The extension: rich messages (rich.ts), as the Cloud API names them: `type` and one object named after it.
 const strict = { additionalProperties: false } as const
-const link = t.String({
-  description: 'An https URL WhatsApp fetches the file from (up to 2048 characters)',
-  examples: ['https://cdn.example.com/p/1001.jpg'],
-})
+const link = t.Optional(
+  t.String({
+    description: 'An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead',
+    examples: ['https://cdn.example.com/p/1001.jpg'],
+  }),
+)
+const headerLink = t.String({ description: 'An https URL WhatsApp fetches the file from (up to 2048 characters)' })
+const media_id = t.Optional(
+  t.String({
+    description:
+      'Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another ' +
+      "account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta " +
+      'sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed ' +
+      'link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded',
+    examples: ['med_3q2Xb0kR4mJmYw1y8eYh3A'],
+  }),
+)
 const caption = t.Optional(t.String({ description: 'Shown under the media, up to 1024 characters' }))
 const filename = t.Optional(t.String({ description: 'The name the recipient sees, up to 240 characters', examples: ['invoice-88.pdf'] }))
-const captioned = (what: string) => t.Optional(t.Object({ link, caption }, { ...strict, description: `With \`type: "${what}"\`` }))
+const captioned = (what: string) =>
+  t.Optional(t.Object({ link, media_id, caption }, { ...strict, description: `With \`type: "${what}"\`: \`link\` or \`media_id\`` }))
 const bare = (what: string) =>
-  t.Optional(t.Object({ link }, { ...strict, description: `With \`type: "${what}"\` (no caption on WhatsApp)` }))
+  t.Optional(
+    t.Object({ link, media_id }, { ...strict, description: `With \`type: "${what}"\` (no caption on WhatsApp): \`link\` or \`media_id\`` }),
+  )
 const richFields = {
   type: t.Optional(
     t.String({
@@ -57,7 +73,9 @@ const richFields = {
   video: captioned('video'),
   audio: bare('audio'),
   sticker: bare('sticker'),
-  document: t.Optional(t.Object({ link, caption, filename }, { ...strict, description: 'With `type: "document"`' })),
+  document: t.Optional(
+    t.Object({ link, media_id, caption, filename }, { ...strict, description: 'With `type: "document"`: `link` or `media_id`' }),
+  ),
   location: t.Optional(
     t.Object(
       {
@@ -150,7 +168,7 @@ const richFields = {
         t.Object(
           {
             type: t.String({ description: '`image`, `video` or `document`', examples: ['image'] }),
-            link,
+            link: headerLink,
             filename: t.Optional(t.String({ description: 'With `document` only' })),
           },
           { ...strict, description: 'Header media' },

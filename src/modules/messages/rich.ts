@@ -50,7 +50,7 @@ export const MESSAGE_TYPES = ['text', 'image', 'video', 'audio', 'document', 'st
 export type MessageType = (typeof MESSAGE_TYPES)[number]
 const MEDIA_KINDS: MediaKind[] = ['image', 'video', 'audio', 'document', 'sticker']
 
-type Media = { link: string; caption?: string; filename?: string }
+type Media = { link?: string; media_id?: string; caption?: string; filename?: string }
 type Interactive = {
   type: string
   body: { text: string }
@@ -276,17 +276,22 @@ export function typeOf(content: RichContent | null, templateId: number | null): 
 }
 
 function mediaOf(kind: MediaKind, media: Media, f: string): RichContent {
-  const link = mediaLink(media.link, `${f}link`, kind)
+  // A public link, or a file uploaded here (issue 32): its id is checked against the account's files before charging (admission.ts).
+  if ((media.link === undefined) === (media.media_id === undefined)) {
+    throw badShape(`${f}link: give either link (a public https URL) or media_id (a file from POST /api/v1/media), one of them`)
+  }
+  const link = media.media_id !== undefined ? { media_id: media.media_id.trim() } : { link: mediaLink(media.link!, `${f}link`, kind) }
+  if (link.media_id === '') throw badValue(`${f}media_id: must name a file uploaded with POST /api/v1/media`)
   const captioned = kind === 'image' || kind === 'video' || kind === 'document'
   if (media.caption !== undefined && !captioned) throw badShape(`${f}caption: WhatsApp shows no caption on ${kind} messages`)
   if (media.filename !== undefined && kind !== 'document') throw badShape(`${f}filename: only on documents`)
   const caption = optional(media.caption, `${f}caption`, LIMITS.caption)
-  if (kind === 'audio' || kind === 'sticker') return { type: kind, link }
+  if (kind === 'audio' || kind === 'sticker') return { type: kind, ...link } as RichContent
   if (kind === 'document') {
     const filename = media.filename === undefined ? undefined : fileName(media.filename, `${f}filename`)
-    return { type: kind, link, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) }
+    return { type: kind, ...link, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) } as RichContent
   }
-  return { type: kind, link, ...(caption ? { caption } : {}) }
+  return { type: kind, ...link, ...(caption ? { caption } : {}) } as RichContent
 }
 
 /** An https link of at most 2048 characters whose file name, if it has a known media extension, is of `kind`. */

@@ -9,7 +9,7 @@ import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
-import { RICH_KINDS, type CallbackSender, type Pace, type Provider } from '../../providers/provider'
+import { RICH_KINDS, type CallbackSender, type MediaStore, type Pace, type Provider } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
@@ -52,6 +52,8 @@ export function createSenderDirectory(
   config: Config,
   defaultSender: { provider: Provider; pace: Pace },
   clock: Clock,
+  /** The files uploaded to this service (modules/media), for messages sent by `media_id`. */
+  media?: MediaStore,
 ): SenderDirectory {
   const fallback: Sender = {
     id: null,
@@ -86,6 +88,7 @@ export function createSenderDirectory(
           clock,
           sql,
           windowOpen: (phone) => windowIsOpen(sql, clock, row.id, phone),
+          media,
         })
       : {
           name: row.provider,

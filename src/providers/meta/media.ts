@@ -2,8 +2,8 @@
 // access token answers the media node ({url, mime_type, sha256, file_size, id}); its `url` (valid for
 // 5 minutes) is then downloaded with the same bearer token. Media ids of webhooks expire after 7 days.
 
-import { errorCodeOf, get, isObject, openMediaUrl, providerText, retryableStatus, THROTTLING_CODES, type Deadline } from '../http'
-import type { MediaOpened, MediaRef } from '../provider'
+import { errorCodeOf, get, isObject, openMediaUrl, post, providerText, retryableStatus, THROTTLING_CODES, type Deadline } from '../http'
+import type { MediaOpened, MediaRef, MediaStore } from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
 
 const MEDIA_ID = /^[\w.-]{1,200}$/
@@ -45,4 +45,60 @@ export async function openMetaMedia(settings: MetaSettings, ref: MediaRef, signa
     declaredSize: Number.isSafeInteger(size) && size >= 0 ? size : null,
     sha256: typeof answer.sha256 === 'string' && /^[0-9a-f]{64}$/i.test(answer.sha256) ? answer.sha256.toLowerCase() : null,
   }
+}
+
+/**
+ * How long the service keeps a Graph media id of a file it uploaded: Meta keeps an uploaded medium 30
+ * days; one day less, so that a message handed over near the end never names an id Meta just dropped.
+ */
+export const META_UPLOAD_LIFETIME_MS = 29 * 86_400_000
+
+/** A file uploaded here (`media_id`) as Meta sends it: its Graph media id, or why not (the message's failure). */
+export type GraphMedia = { ok: true; id: string } | { ok: false; code: number | null; text: string; status: number | null }
+
+/**
+ * The Graph media id of an uploaded file for this phone number: the one kept while valid, else the file
+ * uploaded now (`POST /{phone-number-id}/media`, multipart: messaging_product, type, file; Meta answers
+ * `{id}`) and kept for META_UPLOAD_LIFETIME_MS.
+ */
+export async function graphMediaId(settings: MetaSettings, store: MediaStore, mediaId: string, deadline: Deadline): Promise<GraphMedia> {
+  const scope = `meta:${settings.phoneNumberId}`
+  const kept = await store.kept(mediaId, scope)
+  if (kept) return { ok: true, id: kept }
+  const file = await store.file(mediaId)
+  if (!file) return { ok: false, code: null, status: null, text: `media ${mediaId} is gone (deleted by RETENTION_MEDIA_DAYS)` }
+  const form = new FormData()
+  form.set('messaging_product', 'whatsapp')
+  form.set('type', file.type)
+  form.set('file', new Blob([new Uint8Array(file.bytes)], { type: file.type }), file.filename ?? mediaId)
+  const exchange = await post(`${settings.apiBase}/${encodeURIComponent(settings.phoneNumberId)}/media`, {
+    headers: { authorization: `Bearer ${settings.accessToken}`, accept: 'application/json' },
+    body: form,
+    ...deadline,
+  })
+  if (!exchange.ok) {
+    const text = exchange.reason === 'timeout' ? 'Meta did not answer the media upload in time' : `could not reach Meta${exchange.hint}`
+    return { ok: false, code: null, status: null, text }
+  }
+  const answer = exchange.answer ?? {}
+  if (exchange.status < 200 || exchange.status > 299) {
+    const error = isObject(answer.error) ? answer.error : {}
+    const message = typeof error.message === 'string' ? `: ${error.message}` : ''
+    return {
+      ok: false,
+      code: errorCodeOf(error.code),
+      status: exchange.status,
+      text: `Meta refused the media upload (HTTP ${exchange.status})${message}`,
+    }
+  }
+  if (typeof answer.id !== 'string' || !MEDIA_ID.test(answer.id)) {
+    return {
+      ok: false,
+      code: null,
+      status: exchange.status,
+      text: `Meta answered the media upload (HTTP ${exchange.status}) without a media id`,
+    }
+  }
+  await store.keep(mediaId, scope, answer.id, META_UPLOAD_LIFETIME_MS)
+  return { ok: true, id: answer.id }
 }

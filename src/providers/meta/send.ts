@@ -10,6 +10,7 @@ import { errorCodeOf, failure, isObject, post, THROTTLING_CODES, throttleOf } fr
 import {
   RICH_KINDS,
   type HandoffResult,
+  type MediaStore,
   type OutgoingMessage,
   type Provider,
   type ReadAnswer,
@@ -17,7 +18,7 @@ import {
   type Throttle,
 } from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
-import { openMetaMedia } from './media'
+import { graphMediaId, openMetaMedia } from './media'
 import { isUserId } from '../../lib/user-id'
 
 // A wamid is base64 behind "wamid."; a partner's id may look otherwise. Anything printable, no spaces.
@@ -83,7 +84,8 @@ function richMessage(content: RichContent): Record<string, unknown> {
       // Only with a template (metaMessage); never stored alone.
       throw new Error('template header without a template')
     default: {
-      const { type, ...fields } = content
+      // A file uploaded here goes by the Graph media id it was uploaded as (resolved before: createMeta's send).
+      const { type, media_id: _ours, ...fields } = content as typeof content & { media_id?: string }
       return { type, [type]: fields }
     }
   }
@@ -119,7 +121,7 @@ function fileNameOf(path: string): string {
   }
 }
 
-export function createMeta(settings: MetaSettings, context: { timeoutMs: number; clock: Clock }): Provider {
+export function createMeta(settings: MetaSettings, context: { timeoutMs: number; clock: Clock; media?: MediaStore }): Provider {
   const { accessToken, phoneNumberId, apiBase } = settings
   const { timeoutMs, clock } = context
   const endpoint = `${apiBase}/${encodeURIComponent(phoneNumberId)}/messages`
@@ -169,6 +171,20 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number;
     },
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
+        // A file uploaded here (`media_id`, issue 32): uploaded to Graph once for this number, sent by its Graph id.
+        const content = message.content
+        if (content && 'media_id' in content && content.media_id) {
+          if (!context.media) return fail(null, 'this sender cannot reach uploaded media')
+          const graph = await graphMediaId(settings, context.media, content.media_id, { timeoutMs, clock })
+          if (!graph.ok) {
+            const throttle =
+              graph.status === null
+                ? null
+                : throttleOf(THROTTLING_CODES.meta, graph.status, graph.code, new Headers(), clock.now().getTime())
+            return fail(graph.code, graph.text, throttle)
+          }
+          message = { ...message, content: { ...content, id: graph.id } as unknown as RichContent }
+        }
         const exchange = await post(endpoint, {
           headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json' },
           body: JSON.stringify(metaMessage(message)),

@@ -7,7 +7,7 @@ import type { Clock } from '../../lib/clock'
 
 import { errorCodeOf, failure, post, THROTTLING_CODES, throttleOf } from '../http'
 import { isObject } from '../http'
-import type { HandoffResult, OutgoingMessage, Provider, ReadAnswer, RichContent, RichKind, Throttle } from '../provider'
+import type { HandoffResult, MediaStore, OutgoingMessage, Provider, ReadAnswer, RichContent, RichKind, Throttle } from '../provider'
 import type { Sql } from '../../db/client'
 import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
 import { contentRequest, contentStore } from './content'
@@ -55,7 +55,7 @@ export function twilioRichProblem(content: RichContent): string | null {
 
 export function createTwilio(
   settings: TwilioSettings,
-  context: { publicBaseUrl: string; timeoutMs: number; clock: Clock; sql?: Sql },
+  context: { publicBaseUrl: string; timeoutMs: number; clock: Clock; sql?: Sql; media?: MediaStore },
 ): Provider {
   const { accountSid, from, apiBase, contentApiBase } = settings
   const { timeoutMs, clock } = context
@@ -127,7 +127,9 @@ export function createTwilio(
       form.set('PersistentAction', `geo:${content.latitude},${content.longitude}${label ? `|${label}` : ''}`)
     } else if (content && content.type !== 'template' && content.type !== 'reaction') {
       if ('caption' in content && content.caption) form.set('Body', content.caption)
-      form.set('MediaUrl', content.link)
+      // A file uploaded here (`media_id`, issue 32): Twilio fetches it by a signed link to this service that expires.
+      if (content.media_id !== undefined && !context.media) return fail(null, 'this sender cannot reach uploaded media')
+      form.set('MediaUrl', content.media_id !== undefined ? await context.media!.link(content.media_id) : content.link!)
     } else {
       form.set('Body', message.body)
       if (message.mediaUrl) form.set('MediaUrl', message.mediaUrl)
