@@ -44,6 +44,7 @@ import settlements from '../../sql/0043_settlements.sql' with { type: 'text' }
 import parkedPricing from '../../sql/0044_parked_pricing.sql' with { type: 'text' }
 import campaignMaxPrice from '../../sql/0045_campaign_max_price.sql' with { type: 'text' }
 import conversationManners from '../../sql/0046_conversation_manners.sql' with { type: 'text' }
+import senderHealth from '../../sql/0050_sender_health.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -93,4 +94,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 44, name: '0044_parked_pricing.sql', text: parkedPricing },
   { version: 45, name: '0045_campaign_max_price.sql', text: campaignMaxPrice },
   { version: 46, name: '0046_conversation_manners.sql', text: conversationManners },
+  { version: 50, name: '0050_sender_health.sql', text: senderHealth },
 ]

@@ -14,6 +14,7 @@ import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } fro
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
 import { openFields, supportOf, whyNotOpen, type SenderRow } from './service'
+import { HIGH_THROUGHPUT_PER_SECOND } from './health'
 
 export type Sender = {
   /** null: the deployment's default sender (the environment's PROVIDER). */
@@ -72,8 +73,10 @@ export function createSenderDirectory(
     const fields = await openFields(secrets, row).catch((error: unknown) => ((why = whyNotOpen(error)), null))
     const settings = supportOf(row.provider).settingsOf(fields ?? {}, row.number, environment)
     const own = paceOf(row.provider, settings as never)
+    // Meta raised the number's throughput (THROUGHPUT_UPGRADE): its default pace follows, unless its own is set.
+    const perSecond = row.throughput === 'high' ? HIGH_THROUGHPUT_PER_SECOND : own.perSecond
     const pace: Pace = {
-      perSecond: row.rate_per_second ?? own.perSecond,
+      perSecond: row.rate_per_second ?? perSecond,
       recipientGapMs: row.recipient_gap_ms ?? own.recipientGapMs,
       source: row.rate_per_second !== null || row.recipient_gap_ms !== null ? 'the sender' : own.source,
     }
