@@ -200,6 +200,7 @@ describe('a tenant signing with its own app secret', () => {
   test("changes none of another tenant's senders: not the limit, not a restriction, not a flag", async () => {
     const attacker = META_B.credentials.app_secret
     const before = await sender(ids.metaA)
+    const own = await sender(ids.metaB)
     const forged = [
       say({ waba: WABA_A, capability: 250, appSecret: attacker }),
       say({ waba: WABA_A, restrictions: [{ restriction_type: 'RESTRICTED_CUSTOMER_INITIATED_MESSAGING' }], appSecret: attacker }),
@@ -211,6 +212,8 @@ describe('a tenant signing with its own app secret', () => {
     const after = await sender(ids.metaA)
     expect([after.messaging_limit, after.health.restricted, after.health.flagged]).toEqual([before.messaging_limit, null, false])
     expect(after.health.history).toEqual(before.health.history)
+    // Nor the attacker's own senders: a part naming nothing its signer owns changes nothing at all.
+    expect((await sender(ids.metaB)).health).toEqual(own.health)
     expect((await send()).status).toBe(200)
     // A forged signature is 403 and changes nothing.
     const wrong = await say({ waba: WABA_A, capability: 250, appSecret: 'not-the-secret' })

@@ -21,7 +21,6 @@ import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { createReportReceiver } from '../status/receiver'
 import { storeConsent, storeInbound } from './service'
 import { applyTemplateNotices } from '../templates/notices'
-import { applyHealthNotices } from '../senders/health'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
 import { log } from '../../lib/log'
@@ -144,9 +143,7 @@ export function providerCallbacks(deps: Deps) {
             refused: templates.refused,
           })
         // A sender's health (Meta's capability, account and quality webhooks): only the signer's own senders.
-        const health = answer.health?.length
-          ? await applyHealthNotices(deps.sql, { clock: deps.clock, timezone: deps.config.timezone }, answer.health)
-          : null
+        const health = answer.health?.length ? await deps.senders.applyHealth(answer.health) : null
         if (health?.refused)
           log.warn('sender health change refused: an account or number of no sender that signed it', {
             provider: plugin.name,

@@ -9,12 +9,12 @@ import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
-import { RICH_KINDS, type CallbackSender, type Pace, type Provider } from '../../providers/provider'
+import { RICH_KINDS, type CallbackSender, type Pace, type Provider, type SignedHealthNotice } from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
 import { openFields, supportOf, whyNotOpen, type SenderRow } from './service'
-import { HIGH_THROUGHPUT_PER_SECOND } from './health'
+import { applyHealthNotices, HIGH_THROUGHPUT_PER_SECOND, type HealthOutcome } from './health'
 
 export type Sender = {
   /** null: the deployment's default sender (the environment's PROVIDER). */
@@ -36,6 +36,12 @@ export type SenderDirectory = {
   forSend(accountId: number, from: string | number | undefined, field?: string): Promise<Sender>
   /** The stored senders of `provider` that its callbacks name by `identity` (null: all), with their settings. */
   callbackSenders(provider: string, identity: string | null): Promise<CallbackSender<unknown>[]>
+  /**
+   * Applies a verified callback's health notices (Meta's capability, account and quality webhooks) to
+   * the senders each names (health.ts), and forgets what this process read of them. Here, so that the
+   * callback route (modules/inbound) reaches them through deps without importing this noun.
+   */
+  applyHealth(notices: SignedHealthNotice[]): Promise<HealthOutcome>
   /** Forgets what this process read (a sender or an assignment changed here). */
   forget(): void
 }
@@ -182,6 +188,11 @@ export function createSenderDirectory(
       callbacks.set(key, { senders, readAt: clock.monotonic() })
       senders.catch(() => callbacks.delete(key))
       return senders
+    },
+    async applyHealth(notices) {
+      const outcome = await applyHealthNotices(sql, { clock, timezone: config.timezone }, notices)
+      if (outcome.changed > 0) stored.clear()
+      return outcome
     },
     forget() {
       stored.clear()
