@@ -127,9 +127,11 @@ function describeEvent(body: string): Described {
           ? `${event} balance ${text('balance')} < ${text('threshold')}`
           : event === 'template.status_changed'
             ? `${event} ${text('name')} ${text('language')} ${text('field')} ${text('old')} -> ${text('new')}`
-            : event === 'verification.approved'
-              ? `${event} ${text('verification_id')} ${text('to')}`
-              : `${event} ${text('phone')}`
+            : event === 'sender.status_changed'
+              ? `${event} sender ${text('sender_id')} ${text('field')} ${text('old')} -> ${text('new')}`
+              : event === 'verification.approved'
+                ? `${event} ${text('verification_id')} ${text('to')}`
+                : `${event} ${text('phone')}`
     return { event, status, message_sid, test, subject: test ? 'test event' : subject }
   } catch {
     return { event: '?', status: '?', message_sid: null, test: false, subject: '?' }

@@ -47,6 +47,7 @@ import conversationManners from '../../sql/0046_conversation_manners.sql' with {
 import customerUserIds from '../../sql/0047_customer_user_ids.sql' with { type: 'text' }
 import parkedPricedSent from '../../sql/0048_parked_priced_sent.sql' with { type: 'text' }
 import mediaUploads from '../../sql/0049_media_uploads.sql' with { type: 'text' }
+import senderHealth from '../../sql/0050_sender_health.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -99,4 +100,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 47, name: '0047_customer_user_ids.sql', text: customerUserIds },
   { version: 48, name: '0048_parked_priced_sent.sql', text: parkedPricedSent },
   { version: 49, name: '0049_media_uploads.sql', text: mediaUploads },
+  { version: 50, name: '0050_sender_health.sql', text: senderHealth },
 ]

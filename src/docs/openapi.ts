@@ -345,6 +345,8 @@ function withErrorAnswers(route: Route, operation: Json, declared: Record<string
         (code !== 'TEMPLATE_NOT_APPROVED' || sendsOne) &&
         (code !== 'MESSAGING_LIMIT' || sendsOne) &&
         (code !== 'RECIPIENT_OPTED_OUT' || sendsOne) &&
+        // SENDER_RESTRICTED where one message is sent (a bulk's entries carry it; a campaign pauses).
+        (code !== 'SENDER_RESTRICTED' || sendsOne) &&
         // PRICE_ABOVE_MAX where one message with a `max_price` is sent (a bulk entry fails with it; a campaign pauses).
         (code !== 'PRICE_ABOVE_MAX' || (sendsOne && Boolean(body?.properties?.max_price))) &&
         // MEDIA_PENDING only where an inbound medium is served, and its only 409 there.

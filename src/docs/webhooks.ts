@@ -8,6 +8,7 @@ import {
   ContactOptedOutEvent,
   MessageReceivedEvent,
   MessageStatusEvent,
+  SenderStatusChangedEvent,
   TemplateStatusChangedEvent,
   VerificationApprovedEvent,
 } from '../modules/webhooks/model'
@@ -20,6 +21,7 @@ export const WEBHOOK_SCHEMAS = {
   ContactOptedInEvent,
   TemplateStatusChangedEvent,
   VerificationApprovedEvent,
+  SenderStatusChangedEvent,
 }
 
 const VERIFY_AND_ANSWER = [
@@ -124,6 +126,15 @@ export const WEBHOOKS = {
         'event on, a send with a template in another status is refused with 422 `TEMPLATE_NOT_APPROVED`, nothing charged.',
     ],
   ),
+  'sender.status_changed': webhook('senderStatusChangedEvent', "A sender's health changed (an extension)", 'SenderStatusChangedEvent', [
+    CHOSEN + ' Every account the sender sends for gets it.',
+    "One event per change, recorded with it: Meta's `business_capability_update` (the portfolio's messaging limit), " +
+      '`account_update` (ACCOUNT_RESTRICTION, and its lifting) and `phone_number_quality_update` (FLAGGED, UNFLAGGED, ' +
+      'THROUGHPUT_UPGRADE, a new limit), or the quality rating read on the number at a sender check or a template sync. A ' +
+      'repeated or out-of-date notification changes nothing and sends nothing. While a sender is flagged or restricted its ' +
+      'campaigns pause (`SENDER_FLAGGED: …`, `SENDER_RESTRICTED: …`) and resume by themselves when it recovers; the sends a ' +
+      'restriction forbids are refused with 422 `SENDER_RESTRICTED`, nothing charged.',
+  ]),
   'verification.approved': webhook(
     'verificationApprovedEvent',
     'A one-time code was checked right (an extension)',

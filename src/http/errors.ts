@@ -18,6 +18,7 @@ export const ERROR_STATUS = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   IDEMPOTENCY_KEY_REUSED: 422,
   SENDER_DISABLED: 422,
+  SENDER_RESTRICTED: 422,
   RECIPIENT_OPTED_OUT: 422,
   WINDOW_CLOSED: 422,
   TEMPLATE_NOT_APPROVED: 422,
@@ -51,6 +52,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   UNSUPPORTED_MEDIA_TYPE: 'the body is not `Content-Type: application/json`',
   IDEMPOTENCY_KEY_REUSED: 'the `Idempotency-Key` was used within 24 h with another body: use a new key',
   SENDER_DISABLED: 'the sender the message would go from is disabled; nothing was charged',
+  SENDER_RESTRICTED:
+    "Meta restricted the sender's WhatsApp Business Account (or flagged it) so that it cannot make this send; nothing was charged: wait for the restriction to end, or send from another sender",
   RECIPIENT_OPTED_OUT: 'the recipient opted out of the account’s messages; nothing was charged (or the message was refunded)',
   WINDOW_CLOSED: "a free-form message outside the customer's 24-hour window; nothing was charged: send an approved template",
   TEMPLATE_NOT_APPROVED: "the WhatsApp template is not approved for the message's sender; nothing was charged",

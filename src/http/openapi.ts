@@ -99,6 +99,8 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
     description:
       "A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); " +
       'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; ' +
+      "SENDER_RESTRICTED for a send: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION) from this message (a " +
+      'business-initiated one, or every one), nothing charged; it sends again once Meta lifts the restriction or it expires; ' +
       "RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or " +
       "opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); " +
       'WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); ' +

@@ -311,7 +311,12 @@ export type SenderField = {
 }
 
 /** The answer of a sender's check: whether the provider took its credentials, and what it said (no secret in it). */
-export type SenderCheck = { ok: boolean; detail: string }
+export type SenderCheck = {
+  ok: boolean
+  detail: string
+  /** The number's quality rating as the provider gave it (Meta's `quality_rating`: GREEN, YELLOW, RED, UNKNOWN), when it gives one. */
+  quality?: string | null
+}
 
 /**
  * What a provider needs to serve stored senders (each account its own numbers and credentials). The
@@ -325,6 +330,8 @@ export type SenderSupport<S> = {
   settingsOf(fields: Record<string, string>, number: string, environment: S): S
   /** What the provider's callbacks name the sender by (it finds the secret that verifies them). */
   identityOf(fields: Record<string, string>): string
+  /** Its check reads the number's quality rating (SenderCheck.quality): a template sync reads it too. */
+  readonly checkReadsQuality?: boolean
   /** One harmless call to the provider that proves the credentials. Never throws. */
   check(settings: S, context: { timeoutMs: number; clock: Clock }): Promise<SenderCheck>
 }
@@ -551,6 +558,28 @@ export type TemplateNotice = {
 export type SignedTemplateNotice = TemplateNotice & { senders: SenderRef[] }
 
 /**
+ * A provider's word about a sender's health (issue 32 §4: Meta's `business_capability_update`,
+ * `account_update` and `phone_number_quality_update`), already in the service's terms; each field absent
+ * when the notice does not say it:
+ * - `messagingLimit`: the portfolio's messaging limit (unique recipients per 24 hours; null: unlimited);
+ * - `restrictions`: the account's restrictions now (an empty list: lifted), each Meta's restriction type
+ *   and when it ends (null: not said);
+ * - `flagged`: the number's quality is flagged (FLAGGED) or no longer (UNFLAGGED);
+ * - `quality`: its quality rating (green, yellow, red, unknown); `throughput`: standard or high.
+ */
+export type HealthNotice = {
+  at: Date | null
+  messagingLimit?: number | null
+  restrictions?: { type: string; expiresAt: Date | null }[]
+  flagged?: boolean
+  quality?: string
+  throughput?: 'standard' | 'high'
+}
+
+/** A health notice with the senders it may change: those of its signer in the account (and number) the notice names. */
+export type SignedHealthNotice = HealthNotice & { senders: SenderRef[] }
+
+/**
  * A verified callback's content, each part with the sender(s) its signer owns (a part naming a number
  * the signer does not own refuses the callback: 403). A status report's message is found by its SID
  * only when the route applies it: one of another sender changes nothing then. A template notice
@@ -562,6 +591,7 @@ export type CallbackAnswer = {
   consent?: SignedConsent[]
   templates?: SignedTemplateNotice[]
   identities?: SignedIdentityChange[]
+  health?: SignedHealthNotice[]
 }
 
 /**

@@ -1,8 +1,9 @@
 // Starts scheduled campaigns whose schedule_at has come, and resumes those paused by their sender's
 // messaging limit once it has room again, and those paused because their WhatsApp template was not
-// approved once it is approved again; then wakes the runner.
+// approved once it is approved again, and those paused because Meta flagged or restricted their sender
+// once it recovers; then wakes the runner.
 
-import { resumeLimitedCampaigns, resumeTemplateCampaigns, startDueCampaigns } from '../modules/campaigns/engine'
+import { resumeHealthyCampaigns, resumeLimitedCampaigns, resumeTemplateCampaigns, startDueCampaigns } from '../modules/campaigns/engine'
 import type { Worker } from './worker'
 
 /** How late a scheduled campaign may start, at most. */
@@ -15,7 +16,8 @@ export const campaignScheduler: Worker = {
     const started = await startDueCampaigns(deps.sql, deps.clock)
     const resumed = await resumeLimitedCampaigns(deps.sql, deps.clock, deps.config.messagingLimit)
     const approved = await resumeTemplateCampaigns(deps.sql)
-    if (started + resumed + approved > 0) deps.wake('campaign-runner')
+    const healthy = await resumeHealthyCampaigns(deps.sql, deps.clock)
+    if (started + resumed + approved + healthy > 0) deps.wake('campaign-runner')
     return 0
   },
 }

@@ -165,6 +165,7 @@ describe('both documents', () => {
       'VALIDATION_ERROR',
       'IDEMPOTENCY_KEY_REUSED',
       'SENDER_DISABLED',
+      'SENDER_RESTRICTED',
       'RECIPIENT_OPTED_OUT',
       'WINDOW_CLOSED',
       'TEMPLATE_NOT_APPROVED',
@@ -186,7 +187,7 @@ describe('both documents', () => {
     expect(codes(verify)).toMatchObject({
       '402': ['INSUFFICIENT_BALANCE', 'SPEND_CAP_REACHED'],
       '409': ['CONFLICT'],
-      '422': ['VALIDATION_ERROR', 'SENDER_DISABLED', 'RECIPIENT_OPTED_OUT', 'TEMPLATE_NOT_APPROVED'],
+      '422': ['VALIDATION_ERROR', 'SENDER_DISABLED', 'SENDER_RESTRICTED', 'RECIPIENT_OPTED_OUT', 'TEMPLATE_NOT_APPROVED'],
       '429': ['RATE_LIMITED', 'MESSAGING_LIMIT'],
       '502': ['BAD_GATEWAY'],
     })

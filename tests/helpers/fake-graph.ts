@@ -219,6 +219,32 @@ export type FakeGraph = {
     appSecret?: string
     time?: number
   }): Promise<Response>
+  /**
+   * Meta says something of a WhatsApp Business Account's health (issue 32 §4) and posts it signed, as the
+   * Cloud API shapes it (entry.id: the account; `time` the fake's now unless given; `appSecret`: else that
+   * of a registered phone number of the account):
+   * - `capability`: business_capability_update with max_daily_conversations_per_business (-1: unlimited);
+   * - `restrictions`: account_update ACCOUNT_RESTRICTION with restriction_info (empty: lifted);
+   * - `quality`: phone_number_quality_update of `phoneNumberId`'s number: `event` (FLAGGED, UNFLAGGED,
+   *   UPGRADE, DOWNGRADE, THROUGHPUT_UPGRADE), `current_limit` (a legacy tier word), and
+   *   max_daily_conversations_per_business when given. FLAGGED / UNFLAGGED also set the node's quality_rating
+   *   (RED / GREEN), as a check or a sync reads it.
+   * The service's answer.
+   */
+  sayHealth(o: {
+    waba: string
+    capability?: number
+    restrictions?: { restriction_type: string; expiration?: number }[]
+    quality?: {
+      phoneNumberId: string
+      event: string
+      current_limit?: string
+      old_limit?: string
+      max_daily_conversations_per_business?: string
+    }
+    appSecret?: string
+    time?: number
+  }): Promise<Response>
   /** The status a created template starts with (default PENDING). */
   createdStatus: string
   /** Templates a business account may create per hour of the fake's time (default 100, as Meta's). */
@@ -580,6 +606,41 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
         template.quality_score = { score: o.quality }
       } else throw new Error('fake Graph: changeTemplate needs a status, a category or a quality')
       const body = metaTemplateBody(o.waba, field, template, value, o.time ?? Math.floor(fake.now() / 1000))
+      return fake.callback.deliver(
+        new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
+          method: 'POST',
+          headers: metaWebhookHeaders(body, secret),
+          body,
+        }),
+      )
+    },
+    async sayHealth(o) {
+      if (!fake.callback) throw new Error('fake Graph: set callback before sayHealth')
+      const phone = [...fake.accountOf].find(([, waba]) => waba === o.waba)?.[0]
+      const secret = o.appSecret ?? (phone ? fake.phones.get(phone)?.appSecret : undefined)
+      if (!secret) throw new Error(`fake Graph: no app secret for ${o.waba}`)
+      let field: string
+      let value: Record<string, unknown>
+      if (o.capability !== undefined) {
+        field = 'business_capability_update'
+        value = { max_daily_conversations_per_business: o.capability, max_phone_numbers_per_business: 2, max_phone_numbers_per_waba: 2 }
+      } else if (o.restrictions !== undefined) {
+        field = 'account_update'
+        value = { phone_number: phone ? fake.phones.get(phone)?.display_phone_number : undefined, event: 'ACCOUNT_RESTRICTION' }
+        if (o.restrictions.length > 0) value.restriction_info = o.restrictions
+      } else if (o.quality !== undefined) {
+        field = 'phone_number_quality_update'
+        const node = fake.phones.get(o.quality.phoneNumberId)
+        if (!node) throw new Error(`fake Graph: no phone number ${o.quality.phoneNumberId}`)
+        if (o.quality.event === 'FLAGGED') node.quality_rating = 'RED'
+        if (o.quality.event === 'UNFLAGGED') node.quality_rating = 'GREEN'
+        const { phoneNumberId: _, ...said } = o.quality
+        value = { display_phone_number: node.display_phone_number, ...said }
+      } else throw new Error('fake Graph: sayHealth needs capability, restrictions or quality')
+      const body = JSON.stringify({
+        object: 'whatsapp_business_account',
+        entry: [{ id: o.waba, time: o.time ?? Math.floor(fake.now() / 1000), changes: [{ value, field }] }],
+      })
       return fake.callback.deliver(
         new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
           method: 'POST',

@@ -37,6 +37,7 @@ const SENDERS = 'src/modules/senders/directory.ts'
 const SENDER_SENDS = 'tests/senders/send.test.ts'
 const SENDER_CALLBACKS = 'tests/senders/callbacks.test.ts'
 const TENANTS = 'tests/senders/tenants.test.ts'
+const SENDER_HEALTH = 'tests/senders/health.test.ts'
 const EVENTS = 'tests/webhooks/events.test.ts'
 const ADMISSION = 'src/modules/messages/admission.ts'
 const QUOTE = 'tests/messages/quote.test.ts'
@@ -1563,5 +1564,52 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: ['tests/dashboard/inbox-manners.test.ts'],
     filter: 'off by default',
+  },
+  {
+    name: 'health-account-owner',
+    breaks:
+      "a Meta health change (capability, restriction, quality) naming a WhatsApp Business Account of none of its signer's senders changes the signer's own senders",
+    edits: [
+      {
+        file: META_WEBHOOK,
+        find: ".filter((s) => s.settings.businessAccountId === id && (digits === '' ||",
+        replace: ".filter((s) => (digits === '' ||",
+      },
+    ],
+    tests: [SENDER_HEALTH],
+    filter: 'own app secret',
+  },
+  {
+    name: 'health-number-owner',
+    breaks: "a phone_number_quality_update of the signer's account naming another tenant's number flags (or limits) the signer's senders",
+    edits: [
+      {
+        file: META_WEBHOOK,
+        find: "(digits === '' || s.number.replace(/\\D/g, '') === digits)",
+        replace: '(true)',
+      },
+    ],
+    tests: [SENDER_HEALTH],
+    filter: 'own app secret',
+  },
+  {
+    name: 'health-restricted-before-charge',
+    breaks: 'a send Meta restricted the sender from is charged and handed over (Meta refuses it, or it slips through a restriction)',
+    edits: [
+      {
+        file: 'src/modules/messages/admission.ts',
+        find: '  const restricted = senderRestricted(p, f, at)\n  if (restricted) return restricted\n',
+        replace: '',
+      },
+    ],
+    tests: [SENDER_HEALTH],
+    filter: 'restriction refuses',
+  },
+  {
+    name: 'health-campaign-pause',
+    breaks: "a flagged or restricted sender's campaign goes on charging and sending",
+    edits: [{ file: 'src/modules/campaigns/engine.ts', find: '    if (unhealthy) {', replace: '    if (false && unhealthy) {' }],
+    tests: [SENDER_HEALTH],
+    filter: 'flagged sender pauses',
   },
 ]

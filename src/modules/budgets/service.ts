@@ -22,13 +22,21 @@ export type Usage = { used: number; freesAt: Date | null }
 /** The budget a sender (null: the deployment's default sender, whose tier is `defaultTier`) sends under. */
 export async function budgetOf(db: Db, senderId: number | null, defaultTier: number | null): Promise<Budget> {
   if (senderId === null) return { key: 'default', tier: defaultTier, label: "the default sender's" }
-  const [row] = await db<{ messaging_limit: number | null; portfolio_id: number | null; portfolio: string | null; tier: number | null }[]>`
-    select s.messaging_limit, s.portfolio_id, p.name as portfolio, p.messaging_limit as tier
+  const [row] = await db<
+    { messaging_limit: number | null; meta: boolean; portfolio_id: number | null; portfolio: string | null; tier: number | null }[]
+  >`
+    select s.messaging_limit, s.messaging_limit_source = 'meta' as meta, s.portfolio_id, p.name as portfolio, p.messaging_limit as tier
     from senders s left join portfolios p on p.id = s.portfolio_id where s.id = ${senderId}`
   if (!row) throw new Error(`sender ${senderId} is gone`)
+  // Meta's word on the sender's limit (sql/0050: its portfolio's, since October 2025) is the tier in force,
+  // counted in the portfolio's budget when the sender is in one.
   return row.portfolio_id === null
     ? { key: `sender:${senderId}`, tier: row.messaging_limit, label: `sender ${senderId}'s` }
-    : { key: `portfolio:${row.portfolio_id}`, tier: row.tier, label: `portfolio ${JSON.stringify(row.portfolio)}'s` }
+    : {
+        key: `portfolio:${row.portfolio_id}`,
+        tier: row.meta ? row.messaging_limit : row.tier,
+        label: `portfolio ${JSON.stringify(row.portfolio)}'s`,
+      }
 }
 
 /** Unique recipients counted in `budget` in the 24 hours before `clock`'s now; a phone counts from its latest use. */

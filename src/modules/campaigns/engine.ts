@@ -30,6 +30,7 @@ import { optedOutAmong } from '../optouts/service'
 import { getTemplateRow } from '../templates/catalog'
 import type { Attributes } from '../contacts/service'
 import { fillForContact, type CampaignParameters } from './wa'
+import { healthPause, restrictedSql, type Restricted } from '../senders/health'
 
 const CAMPAIGN_BATCH = 500
 const LEASE_SECONDS = 60
@@ -130,6 +131,22 @@ export async function resumeTemplateCampaigns(sql: Sql): Promise<number> {
   return rows.length
 }
 
+/**
+ * Scheduler step: resumes the campaigns paused because Meta flagged or restricted their sender
+ * (healthPause), once it is neither flagged nor restricted (unflagged, the restriction lifted or expired)
+ * and not disabled.
+ */
+export async function resumeHealthyCampaigns(sql: Sql, clock: Clock): Promise<number> {
+  const rows = await sql`
+    update campaigns c set status = 'sending', pause_reason = null
+    from senders s
+    where s.id = c.sender_id and c.status = 'paused'
+      and (c.pause_reason like 'SENDER_FLAGGED%' or c.pause_reason like 'SENDER_RESTRICTED%')
+      and not s.quality_flagged and s.disabled_at is null and ${restrictedSql(sql, sql`s.restrictions`, nowOf(sql, clock))} is null
+    returning c.id`
+  return rows.length
+}
+
 /** Scheduler step: starts every scheduled campaign whose time has come. */
 export async function startDueCampaigns(sql: Sql, clock: Clock): Promise<number> {
   const due = await sql<{ id: number }[]>`
@@ -192,13 +209,17 @@ async function nextBatch(
         variables: string[] | null
         sender_id: number | null
         sender_disabled: boolean
+        sender_flagged: boolean
+        sender_restricted: Restricted
         max_price: number | null
       }[]
     >`
       select c.account_id, c.api_key_id, c.status, c.cursor_contact_id, c.max_contact_id,
              coalesce(c.template_id, c.wa_template_id) as template_id, t.body, c.wa_template_id, c.template_parameters, s.tag,
              b.ref, b.language, b.variables, c.sender_id, c.max_price,
-             coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled
+             coalesce((select disabled_at is not null from senders where id = c.sender_id), false) as sender_disabled,
+             coalesce((select quality_flagged from senders where id = c.sender_id), false) as sender_flagged,
+             ${restrictedSql(tx, tx`(select restrictions from senders where id = c.sender_id)`, now)} as sender_restricted
       from campaigns c left join templates t on t.id = c.template_id join segments s on s.id = c.segment_id
         left join template_bindings b on b.template_id = t.id and b.provider = ${provider}
       where c.id = ${campaignId} and c.lease_token = ${leaseToken} and c.lease_until > ${now}
@@ -210,6 +231,16 @@ async function nextBatch(
       await tx`
         update campaigns set status = 'paused', lease_token = null, lease_until = null,
           pause_reason = ${`sender ${campaign.sender_id} is disabled; enable it and resume`}
+        where id = ${campaignId}`
+      return stop
+    }
+    // Its sender flagged or restricted by Meta (senders/health.ts): nothing more is charged; it resumes on recovery.
+    const unhealthy =
+      campaign.sender_id === null ? null : healthPause(campaign.sender_id, campaign.sender_restricted, campaign.sender_flagged)
+    if (unhealthy) {
+      if (handingOver) return settleFirst
+      await tx`
+        update campaigns set status = 'paused', lease_token = null, lease_until = null, pause_reason = ${unhealthy}
         where id = ${campaignId}`
       return stop
     }

@@ -41,6 +41,13 @@ const Answer = t.Object({
         'were recorded now (a repeat, a stale or an unowned change is not counted)',
     }),
   ),
+  health: t.Optional(
+    t.Integer({
+      description:
+        "When the request carried sender health changes (Meta's business_capability_update, account_update, " +
+        'phone_number_quality_update): how many changes of a sender were recorded now (a repeat, a stale or an unowned change is not counted)',
+    }),
+  ),
 })
 
 /**
@@ -137,6 +144,14 @@ export function providerCallbacks(deps: Deps) {
             path,
             refused: templates.refused,
           })
+        // A sender's health (Meta's capability, account and quality webhooks): only the signer's own senders.
+        const health = answer.health?.length ? await deps.senders.applyHealth(answer.health) : null
+        if (health?.refused)
+          log.warn('sender health change refused: an account or number of no sender that signed it', {
+            provider: plugin.name,
+            path,
+            refused: health.refused,
+          })
         // A new inbound message may have media to fetch. (Its message.received events, like every
         // event, announce themselves at commit: modules/webhooks/notify.ts.)
         if (stored.some((id) => id !== null)) deps.wake('inbound-media')
@@ -154,6 +169,7 @@ export function providerCallbacks(deps: Deps) {
           changed,
           ...(inbound.length > 0 ? { inbound: fresh } : {}),
           ...(templates ? { templates: templates.changed } : {}),
+          ...(health ? { health: health.changed } : {}),
         })
       }
       const ownAnswers = 'responses' in callback.detail

@@ -47,6 +47,7 @@ import { renderText, requireSupported, richOf, type RichFields } from './rich'
 import { accountMedia } from '../media/service'
 import type { RichContent } from '../../providers/provider'
 import { checksWindow, freeForm, windowClosed } from './window'
+import { restrictedSql, type Restricted } from '../senders/health'
 
 /** A message's category, as WhatsApp prices it: its template's category, else `service` (a free-form message). */
 export type { Category }
@@ -338,6 +339,8 @@ export type Facts = {
   spentToday: number
   /** Whether this request (its token) charged a message already: a repeat after its first run died. */
   charged: boolean
+  /** What Meta's restriction of the sender's account refuses now: every message, business-initiated ones, or none (senders/health.ts). */
+  restricted: Restricted
 }
 
 type FactsItem = {
@@ -371,6 +374,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
       cap: number | null
       spent: number | null
       charged: boolean
+      restricted: Restricted
     }[]
   >`
     with e as (
@@ -384,13 +388,16 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
       select e.*,
              case when e.sender_id is null then 'default' when s.portfolio_id is null then 'sender:' || e.sender_id
                   else 'portfolio:' || s.portfolio_id end as budget,
-             case when e.sender_id is null then ${defaultTier}::int when s.portfolio_id is null then s.messaging_limit
+             -- Meta's word on the sender's limit (sql/0050) is the tier in force, in its portfolio's budget too.
+             case when e.sender_id is null then ${defaultTier}::int
+                  when s.portfolio_id is null or s.messaging_limit_source = 'meta' then s.messaging_limit
                   else p.messaging_limit end as tier,
+             ${restrictedSql(sql, sql`s.restrictions`, now)} as restricted,
              case when e.sender_id is null then 'the default sender''s' when s.portfolio_id is null then 'sender ' || e.sender_id || '''s'
                   else 'portfolio ' || to_json(p.name)::text || '''s' end as label
       from e left join senders s on s.id = e.sender_id left join portfolios p on p.id = s.portfolio_id
     )
-    select b.ord::int as ord, b.budget, b.label, b.tier, a.balance,
+    select b.ord::int as ord, b.budget, b.label, b.tier, b.restricted, a.balance,
            -- The price of the entry's category: the ledger's one price rule (sql/0042), as the charge resolves it.
            ${categoryPrice(sql, sql`b.account_id`, sql`b.category`)} as price,
            exists (select 1 from opt_outs o where o.account_id = b.account_id and o.phone = b.phone) as opted_out,
@@ -429,6 +436,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
       capRoom: r.cap === null ? null : Math.max(0, Number(r.cap) - spent),
       spentToday: spent,
       charged: r.charged,
+      restricted: r.restricted,
     }
   })
 }
@@ -472,11 +480,28 @@ export const aboveMax = (price: number, maxPrice: number | null): boolean => max
 export function judge(config: Deps['config'], p: Prepared, f: Facts, at: string): ApiError | null {
   const unapproved = notApproved(p, at)
   if (unapproved) return unapproved
+  const restricted = senderRestricted(p, f, at)
+  if (restricted) return restricted
   if (f.optedOut) return optedOutError(p.phone)
   if (checksWindow(config, p.sender) && freeForm(p) && !f.open)
     return windowClosed(`${at}to`, f.lastAt, config.timezone, p.sender.providerName)
   if (aboveMax(f.price, p.maxPrice)) return priceAboveMax(at, p.category, f.price, p.maxPrice!)
   return null
+}
+
+/**
+ * Rule 2b: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION): every message, or the
+ * business-initiated ones (the recipient's window is closed). Refused before anything is charged.
+ */
+export function senderRestricted(p: Prepared, f: Pick<Facts, 'restricted' | 'open'>, at: string): ApiError | null {
+  if (f.restricted === null || (f.restricted === 'business' && f.open)) return null
+  const what =
+    f.restricted === 'all' ? 'every message' : 'business-initiated messages (this recipient has not written to it within 24 hours)'
+  return new ApiError(
+    'SENDER_RESTRICTED',
+    `${at}from: Meta restricted sender ${p.senderId}'s account from ${what}; nothing was charged. It sends again once Meta lifts ` +
+      'the restriction or it expires (GET /admin/v1/senders/{id} shows it)',
+  )
 }
 
 /** Whether a message uses its sender's messaging limit: the recipient's window is closed (a business-initiated message). */

@@ -9,11 +9,19 @@ import type { Config } from '../../config'
 import type { SecretBox } from '../../lib/secrets'
 import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
-import { RICH_KINDS, type CallbackSender, type MediaStore, type Pace, type Provider } from '../../providers/provider'
+import {
+  RICH_KINDS,
+  type CallbackSender,
+  type MediaStore,
+  type Pace,
+  type Provider,
+  type SignedHealthNotice,
+} from '../../providers/provider'
 import { anyProvider, createProvider, paceOf, PROVIDERS, type ProviderName } from '../../providers/registry'
 import { createPacer, type Pacer } from './pace'
 import { windowIsOpen } from '../inbound/window'
 import { openFields, supportOf, whyNotOpen, type SenderRow } from './service'
+import { applyHealthNotices, HIGH_THROUGHPUT_PER_SECOND, type HealthOutcome } from './health'
 
 export type Sender = {
   /** null: the deployment's default sender (the environment's PROVIDER). */
@@ -35,6 +43,12 @@ export type SenderDirectory = {
   forSend(accountId: number, from: string | number | undefined, field?: string): Promise<Sender>
   /** The stored senders of `provider` that its callbacks name by `identity` (null: all), with their settings. */
   callbackSenders(provider: string, identity: string | null): Promise<CallbackSender<unknown>[]>
+  /**
+   * Applies a verified callback's health notices (Meta's capability, account and quality webhooks) to
+   * the senders each names (health.ts), and forgets what this process read of them. Here, so that the
+   * callback route (modules/inbound) reaches them through deps without importing this noun.
+   */
+  applyHealth(notices: SignedHealthNotice[]): Promise<HealthOutcome>
   /** Forgets what this process read (a sender or an assignment changed here). */
   forget(): void
 }
@@ -74,8 +88,10 @@ export function createSenderDirectory(
     const fields = await openFields(secrets, row).catch((error: unknown) => ((why = whyNotOpen(error)), null))
     const settings = supportOf(row.provider).settingsOf(fields ?? {}, row.number, environment)
     const own = paceOf(row.provider, settings as never)
+    // Meta raised the number's throughput (THROUGHPUT_UPGRADE): its default pace follows, unless its own is set.
+    const perSecond = row.throughput === 'high' ? HIGH_THROUGHPUT_PER_SECOND : own.perSecond
     const pace: Pace = {
-      perSecond: row.rate_per_second ?? own.perSecond,
+      perSecond: row.rate_per_second ?? perSecond,
       recipientGapMs: row.recipient_gap_ms ?? own.recipientGapMs,
       source: row.rate_per_second !== null || row.recipient_gap_ms !== null ? 'the sender' : own.source,
     }
@@ -182,6 +198,11 @@ export function createSenderDirectory(
       callbacks.set(key, { senders, readAt: clock.monotonic() })
       senders.catch(() => callbacks.delete(key))
       return senders
+    },
+    async applyHealth(notices) {
+      const outcome = await applyHealthNotices(sql, { clock, timezone: config.timezone }, notices)
+      if (outcome.changed > 0) stored.clear()
+      return outcome
     },
     forget() {
       stored.clear()

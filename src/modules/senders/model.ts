@@ -109,13 +109,58 @@ export const Sender = t.Object({
   rate_per_second: t.Number({ description: 'Its pace: messages per second (its own, or the provider default)' }),
   recipient_gap_ms: t.Integer({ description: 'Its pace: least ms between two messages to one recipient' }),
   disabled: t.Boolean(),
-  messaging_limit: t.Union([t.Integer(), t.Null()], { description: "Its own tier (null: unlimited); a portfolio's tier overrides it" }),
+  messaging_limit: t.Union([t.Integer(), t.Null()], {
+    description:
+      "Its own tier (null: unlimited); a portfolio's tier overrides it, unless Meta said it (`health.messaging_limit_source` `meta`: then it is in force)",
+  }),
   portfolio: t.Union([t.String(), t.Null()], { description: 'The portfolio whose budget it shares, or null' }),
   late_failures: lateFailures,
   budget: t.Object(BudgetUseFields, {
     description:
       "The budget it sends under (its portfolio's, else its own) and its use: the tier in force, recipients counted, when the oldest frees",
   }),
+  health: t.Object(
+    {
+      quality: t.Union([t.Literal('green'), t.Literal('yellow'), t.Literal('red'), t.Literal('unknown'), t.Null()], {
+        description:
+          "The number's quality rating as Meta last gave it (its node's `quality_rating`, read at each check and template sync); null: never read",
+      }),
+      flagged: t.Boolean({
+        description:
+          'Meta flagged the number for low quality (phone_number_quality_update FLAGGED, until UNFLAGGED or a GREEN reading): its campaigns pause',
+      }),
+      throughput: t.Union([t.Literal('standard'), t.Literal('high'), t.Null()], {
+        description:
+          "Meta's throughput level for the number (THROUGHPUT_UPGRADE: high, 1,000 messages/s unless its own pace is set); null: never said",
+      }),
+      messaging_limit_source: t.Union([t.Literal('operator'), t.Literal('meta')], {
+        description:
+          '`meta`: `messaging_limit` is what Meta said (business_capability_update, or the legacy current_limit tiers) and cannot be typed',
+      }),
+      restrictions: t.Array(
+        t.Object({
+          type: t.String({ examples: ['RESTRICTED_BIZ_INITIATED_MESSAGING'] }),
+          expires_at: t.Union([t.String(), t.Null()], { description: 'When it ends (ISO 8601, UTC); null: not said' }),
+        }),
+        { description: "Meta's restrictions of the sender's account (account_update ACCOUNT_RESTRICTION); empty: none" },
+      ),
+      restricted: t.Union([t.Literal('all'), t.Literal('business'), t.Null()], {
+        description:
+          'What the restrictions refuse now (422 `SENDER_RESTRICTED`, nothing charged): `all` sends, `business`-initiated ones, or null',
+      }),
+      history: t.Array(
+        t.Object({
+          field: t.String({ description: '`quality`, `flagged`, `messaging_limit`, `throughput` or `restrictions`' }),
+          old: t.Union([t.String(), t.Null()]),
+          new: t.Union([t.String(), t.Null()]),
+          source: t.String({ description: "`meta` (a webhook), `check` or `sync` (the number's node read)" }),
+          at: t.String({ description: 'When it was recorded, YYYY-MM-DD HH:MM:SS' }),
+        }),
+        { description: 'Its latest 20 health changes, newest first' },
+      ),
+    },
+    { description: "The sender's health as Meta says it (issue 32): what steers its sends and campaigns" },
+  ),
   last_check: t.Union([Check, t.Null()]),
   accounts: t.Array(t.Object({ account_id: JsonId(), default: t.Boolean() }), { description: 'The accounts it sends for' }),
   created_at: t.String(),

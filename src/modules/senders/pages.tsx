@@ -41,6 +41,55 @@ import { lastSync } from '../templates/syncs'
 
 type Server = Parameters<Dashboard['addressOf']>[1]
 
+/** A sender's health in one line: its quality, flag, restrictions and throughput. */
+function HealthText({ health }: { health: Sender['health'] }) {
+  const parts = [
+    `quality ${health.quality ?? 'not read yet'}`,
+    health.flagged ? 'flagged by Meta: its campaigns pause' : null,
+    health.restricted === 'all'
+      ? 'restricted by Meta: every send refused'
+      : health.restricted === 'business'
+        ? 'restricted by Meta: business-initiated sends refused'
+        : null,
+    health.throughput === 'high' ? 'high throughput' : null,
+  ]
+  return <>{parts.filter((p) => p !== null).join('; ')}</>
+}
+
+/** The latest changes of a sender's health, newest first (nothing when none). */
+function HealthHistory({ health }: { health: Sender['health'] }) {
+  if (health.history.length === 0) return null
+  return (
+    <section aria-labelledby="health-history">
+      <h2 id="health-history">Health history</h2>
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">What</th>
+              <th scope="col">Before</th>
+              <th scope="col">Now</th>
+              <th scope="col">Said by</th>
+            </tr>
+          </thead>
+          <tbody>
+            {health.history.map((change) => (
+              <tr>
+                <td>{change.at}</td>
+                <td>{change.field.replace('_', ' ')}</td>
+                <td>{change.old ?? '—'}</td>
+                <td>{change.new ?? '—'}</td>
+                <td>{change.source === 'meta' ? 'Meta' : `a ${change.source}`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
+  )
+}
+
 const tierText = (tier: number | null) => (tier === null ? 'unlimited' : tier.toLocaleString('en'))
 /** The tier a form shows: what was typed (a form sent back), else the sender's. */
 const tierValue = (state: FormState | undefined, tier: number | null) =>
@@ -242,6 +291,10 @@ export function senderPages(d: Dashboard) {
                 : `the tier of portfolio ${sender.portfolio}, shared with its other senders (its own tier, ${tierText(sender.messaging_limit)}, is not used)`}
             </span>
           </dd>
+          <dt>Health</dt>
+          <dd id="sender-health">
+            <HealthText health={sender.health} />
+          </dd>
           <dt>Late failures</dt>
           <dd id="sender-late-failures">{lateFailuresText(sender.late_failures)}</dd>
           <dt>State</dt>
@@ -258,6 +311,7 @@ export function senderPages(d: Dashboard) {
           <dd>{sender.created_at}</dd>
         </dl>
         <Actions session={session} sender={sender} back="sender" />
+        <HealthHistory health={sender.health} />
         <SenderTemplates session={session} senderId={sender.id} templates={templates} lastSync={synced} />
         <h2>Change</h2>
         <form class="stack card" method="post" action={`/dashboard/senders/${sender.id}`}>
@@ -282,19 +336,25 @@ export function senderPages(d: Dashboard) {
             maxlength={10}
             value={row.recipient_gap_ms === null ? '' : String(row.recipient_gap_ms)}
           />
-          <div class="field">
-            <label>
-              Messaging limit (Meta's tier for this number: unique people it may start conversations with per 24 hours; a new number starts
-              at 250)
-              <select name="messaging_limit" aria-describedby="tier-help">
-                {['', ...MESSAGING_TIERS.map(String)].map((v) => (
-                  <option value={v} selected={v === tierValue(state, row.messaging_limit)}>
-                    {v === '' ? 'unlimited' : Number(v).toLocaleString('en')}
-                  </option>
-                ))}
-              </select>
-            </label>
-          </div>
+          {sender.health.messaging_limit_source === 'meta' ? (
+            <p class="muted" id="tier-by-meta">
+              Messaging limit: {tierText(sender.messaging_limit)}, as Meta said it (it cannot be typed once Meta has said it).
+            </p>
+          ) : (
+            <div class="field">
+              <label>
+                Messaging limit (Meta's tier for this number: unique people it may start conversations with per 24 hours; a new number
+                starts at 250)
+                <select name="messaging_limit" aria-describedby="tier-help">
+                  {['', ...MESSAGING_TIERS.map(String)].map((v) => (
+                    <option value={v} selected={v === tierValue(state, row.messaging_limit)}>
+                      {v === '' ? 'unlimited' : Number(v).toLocaleString('en')}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            </div>
+          )}
           <Field
             state={state}
             form="edit"
@@ -393,9 +453,10 @@ export function senderPages(d: Dashboard) {
           if (rate !== row.rate_per_second) change.rate_per_second = rate
           const gap = gapOf(body)
           if (gap !== row.recipient_gap_ms) change.recipient_gap_ms = gap
+          // A limit Meta said is not on the form (it cannot be typed).
           const tier = field(body, 'messaging_limit').trim()
           const messagingLimit = tier === '' ? null : Number(tier)
-          if (messagingLimit !== row.messaging_limit) change.messaging_limit = messagingLimit
+          if (row.messaging_limit_source !== 'meta' && messagingLimit !== row.messaging_limit) change.messaging_limit = messagingLimit
           const portfolio = field(body, 'portfolio').trim()
           if (portfolio !== (sender.portfolio ?? '')) change.portfolio = portfolio === '' ? null : portfolio
           const lateFailures = lateFailuresOf(body)

@@ -16,6 +16,7 @@ import type { SenderCheck, SenderSupport } from '../../providers/provider'
 import { audit, type Actor } from '../users/service'
 import type { AccountSender, CreateSenderBody, Sender, UpdateSenderBody } from './model'
 import { portfolioIdOf, requireTier, senderBudgetUse } from '../budgets/service'
+import { healthOf, HIGH_THROUGHPUT_PER_SECOND, recordQuality } from './health'
 
 export type SendersContext = { sql: Sql; secrets: SecretBox; config: Config; clock: Clock }
 
@@ -32,6 +33,8 @@ export type SenderRow = {
   messaging_limit: number | null
   portfolio_id: number | null
   late_failures: LateFailures
+  messaging_limit_source: 'operator' | 'meta'
+  throughput: string | null
   checked_at: Date | null
   check_ok: boolean | null
   check_detail: string | null
@@ -89,9 +92,10 @@ function requireFields(provider: string, given: Record<string, string>): Record<
   return out
 }
 
-function pace(config: Config, row: Pick<SenderRow, 'provider' | 'rate_per_second' | 'recipient_gap_ms'>) {
+function pace(config: Config, row: Pick<SenderRow, 'provider' | 'rate_per_second' | 'recipient_gap_ms' | 'throughput'>) {
   const own = paceOf(row.provider, config.providers[row.provider] as never)
-  return { perSecond: row.rate_per_second ?? own.perSecond, recipientGapMs: row.recipient_gap_ms ?? own.recipientGapMs }
+  const perSecond = row.throughput === 'high' ? HIGH_THROUGHPUT_PER_SECOND : own.perSecond
+  return { perSecond: row.rate_per_second ?? perSecond, recipientGapMs: row.recipient_gap_ms ?? own.recipientGapMs }
 }
 
 /** The sender as the admin API shows it: which credential fields are set, never a value. */
@@ -119,6 +123,7 @@ async function present(
     portfolio: row.portfolio_id === null ? null : await portfolioName(ctx.sql, row.portfolio_id),
     late_failures: row.late_failures,
     budget: formatTimes(await senderBudgetUse(ctx.sql, ctx.clock, row.id, ctx.config.messagingLimit), tz),
+    health: (await healthOf(ctx.sql, ctx.clock, tz, row.id)) as Sender['health'],
     last_check: row.checked_at
       ? { at: formatTimestamp(row.checked_at, tz)!, ok: row.check_ok === true, detail: row.check_detail ?? '' }
       : null,
@@ -221,6 +226,11 @@ export async function updateSender(ctx: SendersContext, actor: Actor, id: number
   await ctx.sql.begin(async (tx) => {
     const [row] = await tx<SenderRow[]>`select * from senders where id = ${id} for update`
     if (!row) throw new ApiError('NOT_FOUND', `sender ${id} not found`)
+    // Meta said this sender's limit (its webhooks keep it): a typed one would be overwritten, or worse, wrong until then.
+    if (tier !== undefined && row.messaging_limit_source === 'meta')
+      throw badValue(
+        `messaging_limit: Meta sets sender ${id}'s messaging limit (business_capability_update); it is ${row.messaging_limit ?? 'unlimited'} and cannot be typed`,
+      )
     const portfolioId = input.portfolio === undefined ? row.portfolio_id : await portfolioIdOf(tx, input.portfolio, 'portfolio')
     let sealed = row.credentials
     let identity = row.identity
@@ -273,6 +283,7 @@ export async function recordCheck(ctx: SendersContext, actor: Actor, id: number,
     await tx`update senders set checked_at = now(), check_ok = ${check.ok}, check_detail = ${check.detail} where id = ${id}`
     await audit(tx, { ...actor, accountId: null, action: 'sender checked', detail: { sender_id: id, ok: check.ok } })
   })
+  if (check.ok) await recordQuality(ctx.sql, { clock: ctx.clock, timezone: ctx.config.timezone }, id, check.quality, 'check')
   return getSender(ctx, id)
 }
 

@@ -17,6 +17,8 @@ import { ApiError, badValue } from '../../http/errors'
 import { PROVIDER_NAMES, templateReviewOf, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
 import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
+import { checkSender } from '../senders/check'
+import { recordQuality } from '../senders/health'
 import {
   findTemplate,
   getTemplateRow,
@@ -127,6 +129,7 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number, tr
   try {
     const result = await syncOnce(ctx, senderId)
     await recordSync(ctx.sql, ctx.clock, senderId, trigger, true, syncSummary(result))
+    if (senderId !== 0) await readQuality(ctx, senderId)
     return result
   } catch (error) {
     // A sender that does not exist has nothing to keep; any other refusal is its last sync's outcome.
@@ -134,6 +137,17 @@ export async function syncTemplates(ctx: SubmissionContext, senderId: number, tr
       await recordSync(ctx.sql, ctx.clock, senderId, trigger, false, error.message)
     throw error
   }
+}
+
+/**
+ * The number's quality rating, read on its node at each sync (issue 32: the sender's health keeps it), for
+ * a provider whose check reads it (Meta's). A check that fails changes nothing: the sync went well.
+ */
+async function readQuality(ctx: SubmissionContext, senderId: number): Promise<void> {
+  const row = await senderRow(ctx.sql, senderId)
+  if (!supportOf(row.provider).checkReadsQuality) return
+  const check = await checkSender(ctx, row)
+  if (check.ok) await recordQuality(ctx.sql, { clock: ctx.clock, timezone: ctx.config.timezone }, senderId, check.quality, 'sync')
 }
 
 /** A sync's counts in words. */

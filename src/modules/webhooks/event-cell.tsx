@@ -14,6 +14,8 @@ export function EventCell({ e }: { e: Shown }) {
       `balance ${String(data.balance ?? '')} below ${String(data.threshold ?? '')}`
     ) : e.event === 'template.status_changed' ? (
       `${String(data.name ?? '')} (${String(data.language ?? '')}) ${String(data.field ?? '')} ${String(data.old ?? '')} → ${String(data.new ?? '')}`
+    ) : e.event === 'sender.status_changed' ? (
+      `sender ${String(data.sender_id ?? '')} ${String(data.field ?? '')} ${String(data.old ?? '')} → ${String(data.new ?? '')}`
     ) : e.event === 'verification.approved' ? (
       `verification ${String(data.verification_id ?? '')} ${String(data.to ?? '')}`
     ) : (

@@ -14,6 +14,7 @@ export const EVENT_TYPES = [
   'balance.low',
   'template.status_changed',
   'verification.approved',
+  'sender.status_changed',
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 export const DEFAULT_EVENTS: EventType[] = ['message.status']
@@ -23,7 +24,8 @@ const EVENTS_CHOICE =
   '(a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), ' +
   "`balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category " +
   'or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was ' +
-  'checked right: POST /verifications/{id}/check). A new registration without it receives ' +
+  'checked right: POST /verifications/{id}/check), `sender.status_changed` (the health of a sender the account sends through ' +
+  'changed: its quality, flag, messaging limit, throughput or restrictions, as Meta said it). A new registration without it receives ' +
   '`["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.'
 
 export const RegisterWebhookBody = t.Object(
@@ -412,6 +414,42 @@ export const VerificationApprovedEvent = t.Object(
         event: 'verification.approved',
         timestamp: '2026-12-02 05:40:12',
         data: { verification_id: 12, to: '+6281234567890', template_id: 57, message_sid: 'wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEjQ' },
+      },
+    ],
+  },
+)
+
+/** `sender.status_changed`: the health of a sender the account sends through changed (issue 32 §4). */
+export const SenderStatusChangedEvent = t.Object(
+  {
+    event: t.Literal('sender.status_changed'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      sender_id: t.Integer({ description: 'The sender (GET /api/v1/senders lists the account’s)' }),
+      field: t.Union(
+        [t.Literal('quality'), t.Literal('flagged'), t.Literal('messaging_limit'), t.Literal('throughput'), t.Literal('restrictions')],
+        {
+          description:
+            'What changed: `quality` (`green`, `yellow`, `red`, `unknown`), `flagged` (`true`: Meta flagged the number for low ' +
+            "quality, its campaigns pause; `false`: unflagged), `messaging_limit` (the portfolio's unique recipients per 24 hours, or " +
+            '`unlimited`), `throughput` (`standard`, `high`), `restrictions` (Meta’s restriction types with their end, or `none`: ' +
+            'RESTRICTED_BIZ_INITIATED_MESSAGING refuses business-initiated sends, RESTRICTED_CUSTOMER_INITIATED_MESSAGING every send, ' +
+            '422 `SENDER_RESTRICTED`, nothing charged)',
+        },
+      ),
+      old: t.Union([t.String(), t.Null()], { description: 'The value before (null: never said)' }),
+      new: t.Union([t.String(), t.Null()], { description: 'The value now' }),
+      source: t.Union([t.Literal('meta'), t.Literal('check'), t.Literal('sync')], {
+        description: "Who said it: Meta's webhook, or the number's node read at a sender check or a template sync",
+      }),
+    }),
+  },
+  {
+    examples: [
+      {
+        event: 'sender.status_changed',
+        timestamp: '2026-12-02 09:12:40',
+        data: { sender_id: 3, field: 'flagged', old: 'false', new: 'true', source: 'meta' },
       },
     ],
   },

@@ -42,6 +42,7 @@ const EVENT_LABELS: Record<EventType, string> = {
   'balance.low': "the account's balance fell below its low-balance threshold",
   'template.status_changed': "a WhatsApp template's status, category or quality changed",
   'verification.approved': 'a one-time code was checked right',
+  'sender.status_changed': "a sender's health changed (quality, flag, messaging limit, throughput, restrictions)",
 }
 const eventField = (e: EventType) => `event_${e.replace('.', '_')}`
 const EVENT_FIELDS = EVENT_TYPES.map(eventField)

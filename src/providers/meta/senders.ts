@@ -31,6 +31,7 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     apiBase: environment.apiBase,
   }),
   identityOf: (fields) => fields.phone_number_id ?? '',
+  checkReadsQuality: true,
   async check(settings, { timeoutMs, clock }) {
     const secrets = metaSecrets(settings)
     const url = `${settings.apiBase}/${encodeURIComponent(settings.phoneNumberId)}?fields=display_phone_number,verified_name,quality_rating`
@@ -54,6 +55,8 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     const parts = [body.display_phone_number, body.verified_name, body.quality_rating && `quality ${body.quality_rating}`]
     return {
       ok: true,
+      // The number's quality rating (GREEN, YELLOW, RED, UNKNOWN): the sender's health keeps it (modules/senders/health.ts).
+      quality: typeof body.quality_rating === 'string' ? body.quality_rating : null,
       detail: failure(
         secrets,
         null,

@@ -27,6 +27,7 @@ import type {
   StatusReport,
   Pricing,
   TemplateNotice,
+  HealthNotice,
 } from '../provider'
 import { consentOf, identityChangesOf, inboundOf } from './inbound'
 import { metaSecrets, type MetaSettings } from './settings'
@@ -163,6 +164,75 @@ function accountOwners(signer: Signer, waba: unknown, environment: MetaSettings)
   return owners
 }
 
+/** The fields whose changes are about a sender's health (issue 32 §4): the account's, or one of its numbers'. */
+const HEALTH_FIELDS = new Set(['business_capability_update', 'account_update', 'phone_number_quality_update'])
+
+/**
+ * The senders a health change is about: those of the signer (only senders whose app secret verified the
+ * body) in the WhatsApp Business Account the entry names, and, when the change names a number
+ * (`display_phone_number`), only that number's. Never the default number: its health is not kept (give
+ * it a stored sender). Empty when none: the change then changes nothing.
+ */
+function healthOwners(signer: Signer, waba: unknown, displayNumber: unknown): SenderRef[] {
+  const id = idText(waba)
+  if (id === null) return []
+  const digits = typeof displayNumber === 'string' ? displayNumber.replace(/\D/g, '') : ''
+  return signer.senders
+    .filter((s) => s.settings.businessAccountId === id && (digits === '' || s.number.replace(/\D/g, '') === digits))
+    .map((s) => s.id)
+}
+
+/** Meta's messaging-limit words (the legacy `current_limit` tiers) as recipients per 24 hours; null: unlimited. */
+const TIER_WORDS: Record<string, number | null> = {
+  TIER_50: 50,
+  TIER_250: 250,
+  TIER_1K: 1000,
+  TIER_2K: 2000,
+  TIER_10K: 10000,
+  TIER_100K: 100000,
+  TIER_UNLIMITED: null,
+}
+
+/** A messaging limit as Meta writes it (an integer, -1 unlimited; or a TIER_ word): a number, null (unlimited), or undefined (not said). */
+function limitOf(value: unknown): number | null | undefined {
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value === -1 ? null : value > 0 ? value : undefined
+  if (typeof value !== 'string') return undefined
+  const w = value.trim().toUpperCase()
+  if (w in TIER_WORDS) return TIER_WORDS[w]
+  return /^-?\d{1,9}$/.test(w) ? limitOf(Number(w)) : undefined
+}
+
+/** What one health change says, with the number it is about (null: the whole account); null when it says nothing understood. */
+function healthNoticeOf(field: string, value: Record<string, unknown>, at: Date | null): { notice: HealthNotice; number: unknown } | null {
+  if (field === 'business_capability_update') {
+    // max_daily_conversations_per_business: the portfolio's limit; max_daily_conversation_per_phone: its retiring name.
+    const business = limitOf(value.max_daily_conversations_per_business)
+    const limit = business !== undefined ? business : limitOf(value.max_daily_conversation_per_phone)
+    return limit === undefined ? null : { notice: { at, messagingLimit: limit }, number: null }
+  }
+  if (field === 'account_update') {
+    if (word(value.event) !== 'ACCOUNT_RESTRICTION') return null
+    // Without restriction_info (or with an empty one) the restrictions are lifted.
+    const restrictions = (Array.isArray(value.restriction_info) ? value.restriction_info : [])
+      .filter(isObject)
+      .map((r) => ({ type: word(r.restriction_type), expiresAt: unixTime(r.expiration) }))
+      .filter((r): r is { type: string; expiresAt: Date | null } => r.type !== null)
+    return { notice: { at, restrictions }, number: null }
+  }
+  const event = word(value.event)
+  const notice: HealthNotice = { at }
+  if (event === 'FLAGGED') notice.flagged = true
+  if (event === 'UNFLAGGED') notice.flagged = false
+  if (event === 'THROUGHPUT_UPGRADE') notice.throughput = 'high'
+  // The portfolio's limit; else the legacy current_limit, unless it speaks of throughput (THROUGHPUT_UPGRADE: TIER_UNLIMITED).
+  const business = limitOf(value.max_daily_conversations_per_business)
+  const limit = business !== undefined ? business : event === 'THROUGHPUT_UPGRADE' ? undefined : limitOf(value.current_limit)
+  if (limit !== undefined) notice.messagingLimit = limit
+  const quality = word(value.quality_rating)
+  if (quality) notice.quality = quality.toLowerCase()
+  return Object.keys(notice).length > 1 ? { notice, number: value.display_phone_number } : null
+}
+
 /** An id Meta writes as a number or a string, as text; null when absent. */
 const idText = (value: unknown): string | null =>
   typeof value === 'number' && Number.isSafeInteger(value) ? String(value) : typeof value === 'string' && value.trim() ? value.trim() : null
@@ -247,7 +317,7 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
   // Every part must be about a number its signer owns: a change for another app's number, or naming
   // none, refuses the whole notification (one signature never lends a change to another sender or to
   // the default number; nothing of it is applied, so a misconfigured number loses nothing: Meta retries).
-  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [], templates: [], identities: [] }
+  const answer: Required<CallbackAnswer> = { reports: [], inbound: [], consent: [], templates: [], identities: [], health: [] }
   // No secret of the senders that signed stays in a text that is kept (an error's title, say).
   const secrets = [
     ...signer.senders.flatMap((s) => metaSecrets(s.settings)),
@@ -261,6 +331,12 @@ async function receive(request: CallbackRequest, context: CallbackContext<MetaSe
         // route counts it; Meta is answered 200, as a retry would change nothing either).
         const notice = templateNoticeOf(change.field as string, change.value, unixTime(entry.time), secrets)
         if (notice) answer.templates.push({ ...notice, senders: accountOwners(signer, entry.id, context.settings) })
+        continue
+      }
+      if (isObject(change) && HEALTH_FIELDS.has(change.field as string) && isObject(change.value)) {
+        // Like a template change: signed, but about an account (or number) of no sender that signed it, it changes nothing.
+        const found = healthNoticeOf(change.field as string, change.value, unixTime(entry.time))
+        if (found) answer.health.push({ ...found.notice, senders: healthOwners(signer, entry.id, found.number) })
         continue
       }
       if (!isObject(change) || !NUMBER_FIELDS.has(change.field as string) || !isObject(change.value)) continue
