@@ -113,7 +113,7 @@ describe('contacts', () => {
     // The service's rules, shown on the page.
     const bad = await m.client.post('/dashboard/contacts', { _csrf: page.csrf!, name: 'Budi', phone: '12' })
     expect(bad.status).toBe(422)
-    expect(bad.text).toContain('phone: not a valid Indonesian phone number')
+    expect(bad.text).toContain('phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890')
     const dup = await m.client.post('/dashboard/contacts', { _csrf: page.csrf!, name: 'Again', phone: '+6281211110001' })
     expect(dup.status).toBe(409)
     expect(dup.text).toContain('already exists')
@@ -192,7 +192,7 @@ describe('contacts', () => {
     ])
     expect(rows).toEqual([
       [3, 'name: must not be empty'],
-      [4, 'phone: not a valid Indonesian phone number'],
+      [4, 'phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890'],
       [5, 'email: not a valid e-mail address'],
       [6, 'phone: +6281222220001 already appears on line 2'],
       [9, 'phone: a contact with +6281299990001 already exists'],
@@ -219,7 +219,7 @@ describe('contacts', () => {
     expect(refusedAll.status).toBe(422)
     expect(refusedAll.text).toContain('Nothing was imported: 5 rows are bad.')
     expect(refusedAll.text).toContain(
-      '<tr><td data-label="Line">4</td><td data-label="Reason">phone: not a valid Indonesian phone number</td></tr>',
+      '<tr><td data-label="Line">4</td><td data-label="Reason">phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890</td></tr>',
     )
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${m.accountId}`)).toBe(0)
 
