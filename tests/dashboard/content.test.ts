@@ -144,8 +144,15 @@ describe('contacts', () => {
     })
     expect(added.location).toBe(`/dashboard/accounts/${other.accountId}/contacts`)
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${other.accountId}`)).toBe(2)
-    expect(await actions(m.accountId)).toEqual(['member invited', 'password set', 'contact created'])
-    expect(await actions(other.accountId)).toEqual(['member invited', 'password set', 'contact created', 'contact created'])
+    expect(await actions(m.accountId)).toEqual(['account created', 'key created', 'member invited', 'password set', 'contact created'])
+    expect(await actions(other.accountId)).toEqual([
+      'account created',
+      'key created',
+      'member invited',
+      'password set',
+      'contact created',
+      'contact created',
+    ])
   })
 
   test('pagination: 50 a page, with links', async () => {
@@ -204,7 +211,14 @@ describe('contacts', () => {
       { name: 'Ani', phone: '+6281222220001', email: 'ani@example.com', city: 'Jakarta', tags: ['vip', 'jakarta'] },
       { name: 'Eko "the boss", Jr.', phone: '+6281222220004', email: null, city: 'Bandung', tags: ['vip'] },
     ])
-    expect(await actions(m.accountId)).toEqual(['member invited', 'password set', 'contact created', 'contacts imported'])
+    expect(await actions(m.accountId)).toEqual([
+      'account created',
+      'key created',
+      'member invited',
+      'password set',
+      'contact created',
+      'contacts imported',
+    ])
   })
 
   test('CSV import, "import nothing if any row is bad": bad rows reported, nothing imported; a clean file is imported whole', async () => {
@@ -382,6 +396,8 @@ describe('templates and segments', () => {
     expect((await op.client.get(`/dashboard/accounts/${other.accountId}/templates/${template!.id}`)).status).toBe(404)
 
     expect(await actions(m.accountId)).toEqual([
+      'account created',
+      'key created',
       'member invited',
       'password set',
       'template created',

@@ -290,6 +290,8 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
     expect(opened.status).toBe(200)
     expect(opened.body.data).toEqual({
       phone: '+6281240000010',
+      sender: null,
+      account_id: null,
       window_until: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
       inbound_id: expect.any(Number),
     })
