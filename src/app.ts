@@ -58,7 +58,7 @@ import { inboundApi } from './modules/inbound/api'
 import { inboundAdmin } from './modules/inbound/admin'
 import { budgetsAdmin } from './modules/budgets/admin'
 import { backupsAdmin } from './modules/backups/admin'
-import { simulatedSenderOf, storeInbound } from './modules/inbound/service'
+import { accountOfInbound, simulatedSenderOf, simulatedTargetOf, storeInbound } from './modules/inbound/service'
 import { optOutsApi } from './modules/optouts/api'
 import { optOutsAdmin } from './modules/optouts/admin'
 import { optOutPages } from './modules/optouts/pages'
@@ -85,14 +85,16 @@ export function createApp(deps: Deps) {
     .use(operatorApi(deps))
     // The simulator's customer windows (a number "writes in"), for trying approved templates and inbound messages without WhatsApp.
     .use(
-      simulatorAdmin(deps, async (message) => {
-        const sender = await simulatedSenderOf(deps.sql, message.to.number)
-        const [id] = await storeInbound(deps.sql, 'simulator', [{ ...message, sender }], {
+      simulatorAdmin(deps, async (message, target) => {
+        const to = message.to.number ?? (await simulatedTargetOf(deps.sql, target.phone, target.accountId))
+        const sender = await simulatedSenderOf(deps.sql, to)
+        const [id] = await storeInbound(deps.sql, 'simulator', [{ ...message, to: { ...message.to, number: to }, sender }], {
           timezone: deps.config.timezone,
           words: deps.config,
           clock: deps.clock,
         })
-        return id ?? null
+        const inboundId = id ?? null
+        return { inboundId, to, accountId: inboundId === null ? null : await accountOfInbound(deps.sql, inboundId) }
       }),
     )
     // The providers' status callbacks

@@ -67,7 +67,7 @@ describe('POST /webhook', () => {
     const cases: [string, RegExp][] = [
       [
         'http://93.184.216.34/hook',
-        /^url: must be https \(plain http is allowed only to localhost and 127\.0\.0\.1, with WEBHOOK_ALLOW_PRIVATE=true in development\)$/,
+        /^url: must be https \(plain http only to localhost, on a development service where an operator allowed private addresses\)$/,
       ],
       ['ftp://93.184.216.34/hook', /^url: must be https$/],
       ['not a url', /^url: must be an absolute https URL/],
@@ -128,7 +128,7 @@ describe('POST /webhook', () => {
       const res = await t.api('POST', '/webhook', key, { url })
       expect({ url, status: res.status, code: res.body.code }).toEqual({ url, status: 422, code: 'VALIDATION_ERROR' })
       expect(res.body.error).toMatch(
-        /^url: (\S+ is|host resolves to) (a|the) [A-Za-z -]+ address \(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only\)$/,
+        /^url: (\S+ is|host resolves to) (a|the) [A-Za-z -]+ address \(give a public https URL, e\.g\. a tunnel to your machine; only an operator can allow private addresses, on a development service\)$/,
       )
     }
     expect((await t.api('GET', '/webhook', key)).status).toBe(404)
@@ -136,7 +136,8 @@ describe('POST /webhook', () => {
 
   test('a refused URL names the rule: the kind of address, and the address only when the URL spells it', async () => {
     const { key } = await t.account()
-    const hint = '(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only)'
+    const hint =
+      '(give a public https URL, e.g. a tunnel to your machine; only an operator can allow private addresses, on a development service)'
     const cases: [string, string][] = [
       ['https://10.0.0.1/', `url: 10.0.0.1 is a private address ${hint}`],
       ['https://127.0.0.1:8443/x', `url: 127.0.0.1 is a loopback address ${hint}`],
@@ -150,8 +151,14 @@ describe('POST /webhook', () => {
       ['https://[fd00::1]/', `url: [fd00::1] is a private address ${hint}`],
       ['https://[fe80::1]/', `url: [fe80::1] is a link-local address ${hint}`],
       ['https://localhost:3000/hook', `url: host resolves to a loopback address ${hint}`],
-      ['http://localhost:8080/hook', 'url: must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'],
-      ['http://127.0.0.1:8080/hook', 'url: must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'],
+      [
+        'http://localhost:8080/hook',
+        'url: must be https (give a public https URL; http://localhost only on a development service where an operator allowed private addresses)',
+      ],
+      [
+        'http://127.0.0.1:8080/hook',
+        'url: must be https (give a public https URL; http://localhost only on a development service where an operator allowed private addresses)',
+      ],
     ]
     for (const [url, message] of cases) {
       const res = await t.api('POST', '/webhook', key, { url })
@@ -254,7 +261,7 @@ describe('WEBHOOK_ALLOW_PRIVATE=true', () => {
       expect({ url, status: res.status, error: res.body.error }).toEqual({
         url,
         status: 422,
-        error: 'url: must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)',
+        error: 'url: must be https (plain http only to localhost, on a development service where an operator allowed private addresses)',
       })
     }
     expect((await dev.api('POST', '/webhook', key, { url: `https://127.0.0.1/${'a'.repeat(2100)}` })).status).toBe(422)

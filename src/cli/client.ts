@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readConfig } from '../config'
+import { ADMIN_CLIENT_HEADER } from '../http/admin-auth'
 import { program } from './program'
 
 /** A failure to report (exit 1): the service's error answer (with its status and code), or no service at all. */
@@ -77,7 +78,7 @@ function connect(url: string | undefined): Api {
     try {
       response = await fetch(`${base}${path}`, {
         method,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', [ADMIN_CLIENT_HEADER]: 'cli' },
         body: body === undefined ? undefined : JSON.stringify(body),
       })
     } catch (error) {

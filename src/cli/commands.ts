@@ -613,20 +613,42 @@ export const campaignCommands: Command[] = [
   })),
 ]
 
+/** What `simulator inbound` did, as it happened: the number written to, and whose the message is. */
+function describeWriteIn(w: Inbound): string {
+  const to = w.sender ?? "the deployment's number"
+  const stored = w.inbound_id === undefined ? '' : ` (inbound message ${w.inbound_id})`
+  if (w.account_id === null) {
+    return (
+      `${w.phone} wrote to ${to}${stored}, but the message belongs to no account (no account holds a conversation with ${w.phone} ` +
+      'there): no message.received event went out. Name the account with --account, or its number with --sender.'
+    )
+  }
+  return (
+    `${w.phone} wrote to ${to}${stored}, a message of account ${w.account_id}: free-form messages from ${to} to ${w.phone} ` +
+    `are accepted until ${w.window_until}`
+  )
+}
+
 export const simulatorCommands: Command[] = [
   {
     name: 'simulator inbound',
     args: ['PHONE'],
     summary: 'simulator: PHONE writes in (an inbound message), opening its 24-hour window with the sender',
     details:
-      "Stores an inbound text message from PHONE now (GET /api/v1/inbound), to --sender (a stored sender's number) or the " +
-      "deployment's number. Like any inbound message it opens PHONE's 24-hour window with that sender: with " +
+      "Stores an inbound text message from PHONE now (GET /api/v1/inbound), to --sender (a stored sender's number); without it, " +
+      "to the default sender of --account, else to the number that last wrote to PHONE, else to the deployment's number. " +
+      'It prints the number written to and the account the message belongs to (none: no message.received event went out). ' +
+      "Like any inbound message it opens PHONE's 24-hour window with that sender: with " +
       'SIM_REQUIRE_TEMPLATE=true a free-form message outside it is refused (422 WINDOW_CLOSED before charging, or error 63016, ' +
       'refunded, with WINDOW_CHECK=off), as WhatsApp does; approved templates always go.',
     example: 'bun run admin simulator inbound 081234567890',
     flags: {
       body: { value: 'TEXT', help: 'what PHONE writes (default: a placeholder text)' },
-      sender: { value: 'NUMBER', help: "the stored sender's number it writes to (default: the deployment's number)" },
+      sender: { value: 'NUMBER', help: "the stored sender's number it writes to (default: see --account)" },
+      account: {
+        value: 'ID',
+        help: "without --sender: the account whose default sender it writes to (default: the number that last wrote to PHONE, else the deployment's)",
+      },
       name: { value: 'NAME', help: "the customer's name, as a provider would give it" },
     },
     async run(ctx) {
@@ -636,9 +658,9 @@ export const simulatorCommands: Command[] = [
         ...(text('body') === undefined ? {} : { body: text('body') }),
         ...(text('sender') === undefined ? {} : { sender: text('sender') }),
         ...(text('name') === undefined ? {} : { name: text('name') }),
+        ...(text('account') === undefined ? {} : { account_id: ctx.id('account') }),
       })
-      const stored = w.inbound_id === undefined ? '' : ` (inbound message ${w.inbound_id})`
-      return { data: w, text: () => `${w.phone} wrote in${stored}: free-form messages to it are accepted until ${w.window_until}` }
+      return { data: w, text: () => describeWriteIn(w) }
     },
   },
 ]

@@ -11,6 +11,7 @@
 // command sends it there itself.
 
 import type * as webhooks from '../modules/webhooks/model'
+import { ADMIN_CLIENT_HEADER } from '../http/admin-auth'
 import { unreachable } from './client'
 import type { Command, Context } from './command'
 import type { Page } from './format'
@@ -70,7 +71,7 @@ async function call<T>(command: WebhookCommand, method: string, path: string, bo
   try {
     response = await fetch(`${command.base}${path}`, {
       method,
-      headers: { authorization: `Bearer ${command.token}`, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${command.token}`, 'content-type': 'application/json', [ADMIN_CLIENT_HEADER]: 'cli' },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
   } catch (error) {

@@ -191,6 +191,8 @@ export function dashboardContext(deps: Deps) {
     },
     /** An amount of money in a form field (5000, 5,000 or 5.000); a 422 naming the field otherwise. */
     amount: (form: unknown, name: string): number => valueOf(checkAmount(field(form, name), name, config.currency)),
+    /** A price typed in a form: as an amount, with the allowed range in its message. */
+    price: (form: unknown, name: string): number => valueOf(checkAmount(field(form, name), name, config.currency, 'price')),
     /** An optional note in a form field: blank is null; longer than allowed is a 422, never cut. */
     note: (form: unknown, name: string): string | null => valueOf(checkOptionalText(field(form, name), name, MAX_NOTE_CHARS)),
     /** An amount as the pages write it: "5,000 IDR". */

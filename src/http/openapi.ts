@@ -95,7 +95,7 @@ const ERROR_EXAMPLES: Record<number, { code: string; error: string; description:
   },
   422: {
     code: 'VALIDATION_ERROR',
-    error: 'to: not a valid Indonesian phone number',
+    error: 'to: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890',
     description:
       "A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); " +
       'IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; ' +

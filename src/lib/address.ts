@@ -121,7 +121,10 @@ export function literalAddress(hostname: string): string | null {
   return parseIPv6(bare) !== null ? bare : null
 }
 
-const ALLOW_PRIVATE_HINT = '(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only)'
+// Read by tenants (members, integrators), who cannot change the service's settings: what they can do
+// first (a public URL), then who can allow it (an operator, on a development service).
+const ALLOW_PRIVATE_HINT =
+  '(give a public https URL, e.g. a tunnel to your machine; only an operator can allow private addresses, on a development service)'
 
 // This machine, as URL.hostname spells it: plain http may go there (WEBHOOK_ALLOW_PRIVATE only). The
 // database's check on webhook_endpoints.url (migration 0011) accepts at least these.
@@ -135,10 +138,10 @@ export function webhookSchemeProblem(url: URL, allowPrivate: boolean): string | 
   if (url.protocol === 'https:') return null
   if (url.protocol !== 'http:') return 'must be https'
   if (!LOOPBACK_HOST.test(url.hostname)) {
-    return 'must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)'
+    return 'must be https (plain http only to localhost, on a development service where an operator allowed private addresses)'
   }
   if (allowPrivate) return null
-  return 'must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'
+  return 'must be https (give a public https URL; http://localhost only on a development service where an operator allowed private addresses)'
 }
 
 /** How long one DNS lookup of a webhook host may take, at registration and at every delivery. */

@@ -19,7 +19,9 @@ const problem = (text: string): { ok: false; problem: string } => ({ ok: false, 
 
 export function checkPhone(value: string, field: string): Checked<string> {
   const phone = value.length > MAX_PHONE_CHARS ? null : normalizePhone(value)
-  return phone ? valid(phone) : problem(`${field}: not a valid Indonesian phone number`)
+  return phone
+    ? valid(phone)
+    : problem(`${field}: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890`)
 }
 
 export function checkMessageBody(value: string, field: string): Checked<string> {
@@ -61,14 +63,29 @@ export function checkOptionalText(value: string | null | undefined, field: strin
   return valid(trimmed === '' ? null : trimmed)
 }
 
+/** The largest amount a form takes: 15 digits (balances and prices are bigint; sums stay exact in a double). */
+export const MAX_AMOUNT = 999_999_999_999_999
+
 /**
  * An amount of money as a person types it: 5000, or with thousands separators 5,000 or 5.000 (a whole
  * number: the currency has no smaller unit here). The rules of the amount (positive, not 0) are the service's.
+ * What is wrong is said apart, with what to type: a negative amount, one too large, or (a price) the range.
  */
-export function checkAmount(value: string, field: string, currency: string): Checked<number> {
+export function checkAmount(value: string, field: string, currency: string, kind: 'amount' | 'price' = 'amount'): Checked<number> {
   const text = value.trim()
-  const grouped = /^\d{1,3}(,\d{3})+$/.test(text) || /^\d{1,3}(\.\d{3})+$/.test(text)
-  const digits = grouped ? text.replace(/[.,]/g, '') : text
+  const negative = text.startsWith('-')
+  const unsigned = negative ? text.slice(1).trim() : text
+  const grouped = /^\d{1,3}(,\d{3})+$/.test(unsigned) || /^\d{1,3}(\.\d{3})+$/.test(unsigned)
+  const digits = grouped ? unsigned.replace(/[.,]/g, '') : unsigned
+  const max = MAX_AMOUNT.toLocaleString('en')
+  const shown = text.length > 30 ? `${text.slice(0, 30)}...` : text
+  if (/^\d+$/.test(digits) && (negative || digits.length > 15)) {
+    if (kind === 'price') return problem(`${field}: a price is from 1 to ${max} ${currency} per message (got ${shown}), like 350`)
+    if (negative) {
+      return problem(`${field}: cannot be negative (got ${shown}): type a positive whole number of ${currency}, like 5000`)
+    }
+    return problem(`${field}: too large (got ${digits.length} digits): at most ${max} ${currency}`)
+  }
   if (!/^\d{1,15}$/.test(digits)) return problem(`${field}: must be a whole number of ${currency}, like 5000`)
   return valid(Number(digits))
 }

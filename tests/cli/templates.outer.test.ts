@@ -93,17 +93,27 @@ test('template bind, show and unbind; the service refusing a binding is exit 1 w
 test("simulator inbound opens a number's window; a bad number is refused", () => {
   const opened = ok(admin('simulator', 'inbound', '0812-5555-0001'))
   expect(opened).toMatch(
-    /^\+6281255550001 wrote in \(inbound message \d+\): free-form messages to it are accepted until \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\n$/,
+    /^\+6281255550001 wrote to the deployment's number \(inbound message \d+\), but the message belongs to no account .*: no message\.received event went out\. Name the account with --account, or its number with --sender\.\n$/,
   )
   expect(JSON.parse(ok(admin('simulator', 'inbound', '081255550001', '--json')))).toEqual({
     phone: '+6281255550001',
+    sender: null,
+    account_id: null,
     window_until: expect.any(String),
     inbound_id: expect.any(Number),
   })
   // With --body: an inbound message too.
   const wrote = JSON.parse(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Halo', '--name', 'Budi', '--json')))
-  expect(wrote).toEqual({ phone: '+6281255550002', window_until: expect.any(String), inbound_id: expect.any(Number) })
-  expect(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Lagi'))).toMatch(/^\+6281255550002 wrote in \(inbound message \d+\): /)
+  expect(wrote).toEqual({
+    phone: '+6281255550002',
+    sender: null,
+    account_id: null,
+    window_until: expect.any(String),
+    inbound_id: expect.any(Number),
+  })
+  expect(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Lagi'))).toMatch(
+    /^\+6281255550002 wrote to the deployment's number \(inbound message \d+\)/,
+  )
   const bad = admin('simulator', 'inbound', '12345')
   expect(bad.code).toBe(1)
   expect(bad.err).toStartWith('admin: 422 VALIDATION_ERROR: phone: not a valid Indonesian phone number')
@@ -129,5 +139,7 @@ test("the README's approved-template example runs as written: the template goes,
     [true, 'sent'], // free-form after it wrote in
   ])
   expect(answers[1].error).toContain('send one with template_id')
-  expect(ran.out).toMatch(/\+6281234567890 wrote in \(inbound message \d+\): free-form messages to it are accepted until /)
+  expect(ran.out).toMatch(
+    /\+6281234567890 wrote to the deployment's number \(inbound message \d+\), a message of account \d+: free-form messages from the deployment's number to \+6281234567890 are accepted until /,
+  )
 })

@@ -173,7 +173,9 @@ describe.skipIf(skipBrowserTests())('dashboard in Chromium', () => {
       await page.waitForLoadState()
       expect(await page.locator('#imported').innerText()).toBe('30')
       expect(await page.locator('#bad-rows').innerText()).toBe('1')
-      expect(await page.locator('table').innerText()).toContain('12\tphone: not a valid Indonesian phone number')
+      expect(await page.locator('table').innerText()).toContain(
+        '12\tphone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890',
+      )
     })
     await step(page, 'a template and a segment', async () => {
       await page.goto(`${web.url}/dashboard/templates`)

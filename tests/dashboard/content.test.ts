@@ -113,7 +113,7 @@ describe('contacts', () => {
     // The service's rules, shown on the page.
     const bad = await m.client.post('/dashboard/contacts', { _csrf: page.csrf!, name: 'Budi', phone: '12' })
     expect(bad.status).toBe(422)
-    expect(bad.text).toContain('phone: not a valid Indonesian phone number')
+    expect(bad.text).toContain('phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890')
     const dup = await m.client.post('/dashboard/contacts', { _csrf: page.csrf!, name: 'Again', phone: '+6281211110001' })
     expect(dup.status).toBe(409)
     expect(dup.text).toContain('already exists')
@@ -144,8 +144,15 @@ describe('contacts', () => {
     })
     expect(added.location).toBe(`/dashboard/accounts/${other.accountId}/contacts`)
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${other.accountId}`)).toBe(2)
-    expect(await actions(m.accountId)).toEqual(['member invited', 'password set', 'contact created'])
-    expect(await actions(other.accountId)).toEqual(['member invited', 'password set', 'contact created', 'contact created'])
+    expect(await actions(m.accountId)).toEqual(['account created', 'key created', 'member invited', 'password set', 'contact created'])
+    expect(await actions(other.accountId)).toEqual([
+      'account created',
+      'key created',
+      'member invited',
+      'password set',
+      'contact created',
+      'contact created',
+    ])
   })
 
   test('pagination: 50 a page, with links', async () => {
@@ -192,7 +199,7 @@ describe('contacts', () => {
     ])
     expect(rows).toEqual([
       [3, 'name: must not be empty'],
-      [4, 'phone: not a valid Indonesian phone number'],
+      [4, 'phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890'],
       [5, 'email: not a valid e-mail address'],
       [6, 'phone: +6281222220001 already appears on line 2'],
       [9, 'phone: a contact with +6281299990001 already exists'],
@@ -204,7 +211,14 @@ describe('contacts', () => {
       { name: 'Ani', phone: '+6281222220001', email: 'ani@example.com', city: 'Jakarta', tags: ['vip', 'jakarta'] },
       { name: 'Eko "the boss", Jr.', phone: '+6281222220004', email: null, city: 'Bandung', tags: ['vip'] },
     ])
-    expect(await actions(m.accountId)).toEqual(['member invited', 'password set', 'contact created', 'contacts imported'])
+    expect(await actions(m.accountId)).toEqual([
+      'account created',
+      'key created',
+      'member invited',
+      'password set',
+      'contact created',
+      'contacts imported',
+    ])
   })
 
   test('CSV import, "import nothing if any row is bad": bad rows reported, nothing imported; a clean file is imported whole', async () => {
@@ -219,7 +233,7 @@ describe('contacts', () => {
     expect(refusedAll.status).toBe(422)
     expect(refusedAll.text).toContain('Nothing was imported: 5 rows are bad.')
     expect(refusedAll.text).toContain(
-      '<tr><td data-label="Line">4</td><td data-label="Reason">phone: not a valid Indonesian phone number</td></tr>',
+      '<tr><td data-label="Line">4</td><td data-label="Reason">phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890</td></tr>',
     )
     expect(await count(t.db.sql`select count(*)::int as n from contacts where account_id = ${m.accountId}`)).toBe(0)
 
@@ -382,6 +396,8 @@ describe('templates and segments', () => {
     expect((await op.client.get(`/dashboard/accounts/${other.accountId}/templates/${template!.id}`)).status).toBe(404)
 
     expect(await actions(m.accountId)).toEqual([
+      'account created',
+      'key created',
       'member invited',
       'password set',
       'template created',

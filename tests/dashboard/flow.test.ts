@@ -225,7 +225,9 @@ describe('problems at their field', () => {
     expect(contact.status).toBe(422)
     expect(control(contact, 'contact', 'phone')).toContain('aria-describedby="contact-phone-error"')
     expect(control(contact, 'contact', 'name')).toContain('value="Budi &lt;b&gt;"')
-    expect(contact.text).toContain('id="contact-phone-error">phone: not a valid Indonesian phone number</p>')
+    expect(contact.text).toContain(
+      'id="contact-phone-error">phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890</p>',
+    )
     // A problem that names no field of the form is shown at the top of that form.
     const invited = await op.client.post(`/dashboard/accounts/${accountId}/invites`, { _csrf: page.csrf!, email: 'same@example.com' })
     expect(invited.status).toBe(303)

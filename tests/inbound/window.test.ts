@@ -285,7 +285,13 @@ describe('the simulator', () => {
     expect((await strict.admin('POST', '/simulator/inbound', { phone, sender: '+14155550199' })).status).toBe(200)
     expect((await strict.api('POST', '/messages/send', a.key, { to: phone, body: 'Hello' })).status).toBe(422)
     const wrote = await strict.admin('POST', '/simulator/inbound', { phone, body: 'Halo' })
-    expect(wrote.body.data).toEqual({ phone, window_until: expect.any(String), inbound_id: expect.any(Number) })
+    expect(wrote.body.data).toEqual({
+      phone,
+      sender: null,
+      account_id: null,
+      window_until: expect.any(String),
+      inbound_id: expect.any(Number),
+    })
     expect((await strict.api('POST', '/messages/send', a.key, { to: phone, body: 'Hello' })).status).toBe(200)
   })
 })

@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'bun:test'
 import { isPublicAddress, literalAddress, nonPublicKind, resolveWebhookHost, webhookSchemeProblem } from '../../src/lib/address'
 
-const HINT = '(set WEBHOOK_ALLOW_PRIVATE=true to allow it, in development only)'
+const HINT =
+  '(give a public https URL, e.g. a tunnel to your machine; only an operator can allow private addresses, on a development service)'
 
 describe('isPublicAddress', () => {
   const notPublic: [string, string][] = [
@@ -182,16 +183,20 @@ describe('webhookSchemeProblem', () => {
     ['http://127.0.0.2/hook', true, null],
     ['http://[::1]/', true, null],
     ['http://a.b.localhost/', true, null],
-    ['http://localhost:8080/hook', false, 'must be https (set WEBHOOK_ALLOW_PRIVATE=true to allow http://localhost in development)'],
+    [
+      'http://localhost:8080/hook',
+      false,
+      'must be https (give a public https URL; http://localhost only on a development service where an operator allowed private addresses)',
+    ],
     [
       'http://10.0.0.1/',
       true,
-      'must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)',
+      'must be https (plain http only to localhost, on a development service where an operator allowed private addresses)',
     ],
     [
       'http://[::ffff:127.0.0.1]/',
       true,
-      'must be https (plain http is allowed only to localhost and 127.0.0.1, with WEBHOOK_ALLOW_PRIVATE=true in development)',
+      'must be https (plain http only to localhost, on a development service where an operator allowed private addresses)',
     ],
     ['ws://localhost/', true, 'must be https'],
   ]

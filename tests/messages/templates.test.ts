@@ -168,7 +168,10 @@ describe('send and bulk with template_id', () => {
     const zero = await t.api('POST', '/messages/send', a.key, { to: '081230000020', template_id: 0 })
     expect([zero.status, zero.body.error]).toEqual([422, 'template_id: must be from 1 to 9007199254740991'])
     const phone = await t.api('POST', '/messages/send', a.key, { to: '12', template_id: id, variables: { name: 'a', city: 'b' } })
-    expect([phone.status, phone.body.error]).toEqual([422, 'to: not a valid Indonesian phone number'])
+    expect([phone.status, phone.body.error]).toEqual([
+      422,
+      'to: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890',
+    ])
     expect(await messageCount(t, a.accountId)).toBe(0)
 
     // In a bulk, each bad entry fails alone; the good ones (two templates and a body) are charged.
@@ -287,6 +290,8 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
     expect(opened.status).toBe(200)
     expect(opened.body.data).toEqual({
       phone: '+6281240000010',
+      sender: null,
+      account_id: null,
       window_until: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
       inbound_id: expect.any(Number),
     })
@@ -319,7 +324,10 @@ describe('SIM_REQUIRE_TEMPLATE: free-form messages only inside the 24-hour windo
 
     // Its own rules: the phone's shape and value, and the admin token.
     const bad = await s.admin('POST', '/simulator/inbound', { phone: '12' })
-    expect([bad.status, bad.body.error]).toEqual([422, 'phone: not a valid Indonesian phone number'])
+    expect([bad.status, bad.body.error]).toEqual([
+      422,
+      'phone: not a valid Indonesian phone number: write it like 081234567890, 6281234567890 or +6281234567890',
+    ])
     expect((await s.admin('POST', '/simulator/inbound', {})).body.error).toBe('phone: is required')
     expect((await s.request('POST', '/admin/v1/simulator/inbound', { body: { phone: '081240000012' } })).status).toBe(401)
   })

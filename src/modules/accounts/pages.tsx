@@ -383,7 +383,7 @@ export function accountPages(d: Dashboard) {
         async (session, id) => {
           const previous = await getPrice(d.sql, id)
           const price = await setPrice(d.sql, {
-            cost_per_message: d.amount(body, 'cost_per_message'),
+            cost_per_message: d.price(body, 'cost_per_message'),
             account_id: id,
             refund_late_failures: lateFailuresOf(body),
             prices: categoryPricesOf(d, body),

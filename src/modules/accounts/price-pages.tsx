@@ -30,7 +30,7 @@ export function categoryPricesOf(d: Dashboard, body: unknown): Partial<Record<Ca
   for (const category of CATEGORIES) {
     const name = categoryField(category)
     if (typeof (body as Record<string, unknown> | null)?.[name] !== 'string') continue
-    prices[category] = field(body, name).trim() === '' ? null : d.amount(body, name)
+    prices[category] = field(body, name).trim() === '' ? null : d.price(body, name)
   }
   return prices
 }
@@ -225,7 +225,7 @@ export function pricePages(d: Dashboard) {
         async (session) => {
           const previous = await getPrice(d.sql, null)
           const price = await setPrice(d.sql, {
-            cost_per_message: d.amount(body, 'cost_per_message'),
+            cost_per_message: d.price(body, 'cost_per_message'),
             refund_late_failures: lateFailuresOf(body),
             prices: categoryPricesOf(d, body),
             settle: settleOf(body),

@@ -12,15 +12,14 @@ import { createPortfolio, getPortfolio, listPortfolios, updatePortfolio } from '
 import { formatTimes } from '../../lib/time'
 
 const tags = ['Admin: senders']
-const ADMIN = { user: null, address: null }
 
 export const budgetsAdmin = (deps: Deps) =>
   adminRoutes(deps.config)
     .post(
       '/portfolios',
-      async ({ body, set }) => {
+      async ({ body, set, actor }) => {
         set.status = 201
-        return ok(formatTimes(await createPortfolio(deps.sql, deps.clock, ADMIN, body), deps.config.timezone))
+        return ok(formatTimes(await createPortfolio(deps.sql, deps.clock, actor, body), deps.config.timezone))
       },
       {
         body: CreatePortfolioBody,
@@ -50,8 +49,8 @@ export const budgetsAdmin = (deps: Deps) =>
     )
     .patch(
       '/portfolios/:id',
-      async ({ params, body }) => {
-        const portfolio = formatTimes(await updatePortfolio(deps.sql, deps.clock, ADMIN, params.id, body), deps.config.timezone)
+      async ({ params, body, actor }) => {
+        const portfolio = formatTimes(await updatePortfolio(deps.sql, deps.clock, actor, params.id, body), deps.config.timezone)
         deps.senders.forget()
         return ok(portfolio)
       },

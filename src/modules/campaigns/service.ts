@@ -86,6 +86,13 @@ export async function getCampaign(sql: Sql, principal: Principal, id: number) {
 }
 
 /** The same answer for the admin API, whatever the account. */
+/** The account a campaign belongs to (for the audit log of the admin API's changes). */
+export async function accountOfCampaign(sql: Sql, id: number): Promise<number> {
+  const [row] = await sql<{ account_id: number }[]>`select account_id from campaigns where id = ${id}`
+  if (!row) throw new ApiError('NOT_FOUND', `campaign ${id} not found`)
+  return row.account_id
+}
+
 export async function adminCampaignDetail(sql: Sql, id: number) {
   return campaignDetail(sql, id, null)
 }

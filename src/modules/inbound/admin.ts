@@ -18,7 +18,6 @@ import {
 import { listAllInbound } from './service'
 import { listHolders, moveConversation } from './holders'
 import { withMedia } from './media-view'
-import { clientAddressOf } from '../../http/request'
 import { dateRange } from '../../http/values'
 import { formatTimes } from '../../lib/time'
 
@@ -41,13 +40,7 @@ export const inboundAdmin = (deps: Deps) =>
     })
     .put(
       '/conversation-holders',
-      async ({ body, request }) =>
-        ok(
-          formatTimes(
-            await moveConversation(deps.sql, { user: null, address: clientAddressOf(request, deps.config.trustProxy) }, body),
-            deps.config.timezone,
-          ),
-        ),
+      async ({ body, actor }) => ok(formatTimes(await moveConversation(deps.sql, actor, body), deps.config.timezone)),
       {
         body: MoveConversationBody,
         response: { 200: envelopeOf(MovedConversation), ...errorsOf(400, 401, 404, 422) },

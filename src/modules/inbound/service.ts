@@ -45,6 +45,34 @@ export async function simulatedSenderOf(sql: Sql, number: string | null): Promis
 }
 
 /**
+ * The number a simulated customer writes to when the operator names none: the default sender of
+ * `accountId` when given (its first when none is marked), else the number that last wrote to `phone`
+ * (a customer answers the number that wrote to them: after the account's default sender wrote, the
+ * reply is the account's and opens that sender's window); null, the deployment's number, when neither
+ * has one. Its stored number, for the message's `to`.
+ */
+export async function simulatedTargetOf(sql: Sql, phone: string, accountId: number | null): Promise<string | null> {
+  if (accountId !== null) {
+    const [account] = await sql`select 1 from accounts where id = ${accountId}`
+    if (!account) throw new ApiError('NOT_FOUND', `account ${accountId} not found`)
+    const [row] = await sql<{ number: string }[]>`
+      select s.number from account_senders a join senders s on s.id = a.sender_id
+      where a.account_id = ${accountId} order by a.is_default desc, s.id limit 1`
+    return row?.number ?? null
+  }
+  const [last] = await sql<{ number: string | null }[]>`
+    select s.number from messages m left join senders s on s.id = m.sender_id
+    where m.phone = ${phone} order by m.created_at desc, m.id desc limit 1`
+  return last?.number ?? null
+}
+
+/** The account an inbound message was given to (null: none, the deployment's number with no conversation). */
+export async function accountOfInbound(sql: Sql, id: number): Promise<number | null> {
+  const [row] = await sql<{ account_id: number | null }[]>`select account_id from inbound_messages where id = ${id}`
+  return row?.account_id == null ? null : Number(row.account_id)
+}
+
+/**
  * Which account a message from `phone` to sender `senderId` (null: the deployment's number) belongs to:
  * the conversation rule, documented in README ("A number several accounts share"). The accounts that may
  * hold a conversation on a stored sender are those it is given to; on the deployment's number, any.

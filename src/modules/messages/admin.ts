@@ -10,6 +10,7 @@ import { QuarantinedMessage, SettleBody, Settled } from './model'
 import { listQuarantine, settleQuarantined } from './quarantine'
 import { formatTimes } from '../../lib/time'
 import { page } from '../../http/values'
+import { audit } from '../users/service'
 
 export const messagesAdmin = (deps: Deps) =>
   adminRoutes(deps.config)
@@ -25,7 +26,11 @@ export const messagesAdmin = (deps: Deps) =>
     })
     .post(
       '/quarantine/:id/settle',
-      async ({ params, body }) => ok(await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome, deps.clock)),
+      async ({ params, body, actor }) => {
+        const { account_id, ...settled } = await settleQuarantined(deps.sql, deps.config.timezone, params.id, body.outcome, deps.clock)
+        await audit(deps.sql, { ...actor, accountId: account_id, action: 'quarantined message settled', detail: settled })
+        return ok(settled)
+      },
       {
         params: IdParams,
         body: SettleBody,

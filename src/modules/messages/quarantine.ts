@@ -32,7 +32,8 @@ export async function listQuarantine(sql: Sql, p: Page) {
 
 export async function settleQuarantined(sql: Sql, tz: string, id: number, outcome: string, clock: Pick<Clock, 'sqlNow'>) {
   if (outcome !== 'sent' && outcome !== 'refund') throw badValue('outcome: must be sent or refund')
-  const [row] = await sql<{ id: number }[]>`select id from messages where id = ${id} and quarantined_at is not null and status = 'queued'`
+  const [row] = await sql<{ id: number; account_id: number }[]>`
+    select id, account_id from messages where id = ${id} and quarantined_at is not null and status = 'queued'`
   if (!row) throw new ApiError('NOT_FOUND', `no quarantined message ${id}`)
   if (outcome === 'refund') {
     await refundFailed(sql, [{ id, errorCode: null, errorMessage: 'refunded by an operator after quarantine' }], tz, clock)
@@ -40,5 +41,5 @@ export async function settleQuarantined(sql: Sql, tz: string, id: number, outcom
     // No SID is known: the provider's own records have it. Status reports for it cannot be matched.
     await sql`update messages set status = 'sent', sent_at = ${nowOf(sql, clock)} where id = ${id} and status = 'queued'`
   }
-  return { id, outcome }
+  return { id, outcome, account_id: row.account_id }
 }

@@ -24,7 +24,6 @@ import { formatTimes } from '../../lib/time'
 import { OPT_OUT_RULE } from './api'
 
 const tags = ['Admin: opt-outs']
-const ADMIN = { user: null, address: null }
 
 export const optOutsAdmin = (deps: Deps) => {
   const tz = deps.config.timezone
@@ -45,9 +44,9 @@ export const optOutsAdmin = (deps: Deps) => {
     )
     .post(
       '/accounts/:id/opt-outs',
-      async ({ params, body, set }) => {
+      async ({ params, body, set, actor }) => {
         await requireAccount(deps.sql, params.id)
-        const { optOut, created } = await addOptOut(deps.sql, deps.clock, tz, params.id, body.phone, 'admin', ADMIN)
+        const { optOut, created } = await addOptOut(deps.sql, deps.clock, tz, params.id, body.phone, 'admin', actor)
         set.status = created ? 201 : 200
         return ok({ ...formatTimes(optOut, tz), created })
       },
@@ -64,9 +63,9 @@ export const optOutsAdmin = (deps: Deps) => {
     )
     .delete(
       '/accounts/:id/opt-outs/:phone',
-      async ({ params }) => {
+      async ({ params, actor }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await removeOptOut(deps.sql, deps.clock, deps.config.timezone, params.id, params.phone, 'admin', ADMIN))
+        return ok(await removeOptOut(deps.sql, deps.clock, deps.config.timezone, params.id, params.phone, 'admin', actor))
       },
       {
         params: AccountOptOutParams,
@@ -76,9 +75,9 @@ export const optOutsAdmin = (deps: Deps) => {
     )
     .post(
       '/accounts/:id/opt-outs-csv',
-      async ({ params, body }) => {
+      async ({ params, body, actor }) => {
         await requireAccount(deps.sql, params.id)
-        return ok(await importOptOuts(deps.sql, deps.clock, deps.config.timezone, params.id, body.csv, 'admin', ADMIN))
+        return ok(await importOptOuts(deps.sql, deps.clock, deps.config.timezone, params.id, body.csv, 'admin', actor))
       },
       {
         params: IdParams,

@@ -26,7 +26,7 @@ import { nowOf } from '../../db/now'
 export type OptOutSource = 'inbound' | 'provider' | 'api' | 'dashboard' | 'admin' | 'import'
 
 /** Who makes a change by hand: an API key, a dashboard user, or the admin token (neither); `address` for the audit log. */
-export type OptOutActor = { keyId?: number | null; user?: User | null; address?: string | null }
+export type OptOutActor = { keyId?: number | null; user?: User | null; address?: string | null; actor?: string }
 
 export type OptOutChange = {
   /** Whose time stamps the change (Deps.clock). */
@@ -371,7 +371,7 @@ const auditChange = (tx: Tx, accountId: number, by: OptOutActor, action: string,
     accountId,
     action,
     detail,
-    actor: by.keyId ? `API key ${by.keyId}` : undefined,
+    actor: by.keyId ? `API key ${by.keyId}` : by.actor,
   })
 
 // ---- CSV ----

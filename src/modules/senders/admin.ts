@@ -35,11 +35,9 @@ import {
   type SendersContext,
 } from './service'
 import { checkSender } from './check'
-import type { Actor } from '../users/service'
 
 const tags = ['Admin: senders']
 /** The admin token acts for nobody in particular: its audit rows name it. */
-const ADMIN: Actor = { user: null, address: null }
 
 /**
  * What follows a sender's creation or check: the sync of its WhatsApp templates (app.ts gives it: the
@@ -57,8 +55,8 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
   return adminRoutes(deps.config)
     .post(
       '/senders',
-      async ({ body, set }) => {
-        const sender = changed(await createSender(ctx, ADMIN, body))
+      async ({ body, set, actor }) => {
+        const sender = changed(await createSender(ctx, actor, body))
         set.status = 201
         return ok({ ...sender, templates_sync: await ready(sender.id, 'created') })
       },
@@ -86,7 +84,7 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
       response: { 200: envelopeOf(Sender), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One sender' },
     })
-    .patch('/senders/:id', async ({ params, body }) => ok(changed(await updateSender(ctx, ADMIN, params.id, body))), {
+    .patch('/senders/:id', async ({ params, body, actor }) => ok(changed(await updateSender(ctx, actor, params.id, body))), {
       params: SenderParams,
       body: UpdateSenderBody,
       response: { 200: envelopeOf(Sender), ...errorsOf(400, 401, 404, 422) },
@@ -101,9 +99,9 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
     })
     .post(
       '/senders/:id/check',
-      async ({ params }) => {
+      async ({ params, actor }) => {
         const check = await checkSender(deps, await senderRow(deps.sql, params.id))
-        const sender = await recordCheck(ctx, ADMIN, params.id, check)
+        const sender = await recordCheck(ctx, actor, params.id, check)
         // Credentials the provider refused cannot list templates either: nothing to sync.
         return ok({ ...sender, templates_sync: check.ok ? await ready(sender.id, 'checked') : null })
       },
@@ -121,7 +119,7 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
         },
       },
     )
-    .post('/senders/:id/disable', async ({ params }) => ok(changed(await setSenderDisabled(ctx, ADMIN, params.id, true))), {
+    .post('/senders/:id/disable', async ({ params, actor }) => ok(changed(await setSenderDisabled(ctx, actor, params.id, true))), {
       params: SenderParams,
       response: { 200: envelopeOf(Sender), ...errorsOf(400, 401, 404) },
       detail: {
@@ -132,7 +130,7 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
           'messages charged already still go, and its callbacks are still verified.',
       },
     })
-    .post('/senders/:id/enable', async ({ params }) => ok(changed(await setSenderDisabled(ctx, ADMIN, params.id, false))), {
+    .post('/senders/:id/enable', async ({ params, actor }) => ok(changed(await setSenderDisabled(ctx, actor, params.id, false))), {
       params: SenderParams,
       response: { 200: envelopeOf(Sender), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'Enable a disabled sender' },
@@ -144,7 +142,7 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
     })
     .put(
       '/accounts/:id/senders/:sender_id',
-      async ({ params, body }) => ok(changed(await assignSender(ctx, ADMIN, params.id, params.sender_id, body?.default === true))),
+      async ({ params, body, actor }) => ok(changed(await assignSender(ctx, actor, params.id, params.sender_id, body?.default === true))),
       {
         params: AccountSenderParams,
         body: t.Optional(AssignSenderBody),
@@ -160,7 +158,7 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
     )
     .delete(
       '/accounts/:id/senders/:sender_id',
-      async ({ params }) => ok(changed(await unassignSender(ctx, ADMIN, params.id, params.sender_id))),
+      async ({ params, actor }) => ok(changed(await unassignSender(ctx, actor, params.id, params.sender_id))),
       {
         params: AccountSenderParams,
         response: { 200: envelopeOf(t.Array(AccountSender)), ...errorsOf(400, 401, 404) },
@@ -171,7 +169,7 @@ export const sendersAdmin = (deps: Deps, ready: SenderReady = async () => null) 
         },
       },
     )
-    .post('/secrets/rotate', async () => ok(changed(await rotateCredentials(ctx, ADMIN))), {
+    .post('/secrets/rotate', async ({ actor }) => ok(changed(await rotateCredentials(ctx, actor))), {
       response: { 200: envelopeOf(RotateResult), ...errorsOf(401) },
       detail: {
         tags,

@@ -13,6 +13,8 @@ import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTempl
 import { createSegment, getSegment, listSegments } from './segments'
 import { page } from '../../http/values'
 import { formatTimes } from '../../lib/time'
+import type { AdminActor } from '../../http/admin-auth'
+import { audit } from '../users/service'
 
 const tags = ['Admin']
 const BindingParams = t.Object({
@@ -23,12 +25,25 @@ const BindingParams = t.Object({
 export const templatesAdmin = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
+  // A change to a template by its id, audited once it is made (under no account: the id names it).
+  const changed = async <T>(actor: AdminActor, action: string, id: number, change: Promise<T>, provider?: string) => {
+    const result = await change
+    await audit(sql, { ...actor, accountId: null, action, detail: provider ? { template_id: id, provider } : { template_id: id } })
+    return result
+  }
   return adminRoutes(deps.config)
     .post(
       '/accounts/:id/templates',
-      async ({ params, body, set }) => {
+      async ({ params, body, set, actor }) => {
+        const template = await createTemplate(sql, params.id, body)
+        await audit(sql, {
+          ...actor,
+          accountId: params.id,
+          action: 'template created',
+          detail: { template_id: template.id, name: template.name },
+        })
         set.status = 201
-        return ok(formatTimes(await createTemplate(sql, params.id, body), tz))
+        return ok(formatTimes(template, tz))
       },
       {
         params: IdParams,
@@ -45,9 +60,16 @@ export const templatesAdmin = (deps: Deps) => {
     })
     .post(
       '/accounts/:id/segments',
-      async ({ params, body, set }) => {
+      async ({ params, body, set, actor }) => {
+        const segment = await createSegment(sql, params.id, body)
+        await audit(sql, {
+          ...actor,
+          accountId: params.id,
+          action: 'segment created',
+          detail: { segment_id: segment.id, name: segment.name },
+        })
         set.status = 201
-        return ok(formatTimes(await createSegment(sql, params.id, body), tz))
+        return ok(formatTimes(segment, tz))
       },
       {
         params: IdParams,
@@ -67,20 +89,35 @@ export const templatesAdmin = (deps: Deps) => {
       response: { 200: envelopeOf(Template), ...errorsOf(400, 401, 404) },
       detail: { tags, summary: 'One template' },
     })
-    .patch('/templates/:id', async ({ params, body }) => ok(formatTimes(await updateTemplate(sql, params.id, body), tz)), {
-      params: IdParams,
-      body: UpdateTemplateBody,
-      response: { 200: envelopeOf(Template), ...errorsOf(400, 401, 404, 409, 422) },
-      detail: { tags, summary: 'Change a template (409 while a scheduled, sending or paused campaign uses it)' },
-    })
-    .delete('/templates/:id', async ({ params }) => ok(await deleteTemplate(sql, params.id)), {
-      params: IdParams,
-      response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409) },
-      detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
-    })
+    .patch(
+      '/templates/:id',
+      async ({ params, body, actor }) =>
+        ok(formatTimes(await changed(actor, 'template changed', params.id, updateTemplate(sql, params.id, body)), tz)),
+      {
+        params: IdParams,
+        body: UpdateTemplateBody,
+        response: { 200: envelopeOf(Template), ...errorsOf(400, 401, 404, 409, 422) },
+        detail: { tags, summary: 'Change a template (409 while a scheduled, sending or paused campaign uses it)' },
+      },
+    )
+    .delete(
+      '/templates/:id',
+      async ({ params, actor }) => ok(await changed(actor, 'template deleted', params.id, deleteTemplate(sql, params.id))),
+      {
+        params: IdParams,
+        response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409) },
+        detail: { tags, summary: 'Delete a template (409 while any campaign refers to it)' },
+      },
+    )
     .put(
       '/templates/:id/bindings/:provider',
-      async ({ params, body }) => ok(formatTimes(await setBinding(sql, params.id, params.provider, body), tz)),
+      async ({ params, body, actor }) =>
+        ok(
+          formatTimes(
+            await changed(actor, 'template bound', params.id, setBinding(sql, params.id, params.provider, body), params.provider),
+            tz,
+          ),
+        ),
       {
         params: BindingParams,
         body: BindingBody,
@@ -98,16 +135,21 @@ export const templatesAdmin = (deps: Deps) => {
         },
       },
     )
-    .delete('/templates/:id/bindings/:provider', async ({ params }) => ok(await deleteBinding(sql, params.id, params.provider)), {
-      params: BindingParams,
-      response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409, 422) },
-      detail: {
-        tags,
-        summary: "Remove a template's binding for a provider (it goes as free-form text there again)",
-        description:
-          '404 when the template has no binding for that provider; 409 while a scheduled, sending or paused campaign uses the template.',
+    .delete(
+      '/templates/:id/bindings/:provider',
+      async ({ params, actor }) =>
+        ok(await changed(actor, 'template unbound', params.id, deleteBinding(sql, params.id, params.provider), params.provider)),
+      {
+        params: BindingParams,
+        response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409, 422) },
+        detail: {
+          tags,
+          summary: "Remove a template's binding for a provider (it goes as free-form text there again)",
+          description:
+            '404 when the template has no binding for that provider; 409 while a scheduled, sending or paused campaign uses the template.',
+        },
       },
-    })
+    )
     .get('/segments/:id', async ({ params }) => ok(formatTimes(await getSegment(sql, params.id), tz)), {
       params: IdParams,
       response: { 200: envelopeOf(Segment), ...errorsOf(400, 401, 404) },

@@ -143,6 +143,7 @@ export async function editTemplate(
     await audit(tx, {
       user: actor.user,
       address: actor.address,
+      actor: actor.actor,
       accountId: actor.kind === 'member' ? actor.accountId : null,
       action: 'template edited',
       detail: { template_id: id, sender_id: template.sender_id ?? 0, name: template.name, language: template.language },
@@ -181,6 +182,7 @@ export async function deleteTemplate(ctx: SubmissionContext, actor: TemplateActo
     await audit(tx, {
       user: actor.user,
       address: actor.address,
+      actor: actor.actor,
       accountId: actor.kind === 'member' ? actor.accountId : null,
       action: 'template deleted',
       detail: { template_id: id, sender_id: template.sender_id ?? 0, name: template.name, language: template.language },

@@ -345,6 +345,7 @@ export async function createSenderTemplate(
       await audit(tx, {
         user: actor.user,
         address: actor.address,
+        actor: actor.actor,
         accountId: actor.kind === 'member' ? actor.accountId : null,
         action: 'template created',
         detail: { sender_id: senderId, template_id: row.id, name: row.name, language: row.language, status: row.status },

@@ -1,6 +1,7 @@
 // A sender's WhatsApp templates in the admin API (issue 30): list, one with its history, create and
 // submit, sync from the provider. Sender `0` is the deployment's default sender.
 
+import type { AdminActor } from '../../http/admin-auth'
 import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
@@ -11,11 +12,14 @@ import { formatTimes, formatTimestamp } from '../../lib/time'
 import type { HistoryRow, WaTemplate } from './catalog'
 import { createSenderTemplate, senderTemplates, syncTemplates, waTemplate } from './submission'
 import { deleteTemplate, editTemplate } from './edits'
-import { ADMIN_ACTOR, memberRights, setMembersMayChange } from './rights'
+import { memberRights, setMembersMayChange, type TemplateActor } from './rights'
 import { audit } from '../users/service'
 import { IdParams } from '../../http/models'
 
 const tags = ['Admin: WhatsApp templates']
+
+/** The admin token's changes are an operator's, recorded with the request's actor. */
+const operator = (actor: AdminActor): TemplateActor => ({ kind: 'operator', ...actor })
 
 /** A sender id in an admin path where 0 names the deployment's default sender. */
 const SenderOrDefault = t
@@ -179,8 +183,8 @@ export const waTemplatesAdmin = (deps: Deps) => {
     )
     .post(
       '/senders/:id/templates',
-      async ({ params, body, set }) => {
-        const created = await createSenderTemplate(deps, params.id, body as Record<string, unknown>)
+      async ({ params, body, set, actor }) => {
+        const created = await createSenderTemplate(deps, params.id, body as Record<string, unknown>, operator(actor))
         set.status = 201
         return ok(shown(created))
       },
@@ -205,7 +209,7 @@ export const waTemplatesAdmin = (deps: Deps) => {
     )
     .patch(
       '/whatsapp-templates/:id',
-      async ({ params, body }) => ok(shown(await editTemplate(deps, ADMIN_ACTOR, params.id, body as Record<string, unknown>))),
+      async ({ params, body, actor }) => ok(shown(await editTemplate(deps, operator(actor), params.id, body as Record<string, unknown>))),
       {
         params: t.Object({ id: Id('template', 'WhatsApp template id') }),
         body: EditBody,
@@ -223,7 +227,7 @@ export const waTemplatesAdmin = (deps: Deps) => {
         },
       },
     )
-    .delete('/whatsapp-templates/:id', async ({ params }) => ok(shown(await deleteTemplate(deps, ADMIN_ACTOR, params.id))), {
+    .delete('/whatsapp-templates/:id', async ({ params, actor }) => ok(shown(await deleteTemplate(deps, operator(actor), params.id))), {
       params: t.Object({ id: Id('template', 'WhatsApp template id') }),
       response: { 200: envelopeOf(WaTemplateModel), ...errorsOf(400, 401, 404, 422, 502, 503) },
       detail: {
@@ -243,12 +247,11 @@ export const waTemplatesAdmin = (deps: Deps) => {
     })
     .put(
       '/accounts/:id/template-rights',
-      async ({ params, body }) => {
+      async ({ params, body, actor }) => {
         const changed = await setMembersMayChange(deps.sql, deps.clock, params.id, body.members_create_templates)
         if (changed) {
           await audit(deps.sql, {
-            user: null,
-            address: null,
+            ...actor,
             accountId: params.id,
             action: body.members_create_templates ? 'template rights granted' : 'template rights withdrawn',
           })

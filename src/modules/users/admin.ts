@@ -6,6 +6,7 @@
 import { readSql } from '../../http/reads'
 import type { Deps } from '../../deps'
 import { adminRoutes } from '../../http/groups'
+import type { AdminActor } from '../../http/admin-auth'
 import { ok } from '../../http/errors'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { IdParams, listOf } from '../../http/models'
@@ -19,11 +20,10 @@ const tags = ['Admin']
 export const usersAdmin = (deps: Deps) => {
   const { sql, config } = deps
   const linkOf = (token: string) => `${config.publicBaseUrl}/dashboard/link/${token}`
-  const make = async (email: string, role: Role, accountId: number | null) => {
+  const make = async (actor: AdminActor, email: string, role: Role, accountId: number | null) => {
     const { user, token } = await createUser(sql, deps.clock, { email, role, accountId, createdBy: null })
     await audit(sql, {
-      user: null,
-      address: null,
+      ...actor,
       accountId,
       action: role === 'operator' ? 'operator created' : 'member invited',
       detail: { email: user.email },
@@ -33,9 +33,9 @@ export const usersAdmin = (deps: Deps) => {
   return adminRoutes(config)
     .post(
       '/operators',
-      async ({ body, set }) => {
+      async ({ body, set, actor }) => {
         set.status = 201
-        return ok(await make(body.email, 'operator', null))
+        return ok(await make(actor, body.email, 'operator', null))
       },
       {
         body: UserBody,
@@ -45,9 +45,9 @@ export const usersAdmin = (deps: Deps) => {
     )
     .post(
       '/accounts/:id/members',
-      async ({ params, body, set }) => {
+      async ({ params, body, set, actor }) => {
         set.status = 201
-        return ok(await make(body.email, 'member', params.id))
+        return ok(await make(actor, body.email, 'member', params.id))
       },
       {
         params: IdParams,
@@ -68,11 +68,10 @@ export const usersAdmin = (deps: Deps) => {
     )
     .post(
       '/users/:id/link',
-      async ({ params, set }) => {
+      async ({ params, set, actor }) => {
         const { user, kind, token } = await reissueLink(sql, deps.clock, params.id, null)
         await audit(sql, {
-          user: null,
-          address: null,
+          ...actor,
           accountId: user.account_id,
           action: kind === 'invite' ? 'invitation link made' : 'password reset link made',
           detail: { user_id: user.id, email: user.email },

@@ -222,8 +222,11 @@ export async function listUsersWithAccounts(sql: Sql) {
     order by u.id`
 }
 
-/** Who made a change, for the audit log: a dashboard user, or the admin token (user null), and from where. */
-export type Actor = { user: User | null; address: string | null }
+/**
+ * Who made a change, for the audit log: a dashboard user, or the admin token (user null; `actor` says
+ * whether through the command line), and from where.
+ */
+export type Actor = { user: User | null; address: string | null; actor?: string }
 
 /**
  * One entry of the audit log: who did what to which account, from where. The detail goes as text

@@ -87,7 +87,11 @@ export function signInPages(d: Dashboard) {
         return respond(
           <Layout
             title="Link not valid"
-            error="This link was used already, has expired or was replaced by a newer one. Ask an operator for a new one."
+            error={
+              'This link was used already, has expired or was replaced by a newer one. For a new one: a member asks an operator ' +
+              '(Users, then "New link"); an operator with no one to ask runs `bun run admin user link EMAIL` on the server ' +
+              '(or `bun run admin operator create EMAIL` for the first operator), which prints a new link.'
+            }
           />,
           404,
         )

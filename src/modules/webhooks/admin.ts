@@ -15,6 +15,7 @@ import { LISTEN_SECONDS, listenStream, signedTestEvent, startListening } from '.
 import { sendTestEvent } from './events'
 import { dateRange, page, requireTimestamp } from '../../http/values'
 import { formatTimes } from '../../lib/time'
+import { audit } from '../users/service'
 
 const tags = ['Admin']
 
@@ -50,8 +51,14 @@ export const webhooksAdmin = (deps: Deps) => {
     })
     .post(
       '/deliveries/:id/replay',
-      async ({ params }) => {
+      async ({ params, actor }) => {
         const replayed = await replayDelivery(sql, deps.clock, params.id)
+        await audit(sql, {
+          ...actor,
+          accountId: await accountOfKey(sql, replayed.api_key_id),
+          action: 'webhook delivery replayed',
+          detail: { key_id: replayed.api_key_id, delivery_id: replayed.id },
+        })
         return ok(formatTimes(replayed, tz))
       },
       {
@@ -69,8 +76,14 @@ export const webhooksAdmin = (deps: Deps) => {
     )
     .post(
       '/keys/:id/deliveries/replay',
-      async ({ params, body }) => {
+      async ({ params, body, actor }) => {
         const replayed = await replayFailedSince(sql, deps.clock, params.id, requireTimestamp(body.since, 'since', tz))
+        await audit(sql, {
+          ...actor,
+          accountId: await accountOfKey(sql, params.id),
+          action: 'webhook deliveries replayed',
+          detail: { key_id: params.id, since: body.since, replayed: replayed.replayed },
+        })
         return ok(replayed)
       },
       {

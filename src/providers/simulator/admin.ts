@@ -16,8 +16,14 @@ import { formatTimestamp } from '../../lib/time'
 const WRITES_IN = '(the customer wrote in)'
 const WINDOW_MS = 24 * 3_600_000
 
-/** Stores a simulated inbound message (its `to.number` must be a stored sender's, 422 otherwise); its id. */
-export type StoreSimulated = (message: InboundMessage) => Promise<number | null>
+/**
+ * Stores a simulated inbound message (its `to.number` must be a stored sender's, 422 otherwise; null: the
+ * number `target` names for the phone and account). Answers where it went and whose it is.
+ */
+export type StoreSimulated = (
+  message: InboundMessage,
+  target: { phone: string; accountId: number | null },
+) => Promise<{ inboundId: number | null; accountId: number | null; to: string | null }>
 
 async function writeIn(deps: Deps, store: StoreSimulated, body: InboundBody) {
   const phone = requirePhone(body.phone, 'phone')
@@ -25,20 +31,29 @@ async function writeIn(deps: Deps, store: StoreSimulated, body: InboundBody) {
   const sender = body.sender?.trim() || null
   if (sender !== null && !/^\+?[\d\s\-.()]{3,40}$/.test(sender)) throw badValue("sender: a stored sender's number, e.g. +14155550101")
   const receivedAt = deps.clock.now()
-  const inboundId = await store({
-    id: `SIM${crypto.randomUUID().replaceAll('-', '')}`,
-    from: phone,
-    name: body.name?.trim() || null,
-    // Stored senders' numbers are E.164: separators typed with it are dropped.
-    to: { identity: null, number: sender === null ? null : sender.replace(/[\s\-.()]/g, '') },
-    sentAt: receivedAt,
-    type: 'text',
-    text,
-    content: { body: text },
-    raw: body,
-  })
+  const stored = await store(
+    {
+      id: `SIM${crypto.randomUUID().replaceAll('-', '')}`,
+      from: phone,
+      name: body.name?.trim() || null,
+      // Stored senders' numbers are E.164: separators typed with it are dropped.
+      to: { identity: null, number: sender === null ? null : sender.replace(/[\s\-.()]/g, '') },
+      sentAt: receivedAt,
+      type: 'text',
+      text,
+      content: { body: text },
+      raw: body,
+    },
+    { phone, accountId: body.account_id ?? null },
+  )
   const until = formatTimestamp(new Date(receivedAt.getTime() + WINDOW_MS), deps.config.timezone)!
-  return { phone, window_until: until, ...(inboundId === null ? {} : { inbound_id: inboundId }) }
+  return {
+    phone,
+    sender: stored.to,
+    account_id: stored.accountId,
+    window_until: until,
+    ...(stored.inboundId === null ? {} : { inbound_id: stored.inboundId }),
+  }
 }
 
 export const simulatorAdmin = (deps: Deps, store: StoreSimulated) =>
@@ -50,9 +65,12 @@ export const simulatorAdmin = (deps: Deps, store: StoreSimulated) =>
       summary: 'Simulator: a number writes in (an inbound message, which opens its 24-hour window with the sender)',
       description:
         'For trying approved templates and inbound messages without WhatsApp. Stores a real inbound text message from `phone` ' +
-        "(provider `simulator`; `body`, else a placeholder text) to `sender` (a stored sender's number; 422 when it is none) " +
-        "or the deployment's number, linked to an account and a contact like any inbound message (`GET /api/v1/inbound`, " +
-        '`inbound_id`). Like any inbound message it opens the 24-hour window of that (sender, phone): with ' +
+        "(provider `simulator`; `body`, else a placeholder text) to `sender` (a stored sender's number; 422 when it is none). " +
+        'Without `sender`: the default sender of `account_id` when given, else the number that last wrote to `phone` (a ' +
+        "customer answers the number that wrote to them), else the deployment's number. Linked to an account and a contact " +
+        'like any inbound message (`GET /api/v1/inbound`, `inbound_id`; `account_id` in the answer, null when the message ' +
+        "belongs to no account: the deployment's number with no conversation, and no `message.received` event goes out). " +
+        'Like any inbound message it opens the 24-hour window of that (sender, phone): with ' +
         '`SIM_REQUIRE_TEMPLATE=true` the simulator refuses a free-form message outside it (422 `WINDOW_CLOSED` before charging ' +
         'with `WINDOW_CHECK=provider`, else 63016 with refund); approved templates go whatever the window.',
     },
