@@ -153,7 +153,7 @@ export interface paths {
         };
         /**
          * List the account's contacts, newest first
-         * @description `data` is `{items, total, limit, offset, has_more}`: `offset` counts records, `total` counts every match. Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail, case-insensitive, anywhere in the value.
+         * @description `data` is `{items, total, limit, offset, has_more}`: `offset` counts records, `total` counts every match. Items are newest first, ties broken by id (higher first). `search` matches name, phone or e-mail (or is a WhatsApp user id), case-insensitive, anywhere in the value.
          */
         get: operations["getApiV1Contacts"];
         put?: never;
@@ -548,6 +548,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to send without a public link (extension)
+         * @description Extension (issue 32): a file to send by `media_id` instead of a public `link` (an image, video, audio, document or sticker object of a send or a bulk entry). Either the raw bytes as the body with their `Content-Type` (and, optionally, `Content-Disposition: attachment; filename="invoice-88.pdf"` for its name), or `multipart/form-data` with a part named `file` (its own Content-Type and file name; a `type` field may give the type, as Meta's upload takes it). The type must be one WhatsApp sends, and is checked by the file's first bytes (its magic number): a file given as one type whose bytes are another is 422 `VALIDATION_ERROR` naming both; with no type (or `application/octet-stream`) the bytes decide, else 415. The type decides the kind and WhatsApp's size limit: image (image/jpeg, image/png) 5 MiB, video (video/mp4, video/3gpp) 16 MiB, audio (audio/aac, audio/amr, audio/mpeg, audio/mp4, audio/ogg) 16 MiB, document (application/pdf, text/plain, Word, Excel, PowerPoint) 100 MiB, sticker (image/webp) 500 KiB; a larger file is 413 `PAYLOAD_TOO_LARGE` (by its Content-Length before it is read). A type WhatsApp does not send is 415 `UNSUPPORTED_MEDIA_TYPE`. Answer 201 with the file's `id` (opaque), its `type`, `kind` and `size`. A file is kept `RETENTION_MEDIA_DAYS` (default 30) after its upload or its last send, never while a queued message names it; then it is deleted and its id is 404. Another account's file is 404 everywhere: here, and as a send's `media_id`. Nothing is charged.
+         */
+        post: operations["postApiV1Media"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/media/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An uploaded file (extension)
+         * @description The account's uploaded file, as its upload answered, with when it was last sent. Another account's file, or one deleted by retention, is 404 `NOT_FOUND`. A file is kept `RETENTION_MEDIA_DAYS` (default 30) after its upload or its last send, never while a queued message names it; then it is deleted and its id is 404. Another account's file is 404 everywhere: here, and as a send's `media_id`.
+         */
+        get: operations["getApiV1MediaById"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "message.status": {
@@ -700,6 +740,32 @@ export interface webhooks {
          *     Answer any 2xx within 5 seconds. Anything else (another status, a redirect, a time-out, a TLS or connection error) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20% jitter; the `Retry-After` of a 429 or 503 is honoured), then the event is marked failed; operators can replay it. Delivery is at least once: drop duplicates by `webhook-id`.
          */
         post: operations["templateStatusChangedEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "sender.status_changed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A sender's health changed (an extension)
+         * @description Sent only to registrations whose `events` include it (POST /webhook `events`; the default is `["message.status"]`), one per API key of the account that chose it. Every account the sender sends for gets it.
+         *
+         *     One event per change, recorded with it: Meta's `business_capability_update` (the portfolio's messaging limit), `account_update` (ACCOUNT_RESTRICTION, and its lifting) and `phone_number_quality_update` (FLAGGED, UNFLAGGED, THROUGHPUT_UPGRADE, a new limit), or the quality rating read on the number at a sender check or a template sync. A repeated or out-of-date notification changes nothing and sends nothing. While a sender is flagged or restricted its campaigns pause (`SENDER_FLAGGED: …`, `SENDER_RESTRICTED: …`) and resume by themselves when it recovers; the sends a restriction forbids are refused with 422 `SENDER_RESTRICTED`, nothing charged.
+         *
+         *     Verify the signature before trusting the body: `webhook-signature` is `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64 part of the `signing_secret` (after `whsec_`). Any [Standard Webhooks](https://www.standardwebhooks.com) library does it: `new Webhook(secret).verify(body, headers)`.
+         *
+         *     Answer any 2xx within 5 seconds. Anything else (another status, a redirect, a time-out, a TLS or connection error) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20% jitter; the `Retry-After` of a 429 or 503 is honoured), then the event is marked failed; operators can replay it. Delivery is at least once: drop duplicates by `webhook-id`.
+         */
+        post: operations["senderStatusChangedEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1078,6 +1144,46 @@ export interface components {
                 message_sid: string | null;
             };
         };
+        /**
+         * @example {
+         *       "event": "sender.status_changed",
+         *       "timestamp": "2026-12-02 09:12:40",
+         *       "data": {
+         *         "sender_id": 3,
+         *         "field": "flagged",
+         *         "old": "false",
+         *         "new": "true",
+         *         "source": "meta"
+         *       }
+         *     }
+         */
+        SenderStatusChangedEvent: {
+            /** @constant */
+            event: "sender.status_changed";
+            /**
+             * @description When the event was recorded: YYYY-MM-DD HH:MM:SS in the service time zone
+             * @example 2026-11-21 10:15:02
+             */
+            timestamp: string;
+            data: {
+                /** @description The sender (GET /api/v1/senders lists the account’s) */
+                sender_id: number;
+                /**
+                 * @description What changed: `quality` (`green`, `yellow`, `red`, `unknown`), `flagged` (`true`: Meta flagged the number for low quality, its campaigns pause; `false`: unflagged), `messaging_limit` (the portfolio's unique recipients per 24 hours, or `unlimited`), `throughput` (`standard`, `high`), `restrictions` (Meta’s restriction types with their end, or `none`: RESTRICTED_BIZ_INITIATED_MESSAGING refuses business-initiated sends, RESTRICTED_CUSTOMER_INITIATED_MESSAGING every send, 422 `SENDER_RESTRICTED`, nothing charged)
+                 * @enum {string}
+                 */
+                field: "quality" | "flagged" | "messaging_limit" | "throughput" | "restrictions";
+                /** @description The value before (null: never said) */
+                old: string | null;
+                /** @description The value now */
+                new: string | null;
+                /**
+                 * @description Who said it: Meta's webhook, or the number's node read at a sender check or a template sync
+                 * @enum {string}
+                 */
+                source: "meta" | "check" | "sync";
+            };
+        };
     };
     responses: {
         /** @description The path does not answer this method (HEAD and OPTIONS included); `Allow` lists the methods it does */
@@ -1183,7 +1289,7 @@ export interface components {
                 };
             };
         };
-        /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
+        /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; SENDER_RESTRICTED for a send: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION) from this message (a business-initiated one, or every one), nothing charged; it sends again once Meta lifts the restriction or it expires; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
         UnprocessableContent: {
             headers: {
                 "x-request-id": components["headers"]["RequestId"];
@@ -1695,7 +1801,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description Destination in one of the forms 08xx, 62xx, +62xx
+                     * @description Destination in one of the forms 08xx, 62xx, +62xx; or, through a Meta sender, a WhatsApp business-scoped user id (`ID.13491208655302741918`: two uppercase letters, a dot, up to 128 letters and digits), for a customer who hides the phone behind a username (sent as Meta's `recipient`; once Meta named the customer's phone with it, sent to the phone). A user id through a Twilio or simulator sender is 422 `VALIDATION_ERROR`, nothing charged
                      * @example 081234567890
                      */
                     to: string;
@@ -1731,49 +1837,74 @@ export interface operations {
                      * @example image
                      */
                     type?: string;
-                    /** @description With `type: "image"` */
+                    /** @description With `type: "image"`: `link` or `media_id` */
                     image?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description Shown under the media, up to 1024 characters */
                         caption?: string;
                     };
-                    /** @description With `type: "video"` */
+                    /** @description With `type: "video"`: `link` or `media_id` */
                     video?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description Shown under the media, up to 1024 characters */
                         caption?: string;
                     };
-                    /** @description With `type: "audio"` (no caption on WhatsApp) */
+                    /** @description With `type: "audio"` (no caption on WhatsApp): `link` or `media_id` */
                     audio?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                     };
-                    /** @description With `type: "sticker"` (no caption on WhatsApp) */
+                    /** @description With `type: "sticker"` (no caption on WhatsApp): `link` or `media_id` */
                     sticker?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                     };
-                    /** @description With `type: "document"` */
+                    /** @description With `type: "document"`: `link` or `media_id` */
                     document?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description Shown under the media, up to 1024 characters */
                         caption?: string;
                         /**
@@ -1865,10 +1996,7 @@ export interface operations {
                          * @example image
                          */
                         type: string;
-                        /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
-                         * @example https://cdn.example.com/p/1001.jpg
-                         */
+                        /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
                         link: string;
                         /** @description With `document` only */
                         filename?: string;
@@ -1996,7 +2124,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
+            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; SENDER_RESTRICTED for a send: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION) from this message (a business-initiated one, or every one), nothing charged; it sends again once Meta lifts the restriction or it expires; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -2015,7 +2143,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {string}
                          */
-                        code: "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "SENDER_DISABLED" | "RECIPIENT_OPTED_OUT" | "WINDOW_CLOSED" | "TEMPLATE_NOT_APPROVED" | "PRICE_ABOVE_MAX";
+                        code: "VALIDATION_ERROR" | "IDEMPOTENCY_KEY_REUSED" | "SENDER_DISABLED" | "SENDER_RESTRICTED" | "RECIPIENT_OPTED_OUT" | "WINDOW_CLOSED" | "TEMPLATE_NOT_APPROVED" | "PRICE_ABOVE_MAX";
                         /**
                          * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
                          * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
@@ -2129,49 +2257,74 @@ export interface operations {
                          * @example image
                          */
                         type?: string;
-                        /** @description With `type: "image"` */
+                        /** @description With `type: "image"`: `link` or `media_id` */
                         image?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description Shown under the media, up to 1024 characters */
                             caption?: string;
                         };
-                        /** @description With `type: "video"` */
+                        /** @description With `type: "video"`: `link` or `media_id` */
                         video?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description Shown under the media, up to 1024 characters */
                             caption?: string;
                         };
-                        /** @description With `type: "audio"` (no caption on WhatsApp) */
+                        /** @description With `type: "audio"` (no caption on WhatsApp): `link` or `media_id` */
                         audio?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                         };
-                        /** @description With `type: "sticker"` (no caption on WhatsApp) */
+                        /** @description With `type: "sticker"` (no caption on WhatsApp): `link` or `media_id` */
                         sticker?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                         };
-                        /** @description With `type: "document"` */
+                        /** @description With `type: "document"`: `link` or `media_id` */
                         document?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description Shown under the media, up to 1024 characters */
                             caption?: string;
                             /**
@@ -2263,10 +2416,7 @@ export interface operations {
                              * @example image
                              */
                             type: string;
-                            /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
-                             * @example https://cdn.example.com/p/1001.jpg
-                             */
+                            /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
                             link: string;
                             /** @description With `document` only */
                             filename?: string;
@@ -2393,7 +2543,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
+            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; SENDER_RESTRICTED for a send: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION) from this message (a business-initiated one, or every one), nothing charged; it sends again once Meta lifts the restriction or it expires; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -2466,49 +2616,74 @@ export interface operations {
                          * @example image
                          */
                         type?: string;
-                        /** @description With `type: "image"` */
+                        /** @description With `type: "image"`: `link` or `media_id` */
                         image?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description Shown under the media, up to 1024 characters */
                             caption?: string;
                         };
-                        /** @description With `type: "video"` */
+                        /** @description With `type: "video"`: `link` or `media_id` */
                         video?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description Shown under the media, up to 1024 characters */
                             caption?: string;
                         };
-                        /** @description With `type: "audio"` (no caption on WhatsApp) */
+                        /** @description With `type: "audio"` (no caption on WhatsApp): `link` or `media_id` */
                         audio?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                         };
-                        /** @description With `type: "sticker"` (no caption on WhatsApp) */
+                        /** @description With `type: "sticker"` (no caption on WhatsApp): `link` or `media_id` */
                         sticker?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                         };
-                        /** @description With `type: "document"` */
+                        /** @description With `type: "document"`: `link` or `media_id` */
                         document?: {
                             /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                              * @example https://cdn.example.com/p/1001.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description Shown under the media, up to 1024 characters */
                             caption?: string;
                             /**
@@ -2600,10 +2775,7 @@ export interface operations {
                              * @example image
                              */
                             type: string;
-                            /**
-                             * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
-                             * @example https://cdn.example.com/p/1001.jpg
-                             */
+                            /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
                             link: string;
                             /** @description With `document` only */
                             filename?: string;
@@ -2665,7 +2837,7 @@ export interface operations {
                     }))[];
                 } | ({
                     /**
-                     * @description Destination in one of the forms 08xx, 62xx, +62xx
+                     * @description Destination in one of the forms 08xx, 62xx, +62xx; or, through a Meta sender, a WhatsApp business-scoped user id (`ID.13491208655302741918`: two uppercase letters, a dot, up to 128 letters and digits), for a customer who hides the phone behind a username (sent as Meta's `recipient`; once Meta named the customer's phone with it, sent to the phone). A user id through a Twilio or simulator sender is 422 `VALIDATION_ERROR`, nothing charged
                      * @example 081234567890
                      */
                     to: string;
@@ -2701,49 +2873,74 @@ export interface operations {
                      * @example image
                      */
                     type?: string;
-                    /** @description With `type: "image"` */
+                    /** @description With `type: "image"`: `link` or `media_id` */
                     image?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description Shown under the media, up to 1024 characters */
                         caption?: string;
                     };
-                    /** @description With `type: "video"` */
+                    /** @description With `type: "video"`: `link` or `media_id` */
                     video?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description Shown under the media, up to 1024 characters */
                         caption?: string;
                     };
-                    /** @description With `type: "audio"` (no caption on WhatsApp) */
+                    /** @description With `type: "audio"` (no caption on WhatsApp): `link` or `media_id` */
                     audio?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                     };
-                    /** @description With `type: "sticker"` (no caption on WhatsApp) */
+                    /** @description With `type: "sticker"` (no caption on WhatsApp): `link` or `media_id` */
                     sticker?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                     };
-                    /** @description With `type: "document"` */
+                    /** @description With `type: "document"`: `link` or `media_id` */
                     document?: {
                         /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
+                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead
                          * @example https://cdn.example.com/p/1001.jpg
                          */
-                        link: string;
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description Shown under the media, up to 1024 characters */
                         caption?: string;
                         /**
@@ -2835,10 +3032,7 @@ export interface operations {
                          * @example image
                          */
                         type: string;
-                        /**
-                         * @description An https URL WhatsApp fetches the file from (up to 2048 characters)
-                         * @example https://cdn.example.com/p/1001.jpg
-                         */
+                        /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
                         link: string;
                         /** @description With `document` only */
                         filename?: string;
@@ -3298,7 +3492,7 @@ export interface operations {
                 limit?: number;
                 /** @description Records to skip (not pages), default 0 */
                 offset?: number;
-                /** @description Case-insensitive substring of the name, phone or e-mail, at most 200 characters. A number written in the 08xx form also matches its +62 form. */
+                /** @description Case-insensitive substring of the name, phone or e-mail, at most 200 characters. A number written in the 08xx form also matches its +62 form. A WhatsApp business-scoped user id (`ID.13491208655302741918`) finds the contact known by it. */
                 search?: string;
             };
             header?: never;
@@ -3323,7 +3517,7 @@ export interface operations {
                             items: {
                                 id: number;
                                 name: string;
-                                /** @description Normalised, +62 international form */
+                                /** @description Normalised, +62 international form (any country in + and digits for a contact made by an inbound message); a customer known only by a WhatsApp business-scoped user id has the user id here until Meta names the phone */
                                 phone: string;
                                 email: string | null;
                                 city: string | null;
@@ -3332,6 +3526,8 @@ export interface operations {
                                 attributes: {
                                     [key: string]: string;
                                 };
+                                /** @description Extension (issue 32): the customer's WhatsApp business-scoped user id (`ID.` and up to 128 letters and digits) when Meta named one in an inbound message; null otherwise */
+                                user_id: string | null;
                                 /** @description YYYY-MM-DD HH:MM:SS in the service time zone */
                                 created_at: string;
                             }[];
@@ -3428,13 +3624,14 @@ export interface operations {
                          *       "attributes": {
                          *         "order_id": "INV-1001"
                          *       },
+                         *       "user_id": null,
                          *       "created_at": "2025-01-31 09:15:00"
                          *     }
                          */
                         data: {
                             id: number;
                             name: string;
-                            /** @description Normalised, +62 international form */
+                            /** @description Normalised, +62 international form (any country in + and digits for a contact made by an inbound message); a customer known only by a WhatsApp business-scoped user id has the user id here until Meta names the phone */
                             phone: string;
                             email: string | null;
                             city: string | null;
@@ -3443,6 +3640,8 @@ export interface operations {
                             attributes: {
                                 [key: string]: string;
                             };
+                            /** @description Extension (issue 32): the customer's WhatsApp business-scoped user id (`ID.` and up to 128 letters and digits) when Meta named one in an inbound message; null otherwise */
+                            user_id: string | null;
                             /** @description YYYY-MM-DD HH:MM:SS in the service time zone */
                             created_at: string;
                         };
@@ -3526,13 +3725,14 @@ export interface operations {
                          *       "attributes": {
                          *         "order_id": "INV-1001"
                          *       },
+                         *       "user_id": null,
                          *       "created_at": "2025-01-31 09:15:00"
                          *     }
                          */
                         data: {
                             id: number;
                             name: string;
-                            /** @description Normalised, +62 international form */
+                            /** @description Normalised, +62 international form (any country in + and digits for a contact made by an inbound message); a customer known only by a WhatsApp business-scoped user id has the user id here until Meta names the phone */
                             phone: string;
                             email: string | null;
                             city: string | null;
@@ -3541,6 +3741,8 @@ export interface operations {
                             attributes: {
                                 [key: string]: string;
                             };
+                            /** @description Extension (issue 32): the customer's WhatsApp business-scoped user id (`ID.` and up to 128 letters and digits) when Meta named one in an inbound message; null otherwise */
+                            user_id: string | null;
                             /** @description YYYY-MM-DD HH:MM:SS in the service time zone */
                             created_at: string;
                         };
@@ -3609,13 +3811,14 @@ export interface operations {
                          *       "attributes": {
                          *         "order_id": "INV-1001"
                          *       },
+                         *       "user_id": null,
                          *       "created_at": "2025-01-31 09:15:00"
                          *     }
                          */
                         data: {
                             id: number;
                             name: string;
-                            /** @description Normalised, +62 international form */
+                            /** @description Normalised, +62 international form (any country in + and digits for a contact made by an inbound message); a customer known only by a WhatsApp business-scoped user id has the user id here until Meta names the phone */
                             phone: string;
                             email: string | null;
                             city: string | null;
@@ -3624,6 +3827,8 @@ export interface operations {
                             attributes: {
                                 [key: string]: string;
                             };
+                            /** @description Extension (issue 32): the customer's WhatsApp business-scoped user id (`ID.` and up to 128 letters and digits) when Meta named one in an inbound message; null otherwise */
+                            user_id: string | null;
                             /** @description YYYY-MM-DD HH:MM:SS in the service time zone */
                             created_at: string;
                         };
@@ -3962,7 +4167,7 @@ export interface operations {
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
+            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; SENDER_RESTRICTED for a send: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION) from this message (a business-initiated one, or every one), nothing charged; it sends again once Meta lifts the restriction or it expires; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -4193,7 +4398,7 @@ export interface operations {
                      */
                     url: string;
                     /**
-                     * @description The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` (a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), `balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was checked right: POST /verifications/{id}/check). A new registration without it receives `["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.
+                     * @description The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` (a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), `balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was checked right: POST /verifications/{id}/check), `sender.status_changed` (the health of a sender the account sends through changed: its quality, flag, messaging limit, throughput or restrictions, as Meta said it). A new registration without it receives `["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.
                      * @example [
                      *       "message.status",
                      *       "message.received"
@@ -4339,7 +4544,7 @@ export interface operations {
                 limit?: number;
                 /** @description Records to skip (not pages), default 0 */
                 offset?: number;
-                /** @description Only this customer's messages: 08xx, 62xx, +62xx, or any number in + and digits */
+                /** @description Only this customer's messages: 08xx, 62xx, +62xx, any number in + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone finds the phone's) */
                 phone?: string;
                 /** @description received_at lower bound (inclusive), YYYY-MM-DD HH:MM:SS in the service time zone */
                 date_from?: string;
@@ -4384,10 +4589,15 @@ export interface operations {
                                 /** @description The account's contact with that phone (created when missing) */
                                 contact_id: number | null;
                                 /**
-                                 * @description The customer's number
+                                 * @description The customer's key: the number in + form, or, for a customer known only by a WhatsApp business-scoped user id (a username hides the number), the user id; once Meta names both together, the number
                                  * @example +6281234567890
                                  */
                                 phone: string;
+                                /**
+                                 * @description Extension (issue 32): the customer's WhatsApp business-scoped user id as the provider named it with this message (`ID.` and up to 128 letters and digits; Meta only), else null
+                                 * @example ID.13491208655302741918
+                                 */
+                                user_id: string | null;
                                 /** @description The name the provider gave for the customer */
                                 name: string | null;
                                 /**
@@ -4491,10 +4701,15 @@ export interface operations {
                             /** @description The account's contact with that phone (created when missing) */
                             contact_id: number | null;
                             /**
-                             * @description The customer's number
+                             * @description The customer's key: the number in + form, or, for a customer known only by a WhatsApp business-scoped user id (a username hides the number), the user id; once Meta names both together, the number
                              * @example +6281234567890
                              */
                             phone: string;
+                            /**
+                             * @description Extension (issue 32): the customer's WhatsApp business-scoped user id as the provider named it with this message (`ID.` and up to 128 letters and digits; Meta only), else null
+                             * @example ID.13491208655302741918
+                             */
+                            user_id: string | null;
                             /** @description The name the provider gave for the customer */
                             name: string | null;
                             /**
@@ -4642,7 +4857,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The customer's number: 08xx, 62xx, +62xx, or any number in + and digits */
+                /** @description The customer: 08xx, 62xx, +62xx, any number in + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone through one of the account's numbers finds the phone's conversation) */
                 phone: string;
             };
             cookie?: never;
@@ -4662,7 +4877,10 @@ export interface operations {
                         /** @constant */
                         success: true;
                         data: {
+                            /** @description The customer's key: the phone in + form, or the WhatsApp user id of a customer known only by one (a user id linked to a phone through one of the account's numbers answers with the phone) */
                             phone: string;
+                            /** @description Extension: the customer's WhatsApp business-scoped user id, when a provider named one; null otherwise */
+                            user_id: string | null;
                             /** @description WhatsApp's 24-hour customer-service window with one sender (`from`, else the account's default sender, else the deployment's number): open until 24 hours after the customer's latest message to that sender. Outside it a free-form send through a sender whose provider enforces it is refused, 422 `WINDOW_CLOSED` */
                             window: {
                                 /** @description The customer wrote to the sender within the last 24 hours: free-form messages are allowed */
@@ -4841,7 +5059,7 @@ export interface operations {
                 limit?: number;
                 /** @description Records to skip (not pages), default 0 */
                 offset?: number;
-                /** @description Only this phone: 08xx, 62xx, +62xx, or any number in + and digits */
+                /** @description Only this phone: 08xx, 62xx, +62xx, any number in + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone on one of the numbers of the account means that phone) */
                 phone?: string;
             };
             header?: never;
@@ -4865,7 +5083,7 @@ export interface operations {
                         data: {
                             items: {
                                 /**
-                                 * @description The opted-out number
+                                 * @description The opted-out number, or the user id of a customer known only by one
                                  * @example +6281234567890
                                  */
                                 phone: string;
@@ -4922,7 +5140,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
-                     * @description The number to opt out: 08xx, 62xx, +62xx, or + and digits
+                     * @description The number to opt out: 08xx, 62xx, +62xx, + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone on one of the numbers of the account means that phone)
                      * @example 081234567890
                      */
                     phone: string;
@@ -4944,7 +5162,7 @@ export interface operations {
                         success: true;
                         data: {
                             /**
-                             * @description The opted-out number
+                             * @description The opted-out number, or the user id of a customer known only by one
                              * @example +6281234567890
                              */
                             phone: string;
@@ -4991,7 +5209,7 @@ export interface operations {
                         success: true;
                         data: {
                             /**
-                             * @description The opted-out number
+                             * @description The opted-out number, or the user id of a customer known only by one
                              * @example +6281234567890
                              */
                             phone: string;
@@ -5041,7 +5259,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description The opted-out number: 08xx, 62xx, +62xx, or + and digits */
+                /** @description The opted-out number: 08xx, 62xx, +62xx, + and digits, or a WhatsApp business-scoped user id (`ID.13491208655302741918`; one linked to a phone on one of the numbers of the account means that phone) */
                 phone: string;
             };
             cookie?: never;
@@ -5476,7 +5694,7 @@ export interface operations {
             };
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
+            /** @description A value is not acceptable (a phone number, a URL, a range, a NUL character, a `from` that is not one of the account's senders); IDEMPOTENCY_KEY_REUSED where an Idempotency-Key is taken; SENDER_DISABLED where a sender is named (`from`): it is disabled, nothing charged; SENDER_RESTRICTED for a send: Meta restricted the sender's account (account_update ACCOUNT_RESTRICTION) from this message (a business-initiated one, or every one), nothing charged; it sends again once Meta lifts the restriction or it expires; RECIPIENT_OPTED_OUT where a message goes to `to`: the recipient opted out of the account's messages, nothing charged (or opted out while the charged message waited for its hand-off: not sent, refunded, the message's `id` given); WINDOW_CLOSED for a send: a free-form message to a customer outside the 24-hour window with the sender, nothing charged (send an approved template with template_id); TEMPLATE_NOT_APPROVED for a send: its WhatsApp template is not approved for the message's sender (its status and Meta's reason named), nothing charged */
             422: {
                 headers: {
                     "x-request-id": components["headers"]["RequestId"];
@@ -5494,7 +5712,7 @@ export interface operations {
                          * @description Machine-readable error code
                          * @enum {string}
                          */
-                        code: "VALIDATION_ERROR" | "SENDER_DISABLED" | "RECIPIENT_OPTED_OUT" | "TEMPLATE_NOT_APPROVED";
+                        code: "VALIDATION_ERROR" | "SENDER_DISABLED" | "SENDER_RESTRICTED" | "RECIPIENT_OPTED_OUT" | "TEMPLATE_NOT_APPROVED";
                         /**
                          * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
                          * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
@@ -5683,6 +5901,159 @@ export interface operations {
                             expires_at: string;
                             /** @description Wrong codes it still takes before it ends `too_many_attempts` */
                             attempts_left: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    postApiV1Media: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/pdf": string;
+                "image/jpeg": string;
+                "multipart/form-data": {
+                    /** @description The file, with its Content-Type and file name */
+                    file: string;
+                    /**
+                     * @description The file's type, when the part's own says nothing
+                     * @example application/pdf
+                     */
+                    type?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success envelope */
+            201: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description An uploaded file */
+                        data: {
+                            /**
+                             * @description Opaque: give it as `media_id` in a send
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            id: string;
+                            /**
+                             * @description The type checked by its bytes
+                             * @example application/pdf
+                             */
+                            type: string;
+                            /**
+                             * @description Which media object of a send takes it
+                             * @enum {string}
+                             */
+                            kind: "image" | "video" | "audio" | "document" | "sticker";
+                            /**
+                             * @description Bytes
+                             * @example 48213
+                             */
+                            size: number;
+                            /** @description The bytes' SHA-256, hex */
+                            sha256: string;
+                            /**
+                             * @description The name it was uploaded with, if any
+                             * @example invoice-88.pdf
+                             */
+                            filename: string | null;
+                            /** @description Uploaded, `YYYY-MM-DD HH:MM:SS` */
+                            created_at: string;
+                            /** @description Uploaded or last sent, `YYYY-MM-DD HH:MM:SS`: retention counts from it */
+                            last_used_at: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["ContentTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    getApiV1MediaById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id `POST /media` answered */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success envelope */
+            200: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        /** @description An uploaded file */
+                        data: {
+                            /**
+                             * @description Opaque: give it as `media_id` in a send
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            id: string;
+                            /**
+                             * @description The type checked by its bytes
+                             * @example application/pdf
+                             */
+                            type: string;
+                            /**
+                             * @description Which media object of a send takes it
+                             * @enum {string}
+                             */
+                            kind: "image" | "video" | "audio" | "document" | "sticker";
+                            /**
+                             * @description Bytes
+                             * @example 48213
+                             */
+                            size: number;
+                            /** @description The bytes' SHA-256, hex */
+                            sha256: string;
+                            /**
+                             * @description The name it was uploaded with, if any
+                             * @example invoice-88.pdf
+                             */
+                            filename: string | null;
+                            /** @description Uploaded, `YYYY-MM-DD HH:MM:SS` */
+                            created_at: string;
+                            /** @description Uploaded or last sent, `YYYY-MM-DD HH:MM:SS`: retention counts from it */
+                            last_used_at: string;
                         };
                     };
                 };
@@ -5893,6 +6264,42 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["TemplateStatusChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the event is delivered and not sent again */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received: the event is retried on the schedule above */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    senderStatusChangedEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event’s id: the same on every retry and replay (use it to drop duplicates) */
+                "webhook-id": string;
+                /** @description Unix time in seconds of this attempt (reject one too far from your clock) */
+                "webhook-timestamp": number;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the signing secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SenderStatusChangedEvent"];
             };
         };
         responses: {
