@@ -70,7 +70,7 @@ describe('exactly once', () => {
       expect({ once, status: (await op.client.post(action, { ...form, _once: once })).status }).toEqual({ once, status: 403 })
     }
     expect(await topups()).toBe(2)
-    expect(await actions(accountId)).toEqual(['top-up', 'top-up'])
+    expect(await actions(accountId)).toEqual(['account created', 'key created', 'top-up', 'top-up'])
   })
 
   test('a reload after creating a key makes no second key; the key is shown once and never stored in clear', async () => {
@@ -472,7 +472,15 @@ describe("an operator manages an account's keys", () => {
     expect((await member.client.get(`/dashboard/accounts/${own.accountId}/keys`)).status).toBe(404)
     expect((await op.client.get('/dashboard/keys')).status).toBe(404)
     expect((await op.client.get('/dashboard/accounts/99999999/keys')).status).toBe(404)
-    expect(await actions(own.accountId)).toEqual(['key created', 'key deactivated', 'key activated', 'member invited', 'password set'])
+    expect(await actions(own.accountId)).toEqual([
+      'account created',
+      'key created',
+      'key created',
+      'key deactivated',
+      'key activated',
+      'member invited',
+      'password set',
+    ])
   })
 })
 
@@ -504,6 +512,13 @@ describe('a lost link', () => {
 
     const reset = await op.client.follow(await op.client.post(`/dashboard/users/${user!.id}/link`, { _csrf: users.csrf! }))
     expect(reset.text).toContain('Password-reset link for lost@toko.example')
-    expect(await actions(accountId)).toEqual(['member invited', 'invitation link made', 'password set', 'password reset link made'])
+    expect(await actions(accountId)).toEqual([
+      'account created',
+      'key created',
+      'member invited',
+      'invitation link made',
+      'password set',
+      'password reset link made',
+    ])
   })
 })

@@ -148,7 +148,15 @@ describe('operators and members', () => {
     expect((await member.client.post(`/dashboard/keys/${other.keyId}/active`, { _csrf: page.csrf!, active: 'false' })).status).toBe(404)
     expect((await t.api('GET', '/balance', other.key)).status).toBe(200)
     const actions = await t.db.sql<{ action: string }[]>`select action from audit_log where account_id = ${own.accountId} order by id`
-    expect(actions.map((a) => a.action)).toEqual(['member invited', 'password set', 'key created', 'key deactivated', 'key activated'])
+    expect(actions.map((a) => a.action)).toEqual([
+      'account created',
+      'key created',
+      'member invited',
+      'password set',
+      'key created',
+      'key deactivated',
+      'key activated',
+    ])
   })
 })
 

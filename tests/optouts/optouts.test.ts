@@ -355,7 +355,13 @@ describe('management', () => {
 
     const audited = await t.db.sql<{ actor: string; action: string }[]>`
       select actor, action from audit_log where account_id = ${acc.accountId} order by id`
-    expect(audited.map((a) => a.action)).toEqual(['opt-out added', 'opt-outs imported', 'opt-out removed'])
+    expect(audited.map((a) => a.action)).toEqual([
+      'account created',
+      'key created',
+      'opt-out added',
+      'opt-outs imported',
+      'opt-out removed',
+    ])
     expect(new Set(audited.map((a) => a.actor))).toEqual(new Set(['admin token']))
   })
 })
