@@ -122,6 +122,16 @@ describe('create', () => {
       last_check: null,
       late_failures: 'keep',
       accounts: [],
+      // Its health as Meta reports it (issue 32): nothing known yet, its tier the operator's.
+      health: {
+        flagged: false,
+        history: [],
+        messaging_limit_source: 'operator',
+        quality: null,
+        restricted: null,
+        restrictions: [],
+        throughput: null,
+      },
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/),
       // A Twilio sender's WhatsApp templates are synced when it is created (tests/templates/edits.test.ts).
       templates_sync: { ok: true, detail: expect.stringMatching(/^\d+ listed by twilio, /) },
