@@ -398,7 +398,11 @@ export const MUTATIONS: Mutation[] = [
     name: 'parked-report',
     breaks: 'a status lost: a report that arrives before its SID is stored is dropped instead of parked',
     edits: [
-      { file: RECEIVER, find: "reports.filter((r) => !known.has(r.sid) && r.status !== 'sent')", replace: 'reports.filter(() => false)' },
+      {
+        file: RECEIVER,
+        find: "reports.filter((r) => !known.has(r.sid) && (r.status !== 'sent' || reportedCategory(r.pricing) !== null))",
+        replace: 'reports.filter(() => false)',
+      },
     ],
     tests: ['tests/status/parked-reports.test.ts'],
     filter: 'parked, then applied',
