@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { readConfig } from '../config'
-import { ADMIN_CLIENT_HEADER } from '../http/admin-auth'
+import { ADMIN_CLIENT_HEADER } from '../lib/admin-client'
 import { program } from './program'
 
 /** A failure to report (exit 1): the service's error answer (with its status and code), or no service at all. */

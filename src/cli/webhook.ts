@@ -11,7 +11,7 @@
 // command sends it there itself.
 
 import type * as webhooks from '../modules/webhooks/model'
-import { ADMIN_CLIENT_HEADER } from '../http/admin-auth'
+import { ADMIN_CLIENT_HEADER } from '../lib/admin-client'
 import { unreachable } from './client'
 import type { Command, Context } from './command'
 import type { Page } from './format'

@@ -7,9 +7,7 @@ import { ApiError } from './errors'
 import { bearerToken } from './auth'
 import { clientAddressOf } from './request'
 import { constantTimeEqual } from '../lib/keys'
-
-/** The header the command line sends with each admin request, so the audit log can tell it from other clients. */
-export const ADMIN_CLIENT_HEADER = 'x-admin-client'
+import { ADMIN_CLIENT_HEADER } from '../lib/admin-client'
 
 /** Who made a change through the admin API, for the audit log (the shape of users' `Actor`, without a user). */
 export type AdminActor = { user: null; address: string | null; actor: string }
