@@ -88,11 +88,13 @@ describe.skipIf(skipBrowserTests())('the dashboard on a phone and a desktop', ()
   test("at 375 px the overview's 30-day chart fits the screen and shows today, its days written YYYY-MM-DD", async () => {
     const page = await visit(tour, stopAt('/dashboard'), PHONE)
     await step(page, 'the chart within the width, today labelled', async () => {
-      expect(await inView(page, 'svg.chart')).toEqual([true])
-      const today = (await page.locator('svg.chart rect title').last().textContent())!.slice(0, 10)
-      const labels = page.locator('svg.chart text.axis', { hasText: /-/ })
+      // Both charts (the 30 days' messages, the cost per day) within the width; the first is the 30 days'.
+      expect(await inView(page, 'svg.chart')).toEqual([true, true])
+      const chart = 'svg.chart[aria-labelledby="chart-title"]'
+      const today = (await page.locator(`${chart} rect title`).last().textContent())!.slice(0, 10)
+      const labels = page.locator(`${chart} text.axis`, { hasText: /-/ })
       expect(await labels.last().textContent()).toBe(today)
-      expect(await inView(page, 'svg.chart rect:last-of-type')).toEqual([true])
+      expect(await inView(page, `${chart} rect:last-of-type`)).toEqual([true])
       for (const label of await labels.allTextContents()) expect(label).toMatch(/^\d{4}-\d{2}-\d{2}$/)
     })
   }, 60_000)

@@ -143,7 +143,7 @@ describe('retention by whole months', () => {
   afterAll(() => db.drop(), 30_000)
 
   const retention = (config: { retentionWebhookDays: number; retentionHistoryMonths: number }) =>
-    deleteExpired({ sql: db.sql, config: config as Config, clock: new TestClock(now) })
+    deleteExpired({ sql: db.sql, config: { retentionMediaDays: 0, ...config } as Config, clock: new TestClock(now) })
 
   test('a month of finished webhook events goes with its attempts; a month with a pending event stays until none is', async () => {
     const [account] = await db.sql<{ id: number }[]>`insert into accounts (name, balance) values ('a', 0) returning id`

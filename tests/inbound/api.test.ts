@@ -39,7 +39,14 @@ describe('the simulator writes in', () => {
     const account = await accountWriting(phone)
     const answer = await writeIn(phone.replace('+62', '0'), 'Terima kasih!', { name: 'Budi' })
     expect(answer.status).toBe(200)
-    expect(answer.body.data).toEqual({ phone, window_until: expect.any(String), inbound_id: expect.any(Number) })
+    // Written to the deployment's number (sender null), the one the account wrote from: its message.
+    expect(answer.body.data).toEqual({
+      phone,
+      window_until: expect.any(String),
+      inbound_id: expect.any(Number),
+      sender: null,
+      account_id: account.accountId,
+    })
     const one = await t.api('GET', `/inbound/${answer.body.data.inbound_id}`, account.key)
     expect(one.status).toBe(200)
     expect(one.body.data).toMatchObject({
@@ -82,7 +89,14 @@ describe('the simulator writes in', () => {
   test('without a body a placeholder text is stored (it is what opens the window); a sender number that is no stored sender is 422', async () => {
     const phone = phoneOf()
     const answer = await writeIn(phone)
-    expect(answer.body.data).toEqual({ phone, window_until: expect.any(String), inbound_id: expect.any(Number) })
+    // Nobody wrote to this phone: the deployment's number, no account's.
+    expect(answer.body.data).toEqual({
+      phone,
+      window_until: expect.any(String),
+      inbound_id: expect.any(Number),
+      sender: null,
+      account_id: null,
+    })
     const stored = await t.db.sql<{ text: string }[]>`select text from inbound_messages where phone = ${phone}`
     expect([...stored]).toEqual([{ text: '(the customer wrote in)' }])
     const bad = await writeIn(phone, 'Halo', { sender: '+14155559999' })
