@@ -36,13 +36,17 @@ function niceMax(value: number): number {
 /** An axis number in at most four characters: 500, 2.5K, 10K. */
 const tickText = (n: number) => new Intl.NumberFormat('en', { notation: 'compact' }).format(n)
 
+/** One segment of a day's bar: its class, its value and what its tooltip says. */
+type Segment = { cls: string; n: number; title: string }
+
 /**
- * Stacked bars, one per day, one segment per status. Built only from numbers and the server's own
- * day strings (escaped all the same), so it may go out through raw(). It is drawn to the width of the
- * screen; a day is labelled every 7 days back from today, and on a phone every 14 (style.css hides
- * the `minor` ones there and sets the labels larger).
+ * Bars of stacked segments, one bar per day: the frame both overview charts share. Built only from
+ * numbers and the server's own day strings (escaped all the same), so it may go out through raw(). It is
+ * drawn to the width of the screen; a day is labelled every 7 days back from today, and on a phone every
+ * 14 (style.css hides the `minor` ones there and sets the labels larger). `titleId` names the title the
+ * chart is labelled by (a page may hold two).
  */
-export function statusChart(days: string[], counts: Map<string, Record<string, number>>): Html {
+function dayBars(days: string[], bars: Segment[][], titleId: string, label: string): Html {
   const W = 720
   const H = 220
   const left = 60
@@ -51,14 +55,12 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
   const bottom = 34
   const plotW = W - left - right
   const plotH = H - top - bottom
-  const totals = days.map((day) => STATUSES.reduce((sum, s) => sum + (counts.get(day)?.[s] ?? 0), 0))
+  const totals = bars.map((bar) => bar.reduce((sum, segment) => sum + segment.n, 0))
   const max = niceMax(Math.max(0, ...totals))
   const slot = plotW / days.length
   const barW = Math.max(2, slot * 0.7)
   const y = (n: number) => top + plotH - (n / max) * plotH
-  const all = totals.reduce((a, b) => a + b, 0)
-  const label = `Messages per day over the last ${days.length} days by status: ${all} in all`
-  let svg = `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="chart-title"><title id="chart-title">${escapeHtml(label)}</title>`
+  let svg = `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="${titleId}"><title id="${titleId}">${escapeHtml(label)}</title>`
   for (const tick of [0, max / 2, max]) {
     if (tick !== Math.round(tick)) continue
     svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"/>`
@@ -67,11 +69,10 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
   days.forEach((day, i) => {
     const x = left + i * slot + (slot - barW) / 2
     let base = 0
-    for (const status of STATUSES) {
-      const n = counts.get(day)?.[status] ?? 0
+    for (const { cls, n, title } of bars[i]!) {
       if (n === 0) continue
       const y0 = y(base + n)
-      svg += `<rect class="s-${status}" x="${x.toFixed(1)}" y="${y0.toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(base) - y0).toFixed(1)}"><title>${escapeHtml(`${day}: ${n} ${status}`)}</title></rect>`
+      svg += `<rect class="${cls}" x="${x.toFixed(1)}" y="${y0.toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(base) - y0).toFixed(1)}"><title>${escapeHtml(title)}</title></rect>`
       base += n
     }
     const back = days.length - 1 - i
@@ -86,51 +87,31 @@ export function statusChart(days: string[], counts: Map<string, Record<string, n
   return raw(svg)
 }
 
+/** Messages per day, one segment per status. */
+export function statusChart(days: string[], counts: Map<string, Record<string, number>>): Html {
+  const bars = days.map((day) =>
+    STATUSES.map((status) => {
+      const n = counts.get(day)?.[status] ?? 0
+      return { cls: `s-${status}`, n, title: `${day}: ${n} ${status}` }
+    }),
+  )
+  const all = bars.flat().reduce((sum, segment) => sum + segment.n, 0)
+  return dayBars(days, bars, 'chart-title', `Messages per day over the last ${days.length} days by status: ${all} in all`)
+}
+
 /**
- * What the account paid each day: one bar a day (the same frame as statusChart), from the usage by day
- * (refunded messages cost nothing). Built from numbers and the server's own day strings, so it may go
- * out through raw(); its title says the total and the dearest day for screen readers.
+ * What the account paid each day: one bar a day, from the usage by day (refunded messages cost
+ * nothing); its title says the total and the dearest day for screen readers.
  */
 export function costChart(days: string[], costs: Map<string, number>, currency: string): Html {
-  const W = 720
-  const H = 220
-  const left = 60
-  const right = 8
-  const top = 22
-  const bottom = 34
-  const plotW = W - left - right
-  const plotH = H - top - bottom
   const values = days.map((day) => costs.get(day) ?? 0)
-  const max = niceMax(Math.max(0, ...values))
-  const slot = plotW / days.length
-  const barW = Math.max(2, slot * 0.7)
-  const y = (n: number) => top + plotH - (n / max) * plotH
   const all = values.reduce((a, b) => a + b, 0)
   const dearest = values.indexOf(Math.max(...values))
   const label =
     `Cost per day over the last ${days.length} days: ${all.toLocaleString('en')} ${currency} in all` +
     (all > 0 ? `, the most on ${days[dearest]} (${values[dearest]!.toLocaleString('en')} ${currency})` : '')
-  let svg = `<svg class="chart" viewBox="0 0 ${W} ${H}" role="img" aria-labelledby="cost-chart-title"><title id="cost-chart-title">${escapeHtml(label)}</title>`
-  for (const tick of [0, max / 2, max]) {
-    if (tick !== Math.round(tick)) continue
-    svg += `<line class="grid" x1="${left}" x2="${W - right}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}"/>`
-    svg += `<text class="axis" x="${left - 8}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${tickText(tick)}</text>`
-  }
-  days.forEach((day, i) => {
-    const n = values[i]!
-    const x = left + i * slot + (slot - barW) / 2
-    if (n > 0) {
-      svg += `<rect class="cost-bar" x="${x.toFixed(1)}" y="${y(n).toFixed(1)}" width="${barW.toFixed(1)}" height="${(y(0) - y(n)).toFixed(1)}"><title>${escapeHtml(`${day}: ${n.toLocaleString('en')} ${currency}`)}</title></rect>`
-    }
-    const back = days.length - 1 - i
-    if (back % 7 === 0) {
-      const today = back === 0
-      const at = today ? W - right : left + i * slot + slot / 2
-      svg += `<text class="axis${back % 14 === 0 ? '' : ' minor'}" x="${at.toFixed(1)}" y="${H - 6}" text-anchor="${today ? 'end' : 'middle'}">${escapeHtml(day)}</text>`
-    }
-  })
-  svg += `<line class="baseline" x1="${left}" x2="${W - right}" y1="${top + plotH}" y2="${top + plotH}"/></svg>`
-  return raw(svg)
+  const bars = days.map((day, i) => [{ cls: 'cost-bar', n: values[i]!, title: `${day}: ${values[i]!.toLocaleString('en')} ${currency}` }])
+  return dayBars(days, bars, 'cost-chart-title', label)
 }
 
 /** "87.5%" of `part` in `whole`, or a dash when there is nothing to count. */
