@@ -269,7 +269,7 @@ describe('webhook listen', () => {
     expect(listed.out).toMatch(/^ *ID +STATUS +ATTEMPTS +EVENT +MESSAGE /m)
     expect(listed.out).toMatch(/delivered +1 +message\.received +- /)
 
-    // Without a registration, a listener sees message.status events only, as before events could be chosen.
+    // Without a registration, a listener sees every event: the statuses and the customer's reply.
     const bare = await account(service)
     const bareListener = await listen(service, bare.keyId, '--forward-to', local.url('localhost', '/bare'))
     const barePhone = `+62812377${String(customers++).padStart(5, '0')}`
@@ -277,15 +277,14 @@ describe('webhook listen', () => {
     await call(service.url, 'POST', '/admin/v1/simulator/inbound', { phone: barePhone, body: 'Halo juga' })
     await until(
       () => local.requests.filter((r) => r.path === '/bare'),
-      (rs) => rs.length >= 2,
+      (rs) => rs.length >= 3,
       20_000,
-      'the delivered and read events',
+      'the delivered and read events and the reply',
     )
     await Bun.sleep(500)
-    expect(local.requests.filter((r) => r.path === '/bare').map((r) => JSON.parse(r.body).event)).toEqual([
-      'message.status',
-      'message.status',
-    ])
+    const bareEvents = local.requests.filter((r) => r.path === '/bare').map((r) => JSON.parse(r.body))
+    expect(bareEvents.map((e) => e.event).sort()).toEqual(['message.received', 'message.status', 'message.status'])
+    expect(bareEvents.find((e) => e.event === 'message.received')).toMatchObject({ data: { phone: barePhone, text: 'Halo juga' } })
     expect(await bareListener.interrupt()).toBe(0)
   }, 90_000)
 

@@ -193,7 +193,8 @@ export async function storeInbound(
               { accountId, phone, inboundMessageId: Number(row.id), ...message },
               options.words,
             )
-          if (row && accountId !== null) await receivedEvent(tx, options.timezone, accountId, row, message.replyTo?.trim() || null)
+          if (row && accountId !== null)
+            await receivedEvent(tx, options.clock, options.timezone, accountId, row, message.replyTo?.trim() || null)
           return row ? Number(row.id) : null
         }),
       { retryIf: isRolledBack, clock: options.clock, attempts: 5 },
@@ -204,24 +205,31 @@ export async function storeInbound(
 }
 
 /** The `message.received` event of inbound message row `r` (as its insert returned it): its public fields, as GET /inbound/{id} shows them. */
-async function receivedEvent(tx: Tx, tz: string, accountId: number, r: Row, replyTo: string | null): Promise<void> {
+async function receivedEvent(tx: Tx, clock: Clock, tz: string, accountId: number, r: Row, replyTo: string | null): Promise<void> {
   const v = formatTimes(view(r), tz)
   // What it quotes (issue 32): the provider's id, and ours when the account has that message. Only a
   // message that quotes one carries it: the event of any other message is as it always was.
   const quoted = replyTo === null ? {} : { reply_to: (await repliesOf(tx, accountId, [replyTo])).get(replyTo)! }
-  await accountEvent(tx, tz, accountId, 'message.received', {
-    id: v.id,
-    phone: v.phone,
-    // Extension (issue 32): the customer's business-scoped user id, when the provider named one.
-    ...(v.user_id === null ? {} : { user_id: v.user_id }),
-    name: v.name,
-    type: v.type,
-    text: v.text,
-    content: v.content,
-    sender_id: v.sender_id,
-    received_at: v.received_at,
-    ...quoted,
-  })
+  await accountEvent(
+    tx,
+    tz,
+    accountId,
+    'message.received',
+    {
+      id: v.id,
+      phone: v.phone,
+      // Extension (issue 32): the customer's business-scoped user id, when the provider named one.
+      ...(v.user_id === null ? {} : { user_id: v.user_id }),
+      name: v.name,
+      type: v.type,
+      text: v.text,
+      content: v.content,
+      sender_id: v.sender_id,
+      received_at: v.received_at,
+      ...quoted,
+    },
+    clock,
+  )
 }
 
 /** A provider's consent signals without a message (Meta's user_preferences): each for the account the conversation rule names. */

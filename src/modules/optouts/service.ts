@@ -89,13 +89,20 @@ export async function setOptOut(tx: Tx, change: OptOutChange): Promise<{ changed
   }
   // Its webhook event, to the account's registrations that chose it, committed with the change.
   const [contact] = await tx<{ id: number }[]>`select id from contacts where account_id = ${change.accountId} and phone = ${change.phone}`
-  await accountEvent(tx, change.timezone, change.accountId, change.optedOut ? 'contact.opted_out' : 'contact.opted_in', {
-    phone: change.phone,
-    contact_id: contact ? Number(contact.id) : null,
-    source: change.source,
-    detail: change.detail ?? null,
-    inbound_message_id: change.inboundMessageId ?? null,
-  })
+  await accountEvent(
+    tx,
+    change.timezone,
+    change.accountId,
+    change.optedOut ? 'contact.opted_out' : 'contact.opted_in',
+    {
+      phone: change.phone,
+      contact_id: contact ? Number(contact.id) : null,
+      source: change.source,
+      detail: change.detail ?? null,
+      inbound_message_id: change.inboundMessageId ?? null,
+    },
+    change.clock,
+  )
   return { changed: true }
 }
 

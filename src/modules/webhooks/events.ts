@@ -4,9 +4,10 @@
 // an event's target lives only here:
 // - a key whose registration chose the event's type gets a delivery (`pending`, sent by the delivery
 //   worker); a registration that did not choose it gets nothing (test events go to every registration);
-// - a key without a registration that someone is listening to (`admin webhook listen`) gets its
-//   `message.status` events for its listeners only (`listen_only`, never delivered), as before events
-//   could be chosen; a listener of a registered key sees what the registration receives;
+// - a key without a registration that someone is listening to (`admin webhook listen`) gets every
+//   event for its listeners only (`listen_only`, never delivered): a developer on a laptop sees the
+//   customers' replies as well as the statuses; a listener of a registered key sees what the
+//   registration receives;
 // - a key with neither gets no event.
 // message.status events belong to the key that sent the message; the others (`accountEvent`) to the
 // account: one row per key of the account whose registration chose that type. So does the shape of a
@@ -61,7 +62,8 @@ export const insertEvents = (sql: Db, source: string, options: { test?: boolean;
  * The part of a statement that records account events (every type but message.status): `source` names
  * a CTE of the same statement with the columns `account_id`, `event` (its type), `data` (the JSON text
  * of `data`, compact) and `ord`. One `pending` event per key of the account whose registration chose
- * that type, its body the spec's envelope (event, timestamp, data) as compact JSON. Returns `id`,
+ * that type, and one `listen_only` event per key of the account without a registration that is being
+ * listened to; its body the spec's envelope (event, timestamp, data) as compact JSON. Returns `id`,
  * `api_key_id`.
  */
 export const insertAccountEvents = (sql: Db, timezone: string, source: string, clock: EventClock = DATABASE_NOW): Fragment => sql`
@@ -70,17 +72,21 @@ export const insertAccountEvents = (sql: Db, timezone: string, source: string, c
          '{"event":' || to_json(s.event::text)::text
            || ',"timestamp":' || to_json(to_char(${nowOf(sql, clock)} at time zone ${timezone}, 'YYYY-MM-DD HH24:MI:SS'))::text
            || ',"data":' || s.data || '}',
-         'pending', s.event, ${nowOf(sql, clock)}, ${nowOf(sql, clock)}
+         case when w.api_key_id is null then 'listen_only' else 'pending' end, s.event, ${nowOf(sql, clock)}, ${nowOf(sql, clock)}
   from ${sql(source)} s
   join api_keys k on k.account_id = s.account_id
-  join webhook_endpoints w on w.api_key_id = k.id and s.event = any(w.events)
+  left join webhook_endpoints w on w.api_key_id = k.id
+  left join webhook_listeners l on l.api_key_id = k.id and l.listening_until > ${nowOf(sql, clock)}
+  where (w.api_key_id is not null and s.event = any(w.events))
+     or (w.api_key_id is null and l.api_key_id is not null)
   order by s.ord, k.id
   returning id, api_key_id`
 
 /**
  * Records an account event inside the caller's transaction (so it commits with what caused it): one
- * delivery per key of the account whose registration chose `type`. `data` becomes the body's `data` as
- * JSON.stringify writes it (its keys in their order). The number of deliveries recorded.
+ * delivery per key of the account whose registration chose `type` (and one event per listened-to key
+ * without a registration). `data` becomes the body's `data` as
+ * JSON.stringify writes it (its keys in their order). The number of events recorded.
  */
 export async function accountEvent(
   tx: Db,
