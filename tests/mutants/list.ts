@@ -1610,6 +1610,47 @@ export const MUTATIONS: Mutation[] = [
     filter: 'restriction refuses',
   },
   {
+    name: 'charge-price-cap-single',
+    breaks:
+      "a single send is charged above its max_price: the operator raised the price after admission's check (while the send waited for its pace) and the charge takes the new price",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'from capped c where not c.over_cap and not c.over_max',
+        replace: 'from capped c where not c.over_cap',
+      },
+    ],
+    tests: ['tests/messages/price-cap-race.test.ts'],
+    filter: 'single send whose price is raised',
+  },
+  {
+    name: 'charge-price-cap-bulk',
+    breaks: "a bulk's entries are charged above their max_price: the price was raised after the bulk's checks, before its charge",
+    edits: [
+      {
+        file: LEDGER,
+        find: "when exists (select 1 from priced where over_max) then 'price'",
+        replace: "when false then 'price'",
+      },
+    ],
+    tests: ['tests/messages/price-cap-race.test.ts'],
+    filter: 'bulk whose price is raised',
+  },
+  {
+    name: 'settled-event-once',
+    breaks:
+      "a message.settled event for a report that settles nothing: a later report naming another category (the message was settled already) announces a settlement that did not happen",
+    edits: [
+      {
+        file: MACHINE,
+        find: 't.settles and t.by_provider and t.reported <> t.category as settled',
+        replace: 't.by_provider and t.reported <> t.category as settled',
+      },
+    ],
+    tests: ['tests/status/settled-event.test.ts'],
+    filter: 'settled up',
+  },
+  {
     name: 'health-campaign-pause',
     breaks: "a flagged or restricted sender's campaign goes on charging and sending",
     edits: [{ file: 'src/modules/campaigns/engine.ts', find: '    if (unhealthy) {', replace: '    if (false && unhealthy) {' }],
