@@ -1651,6 +1651,21 @@ export const MUTATIONS: Mutation[] = [
     filter: 'settled up',
   },
   {
+    name: 'parked-worker-sid-lock',
+    breaks:
+      "a parked report applied by the worker while another instance receives a newer report of the same SID: the two race for the message, and a newer status applied first makes the parked one a backwards move, its event lost",
+    edits: [
+      {
+        file: RECEIVER,
+        find: 'select message_sid from candidates where pg_try_advisory_xact_lock(${SID_LOCK}, hashtext(message_sid))',
+        replace: 'select message_sid from candidates',
+      },
+    ],
+    tests: ['tests/status/parked-reports.test.ts'],
+    filter: "takes the SID's lock",
+    database: 'postgres',
+  },
+  {
     name: 'health-campaign-pause',
     breaks: "a flagged or restricted sender's campaign goes on charging and sending",
     edits: [{ file: 'src/modules/campaigns/engine.ts', find: '    if (unhealthy) {', replace: '    if (false && unhealthy) {' }],
