@@ -143,7 +143,7 @@ export const WEBHOOKS = {
       "in the status change's transaction: when that changes its category or cost (Meta reported another category, or marked it " +
       'free, and the price of the account settles on Meta’s word), this event says so, once per message: repeated, late and ' +
       'out-of-order reports settle nothing and send nothing. A settlement that changes nothing (the category charged, or a ' +
-      'price set to keep charges) sends nothing. See [Pricing](../guides/pricing.md).',
+      'price set to keep charges) sends nothing.',
   ]),
   'verification.approved': webhook(
     'verificationApprovedEvent',
