@@ -48,7 +48,7 @@ test('a single send whose price is raised between the check and the charge: 422 
   expect((await t.api('POST', '/messages/send', key, { to: '081234567001', body: 'hi', max_price: 15 })).body.data.cost).toBe(15)
 })
 
-test("a bulk whose price is raised after its checks: the entries above their max_price fail uncharged, the others go at the new price", async () => {
+test('a bulk whose price is raised after its checks: the entries above their max_price fail uncharged, the others go at the new price', async () => {
   const { accountId, key } = await t.account(100, { price: PRICE })
   // The operator's change commits while the bulk holds its recipients' messaging-limit uses (after its
   // read of the price, before its charge): a trigger of this test's own on that insert makes it.

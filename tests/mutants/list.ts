@@ -1639,7 +1639,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'settled-event-once',
     breaks:
-      "a message.settled event for a report that settles nothing: a later report naming another category (the message was settled already) announces a settlement that did not happen",
+      'a message.settled event for a report that settles nothing: a later report naming another category (the message was settled already) announces a settlement that did not happen',
     edits: [
       {
         file: MACHINE,
@@ -1653,7 +1653,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'parked-worker-sid-lock',
     breaks:
-      "a parked report applied by the worker while another instance receives a newer report of the same SID: the two race for the message, and a newer status applied first makes the parked one a backwards move, its event lost",
+      'a parked report applied by the worker while another instance receives a newer report of the same SID: the two race for the message, and a newer status applied first makes the parked one a backwards move, its event lost',
     edits: [
       {
         file: RECEIVER,

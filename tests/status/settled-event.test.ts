@@ -100,7 +100,7 @@ async function delivered(path: string, secret: string) {
     .map((r) => new Webhook(secret).verify(r.body, r.headers) as { event: string; timestamp: string; data: unknown })
 }
 
-test("settled up: one message.settled with the categories and costs, to the registration that chose it; repeats send nothing", async () => {
+test('settled up: one message.settled with the categories and costs, to the registration that chose it; repeats send nothing', async () => {
   const a = await account()
   const sent = await sendUtility(a.key)
   expect((await report(sent.message_id, 'delivered', metaPricing('marketing'))).status).toBe(200)

@@ -352,7 +352,10 @@ export async function chargeAll(
   if (refusal?.refused === 'template') return { refused: 'template', status: refusal.status! }
   if (refusal?.refused === 'price') {
     const over = rows.filter((r) => r.refused === 'price')
-    return { refused: 'price', over: over.map((r) => ({ index: Number(r.ord) - 1, category: r.status as Category, cost: Number(r.cost), maxPrice: Number(r.cap) })) }
+    return {
+      refused: 'price',
+      over: over.map((r) => ({ index: Number(r.ord) - 1, category: r.status as Category, cost: Number(r.cost), maxPrice: Number(r.cap) })),
+    }
   }
   if (refusal?.refused === 'spend_cap') return { refused: 'spend_cap', cap: refusal.cap, spentToday: refusal.spent }
   if (refusal) return { refused: 'balance' }
