@@ -610,8 +610,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: LEDGER,
-        find: 'select ord, category, account_category_price(${owner.accountId}, category) as cost',
-        replace: 'select ord, category, account_price(${owner.accountId}) as cost',
+        find: 'select ord, category, max_price, account_category_price(${owner.accountId}, category) as cost',
+        replace: 'select ord, category, max_price, account_price(${owner.accountId}) as cost',
       },
     ],
     tests: [PRICES],
