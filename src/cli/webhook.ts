@@ -132,7 +132,9 @@ function describeEvent(body: string): Described {
               ? `${event} sender ${text('sender_id')} ${text('field')} ${text('old')} -> ${text('new')}`
               : event === 'verification.approved'
                 ? `${event} ${text('verification_id')} ${text('to')}`
-                : `${event} ${text('phone')}`
+                : event === 'message.settled'
+                  ? `${event} ${text('message_sid')} ${text('previous_category')} ${text('previous_cost')} -> ${text('category')} ${text('cost')}`
+                  : `${event} ${text('phone')}`
     return { event, status, message_sid, test, subject: test ? 'test event' : subject }
   } catch {
     return { event: '?', status: '?', message_sid: null, test: false, subject: '?' }

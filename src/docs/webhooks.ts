@@ -7,6 +7,7 @@ import {
   ContactOptedInEvent,
   ContactOptedOutEvent,
   MessageReceivedEvent,
+  MessageSettledEvent,
   MessageStatusEvent,
   SenderStatusChangedEvent,
   TemplateStatusChangedEvent,
@@ -22,6 +23,7 @@ export const WEBHOOK_SCHEMAS = {
   TemplateStatusChangedEvent,
   VerificationApprovedEvent,
   SenderStatusChangedEvent,
+  MessageSettledEvent,
 }
 
 const VERIFY_AND_ANSWER = [
@@ -134,6 +136,14 @@ export const WEBHOOKS = {
       'repeated or out-of-date notification changes nothing and sends nothing. While a sender is flagged or restricted its ' +
       'campaigns pause (`SENDER_FLAGGED: …`, `SENDER_RESTRICTED: …`) and resume by themselves when it recovers; the sends a ' +
       'restriction forbids are refused with 422 `SENDER_RESTRICTED`, nothing charged.',
+  ]),
+  'message.settled': webhook('messageSettledEvent', "A message was settled on Meta's pricing (an extension)", 'MessageSettledEvent', [
+    CHOSEN,
+    "Meta's `sent`, `delivered` and `read` status webhooks say how Meta priced a message. The first that prices it settles it, " +
+      "in the status change's transaction: when that changes its category or cost (Meta reported another category, or marked it " +
+      'free, and the price of the account settles on Meta’s word), this event says so, once per message: repeated, late and ' +
+      'out-of-order reports settle nothing and send nothing. A settlement that changes nothing (the category charged, or a ' +
+      'price set to keep charges) sends nothing.',
   ]),
   'verification.approved': webhook(
     'verificationApprovedEvent',

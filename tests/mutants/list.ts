@@ -610,8 +610,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: LEDGER,
-        find: 'select ord, category, account_category_price(${owner.accountId}, category) as cost',
-        replace: 'select ord, category, account_price(${owner.accountId}) as cost',
+        find: 'select ord, category, max_price, account_category_price(${owner.accountId}, category) as cost',
+        replace: 'select ord, category, max_price, account_price(${owner.accountId}) as cost',
       },
     ],
     tests: [PRICES],
@@ -1608,6 +1608,62 @@ export const MUTATIONS: Mutation[] = [
     ],
     tests: [SENDER_HEALTH],
     filter: 'restriction refuses',
+  },
+  {
+    name: 'charge-price-cap-single',
+    breaks:
+      "a single send is charged above its max_price: the operator raised the price after admission's check (while the send waited for its pace) and the charge takes the new price",
+    edits: [
+      {
+        file: LEDGER,
+        find: 'from capped c where not c.over_cap and not c.over_max',
+        replace: 'from capped c where not c.over_cap',
+      },
+    ],
+    tests: ['tests/messages/price-cap-race.test.ts'],
+    filter: 'single send whose price is raised',
+  },
+  {
+    name: 'charge-price-cap-bulk',
+    breaks: "a bulk's entries are charged above their max_price: the price was raised after the bulk's checks, before its charge",
+    edits: [
+      {
+        file: LEDGER,
+        find: "when exists (select 1 from priced where over_max) then 'price'",
+        replace: "when false then 'price'",
+      },
+    ],
+    tests: ['tests/messages/price-cap-race.test.ts'],
+    filter: 'bulk whose price is raised',
+  },
+  {
+    name: 'settled-event-once',
+    breaks:
+      'a message.settled event for a report that settles nothing: a later report naming another category (the message was settled already) announces a settlement that did not happen',
+    edits: [
+      {
+        file: MACHINE,
+        find: 't.settles and t.by_provider and t.reported <> t.category as settled',
+        replace: 't.by_provider and t.reported <> t.category as settled',
+      },
+    ],
+    tests: ['tests/status/settled-event.test.ts'],
+    filter: 'settled up',
+  },
+  {
+    name: 'parked-worker-sid-lock',
+    breaks:
+      'a parked report applied by the worker while another instance receives a newer report of the same SID: the two race for the message, and a newer status applied first makes the parked one a backwards move, its event lost',
+    edits: [
+      {
+        file: RECEIVER,
+        find: 'select message_sid from candidates where pg_try_advisory_xact_lock(${SID_LOCK}, hashtext(message_sid))',
+        replace: 'select message_sid from candidates',
+      },
+    ],
+    tests: ['tests/status/parked-reports.test.ts'],
+    filter: "takes the SID's lock",
+    database: 'postgres',
   },
   {
     name: 'health-campaign-pause',

@@ -9,7 +9,9 @@ import twilio from 'twilio'
 import { Webhook } from 'standardwebhooks'
 import { testApp, type TestApp } from '../helpers/app'
 import { makeTestTls, startReceiver, type Receiver, type TestTls } from '../helpers/receiver'
-import { PARKED_REPORT_TTL_SECONDS } from '../../src/modules/status/receiver'
+import postgres from 'postgres'
+import { PARKED_REPORT_TTL_SECONDS, SID_LOCK } from '../../src/modules/status/receiver'
+import { usingPostgres } from '../helpers/db'
 import { TestClock } from '../../src/lib/clock'
 import type { Sql } from '../../src/db/client'
 import type { WorkerName } from '../../src/deps'
@@ -209,6 +211,34 @@ describe('a report that arrives before the send stored its SID', () => {
     ])
     expect(await parkedFor(sid)).toEqual([])
   })
+
+  // Two sessions at once: PostgreSQL only (the embedded database has one connection, so nothing interleaves there).
+  test.skipIf(!usingPostgres())(
+    "the worker takes the SID's lock as receiving does: while a report of that SID is being received, it leaves the SID's parked reports to it",
+    async () => {
+      const { keyId } = await keyWithWebhook()
+      const sid = randomSid()
+      await callback(sid, 'delivered')
+      await storeSid(keyId, sid)
+      // Another instance receiving a newer report of the SID holds its lock (as receiveCallbacks takes it)
+      // until it has applied the parked reports and its own: the worker, meanwhile, applies nothing of it,
+      // else the parked delivered and that newer report would race for the message, in either order.
+      const other = postgres(t.db.url!, { max: 1, onnotice: () => {} })
+      try {
+        await other.begin(async (tx) => {
+          await tx`select pg_advisory_xact_lock(${SID_LOCK}, hashtext(${sid}))`
+          expect(await t.runWorker('parked-reports')).toBe(0)
+          expect(await parkedFor(sid)).toEqual(['delivered'])
+          expect(await messageStatus(sid)).toBe('sent')
+        })
+      } finally {
+        await other.end()
+      }
+      await drain('parked-reports')
+      expect(await messageStatus(sid)).toBe('delivered')
+      expect(await eventsOf(sid)).toEqual([['sent', 'delivered']])
+    },
+  )
 
   test('a report that would move backwards stays unapplied: failed after read changes nothing', async () => {
     const { keyId } = await keyWithWebhook()

@@ -772,6 +772,32 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "message.settled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A message was settled on Meta's pricing (an extension)
+         * @description Sent only to registrations whose `events` include it (POST /webhook `events`; the default is `["message.status"]`), one per API key of the account that chose it.
+         *
+         *     Meta's `sent`, `delivered` and `read` status webhooks say how Meta priced a message. The first that prices it settles it, in the status change's transaction: when that changes its category or cost (Meta reported another category, or marked it free, and the price of the account settles on Meta’s word), this event says so, once per message: repeated, late and out-of-order reports settle nothing and send nothing. A settlement that changes nothing (the category charged, or a price set to keep charges) sends nothing.
+         *
+         *     Verify the signature before trusting the body: `webhook-signature` is `v1,` + base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{raw body}`, keyed with the base64 part of the `signing_secret` (after `whsec_`). Any [Standard Webhooks](https://www.standardwebhooks.com) library does it: `new Webhook(secret).verify(body, headers)`.
+         *
+         *     Answer any 2xx within 5 seconds. Anything else (another status, a redirect, a time-out, a TLS or connection error) is retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h (±20% jitter; the `Retry-After` of a 429 or 503 is honoured), then the event is marked failed; operators can replay it. Delivery is at least once: drop duplicates by `webhook-id`.
+         */
+        post: operations["messageSettledEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "verification.approved": {
         parameters: {
             query?: never;
@@ -1182,6 +1208,52 @@ export interface components {
                  * @enum {string}
                  */
                 source: "meta" | "check" | "sync";
+            };
+        };
+        /**
+         * @example {
+         *       "event": "message.settled",
+         *       "timestamp": "2026-12-02 10:15:02",
+         *       "data": {
+         *         "message_sid": "wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEjQ",
+         *         "to": "+6281234567890",
+         *         "category": "marketing",
+         *         "previous_category": "utility",
+         *         "cost": 700,
+         *         "previous_cost": 350,
+         *         "unsettled": 0
+         *       }
+         *     }
+         */
+        MessageSettledEvent: {
+            /** @constant */
+            event: "message.settled";
+            /**
+             * @description When the event was recorded: YYYY-MM-DD HH:MM:SS in the service time zone
+             * @example 2026-11-21 10:15:02
+             */
+            timestamp: string;
+            data: {
+                /** @description The message SID (GET /messages/{message_sid}) */
+                message_sid: string;
+                /** @description Destination in + international form (or the WhatsApp user id it was sent to) */
+                to: string;
+                /**
+                 * @description The category it is now charged for, Meta's mapped onto the four (`marketing`, `utility`, `authentication`, `service`; `service` when Meta marked it free)
+                 * @example marketing
+                 */
+                category: string;
+                /**
+                 * @description The category it was charged for when sent
+                 * @example utility
+                 */
+                previous_category: string;
+                /** @description What it finally costs (CURRENCY units): `cost` in GET /messages/{message_sid} */
+                cost: number;
+                /** @description What it was charged when sent */
+                previous_cost: number;
+                /** @description The part of an upward difference the balance could not pay (the balance never goes below 0): listed in the operator's reconciliation; 0 when all was taken */
+                unsettled: number;
             };
         };
     };
@@ -4398,7 +4470,7 @@ export interface operations {
                      */
                     url: string;
                     /**
-                     * @description The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` (a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), `balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was checked right: POST /verifications/{id}/check), `sender.status_changed` (the health of a sender the account sends through changed: its quality, flag, messaging limit, throughput or restrictions, as Meta said it). A new registration without it receives `["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.
+                     * @description The events this registration receives, any of `message.status` (a message of this key changed status), `message.received` (a customer wrote to the account), `contact.opted_out` / `contact.opted_in` (a contact of the account opted out or back in), `balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was checked right: POST /verifications/{id}/check), `sender.status_changed` (the health of a sender the account sends through changed: its quality, flag, messaging limit, throughput or restrictions, as Meta said it), `message.settled` (a message of the account was settled on Meta's pricing: its category or cost changed). A new registration without it receives `["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.
                      * @example [
                      *       "message.status",
                      *       "message.received"
@@ -6300,6 +6372,42 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["SenderStatusChangedEvent"];
+            };
+        };
+        responses: {
+            /** @description Received: the event is delivered and not sent again */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received: the event is retried on the schedule above */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    messageSettledEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event’s id: the same on every retry and replay (use it to drop duplicates) */
+                "webhook-id": string;
+                /** @description Unix time in seconds of this attempt (reject one too far from your clock) */
+                "webhook-timestamp": number;
+                /** @description `v1,` + base64 HMAC-SHA256 of `id.timestamp.body` with the signing secret */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MessageSettledEvent"];
             };
         };
         responses: {

@@ -68,6 +68,12 @@ export type NewMessage = {
   category?: Category | null
   /** The provider's id of the message it answers, quoting it (messages.reply_to, issue 32). */
   replyTo?: string | null
+  /**
+   * The most it may cost (`max_price`; null or omitted: no cap). Admission refuses a message above it from
+   * its read of the price; the charge statement checks it again against the price it charges, so a price
+   * raised in between (while a send waited for its pace) is refused, not charged.
+   */
+  maxPrice?: number | null
 }
 
 /** WhatsApp's pricing categories: a message is charged the price of its category (sql/0042). */
@@ -90,6 +96,7 @@ const waTemplateIds = (messages: NewMessage[]) => [
 const contents = (messages: NewMessage[]) => messages.map((m) => (m.content ? JSON.stringify(m.content) : null)) as string[]
 const replyTos = (messages: NewMessage[]) => messages.map((m) => m.replyTo ?? null) as string[]
 const categories = (messages: NewMessage[]) => messages.map((m) => m.category ?? null) as string[]
+const maxPrices = (messages: NewMessage[]) => messages.map((m) => m.maxPrice ?? null) as number[]
 /**
  * `fresh`: this call made the charge; false when it found one made earlier with the same token.
  * `costs`: each message's price, in order (its category's); `cost`: the first one's.
@@ -104,6 +111,13 @@ export type Refused =
   | { refused: 'spend_cap'; cap: number; spentToday: number }
   /** A WhatsApp template of the messages is no longer approved (chargeSingles, chargeAll): its status now. */
   | { refused: 'template'; status: string }
+  /**
+   * Messages whose price now is above their `maxPrice` (checked first, after the template): their
+   * positions in the call's messages (0-based), categories and prices. Nothing was charged.
+   */
+  | { refused: 'price'; over: PriceOver[] }
+/** A message the charge refused for its price cap: its position in the charge's messages, its category, price and cap. */
+export type PriceOver = { index: number; category: Category; cost: number; maxPrice: number }
 /** Who holds the hand-off of the charged messages, and for how long. */
 export type Lease = { token: string; seconds: number }
 type Owner = { accountId: number; keyId: number | null }
@@ -237,8 +251,9 @@ export async function chargeAll(
       id: number
       cost: number
       balance: number
+      ord: number
       fresh: boolean
-      refused: 'balance' | 'spend_cap' | 'template' | null
+      refused: 'balance' | 'spend_cap' | 'template' | 'price' | null
       cap: number
       spent: number
       status: string | null
@@ -255,10 +270,14 @@ export async function chargeAll(
       where w.id = any(${waTemplateIds(messages)}::bigint[]) and w.status <> 'approved' and not exists (select 1 from existing)
       limit 1
     ), priced as materialized (
-      -- Each message's category (given, else its WhatsApp template's, else service) and that category's price.
-      select ord, category, account_category_price(${owner.accountId}, category) as cost
-      from (select coalesce(given, message_category(template_id)) as category, ord
-            from unnest(${categories(messages)}::text[], ${templateIds(messages)}::bigint[]) with ordinality as p(given, template_id, ord)) c
+      -- Each message's category (given, else its WhatsApp template's, else service), that category's price,
+      -- and whether that price is above the message's max_price: the price this statement charges, so a
+      -- price raised since admission read it cannot be charged past the cap.
+      select ord, category, cost, max_price, max_price is not null and cost > max_price as over_max
+      from (select ord, category, max_price, account_category_price(${owner.accountId}, category) as cost
+            from (select coalesce(given, message_category(template_id)) as category, max_price, ord
+                  from unnest(${categories(messages)}::text[], ${templateIds(messages)}::bigint[], ${maxPrices(messages)}::bigint[])
+                    with ordinality as p(given, template_id, max_price, ord)) c) p
     ), account as materialized (
       select a.balance, (select sum(cost) from priced)::bigint as cost, account_refunds_late_failures(a.id) as refund_late
       from accounts a
@@ -273,6 +292,7 @@ export async function chargeAll(
     ), verdict as materialized (
       select a.*, s.cap, s.spent,
              case when exists (select 1 from unapproved) then 'template'
+                  when exists (select 1 from priced where over_max) then 'price'
                   when s.cap is not null and s.spent + a.cost > s.cap then 'spend_cap'
                   when a.balance < a.cost then 'balance' end as refused
       from account a left join spender s on true
@@ -321,10 +341,22 @@ export async function chargeAll(
     union all
     select id, cost, balance, ord, false, null, null, null, null from existing
     union all
-    select null, null, null, 0, false, refused, cap, spent, (select status from unapproved) from verdict where refused is not null
+    select null, null, null, 0, false, refused, cap, spent, (select status from unapproved) from verdict
+    where refused is not null and refused <> 'price'
+    union all
+    -- The messages above their max_price, each with its price, max_price (in cap) and category (in status).
+    select null, cost, null, ord, false, 'price', max_price, null, category from priced
+    where over_max and exists (select 1 from verdict where refused = 'price')
     order by ord`
   const refusal = rows.find((r) => r.refused !== null)
   if (refusal?.refused === 'template') return { refused: 'template', status: refusal.status! }
+  if (refusal?.refused === 'price') {
+    const over = rows.filter((r) => r.refused === 'price')
+    return {
+      refused: 'price',
+      over: over.map((r) => ({ index: Number(r.ord) - 1, category: r.status as Category, cost: Number(r.cost), maxPrice: Number(r.cap) })),
+    }
+  }
   if (refusal?.refused === 'spend_cap') return { refused: 'spend_cap', cap: refusal.cap, spentToday: refusal.spent }
   if (refusal) return { refused: 'balance' }
   // No row at all: no such account, refused as a short balance (as before caps).
@@ -362,7 +394,7 @@ export async function chargeSingles(
       cost: number
       balance: number
       fresh: boolean
-      refused: 'spend_cap' | 'template' | null
+      refused: 'spend_cap' | 'template' | 'price' | null
       cap: number
       spent: number
       status: string | null
@@ -381,9 +413,11 @@ export async function chargeSingles(
                            ${contents(requests.map((r) => r.message))}::text[],
                            ${requests.map((r) => tokenTime(r.requestToken)) as string[]}::text[],
                            ${categories(requests.map((r) => r.message))}::text[],
-                           ${replyTos(requests.map((r) => r.message))}::text[])
+                           ${replyTos(requests.map((r) => r.message))}::text[],
+                           ${maxPrices(requests.map((r) => r.message))}::bigint[])
         with ordinality as i(account_id, key_id, request_token, lease_token, lease_seconds, phone, body, media_url,
-                             template_id, provider_template, validity, sender_id, content, created_at, given_category, reply_to, ord)
+                             template_id, provider_template, validity, sender_id, content, created_at, given_category, reply_to,
+                             max_price, ord)
     ), existing as materialized (
       -- The tokens as an array, not a join: the index is probed by token even when the statistics
       -- were taken while no message had one (they would plan a scan of every single send).
@@ -416,17 +450,23 @@ export async function chargeSingles(
       where k.id in (select key_id from fresh) and (select count(*) from locked) > 0
       order by k.id
       for no key update
-    ), capped as materialized (
-      select f.*, p.cost, l.refund_late, l.balance as account_balance, s.cap, s.spent,
-             coalesce(s.spent + sum(p.cost) over (partition by f.key_id order by f.ord) > s.cap, false) as over_cap
-      from fresh f join locked l on l.id = f.account_id left join spenders s on s.id = f.key_id
-        -- Its category's price, read once its account is locked.
+    ), priced as materialized (
+      -- Its category's price, read once its account is locked, and whether it is above the request's
+      -- max_price (the price charged here, not the one admission read: it may have been raised since).
+      select f.*, p.cost, f.max_price is not null and p.cost > f.max_price as over_max, l.refund_late, l.balance as account_balance
+      from fresh f join locked l on l.id = f.account_id
         cross join lateral (select account_category_price(f.account_id, f.category) as cost) p
+    ), capped as materialized (
+      -- A request over its max_price is refused before the spend cap counts it (admission's order).
+      select f.*, s.cap, s.spent,
+             not f.over_max and coalesce(s.spent + sum(f.cost) filter (where not f.over_max)
+                                                     over (partition by f.key_id order by f.ord) > s.cap, false) as over_cap
+      from priced f left join spenders s on s.id = f.key_id
     ), accepted as materialized (
       select nextval(pg_get_serial_sequence('messages', 'id')) as id, r.*
       from (
         select c.*, c.account_balance - (sum(c.cost) over (partition by c.account_id order by c.ord))::bigint as balance
-        from capped c where not c.over_cap
+        from capped c where not c.over_cap and not c.over_max
       ) r
       where r.balance >= 0
     ), debit as (
@@ -458,6 +498,8 @@ export async function chargeSingles(
     union all
     select ord::int, null, null, null, false, 'template', null, null, status from unapproved
     union all
+    select ord::int, null, cost, null, false, 'price', max_price, null, category from capped where over_max
+    union all
     -- What the key was charged today includes this statement's charges before the refused request.
     select ord::int, null, null, null, false, 'spend_cap', cap,
            (spent + coalesce((select sum(a.cost) from accepted a where a.key_id = c.key_id), 0))::bigint, null
@@ -469,6 +511,8 @@ export async function chargeSingles(
     const row = byOrd.get(i + 1)
     if (!row) return { refused: 'balance' }
     if (row.refused === 'template') return { refused: 'template', status: row.status! }
+    if (row.refused === 'price')
+      return { refused: 'price', over: [{ index: 0, category: row.status as Category, cost: Number(row.cost), maxPrice: Number(row.cap) }] }
     if (row.refused === 'spend_cap') return { refused: 'spend_cap', cap: row.cap, spentToday: row.spent }
     return { ids: [row.id], cost: row.cost, costs: [row.cost], balanceAfter: row.balance, fresh: row.fresh }
   })

@@ -16,7 +16,7 @@ import { outgoingOf, requireContentShape } from './content'
 import { refusal } from './service'
 import { holdMessagingLimit, NO_HOLD, type Held } from '../budgets/guard'
 import { stoppedByOptOut } from '../optouts/service'
-import { budgetGroups, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Facts, type Prepared } from './admission'
+import { budgetGroups, isRefusal, itemsOf, judge, prepareEntries, priceAboveMax, readFacts, type Facts, type Prepared } from './admission'
 
 /** `requestToken` identifies this request's charge, as for sendOne. */
 export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody, requestToken: string): Promise<BulkResult> {
@@ -72,13 +72,23 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
 
   /**
    * The valid entries charged in one statement, which refuses them all when a WhatsApp template of
-   * theirs is no longer approved (a webhook paused it after the checks above): the entries of such a
-   * template then fail uncharged (TEMPLATE_NOT_APPROVED) and the others are charged. Null when none is left.
+   * theirs is no longer approved (a webhook paused it after the checks above), or when the price it
+   * charges puts an entry above its max_price (the price was raised after the read above): the entries
+   * of such a template, or over their cap, then fail uncharged (TEMPLATE_NOT_APPROVED, PRICE_ABOVE_MAX)
+   * and the others are charged. Null when none is left.
    */
   const chargeApproved = async (lease: Lease): Promise<Charged | Refused | null> => {
     for (;;) {
       const charged = await retrying(() => chargeAll(deps.sql, deps.config.timezone, principal, requestToken, lease, valid, deps.clock))
-      if (!('refused' in charged) || charged.refused !== 'template') return charged
+      if (!('refused' in charged)) return charged
+      if (charged.refused === 'price') {
+        const over = new Map(charged.over.map((o) => [valid[o.index]!, o]))
+        for (const [m, o] of over) fail(m.index, m.phone, priceAboveMax(`messages[${m.index}].`, o.category, o.cost, o.maxPrice))
+        valid = valid.filter((m) => !over.has(m))
+        if (valid.length === 0) return null
+        continue
+      }
+      if (charged.refused !== 'template') return charged
       const ids = [...new Set(valid.flatMap((m) => (m.providerTemplate?.templateId === undefined ? [] : [m.providerTemplate.templateId])))]
       const stopped = new Map(
         (

@@ -8,7 +8,17 @@ import { sealedMessage } from './redact'
 import type { SendBody, SendQueued, SendResult } from './model'
 import { holdMessagingLimit, NO_HOLD } from '../budgets/guard'
 import { optedOutAtHandoffError, stoppedByOptOut } from '../optouts/service'
-import { budgetGroups, businessInitiated, isRefusal, itemsOf, judge, prepareEntries, readFacts, type Prepared } from './admission'
+import {
+  budgetGroups,
+  businessInitiated,
+  isRefusal,
+  itemsOf,
+  judge,
+  prepareEntries,
+  priceAboveMax,
+  readFacts,
+  type Prepared,
+} from './admission'
 export { requireHeaderBound, requireNoWaFields, senderOfTemplate, templateForSender, validityOf, waTemplateMessage } from './admission'
 
 /** Who sends: an API key's principal, or a dashboard user of the account (no key: `keyId` null, no spend cap). */
@@ -122,6 +132,11 @@ export async function sendOne(
  */
 export function refusal(refused: Refused, what: string, tz: string, template?: WaTemplate | null): ApiError {
   if (refused.refused === 'balance') return new ApiError('INSUFFICIENT_BALANCE', `wa_balance is not enough for ${what}`)
+  if (refused.refused === 'price') {
+    // Its price was raised between admission's check and the charge, which checks it again (ledger/service.ts).
+    const over = refused.over[0]!
+    return priceAboveMax('', over.category, over.cost, over.maxPrice)
+  }
   if (refused.refused === 'template') {
     // Its WhatsApp template stopped being approved between the check and the charge (a webhook in between).
     const named = template ? `template ${template.id} (${template.name}, ${template.language})` : 'its WhatsApp template'

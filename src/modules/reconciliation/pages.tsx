@@ -23,6 +23,11 @@ export function reconciliationPages(d: Dashboard) {
     const month = queryText(query, 'month') || formatTimestamp(d.deps.clock.now(), d.tz)!.slice(0, 7)
     const senders = (await listSenders(d.deps)).filter((s) => s.provider === 'meta')
     const defaultIsMeta = d.config.provider === 'meta'
+    // The report's sender as the select names it (a sender of another provider is refused before a report).
+    const nameOf = (id: number) => {
+      const s = senders.find((x) => x.id === id)
+      return id === 0 ? "the deployment's default sender" : s ? `${s.name} (${s.number})` : `sender #${id}`
+    }
     const render = (report: Formatted<Report> | null, error?: string, status = 200) =>
       respond(
         <Layout title="Reconciliation" session={session} error={error}>
@@ -49,11 +54,12 @@ export function reconciliationPages(d: Dashboard) {
             </label>
             <label>
               Month
-              <input name="month" value={month} placeholder="YYYY-MM" maxlength={7} inputmode="numeric" />
+              {/* No numeric keyboard: a phone's has no "-" to type between the year and the month. */}
+              <input name="month" value={month} placeholder="YYYY-MM" maxlength={7} />
             </label>
             <button type="submit">Reconcile</button>
           </form>
-          {report ? <ReportView report={report} money={d.money} /> : null}
+          {report ? <ReportView report={report} money={d.money} sender={nameOf(report.sender_id)} /> : null}
         </Layout>,
         status,
       )
@@ -71,13 +77,13 @@ export function reconciliationPages(d: Dashboard) {
   })
 }
 
-function ReportView(props: { report: Formatted<Report>; money: (n: number) => string }) {
-  const { report, money } = props
+function ReportView(props: { report: Formatted<Report>; money: (n: number) => string; sender: string }) {
+  const { report, money, sender } = props
   const differs = (r: ReportRow) => r.difference !== 0
   return (
     <>
       <h2>
-        {report.month} · {report.sender_id === 0 ? "the deployment's default sender" : `sender #${report.sender_id}`}
+        {report.month} · {sender}
       </h2>
       <p>
         WhatsApp Business Account {report.business_account_id}

@@ -9,7 +9,7 @@
 
 import type { Db } from '../../db/client'
 import type { SenderRef, StatusReport } from '../../providers/provider'
-import { insertEvents, statusPayload, type EventClock } from '../webhooks/events'
+import { insertAccountEvents, insertEvents, statusPayload, type EventClock } from '../webhooks/events'
 import { nowOf } from '../../db/now'
 import {
   refundsWhenFailing,
@@ -75,7 +75,7 @@ export async function applyStatuses(
       select m.id, m.message_sid, r.owners is null or coalesce(m.sender_id, 0) = any(r.owners::bigint[]) as owned
       from messages m join input r on m.message_sid = r.sid
     ), locked as materialized (
-      select m.id, m.account_id, m.status, m.cost, r.next, r.error_code, r.error_message, r.reported,
+      select m.id, m.account_id, m.status, m.cost, m.category, r.next, r.error_code, r.error_message, r.reported,
              ((m.status = 'sent' and r.next in ('delivered', 'read', 'failed'))
                or (m.status = 'delivered' and r.next in ('read', 'failed'))) as moves,
              r.next = 'failed' and ${refundsWhenFailing(sql, 'm')} as refunds,
@@ -88,7 +88,7 @@ export async function applyStatuses(
       order by m.id -- one lock order for every batch: concurrent batches cannot deadlock
       for update of m
     ), target as (
-      select id, account_id, status, cost, next, error_code, error_message, reported, moves, settles, by_provider,
+      select id, account_id, status, cost, category, next, error_code, error_message, reported, moves, settles, by_provider,
              moves and refunds as refund, case when settles then difference else 0 end as diff
       from locked
     ), ${settlementTakes(sql, 'target')}, changed as (
@@ -108,7 +108,10 @@ export async function applyStatuses(
       from target t left join settle_takes k on k.id = t.id
       where m.id = t.id and (t.moves or t.settles)
       returning m.id, m.account_id, m.api_key_id, m.phone, m.message_sid, m.status, m.cost, m.error_code, m.error_message,
-                t.status as previous, t.refund as refunded, t.moves
+                m.category, m.unsettled, t.status as previous, t.refund as refunded, t.moves,
+                -- A settlement that changed what the message shows (its category, its cost, or a part not taken).
+                t.settles and t.by_provider and t.reported <> t.category as settled,
+                t.category as previous_category, t.cost as previous_cost
     ), ${statusMoney(sql, 'target', timezone, clock)}, changed_events as (
       select c.api_key_id, c.id as message_id, c.id as ord,
              ${statusPayload(
@@ -119,7 +122,14 @@ export async function applyStatuses(
                clock,
              )} as payload
       from changed c where c.moves
-    ), event as (${insertEvents(sql, 'changed_events', { clock })})
+    ), event as (${insertEvents(sql, 'changed_events', { clock })}), settled_events as (
+      -- message.settled (an extension), for the account's registrations that chose it: once, as settled_at is set once.
+      select c.account_id, 'message.settled' as event, c.id as ord,
+             '{"message_sid":' || to_json(c.message_sid)::text || ',"to":' || to_json(c.phone)::text ||
+             ',"category":' || to_json(c.category)::text || ',"previous_category":' || to_json(c.previous_category)::text ||
+             ',"cost":' || c.cost || ',"previous_cost":' || c.previous_cost || ',"unsettled":' || c.unsettled || '}' as data
+      from changed c where c.settled
+    ), settled_event as (${insertAccountEvents(sql, timezone, 'settled_events', clock)})
     select array(select message_sid from changed where moves) as changed_sids,
            array(select message_sid from found where not owned) as refused_sids,
            array(select c.message_sid from event e join changed c on c.id = e.message_id) as event_sids,

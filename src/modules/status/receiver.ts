@@ -22,7 +22,7 @@ import type { Pricing, SignedReport } from '../../providers/provider'
 /** How long a report waits for its SID; a SID not stored within an hour will not be. */
 export const PARKED_REPORT_TTL_SECONDS = 3600
 // The first key of the two-key advisory lock: the namespace of "one SID's reports".
-const SID_LOCK = 7_240_008
+export const SID_LOCK = 7_240_008
 
 export type Received = {
   /** How many of these reports changed their message (reports parked earlier, applied now, not counted). */
@@ -147,9 +147,10 @@ const toReports = (rows: Parked[]): Report[] =>
     }))
 
 /**
- * Applies up to `limit` unexpired parked reports whose SID is now stored, oldest first, in one
- * transaction. Rows another transaction holds (a report for the same SID being received) are skipped:
- * that transaction applies them.
+ * Applies the unexpired parked reports of up to `limit` SIDs now stored (those parked first first), all of
+ * each SID's, oldest first, in one transaction, under the same per-SID advisory lock that receiving
+ * takes: a report of that SID arriving meanwhile waits for them, and is applied after them. A SID whose
+ * lock another transaction holds (a report for it being received) is skipped: that one applies them.
  */
 export async function applyParked(
   sql: Sql,
@@ -167,15 +168,21 @@ export async function applyParked(
     ) as due`
   if (!found!.due) return { applied: 0, events: 0 }
   return sql.begin(async (tx) => {
+    // The lock is tried, never waited for (its holder applies the SID's reports), so this statement's
+    // snapshot may predate a holder's commit: the rows that holder deleted are gone when this one's
+    // delete reaches them (it finds them deleted and skips them), and it parks nothing for a stored SID.
     const due = await tx<Parked[]>`
-      delete from parked_reports
-      where id in (
-        select p.id from parked_reports p
+      with candidates as materialized (
+        select p.message_sid, min(p.id) as first from parked_reports p
         where p.expires_at > ${nowOf(tx, clock)} and exists (select 1 from messages m where m.message_sid = p.message_sid)
-        order by p.id
+        group by p.message_sid
+        order by first
         limit ${limit}
-        for update skip locked
+      ), locked as materialized (
+        select message_sid from candidates where pg_try_advisory_xact_lock(${SID_LOCK}, hashtext(message_sid))
       )
+      delete from parked_reports p
+      where p.message_sid in (select message_sid from locked) and p.expires_at > ${nowOf(tx, clock)}
       returning id, message_sid, status, error_code, error_message, signer_senders, pricing, true as live`
     let events = 0
     for (const round of rounds(toReports(due))) events += (await applyStatuses(tx, timezone, round, options)).events

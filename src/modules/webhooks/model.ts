@@ -15,6 +15,7 @@ export const EVENT_TYPES = [
   'template.status_changed',
   'verification.approved',
   'sender.status_changed',
+  'message.settled',
 ] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 export const DEFAULT_EVENTS: EventType[] = ['message.status']
@@ -25,7 +26,8 @@ const EVENTS_CHOICE =
   "`balance.low` (the account's balance fell below its low-balance threshold), `template.status_changed` (the status, category " +
   'or quality of a WhatsApp template the account may use changed), `verification.approved` (a one-time code of the account was ' +
   'checked right: POST /verifications/{id}/check), `sender.status_changed` (the health of a sender the account sends through ' +
-  'changed: its quality, flag, messaging limit, throughput or restrictions, as Meta said it). A new registration without it receives ' +
+  'changed: its quality, flag, messaging limit, throughput or restrictions, as Meta said it), `message.settled` (a message of the ' +
+  "account was settled on Meta's pricing: its category or cost changed). A new registration without it receives " +
   '`["message.status"]`; a replacement without it keeps its choice. An unknown name or an empty list: 422 `VALIDATION_ERROR`.'
 
 export const RegisterWebhookBody = t.Object(
@@ -450,6 +452,49 @@ export const SenderStatusChangedEvent = t.Object(
         event: 'sender.status_changed',
         timestamp: '2026-12-02 09:12:40',
         data: { sender_id: 3, field: 'flagged', old: 'false', new: 'true', source: 'meta' },
+      },
+    ],
+  },
+)
+
+/** `message.settled`: a message was settled on Meta's pricing report, its category or cost changed (once per message). */
+export const MessageSettledEvent = t.Object(
+  {
+    event: t.Literal('message.settled'),
+    timestamp: eventTimestamp,
+    data: t.Object({
+      message_sid: t.String({ description: 'The message SID (GET /messages/{message_sid})' }),
+      to: t.String({ description: 'Destination in + international form (or the WhatsApp user id it was sent to)' }),
+      category: t.String({
+        description:
+          "The category it is now charged for, Meta's mapped onto the four (`marketing`, `utility`, `authentication`, `service`; " +
+          '`service` when Meta marked it free)',
+        examples: ['marketing'],
+      }),
+      previous_category: t.String({ description: 'The category it was charged for when sent', examples: ['utility'] }),
+      cost: t.Integer({ description: 'What it finally costs (CURRENCY units): `cost` in GET /messages/{message_sid}' }),
+      previous_cost: t.Integer({ description: 'What it was charged when sent' }),
+      unsettled: t.Integer({
+        description:
+          'The part of an upward difference the balance could not pay (the balance never goes below 0): listed in the ' +
+          "operator's reconciliation; 0 when all was taken",
+      }),
+    }),
+  },
+  {
+    examples: [
+      {
+        event: 'message.settled',
+        timestamp: '2026-12-02 10:15:02',
+        data: {
+          message_sid: 'wamid.HBgNNjI4MTIzNDU2Nzg5MBUCABEYEjQ',
+          to: '+6281234567890',
+          category: 'marketing',
+          previous_category: 'utility',
+          cost: 700,
+          previous_cost: 350,
+          unsettled: 0,
+        },
       },
     ],
   },

@@ -43,6 +43,7 @@ const EVENT_LABELS: Record<EventType, string> = {
   'template.status_changed': "a WhatsApp template's status, category or quality changed",
   'verification.approved': 'a one-time code was checked right',
   'sender.status_changed': "a sender's health changed (quality, flag, messaging limit, throughput, restrictions)",
+  'message.settled': "a message was settled on Meta's pricing (its category or cost changed)",
 }
 const eventField = (e: EventType) => `event_${e.replace('.', '_')}`
 const EVENT_FIELDS = EVENT_TYPES.map(eventField)
