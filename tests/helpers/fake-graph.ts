@@ -247,6 +247,13 @@ export type FakeGraph = {
   }): Promise<Response>
   /** The status a created template starts with (default PENDING). */
   createdStatus: string
+  /**
+   * Holds the answers to template listings (GET /{waba-id}/message_templates) from now on: each page is
+   * read from the store when asked, as Meta reads it then, and answered only once the test calls
+   * `release` (which ends the hold). `reached` resolves when a page has been read and waits: a test may
+   * then change the store or post Meta's webhook before the service gets the older page.
+   */
+  holdTemplateLists(): { reached: Promise<void>; release: () => void }
   /** Templates a business account may create per hour of the fake's time (default 100, as Meta's). */
   creationLimit: number
   /** When each business account created its templates (the fake's time, ms), for creationLimit. */
@@ -554,6 +561,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
   const time = fakeTime(options.clock)
   const wallClock = () => (options.clock?.now ? options.clock.now().getTime() : Date.now())
   let counter = 0
+  /** A hold on template listings (holdTemplateLists), or null. */
+  let listHold: { reached: () => void; gate: Promise<void> } | null = null
   const fake: FakeGraph = {
     url: '',
     apiBase: '',
@@ -650,6 +659,18 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       )
     },
     createdStatus: 'PENDING',
+    holdTemplateLists() {
+      const reached = Promise.withResolvers<void>()
+      const gate = Promise.withResolvers<void>()
+      listHold = { reached: reached.resolve, gate: gate.promise }
+      return {
+        reached: reached.promise,
+        release: () => {
+          listHold = null
+          gate.resolve()
+        },
+      }
+    },
     creationLimit: 100,
     creations: new Map(),
     edits: new Map(),
@@ -772,6 +793,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       fake.reads = []
       fake.windows.reset()
       fake.createdStatus = 'PENDING'
+      listHold = null
       fake.creationLimit = 100
       fake.creations.clear()
       fake.edits.clear()
@@ -1068,6 +1090,11 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     const analytics = analyticsAnswer(request, url)
     if (analytics) return analytics
     const templates = templatesAnswer(request, url, sent)
+    if (templates && request.method === 'GET' && listHold) {
+      const hold = listHold
+      hold.reached()
+      await hold.gate
+    }
     if (templates) return templates
     const edit = editAnswer(request, url, sent)
     if (edit) return edit

@@ -1256,6 +1256,33 @@ export const MUTATIONS: Mutation[] = [
     filter: 'first run charged',
   },
   {
+    name: 'template-sync-older-listing',
+    breaks:
+      "a WhatsApp template paused by Meta's webhook while a sync's older listing was on its way is approved again by the sync: its sends are charged, refused by Meta (132015) and refunded",
+    edits: [
+      {
+        file: 'src/modules/templates/submission.ts',
+        find: "if (!all && !newer.has('status')) Object.assign",
+        replace: 'if (true) Object.assign',
+      },
+    ],
+    tests: ['tests/templates/sync-race.test.ts'],
+    filter: 'leaves it paused',
+  },
+  {
+    name: 'template-sync-gone-newer',
+    breaks: "a WhatsApp template submitted while a sync's listing (read before it) was on its way is marked deleted by the sync",
+    edits: [
+      {
+        file: 'src/modules/templates/submission.ts',
+        find: "if (newer.has('created') || newer.has('status')) return false",
+        replace: 'if (false) return false',
+      },
+    ],
+    tests: ['tests/templates/sync-race.test.ts'],
+    filter: 'not taken for deleted',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',

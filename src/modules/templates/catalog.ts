@@ -310,6 +310,28 @@ export async function noteProviderTime(
       where template_id = ${id} and field = ${field} and source = ${source} and provider_at >= ${providerAt})`
 }
 
+/**
+ * The database's time now (the test clock's under a test): what a sync takes as its start, on the same
+ * clock as the changes' `happened_at`, before it asks the provider for its listing.
+ */
+export async function changeClock(sql: Db, clock: Pick<Clock, 'sqlNow'>): Promise<Date> {
+  const [row] = await sql<{ at: Date }[]>`select ${nowOf(sql, clock)} as at`
+  return new Date(row!.at)
+}
+
+/**
+ * Locks template `id` (as changeTemplate does) and answers the fields changed here after `since`, the
+ * start of a sync (a webhook's word, an operator's edit, another sync; `created` for a template made
+ * since): the sync's listing was read before them, so for these fields it is the older word and must
+ * not overwrite them. A provider's word that confirmed a value (noteProviderTime) counts too.
+ */
+export async function fieldsChangedSince(tx: Db, id: number, since: Date): Promise<Set<string>> {
+  await tx`select id from wa_templates where id = ${id} for update`
+  const rows = await tx<{ field: string }[]>`
+    select distinct field from wa_template_changes where template_id = ${id} and happened_at > ${since}`
+  return new Set(rows.map((r) => r.field))
+}
+
 export type HistoryRow = {
   field: string
   old_value: string | null

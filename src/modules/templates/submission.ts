@@ -20,6 +20,8 @@ import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '.
 import { checkSender } from '../senders/check'
 import { recordQuality } from '../senders/health'
 import {
+  changeClock,
+  fieldsChangedSince,
   findTemplate,
   getTemplateRow,
   insertTemplate,
@@ -30,6 +32,7 @@ import {
   TEMPLATE_CATEGORIES,
   TEMPLATE_QUALITIES,
   type TemplateCategory,
+  type TemplateChange,
   type TemplateQuality,
   type WaTemplate,
 } from './catalog'
@@ -178,6 +181,8 @@ export async function syncWhenReady(
 async function syncOnce(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
   const sender = await templateSender(ctx, senderId)
   const support = reachable(sender)
+  // What changes here from now on (a webhook's word while the listing is read) is newer than the listing.
+  const started = await changeClock(ctx.sql, ctx.clock)
   const listing = await support.list(sender.settings, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
   if (!listing.ok) throw new ApiError('BAD_GATEWAY', `${sender.provider} did not list the templates of ${sender.label}: ${listing.detail}`)
   const result: SyncResult = {
@@ -198,22 +203,26 @@ async function syncOnce(ctx: SubmissionContext, senderId: number): Promise<SyncR
       continue
     }
     seen.add(`${listed.name}\u0000${listed.language}`)
-    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed))
+    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed, started))
     result[outcome]++
   }
   for (const known of await templatesOfSender(ctx.sql, sender.id)) {
     if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
     if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
-    await transaction(ctx.sql, (tx) =>
-      changeAndAnnounce(
+    const gone = await transaction(ctx.sql, async (tx) => {
+      // Created or given a status since the listing was read (a submission, a webhook): not gone.
+      const newer = await fieldsChangedSince(tx, known.id, started)
+      if (newer.has('created') || newer.has('status')) return false
+      await changeAndAnnounce(
         tx,
         { clock: ctx.clock, timezone: ctx.config.timezone },
         known.id,
         { status: 'deleted', reason: `no longer listed by ${sender.provider}` },
         'sync',
-      ),
-    )
-    result.gone++
+      )
+      return true
+    })
+    if (gone) result.gone++
   }
   return result
 }
@@ -224,6 +233,7 @@ async function syncOne(
   timezone: string,
   sender: TemplateSender,
   listed: ListedTemplate,
+  started: Date,
 ): Promise<'created' | 'changed' | 'unchanged'> {
   const category = categoryOf(listed.category)!
   const status = statusOfMeta(listed.status)!
@@ -251,18 +261,22 @@ async function syncOne(
     )
     // Created meanwhile (a submission, another sync): taken as known.
     if (inserted) return 'created'
-    return syncOne(tx, clock, timezone, sender, listed)
+    return syncOne(tx, clock, timezone, sender, listed, started)
   }
+  // A field changed here since the listing was read (a webhook's PAUSED while Meta answered the list
+  // with APPROVED) keeps its newer word; the next sync reads it again.
+  const newer = await fieldsChangedSince(tx, known.id, started)
+  const all = newer.has('created')
+  const change: TemplateChange = { providerRef: listed.ref }
+  if (!all && !newer.has('status')) Object.assign(change, { status, reason: listed.reason })
+  if (!all && !newer.has('category')) change.category = category
+  if (!all && !newer.has('quality')) change.quality = quality
   // Announced in this transaction, as a webhook's change is (template.status_changed).
-  const changed = await changeAndAnnounce(
-    tx,
-    { clock, timezone },
-    known.id,
-    { status, reason: listed.reason, category, quality, providerRef: listed.ref },
-    'sync',
-  )
+  const changed = await changeAndAnnounce(tx, { clock, timezone }, known.id, change, 'sync')
   const definitionChanged =
-    !sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat
+    !all &&
+    !newer.has('components') &&
+    (!sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat)
       ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
       : false
   return changed!.changes.length > 0 || definitionChanged ? 'changed' : 'unchanged'
