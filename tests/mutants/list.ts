@@ -1283,6 +1283,21 @@ export const MUTATIONS: Mutation[] = [
     filter: 'not taken for deleted',
   },
   {
+    name: 'template-name-held',
+    breaks:
+      "a new template with the name and language of one deleted here less than 30 days ago is sent to Meta, which refuses it, instead of a 409 that says why before asking",
+    edits: [{ file: 'src/modules/templates/submission.ts', find: 'if (held) {', replace: 'if (false) {' }],
+    tests: ['tests/templates/name-reuse.test.ts'],
+    filter: 'before asking Meta; after 30 days',
+  },
+  {
+    name: 'template-name-taken-refusal',
+    breaks: "Meta's refusal of a held name and language (2388023) answered 502 BAD_GATEWAY instead of 409 CONFLICT saying why",
+    edits: [{ file: 'src/modules/templates/submission.ts', find: 'if (!answer.ok && answer.nameTaken) {', replace: 'if (false) {' }],
+    tests: ['tests/templates/name-reuse.test.ts'],
+    filter: 'without the service knowing when',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',

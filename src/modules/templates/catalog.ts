@@ -117,11 +117,16 @@ export async function getTemplateRow(sql: Db, id: number): Promise<WaTemplate | 
   return row ? fromRow(row) : null
 }
 
-/** The sender's template of that name and language (sender null: the deployment's), or null. */
+/**
+ * The sender's template of that name and language (sender null: the deployment's), or null: the one
+ * not deleted (at most one, sql/0053), else the last deleted one.
+ */
 export async function findTemplate(sql: Db, senderId: number | null, name: string, language: string): Promise<WaTemplate | null> {
   const [row] = await sql<WaTemplate[]>`
     select ${sql.unsafe(COLUMNS)} from wa_templates
-    where coalesce(sender_id, 0) = ${senderId ?? 0} and name = ${name} and language = ${language}`
+    where coalesce(sender_id, 0) = ${senderId ?? 0} and name = ${name} and language = ${language}
+    order by status = 'deleted', id desc
+    limit 1`
   return row ? fromRow(row) : null
 }
 
@@ -242,7 +247,7 @@ export async function findProviderTemplate(
     where coalesce(sender_id, 0) = ${senderId ?? 0}
       and (${which.ref !== null}::boolean and provider_ref = ${which.ref ?? ''}
            or ${which.name !== null && which.language !== null}::boolean and name = ${which.name ?? ''} and language = ${which.language ?? ''})
-    order by (provider_ref is not distinct from ${which.ref}) desc
+    order by (provider_ref is not distinct from ${which.ref}) desc, status = 'deleted', id desc
     limit 1`
   return row ? fromRow(row) : null
 }
@@ -330,6 +335,28 @@ export async function fieldsChangedSince(tx: Db, id: number, since: Date): Promi
   const rows = await tx<{ field: string }[]>`
     select distinct field from wa_template_changes where template_id = ${id} and happened_at > ${since}`
   return new Set(rows.map((r) => r.field))
+}
+
+/** How long Meta keeps a deleted template's name and language from a new template. */
+export const NAME_HELD_DAYS = 30
+
+/**
+ * Until when Meta keeps deleted template `id`'s name and language from a new template: NAME_HELD_DAYS
+ * from its deletion (Meta's time of it when its webhook said so, else when this service deleted it),
+ * or null when that time has passed, or is not known (a sync found it no longer listed: deleted at
+ * some time before).
+ */
+export async function nameHeldUntil(sql: Db, clock: Pick<Clock, 'sqlNow'>, id: number): Promise<Date | null> {
+  const [row] = await sql<{ until: Date }[]>`
+    select until from (
+      select source, coalesce(provider_at, happened_at) + make_interval(days => ${NAME_HELD_DAYS}) as until
+      from wa_template_changes
+      where template_id = ${id} and field = 'status' and new_value = 'deleted' and old_value is distinct from new_value
+      order by id desc
+      limit 1
+    ) deletion
+    where source <> 'sync' and until > ${nowOf(sql, clock)}`
+  return row ? new Date(row.until) : null
 }
 
 export type HistoryRow = {

@@ -14,6 +14,7 @@ import type { Config } from '../../config'
 import type { Clock } from '../../lib/clock'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
+import { formatTimestamp } from '../../lib/time'
 import { PROVIDER_NAMES, templateReviewOf, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
 import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
@@ -25,6 +26,8 @@ import {
   findTemplate,
   getTemplateRow,
   insertTemplate,
+  nameHeldUntil,
+  NAME_HELD_DAYS,
   replaceDefinition,
   statusOfMeta,
   templateHistory,
@@ -42,6 +45,9 @@ import { scheduleReview } from './reviews'
 import { recordSync, type SyncTrigger } from './syncs'
 import { ADMIN_ACTOR, requireMayChange, sourceOf, type TemplateActor } from './rights'
 import { audit } from '../users/service'
+
+/** What to do about a name and language Meta keeps from a new template. */
+const HELD = `Meta keeps a deleted template's name and language from a new template for ${NAME_HELD_DAYS} days: use another name, or wait`
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -240,7 +246,8 @@ async function syncOne(
   const quality = qualityOf(listed.quality)
   const parameterFormat = formatOf(listed.parameterFormat)
   const known = await findTemplate(tx, sender.id, listed.name, listed.language)
-  if (!known) {
+  // A deleted one's name and language listed with another id: a new template made at the provider.
+  if (!known || (known.status === 'deleted' && known.provider_ref !== listed.ref)) {
     const inserted = await insertTemplate(
       tx,
       clock,
@@ -316,8 +323,23 @@ export async function createSenderTemplate(
   if (!support && sender.provider !== 'simulator') {
     throw badValue(`${sender.label} (${sender.provider}): submitting templates to ${sender.provider} is not supported yet`)
   }
-  if (await findTemplate(ctx.sql, sender.id, definition.name, definition.language)) {
-    throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
+  const existing = await findTemplate(ctx.sql, sender.id, definition.name, definition.language)
+  if (existing && existing.status !== 'deleted') {
+    throw new ApiError(
+      'CONFLICT',
+      existing.status === 'pending_deletion'
+        ? `${sender.label}'s template ${definition.name} (${definition.language}) is being deleted at ${sender.provider}: ${HELD}`
+        : `${sender.label} has a template ${definition.name} (${definition.language}) already`,
+    )
+  }
+  // Meta's rule (the simulator plays Meta): refused here, before asking, when the deletion's time is known.
+  const held = existing && existing.provider !== 'twilio' ? await nameHeldUntil(ctx.sql, ctx.clock, existing.id) : null
+  if (held) {
+    throw new ApiError(
+      'CONFLICT',
+      `${sender.label}'s template ${definition.name} (${definition.language}) was deleted less than ${NAME_HELD_DAYS} days ago: ` +
+        `${HELD} (until ${formatTimestamp(held, ctx.config.timezone)})`,
+    )
   }
   let submitted: { ref: string; status: string; category: string | null } | null = null
   if (support) {
@@ -326,6 +348,15 @@ export async function createSenderTemplate(
     const problem = support.definitionProblem?.(body) ?? null
     if (problem) throw badValue(`${problem} (${sender.label} is a ${sender.provider} sender)`)
     const answer = await support.submit(sender.settings, body, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
+    if (!answer.ok && answer.nameTaken) {
+      throw new ApiError(
+        'CONFLICT',
+        `${sender.provider} refused the template: its name and language are taken at ${sender.provider} (a template of them ` +
+          `is being deleted, or was less than ${NAME_HELD_DAYS} days ago): ${HELD}. ${sender.provider} said: ${answer.detail}`,
+        undefined,
+        { provider_code: answer.code },
+      )
+    }
     if (!answer.ok) {
       throw new ApiError(
         answer.throttled ? 'SERVICE_UNAVAILABLE' : 'BAD_GATEWAY',
