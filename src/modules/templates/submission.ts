@@ -133,6 +133,10 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * category, quality, id and definition (each real change recorded, source `sync`), and one no longer
  * listed becomes `deleted`. Each change of status, category or quality is announced
  * (`template.status_changed`) in its transaction. Nothing changes when the listing fails (502).
+ *
+ * The listing is older than what changes here while it is read: a field changed after the sync started
+ * (Meta's webhook pausing the template, an edit; a template created meanwhile) keeps its newer word,
+ * and the next sync reads the provider again (fieldsChangedSince).
  */
 export async function syncTemplates(ctx: SubmissionContext, senderId: number, trigger: SyncTrigger = 'demand'): Promise<SyncResult> {
   try {
@@ -304,7 +308,8 @@ export async function waTemplate(ctx: SubmissionContext, templateId: number) {
 
 /**
  * Creates a template for the sender from the Cloud API's template JSON: checked (422 naming the part),
- * 409 when the sender has one of that name and language, submitted to the provider when it keeps
+ * 409 when the sender has one of that name and language (or Meta keeps them from a new one: a deleted
+ * template's for 30 days, nameHeldUntil; Meta's own refusal of them, 2388023, likewise), submitted to the provider when it keeps
  * templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
  * the status the provider answered (`pending`); a simulator sender's is stored `pending` with the
  * simulator's review of it (reviews.ts: approved after SIM_TEMPLATE_APPROVAL_MS, or rejected).
