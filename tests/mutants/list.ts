@@ -1285,7 +1285,7 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'template-name-held',
     breaks:
-      "a new template with the name and language of one deleted here less than 30 days ago is sent to Meta, which refuses it, instead of a 409 that says why before asking",
+      'a new template with the name and language of one deleted here less than 30 days ago is sent to Meta, which refuses it, instead of a 409 that says why before asking',
     edits: [{ file: 'src/modules/templates/submission.ts', find: 'if (held) {', replace: 'if (false) {' }],
     tests: ['tests/templates/name-reuse.test.ts'],
     filter: 'before asking Meta; after 30 days',

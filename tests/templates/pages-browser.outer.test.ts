@@ -175,16 +175,23 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
       // Danger-styled (red), a link to a confirmation page: no script needed; taken with the keyboard.
       const red = 'rgb(164, 38, 44)'
       const way = op.getByRole('link', { name: 'Delete template invoice_reminder (en_US)' })
-      expect(await way.evaluate((e) => [getComputedStyle(e).color, getComputedStyle(e).borderTopColor])).toEqual([red, red])
+      expect(
+        await way.evaluate((e) => {
+          const s = (globalThis as any).getComputedStyle(e) // runs in the page
+          return [s.color, s.borderTopColor]
+        }),
+      ).toEqual([red, red])
       await way.focus()
       await op.keyboard.press('Enter')
       await op.waitForURL(/\/templates\/\d+\/delete$/)
       await bothWidths(op, 'wa-template-delete')
       const confirm = op.getByRole('button', { name: 'Delete template invoice_reminder' })
-      expect(await confirm.evaluate((e) => [getComputedStyle(e).backgroundColor, getComputedStyle(e).color])).toEqual([
-        red,
-        'rgb(255, 255, 255)',
-      ])
+      expect(
+        await confirm.evaluate((e) => {
+          const s = (globalThis as any).getComputedStyle(e)
+          return [s.backgroundColor, s.color]
+        }),
+      ).toEqual([red, 'rgb(255, 255, 255)'])
       // "Keep it" goes back and deletes nothing; the confirmation's button deletes.
       await op.getByRole('link', { name: 'Keep it' }).click()
       await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)

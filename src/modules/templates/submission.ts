@@ -284,10 +284,9 @@ async function syncOne(
   if (!all && !newer.has('quality')) change.quality = quality
   // Announced in this transaction, as a webhook's change is (template.status_changed).
   const changed = await changeAndAnnounce(tx, { clock, timezone }, known.id, change, 'sync')
+  const keepDefinition = all || newer.has('components')
   const definitionChanged =
-    !all &&
-    !newer.has('components') &&
-    (!sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat)
+    !keepDefinition && (!sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat)
       ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
       : false
   return changed!.changes.length > 0 || definitionChanged ? 'changed' : 'unchanged'
