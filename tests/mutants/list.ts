@@ -1262,7 +1262,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/templates/submission.ts',
-        find: "if (!all && !newer.has('status')) Object.assign",
+        find: "if (!madeSince && !newer.has('status')) Object.assign",
         replace: 'if (true) Object.assign',
       },
     ],

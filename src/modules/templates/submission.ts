@@ -277,14 +277,15 @@ async function syncOne(
   // A field changed here since the listing was read (a webhook's PAUSED while Meta answered the list
   // with APPROVED) keeps its newer word; the next sync reads it again.
   const newer = await fieldsChangedSince(tx, known.id, started)
-  const all = newer.has('created')
+  // Created here since (a submission): all of it is newer than the listing.
+  const madeSince = newer.has('created')
   const change: TemplateChange = { providerRef: listed.ref }
-  if (!all && !newer.has('status')) Object.assign(change, { status, reason: listed.reason })
-  if (!all && !newer.has('category')) change.category = category
-  if (!all && !newer.has('quality')) change.quality = quality
+  if (!madeSince && !newer.has('status')) Object.assign(change, { status, reason: listed.reason })
+  if (!madeSince && !newer.has('category')) change.category = category
+  if (!madeSince && !newer.has('quality')) change.quality = quality
   // Announced in this transaction, as a webhook's change is (template.status_changed).
   const changed = await changeAndAnnounce(tx, { clock, timezone }, known.id, change, 'sync')
-  const keepDefinition = all || newer.has('components')
+  const keepDefinition = madeSince || newer.has('components')
   const definitionChanged =
     !keepDefinition && (!sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat)
       ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
@@ -308,8 +309,8 @@ export async function waTemplate(ctx: SubmissionContext, templateId: number) {
 /**
  * Creates a template for the sender from the Cloud API's template JSON: checked (422 naming the part),
  * 409 when the sender has one of that name and language (or Meta keeps them from a new one: a deleted
- * template's for 30 days, nameHeldUntil; Meta's own refusal of them, 2388023, likewise), submitted to the provider when it keeps
- * templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
+ * template's for 30 days, nameHeldUntil; Meta's own refusal of them, 2388023, likewise), submitted to
+ * the provider when it keeps templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
  * the status the provider answered (`pending`); a simulator sender's is stored `pending` with the
  * simulator's review of it (reviews.ts: approved after SIM_TEMPLATE_APPROVAL_MS, or rejected).
  */
