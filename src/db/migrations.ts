@@ -49,6 +49,7 @@ import parkedPricedSent from '../../sql/0048_parked_priced_sent.sql' with { type
 import mediaUploads from '../../sql/0049_media_uploads.sql' with { type: 'text' }
 import senderHealth from '../../sql/0050_sender_health.sql' with { type: 'text' }
 import messageSettledEvent from '../../sql/0052_message_settled_event.sql' with { type: 'text' }
+import templateNamesReused from '../../sql/0053_template_names_reused.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -103,4 +104,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 49, name: '0049_media_uploads.sql', text: mediaUploads },
   { version: 50, name: '0050_sender_health.sql', text: senderHealth },
   { version: 52, name: '0052_message_settled_event.sql', text: messageSettledEvent },
+  { version: 53, name: '0053_template_names_reused.sql', text: templateNamesReused },
 ]

@@ -361,7 +361,14 @@ export type TemplateListing = { ok: true; templates: ListedTemplate[] } | { ok: 
 /** A submitted template: the provider's id, status and category; or its refusal, with its code (no secret in it). */
 export type TemplateSubmission =
   | { ok: true; ref: string; status: string; category: string | null }
-  | { ok: false; code: number | null; detail: string; throttled: boolean }
+  | {
+      ok: false
+      code: number | null
+      detail: string
+      throttled: boolean
+      /** The provider keeps the name and language taken (Meta: deleted less than 30 days ago, subcode 2388023). */
+      nameTaken?: boolean
+    }
 
 /** A provider's answer to an edit or a deletion of a template: done, or its refusal with its code (no secret in it). */
 export type TemplateChangeAnswer = { ok: true } | { ok: false; code: number | null; detail: string; throttled: boolean }

@@ -38,8 +38,11 @@
 // 24 hours and ten times in 30 days of the fake's time (100, "edit limit"); the edited template is
 // PENDING (Meta reviews it again), answered `{success: true}`. `DELETE /{waba-id}/message_templates`
 // with `name` (and `hsm_id`: that template only, else every language of the name) deletes them (100
-// when none matches); a deleted name cannot be created again for 30 days (100). The refusals' exact
-// words are the fake's (Meta documents the rules, not every answer).
+// when none matches); a deleted name cannot be created again for 30 days (100 with error_subcode
+// 2388023, "New English (US) content can't be added while the existing English (US) content is being
+// deleted", as Meta answers it). The other refusals' exact words are the fake's (Meta documents the
+// rules, not every answer). `holdTemplateLists` holds a listing's answer until the test releases it
+// (a sync racing a webhook).
 //
 // Customers: `customerWrites` posts what a customer writes to the service's webhook, as Meta does (a
 // `messages[]` notification with `metadata.phone_number_id`, signed with the app secret in
@@ -247,6 +250,13 @@ export type FakeGraph = {
   }): Promise<Response>
   /** The status a created template starts with (default PENDING). */
   createdStatus: string
+  /**
+   * Holds the answers to template listings (GET /{waba-id}/message_templates) from now on: each page is
+   * read from the store when asked, as Meta reads it then, and answered only once the test calls
+   * `release` (which ends the hold). `reached` resolves when a page has been read and waits: a test may
+   * then change the store or post Meta's webhook before the service gets the older page.
+   */
+  holdTemplateLists(): { reached: Promise<void>; release: () => void }
   /** Templates a business account may create per hour of the fake's time (default 100, as Meta's). */
   creationLimit: number
   /** When each business account created its templates (the fake's time, ms), for creationLimit. */
@@ -554,6 +564,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
   const time = fakeTime(options.clock)
   const wallClock = () => (options.clock?.now ? options.clock.now().getTime() : Date.now())
   let counter = 0
+  /** A hold on template listings (holdTemplateLists), or null. */
+  let listHold: { reached: () => void; gate: Promise<void> } | null = null
   const fake: FakeGraph = {
     url: '',
     apiBase: '',
@@ -650,6 +662,18 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       )
     },
     createdStatus: 'PENDING',
+    holdTemplateLists() {
+      const reached = Promise.withResolvers<void>()
+      const gate = Promise.withResolvers<void>()
+      listHold = { reached: reached.resolve, gate: gate.promise }
+      return {
+        reached: reached.promise,
+        release: () => {
+          listHold = null
+          gate.resolve()
+        },
+      }
+    },
     creationLimit: 100,
     creations: new Map(),
     edits: new Map(),
@@ -772,6 +796,7 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       fake.reads = []
       fake.windows.reset()
       fake.createdStatus = 'PENDING'
+      listHold = null
       fake.creationLimit = 100
       fake.creations.clear()
       fake.edits.clear()
@@ -1001,7 +1026,25 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     }
     const deletedAt = fake.deletedNames.get(waba)?.get(sent.name)
     if (deletedAt !== undefined && fake.now() - deletedAt < 30 * 86_400_000) {
-      return changeRefusal(`The name ${sent.name} was deleted less than 30 days ago: it cannot be used again yet`)
+      // Meta's answer (error_subcode 2388023), naming the language as WhatsApp Manager does.
+      const language = ({ en_US: 'English (US)', id: 'Indonesian' } as Record<string, string>)[sent.language] ?? sent.language
+      return Response.json(
+        {
+          error: {
+            message: 'Invalid parameter',
+            type: 'OAuthException',
+            code: 100,
+            error_subcode: 2388023,
+            is_transient: false,
+            error_user_title: 'Message template language is being deleted',
+            error_user_msg:
+              `New ${language} content can't be added while the existing ${language} content is being deleted. ` +
+              'Try again in 4 weeks or create a new message template.',
+            fbtrace_id: 'AbCdEfGhIjK',
+          },
+        },
+        { status: 400 },
+      )
     }
     const now = fake.now()
     const recent = (fake.creations.get(waba) ?? []).filter((at) => now - at < 3_600_000)
@@ -1068,6 +1111,11 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
     const analytics = analyticsAnswer(request, url)
     if (analytics) return analytics
     const templates = templatesAnswer(request, url, sent)
+    if (templates && request.method === 'GET' && listHold) {
+      const hold = listHold
+      hold.reached()
+      await hold.gate
+    }
     if (templates) return templates
     const edit = editAnswer(request, url, sent)
     if (edit) return edit

@@ -1256,6 +1256,48 @@ export const MUTATIONS: Mutation[] = [
     filter: 'first run charged',
   },
   {
+    name: 'template-sync-older-listing',
+    breaks:
+      "a WhatsApp template paused by Meta's webhook while a sync's older listing was on its way is approved again by the sync: its sends are charged, refused by Meta (132015) and refunded",
+    edits: [
+      {
+        file: 'src/modules/templates/submission.ts',
+        find: "if (!madeSince && !newer.has('status')) Object.assign",
+        replace: 'if (true) Object.assign',
+      },
+    ],
+    tests: ['tests/templates/sync-race.test.ts'],
+    filter: 'leaves it paused',
+  },
+  {
+    name: 'template-sync-gone-newer',
+    breaks: "a WhatsApp template submitted while a sync's listing (read before it) was on its way is marked deleted by the sync",
+    edits: [
+      {
+        file: 'src/modules/templates/submission.ts',
+        find: "if (newer.has('created') || newer.has('status')) return false",
+        replace: 'if (false) return false',
+      },
+    ],
+    tests: ['tests/templates/sync-race.test.ts'],
+    filter: 'not taken for deleted',
+  },
+  {
+    name: 'template-name-held',
+    breaks:
+      'a new template with the name and language of one deleted here less than 30 days ago is sent to Meta, which refuses it, instead of a 409 that says why before asking',
+    edits: [{ file: 'src/modules/templates/submission.ts', find: 'if (held) {', replace: 'if (false) {' }],
+    tests: ['tests/templates/name-reuse.test.ts'],
+    filter: 'before asking Meta; after 30 days',
+  },
+  {
+    name: 'template-name-taken-refusal',
+    breaks: "Meta's refusal of a held name and language (2388023) answered 502 BAD_GATEWAY instead of 409 CONFLICT saying why",
+    edits: [{ file: 'src/modules/templates/submission.ts', find: 'if (!answer.ok && answer.nameTaken) {', replace: 'if (false) {' }],
+    tests: ['tests/templates/name-reuse.test.ts'],
+    filter: 'without the service knowing when',
+  },
+  {
     name: 'backup-hmac',
     breaks:
       'a backup repacked with a planted file and its checksum recomputed is restored: the checksum anyone can recompute is all restore checks',

@@ -172,10 +172,34 @@ describe.skipIf(skipBrowserTests())('WhatsApp templates in Chromium', () => {
     await step(op, "edit and delete a template (a confirmation page first); the default sender's page", async () => {
       await op.getByText('Edit this template').click()
       await bothWidths(op, 'wa-template-edit')
-      await op.getByRole('link', { name: 'Delete template invoice_reminder (en_US)' }).click()
+      // Danger-styled (red), a link to a confirmation page: no script needed; taken with the keyboard.
+      const red = 'rgb(164, 38, 44)'
+      const way = op.getByRole('link', { name: 'Delete template invoice_reminder (en_US)' })
+      expect(
+        await way.evaluate((e) => {
+          const s = (globalThis as any).getComputedStyle(e) // runs in the page
+          return [s.color, s.borderTopColor]
+        }),
+      ).toEqual([red, red])
+      await way.focus()
+      await op.keyboard.press('Enter')
       await op.waitForURL(/\/templates\/\d+\/delete$/)
       await bothWidths(op, 'wa-template-delete')
-      await op.getByRole('button', { name: 'Delete template invoice_reminder' }).click()
+      const confirm = op.getByRole('button', { name: 'Delete template invoice_reminder' })
+      expect(
+        await confirm.evaluate((e) => {
+          const s = (globalThis as any).getComputedStyle(e)
+          return [s.backgroundColor, s.color]
+        }),
+      ).toEqual([red, 'rgb(255, 255, 255)'])
+      // "Keep it" goes back and deletes nothing; the confirmation's button deletes.
+      await op.getByRole('link', { name: 'Keep it' }).click()
+      await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
+      expect(graph.requests.filter((r) => r.method === 'DELETE').length).toBe(0)
+      await op.goBack()
+      await op.waitForURL(/\/templates\/\d+\/delete$/)
+      await confirm.focus()
+      await op.keyboard.press('Enter')
       await op.waitForURL(/\/dashboard\/senders\/\d+\/templates\/\d+$/)
       expect(await op.locator('#template-status').innerText()).toContain('deleted')
       expect(graph.requests.filter((r) => r.method === 'DELETE').length).toBe(1)

@@ -117,11 +117,16 @@ export async function getTemplateRow(sql: Db, id: number): Promise<WaTemplate | 
   return row ? fromRow(row) : null
 }
 
-/** The sender's template of that name and language (sender null: the deployment's), or null. */
+/**
+ * The sender's template of that name and language (sender null: the deployment's), or null: the one
+ * not deleted (at most one, sql/0053), else the last deleted one.
+ */
 export async function findTemplate(sql: Db, senderId: number | null, name: string, language: string): Promise<WaTemplate | null> {
   const [row] = await sql<WaTemplate[]>`
     select ${sql.unsafe(COLUMNS)} from wa_templates
-    where coalesce(sender_id, 0) = ${senderId ?? 0} and name = ${name} and language = ${language}`
+    where coalesce(sender_id, 0) = ${senderId ?? 0} and name = ${name} and language = ${language}
+    order by status = 'deleted', id desc
+    limit 1`
   return row ? fromRow(row) : null
 }
 
@@ -242,7 +247,7 @@ export async function findProviderTemplate(
     where coalesce(sender_id, 0) = ${senderId ?? 0}
       and (${which.ref !== null}::boolean and provider_ref = ${which.ref ?? ''}
            or ${which.name !== null && which.language !== null}::boolean and name = ${which.name ?? ''} and language = ${which.language ?? ''})
-    order by (provider_ref is not distinct from ${which.ref}) desc
+    order by (provider_ref is not distinct from ${which.ref}) desc, status = 'deleted', id desc
     limit 1`
   return row ? fromRow(row) : null
 }
@@ -308,6 +313,50 @@ export async function noteProviderTime(
     where not exists (
       select 1 from wa_template_changes
       where template_id = ${id} and field = ${field} and source = ${source} and provider_at >= ${providerAt})`
+}
+
+/**
+ * The database's time now (the test clock's under a test): what a sync takes as its start, on the same
+ * clock as the changes' `happened_at`, before it asks the provider for its listing.
+ */
+export async function changeClock(sql: Db, clock: Pick<Clock, 'sqlNow'>): Promise<Date> {
+  const [row] = await sql<{ at: Date }[]>`select ${nowOf(sql, clock)} as at`
+  return new Date(row!.at)
+}
+
+/**
+ * Locks template `id` (as changeTemplate does) and answers the fields changed here after `since`, the
+ * start of a sync (a webhook's word, an operator's edit, another sync; `created` for a template made
+ * since): the sync's listing was read before them, so for these fields it is the older word and must
+ * not overwrite them. A provider's word that confirmed a value (noteProviderTime) counts too.
+ */
+export async function fieldsChangedSince(tx: Db, id: number, since: Date): Promise<Set<string>> {
+  await tx`select id from wa_templates where id = ${id} for update`
+  const rows = await tx<{ field: string }[]>`
+    select distinct field from wa_template_changes where template_id = ${id} and happened_at > ${since}`
+  return new Set(rows.map((r) => r.field))
+}
+
+/** How long Meta keeps a deleted template's name and language from a new template. */
+export const NAME_HELD_DAYS = 30
+
+/**
+ * Until when Meta keeps deleted template `id`'s name and language from a new template: NAME_HELD_DAYS
+ * from its deletion (Meta's time of it when its webhook said so, else when this service deleted it),
+ * or null when that time has passed, or is not known (a sync found it no longer listed: deleted at
+ * some time before).
+ */
+export async function nameHeldUntil(sql: Db, clock: Pick<Clock, 'sqlNow'>, id: number): Promise<Date | null> {
+  const [row] = await sql<{ until: Date }[]>`
+    select until from (
+      select source, coalesce(provider_at, happened_at) + make_interval(days => ${NAME_HELD_DAYS}) as until
+      from wa_template_changes
+      where template_id = ${id} and field = 'status' and new_value = 'deleted' and old_value is distinct from new_value
+      order by id desc
+      limit 1
+    ) deletion
+    where source <> 'sync' and until > ${nowOf(sql, clock)}`
+  return row ? new Date(row.until) : null
 }
 
 export type HistoryRow = {

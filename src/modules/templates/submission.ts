@@ -14,15 +14,20 @@ import type { Config } from '../../config'
 import type { Clock } from '../../lib/clock'
 import type { SecretBox } from '../../lib/secrets'
 import { ApiError, badValue } from '../../http/errors'
+import { formatTimestamp } from '../../lib/time'
 import { PROVIDER_NAMES, templateReviewOf, waTemplatesOf } from '../../providers/registry'
 import type { ListedTemplate, WaTemplateSupport } from '../../providers/provider'
 import { activeSenderIds, openFields, senderRow, supportOf, whyNotOpen } from '../senders/service'
 import { checkSender } from '../senders/check'
 import { recordQuality } from '../senders/health'
 import {
+  changeClock,
+  fieldsChangedSince,
   findTemplate,
   getTemplateRow,
   insertTemplate,
+  nameHeldUntil,
+  NAME_HELD_DAYS,
   replaceDefinition,
   statusOfMeta,
   templateHistory,
@@ -30,6 +35,7 @@ import {
   TEMPLATE_CATEGORIES,
   TEMPLATE_QUALITIES,
   type TemplateCategory,
+  type TemplateChange,
   type TemplateQuality,
   type WaTemplate,
 } from './catalog'
@@ -39,6 +45,9 @@ import { scheduleReview } from './reviews'
 import { recordSync, type SyncTrigger } from './syncs'
 import { ADMIN_ACTOR, requireMayChange, sourceOf, type TemplateActor } from './rights'
 import { audit } from '../users/service'
+
+/** What to do about a name and language Meta keeps from a new template. */
+const HELD = `Meta keeps a deleted template's name and language from a new template for ${NAME_HELD_DAYS} days: use another name, or wait`
 
 export type SubmissionContext = { sql: Sql; config: Config; clock: Clock; secrets: SecretBox }
 
@@ -124,6 +133,10 @@ const sameJson = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringif
  * category, quality, id and definition (each real change recorded, source `sync`), and one no longer
  * listed becomes `deleted`. Each change of status, category or quality is announced
  * (`template.status_changed`) in its transaction. Nothing changes when the listing fails (502).
+ *
+ * The listing is older than what changes here while it is read: a field changed after the sync started
+ * (Meta's webhook pausing the template, an edit; a template created meanwhile) keeps its newer word,
+ * and the next sync reads the provider again (fieldsChangedSince).
  */
 export async function syncTemplates(ctx: SubmissionContext, senderId: number, trigger: SyncTrigger = 'demand'): Promise<SyncResult> {
   try {
@@ -178,6 +191,8 @@ export async function syncWhenReady(
 async function syncOnce(ctx: SubmissionContext, senderId: number): Promise<SyncResult> {
   const sender = await templateSender(ctx, senderId)
   const support = reachable(sender)
+  // What changes here from now on (a webhook's word while the listing is read) is newer than the listing.
+  const started = await changeClock(ctx.sql, ctx.clock)
   const listing = await support.list(sender.settings, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
   if (!listing.ok) throw new ApiError('BAD_GATEWAY', `${sender.provider} did not list the templates of ${sender.label}: ${listing.detail}`)
   const result: SyncResult = {
@@ -198,22 +213,26 @@ async function syncOnce(ctx: SubmissionContext, senderId: number): Promise<SyncR
       continue
     }
     seen.add(`${listed.name}\u0000${listed.language}`)
-    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed))
+    const outcome = await transaction(ctx.sql, (tx) => syncOne(tx, ctx.clock, ctx.config.timezone, sender, listed, started))
     result[outcome]++
   }
   for (const known of await templatesOfSender(ctx.sql, sender.id)) {
     if (known.status === 'deleted' || seen.has(`${known.name}\u0000${known.language}`)) continue
     if (listing.templates.some((t) => t.name === known.name && t.language === known.language)) continue
-    await transaction(ctx.sql, (tx) =>
-      changeAndAnnounce(
+    const gone = await transaction(ctx.sql, async (tx) => {
+      // Created or given a status since the listing was read (a submission, a webhook): not gone.
+      const newer = await fieldsChangedSince(tx, known.id, started)
+      if (newer.has('created') || newer.has('status')) return false
+      await changeAndAnnounce(
         tx,
         { clock: ctx.clock, timezone: ctx.config.timezone },
         known.id,
         { status: 'deleted', reason: `no longer listed by ${sender.provider}` },
         'sync',
-      ),
-    )
-    result.gone++
+      )
+      return true
+    })
+    if (gone) result.gone++
   }
   return result
 }
@@ -224,13 +243,15 @@ async function syncOne(
   timezone: string,
   sender: TemplateSender,
   listed: ListedTemplate,
+  started: Date,
 ): Promise<'created' | 'changed' | 'unchanged'> {
   const category = categoryOf(listed.category)!
   const status = statusOfMeta(listed.status)!
   const quality = qualityOf(listed.quality)
   const parameterFormat = formatOf(listed.parameterFormat)
   const known = await findTemplate(tx, sender.id, listed.name, listed.language)
-  if (!known) {
+  // A deleted one's name and language listed with another id: a new template made at the provider.
+  if (!known || (known.status === 'deleted' && known.provider_ref !== listed.ref)) {
     const inserted = await insertTemplate(
       tx,
       clock,
@@ -251,18 +272,22 @@ async function syncOne(
     )
     // Created meanwhile (a submission, another sync): taken as known.
     if (inserted) return 'created'
-    return syncOne(tx, clock, timezone, sender, listed)
+    return syncOne(tx, clock, timezone, sender, listed, started)
   }
+  // A field changed here since the listing was read (a webhook's PAUSED while Meta answered the list
+  // with APPROVED) keeps its newer word; the next sync reads it again.
+  const newer = await fieldsChangedSince(tx, known.id, started)
+  // Created here since (a submission): all of it is newer than the listing.
+  const madeSince = newer.has('created')
+  const change: TemplateChange = { providerRef: listed.ref }
+  if (!madeSince && !newer.has('status')) Object.assign(change, { status, reason: listed.reason })
+  if (!madeSince && !newer.has('category')) change.category = category
+  if (!madeSince && !newer.has('quality')) change.quality = quality
   // Announced in this transaction, as a webhook's change is (template.status_changed).
-  const changed = await changeAndAnnounce(
-    tx,
-    { clock, timezone },
-    known.id,
-    { status, reason: listed.reason, category, quality, providerRef: listed.ref },
-    'sync',
-  )
+  const changed = await changeAndAnnounce(tx, { clock, timezone }, known.id, change, 'sync')
+  const keepDefinition = madeSince || newer.has('components')
   const definitionChanged =
-    !sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat
+    !keepDefinition && (!sameJson(known.components, listed.components) || known.parameter_format !== parameterFormat)
       ? await replaceDefinition(tx, clock, known.id, listed.components, parameterFormat, 'sync')
       : false
   return changed!.changes.length > 0 || definitionChanged ? 'changed' : 'unchanged'
@@ -283,8 +308,9 @@ export async function waTemplate(ctx: SubmissionContext, templateId: number) {
 
 /**
  * Creates a template for the sender from the Cloud API's template JSON: checked (422 naming the part),
- * 409 when the sender has one of that name and language, submitted to the provider when it keeps
- * templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
+ * 409 when the sender has one of that name and language (or Meta keeps them from a new one: a deleted
+ * template's for 30 days, nameHeldUntil; Meta's own refusal of them, 2388023, likewise), submitted to
+ * the provider when it keeps templates of its own (its refusal is 502 with its code and words, nothing stored), then stored with
  * the status the provider answered (`pending`); a simulator sender's is stored `pending` with the
  * simulator's review of it (reviews.ts: approved after SIM_TEMPLATE_APPROVAL_MS, or rejected).
  */
@@ -302,8 +328,23 @@ export async function createSenderTemplate(
   if (!support && sender.provider !== 'simulator') {
     throw badValue(`${sender.label} (${sender.provider}): submitting templates to ${sender.provider} is not supported yet`)
   }
-  if (await findTemplate(ctx.sql, sender.id, definition.name, definition.language)) {
-    throw new ApiError('CONFLICT', `${sender.label} has a template ${definition.name} (${definition.language}) already`)
+  const existing = await findTemplate(ctx.sql, sender.id, definition.name, definition.language)
+  if (existing && existing.status !== 'deleted') {
+    throw new ApiError(
+      'CONFLICT',
+      existing.status === 'pending_deletion'
+        ? `${sender.label}'s template ${definition.name} (${definition.language}) is being deleted at ${sender.provider}: ${HELD}`
+        : `${sender.label} has a template ${definition.name} (${definition.language}) already`,
+    )
+  }
+  // Meta's rule (the simulator plays Meta): refused here, before asking, when the deletion's time is known.
+  const held = existing && existing.provider !== 'twilio' ? await nameHeldUntil(ctx.sql, ctx.clock, existing.id) : null
+  if (held) {
+    throw new ApiError(
+      'CONFLICT',
+      `${sender.label}'s template ${definition.name} (${definition.language}) was deleted less than ${NAME_HELD_DAYS} days ago: ` +
+        `${HELD} (until ${formatTimestamp(held, ctx.config.timezone)})`,
+    )
   }
   let submitted: { ref: string; status: string; category: string | null } | null = null
   if (support) {
@@ -312,6 +353,15 @@ export async function createSenderTemplate(
     const problem = support.definitionProblem?.(body) ?? null
     if (problem) throw badValue(`${problem} (${sender.label} is a ${sender.provider} sender)`)
     const answer = await support.submit(sender.settings, body, { timeoutMs: ctx.config.providerTimeoutMs, clock: ctx.clock })
+    if (!answer.ok && answer.nameTaken) {
+      throw new ApiError(
+        'CONFLICT',
+        `${sender.provider} refused the template: its name and language are taken at ${sender.provider} (a template of them ` +
+          `is being deleted, or was less than ${NAME_HELD_DAYS} days ago): ${HELD}. ${sender.provider} said: ${answer.detail}`,
+        undefined,
+        { provider_code: answer.code },
+      )
+    }
     if (!answer.ok) {
       throw new ApiError(
         answer.throttled ? 'SERVICE_UNAVAILABLE' : 'BAD_GATEWAY',

@@ -203,7 +203,10 @@ export const waTemplatesAdmin = (deps: Deps) => {
             "Content template (POST /v1/Content) and submitted for WhatsApp's approval (POST /v1/Content/{sid}/ApprovalRequests/whatsapp), " +
             'stored `pending` with its Content SID; what a Content template cannot be (NAMED parameters, a text header) is 422. A simulator ' +
             "sender's template is stored `pending` and reviewed by the simulator as Meta would: `approved` SIM_TEMPLATE_APPROVAL_MS later, " +
-            'or `rejected` (INVALID_FORMAT) when its name starts with `reject_`. 409 when the sender has a template of that name and language.',
+            'or `rejected` (INVALID_FORMAT) when its name starts with `reject_`. 409 `CONFLICT` when the sender has a template of that name and ' +
+            "language, or while Meta keeps them from a new one (a deleted template's, for 30 days from its deletion; `pending_deletion`): " +
+            "before asking Meta when the service knows the deletion's time, else Meta's refusal (error_subcode 2388023) with `provider_code`. " +
+            'After the 30 days the new template is stored beside the deleted one.',
         },
       },
     )
@@ -282,7 +285,8 @@ export const waTemplatesAdmin = (deps: Deps) => {
         description:
           "Meta: every template of the sender's WhatsApp Business Account (GET /{waba-id}/message_templates, every page), upserted by " +
           'name and language; each change of status, category or quality is recorded with source `sync`, and a template no longer ' +
-          'listed becomes `deleted`. Twilio: every Content template of the account with its WhatsApp approval (GET ' +
+          "listed becomes `deleted`. A field changed here after the sync started (Meta's webhook, an edit, a submission) keeps " +
+          'that newer word: the listing was read before it. Twilio: every Content template of the account with its WhatsApp approval (GET ' +
           "/v1/ContentAndApprovals, every page), mapped onto the Cloud API components. The deployment's default sender (0) syncs when " +
           'it is a Twilio sender, or a Meta one with META_BUSINESS_ACCOUNT_ID set. 422 for a sender ' +
           'whose templates live here only (the simulator) or that cannot reach them; 502 when the provider does not list them (nothing changes).',

@@ -465,7 +465,7 @@ export function waTemplatePages(d: Dashboard) {
           </form>
         </details>
         <p>
-          <a class="button secondary" href={`${url}/delete`} aria-label={`Delete template ${template.name} (${template.language})`}>
+          <a class="button danger secondary" href={`${url}/delete`} aria-label={`Delete template ${template.name} (${template.language})`}>
             Delete template
           </a>
         </p>
@@ -749,13 +749,16 @@ export function waTemplatePages(d: Dashboard) {
           <p>
             Template <strong>{template.name}</strong> ({template.language}, {template.status}) is deleted at {template.provider} first, then
             here. From then on a send of it is refused (<code>TEMPLATE_NOT_APPROVED</code>) and a running campaign of it pauses. This cannot
-            be undone{template.provider === 'meta' ? ': Meta keeps its name from being used again for 30 days' : ''}.
+            be undone{template.provider === 'meta' ? ': Meta keeps its name and language from a new template for 30 days' : ''}.
           </p>
-          <form method="post" action={`${url}/delete`}>
+          <form class="actions" method="post" action={`${url}/delete`}>
             <Csrf session={where.session} />
             <button class="danger" type="submit">
               Delete template {template.name}
             </button>
+            <a class="button secondary" href={url}>
+              Keep it
+            </a>
           </form>
         </div>
       </Layout>,

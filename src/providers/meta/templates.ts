@@ -18,6 +18,12 @@ const MAX_PAGES = 100
 /** A page of templates may be far bigger than a message's answer. */
 const PAGE_BYTES = 4 * 1024 * 1024
 
+/**
+ * Meta's error_subcode refusing a template whose name and language are held: "New English (US) content
+ * can't be added while the existing English (US) content is being deleted" (a deletion of less than 30 days).
+ */
+export const NAME_TAKEN_SUBCODE = 2388023
+
 const edge = (settings: MetaSettings) => `${settings.apiBase}/${encodeURIComponent(settings.businessAccountId)}/message_templates`
 
 const headersOf = (settings: MetaSettings) => ({ authorization: `Bearer ${settings.accessToken}`, accept: 'application/json' })
@@ -118,13 +124,14 @@ export async function submitMetaTemplate(
   if (answer.status === 200 && body && id) {
     return { ok: true, ref: id, status: text(body.status) ?? 'PENDING', category: text(body.category) }
   }
-  const { code, text: said } = refusal(answer.status, body)
+  const { code, subcode, text: said } = refusal(answer.status, body)
   return {
     ok: false,
     code,
     detail: failure(secrets, code, `Meta answered HTTP ${answer.status}: ${said}`).errorMessage,
     // Graph's "Application request limit reached" (4), or HTTP 429 whatever the code: try again later.
     throttled: answer.status === 429 || code === 4,
+    nameTaken: subcode === NAME_TAKEN_SUBCODE,
   }
 }
 
