@@ -103,7 +103,13 @@ function Flashed(flash: Flash): Html {
       ) : null}
       {flash.error ? (
         <p class="notice error" role="alert">
-          {flash.error} {flash.link ? <a href={flash.link.href}>{flash.link.text}</a> : null}
+          {flash.error}
+          {flash.link ? (
+            <>
+              {' '}
+              <a href={flash.link.href}>{flash.link.text}</a>
+            </>
+          ) : null}
         </p>
       ) : null}
       {flash.shown ? (

@@ -200,7 +200,7 @@ describe('the sender a message goes from', () => {
     expect(await money(t, accountId)).toEqual({ balance: 10, ledgerSum: 10 })
     const rows = await t.db.sql<{ kind: string; n: number }[]>`
       select kind, count(*)::int as n from ledger where account_id = ${accountId} and kind <> 'topup' group by kind order by kind`
-    expect(rows).toEqual([
+    expect([...rows]).toEqual([
       { kind: 'charge', n: 3 },
       { kind: 'refund', n: 3 },
     ])
