@@ -27,6 +27,10 @@ declare module '*/assets/copy.js' {
   const text: string
   export default text
 }
+declare module '*/assets/form-token.js' {
+  const text: string
+  export default text
+}
 declare module '*/assets/senders.js' {
   const text: string
   export default text

@@ -174,11 +174,11 @@ export function dashboardContext(deps: Deps) {
     finish,
     /**
      * A creating or money-moving change, exactly once: `fn` runs in one transaction with the use of
-     * the form's single-use token, so a form sent again is refused (a redirect to `again` saying so)
-     * and never done twice. A rule `fn` breaks (an ApiError) rolls it back, the token too: the form
+     * the form's single-use token, so a form sent again is refused (a redirect to `again` saying so,
+     * or `again`'s own words) and never done twice. A rule `fn` breaks (an ApiError) rolls it back, the token too: the form
      * can be corrected and sent. Everything `fn` does must go through `tx`.
      */
-    async once(session: Session, body: unknown, again: string, fn: (tx: Tx) => Promise<Outcome>): Promise<Response> {
+    async once(session: Session, body: unknown, again: string | Outcome, fn: (tx: Tx) => Promise<Outcome>): Promise<Response> {
       const nonce = formTokenNonce(session, field(body, FORM_TOKEN))
       if (!nonce) return refused()
       const done = await sql.begin(async (tx) => {
@@ -187,7 +187,7 @@ export function dashboardContext(deps: Deps) {
         await finish(session, outcome, tx)
         return outcome
       })
-      return done ? redirect(done.to) : finish(session, { to: again, error: ALREADY_SENT })
+      return done ? redirect(done.to) : finish(session, typeof again === 'string' ? { to: again, error: ALREADY_SENT } : again)
     },
     /** An amount of money in a form field (5000, 5,000 or 5.000); a 422 naming the field otherwise. */
     amount: (form: unknown, name: string): number => valueOf(checkAmount(field(form, name), name, config.currency)),

@@ -5,6 +5,8 @@ import type { Flash, Session } from './session'
 
 export const STYLESHEET = '/dashboard/assets/style.css'
 export const COPY_SCRIPT = '/dashboard/assets/copy.js'
+/** Keeps a form's single-use token with what Back restores of the form (assets/form-token.js). */
+const FORM_TOKEN_SCRIPT = '/dashboard/assets/form-token.js'
 export const FAVICON = '/dashboard/assets/favicon.svg'
 
 // The navigation of each role. An operator opens an account's own pages from its account page.
@@ -42,6 +44,7 @@ export function Layout(props: { title: string; session?: Session | null; notice?
         <link rel="icon" type="image/svg+xml" href={FAVICON} />
         <link rel="stylesheet" href={STYLESHEET} />
         <script src={COPY_SCRIPT} defer></script>
+        <script src={FORM_TOKEN_SCRIPT} defer></script>
       </head>
       <body>
         <a class="skip-link" href="#content">
@@ -101,6 +104,12 @@ function Flashed(flash: Flash): Html {
       {flash.error ? (
         <p class="notice error" role="alert">
           {flash.error}
+          {flash.link ? (
+            <>
+              {' '}
+              <a href={flash.link.href}>{flash.link.text}</a>
+            </>
+          ) : null}
         </p>
       ) : null}
       {flash.shown ? (

@@ -13,6 +13,7 @@ import { Layout } from './layout'
 import { kind } from '../http/routes'
 import css from './assets/style.css' with { type: 'text' }
 import copyScript from './assets/copy.js' with { type: 'text' }
+import formTokenScript from './assets/form-token.js' with { type: 'text' }
 import campaignScript from './assets/campaign.js' with { type: 'text' }
 import inboxScript from './assets/inbox.js' with { type: 'text' }
 import sendersScript from './assets/senders.js' with { type: 'text' }
@@ -25,6 +26,7 @@ export type Pages = (d: Dashboard) => Elysia<any, any, any, any, any, any, any>
 const ASSETS: Record<string, { text: string; type: string }> = {
   'style.css': { text: css, type: 'text/css' },
   'copy.js': { text: copyScript, type: 'text/javascript' },
+  'form-token.js': { text: formTokenScript, type: 'text/javascript' },
   'campaign.js': { text: campaignScript, type: 'text/javascript' },
   'inbox.js': { text: inboxScript, type: 'text/javascript' },
   'senders.js': { text: sendersScript, type: 'text/javascript' },

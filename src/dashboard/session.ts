@@ -23,6 +23,8 @@ export type User = { id: number; email: string; role: Role; account_id: number |
 export type Flash = {
   notice?: string
   error?: string
+  /** A link after the error: where to look instead (a path of the dashboard). */
+  link?: { href: string; text: string }
   /** A secret shown only this once: the element that holds it (`id`), the sentence before it, and what the copy button copies. */
   shown?: { id: string; text: string; value: string; what: string }
   /** What a page shows of its own (the contact import's report). */

@@ -185,7 +185,10 @@ test('senders create (the auth token from standard input), list, show and check;
   const refused = await admin('senders', 'check', twilioId)
   expect(refused).toEqual({
     code: 1,
-    out: `sender ${twilioId} "Toko Maju" (twilio +6281255500001) checked: refused: Twilio answered HTTP 401: Authenticate\n`,
+    out:
+      `sender ${twilioId} "Toko Maju" (twilio +6281255500001) checked: refused: the Account SID or Auth Token is wrong: copy both again ` +
+      'from console.twilio.com → Account info (a subaccount: from its own page) and save them on this sender ' +
+      '(Twilio answered HTTP 401 (code 20003): Authenticate)\n',
     err: '',
   })
   expect(twilio.requests.at(-1)!.headers.get('authorization')).toBe(basic(SID, WRONG_TOKEN)) // \r\n read as the line's end
@@ -194,7 +197,8 @@ test('senders create (the auth token from standard input), list, show and check;
   )
   expect(updated).toStartWith(`sender ${twilioId} "Toko Maju Jakarta": twilio +6281255500001, active\n`)
   expect(updated).toContain('\n  last check: ')
-  expect(updated).toContain(', refused: Twilio answered HTTP 401: Authenticate\n')
+  expect(updated).toContain(', refused: the Account SID or Auth Token is wrong: ')
+  expect(updated).toContain('(Twilio answered HTTP 401 (code 20003): Authenticate)\n')
   expect(ok(await admin('senders', 'check', twilioId))).toEndWith('checked: ok: Twilio account "Shop 5e5e" is active\n')
   expect(ok(await admin('senders', 'update', simId, '--rate', 'default', '--gap', '250'))).toContain(
     '\n  pace: 1,000 messages a second, 250 ms between two messages to one recipient\n',

@@ -49,8 +49,11 @@ describe('exactly once', () => {
     const replay = await op.client.post(action, form)
     expect([replay.status, replay.location]).toEqual([303, `/dashboard/accounts/${accountId}`])
     const refused = await op.client.follow(replay)
-    expect(refused.text).toContain('This form was sent already, and what it asked for was done then. It was not done again.')
-    expect(refused.text).not.toContain('booked')
+    // It says what happened and where to see it (issue 33: Back, then the same form sent again).
+    expect(refused.text).toContain(
+      `This top-up was already booked when its form was first sent; it was not booked again. To book another, fill in the form below. <a href="/dashboard/accounts/${accountId}/ledger">See it in this account&#39;s ledger.</a>`,
+    )
+    expect(refused.text).not.toContain('role="status">Top-up')
     const topups = () => count(t.db.sql`select count(*)::int as n from ledger where account_id = ${accountId} and note = 'transfer 17'`)
     expect(await topups()).toBe(1)
     expect(await money(t, accountId)).toEqual({ balance: 6000, ledgerSum: 6000 })

@@ -27,7 +27,7 @@ describe.skipIf(skipBrowserTests())('senders in Chromium', () => {
       cleanup(() => spy.mockRestore())
     }
     // The template sync after a check lists the fake's Content templates (none), never Twilio's own.
-    return { LOG_LEVEL: 'info', TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url }
+    return { LOG_LEVEL: 'info', TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url, META_API_BASE: twilio.url }
   })
   const { admin, status, submitted, noViolations, bothWidths, signIn } = web
 
@@ -90,6 +90,13 @@ describe.skipIf(skipBrowserTests())('senders in Chromium', () => {
       expect(await op.locator('#last-check').innerText()).toStartWith('ok Twilio account "Toko Kirim" is active')
       expect(twilio.requests).toEqual([{ sid: SID, authorised: true }])
       await bothWidths(op, 'sender-checked')
+    })
+
+    await step(op, "what to paste into Twilio's console, with copy buttons", async () => {
+      expect(await op.locator('#connect-inbound').innerText()).toEndWith('/provider/twilio/inbound')
+      expect(await op.getByRole('button', { name: 'Copy inbound URL' }).isVisible()).toBe(true)
+      // The test's PUBLIC_BASE_URL is a loopback address: the page says Twilio cannot reach it.
+      expect(await op.getByRole('note').first().innerText()).toContain('which the provider cannot reach')
     })
 
     await step(op, 'the senders list at both widths: the check and the actions in view', async () => {
@@ -159,5 +166,33 @@ describe.skipIf(skipBrowserTests())('senders in Chromium', () => {
       expect(lines.some((l) => l.includes('path=/dashboard/senders'))).toBe(true)
       expect(lines.filter((l) => l.includes(TOKEN))).toEqual([])
     })
-  }, 120_000)
+
+    await step(
+      op,
+      "a Meta sender's page: the callback URL, the verify token on demand, the fields to subscribe; no app secret",
+      async () => {
+        const meta = await admin('POST', '/senders', {
+          provider: 'meta',
+          name: 'Toko Kirim Meta',
+          number: '+6281100008003',
+          credentials: {
+            access_token: 'EAAbrowserToken0123456789abcdef',
+            phone_number_id: '108800008003',
+            app_secret: 'app-secret-browser-0123456789',
+            business_account_id: '208800008003',
+            verify_token: 'verify-browser-token-42',
+          },
+        })
+        await op.goto(`${base}/dashboard/senders/${meta.id}`)
+        expect(await op.locator('#connect-callback').innerText()).toEndWith('/provider/meta/webhook')
+        expect(await op.locator('#connect-verify-token').isVisible()).toBe(false)
+        await op.getByText("Show the verify token (this sender's own)").click()
+        expect(await op.locator('#connect-verify-token').innerText()).toBe('verify-browser-token-42')
+        expect(await op.locator('#connect-fields li').count()).toBe(8)
+        expect(await op.content()).not.toContain('app-secret-browser-0123456789')
+        await op.locator('#connect').scrollIntoViewIfNeeded()
+        await bothWidths(op, 'sender-connect-meta')
+      },
+    )
+  }, 240_000)
 })

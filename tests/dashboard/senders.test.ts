@@ -15,6 +15,7 @@ const PASSWORD = 'correct horse battery'
 const SID = 'AC0123456789abcdef0123456789abcdef'
 const TOKEN = 'tok-SECRET-9f8e7d6c5b4a39281706f5e4d3c2b1a0'
 const NEW_TOKEN = 'tok-ROTATED-00112233445566778899aabbccddeeff'
+const PUBLIC = 'https://wa.example.com'
 type Client = Awaited<ReturnType<typeof dashboardUser>>['client']
 
 let n = 0
@@ -37,7 +38,9 @@ beforeAll(async () => {
   twilio = fakeTwilioAccount()
   twilio.tokens.set(SID, TOKEN)
   // The template sync after a check lists the fake's Content templates (none), never Twilio's own.
-  t = await testApp({ env: { TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url } })
+  t = await testApp({
+    env: { TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url, META_API_BASE: twilio.url, PUBLIC_BASE_URL: PUBLIC },
+  })
 })
 afterAll(async () => {
   await t.close()
@@ -190,6 +193,12 @@ describe("the operator's senders", () => {
       const pages: Page[] = [await op.follow(made)]
       expect(pages[0]!.text).toContain('<dd id="credentials-set">account_sid, auth_token</dd>')
       expect(pages[0]!.text).toContain(`<code>${SID}</code>`)
+      // What to paste into Twilio's console, from PUBLIC_BASE_URL, each with a copy button.
+      expect(pages[0]!.text).toContain('<h2 id="connect">Connect in the provider&#39;s console</h2>')
+      expect(pages[0]!.text).toContain(`<code id="connect-inbound">${PUBLIC}/provider/twilio/inbound</code>`)
+      expect(pages[0]!.text).toContain(`<code id="connect-status">${PUBLIC}/provider/twilio/status</code>`)
+      expect(pages[0]!.text).toContain('data-copy="connect-inbound"')
+      expect(pages[0]!.text).not.toContain('which the provider cannot reach')
 
       let page = await op.post(`/dashboard/senders/${id}/check`, { _csrf: pages[0]!.csrf! })
       page = await op.follow(page)
@@ -227,10 +236,12 @@ describe("the operator's senders", () => {
       page = await op.follow(await op.post(`/dashboard/senders/${id}/check`, { _csrf: page.csrf! }))
       pages.push(page)
       expect(twilio.requests.at(-1)).toEqual({ sid: SID, authorised: false })
-      expect(page.text).toContain(
-        '<p class="notice error" role="alert">Sender Toko Twilio Baru checked: failed. Twilio answered HTTP 401: Authenticate.</p>',
-      )
-      expect(page.text).toMatch(/<span class="status status-failed">failed<\/span> Twilio answered HTTP 401: Authenticate/)
+      // What is wrong and where to get the right one first, Twilio's words after it (issue 33).
+      const fix =
+        'the Account SID or Auth Token is wrong: copy both again from console.twilio.com → Account info (a subaccount: from its own page) ' +
+        'and save them on this sender (Twilio answered HTTP 401 (code 20003): Authenticate)'
+      expect(page.text).toContain(`<p class="notice error" role="alert">Sender Toko Twilio Baru checked: failed. ${fix}.</p>`)
+      expect(page.text).toContain(`<span class="status status-failed">failed</span> ${fix}`)
       twilio.tokens.set(SID, NEW_TOKEN)
       page = await op.follow(await op.post(`/dashboard/senders/${id}/check`, { _csrf: page.csrf! }))
       expect(page.text).toContain('checked: ok.')
@@ -268,6 +279,56 @@ describe("the operator's senders", () => {
       log.mockRestore()
       error.mockRestore()
     }
+  })
+})
+
+describe("a sender's connection in its provider's console", () => {
+  test('a Meta sender: the callback URL, its verify token to operators on demand, the fields to subscribe; never the app secret', async () => {
+    const op = await operator()
+    const appSecret = 'app-SECRET-0a1b2c3d4e5f60718293a4b5c6d7e8f9'
+    const verifyToken = 'verify-me-7f6e5d4c3b2a1908'
+    const made = await createSender(op, {
+      provider: 'meta',
+      name: 'Toko Meta',
+      number: nextNumber(),
+      meta_access_token: 'EAAtokenSECRET0123456789abcdefghij',
+      meta_phone_number_id: '109876543210987',
+      meta_app_secret: appSecret,
+      meta_business_account_id: '209876543210987',
+      meta_verify_token: verifyToken,
+    })
+    expect(made.status).toBe(303)
+    const page = await op.follow(made)
+    expect(page.text).toContain(`<code id="connect-callback">${PUBLIC}/provider/meta/webhook</code>`)
+    // Behind a disclosure: not on the screen until asked for.
+    expect(page.text).toContain(
+      `<details><summary>Show the verify token (this sender&#39;s own)</summary><div class="paste"><code id="connect-verify-token">${verifyToken}</code>`,
+    )
+    for (const name of [
+      'messages',
+      'user_preferences',
+      'message_template_status_update',
+      'template_category_update',
+      'message_template_quality_update',
+      'business_capability_update',
+      'account_update',
+      'phone_number_quality_update',
+    ])
+      expect(page.text).toContain(`<li><code>${name}</code></li>`)
+    expect(page.text).not.toContain(appSecret)
+    expect(page.text).not.toContain('EAAtokenSECRET')
+    // Meta's handshake takes what the page shows.
+    const challenge = await t.app.handle(
+      new Request(`http://localhost/provider/meta/webhook?hub.mode=subscribe&hub.verify_token=${verifyToken}&hub.challenge=42`),
+    )
+    expect([challenge.status, await challenge.text()]).toEqual([200, '42'])
+  })
+
+  test('members never see a sender page; a simulator sender has nothing to connect', async () => {
+    const op = await operator()
+    const made = await createSender(op, { provider: 'simulator', name: 'Toko Sim', number: nextNumber() })
+    const page = await op.follow(made)
+    expect(page.text).not.toContain('id="connect"')
   })
 })
 

@@ -78,6 +78,19 @@ const refundQueued: Edit[] = [
 
 export const MUTATIONS: Mutation[] = [
   {
+    name: 'form-token-reused',
+    breaks: 'a top-up booked twice: a dashboard form sent again (Back, a replay) is done again instead of refused',
+    edits: [
+      {
+        file: 'src/dashboard/context.tsx',
+        find: 'if (!(await useFormToken(tx, deps.clock, nonce))) return null',
+        replace: 'await useFormToken(tx, deps.clock, nonce)',
+      },
+    ],
+    tests: ['tests/dashboard/flow.test.ts'],
+    filter: 'a replayed top-up',
+  },
+  {
     name: 'refund-queued',
     breaks: 'a sent message refunded: the late refusal of a holder that lost its lease undoes the sending of the new holder',
     edits: refundQueued,

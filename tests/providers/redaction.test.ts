@@ -241,8 +241,12 @@ describe("a sender's check", () => {
     try {
       const checked = [await t.admin('POST', `/senders/${tw}/check`), await t.admin('POST', `/senders/${me}/check`)]
       expect(checked.map((c) => c.body.data.last_check.detail)).toEqual([
-        `Twilio answered HTTP 401: Authenticate (Authorization: Basic [redacted], that is ${TWILIO_B.credentials.account_sid}:[redacted]; token [redacted])`,
-        'Meta answered HTTP 401: Invalid OAuth access token - Cannot parse access token (access token [redacted]; Authorization: Bearer [redacted])',
+        expect.stringContaining(
+          `(Twilio answered HTTP 401 (code 20003): Authenticate (Authorization: Basic [redacted], that is ${TWILIO_B.credentials.account_sid}:[redacted]; token [redacted]))`,
+        ),
+        expect.stringContaining(
+          '(Meta answered HTTP 401 (code 190): Invalid OAuth access token - Cannot parse access token (access token [redacted]; Authorization: Bearer [redacted]))',
+        ),
       ])
       for (const answer of checked) expectNoSecret(JSON.stringify(answer.body), 'POST /senders/{id}/check')
       const [stored] = await t.db.sql<{ detail: string }[]>`select string_agg(check_detail, ' ') as detail from senders`

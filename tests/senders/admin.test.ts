@@ -240,11 +240,28 @@ describe('check', () => {
     const me = await createSender(t, 'meta', { number: freshNumber(), credentials: { ...META_A.credentials, access_token: wrongMeta } })
     const a = await t.admin('POST', `/senders/${tw}/check`)
     expect(a.status).toBe(200)
-    expect(a.body.data.last_check).toEqual({ at: expect.any(String), ok: false, detail: 'Twilio answered HTTP 401: Authenticate' })
+    // What is wrong and what to do first, the provider's own words after it (issue 33).
+    expect(a.body.data.last_check).toEqual({
+      at: expect.any(String),
+      ok: false,
+      detail:
+        'the Account SID or Auth Token is wrong: copy both again from console.twilio.com → Account info (a subaccount: from its own page) ' +
+        'and save them on this sender (Twilio answered HTTP 401 (code 20003): Authenticate)',
+    })
     const m = await t.admin('POST', `/senders/${me}/check`)
     expect(m.body.data.last_check).toMatchObject({ ok: false })
-    expect(m.body.data.last_check.detail).toContain('HTTP 401')
-    expect(m.body.data.last_check.detail).toContain('Invalid OAuth access token')
+    expect(m.body.data.last_check.detail).toStartWith(
+      'the access token expired or is not valid: make a System User token that does not expire',
+    )
+    expect(m.body.data.last_check.detail).toContain('(Meta answered HTTP 401 (code 190): Invalid OAuth access token')
+    // A phone number id the token's business does not have: the id is what to look at.
+    const unknown = await createSender(t, 'meta', {
+      number: freshNumber(),
+      credentials: { ...META_A.credentials, phone_number_id: '987650000000001' },
+    })
+    const u = await t.admin('POST', `/senders/${unknown}/check`)
+    expect(u.body.data.last_check.detail).toStartWith('the phone number id is wrong, or the token cannot see it: copy it again from')
+    expect(u.body.data.last_check.detail).toContain('(Meta answered HTTP 400 (code 100): ')
     for (const answer of [a, m]) expectNoSecret(answer.body, [wrongTwilio, wrongMeta])
     const [stored] = await t.db.sql<{ detail: string }[]>`select string_agg(check_detail, ' ') as detail from senders`
     expectNoSecret(stored, [wrongTwilio, wrongMeta])

@@ -141,7 +141,7 @@ describe('the sender a message goes from', () => {
     expect([twilio.requests[0]!.account, twilio.requests[0]!.sender]).toEqual([TWILIO_B.credentials.account_sid, service])
   })
 
-  test("a sender whose token the provider refuses: 502 with the provider's words (20003, 190), refunded, no token in it", async () => {
+  test("a sender whose token the provider refuses: 502 saying the operator must fix it, the provider's words (20003, 190), refunded once, no token in it", async () => {
     const wrongTwilio = 'twilio-wrong-5ecret-111111111111'
     const wrongMeta = 'EAAwrong5ecret2222222222222'
     const tw = await t.admin('POST', '/senders', {
@@ -170,7 +170,13 @@ describe('the sender a message goes from', () => {
     ] as const) {
       const answer = await t.api('POST', '/messages/send', key, { to: '081234567890', body: 'refused', from: String(from) })
       expect([answer.status, answer.body.code]).toEqual([502, 'BAD_GATEWAY'])
+      // It says whose to fix (the operator's) and that repeating will not help, the provider's words after it (issue 33).
+      expect(answer.body.error).toStartWith(
+        "the messaging provider refused the credentials of this account's sender, so nothing can be sent from it until the operator " +
+          'of this service corrects them on the sender; a repeat of the request will not help (',
+      )
       expect(answer.body.error).toContain(words)
+      expect(answer.body.error).toEndWith('; the charge was refunded')
       const [row] = await t.db.sql<{ error_code: number; error_message: string; refunded: boolean }[]>`
         select error_code, error_message, refunded_at is not null as refunded from messages where id = ${answer.body.id}`
       expect(row).toMatchObject({ error_code: code, refunded: true })
@@ -178,9 +184,26 @@ describe('the sender a message goes from', () => {
         expect(text.includes(wrongTwilio) || text.includes(wrongMeta)).toBe(false)
       }
     }
-    expect(twilio.requests.map((r) => [r.status, r.code, r.account])).toEqual([[401, 20003, null]])
+    // A bulk entry says the same, refunded with the others.
+    const bulk = await t.api('POST', '/messages/bulk', key, {
+      messages: [{ to: '081234567891', body: 'refused', from: String(tw.body.data.id) }],
+    })
+    expect(bulk.body.data.results[0]).toMatchObject({ status: 'failed', code: 'BAD_GATEWAY' })
+    expect(bulk.body.data.results[0].error).toStartWith("the messaging provider refused the credentials of this account's sender")
+    expect(bulk.body.data.results[0].error).toEndWith('(Authenticate); refunded')
+    expect(twilio.requests.map((r) => [r.status, r.code, r.account])).toEqual([
+      [401, 20003, null],
+      [401, 20003, null],
+    ])
     expect(graph.requests.map((r) => [r.status, r.code, r.account])).toEqual([[401, 190, null]])
+    // Charged and refunded exactly once each: the balance and the ledger are where they started.
     expect(await money(t, accountId)).toEqual({ balance: 10, ledgerSum: 10 })
+    const rows = await t.db.sql<{ kind: string; n: number }[]>`
+      select kind, count(*)::int as n from ledger where account_id = ${accountId} and kind <> 'topup' group by kind order by kind`
+    expect([...rows]).toEqual([
+      { kind: 'charge', n: 3 },
+      { kind: 'refund', n: 3 },
+    ])
   })
 
   test("the default moves with default: true; an account without senders sends from the deployment's number", async () => {

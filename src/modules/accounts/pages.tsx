@@ -48,6 +48,13 @@ const ACCOUNT_FIELDS = ['name', 'balance'] as const
 const TOPUP_FIELDS = ['amount', 'note'] as const
 const INVITE_FIELDS = ['email'] as const
 
+/** What a top-up form sent again answers (Back, then the same form sent): booked once, where to see it. */
+const topupAgain = (id: number) => ({
+  to: `/dashboard/accounts/${id}`,
+  error: 'This top-up was already booked when its form was first sent; it was not booked again. To book another, fill in the form below.',
+  link: { href: `/dashboard/accounts/${id}/ledger`, text: "See it in this account's ledger." },
+})
+
 type Server = Parameters<Dashboard['addressOf']>[1]
 type Options = { state?: FormState; error?: string; status?: number }
 
@@ -322,7 +329,7 @@ export function accountPages(d: Dashboard) {
         body,
         params.id,
         (session, id) =>
-          d.once(session, body, `/dashboard/accounts/${id}`, async (tx) => {
+          d.once(session, body, topupAgain(id), async (tx) => {
             const amount = d.amount(body, 'amount')
             const note = d.note(body, 'note')
             const { wa_balance } = await changeBalance(tx, id, 'topup', amount, note, session.user.id)

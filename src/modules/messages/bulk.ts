@@ -13,7 +13,7 @@ import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
 import type { BulkBody, BulkEntry, BulkResult } from './model'
 import { outgoingOf, requireContentShape } from './content'
-import { refusal } from './service'
+import { notAccepted, refusal } from './service'
 import { holdMessagingLimit, NO_HOLD, type Held } from '../budgets/guard'
 import { stoppedByOptOut } from '../optouts/service'
 import { budgetGroups, isRefusal, itemsOf, judge, prepareEntries, priceAboveMax, readFacts, type Facts, type Prepared } from './admission'
@@ -184,7 +184,7 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
           to: m.phone,
           status: 'failed',
           code: 'BAD_GATEWAY',
-          error: `the messaging provider did not accept the message (${outcome.errorMessage}); refunded`,
+          error: `${notAccepted(m.provider, outcome)}; refunded`,
           id: charged.ids[i]!,
         }
       }

@@ -1,6 +1,7 @@
 import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError } from '../../http/errors'
+import { credentialHelp } from '../../providers/credential-help'
 import type { NewMessage, Refused } from '../ledger/service'
 import type { WaTemplate } from '../templates/catalog'
 import { outgoingOf, requireContentShape } from './content'
@@ -115,14 +116,23 @@ export async function sendOne(
     // Its recipient opted out while it waited for its hand-off: not sent, refunded (handoff.ts).
     if (stoppedByOptOut(result)) throw optedOutAtHandoffError(to, id)
     // `id` is the message's id in GET /messages, where it stays listed as failed and refunded.
-    throw new ApiError(
-      'BAD_GATEWAY',
-      `the messaging provider did not accept the message (${result.errorMessage}); the charge was refunded`,
-      undefined,
-      { id },
-    )
+    throw new ApiError('BAD_GATEWAY', `${notAccepted(sender.providerName, result)}; the charge was refunded`, undefined, { id })
   }
   return { message_id: result.sid, to, status: 'sent', cost: charged.cost, balance_after: charged.balanceAfter }
+}
+
+/**
+ * Why the provider did not take a message (sendOne, sendBulk: the 502's words), with its own words.
+ * When it refused the sender's credentials the integrator can change nothing: it says so, and that
+ * the operator of the service must correct them (credential-help.ts).
+ */
+export function notAccepted(provider: string, result: { errorCode: number | null; errorMessage: string }): string {
+  if (credentialHelp(provider, 'send', null, result.errorCode) === null)
+    return `the messaging provider did not accept the message (${result.errorMessage})`
+  return (
+    "the messaging provider refused the credentials of this account's sender, so nothing can be sent from it until the operator " +
+    `of this service corrects them on the sender; a repeat of the request will not help (${result.errorMessage})`
+  )
 }
 
 /**

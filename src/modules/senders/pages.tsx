@@ -33,7 +33,18 @@ import {
 import type { Sender, UpdateSenderBody } from './model'
 import { BudgetText } from '../budgets/pages'
 import { MESSAGING_TIERS } from '../../lib/validate'
-import { createSender, getSender, listSenders, recordCheck, senderRow, setSenderDisabled, updateSender, type SenderRow } from './service'
+import {
+  createSender,
+  getSender,
+  listSenders,
+  openFields,
+  recordCheck,
+  senderRow,
+  setSenderDisabled,
+  updateSender,
+  type SenderRow,
+} from './service'
+import { ConnectSection } from './connect'
 import type { Actor } from '../users/service'
 import { SenderTemplates, senderTemplatesOf } from '../templates/wa-pages'
 import { syncWhenReady } from '../templates/submission'
@@ -250,6 +261,15 @@ export function senderPages(d: Dashboard) {
     )
   }
 
+  /** A Meta sender's verify token for its "Connect" section: its own, else META_VERIFY_TOKEN; null for none (or another provider). */
+  async function verifyTokenOf(row: SenderRow): Promise<{ value: string; from: string } | null> {
+    if (row.provider !== 'meta') return null
+    const own = (await openFields(d.deps.secrets, row).catch(() => ({}) as Record<string, string>)).verify_token
+    if (own) return { value: own, from: "this sender's own" }
+    const service = (d.config.providers as { meta?: { verifyToken?: string } }).meta?.verifyToken
+    return service ? { value: service, from: "META_VERIFY_TOKEN, the service's" } : null
+  }
+
   async function senderPage(session: Session, sender: Sender, row: SenderRow, options: Options = {}) {
     const names = await accountNames([sender])
     const templates = await senderTemplatesOf(d, sender.id)
@@ -311,6 +331,7 @@ export function senderPages(d: Dashboard) {
           <dd>{sender.created_at}</dd>
         </dl>
         <Actions session={session} sender={sender} back="sender" />
+        <ConnectSection provider={sender.provider} publicBaseUrl={d.config.publicBaseUrl} verifyToken={await verifyTokenOf(row)} />
         <HealthHistory health={sender.health} />
         <SenderTemplates session={session} senderId={sender.id} templates={templates} lastSync={synced} />
         <h2>Change</h2>

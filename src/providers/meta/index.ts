@@ -9,7 +9,7 @@ import { metaSenders } from './senders'
 import { metaTemplates } from './templates'
 import { metaPricingAnalytics } from './analytics'
 
-export { META_WEBHOOK_PATH, metaSignature } from './webhook'
+export { META_WEBHOOK_FIELDS, META_WEBHOOK_PATH, metaSignature } from './webhook'
 
 export const meta = defineProvider({
   name: 'meta',

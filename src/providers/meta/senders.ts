@@ -4,6 +4,7 @@
 // by metadata.phone_number_id. The check reads the phone number's own node: harmless, and it proves
 // the token reaches that number.
 
+import { credentialHelp } from '../credential-help'
 import { failure, get } from '../http'
 import type { SenderSupport } from '../provider'
 import { metaSecrets, type MetaSettings } from './settings'
@@ -50,7 +51,10 @@ export const metaSenders: SenderSupport<MetaSettings> = {
     if (answer.status !== 200) {
       const error = typeof body.error === 'object' && body.error !== null ? (body.error as Record<string, unknown>) : {}
       const text = typeof error.message === 'string' ? error.message : `HTTP ${answer.status}`
-      return { ok: false, detail: failure(secrets, null, `Meta answered HTTP ${answer.status}: ${text}`).errorMessage }
+      const code = typeof error.code === 'number' ? error.code : null
+      const said = `Meta answered HTTP ${answer.status}${code === null ? '' : ` (code ${code})`}: ${text}`
+      const help = credentialHelp('meta', 'check', answer.status, code)
+      return { ok: false, detail: failure(secrets, null, help ? `${help} (${said})` : said).errorMessage }
     }
     const parts = [body.display_phone_number, body.verified_name, body.quality_rating && `quality ${body.quality_rating}`]
     return {

@@ -167,6 +167,9 @@ function accountOwners(signer: Signer, waba: unknown, environment: MetaSettings)
 /** The fields whose changes are about a sender's health (issue 32 §4): the account's, or one of its numbers'. */
 const HEALTH_FIELDS = new Set(['business_capability_update', 'account_update', 'phone_number_quality_update'])
 
+/** Every webhook field this service applies: the ones to subscribe the app to (the sender's page lists them). */
+export const META_WEBHOOK_FIELDS: readonly string[] = [...NUMBER_FIELDS, ...TEMPLATE_FIELDS, ...HEALTH_FIELDS]
+
 /**
  * The senders a health change is about: those of the signer (only senders whose app secret verified the
  * body) in the WhatsApp Business Account the entry names, and, when the change names a number

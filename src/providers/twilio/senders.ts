@@ -2,6 +2,7 @@
 // the messages come from, or a Messaging Service that picks it. Callbacks name the sender by their
 // AccountSid. The check fetches the account resource: harmless, and it proves the credentials.
 
+import { credentialHelp } from '../credential-help'
 import { failure, get } from '../http'
 import type { SenderSupport } from '../provider'
 import { twilioBasic, twilioSecrets, type TwilioSettings } from './settings'
@@ -47,7 +48,10 @@ export const twilioSenders: SenderSupport<TwilioSettings> = {
     const body = answer.answer ?? {}
     if (answer.status !== 200) {
       const text = typeof body.message === 'string' ? body.message : `HTTP ${answer.status}`
-      return { ok: false, detail: failure(secrets, null, `Twilio answered HTTP ${answer.status}: ${text}`).errorMessage }
+      const code = typeof body.code === 'number' ? body.code : null
+      const said = `Twilio answered HTTP ${answer.status}${code === null ? '' : ` (code ${code})`}: ${text}`
+      const help = credentialHelp('twilio', 'check', answer.status, code)
+      return { ok: false, detail: failure(secrets, null, help ? `${help} (${said})` : said).errorMessage }
     }
     const name = typeof body.friendly_name === 'string' ? body.friendly_name : settings.accountSid
     const status = typeof body.status === 'string' ? body.status : 'unknown'
