@@ -14,7 +14,10 @@
 import type { Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { EventClock } from '../webhooks/events'
+import type { Clock } from '../../lib/clock'
 import { Batcher } from '../../lib/batch'
+import { ApiError } from '../../http/errors'
+import { log, errorKind } from '../../lib/log'
 import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
 import { reportedCategory } from '../ledger/service'
 import type { Pricing, SignedReport } from '../../providers/provider'
@@ -23,6 +26,14 @@ import type { Pricing, SignedReport } from '../../providers/provider'
 export const PARKED_REPORT_TTL_SECONDS = 3600
 // The first key of the two-key advisory lock: the namespace of "one SID's reports".
 const SID_LOCK = 7_240_008
+/**
+ * How long one group commit of callbacks may take. Longer than a statement waits for a connection
+ * through an outage (CONNECT_WAIT_SECONDS, 10 s: that one ends by itself), shorter than the 15 s Twilio
+ * waits for an answer. Past it the callbacks are answered 503 (the provider sends them again; a report
+ * applied twice changes nothing the second time) and the next ones go ahead: without it, one statement
+ * that never came back (its connection gone quiet) held up every later callback of the process.
+ */
+export const RECEIVE_DEADLINE_MS = 12_000
 
 export type Received = {
   /** How many of these reports changed their message (reports parked earlier, applied now, not counted). */
@@ -41,10 +52,18 @@ export type Received = {
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
-export function createReportReceiver(sql: Sql, timezone: string, options: { clock?: EventClock } = {}) {
-  const batcher = new Batcher<SignedReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options), {
-    maxBatch: 200,
-  })
+export function createReportReceiver(sql: Sql, timezone: string, options: { clock: Clock }) {
+  const batcher = new Batcher<SignedReport[], Received>(
+    (callbacks, signal) => receiveCallbacks(sql, timezone, callbacks, { ...options, signal }),
+    {
+      maxBatch: 200,
+      deadline: {
+        ms: RECEIVE_DEADLINE_MS,
+        clock: options.clock,
+        error: () => new ApiError('SERVICE_UNAVAILABLE', 'the database did not answer in time; retry shortly', 503, {}, { 'retry-after': '1' }),
+      },
+    },
+  )
   return (reports: SignedReport[]): Promise<Received> =>
     reports.length === 0 ? Promise.resolve({ changed: 0, events: 0, parked: 0, refused: [] }) : batcher.add(reports)
 }
@@ -60,9 +79,9 @@ async function receiveCallbacks(
   sql: Sql,
   timezone: string,
   callbacks: SignedReport[][],
-  options: { clock?: EventClock },
+  options: { clock: Clock; signal: AbortSignal },
 ): Promise<Received[]> {
-  const clock = options.clock ?? { sqlNow: () => null }
+  const { clock } = options
   const applying = { clock }
   const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0, refused: [] }))
   const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
@@ -74,14 +93,19 @@ async function receiveCallbacks(
     // that it sees what a transaction we waited for on those locks committed, takes the reports
     // parked earlier for the stored SIDs (expired ones are dropped with the rest, unapplied). A SID
     // stored between the two has its earlier reports applied now and this one parked after them.
-    const [rows, parked] = await Promise.all([
-      tx<{ sid: string; known: boolean }[]>`
+    const locking = tx<{ sid: string; known: boolean }[]>`
         with locked as materialized (
           select count(pg_advisory_xact_lock(${SID_LOCK}, k)) as n
           from (select distinct hashtext(s) as k from unnest(${sids}::text[]) as s order by k) as keys
         )
         select s.sid, exists (select 1 from messages where message_sid = s.sid) as known
-        from locked, unnest(${sids}::text[]) as s(sid)`,
+        from locked, unnest(${sids}::text[]) as s(sid)`
+    // Past the deadline the transaction's connection is ended, whatever it waits on (rolled back
+    // unless its COMMIT was in: either way the provider's retry is safe), so that it holds no lock
+    // and no connection of the pool for ever.
+    options.signal.addEventListener('abort', () => endSession(sql, locking), { once: true })
+    const [rows, parked] = await Promise.all([
+      locking,
       tx<Parked[]>`
         delete from parked_reports p
         where p.message_sid = any(${sids}::text[]) and exists (select 1 from messages m where m.message_sid = p.message_sid)
@@ -121,6 +145,23 @@ async function receiveCallbacks(
     }
     return outcomes
   })
+}
+
+/**
+ * Ends the session `query` runs on (its connection's server process) through another connection of
+ * the pool; a failure is only logged. The query's `state` is postgres.js's: its connection's backend
+ * key, set once the query was given to the connection. Never the session that asks (the embedded
+ * database has only one).
+ */
+function endSession(sql: Sql, query: unknown): void {
+  const pid = (query as { state?: { pid?: number } | null }).state?.pid
+  log.warn('status reports not received in time: ending their database session', { pid: pid ?? null })
+  if (!pid) return
+  sql`
+    select pg_terminate_backend(pid) from pg_stat_activity
+    where pid = ${pid} and pid <> pg_backend_pid() and datname = current_database() and application_name = 'messaging-api'`.catch(
+    (error: unknown) => log.warn('ending a database session failed', { pid, error: errorKind(error) }),
+  )
 }
 
 type Parked = {
