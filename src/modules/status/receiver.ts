@@ -14,7 +14,7 @@
 import type { Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { EventClock } from '../webhooks/events'
-import type { Clock } from '../../lib/clock'
+import { systemClock } from '../../lib/clock'
 import { Batcher } from '../../lib/batch'
 import { ApiError } from '../../http/errors'
 import { log, errorKind } from '../../lib/log'
@@ -52,14 +52,16 @@ export type Received = {
  * callback stays all-or-nothing: a failed transaction of several is retried callback by callback
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
-export function createReportReceiver(sql: Sql, timezone: string, options: { clock: Clock }) {
+export function createReportReceiver(sql: Sql, timezone: string, options: { clock?: EventClock } = {}) {
   const batcher = new Batcher<SignedReport[], Received>(
     (callbacks, signal) => receiveCallbacks(sql, timezone, callbacks, { ...options, signal }),
     {
       maxBatch: 200,
       deadline: {
         ms: RECEIVE_DEADLINE_MS,
-        clock: options.clock,
+        // Real time, as a socket's timeout: how long the database takes to answer, not a time the
+        // service decides by (a test clock moved past it would fail a write still in flight).
+        clock: systemClock(),
         error: () => new ApiError('SERVICE_UNAVAILABLE', 'the database did not answer in time; retry shortly', 503, {}, { 'retry-after': '1' }),
       },
     },
@@ -79,9 +81,9 @@ async function receiveCallbacks(
   sql: Sql,
   timezone: string,
   callbacks: SignedReport[][],
-  options: { clock: Clock; signal: AbortSignal },
+  options: { clock?: EventClock; signal: AbortSignal },
 ): Promise<Received[]> {
-  const { clock } = options
+  const clock = options.clock ?? { sqlNow: () => null }
   const applying = { clock }
   const outcomes: Received[] = callbacks.map(() => ({ changed: 0, events: 0, parked: 0, refused: [] }))
   const reports = callbacks.flatMap((list, from) => list.map((report) => ({ ...report, from })))
