@@ -27,13 +27,14 @@ export const PARKED_REPORT_TTL_SECONDS = 3600
 // The first key of the two-key advisory lock: the namespace of "one SID's reports".
 const SID_LOCK = 7_240_008
 /**
- * How long one group commit of callbacks may take. Longer than a statement waits for a connection
- * through an outage (CONNECT_WAIT_SECONDS, 10 s: that one ends by itself), shorter than the 15 s Twilio
- * waits for an answer. Past it the callbacks are answered 503 (the provider sends them again; a report
- * applied twice changes nothing the second time) and the next ones go ahead: without it, one statement
- * that never came back (its connection gone quiet) held up every later callback of the process.
+ * How long one group commit of callbacks may take. Within the 10 s a request may go without a byte
+ * (Bun's idle timeout: past it the provider sees a cut connection, not an answer). Past it the
+ * callbacks are answered 503 (the provider sends them again; a report applied twice changes nothing
+ * the second time) and the next ones go ahead: without it, one statement that never came back (its
+ * connection gone quiet) held up every later callback of the process. A batch waiting for a
+ * connection through an outage (CONNECT_WAIT_SECONDS) is answered the same 503, a little sooner.
  */
-export const RECEIVE_DEADLINE_MS = 12_000
+export const RECEIVE_DEADLINE_MS = 8_000
 
 export type Received = {
   /** How many of these reports changed their message (reports parked earlier, applied now, not counted). */
