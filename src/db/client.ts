@@ -112,7 +112,13 @@ export async function openDatabase(options: {
     const direct = !pooled
       ? sql
       : options.directUrl
-        ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60, idleInTransaction: true, onUnreachable: options.onUnreachable })
+        ? connect(options.directUrl, {
+            max: 1,
+            prepare: true,
+            idle_timeout: 60,
+            idleInTransaction: true,
+            onUnreachable: options.onUnreachable,
+          })
         : undefined
     const safe = new URL(options.databaseUrl)
     safe.password = ''

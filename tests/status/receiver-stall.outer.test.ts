@@ -34,7 +34,11 @@ test.skipIf(!usingPostgres())(
     const hold = new Promise<void>((resolve) => (release = resolve))
     cleanups.push(() => release())
     // The receiver's first statement (it takes the SIDs' locks): the first one sent is held back.
-    const { proxy, database } = await poolThroughProxy(db.url!, (target) => startPgProxy(target, 'pg_advisory_xact_lock(', { hold }), cleanups)
+    const { proxy, database } = await poolThroughProxy(
+      db.url!,
+      (target) => startPgProxy(target, 'pg_advisory_xact_lock(', { hold }),
+      cleanups,
+    )
     const env = {
       ADMIN_TOKEN,
       PROVIDER: 'twilio',

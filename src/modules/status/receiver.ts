@@ -63,7 +63,8 @@ export function createReportReceiver(sql: Sql, timezone: string, options: { cloc
         // Real time, as a socket's timeout: how long the database takes to answer, not a time the
         // service decides by (a test clock moved past it would fail a write still in flight).
         clock: systemClock(),
-        error: () => new ApiError('SERVICE_UNAVAILABLE', 'the database did not answer in time; retry shortly', 503, {}, { 'retry-after': '1' }),
+        error: () =>
+          new ApiError('SERVICE_UNAVAILABLE', 'the database did not answer in time; retry shortly', 503, {}, { 'retry-after': '1' }),
       },
     },
   )
