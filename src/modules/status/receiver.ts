@@ -92,6 +92,8 @@ async function receiveCallbacks(
   if (reports.length === 0) return outcomes
   const sids = [...new Set(reports.map((r) => r.sid))]
   return sql.begin(async (tx) => {
+    // Its callbacks were answered 503 while it waited for a connection: their retries will apply them.
+    options.signal.throwIfAborted()
     // Two statements sent together (one round trip). The first takes the SIDs' locks (the aggregate
     // takes them in key order) and says which SIDs are stored. The second, a statement of its own so
     // that it sees what a transaction we waited for on those locks committed, takes the reports
