@@ -212,6 +212,23 @@ async function migrateOnceReachable(database: Database, watch: ReturnType<typeof
   }
 }
 
+/**
+ * How long a stop waits for in-flight requests, then for the workers' steps; the database's close
+ * then takes 5 s at most: the whole stop stays within the 20 s after which main.ts exits anyway.
+ */
+export const STOP_BOUNDS_MS = { requests: 8_000, loops: 4_000 }
+
+/** Whether `work` settled within `ms` (real time: a bound on the process's own stop). */
+async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const late = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), ms)))
+  try {
+    return await Promise.race([work.then(() => true), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token and secrets key there.
   const watch = startWatch()
@@ -299,11 +316,18 @@ export async function startService(config: Config): Promise<Running> {
     stop() {
       stopping ??= (async () => {
         // Stop accepting, end the listen streams (endless responses), let in-flight requests finish, stop
-        // the loops, then close the database.
+        // the loops, then close the database. Each wait is bounded (STOP_BOUNDS_MS), so that a request or
+        // a worker's step held up by a statement that never comes back cannot keep the process from
+        // ending: past its bound the requests' connections are closed and the database closes anyway
+        // (its client ends what still runs).
         const stopped = server.stop(false)
         endListenStreams()
-        await Promise.all([stopped, metrics?.stop()])
-        await Promise.all([...loops.values()].map((loop) => loop.stop()))
+        if (!(await within(Promise.all([stopped, metrics?.stop()]), STOP_BOUNDS_MS.requests))) {
+          log.warn('requests still in flight at the stop; their connections are closed', { after_ms: STOP_BOUNDS_MS.requests })
+          await server.stop(true)
+        }
+        if (!(await within(Promise.all([...loops.values()].map((loop) => loop.stop())), STOP_BOUNDS_MS.loops)))
+          log.warn('workers still busy at the stop; the database closes under them', { after_ms: STOP_BOUNDS_MS.loops })
         // Hand-offs still going on (answered queued) stop renewing: recovery takes them over.
         deps.handoff.stop()
         await deps.reads.close()

@@ -104,6 +104,7 @@ export async function openDatabase(options: {
       max: options.poolMax ?? 10,
       prepare: !pooled,
       ...(pooled ? { max_pipeline: 0, statements } : {}),
+      idleInTransaction: !pooled,
       onUnreachable: options.onUnreachable,
     })
     statements?.use(sql)
@@ -111,7 +112,13 @@ export async function openDatabase(options: {
     const direct = !pooled
       ? sql
       : options.directUrl
-        ? connect(options.directUrl, { max: 1, prepare: true, idle_timeout: 60, onUnreachable: options.onUnreachable })
+        ? connect(options.directUrl, {
+            max: 1,
+            prepare: true,
+            idle_timeout: 60,
+            idleInTransaction: true,
+            onUnreachable: options.onUnreachable,
+          })
         : undefined
     const safe = new URL(options.databaseUrl)
     safe.password = ''
@@ -142,6 +149,14 @@ export async function openDatabase(options: {
  */
 export const CONNECT_WAIT_SECONDS = 10
 
+/**
+ * PostgreSQL ends a session left idle inside a transaction this long (idle_in_transaction_session_timeout):
+ * a transaction whose client went quiet (a connection cut where no close came through, a process stuck
+ * on something else) no longer holds its locks, and every statement waiting on them, for ever. Far
+ * longer than any transaction of the service waits between two of its statements.
+ */
+export const IDLE_IN_TRANSACTION_SECONDS = 60
+
 function connect(
   url: string,
   options: {
@@ -150,10 +165,12 @@ function connect(
     idle_timeout?: number
     max_pipeline?: number
     statements?: StatementHooks
+    /** Sets IDLE_IN_TRANSACTION_SECONDS on each session; not through PgBouncer, which refuses start-up parameters it does not know. */
+    idleInTransaction: boolean
     onUnreachable?: (error: unknown) => void
   },
 ): Sql {
-  const { onUnreachable, ...rest } = options
+  const { onUnreachable, idleInTransaction, ...rest } = options
   const target = new URL(url)
   const connect_retry = connectWait({
     seconds: CONNECT_WAIT_SECONDS,
@@ -168,7 +185,10 @@ function connect(
     types: TYPES,
     onnotice: () => {},
     // The metrics count the service's connections by it; PgBouncer passes it on to the server sessions.
-    connection: { application_name: 'messaging-api' },
+    connection: {
+      application_name: 'messaging-api',
+      ...(idleInTransaction ? { idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_SECONDS * 1000 } : {}),
+    },
     // Seconds before a connection lost with an error is opened again. postgres.js's default grows to
     // 20 s after a few failures, so after an outage of seconds the pool came back long after the
     // database: a hand-off's outcome waited that long to be recorded. Half a second at most.

@@ -1727,4 +1727,25 @@ export const MUTATIONS: Mutation[] = [
     tests: [SENDER_HEALTH],
     filter: 'flagged sender pauses',
   },
+  {
+    name: 'receive-deadline',
+    breaks:
+      'a group commit of status callbacks whose statement never comes back holds up every later callback of the process for ever (the fault test stalled)',
+    edits: [{ file: RECEIVER, find: 'ms: RECEIVE_DEADLINE_MS,', replace: 'ms: 600_000,' }],
+    tests: ['tests/status/receiver-stall.outer.test.ts'],
+    database: 'postgres',
+  },
+  {
+    name: 'receive-end-session',
+    breaks: "a status callbacks' transaction past its deadline keeps its session, its locks and a connection of the pool",
+    edits: [
+      {
+        file: RECEIVER,
+        find: "options.signal.addEventListener('abort', () => endSession(sql, locking), { once: true })",
+        replace: '',
+      },
+    ],
+    tests: ['tests/status/receiver-stall.outer.test.ts'],
+    database: 'postgres',
+  },
 ]

@@ -14,7 +14,10 @@
 import type { Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { EventClock } from '../webhooks/events'
+import { systemClock } from '../../lib/clock'
 import { Batcher } from '../../lib/batch'
+import { ApiError } from '../../http/errors'
+import { log, errorKind } from '../../lib/log'
 import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
 import { reportedCategory } from '../ledger/service'
 import type { Pricing, SignedReport } from '../../providers/provider'
@@ -23,6 +26,15 @@ import type { Pricing, SignedReport } from '../../providers/provider'
 export const PARKED_REPORT_TTL_SECONDS = 3600
 // The first key of the two-key advisory lock: the namespace of "one SID's reports".
 export const SID_LOCK = 7_240_008
+/**
+ * How long one group commit of callbacks may take. Within the 10 s a request may go without a byte
+ * (Bun's idle timeout: past it the provider sees a cut connection, not an answer). Past it the
+ * callbacks are answered 503 (the provider sends them again; a report applied twice changes nothing
+ * the second time) and the next ones go ahead: without it, one statement that never came back (its
+ * connection gone quiet) held up every later callback of the process. A batch waiting for a
+ * connection through an outage (CONNECT_WAIT_SECONDS) is answered the same 503, a little sooner.
+ */
+export const RECEIVE_DEADLINE_MS = 8_000
 
 export type Received = {
   /** How many of these reports changed their message (reports parked earlier, applied now, not counted). */
@@ -42,9 +54,20 @@ export type Received = {
  * (repeating one is safe: a report that already moved its message changes nothing the second time).
  */
 export function createReportReceiver(sql: Sql, timezone: string, options: { clock?: EventClock } = {}) {
-  const batcher = new Batcher<SignedReport[], Received>((callbacks) => receiveCallbacks(sql, timezone, callbacks, options), {
-    maxBatch: 200,
-  })
+  const batcher = new Batcher<SignedReport[], Received>(
+    (callbacks, signal) => receiveCallbacks(sql, timezone, callbacks, { ...options, signal }),
+    {
+      maxBatch: 200,
+      deadline: {
+        ms: RECEIVE_DEADLINE_MS,
+        // Real time, as a socket's timeout: how long the database takes to answer, not a time the
+        // service decides by (a test clock moved past it would fail a write still in flight).
+        clock: systemClock(),
+        error: () =>
+          new ApiError('SERVICE_UNAVAILABLE', 'the database did not answer in time; retry shortly', 503, {}, { 'retry-after': '1' }),
+      },
+    },
+  )
   return (reports: SignedReport[]): Promise<Received> =>
     reports.length === 0 ? Promise.resolve({ changed: 0, events: 0, parked: 0, refused: [] }) : batcher.add(reports)
 }
@@ -60,7 +83,7 @@ async function receiveCallbacks(
   sql: Sql,
   timezone: string,
   callbacks: SignedReport[][],
-  options: { clock?: EventClock },
+  options: { clock?: EventClock; signal: AbortSignal },
 ): Promise<Received[]> {
   const clock = options.clock ?? { sqlNow: () => null }
   const applying = { clock }
@@ -69,19 +92,26 @@ async function receiveCallbacks(
   if (reports.length === 0) return outcomes
   const sids = [...new Set(reports.map((r) => r.sid))]
   return sql.begin(async (tx) => {
+    // Its callbacks were answered 503 while it waited for a connection: their retries will apply them.
+    options.signal.throwIfAborted()
     // Two statements sent together (one round trip). The first takes the SIDs' locks (the aggregate
     // takes them in key order) and says which SIDs are stored. The second, a statement of its own so
     // that it sees what a transaction we waited for on those locks committed, takes the reports
     // parked earlier for the stored SIDs (expired ones are dropped with the rest, unapplied). A SID
     // stored between the two has its earlier reports applied now and this one parked after them.
-    const [rows, parked] = await Promise.all([
-      tx<{ sid: string; known: boolean }[]>`
+    const locking = tx<{ sid: string; known: boolean }[]>`
         with locked as materialized (
           select count(pg_advisory_xact_lock(${SID_LOCK}, k)) as n
           from (select distinct hashtext(s) as k from unnest(${sids}::text[]) as s order by k) as keys
         )
         select s.sid, exists (select 1 from messages where message_sid = s.sid) as known
-        from locked, unnest(${sids}::text[]) as s(sid)`,
+        from locked, unnest(${sids}::text[]) as s(sid)`
+    // Past the deadline the transaction's connection is ended, whatever it waits on (rolled back
+    // unless its COMMIT was in: either way the provider's retry is safe), so that it holds no lock
+    // and no connection of the pool for ever.
+    options.signal.addEventListener('abort', () => endSession(sql, locking), { once: true })
+    const [rows, parked] = await Promise.all([
+      locking,
       tx<Parked[]>`
         delete from parked_reports p
         where p.message_sid = any(${sids}::text[]) and exists (select 1 from messages m where m.message_sid = p.message_sid)
@@ -121,6 +151,23 @@ async function receiveCallbacks(
     }
     return outcomes
   })
+}
+
+/**
+ * Ends the session `query` runs on (its connection's server process) through another connection of
+ * the pool; a failure is only logged. The query's `state` is postgres.js's: its connection's backend
+ * key, set once the query was given to the connection. Never the session that asks (the embedded
+ * database has only one).
+ */
+function endSession(sql: Sql, query: unknown): void {
+  const pid = (query as { state?: { pid?: number } | null }).state?.pid
+  log.warn('status reports not received in time: ending their database session', { pid: pid ?? null })
+  if (!pid) return
+  sql`
+    select pg_terminate_backend(pid) from pg_stat_activity
+    where pid = ${pid} and pid <> pg_backend_pid() and datname = current_database() and application_name = 'messaging-api'`.catch(
+    (error: unknown) => log.warn('ending a database session failed', { pid, error: errorKind(error) }),
+  )
 }
 
 type Parked = {
