@@ -288,7 +288,8 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
           }
         } else if (r < 0.4) {
           // Meta names one of A's customers with a phone too: the link (from then on it writes with both).
-          const c = customers.filter((x) => x.side === 0 && x.wrote && x.phone === null && x !== stopper)
+          // (Never the script's: a customer is named with one phone, once.)
+          const c = customers.filter((x) => x.side === 0 && x.wrote && x.phone === null && x !== stopper && x !== linked)
           if (side === 0 && c.length > 0) {
             const it = random.pick(c)
             it.phone = `62857${String(++phones).padStart(8, '0')}`
