@@ -918,7 +918,11 @@ async function checkUserIds(
   const accountOf = (side: number) => e.accounts[u.sides[side]!.account]!.id
   const postsOf = new Map<string, UserIdEvidence['posts']>()
   for (const p of u.posts) postsOf.set(`${p.side} ${p.userId}`, [...(postsOf.get(`${p.side} ${p.userId}`) ?? []), p])
-  const linkOf = (posts: UserIdEvidence['posts']) => posts.find((p) => p.phone !== null)?.phone ?? null
+  // The phone Meta named with the user id (its first message naming both; `taken`: once the service took it).
+  const linkOf = (posts: UserIdEvidence['posts'], taken = false) => posts.find((p) => p.phone !== null && (!taken || p.ackAt !== null))?.phone ?? null
+  // Taken before a request: the service answered 200 no later than the request was asked for (one process,
+  // one after the other: the same millisecond is before).
+  const takenBy = (p: UserIdEvidence['posts'][number], at: number) => p.ackAt !== null && p.ackAt <= at
 
   // Stored once each, where it was written, under the customer's key.
   const senderIds = u.sides.map((s) => s.senderId)
@@ -938,7 +942,7 @@ async function checkUserIds(
       continue
     }
     const found = stored.get(p.wamid) ?? []
-    const link = linkOf(postsOf.get(`${p.side} ${p.userId}`)!)
+    const link = linkOf(postsOf.get(`${p.side} ${p.userId}`)!, true)
     const key = link ? `+${link}` : p.userId
     const row = found[0]
     if (found.length !== 1) fail(`inbound ${p.wamid} of user-id customer ${p.userId} is stored ${found.length} times`)
@@ -999,7 +1003,7 @@ async function checkUserIds(
       for (const h of handoffs) {
         if (h.phoneNumberId !== u.sides[side]!.phoneNumberId) fail(`${what} went to Meta through phone number ${h.phoneNumberId}`)
         if (h.code === 131047) fail(`${what} was handed to Meta outside the customer's window (131047)`)
-        const linkedFirst = linkPost?.ackAt != null && linkPost.ackAt < request.issuedAt
+        const linkedFirst = linkPost !== undefined && takenBy(linkPost, request.issuedAt)
         const unlinked = !linkPost || linkPost.startedAt === 0 || linkPost.startedAt > h.at
         if (h.to !== undefined && h.recipient !== undefined) fail(`${what} went to Meta with both to ${h.to} and recipient ${h.recipient}`)
         else if (h.recipient !== undefined) {
@@ -1029,7 +1033,7 @@ async function checkUserIds(
 
       // Opted out or in, by the customer's own words in this portfolio (taken in the order written).
       const words = posts.filter((p) => p.body === 'STOP' || p.body === 'START')
-      const takenBefore = words.filter((w) => w.ackAt !== null && w.ackAt < request.issuedAt)
+      const takenBefore = words.filter((w) => takenBy(w, request.issuedAt))
       const racing = words.some((w) => w.startedAt !== 0 && w.startedAt < request.answeredAt! && !takenBefore.includes(w))
       const last = takenBefore.at(-1)?.body
       if (racing) count('user-id sends racing their STOP or START')
@@ -1044,12 +1048,12 @@ async function checkUserIds(
           fail(`${what} was refused as opted out; the customer's last word taken before it was ${last ?? 'none'}, none written since`)
         else if (last === 'START') count('user-id sends after a START, not refused as opted out')
         const twin = postsOf.get(`${1 - side} ${userId}`) ?? []
-        if (twin.some((w) => w.body === 'STOP' && w.ackAt !== null && w.ackAt < request.issuedAt))
+        if (twin.some((w) => w.body === 'STOP' && takenBy(w, request.issuedAt)))
           count("user-id sends not stopped by another portfolio's STOP of the same user id")
       }
 
       // The window: open once the customer's message was taken; closed while nobody wrote from the user id.
-      const open = posts.some((p) => p.ackAt !== null && p.ackAt < request.issuedAt)
+      const open = posts.some((p) => takenBy(p, request.issuedAt))
       const closed = !posts.some((p) => p.startedAt !== 0 && p.startedAt < request.answeredAt!)
       if (open && code === 'WINDOW_CLOSED') fail(`${what} was refused WINDOW_CLOSED; the customer wrote before it was asked for`)
       if (closed) {

@@ -305,7 +305,7 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
             random.chance(0.5),
           )
         }
-        await Bun.sleep(random.int(120, 350))
+        await Bun.sleep(random.int(150, 400))
       }
       await Promise.all(work)
     },
