@@ -400,10 +400,7 @@ async function factsOf(sql: Db, clock: Clock, tz: string, defaultTier: number | 
     select b.ord::int as ord, b.budget, b.label, b.tier, b.restricted, a.balance,
            -- The price of the entry's category: the ledger's one price rule (sql/0042), as the charge resolves it.
            ${categoryPrice(sql, sql`b.account_id`, sql`b.category`)} as price,
-           -- A user id's opt-out is its phone's once Meta linked them on the sender (modules/inbound/customers.ts),
-           -- also when the link committed after recipientOf read none.
-           exists (select 1 from opt_outs o where o.account_id = b.account_id and o.phone in (b.phone,
-             (select l.phone from customer_links l where l.sender_key = coalesce(b.sender_id, 0) and l.user_id = b.phone))) as opted_out,
+           exists (select 1 from opt_outs o where o.account_id = b.account_id and o.phone = b.phone) as opted_out,
            w.at as last_at, coalesce(w.at > ${now} - make_interval(hours => ${WINDOW_HOURS}), false) as open,
            case when b.tier is not null then (
              select count(distinct u.phone)::int from messaging_uses u
