@@ -922,7 +922,8 @@ async function checkUserIds(
   const postsOf = new Map<string, UserIdEvidence['posts']>()
   for (const p of u.posts) postsOf.set(`${p.side} ${p.userId}`, [...(postsOf.get(`${p.side} ${p.userId}`) ?? []), p])
   // The phone Meta named with the user id (its first message naming both; `taken`: once the service took it).
-  const linkOf = (posts: UserIdEvidence['posts'], taken = false) => posts.find((p) => p.phone !== null && (!taken || p.ackAt !== null))?.phone ?? null
+  const linkOf = (posts: UserIdEvidence['posts'], taken = false) =>
+    posts.find((p) => p.phone !== null && (!taken || p.ackAt !== null))?.phone ?? null
   // Taken before a request: the service answered 200 no later than the request was asked for (one process,
   // one after the other: the same millisecond is before).
   const takenBy = (p: UserIdEvidence['posts'][number], at: number) => p.ackAt !== null && p.ackAt <= at
@@ -936,7 +937,8 @@ async function checkUserIds(
   const stored = new Map<string, typeof rows>()
   for (const r of rows) stored.set(r.sid, [...(stored.get(r.sid) ?? []), r])
   const written = new Set(u.posts.map((p) => p.wamid))
-  for (const r of rows) if (!written.has(r.sid)) fail(`inbound ${r.sid} is stored at user-id sender ${r.sender_id}, yet no customer wrote it`)
+  for (const r of rows)
+    if (!written.has(r.sid)) fail(`inbound ${r.sid} is stored at user-id sender ${r.sender_id}, yet no customer wrote it`)
   for (const p of u.posts) {
     count('user-id customers: messages written')
     if (p.repeats > 0) count('user-id customers: repeat deliveries', p.repeats)
@@ -960,7 +962,8 @@ async function checkUserIds(
           `${row!.account_id}, as ${row!.phone} (user id ${row!.user_id}); written to sender ${u.sides[p.side]!.senderId}, account ${accountOf(p.side)}, key ${key}`,
       )
     if (p.body === 'STOP' || p.body === 'START') count(`user-id customers' ${p.body}s`)
-    if (p.phone !== null && p === postsOf.get(`${p.side} ${p.userId}`)!.find((x) => x.phone !== null)) count('user-id customers linked to a phone')
+    if (p.phone !== null && p === postsOf.get(`${p.side} ${p.userId}`)!.find((x) => x.phone !== null))
+      count('user-id customers linked to a phone')
   }
 
   // Every opt-out change of the two accounts is a word their own customers wrote.
@@ -1011,11 +1014,15 @@ async function checkUserIds(
         if (h.to !== undefined && h.recipient !== undefined) fail(`${what} went to Meta with both to ${h.to} and recipient ${h.recipient}`)
         else if (h.recipient !== undefined) {
           if (h.recipient !== userId || linkedFirst)
-            fail(`${what} went to Meta as recipient ${h.recipient}${linkedFirst ? `, though its phone ${link} was linked before it was asked for` : ''}`)
+            fail(
+              `${what} went to Meta as recipient ${h.recipient}${linkedFirst ? `, though its phone ${link} was linked before it was asked for` : ''}`,
+            )
           else count('user-id messages to Meta by recipient (no to)')
         } else if (h.to !== undefined) {
           if (link === null || h.to !== link || unlinked)
-            fail(`${what} went to Meta as to ${h.to}; ${link === null ? 'no phone was ever named with it' : `its phone ${link} was linked later`}`)
+            fail(
+              `${what} went to Meta as to ${h.to}; ${link === null ? 'no phone was ever named with it' : `its phone ${link} was linked later`}`,
+            )
           else count('user-id messages to Meta at the phone linked to them')
         } else fail(`${what} went to Meta naming no one`)
       }
@@ -1043,14 +1050,18 @@ async function checkUserIds(
       // before its charge, so the link's re-keying in between may leave the charge looking under the user id
       // (a known race): such a send may be charged, but its hand-off finds the phone's opt-out and refunds it.
       const linkRacing =
-        linkPost !== undefined && linkPost.startedAt !== 0 && linkPost.startedAt < request.answeredAt! && !takenBy(linkPost, request.issuedAt)
+        linkPost !== undefined &&
+        linkPost.startedAt !== 0 &&
+        linkPost.startedAt < request.answeredAt! &&
+        !takenBy(linkPost, request.issuedAt)
       if (racing) count('user-id sends racing their STOP or START')
       else if (last === 'STOP') {
         count('user-id sends after a STOP')
         const stoppedAtHandoff = m && linkRacing && m.status === 'failed' && m.message_sid === null && m.refunded
         if (m && !stoppedAtHandoff) fail(`${what}, asked for after the customer's STOP was taken, was charged as message ${m.id}`)
         if (handoffs.length > 0) fail(`${what}, asked for after the customer's STOP was taken, reached Meta ${handoffs.length} times`)
-        if (code !== undefined && code !== 'RECIPIENT_OPTED_OUT' && code !== 'CONFLICT') fail(`${what}, opted out, was refused with ${code}`)
+        if (code !== undefined && code !== 'RECIPIENT_OPTED_OUT' && code !== 'CONFLICT')
+          fail(`${what}, opted out, was refused with ${code}`)
         if (code === 'RECIPIENT_OPTED_OUT') count('user-id sends refused before charging (RECIPIENT_OPTED_OUT)')
       } else {
         if (code === 'RECIPIENT_OPTED_OUT')

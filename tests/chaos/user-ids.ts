@@ -247,9 +247,16 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
       const linked = newCustomer(0)
       for (const c of [stopper, twinned, twin, linked]) c.wrote = true
       const script = (async () => {
-        await Promise.all([write(stopper, TEXTS[0]!, deadline, 0), write(twinned, TEXTS[0]!, deadline, 0), write(linked, TEXTS[0]!, deadline, 0)])
+        await Promise.all([
+          write(stopper, TEXTS[0]!, deadline, 0),
+          write(twinned, TEXTS[0]!, deadline, 0),
+          write(linked, TEXTS[0]!, deadline, 0),
+        ])
         await send(client, accounts, 0, [stopper.userId, twinned.userId, linked.userId], true)
-        await Promise.all([write(stopper, 'STOP', deadline, 0), write(twin, TEXTS[0]!, deadline, 0).then(() => write(twin, 'STOP', deadline, 0))])
+        await Promise.all([
+          write(stopper, 'STOP', deadline, 0),
+          write(twin, TEXTS[0]!, deadline, 0).then(() => write(twin, 'STOP', deadline, 0)),
+        ])
         await Promise.all([send(client, accounts, 0, [stopper.userId], true), send(client, accounts, 0, [twinned.userId], true)])
         await send(client, accounts, 1, [twin.userId], true)
         linked.phone = `62857${String(++phones).padStart(8, '0')}`
@@ -322,7 +329,15 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
           // not JSON: no tag
         }
         const tag = /\[([a-z0-9-]+)\]/.exec(String(sent?.text?.body ?? ''))?.[1] ?? ''
-        handoffs.push({ at: epochOf(r.at), phoneNumberId: r.sender, tag, to: sent?.to, recipient: sent?.recipient, status: r.status, code: r.code })
+        handoffs.push({
+          at: epochOf(r.at),
+          phoneNumberId: r.sender,
+          tag,
+          to: sent?.to,
+          recipient: sent?.recipient,
+          status: r.status,
+          code: r.code,
+        })
       }
       return { sides, posts, handoffs }
     },
