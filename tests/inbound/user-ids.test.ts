@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { TestClock } from '../../src/lib/clock'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { fakeTwilio } from '../helpers/fake-twilio'
-import { fakeGraph } from '../helpers/fake-graph'
+import { fakeGraph, graphError } from '../helpers/fake-graph'
 import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv } from '../helpers/senders'
 
 const twilio = fakeTwilio()
@@ -160,6 +160,39 @@ describe('a customer known by a user id', () => {
     await writes({ userId: uid, text: 'START' })
     const sent = await sendMeta(acc.key, tel)
     expect(sent.status).toBe(200)
+  })
+
+  test('a message to a user id waiting for its retry is stopped by a STOP written after Meta linked the phone', async () => {
+    // Charged under the user id (no phone known yet); while it waits for its retry after a throttle, Meta
+    // names the phone with it (the link) and the customer writes STOP: the opt-out is the phone's, and
+    // still stops the message before its next hand-off (found by the fault test's review, issue 32).
+    const uid = userId()
+    const tel = phone()
+    await writes({ userId: uid })
+    let stopped: Promise<void> | undefined
+    graph.answer = async (_request, sent) => {
+      if (sent?.recipient !== uid || stopped) return undefined
+      stopped = (async () => {
+        await writes({ userId: uid, phone: tel.slice(1), text: 'Halo lagi' })
+        await writes({ userId: uid, phone: tel.slice(1), text: 'STOP' })
+      })()
+      await stopped
+      return graphError(400, 130429, '(#130429) Rate limit hit', { 'retry-after': '1' })
+    }
+    try {
+      const { status, body } = await sendMeta(acc.key, uid)
+      await stopped
+      expect({ status, code: body.code }).toEqual({ status: 422, code: 'RECIPIENT_OPTED_OUT' })
+      // The throttled attempt only: no retry to the user id or to the phone.
+      expect(graph.requests.filter((r) => r.to === uid || r.to === tel.slice(1)).map((r) => r.status)).toEqual([400])
+      // Failed, and its charge refunded: it cost nothing.
+      const [row] = await t.db.sql<{ status: string; refunded: boolean; net: number }[]>`
+        select m.status, m.refunded_at is not null as refunded, (select sum(amount)::int from ledger l where l.message_id = m.id) as net
+        from messages m where m.id = ${body.id}`
+      expect(row).toEqual({ status: 'failed', refunded: true, net: 0 })
+    } finally {
+      graph.answer = null
+    }
   })
 
   test('opt-out calls take a user id', async () => {

@@ -1598,6 +1598,20 @@ export const MUTATIONS: Mutation[] = [
     filter: "another tenant's key",
   },
   {
+    name: 'user-id-stop-at-handoff',
+    breaks:
+      "a message charged to a WhatsApp user id and waiting for its hand-off is handed over after the customer's STOP when Meta linked the user id to a phone first (the opt-out is the phone's)",
+    edits: [
+      {
+        file: HANDOFF,
+        find: 'and o.phone in (m.phone, (select l.phone from customer_links l where l.sender_key = coalesce(m.sender_id, 0) and l.user_id = m.phone))',
+        replace: 'and o.phone = m.phone',
+      },
+    ],
+    tests: ['tests/inbound/user-ids.test.ts'],
+    filter: 'waiting for its retry',
+  },
+  {
     name: 'inbox-thread-other-account',
     breaks:
       "a member polls another account's conversation with a phone it has none with (the open page's thread, GET .../inbox/:phone/thread)",

@@ -184,7 +184,8 @@ export function createHandoff(
   }
 
   // Renews the lease of messages about to be attempted; answers which ones this holder still has, and of
-  // those whether the recipient opted out of the account's messages (opt_outs' key: one index probe).
+  // those whether the recipient opted out of the account's messages (opt_outs' key: one index probe; for a
+  // message to a user id, also the phone Meta linked it to on the sender since, whose opt-out it is now).
   // A batch of claims can deadlock with another instance's (or an outcome's record) over the same
   // messages: rolled back whole, it runs again (a claim is safe to repeat).
   const claimer = new Batcher<{ id: number; token: string }, Claim>(async (claims) => {
@@ -193,7 +194,10 @@ export function createHandoff(
       update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
-      returning m.id, exists (select 1 from opt_outs o where o.account_id = m.account_id and o.phone = m.phone) as opted_out`,
+      returning m.id, exists (
+        select 1 from opt_outs o where o.account_id = m.account_id
+          and o.phone in (m.phone, (select l.phone from customer_links l where l.sender_key = coalesce(m.sender_id, 0) and l.user_id = m.phone))
+      ) as opted_out`,
       {
         retryIf: isRolledBack,
         clock,
