@@ -48,6 +48,7 @@ import customerUserIds from '../../sql/0047_customer_user_ids.sql' with { type: 
 import parkedPricedSent from '../../sql/0048_parked_priced_sent.sql' with { type: 'text' }
 import mediaUploads from '../../sql/0049_media_uploads.sql' with { type: 'text' }
 import senderHealth from '../../sql/0050_sender_health.sql' with { type: 'text' }
+import userIdGaps from '../../sql/0051_user_id_gaps.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -101,4 +102,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 48, name: '0048_parked_priced_sent.sql', text: parkedPricedSent },
   { version: 49, name: '0049_media_uploads.sql', text: mediaUploads },
   { version: 50, name: '0050_sender_health.sql', text: senderHealth },
+  { version: 51, name: '0051_user_id_gaps.sql', text: userIdGaps },
 ]
