@@ -251,7 +251,8 @@ export async function storeIdentityChanges(sql: Sql, changes: SignedIdentityChan
 
 /** Status reports that name both of their recipient's ids (issue 32): each links them in its own transaction. */
 export async function storeStatusLinks(sql: Sql, reports: SignedReport[]): Promise<void> {
-  for (const report of reports) if (report.recipient?.userId && report.recipient.phone) await transaction(sql, (tx) => linkFromStatus(tx, report))
+  for (const report of reports)
+    if (report.recipient?.userId && report.recipient.phone) await transaction(sql, (tx) => linkFromStatus(tx, report))
 }
 
 type Row = {
