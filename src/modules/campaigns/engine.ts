@@ -296,7 +296,7 @@ async function nextBatch(
     // A contact known only by a WhatsApp user id (issue 32) is reached only through a Meta sender (as Meta's
     // `recipient`): through another it is skipped, uncharged, and counted, as the provider would refuse it.
     const userIdOnly = new Set(reachesUserIds ? [] : fetched.filter((c) => !optedOut.has(c.phone) && isUserId(c.phone)).map((c) => c.id))
-    const reachable = fetched.filter((c) => !optedOut.has(c.phone) && !userIdOnly.has(c.id))
+    const reachable = fetched.filter((c) => !optedOut.has(c.phone)).filter((c) => !userIdOnly.has(c.id))
     const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null && !wa, campaign.sender_id, reachable, clock)
     // A WhatsApp template's values per recipient: one without a value (or with one WhatsApp refuses) is skipped.
     const filled = new Map<number, ReturnType<typeof fillForContact>>()
