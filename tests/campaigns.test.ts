@@ -257,7 +257,7 @@ describe('GET /campaigns/{id}', () => {
           finished_at: null,
           pause_reason: null,
         },
-        stats: { total: 9, sent: 6, delivered: 4, read: 1, failed: 2, window_closed: 0, opted_out: 0, missing_values: 0 },
+        stats: { total: 9, sent: 6, delivered: 4, read: 1, failed: 2, window_closed: 0, opted_out: 0, missing_values: 0, user_id_only: 0 },
       },
     })
   })
@@ -275,6 +275,7 @@ describe('GET /campaigns/{id}', () => {
       window_closed: 0,
       opted_out: 0,
       missing_values: 0,
+      user_id_only: 0,
     })
   })
 

@@ -92,6 +92,10 @@ const NOUN_EXCEPTIONS: Record<string, string> = {
   // senders, and a sender's directory reads the 24-hour window from inbound, so this edge closes a
   // circle; the route is an edge over the nouns, like a page, kept where the issue put it.
   'inbound -> templates': 'the provider callback route hands template notices to their owner',
+  // A customer's link (a user id named with its phone, inbound/customers.ts) re-keys its rows in the link's
+  // transaction, its messaging-limit uses among them (budgets/service.ts), while the budget's guard reads
+  // the 24-hour window from inbound: the re-key is one statement on budgets' table, kept with its owner.
+  'inbound -> budgets': "a customer's link re-keys its messaging-limit uses in the link's transaction",
 }
 
 /**

@@ -48,6 +48,7 @@ import customerUserIds from '../../sql/0047_customer_user_ids.sql' with { type: 
 import parkedPricedSent from '../../sql/0048_parked_priced_sent.sql' with { type: 'text' }
 import mediaUploads from '../../sql/0049_media_uploads.sql' with { type: 'text' }
 import senderHealth from '../../sql/0050_sender_health.sql' with { type: 'text' }
+import userIdGaps from '../../sql/0051_user_id_gaps.sql' with { type: 'text' }
 import messageSettledEvent from '../../sql/0052_message_settled_event.sql' with { type: 'text' }
 import templateNamesReused from '../../sql/0053_template_names_reused.sql' with { type: 'text' }
 
@@ -103,6 +104,7 @@ export const MIGRATIONS: Migration[] = [
   { version: 48, name: '0048_parked_priced_sent.sql', text: parkedPricedSent },
   { version: 49, name: '0049_media_uploads.sql', text: mediaUploads },
   { version: 50, name: '0050_sender_health.sql', text: senderHealth },
+  { version: 51, name: '0051_user_id_gaps.sql', text: userIdGaps },
   { version: 52, name: '0052_message_settled_event.sql', text: messageSettledEvent },
   { version: 53, name: '0053_template_names_reused.sql', text: templateNamesReused },
 ]

@@ -21,6 +21,11 @@ export type StatusReport = {
   errorMessage?: string | null
   /** How the provider priced the message, when it says (Meta's `pricing` on sent, delivered and read). */
   pricing?: Pricing | null
+  /**
+   * The recipient as the report names it, when it names a business-scoped user id (Meta's `recipient_user_id`,
+   * with `recipient_id` when it gives the phone too): both together link the customer (modules/inbound).
+   */
+  recipient?: CustomerIds
 }
 
 /**

@@ -73,6 +73,7 @@ describe('campaign engine', () => {
       window_closed: 0,
       opted_out: 0,
       missing_values: 0,
+      user_id_only: 0,
     })
 
     const perContact = await t.db.sql<{ n: number; contacts: number }[]>`

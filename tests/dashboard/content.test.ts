@@ -570,7 +570,17 @@ describe('campaigns', () => {
     const p = await progress(a.client, `/dashboard/campaigns/${id}/progress`)
     const admin = await t.admin('GET', `/campaigns/${id}`)
     expect(p).toEqual({ status: 'sent', pause_reason: null, stats: admin.body.data.stats, pending: 0 })
-    expect(p.stats).toEqual({ total: 30, sent: 30, delivered: 30, read: 30, failed: 0, window_closed: 0, opted_out: 0, missing_values: 0 })
+    expect(p.stats).toEqual({
+      total: 30,
+      sent: 30,
+      delivered: 30,
+      read: 30,
+      failed: 0,
+      window_closed: 0,
+      opted_out: 0,
+      missing_values: 0,
+      user_id_only: 0,
+    })
     page = await a.client.get(`/dashboard/campaigns/${id}`)
     expect(page.text).toContain('<dd id="campaign-status">sent</dd>')
     expect(page.text).toContain('<div class="value" id="count-read">30</div>')

@@ -317,6 +317,9 @@ export type FakeGraph = {
     status: 'sent' | 'delivered' | 'read' | 'failed'
     pricing?: MetaPricing | null
     appSecret?: string
+    /** Its `recipient_id` (a phone's digits; null: none given) and `recipient_user_id` (issue 32), when a test names them. */
+    recipient?: string | null
+    recipientUserId?: string
   }): Promise<Response>
   /** The files uploaded to it (POST /{phone-number-id}/media), by the id it answered. */
   uploads: Map<string, FakeUpload>
@@ -747,7 +750,9 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
       const secret = o.appSecret ?? fake.phones.get(o.phoneNumberId)?.appSecret
       if (!secret) throw new Error(`fake Graph: no app secret for ${o.phoneNumberId}`)
       const pricing = o.status === 'failed' ? null : o.pricing === undefined ? (fake.pricing.get(o.id) ?? null) : o.pricing
-      const body = metaStatusesBody(o.phoneNumberId, [{ id: o.id, status: o.status, pricing }])
+      const body = metaStatusesBody(o.phoneNumberId, [
+        { id: o.id, status: o.status, pricing, recipient: o.recipient, recipientUserId: o.recipientUserId },
+      ])
       return fake.callback.deliver(
         new Request(`${fake.callback.publicBaseUrl}/provider/meta/webhook`, {
           method: 'POST',

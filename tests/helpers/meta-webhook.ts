@@ -128,7 +128,7 @@ export function metaPricing(category: string, type: 'regular' | 'free_customer_s
  */
 export function metaStatusesBody(
   phoneNumberId: string,
-  statuses: { id: string; status: string; pricing?: MetaPricing | null; recipient?: string }[],
+  statuses: { id: string; status: string; pricing?: MetaPricing | null; recipient?: string | null; recipientUserId?: string }[],
 ): string {
   return JSON.stringify({
     object: 'whatsapp_business_account',
@@ -145,7 +145,9 @@ export function metaStatusesBody(
                 id: s.id,
                 status: s.status,
                 timestamp: String(Math.floor(Date.now() / 1000)),
-                recipient_id: s.recipient ?? '6281234567890',
+                // A message to a business-scoped user id: recipient_user_id, and recipient_id only when Meta gives the phone (null: not).
+                ...(s.recipient === null ? {} : { recipient_id: s.recipient ?? '6281234567890' }),
+                ...(s.recipientUserId ? { recipient_user_id: s.recipientUserId } : {}),
                 ...(s.pricing ? { pricing: s.pricing } : {}),
               })),
             },

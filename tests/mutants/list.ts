@@ -1612,6 +1612,42 @@ export const MUTATIONS: Mutation[] = [
     filter: 'waiting for its retry',
   },
   {
+    name: 'user-id-budget-rekey',
+    breaks:
+      'a customer sent a template by WhatsApp user id, then by phone once Meta linked the two, counts twice against the messaging limit',
+    edits: [{ file: 'src/modules/inbound/customers.ts', find: '    await rekeyUses(tx, senderId, from, to)\n', replace: '' }],
+    tests: ['tests/inbound/user-id-links.test.ts'],
+    filter: 'counts once',
+  },
+  {
+    name: 'user-id-status-link-tenant',
+    breaks:
+      "a tenant's own signed Meta status naming another tenant's message, with its user id and a phone of its choosing, links them on that tenant's number: its sends by user id go to the planted phone",
+    edits: [
+      {
+        file: 'src/modules/inbound/customers.ts',
+        find: 'where message_sid = ${report.sid} and coalesce(sender_id, 0) = any(${report.senders.map((id) => id ?? 0)}::bigint[])',
+        replace: 'where message_sid = ${report.sid}',
+      },
+    ],
+    tests: ['tests/inbound/user-id-links.test.ts'],
+    filter: "another tenant's own signed status",
+  },
+  {
+    name: 'user-id-campaign-skip',
+    breaks:
+      'a campaign through a Twilio sender charges a contact known only by WhatsApp user id and hands it to a provider that cannot reach it, instead of skipping it uncharged',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'const userIdOnly = new Set(reachesUserIds ? [] :',
+        replace: 'const userIdOnly = new Set(true ? [] :',
+      },
+    ],
+    tests: ['tests/inbound/user-id-links.test.ts'],
+    filter: 'through a Twilio sender',
+  },
+  {
     name: 'inbox-thread-other-account',
     breaks:
       "a member polls another account's conversation with a phone it has none with (the open page's thread, GET .../inbox/:phone/thread)",

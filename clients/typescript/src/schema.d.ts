@@ -4374,7 +4374,8 @@ export interface operations {
                              *       "failed": 3,
                              *       "window_closed": 2,
                              *       "opted_out": 1,
-                             *       "missing_values": 0
+                             *       "missing_values": 0,
+                             *       "user_id_only": 0
                              *     }
                              */
                             stats: {
@@ -4394,6 +4395,8 @@ export interface operations {
                                 opted_out: number;
                                 /** @description Recipients skipped, uncharged, because a WhatsApp template's parameter had no value for them (an attribute they lack, an e-mail not given) or one WhatsApp would refuse (extension) */
                                 missing_values: number;
+                                /** @description Recipients skipped, uncharged, because they are known only by a WhatsApp user id (a username hiding the phone) and the campaign's sender is not a Meta sender, the only provider that reaches a user id (extension) */
+                                user_id_only: number;
                             };
                         };
                     };

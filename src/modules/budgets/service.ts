@@ -51,6 +51,17 @@ export async function usageOf(db: Db, clock: Clock, budget: string): Promise<Usa
   return { used: row!.used, freesAt: row!.frees_at }
 }
 
+/**
+ * A customer's key changed on a number (a user id linked to its phone, a changed number or user id:
+ * modules/inbound/customers.ts): its uses in that number's budget take the new key, in the caller's
+ * transaction, so a customer messaged by user id and then by phone counts once. No lock of the budget:
+ * merging two keys' uses only lowers the count, so a send taking room meanwhile never gets too much.
+ */
+export async function rekeyUses(db: Db, senderId: number | null, from: string, to: string): Promise<void> {
+  const { key } = await budgetOf(db, senderId, null)
+  await db`update messaging_uses set phone = ${to} where budget = ${key} and phone = ${from}`
+}
+
 /** A budget's use as answers show it. */
 export const budgetUse = (budget: Budget, usage: Usage) => ({
   messaging_limit: budget.tier,

@@ -10,7 +10,8 @@
 // each contact's values in the bound order; every message records its rendered text either way.
 // A campaign of a WhatsApp template (issue 30) fills each recipient's parameters from its mapping
 // (wa.ts) with the send's own code; a recipient whose value is missing is skipped, uncharged, and
-// counted (missing_values). Before a batch is charged its template must be approved: otherwise the
+// counted (missing_values); so is a contact known only by a WhatsApp user id when the sender is not Meta's
+// (user_id_only). Before a batch is charged its template must be approved: otherwise the
 // campaign pauses (TEMPLATE_NOT_APPROVED...) and the scheduler resumes it once the template is approved.
 
 import type { Deps } from '../../deps'
@@ -19,6 +20,7 @@ import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
+import { isUserId } from '../../lib/user-id'
 import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
 import { outgoingOf } from '../messages/content'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
@@ -187,6 +189,8 @@ async function nextBatch(
   /** The sender is held to the 24-hour window (messages/window.ts). */
   windowChecked: boolean,
   messagingLimit: number | null,
+  /** The sender's provider reaches a customer by WhatsApp user id (Meta). */
+  reachesUserIds: boolean,
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   const settleFirst = { messages: [], lease, done: false, settleFirst: true }
@@ -289,7 +293,10 @@ async function nextBatch(
       campaign.account_id,
       fetched.map((c) => c.phone),
     )
-    const reachable = fetched.filter((c) => !optedOut.has(c.phone))
+    // A contact known only by a WhatsApp user id (issue 32) is reached only through a Meta sender (as Meta's
+    // `recipient`): through another it is skipped, uncharged, and counted, as the provider would refuse it.
+    const userIdOnly = new Set(reachesUserIds ? [] : fetched.filter((c) => !optedOut.has(c.phone) && isUserId(c.phone)).map((c) => c.id))
+    const reachable = fetched.filter((c) => !optedOut.has(c.phone)).filter((c) => !userIdOnly.has(c.id))
     const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null && !wa, campaign.sender_id, reachable, clock)
     // A WhatsApp template's values per recipient: one without a value (or with one WhatsApp refuses) is skipped.
     const filled = new Map<number, ReturnType<typeof fillForContact>>()
@@ -301,8 +308,10 @@ async function nextBatch(
       const optedOutSkipped = fetched.filter((c) => optedOut.has(c.phone) && c.id <= through).length
       const closedSkipped = fetched.filter((c) => closed.has(c.phone) && c.id <= through).length
       const missingSkipped = fetched.filter((c) => missing.has(c.id) && c.id <= through).length
+      const userIdOnlySkipped = fetched.filter((c) => userIdOnly.has(c.id) && c.id <= through).length
       await tx`
         update campaigns set cursor_contact_id = ${through}, opted_out = opted_out + ${optedOutSkipped},
+          user_id_only = user_id_only + ${userIdOnlySkipped},
           window_closed = window_closed + ${closedSkipped}, missing_values = missing_values + ${missingSkipped}, lease_until = ${now} + make_interval(secs => ${lease.seconds})
         where id = ${campaignId}`
     }
@@ -454,6 +463,7 @@ export async function sendClaimedCampaign(
         waiting > 0,
         checksWindow(deps.config, sender),
         deps.config.messagingLimit,
+        sender.provider.userIds === true,
       )
       if (batch.settleFirst) {
         await Promise.allSettled(handingOver)

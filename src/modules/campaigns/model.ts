@@ -168,8 +168,17 @@ export const CampaignDetail = t.Object({
           "Recipients skipped, uncharged, because a WhatsApp template's parameter had no value for them (an attribute they lack, " +
           'an e-mail not given) or one WhatsApp would refuse (extension)',
       }),
+      user_id_only: jsonInteger({
+        description:
+          'Recipients skipped, uncharged, because they are known only by a WhatsApp user id (a username hiding the phone) and the ' +
+          "campaign's sender is not a Meta sender, the only provider that reaches a user id (extension)",
+      }),
     },
-    { examples: [{ total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2, opted_out: 1, missing_values: 0 }] },
+    {
+      examples: [
+        { total: 100, sent: 95, delivered: 90, read: 41, failed: 3, window_closed: 2, opted_out: 1, missing_values: 0, user_id_only: 0 },
+      ],
+    },
   ),
 })
 export type CampaignDetail = typeof CampaignDetail.static

@@ -116,7 +116,8 @@ export const progressOf = (detail: CampaignDetail) => ({
       detail.stats.failed -
       detail.stats.window_closed -
       detail.stats.opted_out -
-      detail.stats.missing_values,
+      detail.stats.missing_values -
+      detail.stats.user_id_only,
   ),
 })
 

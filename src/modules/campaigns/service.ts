@@ -114,12 +114,12 @@ async function campaignDetail(sql: Sql, id: number, accountId: number | null) {
         (count(*) filter (where status = 'read'))::int as read,
         (count(*) filter (where status = 'failed'))::int as failed
       from messages where campaign_id = ${id}
-    ), c as (select account_id, segment_id, total_recipients, window_closed, opted_out, missing_values from campaigns where id = ${id})
+    ), c as (select account_id, segment_id, total_recipients, window_closed, opted_out, missing_values, user_id_only from campaigns where id = ${id})
     select greatest(m.n, coalesce(c.total_recipients, (
         select count(*)::int from contacts ct, segments s
         where s.id = c.segment_id and ct.account_id = c.account_id and ${segmentMatch(sql, sql`s.tag`, 'ct')}
       ))) as total, m.sent, m.delivered, m.read, m.failed, c.window_closed, c.opted_out,
-      c.missing_values
+      c.missing_values, c.user_id_only
     from m, c`
   return {
     campaign: {

@@ -5,7 +5,7 @@
 // here they are read: a send resolves a user id to its phone through the sender it goes through, an
 // account's request through the numbers the account sends through.
 
-import type { Db } from '../../db/client'
+import type { Db, Fragment } from '../../db/client'
 import { isUserId } from '../../lib/user-id'
 import type { SenderRef } from '../../providers/provider'
 
@@ -16,6 +16,13 @@ export async function linkedPhone(db: Db, senderId: SenderRef, userId: string): 
   const [row] = await db<{ phone: string }[]>`
     select phone from customer_links where sender_key = ${senderKey(senderId)} and user_id = ${userId}`
   return row?.phone ?? null
+}
+
+/** The user id linked to `phone` on the number (the latest Meta named), or null. */
+export async function linkedUserId(db: Db, senderId: SenderRef, phone: string): Promise<string | null> {
+  const [row] = await db<{ user_id: string }[]>`
+    select user_id from customer_links where sender_key = ${senderKey(senderId)} and phone = ${phone} order by updated_at desc limit 1`
+  return row?.user_id ?? null
 }
 
 /**
@@ -32,6 +39,16 @@ export async function accountCustomerKey(db: Db, accountId: number, key: string)
     order by l.updated_at desc limit 1`
   return row?.phone ?? key
 }
+
+/**
+ * The user id of a message's customer, as SQL for its message.status event: its `to` (`phone`) when that is
+ * a user id, else the user id linked to that phone on its number (`sender`: the message's sender_id), else
+ * null. Read when the event is written: a link Meta made after the send shows too.
+ */
+export const messageUserId = (db: Db, sender: Fragment, phone: Fragment): Fragment => db`
+  case when ${phone} ~ '^[A-Z]{2}\\.' then ${phone}
+       else (select l.user_id from customer_links l
+             where l.sender_key = coalesce(${sender}, 0) and l.phone = ${phone} order by l.updated_at desc limit 1) end`
 
 /** Records that `userId` is `phone` on the number (a later word replaces an earlier one); false when it said so already. */
 export async function recordLink(db: Db, senderId: SenderRef, userId: string, phone: string): Promise<boolean> {

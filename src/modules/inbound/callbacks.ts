@@ -19,7 +19,7 @@ import { CALLBACK_JSON_BOUNDS, MAX_CALLBACK_BODY_BYTES, MAX_CALLBACK_FORM_FIELDS
 import { readCapped } from '../../lib/stream'
 import { envelopeOf, ErrorEnvelope, errorsOf } from '../../http/openapi'
 import { createReportReceiver } from '../status/receiver'
-import { storeConsent, storeIdentityChanges, storeInbound } from './service'
+import { storeConsent, storeIdentityChanges, storeInbound, storeStatusLinks } from './service'
 import { applyTemplateNotices } from '../templates/notices'
 import type { Callback, CallbackRequest } from '../../providers/provider'
 import { anyProvider, PROVIDERS } from '../../providers/registry'
@@ -155,6 +155,8 @@ export function providerCallbacks(deps: Deps) {
         // A new inbound message may have media to fetch. (Its message.received events, like every
         // event, announce themselves at commit: modules/webhooks/notify.ts.)
         if (stored.some((id) => id !== null)) deps.wake('inbound-media')
+        // A status naming both of its recipient's ids links them before it applies: its event carries the user id.
+        await storeStatusLinks(deps.sql, reports)
         const outcome = await receive(reports)
         // Signed, but naming a message its signer's senders did not send: an attack with one tenant's own
         // credentials, or a misconfigured webhook. The operator should hear of it; nothing changed.

@@ -14,15 +14,16 @@
 // that brought it, so links are kept per number (modules/customers) and a rekey
 // touches only the accounts that send through that number: one tenant's signed webhook never re-keys
 // another tenant's customers, and a send finds a user id's phone only through the number that learned it.
-// (messaging_uses keeps the key a message was counted under: after a link, a customer may count twice in
-// one rolling 24 hours at most.)
+// A rekey moves the customer's messaging-limit uses in the number's budget too (modules/budgets): a
+// customer messaged first by user id, then by phone once linked, counts once.
 
 import type { Db, Tx } from '../../db/client'
-import type { CustomerIds, SenderRef, SignedIdentityChange } from '../../providers/provider'
+import type { CustomerIds, SenderRef, SignedIdentityChange, SignedReport } from '../../providers/provider'
 import { isUserId } from '../../lib/user-id'
 import { linkedPhone, moveLinks, recordLink } from '../customers/service'
 import { rekeyOptOuts } from '../optouts/service'
 import { rekeyContacts } from '../contacts/service'
+import { rekeyUses } from '../budgets/service'
 import { rekeyHolder } from './holders'
 import { inboundPhone } from './phone'
 
@@ -51,6 +52,7 @@ async function rekey(tx: Tx, senderId: SenderRef, from: string, to: string, user
     await tx`update inbound_messages set phone = ${to} where sender_id is not distinct from ${senderId} and phone = ${from}`
     await rekeyHolder(tx, senderId, from, to)
     await rekeyOptOuts(tx, accounts, from, to)
+    await rekeyUses(tx, senderId, from, to)
   }
   await rekeyContacts(tx, accounts, from, to, userId)
 }
@@ -77,4 +79,22 @@ export async function followIdentityChange(tx: Tx, change: SignedIdentityChange)
   await moveLinks(tx, sender, { previousUserId: previousUserId === userId ? null : previousUserId, previousPhone, phone })
   if (userId !== null && !isUserId(to)) await recordLink(tx, sender, userId, to)
   await rekey(tx, sender, from, to, userId)
+}
+
+/**
+ * A status report naming both of its recipient's ids (Meta's `recipient_id` with `recipient_user_id`) links
+ * them on the number that sent the message: only a message of a sender whose signature brought the report
+ * (one tenant's own signed webhook never links another's customer by naming its message), and only when the
+ * message went to one of the two ids.
+ */
+export async function linkFromStatus(tx: Tx, report: SignedReport): Promise<void> {
+  const userId = report.recipient?.userId && isUserId(report.recipient.userId) ? report.recipient.userId : null
+  const phone = report.recipient?.phone ? inboundPhone(report.recipient.phone) : null
+  if (userId === null || phone === null) return
+  const [message] = await tx<{ sender_id: number | null }[]>`
+    select sender_id from messages
+    where message_sid = ${report.sid} and coalesce(sender_id, 0) = any(${report.senders.map((id) => id ?? 0)}::bigint[])
+      and phone = any(${[userId, phone]}::text[])
+    limit 1`
+  if (message) await linkCustomer(tx, message.sender_id === null ? null : Number(message.sender_id), userId, phone)
 }

@@ -27,6 +27,8 @@ import { moveConversation, sharedConversation, type HolderSource } from './holde
 import { formatTimes, type Formatted } from '../../lib/time'
 import { accountName } from '../accounts/service'
 import { inboundPhone } from './phone'
+import { isUserId } from '../../lib/user-id'
+import { accountCustomerKey } from '../customers/service'
 import { inboundToQuote, markOpenedConversation, quotedPreviews, reactionsOf, setInboxMarksRead, inboxMarksRead } from './manners'
 import { isOptedOut } from '../optouts/service'
 import { PAGE_HEADERS } from '../../dashboard/session'
@@ -39,8 +41,6 @@ const preview = (text: string | null, type: string) => {
   const shown = text ?? `[${type}]`
   return shown.length > 80 ? `${shown.slice(0, 80)}…` : shown
 }
-/** A phone in a path: digits, with or without +; the stored form, or null (404). */
-const phoneParam = (value: string) => (/^\+?\d{6,15}$/.test(value) ? inboundPhone(value) : null)
 const pathOf = (phone: string) => phone.replace(/^\+/, '')
 
 type Item = Formatted<Awaited<ReturnType<typeof conversation>>['items'][number]>
@@ -92,6 +92,14 @@ function inboundContent(item: Item): Child {
 }
 
 export function inboxPages(d: Dashboard) {
+  /**
+   * The customer a path names, as the account keys it, or null (404): a phone (digits, with or without +), or
+   * a WhatsApp user id (issue 32: a customer who hides the phone), which is its phone once Meta linked them.
+   */
+  async function phoneParam(scope: Scope, value: string): Promise<string | null> {
+    if (isUserId(value)) return accountCustomerKey(d.sql, scope.accountId, value)
+    return /^\+?\d{6,15}$/.test(value) ? inboundPhone(value) : null
+  }
   async function inboxPage(scope: Scope, query: Record<string, unknown>) {
     const offset = offsetOf(query.offset)
     const list = await listConversations(d.sql, d.tz, scope.accountId, { limit: PAGE, offset })
@@ -204,7 +212,7 @@ export function inboxPages(d: Dashboard) {
   }
 
   async function conversationPage(scope: Scope, phoneText: string, query: Record<string, unknown>) {
-    const phone = phoneParam(phoneText)
+    const phone = await phoneParam(scope, phoneText)
     if (!phone) return notFound(scope.session)
     const senders = (await listAccountSenders(d.sql, scope.accountId)).filter((s) => !s.disabled)
     const fromText = typeof query.from === 'string' && senders.some((s) => String(s.id) === query.from) ? query.from : undefined
@@ -405,7 +413,7 @@ export function inboxPages(d: Dashboard) {
 
   /** The latest page of the thread alone (the open page's poll): the same list the page shows, or 404. */
   async function threadFragment(scope: Scope, phoneText: string, query: Record<string, unknown>) {
-    const phone = phoneParam(phoneText)
+    const phone = await phoneParam(scope, phoneText)
     if (!phone) return notFound(scope.session)
     const head = await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: 1, offset: 0 })
     if (head.total === 0) return notFound(scope.session)
@@ -427,7 +435,7 @@ export function inboxPages(d: Dashboard) {
   }
 
   async function reply(scope: Scope, phoneText: string, body: unknown, request: Request) {
-    const phone = phoneParam(phoneText)
+    const phone = await phoneParam(scope, phoneText)
     // A reply answers one of the account's conversations: another phone is not this page's to write to.
     if (!phone || (await conversation(d.sql, d.deps.clock, scope.accountId, phone, { limit: 1, offset: 0 })).total === 0) {
       return notFound(scope.session)
@@ -492,7 +500,7 @@ export function inboxPages(d: Dashboard) {
 
   /** An operator moves the phone's conversation on the page's sender to this account (with its received messages when ticked). */
   async function moveHere(scope: Scope, phoneText: string, body: unknown, request: Request) {
-    const phone = phoneParam(phoneText)
+    const phone = await phoneParam(scope, phoneText)
     if (!phone || scope.session.user.role !== 'operator') return notFound(scope.session)
     const from = field(body, 'from') || undefined
     const back = `${scope.base}/inbox/${pathOf(phone)}${from ? `?from=${encodeURIComponent(from)}` : ''}`

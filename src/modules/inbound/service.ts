@@ -16,10 +16,10 @@ import { formatTimes } from '../../lib/time'
 import { MAX_NAME_CHARS, pageOf, type DateRange } from '../../lib/validate'
 import { inboundPhone, requireInboundPhone } from './phone'
 import { holdConversation } from './holders'
-import type { SenderRef, SignedConsent, SignedIdentityChange, SignedInbound } from '../../providers/provider'
+import type { SenderRef, SignedConsent, SignedIdentityChange, SignedInbound, SignedReport } from '../../providers/provider'
 import { isUserId } from '../../lib/user-id'
-import { customerKey, followIdentityChange, linkCustomer } from './customers'
-import { accountCustomerKey } from '../customers/service'
+import { customerKey, followIdentityChange, linkCustomer, linkFromStatus } from './customers'
+import { accountCustomerKey, linkedUserId } from '../customers/service'
 import { ensureContact } from '../contacts/service'
 import { accountEvent } from '../webhooks/events'
 import { lastWritten, WINDOW_HOURS } from './window'
@@ -193,8 +193,11 @@ export async function storeInbound(
               { accountId, phone, inboundMessageId: Number(row.id), ...message },
               options.words,
             )
-          if (row && accountId !== null)
-            await receivedEvent(tx, options.clock, options.timezone, accountId, row, message.replyTo?.trim() || null)
+          if (row && accountId !== null) {
+            // The user id it came with, else the one Meta linked to the phone on this number: the event carries it where known.
+            const knownUserId = userId ?? (await linkedUserId(tx, senderId, phone))
+            await receivedEvent(tx, options.clock, options.timezone, accountId, row, message.replyTo?.trim() || null, knownUserId)
+          }
           return row ? Number(row.id) : null
         }),
       { retryIf: isRolledBack, clock: options.clock, attempts: 5 },
@@ -205,7 +208,15 @@ export async function storeInbound(
 }
 
 /** The `message.received` event of inbound message row `r` (as its insert returned it): its public fields, as GET /inbound/{id} shows them. */
-async function receivedEvent(tx: Tx, clock: Clock, tz: string, accountId: number, r: Row, replyTo: string | null): Promise<void> {
+async function receivedEvent(
+  tx: Tx,
+  clock: Clock,
+  tz: string,
+  accountId: number,
+  r: Row,
+  replyTo: string | null,
+  userId: string | null,
+): Promise<void> {
   const v = formatTimes(view(r), tz)
   // What it quotes (issue 32): the provider's id, and ours when the account has that message. Only a
   // message that quotes one carries it: the event of any other message is as it always was.
@@ -218,8 +229,8 @@ async function receivedEvent(tx: Tx, clock: Clock, tz: string, accountId: number
     {
       id: v.id,
       phone: v.phone,
-      // Extension (issue 32): the customer's business-scoped user id, when the provider named one.
-      ...(v.user_id === null ? {} : { user_id: v.user_id }),
+      // Extension (issue 32): the customer's business-scoped user id, where known (named with it, or linked to its phone).
+      ...(userId === null ? {} : { user_id: userId }),
       name: v.name,
       type: v.type,
       text: v.text,
@@ -251,6 +262,12 @@ export async function storeConsent(sql: Sql, clock: Clock, timezone: string, sig
 /** A provider's word that customers' ids changed (Meta's system messages): each followed in its own transaction. */
 export async function storeIdentityChanges(sql: Sql, changes: SignedIdentityChange[]): Promise<void> {
   for (const change of changes) await transaction(sql, (tx) => followIdentityChange(tx, change))
+}
+
+/** Status reports that name both of their recipient's ids (issue 32): each links them in its own transaction. */
+export async function storeStatusLinks(sql: Sql, reports: SignedReport[]): Promise<void> {
+  for (const report of reports)
+    if (report.recipient?.userId && report.recipient.phone) await transaction(sql, (tx) => linkFromStatus(tx, report))
 }
 
 type Row = {

@@ -40,6 +40,7 @@ import type { Db, Fragment, Sql, Tx } from '../../db/client'
 import { Batcher } from '../../lib/batch'
 import type { Clock } from '../../lib/clock'
 import { nowOf } from '../../db/now'
+import { messageUserId } from '../customers/service'
 import { retrying } from '../../db/retry'
 import type { Pricing, RichContent, StoredTemplate } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload } from '../webhooks/events'
@@ -616,7 +617,7 @@ export async function refundFailed(
       from unnest(${failures.map((f) => f.id)}::bigint[], ${failures.map((f) => f.errorCode) as number[]}::int[],
                   ${failures.map((f) => f.errorMessage)}::text[]) as v(id, error_code, error_message)
       where m.id = v.id and m.status = 'queued' and m.account_id in (select id from locked)
-      returning m.id, m.account_id, m.cost, m.api_key_id, m.phone, m.error_code, m.error_message, m.announce_outcome
+      returning m.id, m.account_id, m.cost, m.api_key_id, m.phone, m.sender_id, m.error_code, m.error_message, m.announce_outcome
     ), per_account as (
       select account_id, sum(cost)::bigint as total from failed group by account_id
     ), credited as (
@@ -633,7 +634,12 @@ export async function refundFailed(
     ), announced as (
       -- A message answered \`queued\` learns its outcome by its message.status event (queued → failed).
       select f.api_key_id, f.id as message_id, f.id as ord,
-             ${statusPayload(db, timezone, db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true`, clock)} as payload
+             ${statusPayload(
+               db,
+               timezone,
+               db`null::text, f.phone, 'failed', 'queued', f.error_code, f.error_message, false, true, ${messageUserId(db, db`f.sender_id`, db`f.phone`)}`,
+               clock,
+             )} as payload
       from failed f where f.announce_outcome
     ), event as (${insertEvents(db, 'announced', { clock })})
     select array(select id from failed) as ids, (select count(*)::int from event) as announced,

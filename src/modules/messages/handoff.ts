@@ -42,6 +42,7 @@ import type { Sender, SenderDirectory } from '../senders/directory'
 import { observeHandoff, observePaceWait } from '../../http/metrics/measures'
 import type { Clock, Timer } from '../../lib/clock'
 import { nowOf } from '../../db/now'
+import { messageUserId } from '../customers/service'
 import { isOptedOut, OPTED_OUT_AT_HANDOFF } from '../optouts/service'
 
 /** A holder renews the leases it holds this many times per lease (HANDOFF_LEASE_SECONDS: 15 s, so every 3 s). */
@@ -450,7 +451,7 @@ export async function markSent(
         provider_template = m.provider_template - 'sealedSecret'
       from unnest(${accepted.map((a) => a.id)}::bigint[], ${accepted.map((a) => a.sid)}::text[]) as v(id, sid)
       where m.id = v.id and m.status = 'queued'
-      returning m.id, m.message_sid, m.api_key_id, m.phone, m.announce_outcome
+      returning m.id, m.message_sid, m.api_key_id, m.phone, m.sender_id, m.announce_outcome
     ), scheduled as (
       insert into simulator_reports (message_sid, status, error_code, error_message, due_at)
       select r.sid, r.status, r.error_code, r.error_message, ${nowOf(sql, clock)} + make_interval(secs => r.after_ms / 1000.0)
@@ -460,7 +461,11 @@ export async function markSent(
       where r.sid in (select message_sid from sent)
     ), announced as (
       select s.api_key_id, s.id as message_id, s.id as ord,
-             ${statusPayload(sql, timezone, sql`s.message_sid, s.phone, 'sent', 'queued', null::int, null::text, false`)} as payload
+             ${statusPayload(
+               sql,
+               timezone,
+               sql`s.message_sid, s.phone, 'sent', 'queued', null::int, null::text, false, null::boolean, ${messageUserId(sql, sql`s.sender_id`, sql`s.phone`)}`,
+             )} as payload
       from sent s where s.announce_outcome
     ), event as (${insertEvents(sql, 'announced')})
     select array(select id from sent) as ids, (select count(*)::int from event) as announced`

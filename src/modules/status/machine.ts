@@ -11,6 +11,7 @@ import type { Db } from '../../db/client'
 import type { SenderRef, StatusReport } from '../../providers/provider'
 import { insertAccountEvents, insertEvents, statusPayload, type EventClock } from '../webhooks/events'
 import { nowOf } from '../../db/now'
+import { messageUserId } from '../customers/service'
 import {
   refundsWhenFailing,
   reportedCategory,
@@ -107,7 +108,7 @@ export async function applyStatuses(
         unsettled = m.unsettled + case when t.diff > 0 then t.diff - coalesce(k.taken, 0) else 0 end
       from target t left join settle_takes k on k.id = t.id
       where m.id = t.id and (t.moves or t.settles)
-      returning m.id, m.account_id, m.api_key_id, m.phone, m.message_sid, m.status, m.cost, m.error_code, m.error_message,
+      returning m.id, m.account_id, m.api_key_id, m.phone, m.sender_id, m.message_sid, m.status, m.cost, m.error_code, m.error_message,
                 m.category, m.unsettled, t.status as previous, t.refund as refunded, t.moves,
                 -- A settlement that changed what the message shows (its category, its cost, or a part not taken).
                 t.settles and t.by_provider and t.reported <> t.category as settled,
@@ -118,7 +119,7 @@ export async function applyStatuses(
                sql,
                timezone,
                sql`c.message_sid, c.phone, c.status, c.previous, c.error_code, c.error_message, false,
-                   case when c.status = 'failed' then c.refunded end`,
+                   case when c.status = 'failed' then c.refunded end, ${messageUserId(sql, sql`c.sender_id`, sql`c.phone`)}`,
                clock,
              )} as payload
       from changed c where c.moves

@@ -30,6 +30,7 @@ import type {
   HealthNotice,
 } from '../provider'
 import { consentOf, identityChangesOf, inboundOf } from './inbound'
+import { userIdOf } from '../../lib/user-id'
 import { metaSecrets, type MetaSettings } from './settings'
 
 export const META_WEBHOOK_PATH = '/provider/meta/webhook'
@@ -59,11 +60,16 @@ function sameText(a: string, b: string): boolean {
 function reportOf(status: unknown, secrets: readonly string[]): StatusReport | null {
   if (!isObject(status) || typeof status.id !== 'string' || !status.id.trim()) return null
   const sid = status.id.trim()
+  // A message sent to a user id (issue 32) is reported with `recipient_user_id`, and `recipient_id` when Meta gives the phone too.
+  const userId = userIdOf(status.recipient_user_id)
+  const recipient = userId
+    ? { recipient: { userId, phone: typeof status.recipient_id === 'string' && status.recipient_id ? status.recipient_id : null } }
+    : {}
   switch (status.status) {
     case 'sent':
     case 'delivered':
     case 'read':
-      return { sid, status: status.status, pricing: pricingOf(status.pricing) }
+      return { sid, status: status.status, pricing: pricingOf(status.pricing), ...recipient }
     case 'failed': {
       // "errors": [{"code": 131047, "title": "Re-engagement message", "message": "Re-engagement message", ...}]
       const error = Array.isArray(status.errors) && isObject(status.errors[0]) ? status.errors[0] : {}
@@ -72,6 +78,7 @@ function reportOf(status: unknown, secrets: readonly string[]): StatusReport | n
         status: 'failed',
         errorCode: typeof error.code === 'number' ? errorCodeOf(error.code) : null,
         errorMessage: providerText(error.title, secrets) ?? providerText(error.message, secrets) ?? 'failed',
+        ...recipient,
       }
     }
     default:

@@ -11,6 +11,7 @@ import { requireMessageBody, requirePhone } from '../../http/values'
 import type { InboundMessage } from '../provider'
 import { InboundAnswer, InboundBody } from './model'
 import { formatTimestamp } from '../../lib/time'
+import { isUserId } from '../../lib/user-id'
 
 /** What a number writes when the operator gives no body. */
 const WRITES_IN = '(the customer wrote in)'
@@ -26,6 +27,13 @@ export type StoreSimulated = (
 ) => Promise<{ inboundId: number | null; accountId: number | null; to: string | null }>
 
 async function writeIn(deps: Deps, store: StoreSimulated, body: InboundBody) {
+  // A customer known only by a WhatsApp user id (issue 32) is Meta's: the simulator cannot answer one (its
+  // sends to a user id are refused), so a conversation it opened could never be answered.
+  if (isUserId(body.phone.trim())) {
+    throw badValue(
+      'phone: a WhatsApp user id reaches the service only through a Meta sender, and the simulator cannot answer one; give a phone number',
+    )
+  }
   const phone = requirePhone(body.phone, 'phone')
   const text = body.body === undefined ? WRITES_IN : requireMessageBody(body.body, 'body')
   const sender = body.sender?.trim() || null
