@@ -173,7 +173,7 @@ export const mediaApi = (deps: Deps) =>
           description:
             "Deletes the account's file now, before its retention would: its bytes, and the ids providers kept of it (a " +
             'Meta upload stays at Meta until Meta drops it, 30 days after the upload). 204 with no body. The id is 404 ' +
-            '`NOT_FOUND` from then on, here and as a send\'s `media_id`; a message already sent with it keeps its record. ' +
+            "`NOT_FOUND` from then on, here and as a send's `media_id`; a message already sent with it keeps its record. " +
             "Another account's file, an unknown id, or one deleted already (by this call or by retention) is 404 `NOT_FOUND`: " +
             'repeating the call changes nothing, and its 404 says the file is gone. 409 `CONFLICT` while a queued message still ' +
             'sends it (delete it after that message is handed off).',

@@ -87,9 +87,7 @@ export async function deleteMedia(sql: Sql, accountId: number, id: string): Prom
  * `file` (a column): as a media object's `media_id`, or as a template header's.
  */
 const namesFile = (sql: Sql, m: string, file: string) =>
-  sql.unsafe(
-    `${m}.handoff_until is not null and (${m}.content->>'media_id' = ${file} or ${m}.content->'header'->>'media_id' = ${file})`,
-  )
+  sql.unsafe(`${m}.handoff_until is not null and (${m}.content->>'media_id' = ${file} or ${m}.content->'header'->>'media_id' = ${file})`)
 
 /** The kind and file name of each of `ids` the account has (a send's `media_id`s, checked before charging). */
 export async function accountMedia(
