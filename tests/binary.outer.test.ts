@@ -15,6 +15,7 @@ import type { Subprocess } from 'bun'
 import { Webhook } from 'standardwebhooks'
 import { createPostgresDatabase, premigrate, usingPostgres } from './helpers/db'
 import { shBlock } from './helpers/docs'
+import { copyBinary } from './helpers/binary'
 import { freePort } from './helpers/child'
 import { startReceiver } from './helpers/receiver'
 import { until } from './helpers/wait'
@@ -187,19 +188,8 @@ describe('compiled binary', () => {
   }
 
   beforeAll(async () => {
-    const buildDir = temp('messaging-build-')
-    const built = Bun.spawn([process.execPath, 'build', '--compile', '--minify', 'src/main.ts', '--outfile', join(buildDir, BINARY)], {
-      cwd: ROOT,
-      stdin: 'ignore',
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
-    const [code, out, err] = await Promise.all([built.exited, new Response(built.stdout).text(), new Response(built.stderr).text()])
-    if (code !== 0) throw new Error(`bun build --compile failed (${code}):\n${out}\n${err}`)
-
     runDir = temp('messaging-run-')
-    copyFileSync(join(buildDir, BINARY), join(runDir, BINARY))
-    chmodSync(join(runDir, BINARY), 0o755)
+    await copyBinary(join(runDir, BINARY))
     if (usingPostgres()) {
       const database = await createPostgresDatabase()
       databaseUrl = database.url

@@ -58,6 +58,12 @@ describe('changes through the admin API are audited with the actor and the addre
     expect(draft.status).toBe(201)
     const campaignId: number = draft.body.data.campaign.id
     expect((await admin('POST', `/campaigns/${campaignId}/cancel`)).status).toBe(200)
+    // A template changed, bound, unbound and deleted by its id alone is audited under its account.
+    expect((await admin('PATCH', `/templates/${template.data.id}`, { body: 'Hello {{name}}' })).status).toBe(200)
+    expect((await admin('PUT', `/templates/${template.data.id}/bindings/simulator`, { ref: 'promo_v1' })).status).toBe(200)
+    expect((await admin('DELETE', `/templates/${template.data.id}/bindings/simulator`)).status).toBe(200)
+    const spare = await admin('POST', `/accounts/${id}/templates`, { name: 'spare', body: 'Hi' })
+    expect((await admin('DELETE', `/templates/${spare.data.id}`)).status).toBe(200)
 
     const rows = await rowsSince(before)
     expect(rows.map((r) => [r.action, r.account_id])).toEqual([
@@ -72,6 +78,11 @@ describe('changes through the admin API are audited with the actor and the addre
       ['template created', id],
       ['segment created', id],
       ['campaign cancelled', id],
+      ['template changed', id],
+      ['template bound', id],
+      ['template unbound', id],
+      ['template created', id],
+      ['template deleted', id],
     ])
     for (const row of rows) expect([row.actor, row.address]).toEqual(['admin token', '203.0.113.7'])
     expect(rows[2]!.detail).toEqual({ amount: 500, note: 'inv 7' })

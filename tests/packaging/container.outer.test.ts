@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Subprocess } from 'bun'
+import { copyBinary } from '../helpers/binary'
 import { collectOutput, freePort } from '../helpers/child'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
 import { IMAGE_USER } from '../../packaging/container/build-image'
@@ -67,7 +68,7 @@ describe.skipIf(Boolean(reason))('container image', () => {
 
     // The binary, compiled as `bun run build` does; the image is built from it, not compiled again inside.
     const binary = join(dir, 'messaging-api')
-    await run([process.execPath, 'build', '--compile', '--minify', join(ROOT, 'src/main.ts'), '--outfile', binary])
+    await copyBinary(binary)
     const build = await run(
       [
         process.execPath,

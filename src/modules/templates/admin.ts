@@ -9,7 +9,7 @@ import { envelopeOf, errorsOf } from '../../http/openapi'
 import { Id, IdParams, listOf, PageQuery } from '../../http/models'
 import { deleteBinding, setBinding } from './bindings'
 import { Binding, BindingBody, CreateSegmentBody, CreateTemplateBody, Deleted, Segment, Template, UpdateTemplateBody } from './model'
-import { createTemplate, deleteTemplate, getTemplate, listTemplates, updateTemplate } from './service'
+import { createTemplate, deleteTemplate, getTemplate, isRowId, listTemplates, updateTemplate } from './service'
 import { createSegment, getSegment, listSegments } from './segments'
 import { page } from '../../http/values'
 import { formatTimes } from '../../lib/time'
@@ -25,10 +25,17 @@ const BindingParams = t.Object({
 export const templatesAdmin = (deps: Deps) => {
   const { sql } = deps
   const tz = deps.config.timezone
-  // A change to a template by its id, audited once it is made (under no account: the id names it).
-  const changed = async <T>(actor: AdminActor, action: string, id: number, change: Promise<T>, provider?: string) => {
-    const result = await change
-    await audit(sql, { ...actor, accountId: null, action, detail: provider ? { template_id: id, provider } : { template_id: id } })
+  // A change to a template by its id, audited under the template's account once it is made. The
+  // account is read first: a deleted template names it no more.
+  const changed = async <T>(actor: AdminActor, action: string, id: number, change: () => Promise<T>, provider?: string) => {
+    const [owner] = isRowId(id) ? await sql<{ account_id: number }[]>`select account_id from templates where id = ${id}` : []
+    const result = await change()
+    await audit(sql, {
+      ...actor,
+      accountId: owner?.account_id ?? null,
+      action,
+      detail: provider ? { template_id: id, provider } : { template_id: id },
+    })
     return result
   }
   return adminRoutes(deps.config)
@@ -92,7 +99,7 @@ export const templatesAdmin = (deps: Deps) => {
     .patch(
       '/templates/:id',
       async ({ params, body, actor }) =>
-        ok(formatTimes(await changed(actor, 'template changed', params.id, updateTemplate(sql, params.id, body)), tz)),
+        ok(formatTimes(await changed(actor, 'template changed', params.id, () => updateTemplate(sql, params.id, body)), tz)),
       {
         params: IdParams,
         body: UpdateTemplateBody,
@@ -102,7 +109,7 @@ export const templatesAdmin = (deps: Deps) => {
     )
     .delete(
       '/templates/:id',
-      async ({ params, actor }) => ok(await changed(actor, 'template deleted', params.id, deleteTemplate(sql, params.id))),
+      async ({ params, actor }) => ok(await changed(actor, 'template deleted', params.id, () => deleteTemplate(sql, params.id))),
       {
         params: IdParams,
         response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409) },
@@ -114,7 +121,7 @@ export const templatesAdmin = (deps: Deps) => {
       async ({ params, body, actor }) =>
         ok(
           formatTimes(
-            await changed(actor, 'template bound', params.id, setBinding(sql, params.id, params.provider, body), params.provider),
+            await changed(actor, 'template bound', params.id, () => setBinding(sql, params.id, params.provider, body), params.provider),
             tz,
           ),
         ),
@@ -138,7 +145,7 @@ export const templatesAdmin = (deps: Deps) => {
     .delete(
       '/templates/:id/bindings/:provider',
       async ({ params, actor }) =>
-        ok(await changed(actor, 'template unbound', params.id, deleteBinding(sql, params.id, params.provider), params.provider)),
+        ok(await changed(actor, 'template unbound', params.id, () => deleteBinding(sql, params.id, params.provider), params.provider)),
       {
         params: BindingParams,
         response: { 200: envelopeOf(Deleted), ...errorsOf(400, 401, 404, 409, 422) },
