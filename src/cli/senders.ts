@@ -58,6 +58,47 @@ const checkLine = (c: NonNullable<Sender['last_check']>) => `${c.ok ? 'ok' : 're
 const paceLine = (s: Sender) =>
   `${amount(s.rate_per_second)} messages a second, ${s.recipient_gap_ms ? `${amount(s.recipient_gap_ms)} ms` : 'no wait'} between two messages to one recipient`
 
+type Health = Sender['health']
+type HealthChange = Health['history'][number]
+
+/** What a sender's health refuses or pauses now, in a few words (Meta's word: issue 32 §4). */
+function healthLine(h: Health): string {
+  const restrictions = h.restrictions.map((r) => `${r.type}${r.expires_at ? ` until ${r.expires_at}` : ''}`).join(', ')
+  return [
+    `quality ${h.quality ?? 'not read yet'}`,
+    h.flagged ? 'flagged by Meta: its campaigns pause' : null,
+    h.restricted === 'all'
+      ? 'restricted by Meta: every send refused, its campaigns pause'
+      : h.restricted === 'business'
+        ? 'restricted by Meta: business-initiated sends refused, its campaigns pause'
+        : null,
+    restrictions ? `restrictions: ${restrictions}` : null,
+    h.throughput ? `${h.throughput} throughput` : null,
+    `messaging limit said by ${h.messaging_limit_source === 'meta' ? 'Meta' : 'the operator'}`,
+  ]
+    .filter((p) => p !== null)
+    .join('; ')
+}
+
+const historyColumns: Column<HealthChange>[] = [
+  { header: 'AT', value: (c) => c.at },
+  { header: 'FIELD', value: (c) => c.field },
+  { header: 'OLD', value: (c) => cell(c.old, 40) },
+  { header: 'NEW', value: (c) => cell(c.new, 40) },
+  { header: 'SAID BY', value: (c) => (c.source === 'meta' ? 'Meta (webhook)' : `its ${c.source}`) },
+]
+
+/** A Meta sender's health lines: what it is now, and its latest changes (newest first). Other providers say none. */
+function healthLines(s: Sender): string[] {
+  if (s.provider !== 'meta') return []
+  const h = s.health
+  if (h.history.length === 0) return [`  health: ${healthLine(h)}`, '  health history: no changes yet']
+  const rows = table(historyColumns, h.history)
+    .split('\n')
+    .map((line) => `    ${line}`)
+  return [`  health: ${healthLine(h)}`, `  health history (latest ${h.history.length}, newest first):`, ...rows]
+}
+
 function describeSender(s: Sender): string {
   const accounts = s.accounts.map((a) => `${a.account_id}${a.default ? ' (its default)' : ''}`).join(', ')
   return [
@@ -69,6 +110,7 @@ function describeSender(s: Sender): string {
     `  messaging limit: ${useLine(s.budget)} (${s.portfolio === null ? 'its own tier' : `portfolio ${named(s.portfolio)}'s, shared`})`,
     `  accounts: ${accounts || `none yet (${program.admin} senders assign ACCOUNT_ID ${s.id})`}`,
     `  last check: ${s.last_check ? `${s.last_check.at}, ${checkLine(s.last_check)}` : 'never'}`,
+    ...healthLines(s),
     `  created ${s.created_at}`,
   ].join('\n')
 }
@@ -236,7 +278,12 @@ export const senderCommands: Command[] = [
   {
     name: 'senders show',
     args: SENDER_ID,
-    summary: 'one sender: provider, number, which credentials are set (never their values), pace, accounts, last check',
+    summary:
+      'one sender: provider, number, which credentials are set (never their values), pace, accounts, last check; a Meta sender its health',
+    details:
+      "A Meta sender's health is what Meta said of it (webhooks, and its number's quality read at each check and template sync): " +
+      'its quality rating, a flag, restrictions and what they refuse, its throughput, who set its messaging limit, and its latest ' +
+      'changes, newest first. --json gives them as `health`.',
     example: 'bun run admin senders show "$SENDER_ID"',
     async run(ctx) {
       const s = await ctx.api.call<Sender>('GET', senderPath(ctx))

@@ -129,7 +129,7 @@ export type RichContent =
   | { type: 'location'; latitude: number; longitude: number; name?: string; address?: string }
   | { type: 'button'; body: string; buttons: ReplyButton[] }
   | { type: 'list'; body: string; button: string; sections: { title?: string; rows: ListRow[] }[] }
-  | { type: 'template'; header: { type: 'image' | 'video' | 'document'; link: string; filename?: string } }
+  | { type: 'template'; header: { type: 'image' | 'video' | 'document'; filename?: string } & MediaSource }
   /** A reaction (issue 32) to a message of the conversation, by the provider's id of it; an empty emoji removes it. */
   | { type: 'reaction'; message_id: string; emoji: string }
 

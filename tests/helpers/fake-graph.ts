@@ -541,9 +541,12 @@ export function graphShapeError(sent: Record<string, any>): Response | null {
         if (
           p?.type === 'text'
             ? !isText(p.text, 60)
-            : !p || !['image', 'video', 'document'].includes(p.type) || typeof p[p.type]?.link !== 'string'
+            : !p ||
+              !['image', 'video', 'document'].includes(p.type) ||
+              (typeof p[p.type]?.link !== 'string' && typeof p[p.type]?.id !== 'string')
         ) {
-          return invalid('header parameter must be a text of 1 to 60 characters, or an image, video or document with a link')
+          // A medium by its link, or by the id of an upload (`POST /{phone-number-id}/media`), as a media message's.
+          return invalid('header parameter must be a text of 1 to 60 characters, or an image, video or document with a link or an id')
         }
       }
       return null

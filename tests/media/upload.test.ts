@@ -2,7 +2,8 @@
 // checked by its bytes, WhatsApp's size limits, another tenant's file 404 everywhere; a send by
 // `media_id` through a Meta sender (the fake Graph API: uploaded once for two sends, again after Meta's
 // 30 days on the test clock) and through a Twilio sender (the fake Twilio fetches the signed link;
-// an expired or forged link is refused), nothing charged for a refused media_id.
+// an expired or forged link is refused), nothing charged for a refused media_id; a template's header
+// media by media_id through Meta (an account template bound to Meta, and a WhatsApp template).
 
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { money, testApp, type TestApp } from '../helpers/app'
@@ -10,6 +11,8 @@ import { fakeTwilio } from '../helpers/fake-twilio'
 import { fakeGraph } from '../helpers/fake-graph'
 import { TestClock } from '../../src/lib/clock'
 import { assign, createSender, META_A, registerFakes, sendersEnv, TWILIO_A } from '../helpers/senders'
+import { boundTemplate } from '../helpers/templates'
+import { insertTemplate } from '../../src/modules/templates/catalog'
 
 const clock = new TestClock(new Date('2026-12-01T00:00:00Z'))
 const twilio = fakeTwilio()
@@ -219,5 +222,114 @@ describe('sends by media_id', () => {
     const sent = await t.api('POST', '/messages/send', simKey, { to: '081234567890', type: 'image', image: { media_id: own } })
     expect({ status: sent.status, state: sent.body.data?.status }).toEqual({ status: 200, state: 'sent' })
     expect(file).not.toBe(own)
+  })
+})
+
+describe('template header media by media_id', () => {
+  /** Meta's messages the fake took, as sent. */
+  const sentMessages = () => graph.requests.filter((r) => r.path.endsWith('/messages')).map((r) => JSON.parse(r.body))
+  const uploads = () => graph.requests.filter((r) => r.path.endsWith('/media') && r.method === 'POST')
+
+  test("an account template bound to Meta: the header's file uploaded once, sent by its Graph id with the file's name", async () => {
+    const a = await boundTemplate(t, 'Katalog untuk {{name}}', { meta: { ref: 'katalog', language: 'id', variables: ['name'] } })
+    await assign(t, a.accountId, metaSender, true)
+    const file = (await uploadRaw(a.key, PDF, 'application/pdf', { 'content-disposition': 'attachment; filename="katalog.pdf"' })).body.data
+      .id
+    const send = () =>
+      t.api('POST', '/messages/send', a.key, {
+        to: '081234567890',
+        template_id: a.templateId,
+        variables: { name: 'Budi' },
+        header: { type: 'document', media_id: file },
+      })
+    const [first, second] = [await send(), await send()]
+    expect([first.status, second.status]).toEqual([200, 200])
+    expect(uploads().length).toBe(1)
+    const [graphId] = [...graph.uploads.keys()]
+    for (const sent of sentMessages()) {
+      expect(sent.template.components).toEqual([
+        { type: 'header', parameters: [{ type: 'document', document: { id: graphId, filename: 'katalog.pdf' } }] },
+        { type: 'body', parameters: [{ type: 'text', text: 'Budi' }] },
+      ])
+    }
+    const shown = await t.api('GET', `/messages/${first.body.data.message_id}`, a.key)
+    expect(shown.body.data.content).toEqual({ header: { type: 'document', media_id: file, filename: 'katalog.pdf' } })
+  })
+
+  test("a WhatsApp template's image header (issue 30): sent by its Graph id in the components built at the charge", async () => {
+    const { accountId, key } = await t.account(1000, { price: 10 })
+    await assign(t, accountId, metaSender, true)
+    const name = `promo_${Math.random().toString(36).slice(2, 8)}`
+    const components = [
+      { type: 'HEADER', format: 'IMAGE', example: { header_handle: ['https://example.com/h.jpg'] } },
+      { type: 'BODY', text: 'Promo minggu ini.' },
+    ]
+    const tpl = await t.db.sql.begin((tx) =>
+      insertTemplate(
+        tx,
+        t.deps.clock,
+        {
+          status: 'approved',
+          language: 'id',
+          category: 'marketing',
+          parameterFormat: 'positional',
+          components,
+          name,
+          senderId: metaSender,
+          provider: 'meta',
+        },
+        'sync',
+      ),
+    )
+    graph.template(META_A.credentials.business_account_id, {
+      name,
+      language: 'id',
+      category: 'MARKETING',
+      status: 'APPROVED',
+      parameter_format: 'POSITIONAL',
+      components,
+    })
+    const file = (await uploadRaw(key, PNG, 'image/png')).body.data.id
+    const sent = await t.api('POST', '/messages/send', key, {
+      to: '081234567890',
+      template_id: tpl!.id,
+      header: { type: 'image', media_id: file },
+    })
+    expect({ status: sent.status, body: sent.body }).toMatchObject({ status: 200 })
+    const [graphId] = [...graph.uploads.keys()]
+    expect(sentMessages()[0].template.components).toEqual([{ type: 'header', parameters: [{ type: 'image', image: { id: graphId } }] }])
+    // What a recovered hand-off would send is stored with our id, resolved again at each hand-off.
+    const [row] = await t.db.sql<
+      { provider_template: any }[]
+    >`select provider_template from messages where message_sid = ${sent.body.data.message_id}`
+    expect(row!.provider_template.components[0].parameters[0]).toEqual({ type: 'image', image: { media_id: file } })
+  })
+
+  test("another account's file is 404, a file of another kind 422, both uncharged; Twilio takes no header media (422)", async () => {
+    const owner = await t.account(0)
+    const theirs = (await uploadRaw(owner.key, PDF, 'application/pdf')).body.data.id
+    const a = await boundTemplate(t, 'Katalog {{name}}', { meta: { ref: 'katalog', language: 'id', variables: ['name'] } })
+    await assign(t, a.accountId, metaSender, true)
+    const mine = (await uploadRaw(a.key, PNG, 'image/png')).body.data.id
+    const before = await money(t, a.accountId)
+    const send = (header: Record<string, unknown>, key = a.key, templateId = a.templateId) =>
+      t.api('POST', '/messages/send', key, { to: '081234567890', template_id: templateId, variables: { name: 'Budi' }, header })
+    const other = await send({ type: 'document', media_id: theirs })
+    expect({ status: other.status, code: other.body.code }).toEqual({ status: 404, code: 'NOT_FOUND' })
+    expect(other.body.error).toContain('header.media_id')
+    const kind = await send({ type: 'document', media_id: mine })
+    expect({ status: kind.status, code: kind.body.code }).toEqual({ status: 422, code: 'VALIDATION_ERROR' })
+    expect(kind.body.error).toContain('header.media_id: file')
+    const both = await send({ type: 'image', media_id: mine, link: 'https://cdn.example.com/a.jpg' })
+    expect({ status: both.status, code: both.body.code }).toEqual({ status: 400, code: 'VALIDATION_ERROR' })
+    expect(await money(t, a.accountId)).toEqual(before)
+    expect(graph.requests).toEqual([])
+
+    const viaTwilio = await boundTemplate(t, 'Katalog {{name}}', { twilio: { ref: `HX${'ab'.repeat(16)}`, variables: ['name'] } })
+    await assign(t, viaTwilio.accountId, twilioSender, true)
+    const own = (await uploadRaw(viaTwilio.key, PNG, 'image/png')).body.data.id
+    const refused = await send({ type: 'image', media_id: own }, viaTwilio.key, viaTwilio.templateId)
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 422, code: 'VALIDATION_ERROR' })
+    expect(refused.body.error).toContain('cannot send template header media')
   })
 })

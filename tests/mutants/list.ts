@@ -592,6 +592,19 @@ export const MUTATIONS: Mutation[] = [
     filter: "another tenant's media_id",
   },
   {
+    name: 'media-delete-tenant',
+    breaks: "DELETE /api/v1/media/{id} with another account's file id deletes it: one tenant removes another's files, failing its sends",
+    edits: [
+      {
+        file: 'src/modules/media/service.ts',
+        find: 'with target as (select id from media where id = ${id} and account_id = ${accountId}),',
+        replace: 'with target as (select id from media where id = ${id}),',
+      },
+    ],
+    tests: ['tests/media/lifetime.test.ts'],
+    filter: "another account's id",
+  },
+  {
     name: 'settle-never-below-zero',
     breaks: 'an upward settlement takes more than the balance has (the statement fails on balance >= 0 and the status is lost)',
     edits: [

@@ -582,7 +582,11 @@ export interface paths {
         get: operations["getApiV1MediaById"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an uploaded file (extension)
+         * @description Deletes the account's file now, before its retention would: its bytes, and the ids providers kept of it (a Meta upload stays at Meta until Meta drops it, 30 days after the upload). 204 with no body. The id is 404 `NOT_FOUND` from then on, here and as a send's `media_id`; a message already sent with it keeps its record. Another account's file, an unknown id, or one deleted already (by this call or by retention) is 404 `NOT_FOUND`: repeating the call changes nothing, and its 404 says the file is gone. 409 `CONFLICT` while a queued message still sends it (delete it after that message is handed off).
+         */
+        delete: operations["deleteApiV1MediaById"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2068,8 +2072,13 @@ export interface operations {
                          * @example image
                          */
                         type: string;
-                        /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
-                        link: string;
+                        /** @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead */
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description With `document` only */
                         filename?: string;
                     };
@@ -2488,8 +2497,13 @@ export interface operations {
                              * @example image
                              */
                             type: string;
-                            /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
-                            link: string;
+                            /** @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead */
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description With `document` only */
                             filename?: string;
                         };
@@ -2847,8 +2861,13 @@ export interface operations {
                              * @example image
                              */
                             type: string;
-                            /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
-                            link: string;
+                            /** @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead */
+                            link?: string;
+                            /**
+                             * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                             * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                             */
+                            media_id?: string;
                             /** @description With `document` only */
                             filename?: string;
                         };
@@ -3104,8 +3123,13 @@ export interface operations {
                          * @example image
                          */
                         type: string;
-                        /** @description An https URL WhatsApp fetches the file from (up to 2048 characters) */
-                        link: string;
+                        /** @description An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead */
+                        link?: string;
+                        /**
+                         * @description Extension (issue 32), instead of `link`: the `id` of a file uploaded with `POST /api/v1/media`, of this kind. Another account's file, or an unknown one, is 404 `NOT_FOUND` before anything is charged; a file of another kind 422. A Meta sender uploads it to the Graph API once per number (kept 29 days, uploaded again after); a Twilio sender gets a signed link to this service (`GET /media/{id}`, valid 24 hours). A document without `filename` is named as it was uploaded
+                         * @example med_3q2Xb0kR4mJmYw1y8eYh3A
+                         */
+                        media_id?: string;
                         /** @description With `document` only */
                         filename?: string;
                     };
@@ -6137,6 +6161,64 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            422: components["responses"]["UnprocessableContent"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalServerError"];
+        };
+    };
+    deleteApiV1MediaById: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The id `POST /media` answered */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted: no body */
+            204: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Duplicate, or the same Idempotency-Key still in flight */
+            409: {
+                headers: {
+                    "x-request-id": components["headers"]["RequestId"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: false;
+                        /** @description Human-readable description naming the field */
+                        error: string;
+                        /**
+                         * @description Machine-readable error code
+                         * @enum {string}
+                         */
+                        code: "CONFLICT" | "MEDIA_PENDING";
+                        /**
+                         * @description This request's id, as in the `x-request-id` header (an `X-Request-Id` sent with the request is kept): quote it when asking about a failure
+                         * @example 0b6f2d1e-8c1a-4c55-9a53-3f1f7e0a9c21
+                         */
+                        request_id: string;
+                    };
+                };
+            };
             422: components["responses"]["UnprocessableContent"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];

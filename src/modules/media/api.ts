@@ -1,6 +1,7 @@
 // POST /api/v1/media (a file: its raw bytes with their Content-Type, or multipart/form-data with a
-// `file` part) and GET /api/v1/media/{id}: files without public links (issue 32 §3), sent by `media_id`.
+// `file` part), GET and DELETE /api/v1/media/{id}: files without public links (issue 32 §3), sent by `media_id`.
 
+import { t } from 'elysia'
 import type { Deps } from '../../deps'
 import { apiRoutes } from '../../http/groups'
 import { rawBody } from '../../http/routes'
@@ -9,7 +10,7 @@ import { readBody } from '../../http/body'
 import { envelopeOf, errorsOf } from '../../http/openapi'
 import { formatTimes } from '../../lib/time'
 import { checkFile, declaredKind, KIND_LIMITS, MAX_FILE_BYTES, MULTIPART_ROOM, overLimit, type MediaKind } from './files'
-import { getMedia, storeMedia } from './service'
+import { deleteMedia, getMedia, storeMedia } from './service'
 import { MEDIA_RETENTION_RULE, MediaItem, MediaParams } from './model'
 
 type Upload = { bytes: Uint8Array; declared: string | null; filename: string | null }
@@ -149,6 +150,33 @@ export const mediaApi = (deps: Deps) =>
           tags: ['Media'],
           summary: 'An uploaded file (extension)',
           description: `The account's uploaded file, as its upload answered, with when it was last sent. Another account's file, or one deleted by retention, is 404 \`NOT_FOUND\`. ${MEDIA_RETENTION_RULE}`,
+        },
+      },
+    )
+    .delete(
+      '/media/:id',
+      async ({ params, principal, set }) => {
+        const result = await deleteMedia(deps.sql, principal.accountId, params.id)
+        if (result === 'not_found') throw new ApiError('NOT_FOUND', `media ${params.id.slice(0, 40)} not found`)
+        if (result === 'queued') {
+          throw new ApiError('CONFLICT', `media ${params.id}: a queued message still sends it; delete it once that message is handed off`)
+        }
+        set.status = 204
+        return new Response(null, { status: 204 })
+      },
+      {
+        params: MediaParams,
+        response: { 204: t.Void({ description: 'Deleted: no body' }), ...errorsOf(401, 404, 409) },
+        detail: {
+          tags: ['Media'],
+          summary: 'Delete an uploaded file (extension)',
+          description:
+            "Deletes the account's file now, before its retention would: its bytes, and the ids providers kept of it (a " +
+            'Meta upload stays at Meta until Meta drops it, 30 days after the upload). 204 with no body. The id is 404 ' +
+            "`NOT_FOUND` from then on, here and as a send's `media_id`; a message already sent with it keeps its record. " +
+            "Another account's file, an unknown id, or one deleted already (by this call or by retention) is 404 `NOT_FOUND`: " +
+            'repeating the call changes nothing, and its 404 says the file is gone. 409 `CONFLICT` while a queued message still ' +
+            'sends it (delete it after that message is handed off).',
         },
       },
     )

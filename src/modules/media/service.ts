@@ -67,6 +67,28 @@ export async function getMedia(sql: Sql, accountId: number, id: string): Promise
   return row ? view(row) : null
 }
 
+/**
+ * Deletes one of the account's files (DELETE /api/v1/media/{id}): `deleted`; `not_found` for another
+ * account's, an unknown or an already deleted one; `queued` while a message waiting for its hand-off
+ * names it (as retention keeps it: deleting it would fail that send). Its providers' ids go with it.
+ */
+export async function deleteMedia(sql: Sql, accountId: number, id: string): Promise<'deleted' | 'not_found' | 'queued'> {
+  if (!MEDIA_ID.test(id)) return 'not_found'
+  const [row] = await sql<{ found: boolean; queued: boolean; deleted: boolean }[]>`
+    with target as (select id from media where id = ${id} and account_id = ${accountId}),
+    queued as (select exists (select 1 from messages m, target where ${namesFile(sql, 'm', 'target.id')}) as queued),
+    gone as (delete from media where id in (select id from target) and not (select queued from queued) returning 1)
+    select exists (select 1 from target) as found, (select queued from queued) as queued, exists (select 1 from gone) as deleted`
+  return row!.deleted ? 'deleted' : row!.found ? 'queued' : 'not_found'
+}
+
+/**
+ * SQL true when message `m` waits for its hand-off (handoff_until is set while queued) and names the file
+ * `file` (a column): as a media object's `media_id`, or as a template header's.
+ */
+const namesFile = (sql: Sql, m: string, file: string) =>
+  sql.unsafe(`${m}.handoff_until is not null and (${m}.content->>'media_id' = ${file} or ${m}.content->'header'->>'media_id' = ${file})`)
+
 /** The kind and file name of each of `ids` the account has (a send's `media_id`s, checked before charging). */
 export async function accountMedia(
   sql: Pick<Sql, 'unsafe'> & Sql,
@@ -98,8 +120,8 @@ export async function deleteUnusedMedia(sql: Sql, clock: Clock, days: number, ba
     delete from media where id in (
       select d.id from media d
       where d.last_used_at < ${nowOf(sql, clock)} - make_interval(days => ${days})
-        -- A message waiting for its hand-off (handoff_until is set while queued) still needs it.
-        and not exists (select 1 from messages m where m.handoff_until is not null and m.content->>'media_id' = d.id)
+        -- A message waiting for its hand-off still needs it.
+        and not exists (select 1 from messages m where ${namesFile(sql, 'm', 'd.id')})
       order by d.last_used_at limit ${batch}
       for update skip locked)
     returning 1`

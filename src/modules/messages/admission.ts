@@ -45,7 +45,6 @@ import { BUDGET_HOURS } from '../budgets/service'
 import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
 import { renderText, requireSupported, richOf, type RichFields } from './rich'
 import { accountMedia } from '../media/service'
-import type { RichContent } from '../../providers/provider'
 import { checksWindow, freeForm, windowClosed } from './window'
 import { restrictedSql, type Restricted } from '../senders/health'
 
@@ -213,7 +212,9 @@ export async function prepareEntries(
   )
   // Files uploaded here that entries send by `media_id` (issue 32): the account's own only, one read.
   const mediaIds = entries.flatMap((e) => {
-    const media = (e as Record<string, unknown>)[e.type ?? 'text'] as { media_id?: unknown } | undefined
+    // A media object's, or a template header's.
+    const media = (typeof e.header === 'object' ? e.header : (e as Record<string, unknown>)[e.type ?? 'text']) as
+      { media_id?: unknown } | undefined
     return typeof media?.media_id === 'string' ? [media.media_id.trim()] : []
   })
   const files = mediaIds.length > 0 ? await accountMedia(deps.sql, accountId, mediaIds) : new Map()
@@ -232,7 +233,9 @@ export async function prepareEntries(
       let rich = richOf(entry, path)
       // A kind the sender's provider cannot send is refused here, before anything is charged.
       requireSupported(rich, sender.provider, path)
-      if (rich && 'media_id' in rich && rich.media_id !== undefined) rich = withUploadedFile(rich, files, path)
+      if (rich && 'media_id' in rich && rich.media_id !== undefined) rich = withUploadedFile(rich, files, `${path}${rich.type}.media_id`)
+      if (rich?.type === 'template' && rich.header.media_id !== undefined)
+        rich = { type: 'template', header: withUploadedFile(rich.header, files, `${path}header.media_id`) }
       if (rich?.type === 'reaction')
         rich = { ...rich, message_id: requireQuoted(quoted[index] ?? null, phone, `${path}reaction.message_id`) }
       const replyTo = entry.reply_to === undefined ? null : requireQuoted(quoted[index] ?? null, phone, `${path}reply_to`)
@@ -262,15 +265,14 @@ export async function prepareEntries(
 }
 
 /**
- * A message's file uploaded here (`media_id`): the account's own (404 for another's or an unknown one,
+ * A medium uploaded here (`media_id` of a media object or a template header; `field` names it): the account's own (404 for another's or an unknown one,
  * nothing charged), of the message's kind (422); a document without a name takes the file's.
  */
-function withUploadedFile(
-  rich: RichContent & { media_id: string },
+function withUploadedFile<T extends { type: string; media_id: string; filename?: string }>(
+  rich: T,
   files: Map<string, { kind: string; type: string; filename: string | null }>,
-  path: string,
-): RichContent {
-  const field = `${path}${rich.type}.media_id`
+  field: string,
+): T {
   const file = files.get(rich.media_id)
   if (!file) {
     throw new ApiError(

@@ -39,7 +39,9 @@ const link = t.Optional(
     examples: ['https://cdn.example.com/p/1001.jpg'],
   }),
 )
-const headerLink = t.String({ description: 'An https URL WhatsApp fetches the file from (up to 2048 characters)' })
+const headerLink = t.Optional(
+  t.String({ description: 'An https URL WhatsApp fetches the file from (up to 2048 characters); or `media_id` instead' }),
+)
 const media_id = t.Optional(
   t.String({
     description:
@@ -169,9 +171,10 @@ const richFields = {
           {
             type: t.String({ description: '`image`, `video` or `document`', examples: ['image'] }),
             link: headerLink,
+            media_id,
             filename: t.Optional(t.String({ description: 'With `document` only' })),
           },
-          { ...strict, description: 'Header media' },
+          { ...strict, description: 'Header media: `link` or `media_id`' },
         ),
       ],
       {

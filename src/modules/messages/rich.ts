@@ -12,7 +12,7 @@
 // (Provider.richProblem: Twilio's button ids up to 200, its list rows need a description).
 
 import { badShape, badValue } from '../../http/errors'
-import type { ListRow, MediaKind, Provider, ReplyButton, RichContent, RichKind } from '../../providers/provider'
+import type { ListRow, MediaKind, MediaSource, Provider, ReplyButton, RichContent, RichKind } from '../../providers/provider'
 import { MAX_MEDIA_URL_CHARS } from '../../lib/validate'
 
 export const LIMITS = {
@@ -75,7 +75,7 @@ export type RichFields = {
   /** The message this one answers, quoting it (issue 32): an inbound id of the conversation, or a provider's message id. */
   reply_to?: string
   /** A template's header: its media, or (a WhatsApp template's) its text parameter. */
-  header?: string | { type: string; link: string; filename?: string }
+  header?: string | { type: string; link?: string; media_id?: string; filename?: string }
   /** A WhatsApp template's button values. */
   buttons?: { index: number; value: string }[]
   body?: string
@@ -150,10 +150,11 @@ export function richOf(input: RichFields, at: string): RichContent | null {
     if (!input.header || typeof input.header === 'string') return null
     const h = input.header
     const kind = h.type as 'image' | 'video' | 'document'
-    const link = mediaLink(h.link, `${at}header.link`, kind)
+    // A public link, or a file uploaded here (issue 32), checked against the account's files before charging (admission.ts).
+    const source = mediaSource(h, `${at}header.`, kind)
     if (h.filename !== undefined && kind !== 'document') throw badShape(`${at}header.filename: only with header.type "document"`)
     const filename = h.filename === undefined ? undefined : fileName(h.filename, `${at}header.filename`)
-    return { type: 'template', header: { type: kind, link, ...(filename ? { filename } : {}) } }
+    return { type: 'template', header: { type: kind, ...source, ...(filename ? { filename } : {}) } }
   }
   if (type === 'text') return null
   if (type === 'reaction') {
@@ -277,11 +278,7 @@ export function typeOf(content: RichContent | null, templateId: number | null): 
 
 function mediaOf(kind: MediaKind, media: Media, f: string): RichContent {
   // A public link, or a file uploaded here (issue 32): its id is checked against the account's files before charging (admission.ts).
-  if ((media.link === undefined) === (media.media_id === undefined)) {
-    throw badShape(`${f}link: give either link (a public https URL) or media_id (a file from POST /api/v1/media), one of them`)
-  }
-  const link = media.media_id !== undefined ? { media_id: media.media_id.trim() } : { link: mediaLink(media.link!, `${f}link`, kind) }
-  if (link.media_id === '') throw badValue(`${f}media_id: must name a file uploaded with POST /api/v1/media`)
+  const link = mediaSource(media, f, kind)
   const captioned = kind === 'image' || kind === 'video' || kind === 'document'
   if (media.caption !== undefined && !captioned) throw badShape(`${f}caption: WhatsApp shows no caption on ${kind} messages`)
   if (media.filename !== undefined && kind !== 'document') throw badShape(`${f}filename: only on documents`)
@@ -292,6 +289,17 @@ function mediaOf(kind: MediaKind, media: Media, f: string): RichContent {
     return { type: kind, ...link, ...(caption ? { caption } : {}), ...(filename ? { filename } : {}) } as RichContent
   }
   return { type: kind, ...link, ...(caption ? { caption } : {}) } as RichContent
+}
+
+/** A medium's `link` (checked) or `media_id` (a file uploaded here, checked before charging by admission.ts): one of the two. */
+function mediaSource(media: { link?: string; media_id?: string }, f: string, kind: MediaKind): MediaSource {
+  if ((media.link === undefined) === (media.media_id === undefined)) {
+    throw badShape(`${f}link: give either link (a public https URL) or media_id (a file from POST /api/v1/media), one of them`)
+  }
+  if (media.link !== undefined) return { link: mediaLink(media.link, `${f}link`, kind) }
+  const id = media.media_id!.trim()
+  if (id === '') throw badValue(`${f}media_id: must name a file uploaded with POST /api/v1/media`)
+  return { media_id: id }
 }
 
 /** An https link of at most 2048 characters whose file name, if it has a known media extension, is of `kind`. */

@@ -7,7 +7,7 @@
 import { h, Fragment } from '../../dashboard/jsx'
 import { Csrf, Layout } from '../../dashboard/layout'
 import { type Dashboard, field, notFound, orError, respond, pageRoutes } from '../../dashboard/context'
-import { Field, FormError, FormProblem, FormToken, PagedTable, fieldProps, type FormState } from '../../dashboard/components'
+import { Field, FormError, FormProblem, FormToken, PagedTable, fieldProps, type Column, type FormState } from '../../dashboard/components'
 import type { Session } from '../../dashboard/session'
 import { ApiError } from '../../http/errors'
 import { paceOf, type ProviderName } from '../../providers/registry'
@@ -67,36 +67,24 @@ function HealthText({ health }: { health: Sender['health'] }) {
   return <>{parts.filter((p) => p !== null).join('; ')}</>
 }
 
-/** The latest changes of a sender's health, newest first (nothing when none). */
+type HealthChange = Sender['health']['history'][number]
+
+/** The history's columns; a restriction's text is one long token, so Before and Now may break anywhere. */
+const HEALTH_COLUMNS: Column<HealthChange>[] = [
+  { header: 'When', cell: (c) => c.at, class: 'nowrap' },
+  { header: 'What', cell: (c) => c.field.replace('_', ' ') },
+  { header: 'Before', cell: (c) => c.old ?? '—', class: 'wrap' },
+  { header: 'Now', cell: (c) => c.new ?? '—', class: 'wrap' },
+  { header: 'Said by', cell: (c) => (c.source === 'meta' ? 'Meta' : `a ${c.source}`) },
+]
+
+/** The latest changes of a sender's health, newest first (nothing when none): cards on a phone, as every list. */
 function HealthHistory({ health }: { health: Sender['health'] }) {
   if (health.history.length === 0) return null
   return (
     <section aria-labelledby="health-history">
       <h2 id="health-history">Health history</h2>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">What</th>
-              <th scope="col">Before</th>
-              <th scope="col">Now</th>
-              <th scope="col">Said by</th>
-            </tr>
-          </thead>
-          <tbody>
-            {health.history.map((change) => (
-              <tr>
-                <td>{change.at}</td>
-                <td>{change.field.replace('_', ' ')}</td>
-                <td>{change.old ?? '—'}</td>
-                <td>{change.new ?? '—'}</td>
-                <td>{change.source === 'meta' ? 'Meta' : `a ${change.source}`}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <PagedTable columns={HEALTH_COLUMNS} rows={health.history} />
     </section>
   )
 }

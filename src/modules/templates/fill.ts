@@ -32,7 +32,7 @@ export const FILL_LIMITS = {
 export type FillInput = {
   variables?: Record<string, string>
   /** The header's text parameter, or its media (already checked into `media` by rich.ts). */
-  header?: string | { type: string; link: string; filename?: string }
+  header?: string | { type: string; link?: string; media_id?: string; filename?: string }
   buttons?: { index: number; value: string }[]
 }
 

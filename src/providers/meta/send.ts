@@ -91,6 +91,42 @@ function richMessage(content: RichContent): Record<string, unknown> {
   }
 }
 
+/** The id of a file uploaded here that the message sends (a media object's `media_id`, or its template header's), if any. */
+function uploadedFileOf(content: RichContent | null | undefined): string | null {
+  if (!content) return null
+  if (content.type === 'template') return content.header.media_id ?? null
+  return 'media_id' in content && content.media_id ? content.media_id : null
+}
+
+/**
+ * The message with its uploaded file named by its Graph media id (`id`) where it had our `media_id`: in its
+ * media object, or in its template header, both the stored content and a WhatsApp template's built components.
+ */
+function withGraphId(message: OutgoingMessage, id: string): OutgoingMessage {
+  const content = message.content!
+  if (content.type !== 'template') return { ...message, content: { ...content, id } as unknown as RichContent }
+  const { media_id: _ours, ...header } = content.header
+  const graphHeader = { ...header, id } as unknown as typeof content.header
+  const next = { ...message, content: { type: 'template', header: graphHeader } } as OutgoingMessage
+  const components = message.template?.components
+  if (!message.template || !components) return next
+  // A WhatsApp template's header parameter (templates/fill.ts): `{type, [type]: {media_id, filename?}}`.
+  const withId = (p: Record<string, any>) => {
+    if (typeof p.type !== 'string' || p.type === 'text') return p
+    const { media_id: _id, ...media } = (p[p.type] ?? {}) as Record<string, unknown>
+    return { ...p, [p.type]: { ...media, id } }
+  }
+  return {
+    ...next,
+    template: {
+      ...message.template,
+      components: components.map((c) =>
+        c.type === 'header' && Array.isArray(c.parameters) ? { ...c, parameters: (c.parameters as Record<string, any>[]).map(withId) } : c,
+      ),
+    },
+  } as OutgoingMessage
+}
+
 /** Meta's error object of an answer that is not 2xx: its code and the text that says most. */
 function metaError(status: number, answer: Record<string, any> | null): { code: number | null; text: string } {
   // {"error": {"message": "(#131030) Recipient phone number not in allowed list", "type": "OAuthException", "code": 131030, ...}}
@@ -172,10 +208,10 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number;
     async send(message: OutgoingMessage): Promise<HandoffResult> {
       try {
         // A file uploaded here (`media_id`, issue 32): uploaded to Graph once for this number, sent by its Graph id.
-        const content = message.content
-        if (content && 'media_id' in content && content.media_id) {
+        const uploaded = uploadedFileOf(message.content)
+        if (uploaded) {
           if (!context.media) return fail(null, 'this sender cannot reach uploaded media')
-          const graph = await graphMediaId(settings, context.media, content.media_id, { timeoutMs, clock })
+          const graph = await graphMediaId(settings, context.media, uploaded, { timeoutMs, clock })
           if (!graph.ok) {
             const throttle =
               graph.status === null
@@ -183,7 +219,7 @@ export function createMeta(settings: MetaSettings, context: { timeoutMs: number;
                 : throttleOf(THROTTLING_CODES.meta, graph.status, graph.code, new Headers(), clock.now().getTime())
             return fail(graph.code, graph.text, throttle)
           }
-          message = { ...message, content: { ...content, id: graph.id } as unknown as RichContent }
+          message = withGraphId(message, graph.id)
         }
         const exchange = await post(endpoint, {
           headers: { authorization: `Bearer ${accessToken}`, 'content-type': 'application/json', accept: 'application/json' },
