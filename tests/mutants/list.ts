@@ -835,8 +835,8 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: 'src/modules/webhooks/events.ts',
-        find: 'join webhook_endpoints w on w.api_key_id = k.id and s.event = any(w.events)',
-        replace: 'join webhook_endpoints w on w.api_key_id = k.id',
+        find: 'where (w.api_key_id is not null and s.event = any(w.events))',
+        replace: 'where (w.api_key_id is not null)',
       },
     ],
     tests: [EVENTS],
