@@ -108,7 +108,7 @@ test("senders show: a Meta sender's health and its latest changes, after a check
   const rows = part.slice(3).map((l) => l.trim().split(/ {2,}/))
   expect(rows.map((r) => r.slice(1))).toEqual([
     ['messaging_limit', 'unlimited', '2000', 'Meta (webhook)'],
-    ['restrictions', '[]', expect.stringContaining('RESTRICTED_BIZ_INITIATED_MESSAGING'), 'Meta (webhook)'],
+    ['restrictions', 'none', expect.stringContaining('RESTRICTED_BIZ_INITIATED_MESSAGING'), 'Meta (webhook)'],
     ['flagged', 'false', 'true', 'Meta (webhook)'],
     ['quality', '-', 'yellow', 'its sync'],
   ])
