@@ -5,8 +5,9 @@
 // the outer ring (*.outer.test.ts, each saying why on its first line).
 
 import { describe, expect, test } from 'bun:test'
-import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { testFiles } from './lanes'
 
 const ROOT = resolve(import.meta.dir, '..')
 const SELF = 'tests/rings.test.ts' // names the patterns it looks for
@@ -14,16 +15,6 @@ const SELF = 'tests/rings.test.ts' // names the patterns it looks for
 // Being converted, issue 29: inner-ring files that still wait on the clock. The list can only shrink: a
 // file listed here that no longer offends fails the test until it is taken off.
 const NOT_YET_CONVERTED: string[] = []
-
-/** Every test file under tests/, as a path from the repository's root. */
-function testFiles(dir = join(ROOT, 'tests'), out: string[] = []): string[] {
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name)
-    if (statSync(path).isDirectory()) testFiles(path, out)
-    else if (name.endsWith('.test.ts')) out.push(relative(ROOT, path))
-  }
-  return out.sort()
-}
 
 const isOuter = (file: string) => file.endsWith('.outer.test.ts')
 

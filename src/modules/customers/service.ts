@@ -6,6 +6,8 @@
 // account's request through the numbers the account sends through.
 
 import type { Db, Fragment } from '../../db/client'
+import { nowOf } from '../../db/now'
+import type { Clock } from '../../lib/clock'
 import { isUserId } from '../../lib/user-id'
 import type { SenderRef } from '../../providers/provider'
 
@@ -51,10 +53,18 @@ export const messageUserId = (db: Db, sender: Fragment, phone: Fragment): Fragme
              where l.sender_key = coalesce(${sender}, 0) and l.phone = ${phone} order by l.updated_at desc limit 1) end`
 
 /** Records that `userId` is `phone` on the number (a later word replaces an earlier one); false when it said so already. */
-export async function recordLink(db: Db, senderId: SenderRef, userId: string, phone: string): Promise<boolean> {
+export async function recordLink(
+  db: Db,
+  clock: Pick<Clock, 'sqlNow'>,
+  senderId: SenderRef,
+  userId: string,
+  phone: string,
+): Promise<boolean> {
+  // updated_at orders a phone's links (the latest Meta named wins): the clock's time, as every decision's.
   const rows = await db`
-    insert into customer_links (sender_key, user_id, phone) values (${senderKey(senderId)}, ${userId}, ${phone})
-    on conflict (sender_key, user_id) do update set phone = excluded.phone, updated_at = now()
+    insert into customer_links (sender_key, user_id, phone, updated_at)
+    values (${senderKey(senderId)}, ${userId}, ${phone}, ${nowOf(db, clock)})
+    on conflict (sender_key, user_id) do update set phone = excluded.phone, updated_at = excluded.updated_at
       where customer_links.phone is distinct from excluded.phone
     returning 1`
   return rows.length > 0
@@ -63,6 +73,7 @@ export async function recordLink(db: Db, senderId: SenderRef, userId: string, ph
 /** A customer changed: the number's links of `previousUserId` go (it names nobody now), those of `previousPhone` follow to `phone`. */
 export async function moveLinks(
   db: Db,
+  clock: Pick<Clock, 'sqlNow'>,
   senderId: SenderRef,
   change: { previousUserId: string | null; previousPhone: string | null; phone: string | null },
 ): Promise<void> {
@@ -70,6 +81,6 @@ export async function moveLinks(
     await db`delete from customer_links where sender_key = ${senderKey(senderId)} and user_id = ${change.previousUserId}`
   if (change.previousPhone !== null && change.phone !== null && change.previousPhone !== change.phone)
     await db`
-      update customer_links set phone = ${change.phone}, updated_at = now()
+      update customer_links set phone = ${change.phone}, updated_at = ${nowOf(db, clock)}
       where sender_key = ${senderKey(senderId)} and phone = ${change.previousPhone}`
 }

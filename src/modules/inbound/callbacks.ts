@@ -124,7 +124,7 @@ export function providerCallbacks(deps: Deps) {
         if (answer instanceof Response) return answer
         const { reports, inbound } = answer
         // A changed number or user id first: the messages of the same notification are stored under the new key.
-        if (answer.identities?.length) await storeIdentityChanges(deps.sql, answer.identities)
+        if (answer.identities?.length) await storeIdentityChanges(deps.sql, deps.clock, answer.identities)
         const stored =
           inbound.length > 0
             ? await storeInbound(deps.sql, plugin.name, inbound, { timezone: deps.config.timezone, words: deps.config, clock: deps.clock })
@@ -156,7 +156,7 @@ export function providerCallbacks(deps: Deps) {
         // event, announce themselves at commit: modules/webhooks/notify.ts.)
         if (stored.some((id) => id !== null)) deps.wake('inbound-media')
         // A status naming both of its recipient's ids links them before it applies: its event carries the user id.
-        await storeStatusLinks(deps.sql, reports)
+        await storeStatusLinks(deps.sql, deps.clock, reports)
         const outcome = await receive(reports)
         // Signed, but naming a message its signer's senders did not send: an attack with one tenant's own
         // credentials, or a misconfigured webhook. The operator should hear of it; nothing changed.

@@ -18,6 +18,7 @@
 // customer messaged first by user id, then by phone once linked, counts once.
 
 import type { Db, Tx } from '../../db/client'
+import type { Clock } from '../../lib/clock'
 import type { CustomerIds, SenderRef, SignedIdentityChange, SignedReport } from '../../providers/provider'
 import { isUserId } from '../../lib/user-id'
 import { linkedPhone, moveLinks, recordLink } from '../customers/service'
@@ -58,15 +59,21 @@ async function rekey(tx: Tx, senderId: SenderRef, from: string, to: string, user
 }
 
 /** Meta named `userId` and `phone` (normalised) together on the number: the link, and the user id's rows take the phone's key. */
-export async function linkCustomer(tx: Tx, senderId: SenderRef, userId: string, phone: string): Promise<void> {
-  if (await recordLink(tx, senderId, userId, phone)) await rekey(tx, senderId, userId, phone, userId)
+export async function linkCustomer(
+  tx: Tx,
+  clock: Pick<Clock, 'sqlNow'>,
+  senderId: SenderRef,
+  userId: string,
+  phone: string,
+): Promise<void> {
+  if (await recordLink(tx, clock, senderId, userId, phone)) await rekey(tx, senderId, userId, phone, userId)
 }
 
 /**
  * Follows a changed number or user id (Meta's `user_changed_number` / `user_changed_user_id`): the
  * customer's rows on the number move from the previous key to the current one, and its links follow.
  */
-export async function followIdentityChange(tx: Tx, change: SignedIdentityChange): Promise<void> {
+export async function followIdentityChange(tx: Tx, clock: Pick<Clock, 'sqlNow'>, change: SignedIdentityChange): Promise<void> {
   const { sender } = change
   const previousUserId = change.previous.userId && isUserId(change.previous.userId) ? change.previous.userId : null
   const userId = change.current.userId && isUserId(change.current.userId) ? change.current.userId : null
@@ -76,8 +83,8 @@ export async function followIdentityChange(tx: Tx, change: SignedIdentityChange)
   // A known phone stays the key; a customer known only by user id is keyed by the new one.
   const to = phone ?? (from !== null && !isUserId(from) ? from : userId)
   if (from === null || to === null) return
-  await moveLinks(tx, sender, { previousUserId: previousUserId === userId ? null : previousUserId, previousPhone, phone })
-  if (userId !== null && !isUserId(to)) await recordLink(tx, sender, userId, to)
+  await moveLinks(tx, clock, sender, { previousUserId: previousUserId === userId ? null : previousUserId, previousPhone, phone })
+  if (userId !== null && !isUserId(to)) await recordLink(tx, clock, sender, userId, to)
   await rekey(tx, sender, from, to, userId)
 }
 
@@ -87,7 +94,7 @@ export async function followIdentityChange(tx: Tx, change: SignedIdentityChange)
  * (one tenant's own signed webhook never links another's customer by naming its message), and only when the
  * message went to one of the two ids.
  */
-export async function linkFromStatus(tx: Tx, report: SignedReport): Promise<void> {
+export async function linkFromStatus(tx: Tx, clock: Pick<Clock, 'sqlNow'>, report: SignedReport): Promise<void> {
   const userId = report.recipient?.userId && isUserId(report.recipient.userId) ? report.recipient.userId : null
   const phone = report.recipient?.phone ? inboundPhone(report.recipient.phone) : null
   if (userId === null || phone === null) return
@@ -96,5 +103,5 @@ export async function linkFromStatus(tx: Tx, report: SignedReport): Promise<void
     where message_sid = ${report.sid} and coalesce(sender_id, 0) = any(${report.senders.map((id) => id ?? 0)}::bigint[])
       and phone = any(${[userId, phone]}::text[])
     limit 1`
-  if (message) await linkCustomer(tx, message.sender_id === null ? null : Number(message.sender_id), userId, phone)
+  if (message) await linkCustomer(tx, clock, message.sender_id === null ? null : Number(message.sender_id), userId, phone)
 }

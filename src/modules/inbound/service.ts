@@ -155,7 +155,7 @@ export async function storeInbound(
           if (known) return null
           const senderId = message.sender
           // Both ids together: the user id's rows take the phone as their key (customers.ts).
-          if (fromPhone && userId) await linkCustomer(tx, senderId, userId, fromPhone)
+          if (fromPhone && userId) await linkCustomer(tx, options.clock, senderId, userId, fromPhone)
           const phone = (await customerKey(tx, senderId, { phone: fromPhone, userId }))!
           const accountId = await accountOf(tx, senderId, phone, message.replyTo, userId)
           const given = noNul(message.name)?.trim() || null
@@ -260,14 +260,14 @@ export async function storeConsent(sql: Sql, clock: Clock, timezone: string, sig
 }
 
 /** A provider's word that customers' ids changed (Meta's system messages): each followed in its own transaction. */
-export async function storeIdentityChanges(sql: Sql, changes: SignedIdentityChange[]): Promise<void> {
-  for (const change of changes) await transaction(sql, (tx) => followIdentityChange(tx, change))
+export async function storeIdentityChanges(sql: Sql, clock: Clock, changes: SignedIdentityChange[]): Promise<void> {
+  for (const change of changes) await transaction(sql, (tx) => followIdentityChange(tx, clock, change))
 }
 
 /** Status reports that name both of their recipient's ids (issue 32): each links them in its own transaction. */
-export async function storeStatusLinks(sql: Sql, reports: SignedReport[]): Promise<void> {
+export async function storeStatusLinks(sql: Sql, clock: Clock, reports: SignedReport[]): Promise<void> {
   for (const report of reports)
-    if (report.recipient?.userId && report.recipient.phone) await transaction(sql, (tx) => linkFromStatus(tx, report))
+    if (report.recipient?.userId && report.recipient.phone) await transaction(sql, (tx) => linkFromStatus(tx, clock, report))
 }
 
 type Row = {
