@@ -83,8 +83,8 @@ async function bounded<T>(promise: Promise<T>, ms: number, what: string): Promis
   }
 }
 
-/** Launches headless Chromium on a fresh temporary profile. */
-export async function openBrowser(): Promise<TestBrowser> {
+/** Launches headless Chromium on a fresh temporary profile (`javaScript: false`: as a browser with scripts off). */
+export async function openBrowser(options: { javaScript?: boolean } = {}): Promise<TestBrowser> {
   if (!browserAvailable()) {
     throw new Error(`${CHROMIUM} not found: the browser tests need Debian's Chromium (apt-get install chromium)`)
   }
@@ -96,6 +96,7 @@ export async function openBrowser(): Promise<TestBrowser> {
       headless: true,
       args: ARGS,
       timeout: LAUNCH_TIMEOUT,
+      javaScriptEnabled: options.javaScript ?? true,
     })
   } catch (error) {
     rmSync(profileDir, { recursive: true, force: true })

@@ -61,9 +61,9 @@ export function dashboardInChromium(
   const url = () => service!.url
   const noViolations = async (page: Page) => expect((await axeViolations(page)).map((v) => `${v.rule}: ${v.targets.join(' ')}`)).toEqual([])
 
-  /** A new person: a fresh browser profile, at a desktop's width. */
-  async function person(): Promise<Page> {
-    const browser = await openBrowser()
+  /** A new person: a fresh browser profile, at a desktop's width (`javaScript: false`: scripts off). */
+  async function person(options: { javaScript?: boolean } = {}): Promise<Page> {
+    const browser = await openBrowser(options)
     browsers.push(browser)
     await browser.page.setViewportSize({ width: 1440, height: 900 })
     return browser.page
@@ -115,8 +115,8 @@ export function dashboardInChromium(
       await page.setViewportSize({ width: 1440, height: 900 })
     },
     /** A new person who follows an invitation `link`, chooses PASSWORD and lands on `landing`. */
-    async signIn(link: string, landing: string): Promise<Page> {
-      const page = await person()
+    async signIn(link: string, landing: string, options: { javaScript?: boolean } = {}): Promise<Page> {
+      const page = await person(options)
       await page.goto(`${url()}${new URL(link).pathname}`)
       await page.getByLabel('New password').fill(PASSWORD)
       await page.keyboard.press('Enter')

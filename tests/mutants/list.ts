@@ -91,6 +91,19 @@ export const MUTATIONS: Mutation[] = [
     filter: 'a replayed top-up',
   },
   {
+    name: 'topup-amount-refilled',
+    breaks: 'a top-up booked twice: after Back, a browser with scripts off refills the amount, and one click sends it again',
+    edits: [
+      {
+        file: 'src/modules/accounts/pages.tsx',
+        find: '            autocomplete="off"\n            required',
+        replace: '            required',
+      },
+    ],
+    tests: ['tests/dashboard/topup-back-browser.outer.test.ts'],
+    filter: 'with scripts off',
+  },
+  {
     name: 'refund-queued',
     breaks: 'a sent message refunded: the late refusal of a holder that lost its lease undoes the sending of the new holder',
     edits: refundQueued,

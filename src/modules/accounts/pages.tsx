@@ -170,6 +170,9 @@ export function accountPages(d: Dashboard) {
             label={`Amount (${d.config.currency})`}
             inputmode="numeric"
             placeholder="5,000"
+            // After Back the browser refills a form as it was typed; not this amount, so a page shown again
+            // cannot book the same top-up twice by one click, with scripts off too (issue 33).
+            autocomplete="off"
             required
           />
           <Field state={state} form="topup" name="note" label="Note" maxlength={MAX_NOTE_CHARS} />
