@@ -5,6 +5,7 @@
 // audited, and a credential's value never shows in a page, a flash, the audit log or a log line.
 
 import { afterAll, beforeAll, describe, expect, spyOn, test } from 'bun:test'
+import { TestClock } from '../../src/lib/clock'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeTwilioAccount, type FakeTwilioAccount } from '../helpers/fake-twilio-account'
 import { dashboardUser, webClient, type Page } from '../helpers/web'
@@ -493,5 +494,37 @@ describe("an account's senders", () => {
     const bareView = await op.get(`/dashboard/accounts/${bare.accountId}/messages`)
     expect(bareView.text).not.toContain('name="sender_id"')
     expect(bareView.text).not.toContain('data-label="From"')
+  })
+})
+
+describe("a sender's page in the deployment's time zone", () => {
+  test("its templates' last sync is shown in TIMEZONE (Asia/Jakarta), as every time on it, not in UTC", async () => {
+    const clock = new TestClock(new Date('2026-12-02T19:48:38Z'))
+    // An account of its own at the fake Twilio: the tests above rotate SID's token.
+    const sid = 'AC00000000000000000000000000000a7a'
+    twilio.tokens.set(sid, TOKEN)
+    const jakarta = await testApp({
+      clock,
+      env: { TIMEZONE: 'Asia/Jakarta', TWILIO_API_BASE: twilio.url, TWILIO_CONTENT_API_BASE: twilio.url, PUBLIC_BASE_URL: PUBLIC },
+    })
+    try {
+      const op = (await dashboardUser(jakarta, 'tz-op@example.com', PASSWORD)).client
+      const form = await op.get('/dashboard/senders')
+      const made = await op.post('/dashboard/senders', {
+        _csrf: form.csrf!,
+        provider: 'twilio',
+        name: 'Toko Jam',
+        number: nextNumber(),
+        twilio_account_sid: sid,
+        twilio_auth_token: TOKEN,
+      })
+      expect(made.status).toBe(303)
+      const page = await op.get(made.location!)
+      // 19:48:38 UTC is 02:48:38 the next day in Jakarta (UTC+7).
+      expect(page.text).toContain('<span class="status">ok</span> 2026-12-03 02:48:38 (when it was created)')
+      expect(page.text).not.toContain('2026-12-02 19:48:38')
+    } finally {
+      await jakarta.close()
+    }
   })
 })

@@ -76,6 +76,8 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     LOG_LEVEL: 'error',
     TIMEZONE: 'Asia/Jakarta',
     WEBHOOK_ALLOW_PRIVATE: 'true',
+    // The address the providers would call, as a deployment sets it: the senders' pages show it to paste.
+    PUBLIC_BASE_URL: 'https://wa.tokobudi.example',
     TWILIO_API_BASE: twilio.url,
     // Creating or checking a Twilio or Meta sender syncs its templates: from these fakes, never the Internet.
     TWILIO_CONTENT_API_BASE: twilio.url,
@@ -143,6 +145,14 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     rate_per_second: 20,
   })
   await admin('POST', `/senders/${viaTwilio.id}/check`)
+  // The Meta number as the Graph API knows it: its quality is read when the sender is created.
+  graph.phone('106540352242922', 'EAAG-tour-token', {
+    display_phone_number: '62 811-0000-7003',
+    verified_name: 'Apotek Sehat',
+    quality_rating: 'YELLOW',
+    appSecret: 'tour-app-secret',
+  })
+  graph.accountOf.set('106540352242922', '102290129340398')
   const viaMeta = await admin('POST', '/senders', {
     provider: 'meta',
     name: 'Apotek Sehat',
@@ -154,6 +164,19 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
       business_account_id: '102290129340398',
     },
   })
+  // Meta's word on its health, signed with its app secret to the service's webhook route: a yellow
+  // quality, the portfolio's messaging limit, a week's restriction of business-initiated sends, then an
+  // upgrade (its page's health line and history).
+  graph.callback = { publicBaseUrl: base, deliver: (request: Request) => fetch(request) }
+  const said = Math.floor(Date.now() / 1000)
+  for (const health of [
+    { capability: 2000, time: said - 3 },
+    { restrictions: [{ restriction_type: 'RESTRICTED_BIZ_INITIATED_MESSAGING', expiration: said + 7 * 86_400 }], time: said - 2 },
+    { quality: { phoneNumberId: '106540352242922', event: 'UPGRADE', current_limit: 'TIER_2K' }, time: said - 1 },
+  ]) {
+    const answer = await graph.sayHealth({ waba: '102290129340398', ...health })
+    if (answer.status !== 200) throw new Error(`tour: Meta's health webhook answered ${answer.status}`)
+  }
   await admin('POST', `/senders/${viaMeta.id}/disable`)
   await admin('PUT', `/accounts/${account.id}/senders/${own.id}`)
   await admin('PUT', `/accounts/${account.id}/senders/${viaTwilio.id}`)
@@ -305,6 +328,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop('price', 'operator', '/dashboard/price'),
     stop('senders', 'operator', '/dashboard/senders'),
     stop('sender', 'operator', `/dashboard/senders/${viaTwilio.id}`),
+    stop('sender-meta', 'operator', `/dashboard/senders/${viaMeta.id}`),
     stop(null, 'operator', `/dashboard/senders/${own.id}`),
     stop(null, 'operator', `/dashboard/senders/${own.id}/templates/${waTemplate.id}`),
     stop('wa-template-new', 'operator', `/dashboard/senders/${own.id}/templates/new`),

@@ -321,7 +321,7 @@ export function senderPages(d: Dashboard) {
         <Actions session={session} sender={sender} back="sender" />
         <ConnectSection provider={sender.provider} publicBaseUrl={d.config.publicBaseUrl} verifyToken={await verifyTokenOf(row)} />
         <HealthHistory health={sender.health} />
-        <SenderTemplates session={session} senderId={sender.id} templates={templates} lastSync={synced} />
+        <SenderTemplates session={session} senderId={sender.id} templates={templates} lastSync={{ sync: synced, tz: d.config.timezone }} />
         <h2>Change</h2>
         <form class="stack card" method="post" action={`/dashboard/senders/${sender.id}`}>
           <Csrf session={session} />

@@ -267,8 +267,8 @@ export function SenderTemplates(props: {
   session: Session
   senderId: number
   templates: WaTemplate[]
-  lastSync?: LastSync | null
-  tz?: string
+  /** The sender's last sync, shown in the deployment's time zone (nothing when not given). */
+  lastSync?: { sync: LastSync | null; tz: string }
   /** Where the sender's template pages are (default: the operator's). */
   base?: string
   /** The sync button (the operator's). */
@@ -288,7 +288,7 @@ export function SenderTemplates(props: {
       </p>
       {props.lastSync !== undefined ? (
         <p>
-          Last sync: <LastSyncText sync={props.lastSync} tz={props.tz ?? 'UTC'} />
+          Last sync: <LastSyncText sync={props.lastSync.sync} tz={props.lastSync.tz} />
         </p>
       ) : null}
       <PagedTable
