@@ -15,8 +15,9 @@ import { ApiError } from './errors'
 import { identify } from './access-log'
 import { looksLikeApiKey, sha256Hex } from '../lib/keys'
 import { Batcher } from '../lib/batch'
-import type { Clock } from '../lib/clock'
+import { systemClock, type Clock } from '../lib/clock'
 import { nowOf } from '../db/now'
+import { endSession } from '../db/end-session'
 
 /** A key's request rate after this request: its limit per window, what is left, and seconds until the window resets. */
 export type RateState = { limit: number; remaining: number; reset: number }
@@ -48,15 +49,21 @@ type KeyRow = { id: number; account_id: number; rate_limit_per_minute: number | 
 // lone request waits for nobody. Rows are counted in key order, so two instances' statements never
 // wait for each other's rows in opposite orders. The windows are minutes of the clock's time: one
 // statement per client and clock.
+// A lookup whose statement never comes back (a connection gone quiet, a row lock never released) would
+// hold every later request of the process behind it: past LOOKUP_DEADLINE_MS its requests are answered
+// 503 with Retry-After, its session is ended, and the next lookup goes ahead. Its counting may have
+// committed (a request counted that was not served), which only errs on the safe side of a rate.
+export const LOOKUP_DEADLINE_MS = 8_000
 const lookups = new WeakMap<Sql, WeakMap<object, Batcher<string, KeyRow | undefined>>>()
 function lookupKey(sql: Sql, clock: Pick<Clock, 'sqlNow'>, hash: string): Promise<KeyRow | undefined> {
   let byClock = lookups.get(sql)
   if (!byClock) lookups.set(sql, (byClock = new WeakMap()))
   let batcher = byClock.get(clock)
   if (!batcher) {
-    batcher = new Batcher(async (hashes) => {
-      const now = nowOf(sql, clock)
-      const rows = await sql<(Omit<KeyRow, 'position'> & { key_hash: string; used: number; counted: number })[]>`
+    batcher = new Batcher(
+      async (hashes, signal) => {
+        const now = nowOf(sql, clock)
+        const lookup = sql<(Omit<KeyRow, 'position'> & { key_hash: string; used: number; counted: number })[]>`
         with input as (
           select key_hash, count(*)::int as n from unnest(${hashes}::text[]) as h(key_hash) group by key_hash
         ), found as (
@@ -77,18 +84,30 @@ function lookupKey(sql: Sql, clock: Pick<Clock, 'sqlNow'>, hash: string): Promis
         select f.id, f.account_id, f.key_hash, f.rate_limit_per_minute, c.used, f.n as counted,
                ceil((c.window_number + 1) * 60 + f.id % 60 - extract(epoch from ${now}))::int as reset
         from found f join counted c on c.api_key_id = f.id`
-      const found = new Map(rows.map((r) => [r.key_hash, r]))
-      // The requests of one key in this statement are its last `counted` of `used`, in arrival order.
-      const seen = new Map<string, number>()
-      return hashes.map((hash) => {
-        const row = found.get(hash)
-        if (!row) return undefined
-        const nth = (seen.get(hash) ?? 0) + 1
-        seen.set(hash, nth)
-        const { id, account_id, rate_limit_per_minute, reset } = row
-        return { id, account_id, rate_limit_per_minute, reset, position: row.used - row.counted + nth }
-      })
-    })
+        signal.addEventListener('abort', () => endSession(sql, lookup, 'API key lookups'), { once: true })
+        const rows = await lookup
+        const found = new Map(rows.map((r) => [r.key_hash, r]))
+        // The requests of one key in this statement are its last `counted` of `used`, in arrival order.
+        const seen = new Map<string, number>()
+        return hashes.map((hash) => {
+          const row = found.get(hash)
+          if (!row) return undefined
+          const nth = (seen.get(hash) ?? 0) + 1
+          seen.set(hash, nth)
+          const { id, account_id, rate_limit_per_minute, reset } = row
+          return { id, account_id, rate_limit_per_minute, reset, position: row.used - row.counted + nth }
+        })
+      },
+      {
+        deadline: {
+          ms: LOOKUP_DEADLINE_MS,
+          // Real time, as a socket's timeout: how long the database takes to answer (status/receiver.ts).
+          clock: systemClock(),
+          error: () =>
+            new ApiError('SERVICE_UNAVAILABLE', 'the database did not answer in time; retry shortly', 503, {}, { 'retry-after': '1' }),
+        },
+      },
+    )
     byClock.set(clock, batcher)
   }
   return batcher.add(hash)

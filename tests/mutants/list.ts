@@ -91,6 +91,13 @@ export const MUTATIONS: Mutation[] = [
     filter: 'a replayed top-up',
   },
   {
+    name: 'auth-lookup-deadline',
+    breaks: 'a key lookup whose statement never comes back holds every later request of the process behind it, for ever',
+    edits: [{ file: 'src/http/auth.ts', find: 'ms: LOOKUP_DEADLINE_MS,', replace: 'ms: 600_000,' }],
+    tests: ['tests/http/auth-stall.outer.test.ts'],
+    database: 'postgres',
+  },
+  {
     name: 'topup-amount-refilled',
     breaks: 'a top-up booked twice: after Back, a browser with scripts off refills the amount, and one click sends it again',
     edits: [
@@ -1817,7 +1824,7 @@ export const MUTATIONS: Mutation[] = [
     edits: [
       {
         file: RECEIVER,
-        find: "options.signal.addEventListener('abort', () => endSession(sql, locking), { once: true })",
+        find: "options.signal.addEventListener('abort', () => endSession(sql, locking, 'status reports'), { once: true })",
         replace: '',
       },
     ],

@@ -13,11 +13,11 @@
 
 import type { Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
+import { endSession } from '../../db/end-session'
 import type { EventClock } from '../webhooks/events'
 import { systemClock } from '../../lib/clock'
 import { Batcher } from '../../lib/batch'
 import { ApiError } from '../../http/errors'
-import { log, errorKind } from '../../lib/log'
 import { applyStatuses, ownersLiteral, ownersOf, rounds, type Report } from './machine'
 import { reportedCategory } from '../ledger/service'
 import type { Pricing, SignedReport } from '../../providers/provider'
@@ -109,7 +109,7 @@ async function receiveCallbacks(
     // Past the deadline the transaction's connection is ended, whatever it waits on (rolled back
     // unless its COMMIT was in: either way the provider's retry is safe), so that it holds no lock
     // and no connection of the pool for ever.
-    options.signal.addEventListener('abort', () => endSession(sql, locking), { once: true })
+    options.signal.addEventListener('abort', () => endSession(sql, locking, 'status reports'), { once: true })
     const [rows, parked] = await Promise.all([
       locking,
       tx<Parked[]>`
@@ -151,23 +151,6 @@ async function receiveCallbacks(
     }
     return outcomes
   })
-}
-
-/**
- * Ends the session `query` runs on (its connection's server process) through another connection of
- * the pool; a failure is only logged. The query's `state` is postgres.js's: its connection's backend
- * key, set once the query was given to the connection. Never the session that asks (the embedded
- * database has only one).
- */
-function endSession(sql: Sql, query: unknown): void {
-  const pid = (query as { state?: { pid?: number } | null }).state?.pid
-  log.warn('status reports not received in time: ending their database session', { pid: pid ?? null })
-  if (!pid) return
-  sql`
-    select pg_terminate_backend(pid) from pg_stat_activity
-    where pid = ${pid} and pid <> pg_backend_pid() and datname = current_database() and application_name = 'messaging-api'`.catch(
-    (error: unknown) => log.warn('ending a database session failed', { pid, error: errorKind(error) }),
-  )
 }
 
 type Parked = {
