@@ -10,7 +10,7 @@
 // every answer to a key's request says where it stands (draft-ietf-httpapi-ratelimit-headers).
 
 import { Elysia } from 'elysia'
-import type { Sql } from '../db/client'
+import { CONNECT_WAIT_SECONDS, type Sql } from '../db/client'
 import { ApiError } from './errors'
 import { identify } from './access-log'
 import { looksLikeApiKey, sha256Hex } from '../lib/keys'
@@ -52,8 +52,10 @@ type KeyRow = { id: number; account_id: number; rate_limit_per_minute: number | 
 // A lookup whose statement never comes back (a connection gone quiet, a row lock never released) would
 // hold every later request of the process behind it: past LOOKUP_DEADLINE_MS its requests are answered
 // 503 with Retry-After, its session is ended, and the next lookup goes ahead. Its counting may have
-// committed (a request counted that was not served), which only errs on the safe side of a rate.
-export const LOOKUP_DEADLINE_MS = 8_000
+// committed (a request counted that was not served), which only errs on the safe side of a rate. Longer
+// than the wait for a connection, so that an outage is waited through and answered as documented
+// (CONNECT_WAIT_SECONDS): the deadline is for a statement that got its connection and never came back.
+export const LOOKUP_DEADLINE_MS = CONNECT_WAIT_SECONDS * 1000 + 2_000
 const lookups = new WeakMap<Sql, WeakMap<object, Batcher<string, KeyRow | undefined>>>()
 function lookupKey(sql: Sql, clock: Pick<Clock, 'sqlNow'>, hash: string): Promise<KeyRow | undefined> {
   let byClock = lookups.get(sql)
