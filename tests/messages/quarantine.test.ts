@@ -7,6 +7,7 @@ import { money, testApp, type TestApp } from '../helpers/app'
 import { MAX_RECOVERIES } from '../../src/workers/handoff-recovery'
 import type { Provider } from '../../src/providers/provider'
 import { TestClock } from '../../src/lib/clock'
+import { inFlight } from '../helpers/in-flight'
 
 let t: TestApp
 afterAll(() => t?.close())
@@ -21,7 +22,8 @@ test('an outcome that cannot be recorded: retried, recovered a few times, then q
     },
   }
   const clock = new TestClock()
-  t = await testApp({ provider, clock, env: { PROVIDER_TIMEOUT_MS: '500' } })
+  const flight = inFlight()
+  t = await testApp({ provider, clock, wrapSql: flight.sql, env: { PROVIDER_TIMEOUT_MS: '500' } })
   const { accountId, key } = await t.account(100)
   await t.db.sql.unsafe(`
     create function refuse_poison() returns trigger language plpgsql as $$
@@ -40,6 +42,11 @@ test('an outcome that cannot be recorded: retried, recovered a few times, then q
   // lease is taken over by recovery (a step of it once the lease has been expired for a further lease's
   // length), until the message is quarantined.
   t.deps.handoff.stop()
+  // The send's own record is still retrying (it sleeps at most a second between tries): its next try,
+  // now that its holder stopped, gives up and leaves the message to recovery. That try ends before time
+  // moves on, as it would on any machine: a failure recorded later would hold recovery back (an outage).
+  await clock.advance(1_000)
+  await flight.idle()
   const app = t
   const expiredLease = () => clock.advance(2 * app.config.handoffLeaseSeconds * 1000 + 1_000)
   const quarantined = async () =>
