@@ -12,6 +12,7 @@ import { drain } from '../helpers/worker-steps'
 import { TestClock } from '../../src/lib/clock'
 import { signedLink } from '../../src/modules/media/signing'
 import { assign, createSender, META_A, registerFakes, sendersEnv } from '../helpers/senders'
+import { insertTemplate } from '../../src/modules/templates/catalog'
 
 const DAY = 86_400_000
 const clock = new TestClock(new Date('2026-12-01T00:00:00Z'))
@@ -102,6 +103,55 @@ describe('retention', () => {
     expect(queued.body.data?.status).toBe('queued')
     await drain(t, clock, 'retention')
     expect((await stored(file)).files).toBe(1)
+  })
+
+  test("a campaign's header file stays past its days while the campaign may still send it; cancelled, it goes", async () => {
+    const { accountId, key } = await t.account(1000, { price: 10 })
+    await assign(t, accountId, metaSender, true)
+    const tpl = await t.db.sql.begin((tx) =>
+      insertTemplate(
+        tx,
+        clock,
+        {
+          status: 'approved',
+          language: 'id',
+          category: 'marketing',
+          parameterFormat: 'positional',
+          components: [
+            { type: 'HEADER', format: 'DOCUMENT', example: { header_handle: ['https://example.com/h.pdf'] } },
+            { type: 'BODY', text: 'Katalog minggu ini.' },
+          ],
+          name: `katalog_${Math.random().toString(36).slice(2, 8)}`,
+          senderId: metaSender,
+          provider: 'meta',
+        },
+        'sync',
+      ),
+    )
+    expect((await t.api('POST', '/contacts', key, { name: 'Budi', phone: '081234567891', tags: 'vip' })).status).toBe(201)
+    const segment = await t.admin('POST', `/accounts/${accountId}/segments`, { name: 'vips', tag: 'vip' })
+    const file = await upload(key)
+    const made = await t.api('POST', '/campaigns', key, {
+      name: 'katalog',
+      template_id: tpl!.id,
+      segment_id: segment.body.data.id,
+      parameters: { header: { type: 'document', media_id: file } },
+    })
+    expect(made.status).toBe(201)
+    const campaign = made.body.data.campaign.id as number
+
+    await clock.advance(31 * DAY)
+    // (The months ahead get their partitions, as the worker keeps them a running service.)
+    await drain(t, clock, 'partitions')
+    await drain(t, clock, 'retention')
+    expect((await stored(file)).files).toBe(1)
+    const refused = await call('DELETE', `/api/v1/media/${file}`, key)
+    expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 409, code: 'CONFLICT' })
+    expect(refused.body.error).toContain('a campaign not yet sent or cancelled')
+
+    expect((await t.admin('POST', `/campaigns/${campaign}/cancel`)).status).toBe(200)
+    expect(await drain(t, clock, 'retention')).toBeGreaterThanOrEqual(1)
+    expect((await stored(file)).files).toBe(0)
   })
 })
 

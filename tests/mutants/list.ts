@@ -625,6 +625,28 @@ export const MUTATIONS: Mutation[] = [
     filter: "another tenant's media_id",
   },
   {
+    name: 'campaign-media-id-tenant',
+    breaks: "a campaign's header names another account's uploaded file and sends it to every recipient of the campaign",
+    edits: [
+      { file: 'src/modules/campaigns/service.ts', find: 'if (isMedia(media) && media.media_id !== undefined) {', replace: 'if (false) {' },
+    ],
+    tests: ['tests/templates/campaigns.test.ts'],
+    filter: 'takes an uploaded file by media_id',
+  },
+  {
+    name: 'media-kept-for-campaign',
+    breaks: "a campaign's header file is deleted (by its owner or by retention) before the campaign sends it: each message then fails",
+    edits: [
+      {
+        file: 'src/modules/media/service.ts',
+        find: "c.status in ('draft', 'scheduled', 'sending', 'paused')",
+        replace: "c.status in ('cancelled')",
+      },
+    ],
+    tests: ['tests/media/lifetime.test.ts'],
+    filter: "a campaign's header file stays",
+  },
+  {
     name: 'media-delete-tenant',
     breaks: "DELETE /api/v1/media/{id} with another account's file id deletes it: one tenant removes another's files, failing its sends",
     edits: [

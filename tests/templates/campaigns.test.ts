@@ -434,7 +434,16 @@ describe('a media header', () => {
       })
     const what = `template ${tpl.id} (${tpl.name})`
     const cases: [unknown, number, string][] = [
-      [undefined, 422, `parameters.header: missing (${what}'s header is a image: give {"type": "image", "link": "https://…"})`],
+      [
+        undefined,
+        422,
+        `parameters.header: missing (${what}'s header is a image: give {"type": "image", "link": "https://…"} or {"type": "image", "media_id": "med_…"})`,
+      ],
+      [
+        { type: 'image' },
+        422,
+        "parameters.header: give the image's link (a public https URL) or media_id (a file from POST /api/v1/media), one of them",
+      ],
       [{ type: 'video', link: LINK }, 422, `parameters.header.type: must be "image" (${what}'s header is one; got "video")`],
       [{ type: 'image', link: 'ftp://cdn.example.com/x.jpg' }, 422, 'parameters.header.link: '],
     ]
@@ -489,7 +498,7 @@ describe('a media header', () => {
       a.accountId,
     )
     const page = await client.get(`/dashboard/campaigns?wa_template=${tpl.id}`)
-    expect(page.text).toContain('Header image: its https link, the same for every recipient')
+    expect(page.text).toContain('Header image: its https link, or an uploaded file&#39;s id (med_…), the same for every recipient')
     expect(page.text).toContain('name="value:header"')
     expect(page.text).not.toContain('name="from:header"')
     const form = {
@@ -510,5 +519,73 @@ describe('a media header', () => {
     const id = Number(created.location!.split('/').pop())
     expect((await t.api('GET', `/campaigns/${id}`, a.key)).body.data.campaign.parameters.header).toEqual({ type: 'image', link: LINK })
     expect((await client.get(`/dashboard/campaigns/${id}`)).text).toContain(`header: image ${LINK}`)
+  })
+
+  const JPEG = new Uint8Array([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0, 1, 1, 0, 0, 1, 0, 1, 0, 0, 0xff, 0xd9])
+  const PDF = new TextEncoder().encode('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n')
+  const upload = async (key: string, bytes: Uint8Array, type: string) => {
+    const response = await t.app.handle(
+      new Request('http://localhost/api/v1/media', {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': type },
+        body: bytes,
+      }),
+    )
+    expect(response.status).toBe(201)
+    return ((await response.json()) as { data: { id: string } }).data.id
+  }
+
+  test("takes an uploaded file by media_id: the account's own and of the header's kind, uploaded to Meta once, not deleted until the campaign is done", async () => {
+    const { tpl } = await template(PROMO)
+    const a = await shop([
+      { name: 'Budi', phone: '081200000044' },
+      { name: 'Sari', phone: '081200000045' },
+    ])
+    const other = await t.account(100)
+    const image = await upload(a.key, JPEG, 'image/jpeg')
+    const pdf = await upload(a.key, PDF, 'application/pdf')
+    const theirs = await upload(other.key, JPEG, 'image/jpeg')
+    const create = (header: unknown) =>
+      t.api('POST', '/campaigns', a.key, {
+        name: 'promo',
+        template_id: tpl.id,
+        segment_id: a.segmentId,
+        parameters: { variables: { '1': { field: 'name' } }, header },
+      })
+    // Another account's file is unknown here (404), as with a send; a file of another kind is 422; a link and an id both, 422.
+    const foreign = await create({ type: 'image', media_id: theirs })
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'NOT_FOUND'])
+    expect(foreign.body.error).toStartWith(`parameters.header.media_id: no file ${theirs} in this account`)
+    const wrongKind = await create({ type: 'image', media_id: pdf })
+    expect([wrongKind.status, wrongKind.body.error]).toEqual([
+      422,
+      `parameters.header.media_id: file ${pdf} is a document (application/pdf), not an image; nothing was charged`,
+    ])
+    expect((await create({ type: 'image', media_id: image, link: LINK })).status).toBe(422)
+
+    const made = await create({ type: 'image', media_id: image })
+    expect(made.status).toBe(201)
+    expect(made.body.data.campaign.parameters.header).toEqual({ type: 'image', media_id: image })
+    const id: number = made.body.data.campaign.id
+    // Not deleted while the campaign may still send it (retention keeps it too: tests/media/lifetime.test.ts).
+    const remove = () =>
+      t.app.handle(
+        new Request(`http://localhost/api/v1/media/${image}`, { method: 'DELETE', headers: { authorization: `Bearer ${a.key}` } }),
+      )
+    expect((await remove()).status).toBe(409)
+
+    expect((await t.admin('POST', `/campaigns/${id}/run`)).status).toBe(200)
+    await t.runWorker('campaign-runner')
+    expect((await stats(id)).stats).toMatchObject({ total: 2, sent: 2, failed: 0 })
+    // Uploaded to the sender's number once, both recipients' headers naming Meta's id for it.
+    const uploads = graph.requests.filter((r) => r.path.endsWith('/media') && r.method === 'POST')
+    expect(uploads).toHaveLength(1)
+    const graphId = [...graph.uploads.entries()].find(([, u]) => u.type === 'image/jpeg')![0]
+    expect(sentBodies().map((b) => b.template.components[0])).toEqual([
+      { type: 'header', parameters: [{ type: 'image', image: { id: graphId } }] },
+      { type: 'header', parameters: [{ type: 'image', image: { id: graphId } }] },
+    ])
+    // Sent: the file may go now.
+    expect((await remove()).status).toBe(204)
   })
 })

@@ -3996,7 +3996,7 @@ export interface operations {
                                             constant?: string;
                                         };
                                     };
-                                    /** @description A text header's parameter (a source), or a media header's media ({type, link}, the same for every recipient) */
+                                    /** @description A text header's parameter (a source), or a media header's media ({type, link} or {type, media_id}, the same for every recipient) */
                                     header?: {
                                         /** @description A contact's field: name, phone, email or city */
                                         field?: string;
@@ -4011,10 +4011,15 @@ export interface operations {
                                          */
                                         type: "image" | "video" | "document";
                                         /**
-                                         * @description An https link to the media, the same for every recipient
+                                         * @description An https link to the media, the same for every recipient (or `media_id`: one of the two)
                                          * @example https://cdn.example.com/promo.jpg
                                          */
-                                        link: string;
+                                        link?: string;
+                                        /**
+                                         * @description A file this account uploaded (`POST /api/v1/media`), the same for every recipient (or `link`): 404 if it is not the account's, 422 if it is not of the header's kind; kept while the campaign may still send it
+                                         * @example med_3vQb7Jx0S9aLq2Wc8Zt1Ke
+                                         */
+                                        media_id?: string;
                                         /** @description A document's file name, as the customer sees it */
                                         filename?: string;
                                     };
@@ -4075,7 +4080,7 @@ export interface operations {
                      */
                     template_id: number;
                     /**
-                     * @description Extension, for a WhatsApp template only: where each of its parameters comes from, per recipient: every parameter the template's `parameters` lists (body, header, URL or copy-code buttons) and no other, else 422 naming it; a media header takes its link once for the campaign
+                     * @description Extension, for a WhatsApp template only: where each of its parameters comes from, per recipient: every parameter the template's `parameters` lists (body, header, URL or copy-code buttons) and no other, else 422 naming it; a media header takes its link or media_id once for the campaign
                      * @example {
                      *       "variables": {
                      *         "1": {
@@ -4104,7 +4109,7 @@ export interface operations {
                                 constant?: string;
                             };
                         };
-                        /** @description A text header's parameter (a source), or a media header's media ({type, link}, the same for every recipient) */
+                        /** @description A text header's parameter (a source), or a media header's media ({type, link} or {type, media_id}, the same for every recipient) */
                         header?: {
                             /** @description A contact's field: name, phone, email or city */
                             field?: string;
@@ -4119,10 +4124,15 @@ export interface operations {
                              */
                             type: "image" | "video" | "document";
                             /**
-                             * @description An https link to the media, the same for every recipient
+                             * @description An https link to the media, the same for every recipient (or `media_id`: one of the two)
                              * @example https://cdn.example.com/promo.jpg
                              */
-                            link: string;
+                            link?: string;
+                            /**
+                             * @description A file this account uploaded (`POST /api/v1/media`), the same for every recipient (or `link`): 404 if it is not the account's, 422 if it is not of the header's kind; kept while the campaign may still send it
+                             * @example med_3vQb7Jx0S9aLq2Wc8Zt1Ke
+                             */
+                            media_id?: string;
                             /** @description A document's file name, as the customer sees it */
                             filename?: string;
                         };
@@ -4213,7 +4223,7 @@ export interface operations {
                                             constant?: string;
                                         };
                                     };
-                                    /** @description A text header's parameter (a source), or a media header's media ({type, link}, the same for every recipient) */
+                                    /** @description A text header's parameter (a source), or a media header's media ({type, link} or {type, media_id}, the same for every recipient) */
                                     header?: {
                                         /** @description A contact's field: name, phone, email or city */
                                         field?: string;
@@ -4228,10 +4238,15 @@ export interface operations {
                                          */
                                         type: "image" | "video" | "document";
                                         /**
-                                         * @description An https link to the media, the same for every recipient
+                                         * @description An https link to the media, the same for every recipient (or `media_id`: one of the two)
                                          * @example https://cdn.example.com/promo.jpg
                                          */
-                                        link: string;
+                                        link?: string;
+                                        /**
+                                         * @description A file this account uploaded (`POST /api/v1/media`), the same for every recipient (or `link`): 404 if it is not the account's, 422 if it is not of the header's kind; kept while the campaign may still send it
+                                         * @example med_3vQb7Jx0S9aLq2Wc8Zt1Ke
+                                         */
+                                        media_id?: string;
                                         /** @description A document's file name, as the customer sees it */
                                         filename?: string;
                                     };
@@ -4345,7 +4360,7 @@ export interface operations {
                                             constant?: string;
                                         };
                                     };
-                                    /** @description A text header's parameter (a source), or a media header's media ({type, link}, the same for every recipient) */
+                                    /** @description A text header's parameter (a source), or a media header's media ({type, link} or {type, media_id}, the same for every recipient) */
                                     header?: {
                                         /** @description A contact's field: name, phone, email or city */
                                         field?: string;
@@ -4360,10 +4375,15 @@ export interface operations {
                                          */
                                         type: "image" | "video" | "document";
                                         /**
-                                         * @description An https link to the media, the same for every recipient
+                                         * @description An https link to the media, the same for every recipient (or `media_id`: one of the two)
                                          * @example https://cdn.example.com/promo.jpg
                                          */
-                                        link: string;
+                                        link?: string;
+                                        /**
+                                         * @description A file this account uploaded (`POST /api/v1/media`), the same for every recipient (or `link`): 404 if it is not the account's, 422 if it is not of the header's kind; kept while the campaign may still send it
+                                         * @example med_3vQb7Jx0S9aLq2Wc8Zt1Ke
+                                         */
+                                        media_id?: string;
                                         /** @description A document's file name, as the customer sees it */
                                         filename?: string;
                                     };

@@ -19,15 +19,26 @@ const HeaderMedia = t.Object(
     type: t.Union([t.Literal('image'), t.Literal('video'), t.Literal('document')], {
       description: "The template's header kind: image, video or document",
     }),
-    link: t.String({
-      description: 'An https link to the media, the same for every recipient',
-      examples: ['https://cdn.example.com/promo.jpg'],
-    }),
+    link: t.Optional(
+      t.String({
+        description: 'An https link to the media, the same for every recipient (or `media_id`: one of the two)',
+        examples: ['https://cdn.example.com/promo.jpg'],
+      }),
+    ),
+    media_id: t.Optional(
+      t.String({
+        description:
+          "A file this account uploaded (`POST /api/v1/media`), the same for every recipient (or `link`): 404 if it is not the account's, " +
+          "422 if it is not of the header's kind; kept while the campaign may still send it",
+        examples: ['med_3vQb7Jx0S9aLq2Wc8Zt1Ke'],
+      }),
+    ),
     filename: t.Optional(t.String({ description: "A document's file name, as the customer sees it" })),
   },
   {
     additionalProperties: false,
-    description: "A media header's media (a template whose header is an image, video or document): one link for the whole campaign",
+    description:
+      "A media header's media (a template whose header is an image, video or document): one `link` or `media_id` for the whole campaign",
   },
 )
 
@@ -36,7 +47,8 @@ const CampaignParametersInput = t.Object(
     variables: t.Optional(t.Record(t.String(), Source, { description: 'The body\'s parameters by key ("1", "2"… or names)' })),
     header: t.Optional(
       t.Union([Source, HeaderMedia], {
-        description: "A text header's parameter (a source), or a media header's media ({type, link}, the same for every recipient)",
+        description:
+          "A text header's parameter (a source), or a media header's media ({type, link} or {type, media_id}, the same for every recipient)",
       }),
     ),
     buttons: t.Optional(t.Record(t.String(), Source, { description: 'The buttons that take a value, by position ("0" for the first)' })),
@@ -46,7 +58,7 @@ const CampaignParametersInput = t.Object(
     description:
       "Extension, for a WhatsApp template only: where each of its parameters comes from, per recipient: every parameter the template's " +
       '`parameters` lists (body, header, URL or copy-code buttons) and no other, else 422 naming it; a media header takes its ' +
-      'link once for the campaign',
+      'link or media_id once for the campaign',
     examples: [{ variables: { '1': { field: 'name' }, '2': { attribute: 'order_id' } }, buttons: { '0': { constant: 'SALE' } } }],
   },
 )

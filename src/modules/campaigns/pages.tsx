@@ -22,7 +22,7 @@ import { listSegments } from '../templates/segments'
 import { listAccountSenders, senderNames } from '../senders/service'
 import { senderChoice, senderLabel } from '../senders/account-pages'
 import { usableTemplate, usableTemplates, type WaTemplate } from '../templates/catalog'
-import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type HeaderMedia, type SourceInput } from './wa'
+import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type SourceInput } from './wa'
 import { quoteCampaign, type CampaignQuote } from './quote'
 
 /** Why recipients would be skipped, in words. */
@@ -133,9 +133,9 @@ const SOURCE_LABELS: Record<(typeof SOURCE_KINDS)[number], string> = {
 }
 
 /** Where one parameter comes from, in words (the campaign's page). */
-function sourceText(source: SourceInput | HeaderMedia | undefined): string {
+function sourceText(source: SourceInput | { type: string; link?: string; media_id?: string } | undefined): string {
   if (!source) return ''
-  if ('link' in source) return `${source.type} ${source.link}`
+  if ('type' in source) return `${source.type} ${source.link ?? `uploaded file ${source.media_id}`}`
   if (source.field !== undefined) return `contact's ${source.field}`
   if (source.attribute !== undefined) return `attribute ${source.attribute}`
   return `constant "${source.constant}"`
@@ -236,18 +236,19 @@ export function campaignPages(d: Dashboard) {
                   const from = fieldProps(state, 'campaign', names.from)
                   const value = fieldProps(state, 'campaign', names.value)
                   if (slot.media) {
-                    // A media header: one link for the whole campaign, no source to choose.
+                    // A media header: one link or uploaded file for the whole campaign, no source to choose.
                     return (
                       <div class="field">
                         <label>
                           {slot.label}
                           <input
                             {...value.attributes}
-                            type="url"
+                            type="text"
+                            inputmode="url"
                             required
                             value={value.typed ?? ''}
                             maxlength={2000}
-                            placeholder="https://"
+                            placeholder="https://… or med_…"
                           />
                         </label>
                       </div>

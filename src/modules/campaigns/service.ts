@@ -12,7 +12,9 @@ import { segmentMatch } from '../templates/segments'
 import { findTemplate, usableTemplate } from '../templates/catalog'
 import { requireSenderOf } from '../templates/fill'
 import type { Campaign, CampaignDetail, CreateCampaignBody } from './model'
-import { checkParameters, type CampaignParameters } from './wa'
+import { checkParameters, isMedia, type CampaignParameters } from './wa'
+import { accountMedia } from '../media/service'
+import { withUploadedFile } from '../messages/admission'
 
 /** An id that can be a row of ours: ids out of bigint range would fail in the database instead. */
 const isRowId = (id: number) => Number.isSafeInteger(id) && id > 0
@@ -179,6 +181,12 @@ export async function createCampaign(
   if (wa) {
     requireSenderOf(wa, senderId)
     parameters = checkParameters(wa, input.parameters)
+    // A media header's uploaded file: the account's own (404 for another's), of the header's kind (422).
+    const media = parameters.header
+    if (isMedia(media) && media.media_id !== undefined) {
+      const files = await accountMedia(sql, account, [media.media_id])
+      parameters.header = withUploadedFile({ ...media, media_id: media.media_id }, files, 'parameters.header.media_id')
+    }
   }
   // Templates and segments in use are never deleted, and the composite foreign keys keep them in the account.
   const [row] = await sql<CampaignRow[]>`

@@ -5,7 +5,7 @@
 // so a campaign's message reaches the provider exactly as a single send of the same values would.
 
 import { ApiError, badValue } from '../../http/errors'
-import type { RichContent } from '../../providers/provider'
+import type { MediaSource, RichContent } from '../../providers/provider'
 import { richOf, type RichFields } from '../messages/rich'
 import { contactValue, type ContactFields, type ValueSource } from '../contacts/values'
 import type { WaTemplate } from '../templates/catalog'
@@ -15,8 +15,11 @@ import { parametersOf } from '../templates/parameters'
 /** Where a value comes from, as the API takes it (one of the three). */
 export type SourceInput = { field?: string; attribute?: string; constant?: string }
 
-/** A media header's media: one link for every recipient, as a send's `header` gives it. */
-export type HeaderMedia = { type: 'image' | 'video' | 'document'; link: string; filename?: string }
+/**
+ * A media header's media: one for every recipient, as a send's `header` gives it: a public https `link`,
+ * or `media_id`, a file this account uploaded (POST /api/v1/media; service.ts checks it is the account's own).
+ */
+export type HeaderMedia = { type: 'image' | 'video' | 'document'; filename?: string } & MediaSource
 
 /** A campaign's mapping, as given and as stored (campaigns.template_parameters). */
 export type CampaignParameters = {
@@ -26,26 +29,30 @@ export type CampaignParameters = {
   buttons?: Record<string, ValueSource>
 }
 
-const isMedia = (h: CampaignParameters['header']): h is HeaderMedia => h !== undefined && 'link' in h
+export const isMedia = (h: CampaignParameters['header']): h is HeaderMedia => h !== undefined && ('link' in h || 'media_id' in h)
 
 /**
  * The media of a media header, checked as a send's `header` is (rich.ts: an https link, a file name
  * for a document only), its type the template's: 422 naming `parameters.header`.
  */
 function headerMedia(input: unknown, kind: HeaderMedia['type'], at: string, what: string): HeaderMedia {
-  const example = `{"type": "${kind}", "link": "https://…"}`
+  const example = `{"type": "${kind}", "link": "https://…"} or {"type": "${kind}", "media_id": "med_…"}`
   if (input === null || typeof input !== 'object' || Array.isArray(input))
     throw badValue(`${at}: must be the header's ${kind}, ${example}, the same for every recipient`)
   const given = input as Record<string, unknown>
   for (const key of Object.keys(given)) {
-    if (!['type', 'link', 'filename'].includes(key))
+    if (!['type', 'link', 'media_id', 'filename'].includes(key))
       throw badValue(
-        `${at}.${key}: ${what}'s header is a ${kind}: give ${example}, one link for every recipient (not a field, attribute or constant)`,
+        `${at}.${key}: ${what}'s header is a ${kind}: give ${example}, one medium for every recipient (not a field, attribute or constant)`,
       )
   }
   if (given.type !== kind)
     throw badValue(`${at}.type: must be "${kind}" (${what}'s header is one; got ${JSON.stringify(given.type ?? null)})`)
-  if (typeof given.link !== 'string') throw badValue(`${at}.link: must be the ${kind}'s https link`)
+  if ((given.link === undefined) === (given.media_id === undefined))
+    throw badValue(`${at}: give the ${kind}'s link (a public https URL) or media_id (a file from POST /api/v1/media), one of them`)
+  if (given.link !== undefined && typeof given.link !== 'string') throw badValue(`${at}.link: must be the ${kind}'s https link`)
+  if (given.media_id !== undefined && typeof given.media_id !== 'string')
+    throw badValue(`${at}.media_id: must name a file uploaded with POST /api/v1/media`)
   if (given.filename !== undefined && typeof given.filename !== 'string') throw badValue(`${at}.filename: must be a string`)
   const rich = richOf({ template_id: 0, header: given } as unknown as RichFields, 'parameters.')
   if (rich?.type !== 'template') throw badValue(`${at}: must be ${example}`)
@@ -114,7 +121,7 @@ export function checkParameters(t: WaTemplate, input: unknown): CampaignParamete
   } else if (p.header.type !== 'text') {
     if (given.header === undefined)
       throw badValue(
-        `${at}.header: missing (${what}'s header is a ${p.header.type}: give {"type": "${p.header.type}", "link": "https://…"})`,
+        `${at}.header: missing (${what}'s header is a ${p.header.type}: give {"type": "${p.header.type}", "link": "https://…"} or {"type": "${p.header.type}", "media_id": "med_…"})`,
       )
     out.header = headerMedia(given.header, p.header.type, `${at}.header`, what)
   } else {
@@ -201,7 +208,7 @@ export function slotsOf(t: WaTemplate): Slot[] {
     slots.push({
       group: 'header',
       key: null,
-      label: `Header ${p.header.type}: its https link, the same for every recipient`,
+      label: `Header ${p.header.type}: its https link, or an uploaded file's id (med_…), the same for every recipient`,
       media: p.header.type,
     })
   for (const b of p.body) slots.push({ group: 'variables', key: b.key, label: `Body {{${b.key}}}`, example: b.example })
@@ -228,7 +235,9 @@ export function parametersFromForm(t: WaTemplate, read: (name: string) => string
   for (const s of slotsOf(t)) {
     const names = slotFields(s)
     if (s.media) {
-      out.header = { type: s.media, link: read(names.value).trim() }
+      // An uploaded file's id (POST /api/v1/media, med_…), else a link.
+      const value = read(names.value).trim()
+      out.header = value.startsWith('med_') ? { type: s.media, media_id: value } : { type: s.media, link: value }
       continue
     }
     const kind = read(names.from)

@@ -159,7 +159,10 @@ export const mediaApi = (deps: Deps) =>
         const result = await deleteMedia(deps.sql, principal.accountId, params.id)
         if (result === 'not_found') throw new ApiError('NOT_FOUND', `media ${params.id.slice(0, 40)} not found`)
         if (result === 'queued') {
-          throw new ApiError('CONFLICT', `media ${params.id}: a queued message still sends it; delete it once that message is handed off`)
+          throw new ApiError(
+            'CONFLICT',
+            `media ${params.id}: a queued message, or a campaign not yet sent or cancelled, still sends it; delete it once that is done`,
+          )
         }
         set.status = 204
         return new Response(null, { status: 204 })

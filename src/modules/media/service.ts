@@ -5,7 +5,7 @@
 // signed link (links.ts), and the provider's own id of it kept for its lifetime.
 
 import { createHash } from 'node:crypto'
-import type { Sql } from '../../db/client'
+import type { Db, Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
 import type { SecretBox } from '../../lib/secrets'
@@ -76,22 +76,26 @@ export async function deleteMedia(sql: Sql, accountId: number, id: string): Prom
   if (!MEDIA_ID.test(id)) return 'not_found'
   const [row] = await sql<{ found: boolean; queued: boolean; deleted: boolean }[]>`
     with target as (select id from media where id = ${id} and account_id = ${accountId}),
-    queued as (select exists (select 1 from messages m, target where ${namesFile(sql, 'm', 'target.id')}) as queued),
+    queued as (select exists (select 1 from target where ${stillSends(sql, 'target.id')}) as queued),
     gone as (delete from media where id in (select id from target) and not (select queued from queued) returning 1)
     select exists (select 1 from target) as found, (select queued from queued) as queued, exists (select 1 from gone) as deleted`
   return row!.deleted ? 'deleted' : row!.found ? 'queued' : 'not_found'
 }
 
 /**
- * SQL true when message `m` waits for its hand-off (handoff_until is set while queued) and names the file
- * `file` (a column): as a media object's `media_id`, or as a template header's.
+ * SQL true when the file `file` (a column) may still be sent: a message waiting for its hand-off
+ * (handoff_until is set while queued) names it, as a media object's `media_id` or as a template header's,
+ * or a campaign that may still send (not sent, not cancelled) has it as its header's media.
  */
-const namesFile = (sql: Sql, m: string, file: string) =>
-  sql.unsafe(`${m}.handoff_until is not null and (${m}.content->>'media_id' = ${file} or ${m}.content->'header'->>'media_id' = ${file})`)
+const stillSends = (sql: Sql, file: string) =>
+  sql.unsafe(`(exists (select 1 from messages m where m.handoff_until is not null
+                 and (m.content->>'media_id' = ${file} or m.content->'header'->>'media_id' = ${file}))
+            or exists (select 1 from campaigns c where c.status in ('draft', 'scheduled', 'sending', 'paused')
+                 and c.template_parameters->'header'->>'media_id' = ${file}))`)
 
 /** The kind and file name of each of `ids` the account has (a send's `media_id`s, checked before charging). */
 export async function accountMedia(
-  sql: Pick<Sql, 'unsafe'> & Sql,
+  sql: Db,
   accountId: number,
   ids: string[],
 ): Promise<Map<string, { kind: MediaKind; type: string; filename: string | null }>> {
@@ -120,8 +124,8 @@ export async function deleteUnusedMedia(sql: Sql, clock: Clock, days: number, ba
     delete from media where id in (
       select d.id from media d
       where d.last_used_at < ${nowOf(sql, clock)} - make_interval(days => ${days})
-        -- A message waiting for its hand-off still needs it.
-        and not exists (select 1 from messages m where ${namesFile(sql, 'm', 'd.id')})
+        -- A message waiting for its hand-off, or a campaign yet to send, still needs it.
+        and not ${stillSends(sql, 'd.id')}
       order by d.last_used_at limit ${batch}
       for update skip locked)
     returning 1`

@@ -268,7 +268,7 @@ export async function prepareEntries(
  * A medium uploaded here (`media_id` of a media object or a template header; `field` names it): the account's own (404 for another's or an unknown one,
  * nothing charged), of the message's kind (422); a document without a name takes the file's.
  */
-function withUploadedFile<T extends { type: string; media_id: string; filename?: string }>(
+export function withUploadedFile<T extends { type: string; media_id: string; filename?: string }>(
   rich: T,
   files: Map<string, { kind: string; type: string; filename: string | null }>,
   field: string,

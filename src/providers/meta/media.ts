@@ -61,7 +61,23 @@ export type GraphMedia = { ok: true; id: string } | { ok: false; code: number | 
  * uploaded now (`POST /{phone-number-id}/media`, multipart: messaging_product, type, file; Meta answers
  * `{id}`) and kept for META_UPLOAD_LIFETIME_MS.
  */
-export async function graphMediaId(settings: MetaSettings, store: MediaStore, mediaId: string, deadline: Deadline): Promise<GraphMedia> {
+export function graphMediaId(settings: MetaSettings, store: MediaStore, mediaId: string, deadline: Deadline): Promise<GraphMedia> {
+  // One upload at a time per file and number in this process: a campaign's messages naming one file go
+  // out side by side, and would each upload it the first time (another instance may still upload it once more).
+  let flights = uploading.get(store)
+  if (!flights) uploading.set(store, (flights = new Map()))
+  const key = `${settings.phoneNumberId}\n${mediaId}`
+  const flying = flights.get(key)
+  if (flying) return flying
+  const flight = uploadedId(settings, store, mediaId, deadline).finally(() => flights.delete(key))
+  flights.set(key, flight)
+  return flight
+}
+
+/** Uploads in flight, by store (each service's own) and number and file. */
+const uploading = new WeakMap<MediaStore, Map<string, Promise<GraphMedia>>>()
+
+async function uploadedId(settings: MetaSettings, store: MediaStore, mediaId: string, deadline: Deadline): Promise<GraphMedia> {
   const scope = `meta:${settings.phoneNumberId}`
   const kept = await store.kept(mediaId, scope)
   if (kept) return { ok: true, id: kept }
