@@ -69,6 +69,25 @@ describe.skipIf(skipBrowserTests())("a sender's health in Chromium", () => {
         ['quality', 'a sync'],
         ['restrictions', 'Meta'],
       ])
+      // Values break only between words and after a restriction's underscores, never inside a word
+      // ("unlimite / d"): every piece of text without a space lies on one line, at both widths.
+      const piecesOnMoreLines = `[...document.querySelectorAll('section[aria-labelledby="health-history"] td')].flatMap((td) =>
+        [...(function* (w) { while (w.nextNode()) yield w.currentNode })(document.createTreeWalker(td, NodeFilter.SHOW_TEXT))]
+          .filter((n) => n.textContent.trim() !== '' && !/\\s/.test(n.textContent.trim())).flatMap((n) => {
+          const range = document.createRange()
+          range.selectNodeContents(n)
+          return range.getClientRects().length > 1 ? [n.textContent] : []
+        }))`
+      expect(await op.evaluate(piecesOnMoreLines)).toEqual([])
+      expect(await op.evaluate(`document.querySelector('section[aria-labelledby="health-history"]').textContent`)).toContain(
+        'RESTRICTED_BIZ',
+      )
+      await op.setViewportSize({ width: 375, height: 800 })
+      expect(await op.evaluate(piecesOnMoreLines)).toEqual([])
+      expect(await op.evaluate(`document.querySelector('section[aria-labelledby="health-history"]').textContent`)).toContain(
+        'RESTRICTED_BIZ',
+      )
+      await op.setViewportSize({ width: 1440, height: 900 })
       await bothWidths(op, 'sender-health')
     })
   }, 120_000)

@@ -98,6 +98,19 @@ export const MUTATIONS: Mutation[] = [
     database: 'postgres',
   },
   {
+    name: 'campaign-handoff-failure-uncaught',
+    breaks:
+      'a campaign hand-off failing on the database ends the whole process (an unhandled rejection) instead of leaving its message to recovery',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: '            .catch((error: unknown) => {\n              failed++',
+        replace: '            .then((error: unknown) => {\n              failed++',
+      },
+    ],
+    tests: ['tests/campaigns/handoff-failure.test.ts'],
+  },
+  {
     name: 'topup-amount-refilled',
     breaks: 'a top-up booked twice: after Back, a browser with scripts off refills the amount, and one click sends it again',
     edits: [

@@ -18,6 +18,7 @@ import type { Deps } from '../../deps'
 import type { Db, Sql } from '../../db/client'
 import { nowOf } from '../../db/now'
 import type { Clock } from '../../lib/clock'
+import { errorKind, log } from '../../lib/log'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { isUserId } from '../../lib/user-id'
@@ -447,6 +448,8 @@ export async function sendClaimedCampaign(
   const handingOver: Promise<unknown>[] = []
   let waiting = 0
   let oneDone: (() => void) | undefined
+  let failed = 0
+  let failure: unknown
   try {
     for (let i = 0; i < (options.maxBatches ?? 20); i++) {
       while (waiting > CAMPAIGN_BATCH / 2) await new Promise<void>((resolve) => (oneDone = resolve))
@@ -477,10 +480,18 @@ export async function sendClaimedCampaign(
           batch.lease,
         )
         handingOver.push(
-          one.finally(() => {
-            waiting--
-            oneDone?.()
-          }),
+          one
+            // Failed on the database (the lease could not be checked, the outcome not recorded): the
+            // message stays charged under its lease, and recovery hands it over once that runs out.
+            // Caught here, at once: a failure nobody listens for yet would end the whole process.
+            .catch((error: unknown) => {
+              failed++
+              failure = error
+            })
+            .finally(() => {
+              waiting--
+              oneDone?.()
+            }),
         )
       }
       sent += batch.messages.length
@@ -492,5 +503,7 @@ export async function sendClaimedCampaign(
   } finally {
     // The step ends when every message it charged has its outcome (or is left to recovery).
     await Promise.allSettled(handingOver)
+    if (failed > 0)
+      log.warn('campaign hand-offs failed; left to recovery', { campaign_id: claimed.id, messages: failed, error: errorKind(failure) })
   }
 }

@@ -69,12 +69,33 @@ function HealthText({ health }: { health: Sender['health'] }) {
 
 type HealthChange = Sender['health']['history'][number]
 
-/** The history's columns; a restriction's text is one long token, so Before and Now may break anywhere. */
+/**
+ * A value of the history: a restriction's text is one long token (RESTRICTED_BIZ_INITIATED_MESSAGING),
+ * so it may break after each underscore; words ("unlimited") never break inside.
+ */
+function HealthValue({ value }: { value: string | null }) {
+  if (value === null) return <>—</>
+  const parts = value.split('_')
+  return (
+    <>
+      {parts.map((part, i) =>
+        i < parts.length - 1 ? (
+          <>
+            {part}_<wbr />
+          </>
+        ) : (
+          part
+        ),
+      )}
+    </>
+  )
+}
+
 const HEALTH_COLUMNS: Column<HealthChange>[] = [
   { header: 'When', cell: (c) => c.at, class: 'nowrap' },
   { header: 'What', cell: (c) => c.field.replace('_', ' ') },
-  { header: 'Before', cell: (c) => c.old ?? '—', class: 'wrap' },
-  { header: 'Now', cell: (c) => c.new ?? '—', class: 'wrap' },
+  { header: 'Before', cell: (c) => <HealthValue value={c.old} /> },
+  { header: 'Now', cell: (c) => <HealthValue value={c.new} /> },
   { header: 'Said by', cell: (c) => (c.source === 'meta' ? 'Meta' : `a ${c.source}`) },
 ]
 
