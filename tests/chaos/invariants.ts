@@ -621,6 +621,8 @@ async function checkCustomers(
 
 /** Within this of a webhook's answer or a charge's time, the two may have overlapped (clocks read apart). */
 const TEMPLATE_MARGIN_MS = 100
+/** A moment of the run as a time of day to the millisecond (UTC), for a finding's words. */
+const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 23)
 
 /**
  * 7. WhatsApp templates changed by Meta while they are sent (templates.ts):
@@ -713,7 +715,10 @@ async function checkTemplates(
     const accepted = handoffs.filter((h) => h.status === 200)
     for (let i = 1; i < accepted.length; i++)
       if (!crashBetween(accepted[i - 1]!.at, accepted[i]!.at))
-        fail(`${what} accepted twice by Meta with no crash between (DEBUG handoffs ${JSON.stringify(handoffs)} kills ${JSON.stringify(e.kills)} charged ${m.charged_at})`)
+        fail(
+          `${what} accepted twice by Meta with no crash between (its requests: ${handoffs.map((h) => `${clockTime(h.at)} ${h.status}`).join(', ')}; ` +
+            `charged ${clockTime(Number(m.charged_at))}; kills: ${e.kills.map((k) => clockTime(k.at)).join(', ') || 'none'})`,
+        )
     if (m.message_sid !== null) {
       if (!t.wamids.has(m.message_sid) || accepted.length === 0)
         fail(`${what} is ${m.status} as ${m.message_sid}, which Meta never gave it`)

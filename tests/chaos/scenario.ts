@@ -459,9 +459,14 @@ async function waitForQuiet(
   let last = ''
   let stableSince = Date.now()
   let reason: string | null = 'not checked'
+  // The drain's end, as a promise (unref'd: it keeps no process alive once the run is over).
+  const drainEnd = new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())
   while (Date.now() < deadline) {
     const before: string | null = reason
-    reason = await busy()
+    // Each look asks the API (up to 90 s a call): one that stopped answering must not keep the drain
+    // past its end, so that the run reports what it waited for (and the service's log) instead of
+    // meeting the test runner's timeout.
+    reason = await Promise.race([busy(), drainEnd.then((): string => `${before ?? 'nothing'}, then the API stopped answering`)])
     if (reason !== null && reason !== before) onReason(reason)
     const now = `${fake.receipts.length}/${receiver.requests.length}`
     if (now !== last) {
