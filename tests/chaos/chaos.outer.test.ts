@@ -75,6 +75,15 @@ for (const seed of SEEDS) {
     expect(report.stats['template messages']).toBeGreaterThan(0)
     expect(report.stats['template changes by Meta (status)']).toBeGreaterThan(0)
     expect(report.stats['template campaigns run while their template was paused']).toBe(1)
+    // Customers known only by a user id (user-ids.ts): a STOP refused the sends after it, a START let
+    // them through again, messages went to Meta by `recipient`, some customers were linked to a phone,
+    // and a twin's STOP in another portfolio stopped nothing of the first one's.
+    expect(report.stats["user-id customers' STOPs"]).toBeGreaterThan(0)
+    expect(report.stats['user-id sends refused before charging (RECIPIENT_OPTED_OUT)']).toBeGreaterThan(0)
+    expect(report.stats['user-id sends after a START, not refused as opted out']).toBeGreaterThan(0)
+    expect(report.stats['user-id messages to Meta by recipient (no to)']).toBeGreaterThan(0)
+    expect(report.stats['user-id customers linked to a phone']).toBeGreaterThan(0)
+    expect(report.stats["user-id sends not stopped by another portfolio's STOP of the same user id"]).toBeGreaterThan(0)
     if (report.mode === 'postgres') {
       expect(report.stats['lost COMMIT answers']).toBeGreaterThan(0)
       expect(report.stats['database outages']).toBeGreaterThan(0)

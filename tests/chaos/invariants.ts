@@ -7,6 +7,7 @@ import type { Received } from '../helpers/receiver'
 import type { Callback, ForgedInbound, ForgedStatus, Inbound, Receipt } from './fake-twilio'
 import { FORGED_ERROR_CODE, tagOf, THROTTLE_CODES } from './fake-twilio'
 import { TEMPLATE_PRICES, type TemplateEvidence } from './templates'
+import type { UserIdEvidence } from './user-ids'
 import { e164, isFinal, type Account, type Campaign, type Request } from './workload'
 
 type MessageRow = {
@@ -79,6 +80,8 @@ export type Evidence = {
   forgedInbound: ForgedInbound[]
   /** The WhatsApp templates of the Meta sender and Meta's changes to them (templates.ts; rule 7). */
   templates?: TemplateEvidence
+  /** The customers known only by a user id, on two more Meta senders, and what the fake Graph API got for them (user-ids.ts; rule 9). */
+  userIds?: UserIdEvidence
 }
 
 const FORWARD: Record<string, number> = { sent: 0, delivered: 1, read: 2, failed: 3 }
@@ -213,8 +216,9 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
     if (receipts.at(-1)!.answer === 'throttled' && !m.quarantined && !m.stopped)
       fail(`message ${m.id} [${tag}]: its last hand-off was throttled, yet it is ${m.status} (error ${m.error_code})`)
   }
-  // The Meta sender's messages went to the fake Graph API, not the fake Twilio: rule 7 holds them to its requests.
-  const viaMeta = (m: MessageRow) => e.templates !== undefined && m.sender_id === e.templates.senderId
+  // The Meta senders' messages went to the fake Graph API, not the fake Twilio: rules 7 and 9 hold them to its requests.
+  const metaSenders = new Set([e.templates?.senderId, ...(e.userIds?.sides ?? []).map((s) => s.senderId)])
+  const viaMeta = (m: MessageRow) => m.sender_id !== null && metaSenders.has(m.sender_id)
   for (const m of messages) {
     const tag = tagOf(m.body)
     if (viaMeta(m)) continue
@@ -425,6 +429,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   await checkCustomers(e, byTag, fail, count)
   if (e.templates) await checkTemplates(e, e.templates, byTag, refundsOf, fail, count)
   if (e.templates) await checkSettlements(e, e.templates, ledger, fail, count)
+  if (e.userIds) await checkUserIds(e, e.userIds, byTag, fail, count)
   return { violations, stats }
 }
 
@@ -519,7 +524,10 @@ async function checkCustomers(
   >`
     select o.id, o.account_id, o.phone, o.opted_out, o.source, i.provider_message_id as sid, i.account_id as inbound_account
     from opt_out_events o left join inbound_messages i on i.id = o.inbound_message_id order by o.id`
+  // The user-id accounts' changes are Meta's customers' (rule 9 holds them to what those wrote).
+  const userIdAccounts = new Set((e.userIds?.sides ?? []).map((s) => e.accounts[s.account]!.id))
   for (const c of changesOf) {
+    if (userIdAccounts.has(Number(c.account_id))) continue
     const word = c.opted_out ? 'STOP' : 'START'
     const written = c.sid === null ? undefined : posted.get(c.sid)
     const f = c.sid === null ? undefined : forged.get(c.sid)
@@ -533,7 +541,7 @@ async function checkCustomers(
 
   for (const request of e.requests) {
     const answer = request.reference
-    if (!answer || request.answeredAt === undefined || request.templates) continue
+    if (!answer || request.answeredAt === undefined || request.templates || request.byUserId) continue
     const account = e.accounts[request.account]!
     request.recipients.forEach((to, i) => {
       const tag = request.tags[i]
@@ -613,6 +621,8 @@ async function checkCustomers(
 
 /** Within this of a webhook's answer or a charge's time, the two may have overlapped (clocks read apart). */
 const TEMPLATE_MARGIN_MS = 100
+/** A moment of the run as a time of day to the millisecond (UTC), for a finding's words. */
+const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 23)
 
 /**
  * 7. WhatsApp templates changed by Meta while they are sent (templates.ts):
@@ -704,7 +714,11 @@ async function checkTemplates(
     const handoffs = handoffsOf.get(tag) ?? []
     const accepted = handoffs.filter((h) => h.status === 200)
     for (let i = 1; i < accepted.length; i++)
-      if (!crashBetween(accepted[i - 1]!.at, accepted[i]!.at)) fail(`${what} accepted twice by Meta with no crash between`)
+      if (!crashBetween(accepted[i - 1]!.at, accepted[i]!.at))
+        fail(
+          `${what} accepted twice by Meta with no crash between (its requests: ${handoffs.map((h) => `${clockTime(h.at)} ${h.status}`).join(', ')}; ` +
+            `charged ${clockTime(Number(m.charged_at))}; kills: ${e.kills.map((k) => clockTime(k.at)).join(', ') || 'none'})`,
+        )
     if (m.message_sid !== null) {
       if (!t.wamids.has(m.message_sid) || accepted.length === 0)
         fail(`${what} is ${m.status} as ${m.message_sid}, which Meta never gave it`)
@@ -876,4 +890,208 @@ const CATEGORY_OF: Record<string, string> = {
   authentication: 'authentication',
   authentication_international: 'authentication',
   service: 'service',
+}
+
+/**
+ * 9. Customers known only by a WhatsApp user id (user-ids.ts), per business portfolio (A, B: a sender
+ *    and an account each) and user id; a twin in B (A's user id string, another person) is another customer:
+ *    - every webhook Meta's customers wrote that the service took is stored once, at that portfolio's
+ *      sender and account, under the user id, or under the phone once Meta named the two together;
+ *    - every opt-out change of the two accounts is a STOP or START a customer of that portfolio wrote;
+ *    - a send asked for after the customer's STOP was taken (no START or STOP of theirs written before
+ *      its answer but not taken before it was asked for) was refused before charging
+ *      (RECIPIENT_OPTED_OUT) and nothing of it reached the fake Graph API; one asked for while the
+ *      customer's last word taken was START, or none (whatever the twin in the other portfolio wrote),
+ *      was not refused as opted out;
+ *    - one asked for after the customer's message was taken was not refused for the window; one to a
+ *      user id nobody had written from by its answer was charged nothing and reached no one;
+ *    - every request the fake got for them named the customer by exactly one of `recipient` (the user
+ *      id: always while no phone was named with it before the request) and `to` (the linked phone:
+ *      always once the link was taken before the send was asked for), through the portfolio's own
+ *      number, and none was refused by Meta for the window (131047: the service refuses first);
+ *    - Meta accepted each at most once (but across a crash), every one sent was accepted, none accepted
+ *      was refunded (but for a crash);
+ *    - every refused entry cost nothing: no message, or one failed before its hand-off and refunded.
+ *    A send admitted while the customer's link was being taken is held to less (a known race: the
+ *    admission reads the link before its charge): after a STOP it may be charged if stopped at its
+ *    hand-off and refunded, and it may be refused WINDOW_CLOSED; it still never reaches Meta.
+ *    (Rule 1 holds both balances to their ledgers; rule 2 each refund to its charge.)
+ */
+async function checkUserIds(
+  e: Evidence,
+  u: UserIdEvidence,
+  byTag: Map<string, MessageRow>,
+  fail: (line: string) => void,
+  count: (name: string, n?: number) => void,
+) {
+  const accountOf = (side: number) => e.accounts[u.sides[side]!.account]!.id
+  const postsOf = new Map<string, UserIdEvidence['posts']>()
+  for (const p of u.posts) postsOf.set(`${p.side} ${p.userId}`, [...(postsOf.get(`${p.side} ${p.userId}`) ?? []), p])
+  // The phone Meta named with the user id (its first message naming both; `taken`: once the service took it).
+  const linkOf = (posts: UserIdEvidence['posts'], taken = false) =>
+    posts.find((p) => p.phone !== null && (!taken || p.ackAt !== null))?.phone ?? null
+  // Taken before a request: the service answered 200 no later than the request was asked for (one process,
+  // one after the other: the same millisecond is before).
+  const takenBy = (p: UserIdEvidence['posts'][number], at: number) => p.ackAt !== null && p.ackAt <= at
+
+  // Stored once each, where it was written, under the customer's key.
+  const senderIds = u.sides.map((s) => s.senderId)
+  const rows = (
+    await e.sql<{ sid: string; sender_id: number; account_id: number | null; phone: string; user_id: string | null }[]>`
+      select provider_message_id as sid, sender_id, account_id, phone, user_id from inbound_messages where sender_id is not null order by id`
+  ).filter((r) => senderIds.includes(Number(r.sender_id)))
+  const stored = new Map<string, typeof rows>()
+  for (const r of rows) stored.set(r.sid, [...(stored.get(r.sid) ?? []), r])
+  const written = new Set(u.posts.map((p) => p.wamid))
+  for (const r of rows)
+    if (!written.has(r.sid)) fail(`inbound ${r.sid} is stored at user-id sender ${r.sender_id}, yet no customer wrote it`)
+  for (const p of u.posts) {
+    count('user-id customers: messages written')
+    if (p.repeats > 0) count('user-id customers: repeat deliveries', p.repeats)
+    if (p.ackAt === null) {
+      fail(`user-id customer ${p.userId} of portfolio ${p.side}: ${JSON.stringify(p.body)} (${p.wamid}) was never taken (no 200)`)
+      continue
+    }
+    const found = stored.get(p.wamid) ?? []
+    const link = linkOf(postsOf.get(`${p.side} ${p.userId}`)!, true)
+    const key = link ? `+${link}` : p.userId
+    const row = found[0]
+    if (found.length !== 1) fail(`inbound ${p.wamid} of user-id customer ${p.userId} is stored ${found.length} times`)
+    else if (
+      Number(row!.sender_id) !== u.sides[p.side]!.senderId ||
+      Number(row!.account_id) !== accountOf(p.side) ||
+      row!.phone !== key ||
+      row!.user_id !== p.userId
+    )
+      fail(
+        `inbound ${p.wamid} of user-id customer ${p.userId} (portfolio ${p.side}) is stored at sender ${row!.sender_id}, account ` +
+          `${row!.account_id}, as ${row!.phone} (user id ${row!.user_id}); written to sender ${u.sides[p.side]!.senderId}, account ${accountOf(p.side)}, key ${key}`,
+      )
+    if (p.body === 'STOP' || p.body === 'START') count(`user-id customers' ${p.body}s`)
+    if (p.phone !== null && p === postsOf.get(`${p.side} ${p.userId}`)!.find((x) => x.phone !== null))
+      count('user-id customers linked to a phone')
+  }
+
+  // Every opt-out change of the two accounts is a word their own customers wrote.
+  const posted = new Map(u.posts.map((p) => [p.wamid, p]))
+  const changes = await e.sql<{ id: number; account_id: number; opted_out: boolean; sid: string | null }[]>`
+    select o.id, o.account_id, o.opted_out, i.provider_message_id as sid
+    from opt_out_events o left join inbound_messages i on i.id = o.inbound_message_id order by o.id`
+  for (const c of changes) {
+    const side = [0, 1].find((s) => accountOf(s) === Number(c.account_id))
+    if (side === undefined) continue
+    const word = c.opted_out ? 'STOP' : 'START'
+    const p = c.sid === null ? undefined : posted.get(c.sid)
+    if (!p || p.body !== word || p.side !== side)
+      fail(
+        `opt-out change ${c.id} of account ${c.account_id} (${word}) is not a ${word} its customers wrote` +
+          (p ? `: ${JSON.stringify(p.body)} of a customer of portfolio ${p.side}` : ''),
+      )
+    else count("user-id opt-out changes, each the customer's own word")
+  }
+
+  // Requests to Meta, by tag.
+  const handoffsOf = new Map<string, UserIdEvidence['handoffs']>()
+  for (const h of u.handoffs) handoffsOf.set(h.tag, [...(handoffsOf.get(h.tag) ?? []), h])
+  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
+  const tags = new Set<string>()
+  for (const request of e.requests) {
+    if (!request.byUserId) continue
+    const side = u.sides.findIndex((s) => s.account === request.account)
+    const answer = request.reference
+    request.tags.forEach((tag, i) => {
+      const userId = request.recipients[i]?.phone
+      if (tag === null || userId === undefined) return
+      tags.add(tag)
+      count('user-id send entries')
+      const m = byTag.get(tag)
+      const handoffs = handoffsOf.get(tag) ?? []
+      const what = `[${tag}] of portfolio ${side} to ${userId}`
+      const posts = postsOf.get(`${side} ${userId}`) ?? []
+      const link = linkOf(posts)
+      const linkPost = posts.find((p) => p.phone !== null)
+
+      // What went to Meta: through the portfolio's number, the customer named by exactly one id.
+      for (const h of handoffs) {
+        if (h.phoneNumberId !== u.sides[side]!.phoneNumberId) fail(`${what} went to Meta through phone number ${h.phoneNumberId}`)
+        if (h.code === 131047) fail(`${what} was handed to Meta outside the customer's window (131047)`)
+        const linkedFirst = linkPost !== undefined && takenBy(linkPost, request.issuedAt)
+        const unlinked = !linkPost || linkPost.startedAt === 0 || linkPost.startedAt > h.at
+        if (h.to !== undefined && h.recipient !== undefined) fail(`${what} went to Meta with both to ${h.to} and recipient ${h.recipient}`)
+        else if (h.recipient !== undefined) {
+          if (h.recipient !== userId || linkedFirst)
+            fail(
+              `${what} went to Meta as recipient ${h.recipient}${linkedFirst ? `, though its phone ${link} was linked before it was asked for` : ''}`,
+            )
+          else count('user-id messages to Meta by recipient (no to)')
+        } else if (h.to !== undefined) {
+          if (link === null || h.to !== link || unlinked)
+            fail(
+              `${what} went to Meta as to ${h.to}; ${link === null ? 'no phone was ever named with it' : `its phone ${link} was linked later`}`,
+            )
+          else count('user-id messages to Meta at the phone linked to them')
+        } else fail(`${what} went to Meta naming no one`)
+      }
+      const accepted = handoffs.filter((h) => h.status === 200)
+      for (let k = 1; k < accepted.length; k++)
+        if (!crashBetween(accepted[k - 1]!.at, accepted[k]!.at)) fail(`${what} accepted twice by Meta with no crash between`)
+      if (m?.message_sid != null && accepted.length === 0) fail(`${what} is ${m.status} as ${m.message_sid}, yet Meta never accepted it`)
+      if (m && m.message_sid === null && accepted.length > 0 && !crashBetween(accepted[0]!.at, Number.MAX_SAFE_INTEGER))
+        fail(`${what}: Meta accepted it, yet it was refunded (a free delivery)`)
+      if (m?.message_sid != null) count('user-id messages sent')
+
+      if (!answer || request.answeredAt === undefined) return
+      const code: string | undefined =
+        request.kind === 'send' ? answer.body?.code : answer.status === 200 ? answer.body?.data?.results?.[i]?.code : answer.body?.code
+      // A refused entry cost nothing: no message, or one stopped before its hand-off and refunded.
+      if (code !== undefined && m && !(m.status === 'failed' && m.message_sid === null && m.refunded))
+        fail(`${what} was refused with ${code}, yet message ${m.id} is ${m.status} (SID ${m.message_sid}, refunded ${m.refunded})`)
+
+      // Opted out or in, by the customer's own words in this portfolio (taken in the order written).
+      const words = posts.filter((p) => p.body === 'STOP' || p.body === 'START')
+      const takenBefore = words.filter((w) => takenBy(w, request.issuedAt))
+      const racing = words.some((w) => w.startedAt !== 0 && w.startedAt < request.answeredAt! && !takenBefore.includes(w))
+      const last = takenBefore.at(-1)?.body
+      // Meta's link of the customer's phone, taken while the send was admitted: the admission reads the link
+      // before its charge, so the link's re-keying in between may leave the charge looking under the user id
+      // (a known race): such a send may be charged, but its hand-off finds the phone's opt-out and refunds it.
+      const linkRacing =
+        linkPost !== undefined &&
+        linkPost.startedAt !== 0 &&
+        linkPost.startedAt < request.answeredAt! &&
+        !takenBy(linkPost, request.issuedAt)
+      if (racing) count('user-id sends racing their STOP or START')
+      else if (last === 'STOP') {
+        count('user-id sends after a STOP')
+        const stoppedAtHandoff = m && linkRacing && m.status === 'failed' && m.message_sid === null && m.refunded
+        if (m && !stoppedAtHandoff) fail(`${what}, asked for after the customer's STOP was taken, was charged as message ${m.id}`)
+        if (handoffs.length > 0) fail(`${what}, asked for after the customer's STOP was taken, reached Meta ${handoffs.length} times`)
+        if (code !== undefined && code !== 'RECIPIENT_OPTED_OUT' && code !== 'CONFLICT')
+          fail(`${what}, opted out, was refused with ${code}`)
+        if (code === 'RECIPIENT_OPTED_OUT') count('user-id sends refused before charging (RECIPIENT_OPTED_OUT)')
+      } else {
+        if (code === 'RECIPIENT_OPTED_OUT')
+          fail(`${what} was refused as opted out; the customer's last word taken before it was ${last ?? 'none'}, none written since`)
+        else if (last === 'START') count('user-id sends after a START, not refused as opted out')
+        const twin = postsOf.get(`${1 - side} ${userId}`) ?? []
+        if (twin.some((w) => w.body === 'STOP' && takenBy(w, request.issuedAt)))
+          count("user-id sends not stopped by another portfolio's STOP of the same user id")
+      }
+
+      // The window: open once the customer's message was taken; closed while nobody wrote from the user id.
+      const open = posts.some((p) => takenBy(p, request.issuedAt))
+      const closed = !posts.some((p) => p.startedAt !== 0 && p.startedAt < request.answeredAt!)
+      if (open && code === 'WINDOW_CLOSED') {
+        if (linkRacing) count('user-id sends refused WINDOW_CLOSED while their link was taken (the admission race)')
+        else fail(`${what} was refused WINDOW_CLOSED; the customer wrote before it was asked for`)
+      }
+      if (closed) {
+        count('user-id sends to a user id nobody wrote from')
+        if (m) fail(`${what}, to a user id nobody had written from, was charged as message ${m.id}`)
+        if (handoffs.length > 0) fail(`${what}, to a user id nobody had written from, reached Meta`)
+        if (code === 'WINDOW_CLOSED') count('user-id sends refused for the window (WINDOW_CLOSED)')
+      }
+    })
+  }
+  for (const [tag] of handoffsOf) if (!tags.has(tag)) fail(`Meta got [${tag}] through a user-id sender, which no user-id send asked for`)
 }

@@ -44,6 +44,7 @@ import { startCluster } from './cluster'
 import { ACCOUNT_SID, AUTH_TOKEN, DEPLOYMENT_NUMBER, SENDER_ACCOUNTS, startFakeTwilio, type TwilioAccount } from './fake-twilio'
 import { checkInvariants } from './invariants'
 import { createTemplateWorld } from './templates'
+import { createUserIdWorld } from './user-ids'
 import { hashed, seeded } from '../helpers/random'
 import { createClient, isFinal, planOps, type Account, type SenderRef } from './workload'
 
@@ -142,6 +143,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // WhatsApp templates of a Meta sender, changed by Meta while they are sent (templates.ts).
     const templates = createTemplateWorld(options.seed)
     cleanups.push(() => templates.graph.stop())
+    // Customers known only by a WhatsApp user id, on two more phone numbers of the same fake Graph API (user-ids.ts).
+    const userIds = createUserIdWorld(options.seed, templates.graph)
 
     const dataDir = mkdtempSync(join(tmpdir(), 'chaos-'))
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }))
@@ -252,6 +255,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await client.call('PUT', '/admin/v1/price', { cost_per_message: 2 })
     // The Meta sender, its templates synced, and an account that sends them (the last of `accounts`).
     await templates.setup(client, accounts, cluster.url)
+    // Two more Meta senders, two business portfolios, each with an account whose customers hide their phones (user-ids.ts).
+    await userIds.setup(client, accounts, cluster.url)
     log(`set up after ${((Date.now() - started) / 1000).toFixed(1)} s`)
 
     // The fault phase: clients work through the plan while the kill loop crashes instances.
@@ -301,7 +306,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       }
     })()
     const templateWork = templates.run(client, accounts, until, started + RUN_BUDGET_MS - 60_000)
-    await Promise.all([...clients, killer, outager, templateWork])
+    const userIdWork = userIds.run(client, accounts, until, started + RUN_BUDGET_MS - 60_000)
+    await Promise.all([...clients, killer, outager, templateWork, userIdWork])
     log(`fault phase over: ${nextOp} operations, ${cluster.kills.length} kills`)
     // Meta's last word: the campaigns' template approved, the webhooks held back posted (stale after newer).
     await templates.finish(started + RUN_BUDGET_MS - 60_000)
@@ -352,6 +358,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         forgedStatuses: fake.forgedStatuses,
         forgedInbound: fake.forgedInbound,
         templates: templates.evidence(),
+        userIds: userIds.evidence(),
       })
       violations.push(...checked.violations)
       // The service never meets an error it did not expect: each such log line (its kind, where it was
@@ -452,9 +459,14 @@ async function waitForQuiet(
   let last = ''
   let stableSince = Date.now()
   let reason: string | null = 'not checked'
+  // The drain's end, as a promise (unref'd: it keeps no process alive once the run is over).
+  const drainEnd = new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, deadline - Date.now())).unref())
   while (Date.now() < deadline) {
     const before: string | null = reason
-    reason = await busy()
+    // Each look asks the API (up to 90 s a call): one that stopped answering must not keep the drain
+    // past its end, so that the run reports what it waited for (and the service's log) instead of
+    // meeting the test runner's timeout.
+    reason = await Promise.race([busy(), drainEnd.then((): string => `${before ?? 'nothing'}, then the API stopped answering`)])
     if (reason !== null && reason !== before) onReason(reason)
     const now = `${fake.receipts.length}/${receiver.requests.length}`
     if (now !== last) {

@@ -236,7 +236,10 @@ export function createTemplateWorld(seed: number) {
    * id: the report is then parked): one pricing for all its reports, posted in one of the plans' orders.
    */
   function reportOne(deadline: number) {
-    const fresh = graph.ids.filter((id) => !reports.has(id))
+    // Only its own sender's messages: the fake's other phone numbers (user-ids.ts) are other senders.
+    const fresh = graph.delivered
+      .filter((d) => d.phoneNumberId === META_SENDER.credentials.phone_number_id && !reports.has(d.id))
+      .map((d) => d.id)
     if (fresh.length === 0) return
     const wamid = reporting.pick(fresh)
     const type = reporting.chance(0.8) ? 'regular' : reporting.pick(['free_customer_service', 'free_entry_point'] as const)

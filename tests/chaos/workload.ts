@@ -30,6 +30,8 @@ export type Request = {
   recipients: ({ phone: string; sender: number } | null)[]
   /** A send of WhatsApp templates (templates.ts): the template each entry named; exempt from the window rules. */
   templates?: number[]
+  /** A send to customers known by a WhatsApp user id (user-ids.ts): `recipients[i].phone` is the user id; rule 9 checks it, not rule 6. */
+  byUserId?: boolean
   /** When it was first asked for, and when it got its first final answer. */
   issuedAt: number
   answeredAt?: number
