@@ -91,7 +91,7 @@ export const VARIABLES = {
     default: '15',
     meaning:
       "how long a message's hand-off lease lasts without renewal (its live holder renews it every fifth of that); recovery takes " +
-      'over a lease expired for as long again, and waits this long after its own database errors (lower it only for tests)',
+      'over a lease expired for as long again (never one its own process is still handing over), and waits this long after its own database errors (lower it only for tests)',
   },
   PROVIDER_MAX_PER_SECOND: {
     default: '0',

@@ -5,7 +5,8 @@
 //
 // A lease is taken over once it has been expired for a further lease's length: a live holder renews it
 // every fifth of a lease, so only a holder that is gone, or cut off from the database for longer than
-// that, lets it get so old (an outage this process saw also holds recovery back, below).
+// that, lets it get so old (an outage this process saw also holds recovery back, below). A lease this
+// process holds itself is never taken over here, however old: its holder is alive (the process stalled).
 //
 // A message recovered MAX_RECOVERIES times and still without an outcome is not handed over again:
 // its outcome keeps failing to be recorded (the provider may well have accepted it every time), so
@@ -55,6 +56,8 @@ async function recoverHandoffs(
     with due as (
       select id from messages
       where status = 'queued' and handoff_until < ${now} - make_interval(secs => ${deps.config.handoffLeaseSeconds})
+        -- Never one this process is handing over now: its holder is alive (its lease ran out in a stall).
+        and coalesce(handoff_token <> all(${deps.handoff.heldTokens()}::uuid[]), true)
       order by handoff_until
       limit ${BATCH}
       for update skip locked

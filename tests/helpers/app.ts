@@ -28,6 +28,11 @@ export type TestApp = {
   loops: Map<WorkerName, Loop>
   /** One step of a worker, exactly as its loop runs it (for tests that start no loops). */
   runWorker(name: WorkerName): Promise<number>
+  /**
+   * A step of the worker in another instance of the service on the same database: its own hand-offs
+   * (leases it holds), caches and pools, as a second process would have (made at its first use).
+   */
+  runWorkerElsewhere(name: WorkerName): Promise<number>
   app: ReturnType<typeof createApp>
   request(
     method: string,
@@ -107,15 +112,22 @@ export async function testApp(
     return { status: response.status, body: parsed as any, headers: response.headers }
   }
 
+  let elsewhere: ReturnType<typeof buildDeps> | undefined
+  const step = (name: WorkerName, on: typeof deps) => {
+    const worker = WORKERS.find((w) => w.name === name)
+    if (!worker || !('runOnce' in worker)) throw new Error(`${name} has no single step`)
+    return onClock(worker.runOnce(on))
+  }
+
   const t: TestApp = {
     db,
     deps,
     config,
     loops: built.loops,
-    runWorker(name) {
-      const worker = WORKERS.find((w) => w.name === name)
-      if (!worker || !('runOnce' in worker)) throw new Error(`${name} has no single step`)
-      return onClock(worker.runOnce(deps))
+    runWorker: (name) => step(name, deps),
+    runWorkerElsewhere(name) {
+      elsewhere ??= buildDeps(config, appDb, { provider: options.provider, clock: options.clock })
+      return step(name, elsewhere.deps)
     },
     app,
     request,
@@ -133,6 +145,8 @@ export async function testApp(
       await Promise.all([...built.loops.values()].map((l) => l.stop()))
       deps.handoff.stop()
       await deps.reads.close()
+      elsewhere?.deps.handoff.stop()
+      await elsewhere?.deps.reads.close()
       await db.drop()
     },
   }

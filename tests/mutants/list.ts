@@ -625,6 +625,18 @@ export const MUTATIONS: Mutation[] = [
     filter: "another tenant's media_id",
   },
   {
+    name: 'recovery-live-holder',
+    breaks: 'a message is sent twice: recovery takes over a lease its own live process holds, once a stall let the lease run out',
+    edits: [
+      {
+        file: 'src/workers/handoff-recovery.ts',
+        find: 'and coalesce(handoff_token <> all(${deps.handoff.heldTokens()}::uuid[]), true)',
+        replace: 'and true',
+      },
+    ],
+    tests: ['tests/messages/recovery-live-holder.test.ts'],
+  },
+  {
     name: 'campaign-media-id-tenant',
     breaks: "a campaign's header names another account's uploaded file and sends it to every recipient of the campaign",
     edits: [

@@ -88,6 +88,13 @@ export type Handoff = {
   outcomeOf(id: number): Promise<HandoffResult>
   /** When this process's hand-offs last could not reach the database (0: never): recovery holds back after it. */
   lastDatabaseErrorAt(): number
+  /**
+   * The lease tokens this process is handing messages over with right now (none once stopped): their holder
+   * is alive, whatever their leases say, so recovery here never takes them over. A lease can run out under a
+   * live holder when the process itself stalled (its heartbeat and recovery alike, say a long statement of
+   * the embedded database): recovery must not then send such a message a second time.
+   */
+  heldTokens(): string[]
   /** Stops renewing (the process is stopping): its leases expire and recovery takes them over. */
   stop(): void
 }
@@ -384,6 +391,7 @@ export function createHandoff(
     },
     outcomeOf: (id) => waitForOutcome(sql, clock, id),
     lastDatabaseErrorAt: () => lastErrorAt,
+    heldTokens: () => (stopped ? [] : [...new Set([...held.values()].map((h) => h.token))]),
     async announce(ids) {
       if (ids.length === 0) return []
       const rows = await retrying(
