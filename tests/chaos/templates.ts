@@ -136,24 +136,7 @@ export function createTemplateWorld(seed: number) {
   let sequence = 0
 
   /** Posts a webhook until the service answers 200 (Meta retries), or `deadline`; when it was taken. */
-  async function postWebhook(body: string, deadline: number): Promise<number | null> {
-    while (Date.now() < deadline) {
-      try {
-        const answer = await fetch(`${base}/provider/meta/webhook`, {
-          method: 'POST',
-          headers: metaWebhookHeaders(body, META_SENDER.credentials.app_secret),
-          body,
-          // Never past the deadline: a held-back webhook waits for the one before it, which must not outlive the run's budget.
-          signal: AbortSignal.timeout(Math.max(1, Math.min(30_000, deadline - Date.now()))),
-        })
-        if (answer.status === 200) return Date.now()
-      } catch {
-        // the instance went away with it: again
-      }
-      await Bun.sleep(300)
-    }
-    return null
-  }
+  const postWebhook = (body: string, deadline: number) => postMetaWebhook(base, body, META_SENDER.credentials.app_secret, deadline)
 
   /** Meta changes template `t` and says so by webhook, delivered as `delivery` says. */
   function change(t: FakeTemplate, kind: TemplateNotice['kind'], value: string, delivery: TemplateNotice['delivery'], deadline: number) {
@@ -525,4 +508,27 @@ export function createTemplateWorld(seed: number) {
       }
     },
   }
+}
+
+/**
+ * Posts a signed Meta webhook to the service at `base` until an instance answers 200 (Meta retries), or
+ * `deadline`: when it was taken, or null. Each try is bounded by the deadline too, so a webhook held
+ * back behind this one never outlives the run's budget.
+ */
+export async function postMetaWebhook(base: string, body: string, secret: string, deadline: number): Promise<number | null> {
+  while (Date.now() < deadline) {
+    try {
+      const answer = await fetch(`${base}/provider/meta/webhook`, {
+        method: 'POST',
+        headers: metaWebhookHeaders(body, secret),
+        body,
+        signal: AbortSignal.timeout(Math.max(1, Math.min(30_000, deadline - Date.now()))),
+      })
+      if (answer.status === 200) return Date.now()
+    } catch {
+      // the instance went away with it: again
+    }
+    await Bun.sleep(300)
+  }
+  return null
 }

@@ -19,8 +19,8 @@
 // Every draw is made when the action is planned, never from an answer, so a seed replays its plan.
 
 import type { FakeGraph } from '../helpers/fake-graph'
-import { metaWebhookHeaders } from '../helpers/meta-webhook'
 import { seeded } from '../helpers/random'
+import { postMetaWebhook } from './templates'
 import type { Account, Client, Request } from './workload'
 
 /** The two portfolios' Meta senders: A (index 0) and B (index 1). */
@@ -97,23 +97,7 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
   const userId = () => `ID.9${String(random.int(0, 99_999_999)).padStart(8, '0')}${String(++sequence).padStart(6, '0')}`
 
   /** Posts `body` as Meta does until the service answers 200 or `deadline`; when it was taken. */
-  async function post(body: string, secret: string, deadline: number): Promise<number | null> {
-    while (Date.now() < deadline) {
-      try {
-        const answer = await fetch(`${base}/provider/meta/webhook`, {
-          method: 'POST',
-          headers: metaWebhookHeaders(body, secret),
-          body,
-          signal: AbortSignal.timeout(Math.max(1, Math.min(30_000, deadline - Date.now()))),
-        })
-        if (answer.status === 200) return Date.now()
-      } catch {
-        // the instance went away with it: again
-      }
-      await Bun.sleep(300)
-    }
-    return null
-  }
+  const post = (body: string, secret: string, deadline: number) => postMetaWebhook(base, body, secret, deadline)
 
   /**
    * Customer `c` writes `text` (after the customer's earlier webhooks were taken): Meta's `messages[]`
