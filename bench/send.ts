@@ -323,6 +323,31 @@ export const send: Benchmark = {
       phases.push({ path: 'http', shape, ...(await http(shape)), statementsPerSend: count.statements, roundTripsPerSend: count.roundTrips })
       phases.push({ path: 'ceiling', shape, ...(await ceiling(shape)), statementsPerSend: 1, roundTripsPerSend: 1 })
     }
+    // A sender with a messaging limit (counted only, not timed): every send to a new recipient whose
+    // window is closed, so each takes room in the budget (its hold, modules/budgets/guard.ts).
+    let recipient = 0
+    const tiered = await countStatements(
+      ctx,
+      db,
+      { ...serviceEnv, MESSAGING_LIMIT: '100000' },
+      async (base, seq) => {
+        const a = accounts[seq % accounts.length]!
+        const to = `+62813${String(recipient++).padStart(8, '0')}`
+        const res = await fetch(`${base}/api/v1/messages/send`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ to, body: BODY }),
+        })
+        if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`)
+        await res.arrayBuffer()
+      },
+      counted,
+    )
+    console.log(
+      `  statements per send, a sender with a messaging limit (MESSAGING_LIMIT=100000), each to a new recipient, spread ` +
+        `(${counted} sends one after another): ${tiered.statements.toFixed(2)} (round trips ${tiered.roundTrips.toFixed(2)})`,
+    )
+    for (const [text, k] of tiered.top) console.log(`    ${k.toFixed(2).padStart(5)}  ${text}`)
 
     // Every charge is in the ledger and every message was handed over (sent, or later delivered/read).
     const dbSql = postgres(db.url, { max: 1, onnotice: () => {} })
@@ -375,7 +400,11 @@ export const send: Benchmark = {
     )
 
     const checks: Check[] = []
-    const metrics: Record<string, number> = { db_pool_max: poolMax }
+    const metrics: Record<string, number> = {
+      db_pool_max: poolMax,
+      http_tiered_statements_per_send: tiered.statements,
+      http_tiered_round_trips_per_send: tiered.roundTrips,
+    }
     for (const shape of ['spread', 'single'] as const) {
       const h = phases.find((p) => p.path === 'http' && p.shape === shape)!
       const c = phases.find((p) => p.path === 'ceiling' && p.shape === shape)!

@@ -51,6 +51,7 @@ import senderHealth from '../../sql/0050_sender_health.sql' with { type: 'text' 
 import userIdGaps from '../../sql/0051_user_id_gaps.sql' with { type: 'text' }
 import messageSettledEvent from '../../sql/0052_message_settled_event.sql' with { type: 'text' }
 import templateNamesReused from '../../sql/0053_template_names_reused.sql' with { type: 'text' }
+import messagingTake from '../../sql/0054_messaging_take.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -107,4 +108,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 51, name: '0051_user_id_gaps.sql', text: userIdGaps },
   { version: 52, name: '0052_message_settled_event.sql', text: messageSettledEvent },
   { version: 53, name: '0053_template_names_reused.sql', text: templateNamesReused },
+  { version: 54, name: '0054_messaging_take.sql', text: messagingTake },
 ]

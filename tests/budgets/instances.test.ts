@@ -57,8 +57,12 @@ test(`60 sends to new recipients at once with room for 5: exactly 5 charged (${u
   })
   expect(answers.filter((r) => r.status === 429).every((r) => r.body.code === 'MESSAGING_LIMIT')).toBe(true)
   expect(await money(t, a.accountId)).toEqual({ balance: 95 * PRICE, ledgerSum: 95 * PRICE })
-  const [uses] = await t.db.sql<{ n: number; held: number }[]>`
-    select count(distinct phone)::int as n, count(*) filter (where held_until is not null)::int as held
-    from messaging_uses where budget = 'default'`
-  expect(uses).toEqual({ n: 250, held: 0 })
+  // Every use counts a recipient charged: the 5 sends' uses stay held until their hold runs out (a
+  // charged request's held use counts as kept, sql/0054), none is held for a request that charged nothing.
+  const [uses] = await t.db.sql<{ n: number; heldUncharged: number }[]>`
+    select count(distinct phone)::int as n,
+           count(*) filter (where held_until is not null and not exists (
+             select 1 from messages m where m.request_token = u.request_token))::int as "heldUncharged"
+    from messaging_uses u where budget = 'default'`
+  expect(uses).toEqual({ n: 250, heldUncharged: 0 })
 }, 60_000)

@@ -104,7 +104,7 @@ describe('single sends', () => {
     const refused = await send(poor.key, phone(40))
     expect(refused.status).toBe(402)
     expect(await used('default')).toBe(249)
-    const [held] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from messaging_uses where held_until is not null`
+    const [held] = await t.db.sql<{ n: number }[]>`select count(*)::int as n from messaging_uses where phone = ${phone(40)}`
     expect(held!.n).toBe(0)
   })
 

@@ -43,6 +43,7 @@ const ADMISSION = 'src/modules/messages/admission.ts'
 const QUOTE = 'tests/messages/quote.test.ts'
 const WINDOW_TESTS = 'tests/inbound/window.test.ts'
 const LIMIT_GUARD = 'src/modules/budgets/guard.ts'
+const LIMIT_TAKE = 'sql/0054_messaging_take.sql'
 const LIMIT_TESTS = 'tests/budgets/limit.test.ts'
 const OPT_OUTS = 'tests/optouts/optouts.test.ts'
 const RICH = 'src/modules/messages/rich.ts'
@@ -912,9 +913,30 @@ export const MUTATIONS: Mutation[] = [
   {
     name: 'messaging-limit-room',
     breaks: 'a business-initiated message past its budget goes and is charged: a new recipient is counted with no room left',
-    edits: [{ file: LIMIT_GUARD, find: 'if (room > 0) {', replace: 'if (true) {' }],
+    edits: [{ file: LIMIT_TAKE, find: 'r.counted or r.new_rank <= tier - used as alone', replace: 'true as alone' }],
     tests: [LIMIT_TESTS],
     filter: 'past the budget|bulk of 251|two senders in one portfolio',
+  },
+  {
+    name: 'messaging-limit-refused-settle',
+    breaks:
+      'a send refused at its charge (its balance) keeps the messaging-limit use it held: the budget counts a recipient nothing was sent to',
+    edits: [{ file: LIMIT_GUARD, find: "if (result === null || 'refused' in result) await settle()", replace: '' }],
+    tests: [LIMIT_TESTS],
+    filter: 'refused for its balance',
+  },
+  {
+    name: 'messaging-limit-expired-hold-kept',
+    breaks: "a charged send's held use is dropped when its hold runs out: its recipient stops counting and the budget is passed",
+    edits: [
+      {
+        file: LIMIT_TAKE,
+        find: 'from expired e where u.id = e.id and exists (select 1 from messages m where m.request_token = e.request_token)',
+        replace: 'from expired e where u.id = e.id and false',
+      },
+    ],
+    tests: [LIMIT_TESTS],
+    filter: 'died before charging',
   },
   {
     name: 'messaging-limit-send',
@@ -954,9 +976,9 @@ export const MUTATIONS: Mutation[] = [
     breaks: "two instances both count the budget's last room and both send: the budget is passed",
     edits: [
       {
-        file: LIMIT_GUARD,
-        find: 'select budget from messaging_budgets where budget = ${key} for update',
-        replace: 'select budget from messaging_budgets where budget = ${key}',
+        file: LIMIT_TAKE,
+        find: 'perform 1 from messaging_budgets b where b.budget = budget_key for update;',
+        replace: 'perform 1 from messaging_budgets b where b.budget = budget_key;',
       },
     ],
     tests: ['tests/budgets/instances.test.ts'],

@@ -4,94 +4,50 @@
 // none at all. Unlimited budgets are not counted (no query, no lock: deployments without a tier pay nothing).
 //
 // Concurrency: whoever records a use locks the budget's row first (messaging_budgets), in the
-// transaction that reads the count and writes the use, so two instances can never both take the last
-// room. A campaign records its uses in the transaction that charges its batch (engine.ts), so they
-// commit together. A single or bulk send is charged by the ledger's own statement (a group commit
-// shared with other requests), so its uses are held before the charge instead (reserve, then release):
-// the held uses count at once; after the charge, `settle` keeps those whose request's message was
-// charged and drops the rest (the charge was refused, or failed). A process that dies between the two
-// leaves held uses whose hold runs out: the next taker of the budget keeps them if the request's
-// message exists and drops them if not, so nothing leaks and nothing charged goes uncounted.
+// statement that reads the count and writes the use (sql/0054's messaging_take), so two instances can
+// never both take the last room. A campaign records its uses in the transaction that charges its batch
+// (engine.ts), so they commit together. A single or bulk send is charged by the ledger's own statement
+// (a group commit shared with other requests), so its uses are held before the charge instead (reserve,
+// then release): the held uses count at once. A held use whose request charged its message counts as
+// kept, so a charged request needs no further statement; one that charged nothing (refused, or failed)
+// drops its held uses at once (`settle`). A process that dies between the two leaves held uses whose
+// hold runs out: the next taker of the budget keeps them if the request's message exists and drops them
+// if not, so nothing leaks and nothing charged goes uncounted.
 
 import type { Deps } from '../../deps'
 import type { Db, Tx } from '../../db/client'
 import { ApiError } from '../../http/errors'
 import { formatTimestamp } from '../../lib/time'
 import type { Clock } from '../../lib/clock'
-import { nowOf } from '../../db/now'
 import { isRolledBack, retrying } from '../../db/retry'
 import { openWindows } from '../inbound/window'
-import { BUDGET_HOURS, budgetOf, usageOf, type Budget, type Usage } from './service'
+import { budgetOf, usageOf, type Budget, type Usage } from './service'
 
 /** How long a send's held uses count without being settled, beyond SEND_WAIT_MS (its longest wait before the charge). */
 const HOLD_MARGIN_SECONDS = 60
 
 type Entry = { senderId?: number | null; phone: string }
 
-/** Locks a budget's row (the caller's transaction) and clears what no longer counts (by `clock`'s time). */
-async function lockBudget(tx: Tx, clock: Clock, key: string): Promise<void> {
-  await tx`insert into messaging_budgets (budget) values (${key}) on conflict (budget) do nothing`
-  await tx`select budget from messaging_budgets where budget = ${key} for update`
-  await tx`delete from messaging_uses where budget = ${key} and first_at <= ${nowOf(tx, clock)} - make_interval(hours => ${BUDGET_HOURS})`
-  // Held uses whose hold ran out: their request died between hold and settle. Kept if it charged its message.
-  await tx`
-    with expired as (
-      select id, request_token from messaging_uses where budget = ${key} and held_until is not null and held_until < ${nowOf(tx, clock)}
-    ), kept as (
-      update messaging_uses u set held_until = null
-      from expired e where u.id = e.id and exists (select 1 from messages m where m.request_token = e.request_token)
-      returning u.id
-    )
-    delete from messaging_uses where id in (select id from expired) and id not in (select id from kept)`
-}
-
 /**
- * Under the budget's lock: which of `phones` (business-initiated, in order) fit. A phone counted already
- * fits; a new one takes room while there is some. `prefix`: none fits after the first that does not (a
- * campaign keeps its order). Records a use for each phone that fits and has no kept use yet: held for
- * `hold` (a send's request), or kept (a campaign, charged in this same transaction).
+ * Under the budget's lock, in one statement (sql/0054's messaging_take: its row locked, what no longer
+ * counts cleared, the count, the uses recorded): which of `phones` (business-initiated, in order) fit.
+ * A phone counted already fits; a new one takes room while there is some. `prefix`: none fits after the
+ * first that does not (a campaign keeps its order). Records a use for each phone that fits and has no
+ * kept use yet: held for `hold` (a send's request), or kept (a campaign, charged in this same transaction).
  */
 async function take(
-  tx: Tx,
+  db: Db,
   clock: Clock,
   budget: Budget & { tier: number },
   phones: string[],
   hold: { token: string; seconds: number } | null,
   prefix: boolean,
 ): Promise<{ fits: boolean[]; usage: Usage }> {
-  await lockBudget(tx, clock, budget.key)
-  const usage = await usageOf(tx, clock, budget.key)
-  const rows = await tx<{ phone: string; kept: boolean }[]>`
-    select phone, bool_or(held_until is null) as kept from messaging_uses
-    where budget = ${budget.key} and phone = any(${phones}::text[]) and first_at > ${nowOf(tx, clock)} - make_interval(hours => ${BUDGET_HOURS})
-    group by phone`
-  const counted = new Map(rows.map((r) => [r.phone, r.kept]))
-  let room = budget.tier - usage.used
-  const record = new Set<string>()
-  let stopped = false
-  const fits = phones.map((phone) => {
-    if (stopped) return false
-    if (counted.has(phone)) {
-      if (!counted.get(phone)) record.add(phone)
-      return true
-    }
-    if (room > 0) {
-      room--
-      counted.set(phone, false)
-      record.add(phone)
-      return true
-    }
-    stopped = prefix
-    return false
-  })
-  if (record.size > 0) {
-    await tx`
-      insert into messaging_uses (budget, phone, first_at, request_token, held_until)
-      select ${budget.key}, phone, ${nowOf(tx, clock)}, ${hold?.token ?? null}::uuid,
-             (${hold ? tx`${nowOf(tx, clock)} + make_interval(secs => ${hold.seconds})` : null})::timestamptz
-      from unnest(${[...record]}::text[]) as phone`
-  }
-  return { fits, usage }
+  const [row] = await db<{ fits: boolean[]; used: number; frees_at: Date | null }[]>`
+    select fits, used, frees_at
+    from messaging_take(${budget.key}, ${budget.tier}::int, ${phones}::text[], ${hold?.token ?? null}::uuid,
+                        ${hold?.seconds ?? null}::int, ${prefix}, ${clock.sqlNow()}::timestamptz)`
+  return { fits: row!.fits, usage: { used: row!.used, freesAt: row!.frees_at } }
 }
 
 /** The words of a full budget: its tier, its use, and when it frees (from `clock`'s now). */
@@ -135,8 +91,12 @@ export type Held<T> = {
   refused: { entry: T; error: ApiError }[]
   /** Keeps the held uses whose request's message was charged, drops the others. */
   settle(): Promise<void>
-  /** `charge`, then settle, whatever its outcome. */
-  settleAfter<R>(charge: Promise<R>): Promise<R>
+  /**
+   * `charge`, then the settle of a request that charged nothing (refused, failed, or none left to charge:
+   * null). A request that charged keeps its held uses without a statement: they count as kept from then
+   * on (sql/0054), and the next take after their hold runs out settles them.
+   */
+  settleAfter<R extends object | null>(charge: Promise<R>): Promise<R>
 }
 
 /** No hold: a send whose recipient uses no budget (an unlimited one, an open window) or a repeat. */
@@ -163,15 +123,13 @@ export async function holdMessagingLimit<T extends Entry>(
   for (const { budget, entries: mine } of groups.values()) {
     if (mine.length === 0) continue
     held = true
-    const { fits, usage } = await deps.sql.begin((tx) =>
-      take(
-        tx,
-        deps.clock,
-        budget,
-        mine.map((e) => e.phone),
-        hold,
-        false,
-      ),
+    const { fits, usage } = await take(
+      deps.sql,
+      deps.clock,
+      budget,
+      mine.map((e) => e.phone),
+      hold,
+      false,
     )
     mine.forEach((entry, i) => {
       if (fits[i]) return
@@ -205,7 +163,17 @@ export async function holdMessagingLimit<T extends Entry>(
     fit: entries.filter((e) => !out.has(e)),
     refused,
     settle,
-    settleAfter: (charge) => charge.finally(settle),
+    settleAfter: async (charge) => {
+      let result
+      try {
+        result = await charge
+      } catch (e) {
+        await settle()
+        throw e
+      }
+      if (result === null || 'refused' in result) await settle()
+      return result
+    },
   }
 }
 
