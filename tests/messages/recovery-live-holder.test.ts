@@ -51,6 +51,9 @@ test('recovery leaves alone a message its own process is handing over, though it
   await reached.promise
   // The lease and a further lease's length pass, no renewal taken: a dead holder's message would be taken over now.
   await clock.advance(2 * t.config.handoffLeaseSeconds * 1000 + 1_000)
+  // The renewals the heartbeat tried on the way end first: one still running holds the row's lock, and
+  // recovery skips locked rows, so it would find nothing whatever its guard says.
+  await flight.idle()
   const [row] = await t.db.sql<{ expired: boolean }[]>`
     select handoff_until < ${clock.now()}::timestamptz - make_interval(secs => ${t.config.handoffLeaseSeconds}) as expired
     from messages where body = 'held open'`
