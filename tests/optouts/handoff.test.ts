@@ -135,33 +135,41 @@ test('a single send waiting for its slot when the customer writes STOP: 422 RECI
 }, 30_000)
 
 test('a bulk entry waiting for its slot when its recipient is opted out: fails RECIPIENT_OPTED_OUT, refunded, never handed over', async () => {
-  const a = await accountWithSender(0.25)
+  // On a test clock: the second entry sleeps on its slot (4 s after the first's) while the first's
+  // hand-off opts its recipient out (POST /opt-outs); the clock moves only once that opt-out is made.
+  const clock = new TestClock()
+  const u = await testApp({ env: env(), clock })
+  const a = await accountWithSender(0.25, u)
   const first = customer()
   const second = customer()
-  // The first entry's hand-off opts the second's recipient out (POST /opt-outs) while that one waits 4 s for its slot.
-  let optedOut: Promise<number> | undefined
-  graph.answer = (_request, sent) => {
-    if (sent?.to === first.wa) optedOut ??= t.api('POST', '/opt-outs', a.key, { phone: second.local }).then((r) => r.status)
+  const optedOut = Promise.withResolvers<number>()
+  graph.answer = async (_request, sent) => {
+    if (sent?.to === first.wa) optedOut.resolve((await u.api('POST', '/opt-outs', a.key, { phone: second.local })).status)
     return undefined
   }
   try {
-    const answer = await t.api('POST', '/messages/bulk', a.key, {
-      messages: [
-        { to: first.local, body: 'one' },
-        { to: second.local, body: 'two' },
-      ],
-    })
-    expect(await optedOut).toBe(201)
+    const answer = await clock.run(
+      u.api('POST', '/messages/bulk', a.key, {
+        messages: [
+          { to: first.local, body: 'one' },
+          { to: second.local, body: 'two' },
+        ],
+      }),
+      undefined,
+      () => optedOut.promise.then(() => {}),
+    )
+    expect(await optedOut.promise).toBe(201)
     expect(answer.status).toBe(200)
     expect(answer.body.data).toMatchObject({ total: 2, sent: 1, failed: 1, total_cost: 1, balance_after: 99 })
     const entry = answer.body.data.results[1]
     expect(entry).toMatchObject({ to: second.phone, status: 'failed', code: 'RECIPIENT_OPTED_OUT' })
     expect(handedTo(first)).toBe(1)
     expect(handedTo(second)).toBe(0)
-    expect(await settled(entry.id)).toEqual(STOPPED)
-    expect(await money(t, a.accountId)).toEqual({ balance: 99, ledgerSum: 99 })
+    expect(await settled(entry.id, u)).toEqual(STOPPED)
+    expect(await money(u, a.accountId)).toEqual({ balance: 99, ledgerSum: 99 })
   } finally {
     graph.answer = null
+    await u.close()
   }
 }, 30_000)
 
