@@ -209,7 +209,16 @@ export class TestClock implements Clock {
       const sleep = this.#earliest(true)
       if (!sleep) continue
       if (sleep.at > deadline) throw new Error(`TestClock.run: still waiting after ${limitMs} ms of clock time`)
-      await this.advanceTo(sleep.at)
+      if (!idle) {
+        await this.advanceTo(sleep.at)
+        continue
+      }
+      // One due moment at a time, each one's work done before the next: a timer on the way (an answer's
+      // deadline) and the sleep after it (a retry's wait) would otherwise race, as they never do in time.
+      for (let due = this.#earliest(); due && due.at <= sleep.at && !settled; due = this.#earliest()) {
+        await this.advanceTo(due.at)
+        await idle()
+      }
     }
     return promise
   }

@@ -15,6 +15,7 @@ import { fakeGraph, graphError } from '../helpers/fake-graph'
 import { assign, createSender } from '../helpers/senders'
 import { OPTED_OUT_AT_HANDOFF } from '../../src/modules/optouts/service'
 import { TestClock } from '../../src/lib/clock'
+import { inFlight } from '../helpers/in-flight'
 
 const graph = fakeGraph()
 
@@ -206,15 +207,21 @@ test('a throttled single send whose recipient opts out before its retry: 422 REC
 
 test('a throttled bulk entry answered queued whose recipient opts out: failed RECIPIENT_OPTED_OUT, refunded, its event says so', async () => {
   // Answered within 300 ms (BULK_WAIT_MS): queued, its outcome announced by a message.status event.
-  // On a test clock: the throttle's Retry-After passes as the hand-off sleeps on it.
+  // On a test clock: the throttle's Retry-After passes as the hand-off sleeps on it; the answer's
+  // deadline comes first, and the clock moves on only once the statements it started are done.
   const clock = new TestClock()
-  const u = await testApp({ env: env({ BULK_WAIT_MS: '300' }), clock })
+  const flight = inFlight()
+  const u = await testApp({ env: env({ BULK_WAIT_MS: '300' }), clock, wrapSql: flight.sql })
   try {
     const a = await accountWithSender(undefined, u)
     expect((await u.api('POST', '/webhook', a.key, { url: 'http://127.0.0.1:9/hook' })).status).toBe(200)
     const c = customer()
     const optedOut = throttleAndOptOut(a, c, u)
-    const bulk = await clock.run(u.api('POST', '/messages/bulk', a.key, { messages: [{ to: c.local, body: 'queued' }] }))
+    const bulk = await clock.run(
+      u.api('POST', '/messages/bulk', a.key, { messages: [{ to: c.local, body: 'queued' }] }),
+      undefined,
+      flight.idle,
+    )
     expect(await optedOut()).toBe(201)
     expect(bulk.status).toBe(200)
     const entry = bulk.body.data.results[0]
