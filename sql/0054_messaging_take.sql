@@ -11,18 +11,29 @@
 -- while there is some; with `prefix` (a campaign) none fits after the first that does not. It records a
 -- use for each phone that fits and has no kept use yet: held until `hold_seconds` from now under
 -- `token`, or kept (`token` null: a campaign, charged in the caller's transaction). `at` is the
--- service's clock (null: now(), the transaction's time). Answers the fit of each phone, in order, and
+-- service's clock (null: the database's clock once the lock is taken). Answers the fit of each phone, in order, and
 -- the budget's use before the take (`used`, `frees_at`: when its oldest recipient frees).
 
 create function messaging_take(
   budget_key text, tier integer, phones text[], token uuid, hold_seconds integer, prefix boolean, at timestamptz
 ) returns table (fits boolean[], used integer, frees_at timestamptz) language plpgsql as $$
 declare
-  now_at timestamptz := coalesce(at, now());
-  since timestamptz := coalesce(at, now()) - interval '24 hours';
+  now_at timestamptz;
+  since timestamptz;
 begin
+  -- Its callers never pass these; a NULL would misalign the answers or keep a held use for good.
+  if tier is null or phones is null or array_position(phones, null) is not null then
+    raise exception 'messaging_take: tier and phones must not be null';
+  end if;
+  if token is not null and hold_seconds is null then
+    raise exception 'messaging_take: a held use needs its hold_seconds';
+  end if;
   insert into messaging_budgets (budget) values (budget_key) on conflict (budget) do nothing;
   perform 1 from messaging_budgets b where b.budget = budget_key for update;
+  -- The time after the lock (the service's clock when it sets one): a take that waited for the lock, or
+  -- runs late in a campaign's transaction, records its uses when they are made.
+  now_at := coalesce(at, clock_timestamp());
+  since := now_at - interval '24 hours';
   delete from messaging_uses u where u.budget = budget_key and u.first_at <= since;
   -- Held uses whose hold ran out: their request died between hold and settle, or charged and left its
   -- settling to this. Kept if it charged its message, dropped if not.

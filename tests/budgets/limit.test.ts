@@ -155,6 +155,37 @@ describe('bulk', () => {
     expect(again.body.data.total_cost).toBe(PRICE)
   }, 60_000)
 
+  test('an entry its charge leaves out (its price rose above its max_price meanwhile) counts no recipient; the charged ones do', async () => {
+    const a = await t.account(100 * PRICE, { price: PRICE })
+    // The price doubles between the bulk's checks and its charge: as its hold records the first use.
+    await t.db.sql.unsafe(`
+      create function raise_price() returns trigger language plpgsql as $$
+      begin
+        update prices set cost_per_message = ${2 * PRICE} where account_id = ${a.accountId};
+        return new;
+      end $$;
+      create trigger raise_price after insert on messaging_uses for each row
+        when (new.phone = '${phone(4000)}') execute function raise_price();`)
+    try {
+      const answer = await t.api('POST', '/messages/bulk', a.key, {
+        messages: [
+          { to: phone(4000), body: 'x' },
+          { to: phone(4001), body: 'x', max_price: PRICE },
+        ],
+      })
+      expect(answer.status).toBe(200)
+      expect(answer.body.data.results.map((r: { status: string; code?: string }) => r.code ?? r.status)).toEqual([
+        'sent',
+        'PRICE_ABOVE_MAX',
+      ])
+      const counted = await t.db.sql<{ phone: string }[]>`
+        select phone from messaging_uses where phone in (${phone(4000)}, ${phone(4001)})`
+      expect(counted.map((r) => r.phone)).toEqual([phone(4000)])
+    } finally {
+      await t.db.sql.unsafe('drop trigger raise_price on messaging_uses; drop function raise_price()')
+    }
+  })
+
   test('a bulk refused for its balance holds no budget', async () => {
     const a = await t.account(PRICE, { price: PRICE })
     await seedUses('default', 240)

@@ -926,6 +926,14 @@ export const MUTATIONS: Mutation[] = [
     filter: 'refused for its balance',
   },
   {
+    name: 'messaging-limit-left-out-released',
+    breaks:
+      'a bulk entry its charge left out (its price rose above its max_price, its template was paused) keeps its held use: the budget counts a recipient nothing was sent to for 24 hours',
+    edits: [{ file: LIMIT_GUARD, find: 'if (!held || phones.length === 0) return', replace: 'return' }],
+    tests: [LIMIT_TESTS],
+    filter: 'leaves out',
+  },
+  {
     name: 'messaging-limit-expired-hold-kept',
     breaks: "a charged send's held use is dropped when its hold runs out: its recipient stops counting and the budget is passed",
     edits: [

@@ -10,9 +10,10 @@
 // (a group commit shared with other requests), so its uses are held before the charge instead (reserve,
 // then release): the held uses count at once. A held use whose request charged its message counts as
 // kept, so a charged request needs no further statement; one that charged nothing (refused, or failed)
-// drops its held uses at once (`settle`). A process that dies between the two leaves held uses whose
-// hold runs out: the next taker of the budget keeps them if the request's message exists and drops them
-// if not, so nothing leaks and nothing charged goes uncounted.
+// drops its held uses at once (`settle`), and a bulk those of the entries its charge left out
+// (`release`). A process that dies between the two leaves held uses whose hold runs out: the next taker
+// of the budget keeps them if the request's message exists and drops them if not, so nothing leaks and
+// nothing charged goes uncounted.
 
 import type { Deps } from '../../deps'
 import type { Db, Tx } from '../../db/client'
@@ -97,10 +98,22 @@ export type Held<T> = {
    * on (sql/0054), and the next take after their hold runs out settles them.
    */
   settleAfter<R extends object | null>(charge: Promise<R>): Promise<R>
+  /**
+   * Drops the held uses of `phones`: entries the charge left out though their request charged others
+   * (a bulk's entries whose template stopped being approved, or whose price rose above their max_price).
+   * The caller leaves out phones charged under another entry.
+   */
+  release(phones: string[]): Promise<void>
 }
 
 /** No hold: a send whose recipient uses no budget (an unlimited one, an open window) or a repeat. */
-export const NO_HOLD: Held<never> = { fit: [], refused: [], settle: async () => {}, settleAfter: (charge) => charge }
+export const NO_HOLD: Held<never> = {
+  fit: [],
+  refused: [],
+  settle: async () => {},
+  settleAfter: (charge) => charge,
+  release: async () => {},
+}
 
 /**
  * The messaging limit of a send's entries (single: one, bulk: its valid ones), before pace and charge:
@@ -173,6 +186,15 @@ export async function holdMessagingLimit<T extends Entry>(
       }
       if (result === null || 'refused' in result) await settle()
       return result
+    },
+    async release(phones) {
+      if (!held || phones.length === 0) return
+      await retrying(
+        () => deps.sql`
+        delete from messaging_uses
+        where request_token = ${requestToken} and held_until is not null and phone = any(${phones}::text[])`,
+        { retryIf: isRolledBack, clock: deps.clock },
+      )
     },
   }
 }
