@@ -298,22 +298,22 @@ export const send: Benchmark = {
     // Each HTTP phase right next to its ceiling, so a burst of other load on the machine hits both.
     // Statements per send: counted apart, through a proxy, so the measured phases run as they always did.
     const counted = Math.floor(envNumber('BENCH_SEND_COUNTED', 200, 1))
+    const postSend = async (base: string, key: string, payload: string) => {
+      const res = await fetch(`${base}/api/v1/messages/send`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: payload,
+      })
+      if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`)
+      await res.arrayBuffer()
+    }
     const phases: Phase[] = []
     for (const shape of ['spread', 'single'] as const) {
       const count = await countStatements(
         ctx,
         db,
         serviceEnv,
-        async (base, seq) => {
-          const a = accounts[pick(shape, seq)]!
-          const res = await fetch(`${base}/api/v1/messages/send`, {
-            method: 'POST',
-            headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
-            body,
-          })
-          if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`)
-          await res.arrayBuffer()
-        },
+        (base, seq) => postSend(base, accounts[pick(shape, seq)]!.key, body),
         counted,
       )
       console.log(
@@ -330,17 +330,12 @@ export const send: Benchmark = {
       ctx,
       db,
       { ...serviceEnv, MESSAGING_LIMIT: '100000' },
-      async (base, seq) => {
-        const a = accounts[seq % accounts.length]!
-        const to = `+62813${String(recipient++).padStart(8, '0')}`
-        const res = await fetch(`${base}/api/v1/messages/send`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${a.key}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ to, body: BODY }),
-        })
-        if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`)
-        await res.arrayBuffer()
-      },
+      (base, seq) =>
+        postSend(
+          base,
+          accounts[seq % accounts.length]!.key,
+          JSON.stringify({ to: `+62813${String(recipient++).padStart(8, '0')}`, body: BODY }),
+        ),
       counted,
     )
     console.log(

@@ -120,10 +120,10 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
   const lease = valid.length === 0 ? null : deps.handoff.lease()
   const held = valid
   const charged = lease === null ? null : await limit.settleAfter(chargeApproved(lease))
-  if (charged !== null && !('refused' in charged)) {
+  if (charged !== null && !('refused' in charged) && valid.length < held.length) {
     // Entries the charge left out count no recipient: their held uses go (a phone charged under another entry stays).
     const sent = new Set(valid.map((m) => m.phone))
-    await limit.release([...new Set(held.filter((m) => !valid.includes(m) && !sent.has(m.phone)).map((m) => m.phone))])
+    await limit.release([...new Set(held.filter((m) => !sent.has(m.phone)).map((m) => m.phone))])
   }
   if (charged === null) {
     balanceAfter = (await getBalance(deps.sql, principal.accountId, deps.config.currency)).wa_balance
