@@ -614,14 +614,19 @@ export const campaignCommands: Command[] = [
 ]
 
 /** What `simulator inbound` did, as it happened: the number written to, and whose the message is. */
-function describeWriteIn(w: Inbound): string {
+function describeWriteIn(w: Inbound, namedAccount: number | null): string {
   const to = w.sender ?? "the deployment's number"
   const stored = w.inbound_id === undefined ? '' : ` (inbound message ${w.inbound_id})`
   if (w.account_id === null) {
-    return (
+    const lost =
       `${w.phone} wrote to ${to}${stored}, but the message belongs to no account (no account holds a conversation with ${w.phone} ` +
-      'there): no message.received event went out. Name the account with --account, or its number with --sender.'
-    )
+      'there): no message.received event went out.'
+    // A shared number's customer belongs to the account that messaged them first there (docs/guides/inbound.md):
+    // naming the account picks its default sender, it does not hand the customer over.
+    return namedAccount === null
+      ? `${lost} Name the account with --account, or its number with --sender.`
+      : `${lost} Account ${namedAccount} sends through ${to}, which it shares: send ${w.phone} a message from account ` +
+          `${namedAccount} first (its replies then belong to it), or give the account a sender of its own.`
   }
   return (
     `${w.phone} wrote to ${to}${stored}, a message of account ${w.account_id}: free-form messages from ${to} to ${w.phone} ` +
@@ -660,7 +665,7 @@ export const simulatorCommands: Command[] = [
         ...(text('name') === undefined ? {} : { name: text('name') }),
         ...(text('account') === undefined ? {} : { account_id: ctx.id('account') }),
       })
-      return { data: w, text: () => describeWriteIn(w) }
+      return { data: w, text: () => describeWriteIn(w, text('account') === undefined ? null : ctx.id('account')) }
     },
   },
 ]

@@ -322,6 +322,21 @@ test("the README's command-line examples run as written, with the quickstart's v
   expect(ran.out).toContain('\n  "items": [\n')
 })
 
+test("the inbound guide's simulator example runs as written: the customer's answer belongs to the account that wrote first", () => {
+  const ran = bash(`set -e\neval "$(bun run admin quickstart | grep '^export')"\n${readmeBlock('simulator inbound 081234567891')}`)
+  expect(ran.err).not.toContain('admin:')
+  expect(ran.code).toBe(0)
+  // curl prints no newline after an answer, so the next command's line follows it on the same line.
+  const [sent, inbound] = ran.out
+    .split(/\n|(?<=\})(?=\+62)/)
+    .filter((line) => line.startsWith('{"success"'))
+    .map((line) => JSON.parse(line))
+  expect(sent.data.status).toBe('sent')
+  expect(ran.out).toMatch(/\+6281234567891 wrote to the deployment's number \(inbound message \d+\), a message of account \d+/)
+  expect(inbound.data.items[0]).toMatchObject({ phone: '+6281234567891', name: 'Budi', text: 'Sudah bayar', type: 'text' })
+  expect(inbound.data.items[0].account_id).toBeNumber()
+})
+
 test("the README's campaign example runs as written: template, segment, a draft through the API, run, stats", async () => {
   const ran = bash(
     `set -e\neval "$(bun run admin quickstart | grep '^export')"\n${readmeBlock('campaign run "$CAMPAIGN_ID"')}\necho\necho "campaign=$CAMPAIGN_ID"`,

@@ -102,6 +102,12 @@ test("simulator inbound opens a number's window; a bad number is refused", () =>
     window_until: expect.any(String),
     inbound_id: expect.any(Number),
   })
+  // Naming an account that never messaged the number: still no account's (the shared number's rule), and it says what to do.
+  const account = ok(admin('account', 'create', 'Writes in', '--quiet')).trim()
+  expect(ok(admin('simulator', 'inbound', '081255550003', '--account', account))).toEndWith(
+    `no message.received event went out. Account ${account} sends through the deployment's number, which it shares: ` +
+      `send +6281255550003 a message from account ${account} first (its replies then belong to it), or give the account a sender of its own.\n`,
+  )
   // With --body: an inbound message too.
   const wrote = JSON.parse(ok(admin('simulator', 'inbound', '081255550002', '--body', 'Halo', '--name', 'Budi', '--json')))
   expect(wrote).toEqual({
