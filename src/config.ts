@@ -62,7 +62,7 @@ export const VARIABLES = {
   ...PROVIDER_VARIABLES,
   PUBLIC_BASE_URL: {
     shown: 'http://HOST:PORT',
-    meaning: "this service's public root, for the providers' status callback URLs and their signatures",
+    meaning: "this service's public root, for the providers' status callback URLs and their signatures (with PORT=0, the port given)",
   },
   TLS_CERT_FILE: { shown: 'unset', meaning: 'PEM certificate; with TLS_KEY_FILE the server itself serves HTTPS' },
   TLS_KEY_FILE: { shown: 'unset', meaning: 'PEM private key of TLS_CERT_FILE' },

@@ -229,6 +229,14 @@ async function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   }
 }
 
+/** The public URL with the port the service was given when it asked for any (`:0`); otherwise as it is. */
+export function withBoundPort(publicBaseUrl: string, port: number): string {
+  const url = new URL(publicBaseUrl)
+  if (url.port !== '0') return publicBaseUrl
+  url.port = String(port)
+  return url.href.replace(/\/$/, '')
+}
+
 export async function startService(config: Config): Promise<Running> {
   // The database first: in embedded mode it locks DATA_DIR, and only its holder may write the admin token and secrets key there.
   const watch = startWatch()
@@ -253,9 +261,11 @@ export async function startService(config: Config): Promise<Running> {
     await database.close()
     throw error
   }
-  const { deps, loops } = buildDeps({ ...config, adminToken: admin.token, secretsKey }, database, { unreachableAt })
-  const app = createApp(deps)
-  const routes = routesOf(app)
+  // The port is bound before the service is built, so that PORT=0 (a free port) is known to the URL the
+  // providers call back (PUBLIC_BASE_URL's default names the port). Nothing awaits between the bind and
+  // the build, so no request arrives before `app` and `routes` are set.
+  let app: ReturnType<typeof createApp>
+  let routes: ReturnType<typeof routesOf>
   let server: ReturnType<typeof Bun.serve>
   try {
     server = Bun.serve({
@@ -292,6 +302,18 @@ export async function startService(config: Config): Promise<Running> {
     await database.close()
     throw error
   }
+  let built: ReturnType<typeof buildDeps>
+  try {
+    const publicBaseUrl = withBoundPort(config.publicBaseUrl, server.port!)
+    built = buildDeps({ ...config, publicBaseUrl, adminToken: admin.token, secretsKey }, database, { unreachableAt })
+    app = createApp(built.deps)
+    routes = routesOf(app)
+  } catch (error) {
+    server.stop(true)
+    await database.close()
+    throw error
+  }
+  const { deps, loops } = built
   let metrics: ReturnType<typeof serveMetrics> | undefined
   try {
     if (config.metricsPort !== undefined) metrics = serveMetrics(database.sql, deps.clock, config.metricsPort)

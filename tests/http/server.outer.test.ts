@@ -329,3 +329,9 @@ describe('authentication before the body', () => {
     }
   })
 })
+
+test("PORT=0 without PUBLIC_BASE_URL: the public URL (the providers' callbacks, the API reference's server) names the port bound", async () => {
+  const document = (await (await fetch(`${running.url}/docs/json`)).json()) as { servers: { url: string }[] }
+  expect(document.servers[0]!.url).toBe(running.url)
+  expect(running.deps.config.publicBaseUrl).toBe(running.url)
+})
