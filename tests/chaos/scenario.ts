@@ -325,7 +325,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             if (isFinal(request.answers.at(-1)!)) break
             await Bun.sleep(500)
           } while (Date.now() < drainUntil)
-          if (!isFinal(request.answers.at(-1)!)) violations.push(`Idempotency-Key ${request.idempotencyKey} never got a final answer`)
+          const last = request.answers.at(-1)!
+          if (!isFinal(request.answers.at(-1)!)) {
+            // What it last answered names the way to look (a 409's words say which wait it is in).
+            const said = last === null ? 'no answer' : `${last.status} ${JSON.stringify(last.body).slice(0, 200)}`
+            violations.push(`Idempotency-Key ${request.idempotencyKey} never got a final answer (last: ${said})`)
+          }
         }
       }),
     )

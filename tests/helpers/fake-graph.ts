@@ -699,6 +699,8 @@ export function fakeGraph(options: { clock?: Pick<Clock, 'monotonic'> & Partial<
         [
           {
             id: customerId,
+            // Written now by the clock the fake was given (else real time).
+            timestamp: String(Math.floor(wallClock() / 1000)),
             ...(o.reaction ? { type: 'reaction', reaction: o.reaction } : { type: 'text', text: { body: o.text } }),
             ...(o.context ? { context: { from: o.phoneNumberId, id: o.context } } : {}),
           },

@@ -17,12 +17,12 @@ import { assign, fourSenders, META_A, META_B, registerFakes, sendersEnv } from '
 import { boundTemplate } from '../helpers/templates'
 import { dashboardUser } from '../helpers/web'
 
-const twilio = fakeTwilio()
-const graph = fakeGraph()
-registerFakes(twilio, graph)
-
 const HOUR = 3_600_000
 const clock = new TestClock()
+const twilio = fakeTwilio()
+// The customers' messages carry the test clock's time: the window follows the clock the tests move.
+const graph = fakeGraph({ clock })
+registerFakes(twilio, graph)
 let t: TestApp
 let ids: Awaited<ReturnType<typeof fourSenders>>
 /** The account: metaA its default sender, twilioA given to it too; a template bound for both providers. */
@@ -226,5 +226,42 @@ describe('the messaging limit', () => {
     } finally {
       await t.admin('PATCH', `/senders/${ids.metaA}`, { messaging_limit: null })
     }
+  })
+})
+
+describe('a repeat after Meta linked the customer', () => {
+  test('requests by user id whose first run died, repeated once the user id is linked to a phone: answered as charged, charged once', async () => {
+    const [linked, other] = [userId(), userId()]
+    await writes({ userId: linked })
+    await writes({ userId: other })
+    const bulkBody = {
+      messages: [
+        { to: linked, body: 'Pesanan siap' },
+        { to: other, body: 'Pesanan siap' },
+      ],
+    }
+    const sendBody = { to: linked, body: 'Satu lagi' }
+    const idem = (key: string) => ({ 'idempotency-key': key })
+    const bulk = await t.api('POST', '/messages/bulk', acc.key, bulkBody, idem('uid-bulk'))
+    const one = await t.api('POST', '/messages/send', acc.key, sendBody, idem('uid-send'))
+    expect(bulk.body.data).toMatchObject({ sent: 2, failed: 0 })
+    expect(one.body.data).toMatchObject({ status: 'sent', to: linked })
+    const before = await money(t, acc.accountId)
+    const handedOver = graph.requests.length
+    // The crash: both requests charged and handed over, their answers lost before they were stored.
+    await t.db.sql`
+      update idempotency_keys set state = 'running', response_status = null, response_body = null
+      where account_id = ${acc.accountId} and key in ('uid-bulk', 'uid-send')`
+    // Meanwhile the customer writes with a phone beside the user id: Meta's link.
+    await writes({ userId: linked, phone: phone() })
+    // The repeats find what their first runs charged (to the user id, as then), not 409 for ever.
+    const bulkAgain = await t.api('POST', '/messages/bulk', acc.key, bulkBody, idem('uid-bulk'))
+    expect(bulkAgain.status).toBe(200)
+    expect(bulkAgain.body.data).toEqual(bulk.body.data)
+    const oneAgain = await t.api('POST', '/messages/send', acc.key, sendBody, idem('uid-send'))
+    expect(oneAgain.status).toBe(200)
+    expect(oneAgain.body.data).toEqual(one.body.data)
+    expect(await money(t, acc.accountId)).toEqual(before)
+    expect(graph.requests.length).toBe(handedOver)
   })
 })

@@ -387,6 +387,34 @@ export const MUTATIONS: Mutation[] = [
     filter: 'not its stored answer',
   },
   {
+    name: 'repeat-bulk-linked-user-id',
+    breaks:
+      "a bulk by user id whose first run died is answered 409 for ever once Meta links a customer's user id to a phone (the repeat no longer finds the entry it charged)",
+    edits: [
+      {
+        file: 'src/modules/messages/bulk.ts',
+        find: '(row.phone === m.phone || (isUserId(row.phone) && row.phone === m.givenTo?.trim()))',
+        replace: 'row.phone === m.phone',
+      },
+    ],
+    tests: ['tests/inbound/user-id-links.test.ts'],
+    filter: 'first run died',
+  },
+  {
+    name: 'repeat-send-charged-recipient',
+    breaks:
+      'a send by user id whose first run died, repeated after Meta linked the customer, goes on to the phone and answers another `to`',
+    edits: [
+      {
+        file: 'src/modules/messages/service.ts',
+        find: 'phone: await chargedRecipient(deps, requestToken)',
+        replace: 'phone: (prepared as Prepared).phone',
+      },
+    ],
+    tests: ['tests/inbound/user-id-links.test.ts'],
+    filter: 'first run died',
+  },
+  {
     name: 'refund-lock-order',
     breaks: "a refund and a charge deadlock: a refund of several accounts locks them in another order than a charge's",
     edits: [

@@ -8,6 +8,7 @@ import type { Deps } from '../../deps'
 import type { Principal } from '../../http/auth'
 import { ApiError, badValue } from '../../http/errors'
 import { MAX_BULK_MESSAGES } from '../../lib/validate'
+import { isUserId } from '../../lib/user-id'
 import { chargeAll, type Charged, type Lease, type NewMessage, type Refused } from '../ledger/service'
 import { retrying } from '../../db/retry'
 import { getBalance } from '../accounts/service'
@@ -203,10 +204,12 @@ export async function sendBulk(deps: Deps, principal: Principal, input: BulkBody
 
 /**
  * The entries of a repeated request that its first run charged: its messages, in request order, are a
- * subsequence of the valid entries (same phone, text and sender). The other entries were refused then
- * (an opt-out, a closed window, the messaging limit) and stay uncharged; they fail with CONFLICT.
+ * subsequence of the valid entries (same recipient, text and sender). The other entries were refused then
+ * (an opt-out, a closed window, the messaging limit) and stay uncharged; they fail with CONFLICT. An entry
+ * given a user id that Meta has linked to a phone since resolves to the phone now, but its message went to
+ * the user id: it is that entry, and goes on as it was charged.
  */
-async function chargedBefore<T extends NewMessage & { index: number }>(
+async function chargedBefore<T extends NewMessage & { index: number; givenTo?: string }>(
   deps: Pick<Deps, 'sql'>,
   requestToken: string,
   valid: T[],
@@ -219,11 +222,11 @@ async function chargedBefore<T extends NewMessage & { index: number }>(
     const row = rows[kept.length]
     if (
       row &&
-      row.phone === m.phone &&
+      (row.phone === m.phone || (isUserId(row.phone) && row.phone === m.givenTo?.trim())) &&
       row.body === m.body &&
       (row.sender_id === null ? null : Number(row.sender_id)) === (m.senderId ?? null)
     ) {
-      kept.push(m)
+      kept.push(row.phone === m.phone ? m : { ...m, phone: row.phone })
       continue
     }
     results[m.index] = {

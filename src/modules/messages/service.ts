@@ -42,13 +42,14 @@ export async function sendOne(
   // beyond reading the sender and template named), then one read judges opt-out, window and price cap.
   const [prepared] = await prepareEntries(deps, principal.accountId, [input], () => '')
   if (isRefusal(prepared!)) throw prepared.error
-  const p = prepared as Prepared
+  const [facts] = await readFacts(deps, itemsOf(principal.accountId, principal.keyId, requestToken, [prepared as Prepared]))
+  // A repeat of a request whose first run charged (it died, or its answer was not stored) is not
+  // refused by what the rules say now: its message is found by the charge below, and goes on to the
+  // recipient it was charged for (a user id Meta has linked to a phone since is still that user id).
+  const repeat = facts!.charged
+  const p = repeat ? { ...(prepared as Prepared), phone: await chargedRecipient(deps, requestToken) } : (prepared as Prepared)
   const { sender, phone: to } = p
   const message: NewMessage = p
-  const [facts] = await readFacts(deps, itemsOf(principal.accountId, principal.keyId, requestToken, [p]))
-  // A repeat of a request whose first run charged (it died, or its answer was not stored) is not
-  // refused by what the rules say now: its message is found by the charge below.
-  const repeat = facts!.charged
   if (!repeat) {
     const refused = judge(deps.config, p, facts!, '')
     if (refused) throw refused
@@ -119,6 +120,14 @@ export async function sendOne(
     throw new ApiError('BAD_GATEWAY', `${notAccepted(sender.providerName, result)}; the charge was refunded`, undefined, { id })
   }
   return { message_id: result.sid, to, status: 'sent', cost: charged.cost, balance_after: charged.balanceAfter }
+}
+
+/** The recipient a request's message was charged for (the request charged it: `facts.charged`). */
+async function chargedRecipient(deps: Pick<Deps, 'sql'>, requestToken: string): Promise<string> {
+  const [row] = await deps.sql<
+    { phone: string }[]
+  >`select phone from messages where request_token = ${requestToken} order by request_item limit 1`
+  return row!.phone
 }
 
 /**
