@@ -7,7 +7,8 @@ import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { lockDataDir } from './lock'
 import { statementFunctions, type StatementHooks } from './statement-functions'
-import { connectWait } from './connect-wait'
+import { ConnectWait } from './connect-wait'
+import { socketFactory, tlsOf } from './wire'
 import { PGlite } from '@electric-sql/pglite'
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket'
 // Embedded with the binary by `bun build --compile`; at development time these are the package's files.
@@ -98,7 +99,8 @@ export async function openDatabase(options: {
     // mode) gives the server session back at that statement's ReadyForQuery, as it counts only Syncs,
     // and drops the answer to the Describe ("got packet '1' from server when not linked"): the client
     // waited for it forever. sql.begin with max_pipeline: 0 needs patches/postgres@3.4.9.patch.
-    // Behind it, statements that recur are run as functions whose plans the server keeps (./statement-functions).
+    // Behind it, the sockets (./wire) keep each statement's parameter types and run statements that recur
+    // as functions whose plans the server keeps (./statement-functions).
     const statements = pooled ? statementFunctions(options.statementFunctionsAfter) : undefined
     const sql = connect(options.databaseUrl, {
       max: options.poolMax ?? 10,
@@ -170,18 +172,20 @@ function connect(
     onUnreachable?: (error: unknown) => void
   },
 ): Sql {
-  const { onUnreachable, idleInTransaction, ...rest } = options
+  const { onUnreachable, idleInTransaction, statements, ...rest } = options
   const target = new URL(url)
-  const connect_retry = connectWait({
+  const wait = new ConnectWait({
     seconds: CONNECT_WAIT_SECONDS,
     address: { host: target.hostname, port: Number(target.port || 5432) },
     onRetry: onUnreachable,
   })
   return postgres(url, {
-    // `statements` and `connect_retry` are the patched client's hooks (patches/postgres@3.4.9.patch,
-    // whose top says why each needs the driver); what they decide is here, in ./statement-functions and
-    // ./connect-wait. Its types do not name them.
-    ...({ ...rest, connect_retry } as postgres.Options<{}>),
+    ...rest,
+    // The sockets are ./wire's: the wait for a connection, TLS as the URL's sslmode asks (negotiated
+    // there, so the driver itself is told none), and behind a pooler the kept types and statement functions.
+    // `socket` is postgres.js's documented "custom socket" option (its README); its types do not name it.
+    ...({ socket: socketFactory({ wait, tls: tlsOf(target), statements, tryMs: CONNECT_WAIT_SECONDS * 1000 }) } as postgres.Options<{}>),
+    ssl: false,
     types: TYPES,
     onnotice: () => {},
     // The metrics count the service's connections by it; PgBouncer passes it on to the server sessions.

@@ -6,7 +6,7 @@
 // process, it is installed as a PL/pgSQL function `stmt_<hash>` whose body is that very statement
 // (`return query <statement>`, sql/0029), and from then on the client sends
 // `select * from stmt_<hash>($1, ..., $n) as t(<its columns>)` with the same parameters instead
-// (patches/postgres@3.4.9.patch: the `statements` option). Same transaction, same locks, same rows,
+// (the client's sockets, ./wire.ts, send the call in the statement's Parse). Same transaction, same locks, same rows,
 // same errors: only the text sent changes, and the statement's plan is made once per server session.
 //
 // Only statements that answer rows can be one (RETURN QUERY); the others, and any the server refuses
@@ -38,7 +38,7 @@ const MAX_COUNTED = 5_000
 /** A column as the server described it: its name, type, and the table column it was read from (0: none). */
 type Column = { name: string; type: number; table: number; number: number }
 
-/** What postgres.js asks and tells (the `statements` option of the patched client). */
+/** What the client's sockets (./wire.ts) ask and tell. */
 export type StatementHooks = {
   /** The text to send instead of the statement's (its function's call), if it has one. */
   call(signature: string): string | undefined

@@ -1,7 +1,7 @@
 // Outer ring (real time): a real PgBouncer, with its round trips counted by a TCP proxy.
 // Behind PgBouncer the service's client sends statements unnamed (prepare: false). postgres.js asks
 // for the parameter types of such a statement first (Parse/Describe/Flush, one round trip), then binds
-// and runs it (Bind/Execute/Sync, another). patches/postgres@3.4.9.patch keeps the types it learned
+// and runs it (Bind/Execute/Sync, another). The client's sockets (src/db/wire.ts) keep the types it learned
 // per connection, so the next use of the statement goes in one round trip. Counted here on the wire:
 // a loopback proxy between the client and a real PgBouncer counts the frontend's Flush and Sync
 // messages, each of which waits for an answer. With the values the service sends and reads (bigint

@@ -13,9 +13,9 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c()
 }, 30_000)
 
-// Turned away with an error (as by a database that is not there) or with a clean close (as by some TCP
-// proxies without a server): either way the service says that it waits.
-for (const refuseWith of ['reset', 'close'] as const)
+// Turned away with an error (as by a database that is not there), with a clean close (as by some TCP
+// proxies without a server) or with 57P03 (a database starting up): either way the service says that it waits.
+for (const refuseWith of ['reset', 'close', 'starting'] as const)
   test.skipIf(!usingPostgres())(
     `a start during a database outage waits for the database, then serves (connections refused with a ${refuseWith})`,
     async () => {

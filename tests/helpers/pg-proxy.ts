@@ -8,6 +8,18 @@
 import net from 'node:net'
 import { openDatabase, type Database } from '../../src/db/client'
 
+/** How a connection is turned away: an error (reset), a clean close, or PostgreSQL's 57P03 "starting up" answer. */
+export type RefuseWith = 'close' | 'reset' | 'starting'
+
+/** An ErrorResponse: FATAL 57P03, the database system is starting up. */
+const STARTING_UP = (() => {
+  const fields = Buffer.from('SFATAL\0VFATAL\0C57P03\0Mthe database system is starting up\0\0')
+  const header = Buffer.alloc(5)
+  header[0] = 0x45 // E
+  header.writeUInt32BE(4 + fields.length, 1)
+  return Buffer.concat([header, fields])
+})()
+
 /**
  * A loopback TCP server that opens a connection to `target` for each client and hands both sockets to
  * `relay` (which forwards, or not, what each side sends); a side that closes or fails closes both.
@@ -18,14 +30,19 @@ function listenRelay(
   target: { host: string; port: number },
   relay: (client: net.Socket, upstream: net.Socket) => void,
   refuse: () => boolean = () => false,
-  refuseWith: 'close' | 'reset' = 'close',
+  refuseWith: RefuseWith = 'close',
 ): Promise<{ port: number; cutAll(): void; close(): void }> {
   const sockets = new Set<net.Socket>()
   const cutAll = () => {
     for (const s of sockets) s.destroy()
   }
   const server = net.createServer((client) => {
-    if (refuse()) return void (refuseWith === 'reset' ? client.resetAndDestroy() : client.destroy())
+    if (refuse()) {
+      if (refuseWith === 'reset') return void client.resetAndDestroy()
+      if (refuseWith === 'close') return void client.destroy()
+      // As PostgreSQL answers a startup while it recovers: FATAL 57P03, then the close.
+      return void client.once('data', () => client.end(STARTING_UP))
+    }
     const upstream = net.connect(target.port, target.host)
     sockets.add(client).add(upstream)
     const end = () => {
@@ -205,11 +222,9 @@ export type OutageProxy = {
  * `refuseWith`: how a new connection is turned away during an outage. `reset`: an error (ECONNRESET),
  * as a database that is not there gives (ECONNREFUSED). `close`: a clean close, as some TCP proxies
  * without a server give; unpatched, postgres.js connected again for ever on it, without an error.
+ * `starting`: PostgreSQL's own answer while it starts up or recovers, FATAL 57P03, then a close.
  */
-export async function startOutageProxy(
-  target: { host: string; port: number },
-  refuseWith: 'close' | 'reset' = 'reset',
-): Promise<OutageProxy> {
+export async function startOutageProxy(target: { host: string; port: number }, refuseWith: RefuseWith = 'reset'): Promise<OutageProxy> {
   let downUntil = 0
   let refused = 0
   // During an outage a connection is turned away at once, as by a server that is not there.

@@ -1936,4 +1936,36 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/status/receiver-stall.outer.test.ts'],
     database: 'postgres',
   },
+  {
+    name: 'wire-retry-answered',
+    breaks:
+      'a connection cut after the server answered is opened again behind the driver: the statement it carried is never answered (nor failed), and its request hangs',
+    edits: [
+      {
+        file: 'src/db/wire.ts',
+        find: 'if (this.answered || this.notWaited || this.gone) return void this.emit',
+        replace: 'if (this.notWaited || this.gone) return void this.emit',
+      },
+    ],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
+    filter: 'breaks midway',
+    database: 'postgres',
+  },
+  {
+    name: 'wire-plain-resend-in-transaction',
+    breaks:
+      "a statement function's call that failed inside a transaction is sent again as the plain statement in the aborted transaction: the caller gets 25P02 instead of the call's own error",
+    edits: [{ file: 'src/db/wire.ts', find: 'if (ready[5] === IDLE) return this.resendPlain(ex)', replace: 'return this.resendPlain(ex)' }],
+    // The whole file: its tests build on each other's rows.
+    tests: ['tests/db/statement-functions.outer.test.ts'],
+    database: 'postgres',
+  },
+  {
+    name: 'wire-wait-starting-up',
+    breaks: 'a statement made while the database starts up (57P03) fails at once instead of waiting for it',
+    edits: [{ file: 'src/db/wire.ts', find: 'if (isWaitable(error)) return early(error)', replace: 'if (false) return early(error)' }],
+    tests: ['tests/messages/lost-commit.outer.test.ts'],
+    filter: 'refused with a starting',
+    database: 'postgres',
+  },
 ]
