@@ -19,7 +19,8 @@ export const VARIABLES = {
   HOST: { default: '127.0.0.1', meaning: 'listen address' },
   DATABASE_URL: {
     shown: 'unset',
-    meaning: 'PostgreSQL (15+) URL, shared by any number of instances; unset: the embedded database in DATA_DIR',
+    meaning:
+      'PostgreSQL (15+) URL, shared by any number of instances; TLS as its `sslmode` says (`require`; `verify-full` also checks the certificate against the system CAs); unset: the embedded database in DATA_DIR',
   },
   DATABASE_READ_URL: {
     shown: 'unset',

@@ -4,9 +4,9 @@
 // driver's internals, so upgrading the driver is a version change (patches/postgres@3.4.9.patch holds
 // upstream-shaped fixes only):
 //
-// - The wait for a connection (./connect-wait.ts): a try that is refused, reset, closed before the
-//   connection is ready, or answered 57P03 (starting up) is told to the wait, and the driver, which opens
-//   the connection again for its statement, gets its next socket after the wait's pause.
+// - The wait for a connection (./connect-wait.ts): a try that is refused, reset, closed, or answered
+//   57P03 (starting up) before the server answered anything is tried again after the wait's pause, the
+//   driver's startup written again; the driver sees a slower start, or CONNECT_TIMEOUT past the wait.
 // - Behind a pooler (PgBouncer in transaction mode, where statements go unnamed), per connection:
 //   - the parameter types a statement learned are kept, so its next use takes one round trip instead of
 //     two. postgres.js sends an unnamed statement with parameters as Parse, Describe, Flush, waits for
