@@ -363,6 +363,7 @@ class Wire extends EventEmitter implements DriverSocket {
   }
 
   write(data: Uint8Array): boolean {
+    if (this.ready && (!this.statements || this.plain)) return this.raw!.write(data)
     const bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength)
     if (!this.answered) {
       // A CancelRequest (16 bytes, code 80877102) is answered by a close: not an outage.
@@ -370,7 +371,7 @@ class Wire extends EventEmitter implements DriverSocket {
       this.startupWrites.push(Buffer.from(bytes))
       return this.raw ? this.raw.write(bytes) : true
     }
-    if (!this.ready || !this.statements || this.plain) return this.raw!.write(bytes)
+    if (!this.ready) return this.raw!.write(bytes)
     return this.fromClient(bytes)
   }
   end(data?: Uint8Array): this {
