@@ -51,6 +51,12 @@ export type ProviderTemplate = {
   components?: Record<string, unknown>[]
   /** A WhatsApp template for Twilio: its ContentVariables, by key (`"1"`, `"2"`… or the names). */
   contentVariables?: Record<string, string>
+  /**
+   * A Twilio template whose header media URL has a variable, sent with a file uploaded here (`media_id`,
+   * issue 32): the variable and the URL's static prefix. Each hand-off fills it with the rest of the
+   * file's signed link, made then (it expires), which must start with the prefix.
+   */
+  mediaVariable?: { key: string; prefix: string }
   /** A WhatsApp template's id (wa_templates) and category, as it was when the message was charged. */
   templateId?: number
   category?: string

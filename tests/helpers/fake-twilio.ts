@@ -37,7 +37,14 @@
 // account's templates with their approval, `contentPageSize` a page at most (Twilio's PageSize and
 // PageToken, `meta.next_page_url`). Once an account has a template with an approval request, its sends
 // are checked against them as Twilio does: an unknown ContentSid is 21655, an approved template's
-// variable missing from ContentVariables 63028, an empty one 21656.
+// variable missing from ContentVariables 63028, an empty one 21656. A Content template whose media URL has a
+// variable (`"media": ["https://cdn.example.com/invoices/{{1}}"]`, the static prefix and a variable suffix
+// Twilio documents) needs it in every send's ContentVariables, approved or not: missing or empty is 400
+// with 21656 ("The ContentVariables Parameter is invalid"), a filled URL that is not http(s) 21620. The
+// filled URL is what Twilio fetches: on the service it is fetched as a MediaUrl is (above).
+//
+// Messages: every message it accepted is kept in `messages` with what it resolved (`media`: its MediaUrls,
+// or its Content template's media URL with the variables filled), so a test asserts what Twilio received.
 
 import twilioSdk from 'twilio'
 import type { Clock } from '../../src/lib/clock'
@@ -67,6 +74,18 @@ export type FakeApproval = {
   allow_category_change: boolean
 }
 
+/** A message the fake accepted, as Twilio would have it: its Content template, variables and media resolved. */
+export type FakeTwilioMessage = {
+  sid: string
+  to: string | null
+  from: string | null
+  body: string | null
+  contentSid: string | null
+  contentVariables: Record<string, string> | null
+  /** The media it carries: its MediaUrls, or its Content template's media URL with its variable filled. */
+  media: string[]
+}
+
 export type TwilioAnswer = (request: Request, form: URLSearchParams) => Response | undefined | Promise<Response | undefined>
 
 export type FakeTwilio = {
@@ -92,6 +111,8 @@ export type FakeTwilio = {
   accepted: Acceptances
   /** The SIDs it answered for accepted messages, in order. */
   ids: string[]
+  /** The messages it accepted, in order, as Twilio resolved them. */
+  messages: FakeTwilioMessage[]
   /** The accounts whose credentials it checks, by SID (none: it checks nothing). */
   accounts: Map<string, FakeTwilioAccount>
   /** Content templates created through its Content API (POST /v1/Content), by SID, as they were posted. */
@@ -214,6 +235,19 @@ function contentProblem(d: Record<string, any>): string | null {
   return null
 }
 
+const PLACEHOLDER = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g
+
+/** A Content template's media URL (its approved type's, else the first type's with media), as defined. */
+function mediaOfContent(definition: Record<string, any>, approvedType: string | null): string | null {
+  const types = definition.types ?? {}
+  const names = [...(approvedType ? [approvedType] : []), ...Object.keys(types)]
+  for (const name of names) {
+    const media = types[name]?.media
+    if (Array.isArray(media) && typeof media[0] === 'string') return media[0]
+  }
+  return null
+}
+
 /** The type WhatsApp would approve of a definition, or null (a list picker alone is not a template). */
 const approvableType = (d: Record<string, any>): string | null => APPROVABLE.find((t) => d.types?.[t]) ?? null
 
@@ -226,6 +260,7 @@ function messageProblem(
   form: URLSearchParams,
   contents: Map<string, Record<string, any>>,
   strict: { known: (sid: string) => boolean; approved: (sid: string) => boolean } | null,
+  approvedType: (sid: string) => string | null,
 ): Response | null {
   const media = form.getAll('MediaUrl')
   if (media.some((u) => !/^https?:\/\//.test(u))) return twilioError(400, 21620, 'Invalid media URL(s)')
@@ -242,6 +277,17 @@ function messageProblem(
     variables = JSON.parse(form.get('ContentVariables') ?? '{}')
   } catch {
     return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+  }
+  // A variable media URL: its variable filled at every send (Twilio takes the URL's suffix from it).
+  const templateMedia = mediaOfContent(definition, approvedType(sid!))
+  if (templateMedia !== null) {
+    const keys = [...templateMedia.matchAll(PLACEHOLDER)].map((m) => m[1]!)
+    if (keys.some((k) => typeof variables[k] !== 'string' || variables[k]!.trim() === '')) {
+      return twilioError(400, 21656, 'The ContentVariables Parameter is invalid')
+    }
+    if (!/^https?:\/\/[^/\s]+\/\S*$/.test(templateMedia.replace(PLACEHOLDER, (_, k: string) => variables[k] ?? ''))) {
+      return twilioError(400, 21620, 'Invalid media URL(s)')
+    }
   }
   if (strict?.approved(sid!)) {
     // An approved WhatsApp template: every placeholder filled, none empty.
@@ -285,6 +331,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     recipients: new Map(),
     accepted: new Acceptances(),
     ids: [],
+    messages: [],
     accounts: new Map(),
     windows: new FakeWindows(),
     callback: null,
@@ -387,6 +434,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
       fake.recipients.clear()
       fake.accepted.clear()
       fake.ids = []
+      fake.messages = []
       fake.windows.reset()
     },
     stop: () => server.stop(true),
@@ -513,9 +561,18 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     }
     const own = fake.answer ? await fake.answer(request, form) : undefined
     if (own) return own
-    const shape = messageProblem(form, fake.contents, strictOf(account?.sid ?? null))
+    const approvedType = (sid: string) => fake.approvals.get(sid)?.content_type || null
+    const shape = messageProblem(form, fake.contents, strictOf(account?.sid ?? null), approvedType)
     if (shape) return shape
-    for (const mediaUrl of form.getAll('MediaUrl')) {
+    // What the message carries: its MediaUrls, or its Content template's media URL with the variables filled.
+    const contentSid = form.get('ContentSid')
+    const contentVariables = contentSid ? (JSON.parse(form.get('ContentVariables') ?? '{}') as Record<string, string>) : null
+    const definition = contentSid ? fake.contents.get(contentSid) : undefined
+    const templateMedia = definition ? mediaOfContent(definition, approvedType(contentSid!)) : null
+    const resolved = templateMedia
+      ? [templateMedia.replace(PLACEHOLDER, (_, k: string) => contentVariables?.[k] ?? '')]
+      : form.getAll('MediaUrl')
+    for (const mediaUrl of resolved) {
       if (!fake.callback || !mediaUrl.startsWith(`${fake.callback.publicBaseUrl}/`)) continue
       const got = await fake.callback.deliver(new Request(mediaUrl))
       const bytes = new Uint8Array(await got.arrayBuffer())
@@ -549,6 +606,7 @@ export function fakeTwilio(options: { clock?: Pick<Clock, 'monotonic'> } = {}): 
     fake.recipients.set(record.sender ?? '', reached.add(to))
     const sid = `SM${(++counter).toString(16).padStart(32, '0')}`
     fake.ids.push(sid)
+    fake.messages.push({ sid, to: form.get('To'), from, body: form.get('Body'), contentSid, contentVariables, media: resolved })
     fake.accepted.add(record.text)
     return Response.json({ sid, status: 'queued' }, { status: 201 })
   }

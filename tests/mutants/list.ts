@@ -1116,6 +1116,21 @@ export const MUTATIONS: Mutation[] = [
     filter: 'not bound',
   },
   {
+    name: 'twilio-header-media-prefix',
+    breaks:
+      "a Twilio template's header link outside the media URL it was approved with charged, then sent as another file " +
+      "(the template's prefix glued to the link's tail)",
+    edits: [
+      {
+        file: 'src/modules/templates/fill.ts',
+        find: 'if (!link.startsWith(prefix) || !link.endsWith(suffix) || link.length <= prefix.length + suffix.length) {',
+        replace: 'if (!link.endsWith(suffix) || link.length <= prefix.length + suffix.length) {',
+      },
+    ],
+    tests: ['tests/templates/twilio-media.test.ts'],
+    filter: 'a link elsewhere',
+  },
+  {
     name: 'media-claim-lease',
     breaks: 'an inbound medium being fetched claimed again by another worker: fetched twice from the provider',
     edits: [

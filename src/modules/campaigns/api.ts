@@ -8,6 +8,7 @@ import { Campaign, CampaignDetail, CampaignList, CampaignIdParams, CampaignsQuer
 import { createCampaign, getCampaign, listCampaigns, templateSenderOf } from './service'
 import { optionalTimestamp, page } from '../../http/values'
 import { formatTimes } from '../../lib/time'
+import { linkStart } from '../media/signing'
 
 const tags = ['Campaigns']
 
@@ -53,7 +54,14 @@ export const campaignsApi = (deps: Deps) => {
           body.from ?? (await templateSenderOf(sql, principal.accountId, body.template_id)),
         )
         const input = { ...body, schedule_at: optionalTimestamp(body.schedule_at, 'schedule_at', tz) }
-        return ok({ campaign: formatTimes(await createCampaign(sql, deps.clock, principal, input, sender.id), tz) })
+        return ok({
+          campaign: formatTimes(
+            await createCampaign(sql, deps.clock, principal, input, sender.id, {
+              uploadedLink: (id) => linkStart(deps.config.publicBaseUrl, id),
+            }),
+            tz,
+          ),
+        })
       },
       {
         body: CreateCampaignBody,

@@ -33,6 +33,8 @@ import { optedOutAmong } from '../optouts/service'
 import { getTemplateRow } from '../templates/catalog'
 import type { Attributes } from '../contacts/service'
 import { fillForContact, type CampaignParameters } from './wa'
+import type { FillOptions } from '../templates/fill'
+import { linkStart } from '../media/signing'
 import { healthPause, restrictedSql, type Restricted } from '../senders/health'
 
 const CAMPAIGN_BATCH = 500
@@ -192,6 +194,8 @@ async function nextBatch(
   messagingLimit: number | null,
   /** The sender's provider reaches a customer by WhatsApp user id (Meta). */
   reachesUserIds: boolean,
+  /** Where an uploaded file's signed link starts (a Twilio template's header media, templates/fill.ts). */
+  fill: FillOptions = {},
 ): Promise<Batch> {
   const stop = { messages: [], lease, done: true }
   const settleFirst = { messages: [], lease, done: false, settleFirst: true }
@@ -301,7 +305,7 @@ async function nextBatch(
     const closed = await closedWindowsOf(tx, windowChecked && campaign.ref === null && !wa, campaign.sender_id, reachable, clock)
     // A WhatsApp template's values per recipient: one without a value (or with one WhatsApp refuses) is skipped.
     const filled = new Map<number, ReturnType<typeof fillForContact>>()
-    if (wa) for (const c of reachable) filled.set(c.id, fillForContact(wa, campaign.template_parameters ?? {}, c, provider))
+    if (wa) for (const c of reachable) filled.set(c.id, fillForContact(wa, campaign.template_parameters ?? {}, c, provider, fill))
     const missing = new Set(reachable.filter((c) => filled.has(c.id) && 'missing' in filled.get(c.id)!).map((c) => c.id))
     const sendable = reachable.filter((c) => !closed.has(c.phone) && !missing.has(c.id))
     /** Moves the cursor to `through`, counting the recipients skipped up to it (they are not met again). */
@@ -467,6 +471,7 @@ export async function sendClaimedCampaign(
         checksWindow(deps.config, sender),
         deps.config.messagingLimit,
         sender.provider.userIds === true,
+        { uploadedLink: (id) => linkStart(deps.config.publicBaseUrl, id) },
       )
       if (batch.settleFirst) {
         await Promise.allSettled(handingOver)

@@ -24,6 +24,7 @@ import { senderChoice, senderLabel } from '../senders/account-pages'
 import { usableTemplate, usableTemplates, type WaTemplate } from '../templates/catalog'
 import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type SourceInput } from './wa'
 import { quoteCampaign, type CampaignQuote } from './quote'
+import { linkStart } from '../media/signing'
 
 /** Why recipients would be skipped, in words. */
 const SKIPPED: Record<string, string> = {
@@ -500,6 +501,7 @@ export function campaignPages(d: Dashboard) {
                   schedule_at: scheduleAt === '' ? undefined : requireTimestamp(scheduleAt, 'schedule_at', d.tz),
                 },
                 sender.id,
+                { uploadedLink: (id) => linkStart(d.deps.config.publicBaseUrl, id) },
               )
               const campaign = formatTimes(created, d.tz)
               await audit(tx, {

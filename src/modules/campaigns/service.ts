@@ -13,6 +13,7 @@ import { findTemplate, usableTemplate } from '../templates/catalog'
 import { requireSenderOf } from '../templates/fill'
 import type { Campaign, CampaignDetail, CreateCampaignBody } from './model'
 import { checkParameters, isMedia, type CampaignParameters } from './wa'
+import type { FillOptions } from '../templates/fill'
 import { accountMedia } from '../media/service'
 import { withUploadedFile } from '../messages/admission'
 
@@ -160,6 +161,8 @@ export async function createCampaign(
   input: Omit<CreateCampaignBody, 'schedule_at'> & { schedule_at?: Date },
   /** The sender `from` named (or the account's default), resolved by the caller; null: the deployment's. */
   senderId: number | null = null,
+  /** Where an uploaded file's signed link starts (a Twilio template's header media, templates/fill.ts). */
+  fill: FillOptions = {},
 ): Promise<CampaignView> {
   const name = requireText(input.name, 'name')
   const scheduleAt = optionalScheduleAt(input.schedule_at, clock.now())
@@ -180,7 +183,7 @@ export async function createCampaign(
   let parameters: CampaignParameters | null = null
   if (wa) {
     requireSenderOf(wa, senderId)
-    parameters = checkParameters(wa, input.parameters)
+    parameters = checkParameters(wa, input.parameters, fill)
     // A media header's uploaded file: the account's own (404 for another's), of the header's kind (422).
     const media = parameters.header
     if (isMedia(media) && media.media_id !== undefined) {

@@ -9,8 +9,8 @@ import type { MediaSource, RichContent } from '../../providers/provider'
 import { richOf, type RichFields } from '../messages/rich'
 import { contactValue, type ContactFields, type ValueSource } from '../contacts/values'
 import type { WaTemplate } from '../templates/catalog'
-import { fillTemplate, type FilledTemplate } from '../templates/fill'
-import { parametersOf } from '../templates/parameters'
+import { fillTemplate, twilioHeaderMedia, type FilledTemplate, type FillOptions } from '../templates/fill'
+import { componentOf, parametersOf } from '../templates/parameters'
 
 /** Where a value comes from, as the API takes it (one of the three). */
 export type SourceInput = { field?: string; attribute?: string; constant?: string }
@@ -92,7 +92,7 @@ const list = (keys: string[]) => (keys.length > 0 ? keys.join(', ') : 'none')
  * (`{"type": "image", "link": …}`, checked as a send's). An authentication template's code button takes
  * the body's code, as a single send's does.
  */
-export function checkParameters(t: WaTemplate, input: unknown): CampaignParameters {
+export function checkParameters(t: WaTemplate, input: unknown, options: FillOptions = {}): CampaignParameters {
   const at = 'parameters'
   const what = `template ${t.id} (${t.name})`
   const p = parametersOf(t)
@@ -116,7 +116,10 @@ export function checkParameters(t: WaTemplate, input: unknown): CampaignParamete
     }
   }
 
+  const twilio = t.provider === 'twilio'
   if (p.header === null) {
+    // A Twilio template's fixed media: said so, as a send's header is (templates/fill.ts).
+    if (given.header !== undefined && twilio && componentOf(t.components, 'HEADER')) twilioHeaderMedia(t, {}, `${at}.`, options)
     if (given.header !== undefined) throw badValue(`${at}.header: ${what} has no header parameter`)
   } else if (p.header.type !== 'text') {
     if (given.header === undefined)
@@ -124,6 +127,8 @@ export function checkParameters(t: WaTemplate, input: unknown): CampaignParamete
         `${at}.header: missing (${what}'s header is a ${p.header.type}: give {"type": "${p.header.type}", "link": "https://…"} or {"type": "${p.header.type}", "media_id": "med_…"})`,
       )
     out.header = headerMedia(given.header, p.header.type, `${at}.header`, what)
+    // A Twilio template's media URL: the campaign's link (or uploaded file) under its static prefix, as a send's.
+    if (twilio) twilioHeaderMedia(t, out.header, `${at}.`, options)
   } else {
     if (given.header === undefined) throw badValue(`${at}.header: missing (${what}'s header takes its {{${p.header.key}}})`)
     out.header = sourceOf(given.header, `${at}.header`)
@@ -158,6 +163,7 @@ export function fillForContact(
   mapping: CampaignParameters,
   contact: ContactFields,
   provider: string,
+  options: FillOptions = {},
 ): FilledTemplate | { missing: string } {
   const variables: Record<string, string> = {}
   for (const [key, source] of Object.entries(mapping.variables ?? {})) {
@@ -168,8 +174,10 @@ export function fillForContact(
   let header: string | HeaderMedia | undefined
   let media: RichContent | null = null
   if (isMedia(mapping.header)) {
-    // A media header: the campaign's one link, as a send's header media.
-    header = mapping.header
+    // A media header: the campaign's one link, as a send's header media (a document's file name, maybe its
+    // uploaded file's, is the media's: it was judged with the campaign).
+    const { filename: _filename, ...given } = mapping.header
+    header = given as HeaderMedia
     media = { type: 'template', header: mapping.header }
   } else if (mapping.header) {
     header = contactValue(contact, mapping.header)
@@ -182,7 +190,7 @@ export function fillForContact(
     buttons.push({ index: Number(index), value })
   }
   try {
-    return fillTemplate(t, { variables, ...(header === undefined ? {} : { header }), buttons }, media, provider)
+    return fillTemplate(t, { variables, ...(header === undefined ? {} : { header }), buttons }, media, provider, '', options)
   } catch (e) {
     if (e instanceof ApiError) return { missing: e.message }
     throw e

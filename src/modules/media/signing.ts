@@ -9,8 +9,11 @@ export const MEDIA_LINK_SECONDS = 24 * 3600
 
 export const LINK_CONTEXT = 'media-link'
 
+/** Where a signed link to file `id` starts (its query, the expiry and signature, is made at each hand-off). */
+export const linkStart = (publicBaseUrl: string, id: string): string => `${publicBaseUrl}/media/${id}`
+
 export async function signedLink(secrets: SecretBox, clock: Clock, publicBaseUrl: string, id: string): Promise<string> {
   const expires = Math.floor(clock.now().getTime() / 1000) + MEDIA_LINK_SECONDS
   const sig = await secrets.digest(`${id}.${expires}`, LINK_CONTEXT)
-  return `${publicBaseUrl}/media/${id}?expires=${expires}&sig=${encodeURIComponent(sig)}`
+  return `${linkStart(publicBaseUrl, id)}?expires=${expires}&sig=${encodeURIComponent(sig)}`
 }

@@ -34,7 +34,7 @@ import { categoryPrice, type Category, type NewMessage } from '../ledger/service
 import type { Sender } from '../senders/directory'
 import { findTemplate, usableTemplate, type WaTemplate } from '../templates/catalog'
 import { loadTemplates, templateContent, type SendTemplate } from '../templates/render'
-import { fillTemplate, requireApproved, requireSenderOf } from '../templates/fill'
+import { fillTemplate, requireApproved, requireSenderOf, type FillOptions } from '../templates/fill'
 import { optionalMediaUrl, requireMessageBody, requirePhone } from '../../http/values'
 import { optedOutError } from '../optouts/service'
 import { WINDOW_HOURS } from '../inbound/window'
@@ -45,6 +45,7 @@ import { BUDGET_HOURS } from '../budgets/service'
 import { MAX_VALIDITY_SECONDS, MIN_VALIDITY_SECONDS } from '../../lib/validate'
 import { renderText, requireSupported, richOf, type RichFields } from './rich'
 import { accountMedia } from '../media/service'
+import { linkStart } from '../media/signing'
 import { checksWindow, freeForm, windowClosed } from './window'
 import { restrictedSql, type Restricted } from '../senders/health'
 
@@ -101,10 +102,17 @@ export async function templateForSender(sql: Db, t: WaTemplate, senderId: number
  * with the facts (notApproved, in judge), except that a template not approved answers that before
  * its values' errors.
  */
-export function waTemplateMessage(t: WaTemplate, input: EntryInput, rich: ReturnType<typeof richOf>, sender: Sender, at: string) {
+export function waTemplateMessage(
+  t: WaTemplate,
+  input: EntryInput,
+  rich: ReturnType<typeof richOf>,
+  sender: Sender,
+  at: string,
+  options: FillOptions = {},
+) {
   requireSenderOf(t, sender.id, at)
   try {
-    return fillTemplate(t, input, rich, sender.providerName, at)
+    return fillTemplate(t, input, rich, sender.providerName, at, options)
   } catch (error) {
     requireApproved(t, at)
     throw error
@@ -218,6 +226,8 @@ export async function prepareEntries(
     return typeof media?.media_id === 'string' ? [media.media_id.trim()] : []
   })
   const files = mediaIds.length > 0 ? await accountMedia(deps.sql, accountId, mediaIds) : new Map()
+  // Where a provider that fetches media by URL (Twilio) gets an uploaded file: this service's signed link.
+  const fill: FillOptions = { uploadedLink: (id) => linkStart(deps.config.publicBaseUrl, id) }
   return entries.map((entry, index): Prepared | Refusal => {
     const path = at(index)
     try {
@@ -231,8 +241,11 @@ export async function prepareEntries(
       const validitySeconds = validityOf(entry.validity_seconds, deps.config.messageValiditySeconds, `${path}validity_seconds`)
       const maxPrice = maxPriceOf(entry.max_price, path)
       let rich = richOf(entry, path)
-      // A kind the sender's provider cannot send is refused here, before anything is charged.
-      requireSupported(rich, sender.provider, path)
+      const wa = entryTemplates[index]
+      // A kind the sender's provider cannot send is refused here, before anything is charged. A WhatsApp
+      // template's header media is judged against the template itself (templates/fill.ts: a Twilio
+      // template's media URL says what it takes), an account template's by the provider's kinds.
+      if (!(wa && rich?.type === 'template')) requireSupported(rich, sender.provider, path)
       if (rich && 'media_id' in rich && rich.media_id !== undefined) rich = withUploadedFile(rich, files, `${path}${rich.type}.media_id`)
       if (rich?.type === 'template' && rich.header.media_id !== undefined)
         rich = { type: 'template', header: withUploadedFile(rich.header, files, `${path}header.media_id`) }
@@ -241,9 +254,8 @@ export async function prepareEntries(
       const replyTo = entry.reply_to === undefined ? null : requireQuoted(quoted[index] ?? null, phone, `${path}reply_to`)
       if (replyTo !== null && sender.provider.quoteProblem) throw badValue(`${path}${sender.provider.quoteProblem}; nothing was charged`)
       const base = { index, provider, sender, senderId, phone, validitySeconds, maxPrice, replyTo, givenTo: entry.to }
-      const wa = entryTemplates[index]
       if (wa) {
-        const filled = waTemplateMessage(wa, entry, rich, sender, path)
+        const filled = waTemplateMessage(wa, entry, rich, sender, path, fill)
         return { ...base, mediaUrl: null, ...filled, category: categoryOf(wa), waTemplate: wa }
       }
       if (entry.template_id !== undefined) {

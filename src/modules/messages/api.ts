@@ -54,8 +54,12 @@ const richNote =
   'A wrong shape is 400 naming the field; a value past a limit is 422 naming it: https media links, captions up to 1024, ' +
   'button titles up to 20 and ids up to 256 (unique), list button text up to 20, row titles up to 24, descriptions up to 72, ' +
   'section titles up to 24, interactive body up to 1024, latitude and longitude in range. A type the sender provider cannot ' +
-  'send (Twilio: template header media, document file names and captions; its button ids up to 200, list rows with a ' +
-  'description) is 422 `VALIDATION_ERROR` naming it. Nothing is charged for any of these. A rich message costs one message; ' +
+  "send (Twilio: an account template's header media, document file names and captions; its button ids up to 200, list rows " +
+  "with a description) is 422 `VALIDATION_ERROR` naming it. A Twilio sender's WhatsApp template keeps its media URL in the " +
+  'Content template: one with a variable (`https://cdn.example.com/invoices/{{1}}`) takes a `header.link` that starts with ' +
+  "the URL's static prefix (the rest fills the variable), or a `header.media_id` when it was approved with this service's own " +
+  'media URL (`{PUBLIC_BASE_URL}/media/{{1}}`); another link, or any header for a template whose media is fixed, is 422 naming ' +
+  '`header.link` (or `header`) and the prefix. Nothing is charged for any of these. A rich message costs one message; ' +
   '`GET /messages` shows its `type`, `content` and a text rendering as `body`. Replies to buttons and lists come back as ' +
   'inbound messages with the chosen id.'
 const idempotencyNote =

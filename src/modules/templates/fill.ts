@@ -12,7 +12,7 @@
 
 import { ApiError, badValue } from '../../http/errors'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
-import { twilioContentVariables } from '../../providers/twilio/templates'
+import { twilioContentVariables, twilioMediaSlot } from '../../providers/twilio/templates'
 import type { WaTemplate } from './catalog'
 import { componentOf, parametersOf, type TemplateParameters } from './parameters'
 
@@ -83,6 +83,62 @@ function textValue(value: unknown, field: string, max: number | null): string {
   return value
 }
 
+/**
+ * Where a file uploaded here is fetched from by a provider that takes media by URL (Twilio): the start of
+ * its signed link (the expiry and signature follow, made at each hand-off). Absent: not known here.
+ */
+export type FillOptions = { uploadedLink?: (mediaId: string) => string }
+
+/** What a Twilio template's header media gives its ContentVariables: the variable's value, or (an uploaded file) its slot for the hand-off. */
+type TwilioMedia = { value: string } | { slot: { key: string; prefix: string } }
+
+/**
+ * The one rule of a Twilio template's header media (issue 32). A Content template keeps its media URL
+ * (`twilio_media`): a fixed one is the template's own file, and a send naming a header is refused; one
+ * with a variable (`https://cdn.example.com/invoices/{{1}}`: a static prefix, a variable suffix) takes a
+ * `link` that starts with the prefix and names a file after it (what follows fills the variable), or an
+ * uploaded file (`media_id`) whose signed link starts with the prefix (a template approved with this
+ * service's own media URL). Anything else is 422 naming the prefix, before anything is charged.
+ */
+export function twilioHeaderMedia(
+  t: Pick<WaTemplate, 'id' | 'name' | 'components'>,
+  header: { link?: string; media_id?: string; filename?: string },
+  at: string,
+  options: FillOptions = {},
+): TwilioMedia {
+  const what = `template ${t.id} (${t.name})`
+  const slot = twilioMediaSlot(Array.isArray(t.components) ? t.components : [])
+  if (!slot?.key) {
+    const media = slot ? ` (${slot.url})` : ''
+    throw badValue(`${at}header: the media of ${what} is fixed by the template${media}; send it without header; nothing was charged`)
+  }
+  const { key, prefix, suffix } = slot
+  if (header.filename !== undefined)
+    throw badValue(`${at}header.filename: Twilio does not send a document's file name (the recipient sees the link's last path segment)`)
+  const under = `${prefix}…${suffix}`
+  if (header.link !== undefined) {
+    const link = header.link
+    const value = link.slice(prefix.length, link.length - suffix.length)
+    if (!link.startsWith(prefix) || !link.endsWith(suffix) || link.length <= prefix.length + suffix.length) {
+      throw badValue(
+        `${at}header.link: ${what} was approved with the media URL ${slot.url}: the link must start with ${prefix}` +
+          `${suffix ? ` and end with ${suffix}` : ''} and name the file after it (Twilio fills {{${key}}} with the rest); ` +
+          'nothing was charged',
+      )
+    }
+    return { value }
+  }
+  const start = header.media_id === undefined ? undefined : options.uploadedLink?.(header.media_id)
+  if (start === undefined || !start.startsWith(prefix) || suffix !== '') {
+    throw badValue(
+      `${at}header.media_id: the media of ${what} must be under ${under} (the URL it was approved with, ${slot.url}), and ` +
+        `Twilio would fetch this file from ${start ?? "this service's signed link"}?expires=…: give header.link under ${prefix}, or ` +
+        "send a template approved with this service's media URL; nothing was charged",
+    )
+  }
+  return { slot: { key, prefix } }
+}
+
 /** `{{key}}` in `text` replaced by the values. */
 const fill = (text: string, values: Record<string, string>) =>
   text.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (whole, key: string) => (Object.hasOwn(values, key) ? values[key]! : whole))
@@ -94,7 +150,14 @@ const list = (keys: string[]) => (keys.length > 0 ? keys.join(', ') : 'none')
  * missing, unknown, empty or past Meta's limits. `media`: the header's media as rich.ts checked it
  * (its link, type and file name), or null. `at`: the entry's path in a bulk (`messages[3].`).
  */
-export function fillTemplate(t: WaTemplate, input: FillInput, media: RichContent | null, provider: string, at = ''): FilledTemplate {
+export function fillTemplate(
+  t: WaTemplate,
+  input: FillInput,
+  media: RichContent | null,
+  provider: string,
+  at = '',
+  options: FillOptions = {},
+): FilledTemplate {
   const p: TemplateParameters = parametersOf(t)
   const components = Array.isArray(t.components) ? t.components : []
   const named = t.parameter_format === 'named'
@@ -120,7 +183,11 @@ export function fillTemplate(t: WaTemplate, input: FillInput, media: RichContent
   const header = componentOf(components, 'HEADER')
   let headerText: string | null = typeof header?.text === 'string' ? header.text : null
   let headerParameter: Record<string, unknown> | null = null
+  let twilioMedia: TwilioMedia | null = null
   if (p.header === null) {
+    // A Twilio template's fixed media: the template's own file, said so (twilioHeaderMedia throws).
+    const mediaHeader = ['IMAGE', 'VIDEO', 'DOCUMENT'].includes(String(header?.format ?? '').toUpperCase())
+    if (input.header !== undefined && provider === 'twilio' && mediaHeader) twilioHeaderMedia(t, {}, at, options)
     if (input.header !== undefined) throw badValue(`${at}header: ${what} has no header parameter`)
   } else if (p.header.type === 'text') {
     if (input.header === undefined) throw badValue(`${at}header: missing (${what}'s header takes a text, its {{${p.header.key}}})`)
@@ -142,6 +209,12 @@ export function fillTemplate(t: WaTemplate, input: FillInput, media: RichContent
     }
     if (media.header.type !== kind)
       throw badValue(`${at}header.type: must be "${kind}" (${what}'s header is one; got "${media.header.type}")`)
+    // Twilio: the header's media is the Content template's URL, its variable filled (twilioHeaderMedia).
+    // (A document's file name only as the request gave it: an uploaded file's own is not the sender's choice.)
+    if (provider === 'twilio') {
+      const { link, media_id, filename } = { ...media.header, filename: input.header.filename }
+      twilioMedia = twilioHeaderMedia(t, { link, media_id, filename }, at, options)
+    }
     const { type, ...fields } = media.header
     headerParameter = { type, [type]: fields }
     headerText = null
@@ -225,13 +298,16 @@ export function fillTemplate(t: WaTemplate, input: FillInput, media: RichContent
     if (!named && headerParameter?.type !== 'text') {
       // The buttons' variables as Twilio numbers them (a listed template's own, a submitted one's as submitted).
       const buttons = p.buttons.map((b, i) => ({ index: b.index, value: buttonValues[i]! }))
-      contentVariables = twilioContentVariables(components, { variables: contentVariables, buttons })
+      const mediaValue = twilioMedia && 'value' in twilioMedia ? { media: twilioMedia.value } : {}
+      contentVariables = twilioContentVariables(components, { variables: contentVariables, buttons, ...mediaValue })
     } else {
       let next = named ? 0 : keys.length
       const extra = [...(headerParameter?.type === 'text' ? [String(headerParameter.text)] : []), ...buttonValues]
       for (const value of extra) contentVariables[named ? `v${++next}` : String(++next)] = value
     }
-    providerTemplate = { provider, ref: t.provider_ref, language: null, variables: bodyValues, contentVariables, ...common }
+    // An uploaded file's variable is filled at each hand-off, with its signed link made then (providers/twilio/send.ts).
+    const slot = twilioMedia && 'slot' in twilioMedia ? { mediaVariable: twilioMedia.slot } : {}
+    providerTemplate = { provider, ref: t.provider_ref, language: null, variables: bodyValues, contentVariables, ...slot, ...common }
   } else {
     providerTemplate = { provider, ref: t.name, language: t.language, variables: bodyValues, ...common }
   }

@@ -94,13 +94,16 @@ function bodyParameters(body: Record<string, unknown> | undefined): BodyParamete
   return keys.map((key) => withExample({ key }, examples.get(key)))
 }
 
-function headerParameter(header: Record<string, unknown> | undefined): HeaderParameter | null {
+function headerParameter(header: Record<string, unknown> | undefined, provider: string | undefined): HeaderParameter | null {
   if (!header) return null
   const format = upper(header.format)
   const example = asObject(header.example)
   if (format === 'IMAGE' || format === 'VIDEO' || format === 'DOCUMENT') {
-    // A Twilio Content template's media is part of the template (providers/twilio/templates.ts): nothing to fill.
-    if (typeof header.twilio_media === 'string' && parameterKeys(header.twilio_media).length === 0) return null
+    // A Twilio Content template's media is part of the template (providers/twilio/templates.ts): nothing to
+    // fill, unless its URL has a variable (the send's link fills it, fill.ts). One kept as it was submitted
+    // (no `twilio_media` until a sync) has the sample it was submitted with as its media: fixed too.
+    const twilioMedia = typeof header.twilio_media === 'string' ? header.twilio_media : null
+    if (twilioMedia !== null ? parameterKeys(twilioMedia).length === 0 : provider === 'twilio') return null
     const handle = Array.isArray(example.header_handle) ? asString(example.header_handle[0]) : undefined
     return withExample({ type: format.toLowerCase() as 'image' | 'video' | 'document' }, handle)
   }
@@ -134,11 +137,11 @@ function buttonParameters(buttons: Record<string, unknown> | undefined): ButtonP
 }
 
 /** What a send of the template must fill: every body, header and button parameter, with Meta's examples. */
-export function parametersOf(t: Pick<WaTemplate, 'components'>): TemplateParameters {
+export function parametersOf(t: Pick<WaTemplate, 'components'> & { provider?: string }): TemplateParameters {
   const components = Array.isArray(t.components) ? t.components : []
   return {
     body: bodyParameters(componentOf(components, 'BODY')),
-    header: headerParameter(componentOf(components, 'HEADER')),
+    header: headerParameter(componentOf(components, 'HEADER'), t.provider),
     buttons: buttonParameters(componentOf(components, 'BUTTONS')),
   }
 }

@@ -112,8 +112,23 @@ export function createTwilio(
     if (message.template) {
       form.set('ContentSid', message.template.ref)
       // A WhatsApp template (issue 30) carries its variables by key; a bound one by position.
-      const variables =
-        message.template.contentVariables ?? Object.fromEntries(message.template.variables.map((v, i) => [String(i + 1), v]))
+      const variables = {
+        ...(message.template.contentVariables ?? Object.fromEntries(message.template.variables.map((v, i) => [String(i + 1), v]))),
+      }
+      // A header media URL's variable filled by a file uploaded here (issue 32): the rest of its signed link, made now.
+      const slot = message.template.mediaVariable
+      const header = message.content?.type === 'template' ? message.content.header : null
+      if (slot && header?.media_id !== undefined) {
+        if (!context.media) return fail(null, 'this sender cannot reach uploaded media')
+        const link = await context.media.link(header.media_id)
+        if (!link.startsWith(slot.prefix)) {
+          return fail(
+            null,
+            `the uploaded file's link is no longer under ${slot.prefix}, the template's media URL (PUBLIC_BASE_URL changed?)`,
+          )
+        }
+        variables[slot.key] = link.slice(slot.prefix.length)
+      }
       form.set('ContentVariables', JSON.stringify(variables))
     } else if (content?.type === 'button' || content?.type === 'list') {
       const request = contentRequest(content)

@@ -146,8 +146,12 @@ export function componentsOfContent(
   const t = types[type] as Record<string, unknown>
   const components: Record<string, unknown>[] = []
   const media = Array.isArray(t.media) ? text(t.media[0]) : null
-  // The media is the Content template's own (`twilio_media`): a send names none, unless its URL has a variable.
-  const header = media ? { type: 'HEADER', format: mediaFormat(media), example: { header_handle: [media] }, twilio_media: media } : null
+  // The media is the Content template's own (`twilio_media`): a send names none, unless its URL has a variable
+  // (`https://cdn.example.com/invoices/{{1}}`), which a send fills. WhatsApp classified the header by the
+  // sample it approved (the URL with its variable's sample value), so the format and example are the sample's.
+  const sample = media ? media.replace(/\{\{\s*([A-Za-z0-9_]+)\s*\}\}/g, (whole, key: string) => samples[key] ?? whole) : null
+  const header =
+    media && sample ? { type: 'HEADER', format: mediaFormat(sample), example: { header_handle: [sample] }, twilio_media: media } : null
   const buttons = (list: Record<string, unknown>[]) => (list.length > 0 ? [{ type: 'BUTTONS', buttons: list }] : [])
   switch (type) {
     case 'whatsapp/authentication': {
@@ -448,15 +452,37 @@ export async function submitTwilioTemplate(
   }
 }
 
-/** A send's values: the body's variables by key, each button's value by its index (0-based among the template's buttons). */
-export type TemplateValues = { variables: Record<string, string>; buttons?: { index: number; value: string }[] }
+/**
+ * A send's values: the body's variables by key, each button's value by its index (0-based among the
+ * template's buttons), and the header media URL's variable (what follows its static prefix: twilioMediaSlot).
+ */
+export type TemplateValues = { variables: Record<string, string>; buttons?: { index: number; value: string }[]; media?: string }
+
+/**
+ * A Twilio Content template's header media (`twilio_media` on its HEADER, as componentsOfContent keeps
+ * it): null without one; `key` null when the URL is fixed (the template's own file); else the variable
+ * a send fills and the static text around it. Twilio's media variable is the URL's suffix ("Variable
+ * media urls should include a valid media URL suffix in the variable declaration"): the send's URL is
+ * `prefix` + the variable + `suffix` (usually empty).
+ */
+export function twilioMediaSlot(
+  components: readonly unknown[],
+): { url: string; key: string | null; prefix: string; suffix: string } | null {
+  const header = components.filter(isObject).find((c) => String(c.type ?? '').toUpperCase() === 'HEADER')
+  const url = text(header?.twilio_media)
+  if (!url) return null
+  const m = /\{\{\s*([A-Za-z0-9_]+)\s*\}\}/.exec(url)
+  if (!m) return { url, key: null, prefix: url, suffix: '' }
+  return { url, key: m[1]!, prefix: url.slice(0, m.index), suffix: url.slice(m.index + m[0].length) }
+}
 
 /**
  * The ContentVariables of a send of a Twilio template: the body's variables under their own numbers,
  * and each button's value under its variable: the one it carries (`twilio_variable`, a template listed
  * from Twilio), else, for a template kept as it was submitted, the number contentOfDefinition gave it
  * (after the body's highest, in the buttons' order). An authentication template's code button takes
- * no variable of its own (the body's `1` is the code).
+ * no variable of its own (the body's `1` is the code). A header whose media URL has a variable takes
+ * `values.media` under it.
  */
 export function twilioContentVariables(components: readonly unknown[], values: TemplateValues): Record<string, string> {
   const out: Record<string, string> = { ...values.variables }
@@ -474,6 +500,9 @@ export function twilioContentVariables(components: readonly unknown[], values: T
     const given = values.buttons?.find((x) => x.index === index)
     if (given) out[key] = given.value
   })
+  // The header media URL's variable (a Content template listed from Twilio carries its own number).
+  const slot = twilioMediaSlot(components)
+  if (slot?.key && values.media !== undefined) out[slot.key] = values.media
   return out
 }
 
