@@ -82,7 +82,7 @@ describe("a Twilio template's variable header media", () => {
     const parameters = await t.api('GET', `/templates/${ids.get('invoice_doc')}`, key)
     expect(parameters.body.data.parameters).toEqual({
       body: [{ key: '1', example: 'Ana' }],
-      header: { type: 'document', example: `${PREFIX}INV-1.pdf` },
+      header: { type: 'document', example: `${PREFIX}INV-1.pdf`, link_prefix: PREFIX },
       buttons: [],
     })
     const answer = await t.api('POST', '/messages/send', key, {

@@ -18,8 +18,12 @@ export type BodyParameter = {
 
 export type HeaderParameter =
   | { type: 'text'; key: string; example?: string }
-  /** A media header: the send gives its `link`. */
-  | { type: 'image' | 'video' | 'document'; example?: string }
+  /**
+   * A media header: the send gives its `link` (or `media_id`). `link_prefix`: a Twilio template's media URL
+   * up to its variable, which the link must start with (the rest fills the variable); `link_suffix` what
+   * must end it, when the URL goes on after its variable.
+   */
+  | { type: 'image' | 'video' | 'document'; example?: string; link_prefix?: string; link_suffix?: string }
 
 export type ButtonParameter = {
   /** The button's position among the template's buttons (0-based), as the send's `buttons[].index` names it. */
@@ -105,7 +109,11 @@ function headerParameter(header: Record<string, unknown> | undefined, provider: 
     const twilioMedia = typeof header.twilio_media === 'string' ? header.twilio_media : null
     if (twilioMedia !== null ? parameterKeys(twilioMedia).length === 0 : provider === 'twilio') return null
     const handle = Array.isArray(example.header_handle) ? asString(example.header_handle[0]) : undefined
-    return withExample({ type: format.toLowerCase() as 'image' | 'video' | 'document' }, handle)
+    const media = withExample({ type: format.toLowerCase() as 'image' | 'video' | 'document' }, handle)
+    const variable = twilioMedia === null ? null : /\{\{\s*[A-Za-z0-9_]+\s*\}\}/.exec(twilioMedia)
+    if (!variable) return media
+    const suffix = twilioMedia!.slice(variable.index + variable[0].length)
+    return { ...media, link_prefix: twilioMedia!.slice(0, variable.index), ...(suffix ? { link_suffix: suffix } : {}) }
   }
   if (format !== 'TEXT' && format !== '') return null
   const [key] = parameterKeys(header.text)

@@ -35,6 +35,16 @@ export const TemplateParameters = t.Object(
         t.Object({
           type: t.Union([t.Literal('image'), t.Literal('video'), t.Literal('document')]),
           example: t.Optional(t.String({ description: "Meta's example media handle" })),
+          link_prefix: t.Optional(
+            t.String({
+              description:
+                "A Twilio template's media URL up to its variable: `header.link` must start with it, and Twilio fills the variable with the rest",
+              examples: ['https://cdn.example.com/invoices/'],
+            }),
+          ),
+          link_suffix: t.Optional(
+            t.String({ description: "What `header.link` must end with, when a Twilio template's media URL goes on after its variable" }),
+          ),
         }),
         t.Null(),
       ],
