@@ -487,25 +487,15 @@ class Wire extends EventEmitter implements DriverSocket {
     const declared = Array.from({ length: n }, (_, i) => parse.readUInt32BE(next + 2 + 4 * i))
     const key = `${declared.join(',')}\n${text}`
     const kept = this.kept.get(key)
-    const ex: Exchange = {
+    return {
+      ...unfollowed(),
       followed: true,
       key,
       text,
       types: kept?.types ?? declared,
       call: this.statements!.call(key) ?? null,
       fresh: true,
-      sent: [],
-      held: null,
-      syncSent: false,
-      ownSync: false,
-      cursor: false,
-      failed: false,
-      failedCall: null,
-      has: { parse: false, params: false, rows: null },
-      strip: { parse: 0, params: 0, rows: null },
-      learned: { types: null, rows: null },
     }
-    return ex
   }
 
   private parseToSend(ex: Exchange): Buffer {
