@@ -83,9 +83,9 @@ export const VARIABLES = {
       'requests per minute an API key may make, across every instance (an operator can set a key its own); beyond it 429 RATE_LIMITED',
   },
   TEMPLATE_SYNC_MINUTES: {
-    default: '0',
+    default: '5',
     meaning:
-      "minutes between two syncs of every sender's WhatsApp templates from its provider (Meta, Twilio), by each instance; 0: only on demand",
+      "minutes between two syncs of every sender's WhatsApp templates from its provider (Meta, Twilio), by each instance, passing by a sender synced within them (by any instance, on demand, at its creation or check); 0: only on demand",
   },
   HANDOFF_CONCURRENCY: { default: '32', meaning: 'provider hand-offs in flight at once for bulk and campaigns, per sender and instance' },
   HANDOFF_LEASE_SECONDS: {
@@ -121,11 +121,20 @@ export const VARIABLES = {
     default: '5',
     meaning: 'verifications an account may start for one number per VERIFY_WINDOW_SECONDS (beyond it 429 RATE_LIMITED, nothing sent)',
   },
+  VERIFY_PER_NUMBER_TOTAL: {
+    shown: '3 × VERIFY_PER_NUMBER',
+    meaning:
+      'verifications all accounts together may start for one number per VERIFY_WINDOW_SECONDS (beyond it 429 RATE_LIMITED, nothing sent): ' +
+      'a number cannot be flooded through many accounts; at least VERIFY_PER_NUMBER, and best a few times it, so that one account alone cannot use it up for the others (their codes to that number would be refused)',
+  },
   VERIFY_PER_ACCOUNT: {
     default: '1000',
     meaning: 'verifications an account may start (all numbers) per VERIFY_WINDOW_SECONDS (beyond it 429 RATE_LIMITED, nothing sent)',
   },
-  VERIFY_WINDOW_SECONDS: { default: '600', meaning: 'the window of VERIFY_PER_NUMBER and VERIFY_PER_ACCOUNT (60 to 86400 s)' },
+  VERIFY_WINDOW_SECONDS: {
+    default: '600',
+    meaning: 'the window of VERIFY_PER_NUMBER, VERIFY_PER_NUMBER_TOTAL and VERIFY_PER_ACCOUNT (60 to 86400 s)',
+  },
   MESSAGE_VALIDITY_SECONDS: {
     default: '14400',
     meaning: 'how long a throttled message is tried again before it fails and is refunded (validity_seconds of a request overrides it)',
@@ -233,7 +242,16 @@ export type Config = {
   bulkWaitMs: number
   messageValiditySeconds: number
   /** One-time passwords (POST /verifications): code digits, lifetime, wrong codes allowed, starts per number / account per window. */
-  verify: { codeLength: number; ttlSeconds: number; maxAttempts: number; perNumber: number; perAccount: number; windowSeconds: number }
+  verify: {
+    codeLength: number
+    ttlSeconds: number
+    maxAttempts: number
+    perNumber: number
+    /** Across every account of the deployment, for one number. */
+    perNumberTotal: number
+    perAccount: number
+    windowSeconds: number
+  }
   providerMaxPerSecond: number
   providerTimeoutMs: number
   /** `provider`: free-form sends outside the 24-hour window are refused before charging where the provider enforces it. */
@@ -274,6 +292,17 @@ function integer(env: Env, name: Defaulted, min: number, max: number): number {
   const raw = text(env, name)
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw new ConfigError(`${name}: expected an integer from ${min} to ${max}, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+/** VERIFY_PER_NUMBER_TOTAL: at least VERIFY_PER_NUMBER; unset, three times it. */
+function perNumberTotal(env: Env): number {
+  const perNumber = integer(env, 'VERIFY_PER_NUMBER', 1, 1_000_000)
+  const raw = optional(env, 'VERIFY_PER_NUMBER_TOTAL')
+  if (raw === undefined) return Math.min(3 * perNumber, 3_000_000)
+  if (!/^\d+$/.test(raw) || Number(raw) < perNumber || Number(raw) > 3_000_000) {
+    throw new ConfigError(`VERIFY_PER_NUMBER_TOTAL: expected an integer from VERIFY_PER_NUMBER (${perNumber}) to 3000000, got "${raw}"`)
   }
   return Number(raw)
 }
@@ -473,7 +502,7 @@ export function readConfig(env: Env = process.env): Config {
     keyRateLimitPerMinute: integer(env, 'KEY_RATE_LIMIT_PER_MINUTE', 1, MAX_RATE_LIMIT_PER_MINUTE),
     handoffConcurrency: integer(env, 'HANDOFF_CONCURRENCY', 1, 1000),
     handoffLeaseSeconds: integer(env, 'HANDOFF_LEASE_SECONDS', 2, 3600),
-    templateSyncMinutes: integer(env, 'TEMPLATE_SYNC_MINUTES', 0, 1440),
+    templateSyncMinutes: integer(env, 'TEMPLATE_SYNC_MINUTES', 5, 1440),
     providerMaxPerSecond: integer(env, 'PROVIDER_MAX_PER_SECOND', 0, 100_000),
     providerRecipientGapMs: recipientGap(optional(env, 'PROVIDER_RECIPIENT_GAP_MS')),
     sendWaitMs: integer(env, 'SEND_WAIT_MS', 0, 600_000),
@@ -484,6 +513,7 @@ export function readConfig(env: Env = process.env): Config {
       ttlSeconds: integer(env, 'VERIFY_TTL_SECONDS', 60, 86_400),
       maxAttempts: integer(env, 'VERIFY_MAX_ATTEMPTS', 1, 20),
       perNumber: integer(env, 'VERIFY_PER_NUMBER', 1, 1_000_000),
+      perNumberTotal: perNumberTotal(env),
       perAccount: integer(env, 'VERIFY_PER_ACCOUNT', 1, 100_000_000),
       windowSeconds: integer(env, 'VERIFY_WINDOW_SECONDS', 60, 86_400),
     },

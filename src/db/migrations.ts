@@ -52,6 +52,7 @@ import userIdGaps from '../../sql/0051_user_id_gaps.sql' with { type: 'text' }
 import messageSettledEvent from '../../sql/0052_message_settled_event.sql' with { type: 'text' }
 import templateNamesReused from '../../sql/0053_template_names_reused.sql' with { type: 'text' }
 import messagingTake from '../../sql/0054_messaging_take.sql' with { type: 'text' }
+import verificationsPerNumber from '../../sql/0055_verifications_per_number.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -109,4 +110,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 52, name: '0052_message_settled_event.sql', text: messageSettledEvent },
   { version: 53, name: '0053_template_names_reused.sql', text: templateNamesReused },
   { version: 54, name: '0054_messaging_take.sql', text: messagingTake },
+  { version: 55, name: '0055_verifications_per_number.sql', text: verificationsPerNumber },
 ]

@@ -58,7 +58,8 @@ export const ERROR_MEANING: Record<ErrorCode, string> = {
   WINDOW_CLOSED: "a free-form message outside the customer's 24-hour window; nothing was charged: send an approved template",
   TEMPLATE_NOT_APPROVED: "the WhatsApp template is not approved for the message's sender; nothing was charged",
   PRICE_ABOVE_MAX: 'the message would cost more than its `max_price`; nothing was charged',
-  RATE_LIMITED: "the API key's request rate, or the sender's pace, is exceeded: retry after `Retry-After` seconds",
+  RATE_LIMITED:
+    "the API key's request rate, or the sender's pace, is exceeded, or a verification's limits (`VERIFY_PER_NUMBER`, `VERIFY_PER_NUMBER_TOTAL`, `VERIFY_PER_ACCOUNT`; nothing sent or charged): retry after `Retry-After` seconds",
   MESSAGING_LIMIT: "a business-initiated message past the sender's WhatsApp tier; nothing was charged: retry after `Retry-After`",
   INTERNAL_ERROR: 'a fault of the service; the `request_id` names its line in the log',
   BAD_GATEWAY: 'the provider refused or did not answer; the message was refunded',

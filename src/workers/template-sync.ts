@@ -1,7 +1,9 @@
-// Syncs every sender's WhatsApp templates from its provider every TEMPLATE_SYNC_MINUTES (0, the
-// default: only on demand, POST /admin/v1/senders/{id}/templates/sync). Each instance syncs on its own:
-// a sync is idempotent (a second one finds nothing new and records nothing), so two instances cost
-// Meta's API two listings, never a double change.
+// Syncs every sender's WhatsApp templates from its provider every TEMPLATE_SYNC_MINUTES (5 by default;
+// 0: only on demand, POST /admin/v1/senders/{id}/templates/sync). Twilio says nothing when WhatsApp
+// pauses or disables a template, so without this a Twilio sender's paused template stays `approved` here.
+// Each instance runs its own loop, and passes by a sender someone synced within the interval (the
+// senders' last syncs are in PostgreSQL); two instances that meet anyway cost two listings, never a
+// double change (a sync is idempotent: a second one finds nothing new and records nothing).
 
 import type { Deps } from '../deps'
 import { log } from '../lib/log'
@@ -14,7 +16,8 @@ const IDLE_POLL_MS = 60 * 60_000
 
 async function syncOnce(deps: Deps): Promise<number> {
   if (deps.config.templateSyncMinutes === 0) return 0
-  const done = await syncEverySender(deps, (senderId, why) => log.warn('template sync failed', { sender_id: senderId, why }))
+  const minutes = deps.config.templateSyncMinutes
+  const done = await syncEverySender(deps, minutes, (senderId, why) => log.warn('template sync failed', { sender_id: senderId, why }))
   if (done.synced + done.failed > 0) log.info('templates synced', { senders: done.synced, failed: done.failed })
   // Never again at once: the next sync is a poll away.
   return 0

@@ -381,9 +381,9 @@ describe("the deployment's default Meta sender", () => {
       const answer = await without.admin('POST', '/senders/0/templates/sync')
       expect(answer.status).toBe(422)
       expect(answer.body.error).toContain('META_BUSINESS_ACCOUNT_ID')
-      // TEMPLATE_SYNC_MINUTES is 0 by default: the periodic sync does nothing.
+      // The periodic sync (every 5 minutes by default) passes by a sender its creation has just synced,
+      // and a Meta default sender without META_BUSINESS_ACCOUNT_ID cannot reach its templates.
       await createSender(without, 'meta', META_A)
-      // (A sender's creation syncs it once; the worker does nothing more.)
       graph.reset()
       expect(await without.runWorker('template-sync')).toBe(0)
       expect(templateRequests()).toEqual([])
@@ -428,6 +428,12 @@ describe("the deployment's default Meta sender", () => {
         a = await createSender(app, 'meta', META_A)
         b = await createSender(app, 'meta', META_B)
         await createSender(app, 'simulator', { number: '+6281100000098', credentials: {} })
+        // Within the 5 minutes after their creation's sync (which another instance could have made),
+        // the periodic sync lists only the default sender, which keeps no last sync.
+        graph.reset()
+        expect(await app.runWorker('template-sync')).toBe(0)
+        expect(templateRequests().map((r) => r.path.split('/')[2])).toEqual([waba])
+        await clock.advance(5 * 60_000)
         graph.reset()
         expect(await app.runWorker('template-sync')).toBe(0)
       } finally {

@@ -7,6 +7,7 @@
 // is asked. The deployment's default sender (0) syncs from the environment's Twilio account.
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { TestClock } from '../../src/lib/clock'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeGraph } from '../helpers/fake-graph'
 import { fakeTwilio } from '../helpers/fake-twilio'
@@ -217,13 +218,19 @@ describe('create and submit', () => {
 })
 
 describe('the periodic sync (TEMPLATE_SYNC_MINUTES)', () => {
-  test('reads every Twilio sender and the Twilio default, each from its own account', async () => {
-    const app = await testApp({ env: { ...sendersEnv(twilio, graph), TEMPLATE_SYNC_MINUTES: '5' } })
+  test('reads every Twilio sender and the Twilio default, each from its own account, by default every 5 minutes', async () => {
+    const clock = new TestClock()
+    const app = await testApp({ env: sendersEnv(twilio, graph), clock })
     try {
       const a = await createSender(app, 'twilio', TWILIO_A)
       twilio.reset()
       twilio.content(ENV_TWILIO.sid, text('periodic default', 'Halo {{1}}.'), { name: 'periodic_default', status: 'approved' })
       twilio.content(A, text('periodic a', 'Halo {{1}} dari A.'), { name: 'periodic_a', status: 'approved' })
+      // A's creation synced it: within 5 minutes only the default (which keeps no last sync) is listed.
+      expect(await app.runWorker('template-sync')).toBe(0)
+      expect(new Set(contentRequests().map((r) => r.account))).toEqual(new Set([ENV_TWILIO.sid]))
+      await clock.advance(5 * 60_000)
+      twilio.reset()
       expect(await app.runWorker('template-sync')).toBe(0)
       expect(new Set(contentRequests().map((r) => r.account))).toEqual(new Set([ENV_TWILIO.sid, A]))
       const rows = await app.db.sql<{ sender: number; name: string }[]>`

@@ -2,8 +2,8 @@
 // verification sends its code through the account's approved authentication template (body and code
 // button, as Meta's reference writes them), charged as one message; the check answers approved,
 // pending (a wrong code), expired (the clock moved past its lifetime, nothing slept) and
-// too_many_attempts; only a keyed digest of the code is kept; the limits per number and per account
-// answer 429 with Retry-After, nothing sent or charged; another account's verification is 404; the
+// too_many_attempts; only a keyed digest of the code is kept; the limits per number and per account,
+// and per number across accounts, answer 429 with Retry-After, nothing sent or charged; another account's verification is 404; the
 // first approval records one `verification.approved` event.
 
 import { beforeAll, describe, expect, test } from 'bun:test'
@@ -243,6 +243,36 @@ describe('limits and refusals', () => {
     expect((await start(key, to)).status).toBe(201)
   })
 
+  test('a number cannot be flooded through many accounts: VERIFY_PER_NUMBER_TOTAL across them, saying nothing of the others', async () => {
+    // VERIFY_PER_NUMBER is 3 here, so the deployment's limit for one number is 9 (3 × 3), whoever starts them.
+    const to = newNumber()
+    const first = await account()
+    for (let i = 0; i < 3; i++) expect((await start(first.key, to)).status).toBe(201)
+    await clock.advance(60_000)
+    const second = await account()
+    for (let i = 0; i < 3; i++) expect((await start(second.key, to)).status).toBe(201)
+    const third = await account()
+    const answers = await Promise.all(Array.from({ length: 3 }, () => start(third.key, to)))
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201])
+
+    // A fourth account, within its own limits, is refused for this number: nothing sent or charged.
+    const fourth = await account()
+    graph.reset()
+    const limited = await start(fourth.key, to)
+    expect({ status: limited.status, code: limited.body.code }).toEqual({ status: 429, code: 'RATE_LIMITED' })
+    expect(limited.body.error).toContain('nothing was sent or charged')
+    expect(limited.body.error).not.toMatch(/account/)
+    // Until the first account's oldest start leaves the 600 s window.
+    expect(Number(limited.headers.get('retry-after'))).toBe(600 - 60)
+    expect(sent()).toEqual([])
+    expect(await money(t, fourth.accountId)).toEqual({ balance: 100, ledgerSum: 100 })
+    // Its other numbers go.
+    expect((await start(fourth.key, newNumber())).status).toBe(201)
+
+    await clock.advance(540_000)
+    expect((await start(fourth.key, to)).status).toBe(201)
+  })
+
   test('concurrent starts for one number cannot pass its limit together', async () => {
     const { accountId, key } = await account()
     const to = newNumber()
@@ -250,6 +280,19 @@ describe('limits and refusals', () => {
     expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 429, 429])
     expect(sent()).toHaveLength(3)
     expect(await money(t, accountId)).toEqual({ balance: 97, ledgerSum: 97 })
+  })
+
+  test("concurrent starts from several accounts cannot pass the number's total together", async () => {
+    const to = newNumber()
+    const accounts = await Promise.all(Array.from({ length: 4 }, () => account()))
+    graph.reset()
+    const answers = await Promise.all(accounts.flatMap((a) => Array.from({ length: 3 }, () => start(a.key, to))))
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(9)
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(3)
+    expect(sent()).toHaveLength(9)
+    let charged = 0
+    for (const a of accounts) charged += 100 - (await money(t, a.accountId)).balance
+    expect(charged).toBe(9)
   })
 
   test('no approved authentication template, or one that cannot carry a code: 422 naming template_id, nothing charged', async () => {

@@ -42,7 +42,7 @@ import {
 import { definitionOf } from './components'
 import { changeAndAnnounce } from './events'
 import { scheduleReview } from './reviews'
-import { recordSync, type SyncTrigger } from './syncs'
+import { recordSync, syncedWithin, type SyncTrigger } from './syncs'
 import { ADMIN_ACTOR, requireMayChange, sourceOf, type TemplateActor } from './rights'
 import { audit } from '../users/service'
 
@@ -408,16 +408,19 @@ export async function createSenderTemplate(
 }
 
 /**
- * Syncs every sender whose provider keeps templates of its own (not disabled), and the deployment's
- * default sender when it can reach its templates: the periodic sync (TEMPLATE_SYNC_MINUTES). One
- * sender's failure (its provider unreachable, its credentials refused) is reported and the others go on.
+ * Syncs every sender whose provider keeps templates of its own (not disabled) and that no one synced
+ * in the last `minutes`, and the deployment's default sender when it can reach its templates (it keeps
+ * no last sync, so each instance lists it): the periodic sync (TEMPLATE_SYNC_MINUTES). One sender's
+ * failure (its provider unreachable, its credentials refused) is reported and the others go on.
  */
 export async function syncEverySender(
   ctx: SubmissionContext,
+  minutes: number,
   report: (senderId: number, why: string) => void,
 ): Promise<{ synced: number; failed: number }> {
   const providers = PROVIDER_NAMES.filter((name) => waTemplatesOf(name))
-  const ids = await activeSenderIds(ctx.sql, providers)
+  const recent = await syncedWithin(ctx.sql, ctx.clock, minutes)
+  const ids = (await activeSenderIds(ctx.sql, providers)).filter((id) => !recent.has(id))
   const own = waTemplatesOf(ctx.config.provider)
   const environment = (ctx.config.providers as Record<string, unknown>)[ctx.config.provider]
   if (own && !own.unreachable(environment)) ids.unshift(0)

@@ -33,3 +33,13 @@ export async function lastSync(sql: Db, senderId: number): Promise<LastSync | nu
   const [row] = await sql<LastSync[]>`select trigger, ok, detail, synced_at from sender_template_syncs where sender_id = ${senderId}`
   return row ?? null
 }
+
+/**
+ * The senders whose templates were synced (by any instance, on any trigger) within the last `minutes`:
+ * the periodic sync passes them by, so several instances together list a sender about once an interval.
+ */
+export async function syncedWithin(sql: Db, clock: Pick<Clock, 'sqlNow'>, minutes: number): Promise<Set<number>> {
+  const rows = await sql<{ sender_id: number }[]>`
+    select sender_id from sender_template_syncs where synced_at > ${nowOf(sql, clock)} - make_interval(mins => ${minutes}::int)`
+  return new Set(rows.map((r) => Number(r.sender_id)))
+}

@@ -58,8 +58,8 @@ export const verificationsApi = (deps: Deps) =>
             '`BAD_GATEWAY`, refunded, when the provider refuses it. The service keeps only a keyed digest of the code (HMAC under ' +
             'its secrets key), and the message shows it masked (••••••). At most ' +
             'VERIFY_PER_NUMBER (5) verifications per number and VERIFY_PER_ACCOUNT (1000) in all per VERIFY_WINDOW_SECONDS (600) ' +
-            'per account: beyond them 429 `RATE_LIMITED` with `Retry-After`, nothing sent or charged (a verification whose send ' +
-            'failed does not count).',
+            'per account, and VERIFY_PER_NUMBER_TOTAL (15) per number from all accounts together: beyond them 429 `RATE_LIMITED` ' +
+            'with `Retry-After`, nothing sent or charged (a verification whose send failed does not count).',
         },
       },
     )

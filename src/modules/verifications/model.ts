@@ -49,8 +49,9 @@ export const CheckedVerification = t.Object({
 /** The 429 of a start: its own limits, the sender's pace and messaging limit, the key's rate. */
 export const VerificationLimited = t.Object(ErrorEnvelope.properties, {
   description:
-    '`RATE_LIMITED`: the account started VERIFY_PER_NUMBER verifications for this number, or VERIFY_PER_ACCOUNT in all, in the ' +
-    "last VERIFY_WINDOW_SECONDS (`Retry-After`: until the oldest counted leaves the window); or the sender's pace could not take " +
+    '`RATE_LIMITED`: the account started VERIFY_PER_NUMBER verifications for this number, or VERIFY_PER_ACCOUNT in all, or all ' +
+    'accounts together VERIFY_PER_NUMBER_TOTAL for this number, in the last VERIFY_WINDOW_SECONDS (`Retry-After`: until the ' +
+    "oldest counted leaves the window); or the sender's pace could not take " +
     "the message within SEND_WAIT_MS; or the API key is over its rate. `MESSAGING_LIMIT`: the sender's messaging limit (unique " +
     'recipients of business-initiated messages per rolling 24 hours) is used up, `Retry-After` until the oldest frees. Nothing was ' +
     'sent or charged, and the verification does not count',

@@ -10,7 +10,7 @@
 
 import { randomBytes } from 'node:crypto'
 import type { Deps } from '../../deps'
-import type { Db } from '../../db/client'
+import type { Db, Fragment } from '../../db/client'
 import { nowOf } from '../../db/now'
 import { ApiError, badValue } from '../../http/errors'
 import { requirePhone } from '../../http/values'
@@ -50,8 +50,10 @@ export type Verification = {
   attempts_left: number
 }
 
-// The first key of the two-key advisory lock taken while an account's verifications are counted.
+// The first keys of the two-key advisory locks taken while an account's verifications, then a number's,
+// are counted.
 const START_LOCK = 30_041
+const NUMBER_LOCK = 30_055
 
 /** `length` decimal digits, each uniform (a 32-bit draw above the last multiple of 10 is drawn again). */
 export function newCode(length: number): string {
@@ -118,43 +120,52 @@ export async function verificationTemplate(sql: Db, accountId: number, templateI
 }
 
 /**
- * Reserves a verification for `phone` under the account's limits (429 RATE_LIMITED with Retry-After
- * beyond them): counted and inserted under the account's advisory lock, so concurrent starts cannot
- * pass a limit together. A failed send's row (status failed) does not count.
+ * Reserves a verification for `phone` under the limits (429 RATE_LIMITED with Retry-After beyond them):
+ * the account's for the number and for all its numbers, and every account's together for the number.
+ * Counted and inserted under the account's advisory lock, then the number's (always in that order, so
+ * two starts never wait on each other crosswise), so concurrent starts cannot pass a limit together. A
+ * failed send's row (status failed) does not count.
  */
 async function reserve(deps: Deps, principal: Sending, phone: string, template: WaTemplate, code: string) {
-  const { perNumber, perAccount, windowSeconds, ttlSeconds, maxAttempts } = deps.config.verify
+  const { perNumber, perNumberTotal, perAccount, windowSeconds, ttlSeconds, maxAttempts } = deps.config.verify
   const salt = randomBytes(16).toString('hex')
   const digest = await deps.secrets.digest(code, contextOf(salt))
   return deps.sql.begin(async (tx) => {
     // Keyed by a hash of the id (any bigint), as the status receiver keys its SIDs' locks.
     await tx`select pg_advisory_xact_lock(${START_LOCK}, hashtext(${String(principal.accountId)}))`
+    await tx`select pg_advisory_xact_lock(${NUMBER_LOCK}, hashtext(${phone}))`
     const now = nowOf(tx, deps.clock)
-    const [counts] = await tx<{ number: number; account: number; number_wait: number | null; account_wait: number | null }[]>`
+    const since = tx`${now} - make_interval(secs => ${windowSeconds})`
+    // The wait until the oldest counted start leaves the window.
+    const wait = (oldest: Fragment) => tx`extract(epoch from (${oldest} + make_interval(secs => ${windowSeconds}) - ${now}))::float8`
+    const [mine] = await tx<{ number: number; account: number; number_wait: number | null; account_wait: number | null }[]>`
       with recent as (
         select phone, created_at from verifications
-        where account_id = ${principal.accountId} and status <> 'failed'
-          and created_at > ${now} - make_interval(secs => ${windowSeconds})
+        where account_id = ${principal.accountId} and status <> 'failed' and created_at > ${since}
       )
       select
         count(*) filter (where phone = ${phone})::int as number,
         count(*)::int as account,
-        extract(epoch from (min(created_at) filter (where phone = ${phone}) + make_interval(secs => ${windowSeconds}) - ${now}))::float8
-          as number_wait,
-        extract(epoch from (min(created_at) + make_interval(secs => ${windowSeconds}) - ${now}))::float8 as account_wait
+        ${wait(tx`min(created_at) filter (where phone = ${phone})`)} as number_wait,
+        ${wait(tx`min(created_at)`)} as account_wait
       from recent`
-    const limited = (what: string, limit: number, wait: number | null) => {
+    const [all] = await tx<{ number: number; number_wait: number | null }[]>`
+      select count(*)::int as number, ${wait(tx`min(created_at)`)} as number_wait
+      from verifications where phone = ${phone} and status <> 'failed' and created_at > ${since}`
+    const limited = (what: string, wait: number | null) => {
       const seconds = Math.max(1, Math.ceil(wait ?? windowSeconds))
       return new ApiError(
         'RATE_LIMITED',
-        `${what} started ${limit} verifications in the last ${windowSeconds} s, its limit; nothing was sent or charged, retry in ${seconds} s`,
+        `${what} in the last ${windowSeconds} s, its limit; nothing was sent or charged, retry in ${seconds} s`,
         429,
         {},
         { 'retry-after': String(seconds) },
       )
     }
-    if (counts!.number >= perNumber) throw limited(`this account has for ${phone}`, perNumber, counts!.number_wait)
-    if (counts!.account >= perAccount) throw limited('this account has', perAccount, counts!.account_wait)
+    if (mine!.number >= perNumber) throw limited(`this account has started ${perNumber} verifications for ${phone}`, mine!.number_wait)
+    if (mine!.account >= perAccount) throw limited(`this account has started ${perAccount} verifications`, mine!.account_wait)
+    // Says no more than that the number had its codes: never which accounts, nor how many each.
+    if (all!.number >= perNumberTotal) throw limited(`${phone} has been sent ${perNumberTotal} verification codes`, all!.number_wait)
     const [row] = await tx<{ id: number; expires_at: Date }[]>`
       insert into verifications (account_id, api_key_id, phone, template_id, code_salt, code_hash, max_attempts, created_at, expires_at)
       values (${principal.accountId}, ${principal.keyId}, ${phone}, ${template.id}, ${salt}, ${digest},
