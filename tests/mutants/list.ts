@@ -1983,4 +1983,199 @@ export const MUTATIONS: Mutation[] = [
     filter: 'refused with a starting',
     database: 'postgres',
   },
+  {
+    name: 'verification-per-number',
+    breaks: 'an account starts verifications for one number without limit: each one a charged message, the number flooded with codes',
+    edits: [{ file: 'src/modules/verifications/service.ts', find: 'if (mine!.number >= perNumber) throw', replace: 'if (false) throw' }],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'per number and per account',
+  },
+  {
+    name: 'verification-per-account',
+    breaks: "an account starts verifications for all numbers without limit: a leaked key spends the account's balance on codes",
+    edits: [{ file: 'src/modules/verifications/service.ts', find: 'if (mine!.account >= perAccount) throw', replace: 'if (false) throw' }],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'per number and per account',
+  },
+  {
+    name: 'verification-per-number-total',
+    breaks: 'a number is flooded with codes through many accounts, each within its own limit',
+    edits: [
+      { file: 'src/modules/verifications/service.ts', find: 'if (all!.number >= perNumberTotal) throw', replace: 'if (false) throw' },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'flooded through many accounts',
+  },
+  {
+    name: 'verification-number-lock',
+    breaks:
+      "concurrent starts from several accounts count a number's verifications before each other's commit: together they pass its limit",
+    edits: [
+      {
+        file: 'src/modules/verifications/service.ts',
+        find: 'await tx`select pg_advisory_xact_lock(${NUMBER_LOCK}, hashtext(${phone}))`',
+        replace: '',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: "cannot pass the number's total together",
+    database: 'postgres',
+  },
+  {
+    name: 'verification-code-compared',
+    breaks: 'any code approves a verification: the one-time password proves nothing',
+    edits: [
+      {
+        file: 'src/modules/verifications/service.ts',
+        find: 'return secrets.matchesDigest(code, contextOf(row.code_salt), row.code_hash)',
+        replace: 'return Promise.resolve(code.length > 0)',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'a wrong code leaves it pending',
+  },
+  {
+    name: 'verification-expiry',
+    breaks: "a verification's code approves after its lifetime (VERIFY_TTL_SECONDS): an old code intercepted later still logs in",
+    edits: [{ file: 'src/modules/verifications/service.ts', find: 'if (row.expired) {', replace: 'if (false) {' }],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'expires with the clock',
+  },
+  {
+    name: 'verification-attempts',
+    breaks: 'wrong codes never end a verification: a guesser tries every code',
+    edits: [
+      {
+        file: 'src/modules/verifications/service.ts',
+        find: "attempts >= row.max_attempts ? 'too_many_attempts' : 'pending'",
+        replace: "false ? 'too_many_attempts' : 'pending'",
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'five wrong codes lock it',
+  },
+  {
+    name: 'verification-ended-stays',
+    breaks: 'a verification locked by too many wrong codes (or expired) is approved by the right code after all',
+    edits: [{ file: 'src/modules/verifications/service.ts', find: "if (row.status !== 'pending') {", replace: 'if (false) {' }],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'five wrong codes lock it',
+  },
+  {
+    name: 'verification-check-lock',
+    breaks:
+      'concurrent wrong codes each read the same attempts before any is written: a guesser sending them at once gets more tries than VERIFY_MAX_ATTEMPTS',
+    edits: [
+      {
+        file: 'src/modules/verifications/service.ts',
+        find: 'const row = await rowOf(tx, deps, accountId, id, true)',
+        replace: 'const row = await rowOf(tx, deps, accountId, id, false)',
+      },
+    ],
+    tests: ['tests/templates/verifications.test.ts'],
+    filter: 'concurrent checks use an attempt each',
+    database: 'postgres',
+  },
+  {
+    name: 'template-extra-variable',
+    breaks:
+      'a variable the template does not have (a misspelt name, one too many) is dropped in silence: the message goes without what the integrator meant, charged',
+    edits: [
+      {
+        file: 'src/modules/templates/fill.ts',
+        find: 'if (!keys.includes(key)) throw badValue',
+        replace: 'if (false) throw badValue',
+      },
+    ],
+    tests: ['tests/templates/send.test.ts'],
+    filter: 'each parameter rule',
+  },
+  {
+    name: 'template-extra-button',
+    breaks: 'a value for a button that takes none is dropped in silence: the message goes without what the integrator meant, charged',
+    edits: [
+      {
+        file: 'src/modules/templates/fill.ts',
+        find: 'if (!p.buttons.some((x) => x.index === b.index)) {',
+        replace: 'if (false) {',
+      },
+    ],
+    tests: ['tests/templates/send.test.ts'],
+    filter: 'each parameter rule',
+  },
+  {
+    name: 'template-impending-category',
+    breaks:
+      "Meta's impending category notice (correct_category) changes the template's category at once, before Meta does: its sends are priced in a category Meta does not charge yet",
+    edits: [
+      {
+        file: 'src/modules/templates/notices.ts',
+        find: "if (notice.kind === 'category' && notice.previous === null) {",
+        replace: 'if (false) {',
+      },
+      { file: 'src/modules/templates/notices.ts', find: 'if (notice.previous === null) return null', replace: '' },
+      {
+        file: 'src/modules/templates/notices.ts',
+        find: 'const category = categoryOf(notice.next)',
+        replace: 'const category = categoryOf(notice.correct ?? notice.next)',
+      },
+    ],
+    tests: ['tests/templates/webhooks.test.ts'],
+    filter: 'the impending notice',
+  },
+  {
+    name: 'template-reinstated',
+    breaks: "Meta's REINSTATED leaves a paused template paused here: its sends are refused and its campaigns never resume",
+    edits: [{ file: 'src/modules/templates/catalog.ts', find: "if (w === 'reinstated') return 'approved'", replace: '' }],
+    tests: ['tests/templates/webhooks.test.ts'],
+    filter: 'REINSTATED is approved again',
+  },
+  {
+    name: 'template-flagged-not-paused',
+    breaks:
+      "Meta's FLAGGED warning (quality fell, a pause may follow) is taken as a pause: the template's sends are refused while Meta still takes them",
+    edits: [
+      {
+        file: 'src/modules/templates/notices.ts',
+        find: "if (notice.event === 'FLAGGED') return { flagged: true, reason: notice.reason }",
+        replace: "if (notice.event === 'FLAGGED') return { status: 'paused', reason: notice.reason }",
+      },
+    ],
+    tests: ['tests/templates/webhooks.test.ts'],
+    filter: 'FLAGGED is recorded once',
+  },
+  {
+    name: 'campaign-template-pause',
+    breaks:
+      'a campaign whose WhatsApp template Meta paused runs to its end instead of pausing: none of its recipients gets the message, and nothing resumes it when the template is approved again',
+    edits: [{ file: 'src/modules/campaigns/engine.ts', find: "if (wa && wa.status !== 'approved') {", replace: 'if (false) {' }],
+    tests: ['tests/templates/campaigns.test.ts'],
+    filter: 'paused by Meta: the campaign pauses',
+  },
+  {
+    name: 'campaign-template-resume-early',
+    breaks: 'a campaign paused for its template is resumed while the template is still not approved (and paused again, round after round)',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: "where w.id = c.wa_template_id and w.status = 'approved' and c.status = 'paused'",
+        replace: "where w.id = c.wa_template_id and c.status = 'paused'",
+      },
+    ],
+    tests: ['tests/templates/campaigns.test.ts'],
+    filter: 'paused by Meta: the campaign pauses',
+  },
+  {
+    name: 'campaign-template-never-resumes',
+    breaks: 'a campaign paused for its template stays paused when Meta approves it again: its recipients never get the message',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: "where w.id = c.wa_template_id and w.status = 'approved' and c.status = 'paused'",
+        replace: "where w.id = c.wa_template_id and w.status = 'approved' and c.status = 'paused' and false",
+      },
+    ],
+    tests: ['tests/templates/campaigns.test.ts'],
+    filter: 'paused by Meta: the campaign pauses',
+  },
 ]

@@ -199,6 +199,25 @@ describe('a verification', () => {
     })
   })
 
+  test('concurrent checks use an attempt each: a guesser gets no more than VERIFY_MAX_ATTEMPTS codes; the right code at once approves once', async () => {
+    const { key, keyId } = await account()
+    await t.api('POST', '/webhook', key, { url: 'http://127.0.0.1:9/hooks', events: ['verification.approved'] })
+    const guessed = await start(key, newNumber())
+    const code = lastCode()
+    const guesses = await Promise.all(Array.from({ length: 12 }, () => check(key, guessed.body.data.id, wrongOf(code))))
+    expect(guesses.filter((g) => g.body.data.status === 'pending')).toHaveLength(4)
+    expect(guesses.filter((g) => g.body.data.status === 'too_many_attempts')).toHaveLength(8)
+    expect((await check(key, guessed.body.data.id, code)).body.data).toMatchObject({ status: 'too_many_attempts', valid: false })
+
+    const right = await start(key, newNumber())
+    const rightCode = lastCode()
+    const answers = await Promise.all(Array.from({ length: 6 }, () => check(key, right.body.data.id, rightCode)))
+    expect(answers.map((a) => a.body.data.status)).toEqual(Array(6).fill('approved'))
+    const events = await t.db.sql<{ payload: string }[]>`
+      select payload from webhook_events where api_key_id = ${keyId} and event = 'verification.approved'`
+    expect(events.map((e) => JSON.parse(e.payload).data.verification_id)).toEqual([right.body.data.id])
+  })
+
   test("another account's verification is 404, checked or read, and its attempts are not used", async () => {
     const a = await account()
     const b = await account()
