@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openDatabase } from '../../src/db/client'
 import { createPostgresDatabase, usingPostgres } from '../helpers/db'
+import { makeCertificate } from '../helpers/certificate'
 
 const haveOpenssl = Bun.which('openssl') !== null
 const skip = !usingPostgres() || (!haveOpenssl && !process.env.CI)
@@ -69,27 +70,8 @@ describe.skipIf(skip)('TLS as the URL says', () => {
   beforeAll(async () => {
     db = await createPostgresDatabase()
     dir = mkdtempSync(join(tmpdir(), 'pg-tls-'))
-    const made = Bun.spawnSync(
-      [
-        'openssl',
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-subj',
-        '/CN=localhost',
-        '-days',
-        '1',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-      ],
-      { stderr: 'pipe' },
-    )
-    expect(made.exitCode).toBe(0)
-    credentials = { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }
+    const made = makeCertificate(dir)
+    credentials = { key: readFileSync(made.keyFile), cert: readFileSync(made.certFile) }
   }, 60_000)
   afterAll(async () => {
     for (const front of fronts) front.close()

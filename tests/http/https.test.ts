@@ -11,6 +11,7 @@ import { startService, type Running } from '../../src/server'
 import { ADMIN_TOKEN, testApp, type TestApp } from '../helpers/app'
 import { createMigratedPostgresDatabase, premigrate, usingPostgres } from '../helpers/db'
 import { errorEnvelope } from '../helpers/envelope'
+import { makeCertificate } from '../helpers/certificate'
 
 // bunfig's `timeout` is not read by bun test, and its 5 s default is short for starting databases
 // and processes on a loaded machine.
@@ -22,35 +23,8 @@ const certFile = join(dir, 'cert.pem')
 const keyFile = join(dir, 'key.pem')
 let certPem = ''
 
-function makeCertificate() {
-  const openssl = Bun.which('openssl')
-  if (!openssl) throw new Error('openssl is needed to make the test certificate and is not on PATH')
-  const made = Bun.spawnSync(
-    [
-      openssl,
-      'req',
-      '-x509',
-      '-newkey',
-      'rsa:2048',
-      '-nodes',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      '-days',
-      '1',
-      '-keyout',
-      keyFile,
-      '-out',
-      certFile,
-    ],
-    { stdout: 'pipe', stderr: 'pipe', timeout: 30_000 },
-  )
-  if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`)
-}
-
 beforeAll(async () => {
-  makeCertificate()
+  makeCertificate(dir)
   certPem = await Bun.file(certFile).text()
 }, 30_000)
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
