@@ -116,16 +116,20 @@ type FieldProps = {
   form: string
   name: string
   label: Child
+  /** The rules of what it takes, under the control in plain type (its description). */
+  hint?: string
   /** The value when the form did not come back (e.g. what is stored now). */
   value?: string
   rows?: number
   [attribute: string]: unknown
 }
 
-/** A labelled input (or a textarea, given `rows`) with what was typed and its problem. */
+/** A labelled input (or a textarea, given `rows`) with what was typed, its hint and its problem. */
 export function Field(props: FieldProps) {
-  const { state, form, name, label, value, rows, children: _, ...attributes } = props
+  const { state, form, name, label, hint, value, rows, children: _, ...attributes } = props
   const { typed, attributes: control } = fieldProps(state, form, name)
+  const hintId = `${form}-${name}-hint`
+  if (hint) control['aria-describedby'] = [hintId, control['aria-describedby']].filter(Boolean).join(' ')
   const shown = typed ?? value ?? ''
   return (
     <div class="field">
@@ -139,6 +143,11 @@ export function Field(props: FieldProps) {
           </textarea>
         )}
       </label>
+      {hint ? (
+        <p class="hint" id={hintId}>
+          {hint}
+        </p>
+      ) : null}
       <FormError state={state} form={form} name={name} />
     </div>
   )

@@ -174,7 +174,7 @@ describe('in the dashboard', () => {
     expect(added.status).toBe(303)
     expect(await attributesOf(m.accountId, '+6281255550001')).toEqual({ order_id: 'INV-1001', due_date: '5 December' })
     const list = await m.client.get('/dashboard/contacts')
-    expect(list.text).toContain('due_date = 5 December; order_id = INV-1001')
+    expect(list.text).toContain('<li>due_date = 5 December</li><li>order_id = INV-1001</li>')
 
     for (const [attributes, message] of [
       ['order_id INV-1', 'attributes: line 1 has no &quot;=&quot;: write one name = value a line'],

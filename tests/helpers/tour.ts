@@ -19,7 +19,10 @@ export const PASSWORD = 'a long enough password'
 export const WIDTHS = [375, 1440] as const
 
 export type Who = 'guest' | 'member' | 'operator'
-/** One page of the tour: `name` names its screenshot (null: no screenshot, the same page as another one's). */
+/**
+ * One page of the tour: `name` names its screenshot (null: no screenshot, the same page as another one's);
+ * `path` is its path and query.
+ */
 export type Stop = { name: string | null; who: Who; path: string; status: number }
 
 export type Tour = {
@@ -199,6 +202,32 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
       },
     ],
   })
+  // And a payment reminder with named parameters, whose values a campaign takes from the contacts' attributes.
+  const reminder = await admin('POST', `/senders/${own.id}/templates`, {
+    name: 'payment_reminder',
+    language: 'id',
+    category: 'UTILITY',
+    parameter_format: 'named',
+    components: [
+      {
+        type: 'BODY',
+        text: 'Halo {{customer_name}}, tagihan {{invoice_id}} sebesar {{amount}} jatuh tempo {{due_date}}. Terima kasih.',
+        example: {
+          body_text_named_params: [
+            { param_name: 'customer_name', example: 'Budi' },
+            { param_name: 'invoice_id', example: 'INV-1041' },
+            { param_name: 'amount', example: 'Rp 125.000' },
+            { param_name: 'due_date', example: '5 Desember' },
+          ],
+        },
+      },
+      { type: 'FOOTER', text: 'Toko Budi' },
+      {
+        type: 'BUTTONS',
+        buttons: [{ type: 'URL', text: 'Bayar sekarang', url: 'https://tokobudi.example/bayar/{{1}}', example: ['INV-1041'] }],
+      },
+    ],
+  })
 
   // Webhooks: the ERP's works; the web shop's fails, and its URL is removed while the delivery waits
   // for its retry, so the delivery gives up (a failed delivery for the operator's list).
@@ -209,15 +238,33 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
   await api(shop.key, 'DELETE', '/webhook')
 
   // Contacts, templates, segments, a campaign that runs and one scheduled.
-  const people = [
-    ['Budi Santoso', '0812-3456-7001', 'budi@example.com', 'Jakarta', 'vip, promo'],
-    ['Siti Rahma', '0813-2222-7002', 'siti@example.com', 'Bandung', 'promo'],
+  // Some have attributes of their own: their last order, its courier, what they owe and when.
+  const people: [string, string, string, string, string, Record<string, string>?][] = [
+    [
+      'Budi Santoso',
+      '0812-3456-7001',
+      'budi@example.com',
+      'Jakarta',
+      'vip, promo',
+      { order_id: 'INV-1041', courier: 'JNE REG', amount: 'Rp 1.250.000', due_date: '5 Desember', tracking_no: 'JNE0012345678901' },
+    ],
+    ['Siti Rahma', '0813-2222-7002', 'siti@example.com', 'Bandung', 'promo', { order_id: 'INV-1042', courier: 'SiCepat' }],
     ['Agus Wijaya', '0815-7777-7003', '', 'Surabaya', 'promo, reseller'],
-    ['Dewi Lestari', '0817-1234-7004', 'dewi.lestari@example.com', 'Yogyakarta', 'vip'],
+    [
+      'Dewi Lestari',
+      '0817-1234-7004',
+      'dewi.lestari@example.com',
+      'Yogyakarta',
+      'vip',
+      { order_id: 'INV-1044', courier: 'J&T Express', amount: 'Rp 89.000', due_date: '12 Desember' },
+    ],
     ['Rudi Hartono', '0819-8888-8888', '', 'Medan', 'promo'],
     ['Putri Ayu', '0821-5555-7006', 'putri@example.com', 'Denpasar', 'promo, vip'],
   ]
-  for (const [name, phone, email, city, tags] of people) await api(erp.key, 'POST', '/contacts', { name, phone, email, city, tags })
+  const contacts: { id: number }[] = []
+  for (const [name, phone, email, city, tags, attributes] of people)
+    contacts.push(await api(erp.key, 'POST', '/contacts', { name, phone, email, city, tags, ...(attributes ? { attributes } : {}) }))
+  const budi = contacts[0]!
   const shipped = await admin('POST', `/accounts/${account.id}/templates`, {
     name: 'Order shipped',
     body: 'Hi {{name}}, your order has shipped.',
@@ -228,7 +275,7 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
   })
   await admin('PUT', `/templates/${promo.id}/bindings/simulator`, { ref: 'november_promo', language: 'id', variables: ['name', 'city'] })
   const promoList = await admin('POST', `/accounts/${account.id}/segments`, { name: 'Promo list', tag: 'promo' })
-  await admin('POST', `/accounts/${account.id}/segments`, { name: 'VIP customers', tag: 'vip' })
+  const vipList = await admin('POST', `/accounts/${account.id}/segments`, { name: 'VIP customers', tag: 'vip' })
   const { campaign } = await api(erp.key, 'POST', '/campaigns', { name: 'November promo', template_id: promo.id, segment_id: promoList.id })
   await admin('POST', `/campaigns/${campaign.id}/run`)
   const nextYear = new Date().getFullYear() + 1
@@ -237,6 +284,26 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     template_id: shipped.id,
     segment_id: promoList.id,
     schedule_at: `${nextYear}-01-02 09:00:00`,
+  })
+  // A draft of the payment reminder (once the simulator approved it): each parameter from a contact's
+  // field, one of its attributes or a constant.
+  await until('the WhatsApp templates approved', async () => {
+    const statuses = await Promise.all([waTemplate, reminder].map((t) => admin('GET', `/whatsapp-templates/${t.id}`)))
+    return statuses.every((t) => t.status === 'approved')
+  })
+  const { campaign: reminders } = await api(erp.key, 'POST', '/campaigns', {
+    name: 'Payment reminders',
+    template_id: reminder.id,
+    segment_id: vipList.id,
+    parameters: {
+      variables: {
+        customer_name: { field: 'name' },
+        invoice_id: { attribute: 'order_id' },
+        amount: { attribute: 'amount' },
+        due_date: { constant: 'akhir bulan ini' },
+      },
+      buttons: { '0': { attribute: 'order_id' } },
+    },
   })
 
   // Single sends; numbers ending in 8888 fail at the simulator (and are refunded).
@@ -299,12 +366,17 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop('ledger', 'member', '/dashboard/ledger'),
     stop('usage', 'member', '/dashboard/usage'),
     stop('contacts', 'member', '/dashboard/contacts'),
+    stop('contact', 'member', `/dashboard/contacts/${budi.id}`),
+    stop(null, 'member', '/dashboard/contacts/import'),
     stop('templates', 'member', '/dashboard/templates'),
     stop('template', 'member', `/dashboard/templates/${promo.id}`),
     stop('wa-templates', 'member', '/dashboard/whatsapp-templates'),
     stop('wa-template', 'member', `/dashboard/whatsapp-templates/${waTemplate.id}`),
     stop('campaigns', 'member', '/dashboard/campaigns'),
     stop('campaign', 'member', `/dashboard/campaigns/${campaign.id}`),
+    stop('campaign-wa-form', 'member', `/dashboard/campaigns?wa_template=${waTemplate.id}`),
+    stop(null, 'member', `/dashboard/campaigns?wa_template=${reminder.id}`),
+    stop('campaign-wa', 'member', `/dashboard/campaigns/${reminders.id}`),
     stop('webhook', 'member', '/dashboard/webhook'),
     stop(null, 'member', '/dashboard/inbox'),
     stop(null, 'member', '/dashboard/inbox/6281234567001'),
@@ -317,10 +389,13 @@ async function tour(cleanups: (() => Promise<void> | void)[], close: () => Promi
     stop(null, 'operator', `${a}/ledger`),
     stop(null, 'operator', `${a}/usage`),
     stop(null, 'operator', `${a}/contacts`),
+    stop(null, 'operator', `${a}/contacts/${budi.id}`),
     stop(null, 'operator', `${a}/templates`),
     stop(null, 'operator', `${a}/templates/${promo.id}`),
     stop(null, 'operator', `${a}/campaigns`),
     stop(null, 'operator', `${a}/campaigns/${campaign.id}`),
+    stop(null, 'operator', `${a}/campaigns?wa_template=${reminder.id}`),
+    stop(null, 'operator', `${a}/campaigns/${reminders.id}`),
     stop(null, 'operator', `${a}/webhook`),
     stop(null, 'operator', `${a}/inbox`),
     stop(null, 'operator', `${a}/keys`),
@@ -347,7 +422,8 @@ export async function visit(tour: Tour, stop: Stop, width: number): Promise<Page
   await page.setViewportSize({ width, height: 900 })
   const response = await page.goto(`${tour.base}${stop.path}`)
   const status = response?.status()
-  const at = new URL(page.url()).pathname
+  const url = new URL(page.url())
+  const at = url.pathname + url.search
   if (status !== stop.status || at !== stop.path)
     throw new Error(`${stop.path} as ${stop.who}: ${status} at ${at}, expected ${stop.status}`)
   return page

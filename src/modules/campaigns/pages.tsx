@@ -21,8 +21,8 @@ import { listTemplates } from '../templates/service'
 import { listSegments } from '../templates/segments'
 import { listAccountSenders, senderNames } from '../senders/service'
 import { senderChoice, senderLabel } from '../senders/account-pages'
-import { usableTemplate, usableTemplates, type WaTemplate } from '../templates/catalog'
-import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type SourceInput } from './wa'
+import { getTemplateRow, usableTemplate, usableTemplates, type WaTemplate } from '../templates/catalog'
+import { parametersFromForm, slotFields, slotsOf, SOURCE_KINDS, type Slot, type SourceInput } from './wa'
 import { quoteCampaign, type CampaignQuote } from './quote'
 import { linkStart } from '../media/signing'
 
@@ -38,7 +38,7 @@ const SKIPPED: Record<string, string> = {
 }
 
 /** A draft campaign's quote: how many would go, how many skipped and why, the cost by category. */
-function QuoteCard({ quote }: { quote: CampaignQuote }) {
+function QuoteCard({ quote, mapped }: { quote: CampaignQuote; mapped: boolean }) {
   const skipped = new Map<string, number>()
   for (const r of quote.results) if (!r.would_send) skipped.set(r.code ?? 'other', (skipped.get(r.code ?? 'other') ?? 0) + 1)
   const categories = Object.entries(quote.cost_by_category)
@@ -96,6 +96,9 @@ function QuoteCard({ quote }: { quote: CampaignQuote }) {
           ? `The balance (${quote.wa_balance.toLocaleString('en')}) covers it.`
           : `The balance (${quote.wa_balance.toLocaleString('en')}) does not cover it: the campaign would pause when it runs out.`}{' '}
         Nothing is charged or reserved by this preview; a campaign sends what its budget, cap and balance allow, then pauses.
+        {mapped
+          ? " A recipient without a value for one of the template's parameters (an attribute it lacks) is counted here as sent: it is skipped, uncharged, when the campaign runs."
+          : null}
       </p>
     </section>
   )
@@ -142,6 +145,23 @@ function sourceText(source: SourceInput | { type: string; link?: string; media_i
   return `constant "${source.constant}"`
 }
 const CAMPAIGN_FIELDS = ['name', 'template_id', 'segment_id', 'sender_id', 'schedule_at'] as const
+
+/**
+ * The form field of the parameter a refusal names (`parameters.variables.3.constant: …`): its text field
+ * (the source's key or constant), or null when the message names no parameter of the template.
+ */
+function parameterField(wa: WaTemplate, message: string): string | null {
+  const at = /^parameters\.(variables|header|buttons)(?:\.([^.:]+))?[.:]/.exec(message)
+  const slot = at && slotsOf(wa).find((s) => s.group === at[1] && (s.group === 'header' || s.key === at[2]))
+  return slot ? slotFields(slot).value : null
+}
+
+/** A mapping's entries in the template's order (`slots`), then any other (a stored mapping keeps no order of its own). */
+function inOrder<T>(mapping: Record<string, T>, slots: Slot[]): [string, T][] {
+  const order = slots.map((s) => s.key)
+  const rank = (key: string) => (order.includes(key) ? order.indexOf(key) : order.length)
+  return Object.entries(mapping).sort(([a], [b]) => rank(a) - rank(b))
+}
 
 export function campaignPages(d: Dashboard) {
   const principalOf = (scope: Scope) => ({ accountId: scope.accountId, keyId: 0 })
@@ -252,11 +272,12 @@ export function campaignPages(d: Dashboard) {
                             placeholder="https://… or med_…"
                           />
                         </label>
+                        <FormError state={state} form="campaign" name={names.value} />
                       </div>
                     )
                   }
                   return (
-                    <div class="field">
+                    <div class="field parameter">
                       <label>
                         {slot.label + (slot.example ? ` (e.g. ${slot.example})` : '')}
                         <select {...from.attributes}>
@@ -271,6 +292,7 @@ export function campaignPages(d: Dashboard) {
                         {`${slot.label}: attribute key or constant text`}
                         <input {...value.attributes} value={value.typed ?? ''} maxlength={1024} />
                       </label>
+                      <FormError state={state} form="campaign" name={names.value} />
                     </div>
                   )
                 })}
@@ -343,6 +365,8 @@ export function campaignPages(d: Dashboard) {
       listSegments(d.sql, scope.accountId, LIST),
     ])
     const template = templates.items.find((t) => t.id === c.template_id)
+    // A WhatsApp template's campaign (its parameters mapped): the template, its parameters in its own order.
+    const wa = c.parameters && !template ? await getTemplateRow(d.sql, c.template_id) : null
     const segment = segments.items.find((s) => s.id === c.segment_id)
     const [sender] = c.sender_id === null ? [] : await senderNames(d.sql, [c.sender_id])
     // Before Run: what it would do now (messages/admission.ts's rules), nothing taken.
@@ -363,14 +387,22 @@ export function campaignPages(d: Dashboard) {
           <dt>Status</dt>
           <dd id="campaign-status">{c.status}</dd>
           <dt>Template</dt>
-          <dd>{template ? <a href={`${base}/templates/${template.id}`}>{template.name}</a> : `#${c.template_id}`}</dd>
+          <dd>
+            {template ? (
+              <a href={`${base}/templates/${template.id}`}>{template.name}</a>
+            ) : wa ? (
+              <a href={`${base}/whatsapp-templates/${wa.id}`}>{`${wa.name} (${wa.language}, WhatsApp)`}</a>
+            ) : (
+              `#${c.template_id}`
+            )}
+          </dd>
           {c.parameters ? (
             <>
               <dt>Parameters</dt>
               <dd>
                 <ul id="campaign-parameters">
                   {c.parameters.header ? <li>{`header: ${sourceText(c.parameters.header)}`}</li> : null}
-                  {Object.entries(c.parameters.variables ?? {}).map(([k, v]) => (
+                  {inOrder(c.parameters.variables ?? {}, wa ? slotsOf(wa).filter((s) => s.group === 'variables') : []).map(([k, v]) => (
                     <li>{`{{${k}}}: ${sourceText(v)}`}</li>
                   ))}
                   {Object.entries(c.parameters.buttons ?? {}).map(([k, v]) => (
@@ -399,7 +431,7 @@ export function campaignPages(d: Dashboard) {
             </>
           ) : null}
         </dl>
-        {quote ? <QuoteCard quote={quote} /> : null}
+        {quote ? <QuoteCard quote={quote} mapped={c.parameters !== null} /> : null}
         <div class="actions">
           {c.status === 'draft' ? action('run', future ? 'Run at its schedule' : 'Run now') : null}
           {c.status === 'paused' ? action('resume', 'Resume') : null}
@@ -520,8 +552,12 @@ export function campaignPages(d: Dashboard) {
           async (message, status) => {
             const wa = await usableTemplate(d.sql, scope.accountId, Number(idParam(field(body, 'template_id')) ?? 0))
             const names = wa ? slotsOf(wa).flatMap((s) => Object.values(slotFields(s))) : []
+            const state = formState('campaign', body, [...CAMPAIGN_FIELDS, ...names], message)
+            // A parameter's problem is shown at its field, which takes the focus.
+            const at = wa ? parameterField(wa, message) : null
+            if (at) state.problem = { field: at, message }
             return campaignsPage(scope, undefined, {
-              state: formState('campaign', body, [...CAMPAIGN_FIELDS, ...names], message),
+              state,
               status,
               wa,
             })

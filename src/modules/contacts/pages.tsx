@@ -43,7 +43,7 @@ type Column = (typeof COLUMNS)[number]
 const ATTRIBUTE_COLUMN = /^attr:/i
 const CONTACT_FIELDS = [...COLUMNS, 'attributes'] as const
 const IMPORT_FIELDS = ['csv', 'mode'] as const
-const ATTRIBUTES_HELP = `one name = value a line; names are letters, digits and underscores (at most ${MAX_ATTRIBUTE_KEY}), at most ${MAX_ATTRIBUTES} attributes, each value at most ${MAX_ATTRIBUTE_VALUE.toLocaleString('en')} characters`
+const ATTRIBUTES_HELP = `One name = value a line; names are letters, digits and underscores (at most ${MAX_ATTRIBUTE_KEY}), at most ${MAX_ATTRIBUTES} attributes, each value at most ${MAX_ATTRIBUTE_VALUE.toLocaleString('en')} characters`
 
 /**
  * The attributes of a form's text, one `name = value` a line (spaces around both trimmed, blank lines
@@ -72,11 +72,34 @@ const attributesText = (attributes: Attributes) =>
 /** A service's message about one attribute (`attributes.order_id: ...`) as a form shows it, at its field. */
 const atAttributesField = (message: string) => message.replace(/^attributes\./, 'attributes: ')
 
-/** Attributes in a list's cell: each `name = value`, a long value cut (its page shows it whole). */
-const attributesCell = (attributes: Attributes) =>
-  Object.entries(attributes)
-    .map(([key, value]) => `${key} = ${value.length > 40 ? `${value.slice(0, 40)}…` : value}`)
-    .join('; ')
+/**
+ * Attributes in a list's cell: each `name = value` a line (the column stays narrow beside the e-mails), a
+ * long value cut (its page shows it whole).
+ */
+const attributesCell = (attributes: Attributes) => {
+  const entries = Object.entries(attributes)
+  if (entries.length === 0) return ''
+  return (
+    <ul class="plain">
+      {entries.map(([key, value]) => (
+        <li>{`${key} = ${value.length > 40 ? `${value.slice(0, 40)}…` : value}`}</li>
+      ))}
+    </ul>
+  )
+}
+
+/** An e-mail address in a narrow column: it breaks before its @ first, anywhere only when a part is still too long. */
+const emailCell = (email: string | null) => {
+  const at = email?.lastIndexOf('@') ?? -1
+  if (!email || at <= 0) return email ?? ''
+  return (
+    <>
+      {email.slice(0, at)}
+      <wbr />
+      {email.slice(at)}
+    </>
+  )
+}
 
 /** A query parameter given once, as text (a repeated one is ignored). */
 const textParam = (query: unknown, name: string) => {
@@ -220,7 +243,7 @@ export function contactPages(d: Dashboard) {
           columns={[
             { header: 'Name', cell: (c) => <a href={`${base}/contacts/${c.id}`}>{c.name}</a> },
             { header: 'Phone', cell: (c) => c.phone, class: 'nowrap' },
-            { header: 'E-mail', cell: (c) => c.email ?? '', class: 'wrap' },
+            { header: 'E-mail', cell: (c) => emailCell(c.email), class: 'wrap' },
             { header: 'City', cell: (c) => c.city ?? '' },
             { header: 'Tags', cell: (c) => c.tags.join(', ') },
             { header: 'Attributes', cell: (c) => attributesCell(c.attributes), class: 'wrap' },
@@ -255,7 +278,8 @@ export function contactPages(d: Dashboard) {
             state={state}
             form="contact"
             name="attributes"
-            label={`Attributes (${ATTRIBUTES_HELP})`}
+            label="Attributes"
+            hint={ATTRIBUTES_HELP}
             rows={3}
             placeholder={'order_id = INV-1001\ndue_date = 5 December'}
           />
@@ -327,13 +351,14 @@ export function contactPages(d: Dashboard) {
             No attributes yet.
           </p>
         ) : (
-          <PagedTable
-            columns={[
-              { header: 'Name', cell: ([key]) => key, class: 'nowrap' },
-              { header: 'Value', cell: ([, value]) => value, class: 'wrap' },
-            ]}
-            rows={entries}
-          />
+          <dl class="facts card attributes" id="attribute-list">
+            {entries.map(([key, value]) => (
+              <>
+                <dt>{key}</dt>
+                <dd>{value}</dd>
+              </>
+            ))}
+          </dl>
         )}
         <form class="stack card" method="post" action={`${base}/contacts/${contact.id}/attributes`}>
           <Csrf session={session} />
@@ -342,7 +367,8 @@ export function contactPages(d: Dashboard) {
             state={options.state}
             form="attributes"
             name="attributes"
-            label={`Attributes (${ATTRIBUTES_HELP}); saving replaces them all, a line removed or left without a value removes that attribute`}
+            label="Attributes"
+            hint={`${ATTRIBUTES_HELP}. Saving replaces them all: a line removed, or left without a value, removes that attribute.`}
             rows={Math.min(20, Math.max(4, entries.length + 2))}
             value={attributesText(contact.attributes)}
             placeholder={'order_id = INV-1001\ndue_date = 5 December'}
