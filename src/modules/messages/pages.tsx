@@ -14,6 +14,7 @@ import { csvText } from '../../lib/csv'
 import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
 import { messageLedger } from '../ledger/listing'
 import { getTemplate } from '../templates/service'
+import { usableTemplate } from '../templates/catalog'
 import { getCampaign } from '../campaigns/service'
 import { listAccountSenders, senderNames } from '../senders/service'
 import { senderLabel } from '../senders/account-pages'
@@ -200,8 +201,15 @@ export function messagePages(d: Dashboard) {
       await Promise.all(deliveries.map((e) => listAttempts(d.sql, e.id, { limit: MAX_ATTEMPTS_SHOWN, offset: 0 }))),
       d.tz,
     )
-    // What the message came from, by name (null: gone since, e.g. a deleted template).
-    const template = message.template_id === null ? null : await getTemplate(d.sql, message.template_id, accountId).catch(() => null)
+    // What the message came from, by name (null: gone since, e.g. a deleted template). A WhatsApp template's
+    // message names it in provider_template.templateId too (the two kinds share one id sequence): it is
+    // one of wa_templates, shown while the account may still use it.
+    const waTemplateId = message.provider_template?.templateId
+    const waTemplate = waTemplateId === undefined ? null : await usableTemplate(d.sql, accountId, waTemplateId)
+    const template =
+      message.template_id === null || waTemplateId !== undefined
+        ? null
+        : await getTemplate(d.sql, message.template_id, accountId).catch(() => null)
     const campaign =
       message.campaign_id === null ? null : await getCampaign(d.sql, { accountId, keyId: 0 }, message.campaign_id).catch(() => null)
     const [sender] = message.sender_id === null ? [] : await senderNames(d.sql, [message.sender_id])
@@ -249,7 +257,17 @@ export function messagePages(d: Dashboard) {
             {message.template_id !== null ? (
               <>
                 <dt>Template</dt>
-                <dd>{template ? <a href={`${base}/templates/${template.id}`}>{template.name}</a> : `#${message.template_id} (deleted)`}</dd>
+                <dd>
+                  {waTemplate ? (
+                    <a href={`${base}/whatsapp-templates/${waTemplate.id}`}>{waTemplate.name}</a>
+                  ) : waTemplateId !== undefined ? (
+                    `${message.provider_template!.ref} (WhatsApp template #${waTemplateId}, no longer available to this account)`
+                  ) : template ? (
+                    <a href={`${base}/templates/${template.id}`}>{template.name}</a>
+                  ) : (
+                    `#${message.template_id} (deleted)`
+                  )}
+                </dd>
               </>
             ) : null}
             {message.provider_template ? (
