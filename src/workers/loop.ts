@@ -10,7 +10,14 @@ export type Loop = { name: string; wake(): void; stop(): Promise<void> }
 export function startLoop(
   name: string,
   step: () => Promise<number>,
-  options: { pollMs: number; maxBackoffMs?: number; minGapMs?: number; clock: Clock },
+  options: {
+    pollMs: number
+    maxBackoffMs?: number
+    minGapMs?: number
+    /** The first step comes this long after the start (default: at once). */
+    firstAfterMs?: number
+    clock: Clock
+  },
 ): Loop {
   const { clock } = options
   let stopped = false
@@ -32,6 +39,7 @@ export function startLoop(
   const running = (async () => {
     let failures = 0
     let lastStep = 0
+    if (options.firstAfterMs) await sleep(options.firstAfterMs)
     while (!stopped) {
       try {
         const gap = lastStep + (options.minGapMs ?? 0) - clock.monotonic()

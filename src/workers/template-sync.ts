@@ -26,10 +26,11 @@ async function syncOnce(deps: Deps): Promise<number> {
 export const templateSync: Worker = {
   name: 'template-sync',
   pollMs: IDLE_POLL_MS,
-  start: (deps) =>
-    startLoop('template-sync', () => syncOnce(deps), {
-      pollMs: deps.config.templateSyncMinutes > 0 ? deps.config.templateSyncMinutes * 60_000 : IDLE_POLL_MS,
-      clock: deps.clock,
-    }),
+  start: (deps) => {
+    const pollMs = deps.config.templateSyncMinutes > 0 ? deps.config.templateSyncMinutes * 60_000 : IDLE_POLL_MS
+    // The first sync comes one interval after the start, not at it: a deploy restarting every instance
+    // does not list every provider's templates at once (a sender is synced when created or checked).
+    return startLoop('template-sync', () => syncOnce(deps), { pollMs, firstAfterMs: pollMs, clock: deps.clock })
+  },
   runOnce: syncOnce,
 }

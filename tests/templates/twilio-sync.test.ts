@@ -8,6 +8,8 @@
 
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { TestClock } from '../../src/lib/clock'
+import { templateSync } from '../../src/workers/template-sync'
+import { startWorker } from '../../src/workers'
 import { testApp, type TestApp } from '../helpers/app'
 import { fakeGraph } from '../helpers/fake-graph'
 import { fakeTwilio } from '../helpers/fake-twilio'
@@ -218,6 +220,30 @@ describe('create and submit', () => {
 })
 
 describe('the periodic sync (TEMPLATE_SYNC_MINUTES)', () => {
+  test("its loop: nothing at the instance's start, the first sync one interval later, then every interval", async () => {
+    const clock = new TestClock()
+    const app = await testApp({ env: sendersEnv(twilio, graph), clock })
+    twilio.reset()
+    const listings = () => contentRequests().filter((r) => r.path === '/v1/ContentAndApprovals').length
+    const loop = startWorker(app.deps, templateSync)
+    try {
+      // The loop sleeps first (a sync at the start would be made before its first sleep).
+      await clock.nextSleep()
+      expect(listings()).toBe(0)
+      await clock.advance(5 * 60_000 - 1)
+      expect(listings()).toBe(0)
+      await clock.advance(1)
+      await clock.nextSleep(true)
+      expect(listings()).toBe(1)
+      await clock.advance(5 * 60_000)
+      await clock.nextSleep(true)
+      expect(listings()).toBe(2)
+    } finally {
+      await loop.stop()
+      await app.close()
+    }
+  }, 60_000)
+
   test('reads every Twilio sender and the Twilio default, each from its own account, by default every 5 minutes', async () => {
     const clock = new TestClock()
     const app = await testApp({ env: sendersEnv(twilio, graph), clock })
