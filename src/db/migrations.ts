@@ -53,6 +53,7 @@ import messageSettledEvent from '../../sql/0052_message_settled_event.sql' with 
 import templateNamesReused from '../../sql/0053_template_names_reused.sql' with { type: 'text' }
 import messagingTake from '../../sql/0054_messaging_take.sql' with { type: 'text' }
 import verificationsPerNumber from '../../sql/0055_verifications_per_number.sql' with { type: 'text' }
+import messagesSetAside from '../../sql/0056_messages_set_aside.sql' with { type: 'text' }
 
 export type Migration = { version: number; name: string; text: string }
 
@@ -111,4 +112,5 @@ export const MIGRATIONS: Migration[] = [
   { version: 53, name: '0053_template_names_reused.sql', text: templateNamesReused },
   { version: 54, name: '0054_messaging_take.sql', text: messagingTake },
   { version: 55, name: '0055_verifications_per_number.sql', text: verificationsPerNumber },
+  { version: 56, name: '0056_messages_set_aside.sql', text: messagesSetAside },
 ]

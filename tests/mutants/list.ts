@@ -2178,4 +2178,71 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/templates/campaigns.test.ts'],
     filter: 'paused by Meta: the campaign pauses',
   },
+  {
+    name: 'campaign-set-aside',
+    breaks:
+      "a campaign's messages charged before Meta paused their template are handed over all the same: Meta refuses each (132015), they are refunded, and the campaign resumed never sends them",
+    edits: [
+      {
+        file: 'src/modules/messages/handoff.ts',
+        find: 'm.campaign_id is not null and exists (',
+        replace: 'false and exists (',
+      },
+    ],
+    tests: ['tests/templates/campaign-pause.test.ts'],
+    filter: 'paused by Meta midway',
+  },
+  {
+    name: 'set-aside-release-unapproved',
+    breaks:
+      'messages set aside for their paused template are given back to recovery while it is still paused: set aside again round after round, until quarantined for an operator instead of sent',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: "and exists (select 1 from wa_templates w where w.id = (m.provider_template->>'templateId')::bigint and w.status = 'approved')\n    returning m.id`",
+        replace: 'returning m.id`',
+      },
+    ],
+    tests: ['tests/templates/campaign-pause.test.ts'],
+    filter: 'paused by Meta midway',
+  },
+  {
+    name: 'set-aside-never-released',
+    breaks: 'messages set aside for their paused template stay queued and charged when it is approved again: never sent, never refunded',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: "where m.set_aside_at is not null and m.status = 'queued'\n",
+        replace: 'where false\n',
+      },
+    ],
+    tests: ['tests/templates/campaign-pause.test.ts'],
+    filter: 'paused by Meta midway',
+  },
+  {
+    name: 'set-aside-cancel-refund',
+    breaks: "a cancelled campaign's messages set aside for its template stay charged for good: never sent, never refunded",
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: "select id from messages where campaign_id = ${id} and set_aside_at is not null and status = 'queued'",
+        replace: 'select id from messages where false',
+      },
+    ],
+    tests: ['tests/templates/campaign-pause.test.ts'],
+    filter: 'its campaign cancelled',
+  },
+  {
+    name: 'set-aside-expiry',
+    breaks: 'messages set aside for a template never approved again stay charged past their validity: never sent, never refunded',
+    edits: [
+      {
+        file: 'src/modules/campaigns/engine.ts',
+        find: 'created_at + make_interval(secs => ${config.messageValiditySeconds})) <= ${now}',
+        replace: 'created_at + make_interval(secs => ${config.messageValiditySeconds})) <= ${now} and false',
+      },
+    ],
+    tests: ['tests/templates/campaign-pause.test.ts'],
+    filter: "not approved again within the messages' validity",
+  },
 ]

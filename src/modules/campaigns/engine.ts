@@ -22,7 +22,7 @@ import { errorKind, log } from '../../lib/log'
 import { ApiError } from '../../http/errors'
 import { renderTemplate } from '../../lib/template'
 import { isUserId } from '../../lib/user-id'
-import { chargeRecorded, lockForCharge, type Lease } from '../ledger/service'
+import { chargeRecorded, lockForCharge, refundFailed, type Lease } from '../ledger/service'
 import { outgoingOf } from '../messages/content'
 import type { RichContent, StoredTemplate } from '../../providers/provider'
 import { segmentMatch } from '../templates/segments'
@@ -94,7 +94,48 @@ export async function cancelCampaign(deps: Deps, id: number): Promise<void> {
       throw new ApiError('CONFLICT', `campaign ${id} is already ${campaign.status}`)
     }
     await tx`update campaigns set status = 'cancelled', finished_at = ${nowOf(tx, deps.clock)}, lease_token = null, lease_until = null where id = ${id}`
+    // Its messages set aside for their template (handoff.ts) will not be sent: refunded now.
+    const aside = await tx<{ id: number }[]>`
+      select id from messages where campaign_id = ${id} and set_aside_at is not null and status = 'queued'`
+    await refundFailed(
+      tx,
+      aside.map((m) => ({ id: Number(m.id), errorCode: null, errorMessage: SET_ASIDE_CANCELLED })),
+      deps.config.timezone,
+      deps.clock,
+    )
   })
+}
+
+const SET_ASIDE_CANCELLED = 'its campaign was cancelled while its WhatsApp template was not approved: never sent, refunded'
+const SET_ASIDE_EXPIRED = "its WhatsApp template was not approved again within the message's validity: never sent, refunded"
+
+/**
+ * Scheduler step: the messages a hand-off set aside because their campaign's WhatsApp template was no
+ * longer approved (handoff.ts) go back to recovery once it is approved again (their lease made long
+ * expired: the next recovery step hands them over, at the sender's pace); those whose validity ran out
+ * first are refunded. The count of both.
+ */
+export async function releaseSetAside(
+  sql: Sql,
+  clock: Clock,
+  config: { timezone: string; handoffLeaseSeconds: number; messageValiditySeconds: number },
+): Promise<number> {
+  const now = nowOf(sql, clock)
+  const expired = await sql<{ id: number }[]>`
+    select id from messages where set_aside_at is not null and status = 'queued'
+      and coalesce(valid_until, created_at + make_interval(secs => ${config.messageValiditySeconds})) <= ${now}`
+  const refunded = await refundFailed(
+    sql,
+    expired.map((m) => ({ id: Number(m.id), errorCode: null, errorMessage: SET_ASIDE_EXPIRED })),
+    config.timezone,
+    clock,
+  )
+  const released = await sql`
+    update messages m set set_aside_at = null, handoff_until = ${now} - make_interval(secs => ${2 * config.handoffLeaseSeconds + 1})
+    where m.set_aside_at is not null and m.status = 'queued'
+      and exists (select 1 from wa_templates w where w.id = (m.provider_template->>'templateId')::bigint and w.status = 'approved')
+    returning m.id`
+  return refunded.ids.length + released.length
 }
 
 /** The pause reason of a campaign paused by its sender's messaging limit (takeForCampaign writes it). */

@@ -11,6 +11,12 @@
 // token (a lease taken over meanwhile is not ours: skip the message) and, in the same statement, look
 // whether the recipient opted out of the account's messages since the charge; then call the provider at once.
 //
+// The same statement sets aside a campaign's message whose WhatsApp template is no longer approved
+// (Meta paused it after the charge): never handed over to be refused (132015) and lost for the campaign,
+// it stays queued and charged, without a lease, until the template is approved again, its campaign is
+// cancelled or its validity runs out (campaigns/engine.ts releaseSetAside). Single and bulk sends go on
+// as asked: Meta's refusal of them is refunded with its words.
+//
 // Bulk, campaign and recovery hand-offs share one bounded pool per sender (HANDOFF_CONCURRENCY). Outcomes are
 // written through a group-commit writer and retried for as long as the process lives.
 //
@@ -99,8 +105,14 @@ export type Handoff = {
   stop(): void
 }
 
-/** What renewing a lease before an attempt found: still ours, ours but its recipient opted out, or taken over. */
-type Claim = 'held' | 'opted_out' | 'lost'
+/**
+ * What renewing a lease before an attempt found: still ours, ours but its recipient opted out, ours but
+ * a campaign's whose WhatsApp template is no longer approved (set aside), or taken over.
+ */
+type Claim = 'held' | 'opted_out' | 'template_not_approved' | 'lost'
+
+/** A hand-off's answer for a message it set aside: it stays queued and charged, handed over later or refunded. */
+const SET_ASIDE = 'set aside'
 
 /** How long a message whose hand-off someone else holds is waited for, at most. */
 const OUTCOME_WAIT_POLL_MS = 250
@@ -198,21 +210,27 @@ export function createHandoff(
   // messages: rolled back whole, it runs again (a claim is safe to repeat).
   const claimer = new Batcher<{ id: number; token: string }, Claim>(async (claims) => {
     const rows = await retrying(
-      () => sql<{ id: number; opted_out: boolean }[]>`
+      () => sql<{ id: number; opted_out: boolean; template_not_approved: boolean }[]>`
       update messages m set handoff_until = ${nowOf(sql, clock)} + make_interval(secs => ${leaseSeconds})
       from unnest(${claims.map((c) => c.id)}::bigint[], ${claims.map((c) => c.token)}::uuid[]) as v(id, token)
       where m.id = v.id and m.handoff_token = v.token and m.status = 'queued' and m.quarantined_at is null
       returning m.id, exists (
         select 1 from opt_outs o where o.account_id = m.account_id
           and o.phone in (m.phone, (select l.phone from customer_links l where l.sender_key = coalesce(m.sender_id, 0) and l.user_id = m.phone))
-      ) as opted_out`,
+      ) as opted_out,
+      m.campaign_id is not null and exists (
+        select 1 from wa_templates w where w.id = (m.provider_template->>'templateId')::bigint and w.status <> 'approved'
+      ) as template_not_approved`,
       {
         retryIf: isRolledBack,
         clock,
       },
     )
-    const heldNow = new Map(rows.map((r) => [r.id, r.opted_out]))
-    return claims.map((c) => (!heldNow.has(c.id) ? 'lost' : heldNow.get(c.id) ? 'opted_out' : 'held'))
+    const now = new Map(rows.map((r) => [r.id, r]))
+    return claims.map((c): Claim => {
+      const row = now.get(c.id)
+      return !row ? 'lost' : row.opted_out ? 'opted_out' : row.template_not_approved ? 'template_not_approved' : 'held'
+    })
   })
 
   // Every outcome, of single sends and of bulk and campaign batches alike, is recorded through one
@@ -265,7 +283,8 @@ export function createHandoff(
 
   /**
    * Hands one message over at the pace, through throttles, and records the outcome; null if the
-   * lease is someone else's, or this holder could not record the outcome (see the end).
+   * lease is someone else's, or this holder could not record the outcome (see the end); SET_ASIDE for a
+   * campaign's message whose WhatsApp template is no longer approved.
    * `firstWaitMs`: the first slot, when the caller reserved it already.
    */
   async function handOver(
@@ -273,7 +292,7 @@ export function createHandoff(
     lease: Lease,
     firstWaitMs: number | null,
     options: { checkFirst: boolean; onThrottled?: () => void; accountId?: number },
-  ): Promise<HandoffResult | null> {
+  ): Promise<HandoffResult | typeof SET_ASIDE | null> {
     // A charge found rather than made (a retried write, a repeated request) may be someone else's:
     // look before taking a slot for it.
     if (options.checkFirst && (await claimer.add({ id: message.id, token: lease.token })) === 'lost') return null
@@ -299,6 +318,19 @@ export function createHandoff(
         if (claim === 'lost') {
           letGo(message.id)
           return null
+        }
+        if (claim === 'template_not_approved') {
+          // A campaign's message whose WhatsApp template Meta paused (or disabled...) since its charge: not
+          // handed over to be refused and lost for the campaign, but set aside, queued and charged, until
+          // the template is approved again (campaigns/engine.ts releaseSetAside).
+          await retrying(
+            () => sql`
+              update messages set set_aside_at = ${nowOf(sql, clock)}, handoff_until = null, handoff_token = null
+              where id = ${message.id} and handoff_token = ${lease.token} and status = 'queued'`,
+            { retryIf: isRolledBack, clock },
+          )
+          letGo(message.id)
+          return SET_ASIDE
         }
         let result: HandoffResult
         if (claim === 'opted_out') {
@@ -370,7 +402,7 @@ export function createHandoff(
         checkFirst: !fresh,
         onThrottled: throttled,
         accountId: message.accountId,
-      }).then((r) => r ?? waitForOutcome(sql, clock, message.id))
+      }).then((r): Promise<Outcome> | Outcome => (r === SET_ASIDE ? { queued: true } : (r ?? waitForOutcome(sql, clock, message.id))))
       return within(work, answerWithinMs, firstThrottle)
     },
     async many(messages, lease, answerWithinMs = Infinity, fresh = true) {
@@ -383,7 +415,7 @@ export function createHandoff(
           // A message this request does not hold is waited for outside the pool: its holder may need the slot.
           const work = poolOf(message.senderId)
             .run(() => handOver(message, lease, null, { checkFirst: !fresh }))
-            .then((r): Promise<Outcome> | Outcome => r ?? waitForOutcome(sql, clock, message.id))
+            .then((r): Promise<Outcome> | Outcome => (r === SET_ASIDE ? { queued: true } : (r ?? waitForOutcome(sql, clock, message.id))))
           outcomes.set(message.id, await within(work, answerWithinMs))
         }),
       )
