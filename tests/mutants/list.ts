@@ -2245,4 +2245,39 @@ export const MUTATIONS: Mutation[] = [
     tests: ['tests/templates/campaign-pause.test.ts'],
     filter: "not approved again within the messages' validity",
   },
+  {
+    name: 'template-event-accounts',
+    breaks:
+      "a template's status change is announced (template.status_changed) to every account's registrations, not only to the accounts whose senders have it: one tenant hears of another's templates",
+    edits: [
+      {
+        file: 'src/modules/templates/events.ts',
+        find: 'from account_senders s where s.sender_id = ${template.sender_id}`',
+        replace: 'from account_senders s`',
+      },
+    ],
+    tests: ['tests/templates/status-replay.test.ts'],
+  },
+  {
+    name: 'template-status-words',
+    breaks:
+      "Meta's IN_APPEAL, LIMIT_EXCEEDED, ARCHIVED and LOCKED change nothing here: the template stays approved and its sends are charged, refused by Meta and refunded",
+    edits: [
+      {
+        file: 'src/modules/templates/catalog.ts',
+        find: 'return (TEMPLATE_STATUSES as readonly string[]).includes(w)',
+        replace:
+          "return (TEMPLATE_STATUSES as readonly string[]).filter((s) => !['in_appeal', 'limit_exceeded', 'archived', 'locked'].includes(s)).includes(w)",
+      },
+    ],
+    tests: ['tests/templates/statuses.test.ts'],
+    filter: 'beyond paused and disabled',
+  },
+  {
+    name: 'dashboard-escape',
+    breaks:
+      "the values an integrator filled a template with are written into the dashboard's pages unescaped: a value with markup runs in an operator's browser",
+    edits: [{ file: 'src/dashboard/jsx.ts', find: 'return text.replace(/[&<>"\']/g, (c) => ESCAPES[c]!)', replace: 'return text' }],
+    tests: ['tests/templates/pages-text.test.ts'],
+  },
 ]
