@@ -138,7 +138,9 @@ describe('the message pages', () => {
     }
     // The values Meta got, as the page lists them.
     const invoicePage = ok(await member.get(messageLink(list, INVOICE_TO)!))
-    expect(invoicePage).toContain(escaped('meta: invoice_due (en_US), variables: INV-<b>&1 | Rp 1.250.000 & more | 5 December'))
+    expect(invoicePage).toContain(
+      escaped('meta: invoice_due (en_US), variables: INV-<b>&1 | Rp 1.250.000 & more | 5 December; button 1 = INV-1'),
+    )
   })
 })
 

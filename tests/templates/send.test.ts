@@ -8,6 +8,7 @@
 // 132015, 132016) answer in Meta's error shape.
 
 import { beforeAll, describe, expect, test } from 'bun:test'
+import { dashboardUser } from '../helpers/web'
 import { money, testApp, type TestApp } from '../helpers/app'
 import { type FakeTemplate } from '../helpers/fake-graph'
 import { assign, createSender, META_A, META_B, TWILIO_A } from '../helpers/senders'
@@ -249,7 +250,7 @@ describe('a WhatsApp template reaches Meta exactly as its reference writes it', 
     }
     const tpl = await template(twilioA, { ...definition, providerRef: sid })
     const onMeta = await template(metaA, definition)
-    const { key } = await account()
+    const { accountId, key } = await account()
     const sends = [
       { template_id: tpl.id, variables: { '1': 'A-1001', '2': 'Friday' } },
       // Meta A's template of that name and language, sent from Twilio A: Twilio A's own goes.
@@ -273,6 +274,12 @@ describe('a WhatsApp template reaches Meta exactly as its reference writes it', 
       [sid, { '1': 'A-1001', '2': 'Friday' }, false],
       [sid, { '1': 'A-1002', '2': 'Monday' }, false],
     ])
+    // The message's page says what Twilio got: the Content SID and its ContentVariables.
+    const member = (await dashboardUser(t, `twilio-page-${accountId}@example.com`, 'correct horse battery', accountId)).client
+    const [first] = await t.db.sql<{ id: number }[]>`select id from messages where account_id = ${accountId} order by id limit 1`
+    expect((await member.get(`/dashboard/messages/${first!.id}`)).text).toContain(
+      `twilio: ${sid}, ContentVariables: 1 = A-1001 | 2 = Friday`,
+    )
   })
 
   test('bulk: each entry checked on its own; refused entries fail uncharged and never reach the fake', async () => {

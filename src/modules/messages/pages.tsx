@@ -15,6 +15,7 @@ import { listAttempts, listMessageDeliveries } from '../webhooks/deliveries'
 import { messageLedger } from '../ledger/listing'
 import { getTemplate } from '../templates/service'
 import { usableTemplate } from '../templates/catalog'
+import type { StoredTemplate } from '../../providers/provider'
 import { getCampaign } from '../campaigns/service'
 import { listAccountSenders, senderNames } from '../senders/service'
 import { senderLabel } from '../senders/account-pages'
@@ -38,6 +39,25 @@ const listQuery = (filter: ReturnType<typeof filterOf>) => ({
   ...filter,
   sender_id: filter.sender_id === undefined ? undefined : Number(filter.sender_id),
 })
+
+/**
+ * The values a template was filled with, as the provider got them: Twilio's ContentVariables (body,
+ * header and buttons, by key), or Meta's body values and each button's.
+ */
+function filledValues(t: StoredTemplate): string {
+  if (t.contentVariables && Object.keys(t.contentVariables).length > 0) {
+    return `, ContentVariables: ${Object.entries(t.contentVariables)
+      .map(([key, value]) => `${key} = ${value}`)
+      .join(' | ')}`
+  }
+  const buttons = (t.components ?? [])
+    .filter((c) => String(c.type).toLowerCase() === 'button' && Array.isArray(c.parameters))
+    .map((c) => {
+      const [p] = c.parameters as Record<string, unknown>[]
+      return `button ${Number(c.index) + 1} = ${String(p?.text ?? p?.payload ?? p?.coupon_code ?? '')}`
+    })
+  return (t.variables.length ? `, variables: ${t.variables.join(' | ')}` : '') + (buttons.length ? `; ${buttons.join('; ')}` : '')
+}
 
 export function messagePages(d: Dashboard) {
   async function listPage(scope: Scope, query: Record<string, unknown>) {
@@ -276,7 +296,7 @@ export function messagePages(d: Dashboard) {
                 <dd class="wrap" id="provider-template">
                   {`${message.provider_template.provider}: ${message.provider_template.ref}`}
                   {message.provider_template.language ? ` (${message.provider_template.language})` : ''}
-                  {message.provider_template.variables.length ? `, variables: ${message.provider_template.variables.join(' | ')}` : ''}
+                  {filledValues(message.provider_template)}
                 </dd>
               </>
             ) : null}
