@@ -226,9 +226,9 @@ export function createHandoff(
         clock,
       },
     )
-    const now = new Map(rows.map((r) => [r.id, r]))
+    const claimed = new Map(rows.map((r) => [r.id, r]))
     return claims.map((c): Claim => {
-      const row = now.get(c.id)
+      const row = claimed.get(c.id)
       return !row ? 'lost' : row.opted_out ? 'opted_out' : row.template_not_approved ? 'template_not_approved' : 'held'
     })
   })
