@@ -5,12 +5,18 @@
 
 import { startChild, type Child } from '../helpers/child'
 
+/** How long after a killed process is gone the fakes of this process may still read what it wrote. */
+const KILL_READ_MARGIN_MS = 250
+
 export type Cluster = {
   /** The front's URL: clients and the fake Twilio's callbacks use it. */
   url: string
   size: number
-  /** When each SIGKILL happened (ms since the epoch). */
-  kills: { at: number; instance: number }[]
+  /**
+   * When each SIGKILL was sent and when its process was gone (ms since the epoch): a request the dying
+   * process had already written may reach a fake in between.
+   */
+  kills: { at: number; until: number; instance: number }[]
   /** SIGKILL one instance, wait `downMs`, start it again. */
   crash(instance: number, downMs: number): Promise<void>
   /** SIGTERM every instance (a graceful stop) and the front, e.g. before reading an embedded database directly. */
@@ -88,8 +94,11 @@ export async function startCluster(size: number, env: Record<string, string>): P
       const child = instances[i]
       if (!child) return
       instances[i] = null
-      kills.push({ at: Date.now(), instance: i })
+      const kill = { at: Date.now(), until: Number.MAX_SAFE_INTEGER, instance: i }
+      kills.push(kill)
       await child.kill9()
+      // What it wrote just before dying is read by the fakes (in this process) a moment later.
+      kill.until = Date.now() + KILL_READ_MARGIN_MS
       logs += child.output()
       await Bun.sleep(downMs)
       await start(i)

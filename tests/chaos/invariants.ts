@@ -66,7 +66,8 @@ export type Evidence = {
   callbacks: Callback[]
   /** The hand-off lease (HANDOFF_LEASE_SECONDS), in ms. */
   leaseMs: number
-  kills: { at: number }[]
+  /** Each SIGKILL: sent at `at`, its process gone at `until` (what it had written may arrive in between). */
+  kills: { at: number; until: number }[]
   webhooks: Received[]
   /** The stored senders: their ids and the Twilio account (SID, token, number) each sends with. */
   senders: { id: number; sid: string; token: string; number: string }[]
@@ -177,7 +178,7 @@ export async function checkInvariants(e: Evidence): Promise<{ violations: string
   //    it accepted is what the database says, and nothing it accepted in time went out free.
   const receiptsOf = new Map<string, Receipt[]>()
   for (const r of e.receipts) receiptsOf.set(r.tag, [...(receiptsOf.get(r.tag) ?? []), r])
-  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
+  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.until >= from && k.at <= to)
   for (const [tag, receipts] of receiptsOf) {
     const m = byTag.get(tag)
     if (!m) {
@@ -693,7 +694,7 @@ async function checkTemplates(
     where m.sender_id = ${t.senderId} order by m.id`
   const handoffsOf = new Map<string, TemplateEvidence['handoffs']>()
   for (const h of t.handoffs) handoffsOf.set(h.tag, [...(handoffsOf.get(h.tag) ?? []), h])
-  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
+  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.until >= from && k.at <= to)
   for (const m of rows) {
     const tag = tagOf(m.body)
     const what = `template message ${m.id} [${tag}]`
@@ -993,7 +994,7 @@ async function checkUserIds(
   // Requests to Meta, by tag.
   const handoffsOf = new Map<string, UserIdEvidence['handoffs']>()
   for (const h of u.handoffs) handoffsOf.set(h.tag, [...(handoffsOf.get(h.tag) ?? []), h])
-  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.at >= from && k.at <= to)
+  const crashBetween = (from: number, to: number) => e.kills.some((k) => k.until >= from && k.at <= to)
   const tags = new Set<string>()
   for (const request of e.requests) {
     if (!request.byUserId) continue

@@ -183,6 +183,21 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
     return issued
   }
 
+  /**
+   * A send of the script, repeated with its Idempotency-Key until it is answered (an instance killed
+   * under it answers nothing), so that the script's next word is written after its answer: the checks
+   * then know which words came before it, whatever the kills hit.
+   */
+  async function sendAnswered(client: Client, accounts: Account[], side: 0 | 1, targets: string[], deadline: number) {
+    const issued = send(client, accounts, side, targets, true)
+    const request = client.requests.at(-1)!
+    await issued
+    while (!request.reference && Date.now() < deadline) {
+      await Bun.sleep(250)
+      await client.issue(request, accounts)
+    }
+  }
+
   /** A recipient on `side`: mostly a customer who wrote (as planned), else a user id nobody wrote from. */
   function target(side: 0 | 1): string {
     const known = customers.filter((c) => c.side === side && c.wrote)
@@ -236,18 +251,21 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
           write(twinned, TEXTS[0]!, deadline, 0),
           write(linked, TEXTS[0]!, deadline, 0),
         ])
-        await send(client, accounts, 0, [stopper.userId, twinned.userId, linked.userId], true)
+        await sendAnswered(client, accounts, 0, [stopper.userId, twinned.userId, linked.userId], deadline)
         await Promise.all([
           write(stopper, 'STOP', deadline, 0),
           write(twin, TEXTS[0]!, deadline, 0).then(() => write(twin, 'STOP', deadline, 0)),
         ])
-        await Promise.all([send(client, accounts, 0, [stopper.userId], true), send(client, accounts, 0, [twinned.userId], true)])
-        await send(client, accounts, 1, [twin.userId], true)
+        await Promise.all([
+          sendAnswered(client, accounts, 0, [stopper.userId], deadline),
+          sendAnswered(client, accounts, 0, [twinned.userId], deadline),
+        ])
+        await sendAnswered(client, accounts, 1, [twin.userId], deadline)
         linked.phone = `62857${String(++phones).padStart(8, '0')}`
         await write(linked, 'this is my number', deadline, 0)
-        await send(client, accounts, 0, [linked.userId], true)
+        await sendAnswered(client, accounts, 0, [linked.userId], deadline)
         await write(stopper, 'START', deadline, 0)
-        await send(client, accounts, 0, [stopper.userId], true)
+        await sendAnswered(client, accounts, 0, [stopper.userId], deadline)
       })()
       work.push(script)
       while (Date.now() < until) {
@@ -266,10 +284,15 @@ export function createUserIdWorld(seed: number, graph: FakeGraph) {
           c.wrote = true
           void write(c, random.pick(TEXTS), deadline, random.chance(0.2) ? 1 : 0)
         } else if (r < 0.3) {
-          const c = random.pick(mine.filter((x) => !x.stopped).length > 0 ? mine.filter((x) => !x.stopped) : mine)
-          c.stopped = true
-          c.wrote = true
-          void write(c, 'STOP', deadline, random.chance(0.2) ? 1 : 0)
+          // (Never the script's twinned customer: its send must find it not stopped, whenever the mix runs.)
+          const open = mine.filter((x) => !x.stopped && x !== twinned)
+          const pool = open.length > 0 ? open : mine.filter((x) => x !== twinned)
+          if (pool.length > 0) {
+            const c = random.pick(pool)
+            c.stopped = true
+            c.wrote = true
+            void write(c, 'STOP', deadline, random.chance(0.2) ? 1 : 0)
+          }
         } else if (r < 0.36) {
           const c = mine.filter((x) => x.stopped)
           if (c.length > 0) {
