@@ -526,7 +526,9 @@ describe('the webhook guides, as written', () => {
     expect(testErr.replace(/^\$ .*\n/gm, '')).toBe('')
     expect(code).toBe(0)
     expect(testOut).toMatch(/→ 200 \(\d+ ms\)[\s\S]*→ 200 \(\d+ ms\)/)
-    expect(registered.requests.map((r) => r.path)).toEqual(['/hooks/messages'])
+    // (The keys of this service's earlier tests registered the receiver's /hook: a late status of theirs may
+    // still arrive there. This key's registration is the guide's /hooks/messages.)
+    expect(registered.requests.map((r) => r.path).filter((path) => path !== '/hook')).toEqual(['/hooks/messages'])
     expect(local.requests.map((r) => r.path)).toEqual(['/hook'])
   }, 90_000)
 })
